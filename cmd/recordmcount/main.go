@@ -1,0 +1,117 @@
+// Command recordmcount adds a __mcount_loc table listing every
+// function-entry patch site to relocatable ELF objects, so a program linked
+// from them can have its sites found and patched by the ftpatch runtime.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"ftpatch/record"
+)
+
+type options struct {
+	record.Options
+	out     string
+	json    bool
+	jobs    int
+	verbose bool
+}
+
+func main() {
+	if err := newCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "recordmcount [flags] FILE.o...",
+		Short: "Record every function-entry patch site of ELF objects in __mcount_loc",
+		Long: `recordmcount reads relocatable ELF objects (x86-64 or arm64) compiled with
+  -pg -mfentry          (x86-64; PIE or not, with or without -fcf-protection)
+  -pg                   (x86-64 mcount after the prologue; arm64 bl _mcount)
+  -fpatchable-function-entry=N[,M]   (x86-64 N-M >= 5; arm64 =2 or =4,2)
+finds every function-entry patch site, checks each one by decoding it, and
+rewrites each object in place with a __mcount_loc table the linker turns
+into __start___mcount_loc..__stop___mcount_loc for the ftpatch runtime.
+
+Objects that already carry __mcount_loc (from an earlier run, or from
+gcc -mrecord-mcount) are left as they are. Files are processed in
+parallel; each is replaced atomically, and a file that fails is left
+byte-for-byte unchanged.`,
+		Example: `  cc -O2 -pg -mfentry -c a.c b.c && recordmcount a.o b.o
+  recordmcount --nop -o traced.o plain.o
+  recordmcount --list --json *.o`,
+		Args:          cobra.MinimumNArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(o, args, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&o.Nop, "nop", false, "also turn every call site into a NOP of its size (relocation retyped to R_*_NONE)")
+	fl.BoolVarP(&o.List, "list", "l", false, "list the sites (object, section, offset, function, kind) without writing")
+	fl.BoolVar(&o.json, "json", false, "with --list: print JSON")
+	fl.StringVarP(&o.out, "output", "o", "", "write the result to `OUT` instead of in place (one input only)")
+	fl.IntVarP(&o.jobs, "jobs", "j", 0, "files processed at once (default: number of CPUs)")
+	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print a line per file, and notes on things not taken as sites")
+	return cmd
+}
+
+func run(o options, args []string, stdout, stderr io.Writer) error {
+	if o.out != "" && len(args) != 1 {
+		fmt.Fprintln(stderr, "recordmcount: -o takes exactly one input file")
+		return errors.New("usage")
+	}
+	if o.json && !o.List {
+		fmt.Fprintln(stderr, "recordmcount: --json goes with --list")
+		return errors.New("usage")
+	}
+	var results []record.Result
+	if o.out != "" {
+		results = []record.Result{record.File(args[0], o.out, o.Options)}
+	} else {
+		results = record.Files(args, o.Options, o.jobs)
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(stderr, "recordmcount: %v\n", r.Err)
+			continue
+		}
+		for _, w := range r.Object.Warnings {
+			fmt.Fprintf(stderr, "recordmcount: %s: warning: %s\n", r.Path, w)
+		}
+		if o.verbose {
+			for _, n := range r.Object.Notes {
+				fmt.Fprintf(stderr, "recordmcount: %s: note: %s\n", r.Path, n)
+			}
+		}
+		if !o.List && (o.verbose || (!r.Changed && len(args) == 1)) {
+			fmt.Fprintln(stderr, r.Summary())
+		}
+	}
+	if o.List {
+		var err error
+		if o.json {
+			err = record.WriteJSON(stdout, results)
+		} else {
+			err = record.WriteList(stdout, results)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files failed: %w", failed, len(results), record.ErrSomeFailed)
+	}
+	return nil
+}

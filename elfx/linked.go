@@ -1,0 +1,180 @@
+package elfx
+
+import (
+	"debug/elf"
+	"fmt"
+	"sort"
+
+	"ftpatch/arch"
+)
+
+// relocNames is the one table of per-machine relocation facts elfx needs:
+// the absolute 64-bit type an object table uses, the loader's RELATIVE
+// type, and names for messages.
+var relocNames = map[arch.Arch]struct {
+	abs64, relative uint32
+	name            func(uint32) string
+}{
+	arch.X86_64: {uint32(elf.R_X86_64_64), uint32(elf.R_X86_64_RELATIVE), func(t uint32) string { return elf.R_X86_64(t).String() }},
+	arch.ARM64:  {uint32(elf.R_AARCH64_ABS64), uint32(elf.R_AARCH64_RELATIVE), func(t uint32) string { return elf.R_AARCH64(t).String() }},
+}
+
+// RelocTypeName names relocation type t of architecture a.
+func RelocTypeName(a arch.Arch, t uint32) string {
+	if r, ok := relocNames[a]; ok {
+		return r.name(t)
+	}
+	return fmt.Sprintf("reloc(%d)", t)
+}
+
+// Abs64 is the relocation type that stores a symbol's 64-bit absolute
+// address (R_X86_64_64, R_AARCH64_ABS64).
+func Abs64(a arch.Arch) uint32 { return relocNames[a].abs64 }
+
+// RelocNone is R_X86_64_NONE / R_AARCH64_NONE: a relocation the linker
+// ignores.
+const RelocNone uint32 = 0
+
+// AddrToOff maps a virtual address of a linked file to its file offset
+// through the PT_LOAD segments. Addresses in the zero-filled tail of a
+// segment (bss) or outside every segment are errors.
+func (f *File) AddrToOff(a Addr, size uint64) (Off, error) {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || a < p.Vaddr || uint64(a-p.Vaddr) >= p.Filesz {
+			continue
+		}
+		rel := uint64(a - p.Vaddr)
+		if size > p.Filesz-rel {
+			return 0, fmt.Errorf("address 0x%x+%d crosses the end of the file-backed part of its segment", uint64(a), size)
+		}
+		off := p.Off + Off(rel)
+		if !f.inFile(off, size) {
+			return 0, formatErr(off, "address 0x%x maps past the end of the file", uint64(a))
+		}
+		return off, nil
+	}
+	return 0, fmt.Errorf("address 0x%x is not in any loaded segment's file contents", uint64(a))
+}
+
+// ReadAt returns size bytes at virtual address a of a linked file (aliasing
+// File.Data).
+func (f *File) ReadAt(a Addr, size uint64) ([]byte, error) {
+	off, err := f.AddrToOff(a, size)
+	if err != nil {
+		return nil, err
+	}
+	return f.Data[off : uint64(off)+size : uint64(off)+size], nil
+}
+
+// Relatives holds what the dynamic loader writes at load time into the
+// words of a position-independent file: for each relocated address, the
+// value before the load bias is added.
+type Relatives struct {
+	addrs []Addr // sorted
+	vals  []uint64
+}
+
+// Relatives collects the R_*_RELATIVE relocations of every SHF_ALLOC
+// SHT_RELA section and the packed SHT_RELR ones (lld's and GNU ld's
+// -z pack-relative-relocs), so a table of addresses in a PIE can be read
+// as the loader would see it with a zero bias.
+func (f *File) Relatives() (*Relatives, error) {
+	type pair struct {
+		a Addr
+		v uint64
+	}
+	var all []pair
+	rel := relocNames[f.Arch].relative
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		switch s.Type {
+		case elf.SHT_RELA:
+			rs, err := f.Relas(s)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				if r.Type == rel {
+					all = append(all, pair{Addr(r.Off), uint64(r.Addend)})
+				}
+			}
+		case shtRELR:
+			// Each even word is an address whose word is relocated; each
+			// odd word is a bitmap of the 63 words after the last address
+			// (see the generic ABI's DT_RELR). The value relocated is the
+			// word already stored in the file (an implicit addend).
+			data := f.SectionData(s)
+			if len(data)%8 != 0 {
+				return nil, f.secErr(s, "size %d is not a multiple of 8", len(data))
+			}
+			var base Addr
+			var addrs []Addr
+			for i := 0; i < len(data); i += 8 {
+				w := le.Uint64(data[i:])
+				if w&1 == 0 {
+					addrs = append(addrs, Addr(w))
+					base = Addr(w) + 8
+					continue
+				}
+				for bit := 0; bit < 63; bit++ {
+					if w>>(bit+1)&1 != 0 {
+						addrs = append(addrs, base+Addr(bit*8))
+					}
+				}
+				base += 63 * 8
+			}
+			for _, a := range addrs {
+				b, err := f.ReadAt(a, 8)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", s, err)
+				}
+				all = append(all, pair{a, le.Uint64(b)})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].a < all[j].a })
+	r := &Relatives{addrs: make([]Addr, len(all)), vals: make([]uint64, len(all))}
+	for i, p := range all {
+		r.addrs[i], r.vals[i] = p.a, p.v
+	}
+	return r, nil
+}
+
+// Lookup returns the value the loader stores at a (before the bias), if a
+// RELATIVE relocation covers it.
+func (r *Relatives) Lookup(a Addr) (uint64, bool) {
+	i := sort.Search(len(r.addrs), func(i int) bool { return r.addrs[i] >= a })
+	if i < len(r.addrs) && r.addrs[i] == a {
+		return r.vals[i], true
+	}
+	return 0, false
+}
+
+// Len is the number of RELATIVE relocations.
+func (r *Relatives) Len() int { return len(r.addrs) }
+
+// Words reads the section s of a linked file as 64-bit words, each resolved
+// as the loader would leave it with a zero load bias: where a RELATIVE
+// relocation covers a word, its value comes from the relocation.
+func (f *File) Words(s *Section, rel *Relatives) ([]uint64, error) {
+	if s.Size%8 != 0 {
+		return nil, f.secErr(s, "size %d is not a multiple of 8", s.Size)
+	}
+	data := f.SectionData(s)
+	out := make([]uint64, len(data)/8)
+	for i := range out {
+		out[i] = le.Uint64(data[i*8:])
+		if rel != nil {
+			if v, ok := rel.Lookup(s.Addr + Addr(i*8)); ok {
+				out[i] = v
+			}
+		}
+	}
+	return out, nil
+}
+
+// shtRELR is SHT_RELR (19), the packed relative relocation section type,
+// which debug/elf does not name.
+const shtRELR elf.SectionType = 19

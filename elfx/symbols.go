@@ -1,0 +1,151 @@
+package elfx
+
+import (
+	"debug/elf"
+	"fmt"
+)
+
+// A Symbol is one entry of a symbol table.
+type Symbol struct {
+	Index int    // index in its table
+	Name  string // resolved through the table's string table
+	Value Addr   // in ET_REL: offset within section Shndx
+	Size  uint64 // bytes
+	Info  byte
+	Other byte
+	// Shndx is the section the symbol is defined in, with SHN_XINDEX
+	// already resolved through SHT_SYMTAB_SHNDX; or a special index
+	// (SHN_UNDEF, SHN_ABS, SHN_COMMON).
+	Shndx uint32
+}
+
+// Bind is the symbol's binding (local, global, weak).
+func (s *Symbol) Bind() elf.SymBind { return elf.ST_BIND(s.Info) }
+
+// Type is the symbol's type (function, object, section...).
+func (s *Symbol) Type() elf.SymType { return elf.ST_TYPE(s.Info) }
+
+// Defined reports whether the symbol is defined in a section of the file
+// (not undefined, absolute or common).
+func (s *Symbol) Defined() bool {
+	return s.Shndx != uint32(elf.SHN_UNDEF) && s.Shndx < shnLoreserve
+}
+
+type symtabCache struct {
+	sec  *Section
+	syms []Symbol
+	err  error
+}
+
+// Symtab returns the SHT_SYMTAB section and its symbols (index 0 is the
+// null symbol), or ErrNoSection when the file has none (stripped). The
+// result is parsed once and shared: callers must not modify it.
+func (f *File) Symtab() (*Section, []Symbol, error) {
+	if f.symtab == nil {
+		c := &symtabCache{}
+		for _, s := range f.Sections {
+			if s.Type == elf.SHT_SYMTAB {
+				c.sec = s
+				break
+			}
+		}
+		if c.sec == nil {
+			c.err = fmt.Errorf("%w: no symbol table (stripped?)", ErrNoSection)
+		} else {
+			c.syms, c.err = f.Symbols(c.sec)
+		}
+		f.symtab = c
+	}
+	return f.symtab.sec, f.symtab.syms, f.symtab.err
+}
+
+// Symbols parses the symbol table section s (SHT_SYMTAB or SHT_DYNSYM).
+func (f *File) Symbols(s *Section) ([]Symbol, error) {
+	if s.Type != elf.SHT_SYMTAB && s.Type != elf.SHT_DYNSYM {
+		return nil, f.secErr(s, "not a symbol table")
+	}
+	data := f.SectionData(s)
+	strs := f.SectionData(f.Sections[s.Link])
+	var shndx []byte
+	for _, x := range f.Sections {
+		if x.Type == elf.SHT_SYMTAB_SHNDX && int(x.Link) == s.Index {
+			shndx = f.SectionData(x)
+		}
+	}
+	n := len(data) / symSize
+	syms := make([]Symbol, n)
+	// One string for the whole table, sliced per name: one allocation
+	// instead of one per symbol (objects here hold 100k symbols).
+	allStrs := string(strs)
+	for i := range syms {
+		e := data[i*symSize : (i+1)*symSize]
+		nameOff := le.Uint32(e[0:])
+		sym := Symbol{
+			Index: i, Info: e[4], Other: e[5], Shndx: uint32(le.Uint16(e[6:])),
+			Value: Addr(le.Uint64(e[8:])), Size: le.Uint64(e[16:]),
+		}
+		if nameOff != 0 {
+			end := -1
+			if uint64(nameOff) < uint64(len(strs)) {
+				for j := int(nameOff); j < len(strs); j++ {
+					if strs[j] == 0 {
+						end = j
+						break
+					}
+				}
+			}
+			if end < 0 {
+				return nil, formatErr(s.Off+Off(i*symSize), "%s: symbol %d: name offset %d is outside the %d-byte string table", s, i, nameOff, len(strs))
+			}
+			sym.Name = allStrs[nameOff:end]
+		}
+		if sym.Shndx == shnXindex {
+			if (i+1)*4 > len(shndx) {
+				return nil, formatErr(s.Off+Off(i*symSize), "%s: symbol %d: SHN_XINDEX without an extended index entry", s, i)
+			}
+			sym.Shndx = le.Uint32(shndx[i*4:])
+		}
+		if sym.Defined() && int(sym.Shndx) >= len(f.Sections) {
+			return nil, formatErr(s.Off+Off(i*symSize), "%s: symbol %d %q: section index %d out of range (%d sections)", s, i, sym.Name, sym.Shndx, len(f.Sections))
+		}
+		syms[i] = sym
+	}
+	return syms, nil
+}
+
+// A Rela is one SHT_RELA relocation.
+type Rela struct {
+	Off    uint64 // in ET_REL: offset within the target section; otherwise a virtual address
+	Sym    uint32 // symbol index in the linked symbol table
+	Type   uint32 // machine-specific relocation type
+	Addend int64
+}
+
+// Relas parses the relocation section s. In ET_REL files every symbol
+// index is checked against the linked symbol table.
+func (f *File) Relas(s *Section) ([]Rela, error) {
+	if s.Type != elf.SHT_RELA {
+		return nil, f.secErr(s, "not a SHT_RELA section")
+	}
+	data := f.SectionData(s)
+	nsyms := uint64(0)
+	if s.Link != 0 {
+		nsyms = f.Sections[s.Link].Size / symSize
+	}
+	out := make([]Rela, len(data)/relaSize)
+	for i := range out {
+		e := data[i*relaSize:]
+		info := le.Uint64(e[8:])
+		r := Rela{Off: le.Uint64(e[0:]), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(e[16:]))}
+		if s.Link != 0 && uint64(r.Sym) >= nsyms {
+			return nil, formatErr(s.Off+Off(i*relaSize), "%s: relocation %d: symbol index %d out of range (%d symbols)", s, i, r.Sym, nsyms)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// RelocTypeString names a relocation type of the file's machine.
+func (f *File) RelocTypeString(t uint32) string {
+	return RelocTypeName(f.Arch, t)
+}

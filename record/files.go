@@ -1,0 +1,85 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"text/tabwriter"
+)
+
+// Files runs File on every path, using up to workers goroutines (all CPUs
+// when workers < 1), and returns the results in the order of paths.
+func Files(paths []string, opts Options, workers int) []Result {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(paths))
+	out := make([]Result, len(paths))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = File(paths[i], "", opts)
+			}
+		}()
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// WriteList prints the sites of the results as a table: object, section,
+// offset, function (+offset), kind, length, state.
+func WriteList(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBJECT\tSECTION\tOFFSET\tFUNCTION\tKIND\tLEN\tSTATE")
+	for _, r := range results {
+		if r.Err != nil || r.Object == nil {
+			continue
+		}
+		for _, s := range r.Object.Sites {
+			fn := s.Func
+			if s.FuncOff != 0 {
+				fn = fmt.Sprintf("%s+0x%x", s.Func, s.FuncOff)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t0x%x\t%s\t%s\t%d\t%s\n", r.Path, s.SecName, s.Off, fn, s.Kind, s.Len, s.State)
+		}
+	}
+	return tw.Flush()
+}
+
+// WriteJSON prints the results as a JSON array, one object per file.
+func WriteJSON(w io.Writer, results []Result) error {
+	type file struct {
+		Object string   `json:"object"`
+		Arch   string   `json:"arch,omitempty"`
+		Table  string   `json:"table,omitempty"`
+		Sites  any      `json:"sites"`
+		Notes  []string `json:"notes,omitempty"`
+		Warn   []string `json:"warnings,omitempty"`
+		Error  string   `json:"error,omitempty"`
+	}
+	out := make([]file, 0, len(results))
+	for _, r := range results {
+		fl := file{Object: r.Path, Sites: []any{}}
+		if r.Err != nil {
+			fl.Error = r.Err.Error()
+		}
+		if r.Object != nil {
+			fl.Arch, fl.Table, fl.Sites = r.Object.Arch.String(), r.Object.Table.String(), r.Object.Sites
+			fl.Notes, fl.Warn = r.Object.Notes, r.Object.Warnings
+		}
+		out = append(out, fl)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

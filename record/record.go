@@ -1,0 +1,281 @@
+// Package record is the recordmcount pass: it finds the patch sites of a
+// relocatable object and writes them back into the object as its
+// __mcount_loc table, so the linker gathers every object's sites between
+// __start___mcount_loc and __stop___mcount_loc for the runtime.
+//
+// The table is a writable SHF_ALLOC section of 8-byte absolute addresses,
+// each with an R_X86_64_64 / R_AARCH64_ABS64 relocation against the
+// section symbol of the site's section. Writable, because in a PIE those
+// words become R_*_RELATIVE dynamic relocations, which a read-only section
+// could only take as text relocations (GNU ld warns and sets DT_TEXTREL;
+// lld refuses). Against section symbols, because a relocation against a
+// weak function's own symbol would follow the symbol to whatever strong
+// definition the linker picks. Sites in a COMDAT group get a table section
+// in that group, so the linker drops them with the group.
+package record
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+
+	"ftpatch/arch"
+	"ftpatch/elfx"
+	"ftpatch/nops"
+	"ftpatch/sites"
+)
+
+// Options select what the pass does to each object.
+type Options struct {
+	// Nop also turns every call site into one NOP of the site's size in
+	// the object, and its relocation into R_*_NONE, so the linked program
+	// starts with every site a NOP.
+	Nop bool
+	// List only reports the sites: nothing is written.
+	List bool
+}
+
+// A Result is what happened to one object.
+type Result struct {
+	Path    string
+	Object  *sites.Object // the sites, as they are after the pass
+	Changed bool          // the file was (or, with List, would be) rewritten
+	Tabled  int           // sites added to a new __mcount_loc
+	Nopped  int           // sites turned into NOPs
+	Err     error
+}
+
+// Summary is the one-line account of a result printed by the tool.
+func (r *Result) Summary() string {
+	if r.Err != nil {
+		return r.Err.Error()
+	}
+	n := len(r.Object.Sites)
+	switch {
+	case r.Changed:
+		s := fmt.Sprintf("%s: %d sites recorded", r.Path, r.Tabled)
+		if r.Tabled == 0 {
+			s = fmt.Sprintf("%s: %d sites already recorded", r.Path, n)
+		}
+		if r.Nopped > 0 {
+			s += fmt.Sprintf(", %d turned into NOPs", r.Nopped)
+		}
+		return s
+	case n == 0:
+		return fmt.Sprintf("%s: no patch sites (not compiled with -pg, -mfentry or -fpatchable-function-entry?); unchanged", r.Path)
+	case r.Object.Table == sites.TableCompiler:
+		return fmt.Sprintf("%s: unchanged: the compiler's own __mcount_loc (-mrecord-mcount) already lists its %d sites", r.Path, n)
+	default:
+		return fmt.Sprintf("%s: unchanged: __mcount_loc already lists its %d sites", r.Path, n)
+	}
+}
+
+// Rewrite runs the pass on the object image data (read from path, which
+// only names it in messages) and returns the new image, or nil when
+// nothing changes. It does no I/O.
+func Rewrite(path string, data []byte, opts Options) (img []byte, res Result, err error) {
+	res.Path = path
+	f, err := elfx.Parse(path, data)
+	if err != nil {
+		return nil, res, err
+	}
+	obj, err := sites.FindObject(f)
+	if err != nil {
+		return nil, res, err
+	}
+	res.Object = obj
+	if len(obj.Sites) == 0 {
+		return nil, res, nil
+	}
+	ed, err := f.Edit()
+	if err != nil {
+		return nil, res, err
+	}
+	if obj.Table == sites.TableNone {
+		if err := addTable(f, ed, obj.Sites); err != nil {
+			return nil, res, err
+		}
+		res.Tabled = len(obj.Sites)
+		res.Changed = true
+	}
+	if opts.Nop {
+		n, err := nopSites(f, ed, obj.Sites)
+		if err != nil {
+			return nil, res, err
+		}
+		res.Nopped = n
+		res.Changed = res.Changed || n > 0
+	}
+	if !res.Changed {
+		return nil, res, nil
+	}
+	return ed.Bytes(), res, nil
+}
+
+// addTable appends __mcount_loc and .rela__mcount_loc: one pair for the
+// sites outside any group, one per COMDAT group holding sites.
+func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
+	symSec, syms, err := f.Symtab()
+	if err != nil {
+		return err
+	}
+	secSym := map[int]uint32{}
+	for i := range syms {
+		if syms[i].Type() == elf.STT_SECTION && syms[i].Bind() == elf.STB_LOCAL && syms[i].Defined() {
+			if _, ok := secSym[int(syms[i].Shndx)]; !ok {
+				secSym[int(syms[i].Shndx)] = uint32(i)
+			}
+		}
+	}
+	// The assembler drops section symbols nothing refers to; a section
+	// whose functions are all weak or global may have none. Add them
+	// (this renumbers later symbols, so look up the rest afterwards).
+	var missing []int
+	seen := map[int]bool{}
+	for _, s := range ss {
+		if _, ok := secSym[s.Section]; !ok && !seen[s.Section] {
+			seen[s.Section] = true
+			missing = append(missing, s.Section)
+		}
+	}
+	added, err := ed.AddSectionSymbols(missing)
+	if err != nil {
+		return err
+	}
+	// Existing section symbols are local, so they precede the insertion
+	// point and keep their indices.
+	for i, sec := range missing {
+		secSym[sec] = added[i]
+	}
+
+	var order []int
+	byGroup := map[int][]sites.Site{}
+	for _, s := range ss {
+		if _, ok := byGroup[s.Group]; !ok {
+			order = append(order, s.Group)
+		}
+		byGroup[s.Group] = append(byGroup[s.Group], s)
+	}
+	abs := uint64(elfx.Abs64(f.Arch))
+	for _, g := range order {
+		gs := byGroup[g]
+		rela := make([]byte, 0, len(gs)*24)
+		for i, s := range gs {
+			rela = binary.LittleEndian.AppendUint64(rela, uint64(i*8))
+			rela = binary.LittleEndian.AppendUint64(rela, uint64(secSym[s.Section])<<32|abs)
+			rela = binary.LittleEndian.AppendUint64(rela, s.Off)
+		}
+		flags := elf.SHF_ALLOC | elf.SHF_WRITE
+		rflags := elf.SHF_INFO_LINK
+		if g != 0 {
+			flags |= elf.SHF_GROUP
+			rflags |= elf.SHF_GROUP
+		}
+		tab := ed.AddSection(elfx.Section{Name: sites.TableName, Type: elf.SHT_PROGBITS, Flags: flags, Align: 8, Entsize: 8}, make([]byte, 8*len(gs)))
+		rel := ed.AddSection(elfx.Section{Name: ".rela" + sites.TableName, Type: elf.SHT_RELA, Flags: rflags,
+			Link: uint32(symSec.Index), Info: uint32(tab), Align: 8, Entsize: 24}, rela)
+		if g != 0 {
+			if err := ed.AddToGroup(g, tab, rel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nopSites turns call sites (and x86-64 multi-NOP patchable areas) into
+// one NOP each, verifying the bytes it replaces, and retypes each call's
+// relocation to R_*_NONE so the linker leaves the NOP alone.
+func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
+	texts := map[int][]byte{}
+	relas := map[int][]byte{}
+	n := 0
+	for i := range ss {
+		s := &ss[i]
+		if s.State == sites.StateNop || (f.Arch == arch.ARM64 && s.State == sites.StateNops) {
+			continue // arm64 patchable areas are one NOP per instruction already
+		}
+		var nop []byte
+		switch {
+		case f.Arch == arch.ARM64:
+			nop = nops.ARM64Bytes(nops.ARM64NOP)
+		case s.Len == 5:
+			nop = nops.X86NOP5
+		case s.Len == 6:
+			nop = nops.X86NOP6
+		default:
+			return n, fmt.Errorf("section %q+0x%x: no NOP for a %d-byte site", s.SecName, s.Off, s.Len)
+		}
+		text, ok := texts[s.Section]
+		if !ok {
+			text = append([]byte(nil), ed.Data(s.Section)...)
+			texts[s.Section] = text
+		}
+		old := append([]byte(nil), text[s.Off:s.Off+uint64(s.Len)]...)
+		if err := nops.Modify(&nops.Bytes{B: text}, s.Off, old, nop); err != nil {
+			return n, fmt.Errorf("section %q+0x%x (%s): %w", s.SecName, s.Off, s.Func, err)
+		}
+		if s.Rela >= 0 {
+			r, ok := relas[s.Rela]
+			if !ok {
+				r = append([]byte(nil), ed.Data(s.Rela)...)
+				relas[s.Rela] = r
+			}
+			e := r[s.RelaIdx*24:]
+			binary.LittleEndian.PutUint64(e[8:], uint64(elfx.RelocNone)) // symbol 0, R_*_NONE
+			binary.LittleEndian.PutUint64(e[16:], 0)
+			s.Rela, s.RelaIdx = -1, -1
+		}
+		s.State = sites.StateNop
+		n++
+	}
+	for sec, b := range texts {
+		ed.SetData(sec, b)
+	}
+	for sec, b := range relas {
+		ed.SetData(sec, b)
+	}
+	return n, nil
+}
+
+// File runs the pass on the object at path and writes the result
+// atomically to out (path itself when out is empty), keeping the file's
+// mode. When nothing changes and out is path, nothing is written.
+func File(path, out string, opts Options) Result {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Result{Path: path, Err: err}
+	}
+	img, res, err := Rewrite(path, data, opts)
+	if err != nil {
+		res.Err = fmt.Errorf("%s: %w", path, err)
+		return res
+	}
+	if opts.List {
+		return res
+	}
+	if out == "" {
+		out = path
+	}
+	if img == nil {
+		if out == path {
+			return res
+		}
+		img = data // -o with nothing to change: the output is a copy
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if err := elfx.WriteFile(out, img, st.Mode().Perm()); err != nil {
+		res.Err = fmt.Errorf("%s: writing %s: %w", path, out, err)
+	}
+	return res
+}
+
+// ErrSomeFailed is returned by callers that process many files when at
+// least one failed.
+var ErrSomeFailed = errors.New("some files failed")

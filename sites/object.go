@@ -1,0 +1,485 @@
+package sites
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"ftpatch/arch"
+	"ftpatch/elfx"
+)
+
+// TableName is the section that lists the sites of an object or linked
+// file: one 8-byte address per site.
+const TableName = "__mcount_loc"
+
+// PatchableName is the section in which GCC and Clang record
+// -fpatchable-function-entry areas.
+const PatchableName = "__patchable_function_entries"
+
+// hookKinds maps the symbols compilers call at function entry to the kind
+// of site a call to them makes, per architecture.
+var hookKinds = map[arch.Arch]map[string]Kind{
+	arch.X86_64: {"__fentry__": X86Fentry, "mcount": X86Mcount},
+	arch.ARM64:  {"_mcount": ARM64Mcount},
+}
+
+// A TableForm says whether an object already has a site table and whose.
+type TableForm uint8
+
+// The forms of an existing table.
+const (
+	TableNone TableForm = iota
+	// TableOurs: written by recordmcount (writable, entries of 8 bytes).
+	TableOurs
+	// TableCompiler: written by gcc -mrecord-mcount (read-only).
+	TableCompiler
+)
+
+func (t TableForm) String() string {
+	return [...]string{"none", "recordmcount", "compiler"}[t]
+}
+
+// An Object is what discovery found in a relocatable object.
+type Object struct {
+	Arch  arch.Arch
+	Sites []Site // sorted by section, then offset
+	// Table says whether the object already carries __mcount_loc; when it
+	// does, Sites are the table's entries.
+	Table TableForm
+	// Notes are things found and deliberately not taken as sites, such as
+	// a `b _mcount` tail call.
+	Notes []string
+	// Warnings are sites taken with a limitation the user can fix.
+	Warnings []string
+}
+
+type objScan struct {
+	f      *elfx.File
+	syms   []elfx.Symbol
+	funcs  *funcIndex
+	groups map[int]int // member section index -> group section index
+	obj    *Object
+	found  map[[2]uint64]*Site // (section, offset) -> site
+}
+
+// FindObject finds every patch site of a relocatable object and checks it.
+// A relocation against a hook that is not a recognised call, a call that
+// is not where its kind says, two sites in one function: each is an error
+// (a *SiteError, errors.Is ErrBadSite), since writing a table with it would
+// patch the wrong bytes later.
+func FindObject(f *elfx.File) (*Object, error) {
+	if f.Type != elf.ET_REL {
+		return nil, fmt.Errorf("file type %v: recordmcount reads relocatable objects (.o)", f.Type)
+	}
+	_, syms, err := f.Symtab()
+	if err != nil {
+		return nil, err
+	}
+	s := &objScan{f: f, syms: syms, funcs: newFuncIndex(syms, false), groups: map[int]int{},
+		obj: &Object{Arch: f.Arch}, found: map[[2]uint64]*Site{}}
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_GROUP {
+			continue
+		}
+		d := f.SectionData(sec)
+		for i := 4; i+4 <= len(d); i += 4 {
+			m := int(binary.LittleEndian.Uint32(d[i:]))
+			if m <= 0 || m >= len(f.Sections) {
+				return nil, fmt.Errorf("%s: member %d out of range", sec, m)
+			}
+			s.groups[m] = sec.Index
+		}
+	}
+	if err := s.relocs(); err != nil {
+		return nil, err
+	}
+	if err := s.patchable(); err != nil {
+		return nil, err
+	}
+	if err := s.table(); err != nil {
+		return nil, err
+	}
+	if s.obj.Table == TableNone {
+		for _, st := range s.found {
+			s.obj.Sites = append(s.obj.Sites, *st)
+		}
+	}
+	sort.Slice(s.obj.Sites, func(i, j int) bool {
+		a, b := &s.obj.Sites[i], &s.obj.Sites[j]
+		if a.Section != b.Section {
+			return a.Section < b.Section
+		}
+		return a.Off < b.Off
+	})
+	// One site per function: a second would be traced twice per call.
+	for i := 1; i < len(s.obj.Sites); i++ {
+		a, b := &s.obj.Sites[i-1], &s.obj.Sites[i]
+		if a.Section == b.Section && a.Func == b.Func && a.Off-a.FuncOff == b.Off-b.FuncOff {
+			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("second patch site in the function (the first is at +0x%x)", a.FuncOff)}
+		}
+	}
+	return s.obj, nil
+}
+
+// relocs finds calls to the hooks through the relocations of executable
+// sections.
+func (s *objScan) relocs() error {
+	f := s.f
+	hooks := hookKinds[f.Arch]
+	hookSyms := map[uint32]string{}
+	for i := range s.syms {
+		if _, ok := hooks[s.syms[i].Name]; ok && s.syms[i].Type() != elf.STT_SECTION {
+			hookSyms[uint32(i)] = s.syms[i].Name
+		}
+	}
+	if len(hookSyms) == 0 {
+		return nil
+	}
+	for _, rs := range f.Sections {
+		if rs.Type != elf.SHT_RELA || int(rs.Info) >= len(f.Sections) {
+			continue
+		}
+		t := f.Sections[rs.Info]
+		if t.Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		rels, err := f.Relas(rs)
+		if err != nil {
+			return err
+		}
+		text := f.SectionData(t)
+		for i, r := range rels {
+			hook, ok := hookSyms[r.Sym]
+			if !ok {
+				continue
+			}
+			var st *Site
+			if f.Arch == arch.X86_64 {
+				st, err = s.x86Reloc(t, text, r, hook)
+			} else {
+				st, err = s.arm64Reloc(t, text, r, hook)
+			}
+			if err != nil {
+				return err
+			}
+			if st == nil {
+				continue
+			}
+			st.Rela, st.RelaIdx, st.Discover = rs.Index, i, FromReloc
+			if err := s.add(st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *objScan) add(st *Site) error {
+	key := [2]uint64{uint64(st.Section), st.Off}
+	if old, ok := s.found[key]; ok {
+		return &SiteError{st.SecName, st.Off, st.Func, fmt.Sprintf("found twice: from %v and from %v", old.Discover, st.Discover)}
+	}
+	st.Group = s.groups[st.Section]
+	s.found[key] = st
+	return nil
+}
+
+// fnAt returns the function holding off in section t, or an error naming
+// the place.
+func (s *objScan) fnAt(t *elfx.Section, off uint64) (fn, error) {
+	fun, ok := s.funcs.containing(uint32(t.Index), off)
+	if !ok {
+		return fn{}, &SiteError{t.Name, off, "", "not inside any function symbol"}
+	}
+	return fun, nil
+}
+
+func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st State, hook string) *Site {
+	return &Site{Section: t.Index, SecName: t.Name, Off: off, Len: n, Kind: k, State: st,
+		Func: fun.name, FuncOff: off - fun.start, Hook: hook, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK}
+}
+
+// x86Reloc turns a relocation against a hook into a site: `e8 rel32` with
+// R_X86_64_PLT32/PC32 at site+1, or `ff 15 disp32` with
+// R_X86_64_GOTPCRELX/GOTPCREL at site+2.
+func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (*Site, error) {
+	var site uint64
+	var n int
+	switch elf.R_X86_64(r.Type) {
+	case elf.R_X86_64_PLT32, elf.R_X86_64_PC32:
+		site, n = r.Off-1, 5
+	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
+		site, n = r.Off-2, 6
+	default:
+		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook)}
+	}
+	if r.Off < uint64(n-4) || site+uint64(n) > uint64(len(text)) {
+		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook)}
+	}
+	if r.Addend != -4 {
+		return nil, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend)}
+	}
+	fun, err := s.fnAt(t, site)
+	if err != nil {
+		return nil, err
+	}
+	if err := x86Call(text[site:], n); err != nil {
+		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s: %v", hook, err)}
+	}
+	if err := x86Boundary(text, fun.start, site); err != nil {
+		return nil, &SiteError{t.Name, site, fun.name, err.Error()}
+	}
+	k := hookKinds[arch.X86_64][hook]
+	if k == X86Fentry && site != x86Entry(text, fun.start) {
+		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry", hook, site-fun.start)}
+	}
+	return s.newSite(t, site, fun, k, n, StateCall, hook), nil
+}
+
+// x86Entry is where an entry site starts: the function start, or just
+// after its endbr64 (-fcf-protection).
+func x86Entry(text []byte, start uint64) uint64 {
+	if start < uint64(len(text)) && isEndbr64(text[start:]) {
+		return start + 4
+	}
+	return start
+}
+
+// arm64Entry is where an entry site starts: the function start, or just
+// after its `bti c` (-mbranch-protection).
+func arm64Entry(text []byte, start uint64) uint64 {
+	if start+4 <= uint64(len(text)) && arm64IsBTI(word(text, start)) {
+		return start + 4
+	}
+	return start
+}
+
+// arm64Reloc turns a relocation against _mcount into a site: `bl _mcount`
+// with R_AARCH64_CALL26. A `b _mcount` (R_AARCH64_JUMP26) is a tail call,
+// which traces nothing of this function's own: noted, not a site.
+func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (*Site, error) {
+	switch elf.R_AARCH64(r.Type) {
+	case elf.R_AARCH64_CALL26:
+	case elf.R_AARCH64_JUMP26:
+		s.obj.Notes = append(s.obj.Notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
+		return nil, nil
+	default:
+		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook)}
+	}
+	if r.Off%4 != 0 || r.Off+4 > uint64(len(text)) {
+		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook)}
+	}
+	fun, err := s.fnAt(t, r.Off)
+	if err != nil {
+		return nil, err
+	}
+	if fun.start%4 != 0 {
+		return nil, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned"}
+	}
+	if !arm64IsBL(word(text, r.Off)) {
+		return nil, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook)}
+	}
+	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall, hook), nil
+}
+
+// patchable finds the areas recorded in __patchable_function_entries.
+// Each entry points at the first NOP of an area: Pre bytes before the
+// function symbol, then the entry NOPs (after endbr64 / bti c).
+func (s *objScan) patchable() error {
+	f := s.f
+	for _, rs := range f.Sections {
+		if rs.Type != elf.SHT_RELA || int(rs.Info) >= len(f.Sections) || f.Sections[rs.Info].Name != PatchableName {
+			continue
+		}
+		rels, err := f.Relas(rs)
+		if err != nil {
+			return err
+		}
+		for i, r := range rels {
+			sec, off, err := s.target(rs, i, r)
+			if err != nil {
+				return err
+			}
+			st, err := s.patchSite(f.Sections[sec], off)
+			if err != nil {
+				return err
+			}
+			st.Discover = FromPatchable
+			if err := s.add(st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// target resolves an absolute table entry (symbol + addend) to a section
+// and offset.
+func (s *objScan) target(rs *elfx.Section, i int, r elfx.Rela) (int, uint64, error) {
+	if r.Type != elfx.Abs64(s.f.Arch) {
+		return 0, 0, fmt.Errorf("%s: relocation %d: type %s, want %s", rs, i, s.f.RelocTypeString(r.Type), s.f.RelocTypeString(elfx.Abs64(s.f.Arch)))
+	}
+	sym := &s.syms[r.Sym]
+	if !sym.Defined() {
+		return 0, 0, fmt.Errorf("%s: relocation %d: symbol %q is not defined in this object", rs, i, sym.Name)
+	}
+	t := s.f.Sections[sym.Shndx]
+	off := uint64(sym.Value) + uint64(r.Addend)
+	if t.Flags&elf.SHF_EXECINSTR == 0 || off >= t.Size {
+		return 0, 0, fmt.Errorf("%s: relocation %d: %s+0x%x is not code", rs, i, t, off)
+	}
+	return t.Index, off, nil
+}
+
+func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
+	text := s.f.SectionData(t)
+	a := s.f.Arch
+	entry := x86Entry
+	if a == arch.ARM64 {
+		entry = arm64Entry
+	}
+	fun, ok := s.funcs.containing(uint32(t.Index), e)
+	if !ok || e != fun.start && e != entry(text, fun.start) {
+		// The area starts before the function: the entry is Pre bytes of
+		// NOPs ahead of the function symbol.
+		fun, ok = s.funcs.next(uint32(t.Index), e)
+		if !ok || fun.start-e > 64 {
+			return nil, &SiteError{t.Name, e, "", "patchable entry is not at or just before a function"}
+		}
+	}
+	pre := int(fun.start - e)
+	if pre < 0 {
+		pre = 0
+	}
+	site := max(e, entry(text, fun.start))
+	if a == arch.X86_64 {
+		if pre > 0 {
+			if _, err := x86Nops(text[e:], pre); err != nil {
+				return nil, &SiteError{t.Name, e, fun.name, fmt.Sprintf("pre-function area: %v", err)}
+			}
+		}
+		if site+5 > uint64(len(text)) {
+			return nil, &SiteError{t.Name, site, fun.name, "patchable area runs past the section"}
+		}
+		st, err := x86Nops(text[site:], 5)
+		if err != nil {
+			return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5): %v", err)}
+		}
+		out := s.newSite(t, site, fun, X86Patchable, 5, st, "")
+		out.Pre = pre
+		return out, nil
+	}
+	if e%4 != 0 || fun.start%4 != 0 || site+8 > uint64(len(text)) {
+		return nil, &SiteError{t.Name, e, fun.name, "patchable area misaligned or past the section"}
+	}
+	for o := e; o < fun.start; o += 4 {
+		if !arm64IsNop(word(text, o)) {
+			return nil, &SiteError{t.Name, o, fun.name, fmt.Sprintf("pre-function area: found %08x, want nop", word(text, o))}
+		}
+	}
+	if !arm64IsNop(word(text, site)) || !arm64IsNop(word(text, site+4)) {
+		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", word(text, site), word(text, site+4))}
+	}
+	k := ARM64Patchable
+	if pre == 8 {
+		if e%8 == 0 && t.Align >= 8 {
+			k = ARM64CallOps
+		} else {
+			s.obj.Warnings = append(s.obj.Warnings, fmt.Sprintf("section %q+0x%x (%s): the pre-function slot is not 8-byte aligned, so it cannot hold an ops pointer: build with -falign-functions=8", t.Name, e, fun.name))
+		}
+	}
+	out := s.newSite(t, site, fun, k, 8, StateNops, "")
+	out.Pre = pre
+	return out, nil
+}
+
+// table reads an existing __mcount_loc: the object was processed before
+// (by recordmcount, or gcc wrote it with -mrecord-mcount). Its entries are
+// the sites; each is classified from the bytes it points at, since an
+// earlier --nop pass may have turned calls into NOPs and dropped their
+// relocations.
+func (s *objScan) table() error {
+	f := s.f
+	for _, ts := range f.Sections {
+		if ts.Name != TableName {
+			continue
+		}
+		form := TableCompiler
+		if ts.Flags&elf.SHF_WRITE != 0 && ts.Entsize == 8 {
+			form = TableOurs
+		}
+		if s.obj.Table == TableNone || form == TableOurs {
+			s.obj.Table = form
+		}
+		for _, rs := range f.Sections {
+			if rs.Type != elf.SHT_RELA || int(rs.Info) != ts.Index {
+				continue
+			}
+			rels, err := f.Relas(rs)
+			if err != nil {
+				return err
+			}
+			for i, r := range rels {
+				sec, off, err := s.target(rs, i, r)
+				if err != nil {
+					return err
+				}
+				if st, ok := s.found[[2]uint64{uint64(sec), off}]; ok {
+					s.obj.Sites = append(s.obj.Sites, *st)
+					continue
+				}
+				st, err := s.classify(f.Sections[sec], off)
+				if err != nil {
+					return err
+				}
+				st.Discover = FromTable
+				st.Group = s.groups[sec]
+				s.obj.Sites = append(s.obj.Sites, *st)
+			}
+		}
+	}
+	return nil
+}
+
+// classify reads a table entry whose site no relocation or patchable
+// entry explains: a site NOP'd by an earlier pass.
+func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
+	text := s.f.SectionData(t)
+	fun, err := s.fnAt(t, off)
+	if err != nil {
+		return nil, err
+	}
+	if s.f.Arch == arch.X86_64 {
+		if err := x86Boundary(text, fun.start, off); err != nil {
+			return nil, &SiteError{t.Name, off, fun.name, err.Error()}
+		}
+		in, err := x86Decode(text[off:])
+		if err != nil || (in.Len != 5 && in.Len != 6) {
+			return nil, &SiteError{t.Name, off, fun.name, "table entry is not a 5- or 6-byte call or NOP"}
+		}
+		st := StateNop
+		if err := x86Call(text[off:], in.Len); err == nil {
+			st = StateCall
+		} else if got, err := x86Nops(text[off:], in.Len); err != nil || got != StateNop {
+			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String())}
+		}
+		k := X86Mcount
+		if off == x86Entry(text, fun.start) {
+			k = X86Fentry
+		}
+		return s.newSite(t, off, fun, k, in.Len, st, ""), nil
+	}
+	if off%4 != 0 || off+4 > uint64(len(text)) {
+		return nil, &SiteError{t.Name, off, fun.name, "table entry misaligned"}
+	}
+	w := word(text, off)
+	switch {
+	case arm64IsBL(w):
+		return s.newSite(t, off, fun, ARM64Mcount, 4, StateCall, ""), nil
+	case arm64IsNop(w) && off != arm64Entry(text, fun.start):
+		return s.newSite(t, off, fun, ARM64Mcount, 4, StateNop, ""), nil
+	}
+	return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry holds %08x, neither bl nor a NOP'd mcount call", w)}
+}
