@@ -3,8 +3,11 @@ module ftpatch
 go 1.26.0
 
 require (
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/arch v0.32.0
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	golang.org/x/arch v0.32.0 // indirect
 )

@@ -25,7 +25,7 @@ type SiteError struct {
 
 func (e *SiteError) Error() string {
 	if e.Func != "" {
-		return fmt.Sprintf("section %q+0x%x (%s+0x%x): %s", e.Section, e.Off, e.Func, e.Off, e.Msg)
+		return fmt.Sprintf("section %q+0x%x (in %s): %s", e.Section, e.Off, e.Func, e.Msg)
 	}
 	return fmt.Sprintf("section %q+0x%x: %s", e.Section, e.Off, e.Msg)
 }
@@ -71,7 +71,9 @@ func x86Boundary(text []byte, from, to uint64) error {
 }
 
 // x86Call checks that b starts with a call instruction of n bytes: `e8
-// rel32` (5) or `ff 15 disp32`, call through a RIP-relative pointer (6).
+// rel32` (5), `ff 15 disp32`, a call through a RIP-relative pointer (6),
+// or `67 e8 rel32`, what the linker relaxes that to when the target is
+// local (6).
 func x86Call(b []byte, n int) error {
 	in, err := x86Decode(b)
 	if err != nil {
@@ -81,8 +83,10 @@ func x86Call(b []byte, n int) error {
 		return fmt.Errorf("found %q (%d bytes), want a %d-byte call", in.String(), in.Len, n)
 	}
 	if n == 6 {
-		if m, ok := in.Args[0].(x86asm.Mem); !ok || m.Base != x86asm.RIP {
-			return fmt.Errorf("found %q, want an indirect call through a RIP-relative pointer", in.String())
+		m, isMem := in.Args[0].(x86asm.Mem)
+		_, isRel := in.Args[0].(x86asm.Rel)
+		if !(isMem && m.Base == x86asm.RIP) && !(isRel && b[0] == 0x67) {
+			return fmt.Errorf("found %q, want a call through a RIP-relative pointer or an addr32 call", in.String())
 		}
 	}
 	return nil
