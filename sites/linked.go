@@ -140,7 +140,7 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Sit
 		switch {
 		case !entry:
 			site.Kind = X86Mcount
-		case site.State == StateNops:
+		case site.State == StateNops || areas[a]:
 			site.Kind = X86Patchable
 		default:
 			site.Kind = X86Fentry

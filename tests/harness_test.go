@@ -1,0 +1,203 @@
+// Package tests holds ftpatch's end-to-end tests: C programs compiled with
+// every site-producing flag set, passed through recordmcount, linked with
+// GNU ld and lld, disassembled and run (natively on x86-64, under
+// qemu-aarch64 for arm64).
+//
+// The toolchains they need are installed by `make deps` (which `make test`
+// runs first). A missing tool fails the test with the Debian package to
+// install: a test that silently skipped would prove nothing in CI.
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// toolDir holds the ftpatch binaries built once for the whole run.
+var toolDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ftpatch-tests-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	toolDir = dir
+	// The cross gcc driver looks for ld.lld only beside itself; -B points
+	// it at a directory holding a link to the system's.
+	if lld, err := exec.LookPath("ld.lld"); err == nil {
+		os.Mkdir(filepath.Join(dir, "lld"), 0o755)
+		os.Symlink(lld, filepath.Join(dir, "lld", "ld.lld"))
+	}
+	build := exec.Command("go", "build", "-o", dir, "../cmd/recordmcount", "../cmd/ftpatch")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the tools:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func tool(name string) string { return filepath.Join(toolDir, name) }
+
+// packages maps each external tool the tests run to the Debian package
+// that provides it.
+var packages = map[string]string{
+	"gcc":                       "gcc",
+	"clang":                     "clang",
+	"ld.lld":                    "lld",
+	"readelf":                   "binutils",
+	"objdump":                   "binutils",
+	"aarch64-linux-gnu-gcc":     "gcc-aarch64-linux-gnu",
+	"aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
+	"qemu-aarch64":              "qemu-user",
+}
+
+// need fails the test when a tool is missing, naming the package.
+func need(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Fatalf("%s is not installed: run `make deps` or `apt-get install %s`", n, packages[n])
+		}
+	}
+}
+
+// run runs a command in dir and returns its stdout and stderr; a failure
+// to run or a non-zero exit fails the test with both.
+func run(t testing.TB, dir string, argv ...string) (string, string) {
+	t.Helper()
+	out, errOut, code, err := runStatus(dir, argv...)
+	if err != nil || code != 0 {
+		t.Fatalf("%s: exit %d, %v\nstdout:\n%s\nstderr:\n%s", strings.Join(argv, " "), code, err, out, errOut)
+	}
+	return out, errOut
+}
+
+// runStatus runs a command and returns its output and exit status; err is
+// set only when the command could not be run at all.
+func runStatus(dir string, argv ...string) (string, string, int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return o.String(), e.String(), ee.ExitCode(), nil
+	}
+	return o.String(), e.String(), 0, err
+}
+
+// A target is a compiler setup for one architecture.
+type target struct {
+	name    string
+	arch    string   // "x86_64" or "arm64"
+	cc      []string // compiler command
+	link    []string // link driver command
+	exec    []string // prefix to run a program (qemu for arm64)
+	objdump string
+	tools   []string // what need() must find
+}
+
+var (
+	x86GCC   = target{"gcc", "x86_64", []string{"gcc"}, []string{"gcc"}, nil, "objdump", []string{"gcc", "readelf", "objdump", "ld.lld"}}
+	x86Clang = target{"clang", "x86_64", []string{"clang"}, []string{"clang"}, nil, "objdump", []string{"clang", "readelf", "objdump", "ld.lld"}}
+	a64GCC   = target{"gcc", "arm64", []string{"aarch64-linux-gnu-gcc"}, []string{"aarch64-linux-gnu-gcc"},
+		[]string{"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"}, "aarch64-linux-gnu-objdump",
+		[]string{"aarch64-linux-gnu-gcc", "readelf", "aarch64-linux-gnu-objdump", "qemu-aarch64", "ld.lld"}}
+	a64Clang = target{"clang", "arm64", []string{"clang", "--target=aarch64-linux-gnu"}, []string{"aarch64-linux-gnu-gcc"},
+		[]string{"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"}, "aarch64-linux-gnu-objdump",
+		[]string{"clang", "aarch64-linux-gnu-gcc", "readelf", "aarch64-linux-gnu-objdump", "qemu-aarch64", "ld.lld"}}
+)
+
+// flagSets are the site-producing compile flags per architecture.
+var flagSets = map[string][]string{
+	"x86_64": {"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"},
+	"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8", "-pg", "-pg -mbranch-protection=standard"},
+}
+
+// slug turns flags into a name usable for files and subtests.
+func slug(s string) string {
+	r := strings.NewReplacer(" ", "", "-", "_", "=", "", ",", "_")
+	return strings.Trim(r.Replace(s), "_")
+}
+
+// progSources are the C sources of the end-to-end program.
+var progSources = []string{"main.c", "other.c"}
+
+// build compiles the program's sources with flags into dir and returns the
+// object paths. pie selects -fPIE or -fno-pie.
+func build(t *testing.T, tg target, dir, flags string, pie bool) []string {
+	t.Helper()
+	var objs []string
+	for _, src := range progSources {
+		abs, err := filepath.Abs(filepath.Join("progs", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := filepath.Join(dir, strings.TrimSuffix(src, ".c")+".o")
+		argv := append(append([]string{}, tg.cc...), "-O2", "-c", abs, "-o", obj)
+		argv = append(argv, picFlag(pie))
+		argv = append(argv, strings.Fields(flags)...)
+		run(t, dir, argv...)
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+func picFlag(pie bool) string {
+	if pie {
+		return "-fPIE"
+	}
+	return "-fno-pie"
+}
+
+// link links objects and the stand-in hooks into dir/name and returns the
+// linker's stderr (which the tests require to be empty).
+func link(t *testing.T, tg target, dir, name string, objs []string, pie bool, ld string, withHooks bool) (string, string) {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	argv := append(append([]string{}, tg.link...), "-o", out, "-fuse-ld="+ld)
+	if ld == "lld" {
+		argv = append(argv, "-B", filepath.Join(toolDir, "lld"))
+	}
+	if pie {
+		argv = append(argv, "-pie")
+	} else {
+		argv = append(argv, "-no-pie")
+	}
+	argv = append(argv, objs...)
+	if withHooks {
+		hooks, err := filepath.Abs(filepath.Join("progs", "hooks_"+tg.arch+".S"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv = append(argv, hooks)
+	}
+	_, stderr := run(t, dir, argv...)
+	return out, stderr
+}
+
+// execute runs a linked program (under qemu for arm64) and returns its
+// stdout and exit status.
+func execute(t *testing.T, tg target, prog string) (string, int) {
+	t.Helper()
+	argv := append(append([]string{}, tg.exec...), prog)
+	out, errOut, code, err := runStatus(filepath.Dir(prog), argv...)
+	if err != nil {
+		t.Fatalf("running %s: %v\n%s", prog, err, errOut)
+	}
+	return out, code
+}
+
+func parallelism() int { return runtime.GOMAXPROCS(0) }
