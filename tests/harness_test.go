@@ -178,7 +178,7 @@ func link(t *testing.T, tg target, dir, name string, objs []string, pie bool, ld
 	}
 	argv = append(argv, objs...)
 	if withHooks {
-		hooks, err := filepath.Abs(filepath.Join("progs", "hooks_"+tg.arch+".S"))
+		hooks, err := filepath.Abs(filepath.Join("..", "runtime", "stub", "hooks_"+tg.arch+".S"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,42 @@
+# ftpatch: dynamic function tracing for user-space ELF programs.
+#
+#   make demo    builds everything, runs the bundled example through the pipeline
+#   make test    installs what the tests need if missing, runs every test
+#   make bench   benchmarks (long; not part of make test)
+#   make fuzz    runs every fuzz target (FUZZTIME each, default 10m)
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+BIN := bin
+FUZZTIME ?= 10m
+
+.PHONY: all build demo test check deps fixtures bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+demo: build
+	@GO=$(GO) scripts/demo.sh
+
+deps:
+	@scripts/deps.sh
+
+# check: formatting and vet, then every test (packages in parallel).
+test: deps
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test ./...
+
+bench: build deps
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./record ./nops
+	@GO=$(GO) scripts/bench-recordmcount.sh
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./elfx
+	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) ./sites
+
+clean:
+	rm -rf $(BIN) build
+
+-include mk/fixtures.mk

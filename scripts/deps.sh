@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the toolchains ftpatch's tests need, if any is missing: the
+# cross compiler and qemu for arm64, clang and lld, binutils for both
+# architectures. Runs apt-get update once, and only when something is
+# missing. Needs root (or sudo) on Debian.
+set -euo pipefail
+
+# tool -> Debian package
+declare -A pkg=(
+	[gcc]=gcc
+	[make]=make
+	[readelf]=binutils
+	[objdump]=binutils
+	[clang]=clang
+	[ld.lld]=lld
+	[llvm-readelf]=llvm
+	[aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu
+	[aarch64-linux-gnu-objdump]=binutils-aarch64-linux-gnu
+	[qemu-aarch64]=qemu-user
+)
+
+missing=()
+for t in "${!pkg[@]}"; do
+	command -v "$t" >/dev/null 2>&1 || missing+=("${pkg[$t]}")
+done
+# The arm64 C library the cross compiler links against.
+[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || missing+=(libc6-dev-arm64-cross)
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+echo "installing: ${missing[*]}"
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
