@@ -28,9 +28,9 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test ./...
 
-bench: build deps
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./record ./nops
-	@GO=$(GO) scripts/bench-recordmcount.sh
+bench: build
+	@scripts/deps.sh bench
+	$(GO) run ./bench/recordmcount
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./elfx

@@ -1,7 +1,6 @@
 package elfx
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -249,38 +248,62 @@ func remapULEB(d []byte, remap func(uint32) uint32) ([]byte, error) {
 	return out, nil
 }
 
-// Bytes lays out and returns the edited file.
-func (e *Editor) Bytes() []byte {
+// Bytes lays out and returns the edited file as one slice.
+func (e *Editor) Bytes() []byte { return Join(e.Chunks()) }
+
+// Join concatenates chunks into one new slice.
+func Join(chunks [][]byte) []byte {
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	out := make([]byte, 0, n)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// Chunks lays out the edited file and returns it as consecutive pieces:
+// the input's bytes (aliasing File.Data when no section was rewritten in
+// place, so a large unchanged prefix is never copied), then the appended
+// sections and the new section header table.
+func (e *Editor) Chunks() [][]byte {
 	f := e.f
-	size := len(f.Data)
-	for _, s := range e.secs {
-		if s.set {
-			size += len(s.data) + int(s.hdr.Align)
+	base := f.Data
+	inPlace := func(i int, s *edSec) bool {
+		if i >= len(f.Sections) || s.hdr.Type == elf.SHT_NOBITS {
+			return false
 		}
+		orig := f.Sections[i]
+		return orig.Type != elf.SHT_NOBITS && uint64(len(s.data)) <= orig.Size
 	}
-	out := make([]byte, len(f.Data), size+len(e.secs)*shdrSize+8)
-	copy(out, f.Data)
 	for i, s := range e.secs {
-		if !s.set {
-			continue
-		}
-		if i < len(f.Sections) && s.hdr.Type != elf.SHT_NOBITS {
-			orig := f.Sections[i]
-			if uint64(len(s.data)) <= orig.Size && orig.Type != elf.SHT_NOBITS {
-				copy(out[orig.Off:], s.data)
-				s.hdr.Off = orig.Off
-				continue
+		if s.set && inPlace(i, s) {
+			if &base[0] == &f.Data[0] {
+				base = append([]byte(nil), f.Data...)
 			}
+			copy(base[f.Sections[i].Off:], s.data)
+			s.hdr.Off = f.Sections[i].Off
 		}
-		if s.hdr.Type == elf.SHT_NOBITS {
+	}
+	var tail []byte
+	at := func() uint64 { return uint64(len(base) + len(tail)) }
+	pad := func(align uint64) {
+		for at()%align != 0 {
+			tail = append(tail, 0)
+		}
+	}
+	for i, s := range e.secs {
+		if !s.set || inPlace(i, s) || s.hdr.Type == elf.SHT_NOBITS {
 			continue
 		}
-		out = padTo(out, max(s.hdr.Align, 1))
-		s.hdr.Off = Off(len(out))
-		out = append(out, s.data...)
+		pad(max(s.hdr.Align, 1))
+		s.hdr.Off = Off(at())
+		tail = append(tail, s.data...)
 	}
-	out = padTo(out, 8)
-	shoff := len(out)
+	pad(8)
+	shoff := at()
 	n := len(e.secs)
 	for i, s := range e.secs {
 		var h [shdrSize]byte
@@ -305,20 +328,23 @@ func (e *Editor) Bytes() []byte {
 		le.PutUint32(h[44:], hd.Info)
 		le.PutUint64(h[48:], hd.Align)
 		le.PutUint64(h[56:], hd.Entsize)
-		out = append(out, h[:]...)
+		tail = append(tail, h[:]...)
 	}
-	le.PutUint64(out[40:], uint64(shoff))
+	// The ELF header lives in the first 64 bytes: copy them (only them)
+	// to point at the new section header table.
+	hdr := append([]byte(nil), base[:ehdrSize]...)
+	le.PutUint64(hdr[40:], shoff)
 	if n >= shnLoreserve {
-		le.PutUint16(out[60:], 0)
+		le.PutUint16(hdr[60:], 0)
 	} else {
-		le.PutUint16(out[60:], uint16(n))
+		le.PutUint16(hdr[60:], uint16(n))
 	}
 	if f.Shstrndx >= shnLoreserve {
-		le.PutUint16(out[62:], shnXindex)
+		le.PutUint16(hdr[62:], shnXindex)
 	} else {
-		le.PutUint16(out[62:], uint16(f.Shstrndx))
+		le.PutUint16(hdr[62:], uint16(f.Shstrndx))
 	}
-	return out
+	return [][]byte{hdr, base[ehdrSize:], tail}
 }
 
 func padTo(b []byte, align uint64) []byte {
@@ -328,11 +354,23 @@ func padTo(b []byte, align uint64) []byte {
 	return b
 }
 
-// WriteFile writes data to path atomically: to a temporary file in the
-// same directory, synced, given mode perm, then renamed over path, and the
-// directory synced. A reader sees the old file or the new one, never a
-// part; on any error the old file is untouched and the temporary removed.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+// WriteFile writes chunks to path atomically: to a temporary file in the
+// same directory (the chunks one after another), synced, given mode perm,
+// then renamed over path, and the directory synced. A reader sees the old
+// file or the new one, never a part; on any error the old file is
+// untouched and the temporary removed.
+func WriteFile(path string, perm os.FileMode, chunks ...[]byte) error {
+	if err := Replace(path, perm, chunks...); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Replace is WriteFile without the final directory sync, for callers that
+// replace many files in one directory and sync it once (SyncDir) after
+// the last: the rename is atomic either way, and the directory sync only
+// makes it durable.
+func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -347,8 +385,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
+	for _, c := range chunks {
+		if _, err = tmp.Write(c); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Chmod(perm); err != nil {
 		return err
@@ -359,15 +399,17 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: the rename is done; some file systems refuse directory sync
-		d.Close()
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }
 
-// Equal reports whether the edited image equals the input, byte for byte.
-func (e *Editor) Equal(img []byte) bool { return bytes.Equal(img, e.f.Data) }
+// SyncDir makes the renames in directory dir durable. Some file systems
+// refuse to sync a directory; that is not an error, since the renames
+// themselves are done.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	d.Sync()
+	return d.Close()
+}

@@ -2,18 +2,26 @@ package record
 
 import (
 	"encoding/json"
+	"path/filepath"
+
 	"fmt"
+	"ftpatch/elfx"
 	"io"
 	"runtime"
 	"sync"
 	"text/tabwriter"
 )
 
-// Files runs File on every path, using up to workers goroutines (all CPUs
-// when workers < 1), and returns the results in the order of paths.
+// Files runs File on every path, using up to workers goroutines, and
+// returns the results in the order of paths. Each directory written to is
+// synced once, after its last file.
+//
+// workers < 1 means 4 per CPU: with small objects most of the time is the
+// wait for fsync, and concurrent fsyncs are committed together by the file
+// system, so more files in flight than CPUs keeps the CPUs busy.
 func Files(paths []string, opts Options, workers int) []Result {
 	if workers < 1 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = 4 * runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(paths))
 	out := make([]Result, len(paths))
@@ -24,7 +32,7 @@ func Files(paths []string, opts Options, workers int) []Result {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = File(paths[i], "", opts)
+				out[i] = file(paths[i], "", opts)
 			}
 		}()
 	}
@@ -33,6 +41,19 @@ func Files(paths []string, opts Options, workers int) []Result {
 	}
 	close(next)
 	wg.Wait()
+	synced := map[string]bool{}
+	for i := range out {
+		if out[i].written == "" {
+			continue
+		}
+		dir := filepath.Dir(out[i].written)
+		if !synced[dir] {
+			synced[dir] = true
+			if err := elfx.SyncDir(dir); err != nil && out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
+	}
 	return out
 }
 

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -45,6 +46,8 @@ type Result struct {
 	Tabled  int           // sites added to a new __mcount_loc
 	Nopped  int           // sites turned into NOPs
 	Err     error
+
+	written string // the file written, whose directory is yet to sync
 }
 
 // Summary is the one-line account of a result printed by the tool.
@@ -75,7 +78,17 @@ func (r *Result) Summary() string {
 // Rewrite runs the pass on the object image data (read from path, which
 // only names it in messages) and returns the new image, or nil when
 // nothing changes. It does no I/O.
-func Rewrite(path string, data []byte, opts Options) (img []byte, res Result, err error) {
+func Rewrite(path string, data []byte, opts Options) ([]byte, Result, error) {
+	chunks, res, err := rewrite(path, data, opts)
+	if chunks == nil {
+		return nil, res, err
+	}
+	return elfx.Join(chunks), res, err
+}
+
+// rewrite is Rewrite returning the image in pieces, to be written without
+// joining them (see elfx.Editor.Chunks).
+func rewrite(path string, data []byte, opts Options) (img [][]byte, res Result, err error) {
 	res.Path = path
 	f, err := elfx.Parse(path, data)
 	if err != nil {
@@ -111,7 +124,7 @@ func Rewrite(path string, data []byte, opts Options) (img []byte, res Result, er
 	if !res.Changed {
 		return nil, res, nil
 	}
-	return ed.Bytes(), res, nil
+	return ed.Chunks(), res, nil
 }
 
 // addTable appends __mcount_loc and .rela__mcount_loc: one pair for the
@@ -150,19 +163,23 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 		secSym[sec] = added[i]
 	}
 
+	// Indices of the sites per group (0: no group), groups in order of
+	// first appearance so the output is deterministic.
 	var order []int
-	byGroup := map[int][]sites.Site{}
-	for _, s := range ss {
-		if _, ok := byGroup[s.Group]; !ok {
-			order = append(order, s.Group)
+	byGroup := map[int][]int32{}
+	for i := range ss {
+		g := ss[i].Group
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
 		}
-		byGroup[s.Group] = append(byGroup[s.Group], s)
+		byGroup[g] = append(byGroup[g], int32(i))
 	}
 	abs := uint64(elfx.Abs64(f.Arch))
 	for _, g := range order {
 		gs := byGroup[g]
 		rela := make([]byte, 0, len(gs)*24)
-		for i, s := range gs {
+		for i, si := range gs {
+			s := &ss[si]
 			rela = binary.LittleEndian.AppendUint64(rela, uint64(i*8))
 			rela = binary.LittleEndian.AppendUint64(rela, uint64(secSym[s.Section])<<32|abs)
 			rela = binary.LittleEndian.AppendUint64(rela, s.Off)
@@ -244,11 +261,25 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 // atomically to out (path itself when out is empty), keeping the file's
 // mode. When nothing changes and out is path, nothing is written.
 func File(path, out string, opts Options) Result {
-	data, err := os.ReadFile(path)
+	res := file(path, out, opts)
+	if res.written != "" {
+		if err := elfx.SyncDir(filepath.Dir(res.written)); err != nil && res.Err == nil {
+			res.Err = err
+		}
+	}
+	return res
+}
+
+// file is File without the directory sync: it leaves the path written in
+// Result.written, so Files can sync each directory once.
+func file(path, out string, opts Options) Result {
+	m, err := elfx.Map(path)
 	if err != nil {
 		return Result{Path: path, Err: err}
 	}
-	img, res, err := Rewrite(path, data, opts)
+	defer m.Close()
+	data := m.Data
+	img, res, err := rewrite(path, data, opts)
 	if err != nil {
 		res.Err = fmt.Errorf("%s: %w", path, err)
 		return res
@@ -263,16 +294,18 @@ func File(path, out string, opts Options) Result {
 		if out == path {
 			return res
 		}
-		img = data // -o with nothing to change: the output is a copy
+		img = [][]byte{data} // -o with nothing to change: the output is a copy
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	if err := elfx.WriteFile(out, img, st.Mode().Perm()); err != nil {
+	if err := elfx.Replace(out, st.Mode().Perm(), img...); err != nil {
 		res.Err = fmt.Errorf("%s: writing %s: %w", path, out, err)
+		return res
 	}
+	res.written = out
 	return res
 }
 

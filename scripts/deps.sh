@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the toolchains ftpatch's tests need, if any is missing: the
 # cross compiler and qemu for arm64, clang and lld, binutils for both
-# architectures. Runs apt-get update once, and only when something is
+# architectures; with the argument `bench`, also what `make bench`
+# compares against (the kernel's recordmcount, from linux-kbuild-6.1). Runs apt-get update once, and only when something is
 # missing. Needs root (or sudo) on Debian.
 set -euo pipefail
 
@@ -25,6 +26,10 @@ for t in "${!pkg[@]}"; do
 done
 # The arm64 C library the cross compiler links against.
 [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || missing+=(libc6-dev-arm64-cross)
+# `deps.sh bench`: what make bench compares against.
+if [ "${1:-}" = bench ]; then
+	[ -x /usr/lib/linux-kbuild-6.1/scripts/recordmcount ] || missing+=(linux-kbuild-6.1)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0

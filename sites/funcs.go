@@ -1,7 +1,9 @@
 package sites
 
 import (
+	"cmp"
 	"debug/elf"
+	"slices"
 	"sort"
 
 	"ftpatch/elfx"
@@ -18,6 +20,12 @@ type fn struct {
 // once per file from the symbol table.
 type funcIndex struct {
 	bySec map[uint32][]fn // sorted by start, aliases collapsed to one entry
+	count int             // function symbols in all
+	// The last lookup's section and index: sites arrive in address order,
+	// so the next lookup is usually there or one further.
+	lastSec uint32
+	lastFns []fn
+	lastI   int
 }
 
 // bindRank orders aliases: the name a user knows is the global one.
@@ -31,34 +39,53 @@ func bindRank(b elf.SymBind) int {
 	return 2
 }
 
+func isFunc(s *elfx.Symbol) bool {
+	t := s.Type()
+	return (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Defined()
+}
+
 func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
-	idx := &funcIndex{bySec: map[uint32][]fn{}}
+	key := func(s *elfx.Symbol) uint32 {
+		if linked {
+			return 0 // one address space
+		}
+		return s.Shndx
+	}
+	// Size each section's slice first: objects hold 100k functions.
+	counts := map[uint32]int{}
+	for i := range syms {
+		if isFunc(&syms[i]) {
+			counts[key(&syms[i])]++
+		}
+	}
+	idx := &funcIndex{bySec: make(map[uint32][]fn, len(counts))}
+	for k, n := range counts {
+		idx.bySec[k] = make([]fn, 0, n)
+		idx.count += n
+	}
 	for i := range syms {
 		s := &syms[i]
-		t := s.Type()
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || !s.Defined() {
-			continue
+		if isFunc(s) {
+			k := key(s)
+			idx.bySec[k] = append(idx.bySec[k], fn{uint64(s.Value), uint64(s.Value) + s.Size, s.Name, s.Bind()})
 		}
-		key := s.Shndx
-		if linked {
-			key = 0 // one address space
+	}
+	byStart := func(a, b fn) int {
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
 		}
-		idx.bySec[key] = append(idx.bySec[key], fn{uint64(s.Value), uint64(s.Value) + s.Size, s.Name, s.Bind()})
+		if ra, rb := bindRank(a.bind), bindRank(b.bind); ra != rb {
+			return cmp.Compare(ra, rb)
+		}
+		if a.end != b.end {
+			return cmp.Compare(b.end, a.end)
+		}
+		return cmp.Compare(a.name, b.name)
 	}
 	for k, fs := range idx.bySec {
-		sort.Slice(fs, func(i, j int) bool {
-			a, b := fs[i], fs[j]
-			if a.start != b.start {
-				return a.start < b.start
-			}
-			if ra, rb := bindRank(a.bind), bindRank(b.bind); ra != rb {
-				return ra < rb
-			}
-			if a.end != b.end {
-				return a.end > b.end
-			}
-			return a.name < b.name
-		})
+		if !slices.IsSortedFunc(fs, byStart) {
+			slices.SortFunc(fs, byStart)
+		}
 		// Keep one symbol per start address: the preferred alias.
 		out := fs[:0]
 		for _, f := range fs {
@@ -75,8 +102,24 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 // containing returns the function whose extent holds off. A zero-size
 // symbol holds only its own start.
 func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
-	fs := x.bySec[sec]
-	i := sort.Search(len(fs), func(i int) bool { return fs[i].start > off }) - 1
+	fs := x.lastFns
+	if fs == nil || sec != x.lastSec {
+		fs = x.bySec[sec]
+		x.lastSec, x.lastFns, x.lastI = sec, fs, 0
+	}
+	i := -1
+	for _, j := range [2]int{x.lastI, x.lastI + 1} {
+		if j < len(fs) && fs[j].start <= off && (j+1 == len(fs) || fs[j+1].start > off) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		i = sort.Search(len(fs), func(i int) bool { return fs[i].start > off }) - 1
+	}
+	if i >= 0 {
+		x.lastI = i
+	}
 	if i < 0 {
 		return fn{}, false
 	}

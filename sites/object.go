@@ -1,10 +1,11 @@
 package sites
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -61,7 +62,31 @@ type objScan struct {
 	funcs  *funcIndex
 	groups map[int]int // member section index -> group section index
 	obj    *Object
-	found  map[[2]uint64]*Site // (section, offset) -> site
+	// found holds the sites from relocations and patchable entries, in
+	// discovery order; sorted by (section, offset) once discovery ends.
+	found []Site
+	// lastCall holds the bytes of the last call instruction that decoded
+	// as a valid site. In an object every call to a hook has the same
+	// bytes (the target lives in the relocation), and decoding is a pure
+	// function of them, so one decode serves them all.
+	lastCall    [8]byte
+	lastCallLen int
+}
+
+// checkCall decodes the n-byte call at b (see x86Call), once per distinct
+// byte pattern.
+func (s *objScan) checkCall(b []byte, n int) error {
+	if n == s.lastCallLen && string(b[:n]) == string(s.lastCall[:n]) {
+		return nil
+	}
+	// Only the n bytes are given to the decoder: a longer instruction
+	// fails rather than reading past the site.
+	if err := x86Call(b[:n], n); err != nil {
+		return err
+	}
+	copy(s.lastCall[:], b[:n])
+	s.lastCallLen = n
+	return nil
 }
 
 // FindObject finds every patch site of a relocatable object and checks it.
@@ -78,7 +103,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 		return nil, err
 	}
 	s := &objScan{f: f, syms: syms, funcs: newFuncIndex(syms, false), groups: map[int]int{},
-		obj: &Object{Arch: f.Arch}, found: map[[2]uint64]*Site{}}
+		obj: &Object{Arch: f.Arch}}
 	for _, sec := range f.Sections {
 		if sec.Type != elf.SHT_GROUP {
 			continue
@@ -98,21 +123,21 @@ func FindObject(f *elfx.File) (*Object, error) {
 	if err := s.patchable(); err != nil {
 		return nil, err
 	}
+	sortSites(s.found)
+	for i := 1; i < len(s.found); i++ {
+		a, b := &s.found[i-1], &s.found[i]
+		if a.Section == b.Section && a.Off == b.Off {
+			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover)}
+		}
+	}
 	if err := s.table(); err != nil {
 		return nil, err
 	}
 	if s.obj.Table == TableNone {
-		for _, st := range s.found {
-			s.obj.Sites = append(s.obj.Sites, *st)
-		}
+		s.obj.Sites = s.found
+	} else {
+		sortSites(s.obj.Sites)
 	}
-	sort.Slice(s.obj.Sites, func(i, j int) bool {
-		a, b := &s.obj.Sites[i], &s.obj.Sites[j]
-		if a.Section != b.Section {
-			return a.Section < b.Section
-		}
-		return a.Off < b.Off
-	})
 	// One site per function: a second would be traced twice per call.
 	for i := 1; i < len(s.obj.Sites); i++ {
 		a, b := &s.obj.Sites[i-1], &s.obj.Sites[i]
@@ -123,15 +148,52 @@ func FindObject(f *elfx.File) (*Object, error) {
 	return s.obj, nil
 }
 
+func siteLess(a, b *Site) int {
+	if a.Section != b.Section {
+		return cmp.Compare(a.Section, b.Section)
+	}
+	return cmp.Compare(a.Off, b.Off)
+}
+
+// sortSites orders sites by section and offset. Relocations come in
+// offset order, so the usual input is sorted already and costs one pass.
+func sortSites(ss []Site) {
+	for i := 1; i < len(ss); i++ {
+		if siteLess(&ss[i-1], &ss[i]) > 0 {
+			slices.SortFunc(ss, func(a, b Site) int { return siteLess(&a, &b) })
+			return
+		}
+	}
+}
+
+// lookup finds the site at (sec, off) among the sorted found sites.
+func (s *objScan) lookup(sec int, off uint64) (*Site, bool) {
+	i, ok := slices.BinarySearchFunc(s.found, Site{Section: sec, Off: off}, func(a, b Site) int { return siteLess(&a, &b) })
+	if !ok {
+		return nil, false
+	}
+	return &s.found[i], true
+}
+
+type hookSym struct {
+	name string
+	kind Kind
+}
+
 // relocs finds calls to the hooks through the relocations of executable
 // sections.
 func (s *objScan) relocs() error {
 	f := s.f
 	hooks := hookKinds[f.Arch]
-	hookSyms := map[uint32]string{}
+	hookSyms := map[uint32]hookSym{}
 	for i := range s.syms {
-		if _, ok := hooks[s.syms[i].Name]; ok && s.syms[i].Type() != elf.STT_SECTION {
-			hookSyms[uint32(i)] = s.syms[i].Name
+		// A hook is called, not defined, by an instrumented object (the
+		// runtime that defines it is built without instrumentation).
+		if s.syms[i].Shndx != uint32(elf.SHN_UNDEF) {
+			continue
+		}
+		if k, ok := hooks[s.syms[i].Name]; ok {
+			hookSyms[uint32(i)] = hookSym{s.syms[i].Name, k}
 		}
 	}
 	if len(hookSyms) == 0 {
@@ -155,35 +217,34 @@ func (s *objScan) relocs() error {
 			if !ok {
 				continue
 			}
-			var st *Site
+			var st Site
 			if f.Arch == arch.X86_64 {
-				st, err = s.x86Reloc(t, text, r, hook)
+				st, ok, err = s.x86Reloc(t, text, r, hook.name, hook.kind)
 			} else {
-				st, err = s.arm64Reloc(t, text, r, hook)
+				st, ok, err = s.arm64Reloc(t, text, r, hook.name)
 			}
 			if err != nil {
 				return err
 			}
-			if st == nil {
+			if !ok {
 				continue
 			}
 			st.Rela, st.RelaIdx, st.Discover = rs.Index, i, FromReloc
-			if err := s.add(st); err != nil {
-				return err
-			}
+			s.add(st)
 		}
 	}
 	return nil
 }
 
-func (s *objScan) add(st *Site) error {
-	key := [2]uint64{uint64(st.Section), st.Off}
-	if old, ok := s.found[key]; ok {
-		return &SiteError{st.SecName, st.Off, st.Func, fmt.Sprintf("found twice: from %v and from %v", old.Discover, st.Discover)}
+func (s *objScan) add(st Site) {
+	if len(s.groups) > 0 {
+		st.Group = s.groups[st.Section]
 	}
-	st.Group = s.groups[st.Section]
-	s.found[key] = st
-	return nil
+	if s.found == nil {
+		// Usually one site per function: size for that at once.
+		s.found = make([]Site, 0, s.funcs.count+1)
+	}
+	s.found = append(s.found, st)
 }
 
 // fnAt returns the function holding off in section t, or an error naming
@@ -196,15 +257,15 @@ func (s *objScan) fnAt(t *elfx.Section, off uint64) (fn, error) {
 	return fun, nil
 }
 
-func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st State, hook string) *Site {
-	return &Site{Section: t.Index, SecName: t.Name, Off: off, Len: n, Kind: k, State: st,
+func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st State, hook string) Site {
+	return Site{Section: t.Index, SecName: t.Name, Off: off, Len: n, Kind: k, State: st,
 		Func: fun.name, FuncOff: off - fun.start, Hook: hook, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK}
 }
 
 // x86Reloc turns a relocation against a hook into a site: `e8 rel32` with
 // R_X86_64_PLT32/PC32 at site+1, or `ff 15 disp32` with
 // R_X86_64_GOTPCRELX/GOTPCREL at site+2.
-func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (*Site, error) {
+func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string, k Kind) (Site, bool, error) {
 	var site uint64
 	var n int
 	switch elf.R_X86_64(r.Type) {
@@ -213,29 +274,28 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
 		site, n = r.Off-2, 6
 	default:
-		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook)}
 	}
 	if r.Off < uint64(n-4) || site+uint64(n) > uint64(len(text)) {
-		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook)}
 	}
 	if r.Addend != -4 {
-		return nil, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend)}
+		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend)}
 	}
 	fun, err := s.fnAt(t, site)
 	if err != nil {
-		return nil, err
+		return Site{}, false, err
 	}
-	if err := x86Call(text[site:], n); err != nil {
-		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s: %v", hook, err)}
+	if err := s.checkCall(text[site:], n); err != nil {
+		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s: %v", hook, err)}
 	}
 	if err := x86Boundary(text, fun.start, site); err != nil {
-		return nil, &SiteError{t.Name, site, fun.name, err.Error()}
+		return Site{}, false, &SiteError{t.Name, site, fun.name, err.Error()}
 	}
-	k := hookKinds[arch.X86_64][hook]
 	if k == X86Fentry && site != x86Entry(text, fun.start) {
-		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry", hook, site-fun.start)}
+		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry", hook, site-fun.start)}
 	}
-	return s.newSite(t, site, fun, k, n, StateCall, hook), nil
+	return s.newSite(t, site, fun, k, n, StateCall, hook), true, nil
 }
 
 // x86Entry is where an entry site starts: the function start, or just
@@ -259,29 +319,29 @@ func arm64Entry(text []byte, start uint64) uint64 {
 // arm64Reloc turns a relocation against _mcount into a site: `bl _mcount`
 // with R_AARCH64_CALL26. A `b _mcount` (R_AARCH64_JUMP26) is a tail call,
 // which traces nothing of this function's own: noted, not a site.
-func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (*Site, error) {
+func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (Site, bool, error) {
 	switch elf.R_AARCH64(r.Type) {
 	case elf.R_AARCH64_CALL26:
 	case elf.R_AARCH64_JUMP26:
 		s.obj.Notes = append(s.obj.Notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
-		return nil, nil
+		return Site{}, false, nil
 	default:
-		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook)}
 	}
 	if r.Off%4 != 0 || r.Off+4 > uint64(len(text)) {
-		return nil, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook)}
 	}
 	fun, err := s.fnAt(t, r.Off)
 	if err != nil {
-		return nil, err
+		return Site{}, false, err
 	}
 	if fun.start%4 != 0 {
-		return nil, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned"}
+		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned"}
 	}
 	if !arm64IsBL(word(text, r.Off)) {
-		return nil, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook)}
 	}
-	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall, hook), nil
+	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall, hook), true, nil
 }
 
 // patchable finds the areas recorded in __patchable_function_entries.
@@ -307,9 +367,7 @@ func (s *objScan) patchable() error {
 				return err
 			}
 			st.Discover = FromPatchable
-			if err := s.add(st); err != nil {
-				return err
-			}
+			s.add(*st)
 		}
 	}
 	return nil
@@ -369,7 +427,7 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
 		}
 		out := s.newSite(t, site, fun, X86Patchable, 5, st, "")
 		out.Pre = pre
-		return out, nil
+		return &out, nil
 	}
 	if e%4 != 0 || fun.start%4 != 0 || site+8 > uint64(len(text)) {
 		return nil, &SiteError{t.Name, e, fun.name, "patchable area misaligned or past the section"}
@@ -392,7 +450,7 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
 	}
 	out := s.newSite(t, site, fun, k, 8, StateNops, "")
 	out.Pre = pre
-	return out, nil
+	return &out, nil
 }
 
 // table reads an existing __mcount_loc: the object was processed before
@@ -426,7 +484,7 @@ func (s *objScan) table() error {
 				if err != nil {
 					return err
 				}
-				if st, ok := s.found[[2]uint64{uint64(sec), off}]; ok {
+				if st, ok := s.lookup(sec, off); ok {
 					s.obj.Sites = append(s.obj.Sites, *st)
 					continue
 				}
@@ -469,7 +527,8 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 		if off == x86Entry(text, fun.start) {
 			k = X86Fentry
 		}
-		return s.newSite(t, off, fun, k, in.Len, st, ""), nil
+		out := s.newSite(t, off, fun, k, in.Len, st, "")
+		return &out, nil
 	}
 	if off%4 != 0 || off+4 > uint64(len(text)) {
 		return nil, &SiteError{t.Name, off, fun.name, "table entry misaligned"}
@@ -477,9 +536,11 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 	w := word(text, off)
 	switch {
 	case arm64IsBL(w):
-		return s.newSite(t, off, fun, ARM64Mcount, 4, StateCall, ""), nil
+		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateCall, "")
+		return &out, nil
 	case arm64IsNop(w) && off != arm64Entry(text, fun.start):
-		return s.newSite(t, off, fun, ARM64Mcount, 4, StateNop, ""), nil
+		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop, "")
+		return &out, nil
 	}
 	return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry holds %08x, neither bl nor a NOP'd mcount call", w)}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,10 @@ type options struct {
 }
 
 func main() {
+	// A short-lived pass over files held whole in memory: collecting
+	// garbage less often is worth more than the memory it keeps (about
+	// 3x the largest input).
+	debug.SetGCPercent(400)
 	if err := newCommand(os.Stdout, os.Stderr).Execute(); err != nil {
 		os.Exit(1)
 	}
@@ -60,7 +65,7 @@ byte-for-byte unchanged.`,
 	fl.BoolVarP(&o.List, "list", "l", false, "list the sites (object, section, offset, function, kind) without writing")
 	fl.BoolVar(&o.json, "json", false, "with --list: print JSON")
 	fl.StringVarP(&o.out, "output", "o", "", "write the result to `OUT` instead of in place (one input only)")
-	fl.IntVarP(&o.jobs, "jobs", "j", 0, "files processed at once (default: number of CPUs)")
+	fl.IntVarP(&o.jobs, "jobs", "j", 0, "files processed at once (default: 4 per CPU, as most of the time is waiting for fsync)")
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print a line per file, and notes on things not taken as sites")
 	return cmd
 }
