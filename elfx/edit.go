@@ -30,6 +30,9 @@ type edSec struct {
 	set  bool
 }
 
+// maxFilePad bounds the file-offset alignment of appended sections.
+const maxFilePad = 4096
+
 // ErrNotRelocatable: editing is only defined for ET_REL objects.
 var ErrNotRelocatable = errors.New("not a relocatable object")
 
@@ -298,7 +301,10 @@ func (e *Editor) Chunks() [][]byte {
 		if !s.set || inPlace(i, s) || s.hdr.Type == elf.SHT_NOBITS {
 			continue
 		}
-		pad(max(s.hdr.Align, 1))
+		// File offsets of an object's sections need no alignment beyond
+		// convention (the linker copies the bytes), so the padding stops
+		// at a page: an absurd sh_addralign cannot make the output huge.
+		pad(min(max(s.hdr.Align, 1), maxFilePad))
 		s.hdr.Off = Off(at())
 		tail = append(tail, s.data...)
 	}

@@ -346,6 +346,9 @@ func (f *File) checkLinks() error {
 			if s.Link == 0 || s.Link >= n || f.Sections[s.Link].Type != elf.SHT_SYMTAB {
 				return f.secErr(s, "group symbol table link %d is not a symbol table", s.Link)
 			}
+			if nsyms := f.Sections[s.Link].Size / symSize; uint64(s.Info) >= nsyms {
+				return f.secErr(s, "group signature symbol %d out of range (%d symbols)", s.Info, nsyms)
+			}
 		case elf.SHT_SYMTAB_SHNDX:
 			if s.Link == 0 || s.Link >= n || f.Sections[s.Link].Type != elf.SHT_SYMTAB {
 				return f.secErr(s, "extended index table link %d is not a symbol table", s.Link)

@@ -106,11 +106,14 @@ func rewrite(path string, data []byte, opts Options) (img [][]byte, res Result, 
 	if err != nil {
 		return nil, res, err
 	}
-	if obj.Table == sites.TableNone {
-		if err := addTable(f, ed, obj.Sites); err != nil {
+	if obj.Untabled > 0 {
+		// All sites of a fresh object; or, in an object that already has
+		// a table, those it misses (an `ld -r` of processed and
+		// unprocessed objects), in a table section of their own.
+		if err := addTable(f, ed, obj.Sites[len(obj.Sites)-obj.Untabled:]); err != nil {
 			return nil, res, err
 		}
-		res.Tabled = len(obj.Sites)
+		res.Tabled = obj.Untabled
 		res.Changed = true
 	}
 	if opts.Nop {
@@ -243,7 +246,7 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 			e := r[s.RelaIdx*24:]
 			binary.LittleEndian.PutUint64(e[8:], uint64(elfx.RelocNone)) // symbol 0, R_*_NONE
 			binary.LittleEndian.PutUint64(e[16:], 0)
-			s.Rela, s.RelaIdx = -1, -1
+			s.Rela, s.RelaIdx, s.Hook = -1, -1, ""
 		}
 		s.State = sites.StateNop
 		n++

@@ -14,6 +14,7 @@ type fn struct {
 	start, end uint64 // section offsets (objects) or addresses (linked), end exclusive
 	name       string
 	bind       elf.SymBind
+	sym        int // symbol index: among equal aliases, the first defined names the function
 }
 
 // funcIndex finds the function containing an offset, per section. Built
@@ -67,7 +68,7 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 		s := &syms[i]
 		if isFunc(s) {
 			k := key(s)
-			idx.bySec[k] = append(idx.bySec[k], fn{uint64(s.Value), uint64(s.Value) + s.Size, s.Name, s.Bind()})
+			idx.bySec[k] = append(idx.bySec[k], fn{uint64(s.Value), uint64(s.Value) + s.Size, s.Name, s.Bind(), s.Index})
 		}
 	}
 	byStart := func(a, b fn) int {
@@ -80,7 +81,7 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 		if a.end != b.end {
 			return cmp.Compare(b.end, a.end)
 		}
-		return cmp.Compare(a.name, b.name)
+		return cmp.Compare(a.sym, b.sym)
 	}
 	for k, fs := range idx.bySec {
 		if !slices.IsSortedFunc(fs, byStart) {

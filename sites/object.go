@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -47,8 +48,11 @@ type Object struct {
 	Arch  arch.Arch
 	Sites []Site // sorted by section, then offset
 	// Table says whether the object already carries __mcount_loc; when it
-	// does, Sites are the table's entries.
+	// does, Sites start with the table's entries, sorted.
 	Table TableForm
+	// Untabled counts the sites no table lists yet: the last Untabled of
+	// Sites (all of them when Table is TableNone).
+	Untabled int
 	// Notes are things found and deliberately not taken as sites, such as
 	// a `b _mcount` tail call.
 	Notes []string
@@ -59,6 +63,7 @@ type Object struct {
 type objScan struct {
 	f      *elfx.File
 	syms   []elfx.Symbol
+	symtab int // section index of syms
 	funcs  *funcIndex
 	groups map[int]int // member section index -> group section index
 	obj    *Object
@@ -71,6 +76,8 @@ type objScan struct {
 	// function of them, so one decode serves them all.
 	lastCall    [8]byte
 	lastCallLen int
+	// listed marks the found sites an existing table lists.
+	listed []bool
 }
 
 // checkCall decodes the n-byte call at b (see x86Call), once per distinct
@@ -98,11 +105,11 @@ func FindObject(f *elfx.File) (*Object, error) {
 	if f.Type != elf.ET_REL {
 		return nil, fmt.Errorf("file type %v: recordmcount reads relocatable objects (.o)", f.Type)
 	}
-	_, syms, err := f.Symtab()
+	symSec, syms, err := f.Symtab()
 	if err != nil {
 		return nil, err
 	}
-	s := &objScan{f: f, syms: syms, funcs: newFuncIndex(syms, false), groups: map[int]int{},
+	s := &objScan{f: f, syms: syms, symtab: symSec.Index, funcs: newFuncIndex(syms, false), groups: map[int]int{},
 		obj: &Object{Arch: f.Arch}}
 	for _, sec := range f.Sections {
 		if sec.Type != elf.SHT_GROUP {
@@ -130,17 +137,36 @@ func FindObject(f *elfx.File) (*Object, error) {
 			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover)}
 		}
 	}
+	s.listed = make([]bool, len(s.found))
 	if err := s.table(); err != nil {
 		return nil, err
 	}
 	if s.obj.Table == TableNone {
 		s.obj.Sites = s.found
+		s.obj.Untabled = len(s.found)
 	} else {
-		sortSites(s.obj.Sites)
+		// Sites the table does not list (an object made by `ld -r` from
+		// processed and unprocessed ones) still need recording: they come
+		// last in Sites until the caller adds them to a table.
+		for i := range s.found {
+			if !s.listed[i] {
+				s.obj.Sites = append(s.obj.Sites, s.found[i])
+				s.obj.Untabled++
+			}
+		}
+		tabled := s.obj.Sites[:len(s.obj.Sites)-s.obj.Untabled]
+		sortSites(tabled)
+		tabled = slices.CompactFunc(tabled, func(a, b Site) bool { return a.Section == b.Section && a.Off == b.Off })
+		s.obj.Sites = append(tabled, s.obj.Sites[len(s.obj.Sites)-s.obj.Untabled:]...)
 	}
 	// One site per function: a second would be traced twice per call.
-	for i := 1; i < len(s.obj.Sites); i++ {
-		a, b := &s.obj.Sites[i-1], &s.obj.Sites[i]
+	all := s.obj.Sites
+	if s.obj.Untabled > 0 && s.obj.Table != TableNone {
+		all = slices.Clone(all)
+		sortSites(all)
+	}
+	for i := 1; i < len(all); i++ {
+		a, b := &all[i-1], &all[i]
 		if a.Section == b.Section && a.Func == b.Func && a.Off-a.FuncOff == b.Off-b.FuncOff {
 			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("second patch site in the function (the first is at +0x%x)", a.FuncOff)}
 		}
@@ -166,18 +192,24 @@ func sortSites(ss []Site) {
 	}
 }
 
-// lookup finds the site at (sec, off) among the sorted found sites.
-func (s *objScan) lookup(sec int, off uint64) (*Site, bool) {
-	i, ok := slices.BinarySearchFunc(s.found, Site{Section: sec, Off: off}, func(a, b Site) int { return siteLess(&a, &b) })
-	if !ok {
-		return nil, false
-	}
-	return &s.found[i], true
+// lookup finds the index of the site at (sec, off) among the sorted found
+// sites.
+func (s *objScan) lookup(sec int, off uint64) (int, bool) {
+	return slices.BinarySearchFunc(s.found, Site{Section: sec, Off: off}, func(a, b Site) int { return siteLess(&a, &b) })
 }
 
 type hookSym struct {
 	name string
 	kind Kind
+}
+
+// relas reads a relocation section whose symbols must be those of the
+// symbol table the scan uses.
+func (s *objScan) relas(rs *elfx.Section) ([]elfx.Rela, error) {
+	if int(rs.Link) != s.symtab {
+		return nil, fmt.Errorf("%s: links to section %d for its symbols, not the symbol table (section %d)", rs, rs.Link, s.symtab)
+	}
+	return s.f.Relas(rs)
 }
 
 // relocs finds calls to the hooks through the relocations of executable
@@ -207,7 +239,7 @@ func (s *objScan) relocs() error {
 		if t.Flags&elf.SHF_EXECINSTR == 0 {
 			continue
 		}
-		rels, err := f.Relas(rs)
+		rels, err := s.relas(rs)
 		if err != nil {
 			return err
 		}
@@ -353,7 +385,7 @@ func (s *objScan) patchable() error {
 		if rs.Type != elf.SHT_RELA || int(rs.Info) >= len(f.Sections) || f.Sections[rs.Info].Name != PatchableName {
 			continue
 		}
-		rels, err := f.Relas(rs)
+		rels, err := s.relas(rs)
 		if err != nil {
 			return err
 		}
@@ -385,7 +417,7 @@ func (s *objScan) target(rs *elfx.Section, i int, r elfx.Rela) (int, uint64, err
 	}
 	t := s.f.Sections[sym.Shndx]
 	off := uint64(sym.Value) + uint64(r.Addend)
-	if t.Flags&elf.SHF_EXECINSTR == 0 || off >= t.Size {
+	if t.Flags&elf.SHF_EXECINSTR == 0 || off >= uint64(len(s.f.SectionData(t))) {
 		return 0, 0, fmt.Errorf("%s: relocation %d: %s+0x%x is not code", rs, i, t, off)
 	}
 	return t.Index, off, nil
@@ -445,7 +477,11 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
 		if e%8 == 0 && t.Align >= 8 {
 			k = ARM64CallOps
 		} else {
-			s.obj.Warnings = append(s.obj.Warnings, fmt.Sprintf("section %q+0x%x (%s): the pre-function slot is not 8-byte aligned, so it cannot hold an ops pointer: build with -falign-functions=8", t.Name, e, fun.name))
+			hint := "build with -falign-functions=8"
+			if t.Name == ".text.unlikely" || strings.HasPrefix(t.Name, ".text.unlikely.") {
+				hint = "gcc does not apply -falign-functions to cold functions; GCC 14 and later have -fmin-function-alignment=8"
+			}
+			s.obj.Warnings = append(s.obj.Warnings, fmt.Sprintf("section %q+0x%x (%s): the pre-function slot is not 8-byte aligned, so it cannot hold an ops pointer: %s", t.Name, e, fun.name, hint))
 		}
 	}
 	out := s.newSite(t, site, fun, k, 8, StateNops, "")
@@ -464,8 +500,10 @@ func (s *objScan) table() error {
 		if ts.Name != TableName {
 			continue
 		}
+		// gcc's own table is read-only; ours is writable. (Not entsize:
+		// `ld -r` with GNU ld resets it to 0.)
 		form := TableCompiler
-		if ts.Flags&elf.SHF_WRITE != 0 && ts.Entsize == 8 {
+		if ts.Flags&elf.SHF_WRITE != 0 {
 			form = TableOurs
 		}
 		if s.obj.Table == TableNone || form == TableOurs {
@@ -475,7 +513,7 @@ func (s *objScan) table() error {
 			if rs.Type != elf.SHT_RELA || int(rs.Info) != ts.Index {
 				continue
 			}
-			rels, err := f.Relas(rs)
+			rels, err := s.relas(rs)
 			if err != nil {
 				return err
 			}
@@ -484,8 +522,9 @@ func (s *objScan) table() error {
 				if err != nil {
 					return err
 				}
-				if st, ok := s.lookup(sec, off); ok {
-					s.obj.Sites = append(s.obj.Sites, *st)
+				if i, ok := s.lookup(sec, off); ok {
+					s.listed[i] = true
+					s.obj.Sites = append(s.obj.Sites, s.found[i])
 					continue
 				}
 				st, err := s.classify(f.Sections[sec], off)

@@ -1,0 +1,144 @@
+# mk/fixtures.mk: the binary fixtures in sites/testdata.
+#
+# Included from the top-level Makefile (paths are relative to the
+# repository root); `make fixtures` rebuilds every object, and
+# `make fixtures-check` rebuilds them and fails if any differs from the
+# checked-in bytes, so CI can prove they are reproducible.
+#
+# An object's name says how it is built and nothing else does:
+#
+#	<case>-<arch>-<cc>-<token>-<token>...o
+#
+# <case> is the source (<case>.c, <case>.cc for C++, or <case>.S for
+# assembly run through the C compiler's preprocessor), <arch> and <cc>
+# pick the compiler from FIXTURE_CC_<arch>_<cc>_<lang>, and each token
+# maps through FIXTURE_FLAG_<token> to compiler flags, in order. An
+# unknown token is an error, so a name cannot lie about its flags.
+
+FIXTURE_DIR := sites/testdata
+
+FIXTURE_OBJS := \
+	basic-x86_64-gcc-O0-pg-mfentry \
+	basic-x86_64-gcc-O2-pg-mfentry \
+	basic-x86_64-gcc-O3-pg-mfentry \
+	basic-x86_64-gcc-O0-pg-mfentry-nopie \
+	basic-x86_64-gcc-O2-pg-mfentry-nopie \
+	basic-x86_64-gcc-O0-pg \
+	basic-x86_64-gcc-O2-pg \
+	basic-x86_64-gcc-O0-pfe5 \
+	basic-x86_64-gcc-O2-pfe5 \
+	basic-x86_64-gcc-O0-pg-mfentry-mrecord \
+	basic-x86_64-gcc-O2-pg-mfentry-mrecord \
+	basic-x86_64-gcc-O0-pg-mfentry-cet \
+	basic-x86_64-gcc-O2-pg-mfentry-cet \
+	basic-x86_64-gcc-O0-ffs-pg-mfentry \
+	basic-x86_64-gcc-O2-ffs-pg-mfentry \
+	basic-x86_64-clang-O0-pg-mfentry \
+	basic-x86_64-clang-O2-pg-mfentry \
+	basic-x86_64-clang-O0-pg-mfentry-nopie \
+	basic-x86_64-clang-O2-pg-mfentry-nopie \
+	basic-x86_64-clang-O0-pg \
+	basic-x86_64-clang-O2-pg \
+	basic-x86_64-clang-O0-pfe5 \
+	basic-x86_64-clang-O2-pfe5 \
+	basic-x86_64-clang-O0-pg-mfentry-cet \
+	basic-x86_64-clang-O2-pg-mfentry-cet \
+	basic-x86_64-clang-O0-ffs-pg-mfentry \
+	basic-x86_64-clang-O2-ffs-pg-mfentry \
+	basic-arm64-gcc-O2-pfe2 \
+	basic-arm64-gcc-O2-pfe2-bti \
+	basic-arm64-gcc-O2-pfe4_2-align8 \
+	basic-arm64-gcc-O2-pfe4_2-align8-bti \
+	basic-arm64-gcc-O2-pfe4_2 \
+	basic-arm64-gcc-O2-pfe4_2-bti \
+	basic-arm64-gcc-O2-pg \
+	basic-arm64-gcc-O2-pg-bti \
+	basic-arm64-clang-O2-pfe2 \
+	basic-arm64-clang-O2-pfe2-bti \
+	basic-arm64-clang-O2-pfe4_2-align8 \
+	basic-arm64-clang-O2-pfe4_2-align8-bti \
+	basic-arm64-clang-O2-pfe4_2 \
+	basic-arm64-clang-O2-pfe4_2-bti \
+	basic-arm64-clang-O2-pg \
+	basic-arm64-clang-O2-pg-bti \
+	weak-x86_64-gcc-O2-ffs-nounwind-pg-mfentry \
+	weak-x86_64-gcc-O2-ffs-nounwind-pg-mfentry-nopie \
+	weak-x86_64-gcc-O2-ffs-nounwind-pg \
+	weak-x86_64-clang-O2-ffs-nounwind-pg-mfentry \
+	weak-arm64-gcc-O2-ffs-nounwind-pg \
+	cxx-x86_64-gcc-O0-pg-mfentry \
+	cxx-x86_64-gcc-O2-pg-mfentry \
+	cxx-x86_64-gcc-O0-pg-mfentry-mrecord \
+	cxx-x86_64-gcc-O0-pfe5 \
+	cxx-x86_64-clang-O0-pg-mfentry \
+	cxx-arm64-clang-O0-pfe4_2-align8 \
+	cxx-arm64-clang-O0-pg \
+	tailcall-arm64-gcc-pg
+
+# Compilers, by architecture, compiler family and language. Clang is
+# given its target even on an x86-64 host, so the objects do not depend on
+# the host. Override the gcc ones on a host whose gcc is not x86-64.
+FIXTURE_CC_x86_64_gcc_c    ?= gcc
+FIXTURE_CC_x86_64_gcc_cc   ?= g++
+FIXTURE_CC_x86_64_clang_c  ?= clang --target=x86_64-linux-gnu
+FIXTURE_CC_x86_64_clang_cc ?= clang++ --target=x86_64-linux-gnu
+FIXTURE_CC_arm64_gcc_c     ?= aarch64-linux-gnu-gcc
+FIXTURE_CC_arm64_clang_c   ?= clang --target=aarch64-linux-gnu
+FIXTURE_CC_arm64_clang_cc  ?= clang++ --target=aarch64-linux-gnu
+
+# Name tokens and the flags they stand for.
+FIXTURE_FLAG_O0       := -O0
+FIXTURE_FLAG_O2       := -O2
+FIXTURE_FLAG_O3       := -O3
+FIXTURE_FLAG_pg       := -pg
+FIXTURE_FLAG_mfentry  := -mfentry
+FIXTURE_FLAG_nopie    := -fno-pie
+FIXTURE_FLAG_mrecord  := -mrecord-mcount
+FIXTURE_FLAG_cet      := -fcf-protection
+FIXTURE_FLAG_ffs      := -ffunction-sections
+FIXTURE_FLAG_nounwind := -fno-asynchronous-unwind-tables -fno-unwind-tables
+FIXTURE_FLAG_pfe5     := -fpatchable-function-entry=5
+FIXTURE_FLAG_pfe2     := -fpatchable-function-entry=2
+FIXTURE_FLAG_pfe4_2   := -fpatchable-function-entry=4,2
+FIXTURE_FLAG_align8   := -falign-functions=8
+FIXTURE_FLAG_bti      := -mbranch-protection=standard
+
+# Flags every fixture gets: no debug information, and the build directory
+# mapped away so nothing in an object depends on where the tree lives.
+FIXTURE_COMMON := -c -ffile-prefix-map=$(CURDIR)=.
+
+FIXTURE_PATHS := $(FIXTURE_OBJS:%=$(FIXTURE_DIR)/%.o)
+
+fixture_words  = $(subst -, ,$(1))
+fixture_case   = $(word 1,$(call fixture_words,$(1)))
+fixture_arch   = $(word 2,$(call fixture_words,$(1)))
+fixture_cc     = $(word 3,$(call fixture_words,$(1)))
+fixture_tokens = $(wordlist 4,$(words $(call fixture_words,$(1))),$(call fixture_words,$(1)))
+fixture_src    = $(or $(firstword $(wildcard $(foreach x,c cc S,$(FIXTURE_DIR)/$(call fixture_case,$(1)).$(x)))),$(error fixtures: $(1): no source $(FIXTURE_DIR)/$(call fixture_case,$(1)).c, .cc or .S))
+fixture_lang   = $(if $(filter %.cc,$(call fixture_src,$(1))),cc,c)
+fixture_flag   = $(if $(filter undefined,$(origin FIXTURE_FLAG_$(2))),$(error fixtures: $(1): unknown name token "$(2)" (see FIXTURE_FLAG_* in mk/fixtures.mk)),$(FIXTURE_FLAG_$(2)))
+fixture_comp   = $(or $(FIXTURE_CC_$(call fixture_arch,$(1))_$(call fixture_cc,$(1))_$(call fixture_lang,$(1))),$(error fixtures: $(1): no compiler FIXTURE_CC_$(call fixture_arch,$(1))_$(call fixture_cc,$(1))_$(call fixture_lang,$(1))))
+
+# One rule per object. Each also depends on a phony target, so that
+# `make fixtures` always rebuilds: the point is to show the checked-in
+# bytes are what the flags produce, not to build incrementally.
+define fixture_rule
+$(FIXTURE_DIR)/$(1).o: $(call fixture_src,$(1)) fixtures-force
+	$(call fixture_comp,$(1)) $(foreach t,$(call fixture_tokens,$(1)),$(call fixture_flag,$(1),$(t))) $(FIXTURE_COMMON) -o $$@ $$<
+endef
+
+# Defining rules here must not change the including Makefile's default goal.
+fixture_saved_goal := $(.DEFAULT_GOAL)
+$(foreach o,$(FIXTURE_OBJS),$(eval $(call fixture_rule,$(o))))
+
+.PHONY: fixtures fixtures-check fixtures-force
+fixtures: $(FIXTURE_PATHS)
+
+fixtures-check: fixtures
+	@git diff --stat --exit-code -- $(FIXTURE_PATHS)
+	@untracked=$$(git ls-files --others -- $(FIXTURE_PATHS)); \
+	if [ -n "$$untracked" ]; then echo "fixtures: not checked in:" $$untracked; exit 1; fi
+
+fixtures-force:
+
+.DEFAULT_GOAL := $(fixture_saved_goal)
