@@ -22,10 +22,12 @@ demo: build
 deps:
 	@scripts/deps.sh
 
-# check: formatting and vet, then every test (packages in parallel).
+# test: formatting and vet, the checked-in fixtures rebuild identically
+# from their sources, then every test (packages in parallel).
 test: deps
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) vet ./...
+	@$(MAKE) --no-print-directory -s fixtures-check
 	$(GO) test ./...
 
 bench: build
