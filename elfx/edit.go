@@ -419,3 +419,83 @@ func SyncDir(dir string) error {
 	d.Sync()
 	return d.Close()
 }
+
+// A Pending is an atomic replacement of a file started before its new
+// contents are known: the bulk of an edited object is the input itself,
+// so it can be written to the temporary file while the edit is still
+// being computed. Finish completes it with the chunks Editor.Chunks made;
+// Abort removes the temporary. Exactly one of them must be called.
+type Pending struct {
+	path string
+	tmp  *os.File
+	base []byte     // what the background write is writing at offset 0
+	done chan error // the background write's result
+}
+
+// StartReplace creates the temporary file beside path and starts writing
+// base (the input's bytes) into it in the background.
+func StartReplace(path string, base []byte) (*Pending, error) {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	p := &Pending{path: path, tmp: tmp, base: base, done: make(chan error, 1)}
+	go func() {
+		_, err := tmp.Write(base)
+		p.done <- err
+	}()
+	return p, nil
+}
+
+// Finish writes the final contents, given as chunks that must be laid
+// out as Editor.Chunks lays them (header, then the rest of the input,
+// then the appended tail), syncs, sets mode perm and renames the file into
+// place. Chunks that equal what is already written are not written again.
+func (p *Pending) Finish(perm os.FileMode, chunks ...[]byte) (err error) {
+	werr := <-p.done
+	defer func() {
+		if err != nil {
+			p.tmp.Close()
+			os.Remove(p.tmp.Name())
+		}
+	}()
+	if werr != nil {
+		return werr
+	}
+	var off int64
+	for _, c := range chunks {
+		// The input's bytes, already written at this offset: skip them.
+		if len(c) > 0 && off < int64(len(p.base)) && int64(len(c)) <= int64(len(p.base))-off && &c[0] == &p.base[off] {
+			off += int64(len(c))
+			continue
+		}
+		if _, err = p.tmp.WriteAt(c, off); err != nil {
+			return err
+		}
+		off += int64(len(c))
+	}
+	if err = p.tmp.Truncate(off); err != nil {
+		return err
+	}
+	if err = p.tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = p.tmp.Sync(); err != nil {
+		return err
+	}
+	if err = p.tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(p.tmp.Name(), p.path)
+}
+
+// Abort removes the temporary file.
+func (p *Pending) Abort() {
+	<-p.done
+	p.tmp.Close()
+	os.Remove(p.tmp.Name())
+}

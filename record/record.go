@@ -89,11 +89,15 @@ func Rewrite(path string, data []byte, opts Options) ([]byte, Result, error) {
 // rewrite is Rewrite returning the image in pieces, to be written without
 // joining them (see elfx.Editor.Chunks).
 func rewrite(path string, data []byte, opts Options) (img [][]byte, res Result, err error) {
-	res.Path = path
 	f, err := elfx.Parse(path, data)
 	if err != nil {
-		return nil, res, err
+		return nil, Result{Path: path}, err
 	}
+	return rewriteFile(f, opts)
+}
+
+func rewriteFile(f *elfx.File, opts Options) (img [][]byte, res Result, err error) {
+	res.Path = f.Path
 	obj, err := sites.FindObject(f)
 	if err != nil {
 		return nil, res, err
@@ -282,35 +286,55 @@ func file(path, out string, opts Options) Result {
 	}
 	defer m.Close()
 	data := m.Data
-	img, res, err := rewrite(path, data, opts)
-	if err != nil {
-		res.Err = fmt.Errorf("%s: %w", path, err)
-		return res
-	}
-	if opts.List {
-		return res
-	}
 	if out == "" {
 		out = path
 	}
-	if img == nil {
-		if out == path {
-			return res
+	f, err := elfx.Parse(path, data)
+	if err != nil {
+		return Result{Path: path, Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	// A large object without a table will be rewritten, mostly as its own
+	// bytes: start writing those on another core while the sites are found.
+	var pending *elfx.Pending
+	if !opts.List && len(data) >= speculateSize && f.Type == elf.ET_REL && f.Section(sites.TableName) == nil {
+		pending, _ = elfx.StartReplace(out, data) // on failure, write the usual way below
+	}
+	img, res, err := rewriteFile(f, opts)
+	if err != nil || opts.List || (img == nil && out == path) {
+		if pending != nil {
+			pending.Abort()
 		}
+		if err != nil {
+			res.Err = fmt.Errorf("%s: %w", path, err)
+		}
+		return res
+	}
+	if img == nil {
 		img = [][]byte{data} // -o with nothing to change: the output is a copy
 	}
 	st, err := os.Stat(path)
-	if err != nil {
-		res.Err = err
-		return res
+	if err == nil {
+		if pending != nil {
+			err = pending.Finish(st.Mode().Perm(), img...)
+			pending = nil
+		} else {
+			err = elfx.Replace(out, st.Mode().Perm(), img...)
+		}
 	}
-	if err := elfx.Replace(out, st.Mode().Perm(), img...); err != nil {
+	if pending != nil {
+		pending.Abort()
+	}
+	if err != nil {
 		res.Err = fmt.Errorf("%s: writing %s: %w", path, out, err)
 		return res
 	}
 	res.written = out
 	return res
 }
+
+// speculateSize is the input size from which file starts writing the
+// output before the sites are known.
+const speculateSize = 1 << 20
 
 // ErrSomeFailed is returned by callers that process many files when at
 // least one failed.
