@@ -1,6 +1,7 @@
 package elfx
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 )
@@ -87,11 +88,8 @@ func (f *File) Symbols(s *Section) ([]Symbol, error) {
 		if nameOff != 0 {
 			end := -1
 			if uint64(nameOff) < uint64(len(strs)) {
-				for j := int(nameOff); j < len(strs); j++ {
-					if strs[j] == 0 {
-						end = j
-						break
-					}
+				if j := bytes.IndexByte(strs[nameOff:], 0); j >= 0 {
+					end = int(nameOff) + j
 				}
 			}
 			if end < 0 {

@@ -142,7 +142,9 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 		return err
 	}
 	secSym := map[int]uint32{}
-	for i := range syms {
+	// Section symbols are local, and locals come first (sh_info is the
+	// first non-local).
+	for i := range syms[:min(int(symSec.Info), len(syms))] {
 		if syms[i].Type() == elf.STT_SECTION && syms[i].Bind() == elf.STB_LOCAL && syms[i].Defined() {
 			if _, ok := secSym[int(syms[i].Shndx)]; !ok {
 				secSym[int(syms[i].Shndx)] = uint32(i)
