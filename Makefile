@@ -35,8 +35,8 @@ bench: build
 	$(GO) run ./bench/recordmcount
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./elfx
-	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) ./sites
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx
+	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
 
 clean:
 	rm -rf $(BIN) build

@@ -264,6 +264,11 @@ func (f *File) parseHeader() error {
 		}
 		f.Sections[i] = s
 	}
+	// Section 0 is the null section: only its size and link may be set,
+	// to carry the counts of extended numbering.
+	if s0 := f.Sections[0]; s0.Type != elf.SHT_NULL || s0.Flags != 0 || s0.Addr != 0 || s0.Off != 0 || s0.Info != 0 || s0.Align != 0 || s0.Entsize != 0 || s0.nameOff != 0 {
+		return formatErr(shoff, "section 0 is not a null section header (type %v, offset 0x%x)", s0.Type, uint64(s0.Off))
+	}
 	names := f.Sections[shstrndx]
 	if names.Type != elf.SHT_STRTAB {
 		return formatErr(62, "section name table (section %d) has type %v, want SHT_STRTAB", shstrndx, names.Type)
@@ -324,6 +329,9 @@ func (f *File) checkLinks() error {
 			}
 			if uint64(s.Info) > s.Size/symSize {
 				return f.secErr(s, "first global symbol index %d is past the %d symbols", s.Info, s.Size/symSize)
+			}
+			if s.Size > 0 && s.Info == 0 {
+				return f.secErr(s, "first global symbol index 0: the null symbol 0 is local, so it must be at least 1")
 			}
 		case elf.SHT_RELA:
 			if s.Entsize != relaSize || s.Size%relaSize != 0 {

@@ -17,7 +17,6 @@ package record
 import (
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,12 +141,14 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 		return err
 	}
 	secSym := map[int]uint32{}
+	secVal := map[int]uint64{} // a section symbol's value is normally 0, but need not be
 	// Section symbols are local, and locals come first (sh_info is the
 	// first non-local).
 	for i := range syms[:min(int(symSec.Info), len(syms))] {
 		if syms[i].Type() == elf.STT_SECTION && syms[i].Bind() == elf.STB_LOCAL && syms[i].Defined() {
 			if _, ok := secSym[int(syms[i].Shndx)]; !ok {
 				secSym[int(syms[i].Shndx)] = uint32(i)
+				secVal[int(syms[i].Shndx)] = uint64(syms[i].Value)
 			}
 		}
 	}
@@ -191,7 +192,7 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 			s := &ss[si]
 			rela = binary.LittleEndian.AppendUint64(rela, uint64(i*8))
 			rela = binary.LittleEndian.AppendUint64(rela, uint64(secSym[s.Section])<<32|abs)
-			rela = binary.LittleEndian.AppendUint64(rela, s.Off)
+			rela = binary.LittleEndian.AppendUint64(rela, s.Off-secVal[s.Section]) // symbol + addend = the site
 		}
 		flags := elf.SHF_ALLOC | elf.SHF_WRITE
 		rflags := elf.SHF_INFO_LINK
@@ -281,7 +282,14 @@ func File(path, out string, opts Options) Result {
 
 // file is File without the directory sync: it leaves the path written in
 // Result.written, so Files can sync each directory once.
-func file(path, out string, opts Options) Result {
+func file(path, out string, opts Options) (res Result) {
+	// A bug of ours on some input must cost that file, not the run (a
+	// panic in a worker goroutine would end the whole process).
+	defer func() {
+		if r := recover(); r != nil {
+			res = Result{Path: path, Err: fmt.Errorf("%s: internal error: %v (please report it with the file)", path, r)}
+		}
+	}()
 	m, err := elfx.Map(path)
 	if err != nil {
 		return Result{Path: path, Err: err}
@@ -301,11 +309,13 @@ func file(path, out string, opts Options) Result {
 	if !opts.List && len(data) >= speculateSize && f.Type == elf.ET_REL && f.Section(sites.TableName) == nil {
 		pending, _ = elfx.StartReplace(out, data) // on failure, write the usual way below
 	}
-	img, res, err := rewriteFile(f, opts)
-	if err != nil || opts.List || (img == nil && out == path) {
+	defer func() {
 		if pending != nil {
 			pending.Abort()
 		}
+	}()
+	img, res, err := rewriteFile(f, opts)
+	if err != nil || opts.List || (img == nil && out == path) {
 		if err != nil {
 			res.Err = fmt.Errorf("%s: %w", path, err)
 		}
@@ -323,9 +333,6 @@ func file(path, out string, opts Options) Result {
 			err = elfx.Replace(out, st.Mode().Perm(), img...)
 		}
 	}
-	if pending != nil {
-		pending.Abort()
-	}
 	if err != nil {
 		res.Err = fmt.Errorf("%s: writing %s: %w", path, out, err)
 		return res
@@ -337,7 +344,3 @@ func file(path, out string, opts Options) Result {
 // speculateSize is the input size from which file starts writing the
 // output before the sites are known.
 const speculateSize = 1 << 20
-
-// ErrSomeFailed is returned by callers that process many files when at
-// least one failed.
-var ErrSomeFailed = errors.New("some files failed")

@@ -20,7 +20,7 @@ type fn struct {
 // funcIndex finds the function containing an offset, per section. Built
 // once per file from the symbol table.
 type funcIndex struct {
-	bySec map[uint32][]fn // sorted by start, aliases collapsed to one entry
+	bySec [][]fn // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
 	count int             // function symbols in all
 	// The last lookup's section and index: sites arrive in address order,
 	// so the next lookup is usually there or one further.
@@ -40,9 +40,11 @@ func bindRank(b elf.SymBind) int {
 	return 2
 }
 
+// isFunc reports whether s names a function defined here. A nameless
+// function symbol names nothing a user could trace or list.
 func isFunc(s *elfx.Symbol) bool {
 	t := s.Type()
-	return (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Defined()
+	return (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Defined() && s.Name != ""
 }
 
 func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
@@ -53,16 +55,24 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 		return s.Shndx
 	}
 	// Size each section's slice first: objects hold 100k functions.
-	counts := map[uint32]int{}
+	nsec := 1
+	for i := range syms {
+		if isFunc(&syms[i]) {
+			nsec = max(nsec, int(key(&syms[i]))+1)
+		}
+	}
+	counts := make([]int, nsec)
 	for i := range syms {
 		if isFunc(&syms[i]) {
 			counts[key(&syms[i])]++
 		}
 	}
-	idx := &funcIndex{bySec: make(map[uint32][]fn, len(counts))}
+	idx := &funcIndex{bySec: make([][]fn, nsec)}
 	for k, n := range counts {
-		idx.bySec[k] = make([]fn, 0, n)
-		idx.count += n
+		if n > 0 {
+			idx.bySec[k] = make([]fn, 0, n)
+			idx.count += n
+		}
 	}
 	for i := range syms {
 		s := &syms[i]
@@ -100,12 +110,19 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 	return idx
 }
 
+func (x *funcIndex) section(sec uint32) []fn {
+	if int(sec) < len(x.bySec) {
+		return x.bySec[sec]
+	}
+	return nil
+}
+
 // containing returns the function whose extent holds off. A zero-size
 // symbol holds only its own start.
 func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
 	fs := x.lastFns
 	if fs == nil || sec != x.lastSec {
-		fs = x.bySec[sec]
+		fs = x.section(sec)
 		x.lastSec, x.lastFns, x.lastI = sec, fs, 0
 	}
 	i := -1
@@ -133,7 +150,7 @@ func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
 
 // next returns the first function starting at or after off.
 func (x *funcIndex) next(sec uint32, off uint64) (fn, bool) {
-	fs := x.bySec[sec]
+	fs := x.section(sec)
 	i := sort.Search(len(fs), func(i int) bool { return fs[i].start >= off })
 	if i == len(fs) {
 		return fn{}, false

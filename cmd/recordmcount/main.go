@@ -24,11 +24,18 @@ type options struct {
 }
 
 func main() {
-	// A short-lived pass over files held whole in memory: collecting
-	// garbage less often is worth more than the memory it keeps (about
-	// 3x the largest input).
-	debug.SetGCPercent(400)
+	// A short-lived pass over files held whole in memory: collecting no
+	// garbage until the heap nears 1 GiB is worth more than the memory it
+	// keeps (about 3x the input being processed); past the limit the
+	// collector runs as usual.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 30)
 	if err := newCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		// run reports each failure itself; what reaches here unreported
+		// is a usage error from the flag or argument parser.
+		if !errors.Is(err, errReported) {
+			fmt.Fprintf(os.Stderr, "recordmcount: %v\nRun 'recordmcount --help' for usage.\n", err)
+		}
 		os.Exit(1)
 	}
 }
@@ -73,11 +80,11 @@ byte-for-byte unchanged.`,
 func run(o options, args []string, stdout, stderr io.Writer) error {
 	if o.out != "" && len(args) != 1 {
 		fmt.Fprintln(stderr, "recordmcount: -o takes exactly one input file")
-		return errors.New("usage")
+		return errReported
 	}
 	if o.json && !o.List {
 		fmt.Fprintln(stderr, "recordmcount: --json goes with --list")
-		return errors.New("usage")
+		return errReported
 	}
 	var results []record.Result
 	if o.out != "" {
@@ -101,7 +108,7 @@ func run(o options, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if !o.List && (o.verbose || (!r.Changed && len(args) == 1)) {
-			fmt.Fprintln(stderr, r.Summary())
+			fmt.Fprintf(stderr, "recordmcount: %s\n", r.Summary())
 		}
 	}
 	if o.List {
@@ -116,7 +123,10 @@ func run(o options, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d files failed: %w", failed, len(results), record.ErrSomeFailed)
+		return fmt.Errorf("%d of %d files failed: %w", failed, len(results), errReported)
 	}
 	return nil
 }
+
+// errReported marks an error whose message run has already printed.
+var errReported = errors.New("reported")
