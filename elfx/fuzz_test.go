@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,7 +102,6 @@ func failOnPanic(t *testing.T) {
 		t.Fatalf("panic: %v\n%s", r, debug.Stack())
 	}
 }
-
 
 // checkParseError checks err is what Parse documents: ErrNotELF,
 // ErrUnsupported or a *FormatError, and not a recovered panic.

@@ -21,7 +21,7 @@ type fn struct {
 // once per file from the symbol table.
 type funcIndex struct {
 	bySec [][]fn // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
-	count int             // function symbols in all
+	count int    // function symbols in all
 	// The last lookup's section and index: sites arrive in address order,
 	// so the next lookup is usually there or one further.
 	lastSec uint32
