@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // An Editor changes a relocatable object: it replaces section contents,
@@ -268,9 +269,10 @@ func Join(chunks [][]byte) []byte {
 }
 
 // Chunks lays out the edited file and returns it as consecutive pieces:
-// the input's bytes (aliasing File.Data when no section was rewritten in
-// place, so a large unchanged prefix is never copied), then the appended
-// sections and the new section header table.
+// the ELF header, the rest of the input's bytes (aliasing File.Data when
+// no section was rewritten in place, so a large unchanged prefix is never
+// copied), then the appended sections (aliasing the data given to
+// AddSection and SetData) with padding, and the section header table.
 func (e *Editor) Chunks() [][]byte {
 	f := e.f
 	base := f.Data
@@ -290,11 +292,14 @@ func (e *Editor) Chunks() [][]byte {
 			s.hdr.Off = f.Sections[i].Off
 		}
 	}
-	var tail []byte
-	at := func() uint64 { return uint64(len(base) + len(tail)) }
+	// After the input come the appended sections, each its own chunk
+	// (never copied), with padding between them, then the headers.
+	var out [][]byte
+	size := uint64(len(base))
 	pad := func(align uint64) {
-		for at()%align != 0 {
-			tail = append(tail, 0)
+		if n := (align - size%align) % align; n > 0 {
+			out = append(out, make([]byte, n))
+			size += n
 		}
 	}
 	for i, s := range e.secs {
@@ -305,12 +310,14 @@ func (e *Editor) Chunks() [][]byte {
 		// convention (the linker copies the bytes), so the padding stops
 		// at a page: an absurd sh_addralign cannot make the output huge.
 		pad(min(max(s.hdr.Align, 1), maxFilePad))
-		s.hdr.Off = Off(at())
-		tail = append(tail, s.data...)
+		s.hdr.Off = Off(size)
+		out = append(out, s.data)
+		size += uint64(len(s.data))
 	}
 	pad(8)
-	shoff := at()
+	shoff := size
 	n := len(e.secs)
+	shdrs := make([]byte, 0, n*shdrSize)
 	for i, s := range e.secs {
 		var h [shdrSize]byte
 		hd := s.hdr
@@ -334,8 +341,9 @@ func (e *Editor) Chunks() [][]byte {
 		le.PutUint32(h[44:], hd.Info)
 		le.PutUint64(h[48:], hd.Align)
 		le.PutUint64(h[56:], hd.Entsize)
-		tail = append(tail, h[:]...)
+		shdrs = append(shdrs, h[:]...)
 	}
+	out = append(out, shdrs)
 	// The ELF header lives in the first 64 bytes: copy them (only them)
 	// to point at the new section header table.
 	hdr := append([]byte(nil), base[:ehdrSize]...)
@@ -350,7 +358,7 @@ func (e *Editor) Chunks() [][]byte {
 	} else {
 		le.PutUint16(hdr[62:], uint16(f.Shstrndx))
 	}
-	return [][]byte{hdr, base[ehdrSize:], tail}
+	return append([][]byte{hdr, base[ehdrSize:]}, out...)
 }
 
 func padTo(b []byte, align uint64) []byte {
@@ -446,6 +454,9 @@ func StartReplace(path string, base []byte) (*Pending, error) {
 	p := &Pending{path: path, tmp: tmp, base: base, done: make(chan error, 1)}
 	go func() {
 		_, err := tmp.Write(base)
+		if err == nil {
+			startWriteback(tmp, int64(len(base)))
+		}
 		p.done <- err
 	}()
 	return p, nil
@@ -498,4 +509,14 @@ func (p *Pending) Abort() {
 	<-p.done
 	p.tmp.Close()
 	os.Remove(p.tmp.Name())
+}
+
+// startWriteback asks the kernel to start writing the first n bytes of f
+// to disk now (sync_file_range with SYNC_FILE_RANGE_WRITE), so the fsync
+// that follows, once the rest of the file is known, has less to wait for.
+// It is only a hint: durability still comes from that fsync, and a kernel
+// that refuses the call changes nothing.
+func startWriteback(f *os.File, n int64) {
+	const syncFileRangeWrite = 2 // SYNC_FILE_RANGE_WRITE
+	syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, f.Fd(), 0, uintptr(n), syncFileRangeWrite, 0, 0)
 }

@@ -14,8 +14,11 @@ type Mapped struct {
 	mmap bool
 }
 
-// Map maps the regular file at path read-only (or reads it, for anything
-// that cannot be mapped, such as an empty file or a pipe). Close releases
+// mapMin is the size from which Map maps rather than reads.
+const mapMin = 1 << 20
+
+// Map maps the regular file at path read-only if it is large (and reads
+// it otherwise, or when it cannot be mapped, such as a pipe). Close releases
 // the mapping; Data must not be used after it.
 //
 // The mapping is private and populated at once: if another process
@@ -35,7 +38,9 @@ func Map(path string) (*Mapped, error) {
 		return nil, fmt.Errorf("%s: is a directory", path)
 	}
 	size := st.Size()
-	if !st.Mode().IsRegular() || size == 0 || size != int64(int(size)) {
+	// Small files are read: a mapping costs two system calls and, in a
+	// multi-threaded process, a TLB shootdown on every core at unmap.
+	if !st.Mode().IsRegular() || size < mapMin || size != int64(int(size)) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err

@@ -147,3 +147,40 @@ func (f *File) Relas(s *Section) ([]Rela, error) {
 func (f *File) RelocTypeString(t uint32) string {
 	return RelocTypeName(f.Arch, t)
 }
+
+// A RelaTable is a checked view of a SHT_RELA section: entries are
+// decoded when read, so a scan over 100k relocations allocates nothing.
+type RelaTable struct {
+	data []byte
+}
+
+// RelaTable checks the relocation section s as Relas does and returns a
+// view of its entries.
+func (f *File) RelaTable(s *Section) (RelaTable, error) {
+	if s.Type != elf.SHT_RELA {
+		return RelaTable{}, f.secErr(s, "not a SHT_RELA section")
+	}
+	data := f.SectionData(s)
+	if s.Link != 0 {
+		nsyms := f.Sections[s.Link].Size / symSize
+		for i := 0; i+relaSize <= len(data); i += relaSize {
+			if sym := uint64(le.Uint32(data[i+12:])); sym >= nsyms {
+				return RelaTable{}, formatErr(s.Off+Off(i), "%s: relocation %d: symbol index %d out of range (%d symbols)", s, i/relaSize, sym, nsyms)
+			}
+		}
+	}
+	return RelaTable{data: data}, nil
+}
+
+// Len is the number of entries.
+func (t RelaTable) Len() int { return len(t.data) / relaSize }
+
+// Sym is the symbol index of entry i, which must be in [0, Len()).
+func (t RelaTable) Sym(i int) uint32 { return le.Uint32(t.data[i*relaSize+12:]) }
+
+// At decodes entry i, which must be in [0, Len()).
+func (t RelaTable) At(i int) Rela {
+	e := t.data[i*relaSize : (i+1)*relaSize]
+	info := le.Uint64(e[8:])
+	return Rela{Off: le.Uint64(e[0:]), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(e[16:]))}
+}

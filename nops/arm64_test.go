@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"ftpatch/arch"
-
 	"golang.org/x/arch/arm64/arm64asm"
+
+	"ftpatch/arch"
+	"ftpatch/internal/isa"
 )
 
 func decodeARM64(t *testing.T, w uint32) arm64asm.Inst {
 	t.Helper()
-	inst, err := arm64asm.Decode(ARM64Bytes(w))
+	inst, err := isa.DecodeARM64(ARM64Bytes(w))
 	if err != nil {
-		t.Fatalf("arm64asm.Decode(%08x): %v", w, err)
+		t.Fatalf("isa.DecodeARM64(%08x): %v", w, err)
 	}
 	return inst
 }

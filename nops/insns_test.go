@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"ftpatch/arch"
-
-	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/arch"
+	"ftpatch/internal/isa"
 )
 
 const insnsFile = "testdata/insns.txt"
@@ -79,7 +79,7 @@ func decodeLen(a arch.Arch, b []byte) (int, error) {
 		inst, err := x86asm.Decode(b, 64)
 		return inst.Len, err
 	case arch.ARM64:
-		if _, err := arm64asm.Decode(b); err != nil {
+		if _, err := isa.DecodeARM64(b); err != nil {
 			return 0, err
 		}
 		return 4, nil

@@ -175,8 +175,8 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 
 	// Indices of the sites per group (0: no group), groups in order of
 	// first appearance so the output is deterministic.
-	var order []int
-	byGroup := map[int][]int32{}
+	var order []int32
+	byGroup := map[int32][]int32{}
 	for i := range ss {
 		g := ss[i].Group
 		if _, ok := byGroup[g]; !ok {
@@ -204,7 +204,7 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 		rel := ed.AddSection(elfx.Section{Name: ".rela" + sites.TableName, Type: elf.SHT_RELA, Flags: rflags,
 			Link: uint32(symSec.Index), Info: uint32(tab), Align: 8, Entsize: 24}, rela)
 		if g != 0 {
-			if err := ed.AddToGroup(g, tab, rel); err != nil {
+			if err := ed.AddToGroup(int(g), tab, rel); err != nil {
 				return err
 			}
 		}
@@ -245,15 +245,15 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 			return n, fmt.Errorf("section %q+0x%x (%s): %w", s.SecName, s.Off, s.Func, err)
 		}
 		if s.Rela >= 0 {
-			r, ok := relas[s.Rela]
+			r, ok := relas[int(s.Rela)]
 			if !ok {
-				r = append([]byte(nil), ed.Data(s.Rela)...)
-				relas[s.Rela] = r
+				r = append([]byte(nil), ed.Data(int(s.Rela))...)
+				relas[int(s.Rela)] = r
 			}
 			e := r[s.RelaIdx*24:]
 			binary.LittleEndian.PutUint64(e[8:], uint64(elfx.RelocNone)) // symbol 0, R_*_NONE
 			binary.LittleEndian.PutUint64(e[16:], 0)
-			s.Rela, s.RelaIdx, s.Hook = -1, -1, ""
+			s.Rela, s.RelaIdx = -1, -1
 		}
 		s.State = sites.StateNop
 		n++

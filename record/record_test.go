@@ -19,6 +19,7 @@ import (
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/internal/golden"
+	"ftpatch/internal/isa"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -656,7 +657,7 @@ func checkPreserved(t *testing.T, before *sites.Object, in, img []byte, opts rec
 			}
 			copy(want[uint64(f.Sections[s.Section].Off)+s.Off:], nop)
 			if s.Rela >= 0 {
-				retyped[[2]int{s.Rela, s.RelaIdx}] = true
+				retyped[[2]int{int(s.Rela), int(s.RelaIdx)}] = true
 			}
 		}
 	}
@@ -808,7 +809,7 @@ func checkNops(t *testing.T, before *sites.Object, ref, out *image) {
 		where := fmt.Sprintf("%s+0x%x (%s)", s.SecName, s.Off, s.Func)
 		if out.ef.Machine == elf.EM_AARCH64 {
 			for o := 0; o < len(b); o += 4 {
-				in, err := arm64asm.Decode(b[o:])
+				in, err := isa.DecodeARM64(b[o:])
 				if err != nil || in.Op != arm64asm.NOP {
 					t.Errorf("%s: word %d is % x (%v), want nop", where, o/4, b[o:o+4], in)
 				}
@@ -822,7 +823,7 @@ func checkNops(t *testing.T, before *sites.Object, ref, out *image) {
 		if s.Rela < 0 {
 			continue
 		}
-		r := out.relas(s.Rela)[s.RelaIdx]
+		r := out.relas(int(s.Rela))[s.RelaIdx]
 		if r.typ != 0 || r.sym != 0 || r.addend != 0 {
 			t.Errorf("%s: hook relocation is %s %s%+d, want %s", where, out.relocType(r.typ), out.symName(r.sym), r.addend, out.relocType(0))
 		}

@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/internal/isa"
 )
 
 // ErrBadSite: something that should be a patch site is not one (wrong
@@ -129,7 +131,7 @@ func word(b []byte, off uint64) uint32 { return binary.LittleEndian.Uint32(b[off
 func arm64Op(w uint32) (arm64asm.Inst, error) {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], w)
-	return arm64asm.Decode(b[:])
+	return isa.DecodeARM64(b[:])
 }
 
 func arm64IsNop(w uint32) bool {

@@ -17,16 +17,37 @@ type fn struct {
 	sym        int // symbol index: among equal aliases, the first defined names the function
 }
 
+// An entry is a function's extent as the index stores it: 24 bytes, with
+// the name left in the symbol table (objects hold 100k functions).
+type entry struct {
+	start, end uint64
+	sym        int32
+	bind       elf.SymBind
+}
+
 // funcIndex finds the function containing an offset, per section. Built
 // once per file from the symbol table.
 type funcIndex struct {
-	bySec [][]fn // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
-	count int    // function symbols in all
+	syms  []elfx.Symbol
+	bySec [][]entry // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
+	count int       // function symbols in all
 	// The last lookup's section and index: sites arrive in address order,
 	// so the next lookup is usually there or one further.
 	lastSec uint32
-	lastFns []fn
+	lastFns []entry
 	lastI   int
+}
+
+// cursor returns an index sharing x's tables with a lookup cursor of its
+// own, for one goroutine.
+func (x *funcIndex) cursor() *funcIndex {
+	c := *x
+	c.lastFns, c.lastI, c.lastSec = nil, 0, 0
+	return &c
+}
+
+func (x *funcIndex) fn(e entry) fn {
+	return fn{e.start, e.end, x.syms[e.sym].Name, e.bind, int(e.sym)}
 }
 
 // bindRank orders aliases: the name a user knows is the global one.
@@ -67,10 +88,10 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 			counts[key(&syms[i])]++
 		}
 	}
-	idx := &funcIndex{bySec: make([][]fn, nsec)}
+	idx := &funcIndex{syms: syms, bySec: make([][]entry, nsec)}
 	for k, n := range counts {
 		if n > 0 {
-			idx.bySec[k] = make([]fn, 0, n)
+			idx.bySec[k] = make([]entry, 0, n)
 			idx.count += n
 		}
 	}
@@ -78,10 +99,10 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 		s := &syms[i]
 		if isFunc(s) {
 			k := key(s)
-			idx.bySec[k] = append(idx.bySec[k], fn{uint64(s.Value), uint64(s.Value) + s.Size, s.Name, s.Bind(), s.Index})
+			idx.bySec[k] = append(idx.bySec[k], entry{uint64(s.Value), uint64(s.Value) + s.Size, int32(s.Index), s.Bind()})
 		}
 	}
-	byStart := func(a, b fn) int {
+	byStart := func(a, b entry) int {
 		if a.start != b.start {
 			return cmp.Compare(a.start, b.start)
 		}
@@ -110,7 +131,7 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 	return idx
 }
 
-func (x *funcIndex) section(sec uint32) []fn {
+func (x *funcIndex) section(sec uint32) []entry {
 	if int(sec) < len(x.bySec) {
 		return x.bySec[sec]
 	}
@@ -143,7 +164,7 @@ func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
 	}
 	f := fs[i]
 	if off < f.end || off == f.start {
-		return f, true
+		return x.fn(f), true
 	}
 	return fn{}, false
 }
@@ -155,5 +176,5 @@ func (x *funcIndex) next(sec uint32, off uint64) (fn, bool) {
 	if i == len(fs) {
 		return fn{}, false
 	}
-	return fs[i], true
+	return x.fn(fs[i]), true
 }

@@ -5,8 +5,10 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -78,6 +80,9 @@ type objScan struct {
 	lastCallLen int
 	// listed marks the found sites an existing table lists.
 	listed []bool
+	// notes collects Object.Notes while relocations are scanned (per
+	// worker when they are scanned in parallel).
+	notes []string
 }
 
 // checkCall decodes the n-byte call at b (see x86Call), once per distinct
@@ -137,6 +142,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover)}
 		}
 	}
+	s.obj.Notes = append(s.obj.Notes, s.notes...)
 	s.listed = make([]bool, len(s.found))
 	if err := s.table(); err != nil {
 		return nil, err
@@ -205,11 +211,11 @@ type hookSym struct {
 
 // relas reads a relocation section whose symbols must be those of the
 // symbol table the scan uses.
-func (s *objScan) relas(rs *elfx.Section) ([]elfx.Rela, error) {
+func (s *objScan) relas(rs *elfx.Section) (elfx.RelaTable, error) {
 	if int(rs.Link) != s.symtab {
-		return nil, fmt.Errorf("%s: links to section %d for its symbols, not the symbol table (section %d)", rs, rs.Link, s.symtab)
+		return elfx.RelaTable{}, fmt.Errorf("%s: links to section %d for its symbols, not the symbol table (section %d)", rs, rs.Link, s.symtab)
 	}
-	return s.f.Relas(rs)
+	return s.f.RelaTable(rs)
 }
 
 // relocs finds calls to the hooks through the relocations of executable
@@ -217,7 +223,7 @@ func (s *objScan) relas(rs *elfx.Section) ([]elfx.Rela, error) {
 func (s *objScan) relocs() error {
 	f := s.f
 	hooks := hookKinds[f.Arch]
-	hookSyms := map[uint32]hookSym{}
+	var hookSyms []hookRef
 	for i := range s.syms {
 		// A hook is called, not defined, by an instrumented object (the
 		// runtime that defines it is built without instrumentation).
@@ -225,7 +231,7 @@ func (s *objScan) relocs() error {
 			continue
 		}
 		if k, ok := hooks[s.syms[i].Name]; ok {
-			hookSyms[uint32(i)] = hookSym{s.syms[i].Name, k}
+			hookSyms = append(hookSyms, hookRef{uint32(i), hookSym{s.syms[i].Name, k}})
 		}
 	}
 	if len(hookSyms) == 0 {
@@ -243,34 +249,130 @@ func (s *objScan) relocs() error {
 		if err != nil {
 			return err
 		}
-		text := f.SectionData(t)
-		for i, r := range rels {
-			hook, ok := hookSyms[r.Sym]
-			if !ok {
-				continue
+		// Count the calls first, so each worker can fill its own part of
+		// one slice.
+		n, mid := 0, 0
+		for i := 0; i < rels.Len(); i++ {
+			if _, ok := findHook(hookSyms, rels.Sym(i)); ok {
+				n++
 			}
-			var st Site
-			if f.Arch == arch.X86_64 {
-				st, ok, err = s.x86Reloc(t, text, r, hook.name, hook.kind)
-			} else {
-				st, ok, err = s.arm64Reloc(t, text, r, hook.name)
+		}
+		if n == 0 {
+			continue
+		}
+		half := n / 2
+		for i, c := 0, 0; i < rels.Len(); i++ {
+			if _, ok := findHook(hookSyms, rels.Sym(i)); ok {
+				if c == half {
+					mid = i
+					break
+				}
+				c++
 			}
+		}
+		if s.found == nil {
+			// Usually one site per function: size for that at once.
+			s.found = make([]Site, 0, max(s.funcs.count+1, n))
+		}
+		base := len(s.found)
+		s.found = slices.Grow(s.found, n)[:base+n]
+		region := s.found[base:]
+		if n < parallelMin || runtime.GOMAXPROCS(0) < 2 {
+			k, err := s.scan(rs, t, rels, hookSyms, 0, rels.Len(), region)
 			if err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
-			st.Rela, st.RelaIdx, st.Discover = rs.Index, i, FromReloc
-			s.add(st)
+			s.found = s.found[:base+k]
+			continue
 		}
+		// Large sections are checked on two cores, each half with its own
+		// function cursor and decode memo.
+		w := [2]struct {
+			s   objScan
+			k   int
+			err error
+		}{{s: *s}, {s: *s}}
+		for j := range w {
+			w[j].s.funcs = s.funcs.cursor()
+			w[j].s.notes = nil
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w[1].k, w[1].err = w[1].s.scan(rs, t, rels, hookSyms, mid, rels.Len(), region[half:])
+		}()
+		w[0].k, w[0].err = w[0].s.scan(rs, t, rels, hookSyms, 0, mid, region[:half])
+		wg.Wait()
+		for j := range w {
+			if w[j].err != nil {
+				return w[j].err
+			}
+			s.notes = append(s.notes, w[j].s.notes...)
+		}
+		// Relocations that were not sites (arm64 tail calls) leave holes.
+		copy(region[w[0].k:], region[half:half+w[1].k])
+		s.found = s.found[:base+w[0].k+w[1].k]
 	}
 	return nil
 }
 
+// parallelMin is the number of calls in one relocation section from which
+// they are checked on two cores.
+const parallelMin = 8192
+
+type hookRef struct {
+	sym uint32
+	hookSym
+}
+
+// findHook looks a symbol index up among the (at most three) hooks.
+func findHook(hs []hookRef, sym uint32) (hookSym, bool) {
+	for i := range hs {
+		if hs[i].sym == sym {
+			return hs[i].hookSym, true
+		}
+	}
+	return hookSym{}, false
+}
+
+// scan checks the calls among relocations [lo, hi) of rs and writes the
+// sites into out, returning how many it wrote.
+func (s *objScan) scan(rs, t *elfx.Section, rels elfx.RelaTable, hooks []hookRef, lo, hi int, out []Site) (int, error) {
+	text := s.f.SectionData(t)
+	k := 0
+	for i := lo; i < hi; i++ {
+		r := rels.At(i)
+		hook, ok := findHook(hooks, r.Sym)
+		if !ok {
+			continue
+		}
+		var st Site
+		var err error
+		if s.f.Arch == arch.X86_64 {
+			st, ok, err = s.x86Reloc(t, text, r, hook.name, hook.kind)
+		} else {
+			st, ok, err = s.arm64Reloc(t, text, r, hook.name)
+		}
+		if err != nil {
+			return k, err
+		}
+		if !ok {
+			continue
+		}
+		st.Rela, st.RelaIdx, st.Discover = int32(rs.Index), int32(i), FromReloc
+		if len(s.groups) > 0 {
+			st.Group = int32(s.groups[st.Section])
+		}
+		out[k] = st
+		k++
+	}
+	return k, nil
+}
+
 func (s *objScan) add(st Site) {
 	if len(s.groups) > 0 {
-		st.Group = s.groups[st.Section]
+		st.Group = int32(s.groups[st.Section])
 	}
 	if s.found == nil {
 		// Usually one site per function: size for that at once.
@@ -289,9 +391,9 @@ func (s *objScan) fnAt(t *elfx.Section, off uint64) (fn, error) {
 	return fun, nil
 }
 
-func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st State, hook string) Site {
+func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st State) Site {
 	return Site{Section: t.Index, SecName: t.Name, Off: off, Len: n, Kind: k, State: st,
-		Func: fun.name, FuncOff: off - fun.start, Hook: hook, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK}
+		Func: fun.name, FuncOff: off - fun.start, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK}
 }
 
 // x86Reloc turns a relocation against a hook into a site: `e8 rel32` with
@@ -327,7 +429,7 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	if k == X86Fentry && site != x86Entry(text, fun.start) {
 		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry", hook, site-fun.start)}
 	}
-	return s.newSite(t, site, fun, k, n, StateCall, hook), true, nil
+	return s.newSite(t, site, fun, k, n, StateCall), true, nil
 }
 
 // x86Entry is where an entry site starts: the function start, or just
@@ -355,7 +457,7 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 	switch elf.R_AARCH64(r.Type) {
 	case elf.R_AARCH64_CALL26:
 	case elf.R_AARCH64_JUMP26:
-		s.obj.Notes = append(s.obj.Notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
+		s.notes = append(s.notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
 		return Site{}, false, nil
 	default:
 		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook)}
@@ -373,7 +475,7 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 	if !arm64IsBL(word(text, r.Off)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook)}
 	}
-	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall, hook), true, nil
+	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall), true, nil
 }
 
 // patchable finds the areas recorded in __patchable_function_entries.
@@ -389,7 +491,8 @@ func (s *objScan) patchable() error {
 		if err != nil {
 			return err
 		}
-		for i, r := range rels {
+		for i := 0; i < rels.Len(); i++ {
+			r := rels.At(i)
 			sec, off, err := s.target(rs, i, r)
 			if err != nil {
 				return err
@@ -457,8 +560,8 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
 		if err != nil {
 			return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5): %v", err)}
 		}
-		out := s.newSite(t, site, fun, X86Patchable, 5, st, "")
-		out.Pre = pre
+		out := s.newSite(t, site, fun, X86Patchable, 5, st)
+		out.Pre = int32(pre)
 		return &out, nil
 	}
 	if e%4 != 0 || fun.start%4 != 0 || site+8 > uint64(len(text)) {
@@ -484,8 +587,8 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
 			s.obj.Warnings = append(s.obj.Warnings, fmt.Sprintf("section %q+0x%x (%s): the pre-function slot is not 8-byte aligned, so it cannot hold an ops pointer: %s", t.Name, e, fun.name, hint))
 		}
 	}
-	out := s.newSite(t, site, fun, k, 8, StateNops, "")
-	out.Pre = pre
+	out := s.newSite(t, site, fun, k, 8, StateNops)
+	out.Pre = int32(pre)
 	return &out, nil
 }
 
@@ -517,7 +620,8 @@ func (s *objScan) table() error {
 			if err != nil {
 				return err
 			}
-			for i, r := range rels {
+			for i := 0; i < rels.Len(); i++ {
+				r := rels.At(i)
 				sec, off, err := s.target(rs, i, r)
 				if err != nil {
 					return err
@@ -532,7 +636,7 @@ func (s *objScan) table() error {
 					return err
 				}
 				st.Discover = FromTable
-				st.Group = s.groups[sec]
+				st.Group = int32(s.groups[sec])
 				s.obj.Sites = append(s.obj.Sites, *st)
 			}
 		}
@@ -566,7 +670,7 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 		if off == x86Entry(text, fun.start) {
 			k = X86Fentry
 		}
-		out := s.newSite(t, off, fun, k, in.Len, st, "")
+		out := s.newSite(t, off, fun, k, in.Len, st)
 		return &out, nil
 	}
 	if off%4 != 0 || off+4 > uint64(len(text)) {
@@ -575,10 +679,10 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 	w := word(text, off)
 	switch {
 	case arm64IsBL(w):
-		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateCall, "")
+		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateCall)
 		return &out, nil
 	case arm64IsNop(w) && off != arm64Entry(text, fun.start):
-		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop, "")
+		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop)
 		return &out, nil
 	}
 	return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry holds %08x, neither bl nor a NOP'd mcount call", w)}

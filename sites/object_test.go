@@ -89,7 +89,7 @@ func dump(obj *sites.Object, f *elfx.File) []byte {
 	tw := tabwriter.NewWriter(&b, 0, 8, 1, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tOFFSET\tFUNCTION\tKIND\tLEN\tSTATE\tPRE\tWEAK\tSOURCE\tHOOK\tGROUP")
 	for _, s := range obj.Sites {
-		hook, group := s.Hook, "-"
+		hook, group := s.Hook(), "-"
 		if hook == "" {
 			hook = "-"
 		}

@@ -97,23 +97,40 @@ func (s State) String() string {
 // MarshalText makes states print by name in JSON.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// A Site is one function-entry patch site.
+// A Site is one function-entry patch site. Objects hold 100k of them,
+// so the fields are ordered and sized to keep a Site at 88 bytes.
 type Site struct {
-	Section  int    // index of the section holding the site (objects)
-	SecName  string // name of that section
 	Off      uint64 // offset of the site in its section (objects) or its address (linked files)
+	FuncOff  uint64 // bytes from the function's symbol to the site
+	SecName  string // name of the section holding the site
+	Func     string // the function the site belongs to
+	Section  int    // index of that section (objects)
 	Len      int    // bytes that patching may change
+	Rela     int32  // index of the SHT_RELA section holding the hook relocation, or -1
+	RelaIdx  int32  // index of that relocation in its section
+	Group    int32  // index of the SHT_GROUP the site's section belongs to, or 0
+	Pre      int32  // bytes of NOPs before the function symbol (-fpatchable-function-entry=N,M)
 	Kind     Kind
 	State    State
-	Func     string // the function the site belongs to
-	FuncOff  uint64 // bytes from the function's symbol to the site
-	Hook     string // the symbol the site calls in the object (__fentry__, mcount, _mcount), if any
-	Rela     int    // index of the SHT_RELA section holding the hook relocation, or -1
-	RelaIdx  int    // index of that relocation in its section
-	Group    int    // index of the SHT_GROUP the site's section belongs to, or 0
-	Pre      int    // bytes of NOPs before the function symbol (-fpatchable-function-entry=N,M)
 	Weak     bool   // the function is weak: a linker may discard it for a strong one
 	Discover Source // where the site was found
+}
+
+// Hook is the symbol a site calls while it holds the compiler's call:
+// __fentry__, mcount or _mcount; "" for NOPs and patchable areas.
+func (s *Site) Hook() string {
+	if s.State != StateCall {
+		return ""
+	}
+	switch s.Kind {
+	case X86Fentry:
+		return "__fentry__"
+	case X86Mcount:
+		return "mcount"
+	case ARM64Mcount:
+		return "_mcount"
+	}
+	return ""
 }
 
 // A Source says where a site was found.
@@ -149,8 +166,8 @@ func (s Site) MarshalJSON() ([]byte, error) {
 		Function string `json:"function"`
 		FuncOff  uint64 `json:"func_offset"`
 		Hook     string `json:"hook,omitempty"`
-		Pre      int    `json:"pre,omitempty"`
+		Pre      int32  `json:"pre,omitempty"`
 		Weak     bool   `json:"weak,omitempty"`
 		Source   Source `json:"source"`
-	}{s.SecName, s.Off, s.Len, s.Kind, s.State, s.Func, s.FuncOff, s.Hook, s.Pre, s.Weak, s.Discover})
+	}{s.SecName, s.Off, s.Len, s.Kind, s.State, s.Func, s.FuncOff, s.Hook(), s.Pre, s.Weak, s.Discover})
 }

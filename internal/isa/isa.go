@@ -1,0 +1,23 @@
+// Package isa wraps the golang.org/x/arch decoders for the rest of the
+// module, so every caller decodes the same way.
+package isa
+
+import (
+	"sync"
+
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// arm64Mu serialises arm64asm.Decode, which records every decode in a
+// package-level coverage table (x86asm does so only under its own tests):
+// harmless writes of `true`, but a data race between goroutines all the
+// same, and sites decodes on several cores.
+var arm64Mu sync.Mutex
+
+// DecodeARM64 decodes one AArch64 instruction from the first 4 bytes of b;
+// safe for concurrent use.
+func DecodeARM64(b []byte) (arm64asm.Inst, error) {
+	arm64Mu.Lock()
+	defer arm64Mu.Unlock()
+	return arm64asm.Decode(b)
+}
