@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fixture"
 )
 
 // FuzzParse parses arbitrary bytes, then walks every accessor of what
@@ -58,22 +59,7 @@ func FuzzParse(f *testing.F) {
 // package, sites and recordmcount (including its bad corpus), and a PIE
 // and a RELR PIE built now when gcc is there.
 func fuzzSeeds(f *testing.F) []string {
-	var paths []string
-	for _, g := range []string{
-		"testdata/*.o",
-		"../sites/testdata/*.o",
-		"../cmd/recordmcount/testdata/*.o",
-		"../cmd/recordmcount/testdata/bad/*",
-	} {
-		m, err := filepath.Glob(g)
-		if err != nil {
-			f.Fatal(err)
-		}
-		paths = append(paths, m...)
-	}
-	if len(paths) == 0 {
-		f.Fatal("no seed objects")
-	}
+	paths := fixture.Seeds(f, "..")
 	if _, err := exec.LookPath("gcc"); err == nil {
 		dir := f.TempDir()
 		src := filepath.Join(dir, "pie.c")

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"ftpatch/internal/fixture"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,43 +29,8 @@ import (
 // shared with package sites' tests.
 const fixtureGlob = "../sites/testdata/*.o"
 
-// A fixture is one object, named <case>-<arch>-<cc>-<flag tokens>.o.
-type fixture struct {
-	path   string
-	base   string // file name without .o: the subtest and golden name
-	arch   arch.Arch
-	tokens map[string]bool
-}
-
 // fixtures lists the objects; a glob matching nothing fails the test.
-func fixtures(t *testing.T) []fixture {
-	t.Helper()
-	paths, err := filepath.Glob(fixtureGlob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatalf("no fixtures match %s: run `make fixtures`", fixtureGlob)
-	}
-	var out []fixture
-	for _, p := range paths {
-		base := strings.TrimSuffix(filepath.Base(p), ".o")
-		w := strings.Split(base, "-")
-		if len(w) < 4 {
-			t.Fatalf("%s: name is not <case>-<arch>-<cc>-<flags>.o", p)
-		}
-		a, err := arch.Parse(w[1])
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		fx := fixture{path: p, base: base, arch: a, tokens: map[string]bool{}}
-		for _, tok := range w[3:] {
-			fx.tokens[tok] = true
-		}
-		out = append(out, fx)
-	}
-	return out
-}
+func fixtures(t *testing.T) []fixture.Object { return fixture.Objects(t, fixtureGlob) }
 
 // modes are the two ways the pass is run on every fixture.
 var modes = []struct {
@@ -81,13 +47,13 @@ var modes = []struct {
 // independently of the golden.
 func TestRewrite(t *testing.T) {
 	for _, fx := range fixtures(t) {
-		t.Run(fx.base, func(t *testing.T) {
+		t.Run(fx.Base, func(t *testing.T) {
 			t.Parallel()
-			in, err := os.ReadFile(fx.path)
+			in, err := os.ReadFile(fx.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			inFile, err := elfx.Parse(fx.path, in)
+			inFile, err := elfx.Parse(fx.Path, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +65,7 @@ func TestRewrite(t *testing.T) {
 			imgs := map[bool][]byte{} // by Options.Nop
 			for _, m := range modes {
 				fmt.Fprintf(&d, "== %s\n", m.name)
-				img, res, err := record.Rewrite(fx.path, in, m.opts)
+				img, res, err := record.Rewrite(fx.Path, in, m.opts)
 				if err != nil {
 					t.Fatalf("%s: %v", m.name, err)
 				}
@@ -116,7 +82,7 @@ func TestRewrite(t *testing.T) {
 				if res.Err != nil || !res.Changed {
 					t.Errorf("%s: image returned with Changed %v, Err %v", m.name, res.Changed, res.Err)
 				}
-				ref, out := openBoth(t, m.name, fx.path, in), openBoth(t, m.name, "output", img)
+				ref, out := openBoth(t, m.name, fx.Path, in), openBoth(t, m.name, "output", img)
 				dumpChanges(t, &d, before, ref, out)
 				t.Run(m.name, func(t *testing.T) {
 					checkRoundTrip(t, before, img, m.opts)
@@ -132,7 +98,7 @@ func TestRewrite(t *testing.T) {
 					checkTools(t, fx, img)
 				})
 			}
-			golden.Check(t, filepath.Join("testdata", fx.base+".table.golden"), d.Bytes())
+			golden.Check(t, filepath.Join("testdata", fx.Base+".table.golden"), d.Bytes())
 			if imgs[false] != nil && imgs[true] != nil {
 				checkCompose(t, imgs[false], imgs[true])
 			}
@@ -847,14 +813,14 @@ var tools = []struct {
 // checkTools runs readelf and objdump (GNU and LLVM) on the output: each
 // must succeed and print no warning or error. A missing tool fails the
 // test, naming the package to install: the check matters too much to skip.
-func checkTools(t *testing.T, fx fixture, img []byte) {
+func checkTools(t *testing.T, fx fixture.Object, img []byte) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), fx.base+".o")
+	path := filepath.Join(t.TempDir(), fx.Base+".o")
 	if err := os.WriteFile(path, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tool := range tools {
-		if tool.arch != arch.Unknown && tool.arch != fx.arch {
+		if tool.arch != arch.Unknown && tool.arch != fx.Arch {
 			continue
 		}
 		if _, err := exec.LookPath(tool.argv[0]); err != nil {
@@ -881,19 +847,19 @@ func checkTools(t *testing.T, fx fixture, img []byte) {
 // (-mrecord-mcount) is left alone, and the summary says why.
 func TestRewriteUnchanged(t *testing.T) {
 	for _, fx := range fixtures(t) {
-		if !fx.tokens["mrecord"] {
+		if !fx.Tokens["mrecord"] {
 			continue
 		}
-		in, err := os.ReadFile(fx.path)
+		in, err := os.ReadFile(fx.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, res, err := record.Rewrite(fx.path, in, record.Options{})
+		img, res, err := record.Rewrite(fx.Path, in, record.Options{})
 		if err != nil || img != nil || res.Changed || res.Tabled != 0 {
-			t.Errorf("%s: Rewrite = %d bytes, %+v, %v; want nil and unchanged", fx.base, len(img), res, err)
+			t.Errorf("%s: Rewrite = %d bytes, %+v, %v; want nil and unchanged", fx.Base, len(img), res, err)
 		}
 		if s := res.Summary(); !strings.Contains(s, "-mrecord-mcount") {
-			t.Errorf("%s: summary %q does not say the compiler wrote the table", fx.base, s)
+			t.Errorf("%s: summary %q does not say the compiler wrote the table", fx.Base, s)
 		}
 	}
 }
@@ -903,17 +869,17 @@ func TestRewriteUnchanged(t *testing.T) {
 // run does not rewrite it.
 func TestFile(t *testing.T) {
 	seen := map[arch.Arch]bool{}
-	var picked []fixture
+	var picked []fixture.Object
 	for _, fx := range fixtures(t) {
-		if !seen[fx.arch] && !fx.tokens["mrecord"] {
-			seen[fx.arch] = true
+		if !seen[fx.Arch] && !fx.Tokens["mrecord"] {
+			seen[fx.Arch] = true
 			picked = append(picked, fx)
 		}
 	}
-	sort.Slice(picked, func(i, j int) bool { return picked[i].base < picked[j].base })
+	sort.Slice(picked, func(i, j int) bool { return picked[i].Base < picked[j].Base })
 	for _, fx := range picked {
-		t.Run(fx.base, func(t *testing.T) {
-			in, err := os.ReadFile(fx.path)
+		t.Run(fx.Base, func(t *testing.T) {
+			in, err := os.ReadFile(fx.Path)
 			if err != nil {
 				t.Fatal(err)
 			}

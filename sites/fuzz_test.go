@@ -3,11 +3,11 @@ package sites_test
 import (
 	"debug/elf"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"testing"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fixture"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -29,22 +29,7 @@ import (
 // -fuzzminimizetime, 60s by default, without running new inputs: on
 // these kilobyte-sized objects that took most of a short run.)
 func FuzzFindObject(f *testing.F) {
-	var paths []string
-	for _, g := range []string{
-		"testdata/*.o",
-		"../elfx/testdata/*.o",
-		"../cmd/recordmcount/testdata/*.o",
-		"../cmd/recordmcount/testdata/bad/*",
-	} {
-		m, err := filepath.Glob(g)
-		if err != nil {
-			f.Fatal(err)
-		}
-		paths = append(paths, m...)
-	}
-	if len(paths) == 0 {
-		f.Fatal("no seed objects")
-	}
+	paths := fixture.Seeds(f, "..")
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {

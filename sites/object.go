@@ -482,9 +482,24 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 // Each entry points at the first NOP of an area: Pre bytes before the
 // function symbol, then the entry NOPs (after endbr64 / bti c).
 func (s *objScan) patchable() error {
+	return s.entries(func(t *elfx.Section) bool { return t.Name == PatchableName }, func(sec int, off uint64) error {
+		st, err := s.patchSite(s.f.Sections[sec], off)
+		if err != nil {
+			return err
+		}
+		st.Discover = FromPatchable
+		s.add(*st)
+		return nil
+	})
+}
+
+// entries calls each for every entry of the address tables (sections of
+// absolute addresses, like __mcount_loc) that match accepts, resolved to a
+// code section and offset through the table's relocations.
+func (s *objScan) entries(match func(*elfx.Section) bool, each func(sec int, off uint64) error) error {
 	f := s.f
 	for _, rs := range f.Sections {
-		if rs.Type != elf.SHT_RELA || int(rs.Info) >= len(f.Sections) || f.Sections[rs.Info].Name != PatchableName {
+		if rs.Type != elf.SHT_RELA || int(rs.Info) >= len(f.Sections) || !match(f.Sections[rs.Info]) {
 			continue
 		}
 		rels, err := s.relas(rs)
@@ -492,17 +507,13 @@ func (s *objScan) patchable() error {
 			return err
 		}
 		for i := 0; i < rels.Len(); i++ {
-			r := rels.At(i)
-			sec, off, err := s.target(rs, i, r)
+			sec, off, err := s.target(rs, i, rels.At(i))
 			if err != nil {
 				return err
 			}
-			st, err := s.patchSite(f.Sections[sec], off)
-			if err != nil {
+			if err := each(sec, off); err != nil {
 				return err
 			}
-			st.Discover = FromPatchable
-			s.add(*st)
 		}
 	}
 	return nil
@@ -612,33 +623,23 @@ func (s *objScan) table() error {
 		if s.obj.Table == TableNone || form == TableOurs {
 			s.obj.Table = form
 		}
-		for _, rs := range f.Sections {
-			if rs.Type != elf.SHT_RELA || int(rs.Info) != ts.Index {
-				continue
+		err := s.entries(func(t *elfx.Section) bool { return t == ts }, func(sec int, off uint64) error {
+			if i, ok := s.lookup(sec, off); ok {
+				s.listed[i] = true
+				s.obj.Sites = append(s.obj.Sites, s.found[i])
+				return nil
 			}
-			rels, err := s.relas(rs)
+			st, err := s.classify(f.Sections[sec], off)
 			if err != nil {
 				return err
 			}
-			for i := 0; i < rels.Len(); i++ {
-				r := rels.At(i)
-				sec, off, err := s.target(rs, i, r)
-				if err != nil {
-					return err
-				}
-				if i, ok := s.lookup(sec, off); ok {
-					s.listed[i] = true
-					s.obj.Sites = append(s.obj.Sites, s.found[i])
-					continue
-				}
-				st, err := s.classify(f.Sections[sec], off)
-				if err != nil {
-					return err
-				}
-				st.Discover = FromTable
-				st.Group = int32(s.groups[sec])
-				s.obj.Sites = append(s.obj.Sites, *st)
-			}
+			st.Discover = FromTable
+			st.Group = int32(s.groups[sec])
+			s.obj.Sites = append(s.obj.Sites, *st)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"ftpatch/internal/fixture"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,58 +20,9 @@ import (
 // fixtureGlob matches the objects built by `make fixtures` (mk/fixtures.mk).
 const fixtureGlob = "testdata/*.o"
 
-// A fixture is one object of testdata, with what its name says about how
-// it was built: <case>-<arch>-<cc>-<token>-<token>....o, where the tokens
-// are the flags (O2, pg, mfentry, nopie, pfe5, pfe4_2, align8, bti, ...).
-type fixture struct {
-	path   string
-	base   string // file name without .o: the subtest and golden name
-	cas    string // the source: basic, weak, cxx
-	arch   arch.Arch
-	cc     string // gcc or clang
-	tokens map[string]bool
-}
-
-// has reports whether the fixture was built with every flag token given.
-func (fx fixture) has(tokens ...string) bool {
-	for _, t := range tokens {
-		if !fx.tokens[t] {
-			return false
-		}
-	}
-	return true
-}
-
 // fixtures lists testdata/*.o; a glob matching nothing, or a name not in
 // the fixture scheme, fails the test.
-func fixtures(t *testing.T) []fixture {
-	t.Helper()
-	paths, err := filepath.Glob(fixtureGlob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatalf("no fixtures match %s: run `make fixtures`", fixtureGlob)
-	}
-	var out []fixture
-	for _, p := range paths {
-		base := strings.TrimSuffix(filepath.Base(p), ".o")
-		w := strings.Split(base, "-")
-		if len(w) < 4 {
-			t.Fatalf("%s: name is not <case>-<arch>-<cc>-<flags>.o", p)
-		}
-		a, err := arch.Parse(w[1])
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		fx := fixture{path: p, base: base, cas: w[0], arch: a, cc: w[2], tokens: map[string]bool{}}
-		for _, tok := range w[3:] {
-			fx.tokens[tok] = true
-		}
-		out = append(out, fx)
-	}
-	return out
-}
+func fixtures(t *testing.T) []fixture.Object { return fixture.Objects(t, fixtureGlob) }
 
 func open(t *testing.T, path string) *elfx.File {
 	t.Helper()
@@ -114,15 +66,15 @@ func dump(obj *sites.Object, f *elfx.File) []byte {
 // independently of package sites.
 func TestFindObject(t *testing.T) {
 	for _, fx := range fixtures(t) {
-		t.Run(fx.base, func(t *testing.T) {
-			f := open(t, fx.path)
+		t.Run(fx.Base, func(t *testing.T) {
+			f := open(t, fx.Path)
 			obj, err := sites.FindObject(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Check(t, filepath.Join("testdata", fx.base+".sites.golden"), dump(obj, f))
+			golden.Check(t, filepath.Join("testdata", fx.Base+".sites.golden"), dump(obj, f))
 
-			ef, err := elf.Open(fx.path)
+			ef, err := elf.Open(fx.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,10 +83,10 @@ func TestFindObject(t *testing.T) {
 			checkNotes(t, fx, obj)
 			checkFuncCount(t, ef, obj)
 			checkBytes(t, fx, f, obj)
-			if fx.arch == arch.X86_64 && (fx.has("pg") || fx.has("mfentry")) {
+			if fx.Arch == arch.X86_64 && (fx.Has("pg") || fx.Has("mfentry")) {
 				checkHookRelocs(t, ef, obj)
 			}
-			if fx.arch == arch.ARM64 && fx.has("pfe4_2") {
+			if fx.Arch == arch.ARM64 && fx.Has("pfe4_2") {
 				checkCallOps(t, fx, f, obj)
 			}
 		})
@@ -142,10 +94,10 @@ func TestFindObject(t *testing.T) {
 }
 
 // checkTable: only -mrecord-mcount objects carry a table, the compiler's.
-func checkTable(t *testing.T, fx fixture, obj *sites.Object) {
+func checkTable(t *testing.T, fx fixture.Object, obj *sites.Object) {
 	t.Helper()
 	want := sites.TableNone
-	if fx.has("mrecord") {
+	if fx.Has("mrecord") {
 		want = sites.TableCompiler
 	}
 	if obj.Table != want {
@@ -159,10 +111,10 @@ func checkTable(t *testing.T, fx fixture, obj *sites.Object) {
 // checkNotes: only tailcall.S holds something that looks like a site and
 // is not (`b _mcount`); no fixture but the arm64 4,2 ones without
 // -falign-functions=8 (see checkCallOps) and gcc's cold functions warn.
-func checkNotes(t *testing.T, fx fixture, obj *sites.Object) {
+func checkNotes(t *testing.T, fx fixture.Object, obj *sites.Object) {
 	t.Helper()
 	want := 0
-	if fx.cas == "tailcall" {
+	if fx.Case == "tailcall" {
 		want = 1
 	}
 	if len(obj.Notes) != want {
@@ -173,7 +125,7 @@ func checkNotes(t *testing.T, fx fixture, obj *sites.Object) {
 			t.Errorf("note %q is not about a tail call", n)
 		}
 	}
-	if len(obj.Warnings) > 0 && !(fx.arch == arch.ARM64 && fx.has("pfe4_2")) {
+	if len(obj.Warnings) > 0 && !(fx.Arch == arch.ARM64 && fx.Has("pfe4_2")) {
 		t.Errorf("warnings %q", obj.Warnings)
 	}
 }
@@ -255,7 +207,7 @@ func checkFuncCount(t *testing.T, ef *elf.File, obj *sites.Object) {
 
 // checkBytes reads each site's bytes and checks them against its kind and
 // state, and its place in the function against the kind.
-func checkBytes(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
+func checkBytes(t *testing.T, fx fixture.Object, f *elfx.File, obj *sites.Object) {
 	t.Helper()
 	for _, s := range obj.Sites {
 		text := f.SectionData(f.Sections[s.Section])
@@ -268,8 +220,8 @@ func checkBytes(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 		// The entry is the function start, after endbr64 / bti c.
 		entry := uint64(0)
 		start := text[s.Off-s.FuncOff:]
-		if fx.has("cet") && bytes.HasPrefix(start, []byte{0xf3, 0x0f, 0x1e, 0xfa}) || // endbr64
-			fx.has("bti") && bytes.HasPrefix(start, []byte{0x5f, 0x24, 0x03, 0xd5}) { // bti c
+		if fx.Has("cet") && bytes.HasPrefix(start, []byte{0xf3, 0x0f, 0x1e, 0xfa}) || // endbr64
+			fx.Has("bti") && bytes.HasPrefix(start, []byte{0x5f, 0x24, 0x03, 0xd5}) { // bti c
 			entry = 4
 		}
 		switch s.Kind {
@@ -291,7 +243,7 @@ func checkBytes(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 				t.Errorf("%s: patchable site at +0x%x len %d, want +0x%x len 5", where, s.FuncOff, s.Len, entry)
 			}
 			// gcc emits five one-byte NOPs, clang one five-byte NOP.
-			want := map[string][]byte{"gcc": {0x90, 0x90, 0x90, 0x90, 0x90}, "clang": {0x0f, 0x1f, 0x44, 0x00, 0x08}}[fx.cc]
+			want := map[string][]byte{"gcc": {0x90, 0x90, 0x90, 0x90, 0x90}, "clang": {0x0f, 0x1f, 0x44, 0x00, 0x08}}[fx.CC]
 			if !bytes.Equal(b, want) {
 				t.Errorf("%s: patchable site holds % x, want % x", where, b, want)
 			}
@@ -305,7 +257,7 @@ func checkBytes(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 				t.Errorf("%s: mcount site holds % x, want bl", where, b)
 			}
 		default:
-			t.Errorf("%s: kind %v on %v", where, s.Kind, fx.arch)
+			t.Errorf("%s: kind %v on %v", where, s.Kind, fx.Arch)
 		}
 		if s.State != sites.StateCall && (s.Kind == sites.X86Fentry || s.Kind == sites.X86Mcount || s.Kind == sites.ARM64Mcount) {
 			t.Errorf("%s: state %v, want call", where, s.State)
@@ -385,7 +337,7 @@ func checkHookRelocs(t *testing.T, ef *elf.File, obj *sites.Object) {
 // when 8-byte aligned (-falign-functions=8): then the kind is callops;
 // otherwise each misaligned slot is a warning and the kind plain
 // patchable.
-func checkCallOps(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
+func checkCallOps(t *testing.T, fx fixture.Object, f *elfx.File, obj *sites.Object) {
 	t.Helper()
 	misaligned := 0
 	for _, s := range obj.Sites {
@@ -401,7 +353,7 @@ func checkCallOps(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 			t.Errorf("%s+0x%x (%s): kind %v pre %d, want %v pre 8", s.SecName, s.Off, s.Func, s.Kind, s.Pre, want)
 		}
 	}
-	if fx.has("align8") {
+	if fx.Has("align8") {
 		// -falign-functions does not apply to functions gcc deems cold
 		// (here the noreturn die, in .text.unlikely, aligned to 4): only
 		// those may lack the slot.
@@ -411,7 +363,7 @@ func checkCallOps(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 			}
 		}
 	}
-	if !fx.has("align8") && misaligned == 0 {
+	if !fx.Has("align8") && misaligned == 0 {
 		t.Error("fixture built without -falign-functions=8 has every slot aligned: it no longer tests the warning")
 	}
 	if len(obj.Warnings) != misaligned {
@@ -427,12 +379,12 @@ func checkCallOps(t *testing.T, fx fixture, f *elfx.File, obj *sites.Object) {
 func TestWeakOnlySections(t *testing.T) {
 	n := 0
 	for _, fx := range fixtures(t) {
-		if fx.cas != "weak" || fx.arch != arch.X86_64 {
+		if fx.Case != "weak" || fx.Arch != arch.X86_64 {
 			continue
 		}
 		n++
-		t.Run(fx.base, func(t *testing.T) {
-			f := open(t, fx.path)
+		t.Run(fx.Base, func(t *testing.T) {
+			f := open(t, fx.Path)
 			_, syms, err := f.Symtab()
 			if err != nil {
 				t.Fatal(err)
