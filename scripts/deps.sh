@@ -9,10 +9,13 @@ set -euo pipefail
 # tool -> Debian package
 declare -A pkg=(
 	[gcc]=gcc
+	[g++]=g++
+	[as]=binutils
 	[make]=make
 	[readelf]=binutils
 	[objdump]=binutils
 	[clang]=clang
+	[clang++]=clang
 	[ld.lld]=lld
 	[llvm-readelf]=llvm
 	[aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu
