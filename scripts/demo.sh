@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: compile the bundled calculator with patch sites, record them
-# with recordmcount, link, and show that the linked program's table lists
-# every one of its functions; then run it.
+# with recordmcount, link the runtime, show that the linked program's table
+# lists every one of its functions, and run it: the runtime turns every
+# site into a NOP at load (tracers come next).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/demo
@@ -21,8 +22,8 @@ bin/recordmcount --list $out/parse.o $out/main.o
 step "recordmcount -v $out/*.o"
 bin/recordmcount -v $out/parse.o $out/main.o
 
-step "$CC $out/*.o runtime/stub/hooks_x86_64.S -o $out/calc   # the runtime arrives next; stand-in hooks for now"
-$CC $out/parse.o $out/main.o runtime/stub/hooks_x86_64.S -o $out/calc
+step "$CC $out/*.o \$(ftpatch flags --libs) -o $out/calc"
+$CC $out/parse.o $out/main.o $(bin/ftpatch flags --libs) -o $out/calc
 
 step "ftpatch sites $out/calc"
 bin/ftpatch sites $out/calc | tee $out/sites.txt
@@ -37,5 +38,5 @@ if [ "$want" != "$got" ]; then
 fi
 echo "every function of the program ($(echo "$want" | wc -l)) has exactly one site in the table"
 
-step "$out/calc"
-"$out/calc" || true
+step "FTRACE_DEBUG=1 $out/calc   # the runtime turns every site into a NOP before main"
+FTRACE_DEBUG=1 "$out/calc" || true

@@ -86,8 +86,16 @@ func run(t testing.TB, dir string, argv ...string) (string, string) {
 // runStatus runs a command and returns its output and exit status; err is
 // set only when the command could not be run at all.
 func runStatus(dir string, argv ...string) (string, string, int, error) {
+	return runStatusEnv(dir, nil, argv...)
+}
+
+// runStatusEnv is runStatus with variables added to the environment.
+func runStatusEnv(dir string, env []string, argv ...string) (string, string, int, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"ftpatch/arch"
+	ftrt "ftpatch/runtime"
+)
+
+// buildFlags are the flags shared by the commands that build the runtime.
+type buildFlags struct {
+	cc   string
+	arch string
+}
+
+func (b *buildFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&b.cc, "cc", "", "C compiler command to build the runtime with (default cc; aarch64-linux-gnu-gcc for --arch arm64)")
+	cmd.Flags().StringVar(&b.arch, "arch", "x86_64", "target architecture: x86_64 or arm64")
+}
+
+func (b *buildFlags) options() (ftrt.Options, error) {
+	a, err := arch.Parse(b.arch)
+	if err != nil {
+		return ftrt.Options{}, err
+	}
+	return ftrt.Options{CC: strings.Fields(b.cc), Arch: a}, nil
+}
+
+func newFlags(stdout io.Writer) *cobra.Command {
+	var bf buildFlags
+	var cflags, libs bool
+	cmd := &cobra.Command{
+		Use:   "flags [--cflags] [--libs]",
+		Short: "Print the compile and link flags for a traced program (like pkg-config)",
+		Long: `flags prints the flags that give a program patch sites (--cflags) and that
+link the ftpatch runtime into it (--libs); with neither, both. --libs builds
+the runtime with the system C compiler into a per-user cache on first use
+(keyed by ftpatch's runtime version, the architecture and the compiler), so
+
+  cc $(ftpatch flags --cflags) -c a.c b.c
+  recordmcount a.o b.o
+  cc a.o b.o $(ftpatch flags --libs) -o prog
+
+needs nothing but ftpatch and a compiler.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := bf.options()
+			if err != nil {
+				return err
+			}
+			if !cflags && !libs {
+				cflags, libs = true, true
+			}
+			var out []string
+			if cflags {
+				out = append(out, ftrt.CFlags(o.Arch)...)
+			}
+			if libs {
+				lib, err := ftrt.Cached(context.Background(), o)
+				if err != nil {
+					return err
+				}
+				out = append(out, ftrt.LinkFlags(lib)...)
+			}
+			_, err = fmt.Fprintln(stdout, strings.Join(out, " "))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&cflags, "cflags", false, "print the compile flags")
+	cmd.Flags().BoolVar(&libs, "libs", false, "print the link flags (building the runtime into the cache if needed)")
+	bf.register(cmd)
+	return cmd
+}
+
+func newRuntime(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runtime",
+		Short: "Build the ftpatch runtime (libftrt.a) from the sources inside this binary",
+	}
+	var bf buildFlags
+	var dir string
+	build := &cobra.Command{
+		Use:   "build [-o DIR]",
+		Short: "Build libftrt.a with the system C compiler",
+		Long: `build compiles the runtime's C and assembly sources, which are embedded in
+the ftpatch binary, with the system C compiler, and writes DIR/libftrt.a
+(atomically). Link it with the flags ftpatch flags --libs prints.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := bf.options()
+			if err != nil {
+				return err
+			}
+			o.Dir = dir
+			lib, err := ftrt.Build(context.Background(), o)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdout, lib)
+			return err
+		},
+	}
+	build.Flags().StringVarP(&dir, "output", "o", ".", "directory to write libftrt.a into")
+	bf.register(build)
+	cmd.AddCommand(build)
+	return cmd
+}

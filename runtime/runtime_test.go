@@ -1,0 +1,73 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"ftpatch/arch"
+	"ftpatch/nops"
+)
+
+// TestNopBytes: the NOPs the C runtime writes are the ones package nops
+// defines, whose encodings its tests check with golang.org/x/arch.
+func TestNopBytes(t *testing.T) {
+	src, err := sources.ReadFile("src/x86_64/site.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want []byte
+	}{{"nop5", nops.X86NOP5}, {"nop6", nops.X86NOP6}} {
+		m := regexp.MustCompile(`static const unsigned char ` + c.name + `\[\d+\] = \{([^}]*)\}`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("site.c defines no %s", c.name)
+		}
+		var got []byte
+		for _, f := range strings.Split(string(m[1]), ",") {
+			v, err := strconv.ParseUint(strings.TrimSpace(f), 0, 8)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			got = append(got, byte(v))
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("site.c %s = % x, package nops has % x", c.name, got, c.want)
+		}
+	}
+}
+
+// TestBuild builds the archive and checks it holds the hooks and the
+// load-time pass; a compiler that fails gives an error naming the
+// command and its output.
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	lib, err := Build(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sym := range []string{"__fentry__", "mcount", "ftrt_init"} {
+		if !bytes.Contains(b, []byte(sym+"\x00")) {
+			t.Errorf("%s lacks %s", lib, sym)
+		}
+	}
+	_, err = Build(context.Background(), Options{Dir: dir, CC: []string{"false"}})
+	if err == nil || !strings.Contains(err.Error(), "compiling the runtime (false ") {
+		t.Errorf("a failing compiler gave %v", err)
+	}
+	if _, err := Build(context.Background(), Options{Dir: dir, Arch: arch.ARM64}); err == nil {
+		t.Error("arm64 built, but the runtime has no arm64 port yet: the error should say so")
+	}
+	if Version() != Version() || len(Version()) != 16 {
+		t.Errorf("Version() = %q, want a stable 16-digit hash", Version())
+	}
+}

@@ -1,0 +1,54 @@
+/*
+ * ftrt: the ftpatch runtime, linked into a traced program.
+ *
+ * This slice holds the entry hooks and the load-time pass over the site
+ * table: before main runs, every site listed between __start___mcount_loc
+ * and __stop___mcount_loc is checked and turned into a NOP, so a program
+ * nobody asked to trace runs with nothing but NOPs at its function
+ * entries. Tracers come next.
+ *
+ * Built without instrumentation and with -mgeneral-regs-only, so nothing
+ * here calls a hook or clobbers the FP/SIMD registers that carry
+ * arguments and return values.
+ */
+#ifndef FTRT_H
+#define FTRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the load-time pass did to the table; read by tests and, later,
+ * written into the trace's metadata. */
+struct ftrt_stats {
+	uint64_t entries;  /* words in the table, zero words included */
+	uint64_t zero;     /* zero words: padding, or sites in discarded sections */
+	uint64_t dups;     /* addresses listed twice */
+	uint64_t patched;  /* calls turned into NOPs */
+	uint64_t nops;     /* sites already a single NOP (recordmcount --nop, -mnop-mcount, clang's padding) */
+	uint64_t skipped;  /* sites whose bytes were not what a site may hold: left alone */
+	uint64_t failed;   /* sites that could not be written */
+};
+
+extern struct ftrt_stats ftrt_stats;
+
+/* The entry hooks the compiler calls (entry.S): return at once until a
+ * site is enabled. */
+void __fentry__(void);
+void mcount(void);
+
+/* The load-time pass (patch.c), run as a constructor. */
+void ftrt_init(void);
+
+/* Per architecture (x86_64/site.c): read the site at ip and say what it
+ * holds; write a NOP over it. */
+enum ftrt_site_state {
+	FTRT_SITE_CALL,    /* the compiler's call to a hook */
+	FTRT_SITE_NOP,     /* one NOP covering the site */
+	FTRT_SITE_NOPS,    /* several NOPs covering the site (-fpatchable-function-entry) */
+	FTRT_SITE_UNKNOWN, /* anything else: never written */
+};
+
+enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len);
+const unsigned char *ftrt_arch_nop(int len);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * The load-time pass over the site table.
+ *
+ * The linker gathers every object's __mcount_loc (recordmcount's, or
+ * gcc's own -mrecord-mcount table) between __start___mcount_loc and
+ * __stop___mcount_loc; in a PIE the loader has already filled in each
+ * word's load address by the time this runs. The pass sorts the table
+ * once, then turns every site into a NOP, checking each site's bytes
+ * first: a site that holds anything but a call to our hooks or a NOP is
+ * skipped and counted, never overwritten.
+ *
+ * Code pages are made writable only around the writes, only where a site
+ * needs one, and given back the protection of their segment at once:
+ * a program whose sites are all NOPs already (recordmcount --nop) never
+ * has a writable code page. The pass runs as a constructor, before main
+ * and, in the programs we serve, before any thread is started.
+ */
+#define _GNU_SOURCE
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+
+/* Weak: a program with no instrumented object has no table at all. */
+extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+
+struct ftrt_stats ftrt_stats;
+
+/* The sorted, de-duplicated site addresses (for the tracers' lookups). */
+static uintptr_t *ftrt_sites;
+static size_t ftrt_nsites;
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A loaded segment: [start, end) with the protection its program header
+ * gives it. */
+struct segment {
+	uintptr_t start, end;
+	int prot;
+};
+
+struct seg_query {
+	uintptr_t addr;
+	struct segment seg;
+	int found;
+};
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct seg_query *q = data;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		if (q->addr < start || q->addr >= start + ph->p_memsz)
+			continue;
+		q->seg.start = start;
+		q->seg.end = start + ph->p_memsz;
+		q->seg.prot = (ph->p_flags & PF_R ? PROT_READ : 0) | (ph->p_flags & PF_W ? PROT_WRITE : 0) |
+			      (ph->p_flags & PF_X ? PROT_EXEC : 0);
+		q->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Patch the sites sites[0..n), all inside seg: classify each, then, if any
+ * needs writing, open the pages spanning them for writing once, write,
+ * check, and restore the segment's protection.
+ */
+static void patch_segment(const uintptr_t *sites, size_t n, const struct segment *seg)
+{
+	uintptr_t lo = 0, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		int len;
+		enum ftrt_site_state st = ftrt_arch_classify((const unsigned char *)sites[i], &len);
+		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS) {
+			if (!lo)
+				lo = sites[i];
+			hi = sites[i] + len;
+		}
+	}
+	if (!lo) {
+		for (size_t i = 0; i < n; i++) {
+			int len;
+			if (ftrt_arch_classify((const unsigned char *)sites[i], &len) == FTRT_SITE_NOP)
+				ftrt_stats.nops++;
+			else
+				ftrt_stats.skipped++;
+		}
+		return;
+	}
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t plo = lo & ~(page - 1), phi = (hi + page - 1) & ~(page - 1);
+	/* Executable too while writing: the pages may hold the code that is
+	 * running now (this pass is in the same text segment). */
+	if (mprotect((void *)plo, phi - plo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+		ftrt_stats.failed += n;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *ip = (unsigned char *)sites[i];
+		int len;
+		switch (ftrt_arch_classify(ip, &len)) {
+		case FTRT_SITE_NOP:
+			ftrt_stats.nops++;
+			break;
+		case FTRT_SITE_CALL:
+		case FTRT_SITE_NOPS: {
+			const unsigned char *nop = ftrt_arch_nop(len);
+			memcpy(ip, nop, len);
+			if (memcmp(ip, nop, len) == 0)
+				ftrt_stats.patched++;
+			else
+				ftrt_stats.failed++;
+			break;
+		}
+		default:
+			ftrt_stats.skipped++;
+		}
+	}
+	mprotect((void *)plo, phi - plo, seg->prot);
+}
+
+static void report(void)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf,
+			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
+			 "%llu empty and %llu duplicate table entries\n",
+			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
+			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
+			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
+			 (unsigned long long)ftrt_stats.dups);
+	if (n > 0)
+		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/*
+ * A constructor of the lowest application priority, so it runs before the
+ * program's own. The link flags name ftrt_init as undefined (-u), which
+ * pulls this object out of the archive even into a program whose sites
+ * call no hook (-fpatchable-function-entry).
+ */
+__attribute__((constructor(101))) void ftrt_init(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	size_t n = (size_t)(__stop___mcount_loc - __start___mcount_loc);
+	if (!__start___mcount_loc || n == 0)
+		goto out;
+	ftrt_stats.entries = n;
+	size_t bytes = n * sizeof(uintptr_t);
+	uintptr_t *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s == MAP_FAILED) {
+		ftrt_stats.failed = n;
+		goto out;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (__start___mcount_loc[i])
+			s[k++] = __start___mcount_loc[i];
+		else
+			ftrt_stats.zero++;
+	}
+	qsort(s, k, sizeof *s, cmp_addr);
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (m && s[m - 1] == s[i])
+			ftrt_stats.dups++;
+		else
+			s[m++] = s[i];
+	}
+	ftrt_sites = s;
+	ftrt_nsites = m;
+
+	/* Walk the sorted sites a segment at a time. */
+	for (size_t i = 0; i < m;) {
+		struct seg_query q = { .addr = s[i] };
+		dl_iterate_phdr(find_segment, &q);
+		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
+			ftrt_stats.skipped++;
+			i++;
+			continue;
+		}
+		size_t j = i;
+		/* A site's bytes must lie wholly inside the segment. */
+		while (j < m && s[j] >= q.seg.start && s[j] + 8 <= q.seg.end)
+			j++;
+		if (j == i) {
+			ftrt_stats.skipped++;
+			i++;
+			continue;
+		}
+		patch_segment(s + i, j - i, &q.seg);
+		i = j;
+	}
+out:
+	if (getenv("FTRACE_DEBUG"))
+		report();
+}

@@ -1,0 +1,45 @@
+/*
+ * Linked into test programs to check, from inside the process, what the
+ * runtime's load-time pass left: at exit, every site listed in the table
+ * must hold a NOP (5-byte `0f 1f 44 00 xx` or 6-byte `66 0f 1f 44 00
+ * 00`), and no mapping may be both writable and executable. Prints one
+ * line to stderr for the test to read; changes nothing else.
+ */
+#include <stdio.h>
+#include <string.h>
+
+extern const unsigned long __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
+extern const unsigned long __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+
+static int is_nop(const unsigned char *p)
+{
+	static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	return (p[0] == 0x0f && p[1] == 0x1f && p[2] == 0x44 && p[3] == 0x00) || memcmp(p, nop6, 6) == 0;
+}
+
+__attribute__((destructor)) static void sitecheck(void)
+{
+	long sites = 0, nops = 0, other = 0, wx = 0;
+	for (const unsigned long *e = __start___mcount_loc; e && e < __stop___mcount_loc; e++) {
+		if (!*e)
+			continue;
+		sites++;
+		const unsigned char *p = (const unsigned char *)*e;
+		if (is_nop(p))
+			nops++;
+		else {
+			other++;
+			fprintf(stderr, "sitecheck: site %p holds %02x %02x %02x %02x %02x %02x\n", (void *)p, p[0], p[1], p[2], p[3], p[4], p[5]);
+		}
+	}
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[512];
+	while (maps && fgets(line, sizeof line, maps)) {
+		char perms[8];
+		if (sscanf(line, "%*s %7s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x')
+			wx++;
+	}
+	if (maps)
+		fclose(maps);
+	fprintf(stderr, "sitecheck: %ld sites, %ld nops, %ld other, %ld writable code mappings\n", sites, nops, other, wx);
+}
