@@ -130,4 +130,3 @@ func picLink(pie bool) string {
 	}
 	return "-no-pie"
 }
-
