@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make demo: compile the bundled calculator with patch sites, record them
 # with recordmcount, link the runtime, show that the linked program's table
-# lists every one of its functions, and run it: the runtime turns every
-# site into a NOP at load (tracers come next).
+# lists every one of its functions, run it untraced (every site a NOP),
+# then traced with FTRACE=function, and print the trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/demo
@@ -38,5 +38,14 @@ if [ "$want" != "$got" ]; then
 fi
 echo "every function of the program ($(echo "$want" | wc -l)) has exactly one site in the table"
 
-step "FTRACE_DEBUG=1 $out/calc   # the runtime turns every site into a NOP before main"
+step "FTRACE_DEBUG=1 $out/calc   # nothing set: the runtime turns every site into a NOP before main"
 FTRACE_DEBUG=1 "$out/calc" || true
+
+step "FTRACE=function FTRACE_FILTER='parse_*,eval' FTRACE_OUT=$out/ftrace.data $out/calc"
+FTRACE=function FTRACE_FILTER='parse_*,eval' FTRACE_OUT=$out/ftrace.data "$out/calc" || true
+
+step "ftpatch replay $out/ftrace.data"
+bin/ftpatch replay $out/ftrace.data
+
+step "ftpatch report $out/ftrace.data"
+bin/ftpatch report $out/ftrace.data

@@ -30,7 +30,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSites(stdout), newFlags(stdout), newRuntime(stdout))
+	root.AddCommand(newSites(stdout), newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout))
 	return root
 }
 

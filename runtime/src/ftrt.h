@@ -27,6 +27,8 @@ struct ftrt_stats {
 	uint64_t nops;     /* sites already a single NOP (recordmcount --nop, -mnop-mcount, clang's padding) */
 	uint64_t skipped;  /* sites whose bytes were not what a site may hold: left alone */
 	uint64_t failed;   /* sites that could not be written */
+	uint64_t enabled;  /* sites made to call the tracer */
+	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve yet (after the prologue: -pg) */
 };
 
 extern struct ftrt_stats ftrt_stats;
@@ -50,5 +52,22 @@ enum ftrt_site_state {
 
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len);
 const unsigned char *ftrt_arch_nop(int len);
+/* The call that enables the site at ip of len bytes (into buf); 0, or -1
+ * when the trampoline is out of reach. */
+int ftrt_arch_call(uintptr_t ip, int len, unsigned char *buf);
+/* Whether a site at ip is at the entry of the function starting at start. */
+int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
+
+/* The program's functions (symbols.c). */
+struct ftrt_func {
+	uintptr_t start, end; /* run-time addresses */
+	const char *name;
+};
+int ftrt_load_symbols(void);
+const struct ftrt_func *ftrt_func_at(uintptr_t addr);
+
+/* The tracer (trace.c). */
+int ftrt_trace_start(const char *dir);
+void ftrt_function_entry(uintptr_t ip, uintptr_t parent_ip);
 
 #endif

@@ -16,6 +16,7 @@
  * and, in the programs we serve, before any thread is started.
  */
 #define _GNU_SOURCE
+#include <fnmatch.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,17 +77,19 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /*
- * Patch the sites sites[0..n), all inside seg: classify each, then, if any
- * needs writing, open the pages spanning them for writing once, write,
- * check, and restore the segment's protection.
+ * Patch the sites sites[0..n), all inside seg: each becomes a NOP, or a
+ * call to the tracer where want[i] is set. The sites are classified
+ * first; if any needs writing, the pages spanning them are opened for
+ * writing once, written, checked, and given back the segment's
+ * protection.
  */
-static void patch_segment(const uintptr_t *sites, size_t n, const struct segment *seg)
+static void patch_segment(const uintptr_t *sites, const unsigned char *want, size_t n, const struct segment *seg)
 {
 	uintptr_t lo = 0, hi = 0;
 	for (size_t i = 0; i < n; i++) {
 		int len;
 		enum ftrt_site_state st = ftrt_arch_classify((const unsigned char *)sites[i], &len);
-		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS) {
+		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS || (st == FTRT_SITE_NOP && want[i])) {
 			if (!lo)
 				lo = sites[i];
 			hi = sites[i] + len;
@@ -113,37 +116,81 @@ static void patch_segment(const uintptr_t *sites, size_t n, const struct segment
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
 		int len;
-		switch (ftrt_arch_classify(ip, &len)) {
-		case FTRT_SITE_NOP:
-			ftrt_stats.nops++;
-			break;
-		case FTRT_SITE_CALL:
-		case FTRT_SITE_NOPS: {
-			const unsigned char *nop = ftrt_arch_nop(len);
-			memcpy(ip, nop, len);
-			if (memcmp(ip, nop, len) == 0)
-				ftrt_stats.patched++;
-			else
-				ftrt_stats.failed++;
-			break;
-		}
-		default:
+		enum ftrt_site_state st = ftrt_arch_classify(ip, &len);
+		if (st == FTRT_SITE_UNKNOWN) {
 			ftrt_stats.skipped++;
+			continue;
 		}
+		unsigned char call[8];
+		const unsigned char *bytes = ftrt_arch_nop(len);
+		if (want[i]) {
+			if (ftrt_arch_call((uintptr_t)ip, len, call) != 0)
+				ftrt_stats.failed++; /* trampoline out of reach: the site stays a NOP */
+			else
+				bytes = call;
+		}
+		if (st == FTRT_SITE_NOP && bytes == ftrt_arch_nop(len)) {
+			ftrt_stats.nops++;
+			continue;
+		}
+		memcpy(ip, bytes, len);
+		if (memcmp(ip, bytes, len) != 0)
+			ftrt_stats.failed++;
+		else if (bytes == call)
+			ftrt_stats.enabled++;
+		else
+			ftrt_stats.patched++;
 	}
 	mprotect((void *)plo, phi - plo, seg->prot);
 }
 
+/*
+ * FTRACE_FILTER: comma-separated globs; a function is traced if it
+ * matches one of the plain globs (or there are none) and none of the
+ * `!glob` ones.
+ */
+static int filter_match(const char *filter, const char *name)
+{
+	if (!filter || !*filter)
+		return 1;
+	int any_plain = 0, plain_hit = 0;
+	char glob[256];
+	for (const char *p = filter; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > 0 && len < sizeof glob) {
+			memcpy(glob, p, len);
+			glob[len] = 0;
+			if (glob[0] == '!') {
+				if (fnmatch(glob + 1, name, 0) == 0)
+					return 0;
+			} else {
+				any_plain = 1;
+				if (fnmatch(glob, name, 0) == 0)
+					plain_hit = 1;
+			}
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return !any_plain || plain_hit;
+}
+
+static void say(const char *msg)
+{
+	write(2, msg, strlen(msg));
+}
+
 static void report(void)
 {
-	char buf[256];
+	char buf[320];
 	int n = snprintf(buf, sizeof buf,
 			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
-			 "%llu empty and %llu duplicate table entries\n",
+			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable yet\n",
 			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
 			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
 			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
-			 (unsigned long long)ftrt_stats.dups);
+			 (unsigned long long)ftrt_stats.dups, (unsigned long long)ftrt_stats.enabled,
+			 (unsigned long long)ftrt_stats.unsupported);
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -188,6 +235,36 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	ftrt_sites = s;
 	ftrt_nsites = m;
 
+	/* What to trace: FTRACE=function with FTRACE_FILTER globs, into
+	 * FTRACE_OUT (default ./ftrace.data). */
+	unsigned char *want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (want == MAP_FAILED) {
+		ftrt_stats.failed = m;
+		goto out;
+	}
+	const char *mode = getenv("FTRACE");
+	if (mode && *mode) {
+		const char *dir = getenv("FTRACE_OUT");
+		if (strcmp(mode, "function") != 0)
+			say("ftrt: FTRACE: only \"function\" is available yet; tracing nothing\n");
+		else if (ftrt_load_symbols() != 0)
+			say("ftrt: cannot read the program's symbol table (stripped?); tracing nothing\n");
+		else if (ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)
+			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
+		else {
+			const char *filter = getenv("FTRACE_FILTER");
+			for (size_t i = 0; i < m; i++) {
+				const struct ftrt_func *f = ftrt_func_at(s[i]);
+				if (!f || !filter_match(filter, f->name))
+					continue;
+				if (ftrt_arch_at_entry(s[i], f->start))
+					want[i] = 1;
+				else
+					ftrt_stats.unsupported++;
+			}
+		}
+	}
+
 	/* Walk the sorted sites a segment at a time. */
 	for (size_t i = 0; i < m;) {
 		struct seg_query q = { .addr = s[i] };
@@ -206,7 +283,7 @@ __attribute__((constructor(101))) void ftrt_init(void)
 			i++;
 			continue;
 		}
-		patch_segment(s + i, j - i, &q.seg);
+		patch_segment(s + i, want + i, j - i, &q.seg);
 		i = j;
 	}
 out:

@@ -34,4 +34,100 @@ mcount:
 	.cfi_endproc
 	.size	mcount, .-mcount
 
+/*
+ * ftrace_caller5, ftrace_caller6: where an enabled site calls.
+ *
+ * Call-site shape: a site at a function's entry (after endbr64), enabled
+ * as `call ftrace_caller5` (e8 rel32, 5 bytes) or `addr32 call
+ * ftrace_caller6` (67 e8 rel32, 6 bytes). On entry here:
+ *
+ *     0(%rsp)  return address into the traced function = site + 5 or + 6
+ *     8(%rsp)  return address into its caller           = parent ip
+ *
+ * Live: every argument register (rdi rsi rdx rcx r8 r9; rax = number of
+ * vector registers for varargs; r10 = static chain) and xmm0-7. The
+ * tracer is C built with -mgeneral-regs-only, so it never touches the
+ * vector registers; the general caller-saved ones are saved here. Flags
+ * are not live at a function's entry.
+ *
+ * Frame built below the return address. At the function's entry rsp was
+ * 8 mod 16; our return address makes it 0, nine pushes 8, and 8 bytes of
+ * padding realign it for the C call:
+ *
+ *     88(%rsp) parent ip            (the caller's return address)
+ *     80(%rsp) return into function (site + len)
+ *     72(%rsp) rax
+ *     64(%rsp) rdi
+ *     56(%rsp) rsi
+ *     48(%rsp) rdx
+ *     40(%rsp) rcx
+ *     32(%rsp) r8
+ *     24(%rsp) r9
+ *     16(%rsp) r10
+ *      8(%rsp) r11
+ *      0(%rsp) padding
+ */
+/*
+ * One trampoline per site length, so the site's address is the return
+ * address minus a constant: no lookup in the hot path.
+ */
+.macro FTRACE_CALLER name, len
+	.text
+	.globl	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%r8
+	.cfi_adjust_cfa_offset 8
+	pushq	%r9
+	.cfi_adjust_cfa_offset 8
+	pushq	%r10
+	.cfi_adjust_cfa_offset 8
+	pushq	%r11
+	.cfi_adjust_cfa_offset 8
+	subq	$8, %rsp			/* 16-byte alignment for the C call */
+	.cfi_adjust_cfa_offset 8
+	movq	80(%rsp), %rdi			/* arg 1: ip = return address - site length */
+	subq	$\len, %rdi
+	movq	88(%rsp), %rsi			/* arg 2: parent ip */
+	call	ftrt_function_entry		/* ftrt_function_entry(ip, parent_ip) */
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+	popq	%r11
+	.cfi_adjust_cfa_offset -8
+	popq	%r10
+	.cfi_adjust_cfa_offset -8
+	popq	%r9
+	.cfi_adjust_cfa_offset -8
+	popq	%r8
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdi
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size	\name, .-\name
+.endm
+
+	FTRACE_CALLER ftrace_caller5, 5		/* sites enabled as e8 rel32 */
+	FTRACE_CALLER ftrace_caller6, 6		/* sites enabled as 67 e8 rel32 */
+
 	.section .note.GNU-stack, "", @progbits

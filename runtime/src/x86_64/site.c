@@ -69,3 +69,32 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 	}
 	return FTRT_SITE_UNKNOWN;
 }
+
+void ftrace_caller5(void);
+void ftrace_caller6(void);
+
+/* e8 rel32 to ftrace_caller5, or 67 e8 rel32 to ftrace_caller6: the
+ * return address, and so the instruction after the site, is site + len
+ * in either case (see nops.X86Call and nops.X86Call6). */
+int ftrt_arch_call(uintptr_t ip, int len, unsigned char *buf)
+{
+	uintptr_t target = len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5;
+	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
+	if (rel != (int32_t)rel)
+		return -1;
+	int32_t r = (int32_t)rel;
+	if (len == 6) {
+		buf[0] = 0x67; /* addr32 */
+		buf[1] = 0xe8; /* call rel32 */
+		memcpy(buf + 2, &r, 4);
+	} else {
+		buf[0] = 0xe8; /* call rel32 */
+		memcpy(buf + 1, &r, 4);
+	}
+	return 0;
+}
+
+int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start)
+{
+	return ip == start || (ip == start + 4 && memcmp((const void *)start, "\xf3\x0f\x1e\xfa", 4) == 0); /* endbr64 */
+}

@@ -1,0 +1,108 @@
+/*
+ * The program's own function symbols, read once at start from
+ * /proc/self/exe, so FTRACE_FILTER can name functions and the load-time
+ * pass can tell a site at a function's entry from one after its prologue.
+ * Init-time only: uses libc freely, keeps the file mapped for the names.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+
+static struct ftrt_func *funcs;
+static size_t nfuncs;
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct ftrt_func *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uintptr_t *)data = info->dlpi_addr; /* the first object is the program */
+	return 1;
+}
+
+/* Bounds-checked view of the mapped file. */
+static const void *at(const unsigned char *file, size_t size, uint64_t off, uint64_t len)
+{
+	if (off > size || len > size - off)
+		return NULL;
+	return file + off;
+}
+
+int ftrt_load_symbols(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return -1;
+	}
+	size_t size = (size_t)st.st_size;
+	const unsigned char *file = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (file == MAP_FAILED)
+		return -1;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
+	const Elf64_Shdr *sh = at(file, size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh);
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || !sh)
+		return -1;
+	const Elf64_Shdr *symtab = NULL;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == SHT_SYMTAB)
+			symtab = &sh[i];
+	if (!symtab || symtab->sh_link >= eh->e_shnum)
+		return -1; /* stripped */
+	const Elf64_Sym *syms = at(file, size, symtab->sh_offset, symtab->sh_size);
+	const Elf64_Shdr *strsh = &sh[symtab->sh_link];
+	const char *strs = at(file, size, strsh->sh_offset, strsh->sh_size);
+	if (!syms || !strs)
+		return -1;
+	size_t n = symtab->sh_size / sizeof *syms;
+	funcs = mmap(NULL, (n + 1) * sizeof *funcs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (funcs == MAP_FAILED) {
+		funcs = NULL;
+		return -1;
+	}
+	uintptr_t bias = 0;
+	dl_iterate_phdr(main_bias, &bias);
+	for (size_t i = 0; i < n; i++) {
+		const Elf64_Sym *s = &syms[i];
+		if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_name >= strsh->sh_size)
+			continue;
+		const char *name = strs + s->st_name;
+		if (!memchr(name, 0, strsh->sh_size - s->st_name) || !*name)
+			continue;
+		funcs[nfuncs++] = (struct ftrt_func){ bias + s->st_value, bias + s->st_value + s->st_size, name };
+	}
+	qsort(funcs, nfuncs, sizeof *funcs, cmp_func);
+	return 0;
+}
+
+const struct ftrt_func *ftrt_func_at(uintptr_t addr)
+{
+	size_t lo = 0, hi = nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (funcs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct ftrt_func *f = &funcs[lo - 1];
+	return addr < f->end || addr == f->start ? f : NULL;
+}

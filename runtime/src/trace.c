@@ -1,0 +1,337 @@
+/*
+ * The function tracer: one record per call of an enabled function, into a
+ * buffer of the calling thread, written to that thread's stream in the
+ * trace directory when full, when the thread exits and when the process
+ * exits.
+ *
+ * Hot path (ftrt_function_entry): no lock, no allocation, no libc call: a
+ * thread-local buffer (initial-exec TLS), a recursion guard (a signal
+ * handler that calls traced functions while the tracer runs has those
+ * calls dropped and counted, never corrupted), a timestamp from rdtsc.
+ * Flushing uses raw system calls, so errno is never touched and the
+ * writer is async-signal-safe.
+ *
+ * Layout of the trace directory (read by the Go package trace):
+ *   meta                     key value lines, written at exit
+ *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
+ *                            ("ftrtrec1", pid, tid: u32 LE) then records
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+
+/* One event: a call of the function whose site is ip, from parent_ip. */
+struct ftrt_rec {
+	uint64_t ts;     /* rdtsc */
+	uint64_t ip;     /* the site's run-time address */
+	uint64_t parent; /* the caller's return address */
+};
+
+#define TBUF_RECS (64 * 1024) /* 1.5 MiB of records per thread */
+
+struct tbuf {
+	struct tbuf *next; /* every live buffer, for the flush at exit (under lock) */
+	int fd;            /* the thread's stream, opened at its first flush; -1 before */
+	int pid, tid;
+	uint32_t n;        /* records in recs */
+	struct ftrt_rec recs[TBUF_RECS];
+};
+
+static __thread struct tbuf *tb __attribute__((tls_model("initial-exec")));
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+static struct tbuf *all;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static _Atomic uint64_t dropped;
+static int dir_fd = -1;
+static int creator_pid;
+static uint64_t tsc_start, mono_start;
+
+/* Raw system calls: no errno, no locks, safe in a signal handler. */
+static long sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Decimal digits of v at p; returns the end. */
+static char *utoa(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		long w = sys(SYS_write, fd, (long)p, (long)len, 0, 0, 0);
+		if (w == -4 /* EINTR */)
+			continue;
+		if (w <= 0) {
+			atomic_fetch_add_explicit(&dropped, len / sizeof(struct ftrt_rec), memory_order_relaxed);
+			return;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+static void flush(struct tbuf *b)
+{
+	if (b->n == 0)
+		return;
+	if (b->fd < 0) {
+		char name[64], *p = name;
+		p = utoa(p, (uint64_t)b->pid);
+		*p++ = '-';
+		p = utoa(p, (uint64_t)b->tid);
+		memcpy(p, ".trace", 7);
+		b->fd = (int)sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+		if (b->fd < 0) {
+			atomic_fetch_add_explicit(&dropped, b->n, memory_order_relaxed);
+			b->n = 0;
+			return;
+		}
+		unsigned char hdr[16] = "ftrtrec1";
+		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
+		memcpy(hdr + 8, ids, 8);
+		write_all(b->fd, hdr, sizeof hdr);
+	}
+	write_all(b->fd, b->recs, (size_t)b->n * sizeof(struct ftrt_rec));
+	b->n = 0;
+}
+
+/* A thread's first event: map its buffer and register it for the flush
+ * at thread exit (pthread key destructor) and at process exit (list). */
+static struct tbuf *tbuf_new(void)
+{
+	long m = sys(SYS_mmap, 0, sizeof(struct tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m < 0 && m > -4096)
+		return NULL;
+	struct tbuf *b = (struct tbuf *)m;
+	b->fd = -1;
+	b->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	b->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	pthread_mutex_lock(&all_lock);
+	b->next = all;
+	all = b;
+	pthread_mutex_unlock(&all_lock);
+	pthread_setspecific(exit_key, b);
+	tb = b;
+	return b;
+}
+
+static void tbuf_free(struct tbuf *b)
+{
+	flush(b);
+	if (b->fd >= 0)
+		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
+}
+
+/* Thread exit: flush, unlink from the list, unmap. */
+static void thread_exit(void *p)
+{
+	struct tbuf *b = p;
+	busy = 1; /* nothing of this thread is traced from here on */
+	pthread_mutex_lock(&all_lock);
+	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	pthread_mutex_unlock(&all_lock);
+	tb = NULL;
+	tbuf_free(b);
+}
+
+/* In a child after fork: the parent's records are the parent's to write,
+ * and only the forking thread exists here. Keep its buffer, emptied and
+ * with a stream of its own; unmap the copies of the others'. */
+static void after_fork_child(void)
+{
+	struct tbuf *keep = tb;
+	for (struct tbuf *b = all, *next; b; b = next) {
+		next = b->next;
+		if (b != keep)
+			sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
+	}
+	all = keep;
+	pthread_mutex_init(&all_lock, NULL);
+	if (keep) {
+		keep->next = NULL;
+		keep->n = 0;
+		keep->fd = -1;
+		keep->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	}
+}
+
+static void meta_line(int fd, const char *key, uint64_t v)
+{
+	char buf[96], *p = buf;
+	size_t k = strlen(key);
+	memcpy(p, key, k);
+	p += k;
+	*p++ = ' ';
+	p = utoa(p, v);
+	*p++ = '\n';
+	write_all(fd, buf, (size_t)(p - buf));
+}
+
+static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uintptr_t *)data = info->dlpi_addr;
+	return 1;
+}
+
+/* Process exit: flush every thread's buffer, then (in the process that
+ * made the directory) write the metadata the reader needs. */
+static void trace_stop(void)
+{
+	busy = 1;
+	uint64_t tsc_end = rdtsc(), mono_end = mono_ns();
+	pthread_mutex_lock(&all_lock);
+	for (struct tbuf *b = all; b; b = b->next)
+		flush(b);
+	pthread_mutex_unlock(&all_lock);
+	if ((int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != creator_pid)
+		return;
+	int fd = (int)sys(SYS_openat, dir_fd, (long)"meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+	if (fd < 0)
+		return;
+	char exe[4096];
+	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
+	exe[n > 0 ? n : 0] = 0;
+	uintptr_t bias = 0;
+	dl_iterate_phdr(first_bias, &bias);
+	const char head[] = "format ftrt-trace 1\nrecord 24 ts ip parent\ntracer function\nclock tsc\nexe ";
+	write_all(fd, head, sizeof head - 1);
+	write_all(fd, exe, strlen(exe));
+	write_all(fd, "\n", 1);
+	meta_line(fd, "pid", (uint64_t)creator_pid);
+	meta_line(fd, "bias", bias);
+	meta_line(fd, "tsc_start", tsc_start);
+	meta_line(fd, "tsc_end", tsc_end);
+	meta_line(fd, "mono_start_ns", mono_start);
+	meta_line(fd, "mono_end_ns", mono_end);
+	meta_line(fd, "sites", ftrt_stats.entries - ftrt_stats.zero - ftrt_stats.dups);
+	meta_line(fd, "enabled", ftrt_stats.enabled);
+	meta_line(fd, "skipped", ftrt_stats.skipped);
+	meta_line(fd, "failed", ftrt_stats.failed);
+	meta_line(fd, "unsupported", ftrt_stats.unsupported);
+	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
+	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
+}
+
+/*
+ * Make the trace directory. One that exists is never mixed with this run
+ * nor destroyed: it is moved aside to DIR.old (or DIR.old.N when that is
+ * taken too).
+ */
+int ftrt_trace_start(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0) {
+		char aside[4200];
+		int i = 0;
+		do {
+			if (i == 0)
+				snprintf(aside, sizeof aside, "%s.old", dir);
+			else
+				snprintf(aside, sizeof aside, "%s.old.%d", dir, i);
+			i++;
+		} while (stat(aside, &st) == 0 && i < 1000);
+		if (rename(dir, aside) != 0)
+			return -1;
+	}
+	if (mkdir(dir, 0755) != 0)
+		return -1;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return -1;
+	if (pthread_key_create(&exit_key, thread_exit) != 0)
+		return -1;
+	pthread_atfork(NULL, NULL, after_fork_child);
+	creator_pid = getpid();
+	tsc_start = rdtsc();
+	mono_start = mono_ns();
+	atexit(trace_stop);
+	return 0;
+}
+
+/*
+ * The hot path, called from ftrace_caller5/6 with the site's address and
+ * the caller's return address.
+ */
+void ftrt_function_entry(uintptr_t ip, uintptr_t parent_ip)
+{
+	if (busy) {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return;
+	}
+	busy = 1;
+	struct tbuf *b = tb;
+	if (__builtin_expect(!b, 0))
+		b = tbuf_new();
+	if (__builtin_expect(b != NULL, 1)) {
+		uint32_t i = b->n;
+		struct ftrt_rec *r = &b->recs[i];
+		r->ts = rdtsc();
+		r->ip = ip;
+		r->parent = parent_ip;
+		if (++i == TBUF_RECS) {
+			b->n = i;
+			flush(b);
+			i = 0;
+		}
+		b->n = i;
+	} else {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	}
+	busy = 0;
+}

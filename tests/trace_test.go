@@ -1,0 +1,158 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+	"ftpatch/trace"
+)
+
+// oracleCounts builds the test program with -finstrument-functions and a
+// counting hook, runs it, and returns the calls per function name. Both
+// it and the traced build are compiled at -O0: the instrumentation
+// changes what the optimiser does (clang turns half of fib's recursion
+// into a loop in one build and not the other), and the comparison must be
+// of the same calls.
+func oracleCounts(t *testing.T, tg target) map[string]int {
+	t.Helper()
+	dir := t.TempDir()
+	objs := build(t, tg, dir, "-O0 -finstrument-functions", false)
+	cyg, err := filepath.Abs(filepath.Join("progs", "cyg.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "oracle")
+	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), append(objs, cyg)...)...)
+	_, errOut, _, err := runStatus(dir, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := trace.LoadSymbols(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(errOut))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "cyg" {
+			continue
+		}
+		addr, _ := strconv.ParseUint(f[1], 16, 64)
+		n, _ := strconv.Atoi(f[2])
+		counts[syms.Name(addr)] += n
+	}
+	if len(counts) < 5 {
+		t.Fatalf("the oracle counted %d functions:\n%s", len(counts), errOut)
+	}
+	return counts
+}
+
+// TestFunctionTracer: FTRACE=function records every call of every
+// function, exactly as many as an independent count (-finstrument-
+// functions) finds, without changing the program's output or exit status;
+// FTRACE_FILTER narrows it; a trace directory that exists is moved aside,
+// never mixed or lost.
+func TestFunctionTracer(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+			for _, pie := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					want := oracleCounts(t, tg)
+					lib := runtimeArchive(t)
+					plainDir, dir := t.TempDir(), t.TempDir()
+					plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, "bfd", false)
+					wantOut, wantCode := execute(t, tg, plain)
+
+					objs := build(t, tg, dir, "-O0 "+flags, pie)
+					run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+					prog := filepath.Join(dir, "prog")
+					run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie)), append(objs, ftrt.LinkFlags(lib)...)...)...)
+
+					out := filepath.Join(dir, "ftrace.data")
+					if err := os.Mkdir(out, 0o755); err != nil { // a previous trace, to be moved aside
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, prog)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
+					}
+					if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
+						t.Errorf("the existing trace directory was not moved aside intact: %v", err)
+					}
+					counts := traceCounts(t, out)
+					for fn, n := range want {
+						if counts[fn] != n {
+							t.Errorf("%s: traced %d calls, the oracle counted %d", fn, counts[fn], n)
+						}
+					}
+					for fn := range counts {
+						if _, ok := want[fn]; !ok {
+							t.Errorf("%s: traced %d calls the oracle never saw", fn, counts[fn])
+						}
+					}
+
+					// A filter: only fib, and everything but fib.
+					for _, c := range []struct {
+						filter string
+						only   func(string) bool
+					}{
+						{"fib", func(f string) bool { return f == "fib" }},
+						{"*,!fib", func(f string) bool { return f != "fib" }},
+					} {
+						out2 := filepath.Join(t.TempDir(), "t")
+						if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + c.filter, "FTRACE_OUT=" + out2}, prog); err != nil {
+							t.Fatal(err)
+						}
+						counts := traceCounts(t, out2)
+						for fn, n := range want {
+							wantN := 0
+							if c.only(fn) {
+								wantN = n
+							}
+							if counts[fn] != wantN {
+								t.Errorf("FTRACE_FILTER=%s: %s traced %d times, want %d", c.filter, fn, counts[fn], wantN)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// traceCounts reads a trace with the package every command uses and
+// tallies calls per function.
+func traceCounts(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	tr, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := trace.LoadSymbols(tr.Meta.Exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
+		t.Errorf("meta: %+v", tr.Meta)
+	}
+	counts := map[string]int{}
+	for _, c := range trace.Counts(trace.Events(tr, syms)) {
+		counts[c.Func] = c.Calls
+	}
+	return counts
+}

@@ -1,0 +1,175 @@
+// Package trace reads the trace directory the runtime writes (the one
+// reader every command uses) and names the addresses in it from the
+// traced executable's symbol table.
+//
+// A trace directory holds `meta` (key value lines) and one stream per
+// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec1", pid and tid
+// as little-endian u32) followed by 24-byte records (rdtsc timestamp, the
+// site's run-time address, the caller's return address).
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrFormat: a file of the trace directory is not what the runtime
+// writes.
+var ErrFormat = errors.New("malformed trace")
+
+// Meta is the trace's metadata.
+type Meta struct {
+	Format string // "ftrt-trace 1"
+	Tracer string // "function"
+	Exe    string // the traced executable, as the process saw it
+	Pid    int
+	Bias   uint64 // the executable's load bias: run-time address - file address
+	// The clock: rdtsc at the first and last moment of tracing, and
+	// CLOCK_MONOTONIC (ns) at the same moments, to convert the one to the
+	// other.
+	TSCStart, TSCEnd, MonoStart, MonoEnd uint64
+	// What the runtime did: sites in the table, enabled, skipped for
+	// unexpected bytes, failed to write, not traceable yet; events dropped.
+	Sites, Enabled, Skipped, Failed, Unsupported, Dropped uint64
+}
+
+// Nanos converts a timestamp to nanoseconds since tracing started.
+func (m *Meta) Nanos(ts uint64) float64 {
+	if m.TSCEnd <= m.TSCStart || ts < m.TSCStart {
+		return 0
+	}
+	return float64(ts-m.TSCStart) * float64(m.MonoEnd-m.MonoStart) / float64(m.TSCEnd-m.TSCStart)
+}
+
+// A Record is one event: a call of the function whose site is IP.
+type Record struct {
+	TS     uint64 // rdtsc
+	IP     uint64 // the site's run-time address
+	Parent uint64 // the caller's return address
+}
+
+// A Stream is one thread's events, in the order they happened.
+type Stream struct {
+	Pid, Tid int
+	Records  []Record
+}
+
+// A Trace is a whole trace directory.
+type Trace struct {
+	Dir     string
+	Meta    Meta
+	Streams []Stream // by pid, then tid
+}
+
+const (
+	headerSize = 16
+	recordSize = 24
+)
+
+// Read reads the trace directory dir.
+func Read(dir string) (*Trace, error) {
+	t := &Trace{Dir: dir}
+	if err := readMeta(filepath.Join(dir, "meta"), &t.Meta); err != nil {
+		return nil, err
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.trace"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		s, err := readStream(p)
+		if err != nil {
+			return nil, err
+		}
+		t.Streams = append(t.Streams, s)
+	}
+	slices.SortFunc(t.Streams, func(a, b Stream) int {
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid))
+	})
+	return t, nil
+}
+
+func readMeta(path string, m *Meta) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no metadata: not a trace directory, or the traced program did not exit normally (killed, or ended by _exit)", path)
+		}
+		return err
+	}
+	defer f.Close()
+	nums := map[string]*uint64{
+		"bias": &m.Bias, "tsc_start": &m.TSCStart, "tsc_end": &m.TSCEnd, "mono_start_ns": &m.MonoStart, "mono_end_ns": &m.MonoEnd,
+		"sites": &m.Sites, "enabled": &m.Enabled, "skipped": &m.Skipped, "failed": &m.Failed, "unsupported": &m.Unsupported, "dropped": &m.Dropped,
+	}
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		key, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			return fmt.Errorf("%s:%d: %w: want `key value`", path, line, ErrFormat)
+		}
+		switch key {
+		case "format":
+			m.Format = val
+		case "tracer":
+			m.Tracer = val
+		case "exe":
+			m.Exe = val
+		case "pid":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w: pid %q", path, line, ErrFormat, val)
+			}
+			m.Pid = n
+		default:
+			if p, ok := nums[key]; ok {
+				n, err := strconv.ParseUint(val, 10, 64)
+				if err != nil {
+					return fmt.Errorf("%s:%d: %w: %s %q", path, line, ErrFormat, key, val)
+				}
+				*p = n
+			}
+			// Other keys: from a newer runtime; ignored.
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if m.Format != "ftrt-trace 1" {
+		return fmt.Errorf("%s: %w: format %q, want \"ftrt-trace 1\"", path, ErrFormat, m.Format)
+	}
+	return nil
+}
+
+func readStream(path string) (Stream, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Stream{}, err
+	}
+	if len(b) < headerSize || !bytes.Equal(b[:8], []byte("ftrtrec1")) {
+		return Stream{}, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
+	}
+	le := binary.LittleEndian
+	s := Stream{Pid: int(le.Uint32(b[8:])), Tid: int(le.Uint32(b[12:]))}
+	body := b[headerSize:]
+	// A process killed mid-write can leave a partial last record: it is
+	// dropped, not misread.
+	n := len(body) / recordSize
+	s.Records = make([]Record, n)
+	for i := range s.Records {
+		r := body[i*recordSize:]
+		s.Records[i] = Record{TS: le.Uint64(r[0:]), IP: le.Uint64(r[8:]), Parent: le.Uint64(r[16:])}
+	}
+	return s, nil
+}
