@@ -2,7 +2,8 @@
 # make demo: compile the bundled calculator with patch sites, record them
 # with recordmcount, link the runtime, show that the linked program's table
 # lists every one of its functions, run it untraced (every site a NOP),
-# then traced with FTRACE=function, and print the trace.
+# then traced with FTRACE=function_graph, and print the call graph and the
+# per-function report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/demo
@@ -41,8 +42,8 @@ echo "every function of the program ($(echo "$want" | wc -l)) has exactly one si
 step "FTRACE_DEBUG=1 $out/calc   # nothing set: the runtime turns every site into a NOP before main"
 FTRACE_DEBUG=1 "$out/calc" || true
 
-step "FTRACE=function FTRACE_FILTER='parse_*,eval' FTRACE_OUT=$out/ftrace.data $out/calc"
-FTRACE=function FTRACE_FILTER='parse_*,eval' FTRACE_OUT=$out/ftrace.data "$out/calc" || true
+step "FTRACE=function_graph FTRACE_OUT=$out/ftrace.data $out/calc '2 * (3 + 4)'"
+FTRACE=function_graph FTRACE_OUT=$out/ftrace.data "$out/calc" '2 * (3 + 4)' || true
 
 step "ftpatch replay $out/ftrace.data"
 bin/ftpatch replay $out/ftrace.data

@@ -147,8 +147,14 @@ var progSources = []string{"main.c", "other.c"}
 // object paths. pie selects -fPIE or -fno-pie.
 func build(t *testing.T, tg target, dir, flags string, pie bool) []string {
 	t.Helper()
+	return buildSrc(t, tg, dir, flags, pie, progSources...)
+}
+
+// buildSrc compiles the given sources of progs/ like build.
+func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) []string {
+	t.Helper()
 	var objs []string
-	for _, src := range progSources {
+	for _, src := range srcs {
 		abs, err := filepath.Abs(filepath.Join("progs", src))
 		if err != nil {
 			t.Fatal(err)

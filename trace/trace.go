@@ -5,7 +5,7 @@
 // A trace directory holds `meta` (key value lines) and one stream per
 // thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec1", pid and tid
 // as little-endian u32) followed by 24-byte records (rdtsc timestamp, the
-// site's run-time address, the caller's return address).
+// site's run-time address, kind << 62 | the caller's return address).
 package trace
 
 import (
@@ -29,7 +29,7 @@ var ErrFormat = errors.New("malformed trace")
 // Meta is the trace's metadata.
 type Meta struct {
 	Format string // "ftrt-trace 1"
-	Tracer string // "function"
+	Tracer string // "function" or "function_graph"
 	Exe    string // the traced executable, as the process saw it
 	Pid    int
 	Bias   uint64 // the executable's load bias: run-time address - file address
@@ -38,8 +38,9 @@ type Meta struct {
 	// other.
 	TSCStart, TSCEnd, MonoStart, MonoEnd uint64
 	// What the runtime did: sites in the table, enabled, skipped for
-	// unexpected bytes, failed to write, not traceable yet; events dropped.
-	Sites, Enabled, Skipped, Failed, Unsupported, Dropped uint64
+	// unexpected bytes, failed to write, not traceable yet; events dropped;
+	// calls too deep for the shadow stack; graphed frames left by longjmp.
+	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Unwound uint64
 }
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
@@ -50,12 +51,29 @@ func (m *Meta) Nanos(ts uint64) float64 {
 	return float64(ts-m.TSCStart) * float64(m.MonoEnd-m.MonoStart) / float64(m.TSCEnd-m.TSCStart)
 }
 
-// A Record is one event: a call of the function whose site is IP.
+// A Record is one event of the function whose site is IP.
 type Record struct {
-	TS     uint64 // rdtsc
-	IP     uint64 // the site's run-time address
-	Parent uint64 // the caller's return address
+	TS   uint64 // rdtsc
+	IP   uint64 // the site's run-time address
+	Info uint64 // Kind << 62 | the caller's return address (calls and entries)
 }
+
+// A Kind says what a record records.
+type Kind uint8
+
+// The kinds of record.
+const (
+	Call    Kind = iota // function tracer: a call, no exit follows
+	Entry               // function_graph: an entry; an Exit or Unwound follows
+	Exit                // function_graph: the function returned
+	Unwound             // function_graph: its frame was left without returning (longjmp)
+)
+
+// Kind is what the record records.
+func (r Record) Kind() Kind { return Kind(r.Info >> 62) }
+
+// Parent is the caller's return address (Call and Entry records).
+func (r Record) Parent() uint64 { return r.Info & (1<<62 - 1) }
 
 // A Stream is one thread's events, in the order they happened.
 type Stream struct {
@@ -110,6 +128,7 @@ func readMeta(path string, m *Meta) error {
 	nums := map[string]*uint64{
 		"bias": &m.Bias, "tsc_start": &m.TSCStart, "tsc_end": &m.TSCEnd, "mono_start_ns": &m.MonoStart, "mono_end_ns": &m.MonoEnd,
 		"sites": &m.Sites, "enabled": &m.Enabled, "skipped": &m.Skipped, "failed": &m.Failed, "unsupported": &m.Unsupported, "dropped": &m.Dropped,
+		"overflow": &m.Overflow, "unwound": &m.Unwound,
 	}
 	sc := bufio.NewScanner(f)
 	line := 0
@@ -169,7 +188,7 @@ func readStream(path string) (Stream, error) {
 	s.Records = make([]Record, n)
 	for i := range s.Records {
 		r := body[i*recordSize:]
-		s.Records[i] = Record{TS: le.Uint64(r[0:]), IP: le.Uint64(r[8:]), Parent: le.Uint64(r[16:])}
+		s.Records[i] = Record{TS: le.Uint64(r[0:]), IP: le.Uint64(r[8:]), Info: le.Uint64(r[16:])}
 	}
 	return s, nil
 }

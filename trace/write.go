@@ -18,15 +18,19 @@ type Event struct {
 	Caller   string  // where it was called from: function+offset
 }
 
-// Events merges the streams into one list in time order, with names.
+// Events merges the calls (and graph entries) of all streams into one
+// list in time order, with names.
 func Events(t *Trace, syms *Symbols) []Event {
 	var out []Event
 	for _, s := range t.Streams {
 		for _, r := range s.Records {
+			if r.Kind() != Call && r.Kind() != Entry {
+				continue
+			}
 			out = append(out, Event{
 				Pid: s.Pid, Tid: s.Tid, Nanos: t.Meta.Nanos(r.TS),
 				Func:   syms.Func(r.IP - t.Meta.Bias),
-				Caller: syms.Name(r.Parent - t.Meta.Bias),
+				Caller: syms.Name(r.Parent() - t.Meta.Bias),
 			})
 		}
 	}
@@ -83,12 +87,22 @@ func WriteReport(w io.Writer, t *Trace, counts []Count, events int) error {
 
 func writeSummary(w io.Writer, t *Trace, events int) error {
 	m := &t.Meta
-	_, err := fmt.Fprintf(w, "# %d events in %d threads; %d of %d sites traced", events, len(t.Streams), m.Enabled, m.Sites)
+	threads := "threads"
+	if len(t.Streams) == 1 {
+		threads = "thread"
+	}
+	_, err := fmt.Fprintf(w, "# %d events in %d %s; %d of %d sites traced", events, len(t.Streams), threads, m.Enabled, m.Sites)
 	if m.Unsupported > 0 {
 		_, err = fmt.Fprintf(w, ", %d matched but not traceable yet (sites after the prologue: -pg without -mfentry)", m.Unsupported)
 	}
 	if m.Skipped+m.Failed > 0 {
 		_, err = fmt.Fprintf(w, ", %d skipped (unexpected bytes), %d could not be written", m.Skipped, m.Failed)
+	}
+	if m.Overflow > 0 {
+		_, err = fmt.Fprintf(w, "; %d calls too deep to graph (shadow stack full)", m.Overflow)
+	}
+	if m.Unwound > 0 {
+		_, err = fmt.Fprintf(w, "; %d graphed calls left by longjmp (no exit time)", m.Unwound)
 	}
 	if m.Dropped > 0 {
 		_, err = fmt.Fprintf(w, "; %d events DROPPED (recursion from signal handlers, or write errors)", m.Dropped)

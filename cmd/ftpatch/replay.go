@@ -9,7 +9,7 @@ import (
 )
 
 // load reads a trace directory and the symbols of the program it traced.
-func load(dir, exe string) (*trace.Trace, []trace.Event, error) {
+func load(dir, exe string) (*trace.Trace, *trace.Symbols, error) {
 	t, err := trace.Read(dir)
 	if err != nil {
 		return nil, nil, err
@@ -21,30 +21,34 @@ func load(dir, exe string) (*trace.Trace, []trace.Event, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return t, trace.Events(t, syms), nil
+	return t, syms, nil
 }
 
 func newReplay(stdout io.Writer) *cobra.Command {
 	var exe string
 	cmd := &cobra.Command{
 		Use:   "replay [DIR]",
-		Short: "Print a recorded trace: every call, in time order",
-		Long: `replay reads the trace directory DIR (default ftrace.data) written by a
-program run with FTRACE=function, names each address from the traced
-executable's symbol table (the path recorded in the trace, or --exe), and
-prints one line per call: time since tracing started, thread, function,
-and its caller.`,
+		Short: "Print a recorded trace: the call graph, or every call in time order",
+		Long: `replay reads the trace directory DIR (default ftrace.data) and names each
+address from the traced executable's symbol table (the path recorded in
+the trace, or --exe). A function_graph trace prints as each thread's call
+graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
+call "f() {" ... "} /* f */"); a function trace prints one line per call:
+time since tracing started, thread, function and its caller.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "ftrace.data"
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			t, events, err := load(dir, exe)
+			t, syms, err := load(dir, exe)
 			if err != nil {
 				return err
 			}
-			return trace.WriteReplay(stdout, t, events)
+			if t.Meta.Tracer == "function_graph" {
+				return trace.WriteGraph(stdout, t, trace.Graph(t, syms))
+			}
+			return trace.WriteReplay(stdout, t, trace.Events(t, syms))
 		},
 	}
 	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
@@ -55,17 +59,21 @@ func newReport(stdout io.Writer) *cobra.Command {
 	var exe string
 	cmd := &cobra.Command{
 		Use:   "report [DIR]",
-		Short: "Print the calls per function of a recorded trace",
+		Short: "Print per-function calls (and, for function_graph, total and self time)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "ftrace.data"
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			t, events, err := load(dir, exe)
+			t, syms, err := load(dir, exe)
 			if err != nil {
 				return err
 			}
+			if t.Meta.Tracer == "function_graph" {
+				return trace.WriteStats(stdout, t, trace.Stats(trace.Graph(t, syms)))
+			}
+			events := trace.Events(t, syms)
 			return trace.WriteReport(stdout, t, trace.Counts(events), len(events))
 		},
 	}

@@ -66,8 +66,11 @@ struct ftrt_func {
 int ftrt_load_symbols(void);
 const struct ftrt_func *ftrt_func_at(uintptr_t addr);
 
-/* The tracer (trace.c). */
+/* The tracers (trace.c). */
+enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2 };
+extern int ftrt_mode;
 int ftrt_trace_start(const char *dir);
-void ftrt_function_entry(uintptr_t ip, uintptr_t parent_ip);
+void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+uintptr_t ftrt_graph_exit(uintptr_t sp);
 
 #endif

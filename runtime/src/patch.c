@@ -235,8 +235,8 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	ftrt_sites = s;
 	ftrt_nsites = m;
 
-	/* What to trace: FTRACE=function with FTRACE_FILTER globs, into
-	 * FTRACE_OUT (default ./ftrace.data). */
+	/* What to trace: FTRACE=function or function_graph, FTRACE_FILTER
+	 * globs, into FTRACE_OUT (default ./ftrace.data). */
 	unsigned char *want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (want == MAP_FAILED) {
 		ftrt_stats.failed = m;
@@ -245,8 +245,12 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	const char *mode = getenv("FTRACE");
 	if (mode && *mode) {
 		const char *dir = getenv("FTRACE_OUT");
-		if (strcmp(mode, "function") != 0)
-			say("ftrt: FTRACE: only \"function\" is available yet; tracing nothing\n");
+		if (strcmp(mode, "function") == 0)
+			ftrt_mode = FTRT_FUNCTION;
+		else if (strcmp(mode, "function_graph") == 0)
+			ftrt_mode = FTRT_GRAPH;
+		if (!ftrt_mode)
+			say("ftrt: FTRACE: want function or function_graph; tracing nothing\n");
 		else if (ftrt_load_symbols() != 0)
 			say("ftrt: cannot read the program's symbol table (stripped?); tracing nothing\n");
 		else if (ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)

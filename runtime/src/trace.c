@@ -4,7 +4,7 @@
  * trace directory when full, when the thread exits and when the process
  * exits.
  *
- * Hot path (ftrt_function_entry): no lock, no allocation, no libc call: a
+ * Hot path (ftrt_entry): no lock, no allocation, no libc call: a
  * thread-local buffer (initial-exec TLS), a recursion guard (a signal
  * handler that calls traced functions while the tracer runs has those
  * calls dropped and counted, never corrupted), a timestamp from rdtsc.
@@ -15,6 +15,12 @@
  *   meta                     key value lines, written at exit
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
  *                            ("ftrtrec1", pid, tid: u32 LE) then records
+ *
+ * function_graph: each traced call pushes {return address, site, stack
+ * pointer at return} on the thread's shadow stack and replaces its return
+ * address with return_to_handler, which records the exit and returns
+ * where the call really returns. Deeper than SHADOW_MAX, calls are
+ * counted (overflow), not graphed: never a crash.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -32,12 +38,31 @@
 
 #include "ftrt.h"
 
-/* One event: a call of the function whose site is ip, from parent_ip. */
+/* One event of the function whose site is ip. */
 struct ftrt_rec {
-	uint64_t ts;     /* rdtsc */
-	uint64_t ip;     /* the site's run-time address */
-	uint64_t parent; /* the caller's return address */
+	uint64_t ts;   /* rdtsc */
+	uint64_t ip;   /* the site's run-time address */
+	uint64_t info; /* type << 62 | the caller's return address (call, entry) */
 };
+
+/* Record types (info >> 62). */
+enum {
+	REC_CALL = 0,    /* function tracer: a call; no exit follows */
+	REC_ENTRY = 1,   /* function_graph: entry; an exit or unwind follows */
+	REC_EXIT = 2,    /* function_graph: the function returned */
+	REC_UNWOUND = 3, /* function_graph: its frame was left without returning (longjmp) */
+};
+#define REC_INFO(type, parent) ((uint64_t)(type) << 62 | ((uint64_t)(parent) & ((1ull << 62) - 1)))
+
+/* A graphed call, on the thread's shadow stack: what to return to, and
+ * the stack pointer the function will return with (its frame check). */
+struct shadow {
+	uintptr_t ret, ip, sp;
+};
+
+#define SHADOW_MAX 1024 /* calls graphed at once per thread; deeper ones are counted, not graphed */
+
+int ftrt_mode;
 
 #define TBUF_RECS (64 * 1024) /* 1.5 MiB of records per thread */
 
@@ -46,16 +71,22 @@ struct tbuf {
 	int fd;            /* the thread's stream, opened at its first flush; -1 before */
 	int pid, tid;
 	uint32_t n;        /* records in recs */
+	uint32_t depth;    /* entries on shadow */
+	struct shadow shadow[SHADOW_MAX];
 	struct ftrt_rec recs[TBUF_RECS];
 };
 
 static __thread struct tbuf *tb __attribute__((tls_model("initial-exec")));
-static __thread int busy __attribute__((tls_model("initial-exec")));
+/* Set while the tracer runs on this thread: a signal handler's traced
+ * calls in that window are dropped and counted, not interleaved. */
+static __thread volatile int busy __attribute__((tls_model("initial-exec")));
 
 static struct tbuf *all;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static _Atomic uint64_t dropped;
+static _Atomic uint64_t overflow; /* calls not graphed: shadow stack full */
+static _Atomic uint64_t unwound;  /* graphed frames left without returning */
 static int dir_fd = -1;
 static int creator_pid;
 static uint64_t tsc_start, mono_start;
@@ -247,8 +278,10 @@ static void trace_stop(void)
 	exe[n > 0 ? n : 0] = 0;
 	uintptr_t bias = 0;
 	dl_iterate_phdr(first_bias, &bias);
-	const char head[] = "format ftrt-trace 1\nrecord 24 ts ip parent\ntracer function\nclock tsc\nexe ";
+	const char head[] = "format ftrt-trace 1\nrecord 24 ts ip info\nclock tsc\ntracer ";
 	write_all(fd, head, sizeof head - 1);
+	const char *tracer = ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ";
+	write_all(fd, tracer, strlen(tracer));
 	write_all(fd, exe, strlen(exe));
 	write_all(fd, "\n", 1);
 	meta_line(fd, "pid", (uint64_t)creator_pid);
@@ -263,6 +296,8 @@ static void trace_stop(void)
 	meta_line(fd, "failed", ftrt_stats.failed);
 	meta_line(fd, "unsupported", ftrt_stats.unsupported);
 	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
+	meta_line(fd, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
+	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
@@ -304,11 +339,28 @@ int ftrt_trace_start(const char *dir)
 	return 0;
 }
 
+static inline void emit(struct tbuf *b, uint64_t ts, uint64_t ip, uint64_t info)
+{
+	uint32_t i = b->n;
+	struct ftrt_rec *r = &b->recs[i];
+	r->ts = ts;
+	r->ip = ip;
+	r->info = info;
+	if (++i == TBUF_RECS) {
+		b->n = i;
+		flush(b);
+		i = 0;
+	}
+	b->n = i;
+}
+
+void return_to_handler(void);
+
 /*
  * The hot path, called from ftrace_caller5/6 with the site's address and
- * the caller's return address.
+ * where the function's return address (the parent ip) is on the stack.
  */
-void ftrt_function_entry(uintptr_t ip, uintptr_t parent_ip)
+void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 {
 	if (busy) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -318,20 +370,65 @@ void ftrt_function_entry(uintptr_t ip, uintptr_t parent_ip)
 	struct tbuf *b = tb;
 	if (__builtin_expect(!b, 0))
 		b = tbuf_new();
-	if (__builtin_expect(b != NULL, 1)) {
-		uint32_t i = b->n;
-		struct ftrt_rec *r = &b->recs[i];
-		r->ts = rdtsc();
-		r->ip = ip;
-		r->parent = parent_ip;
-		if (++i == TBUF_RECS) {
-			b->n = i;
-			flush(b);
-			i = 0;
-		}
-		b->n = i;
-	} else {
+	if (__builtin_expect(b == NULL, 0)) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	} else if (ftrt_mode != FTRT_GRAPH) {
+		emit(b, rdtsc(), ip, REC_INFO(REC_CALL, *parent_slot));
+	} else {
+		uint64_t ts = rdtsc();
+		uintptr_t sp = (uintptr_t)(parent_slot + 1);
+		/*
+		 * Frame check at entry. A graphed call whose stack pointer is
+		 * below this one's was left without returning (longjmp); so was
+		 * one at the same stack pointer whose return slot now holds an
+		 * ordinary return address. At the same stack pointer with the
+		 * slot still holding return_to_handler, the caller tail-called
+		 * us: it stays, and returns after us.
+		 */
+		while (b->depth > 0 && (b->shadow[b->depth - 1].sp < sp ||
+					(b->shadow[b->depth - 1].sp == sp && *parent_slot != (uintptr_t)return_to_handler))) {
+			b->depth--;
+			emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
+			atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+		}
+		if (b->depth < SHADOW_MAX) {
+			struct shadow *sh = &b->shadow[b->depth++];
+			sh->ret = *parent_slot;
+			sh->ip = ip;
+			sh->sp = sp;
+			*parent_slot = (uintptr_t)return_to_handler;
+			emit(b, ts, ip, REC_INFO(REC_ENTRY, sh->ret));
+		} else {
+			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+		}
 	}
 	busy = 0;
+}
+
+/*
+ * Called from return_to_handler with the stack pointer the function
+ * returned with. Frames deeper than that one were left without returning
+ * (longjmp): they are popped and recorded as unwound. Returns where the
+ * function really returns to.
+ */
+uintptr_t ftrt_graph_exit(uintptr_t sp)
+{
+	struct tbuf *b = tb;
+	busy = 1;
+	uint64_t ts = rdtsc();
+	while (b && b->depth > 0 && b->shadow[b->depth - 1].sp < sp) {
+		b->depth--;
+		emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
+		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+	}
+	if (!b || b->depth == 0) {
+		/* No record of where to return: nothing sane is left to do. */
+		static const char msg[] = "ftrt: function_graph: return with an empty shadow stack\n";
+		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+		sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
+	}
+	struct shadow *sh = &b->shadow[--b->depth];
+	emit(b, ts, sh->ip, REC_INFO(REC_EXIT, 0));
+	busy = 0;
+	return sh->ret;
 }

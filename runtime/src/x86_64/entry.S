@@ -44,6 +44,9 @@ mcount:
  *     0(%rsp)  return address into the traced function = site + 5 or + 6
  *     8(%rsp)  return address into its caller           = parent ip
  *
+ * The tracer may replace the parent ip in its slot with return_to_handler
+ * (function_graph), so the function returns through us.
+ *
  * Live: every argument register (rdi rsi rdx rcx r8 r9; rax = number of
  * vector registers for varargs; r10 = static chain) and xmm0-7. The
  * tracer is C built with -mgeneral-regs-only, so it never touches the
@@ -100,8 +103,8 @@ mcount:
 	.cfi_adjust_cfa_offset 8
 	movq	80(%rsp), %rdi			/* arg 1: ip = return address - site length */
 	subq	$\len, %rdi
-	movq	88(%rsp), %rsi			/* arg 2: parent ip */
-	call	ftrt_function_entry		/* ftrt_function_entry(ip, parent_ip) */
+	leaq	88(%rsp), %rsi			/* arg 2: where the parent ip is: the function's return slot */
+	call	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
 	addq	$8, %rsp
 	.cfi_adjust_cfa_offset -8
 	popq	%r11
@@ -129,5 +132,42 @@ mcount:
 
 	FTRACE_CALLER ftrace_caller5, 5		/* sites enabled as e8 rel32 */
 	FTRACE_CALLER ftrace_caller6, 6		/* sites enabled as 67 e8 rel32 */
+
+/*
+ * return_to_handler: where a function graphed by ftrt_entry returns to,
+ * in place of its caller.
+ *
+ * On entry the function has just executed `ret`: rsp is what it was
+ * before the call into the function (16-byte aligned), and the return
+ * value is live in rax and rdx (integers, small structs), xmm0 and xmm1
+ * (floating point) or st0 (long double). The C exit hook is built with
+ * -mgeneral-regs-only and touches neither the vector nor the x87
+ * registers; rax and rdx are saved here:
+ *
+ *      8(%rsp) rdx
+ *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ *
+ * ftrt_graph_exit(sp) records the exit and returns the original return
+ * address, which we jump to (through r11, which no return value uses).
+ */
+	.text
+	.globl	return_to_handler
+	.type	return_to_handler, @function
+	.p2align 4
+return_to_handler:
+	.cfi_startproc
+	.cfi_undefined rip			/* the unwinder cannot see past a hijacked return */
+	subq	$16, %rsp
+	movq	%rax, 0(%rsp)
+	movq	%rdx, 8(%rsp)
+	leaq	16(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	call	ftrt_graph_exit			/* rax = ftrt_graph_exit(sp): the original return address */
+	movq	%rax, %r11
+	movq	8(%rsp), %rdx
+	movq	0(%rsp), %rax
+	addq	$16, %rsp
+	jmp	*%r11
+	.cfi_endproc
+	.size	return_to_handler, .-return_to_handler
 
 	.section .note.GNU-stack, "", @progbits

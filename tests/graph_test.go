@@ -1,0 +1,198 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"ftpatch/internal/golden"
+	ftrt "ftpatch/runtime"
+	"ftpatch/trace"
+)
+
+// traced builds srcs of progs/ with flags, records the sites, links the
+// runtime, and returns the program.
+func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, flags, pie, srcs...)
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie), "-pthread"), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+	return prog
+}
+
+// graphOf reads a function_graph trace.
+func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
+	t.Helper()
+	tr, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Meta.Tracer != "function_graph" {
+		t.Fatalf("tracer %q", tr.Meta.Tracer)
+	}
+	syms, err := trace.LoadSymbols(tr.Meta.Exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, trace.Graph(tr, syms)
+}
+
+// checkNesting: every call lies within its caller's time.
+func checkNesting(t *testing.T, threads []trace.Thread) {
+	t.Helper()
+	var walk func(n *trace.Node)
+	walk = func(n *trace.Node) {
+		for _, c := range n.Children {
+			if c.Start < n.Start || (!n.Open && c.End > n.End) {
+				t.Errorf("%s [%.0f, %.0f] lies outside its caller %s [%.0f, %.0f]", c.Func, c.Start, c.End, n.Func, n.Start, n.End)
+			}
+			walk(c)
+		}
+	}
+	for _, th := range threads {
+		for _, n := range th.Roots {
+			walk(n)
+		}
+	}
+}
+
+// masked replaces what changes from run to run in a replay (durations,
+// thread ids) so the rest can be compared with a golden file.
+func masked(b []byte) []byte {
+	b = regexp.MustCompile(`(?m)^ *[0-9]+\.[0-9]{3} (us|ms|  s)`).ReplaceAll(b, []byte("  D.DDD us"))
+	return regexp.MustCompile(`\[ *[0-9]+\]`).ReplaceAll(b, []byte("[   TID]"))
+}
+
+// TestFunctionGraph: FTRACE=function_graph keeps the program's output and
+// exit status, records every call (as many as the -finstrument-functions
+// oracle counts) nested within its caller, and replays to the golden call
+// graph (durations and thread ids masked).
+func TestFunctionGraph(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+			for _, pie := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					want := oracleCounts(t, tg)
+					plainDir, dir := t.TempDir(), t.TempDir()
+					plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, "bfd", false)
+					wantOut, wantCode := execute(t, tg, plain)
+					prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
+					out := filepath.Join(dir, "ftrace.data")
+					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
+					}
+					_, threads := graphOf(t, out)
+					checkNesting(t, threads)
+					calls := map[string]int{}
+					for _, s := range trace.Stats(threads) {
+						calls[s.Func] = s.Calls
+						if s.Self < 0 || s.Self > s.Total {
+							t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
+						}
+					}
+					for fn, n := range want {
+						if calls[fn] != n {
+							t.Errorf("%s: graphed %d calls, the oracle counted %d", fn, calls[fn], n)
+						}
+					}
+					if len(calls) != len(want) {
+						t.Errorf("graphed functions %v, the oracle's %v", calls, want)
+					}
+					// The golden replay leaves fib out (its 22,068 calls are
+					// checked by count above) so it stays readable. One
+					// golden per compiler: the builds make the same calls at
+					// -O0, whatever the site flags.
+					out2 := filepath.Join(dir, "nofib")
+					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out2}, prog); err != nil {
+						t.Fatal(err)
+					}
+					tr2, threads2 := graphOf(t, out2)
+					var replay bytes.Buffer
+					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
+						t.Fatal(err)
+					}
+					golden.Check(t, filepath.Join("testdata", "graph-"+tg.name+".golden"), masked(replay.Bytes()))
+				})
+			}
+		}
+	}
+}
+
+// TestGraphEdges: the edge cases (longjmp out of graphed frames, a signal
+// handler calling traced functions, threads, fork, recursion deeper than
+// the shadow stack, float and struct returns, varargs, exit deep in the
+// graph) behave identically untraced and under both tracers, and the
+// graph says what happened.
+func TestGraphEdges(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, opt := range []string{"-O0", "-O2"} {
+			t.Run(tg.name+"/"+opt, func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				prog := traced(t, tg, dir, opt+" -pg -mfentry", true, "edge.c")
+				wantOut, _, wantCode, err := runStatus(dir, prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wantCode != 3 {
+					t.Fatalf("untraced run exited %d, want 3:\n%s", wantCode, wantOut)
+				}
+				for _, mode := range []string{"function", "function_graph"} {
+					out := filepath.Join(dir, mode)
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Errorf("%s: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", mode, code, got, errOut, wantCode, wantOut)
+					}
+				}
+				tr, threads := graphOf(t, filepath.Join(dir, "function_graph"))
+				checkNesting(t, threads)
+				if tr.Meta.Unwound == 0 {
+					t.Error("no graphed call recorded as left by longjmp")
+				}
+				if opt == "-O0" && tr.Meta.Overflow == 0 {
+					t.Error("recursion of 3000 calls did not overflow the 1024-entry shadow stack")
+				}
+				pids := map[int]bool{}
+				for _, s := range tr.Streams {
+					pids[s.Pid] = true
+				}
+				if len(tr.Streams) < 4 || len(pids) != 2 {
+					t.Errorf("%d streams from %d processes; want the main thread, two workers and the forked child", len(tr.Streams), len(pids))
+				}
+				stats := map[string]trace.Stat{}
+				for _, s := range trace.Stats(threads) {
+					stats[s.Func] = s
+				}
+				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 2 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
+					t.Errorf("graph of the edge program: %+v", stats)
+				}
+				var replay bytes.Buffer
+				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{"/* left by longjmp */", "did not return (still running at exit)"} {
+					if !bytes.Contains(replay.Bytes(), []byte(want)) {
+						t.Errorf("replay lacks %q", want)
+					}
+				}
+				if t.Failed() {
+					os.WriteFile(filepath.Join(t.TempDir(), "replay"), replay.Bytes(), 0o644)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,107 @@
+/*
+ * The edge cases of tracing, in one deterministic program: longjmp out of
+ * graphed frames, a signal handler that calls traced functions, threads,
+ * fork, recursion deeper than the runtime's shadow stack (1024), float,
+ * double, long double and struct returns, varargs, and exit() called deep
+ * in the graph. Prints what it computed; exits with status 3 from deep
+ * inside a call chain.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static jmp_buf env;
+static volatile sig_atomic_t handled;
+
+NOINLINE int leaf(int x) { return x + 1; }
+
+NOINLINE void jumper(int depth)
+{
+	if (depth == 0)
+		longjmp(env, 7);
+	jumper(depth - 1);
+	leaf(depth); /* never reached */
+}
+
+NOINLINE int deep(int n) { return n == 0 ? leaf(0) : deep(n - 1) + 1; }
+
+NOINLINE float fsq(float x) { return x * x; }
+NOINLINE double dsq(double x) { return x * x; }
+NOINLINE long double ldsq(long double x) { return x * x; }
+
+struct big { long a, b, c, d; };
+NOINLINE struct big mkbig(long x) { struct big b = { x, x + 1, x + 2, x + 3 }; return b; }
+
+NOINLINE long vsum(int n, ...)
+{
+	va_list ap;
+	long s = 0;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		s += va_arg(ap, long);
+	va_end(ap);
+	return s;
+}
+
+NOINLINE void on_signal(int sig) { handled = leaf(sig); }
+
+NOINLINE void *worker(void *arg)
+{
+	long k = (long)arg;
+	return (void *)(long)(leaf((int)k) + deep(10));
+}
+
+NOINLINE void finish(int depth)
+{
+	if (depth == 0) {
+		fflush(stdout);
+		exit(3);
+	}
+	finish(depth - 1);
+}
+
+int main(void)
+{
+	int r = setjmp(env);
+	if (r == 0)
+		jumper(5);
+	printf("longjmp %d\n", r);
+
+	printf("deep %d\n", deep(3000));
+	printf("float %.2f double %.2f long double %.2Lf\n", fsq(1.5f), dsq(2.5), ldsq(3.5L));
+	struct big b = mkbig(10);
+	printf("struct %ld %ld %ld %ld\n", b.a, b.b, b.c, b.d);
+	printf("varargs %ld\n", vsum(4, 1L, 2L, 3L, 4L));
+
+	signal(SIGUSR1, on_signal);
+	raise(SIGUSR1);
+	printf("signal %d\n", (int)handled);
+
+	pthread_t t[2];
+	void *res[2];
+	for (long i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, worker, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], &res[i]);
+	printf("threads %ld %ld\n", (long)res[0], (long)res[1]);
+
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		printf("child %d\n", deep(5));
+		fflush(stdout);
+		exit(0); /* exit, not _exit: _exit skips the runtime's flush, and the child's events are lost */
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	printf("parent sees child exit %d\n", WEXITSTATUS(st));
+	finish(4);
+	return 0;
+}
