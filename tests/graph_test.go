@@ -73,7 +73,7 @@ func masked(b []byte) []byte {
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
 			for _, pie := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
 					t.Parallel()
@@ -135,12 +135,13 @@ func TestFunctionGraph(t *testing.T) {
 // graph says what happened.
 func TestGraphEdges(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, opt := range []string{"-O0", "-O2"} {
-			t.Run(tg.name+"/"+opt, func(t *testing.T) {
+		for _, v := range []struct{ opt, flags string }{{"-O0", "-pg -mfentry"}, {"-O2", "-pg -mfentry"}, {"-O0", "-pg"}, {"-O2", "-pg"}} {
+			opt := v.opt
+			t.Run(tg.name+"/"+opt+"/"+slug(v.flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
-				prog := traced(t, tg, dir, opt+" -pg -mfentry", true, "edge.c")
+				prog := traced(t, tg, dir, opt+" "+v.flags, true, "edge.c")
 				wantOut, _, wantCode, err := runStatus(dir, prog)
 				if err != nil {
 					t.Fatal(err)

@@ -28,7 +28,7 @@ struct ftrt_stats {
 	uint64_t skipped;  /* sites whose bytes were not what a site may hold: left alone */
 	uint64_t failed;   /* sites that could not be written */
 	uint64_t enabled;  /* sites made to call the tracer */
-	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve yet (after the prologue: -pg) */
+	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve */
 };
 
 extern struct ftrt_stats ftrt_stats;
@@ -52,9 +52,10 @@ enum ftrt_site_state {
 
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len);
 const unsigned char *ftrt_arch_nop(int len);
-/* The call that enables the site at ip of len bytes (into buf); 0, or -1
- * when the trampoline is out of reach. */
-int ftrt_arch_call(uintptr_t ip, int len, unsigned char *buf);
+/* The call that enables the site at ip of len bytes (into buf), at a
+ * function's entry or after its prologue (-pg); 0, or -1 when the
+ * trampoline is out of reach. */
+int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 

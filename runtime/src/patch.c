@@ -76,9 +76,12 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* What the load-time pass makes of a site. */
+enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
+
 /*
  * Patch the sites sites[0..n), all inside seg: each becomes a NOP, or a
- * call to the tracer where want[i] is set. The sites are classified
+ * call to the tracer where want[i] says so. The sites are classified
  * first; if any needs writing, the pages spanning them are opened for
  * writing once, written, checked, and given back the segment's
  * protection.
@@ -124,7 +127,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 		unsigned char call[8];
 		const unsigned char *bytes = ftrt_arch_nop(len);
 		if (want[i]) {
-			if (ftrt_arch_call((uintptr_t)ip, len, call) != 0)
+			if (ftrt_arch_call((uintptr_t)ip, len, want[i] == WANT_ENTRY, call) != 0)
 				ftrt_stats.failed++; /* trampoline out of reach: the site stays a NOP */
 			else
 				bytes = call;
@@ -261,10 +264,7 @@ __attribute__((constructor(101))) void ftrt_init(void)
 				const struct ftrt_func *f = ftrt_func_at(s[i]);
 				if (!f || !filter_match(filter, f->name))
 					continue;
-				if (ftrt_arch_at_entry(s[i], f->start))
-					want[i] = 1;
-				else
-					ftrt_stats.unsupported++;
+				want[i] = ftrt_arch_at_entry(s[i], f->start) ? WANT_ENTRY : WANT_MCOUNT;
 			}
 		}
 	}

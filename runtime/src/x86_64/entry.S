@@ -39,7 +39,9 @@ mcount:
  *
  * Call-site shape: a site at a function's entry (after endbr64), enabled
  * as `call ftrace_caller5` (e8 rel32, 5 bytes) or `addr32 call
- * ftrace_caller6` (67 e8 rel32, 6 bytes). On entry here:
+ * ftrace_caller6` (67 e8 rel32, 6 bytes); or, for -pg, a site after the
+ * prologue calling ftrace_mcount_caller5/6, whose parent ip is at 8(%rbp)
+ * rather than in the slot shown below. On entry here:
  *
  *     0(%rsp)  return address into the traced function = site + 5 or + 6
  *     8(%rsp)  return address into its caller           = parent ip
@@ -74,7 +76,7 @@ mcount:
  * One trampoline per site length, so the site's address is the return
  * address minus a constant: no lookup in the hot path.
  */
-.macro FTRACE_CALLER name, len
+.macro FTRACE_CALLER name, len, slot
 	.text
 	.globl	\name
 	.type	\name, @function
@@ -103,7 +105,7 @@ mcount:
 	.cfi_adjust_cfa_offset 8
 	movq	80(%rsp), %rdi			/* arg 1: ip = return address - site length */
 	subq	$\len, %rdi
-	leaq	88(%rsp), %rsi			/* arg 2: where the parent ip is: the function's return slot */
+	leaq	\slot, %rsi			/* arg 2: where the parent ip is: the function's return slot */
 	call	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
 	addq	$8, %rsp
 	.cfi_adjust_cfa_offset -8
@@ -130,8 +132,15 @@ mcount:
 	.size	\name, .-\name
 .endm
 
-	FTRACE_CALLER ftrace_caller5, 5		/* sites enabled as e8 rel32 */
-	FTRACE_CALLER ftrace_caller6, 6		/* sites enabled as 67 e8 rel32 */
+	/* Entry sites (-mfentry, -fpatchable-function-entry): the return slot
+	 * is just above our own return address. */
+	FTRACE_CALLER ftrace_caller5, 5, 88(%rsp)	/* sites enabled as e8 rel32 */
+	FTRACE_CALLER ftrace_caller6, 6, 88(%rsp)	/* sites enabled as 67 e8 rel32 */
+	/* mcount sites (-pg): after `push %rbp; mov %rsp,%rbp`, so the
+	 * function's return slot is 8(%rbp); rbp is callee-saved and ours
+	 * leave it alone. */
+	FTRACE_CALLER ftrace_mcount_caller5, 5, 8(%rbp)
+	FTRACE_CALLER ftrace_mcount_caller6, 6, 8(%rbp)
 
 /*
  * return_to_handler: where a function graphed by ftrt_entry returns to,

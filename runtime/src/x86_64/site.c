@@ -72,13 +72,17 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 
 void ftrace_caller5(void);
 void ftrace_caller6(void);
+void ftrace_mcount_caller5(void);
+void ftrace_mcount_caller6(void);
 
-/* e8 rel32 to ftrace_caller5, or 67 e8 rel32 to ftrace_caller6: the
+/* e8 rel32 to ftrace_caller5, or 67 e8 rel32 to ftrace_caller6 (the
+ * mcount variants for sites after the prologue): the
  * return address, and so the instruction after the site, is site + len
  * in either case (see nops.X86Call and nops.X86Call6). */
-int ftrt_arch_call(uintptr_t ip, int len, unsigned char *buf)
+int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
-	uintptr_t target = len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5;
+	uintptr_t target = entry ? (len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5)
+				 : (len == 6 ? (uintptr_t)ftrace_mcount_caller6 : (uintptr_t)ftrace_mcount_caller5);
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
