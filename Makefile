@@ -33,6 +33,7 @@ test: deps
 bench: build
 	@scripts/deps.sh bench
 	$(GO) run ./bench/recordmcount
+	$(GO) run ./bench/runtime
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx

@@ -2,7 +2,8 @@
 # Installs the toolchains ftpatch's tests need, if any is missing: the
 # cross compiler and qemu for arm64, clang and lld, binutils for both
 # architectures; with the argument `bench`, also what `make bench`
-# compares against (the kernel's recordmcount, from linux-kbuild-6.1). Runs apt-get update once, and only when something is
+# compares against (the kernel's recordmcount, from linux-kbuild-6.1;
+# uftrace; LLVM XRay's runtime). Runs apt-get update once, and only when something is
 # missing. Needs root (or sudo) on Debian.
 set -euo pipefail
 
@@ -32,6 +33,8 @@ done
 # `deps.sh bench`: what make bench compares against.
 if [ "${1:-}" = bench ]; then
 	[ -x /usr/lib/linux-kbuild-6.1/scripts/recordmcount ] || missing+=(linux-kbuild-6.1)
+	command -v uftrace >/dev/null 2>&1 || missing+=(uftrace)
+	ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.xray-x86_64.a >/dev/null 2>&1 || missing+=(libclang-rt-14-dev)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,0 +1,226 @@
+// Command runtime-bench measures the cost of tracing (`make bench`): a
+// loop making 5,000,000 calls of an empty non-inlined leaf in another
+// translation unit, built and run every way side by side in one run:
+//
+//	plain      gcc -O2, no instrumentation (the baseline)
+//	nop        -pg -mfentry, recordmcount, the runtime linked, nothing set:
+//	           every site a NOP
+//	function   the same binary, FTRACE=function FTRACE_FILTER=leaf
+//	graph      the same binary, FTRACE=function_graph FTRACE_FILTER=leaf
+//	uftrace    gcc -O2 -pg, under `uftrace record`
+//	xray-nop   clang -fxray-instrument, sleds not patched
+//	xray-fdr   the same, XRay's flight-data-recorder mode, every call kept
+//
+// Each case runs N times, the cases taking turns; it reports the median
+// wall time, ns per call over the baseline, the ratio to the baseline,
+// bytes of trace per call and peak memory (max RSS).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const calls = 5_000_000
+
+const leafC = `/* The traced leaf: empty, kept out of line. */
+__attribute__((noinline)) void leaf(void) { __asm__ volatile(""); }
+`
+
+const mainC = `/* The loop: calls leaf() N times (default 5,000,000). */
+#include <stdlib.h>
+void leaf(void);
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 5000000;
+	for (long i = 0; i < n; i++)
+		leaf();
+	return 0;
+}
+`
+
+type benchCase struct {
+	name    string
+	argv    []string
+	env     []string
+	outDir  string // where the case writes its trace, emptied before each run
+	target  float64 // ns per call; 0: no target
+	walls   []time.Duration
+	rss     int64 // KB
+	bytes   int64
+	skipped string
+}
+
+func main() {
+	work := flag.String("dir", "build/bench/runtime", "work directory")
+	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
+	runs := flag.Int("runs", 7, "runs per case")
+	flag.Parse()
+	if err := run(*work, *bin, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "runtime-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func sh(dir string, argv ...string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return nil
+}
+
+func run(work, bin string, runs int) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(work)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(work, "leaf.c"), []byte(leafC), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(work, "main.c"), []byte(mainC), 0o644); err != nil {
+		return err
+	}
+	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
+	if err != nil {
+		return fmt.Errorf("ftpatch flags --libs: %v", err)
+	}
+	steps := [][]string{
+		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
+		{"gcc", "-O2", "-pg", "-mfentry", "-c", "leaf.c", "main.c"},
+		{filepath.Join(bin, "recordmcount"), "leaf.o", "main.o"},
+		append([]string{"gcc", "leaf.o", "main.o", "-o", "ours"}, strings.Fields(string(libs))...),
+	}
+	for _, s := range steps {
+		if err := sh(work, s...); err != nil {
+			return err
+		}
+	}
+	abs := func(p string) string { return filepath.Join(work, p) }
+	cases := []*benchCase{
+		{name: "plain -O2 (baseline)", argv: []string{abs("plain")}},
+		{name: "ftpatch: sites NOP'd", argv: []string{abs("ours")}, target: 0.3},
+		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
+		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
+	}
+	if _, err := exec.LookPath("uftrace"); err == nil {
+		if err := sh(work, "gcc", "-O2", "-pg", "leaf.c", "main.c", "-o", "upg"); err != nil {
+			return err
+		}
+		cases = append(cases, &benchCase{name: "uftrace record (-pg)", argv: []string{"uftrace", "record", "-d", abs("t-uftrace"), abs("upg")}, outDir: abs("t-uftrace")})
+	} else {
+		cases = append(cases, &benchCase{name: "uftrace record (-pg)", skipped: "uftrace not installed (scripts/deps.sh bench)"})
+	}
+	if err := sh(work, "clang", "-O2", "-fxray-instrument", "-fxray-instruction-threshold=1", "leaf.c", "main.c", "-o", "xray"); err == nil {
+		cases = append(cases,
+			&benchCase{name: "XRay sleds, not patched", argv: []string{abs("xray")}, env: []string{"XRAY_OPTIONS=patch_premain=false"}},
+			&benchCase{name: "XRay FDR mode", argv: []string{abs("xray")}, outDir: abs("t-xray"),
+				env: []string{"XRAY_OPTIONS=patch_premain=true xray_mode=xray-fdr verbosity=0 xray_logfile_base=" + abs("t-xray") + "/xray-log.", "XRAY_FDR_OPTIONS=func_duration_threshold_us=0"}})
+	} else {
+		cases = append(cases, &benchCase{name: "XRay", skipped: "clang -fxray-instrument failed (libclang-rt-14-dev missing?): " + err.Error()})
+	}
+
+	for i := 0; i < runs+1; i++ {
+		for _, c := range cases {
+			if c.skipped != "" {
+				continue
+			}
+			if err := c.run(i > 0); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
+	}
+	base := median(cases[0].walls)
+	fmt.Printf("%d calls of an empty leaf in another translation unit; median of %d runs each, cases interleaved\n\n", calls, runs)
+	fmt.Printf("%-34s %10s %10s %8s %10s %10s\n", "case", "median", "ns/call", "ratio", "bytes/call", "max RSS")
+	byName := map[string]float64{}
+	for _, c := range cases {
+		if c.skipped != "" {
+			fmt.Printf("%-34s %s\n", c.name, c.skipped)
+			continue
+		}
+		m := median(c.walls)
+		per := float64(m-base) / calls
+		byName[c.name] = per
+		fmt.Printf("%-34s %8.1fms %10.2f %8.2f %10.1f %8d KB\n", c.name, float64(m.Microseconds())/1000, per, m.Seconds()/base.Seconds(), float64(c.bytes)/calls, c.rss)
+	}
+	fmt.Println()
+	for _, c := range cases {
+		if c.target == 0 || c.skipped != "" {
+			continue
+		}
+		verdict := "met"
+		if byName[c.name] > c.target {
+			verdict = "MISSED"
+		}
+		fmt.Printf("target: %s at most %.1f ns/call: %.2f ns/call: %s\n", c.name, c.target, byName[c.name], verdict)
+	}
+	for _, other := range []string{"uftrace record (-pg)", "XRay FDR mode"} {
+		if o, ok := byName[other]; ok {
+			for _, ours := range []string{"ftpatch: FTRACE=function", "ftpatch: FTRACE=function_graph"} {
+				fmt.Printf("speed-up of %s over %s: %.1fx\n", ours, other, o/byName[ours])
+			}
+		}
+	}
+	return nil
+}
+
+func (c *benchCase) run(record bool) error {
+	if c.outDir != "" {
+		os.RemoveAll(c.outDir)
+		os.RemoveAll(c.outDir + ".old")
+		if strings.Contains(c.name, "XRay") {
+			os.MkdirAll(c.outDir, 0o755)
+		}
+	}
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Env = append(os.Environ(), c.env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	if !record {
+		return nil
+	}
+	c.walls = append(c.walls, wall)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		c.rss = max(c.rss, ru.Maxrss)
+	}
+	if c.outDir != "" {
+		c.bytes = dirSize(c.outDir)
+	}
+	return nil
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
