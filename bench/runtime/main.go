@@ -50,7 +50,7 @@ type benchCase struct {
 	name    string
 	argv    []string
 	env     []string
-	outDir  string // where the case writes its trace, emptied before each run
+	outDir  string  // where the case writes its trace, emptied before each run
 	target  float64 // ns per call; 0: no target
 	walls   []time.Duration
 	rss     int64 // KB
