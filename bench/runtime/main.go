@@ -34,6 +34,27 @@ const leafC = `/* The traced leaf: empty, kept out of line. */
 __attribute__((noinline)) void leaf(void) { __asm__ volatile(""); }
 `
 
+// tscC measures the physical floor: what one rdtsc costs here.
+const tscC = `/* 5,000,000 rdtsc, for the cost of one timestamp on this machine. */
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+int main(void)
+{
+	struct timespec a, b;
+	uint64_t s = 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < 5000000; i++) {
+		uint32_t lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		s += lo;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%.3f %u\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 5e6, (unsigned)(s & 1));
+	return 0;
+}
+`
+
 const mainC = `/* The loop: calls leaf() N times (default 5,000,000). */
 #include <stdlib.h>
 void leaf(void);
@@ -93,12 +114,16 @@ func run(work, bin string, runs int) error {
 	if err := os.WriteFile(filepath.Join(work, "main.c"), []byte(mainC), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(work, "tsc.c"), []byte(tscC), 0o644); err != nil {
+		return err
+	}
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
 	if err != nil {
 		return fmt.Errorf("ftpatch flags --libs: %v", err)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
+		{"gcc", "-O2", "tsc.c", "-o", "tsc"},
 		{"gcc", "-O2", "-pg", "-mfentry", "-c", "leaf.c", "main.c"},
 		{filepath.Join(bin, "recordmcount"), "leaf.o", "main.o"},
 		append([]string{"gcc", "leaf.o", "main.o", "-o", "ours"}, strings.Fields(string(libs))...),
@@ -143,6 +168,18 @@ func run(work, bin string, runs int) error {
 		}
 	}
 	base := median(cases[0].walls)
+	var floors []float64
+	for i := 0; i < runs; i++ {
+		out, err := exec.Command(abs("tsc")).Output()
+		if err != nil {
+			return fmt.Errorf("tsc: %v", err)
+		}
+		var f float64
+		fmt.Sscan(string(out), &f)
+		floors = append(floors, f)
+	}
+	slices.Sort(floors)
+	floor := floors[len(floors)/2]
 	fmt.Printf("%d calls of an empty leaf in another translation unit; median of %d runs each, cases interleaved\n\n", calls, runs)
 	fmt.Printf("%-34s %10s %10s %8s %10s %10s\n", "case", "median", "ns/call", "ratio", "bytes/call", "max RSS")
 	byName := map[string]float64{}
@@ -155,6 +192,10 @@ func run(work, bin string, runs int) error {
 		per := float64(m-base) / calls
 		byName[c.name] = per
 		fmt.Printf("%-34s %8.1fms %10.2f %8.2f %10.1f %8d KB\n", c.name, float64(m.Microseconds())/1000, per, m.Seconds()/base.Seconds(), float64(c.bytes)/calls, c.rss)
+	}
+	fmt.Printf("\nfloor: one rdtsc costs %.2f ns here (median of %d runs); function records one timestamp per call, function_graph two\n", floor, runs)
+	if f, ok := byName["ftpatch: FTRACE=function"]; ok {
+		fmt.Printf("       function: %.2f ns/call beyond its timestamp; function_graph: %.2f ns/call beyond its two\n", f-floor, byName["ftpatch: FTRACE=function_graph"]-2*floor)
 	}
 	fmt.Println()
 	for _, c := range cases {
