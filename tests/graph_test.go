@@ -197,3 +197,78 @@ func TestGraphEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphLimits: FTRACE_DEPTH bounds the graph's depth, and
+// FTRACE_THRESH drops calls shorter than the threshold that called
+// nothing traced, without changing the program.
+func TestGraphLimits(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	prog := traced(t, tg, dir, "-O0 -pg -mfentry", true, progSources...)
+	wantOut, _, wantCode, err := runStatus(dir, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	depthOf := func(threads []trace.Thread) int {
+		max := 0
+		var walk func(n *trace.Node, d int)
+		walk = func(n *trace.Node, d int) {
+			if d > max {
+				max = d
+			}
+			for _, c := range n.Children {
+				walk(c, d+1)
+			}
+		}
+		for _, th := range threads {
+			for _, n := range th.Roots {
+				walk(n, 1)
+			}
+		}
+		return max
+	}
+	for _, c := range []struct {
+		env   string
+		check func(t *testing.T, threads []trace.Thread)
+	}{
+		{"FTRACE_DEPTH=3", func(t *testing.T, threads []trace.Thread) {
+			if d := depthOf(threads); d != 3 {
+				t.Errorf("graph %d deep, want 3", d)
+			}
+		}},
+		{"FTRACE_THRESH=10ms", func(t *testing.T, threads []trace.Thread) {
+			// Every call of this program is far shorter than 10 ms but
+			// main and the fib calls that called others: only callers
+			// remain, so no leaf may be left but ones that ran longer.
+			var walk func(n *trace.Node)
+			walk = func(n *trace.Node) {
+				if len(n.Children) == 0 && !n.Open && n.Duration() < 5e6 {
+					t.Errorf("leaf %s of %.0f ns kept under a 10 ms threshold", n.Func, n.Duration())
+				}
+				for _, c := range n.Children {
+					walk(c)
+				}
+			}
+			for _, th := range threads {
+				for _, n := range th.Roots {
+					walk(n)
+				}
+			}
+		}},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "t")
+			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", c.env, "FTRACE_OUT=" + out}, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != wantOut || code != wantCode {
+				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
+			}
+			_, threads := graphOf(t, out)
+			checkNesting(t, threads)
+			c.check(t, threads)
+		})
+	}
+}

@@ -189,3 +189,56 @@ func WriteStats(w io.Writer, t *Trace, stats []Stat) error {
 	}
 	return writeSummary(w, t, events)
 }
+
+// A Filter selects part of a graph for replay and report.
+type Filter struct {
+	Tid       int     // only this thread (0: all)
+	Depth     int     // only calls at most this deep (0: any)
+	Threshold float64 // ns: only calls that took at least this long (0: all)
+}
+
+// Apply returns the threads and calls the filter keeps. A call that is
+// dropped takes its callees with it.
+func (f Filter) Apply(threads []Thread) []Thread {
+	var keep func(ns []*Node, depth int) []*Node
+	keep = func(ns []*Node, depth int) []*Node {
+		var out []*Node
+		for _, n := range ns {
+			if (f.Depth > 0 && depth > f.Depth) || (f.Threshold > 0 && !n.Open && n.Duration() < f.Threshold) {
+				continue
+			}
+			c := *n
+			c.Children = keep(n.Children, depth+1)
+			out = append(out, &c)
+		}
+		return out
+	}
+	var out []Thread
+	for _, th := range threads {
+		if f.Tid != 0 && th.Tid != f.Tid {
+			continue
+		}
+		out = append(out, Thread{Pid: th.Pid, Tid: th.Tid, Roots: keep(th.Roots, 1)})
+	}
+	return out
+}
+
+// SortStats orders a report by "total" (the default), "self", "calls"
+// or "name".
+func SortStats(stats []Stat, by string) error {
+	var f func(a, b Stat) int
+	switch by {
+	case "", "total":
+		f = func(a, b Stat) int { return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Func, b.Func)) }
+	case "self":
+		f = func(a, b Stat) int { return cmp.Or(cmp.Compare(b.Self, a.Self), cmp.Compare(a.Func, b.Func)) }
+	case "calls":
+		f = func(a, b Stat) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Func, b.Func)) }
+	case "name":
+		f = func(a, b Stat) int { return cmp.Compare(a.Func, b.Func) }
+	default:
+		return fmt.Errorf("unknown sort key %q (want total, self, calls or name)", by)
+	}
+	slices.SortFunc(stats, f)
+	return nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +25,26 @@ func load(dir, exe string) (*trace.Trace, *trace.Symbols, error) {
 	return t, syms, nil
 }
 
+// graphFlags are the filters replay and report share.
+type graphFlags struct {
+	tid       int
+	depth     int
+	threshold time.Duration
+}
+
+func (g *graphFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&g.tid, "tid", 0, "only this thread")
+	cmd.Flags().IntVar(&g.depth, "depth", 0, "only calls at most this deep (function_graph)")
+	cmd.Flags().DurationVar(&g.threshold, "threshold", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
+}
+
+func (g *graphFlags) filter() trace.Filter {
+	return trace.Filter{Tid: g.tid, Depth: g.depth, Threshold: float64(g.threshold.Nanoseconds())}
+}
+
 func newReplay(stdout io.Writer) *cobra.Command {
 	var exe string
+	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "replay [DIR]",
 		Short: "Print a recorded trace: the call graph, or every call in time order",
@@ -46,17 +65,19 @@ time since tracing started, thread, function and its caller.`,
 				return err
 			}
 			if t.Meta.Tracer == "function_graph" {
-				return trace.WriteGraph(stdout, t, trace.Graph(t, syms))
+				return trace.WriteGraph(stdout, t, gf.filter().Apply(trace.Graph(t, syms)))
 			}
 			return trace.WriteReplay(stdout, t, trace.Events(t, syms))
 		},
 	}
 	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	gf.register(cmd)
 	return cmd
 }
 
 func newReport(stdout io.Writer) *cobra.Command {
-	var exe string
+	var exe, sortBy string
+	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "report [DIR]",
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
@@ -71,12 +92,18 @@ func newReport(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if t.Meta.Tracer == "function_graph" {
-				return trace.WriteStats(stdout, t, trace.Stats(trace.Graph(t, syms)))
+				stats := trace.Stats(gf.filter().Apply(trace.Graph(t, syms)))
+				if err := trace.SortStats(stats, sortBy); err != nil {
+					return err
+				}
+				return trace.WriteStats(stdout, t, stats)
 			}
 			events := trace.Events(t, syms)
 			return trace.WriteReport(stdout, t, trace.Counts(events), len(events))
 		},
 	}
 	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	cmd.Flags().StringVar(&sortBy, "sort", "total", "order: total, self, calls or name (function_graph)")
+	gf.register(cmd)
 	return cmd
 }

@@ -178,6 +178,35 @@ static int filter_match(const char *filter, const char *name)
 	return !any_plain || plain_hit;
 }
 
+/* A duration: digits, an optional fraction, a unit (ns, us, ms, s; ns
+ * when none). 0 when malformed. */
+static uint64_t parse_duration(const char *s)
+{
+	uint64_t whole = 0, frac = 0, div = 1, mult;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		whole = whole * 10 + (uint64_t)(*p++ - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (div < 1000000000) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				div *= 10;
+			}
+	if (!strcmp(p, "") || !strcmp(p, "ns"))
+		mult = 1;
+	else if (!strcmp(p, "us"))
+		mult = 1000;
+	else if (!strcmp(p, "ms"))
+		mult = 1000000;
+	else if (!strcmp(p, "s"))
+		mult = 1000000000;
+	else
+		return 0;
+	return whole * mult + frac * mult / div;
+}
+
 static void say(const char *msg)
 {
 	write(2, msg, strlen(msg));
@@ -259,6 +288,22 @@ __attribute__((constructor(101))) void ftrt_init(void)
 		else if (ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)
 			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
 		else {
+			/* FTRACE_DEPTH=N: graph at most N nested calls.
+			 * FTRACE_THRESH=T (ns, or with us/ms/s): keep no call shorter
+			 * than T that called nothing traced. */
+			const char *depth = getenv("FTRACE_DEPTH"), *thresh = getenv("FTRACE_THRESH");
+			if (depth && *depth) {
+				long d = strtol(depth, NULL, 10);
+				if (d > 0 && d < (long)ftrt_max_depth)
+					ftrt_max_depth = (unsigned)d;
+			}
+			if (thresh && *thresh && ftrt_mode == FTRT_GRAPH) {
+				uint64_t ns = parse_duration(thresh);
+				if (ns)
+					ftrt_thresh_tsc = ftrt_ns_to_tsc(ns);
+				else
+					say("ftrt: FTRACE_THRESH: want a duration like 500ns, 2.5us, 1ms; ignored\n");
+			}
 			const char *filter = getenv("FTRACE_FILTER");
 			for (size_t i = 0; i < m; i++) {
 				const struct ftrt_func *f = ftrt_func_at(s[i]);

@@ -63,6 +63,8 @@ struct shadow {
 #define SHADOW_MAX 1024 /* calls graphed at once per thread; deeper ones are counted, not graphed */
 
 int ftrt_mode;
+unsigned ftrt_max_depth = SHADOW_MAX; /* FTRACE_DEPTH: calls deeper than this are not graphed */
+uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter leaf calls are not kept */
 
 #define TBUF_RECS (64 * 1024) /* 1.5 MiB of records per thread */
 
@@ -298,6 +300,8 @@ static void trace_stop(void)
 	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
 	meta_line(fd, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
 	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
+	meta_line(fd, "max_depth", ftrt_max_depth);
+	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
@@ -308,6 +312,17 @@ static void trace_stop(void)
  * nor destroyed: it is moved aside to DIR.old (or DIR.old.N when that is
  * taken too).
  */
+/* ns in rdtsc ticks, at a rate measured over 2 ms (only when a
+ * threshold needs converting at start; the trace's own clock conversion
+ * uses the whole run). Integer arithmetic: the runtime has no FP. */
+uint64_t ftrt_ns_to_tsc(uint64_t ns)
+{
+	uint64_t t0 = rdtsc(), m0 = mono_ns(), m1;
+	while ((m1 = mono_ns()) - m0 < 2000000)
+		;
+	return (uint64_t)((unsigned __int128)ns * (rdtsc() - t0) / (m1 - m0));
+}
+
 int ftrt_trace_start(const char *dir)
 {
 	struct stat st;
@@ -391,14 +406,14 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 			emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
 			atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 		}
-		if (b->depth < SHADOW_MAX) {
+		if (b->depth < ftrt_max_depth) {
 			struct shadow *sh = &b->shadow[b->depth++];
 			sh->ret = *parent_slot;
 			sh->ip = ip;
 			sh->sp = sp;
 			*parent_slot = (uintptr_t)return_to_handler;
 			emit(b, ts, ip, REC_INFO(REC_ENTRY, sh->ret));
-		} else {
+		} else if (b->depth == SHADOW_MAX) {
 			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
 		}
 	}
@@ -428,7 +443,14 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 		sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
 	}
 	struct shadow *sh = &b->shadow[--b->depth];
-	emit(b, ts, sh->ip, REC_INFO(REC_EXIT, 0));
+	/* FTRACE_THRESH: a call shorter than the threshold that called
+	 * nothing traced (its entry is still the last record) is taken back. */
+	struct ftrt_rec *last = b->n ? &b->recs[b->n - 1] : NULL;
+	if (ftrt_thresh_tsc && last && last->ip == sh->ip && last->info >> 62 == REC_ENTRY &&
+	    ts - last->ts < ftrt_thresh_tsc)
+		b->n--;
+	else
+		emit(b, ts, sh->ip, REC_INFO(REC_EXIT, 0));
 	busy = 0;
 	return sh->ret;
 }

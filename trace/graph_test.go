@@ -1,0 +1,120 @@
+package trace
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// synthetic builds a trace of one thread from (kind, function, time) steps,
+// with functions at addresses 0x1000, 0x2000, ... and 1 tick = 1 ns.
+func synthetic(steps []struct {
+	k  Kind
+	fn string
+	ts uint64
+}) (*Trace, *Symbols) {
+	syms := &Symbols{}
+	addr := map[string]uint64{}
+	for _, s := range steps {
+		if _, ok := addr[s.fn]; !ok {
+			a := uint64(len(addr)+1) << 12
+			addr[s.fn] = a
+			syms.funcs = append(syms.funcs, fsym{a, a + 0x100, s.fn, true})
+		}
+	}
+	st := Stream{Pid: 1, Tid: 7}
+	for _, s := range steps {
+		st.Records = append(st.Records, Record{TS: s.ts, IP: addr[s.fn], Info: uint64(s.k) << 62})
+	}
+	t := &Trace{Meta: Meta{Tracer: "function_graph", TSCStart: 0, TSCEnd: 1000, MonoStart: 0, MonoEnd: 1000}, Streams: []Stream{st}}
+	return t, syms
+}
+
+func TestGraphModel(t *testing.T) {
+	tr, syms := synthetic([]struct {
+		k  Kind
+		fn string
+		ts uint64
+	}{
+		{Entry, "main", 0},
+		{Entry, "a", 10},
+		{Entry, "leaf", 20},
+		{Exit, "leaf", 25},
+		{Exit, "a", 40},
+		{Entry, "jumper", 50},
+		{Unwound, "jumper", 60},
+		{Entry, "b", 70},
+		{Entry, "leaf", 71},
+		{Exit, "leaf", 72},
+	})
+	threads := Graph(tr, syms)
+	var out bytes.Buffer
+	if err := WriteGraph(&out, tr, threads); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"| main() {",
+		"|   a() {",
+		"|     leaf();",
+		"|   } /* a */",
+		"|   jumper(); /* left by longjmp */",
+		"|   b() {",
+		"|     leaf();",
+		"|   } /* b: did not return (still running at exit) */",
+		"| } /* main: did not return (still running at exit) */",
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want)+2 {
+		t.Fatalf("replay:\n%s", out.String())
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(lines[i+1], w) {
+			t.Errorf("line %d: %q, want suffix %q", i+1, lines[i+1], w)
+		}
+	}
+	stats := map[string]Stat{}
+	for _, s := range Stats(threads) {
+		stats[s.Func] = s
+	}
+	if s := stats["a"]; s.Calls != 1 || s.Total != 30 || s.Self != 25 {
+		t.Errorf("a: %+v, want 1 call, total 30 ns, self 25 ns", s)
+	}
+	if s := stats["leaf"]; s.Calls != 2 || s.Total != 6 {
+		t.Errorf("leaf: %+v, want 2 calls, 6 ns", s)
+	}
+	if stats["jumper"].Unwound != 1 || stats["main"].Open != 1 {
+		t.Errorf("unwound/open not counted: %+v", stats)
+	}
+
+	for _, c := range []struct {
+		f     Filter
+		funcs int // calls left
+	}{
+		{Filter{}, 6},
+		{Filter{Depth: 1}, 1},
+		{Filter{Depth: 2}, 4},
+		{Filter{Threshold: 9}, 4}, // main (open), a, jumper, b (open)
+		{Filter{Tid: 8}, 0},
+	} {
+		n := 0
+		for _, s := range Stats(c.f.Apply(threads)) {
+			n += s.Calls
+		}
+		if n != c.funcs {
+			t.Errorf("%+v keeps %d calls, want %d", c.f, n, c.funcs)
+		}
+	}
+
+	st := Stats(threads)
+	for _, by := range []string{"total", "self", "calls", "name"} {
+		if err := SortStats(st, by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st[0].Func != "a" || st[len(st)-1].Func != "main" {
+		t.Errorf("sorted by name: first %s, last %s", st[0].Func, st[len(st)-1].Func)
+	}
+	if err := SortStats(st, "bogus"); err == nil {
+		t.Error("a bogus sort key was accepted")
+	}
+}
