@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the toolchains ftpatch's tests need, if any is missing: the
+# Installs the toolchains ftpatch's tests need, if any is missing (and
+# adds Debian's deb-src entry, for the Lua test's source package): the
 # cross compiler and qemu for arm64, clang and lld, binutils for both
 # architectures; with the argument `bench`, also what `make bench`
 # compares against (the kernel's recordmcount, from linux-kbuild-6.1;
@@ -37,13 +38,30 @@ if [ "${1:-}" = bench ]; then
 	ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.xray-x86_64.a >/dev/null 2>&1 || missing+=(libclang-rt-14-dev)
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
-fi
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-echo "installing: ${missing[*]}"
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 export DEBIAN_FRONTEND=noninteractive
+
+# Debian's source packages: the Lua test builds the interpreter from
+# `apt-get source lua5.4`, which needs a deb-src entry.
+update=
+if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
+	echo "adding a deb-src entry for bookworm main"
+	$sudo tee /etc/apt/sources.list.d/ftpatch-src.sources >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	update=1
+fi
+
+if [ ${#missing[@]} -eq 0 ] && [ -z "$update" ]; then
+	exit 0
+fi
 $sudo apt-get update -qq
+[ ${#missing[@]} -eq 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+echo "installing: ${missing[*]}"
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

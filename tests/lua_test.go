@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+	"ftpatch/trace"
+)
+
+// luaSource returns Lua 5.4's source tree, from Debian's source package
+// (apt-get source, with a deb-src entry that `make deps` adds), fetched
+// once into the user's cache.
+func luaSource(t *testing.T) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(base, "ftpatch-tests", "lua5.4")
+	src := filepath.Join(cache, "lua-5.4.4", "src")
+	if _, err := os.Stat(filepath.Join(src, "lua.c")); err == nil {
+		return src
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "cd "+cache+" && apt-get source --download-only -qq lua5.4 && tar xzf lua5.4_5.4.4.orig.tar.gz").CombinedOutput(); err != nil {
+		t.Fatalf("fetching Lua's source (apt-get source lua5.4: run `make deps`, which adds Debian's deb-src entry): %v\n%s", err, out)
+	}
+	return src
+}
+
+// buildLua compiles the interpreter into dir with extra flags; traced
+// builds go through recordmcount and link the runtime.
+func buildLua(t *testing.T, src, dir string, flags []string, traced bool) string {
+	t.Helper()
+	srcs, err := filepath.Glob(filepath.Join(src, "*.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []string
+	for _, c := range srcs {
+		if filepath.Base(c) == "luac.c" {
+			continue
+		}
+		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(c), ".c")+".o")
+		objs = append(objs, obj)
+		argv := append([]string{"gcc", "-O2", "-std=gnu99", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX", "-c", c, "-o", obj}, flags...)
+		run(t, dir, argv...)
+	}
+	if traced {
+		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	}
+	lua := filepath.Join(dir, "lua")
+	argv := append(append([]string{"gcc", "-o", lua}, objs...), "-lm", "-ldl")
+	if traced {
+		argv = append(argv, ftrt.LinkFlags(runtimeArchive(t))...)
+	}
+	run(t, dir, argv...)
+	return lua
+}
+
+// TestLua: a real program, Lua 5.4, built with every function
+// instrumented and run under function_graph, prints the same as the
+// untraced build for scripts that compute, raise and catch errors (which
+// Lua unwinds with longjmp) and run coroutines; the trace reads back as a
+// consistent graph that records the longjmp unwinding.
+func TestLua(t *testing.T) {
+	need(t, "gcc")
+	src := luaSource(t)
+	plainDir, tracedDir := t.TempDir(), t.TempDir()
+	plain := buildLua(t, src, plainDir, nil, false)
+	traced := buildLua(t, src, tracedDir, []string{"-pg", "-mfentry"}, true)
+	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no Lua scripts: %v", err)
+	}
+	for _, script := range scripts {
+		script, _ := filepath.Abs(script)
+		t.Run(filepath.Base(script), func(t *testing.T) {
+			wantOut, wantErr, wantCode, err := runStatus(plainDir, plain, script)
+			if err != nil || wantCode != 0 {
+				t.Fatalf("untraced lua: exit %d, %v\n%s", wantCode, err, wantErr)
+			}
+			for _, mode := range []string{"", "function", "function_graph"} {
+				out := filepath.Join(t.TempDir(), "t")
+				env := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}
+				got, gotErr, code, err := runStatusEnv(tracedDir, env, traced, script)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != wantOut || code != wantCode {
+					t.Errorf("FTRACE=%s: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", mode, code, got, gotErr, wantCode, wantOut)
+				}
+				if mode != "function_graph" {
+					continue
+				}
+				tr, threads := graphOf(t, out)
+				checkNesting(t, threads)
+				stats := trace.Stats(threads)
+				if len(stats) < 50 {
+					t.Errorf("only %d functions of the interpreter graphed", len(stats))
+				}
+				if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
+					t.Errorf("meta: %+v", tr.Meta)
+				}
+				if filepath.Base(script) == "errors.lua" && tr.Meta.Unwound == 0 {
+					t.Error("Lua's error handling longjmps out of graphed calls, but none was recorded as unwound")
+				}
+				// The user's commands read it too.
+				for _, cmd := range []string{"replay", "report"} {
+					if _, stderr, code, err := runStatus(tracedDir, tool("ftpatch"), cmd, out); err != nil || code != 0 {
+						t.Errorf("ftpatch %s: exit %d, %v\n%s", cmd, code, err, stderr)
+					}
+				}
+			}
+		})
+	}
+}
