@@ -29,6 +29,7 @@ struct ftrt_stats {
 	uint64_t failed;   /* sites that could not be written */
 	uint64_t enabled;  /* sites made to call the tracer */
 	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve */
+	uint64_t init_ns;  /* time the load-time pass took */
 };
 
 extern struct ftrt_stats ftrt_stats;

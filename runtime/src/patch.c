@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ftrt.h"
@@ -136,8 +137,12 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 			ftrt_stats.nops++;
 			continue;
 		}
-		memcpy(ip, bytes, len);
-		if (memcmp(ip, bytes, len) != 0)
+		int ok = 1;
+		for (int k = 0; k < len; k++) {
+			ip[k] = bytes[k];
+			ok &= ((volatile unsigned char *)ip)[k] == bytes[k]; /* read back what was written */
+		}
+		if (!ok)
 			ftrt_stats.failed++;
 		else if (bytes == call)
 			ftrt_stats.enabled++;
@@ -217,12 +222,12 @@ static void report(void)
 	char buf[320];
 	int n = snprintf(buf, sizeof buf,
 			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
-			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable yet\n",
+			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; in %llu ns\n",
 			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
 			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
 			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
 			 (unsigned long long)ftrt_stats.dups, (unsigned long long)ftrt_stats.enabled,
-			 (unsigned long long)ftrt_stats.unsupported);
+			 (unsigned long long)ftrt_stats.unsupported, (unsigned long long)ftrt_stats.init_ns);
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -239,6 +244,8 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	if (done)
 		return;
 	done = 1;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	size_t n = (size_t)(__stop___mcount_loc - __start___mcount_loc);
 	if (!__start___mcount_loc || n == 0)
 		goto out;
@@ -256,7 +263,14 @@ __attribute__((constructor(101))) void ftrt_init(void)
 		else
 			ftrt_stats.zero++;
 	}
-	qsort(s, k, sizeof *s, cmp_addr);
+	/* Each object's table is in address order and the linker lays the
+	 * objects out in the order it gathers their tables, so the whole table
+	 * is usually sorted already: check before paying for qsort. */
+	size_t unsorted = 0;
+	for (size_t i = 1; i < k && !unsorted; i++)
+		unsorted = s[i - 1] > s[i];
+	if (unsorted)
+		qsort(s, k, sizeof *s, cmp_addr);
 	size_t m = 0;
 	for (size_t i = 0; i < k; i++) {
 		if (m && s[m - 1] == s[i])
@@ -336,6 +350,8 @@ __attribute__((constructor(101))) void ftrt_init(void)
 		i = j;
 	}
 out:
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ftrt_stats.init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	if (getenv("FTRACE_DEBUG"))
 		report();
 }

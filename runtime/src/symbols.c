@@ -19,10 +19,42 @@
 static struct ftrt_func *funcs;
 static size_t nfuncs;
 
-static int cmp_func(const void *a, const void *b)
+/* Sort by start address: quicksort with the comparison inline (qsort's
+ * callback per comparison cost more than the rest of the pass), insertion
+ * sort for short runs, recursing into the smaller side only. */
+static void sort_funcs(struct ftrt_func *a, size_t n)
 {
-	const struct ftrt_func *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
+	while (n > 16) {
+		uintptr_t p = a[n / 2].start;
+		size_t i = 0, j = n - 1;
+		for (;;) {
+			while (a[i].start < p)
+				i++;
+			while (a[j].start > p)
+				j--;
+			if (i >= j)
+				break;
+			struct ftrt_func t = a[i];
+			a[i++] = a[j];
+			a[j--] = t;
+		}
+		size_t left = j + 1;
+		if (left < n - left) {
+			sort_funcs(a, left);
+			a += left;
+			n -= left;
+		} else {
+			sort_funcs(a + left, n - left);
+			n = left;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct ftrt_func t = a[i];
+		size_t j = i;
+		for (; j > 0 && a[j - 1].start > t.start; j--)
+			a[j] = a[j - 1];
+		a[j] = t;
+	}
 }
 
 static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
@@ -87,12 +119,24 @@ int ftrt_load_symbols(void)
 			continue;
 		funcs[nfuncs++] = (struct ftrt_func){ bias + s->st_value, bias + s->st_value + s->st_size, name };
 	}
-	qsort(funcs, nfuncs, sizeof *funcs, cmp_func);
+	size_t unsorted = 0;
+	for (size_t i = 1; i < nfuncs && !unsorted; i++)
+		unsorted = funcs[i - 1].start > funcs[i].start;
+	if (unsorted)
+		sort_funcs(funcs, nfuncs);
 	return 0;
 }
 
 const struct ftrt_func *ftrt_func_at(uintptr_t addr)
 {
+	/* The load-time pass asks in address order: try where the last
+	 * answer was, and the next one, before searching. */
+	static size_t last;
+	for (size_t i = last; i < nfuncs && i <= last + 1; i++)
+		if (funcs[i].start <= addr && (i + 1 == nfuncs || funcs[i + 1].start > addr)) {
+			last = i;
+			return addr < funcs[i].end || addr == funcs[i].start ? &funcs[i] : NULL;
+		}
 	size_t lo = 0, hi = nfuncs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -103,6 +147,7 @@ const struct ftrt_func *ftrt_func_at(uintptr_t addr)
 	}
 	if (lo == 0)
 		return NULL;
+	last = lo - 1;
 	const struct ftrt_func *f = &funcs[lo - 1];
 	return addr < f->end || addr == f->start ? f : NULL;
 }

@@ -23,6 +23,16 @@ static int is_hook(uintptr_t target)
 	return target == (uintptr_t)__fentry__ || target == (uintptr_t)mcount;
 }
 
+/* Inline compare: a libc call per byte pattern costs more than the pass's
+ * whole budget per site. */
+static inline int same(const unsigned char *p, const unsigned char *q, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i] != q[i])
+			return 0;
+	return 1;
+}
+
 static int32_t rel32(const unsigned char *p)
 {
 	int32_t v;
@@ -55,7 +65,7 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		*len = 6;
 		return is_hook(*(const uintptr_t *)slot) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
 	}
-	if (memcmp(ip, nop6, 6) == 0) {
+	if (same(ip, nop6, 6)) {
 		*len = 6;
 		return FTRT_SITE_NOP;
 	}
@@ -63,7 +73,7 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		*len = 5;
 		return FTRT_SITE_NOP;
 	}
-	if (memcmp(ip, "\x90\x90\x90\x90\x90", 5) == 0) {
+	if (same(ip, (const unsigned char *)"\x90\x90\x90\x90\x90", 5)) {
 		*len = 5;
 		return FTRT_SITE_NOPS;
 	}
@@ -100,5 +110,5 @@ int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start)
 {
-	return ip == start || (ip == start + 4 && memcmp((const void *)start, "\xf3\x0f\x1e\xfa", 4) == 0); /* endbr64 */
+	return ip == start || (ip == start + 4 && same((const unsigned char *)start, (const unsigned char *)"\xf3\x0f\x1e\xfa", 4)); /* endbr64 */
 }
