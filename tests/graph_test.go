@@ -34,7 +34,7 @@ func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
 	if tr.Meta.Tracer != "function_graph" {
 		t.Fatalf("tracer %q", tr.Meta.Tracer)
 	}
-	syms, err := trace.LoadSymbols(tr.Meta.Exe)
+	syms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,12 @@ func TestFunctionTracer(t *testing.T) {
 					if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
 						t.Errorf("the existing trace directory was not moved aside intact: %v", err)
 					}
+					// Names come only from the binary that was traced.
+					if tr, err := trace.Read(out); err != nil || tr.Meta.BuildID == "" {
+						t.Errorf("no build-id in the trace's metadata (%v)", err)
+					} else if _, err := trace.LoadSymbols(plain, tr.Meta.BuildID); !errors.Is(err, trace.ErrBuildID) {
+						t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
+					}
 					counts := traceCounts(t, out)
 					for fn, n := range want {
 						if counts[fn] != n {
@@ -143,7 +150,7 @@ func traceCounts(t *testing.T, dir string) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := trace.LoadSymbols(tr.Meta.Exe)
+	syms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}

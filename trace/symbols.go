@@ -3,6 +3,9 @@ package trace
 import (
 	"cmp"
 	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,11 +24,23 @@ type fsym struct {
 	global     bool
 }
 
-// LoadSymbols reads the function symbols of the executable at path.
-func LoadSymbols(path string) (*Symbols, error) {
+// ErrBuildID: the executable given to name a trace's addresses is not the
+// one that was traced.
+var ErrBuildID = errors.New("build-id mismatch")
+
+// LoadSymbols reads the function symbols of the executable at path. When
+// buildID is not empty, the file's GNU build-id must match it: names from
+// another build of the program would be silently wrong.
+func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 	f, err := elfx.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	if len(buildID) > 0 && buildID[0] != "" {
+		got := fileBuildID(f)
+		if got != buildID[0] {
+			return nil, fmt.Errorf("%s: %w: the trace was recorded from build-id %s, this file has %q (rebuilt since? pass the traced binary with --exe)", path, ErrBuildID, buildID[0], got)
+		}
 	}
 	_, syms, err := f.Symtab()
 	if err != nil {
@@ -89,4 +104,30 @@ func (s *Symbols) Func(addr uint64) string {
 		return name
 	}
 	return fmt.Sprintf("0x%x", addr)
+}
+
+// fileBuildID returns the hex GNU build-id of a linked file, or "".
+func fileBuildID(f *elfx.File) string {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		d := f.SectionData(s)
+		for len(d) >= 12 {
+			namesz, descsz, typ := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
+			name := 12 + (uint64(namesz)+3)&^3
+			end := name + (uint64(descsz)+3)&^3
+			if name+uint64(descsz) > uint64(len(d)) {
+				break
+			}
+			if typ == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && string(d[12:15]) == "GNU" {
+				return hex.EncodeToString(d[name : name+uint64(descsz)])
+			}
+			if end > uint64(len(d)) {
+				break
+			}
+			d = d[end:]
+		}
+	}
+	return ""
 }

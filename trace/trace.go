@@ -28,11 +28,12 @@ var ErrFormat = errors.New("malformed trace")
 
 // Meta is the trace's metadata.
 type Meta struct {
-	Format string // "ftrt-trace 1"
-	Tracer string // "function" or "function_graph"
-	Exe    string // the traced executable, as the process saw it
-	Pid    int
-	Bias   uint64 // the executable's load bias: run-time address - file address
+	Format  string // "ftrt-trace 1"
+	Tracer  string // "function" or "function_graph"
+	Exe     string // the traced executable, as the process saw it
+	BuildID string // its GNU build-id (hex), if it has one
+	Pid     int
+	Bias    uint64 // the executable's load bias: run-time address - file address
 	// The clock: rdtsc at the first and last moment of tracing, and
 	// CLOCK_MONOTONIC (ns) at the same moments, to convert the one to the
 	// other.
@@ -145,6 +146,8 @@ func readMeta(path string, m *Meta) error {
 			m.Tracer = val
 		case "exe":
 			m.Exe = val
+		case "build_id":
+			m.BuildID = val
 		case "pid":
 			n, err := strconv.Atoi(val)
 			if err != nil {

@@ -18,7 +18,7 @@ func load(dir, exe string) (*trace.Trace, *trace.Symbols, error) {
 	if exe == "" {
 		exe = t.Meta.Exe
 	}
-	syms, err := trace.LoadSymbols(exe)
+	syms, err := trace.LoadSymbols(exe, t.Meta.BuildID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -260,6 +260,40 @@ static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+/* The program's GNU build-id, as hex into out (at least 2*64+1 bytes);
+ * "" when it has none. From its PT_NOTE segments, already in memory. */
+static int first_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	char *out = data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + 12 <= end) {
+			uint32_t namesz, descsz, type;
+			memcpy(&namesz, p, 4);
+			memcpy(&descsz, p + 4, 4);
+			memcpy(&type, p + 8, 4);
+			const unsigned char *name = p + 12, *desc = name + ((namesz + 3) & ~3u);
+			if (desc + descsz > end)
+				break;
+			if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 && descsz <= 64) {
+				static const char hex[] = "0123456789abcdef";
+				for (uint32_t k = 0; k < descsz; k++) {
+					out[2 * k] = hex[desc[k] >> 4];
+					out[2 * k + 1] = hex[desc[k] & 15];
+				}
+				out[2 * descsz] = 0;
+				return 1;
+			}
+			p = desc + ((descsz + 3) & ~3u);
+		}
+	}
+	return 1;
+}
+
 /* Process exit: flush every thread's buffer, then (in the process that
  * made the directory) write the metadata the reader needs. */
 static void trace_stop(void)
@@ -286,6 +320,13 @@ static void trace_stop(void)
 	write_all(fd, tracer, strlen(tracer));
 	write_all(fd, exe, strlen(exe));
 	write_all(fd, "\n", 1);
+	char build_id[2 * 64 + 1] = "";
+	dl_iterate_phdr(first_build_id, build_id);
+	if (build_id[0]) {
+		write_all(fd, "build_id ", 9);
+		write_all(fd, build_id, strlen(build_id));
+		write_all(fd, "\n", 1);
+	}
 	meta_line(fd, "pid", (uint64_t)creator_pid);
 	meta_line(fd, "bias", bias);
 	meta_line(fd, "tsc_start", tsc_start);
