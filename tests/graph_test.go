@@ -272,3 +272,53 @@ func TestGraphLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestOptimized: the -O2 builds of the matrix. The oracle cannot count
+// the same calls at -O2 (its instrumentation changes what the optimiser
+// does), so here the two tracers check each other on one binary: the same
+// output and exit status untraced, under function and under
+// function_graph, and the same count of calls for every function.
+func TestOptimized(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				prog := traced(t, tg, dir, "-O2 "+flags, true, progSources...)
+				wantOut, _, wantCode, err := runStatus(dir, prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
+				for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
+					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
+					}
+				}
+				counts := traceCounts(t, fn)
+				_, threads := graphOf(t, graph)
+				checkNesting(t, threads)
+				calls := map[string]int{}
+				for _, s := range trace.Stats(threads) {
+					calls[s.Func] = s.Calls
+				}
+				if len(counts) < 3 {
+					t.Errorf("only %d functions traced: %v", len(counts), counts)
+				}
+				for f, n := range counts {
+					if calls[f] != n {
+						t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
+					}
+				}
+				if len(calls) != len(counts) {
+					t.Errorf("function tracer saw %v, graph %v", counts, calls)
+				}
+			})
+		}
+	}
+}
