@@ -171,14 +171,14 @@ func TestGraphEdges(t *testing.T) {
 				for _, s := range tr.Streams {
 					pids[s.Pid] = true
 				}
-				if len(tr.Streams) < 4 || len(pids) != 2 {
-					t.Errorf("%d streams from %d processes; want the main thread, two workers and the forked child", len(tr.Streams), len(pids))
+				if len(tr.Streams) != 10 || len(pids) != 2 {
+					t.Errorf("%d streams from %d processes; want the main thread, eight workers and the forked child", len(tr.Streams), len(pids))
 				}
 				stats := map[string]trace.Stat{}
 				for _, s := range trace.Stats(threads) {
 					stats[s.Func] = s
 				}
-				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 2 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
+				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 8 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
 					t.Errorf("graph of the edge program: %+v", stats)
 				}
 				var replay bytes.Buffer

@@ -84,13 +84,17 @@ int main(void)
 	raise(SIGUSR1);
 	printf("signal %d\n", (int)handled);
 
-	pthread_t t[2];
-	void *res[2];
-	for (long i = 0; i < 2; i++)
+	enum { NTHREADS = 8 };
+	pthread_t t[NTHREADS];
+	void *res[NTHREADS];
+	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&t[i], NULL, worker, (void *)i);
-	for (int i = 0; i < 2; i++)
+	long sum = 0;
+	for (int i = 0; i < NTHREADS; i++) {
 		pthread_join(t[i], &res[i]);
-	printf("threads %ld %ld\n", (long)res[0], (long)res[1]);
+		sum += (long)res[i];
+	}
+	printf("threads %ld\n", sum);
 
 	fflush(stdout);
 	pid_t pid = fork();
