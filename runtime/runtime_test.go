@@ -20,10 +20,21 @@ func TestNopBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	style := func(n int, st nops.X86NopStyle) []byte {
+		b, err := nops.X86Nop(n, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	for _, c := range []struct {
 		name string
 		want []byte
-	}{{"nop5", nops.X86NOP5}, {"nop6", nops.X86NOP6}} {
+	}{
+		{"nop5", nops.X86NOP5}, {"nop6", nops.X86NOP6},
+		{"k8nop5", style(5, nops.X86K8)}, {"k8nop6", style(6, nops.X86K8)},
+		{"jmpnop5", style(5, nops.X86JmpPad)}, {"jmpnop6", style(6, nops.X86JmpPad)},
+	} {
 		m := regexp.MustCompile(`static const unsigned char ` + c.name + `\[\d+\] = \{([^}]*)\}`).FindSubmatch(src)
 		if m == nil {
 			t.Fatalf("site.c defines no %s", c.name)

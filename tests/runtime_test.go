@@ -50,22 +50,25 @@ func TestLoadTimeNops(t *testing.T) {
 		flags string
 		pie   bool
 		rec   []string // recordmcount flags; nil: gcc writes the table itself
+		nop   string   // FTRACE_NOP: force a NOP style (the fallbacks no x86-64 CPU needs)
 	}
 	variants := []variant{
-		{"-pg -mfentry", true, []string{}},
-		{"-pg -mfentry", false, []string{}},
-		{"-pg", true, []string{}},
-		{"-fpatchable-function-entry=5", true, []string{}},
-		{"-pg -mfentry -fcf-protection", true, []string{}},
-		{"-pg -mfentry", true, []string{"--nop"}},
-		{"-pg -mfentry -mrecord-mcount", false, nil},
+		{"-pg -mfentry", true, []string{}, ""},
+		{"-pg -mfentry", false, []string{}, ""},
+		{"-pg", true, []string{}, ""},
+		{"-fpatchable-function-entry=5", true, []string{}, ""},
+		{"-pg -mfentry -fcf-protection", true, []string{}, ""},
+		{"-pg -mfentry", true, []string{"--nop"}, ""},
+		{"-pg -mfentry -mrecord-mcount", false, nil, ""},
+		{"-pg -mfentry", true, []string{}, "k8"},
+		{"-pg -mfentry", true, []string{"--nop"}, "jmp"},
 	}
 	for _, tg := range []target{x86GCC, x86Clang} {
 		for _, b := range variants {
 			if b.rec == nil && tg.name != "gcc" {
 				continue
 			}
-			name := fmt.Sprintf("%s/%s/%s", tg.name, slug(b.flags+" "+strings.Join(b.rec, " ")), picFlag(b.pie))
+			name := fmt.Sprintf("%s/%s/%s/%s", tg.name, slug(b.flags+" "+strings.Join(b.rec, " ")), picFlag(b.pie), "nop_"+b.nop)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
@@ -97,7 +100,7 @@ func TestLoadTimeNops(t *testing.T) {
 				}
 				live := len(l.Sites) + l.Dead
 
-				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1"}, prog)
+				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_NOP=" + b.nop}, prog)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,11 +116,22 @@ func TestLoadTimeNops(t *testing.T) {
 				if total != live || patched+already != live || skipped != 0 || failed != 0 {
 					t.Errorf("runtime: %s; the table lists %d sites (%d in live functions, %d dead)", m[0], live, len(l.Sites), l.Dead)
 				}
-				if b.rec != nil && len(b.rec) > 0 && b.rec[0] == "--nop" && patched != 0 {
+				if b.nop == "" && len(b.rec) > 0 && b.rec[0] == "--nop" && patched != 0 {
 					t.Errorf("a program recorded with --nop had %d sites written at load; want none", patched)
 				}
 				if atoi(c[1]) != live || atoi(c[2]) != live || atoi(c[3]) != 0 || atoi(c[4]) != 0 {
 					t.Errorf("checker: %s; want %d sites, all NOPs, no writable code", c[0], live)
+				}
+				if b.nop != "" {
+					// A forced fallback: every site rewritten to it, even
+					// those --nop made P6 NOPs, and tracing still works.
+					if !strings.Contains(errOut, " "+b.nop+" NOPs;") || patched != live {
+						t.Errorf("FTRACE_NOP=%s: %s", b.nop, m[0])
+					}
+					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_NOP=" + b.nop, "FTRACE_OUT=" + filepath.Join(dir, "t")}, prog)
+					if err != nil || got != wantOut || code != wantCode {
+						t.Errorf("traced from %s NOPs: exit %d, %v, output\n%s", b.nop, code, err, got)
+					}
 				}
 			})
 		}

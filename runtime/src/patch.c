@@ -77,6 +77,15 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* Whether the NOP at a site is one this CPU runs: any NOP when the P6
+ * form was chosen (it is the most general); otherwise exactly the chosen
+ * fallback. */
+static const char *nop_style = "p6";
+static int runnable_nop(uintptr_t ip, int len)
+{
+	return nop_style[0] == 'p' || __builtin_memcmp((const void *)ip, ftrt_arch_nop(len), len == 6 ? 6 : 5) == 0;
+}
+
 /* What the load-time pass makes of a site. */
 enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
 
@@ -93,7 +102,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 	for (size_t i = 0; i < n; i++) {
 		int len;
 		enum ftrt_site_state st = ftrt_arch_classify((const unsigned char *)sites[i], &len);
-		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS || (st == FTRT_SITE_NOP && want[i])) {
+		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS || (st == FTRT_SITE_NOP && (want[i] || !runnable_nop(sites[i], len)))) {
 			if (!lo)
 				lo = sites[i];
 			hi = sites[i] + len;
@@ -133,7 +142,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 			else
 				bytes = call;
 		}
-		if (st == FTRT_SITE_NOP && bytes == ftrt_arch_nop(len)) {
+		if (st == FTRT_SITE_NOP && bytes == ftrt_arch_nop(len) && runnable_nop(sites[i], len)) {
 			ftrt_stats.nops++;
 			continue;
 		}
@@ -229,12 +238,12 @@ static void report(void)
 	char buf[320];
 	int n = snprintf(buf, sizeof buf,
 			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
-			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; in %llu ns\n",
+			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns\n",
 			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
 			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
 			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
 			 (unsigned long long)ftrt_stats.dups, (unsigned long long)ftrt_stats.enabled,
-			 (unsigned long long)ftrt_stats.unsupported, (unsigned long long)ftrt_stats.init_ns);
+			 (unsigned long long)ftrt_stats.unsupported, nop_style, (unsigned long long)ftrt_stats.init_ns);
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -257,6 +266,7 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	if (!__start___mcount_loc || n == 0)
 		goto out;
 	ftrt_stats.entries = n;
+	nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
 	size_t bytes = n * sizeof(uintptr_t);
 	uintptr_t *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s == MAP_FAILED) {

@@ -1,8 +1,9 @@
 /*
  * Linked into test programs to check, from inside the process, what the
  * runtime's load-time pass left: at exit, every site listed in the table
- * must hold a NOP (5-byte `0f 1f 44 00 xx` or 6-byte `66 0f 1f 44 00
- * 00`), and no mapping may be both writable and executable. Prints one
+ * must hold a NOP (P6 `0f 1f 44 00 xx` or `66 0f 1f 44 00 00`, or a
+ * fallback: K8 `66 .. 90`, or a jump over padding), and no mapping may be
+ * both writable and executable. Prints one
  * line to stderr for the test to read; changes nothing else.
  */
 #include <stdio.h>
@@ -13,8 +14,11 @@ extern const unsigned long __stop___mcount_loc[] __attribute__((weak, visibility
 
 static int is_nop(const unsigned char *p)
 {
-	static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-	return (p[0] == 0x0f && p[1] == 0x1f && p[2] == 0x44 && p[3] == 0x00) || memcmp(p, nop6, 6) == 0;
+	static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }; /* P6 */
+	static const unsigned char k8[5] = { 0x66, 0x66, 0x66, 0x66, 0x90 };         /* K8, 5 (or 6 with one more 66) */
+	return (p[0] == 0x0f && p[1] == 0x1f && p[2] == 0x44 && p[3] == 0x00) || memcmp(p, nop6, 6) == 0 ||
+	       memcmp(p, k8, 5) == 0 || memcmp(p + 1, k8, 5) == 0 ||
+	       (p[0] == 0xeb && (p[1] == 3 || p[1] == 4) && p[2] == 0x90); /* jump over padding */
 }
 
 __attribute__((destructor)) static void sitecheck(void)

@@ -4,7 +4,10 @@
  * checks its encodings against golang.org/x/arch; runtime_test.go checks
  * these bytes against that package.
  */
+#include <setjmp.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../ftrt.h"
 
@@ -13,9 +16,77 @@
 static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };       /* nopl 0x0(%rax,%rax,1) */
 static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }; /* nopw 0x0(%rax,%rax,1) */
 
+/* Fallbacks, for a CPU that cannot run the P6 NOP (none that runs
+ * x86-64 code is known; the kernel probed for them on 32-bit CPUs). */
+static const unsigned char k8nop5[5] = { 0x66, 0x66, 0x66, 0x66, 0x90 };       /* data16 x4; nop */
+static const unsigned char k8nop6[6] = { 0x66, 0x66, 0x66, 0x66, 0x66, 0x90 }; /* data16 x5; nop */
+static const unsigned char jmpnop5[5] = { 0xeb, 0x03, 0x90, 0x90, 0x90 };       /* jmp .+5; padding never run */
+static const unsigned char jmpnop6[6] = { 0xeb, 0x04, 0x90, 0x90, 0x90, 0x90 }; /* jmp .+6; padding never run */
+
+static const unsigned char *cur5 = nop5, *cur6 = nop6;
+
 const unsigned char *ftrt_arch_nop(int len)
 {
-	return len == 6 ? nop6 : nop5;
+	return len == 6 ? cur6 : cur5;
+}
+
+static sigjmp_buf probe_env;
+
+static void probe_fault(int sig)
+{
+	(void)sig;
+	siglongjmp(probe_env, 1);
+}
+
+/* Whether this CPU runs nop: copy it and a `ret` into a fresh executable
+ * page and call it, with SIGILL and SIGSEGV caught. A page that cannot be
+ * made executable (a policy forbids it) counts as yes: every x86-64 CPU
+ * runs the P6 NOP. */
+static int runs(const unsigned char *nop, int len)
+{
+	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return 1;
+	memcpy(page, nop, len);
+	page[len] = 0xc3; /* ret */
+	volatile int ok = 1; /* volatile: set after the longjmp back */
+	if (mprotect(page, 4096, PROT_READ | PROT_EXEC) == 0) {
+		struct sigaction sa = { .sa_handler = probe_fault }, oldill, oldsegv;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGILL, &sa, &oldill);
+		sigaction(SIGSEGV, &sa, &oldsegv);
+		if (sigsetjmp(probe_env, 1) == 0)
+			((void (*)(void))page)();
+		else
+			ok = 0;
+		sigaction(SIGILL, &oldill, NULL);
+		sigaction(SIGSEGV, &oldsegv, NULL);
+	}
+	munmap(page, 4096);
+	return ok;
+}
+
+/* Choose the NOPs: the P6 NOP if this CPU runs it, else the K8 form, else
+ * a jump over padding. FTRACE_NOP=p6|k8|jmp forces one (for tests of the
+ * fallbacks). Returns the style's name. */
+const char *ftrt_arch_probe(const char *force)
+{
+	if (force && !strcmp(force, "jmp")) {
+		cur5 = jmpnop5, cur6 = jmpnop6;
+		return "jmp";
+	}
+	if (force && !strcmp(force, "k8")) {
+		cur5 = k8nop5, cur6 = k8nop6;
+		return "k8";
+	}
+	if ((force && !strcmp(force, "p6")) || (runs(nop5, 5) && runs(nop6, 6)))
+		return "p6";
+	if (runs(k8nop5, 5) && runs(k8nop6, 6)) {
+		cur5 = k8nop5, cur6 = k8nop6;
+		return "k8";
+	}
+	cur5 = jmpnop5, cur6 = jmpnop6;
+	return "jmp";
 }
 
 static int is_hook(uintptr_t target)
@@ -70,6 +141,14 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		return FTRT_SITE_NOP;
 	}
 	if (ip[0] == 0x0f && ip[1] == 0x1f && ip[2] == 0x44 && ip[3] == 0x00) {
+		*len = 5;
+		return FTRT_SITE_NOP;
+	}
+	if (same(ip, k8nop6, 6) || same(ip, jmpnop6, 6)) {
+		*len = 6;
+		return FTRT_SITE_NOP;
+	}
+	if (same(ip, k8nop5, 5) || same(ip, jmpnop5, 5)) {
 		*len = 5;
 		return FTRT_SITE_NOP;
 	}
