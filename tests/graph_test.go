@@ -73,7 +73,7 @@ func masked(b []byte) []byte {
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+		for _, flags := range x86Traced {
 			for _, pie := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
 					t.Parallel()
@@ -280,7 +280,7 @@ func TestGraphLimits(t *testing.T) {
 // function_graph, and the same count of calls for every function.
 func TestOptimized(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+		for _, flags := range x86Traced {
 			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)

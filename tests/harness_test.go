@@ -134,6 +134,9 @@ var flagSets = map[string][]string{
 	"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8", "-pg", "-pg -mbranch-protection=standard"},
 }
 
+// x86Traced are the x86-64 site flag sets the tracer tests run over.
+var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
+
 // slug turns flags into a name usable for files and subtests.
 func slug(s string) string {
 	r := strings.NewReplacer(" ", "", "-", "_", "=", "", ",", "_")

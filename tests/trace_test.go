@@ -62,7 +62,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 // never mixed or lost.
 func TestFunctionTracer(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"} {
+		for _, flags := range x86Traced {
 			for _, pie := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
 					t.Parallel()

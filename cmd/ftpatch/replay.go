@@ -9,8 +9,13 @@ import (
 	"ftpatch/trace"
 )
 
-// load reads a trace directory and the symbols of the program it traced.
-func load(dir, exe string) (*trace.Trace, *trace.Symbols, error) {
+// load reads the trace directory named by args (default ftrace.data) and
+// the symbols of the program it traced (exe, or the path it recorded).
+func load(args []string, exe string) (*trace.Trace, *trace.Symbols, error) {
+	dir := "ftrace.data"
+	if len(args) == 1 {
+		dir = args[0]
+	}
 	t, err := trace.Read(dir)
 	if err != nil {
 		return nil, nil, err
@@ -56,11 +61,7 @@ call "f() {" ... "} /* f */"); a function trace prints one line per call:
 time since tracing started, thread, function and its caller.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "ftrace.data"
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			t, syms, err := load(dir, exe)
+			t, syms, err := load(args, exe)
 			if err != nil {
 				return err
 			}
@@ -83,11 +84,7 @@ func newReport(stdout io.Writer) *cobra.Command {
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "ftrace.data"
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			t, syms, err := load(dir, exe)
+			t, syms, err := load(args, exe)
 			if err != nil {
 				return err
 			}
