@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ftpatch runs the command in-process and returns its output and error.
+func ftpatch(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String() + errOut.String(), err
+}
+
+// TestSites lists the sites of a program built here: every instrumented
+// function once, as text and as JSON; a file without a table is an error
+// that says what is missing.
+func TestSites(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is not installed: apt-get install gcc")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "p.c")
+	os.WriteFile(src, []byte("int f(int x){return x+1;}\nint main(void){return f(1)-2;}\n"), 0o644)
+	prog := filepath.Join(dir, "p")
+	hooks, err := filepath.Abs(filepath.Join("..", "..", "runtime", "stub", "hooks_x86_64.S"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-O2", "-pg", "-mfentry", "-mrecord-mcount", "-no-pie", "-fno-pie", "-o", prog, src, hooks).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err := ftpatch("sites", prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{" f ", " main "} {
+		if strings.Count(out, fn) != 1 {
+			t.Errorf("sites lists %q %d times:\n%s", fn, strings.Count(out, fn), out)
+		}
+	}
+	out, err = ftpatch("sites", "--json", prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js struct{ Sites []struct{ Function string } }
+	if err := json.Unmarshal([]byte(out), &js); err != nil || len(js.Sites) != 2 {
+		t.Errorf("sites --json: %v, %d sites:\n%s", err, len(js.Sites), out)
+	}
+	plain := filepath.Join(dir, "plain")
+	exec.Command("gcc", "-o", plain, src).Run()
+	if _, err := ftpatch("sites", plain); err == nil || !strings.Contains(err.Error(), "no __mcount_loc section") {
+		t.Errorf("sites on a program without a table: %v", err)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	out, err := ftpatch("flags", "--cflags")
+	if err != nil || strings.TrimSpace(out) != "-pg -mfentry" {
+		t.Errorf("flags --cflags: %q, %v", out, err)
+	}
+	if _, err := ftpatch("flags", "--arch", "sparc"); err == nil || !strings.Contains(err.Error(), "unknown architecture") {
+		t.Errorf("flags --arch sparc: %v", err)
+	}
+	if _, err := ftpatch("flags", "--libs", "--arch", "arm64"); err == nil || !strings.Contains(err.Error(), "arm64") {
+		t.Errorf("flags --libs --arch arm64: %v, want an error naming arm64", err)
+	}
+}
+
+func TestReplayErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ftpatch("replay", dir); err == nil || !strings.Contains(err.Error(), "no metadata") {
+		t.Errorf("replay of an empty directory: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "meta"), []byte("format something-else 9\n"), 0o644)
+	if _, err := ftpatch("report", dir); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Errorf("report of a foreign format: %v", err)
+	}
+}
