@@ -113,6 +113,19 @@ func TestFunctionTracer(t *testing.T) {
 						}
 					}
 
+					// The empty tracer: sites call a stub; nothing is recorded.
+					nopOut := filepath.Join(t.TempDir(), "t")
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=nop", "FTRACE_DEBUG=1", "FTRACE_OUT=" + nopOut}, prog)
+					if err != nil || got != wantOut || code != wantCode {
+						t.Errorf("FTRACE=nop: exit %d, %v, output\n%s", code, err, got)
+					}
+					if _, err := os.Stat(nopOut); err == nil {
+						t.Error("FTRACE=nop made a trace directory")
+					}
+					if m := ftrtLine.FindStringSubmatch(errOut); m == nil || !strings.Contains(errOut, fmt.Sprintf("; %d traced,", len(want))) {
+						t.Errorf("FTRACE=nop: want every one of the %d functions' sites enabled:\n%s", len(want), errOut)
+					}
+
 					// A filter: only fib, and everything but fib.
 					for _, c := range []struct {
 						filter string

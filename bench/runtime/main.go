@@ -5,6 +5,8 @@
 //	plain      gcc -O2, no instrumentation (the baseline)
 //	nop        -pg -mfentry, recordmcount, the runtime linked, nothing set:
 //	           every site a NOP
+//	empty      the same binary, FTRACE=nop: leaf's site calls a stub that
+//	           returns (the patched-call mechanism alone)
 //	function   the same binary, FTRACE=function FTRACE_FILTER=leaf
 //	graph      the same binary, FTRACE=function_graph FTRACE_FILTER=leaf
 //	uftrace    gcc -O2 -pg, under `uftrace record`
@@ -139,6 +141,7 @@ func run(work, bin string, runs int) error {
 	cases := []*benchCase{
 		{name: "plain -O2 (baseline)", argv: []string{abs("plain")}},
 		{name: "ftpatch: sites NOP'd", argv: []string{abs("ours")}, target: 0.3},
+		{name: "ftpatch: empty tracer (FTRACE=nop)", argv: []string{abs("ours")}, env: []string{"FTRACE=nop", "FTRACE_FILTER=leaf"}, target: 2},
 		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
 		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
 	}

@@ -72,7 +72,7 @@ int ftrt_load_symbols(void);
 const struct ftrt_func *ftrt_func_at(uintptr_t addr);
 
 /* The tracers (trace.c). */
-enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2 };
+enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };
 extern int ftrt_mode;
 extern unsigned ftrt_max_depth;
 extern uint64_t ftrt_thresh_tsc;

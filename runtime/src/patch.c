@@ -312,11 +312,13 @@ __attribute__((constructor(101))) void ftrt_init(void)
 			ftrt_mode = FTRT_FUNCTION;
 		else if (strcmp(mode, "function_graph") == 0)
 			ftrt_mode = FTRT_GRAPH;
+		else if (strcmp(mode, "nop") == 0)
+			ftrt_mode = FTRT_NOP;
 		if (!ftrt_mode)
-			say("ftrt: FTRACE: want function or function_graph; tracing nothing\n");
+			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
 		else if (ftrt_load_symbols() != 0)
 			say("ftrt: cannot read the program's symbol table (stripped?); tracing nothing\n");
-		else if (ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)
+		else if (ftrt_mode != FTRT_NOP && ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)
 			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
 		else {
 			/* FTRACE_DEPTH=N: graph at most N nested calls.

@@ -143,6 +143,20 @@ mcount:
 	FTRACE_CALLER ftrace_mcount_caller6, 6, 8(%rbp)
 
 /*
+ * ftrace_stub: the empty tracer (FTRACE=nop). Enabled sites call it
+ * directly and it returns: the cost of a patched site and nothing else.
+ */
+	.text
+	.globl	ftrace_stub
+	.type	ftrace_stub, @function
+	.p2align 4
+ftrace_stub:
+	.cfi_startproc
+	ret
+	.cfi_endproc
+	.size	ftrace_stub, .-ftrace_stub
+
+/*
  * return_to_handler: where a function graphed by ftrt_entry returns to,
  * in place of its caller.
  *

@@ -163,6 +163,7 @@ void ftrace_caller5(void);
 void ftrace_caller6(void);
 void ftrace_mcount_caller5(void);
 void ftrace_mcount_caller6(void);
+void ftrace_stub(void);
 
 /* e8 rel32 to ftrace_caller5, or 67 e8 rel32 to ftrace_caller6 (the
  * mcount variants for sites after the prologue): the
@@ -172,6 +173,8 @@ int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
 	uintptr_t target = entry ? (len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5)
 				 : (len == 6 ? (uintptr_t)ftrace_mcount_caller6 : (uintptr_t)ftrace_mcount_caller5);
+	if (ftrt_mode == FTRT_NOP)
+		target = (uintptr_t)ftrace_stub; /* the empty tracer: call and return */
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
