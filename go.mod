@@ -3,6 +3,7 @@ module ftpatch
 go 1.26.0
 
 require (
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/arch v0.32.0
 )

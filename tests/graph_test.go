@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"ftpatch/internal/golden"
@@ -146,7 +147,7 @@ func TestGraphEdges(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if wantCode != 3 {
+				if wantCode != 3 || !strings.Contains(wantOut, "pthread_exit 99") {
 					t.Fatalf("untraced run exited %d, want 3:\n%s", wantCode, wantOut)
 				}
 				for _, mode := range []string{"function", "function_graph"} {
@@ -171,8 +172,8 @@ func TestGraphEdges(t *testing.T) {
 				for _, s := range tr.Streams {
 					pids[s.Pid] = true
 				}
-				if len(tr.Streams) != 10 || len(pids) != 2 {
-					t.Errorf("%d streams from %d processes; want the main thread, eight workers and the forked child", len(tr.Streams), len(pids))
+				if len(tr.Streams) != 11 || len(pids) != 2 {
+					t.Errorf("%d streams from %d processes; want the main thread, eight workers, the pthread_exit thread and the forked child", len(tr.Streams), len(pids))
 				}
 				stats := map[string]trace.Stat{}
 				for _, s := range trace.Stats(threads) {
@@ -185,7 +186,7 @@ func TestGraphEdges(t *testing.T) {
 				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
 					t.Fatal(err)
 				}
-				for _, want := range []string{"/* left by longjmp */", "did not return (still running at exit)"} {
+				for _, want := range []string{"/* unwound: longjmp or exception */", "did not return (still running at exit)"} {
 					if !bytes.Contains(replay.Bytes(), []byte(want)) {
 						t.Errorf("replay lacks %q", want)
 					}
@@ -317,6 +318,56 @@ func TestOptimized(t *testing.T) {
 				}
 				if len(calls) != len(counts) {
 					t.Errorf("function tracer saw %v, graph %v", counts, calls)
+				}
+			})
+		}
+	}
+}
+
+// TestExceptions: C++ exceptions thrown through graphed frames (caught
+// higher up, rethrown, with destructors running traced code while the
+// stack unwinds) behave exactly as untraced under both tracers; the graph
+// records the unwound calls and keeps tracing the frames that survive.
+func TestExceptions(t *testing.T) {
+	for _, tg := range []struct {
+		target
+		cxx string
+	}{{x86GCC, "g++"}, {x86Clang, "clang++"}} {
+		for _, opt := range []string{"-O0", "-O2"} {
+			t.Run(tg.name+"/"+opt, func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				objs := buildSrc(t, tg.target, dir, opt+" -pg -mfentry", true, "exceptions.cc")
+				run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+				prog := filepath.Join(dir, "prog")
+				run(t, dir, append(append([]string{tg.cxx, "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+				wantOut, wantErr, wantCode, err := runStatus(dir, prog)
+				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
+					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
+				}
+				graph := filepath.Join(dir, "graph")
+				for _, c := range []struct{ mode, out string }{{"function", filepath.Join(dir, "fn")}, {"function_graph", graph}} {
+					got, gotErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+					if err != nil || got != wantOut || code != wantCode {
+						t.Errorf("%s: exit %d, %v, output\n%s\nstderr\n%s\nwant\n%s", c.mode, code, err, got, gotErr, wantOut)
+					}
+				}
+				tr, threads := graphOf(t, graph)
+				checkNesting(t, threads)
+				if tr.Meta.Unwound == 0 {
+					t.Error("no graphed call recorded as unwound by the exceptions")
+				}
+				stats := map[string]trace.Stat{}
+				for _, s := range trace.Stats(threads) {
+					stats[s.Func] = s
+				}
+				// main survives every throw: its exit must be traced.
+				if m := stats["main"]; m.Calls != 1 || m.Open != 0 || m.Unwound != 0 {
+					t.Errorf("main: %+v; want one call that returned", m)
+				}
+				if stats["after(int)"].Calls != 1 {
+					t.Errorf("after(int), called once after the catches: %+v (names: %v)", stats["after(int)"], stats)
 				}
 			})
 		}

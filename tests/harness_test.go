@@ -162,7 +162,7 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj := filepath.Join(dir, strings.TrimSuffix(src, ".c")+".o")
+		obj := filepath.Join(dir, strings.TrimSuffix(strings.TrimSuffix(src, ".c"), ".cc")+".o")
 		argv := append(append([]string{}, tg.cc...), "-O2", "-c", abs, "-o", obj)
 		argv = append(argv, picFlag(pie))
 		argv = append(argv, strings.Fields(flags)...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // A Node is one graphed call: a function's entry, and its exit if it
@@ -14,7 +15,7 @@ type Node struct {
 	Func     string
 	Start    float64 // ns since tracing started
 	End      float64 // ns; when Unwound, when the unwinding was seen; when Open, the thread's last event
-	Unwound  bool    // left without returning (longjmp out of it)
+	Unwound  bool    // left without returning (longjmp or an exception out of it)
 	Open     bool    // still running when tracing ended (exit() called below it)
 	Children []*Node
 }
@@ -81,20 +82,20 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 		indent := fmt.Sprintf("%*s", 2*depth, "")
 		switch {
 		case len(n.Children) == 0 && !n.Open && !n.Unwound:
-			fmt.Fprintf(bw, "%s [%6d] | %s%s();\n", dur(n.Duration()), th.Tid, indent, n.Func)
+			fmt.Fprintf(bw, "%s [%6d] | %s%s;\n", dur(n.Duration()), th.Tid, indent, call(n.Func))
 			return
 		case len(n.Children) == 0 && n.Unwound:
-			fmt.Fprintf(bw, "%s [%6d] | %s%s(); /* left by longjmp */\n", dur(n.Duration()), th.Tid, indent, n.Func)
+			fmt.Fprintf(bw, "%s [%6d] | %s%s; /* unwound: longjmp or exception */\n", dur(n.Duration()), th.Tid, indent, call(n.Func))
 			return
 		}
-		fmt.Fprintf(bw, "%s [%6d] | %s%s() {\n", dur(-1), th.Tid, indent, n.Func)
+		fmt.Fprintf(bw, "%s [%6d] | %s%s {\n", dur(-1), th.Tid, indent, call(n.Func))
 		for _, c := range n.Children {
 			walk(th, c, depth+1)
 		}
 		note := ""
 		switch {
 		case n.Unwound:
-			note = ": left by longjmp"
+			note = ": unwound: longjmp or exception"
 		case n.Open:
 			note = ": did not return (still running at exit)"
 		}
@@ -113,6 +114,15 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 		return err
 	}
 	return writeSummary(w, t, events)
+}
+
+// call writes a function as called: C names get "()", demangled C++
+// names have their parameter list already.
+func call(name string) string {
+	if strings.HasSuffix(name, ")") {
+		return name
+	}
+	return name + "()"
 }
 
 // dur formats a duration for the DURATION column; negative is blank.

@@ -57,7 +57,7 @@ func TestGraphModel(t *testing.T) {
 		"|   a() {",
 		"|     leaf();",
 		"|   } /* a */",
-		"|   jumper(); /* left by longjmp */",
+		"|   jumper(); /* unwound: longjmp or exception */",
 		"|   b() {",
 		"|     leaf();",
 		"|   } /* b: did not return (still running at exit) */",

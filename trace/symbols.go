@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/ianlancetaylor/demangle"
+
 	"ftpatch/elfx"
 )
 
@@ -52,7 +54,8 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 		if y.Type() != elf.STT_FUNC || !y.Defined() || y.Name == "" {
 			continue
 		}
-		s.funcs = append(s.funcs, fsym{uint64(y.Value), uint64(y.Value) + y.Size, y.Name, y.Bind() != elf.STB_LOCAL})
+		// C++ names are shown demangled (a C name passes unchanged).
+		s.funcs = append(s.funcs, fsym{uint64(y.Value), uint64(y.Value) + y.Size, demangle.Filter(y.Name), y.Bind() != elf.STB_LOCAL})
 	}
 	slices.SortFunc(s.funcs, func(a, b fsym) int {
 		if a.start != b.start {

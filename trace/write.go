@@ -102,7 +102,7 @@ func writeSummary(w io.Writer, t *Trace, events int) error {
 		_, err = fmt.Fprintf(w, "; %d calls too deep to graph (shadow stack full)", m.Overflow)
 	}
 	if m.Unwound > 0 {
-		_, err = fmt.Fprintf(w, "; %d graphed calls left by longjmp (no exit time)", m.Unwound)
+		_, err = fmt.Fprintf(w, "; %d graphed calls unwound by longjmp or an exception (no exit time)", m.Unwound)
 	}
 	if m.Dropped > 0 {
 		_, err = fmt.Fprintf(w, "; %d events DROPPED (recursion from signal handlers, or write errors)", m.Dropped)

@@ -80,5 +80,9 @@ uint64_t ftrt_ns_to_tsc(uint64_t ns);
 int ftrt_trace_start(const char *dir);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
+/* Exceptions (unwind.c): give the unwinder the real return addresses;
+ * after the catch, record what was unwound and hijack the survivors again. */
+void ftrt_graph_suspend(void);
+void ftrt_graph_resume(uintptr_t sp);
 
 #endif

@@ -495,3 +495,49 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	busy = 0;
 	return sh->ret;
 }
+
+/*
+ * Before an exception (or a forced unwind) walks the stack: put every
+ * graphed frame's real return address back where the unwinder will read
+ * it. The entries stay on the shadow stack until the catch says which
+ * frames survived.
+ */
+void ftrt_graph_suspend(void)
+{
+	struct tbuf *b = tb;
+	if (!b || ftrt_mode != FTRT_GRAPH)
+		return;
+	busy = 1;
+	for (uint32_t i = 0; i < b->depth; i++) {
+		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
+		if (*slot == (uintptr_t)return_to_handler)
+			*slot = b->shadow[i].ret;
+	}
+	busy = 0;
+}
+
+/*
+ * In the frame that caught the exception, whose stack pointer was sp when
+ * it called __cxa_begin_catch: calls deeper than it were unwound; the
+ * others (their return slots above sp) survive, and are hijacked again so
+ * their exits are recorded.
+ */
+void ftrt_graph_resume(uintptr_t sp)
+{
+	struct tbuf *b = tb;
+	if (!b || ftrt_mode != FTRT_GRAPH)
+		return;
+	busy = 1;
+	uint64_t ts = rdtsc();
+	while (b->depth > 0 && b->shadow[b->depth - 1].sp <= sp) {
+		b->depth--;
+		emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
+		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+	}
+	for (uint32_t i = 0; i < b->depth; i++) {
+		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
+		if (*slot == b->shadow[i].ret)
+			*slot = (uintptr_t)return_to_handler;
+	}
+	busy = 0;
+}

@@ -58,6 +58,23 @@ NOINLINE void *worker(void *arg)
 	return (void *)(long)(leaf((int)k) + deep(10));
 }
 
+/* pthread_exit deep in a call chain: glibc unwinds the thread's stack
+ * (a forced unwind) through the graphed frames. */
+NOINLINE void quit_deep(int n)
+{
+	if (n == 0)
+		pthread_exit((void *)99);
+	quit_deep(n - 1);
+	leaf(n); /* never reached */
+}
+
+NOINLINE void *quitter(void *arg)
+{
+	(void)arg;
+	quit_deep(4);
+	return NULL;
+}
+
 NOINLINE void finish(int depth)
 {
 	if (depth == 0) {
@@ -95,6 +112,12 @@ int main(void)
 		sum += (long)res[i];
 	}
 	printf("threads %ld\n", sum);
+
+	pthread_t q;
+	void *qres;
+	pthread_create(&q, NULL, quitter, NULL);
+	pthread_join(q, &qres);
+	printf("pthread_exit %ld\n", (long)qres);
 
 	fflush(stdout);
 	pid_t pid = fork();
