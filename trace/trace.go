@@ -3,9 +3,12 @@
 // traced executable's symbol table.
 //
 // A trace directory holds `meta` (key value lines) and one stream per
-// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec1", pid and tid
-// as little-endian u32) followed by 24-byte records (rdtsc timestamp, the
-// site's run-time address, kind << 62 | the caller's return address).
+// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec2", pid and tid
+// as little-endian u32) followed by records of little-endian 64-bit
+// words. Each record starts with kind << 62 | rdtsc timestamp; a Call
+// goes on with the site's run-time address and the caller's return
+// address (24 bytes), an Entry with the site (16 bytes); an Exit or
+// Unwound is that one word, and closes the innermost open Entry.
 package trace
 
 import (
@@ -28,7 +31,7 @@ var ErrFormat = errors.New("malformed trace")
 
 // Meta is the trace's metadata.
 type Meta struct {
-	Format  string // "ftrt-trace 1"
+	Format  string // "ftrt-trace 2"
 	Tracer  string // "function" or "function_graph"
 	Exe     string // the traced executable, as the process saw it
 	BuildID string // its GNU build-id (hex), if it has one
@@ -40,8 +43,10 @@ type Meta struct {
 	TSCStart, TSCEnd, MonoStart, MonoEnd uint64
 	// What the runtime did: sites in the table, enabled, skipped for
 	// unexpected bytes, failed to write, not traceable yet; events dropped;
-	// calls too deep for the shadow stack; graphed frames left by longjmp.
-	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Unwound uint64
+	// calls not graphed because their thread's shadow stack overflowed,
+	// and such threads; graphed frames left by longjmp; bytes of records
+	// the runtime could not write.
+	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Stopped, Unwound, LostBytes uint64
 }
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
@@ -55,8 +60,8 @@ func (m *Meta) Nanos(ts uint64) float64 {
 // A Record is one event of the function whose site is IP.
 type Record struct {
 	TS   uint64 // rdtsc
-	IP   uint64 // the site's run-time address
-	Info uint64 // Kind << 62 | the caller's return address (calls and entries)
+	IP   uint64 // the site's run-time address (of an Exit or Unwound: its Entry's; 0 when that was not in the stream)
+	Info uint64 // Kind << 62 | the caller's return address (Call records)
 }
 
 // A Kind says what a record records.
@@ -73,7 +78,7 @@ const (
 // Kind is what the record records.
 func (r Record) Kind() Kind { return Kind(r.Info >> 62) }
 
-// Parent is the caller's return address (Call and Entry records).
+// Parent is the caller's return address (Call records).
 func (r Record) Parent() uint64 { return r.Info & (1<<62 - 1) }
 
 // A Stream is one thread's events, in the order they happened.
@@ -90,8 +95,9 @@ type Trace struct {
 }
 
 const (
+	format     = "ftrt-trace 2"
 	headerSize = 16
-	recordSize = 24
+	tsMask     = 1<<62 - 1
 )
 
 // Read reads the trace directory dir.
@@ -129,7 +135,7 @@ func readMeta(path string, m *Meta) error {
 	nums := map[string]*uint64{
 		"bias": &m.Bias, "tsc_start": &m.TSCStart, "tsc_end": &m.TSCEnd, "mono_start_ns": &m.MonoStart, "mono_end_ns": &m.MonoEnd,
 		"sites": &m.Sites, "enabled": &m.Enabled, "skipped": &m.Skipped, "failed": &m.Failed, "unsupported": &m.Unsupported, "dropped": &m.Dropped,
-		"overflow": &m.Overflow, "unwound": &m.Unwound,
+		"overflow": &m.Overflow, "stopped": &m.Stopped, "unwound": &m.Unwound, "lost_bytes": &m.LostBytes,
 	}
 	sc := bufio.NewScanner(f)
 	line := 0
@@ -168,8 +174,8 @@ func readMeta(path string, m *Meta) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if m.Format != "ftrt-trace 1" {
-		return fmt.Errorf("%s: %w: format %q, want \"ftrt-trace 1\"", path, ErrFormat, m.Format)
+	if m.Format != format {
+		return fmt.Errorf("%s: %w: format %q, want %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format)
 	}
 	return nil
 }
@@ -179,19 +185,42 @@ func readStream(path string) (Stream, error) {
 	if err != nil {
 		return Stream{}, err
 	}
-	if len(b) < headerSize || !bytes.Equal(b[:8], []byte("ftrtrec1")) {
+	if len(b) < headerSize || !bytes.Equal(b[:8], []byte("ftrtrec2")) {
 		return Stream{}, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
 	}
 	le := binary.LittleEndian
 	s := Stream{Pid: int(le.Uint32(b[8:])), Tid: int(le.Uint32(b[12:]))}
 	body := b[headerSize:]
+	s.Records = make([]Record, 0, len(body)/16)
+	var open []uint64 // sites of the entries not yet closed
 	// A process killed mid-write can leave a partial last record: it is
 	// dropped, not misread.
-	n := len(body) / recordSize
-	s.Records = make([]Record, n)
-	for i := range s.Records {
-		r := body[i*recordSize:]
-		s.Records[i] = Record{TS: le.Uint64(r[0:]), IP: le.Uint64(r[8:]), Info: le.Uint64(r[16:])}
+	for off := 0; off+8 <= len(body); {
+		w0 := le.Uint64(body[off:])
+		r := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
+		switch r.Kind() {
+		case Call:
+			if off+24 > len(body) {
+				return s, nil
+			}
+			r.IP = le.Uint64(body[off+8:])
+			r.Info |= le.Uint64(body[off+16:]) & tsMask
+			off += 24
+		case Entry:
+			if off+16 > len(body) {
+				return s, nil
+			}
+			r.IP = le.Uint64(body[off+8:])
+			open = append(open, r.IP)
+			off += 16
+		default:
+			if n := len(open); n > 0 {
+				r.IP = open[n-1]
+				open = open[:n-1]
+			}
+			off += 8
+		}
+		s.Records = append(s.Records, r)
 	}
 	return s, nil
 }

@@ -60,6 +60,9 @@ const char *ftrt_arch_probe(const char *force);
  * function's entry or after its prologue (-pg); 0, or -1 when the
  * trampoline is out of reach. */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
+/* At the end of the load-time pass: make what ftrt_arch_call built
+ * (per-site trampolines) read-only and executable. */
+void ftrt_arch_seal(void);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
@@ -79,6 +82,7 @@ extern uint64_t ftrt_thresh_tsc;
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
 int ftrt_trace_start(const char *dir);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
 /* Exceptions (unwind.c): give the unwinder the real return addresses;
  * after the catch, record what was unwound and hijack the survivors again. */

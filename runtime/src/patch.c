@@ -368,6 +368,7 @@ __attribute__((constructor(101))) void ftrt_init(void)
 		patch_segment(s + i, want + i, j - i, &q.seg);
 		i = j;
 	}
+	ftrt_arch_seal();
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ftrt_stats.init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);

@@ -14,13 +14,17 @@
  * Layout of the trace directory (read by the Go package trace):
  *   meta                     key value lines, written at exit
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
- *                            ("ftrtrec1", pid, tid: u32 LE) then records
+ *                            ("ftrtrec2", pid, tid: u32 LE) then records
  *
  * function_graph: each traced call pushes {return address, site, stack
- * pointer at return} on the thread's shadow stack and replaces its return
- * address with return_to_handler, which records the exit and returns
- * where the call really returns. Deeper than SHADOW_MAX, calls are
- * counted (overflow), not graphed: never a crash.
+ * pointer at return, hook} on the thread's shadow stack. At a site at a
+ * function's entry the site jumps to a trampoline of its own that calls
+ * the function body, so it returns into the trampoline (its hook) and
+ * the return stack predicts every return (entry.S); elsewhere (-pg's
+ * mcount sites) the return address is replaced with return_to_handler.
+ * Either way the exit is recorded and the call returns where it really
+ * returns. A thread whose calls nest deeper than SHADOW_MAX stops
+ * graphing (counted): never a crash.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -38,57 +42,75 @@
 
 #include "ftrt.h"
 
-/* One event of the function whose site is ip. */
-struct ftrt_rec {
-	uint64_t ts;   /* rdtsc */
-	uint64_t ip;   /* the site's run-time address */
-	uint64_t info; /* type << 62 | the caller's return address (call, entry) */
-};
-
-/* Record types (info >> 62). */
+/*
+ * Records: little-endian 64-bit words, appended to the thread's buffer.
+ * Every record starts with kind << 62 | rdtsc (62 bits of timestamp: 48
+ * years at 3 GHz); what follows depends on the kind:
+ *
+ *   REC_CALL     function tracer: a call          w0, site, parent ip   24 bytes
+ *   REC_ENTRY    function_graph: an entry         w0, site              16 bytes
+ *   REC_EXIT     function_graph: the innermost    w0                     8 bytes
+ *                open entry returned
+ *   REC_UNWOUND  function_graph: the innermost    w0                     8 bytes
+ *                open entry was left without returning (longjmp, exception)
+ *
+ * An exit names no function: the reader pairs it with its entry by
+ * nesting, as the shadow stack does. A graphed call costs 24 bytes.
+ */
 enum {
-	REC_CALL = 0,    /* function tracer: a call; no exit follows */
-	REC_ENTRY = 1,   /* function_graph: entry; an exit or unwind follows */
-	REC_EXIT = 2,    /* function_graph: the function returned */
-	REC_UNWOUND = 3, /* function_graph: its frame was left without returning (longjmp) */
+	REC_CALL = 0,
+	REC_ENTRY = 1,
+	REC_EXIT = 2,
+	REC_UNWOUND = 3,
 };
-#define REC_INFO(type, parent) ((uint64_t)(type) << 62 | ((uint64_t)(parent) & ((1ull << 62) - 1)))
+#define REC_W0(kind, ts) ((uint64_t)(kind) << 62 | ((ts) & ((1ull << 62) - 1)))
+#define REC_TS(w0) ((w0) & ((1ull << 62) - 1))
 
-/* A graphed call, on the thread's shadow stack: what to return to, and
- * the stack pointer the function will return with (its frame check). */
+/* A graphed call, on the thread's shadow stack. */
 struct shadow {
-	uintptr_t ret, ip, sp;
+	uintptr_t ret;  /* where the call really returns (the caller's return address) */
+	uintptr_t ip;   /* the site */
+	uintptr_t sp;   /* the stack pointer the function will return with: its frame check */
+	uintptr_t hook; /* what its return slot holds while it runs: return_to_handler, or
+			 * the return point inside its per-site trampoline */
+	uint64_t pos;   /* the stream position (in words) of its entry record: FTRACE_THRESH */
 };
 
-#define SHADOW_MAX 1024 /* calls graphed at once per thread; deeper ones are counted, not graphed */
+#define SHADOW_MAX 1024 /* calls graphed at once per thread; deeper, the thread stops graphing */
 
 int ftrt_mode;
 unsigned ftrt_max_depth = SHADOW_MAX; /* FTRACE_DEPTH: calls deeper than this are not graphed */
 uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter leaf calls are not kept */
 
-#define TBUF_RECS (64 * 1024) /* 1.5 MiB of records per thread */
+#define TBUF_WORDS (192 * 1024) /* 1.5 MiB of records per thread */
 
 struct tbuf {
 	struct tbuf *next; /* every live buffer, for the flush at exit (under lock) */
 	int fd;            /* the thread's stream, opened at its first flush; -1 before */
 	int pid, tid;
-	uint32_t n;        /* records in recs */
+	uint32_t n;        /* words in words[] */
 	uint32_t depth;    /* entries on shadow */
+	volatile int busy; /* the tracer runs on this thread: a signal handler's traced calls
+			    * in that window are dropped and counted, not interleaved */
+	int stopped;       /* the shadow stack overflowed: this thread graphs no new call */
+	int suspended;     /* an exception is being unwound: return slots hold real addresses */
+	uint64_t base;     /* words flushed before words[0] */
 	struct shadow shadow[SHADOW_MAX];
-	struct ftrt_rec recs[TBUF_RECS];
+	uint64_t words[TBUF_WORDS];
 };
 
 static __thread struct tbuf *tb __attribute__((tls_model("initial-exec")));
-/* Set while the tracer runs on this thread: a signal handler's traced
- * calls in that window are dropped and counted, not interleaved. */
+/* Set while a thread's buffer is made or torn down (tb not usable). */
 static __thread volatile int busy __attribute__((tls_model("initial-exec")));
 
 static struct tbuf *all;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static _Atomic uint64_t dropped;
-static _Atomic uint64_t overflow; /* calls not graphed: shadow stack full */
+static _Atomic uint64_t overflow; /* calls not graphed: the thread's shadow stack overflowed */
 static _Atomic uint64_t unwound;  /* graphed frames left without returning */
+static _Atomic uint64_t stopped;  /* threads whose shadow stack overflowed */
+static _Atomic uint64_t lost_bytes; /* records recorded but not written (write failed) */
 static int dir_fd = -1;
 static int creator_pid;
 static uint64_t tsc_start, mono_start;
@@ -142,7 +164,7 @@ static void write_all(int fd, const void *buf, size_t len)
 		if (w == -4 /* EINTR */)
 			continue;
 		if (w <= 0) {
-			atomic_fetch_add_explicit(&dropped, len / sizeof(struct ftrt_rec), memory_order_relaxed);
+			atomic_fetch_add_explicit(&lost_bytes, len, memory_order_relaxed);
 			return;
 		}
 		p += w;
@@ -162,16 +184,18 @@ static void flush(struct tbuf *b)
 		memcpy(p, ".trace", 7);
 		b->fd = (int)sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
 		if (b->fd < 0) {
-			atomic_fetch_add_explicit(&dropped, b->n, memory_order_relaxed);
+			atomic_fetch_add_explicit(&lost_bytes, (uint64_t)b->n * 8, memory_order_relaxed);
+			b->base += b->n;
 			b->n = 0;
 			return;
 		}
-		unsigned char hdr[16] = "ftrtrec1";
+		unsigned char hdr[16] = "ftrtrec2";
 		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
 		memcpy(hdr + 8, ids, 8);
 		write_all(b->fd, hdr, sizeof hdr);
 	}
-	write_all(b->fd, b->recs, (size_t)b->n * sizeof(struct ftrt_rec));
+	write_all(b->fd, b->words, (size_t)b->n * sizeof b->words[0]);
+	b->base += b->n;
 	b->n = 0;
 }
 
@@ -208,6 +232,7 @@ static void thread_exit(void *p)
 {
 	struct tbuf *b = p;
 	busy = 1; /* nothing of this thread is traced from here on */
+	b->busy = 1;
 	pthread_mutex_lock(&all_lock);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
@@ -234,7 +259,7 @@ static void after_fork_child(void)
 	pthread_mutex_init(&all_lock, NULL);
 	if (keep) {
 		keep->next = NULL;
-		keep->n = 0;
+		keep->n = 0; /* base goes on counting: no entry of the parent's is "last" here */
 		keep->fd = -1;
 		keep->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
@@ -299,6 +324,8 @@ static int first_build_id(struct dl_phdr_info *info, size_t size, void *data)
 static void trace_stop(void)
 {
 	busy = 1;
+	if (tb)
+		tb->busy = 1;
 	uint64_t tsc_end = rdtsc(), mono_end = mono_ns();
 	pthread_mutex_lock(&all_lock);
 	for (struct tbuf *b = all; b; b = b->next)
@@ -314,7 +341,7 @@ static void trace_stop(void)
 	exe[n > 0 ? n : 0] = 0;
 	uintptr_t bias = 0;
 	dl_iterate_phdr(first_bias, &bias);
-	const char head[] = "format ftrt-trace 1\nrecord 24 ts ip info\nclock tsc\ntracer ";
+	const char head[] = "format ftrt-trace 2\nrecords words\nclock tsc\ntracer ";
 	write_all(fd, head, sizeof head - 1);
 	const char *tracer = ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ";
 	write_all(fd, tracer, strlen(tracer));
@@ -341,6 +368,8 @@ static void trace_stop(void)
 	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
 	meta_line(fd, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
 	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
+	meta_line(fd, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
+	meta_line(fd, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
 	meta_line(fd, "max_depth", ftrt_max_depth);
 	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
@@ -395,104 +424,194 @@ int ftrt_trace_start(const char *dir)
 	return 0;
 }
 
-static inline void emit(struct tbuf *b, uint64_t ts, uint64_t ip, uint64_t info)
+/* Room for a record of up to three words: flush when the buffer is full. */
+static inline uint32_t room(struct tbuf *b)
 {
-	uint32_t i = b->n;
-	struct ftrt_rec *r = &b->recs[i];
-	r->ts = ts;
-	r->ip = ip;
-	r->info = info;
-	if (++i == TBUF_RECS) {
-		b->n = i;
+	uint32_t n = b->n;
+	if (__builtin_expect(n > TBUF_WORDS - 3, 0)) {
 		flush(b);
-		i = 0;
+		n = 0;
 	}
-	b->n = i;
+	return n;
 }
 
 void return_to_handler(void);
 
 /*
- * The hot path, called from ftrace_caller5/6 with the site's address and
- * where the function's return address (the parent ip) is on the stack.
+ * Whether the graphed call sh was left without returning (longjmp, or an
+ * exception the unwinder hooks did not see), seen from a new call or a
+ * return whose stack pointer is sp: its frame is below sp; or its return
+ * slot no longer holds its hook (the frame is gone and the stack was
+ * written over: a longjmp, then a call that pushed stack arguments). At
+ * the same sp with the hook still in place, the caller tail-called the new
+ * function: it stays, and returns after it. While an exception is being
+ * unwound the slots hold the real return addresses (suspended): only the
+ * stack pointer tells then.
  */
-void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
+static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 {
-	if (busy) {
-		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		return;
+	return sh->sp < sp || (!b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook);
+}
+
+/* Pop the calls left without returning, recording each as unwound;
+ * returns the new depth. */
+static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp)
+{
+	uint32_t d = b->depth;
+	while (d > 0 && left(b, &b->shadow[d - 1], sp)) {
+		d--;
+		uint32_t n = room(b);
+		b->words[n] = REC_W0(REC_UNWOUND, ts);
+		b->n = n + 1;
+		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 	}
-	busy = 1;
+	b->depth = d;
+	return d;
+}
+
+/* The thread's buffer, made at its first event; NULL when the tracer
+ * cannot record here (it is already running on this thread: a signal
+ * handler; or the buffer cannot be made). */
+static inline struct tbuf *enter(void)
+{
 	struct tbuf *b = tb;
-	if (__builtin_expect(!b, 0))
-		b = tbuf_new();
 	if (__builtin_expect(b == NULL, 0)) {
-		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-	} else if (ftrt_mode != FTRT_GRAPH) {
-		emit(b, rdtsc(), ip, REC_INFO(REC_CALL, *parent_slot));
-	} else {
-		uint64_t ts = rdtsc();
-		uintptr_t sp = (uintptr_t)(parent_slot + 1);
-		/*
-		 * Frame check at entry. A graphed call whose stack pointer is
-		 * below this one's was left without returning (longjmp); so was
-		 * one at the same stack pointer whose return slot now holds an
-		 * ordinary return address. At the same stack pointer with the
-		 * slot still holding return_to_handler, the caller tail-called
-		 * us: it stays, and returns after us.
-		 */
-		while (b->depth > 0 && (b->shadow[b->depth - 1].sp < sp ||
-					(b->shadow[b->depth - 1].sp == sp && *parent_slot != (uintptr_t)return_to_handler))) {
-			b->depth--;
-			emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
-			atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
-		}
-		if (b->depth < ftrt_max_depth) {
-			struct shadow *sh = &b->shadow[b->depth++];
-			sh->ret = *parent_slot;
-			sh->ip = ip;
-			sh->sp = sp;
-			*parent_slot = (uintptr_t)return_to_handler;
-			emit(b, ts, ip, REC_INFO(REC_ENTRY, sh->ret));
-		} else if (b->depth == SHADOW_MAX) {
-			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
-		}
+		if (busy)
+			goto drop;
+		busy = 1;
+		b = tbuf_new();
+		busy = 0;
+		if (!b)
+			goto drop;
 	}
-	busy = 0;
+	if (__builtin_expect(b->busy, 0))
+		goto drop;
+	b->busy = 1;
+	return b;
+drop:
+	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	return NULL;
 }
 
 /*
- * Called from return_to_handler with the stack pointer the function
- * returned with. Frames deeper than that one were left without returning
- * (longjmp): they are popped and recorded as unwound. Returns where the
- * function really returns to.
+ * Push a graphed call: the site ip, its return slot and what the slot
+ * will hold while it runs (hook). 0 when the call is not graphed: deeper
+ * than FTRACE_DEPTH, or the thread's shadow stack overflowed (it then
+ * stops graphing for good, counted, never a crash).
+ */
+static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook)
+{
+	uint64_t ts = rdtsc();
+	uintptr_t sp = (uintptr_t)(slot + 1);
+	uint32_t d = b->depth;
+	if (__builtin_expect(d > 0 && left(b, &b->shadow[d - 1], sp), 0))
+		d = unwind_to(b, ts, sp);
+	if (__builtin_expect(d >= ftrt_max_depth || b->stopped, 0)) {
+		if (d >= SHADOW_MAX && !b->stopped) {
+			b->stopped = 1;
+			atomic_fetch_add_explicit(&stopped, 1, memory_order_relaxed);
+		}
+		if (b->stopped)
+			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+		return 0;
+	}
+	uint32_t n = room(b);
+	struct shadow *sh = &b->shadow[d];
+	sh->ret = *slot;
+	sh->ip = ip;
+	sh->sp = sp;
+	sh->hook = hook;
+	sh->pos = b->base + n;
+	b->depth = d + 1;
+	b->words[n] = REC_W0(REC_ENTRY, ts);
+	b->words[n + 1] = ip;
+	b->n = n + 2;
+	return 1;
+}
+
+/*
+ * The hot path of the call-site trampolines (ftrace_caller5/6 and the
+ * mcount ones), with the site's address and where the function's return
+ * address (the parent ip) is on the stack. function: one record.
+ * function_graph: push the call and hijack its return through
+ * return_to_handler.
+ */
+void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
+{
+	struct tbuf *b = enter();
+	if (!b)
+		return;
+	if (ftrt_mode != FTRT_GRAPH) {
+		uint32_t n = room(b);
+		b->words[n] = REC_W0(REC_CALL, rdtsc());
+		b->words[n + 1] = ip;
+		b->words[n + 2] = *parent_slot;
+		b->n = n + 3;
+	} else if (graph_push(b, ip, parent_slot, (uintptr_t)return_to_handler)) {
+		*parent_slot = (uintptr_t)return_to_handler;
+	}
+	b->busy = 0;
+}
+
+/*
+ * The hot path of a per-site graph trampoline (ftrace_graph_enter, see
+ * x86_64/entry.S): push the call, whose return slot is slot; the
+ * trampoline then calls the function itself, so it returns to hook
+ * inside the trampoline. 1 if graphed; 0 and the trampoline just jumps
+ * into the function.
+ */
+int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
+{
+	struct tbuf *b = enter();
+	if (!b)
+		return 0;
+	int graphed = graph_push(b, ip, slot, hook);
+	b->busy = 0;
+	return graphed;
+}
+
+/*
+ * Called from return_to_handler (or a trampoline's return path) with the
+ * stack pointer the function returned with. Frames deeper than that one
+ * were left without returning (longjmp): they are popped and recorded as
+ * unwound. Returns where the function really returns to.
  */
 uintptr_t ftrt_graph_exit(uintptr_t sp)
 {
 	struct tbuf *b = tb;
-	busy = 1;
 	uint64_t ts = rdtsc();
-	while (b && b->depth > 0 && b->shadow[b->depth - 1].sp < sp) {
-		b->depth--;
-		emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
-		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
-	}
-	if (!b || b->depth == 0) {
+	if (__builtin_expect(!b || b->depth == 0, 0)) {
+	empty:
 		/* No record of where to return: nothing sane is left to do. */
 		static const char msg[] = "ftrt: function_graph: return with an empty shadow stack\n";
 		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
 		sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
+		__builtin_trap();
 	}
-	struct shadow *sh = &b->shadow[--b->depth];
+	int was_busy = b->busy;
+	b->busy = 1;
+	uint32_t d = b->depth;
+	if (__builtin_expect(b->shadow[d - 1].sp < sp, 0)) {
+		b->suspended++; /* the returning call's slot is spent: judge by sp */
+		d = unwind_to(b, ts, sp);
+		b->suspended--;
+		if (d == 0)
+			goto empty;
+	}
+	struct shadow *sh = &b->shadow[--d];
+	b->depth = d;
 	/* FTRACE_THRESH: a call shorter than the threshold that called
-	 * nothing traced (its entry is still the last record) is taken back. */
-	struct ftrt_rec *last = b->n ? &b->recs[b->n - 1] : NULL;
-	if (ftrt_thresh_tsc && last && last->ip == sh->ip && last->info >> 62 == REC_ENTRY &&
-	    ts - last->ts < ftrt_thresh_tsc)
-		b->n--;
-	else
-		emit(b, ts, sh->ip, REC_INFO(REC_EXIT, 0));
-	busy = 0;
+	 * nothing traced (its entry is still the last record, in the buffer)
+	 * is taken back. */
+	uint32_t n = b->n;
+	if (ftrt_thresh_tsc && sh->pos + 2 == b->base + n && n >= 2 && ts - REC_TS(b->words[n - 2]) < ftrt_thresh_tsc) {
+		b->n = n - 2;
+	} else {
+		n = room(b);
+		b->words[n] = REC_W0(REC_EXIT, ts);
+		b->n = n + 1;
+	}
+	b->busy = was_busy;
 	return sh->ret;
 }
 
@@ -507,13 +626,12 @@ void ftrt_graph_suspend(void)
 	struct tbuf *b = tb;
 	if (!b || ftrt_mode != FTRT_GRAPH)
 		return;
-	busy = 1;
 	for (uint32_t i = 0; i < b->depth; i++) {
 		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
-		if (*slot == (uintptr_t)return_to_handler)
+		if (*slot == b->shadow[i].hook)
 			*slot = b->shadow[i].ret;
 	}
-	busy = 0;
+	b->suspended = 1;
 }
 
 /*
@@ -525,19 +643,24 @@ void ftrt_graph_suspend(void)
 void ftrt_graph_resume(uintptr_t sp)
 {
 	struct tbuf *b = tb;
-	if (!b || ftrt_mode != FTRT_GRAPH)
+	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
 		return;
-	busy = 1;
+	b->busy = 1;
 	uint64_t ts = rdtsc();
-	while (b->depth > 0 && b->shadow[b->depth - 1].sp <= sp) {
-		b->depth--;
-		emit(b, ts, b->shadow[b->depth].ip, REC_INFO(REC_UNWOUND, 0));
+	b->suspended = 0;
+	uint32_t d = b->depth;
+	while (d > 0 && b->shadow[d - 1].sp <= sp) {
+		d--;
+		uint32_t n = room(b);
+		b->words[n] = REC_W0(REC_UNWOUND, ts);
+		b->n = n + 1;
 		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 	}
-	for (uint32_t i = 0; i < b->depth; i++) {
+	b->depth = d;
+	for (uint32_t i = 0; i < d; i++) {
 		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
 		if (*slot == b->shadow[i].ret)
-			*slot = (uintptr_t)return_to_handler;
+			*slot = b->shadow[i].hook;
 	}
-	busy = 0;
+	b->busy = 0;
 }

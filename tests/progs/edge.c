@@ -50,6 +50,12 @@ NOINLINE long vsum(int n, ...)
 	return s;
 }
 
+NOINLINE void *deeper(void *arg)
+{
+	(void)arg;
+	return (void *)(long)deep(3000);
+}
+
 NOINLINE void on_signal(int sig) { handled = leaf(sig); }
 
 NOINLINE void *worker(void *arg)
@@ -91,7 +97,13 @@ int main(void)
 		jumper(5);
 	printf("longjmp %d\n", r);
 
-	printf("deep %d\n", deep(3000));
+	/* Deeper than the shadow stack, on a thread of its own: that thread
+	 * stops graphing, the others go on. */
+	pthread_t dt;
+	void *dres;
+	pthread_create(&dt, NULL, deeper, NULL);
+	pthread_join(dt, &dres);
+	printf("deep %ld\n", (long)dres);
 	printf("float %.2f double %.2f long double %.2Lf\n", fsq(1.5f), dsq(2.5), ldsq(3.5L));
 	struct big b = mkbig(10);
 	printf("struct %ld %ld %ld %ld\n", b.a, b.b, b.c, b.d);

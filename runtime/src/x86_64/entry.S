@@ -193,4 +193,132 @@ return_to_handler:
 	.cfi_endproc
 	.size	return_to_handler, .-return_to_handler
 
+/*
+ * Per-site graph trampolines (function_graph at entry sites).
+ *
+ * Hijacking a return address costs a mispredicted return on every traced
+ * call: the CPU's return stack says "back to the caller", the function
+ * goes to return_to_handler instead. So at sites at a function's entry
+ * (-mfentry, -fpatchable-function-entry) the graph tracer does not
+ * hijack: the site becomes `jmp` to a trampoline of its own, built at
+ * load time (x86_64/site.c) in a page near the code, which *calls* the
+ * function's body, so that every call has its matching return:
+ *
+ *   tramp+0   lea   site(%rip), %r11        the site, for the record
+ *   tramp+7   call  *enter(%rip)            ftrace_graph_enter; ZF=1: not graphed
+ *   tramp+13  je    tramp+30
+ *   tramp+15  add   $8, %rsp                drop the caller's return address
+ *                                           (saved on the shadow stack)...
+ *   tramp+19  call  body                    ...and call the body in its place:
+ *                                           it returns to tramp+24, its hook
+ *   tramp+24  jmp   *leave(%rip)            ftrace_graph_leave
+ *   tramp+30  jmp   body                    not graphed: as if never here
+ *
+ * body is the instruction after the site. The call at tramp+19 puts its
+ * return address exactly where the caller's was, so the function sees its
+ * stack arguments where it expects them; ftrace_graph_leave then returns
+ * to the caller with a `ret` the return stack predicts. r11 is free at a
+ * function's entry (no argument uses it); flags are not live there.
+ *
+ * ftrace_graph_enter: called from tramp+7.
+ *
+ *     72(%rsp) the function's return slot: the caller's return address
+ *     64(%rsp) return into the trampoline = tramp+13 (the hook is +11)
+ *     56(%rsp) rax  (number of vector registers, for varargs)
+ *     48(%rsp) rdi
+ *     40(%rsp) rsi
+ *     32(%rsp) rdx
+ *     24(%rsp) rcx
+ *     16(%rsp) r8
+ *      8(%rsp) r9
+ *      0(%rsp) r10  (static chain)       <- rsp, 16-byte aligned
+ *
+ * At the function's entry rsp was 8 mod 16; the call made it 0, and eight
+ * pushes keep it so for the C call. ftrt_graph_enter(ip, slot, hook)
+ * returns 1 when it pushed the call on the shadow stack; the test sets
+ * ZF for the trampoline, and the pops leave the flags alone.
+ */
+	.text
+	.globl	ftrace_graph_enter
+	.type	ftrace_graph_enter, @function
+	.p2align 4
+ftrace_graph_enter:
+	.cfi_startproc
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%r8
+	.cfi_adjust_cfa_offset 8
+	pushq	%r9
+	.cfi_adjust_cfa_offset 8
+	pushq	%r10
+	.cfi_adjust_cfa_offset 8
+	movq	%r11, %rdi			/* arg 1: the site */
+	leaq	72(%rsp), %rsi			/* arg 2: the function's return slot */
+	movq	64(%rsp), %rdx
+	addq	$11, %rdx			/* arg 3: the hook, tramp+24 */
+	call	ftrt_graph_enter
+	testl	%eax, %eax			/* ZF=1: not graphed */
+	popq	%r10
+	.cfi_adjust_cfa_offset -8
+	popq	%r9
+	.cfi_adjust_cfa_offset -8
+	popq	%r8
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdi
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size	ftrace_graph_enter, .-ftrace_graph_enter
+
+/*
+ * ftrace_graph_leave: jumped to from tramp+24 when the function has
+ * returned there. rsp is what it was before the caller's call (16-byte
+ * aligned); the return value is live in rax and rdx, xmm0 and xmm1, or
+ * st0, and the C exit hook (-mgeneral-regs-only) touches only the first
+ * two, saved here:
+ *
+ *     24(%rsp) the function's old return slot: gets the real return address
+ *     16(%rsp) padding
+ *      8(%rsp) rdx
+ *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ *
+ * ftrt_graph_exit(sp) records the exit and gives the real return address;
+ * the final `ret` goes there, as the caller's call predicted.
+ */
+	.text
+	.globl	ftrace_graph_leave
+	.type	ftrace_graph_leave, @function
+	.p2align 4
+ftrace_graph_leave:
+	.cfi_startproc
+	.cfi_undefined rip			/* the caller's return address is on the shadow stack */
+	subq	$32, %rsp
+	movq	%rax, 0(%rsp)
+	movq	%rdx, 8(%rsp)
+	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	call	ftrt_graph_exit			/* rax = the real return address */
+	movq	%rax, 24(%rsp)
+	movq	8(%rsp), %rdx
+	movq	0(%rsp), %rax
+	addq	$24, %rsp
+	ret
+	.cfi_endproc
+	.size	ftrace_graph_leave, .-ftrace_graph_leave
+
 	.section .note.GNU-stack, "", @progbits

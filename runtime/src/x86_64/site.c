@@ -164,17 +164,138 @@ void ftrace_caller6(void);
 void ftrace_mcount_caller5(void);
 void ftrace_mcount_caller6(void);
 void ftrace_stub(void);
+void ftrace_graph_enter(void);
+void ftrace_graph_leave(void);
 
-/* e8 rel32 to ftrace_caller5, or 67 e8 rel32 to ftrace_caller6 (the
- * mcount variants for sites after the prologue): the
- * return address, and so the instruction after the site, is site + len
- * in either case (see nops.X86Call and nops.X86Call6). */
+/*
+ * Per-site graph trampolines (the layout is drawn in entry.S), in chunks
+ * mapped near the code they serve: a site reaches its trampoline with a
+ * rel32 jump, so the chunk must lie within ±2 GiB of it. A chunk starts
+ * with the addresses of ftrace_graph_enter and ftrace_graph_leave, which
+ * every trampoline in it calls and jumps through (rip-relative, so the
+ * runtime itself may be anywhere). Chunks are written while the load-time
+ * pass runs and made read-only and executable at its end
+ * (ftrt_arch_seal): never writable and executable at once.
+ */
+#define TRAMP_SIZE 40
+#define CHUNK_SIZE (256 * 1024)
+#define CHUNK_MAX 1024
+#define CHUNK_HEAD 16 /* enter, leave */
+
+static unsigned char *chunks[CHUNK_MAX];
+static int nchunks;
+static size_t chunk_used; /* bytes used of the last chunk */
+
+static int near(uintptr_t a, uintptr_t b)
+{
+	int64_t d = (int64_t)(a - b);
+	return d > -(1ll << 31) + CHUNK_SIZE && d < (1ll << 31) - CHUNK_SIZE;
+}
+
+/* A new chunk within reach of ip: ask for places above and below it,
+ * 64 MiB apart, until the kernel grants one in reach. */
+static unsigned char *chunk_near(uintptr_t ip)
+{
+	if (nchunks == CHUNK_MAX)
+		return NULL;
+	for (int k = 1; k < 30; k++) {
+		int64_t step = (int64_t)(k / 2 + 1) * (64ll << 20);
+		uintptr_t hint = ((k & 1) ? ip + (uintptr_t)step : ip - (uintptr_t)step) & ~(uintptr_t)0xffff;
+		void *m = mmap((void *)hint, CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			continue;
+		if (!near((uintptr_t)m, ip)) {
+			munmap(m, CHUNK_SIZE);
+			continue;
+		}
+		unsigned char *c = m;
+		uintptr_t fns[2] = { (uintptr_t)ftrace_graph_enter, (uintptr_t)ftrace_graph_leave };
+		memcpy(c, fns, sizeof fns);
+		chunks[nchunks++] = c;
+		chunk_used = CHUNK_HEAD;
+		return c;
+	}
+	return NULL;
+}
+
+static void put32(unsigned char *p, int64_t v)
+{
+	int32_t r = (int32_t)v;
+	memcpy(p, &r, 4);
+}
+
+/* The trampoline of the site at ip (len bytes): its address, or 0 when
+ * no chunk in reach could be had. */
+static uintptr_t tramp_new(uintptr_t ip, int len)
+{
+	unsigned char *c = nchunks ? chunks[nchunks - 1] : NULL;
+	if (!c || !near((uintptr_t)c, ip) || chunk_used + TRAMP_SIZE > CHUNK_SIZE)
+		c = chunk_near(ip);
+	if (!c)
+		return 0;
+	unsigned char *t = c + chunk_used;
+	uintptr_t at = (uintptr_t)t, body = ip + (uintptr_t)len;
+	chunk_used += TRAMP_SIZE;
+	/* +0  lea site(%rip), %r11 */
+	t[0] = 0x4c, t[1] = 0x8d, t[2] = 0x1d;
+	put32(t + 3, (int64_t)(ip - (at + 7)));
+	/* +7  call *enter(%rip) */
+	t[7] = 0xff, t[8] = 0x15;
+	put32(t + 9, (int64_t)((uintptr_t)c - (at + 13)));
+	/* +13 je +30 */
+	t[13] = 0x74, t[14] = 30 - 15;
+	/* +15 add $8, %rsp */
+	t[15] = 0x48, t[16] = 0x83, t[17] = 0xc4, t[18] = 0x08;
+	/* +19 call body */
+	t[19] = 0xe8;
+	put32(t + 20, (int64_t)(body - (at + 24)));
+	/* +24 jmp *leave(%rip) */
+	t[24] = 0xff, t[25] = 0x25;
+	put32(t + 26, (int64_t)((uintptr_t)c + 8 - (at + 30)));
+	/* +30 jmp body */
+	t[30] = 0xe9;
+	put32(t + 31, (int64_t)(body - (at + 35)));
+	/* +35 int3 padding, never run */
+	memset(t + 35, 0xcc, TRAMP_SIZE - 35);
+	return at;
+}
+
+void ftrt_arch_seal(void)
+{
+	for (int i = 0; i < nchunks; i++)
+		mprotect(chunks[i], CHUNK_SIZE, PROT_READ | PROT_EXEC);
+}
+
+/*
+ * The bytes that enable the site at ip of len bytes (into buf), at a
+ * function's entry or after its prologue (-pg); 0, or -1 when the target
+ * is out of reach. The return address of a call, and so the instruction
+ * after the site, is site + len in every form (see nops.X86Call and
+ * nops.X86Call6):
+ *
+ *   e8 rel32         call ftrace_caller5 (or ftrace_mcount_caller5)
+ *   67 e8 rel32      addr32 call ftrace_caller6 (ftrace_mcount_caller6)
+ *   e8/67 e8         call ftrace_stub: the empty tracer
+ *   e9 rel32 [90]    function_graph at an entry: jmp to the site's own
+ *                    trampoline (the 90 after a 6-byte site's jump is
+ *                    never run)
+ */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
 	uintptr_t target = entry ? (len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5)
 				 : (len == 6 ? (uintptr_t)ftrace_mcount_caller6 : (uintptr_t)ftrace_mcount_caller5);
 	if (ftrt_mode == FTRT_NOP)
 		target = (uintptr_t)ftrace_stub; /* the empty tracer: call and return */
+	if (ftrt_mode == FTRT_GRAPH && entry) {
+		uintptr_t t = tramp_new(ip, len);
+		if (t) {
+			buf[0] = 0xe9; /* jmp rel32 */
+			put32(buf + 1, (int64_t)(t - (ip + 5)));
+			buf[5] = 0x90;
+			return 0;
+		}
+		/* No trampoline: hijack the return instead. */
+	}
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
