@@ -33,6 +33,7 @@ var ErrFormat = errors.New("malformed trace")
 type Meta struct {
 	Format  string // "ftrt-trace 2"
 	Tracer  string // "function" or "function_graph"
+	Clock   string // "tsc" (rdtsc ticks) or "mono" (CLOCK_MONOTONIC ns, where the TSC is not trusted)
 	Exe     string // the traced executable, as the process saw it
 	BuildID string // its GNU build-id (hex), if it has one
 	Pid     int
@@ -150,6 +151,8 @@ func readMeta(path string, m *Meta) error {
 			m.Format = val
 		case "tracer":
 			m.Tracer = val
+		case "clock":
+			m.Clock = val
 		case "exe":
 			m.Exe = val
 		case "build_id":

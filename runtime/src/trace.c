@@ -27,6 +27,7 @@
  * graphing (counted): never a crash.
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -141,6 +142,39 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The clock of every record. rdtsc when the TSC ticks at a constant rate
+ * whatever the CPU's power state and is what the kernel keeps time with:
+ * the CPU says its TSC is invariant (CPUID 0x80000007, EDX bit 8), or
+ * Linux chose it as its clocksource after checking it. Otherwise (or with
+ * FTRACE_CLOCK=mono) CLOCK_MONOTONIC in ns, through the vDSO: slower, but
+ * never wrong. The metadata names the clock.
+ */
+static int clock_mono;
+
+static int tsc_trusted(void)
+{
+	unsigned a, b, c, d;
+	if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007 && __get_cpuid(0x80000007, &a, &b, &c, &d) &&
+	    (d & (1u << 8)))
+		return 1;
+	char cs[16] = "";
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		long n = read(fd, cs, sizeof cs - 1);
+		close(fd);
+		cs[n > 0 ? n : 0] = 0;
+	}
+	return strcmp(cs, "tsc\n") == 0;
+}
+
+static inline uint64_t now(void)
+{
+	if (__builtin_expect(clock_mono, 0))
+		return mono_ns();
+	return rdtsc();
 }
 
 /* Decimal digits of v at p; returns the end. */
@@ -326,7 +360,7 @@ static void trace_stop(void)
 	busy = 1;
 	if (tb)
 		tb->busy = 1;
-	uint64_t tsc_end = rdtsc(), mono_end = mono_ns();
+	uint64_t tsc_end = now(), mono_end = mono_ns();
 	pthread_mutex_lock(&all_lock);
 	for (struct tbuf *b = all; b; b = b->next)
 		flush(b);
@@ -341,8 +375,10 @@ static void trace_stop(void)
 	exe[n > 0 ? n : 0] = 0;
 	uintptr_t bias = 0;
 	dl_iterate_phdr(first_bias, &bias);
-	const char head[] = "format ftrt-trace 2\nrecords words\nclock tsc\ntracer ";
+	const char head[] = "format ftrt-trace 2\nrecords words\nclock ";
 	write_all(fd, head, sizeof head - 1);
+	const char *clock = clock_mono ? "mono\ntracer " : "tsc\ntracer ";
+	write_all(fd, clock, strlen(clock));
 	const char *tracer = ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ";
 	write_all(fd, tracer, strlen(tracer));
 	write_all(fd, exe, strlen(exe));
@@ -387,6 +423,8 @@ static void trace_stop(void)
  * uses the whole run). Integer arithmetic: the runtime has no FP. */
 uint64_t ftrt_ns_to_tsc(uint64_t ns)
 {
+	if (clock_mono)
+		return ns;
 	uint64_t t0 = rdtsc(), m0 = mono_ns(), m1;
 	while ((m1 = mono_ns()) - m0 < 2000000)
 		;
@@ -417,8 +455,10 @@ int ftrt_trace_start(const char *dir)
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return -1;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	const char *clk = getenv("FTRACE_CLOCK");
+	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
 	creator_pid = getpid();
-	tsc_start = rdtsc();
+	tsc_start = now();
 	mono_start = mono_ns();
 	atexit(trace_stop);
 	return 0;
@@ -501,7 +541,7 @@ drop:
  */
 static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 {
-	uint64_t ts = rdtsc();
+	uint64_t ts = now();
 	uintptr_t sp = (uintptr_t)(slot + 1);
 	uint32_t d = b->depth;
 	if (__builtin_expect(d > 0 && left(b, &b->shadow[d - 1], sp), 0))
@@ -543,7 +583,7 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 		return;
 	if (ftrt_mode != FTRT_GRAPH) {
 		uint32_t n = room(b);
-		b->words[n] = REC_W0(REC_CALL, rdtsc());
+		b->words[n] = REC_W0(REC_CALL, now());
 		b->words[n + 1] = ip;
 		b->words[n + 2] = *parent_slot;
 		b->n = n + 3;
@@ -579,7 +619,7 @@ int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 uintptr_t ftrt_graph_exit(uintptr_t sp)
 {
 	struct tbuf *b = tb;
-	uint64_t ts = rdtsc();
+	uint64_t ts = now();
 	if (__builtin_expect(!b || b->depth == 0, 0)) {
 	empty:
 		/* No record of where to return: nothing sane is left to do. */
@@ -646,7 +686,7 @@ void ftrt_graph_resume(uintptr_t sp)
 	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
 		return;
 	b->busy = 1;
-	uint64_t ts = rdtsc();
+	uint64_t ts = now();
 	b->suspended = 0;
 	uint32_t d = b->depth;
 	while (d > 0 && b->shadow[d - 1].sp <= sp) {
