@@ -77,8 +77,8 @@ const struct ftrt_func *ftrt_func_at(uintptr_t addr);
 /* The tracers (trace.c). */
 enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };
 extern int ftrt_mode;
-extern unsigned ftrt_max_depth;
-extern uint64_t ftrt_thresh_tsc;
+extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
+extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
 int ftrt_trace_start(const char *dir);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);

@@ -32,6 +32,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "layout.h"
 
 /*
  * Records: little-endian 64-bit words, appended to the thread's buffer.
@@ -58,12 +60,6 @@
  * An exit names no function: the reader pairs it with its entry by
  * nesting, as the shadow stack does. A graphed call costs 24 bytes.
  */
-enum {
-	REC_CALL = 0,
-	REC_ENTRY = 1,
-	REC_EXIT = 2,
-	REC_UNWOUND = 3,
-};
 #define REC_W0(kind, ts) ((uint64_t)(kind) << 62 | ((ts) & ((1ull << 62) - 1)))
 #define REC_TS(w0) ((w0) & ((1ull << 62) - 1))
 
@@ -77,13 +73,11 @@ struct shadow {
 	uint64_t pos;   /* the stream position (in words) of its entry record: FTRACE_THRESH */
 };
 
-#define SHADOW_MAX 1024 /* calls graphed at once per thread; deeper, the thread stops graphing */
 
 int ftrt_mode;
 unsigned ftrt_max_depth = SHADOW_MAX; /* FTRACE_DEPTH: calls deeper than this are not graphed */
 uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter leaf calls are not kept */
 
-#define TBUF_WORDS (192 * 1024) /* 1.5 MiB of records per thread */
 
 struct tbuf {
 	struct tbuf *next; /* every live buffer, for the flush at exit (under lock) */
@@ -100,7 +94,19 @@ struct tbuf {
 	uint64_t words[TBUF_WORDS];
 };
 
-static __thread struct tbuf *tb __attribute__((tls_model("initial-exec")));
+_Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, depth) == TB_DEPTH &&
+		       offsetof(struct tbuf, busy) == TB_BUSY && offsetof(struct tbuf, stopped) == TB_STOPPED &&
+		       offsetof(struct tbuf, suspended) == TB_SUSPENDED && offsetof(struct tbuf, base) == TB_BASE &&
+		       offsetof(struct tbuf, shadow) == TB_SHADOW && offsetof(struct tbuf, words) == TB_WORDS,
+	       "layout.h: struct tbuf");
+_Static_assert(offsetof(struct shadow, ret) == SH_RET && offsetof(struct shadow, ip) == SH_IP &&
+		       offsetof(struct shadow, sp) == SH_SP && offsetof(struct shadow, hook) == SH_HOOK &&
+		       offsetof(struct shadow, pos) == SH_POS && sizeof(struct shadow) == SH_SIZE,
+	       "layout.h: struct shadow");
+
+/* The thread's buffer (read by the fast paths in entry.S too). */
+__thread struct tbuf *ftrt_tb __attribute__((tls_model("initial-exec"), visibility("hidden")));
+#define tb ftrt_tb
 /* Set while a thread's buffer is made or torn down (tb not usable). */
 static __thread volatile int busy __attribute__((tls_model("initial-exec")));
 
@@ -152,7 +158,8 @@ static uint64_t mono_ns(void)
  * FTRACE_CLOCK=mono) CLOCK_MONOTONIC in ns, through the vDSO: slower, but
  * never wrong. The metadata names the clock.
  */
-static int clock_mono;
+__attribute__((visibility("hidden"))) int ftrt_clock_mono; /* read by entry.S */
+#define clock_mono ftrt_clock_mono
 
 static int tsc_trusted(void)
 {

@@ -220,7 +220,125 @@ return_to_handler:
  * to the caller with a `ret` the return stack predicts. r11 is free at a
  * function's entry (no argument uses it); flags are not live there.
  *
- * ftrace_graph_enter: called from tramp+7.
+ * ftrace_graph_enter: called from tramp+7, with r11 = the site. The
+ * common case is written out here, without a C call: the thread has a
+ * buffer with room, is not in the tracer already (a signal handler), has
+ * not overflowed or gone past FTRACE_DEPTH, no exception is being
+ * unwound, the clock is the TSC, and the call on top of the shadow stack
+ * is still live (its frame is above ours and its return slot still holds
+ * its hook). Anything else goes to the C path (.Lenter_slow), which
+ * handles it all. Fast path frame:
+ *
+ *     40(%rsp) the function's return slot: the caller's return address
+ *     32(%rsp) return into the trampoline = tramp+13 (the hook is +11)
+ *     24(%rsp) rax  (number of vector registers, for varargs)
+ *     16(%rsp) rcx  (argument 4)
+ *      8(%rsp) rdx  (argument 3)
+ *      0(%rsp) rsi  (argument 2)
+ *
+ * Registers: rcx = the thread's struct tbuf (layout.h), eax = depth, then
+ * scratch; rsi = shadow entries, then &words[n]; rdx:rax = rdtsc. The
+ * entry record is words[n] = REC_ENTRY << 62 | ts, words[n+1] = site;
+ * the shadow entry {caller's return address, site, sp, hook, position}.
+ * busy is held across the updates, so a signal handler's traced calls
+ * cannot interleave (they take the C path, which drops them).
+ */
+#include "../layout.h"
+
+	.hidden	ftrt_tb
+	.hidden	ftrt_clock_mono
+	.hidden	ftrt_max_depth
+	.text
+	.globl	ftrace_graph_enter
+	.type	ftrace_graph_enter, @function
+	.p2align 4
+ftrace_graph_enter:
+	.cfi_startproc
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	movq	ftrt_tb@gottpoff(%rip), %rcx
+	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	testq	%rcx, %rcx
+	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
+	movl	TB_BUSY(%rcx), %eax
+	orl	TB_STOPPED(%rcx), %eax
+	orl	TB_SUSPENDED(%rcx), %eax
+	orl	ftrt_clock_mono(%rip), %eax
+	jnz	.Lenter_slow
+	cmpl	$TBUF_WORDS-2, TB_N(%rcx)
+	ja	.Lenter_slow			/* no room for the record: C flushes */
+	movl	TB_DEPTH(%rcx), %eax		/* d */
+	cmpl	ftrt_max_depth(%rip), %eax
+	jae	.Lenter_slow			/* FTRACE_DEPTH, or the shadow stack full */
+	movl	$1, TB_BUSY(%rcx)
+	testl	%eax, %eax
+	jz	1f
+	leaq	(%rax,%rax,4), %rsi
+	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi,8), %rsi	/* &shadow[d-1]: the call on top */
+	leaq	48(%rsp), %rdx			/* our sp: the function will return with it */
+	cmpq	%rdx, SH_SP(%rsi)
+	jb	.Lenter_unbusy			/* top's frame is below ours: it was left */
+	movq	SH_SP(%rsi), %rdx
+	movq	-8(%rdx), %rdx			/* top's return slot... */
+	cmpq	%rdx, SH_HOOK(%rsi)
+	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
+1:	leaq	(%rax,%rax,4), %rsi
+	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
+	incl	%eax
+	movl	%eax, TB_DEPTH(%rcx)
+	movq	40(%rsp), %rax
+	movq	%rax, SH_RET(%rsi)		/* the caller's return address */
+	movq	%r11, SH_IP(%rsi)		/* the site */
+	leaq	48(%rsp), %rax
+	movq	%rax, SH_SP(%rsi)		/* sp at the return */
+	movq	32(%rsp), %rax
+	addq	$11, %rax
+	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
+	movl	TB_N(%rcx), %eax		/* n */
+	movq	TB_BASE(%rcx), %rdx
+	addq	%rax, %rdx
+	movq	%rdx, SH_POS(%rsi)		/* where the entry record goes in the stream */
+	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
+	addl	$2, TB_N(%rcx)
+	movq	%r11, 8(%rsi)			/* words[n+1] = site */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	shlq	$2, %rax			/* 62 bits of timestamp... */
+	shrq	$2, %rax
+	btsq	$62, %rax			/* ...under REC_ENTRY */
+	movq	%rax, (%rsi)			/* words[n] */
+	movl	$0, TB_BUSY(%rcx)
+	testq	%rsp, %rsp			/* ZF=0: graphed */
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_adjust_cfa_offset 32
+.Lenter_unbusy:
+	movl	$0, TB_BUSY(%rcx)
+.Lenter_slow:
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+/*
+ * The C path, with the frame as at ftrace_graph_enter's entry:
  *
  *     72(%rsp) the function's return slot: the caller's return address
  *     64(%rsp) return into the trampoline = tramp+13 (the hook is +11)
@@ -238,12 +356,6 @@ return_to_handler:
  * returns 1 when it pushed the call on the shadow stack; the test sets
  * ZF for the trampoline, and the pops leave the flags alone.
  */
-	.text
-	.globl	ftrace_graph_enter
-	.type	ftrace_graph_enter, @function
-	.p2align 4
-ftrace_graph_enter:
-	.cfi_startproc
 	pushq	%rax
 	.cfi_adjust_cfa_offset 8
 	pushq	%rdi
@@ -290,17 +402,24 @@ ftrace_graph_enter:
  * ftrace_graph_leave: jumped to from tramp+24 when the function has
  * returned there. rsp is what it was before the caller's call (16-byte
  * aligned); the return value is live in rax and rdx, xmm0 and xmm1, or
- * st0, and the C exit hook (-mgeneral-regs-only) touches only the first
- * two, saved here:
+ * st0. Nothing here touches the vector or x87 registers (nor does the C
+ * exit hook, built -mgeneral-regs-only); rax and rdx are saved; rcx, rsi,
+ * rdi and r8-r11 are dead after a return.
  *
  *     24(%rsp) the function's old return slot: gets the real return address
  *     16(%rsp) padding
  *      8(%rsp) rdx
  *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
  *
- * ftrt_graph_exit(sp) records the exit and gives the real return address;
- * the final `ret` goes there, as the caller's call predicted.
+ * The common case is written out: the call on top of the shadow stack is
+ * the one returning (its sp is ours), the buffer has room, no threshold,
+ * the clock is the TSC. The exit record is one word, REC_EXIT << 62 | ts;
+ * busy is held while the shadow stack and the buffer change.
+ * Anything else goes to ftrt_graph_exit(sp), which records the exit (and
+ * any calls a longjmp left) and gives the real return address. Either
+ * way the final `ret` goes there, as the caller's call predicted.
  */
+	.hidden	ftrt_thresh_tsc
 	.text
 	.globl	ftrace_graph_leave
 	.type	ftrace_graph_leave, @function
@@ -311,9 +430,44 @@ ftrace_graph_leave:
 	subq	$32, %rsp
 	movq	%rax, 0(%rsp)
 	movq	%rdx, 8(%rsp)
+	movq	ftrt_tb@gottpoff(%rip), %rcx
+	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	testq	%rcx, %rcx
+	jz	.Lleave_slow
+	movl	TB_BUSY(%rcx), %eax
+	orl	ftrt_clock_mono(%rip), %eax
+	orq	ftrt_thresh_tsc(%rip), %rax
+	jnz	.Lleave_slow
+	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
+	ja	.Lleave_slow
+	movl	TB_DEPTH(%rcx), %eax
+	testl	%eax, %eax
+	jz	.Lleave_slow
+	leaq	(%rax,%rax,4), %rsi
+	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi,8), %rsi	/* &shadow[d-1] */
+	leaq	32(%rsp), %rdi
+	cmpq	%rdi, SH_SP(%rsi)
+	jne	.Lleave_slow			/* not the call on top: a longjmp left some */
+	movl	$1, TB_BUSY(%rcx)
+	movq	SH_RET(%rsi), %rdi
+	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
+	decl	TB_DEPTH(%rcx)
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	shlq	$2, %rax			/* 62 bits of timestamp... */
+	shrq	$2, %rax
+	btsq	$63, %rax			/* ...under REC_EXIT */
+	movl	TB_N(%rcx), %edx
+	incl	TB_N(%rcx)
+	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
+	movl	$0, TB_BUSY(%rcx)
+	jmp	.Lleave_done
+.Lleave_slow:
 	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = the real return address */
 	movq	%rax, 24(%rsp)
+.Lleave_done:
 	movq	8(%rsp), %rdx
 	movq	0(%rsp), %rax
 	addq	$24, %rsp
