@@ -282,44 +282,59 @@ func TestGraphLimits(t *testing.T) {
 func TestOptimized(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
 		for _, flags := range x86Traced {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				dir := t.TempDir()
-				prog := traced(t, tg, dir, "-O2 "+flags, true, progSources...)
-				wantOut, _, wantCode, err := runStatus(dir, prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
-				for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
-					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+			for _, pie := range []bool{true, false} {
+				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					dir := t.TempDir()
+					prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
+					wantOut, _, wantCode, err := runStatus(dir, prog)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got != wantOut || code != wantCode {
-						t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
+					fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
+					for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
+						got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got != wantOut || code != wantCode {
+							t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
+						}
 					}
-				}
-				counts := traceCounts(t, fn)
-				_, threads := graphOf(t, graph)
-				checkNesting(t, threads)
-				calls := map[string]int{}
-				for _, s := range trace.Stats(threads) {
-					calls[s.Func] = s.Calls
-				}
-				if len(counts) < 3 {
-					t.Errorf("only %d functions traced: %v", len(counts), counts)
-				}
-				for f, n := range counts {
-					if calls[f] != n {
-						t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
+					counts := traceCounts(t, fn)
+					_, threads := graphOf(t, graph)
+					checkNesting(t, threads)
+					calls := map[string]int{}
+					for _, s := range trace.Stats(threads) {
+						calls[s.Func] = s.Calls
 					}
-				}
-				if len(calls) != len(counts) {
-					t.Errorf("function tracer saw %v, graph %v", counts, calls)
-				}
-			})
+					if len(counts) < 3 {
+						t.Errorf("only %d functions traced: %v", len(counts), counts)
+					}
+					for f, n := range counts {
+						if calls[f] != n {
+							t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
+						}
+					}
+					if len(calls) != len(counts) {
+						t.Errorf("function tracer saw %v, graph %v", counts, calls)
+					}
+					// The graph against a golden per compiler (the site flags
+					// change nothing -O2 inlines; the compiler does), fib left
+					// out as in TestFunctionGraph.
+					nofib := filepath.Join(dir, "nofib")
+					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + nofib}, prog); err != nil {
+						t.Fatal(err)
+					}
+					tr2, threads2 := graphOf(t, nofib)
+					var replay bytes.Buffer
+					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
+						t.Fatal(err)
+					}
+					golden.Check(t, filepath.Join("testdata", "graph-O2-"+tg.name+".golden"), masked(replay.Bytes()))
+				})
+			}
 		}
 	}
 }
