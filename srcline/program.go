@@ -365,6 +365,9 @@ func (r *reader) run(h header, prog []byte, files []uint32) error {
 	backwards := false
 	emit := func() error {
 		i := file - first
+		if h.version >= 5 && file == 1 && len(files) == 1 {
+			i = 0 // the default file 1 with only file 0 listed: DWARF 5 does not say; take the only one, as delve does
+		}
 		if file < first || i >= uint64(len(files)) {
 			return fmt.Errorf("line program at +0x%x: file %d out of range (%d files)", c.off, file, len(files))
 		}
@@ -377,8 +380,8 @@ func (r *reader) run(h header, prog []byte, files []uint32) error {
 			if addr < last.addr {
 				backwards = true
 			}
-			if addr == last.addr || last.file == files[i] && last.line == line {
-				return nil // keep the first row at an address, and only changes
+			if addr == last.addr {
+				return nil // keep the first row at an address
 			}
 		}
 		r.rows = append(r.rows, row{addr, files[i], line})

@@ -121,11 +121,24 @@ func Read(f *elfx.File) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{t: t, code: codeRanges(f), fileIdx: map[string]uint32{}, lineStr: lineStr, sec: name}
+	if err := t.read(name, data, lineStr, codeRanges(f)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// read reads the units of the line table data (from section name), with
+// the .debug_line_str contents lineStr, keeping the sequences that start
+// in the code ranges.
+func (t *Table) read(name string, data, lineStr []byte, code [][2]uint64) error {
+	r := &reader{t: t, code: code, fileIdx: map[string]uint32{}, lineStr: lineStr, sec: name}
+	// Compilers spend about 4 to 8 bytes of program per row: sizing for
+	// that spares most of the copying as the rows grow.
+	r.rows = make([]row, 0, len(data)/6)
 	for off := 0; off < len(data); {
 		n, err := r.unit(data, off)
 		if err != nil {
-			return nil, fmt.Errorf("section %q: unit at 0x%x: %w", name, off, err)
+			return fmt.Errorf("section %q: unit at 0x%x: %w", name, off, err)
 		}
 		if n == 0 {
 			break
@@ -133,7 +146,7 @@ func Read(f *elfx.File) (*Table, error) {
 		off += n
 	}
 	r.finish()
-	return t, nil
+	return nil
 }
 
 // codeRanges lists the address ranges of the file's code sections. Line
