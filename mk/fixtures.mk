@@ -142,3 +142,99 @@ fixtures-check: fixtures
 fixtures-force:
 
 .DEFAULT_GOAL := $(fixture_saved_goal)
+
+# Linked fixtures (sites/testdata/linked): small programs and shared
+# objects for `ftpatch sites`, linked without libc against the stand-in
+# hooks of runtime/stub rather than the runtime, so that changing the
+# runtime does not change them. Named like the objects, without a suffix:
+# <case>-<arch>-<cc>-<token>..., the source <case>.c or <case>.S beside
+# them. Tokens beyond the compile flags above:
+#
+#	g       -g (DWARF 5: the default of gcc 12 and clang 14)
+#	dwarf4  -gdwarf-4
+#	gz      -gz, and the linker keeps the debug sections zlib-compressed
+#	nopie   also links with -no-pie
+#	shared  compiles with -fPIC, links with -shared
+#	rec     runs recordmcount on the object before linking
+#	strip   links with -s: no .symtab
+#
+# The object goes through build/fixtures; recordmcount is built there from
+# this tree, so a change in what it writes shows in fixtures-check.
+
+FIXTURE_LINKED_DIR := sites/testdata/linked
+
+FIXTURE_LINKED := \
+	prog-x86_64-gcc-O2-g-pg-mfentry-rec \
+	prog-x86_64-gcc-O2-g-pg-mfentry-nopie-rec \
+	prog-x86_64-gcc-O2-pg-mfentry-mrecord-nopie \
+	prog-x86_64-gcc-O2-g-pg-rec \
+	prog-x86_64-clang-O2-g-pg-mfentry-rec \
+	prog-x86_64-gcc-O2-g-pfe5-rec \
+	prog-x86_64-gcc-O2-dwarf4-pg-mfentry-rec \
+	prog-x86_64-gcc-O2-g-gz-pg-mfentry-nopie-rec \
+	prog-x86_64-gcc-O2-g-pg-mfentry-shared-rec \
+	prog-x86_64-gcc-O2-pg-mfentry-rec-strip \
+	prog-arm64-gcc-O2-g-pfe4_2-align8-rec \
+	prog-arm64-gcc-O2-g-pfe2-rec \
+	prog-arm64-gcc-O2-g-pg-rec \
+	callsx86-x86_64-gcc-shared \
+	callsarm64-arm64-gcc-shared
+
+FIXTURE_FLAG_g      := -g
+FIXTURE_FLAG_dwarf4 := -gdwarf-4
+FIXTURE_FLAG_gz     := -gz
+FIXTURE_FLAG_shared := -fPIC
+FIXTURE_FLAG_rec    :=
+FIXTURE_FLAG_strip  :=
+
+FIXTURE_LINK_nopie  := -no-pie
+FIXTURE_LINK_shared := -shared
+FIXTURE_LINK_gz     := -Wl,--compress-debug-sections=zlib
+FIXTURE_LINK_strip  := -s
+
+# No libc, no build ID (it would differ per build), no padding pages.
+FIXTURE_LINK_COMMON := -nostdlib -Wl,--build-id=none -Wl,-z,noseparate-code \
+	-Wl,-z,max-page-size=4096 -Wl,-z,common-page-size=4096
+
+FIXTURE_STUB_x86_64 := runtime/stub/hooks_x86_64.S
+FIXTURE_STUB_arm64  := runtime/stub/hooks_arm64.S
+
+FIXTURE_BUILD        := build/fixtures
+FIXTURE_RECORDMCOUNT := $(FIXTURE_BUILD)/recordmcount
+
+FIXTURE_LINKED_PATHS := $(FIXTURE_LINKED:%=$(FIXTURE_LINKED_DIR)/%)
+
+fixture_linked_src = $(or $(firstword $(wildcard $(foreach x,c S,$(FIXTURE_LINKED_DIR)/$(call fixture_case,$(1)).$(x)))),$(error fixtures: $(1): no source $(FIXTURE_LINKED_DIR)/$(call fixture_case,$(1)).c or .S))
+fixture_has    = $(filter $(2),$(call fixture_tokens,$(1)))
+fixture_ccl    = $(or $(FIXTURE_CC_$(call fixture_arch,$(1))_$(call fixture_cc,$(1))_c),$(error fixtures: $(1): no compiler FIXTURE_CC_$(call fixture_arch,$(1))_$(call fixture_cc,$(1))_c))
+fixture_link   = $(FIXTURE_LINK_COMMON) $(if $(call fixture_has,$(1),shared),,-Wl,-e,main) $(foreach t,$(call fixture_tokens,$(1)),$(FIXTURE_LINK_$(t)))
+
+# The hooks are assembled to an object of a fixed name first: given the
+# .S, the driver would link a temporary object, whose random name the
+# arm64 linker writes into the symbol table.
+define fixture_linked_rule
+$(FIXTURE_LINKED_DIR)/$(1): $(call fixture_linked_src,$(1)) $(FIXTURE_STUB_$(call fixture_arch,$(1))) $(FIXTURE_RECORDMCOUNT) fixtures-force
+	@mkdir -p $(FIXTURE_BUILD)/$(1)
+	$(call fixture_ccl,$(1)) $(foreach t,$(call fixture_tokens,$(1)),$(call fixture_flag,$(1),$(t))) $(FIXTURE_COMMON) -o $(FIXTURE_BUILD)/$(1)/$(call fixture_case,$(1)).o $$<
+	$(if $(call fixture_has,$(1),rec),$(FIXTURE_RECORDMCOUNT) $(FIXTURE_BUILD)/$(1)/$(call fixture_case,$(1)).o)
+	$(call fixture_ccl,$(1)) $(FIXTURE_COMMON) -o $(FIXTURE_BUILD)/$(1)/hooks.o $(FIXTURE_STUB_$(call fixture_arch,$(1)))
+	$(call fixture_ccl,$(1)) $(call fixture_link,$(1)) -o $$@ $(FIXTURE_BUILD)/$(1)/$(call fixture_case,$(1)).o $(FIXTURE_BUILD)/$(1)/hooks.o
+endef
+
+fixture_saved_goal := $(.DEFAULT_GOAL)
+$(foreach o,$(FIXTURE_LINKED),$(eval $(call fixture_linked_rule,$(o))))
+
+$(FIXTURE_RECORDMCOUNT): fixtures-force
+	$(GO) build -o $@ ./cmd/recordmcount
+
+.PHONY: fixtures-linked
+fixtures: fixtures-linked
+fixtures-linked: $(FIXTURE_LINKED_PATHS)
+
+fixtures-check: fixtures-check-linked
+fixtures-check-linked: fixtures-linked
+	@git diff --stat --exit-code -- $(FIXTURE_LINKED_PATHS)
+	@untracked=$$(git ls-files --others -- $(FIXTURE_LINKED_PATHS)); \
+	if [ -n "$$untracked" ]; then echo "fixtures: not checked in:" $$untracked; exit 1; fi
+
+.DEFAULT_GOAL := $(fixture_saved_goal)

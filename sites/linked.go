@@ -2,6 +2,7 @@ package sites
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -24,10 +25,23 @@ type Linked struct {
 	// Dups counts entries listed twice (an object whose table was
 	// written by both the compiler and recordmcount).
 	Dups int
+	// Notes say what was read only in part, and why (see AddSources).
+	Notes []string
 }
 
 // ErrNoTable: a linked file without __mcount_loc.
 var ErrNoTable = fmt.Errorf("no %s section: the program was not built with recordmcount or -mrecord-mcount", TableName)
+
+// ErrStripped: a linked file without a symbol table (.symtab). Sites are
+// checked and named against the function symbols, so they cannot be
+// listed; the error FindLinked wraps it in says what to do instead.
+var ErrStripped = errors.New("no symbol table (.symtab): the file is stripped")
+
+// strippedHint is what FindLinked adds to ErrStripped: what works
+// instead. The runtime reads the same symbols (from /proc/self/exe) to
+// name and filter what it traces, so the hint promises nothing of the
+// stripped file.
+const strippedHint = "sites are checked against its function symbols, so list the sites of the unstripped file (and strip a copy afterwards if you must ship it stripped: the runtime reads .symtab too, to name what it traces)"
 
 // FindLinked reads and checks the sites listed in a linked file's
 // __mcount_loc, resolving the R_*_RELATIVE relocations a PIE's table is
@@ -41,12 +55,18 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 		return nil, ErrNoTable
 	}
 	_, syms, err := f.Symtab()
+	if errors.Is(err, elfx.ErrNoSection) {
+		return nil, fmt.Errorf("%w; %s", ErrStripped, strippedHint)
+	}
 	if err != nil {
 		return nil, err
 	}
 	rel, err := f.Relatives()
 	if err != nil {
 		return nil, err
+	}
+	if tab.Type == elf.SHT_NOBITS {
+		return nil, fmt.Errorf("section %q has no contents (SHT_NOBITS)", TableName)
 	}
 	words, err := f.Words(tab, rel)
 	if err != nil {
@@ -70,6 +90,8 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 		}
 	}
 	funcs := newFuncIndex(syms, true)
+	calls := &callResolver{f: f, funcs: funcs.cursor(), rel: rel}
+	secs := &sectionCache{}
 	out := &Linked{Arch: f.Arch}
 	sort.Slice(words, func(i, j int) bool { return words[i] < words[j] })
 	for i, a := range words {
@@ -81,12 +103,17 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 			out.Dups++
 			continue
 		}
+		// A discarded weak function's bytes stay in the code, so its
+		// entry is counted below; an entry anywhere else is no site.
+		if err := secs.checkCode(f, a); err != nil {
+			return nil, err
+		}
 		fun, ok := funcs.containing(0, a)
 		if !ok {
 			out.Dead++
 			continue
 		}
-		st, err := classifyLinked(f, fun, a, areas)
+		st, err := classifyLinked(f, fun, a, areas, calls)
 		if err != nil {
 			return nil, err
 		}
@@ -95,9 +122,50 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 	return out, nil
 }
 
-// classifyLinked decodes the site at address a in function fun.
-func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Site, error) {
+// A sectionCache finds the section holding an address, remembering the
+// last: table entries come sorted, so most fall in the same one.
+type sectionCache struct {
+	last *elfx.Section
+}
+
+// checkCode checks that the table entry a is in a code section.
+func (c *sectionCache) checkCode(f *elfx.File, a uint64) error {
+	s := c.last
+	if s == nil || a < uint64(s.Addr) || a-uint64(s.Addr) >= s.Size {
+		s = nil
+		for _, x := range f.Sections {
+			if x.Flags&elf.SHF_ALLOC != 0 && uint64(x.Addr) <= a && a-uint64(x.Addr) < x.Size {
+				s = x
+				break
+			}
+		}
+		c.last = s
+	}
+	switch {
+	case s == nil:
+		if _, err := f.AddrToOff(elfx.Addr(a), 1); err != nil {
+			return fmt.Errorf("section %q: entry 0x%x is not in any loaded segment: %w", TableName, a, ErrBadSite)
+		}
+		return fmt.Errorf("section %q: entry 0x%x is in no section: %w", TableName, a, ErrBadSite)
+	case s.Flags&elf.SHF_EXECINSTR == 0:
+		return fmt.Errorf("section %q: entry 0x%x is in section %q, which holds no code: %w", TableName, a, s.Name, ErrBadSite)
+	}
+	return nil
+}
+
+// maxSiteOff bounds how far into its function a site may be: -pg's call
+// comes after a short prologue, and deciding that a site is at an
+// instruction boundary decodes from the function's start, which must not
+// take long on a hostile table.
+const maxSiteOff = 4096
+
+// classifyLinked decodes the site at address a in function fun, and
+// where its call leads if it holds one.
+func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls *callResolver) (*Site, error) {
 	const window = 16
+	if a-fun.start > maxSiteOff {
+		return nil, &SiteError{sectionOf(f, a), a, fun.name, fmt.Sprintf("0x%x bytes into its function, past the %d bytes a prologue can take", a-fun.start, maxSiteOff)}
+	}
 	code, err := f.ReadAt(elfx.Addr(fun.start), a-fun.start+window)
 	if err != nil {
 		// The function may end within the window; read what there is.
@@ -124,6 +192,9 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Sit
 		switch {
 		case x86Call(code[off:], in.Len) == nil && (in.Len == 5 || in.Len == 6):
 			site.State, site.Len = StateCall, in.Len
+			if site.Call, err = calls.x86(a, code[off:], in.Len); err != nil {
+				return nil, bad("%v", err)
+			}
 		case in.Len == 5 || in.Len == 6:
 			st, err := x86Nops(code[off:], in.Len)
 			if err != nil {
@@ -155,6 +226,9 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Sit
 	switch {
 	case !entry && arm64IsBL(w):
 		site.Kind, site.State, site.Len = ARM64Mcount, StateCall, 4
+		if site.Call, err = calls.arm64(a, w); err != nil {
+			return nil, bad("%v", err)
+		}
 	case !entry && arm64IsNop(w):
 		site.Kind, site.State, site.Len = ARM64Mcount, StateNop, 4
 	case entry && uint64(len(code)) >= off+8:
@@ -165,6 +239,9 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Sit
 			site.State = StateNops
 		case arm64IsBL(w2):
 			site.State = StateCall
+			if site.Call, err = calls.arm64(a+4, w2); err != nil {
+				return nil, bad("%v", err)
+			}
 		default:
 			return nil, bad("entry holds %08x %08x, want NOPs or a call", w, w2)
 		}

@@ -5,42 +5,134 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"ftpatch/elfx"
+	"ftpatch/srcline"
 )
 
-// WriteLinked prints a linked file's sites as a table (address, function,
-// kind, length, state) and a closing count line.
+// AddSources sets each site's Source from f's DWARF line table: the row
+// covering the site's address when that row is its function's, else the
+// function's first row, its opening line (see srcline.Table.LookupIn). A
+// file without DWARF leaves every Source empty and is no error; what the
+// table could not read is added to l.Notes.
+func AddSources(f *elfx.File, l *Linked) error {
+	t, err := srcline.Read(f)
+	if err != nil {
+		return fmt.Errorf("source lines: %w", err)
+	}
+	l.Notes = append(l.Notes, t.Notes...)
+	if t.Rows() == 0 {
+		return nil
+	}
+	_, syms, err := f.Symtab()
+	if err != nil {
+		return err
+	}
+	funcs := newFuncIndex(syms, true)
+	for i := range l.Sites {
+		s := &l.Sites[i]
+		start := s.Off - s.FuncOff
+		end := s.Off + 1
+		if fun, ok := funcs.containing(0, start); ok {
+			end = max(end, fun.end)
+		}
+		if p, ok := t.LookupIn(s.Off, start, end); ok {
+			s.Source = p
+		}
+	}
+	return nil
+}
+
+// WriteLinked prints a linked file's sites as a table (address,
+// function, kind, length, state, call target, source line), a closing
+// count line, and the notes.
 func WriteLinked(w io.Writer, l *Linked) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tFUNCTION\tKIND\tLEN\tSTATE")
-	for _, s := range l.Sites {
+	fmt.Fprintln(tw, "ADDRESS\tFUNCTION\tKIND\tLEN\tSTATE\tTARGET\tSOURCE")
+	var count [len(statusNames)]int
+	for i := range l.Sites {
+		s := &l.Sites[i]
 		fn := s.Func
 		if s.FuncOff != 0 {
 			fn = fmt.Sprintf("%s+0x%x", s.Func, s.FuncOff)
 		}
-		fmt.Fprintf(tw, "0x%x\t%s\t%s\t%d\t%s\n", s.Off, fn, s.Kind, s.Len, s.State)
+		target := ""
+		if s.Call != nil {
+			target = s.Call.String()
+		}
+		st := s.Status()
+		count[st]++
+		// A trailing tab would pad the last column with spaces.
+		fmt.Fprintf(tw, "0x%x\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Off, fn, s.Kind, s.Len, st, target, s.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d sites; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n", len(l.Sites), l.Dead, l.Zero, l.Dups)
-	return err
+	fmt.Fprintf(w, "%d sites: %d %s, %d %s, %d %s, %d %s; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n",
+		len(l.Sites), count[StatusNop], StatusNop, count[StatusHook], StatusHook, count[StatusTraced], StatusTraced, count[StatusDirect], StatusDirect,
+		l.Dead, l.Zero, l.Dups)
+	for _, n := range l.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
 }
 
-// WriteLinkedJSON prints a linked file's sites as JSON.
+// A linkedSite is how a linked file's site is written as JSON: the
+// fields of the text table, by name, with the target and source split.
+type linkedSite struct {
+	Addr     string    `json:"address"`
+	Function string    `json:"function"`
+	FuncOff  uint64    `json:"func_offset"`
+	Section  string    `json:"section"`
+	Kind     Kind      `json:"kind"`
+	Len      int       `json:"len"`
+	State    Status    `json:"state"`
+	Target   *jsonCall `json:"target,omitempty"`
+	Source   *jsonPos  `json:"source,omitempty"`
+	Pre      int32     `json:"pre,omitempty"`
+	Weak     bool      `json:"weak,omitempty"`
+	Found    Source    `json:"found_in"`
+}
+
+type jsonCall struct {
+	Addr string `json:"address,omitempty"` // "" when the file does not say
+	Name string `json:"name,omitempty"`
+	Off  uint64 `json:"offset,omitempty"`
+	Via  string `json:"via,omitempty"`
+}
+
+type jsonPos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// WriteLinkedJSON prints a linked file's sites as JSON, with the same
+// fields as WriteLinked's table.
 func WriteLinkedJSON(w io.Writer, l *Linked) error {
-	type site struct {
-		Addr string `json:"address"`
-		Site
-	}
 	out := struct {
-		Arch  string `json:"arch"`
-		Sites []site `json:"sites"`
-		Dead  int    `json:"dead"`
-		Zero  int    `json:"zero"`
-		Dups  int    `json:"duplicates"`
-	}{Arch: l.Arch.String(), Sites: []site{}, Dead: l.Dead, Zero: l.Zero, Dups: l.Dups}
-	for _, s := range l.Sites {
-		out.Sites = append(out.Sites, site{fmt.Sprintf("0x%x", s.Off), s})
+		Arch  string       `json:"arch"`
+		Sites []linkedSite `json:"sites"`
+		Dead  int          `json:"dead"`
+		Zero  int          `json:"zero"`
+		Dups  int          `json:"duplicates"`
+		Notes []string     `json:"notes,omitempty"`
+	}{Arch: l.Arch.String(), Sites: make([]linkedSite, 0, len(l.Sites)), Dead: l.Dead, Zero: l.Zero, Dups: l.Dups, Notes: l.Notes}
+	for i := range l.Sites {
+		s := &l.Sites[i]
+		js := linkedSite{
+			Addr: fmt.Sprintf("0x%x", s.Off), Function: s.Func, FuncOff: s.FuncOff, Section: s.SecName,
+			Kind: s.Kind, Len: s.Len, State: s.Status(), Pre: s.Pre, Weak: s.Weak, Found: s.Discover,
+		}
+		if c := s.Call; c != nil {
+			js.Target = &jsonCall{Name: c.Name, Off: c.Off, Via: c.Via}
+			if c.Addr != 0 {
+				js.Target.Addr = fmt.Sprintf("0x%x", c.Addr)
+			}
+		}
+		if !s.Source.IsZero() {
+			js.Source = &jsonPos{s.Source.File, s.Source.Line}
+		}
+		out.Sites = append(out.Sites, js)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -12,6 +12,10 @@ package sites
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+
+	"ftpatch/arch"
+	"ftpatch/srcline"
 )
 
 // A Kind says how the compiler made a site, which fixes where it is in its
@@ -98,7 +102,8 @@ func (s State) String() string {
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // A Site is one function-entry patch site. Objects hold 100k of them,
-// so the fields are ordered and sized to keep a Site at 88 bytes.
+// so the fields are ordered and sized to keep a Site small (120 bytes);
+// what only linked files have (Call, Source) costs objects 32 bytes.
 type Site struct {
 	Off      uint64 // offset of the site in its section (objects) or its address (linked files)
 	FuncOff  uint64 // bytes from the function's symbol to the site
@@ -114,12 +119,146 @@ type Site struct {
 	State    State
 	Weak     bool   // the function is weak: a linker may discard it for a strong one
 	Discover Source // where the site was found
+	// Call is where the site's call leads, in linked files (nil for NOPs
+	// and in objects, where the call is the compiler's, to its hook).
+	Call *Call
+	// Source is the site's file and line from the file's DWARF line
+	// table (linked files, see AddSources); zero when unknown.
+	Source srcline.Pos
+}
+
+// A Call is where a site that holds a call leads, in a linked file: read
+// from the instruction (`e8 rel32`, `67 e8 rel32`, arm64 `bl`) or from the
+// pointer slot it calls through (`ff 15`, or a PLT stub's `jmp *slot`),
+// as the loader fills the slot.
+type Call struct {
+	// Addr is the called address, before any load bias; 0 when the file
+	// does not say (a slot the loader binds to a symbol this file does
+	// not define, or an ifunc, whose resolver chooses at load).
+	Addr uint64
+	// Name is the function at Addr, or the symbol the loader binds the
+	// slot to; "" when none is known.
+	Name string
+	Off  uint64 // bytes from Name's start to Addr
+	// Via says how the call gets there: "" directly, "got" through a
+	// pointer slot, "plt" through a PLT stub and its slot, "ifunc"
+	// through a slot an ifunc resolver (Name) fills at load.
+	Via string
+}
+
+// String writes the target as users read it: `name`, `name+0x4`, the
+// address when no symbol names it, "?" when the file does not say, with
+// the path (`@plt`, `@got`, `@ifunc`) when the call goes through a slot.
+func (c *Call) String() string {
+	var s string
+	switch {
+	case c.Name != "" && c.Off != 0:
+		s = fmt.Sprintf("%s+0x%x", c.Name, c.Off)
+	case c.Name != "":
+		s = c.Name
+	case c.Addr != 0:
+		s = fmt.Sprintf("0x%x", c.Addr)
+	default:
+		s = "?"
+	}
+	if c.Via != "" {
+		s += "@" + c.Via
+	}
+	return s
+}
+
+// A Status is what a site of a linked file does when it runs, in the
+// words users read: whether the runtime will find the compiler's call,
+// a NOP, or a call someone enabled.
+type Status uint8
+
+// The statuses of a site.
+const (
+	StatusUnknown Status = iota
+	// StatusNop: one NOP, or the compiler's NOP padding: the site costs
+	// (almost) nothing until it is enabled.
+	StatusNop
+	// StatusHook: still the compiler's call to __fentry__, mcount or
+	// _mcount; the runtime turns it into a NOP at load.
+	StatusHook
+	// StatusTraced: a call into one of the runtime's trampolines
+	// (TracedNames): the site is enabled for the runtime's tracers.
+	StatusTraced
+	// StatusDirect: a call to any other function: a user trampoline
+	// called directly, bypassing the runtime's tracers.
+	StatusDirect
+)
+
+var statusNames = [...]string{StatusUnknown: "unknown", StatusNop: "nop", StatusHook: "hook", StatusTraced: "traced", StatusDirect: "direct"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// MarshalText makes statuses print by name in JSON.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// hookNames are the compiler's entry hooks, by architecture: a site
+// calling one is as the compiler left it.
+var hookNames = map[arch.Arch][]string{
+	arch.X86_64: {"__fentry__", "mcount"},
+	arch.ARM64:  {"_mcount"},
+}
+
+// TracedNames are the runtime's trampolines (runtime/src/<arch>/entry.S)
+// that an enabled site calls, by architecture: one per site length and
+// position on x86-64, so the trampoline knows where the site is, and
+// ftrace_stub, the empty tracer.
+var TracedNames = map[arch.Arch][]string{
+	arch.X86_64: {"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"},
+	arch.ARM64:  {"ftrace_caller"},
+}
+
+// Arch is the architecture of the site's instructions, from its kind.
+func (k Kind) Arch() arch.Arch {
+	switch k {
+	case ARM64Patchable, ARM64CallOps, ARM64Mcount:
+		return arch.ARM64
+	}
+	return arch.X86_64
+}
+
+// Status says what the site does when it runs. A call in an object file
+// (no Call) is the compiler's call to its hook; a call in a linked file
+// is named by its target.
+func (s *Site) Status() Status {
+	switch s.State {
+	case StateNop, StateNops:
+		return StatusNop
+	case StateCall:
+		if s.Call == nil {
+			return StatusHook
+		}
+		a := s.Kind.Arch()
+		switch {
+		case slices.Contains(hookNames[a], s.Call.Name):
+			return StatusHook
+		case slices.Contains(TracedNames[a], s.Call.Name):
+			return StatusTraced
+		}
+		return StatusDirect
+	}
+	return StatusUnknown
 }
 
 // Hook is the symbol a site calls while it holds the compiler's call:
 // __fentry__, mcount or _mcount; "" for NOPs and patchable areas.
 func (s *Site) Hook() string {
 	if s.State != StateCall {
+		return ""
+	}
+	if s.Call != nil {
+		if s.Status() == StatusHook {
+			return s.Call.Name
+		}
 		return ""
 	}
 	switch s.Kind {

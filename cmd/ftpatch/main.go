@@ -43,8 +43,19 @@ func newSites(stdout io.Writer) *cobra.Command {
 (written by recordmcount, or by gcc -mrecord-mcount), resolves it as the
 loader would (PIE relocations applied, load bias 0), checks that every
 entry decodes to a call or NOP at an instruction boundary of a function,
-and lists the sites: address, function(+offset), kind, length, state.
-Entries in weak functions the linker discarded are counted and skipped.`,
+and lists the sites: address, function(+offset), kind, length, state,
+call target and source line.
+
+STATE is what the site does when it runs:
+  nop     one NOP, or the compiler's NOP padding
+  hook    the compiler's call to __fentry__/mcount/_mcount (the runtime
+          turns it into a NOP at load)
+  traced  a call into a runtime trampoline (ftrace_caller5, ftrace_stub...)
+  direct  a call to any other function: a user trampoline
+TARGET is where a call leads (through a GOT slot or PLT stub: @got, @plt).
+SOURCE is file:line from the DWARF line table, empty without -g.
+Entries in weak functions the linker discarded are counted and skipped.
+The file needs its symbol table: a stripped file is an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := elfx.Open(args[0])
@@ -53,6 +64,9 @@ Entries in weak functions the linker discarded are counted and skipped.`,
 			}
 			l, err := sites.FindLinked(f)
 			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if err := sites.AddSources(f, l); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if asJSON {
