@@ -38,6 +38,8 @@ bench: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx
 	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
+	$(GO) test -run '^$$' -fuzz '^FuzzFindLinked$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
+	$(GO) test -run '^$$' -fuzz '^FuzzLineTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./srcline
 
 clean:
 	rm -rf $(BIN) build

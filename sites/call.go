@@ -155,6 +155,9 @@ func (r *callResolver) slot(s uint64, via string) (*Call, error) {
 	}
 	b, err := r.f.ReadAt(elfx.Addr(s), 8)
 	if err != nil {
+		if r.inMemory(s) {
+			return &Call{Via: via}, nil // a zero-filled (bss) slot: set at run time
+		}
 		return nil, fmt.Errorf("pointer slot: %w", err)
 	}
 	v := binary.LittleEndian.Uint64(b)
@@ -162,6 +165,17 @@ func (r *callResolver) slot(s uint64, via string) (*Call, error) {
 		return &Call{Via: via}, nil // filled at run time, by nothing the file says
 	}
 	return r.name(&Call{Addr: v, Via: via}), nil
+}
+
+// inMemory reports whether the 8 bytes at a lie in the memory of a
+// loaded segment, file-backed or not.
+func (r *callResolver) inMemory(a uint64) bool {
+	for _, p := range r.f.Progs {
+		if p.Type == elf.PT_LOAD && uint64(p.Vaddr) <= a && a-uint64(p.Vaddr) < p.Memsz && p.Memsz-(a-uint64(p.Vaddr)) >= 8 {
+			return true
+		}
+	}
+	return false
 }
 
 // name fills c's name from the function containing its address.

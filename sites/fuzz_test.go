@@ -2,6 +2,7 @@ package sites_test
 
 import (
 	"debug/elf"
+	"io"
 	"os"
 	"runtime/debug"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"ftpatch/internal/fixture"
 	"ftpatch/record"
 	"ftpatch/sites"
+	"ftpatch/srcline"
 )
 
 // FuzzFindObject runs site discovery and the recordmcount pass on
@@ -113,5 +115,80 @@ func checkSites(t *testing.T, f *elfx.File, obj *sites.Object) {
 func failOnPanic(t *testing.T) {
 	if r := recover(); r != nil {
 		t.Fatalf("panic: %v\n%s", r, debug.Stack())
+	}
+}
+
+// FuzzFindLinked runs the linked-file reader on arbitrary bytes: the ELF
+// parser, site discovery and call resolution (FindLinked), the DWARF line
+// table (AddSources) and both writers. Nothing may panic or hang; sites
+// that are returned must be what FindLinked promises (see checkLinked).
+//
+// Seeded from the linked fixtures (sites/testdata/linked). Crashers found
+// are kept under testdata/fuzz/FuzzFindLinked.
+//
+//	go test -run '^$' -fuzz '^FuzzFindLinked$' -fuzztime 5m -fuzzminimizetime 5s ./sites
+func FuzzFindLinked(f *testing.F) {
+	for _, o := range fixture.Linked(f, "..") {
+		b, err := os.ReadFile(o.Path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer failOnPanic(t)
+		ef, err := elfx.Parse("fuzz", data)
+		if err != nil {
+			return
+		}
+		l, err := sites.FindLinked(ef)
+		if err != nil {
+			// The line table is read on its own too: a file without a
+			// site table still has one to fuzz.
+			if tab, err := srcline.Read(ef); err == nil {
+				for _, s := range ef.Sections {
+					tab.Lookup(uint64(s.Addr))
+				}
+			}
+			return
+		}
+		checkLinked(t, ef, l)
+		if err := sites.AddSources(ef, l); err != nil {
+			return
+		}
+		if err := sites.WriteLinked(io.Discard, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := sites.WriteLinkedJSON(io.Discard, l); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// checkLinked checks what FindLinked promises of the sites it returns:
+// sorted and distinct, each in a code section and in its function, with
+// a kind, a state and a status, and a call target exactly when it holds
+// a call.
+func checkLinked(t *testing.T, f *elfx.File, l *sites.Linked) {
+	t.Helper()
+	for i, s := range l.Sites {
+		if i > 0 && l.Sites[i-1].Off >= s.Off {
+			t.Fatalf("sites %d and %d out of order: 0x%x, 0x%x", i-1, i, l.Sites[i-1].Off, s.Off)
+		}
+		code := false
+		for _, sec := range f.Sections {
+			if sec.Flags&elf.SHF_EXECINSTR != 0 && uint64(sec.Addr) <= s.Off && s.Off-uint64(sec.Addr) < sec.Size {
+				code = true
+			}
+		}
+		if !code {
+			t.Fatalf("site %d at 0x%x is in no code section", i, s.Off)
+		}
+		if s.Len <= 0 || s.FuncOff > s.Off || s.Kind == sites.KindUnknown || s.State == sites.StateUnknown || s.Status() == sites.StatusUnknown {
+			t.Fatalf("site %d %+v: no length, kind, state or status", i, s)
+		}
+		if (s.Call != nil) != (s.State == sites.StateCall) {
+			t.Fatalf("site %d at 0x%x: state %v, call %+v", i, s.Off, s.State, s.Call)
+		}
 	}
 }

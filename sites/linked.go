@@ -27,6 +27,8 @@ type Linked struct {
 	Dups int
 	// Notes say what was read only in part, and why (see AddSources).
 	Notes []string
+
+	funcs *funcIndex // the file's functions, for AddSources; nil if not built
 }
 
 // ErrNoTable: a linked file without __mcount_loc.
@@ -92,7 +94,7 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 	funcs := newFuncIndex(syms, true)
 	calls := &callResolver{f: f, funcs: funcs.cursor(), rel: rel}
 	secs := &sectionCache{}
-	out := &Linked{Arch: f.Arch}
+	out := &Linked{Arch: f.Arch, Sites: make([]Site, 0, len(words)), funcs: funcs}
 	sort.Slice(words, func(i, j int) bool { return words[i] < words[j] })
 	for i, a := range words {
 		if a == 0 {

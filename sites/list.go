@@ -24,11 +24,15 @@ func AddSources(f *elfx.File, l *Linked) error {
 	if t.Rows() == 0 {
 		return nil
 	}
-	_, syms, err := f.Symtab()
-	if err != nil {
-		return err
+	funcs := l.funcs
+	if funcs == nil {
+		_, syms, err := f.Symtab()
+		if err != nil {
+			return err
+		}
+		funcs = newFuncIndex(syms, true)
 	}
-	funcs := newFuncIndex(syms, true)
+	funcs = funcs.cursor()
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		start := s.Off - s.FuncOff

@@ -182,7 +182,9 @@ const (
 	// _mcount; the runtime turns it into a NOP at load.
 	StatusHook
 	// StatusTraced: a call into one of the runtime's trampolines
-	// (TracedNames): the site is enabled for the runtime's tracers.
+	// (x86-64: ftrace_caller5, ftrace_caller6, ftrace_mcount_caller5,
+	// ftrace_mcount_caller6, ftrace_stub; arm64: ftrace_caller): the
+	// site is enabled for the runtime's tracers.
 	StatusTraced
 	// StatusDirect: a call to any other function: a user trampoline
 	// called directly, bypassing the runtime's tracers.
@@ -208,11 +210,11 @@ var hookNames = map[arch.Arch][]string{
 	arch.ARM64:  {"_mcount"},
 }
 
-// TracedNames are the runtime's trampolines (runtime/src/<arch>/entry.S)
+// tracedNames are the runtime's trampolines (runtime/src/<arch>/entry.S)
 // that an enabled site calls, by architecture: one per site length and
 // position on x86-64, so the trampoline knows where the site is, and
-// ftrace_stub, the empty tracer.
-var TracedNames = map[arch.Arch][]string{
+// ftrace_stub, the empty tracer. When the runtime gains one, add it here.
+var tracedNames = map[arch.Arch][]string{
 	arch.X86_64: {"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"},
 	arch.ARM64:  {"ftrace_caller"},
 }
@@ -241,7 +243,7 @@ func (s *Site) Status() Status {
 		switch {
 		case slices.Contains(hookNames[a], s.Call.Name):
 			return StatusHook
-		case slices.Contains(TracedNames[a], s.Call.Name):
+		case slices.Contains(tracedNames[a], s.Call.Name):
 			return StatusTraced
 		}
 		return StatusDirect
@@ -250,7 +252,8 @@ func (s *Site) Status() Status {
 }
 
 // Hook is the symbol a site calls while it holds the compiler's call:
-// __fentry__, mcount or _mcount; "" for NOPs and patchable areas.
+// __fentry__, mcount or _mcount; "" for NOPs, patchable areas and (in a
+// linked file) calls elsewhere.
 func (s *Site) Hook() string {
 	if s.State != StateCall {
 		return ""

@@ -14,8 +14,9 @@ import (
 
 // TestSitesHostile runs `ftpatch sites` on linked fixtures broken in one
 // place each: every one is an error that names the file and the problem,
-// and the file is byte-identical afterwards. (Except where a note is
-// what is right: a valid file with something this reader does not read.)
+// and the file is byte-identical afterwards. (Except where the file is
+// still valid: a zstd line table is a note, a call through a slot in bss
+// a target only the run time knows.)
 func TestSitesHostile(t *testing.T) {
 	dir := filepath.Join("..", "..", fixture.LinkedDir)
 	const (
@@ -23,12 +24,13 @@ func TestSitesHostile(t *testing.T) {
 		gz     = "prog-x86_64-gcc-O2-g-gz-pg-mfentry-nopie-rec"
 		calls  = "callsx86-x86_64-gcc-shared"
 		dwarf5 = "prog-x86_64-gcc-O2-g-pg-mfentry-rec"
+		shared = "prog-x86_64-gcc-O2-g-pg-mfentry-shared-rec"
 	)
 	tests := []struct {
 		name, base string
 		edit       func(t *testing.T, f *elfx.File, b []byte) []byte
-		want       string // in the error; a note in the output when note is set
-		note       bool
+		want       string // in the error; or, when listed is set, in the output
+		listed     bool   // the file is valid, with something the listing must show
 	}{
 		{"truncated", nopie, func(t *testing.T, f *elfx.File, b []byte) []byte { return b[:len(b)/2] },
 			"past the end of the", false},
@@ -68,6 +70,15 @@ func TestSitesHostile(t *testing.T) {
 			binary.LittleEndian.PutUint32(b[off+2:], 0x40000000)
 			return b
 		}, "(in hook_got): pointer slot: address 0x40000466 is not in any loaded segment", false},
+		{"call through a slot in bss", shared, func(t *testing.T, f *elfx.File, b []byte) []byte {
+			off := symOff(t, f, "bump")
+			if b[off] != 0xff || b[off+1] != 0x15 {
+				t.Fatalf("bump starts % x, want ff 15", b[off:off+2])
+			}
+			site := symAddr(t, f, "bump")
+			binary.LittleEndian.PutUint32(b[off+2:], uint32(uint64(f.Section(".bss").Addr)-(site+6)))
+			return b
+		}, "bump      fentry  6    direct  ?@got", true},
 		{"line table garbage", dwarf5, func(t *testing.T, f *elfx.File, b []byte) []byte {
 			s := f.Section(".debug_line")
 			copy(b[s.Off:], bytes.Repeat([]byte{0xff}, 4))
@@ -112,13 +123,13 @@ func TestSitesHostile(t *testing.T) {
 			out, err := ftpatch("sites", path)
 			t.Logf("%s%v", out, err)
 			switch {
-			case tt.note && err != nil:
-				t.Errorf("error %v, want a note %q", err, tt.want)
-			case tt.note && !strings.Contains(out, tt.want):
+			case tt.listed && err != nil:
+				t.Errorf("error %v, want %q in the listing", err, tt.want)
+			case tt.listed && !strings.Contains(out, tt.want):
 				t.Errorf("output lacks %q:\n%s", tt.want, out)
-			case !tt.note && err == nil:
+			case !tt.listed && err == nil:
 				t.Errorf("no error, want one with %q; output:\n%s", tt.want, out)
-			case !tt.note && (!strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tt.want)):
+			case !tt.listed && (!strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tt.want)):
 				t.Errorf("error %q, want the path and %q", err, tt.want)
 			}
 			after, err := os.ReadFile(path)
@@ -156,17 +167,23 @@ func putShdr(t *testing.T, f *elfx.File, b []byte, name string, field int, v uin
 // symOff returns the file offset of function name's first byte.
 func symOff(t *testing.T, f *elfx.File, name string) uint64 {
 	t.Helper()
+	off, err := f.AddrToOff(elfx.Addr(symAddr(t, f, name)), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint64(off)
+}
+
+// symAddr returns the address of symbol name.
+func symAddr(t *testing.T, f *elfx.File, name string) uint64 {
+	t.Helper()
 	_, syms, err := f.Symtab()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range syms {
 		if s.Name == name {
-			off, err := f.AddrToOff(s.Value, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return uint64(off)
+			return uint64(s.Value)
 		}
 	}
 	t.Fatalf("no symbol %q", name)
