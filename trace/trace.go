@@ -42,6 +42,12 @@ type Meta struct {
 	// unexpected bytes, failed to write, not traceable yet; events dropped;
 	// calls too deep for the shadow stack; graphed frames left by longjmp.
 	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Unwound uint64
+	// Config is what the runtime made of the file's config record:
+	// "patched" (pre-patched by ftpatch enable: sites only checked),
+	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
+	// "mismatch" (a record not matching the table: ignored), "none" (not
+	// pre-patched); "" from a runtime older than the record.
+	Config string
 }
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
@@ -148,6 +154,8 @@ func readMeta(path string, m *Meta) error {
 			m.Exe = val
 		case "build_id":
 			m.BuildID = val
+		case "config":
+			m.Config = val
 		case "pid":
 			n, err := strconv.Atoi(val)
 			if err != nil {
