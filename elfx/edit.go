@@ -385,6 +385,24 @@ func WriteFile(path string, perm os.FileMode, chunks ...[]byte) error {
 // the last: the rename is atomic either way, and the directory sync only
 // makes it durable.
 func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
+	return replace(path, perm, nil, chunks)
+}
+
+// WriteFileChecked is WriteFile with a last check: check runs after the
+// new contents are synced to the temporary file and just before the
+// rename. If it fails, the temporary is removed, path is left as it is,
+// and its error returned. A tool that read path and now replaces it uses
+// check to make sure no one else wrote path meanwhile (a writer in the
+// short window between check and rename still goes unseen: POSIX has no
+// compare-and-rename).
+func WriteFileChecked(path string, perm os.FileMode, check func() error, chunks ...[]byte) error {
+	if err := replace(path, perm, check, chunks); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+func replace(path string, perm os.FileMode, check func() error, chunks [][]byte) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -412,6 +430,11 @@ func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
 	}
 	if err = tmp.Close(); err != nil {
 		return err
+	}
+	if check != nil {
+		if err = check(); err != nil {
+			return err
+		}
 	}
 	return os.Rename(tmp.Name(), path)
 }

@@ -715,6 +715,30 @@ func TestWriteFile(t *testing.T) {
 		}
 		checkOnly(t, dir, "x.o", "old", 0o644)
 	})
+	t.Run("checked", func(t *testing.T) {
+		// The check runs once, after the new contents are written and
+		// before the rename: failing, it leaves the old file and no
+		// temporary; passing, the new file is in place.
+		dir := t.TempDir()
+		p := writeFile(t, dir, "out.o", "old")
+		calls := 0
+		errChanged := errors.New("changed")
+		err := elfx.WriteFileChecked(p, 0o644, func() error {
+			calls++
+			if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+				t.Errorf("at the check the directory holds %d entries, want the old file and the temporary", len(ents))
+			}
+			return errChanged
+		}, []byte("new"))
+		if !errors.Is(err, errChanged) || calls != 1 {
+			t.Errorf("WriteFileChecked with a failing check: %v after %d calls", err, calls)
+		}
+		checkOnly(t, dir, "out.o", "old", 0o644)
+		if err := elfx.WriteFileChecked(p, 0o755, func() error { return nil }, []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		checkOnly(t, dir, "out.o", "new", 0o755)
+	})
 	t.Run("target-is-a-directory", func(t *testing.T) {
 		// The rename fails after the temporary file is written: the
 		// temporary must go, and the directory stay as it was.
