@@ -261,7 +261,10 @@ func TestSuggest(t *testing.T) {
 		{"helpr", []string{"helper"}},         // a letter missing
 		{"fib?", []string{"fib"}},             // a token too many
 		{"lex_*tokn", []string{"lex_*token"}}, // a letter missing after a star
+		{"fbi*", []string{"fib*"}},            // swapped before a star: the star keeps its place
 		{"zzzzzz", nil},                       // nothing near
+		{"hxlpxr", []string{"helper"}},        // 2 edits: within a third of 6 letters
+		{"hxlpxq", nil},                       // 3 edits: too far
 		{"x", nil},                            // too short to guess from
 	} {
 		t.Run(c.glob, func(t *testing.T) {

@@ -42,7 +42,7 @@ func Suggest(g Glob, names []string, max int) []string {
 			continue
 		}
 		dist, fixed := d.align(toks, rs)
-		if dist == 0 || dist > best {
+		if dist == 0 || dist > limit || dist > best {
 			continue
 		}
 		if dist < best {
@@ -190,11 +190,13 @@ func (d *dp) align(toks []token, name []rune) (int, string) {
 	for i > 0 || j > 0 {
 		v := *at(i, j)
 		switch {
-		case i > 0 && toks[i-1].kind == tokStar && j > 0 && *at(i, j-1) == v:
-			j-- // the star takes one more character
 		case i > 0 && toks[i-1].kind == tokStar && *at(i-1, j) == v:
+			// On a tie the star takes no more: the literals before it
+			// then align with the name (fbi* -> fib*, not fi*).
 			rev = append(rev, "*")
 			i--
+		case i > 0 && toks[i-1].kind == tokStar && j > 0 && *at(i, j-1) == v:
+			j-- // the star takes one more character
 		case i > 0 && (toks[i-1].kind == tokAny || toks[i-1].kind == tokClass) && *at(i-1, j)+1 == v:
 			i-- // on a tie, drop a wildcard rather than a literal: fib? -> fib, not fi?
 		case i > 0 && j > 0 && toks[i-1].kind != tokStar && toks[i-1].matches(name[j-1]) && *at(i-1, j-1) == v:
