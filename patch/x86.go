@@ -1,0 +1,185 @@
+package patch
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/elfx"
+	"ftpatch/nops"
+)
+
+// The x86-64 site shapes (see sites and runtime/src/x86_64/site.c):
+//
+//	e8 rel32         call rel32                        5
+//	67 e8 rel32      addr32 call rel32                 6
+//	ff 15 disp32     call *disp32(%rip), through a GOT slot   6
+//	one NOP of 5 or 6 bytes
+//	several NOPs over 5 bytes (gcc's -fpatchable-function-entry padding)
+//
+// A call is the compiler's (FormHook) when it reaches __fentry__ or
+// mcount, directly or through a GOT slot the loader fills with one of
+// them; ftpatch's (FormCall) when it reaches a trampoline directly.
+
+// classify decodes what slot s holds now.
+func (b *Binary) classify(s *Slot) error {
+	code, err := b.File.ReadAt(elfx.Addr(s.Addr), uint64(s.Len))
+	if err != nil {
+		return fmt.Errorf("site 0x%x: %w", s.Addr, err)
+	}
+	target, ok, err := b.callTarget(s.Addr, code)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ok:
+		if h, isHook := b.hooks[target]; isHook {
+			s.Form, s.Hook = FormHook, h
+			return nil
+		}
+		for t := Caller5; t < numTramps; t++ {
+			if b.tramps[t] == target {
+				s.Form, s.Target = FormCall, t
+				return nil
+			}
+		}
+		s.Form, s.Detail = FormOther, fmt.Sprintf("a call to 0x%x, which is neither a hook nor a trampoline of the runtime", target)
+		return nil
+	default:
+		s.Form = x86NopForm(code)
+		if s.Form == FormOther {
+			s.Detail = fmt.Sprintf("% x, neither a call nor NOPs", code)
+		}
+	}
+	return nil
+}
+
+// callTarget decodes a call site's target; ok is false for bytes that
+// are not one of the call shapes.
+func (b *Binary) callTarget(addr uint64, code []byte) (target uint64, ok bool, err error) {
+	rel32 := func(p []byte) uint64 { return uint64(int64(int32(binary.LittleEndian.Uint32(p)))) }
+	switch {
+	case len(code) == 5 && code[0] == 0xe8: // call rel32
+		return addr + 5 + rel32(code[1:]), true, nil
+	case len(code) == 6 && code[0] == 0x67 && code[1] == 0xe8: // addr32 call rel32
+		return addr + 6 + rel32(code[2:]), true, nil
+	case len(code) == 6 && code[0] == 0xff && code[1] == 0x15: // call *disp32(%rip)
+		t, err := b.gotValue(addr + 6 + rel32(code[2:]))
+		return t, err == nil, err
+	}
+	return 0, false, nil
+}
+
+// gotValue returns what the loader leaves in the GOT slot at a: the
+// address of the symbol a dynamic relocation names (GLOB_DAT or 64 against
+// a symbol this file defines), the value of a RELATIVE relocation, or the
+// word as linked.
+func (b *Binary) gotValue(a uint64) (uint64, error) {
+	if b.gotSyms == nil {
+		b.gotSyms = map[uint64]string{}
+		f := b.File
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Link == 0 {
+				continue
+			}
+			syms, err := f.Symbols(f.Sections[s.Link])
+			if err != nil {
+				return 0, err
+			}
+			rs, err := f.Relas(s)
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range rs {
+				t := elf.R_X86_64(r.Type)
+				if (t == elf.R_X86_64_GLOB_DAT || t == elf.R_X86_64_64) && int(r.Sym) < len(syms) && r.Addend == 0 {
+					b.gotSyms[r.Off] = syms[r.Sym].Name
+				}
+			}
+		}
+	}
+	if name, ok := b.gotSyms[a]; ok {
+		for addr, h := range b.hooks {
+			if h == name {
+				return addr, nil
+			}
+		}
+		return 0, nil // another symbol: not ours
+	}
+	rel, err := b.relatives()
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := rel.Lookup(elfx.Addr(a)); ok {
+		return v, nil
+	}
+	w, err := b.File.ReadAt(elfx.Addr(a), 8)
+	if err != nil {
+		return 0, fmt.Errorf("GOT slot 0x%x: %w", a, err)
+	}
+	return binary.LittleEndian.Uint64(w), nil
+}
+
+// x86NopForm says whether code (a whole site) is one NOP, several, or
+// neither, by decoding it with x/arch.
+func x86NopForm(code []byte) Form {
+	count := 0
+	for at := 0; at < len(code); {
+		in, err := x86asm.Decode(code[at:], 64)
+		if err != nil || in.Op != x86asm.NOP || at+in.Len > len(code) {
+			return FormOther
+		}
+		at += in.Len
+		count++
+	}
+	if count == 1 {
+		return FormNop
+	}
+	return FormNops
+}
+
+// deadLen finds the length of the site at a that lies outside every
+// function: the call it holds (5 or 6 bytes), one NOP of 5 or 6, or 5
+// bytes of NOPs.
+func (b *Binary) deadLen(a uint64) (int, error) {
+	code, err := b.File.ReadAt(elfx.Addr(a), 6)
+	if err != nil {
+		if code, err = b.File.ReadAt(elfx.Addr(a), 5); err != nil {
+			return 0, fmt.Errorf("dead site 0x%x: %w", a, err)
+		}
+	}
+	switch {
+	case code[0] == 0xe8:
+		return 5, nil
+	case len(code) == 6 && ((code[0] == 0x67 && code[1] == 0xe8) || (code[0] == 0xff && code[1] == 0x15)):
+		return 6, nil
+	}
+	if in, err := x86asm.Decode(code, 64); err == nil && in.Op == x86asm.NOP && (in.Len == 5 || in.Len == 6) {
+		return in.Len, nil
+	}
+	if x86NopForm(code[:5]) != FormOther {
+		return 5, nil
+	}
+	return 0, &SiteError{Addr: a, Msg: fmt.Sprintf("table entry outside every function holds % x, neither a call nor NOPs", code)}
+}
+
+// x86Want returns the bytes a slot of length n becomes: a call from addr
+// to target, or (target 0) the P6 NOP of its length.
+func x86Want(addr uint64, n int, target uint64) ([]byte, error) {
+	switch {
+	case target == 0 && n == 5:
+		return bytes.Clone(nops.X86NOP5), nil
+	case target == 0 && n == 6:
+		return bytes.Clone(nops.X86NOP6), nil
+	case n == 5:
+		return nops.X86Call(addr, target)
+	case n == 6:
+		// One 6-byte call, so the return address is site+6 in every
+		// state of the site (see nops.X86Call6).
+		return nops.X86Call6(addr, target)
+	}
+	return nil, fmt.Errorf("site 0x%x: %d bytes, want 5 or 6", addr, n)
+}
