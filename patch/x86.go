@@ -46,6 +46,14 @@ func (b *Binary) classify(s *Slot) error {
 				return nil
 			}
 		}
+		if via, err := b.pltTarget(target); err != nil {
+			return err
+		} else if h, isHook := b.hooks[via]; isHook && via != 0 {
+			// A shared object calls its own preemptible hook through
+			// the PLT (clang: call __fentry__@PLT).
+			s.Form, s.Hook = FormHook, h
+			return nil
+		}
 		s.Form, s.Detail = FormOther, fmt.Sprintf("a call to 0x%x, which is neither a hook nor a trampoline of the runtime", target)
 		return nil
 	default:
@@ -73,10 +81,36 @@ func (b *Binary) callTarget(addr uint64, code []byte) (target uint64, ok bool, e
 	return 0, false, nil
 }
 
-// gotValue returns what the loader leaves in the GOT slot at a: the
-// address of the symbol a dynamic relocation names (GLOB_DAT or 64 against
-// a symbol this file defines), the value of a RELATIVE relocation, or the
-// word as linked.
+// pltTarget reads the PLT entry at a, if a holds one, and returns what
+// its GOT slot holds (gotValue); 0 for anything else. A PLT entry is an
+// indirect jump through a GOT slot, optionally after endbr64 and with a
+// bnd prefix (.plt.sec of an IBT-enabled file):
+//
+//	[f3 0f 1e fa]  [f2]  ff 25 disp32      jmp *disp32(%rip)
+func (b *Binary) pltTarget(a uint64) (uint64, error) {
+	code, err := b.File.ReadAt(elfx.Addr(a), 11)
+	if err != nil {
+		return 0, nil // not in the file: not a PLT entry
+	}
+	at := 0
+	if bytes.HasPrefix(code, []byte{0xf3, 0x0f, 0x1e, 0xfa}) { // endbr64
+		at = 4
+	}
+	if code[at] == 0xf2 { // bnd
+		at++
+	}
+	if at+6 > len(code) || code[at] != 0xff || code[at+1] != 0x25 {
+		return 0, nil
+	}
+	slot := a + uint64(at) + 6 + uint64(int64(int32(binary.LittleEndian.Uint32(code[at+2:]))))
+	return b.gotValue(slot)
+}
+
+// gotValue returns what the loader leaves in the GOT slot at a: for a
+// slot a dynamic relocation fills with a hook (GLOB_DAT, JUMP_SLOT or 64
+// against __fentry__ or mcount), the hook's address in this file, which
+// is where the slot points unless another module interposes its own; the
+// value of a RELATIVE relocation; or the word as linked.
 func (b *Binary) gotValue(a uint64) (uint64, error) {
 	if b.gotSyms == nil {
 		b.gotSyms = map[uint64]string{}
@@ -95,7 +129,7 @@ func (b *Binary) gotValue(a uint64) (uint64, error) {
 			}
 			for _, r := range rs {
 				t := elf.R_X86_64(r.Type)
-				if (t == elf.R_X86_64_GLOB_DAT || t == elf.R_X86_64_64) && int(r.Sym) < len(syms) && r.Addend == 0 {
+				if (t == elf.R_X86_64_GLOB_DAT || t == elf.R_X86_64_JMP_SLOT || t == elf.R_X86_64_64) && r.Sym != 0 && int(r.Sym) < len(syms) && r.Addend == 0 {
 					b.gotSyms[r.Off] = syms[r.Sym].Name
 				}
 			}

@@ -25,8 +25,8 @@ type listFlags struct {
 }
 
 func (l *listFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&l.files, "funcs", nil, "a list file: one glob per line, !glob excludes, # comments (repeatable)")
-	cmd.Flags().StringArrayVar(&l.reports, "funcs-from", nil, "the output of a previous `ftpatch report`: its FUNCTION column (repeatable)")
+	cmd.Flags().StringArrayVar(&l.files, "funcs", nil, "a `LIST` file: one glob per line, !glob excludes, # comments (repeatable)")
+	cmd.Flags().StringArrayVar(&l.reports, "funcs-from", nil, "a `REPORT` written by ftpatch report: its FUNCTION column (repeatable)")
 }
 
 // list merges the list files, reports and command-line globs into one
@@ -106,8 +106,9 @@ FTRACE_THRESH configure the baked-in tracer.
 
 BIN is rewritten in place (atomically, keeping its mode), or OUT is written
 and BIN left untouched. A binary already enabled with the same list is not
-written at all. Exit status: 0 done, 1 a problem with BIN or the list
-(nothing is written), 2 a usage error or a file that cannot be read.`,
+written at all.
+Exit status: 0 done, 1 a problem with BIN or the list (nothing is
+written), 2 a usage error or a file that cannot be read.`,
 		Example: `  cat > hot.txt <<EOF
   # the parser, without its whitespace skipping
   parse_*
@@ -136,8 +137,8 @@ written at all. Exit status: 0 done, 1 a problem with BIN or the list
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVar(&tracer, "tracer", "function", "what enabled sites feed: function, function_graph or nop")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file here and leave BIN unchanged")
+	cmd.Flags().StringVar(&tracer, "tracer", "function", "the `TRACER` enabled sites feed: function, function_graph or nop")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file to `OUT` and leave BIN unchanged")
 	return cmd
 }
 
@@ -153,7 +154,10 @@ runs untraced, with no code written at start, unless FTRACE is set. With
 functions named (as for enable), only their sites become NOPs; the
 others stay as they are.
 
-Output, exit status and atomicity as for enable.`,
+BIN is rewritten in place (atomically, keeping its mode), or OUT is written
+and BIN left untouched; a file already as asked is not written.
+Exit status: 0 done, 1 a problem with BIN or the list (nothing is
+written), 2 a usage error or a file that cannot be read.`,
 		Example: `  ftpatch disable ./prog                  # nothing traced any more
   ftpatch disable ./prog 'parse_space'    # one function less`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
@@ -167,7 +171,7 @@ Output, exit status and atomicity as for enable.`,
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file here and leave BIN unchanged")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file to `OUT` and leave BIN unchanged")
 	return cmd
 }
 
