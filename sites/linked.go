@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"ftpatch/arch"
 	"ftpatch/elfx"
 )
@@ -70,7 +72,7 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 		}
 	}
 	funcs := newFuncIndex(syms, true)
-	out := &Linked{Arch: f.Arch}
+	out := &Linked{Arch: f.Arch, Sites: make([]Site, 0, len(words))} // one allocation, not a doubling per 2^k sites
 	sort.Slice(words, func(i, j int) bool { return words[i] < words[j] })
 	for i, a := range words {
 		if a == 0 {
@@ -122,7 +124,11 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool) (*Sit
 		}
 		entry := off == x86Entry(code, 0)
 		switch {
-		case x86Call(code[off:], in.Len) == nil && (in.Len == 5 || in.Len == 6):
+		case (in.Len == 5 || in.Len == 6) && in.Op == x86asm.NOP:
+			// One NOP: what x86Nops would say, without decoding it again
+			// (nor building x86CallOf's error message for it).
+			site.State, site.Len = StateNop, in.Len
+		case (in.Len == 5 || in.Len == 6) && x86CallOf(in, code[off:], in.Len) == nil:
 			site.State, site.Len = StateCall, in.Len
 		case in.Len == 5 || in.Len == 6:
 			st, err := x86Nops(code[off:], in.Len)
