@@ -285,3 +285,31 @@ func TestSuggest(t *testing.T) {
 		})
 	}
 }
+
+func TestLiteralPrefix(t *testing.T) {
+	for _, c := range []struct {
+		glob, prefix string
+		star         bool
+	}{
+		{"parse_*", "parse_", true},
+		{"parse_*x", "parse_", false},
+		{"*", "", true},
+		{"f1???", "f1", false},
+		{"[ab]*", "", false},
+		{`odd\*name*`, "odd*name", true},
+		{"exact", "exact", false},
+	} {
+		p, s := literalPrefix(c.glob)
+		if p != c.prefix || s != c.star {
+			t.Errorf("literalPrefix(%q) = %q, %v; want %q, %v", c.glob, p, s, c.prefix, c.star)
+		}
+		// The fast test agrees with path.Match on names with and
+		// without the prefix.
+		for _, name := range []string{c.prefix, c.prefix + "x", "x" + c.prefix, "parse_x", "f1abc", "odd*namez"} {
+			l := &List{Globs: []Glob{{Pattern: c.glob}}}
+			if got, want := l.Select([]string{name}).Count == 1, match(c.glob, name); got != want {
+				t.Errorf("%q against %q: Select says %v, path.Match %v", c.glob, name, got, want)
+			}
+		}
+	}
+}
