@@ -34,6 +34,7 @@ bench: build
 	@scripts/deps.sh bench
 	$(GO) run ./bench/recordmcount
 	$(GO) run ./bench/runtime
+	$(GO) run ./bench/enable
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx

@@ -1,13 +1,14 @@
 package patch
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sort"
 
+	"ftpatch/elfx"
 	"ftpatch/nops"
 )
 
@@ -71,27 +72,61 @@ func (b *Binary) textHash() uint64 {
 	return v
 }
 
-// Apply returns the patched file image: a copy of the input with each
-// write made through nops.Modify (the old bytes read and compared first,
-// the new ones read back) and the config record replaced. The input is
+// Apply writes the patched file to w: the input's bytes with each
+// planned write made and the config record replaced, streamed in file
+// order, so the new image is never held whole beside the input. Each
+// change goes through nops.Modify on a copy of the bytes it replaces
+// (the old bytes compared first, the new ones read back). The input is
 // never modified.
-func (b *Binary) Apply(p *Plan, progress func(done, total int)) ([]byte, error) {
-	out := bytes.Clone(b.File.Data)
-	text := nops.Bytes{Base: 0, B: out} // addressed by file offset
-	for i, w := range p.Writes {
-		if err := nops.Modify(text, uint64(w.Slot.Off), w.Old, w.New); err != nil {
-			return nil, fmt.Errorf("site 0x%x in %s: %w", w.Slot.Addr, w.Slot.Func, err)
+func (b *Binary) Apply(p *Plan, w io.Writer, progress func(done, total int)) error {
+	type edit struct {
+		off      elfx.Off
+		old, new []byte
+		what     string
+	}
+	data := b.File.Data
+	edits := make([]edit, 0, len(p.Writes)+1)
+	for i := range p.Writes {
+		wr := &p.Writes[i]
+		s := wr.Slot
+		edits = append(edits, edit{s.Off, data[s.Off : s.Off+elfx.Off(s.Len)], wr.Bytes(), ""})
+	}
+	edits = append(edits, edit{b.configOff, data[b.configOff : b.configOff+configSize], p.Config.marshal(), ConfigSection})
+	// Slots are in address order, which in every file seen is file order
+	// too; the record goes wherever its section is.
+	if !sort.SliceIsSorted(edits, func(i, j int) bool { return edits[i].off < edits[j].off }) {
+		sort.Slice(edits, func(i, j int) bool { return edits[i].off < edits[j].off })
+	}
+	var buf [configSize]byte
+	at := elfx.Off(0)
+	for i, e := range edits {
+		if e.off < at {
+			return fmt.Errorf("overlapping changes at file offset 0x%x", uint64(e.off))
 		}
+		if _, err := w.Write(data[at:e.off]); err != nil {
+			return err
+		}
+		n := len(e.old)
+		copy(buf[:n], e.old)
+		if err := nops.Modify(nops.Bytes{Base: uint64(e.off), B: buf[:n]}, uint64(e.off), e.old, e.new); err != nil {
+			if e.what == "" {
+				e.what = fmt.Sprintf("file offset 0x%x", uint64(e.off))
+			}
+			return fmt.Errorf("%s: %w", e.what, err)
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		at = e.off + elfx.Off(n)
 		if progress != nil && i%4096 == 0 {
-			progress(i, len(p.Writes))
+			progress(i, len(edits))
 		}
 	}
-	old := b.File.Data[b.configOff : b.configOff+configSize]
-	if err := nops.Modify(text, uint64(b.configOff), old, p.Config.marshal()); err != nil {
-		return nil, fmt.Errorf("%s: %w", ConfigSection, err)
+	if _, err := w.Write(data[at:]); err != nil {
+		return err
 	}
 	if progress != nil {
-		progress(len(p.Writes), len(p.Writes))
+		progress(len(edits), len(edits))
 	}
-	return out, nil
+	return nil
 }

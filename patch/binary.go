@@ -59,7 +59,7 @@ func (t Tramp) String() string {
 
 // trampFor is the trampoline a site of kind k and length n calls when
 // enabled for tracer tr.
-func trampFor(k sites.Kind, n int, tr Tracer) Tramp {
+func trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
 	switch {
 	case tr == TracerNop:
 		return Stub
@@ -77,20 +77,44 @@ func trampFor(k sites.Kind, n int, tr Tracer) Tramp {
 // (in a function), or a dead one (in the bytes of a weak function the
 // linker discarded), which the runtime's table still lists and which
 // ftpatch keeps a NOP so the runtime's check finds nothing unexpected.
+//
+// A program holds 100k slots or more: a Slot is 40 bytes, and what only a
+// bad site needs (the description of its bytes) is kept aside.
 type Slot struct {
 	Addr   uint64     // the site's address (before any load bias)
 	Off    elfx.Off   // its offset in the file
-	Len    int        // bytes
 	Func   string     // the function holding it; "" for a dead slot
+	Len    uint8      // bytes: 5 or 6
 	Kind   sites.Kind // KindUnknown for a dead slot
 	Form   Form       // what it holds now
 	Target Tramp      // for FormCall: which trampoline
-	Hook   string     // for FormHook: which hook
-	Detail string     // for FormOther: what was found, for messages
+	Hook   Hook       // for FormHook: which hook
+}
+
+// A Hook is one of the compiler's entry hooks, which the runtime defines.
+type Hook uint8
+
+// The hooks.
+const (
+	HookNone Hook = iota
+	HookFentry
+	HookMcount
+)
+
+var hookNames = [...]string{HookNone: "", HookFentry: "__fentry__", HookMcount: "mcount"}
+
+func (h Hook) String() string {
+	if int(h) < len(hookNames) {
+		return hookNames[h]
+	}
+	return fmt.Sprintf("hook(%d)", uint8(h))
 }
 
 // Dead reports whether the slot lies outside every live function.
 func (s *Slot) Dead() bool { return s.Func == "" }
+
+// Detail describes what a FormOther slot holds, for messages.
+func (b *Binary) Detail(s *Slot) string { return b.details[s.Addr] }
 
 // A Binary is a linked file read for patching.
 type Binary struct {
@@ -101,7 +125,8 @@ type Binary struct {
 
 	configOff elfx.Off
 	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
-	hooks     map[uint64]string // hook address -> name
+	hooks     map[uint64]Hook   // hook address -> which
+	details   map[uint64]string // for FormOther slots, by address: what was found
 	rel       *elfx.Relatives   // loaded on first need
 	gotSyms   map[uint64]string // GOT slot -> the symbol a dynamic relocation fills it with
 }
@@ -130,7 +155,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Binary{File: f, hooks: map[uint64]string{}}
+	b := &Binary{File: f, hooks: map[uint64]Hook{}, details: map[uint64]string{}}
 	found := map[string]uint64{}
 	for i := range syms {
 		s := &syms[i]
@@ -168,8 +193,8 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		}
 		b.tramps[t] = a
 	}
-	b.hooks[found["__fentry__"]] = "__fentry__"
-	b.hooks[found["mcount"]] = "mcount"
+	b.hooks[found["__fentry__"]] = HookFentry
+	b.hooks[found["mcount"]] = HookMcount
 
 	l, err := sites.FindLinked(f)
 	if err != nil {
@@ -181,7 +206,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	b.Slots = make([]Slot, 0, len(l.Sites)+l.Dead)
 	for i := range l.Sites {
 		s := &l.Sites[i]
-		b.Slots = append(b.Slots, Slot{Addr: s.Off, Len: s.Len, Func: s.Func, Kind: s.Kind})
+		b.Slots = append(b.Slots, Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind})
 		if progress != nil && i%4096 == 0 {
 			progress(i, len(l.Sites))
 		}
@@ -237,7 +262,7 @@ func (b *Binary) deadSlots(l *sites.Linked) ([]Slot, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Slot{Addr: w, Len: n})
+		out = append(out, Slot{Addr: w, Len: uint8(n)})
 	}
 	if len(out) != l.Dead {
 		return nil, fmt.Errorf("%s: %d dead entries found, site discovery counted %d", sites.TableName, len(out), l.Dead)

@@ -33,11 +33,18 @@ type Request struct {
 	Inputs string
 }
 
-// A Write is one site whose bytes change.
+// A Write is one site whose bytes change: from what the file holds at
+// Slot.Off to New[:Slot.Len]. 16 bytes, as there may be 100k of them.
 type Write struct {
-	Slot     *Slot
-	Old, New []byte
+	Slot *Slot
+	New  [maxSite]byte
 }
+
+// maxSite is the longest site, in bytes.
+const maxSite = 6
+
+// Bytes returns the bytes the site gets.
+func (w *Write) Bytes() []byte { return w.New[:w.Slot.Len] }
 
 // An Unmatched is an include glob that matched no function with a site,
 // with corrections that would ("did you mean").
@@ -117,6 +124,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		tracer = b.Config.Tracer
 	}
 	enabled := 0
+	p.Writes = make([]Write, 0, len(b.Slots))
 	for i, k := 0, 0; i < len(b.Slots); i++ {
 		s := &b.Slots[i]
 		in := false
@@ -125,7 +133,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			k++
 		}
 		if s.Form == FormOther {
-			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: s.Detail + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
+			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
 		}
 		var call bool
 		switch r.Op {
@@ -147,9 +155,10 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		old := b.File.Data[s.Off : int(s.Off)+s.Len]
-		if !bytes.Equal(old, want) {
-			p.Writes = append(p.Writes, Write{Slot: s, Old: old, New: want})
+		if !bytes.Equal(b.File.Data[s.Off:int(s.Off)+int(s.Len)], want) {
+			w := Write{Slot: s}
+			copy(w.New[:], want)
+			p.Writes = append(p.Writes, w)
 		}
 	}
 

@@ -3,6 +3,7 @@ package patch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -19,7 +20,7 @@ type Options struct {
 	// writing them have got (done of total, per stage).
 	Progress func(done, total int)
 
-	beforeCommit func() // tests: runs between reading the input and the rename
+	beforeCommit func() // tests: runs after the output is written, before the input is checked and the output renamed
 }
 
 // A Result says what Run did.
@@ -71,18 +72,19 @@ func Run(o Options) (*Result, error) {
 	if res.Plan.Unchanged && o.Out == "" {
 		return res, nil
 	}
-	img, err := b.Apply(res.Plan, o.Progress)
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", o.Path, err)
-	}
-	if o.beforeCommit != nil {
-		o.beforeCommit()
-	}
 	out := path
 	if o.Out != "" {
 		out = o.Out
 	}
+	var applyErr error
+	fill := func(w io.Writer) error {
+		applyErr = b.Apply(res.Plan, w, o.Progress)
+		return applyErr
+	}
 	check := func() error {
+		if o.beforeCommit != nil {
+			o.beforeCommit()
+		}
 		now, err := stampOf(path)
 		if err != nil || now != before {
 			return fmt.Errorf("%s: %w (modified, replaced or removed since it was read); nothing written: run again", o.Path, ErrChanged)
@@ -90,8 +92,11 @@ func Run(o Options) (*Result, error) {
 		return nil
 	}
 	perm := before.mode & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
-	if err := elfx.WriteFileChecked(out, perm, check, img); err != nil {
-		if errors.Is(err, ErrChanged) {
+	if err := elfx.WriteFileChecked(out, perm, check, fill); err != nil {
+		switch {
+		case applyErr != nil:
+			return res, fmt.Errorf("%s: %w", o.Path, applyErr)
+		case errors.Is(err, ErrChanged):
 			return res, err
 		}
 		return res, fmt.Errorf("writing %s: %w", out, err)

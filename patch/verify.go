@@ -65,13 +65,13 @@ func (b *Binary) Verify() *Report {
 		}
 		switch {
 		case s.Form == FormOther:
-			add(s, "holds %s", s.Detail)
+			add(s, "holds %s", b.Detail(s))
 		case c.Patched() && s.Form == FormNop:
 			want := nops.X86NOP5
 			if s.Len == 6 {
 				want = nops.X86NOP6
 			}
-			if got := b.File.Data[s.Off : int(s.Off)+s.Len]; !bytes.Equal(got, want) {
+			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; !bytes.Equal(got, want) {
 				add(s, "holds the NOP % x, ftpatch writes % x", got, want)
 			}
 		case c.Patched() && s.Form == FormCall && s.Dead():

@@ -30,6 +30,12 @@ func (b *Binary) classify(s *Slot) error {
 	if err != nil {
 		return fmt.Errorf("site 0x%x: %w", s.Addr, err)
 	}
+	// ftpatch's own NOPs, the commonest case in a patched file, known
+	// without decoding (nops checks these encodings with x/arch).
+	if bytes.Equal(code, nops.X86NOP5) || bytes.Equal(code, nops.X86NOP6) {
+		s.Form = FormNop
+		return nil
+	}
 	target, ok, err := b.callTarget(s.Addr, code)
 	if err != nil {
 		return err
@@ -54,12 +60,12 @@ func (b *Binary) classify(s *Slot) error {
 			s.Form, s.Hook = FormHook, h
 			return nil
 		}
-		s.Form, s.Detail = FormOther, fmt.Sprintf("a call to 0x%x, which is neither a hook nor a trampoline of the runtime", target)
+		s.Form, b.details[s.Addr] = FormOther, fmt.Sprintf("a call to 0x%x, which is neither a hook nor a trampoline of the runtime", target)
 		return nil
 	default:
 		s.Form = x86NopForm(code)
 		if s.Form == FormOther {
-			s.Detail = fmt.Sprintf("% x, neither a call nor NOPs", code)
+			b.details[s.Addr] = fmt.Sprintf("% x, neither a call nor NOPs", code)
 		}
 	}
 	return nil
@@ -137,7 +143,7 @@ func (b *Binary) gotValue(a uint64) (uint64, error) {
 	}
 	if name, ok := b.gotSyms[a]; ok {
 		for addr, h := range b.hooks {
-			if h == name {
+			if h.String() == name {
 				return addr, nil
 			}
 		}
@@ -202,7 +208,7 @@ func (b *Binary) deadLen(a uint64) (int, error) {
 
 // x86Want returns the bytes a slot of length n becomes: a call from addr
 // to target, or (target 0) the P6 NOP of its length.
-func x86Want(addr uint64, n int, target uint64) ([]byte, error) {
+func x86Want(addr uint64, n uint8, target uint64) ([]byte, error) {
 	switch {
 	case target == 0 && n == 5:
 		return bytes.Clone(nops.X86NOP5), nil

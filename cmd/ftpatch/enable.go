@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -175,8 +176,26 @@ written), 2 a usage error or a file that cannot be read.`,
 	return cmd
 }
 
+// limitMemory bounds the heap by the size of the file at path. What the
+// patcher keeps live at its peak (the file, its symbols and sites while
+// they are read) is about 4 times the file; Go's collector lets the heap
+// grow to twice the live data before collecting, which puts peak memory
+// near 9 times the file. A soft limit at 5 times (plus room for a small
+// file's fixed costs) makes the collector run earlier instead: on a
+// 200,000-function program, 6.6 times the file for the same CPU time
+// (measured: bench/enable). A GOMEMLIMIT the user set wins.
+func limitMemory(path string) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if fi, err := os.Stat(path); err == nil {
+		debug.SetMemoryLimit(5*fi.Size() + 16<<20)
+	}
+}
+
 // runPatch runs one enable or disable and reports what it did.
 func runPatch(stdout, stderr io.Writer, o patch.Options) error {
+	limitMemory(o.Path)
 	bar := progress.ForTerminal(os.Stderr, barMin)
 	o.Progress = bar.Update
 	res, err := patch.Run(o)

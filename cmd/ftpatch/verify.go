@@ -31,6 +31,7 @@ runtime, no site table), 2 a usage error or a file that cannot be read.`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
+			limitMemory(path)
 			f, err := elfx.Open(path)
 			if err != nil {
 				return fileError(err)
