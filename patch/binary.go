@@ -196,6 +196,9 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	b.hooks[found["__fentry__"]] = HookFentry
 	b.hooks[found["mcount"]] = HookMcount
 
+	if tab := f.Section(sites.TableName); tab != nil && progress != nil {
+		progress(0, int(tab.Size/8)) // reading the table is most of the time: show the bar now
+	}
 	l, err := sites.FindLinked(f)
 	if err != nil {
 		if errors.Is(err, sites.ErrNoTable) {
@@ -207,9 +210,6 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		b.Slots = append(b.Slots, Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind})
-		if progress != nil && i%4096 == 0 {
-			progress(i, len(l.Sites))
-		}
 	}
 	b.Live = len(b.Slots)
 	if l.Dead > 0 {
@@ -229,9 +229,12 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		if err := b.classify(s); err != nil {
 			return nil, err
 		}
+		if progress != nil && i%4096 == 0 {
+			progress(i, len(b.Slots))
+		}
 	}
 	if progress != nil {
-		progress(len(l.Sites), len(l.Sites))
+		progress(len(b.Slots), len(b.Slots))
 	}
 	return b, nil
 }
