@@ -34,12 +34,14 @@ bench: build
 	@scripts/deps.sh bench
 	$(GO) run ./bench/recordmcount
 	$(GO) run ./bench/runtime
+	$(GO) run ./bench/enable
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx
 	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
 	$(GO) test -run '^$$' -fuzz '^FuzzFindLinked$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
 	$(GO) test -run '^$$' -fuzz '^FuzzLineTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./srcline
+	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./patch
 
 clean:
 	rm -rf $(BIN) build

@@ -1,10 +1,12 @@
 package elfx
 
 import (
+	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -385,6 +387,40 @@ func WriteFile(path string, perm os.FileMode, chunks ...[]byte) error {
 // the last: the rename is atomic either way, and the directory sync only
 // makes it durable.
 func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
+	return replace(path, perm, nil, func(w io.Writer) error {
+		for _, c := range chunks {
+			if _, err := w.Write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WriteFileChecked is WriteFile for contents written by fill, through a
+// buffer (so fill may write a large file as many small pieces without
+// holding it whole), with a last check: check runs after the new contents
+// are synced to the temporary file and just before the rename. If fill or
+// check fails, the temporary is removed, path is left as it is, and the
+// error returned. A tool that read path and now replaces it uses check to
+// make sure no one else wrote path meanwhile (a writer in the short
+// window between check and rename still goes unseen: POSIX has no
+// compare-and-rename).
+func WriteFileChecked(path string, perm os.FileMode, check func() error, fill func(w io.Writer) error) error {
+	err := replace(path, perm, check, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := fill(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+func replace(path string, perm os.FileMode, check func() error, fill func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -399,10 +435,8 @@ func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	for _, c := range chunks {
-		if _, err = tmp.Write(c); err != nil {
-			return err
-		}
+	if err = fill(tmp); err != nil {
+		return err
 	}
 	if err = tmp.Chmod(perm); err != nil {
 		return err
@@ -412,6 +446,11 @@ func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
 	}
 	if err = tmp.Close(); err != nil {
 		return err
+	}
+	if check != nil {
+		if err = check(); err != nil {
+			return err
+		}
 	}
 	return os.Rename(tmp.Name(), path)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -714,6 +715,43 @@ func TestWriteFile(t *testing.T) {
 			t.Error("writing under a regular file succeeded")
 		}
 		checkOnly(t, dir, "x.o", "old", 0o644)
+	})
+	t.Run("checked", func(t *testing.T) {
+		// The check runs once, after the new contents are written and
+		// before the rename: failing, it leaves the old file and no
+		// temporary; passing, the new file is in place.
+		dir := t.TempDir()
+		p := writeFile(t, dir, "out.o", "old")
+		calls := 0
+		errChanged := errors.New("changed")
+		fill := func(w io.Writer) error {
+			for _, s := range []string{"n", "e", "w"} { // pieces, as a patcher writes them
+				if _, err := io.WriteString(w, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err := elfx.WriteFileChecked(p, 0o644, func() error {
+			calls++
+			if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+				t.Errorf("at the check the directory holds %d entries, want the old file and the temporary", len(ents))
+			}
+			return errChanged
+		}, fill)
+		if !errors.Is(err, errChanged) || calls != 1 {
+			t.Errorf("WriteFileChecked with a failing check: %v after %d calls", err, calls)
+		}
+		checkOnly(t, dir, "out.o", "old", 0o644)
+		if err := elfx.WriteFileChecked(p, 0o755, func() error { return nil }, fill); err != nil {
+			t.Fatal(err)
+		}
+		checkOnly(t, dir, "out.o", "new", 0o755)
+		// A failing fill leaves the old file too.
+		if err := elfx.WriteFileChecked(p, 0o644, nil, func(w io.Writer) error { return errChanged }); !errors.Is(err, errChanged) {
+			t.Errorf("a failing fill: %v", err)
+		}
+		checkOnly(t, dir, "out.o", "new", 0o755)
 	})
 	t.Run("target-is-a-directory", func(t *testing.T) {
 		// The rename fails after the temporary file is written: the

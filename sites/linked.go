@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"ftpatch/arch"
 	"ftpatch/elfx"
 )
@@ -192,7 +194,11 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 		}
 		entry := off == x86Entry(code, 0)
 		switch {
-		case x86Call(code[off:], in.Len) == nil && (in.Len == 5 || in.Len == 6):
+		case (in.Len == 5 || in.Len == 6) && in.Op == x86asm.NOP:
+			// One NOP: what x86Nops would say, without decoding it again
+			// (nor building x86CallOf's error message for it).
+			site.State, site.Len = StateNop, in.Len
+		case (in.Len == 5 || in.Len == 6) && x86CallOf(in, code[off:], in.Len) == nil:
 			site.State, site.Len = StateCall, in.Len
 			if site.Call, err = calls.x86(a, code[off:], in.Len); err != nil {
 				return nil, bad("%v", err)

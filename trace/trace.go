@@ -48,6 +48,12 @@ type Meta struct {
 	// and such threads; graphed frames left by longjmp; bytes of records
 	// the runtime could not write.
 	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Stopped, Unwound, LostBytes uint64
+	// Config is what the runtime made of the file's config record:
+	// "patched" (pre-patched by ftpatch enable: sites only checked),
+	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
+	// "mismatch" (a record not matching the table: ignored), "none" (not
+	// pre-patched); "" from a runtime older than the record.
+	Config string
 }
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
@@ -157,6 +163,8 @@ func readMeta(path string, m *Meta) error {
 			m.Exe = val
 		case "build_id":
 			m.BuildID = val
+		case "config":
+			m.Config = val
 		case "pid":
 			n, err := strconv.Atoi(val)
 			if err != nil {

@@ -1,9 +1,11 @@
 // Command ftpatch is the user's tool for ftpatch-instrumented programs:
-// it lists a linked program's patch sites (and, as the project grows,
-// enables tracing in them and reads the traces they record).
+// it lists a linked program's patch sites, bakes tracing of chosen
+// functions into it (enable, disable) and checks the result (verify),
+// builds the runtime, and reads the traces programs record.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +19,47 @@ import (
 func main() {
 	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "ftpatch: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit statuses: 0 success; 1 a problem found in the input (a file, a
+// list) or a failure; 2 the command was used wrongly or a file could not
+// be read, so nothing was looked at. Build systems branch on these.
+const (
+	exitProblem = 1
+	exitUsage   = 2
+)
+
+// An exitError carries an exit status other than exitProblem.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usage marks err as a usage error (exit status 2).
+func usage(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// usageArgs makes an argument check's failure a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usage(fmt.Errorf("%w (see ftpatch %s --help)", err, cmd.Name()))
+		}
+		return nil
+	}
+}
+
+// exitCode is the status err calls for.
+func exitCode(err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitProblem
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -30,7 +71,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSites(stdout), newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout))
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usage(fmt.Errorf("%w (see ftpatch %s --help)", err, cmd.Name()))
+	})
+	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
+		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout))
 	return root
 }
 

@@ -30,9 +30,46 @@ struct ftrt_stats {
 	uint64_t enabled;  /* sites made to call the tracer */
 	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve */
 	uint64_t init_ns;  /* time the load-time pass took */
+	uint64_t pages;    /* code pages made writable (and written): 0 for a pre-patched file */
+	uint64_t config;   /* what the pass made of .ftrt_config: an FTRT_CFG_STATE_* */
 };
 
 extern struct ftrt_stats ftrt_stats;
+
+/*
+ * The config record (config.c), in its own section ".ftrt_config", which
+ * `ftpatch enable` and `ftpatch disable` rewrite in the linked file (Go:
+ * package patch, which must agree with this layout byte for byte). Fixed
+ * size, little-endian, no padding: 56 bytes.
+ */
+struct ftrt_config {
+	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
+	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
+	uint32_t tracer;    /* 0: nothing baked in; else FTRT_FUNCTION, FTRT_GRAPH or FTRT_NOP */
+	uint32_t flags;     /* FTRT_CFG_PATCHED */
+	uint32_t reserved;  /* 0 */
+	uint64_t sites;     /* table entries ftpatch wrote (non-zero, distinct): the pass's own count must agree */
+	uint64_t enabled;   /* of which calls into the runtime */
+	uint64_t list_hash; /* hash of the normalised function list (ftpatch's; the runtime ignores it) */
+	uint64_t text_hash; /* hash of the executable segments with sites masked (for ftpatch verify) */
+};
+
+#define FTRT_CFG_MAGIC { 'f', 't', 'r', 't', 'c', 'f', 'g', '1' }
+/* ftpatch wrote every site: each is a NOP or a call to the trampoline its
+ * kind calls, so the load-time pass only checks, and writes nothing. */
+#define FTRT_CFG_PATCHED 1u
+
+extern const struct ftrt_config ftrt_config __attribute__((visibility("hidden")));
+
+/* What the load-time pass made of the record (ftrt_stats.config), and its
+ * name for the trace's metadata (`config <name>`). */
+enum {
+	FTRT_CFG_STATE_NONE,       /* not patched: the environment decides */
+	FTRT_CFG_STATE_PATCHED,    /* pre-patched: sites checked, nothing written, the recorded tracer started */
+	FTRT_CFG_STATE_OVERRIDDEN, /* pre-patched, but FTRACE or FTRACE_FILTER was set: the normal pass ran */
+	FTRT_CFG_STATE_MISMATCH,   /* the record disagrees with the table: ignored, the normal pass ran */
+};
+const char *ftrt_config_state(void);
 
 /* The entry hooks the compiler calls (entry.S): return at once until a
  * site is enabled. */

@@ -14,6 +14,13 @@
  * a program whose sites are all NOPs already (recordmcount --nop) never
  * has a writable code page. The pass runs as a constructor, before main
  * and, in the programs we serve, before any thread is started.
+ *
+ * A file pre-patched by `ftpatch enable` says so in its config record
+ * (config.c): every site is already a NOP or a call into the runtime. With
+ * neither FTRACE nor FTRACE_FILTER set, the pass then only reads: it
+ * checks each site, counts it, and starts the tracer the record names. No
+ * page is made writable, no byte of code is written. With either set, the
+ * environment wins and the normal pass runs over the pre-patched sites.
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -41,6 +48,89 @@ static int cmp_addr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/*
+ * Calls into the runtime that `ftpatch enable` writes (x86-64; the other
+ * ports have none yet):
+ *   e8 rel32      call ftrace_caller5 / ftrace_mcount_caller5 / ftrace_stub   5 bytes
+ *   67 e8 rel32   addr32 call ftrace_caller6 / ftrace_mcount_caller6 / ftrace_stub  6
+ * ftrt_arch_classify knows only the compiler's calls to the hooks; these
+ * are recognised here so that the check of a pre-patched file can accept
+ * them and the normal pass can turn them back into NOPs or other calls.
+ *
+ * Which of caller5 and mcount_caller5 a site must call depends on whether
+ * it is at its function's entry, which needs the symbol table: ftpatch
+ * verify checks that; here either is accepted, as both are ours.
+ */
+#if defined(__x86_64__)
+void ftrace_caller5(void);
+void ftrace_caller6(void);
+void ftrace_mcount_caller5(void);
+void ftrace_mcount_caller6(void);
+void ftrace_stub(void);
+
+/* Whether the site at ip calls one of the runtime's trampolines that a
+ * site of the tracer `mode` may call (mode 0: any of them); sets *len. */
+static int tramp_call(const unsigned char *ip, int *len, int mode)
+{
+	int32_t rel;
+	uintptr_t target;
+	if (ip[0] == 0xe8) { /* call rel32 */
+		__builtin_memcpy(&rel, ip + 1, 4);
+		*len = 5;
+	} else if (ip[0] == 0x67 && ip[1] == 0xe8) { /* addr32 call rel32 */
+		__builtin_memcpy(&rel, ip + 2, 4);
+		*len = 6;
+	} else {
+		return 0;
+	}
+	target = (uintptr_t)ip + (uintptr_t)*len + (uintptr_t)(intptr_t)rel;
+	if (target == (uintptr_t)ftrace_stub)
+		return mode == 0 || mode == FTRT_NOP;
+	if (mode == FTRT_NOP)
+		return 0;
+	if (*len == 5)
+		return target == (uintptr_t)ftrace_caller5 || target == (uintptr_t)ftrace_mcount_caller5;
+	return target == (uintptr_t)ftrace_caller6 || target == (uintptr_t)ftrace_mcount_caller6;
+}
+#else
+static int tramp_call(const unsigned char *ip, int *len, int mode)
+{
+	(void)ip, (void)len, (void)mode;
+	return 0;
+}
+#endif
+
+/* What a site holds, with the runtime's own calls counted as calls. */
+static enum ftrt_site_state classify(const unsigned char *ip, int *len)
+{
+	enum ftrt_site_state st = ftrt_arch_classify(ip, len);
+	if (st == FTRT_SITE_UNKNOWN && tramp_call(ip, len, 0))
+		return FTRT_SITE_CALL;
+	return st;
+}
+
+/*
+ * The config record, if it is one this runtime understands. Read through
+ * a pointer the compiler cannot see through: the record is a const
+ * object initialised in config.c, but its bytes at run time are what
+ * ftpatch wrote into the file, not that initialiser.
+ */
+static const struct ftrt_config *config(void)
+{
+	static const char magic[8] = FTRT_CFG_MAGIC;
+	const struct ftrt_config *c = &ftrt_config;
+	__asm__("" : "+r"(c));
+	if (__builtin_memcmp(c->magic, magic, sizeof magic) != 0 || c->size != sizeof *c)
+		return NULL;
+	return c;
+}
+
+const char *ftrt_config_state(void)
+{
+	static const char *const names[] = { "none", "patched", "overridden", "mismatch" };
+	return ftrt_stats.config < sizeof names / sizeof names[0] ? names[ftrt_stats.config] : "none";
 }
 
 /* A loaded segment: [start, end) with the protection its program header
@@ -101,7 +191,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 	uintptr_t lo = 0, hi = 0;
 	for (size_t i = 0; i < n; i++) {
 		int len;
-		enum ftrt_site_state st = ftrt_arch_classify((const unsigned char *)sites[i], &len);
+		enum ftrt_site_state st = classify((const unsigned char *)sites[i], &len);
 		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS || (st == FTRT_SITE_NOP && (want[i] || !runnable_nop(sites[i], len)))) {
 			if (!lo)
 				lo = sites[i];
@@ -111,7 +201,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 	if (!lo) {
 		for (size_t i = 0; i < n; i++) {
 			int len;
-			if (ftrt_arch_classify((const unsigned char *)sites[i], &len) == FTRT_SITE_NOP)
+			if (classify((const unsigned char *)sites[i], &len) == FTRT_SITE_NOP)
 				ftrt_stats.nops++;
 			else
 				ftrt_stats.skipped++;
@@ -126,10 +216,11 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 		ftrt_stats.failed += n;
 		return;
 	}
+	ftrt_stats.pages += (phi - plo) / page;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
 		int len;
-		enum ftrt_site_state st = ftrt_arch_classify(ip, &len);
+		enum ftrt_site_state st = classify(ip, &len);
 		if (st == FTRT_SITE_UNKNOWN) {
 			ftrt_stats.skipped++;
 			continue;
@@ -166,6 +257,61 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 			ftrt_stats.patched++;
 	}
 	mprotect((void *)plo, phi - plo, seg->prot);
+}
+
+/*
+ * The pass over a pre-patched file: read each site of sites[0..n) (all
+ * inside one executable segment) and count what it holds. A site must be
+ * one NOP, or a call to the trampoline of the recorded tracer (`mode`);
+ * anything else is counted skipped. Nothing is written, whatever is
+ * found: the file is what ftpatch made it, and ftpatch verify, not the
+ * program's start, is where a bad one is reported.
+ */
+static void check_segment(const uintptr_t *sites, size_t n, int mode)
+{
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *ip = (const unsigned char *)sites[i];
+		int len;
+		if (ftrt_arch_classify(ip, &len) == FTRT_SITE_NOP)
+			ftrt_stats.nops++;
+		else if (mode > 0 && tramp_call(ip, &len, mode))
+			ftrt_stats.enabled++;
+		else
+			ftrt_stats.skipped++;
+	}
+}
+
+/*
+ * Walk the sorted sites s[0..m) a segment at a time: each run of sites
+ * inside one executable segment goes to patch_segment (want: what each
+ * becomes) or, when check_mode is a tracer (or -1 for none), to
+ * check_segment. Sites outside every executable segment are skipped.
+ */
+static void walk(const uintptr_t *s, const unsigned char *want, size_t m, int check_mode)
+{
+	for (size_t i = 0; i < m;) {
+		struct seg_query q = { .addr = s[i] };
+		dl_iterate_phdr(find_segment, &q);
+		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
+			ftrt_stats.skipped++;
+			i++;
+			continue;
+		}
+		size_t j = i;
+		/* A site's bytes must lie wholly inside the segment. */
+		while (j < m && s[j] >= q.seg.start && s[j] + 8 <= q.seg.end)
+			j++;
+		if (j == i) {
+			ftrt_stats.skipped++;
+			i++;
+			continue;
+		}
+		if (check_mode)
+			check_segment(s + i, j - i, check_mode);
+		else
+			patch_segment(s + i, want + i, j - i, &q.seg);
+		i = j;
+	}
 }
 
 /*
@@ -233,17 +379,45 @@ static void say(const char *msg)
 	write(2, msg, strlen(msg));
 }
 
+/* FTRACE_DEPTH=N: graph at most N nested calls. FTRACE_THRESH=T (ns, or
+ * with us/ms/s): keep no call shorter than T that called nothing traced. */
+static void tracer_options(void)
+{
+	const char *depth = getenv("FTRACE_DEPTH"), *thresh = getenv("FTRACE_THRESH");
+	if (depth && *depth) {
+		long d = strtol(depth, NULL, 10);
+		if (d > 0 && d < (long)ftrt_max_depth)
+			ftrt_max_depth = (unsigned)d;
+	}
+	if (thresh && *thresh && ftrt_mode == FTRT_GRAPH) {
+		uint64_t ns = parse_duration(thresh);
+		if (ns)
+			ftrt_thresh_tsc = ftrt_ns_to_tsc(ns);
+		else
+			say("ftrt: FTRACE_THRESH: want a duration like 500ns, 2.5us, 1ms; ignored\n");
+	}
+}
+
+/* The trace directory: FTRACE_OUT, default ./ftrace.data. */
+static int start_trace(void)
+{
+	const char *dir = getenv("FTRACE_OUT");
+	return ftrt_trace_start(dir && *dir ? dir : "ftrace.data");
+}
+
 static void report(void)
 {
-	char buf[320];
+	char buf[400];
 	int n = snprintf(buf, sizeof buf,
 			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
-			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns\n",
+			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns; "
+			 "%llu code pages written; config %s\n",
 			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
 			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
 			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
 			 (unsigned long long)ftrt_stats.dups, (unsigned long long)ftrt_stats.enabled,
-			 (unsigned long long)ftrt_stats.unsupported, nop_style, (unsigned long long)ftrt_stats.init_ns);
+			 (unsigned long long)ftrt_stats.unsupported, nop_style, (unsigned long long)ftrt_stats.init_ns,
+			 (unsigned long long)ftrt_stats.pages, ftrt_config_state());
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -266,7 +440,6 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	if (!__start___mcount_loc || n == 0)
 		goto out;
 	ftrt_stats.entries = n;
-	nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
 	size_t bytes = n * sizeof(uintptr_t);
 	uintptr_t *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s == MAP_FAILED) {
@@ -298,16 +471,48 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	ftrt_sites = s;
 	ftrt_nsites = m;
 
-	/* What to trace: FTRACE=function or function_graph, FTRACE_FILTER
-	 * globs, into FTRACE_OUT (default ./ftrace.data). */
+	/*
+	 * A pre-patched file, and nothing in the environment to say otherwise:
+	 * check, start the recorded tracer, write nothing. The record must
+	 * count the sites this table holds; one that does not was written
+	 * for another table (the file changed after ftpatch), and is ignored.
+	 */
+	const struct ftrt_config *cfg = config();
+	const char *mode = getenv("FTRACE"), *filter = getenv("FTRACE_FILTER");
+	int env = (mode && *mode) || (filter && *filter);
+	if (cfg && (cfg->flags & FTRT_CFG_PATCHED)) {
+		if (cfg->sites != m || cfg->tracer > FTRT_NOP) {
+			ftrt_stats.config = FTRT_CFG_STATE_MISMATCH;
+			say("ftrt: .ftrt_config does not match this program's site table (changed after ftpatch enable?); ignored\n");
+		} else if (env) {
+			ftrt_stats.config = FTRT_CFG_STATE_OVERRIDDEN;
+		} else {
+			ftrt_stats.config = FTRT_CFG_STATE_PATCHED;
+			ftrt_mode = (int)cfg->tracer;
+			walk(s, NULL, m, ftrt_mode ? ftrt_mode : -1);
+			if ((ftrt_mode == FTRT_FUNCTION || ftrt_mode == FTRT_GRAPH) && start_trace() != 0)
+				/* The enabled sites stay calls; ftrt_entry returns at once
+				 * while no trace is open. */
+				say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
+			else
+				tracer_options();
+			goto out;
+		}
+	}
+	nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
+
+	/* What to trace: FTRACE=function, function_graph or nop (or, when
+	 * only FTRACE_FILTER is set in a pre-patched file, the tracer it
+	 * records), the functions FTRACE_FILTER names (default all), into
+	 * FTRACE_OUT (default ./ftrace.data). */
 	unsigned char *want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (want == MAP_FAILED) {
 		ftrt_stats.failed = m;
 		goto out;
 	}
-	const char *mode = getenv("FTRACE");
+	if ((!mode || !*mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
+		ftrt_mode = (int)cfg->tracer;
 	if (mode && *mode) {
-		const char *dir = getenv("FTRACE_OUT");
 		if (strcmp(mode, "function") == 0)
 			ftrt_mode = FTRT_FUNCTION;
 		else if (strcmp(mode, "function_graph") == 0)
@@ -316,28 +521,14 @@ __attribute__((constructor(101))) void ftrt_init(void)
 			ftrt_mode = FTRT_NOP;
 		if (!ftrt_mode)
 			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
-		else if (ftrt_load_symbols() != 0)
+	}
+	if (ftrt_mode) {
+		if (ftrt_load_symbols() != 0)
 			say("ftrt: cannot read the program's symbol table (stripped?); tracing nothing\n");
-		else if (ftrt_mode != FTRT_NOP && ftrt_trace_start(dir && *dir ? dir : "ftrace.data") != 0)
+		else if (ftrt_mode != FTRT_NOP && start_trace() != 0)
 			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
 		else {
-			/* FTRACE_DEPTH=N: graph at most N nested calls.
-			 * FTRACE_THRESH=T (ns, or with us/ms/s): keep no call shorter
-			 * than T that called nothing traced. */
-			const char *depth = getenv("FTRACE_DEPTH"), *thresh = getenv("FTRACE_THRESH");
-			if (depth && *depth) {
-				long d = strtol(depth, NULL, 10);
-				if (d > 0 && d < (long)ftrt_max_depth)
-					ftrt_max_depth = (unsigned)d;
-			}
-			if (thresh && *thresh && ftrt_mode == FTRT_GRAPH) {
-				uint64_t ns = parse_duration(thresh);
-				if (ns)
-					ftrt_thresh_tsc = ftrt_ns_to_tsc(ns);
-				else
-					say("ftrt: FTRACE_THRESH: want a duration like 500ns, 2.5us, 1ms; ignored\n");
-			}
-			const char *filter = getenv("FTRACE_FILTER");
+			tracer_options();
 			for (size_t i = 0; i < m; i++) {
 				const struct ftrt_func *f = ftrt_func_at(s[i]);
 				if (!f || !filter_match(filter, f->name))
@@ -346,28 +537,7 @@ __attribute__((constructor(101))) void ftrt_init(void)
 			}
 		}
 	}
-
-	/* Walk the sorted sites a segment at a time. */
-	for (size_t i = 0; i < m;) {
-		struct seg_query q = { .addr = s[i] };
-		dl_iterate_phdr(find_segment, &q);
-		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
-			ftrt_stats.skipped++;
-			i++;
-			continue;
-		}
-		size_t j = i;
-		/* A site's bytes must lie wholly inside the segment. */
-		while (j < m && s[j] >= q.seg.start && s[j] + 8 <= q.seg.end)
-			j++;
-		if (j == i) {
-			ftrt_stats.skipped++;
-			i++;
-			continue;
-		}
-		patch_segment(s + i, want + i, j - i, &q.seg);
-		i = j;
-	}
+	walk(s, want, m, 0);
 	ftrt_arch_seal();
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -415,6 +415,10 @@ static void trace_stop(void)
 	meta_line(fd, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
 	meta_line(fd, "max_depth", ftrt_max_depth);
 	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
+	const char *cfg = ftrt_config_state(); /* config patched: traced as ftpatch enable recorded */
+	write_all(fd, "config ", 7);
+	write_all(fd, cfg, strlen(cfg));
+	write_all(fd, "\n", 1);
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
@@ -521,6 +525,11 @@ static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp)
  * handler; or the buffer cannot be made). */
 static inline struct tbuf *enter(void)
 {
+	/* No trace open: a pre-patched site (ftpatch enable) called before
+	 * ftrt_init started tracing, or after it failed to. Return before
+	 * touching TLS, which may not be set up yet (ifunc resolvers). */
+	if (__builtin_expect(dir_fd < 0, 0))
+		return NULL;
 	struct tbuf *b = tb;
 	if (__builtin_expect(b == NULL, 0)) {
 		if (busy)

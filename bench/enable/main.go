@@ -1,0 +1,257 @@
+// Command enable-bench measures `ftpatch enable` (`make bench`) on a
+// generated executable of 200,000 functions, each with a site: wall time
+// (process start to exit) and peak memory (the child's max RSS, from
+// getrusage) against the file's size, for the post-link commands a build
+// system runs:
+//
+//	enable 10%    --funcs choosing one function in ten (f1*... and more)
+//	enable all    every site becomes a call
+//	enable again  the same list on the enabled file: nothing to write
+//	verify        every site decoded, the text hashed
+//	disable       every site back to a NOP
+//
+// Targets: under 1 s wall and under 10x the file's size in memory, for
+// each. The program is generated as assembly (a C compiler takes minutes
+// over 200,000 functions), in two shapes: `call __fentry__` linked
+// -no-pie, and the PIE form `call *__fentry__@GOTPCREL(%rip)` that the
+// linker relaxes to `addr32 call`, whose table is filled by 200,000
+// RELATIVE relocations. Builds are cached in the user cache directory,
+// keyed by the runtime's version; every timed run works on a fresh copy.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	ftrt "ftpatch/runtime"
+)
+
+const (
+	funcs     = 200_000
+	genFormat = 1 // bump when the generated program changes
+)
+
+func main() {
+	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
+	runs := flag.Int("runs", 7, "timed runs per case")
+	flag.Parse()
+	if err := run(*bin, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "enable-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func sh(dir string, argv ...string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return nil
+}
+
+// A shape is one way of generating the program.
+type shape struct {
+	name string
+	call string // the site instruction
+	link string
+	as   []string
+}
+
+var shapes = []shape{
+	{"no-pie", "call __fentry__", "-no-pie", nil},
+	{"pie", "call *__fentry__@GOTPCREL(%rip)", "-pie", nil},
+}
+
+// program returns the cached program of shape s, generating it first if
+// needed.
+func program(bin string, s shape) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "ftpatch", "bench-enable", fmt.Sprintf("v%d-%s-%s", genFormat, ftrt.Version(), s.name))
+	prog := filepath.Join(dir, "prog")
+	if _, err := os.Stat(prog); err == nil {
+		return prog, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "generating %s (%d functions, %s)...\n", prog, funcs, s.name)
+	var b strings.Builder
+	b.WriteString("\t.text\n")
+	for i := 0; i < funcs; i++ {
+		fmt.Fprintf(&b, "\t.globl f%d\n\t.type f%d, @function\n\t.p2align 4\nf%d:\n\t%s\n\tleal 1(%%rdi), %%eax\n\tret\n\t.size f%d, .-f%d\n", i, i, i, s.call, i, i)
+	}
+	fmt.Fprintf(&b, "\t.globl main\n\t.type main, @function\nmain:\n\t%s\n\txorl %%eax, %%eax\n\tret\n\t.size main, .-main\n", s.call)
+	b.WriteString("\t.section .note.GNU-stack,\"\",@progbits\n")
+	if err := os.WriteFile(filepath.Join(dir, "many.s"), []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
+	if err != nil {
+		return "", fmt.Errorf("ftpatch flags --libs: %v", err)
+	}
+	for _, step := range [][]string{
+		{"as", "-o", "many.o", "many.s"},
+		{filepath.Join(bin, "recordmcount"), "many.o"},
+		append([]string{"gcc", s.link, "many.o", "-o", "prog.tmp"}, strings.Fields(string(libs))...),
+		{"mv", "prog.tmp", "prog"},
+	} {
+		if err := sh(dir, step...); err != nil {
+			return "", err
+		}
+	}
+	os.Remove(filepath.Join(dir, "many.s"))
+	os.Remove(filepath.Join(dir, "many.o"))
+	return prog, nil
+}
+
+// A benchCase is one command, run on a fresh copy of its input each time.
+type benchCase struct {
+	name  string
+	args  []string // ftpatch arguments; PROG is replaced by the copy
+	input string   // the file copied before each run
+	walls []time.Duration
+	cpus  []time.Duration // user + system
+	rss   int64           // KB, the largest of the runs
+}
+
+func (c *benchCase) run(ftpatch, work string) error {
+	prog := filepath.Join(work, "prog")
+	if err := copyFile(c.input, prog); err != nil {
+		return err
+	}
+	args := slices.Clone(c.args)
+	for i, a := range args {
+		if a == "PROG" {
+			args[i] = prog
+		}
+	}
+	cmd := exec.Command(ftpatch, args...)
+	cmd.Dir = work
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("ftpatch %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	c.walls = append(c.walls, wall)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		c.rss = max(c.rss, ru.Maxrss)
+	}
+	c.cpus = append(c.cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	os.Remove(to)
+	return os.WriteFile(to, b, 0o755)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func run(bin string, runs int) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	ftpatch := filepath.Join(bin, "ftpatch")
+	work, err := os.MkdirTemp("", "enable-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	// One function in ten, by globs as a user writes them: f1, f1x, f1xx,
+	// ... (11,111 names below 200,000) and f2[0-9][0-9][0-9][0-9]
+	// (10,000) minus f25*.
+	list := filepath.Join(work, "list.txt")
+	if err := os.WriteFile(list, []byte("# a tenth of the program\nf1\nf1?\nf1??\nf1???\nf2????\n!f25*\nmain\n"), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("ftpatch enable on a generated executable of %d functions; %d runs per case, fresh copy each, interleaved\n\n", funcs, runs)
+	fmt.Printf("load average at start: %s\n", loadavg())
+	fmt.Printf("%-8s %-14s %10s %10s %10s %10s %10s %8s  %s\n", "program", "case", "size", "median", "best", "cpu", "max RSS", "RSS/size", "targets (1 s, 10x)")
+	missed := 0
+	for _, s := range shapes {
+		prog, err := program(bin, s)
+		if err != nil {
+			return err
+		}
+		enabled := filepath.Join(work, "enabled-"+s.name)
+		if err := sh(work, ftpatch, "enable", "--funcs", list, "-o", enabled, prog); err != nil {
+			return err
+		}
+		cases := []*benchCase{
+			{name: "enable 10%", args: []string{"enable", "--funcs", list, "PROG"}, input: prog},
+			{name: "enable all", args: []string{"enable", "PROG", "*"}, input: prog},
+			{name: "enable again", args: []string{"enable", "--funcs", list, "PROG"}, input: enabled},
+			{name: "verify", args: []string{"verify", "PROG"}, input: enabled},
+			{name: "disable", args: []string{"disable", "PROG"}, input: enabled},
+		}
+		for i := 0; i < runs+1; i++ {
+			for _, c := range cases {
+				if err := c.run(ftpatch, work); err != nil {
+					return fmt.Errorf("%s: %w", c.name, err)
+				}
+				if i == 0 { // warm-up
+					c.walls, c.cpus, c.rss = nil, nil, 0
+				}
+			}
+		}
+		st, err := os.Stat(prog)
+		if err != nil {
+			return err
+		}
+		size := st.Size()
+		for _, c := range cases {
+			m := median(c.walls)
+			best := slices.Min(c.walls)
+			ratio := float64(c.rss*1024) / float64(size)
+			verdict := "met"
+			if m > time.Second || ratio > 10 {
+				verdict = "MISSED"
+				missed++
+			}
+			fmt.Printf("%-8s %-14s %8.1fMB %8.0fms %8.0fms %8.0fms %8.1fMB %8.1fx  %s\n", s.name, c.name, float64(size)/1e6,
+				float64(m.Microseconds())/1000, float64(best.Microseconds())/1000, float64(median(c.cpus).Microseconds())/1000,
+				float64(c.rss)/1024, ratio, verdict)
+		}
+	}
+	fmt.Printf("\nload average at end: %s (this machine's 2 cores are shared: with a load above 2, wall time is\nmostly waiting for a core; cpu is the command's own user+system time)\n", loadavg())
+	if missed > 0 {
+		fmt.Printf("%d cases MISSED a target\n", missed)
+	}
+	return nil
+}
+
+// loadavg is the first three fields of /proc/loadavg.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

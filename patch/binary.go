@@ -1,0 +1,285 @@
+package patch
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"sort"
+
+	"ftpatch/arch"
+	"ftpatch/elfx"
+	"ftpatch/sites"
+)
+
+// A Form is what a site's bytes hold.
+type Form uint8
+
+// The forms of a site.
+const (
+	FormOther Form = iota // anything else: never written
+	FormNop               // one NOP instruction covering the site
+	FormNops              // several NOPs covering the site (gcc's -fpatchable-function-entry padding)
+	FormHook              // the compiler's call to __fentry__ or mcount
+	FormCall              // a call to one of the runtime's trampolines (what ftpatch enable writes)
+)
+
+var formNames = [...]string{FormOther: "other", FormNop: "nop", FormNops: "nops", FormHook: "hook call", FormCall: "trampoline call"}
+
+func (f Form) String() string {
+	if int(f) < len(formNames) {
+		return formNames[f]
+	}
+	return fmt.Sprintf("form(%d)", uint8(f))
+}
+
+// A Tramp is one of the runtime's entry points an enabled site calls.
+type Tramp uint8
+
+// The trampolines (runtime/src/x86_64/entry.S). Which one a site calls
+// is fixed by its kind, its length and the tracer.
+const (
+	TrampNone     Tramp = iota
+	Caller5             // ftrace_caller5: 5-byte site at a function's entry
+	Caller6             // ftrace_caller6: 6-byte site at a function's entry
+	McountCaller5       // ftrace_mcount_caller5: 5-byte site after the prologue (-pg)
+	McountCaller6       // ftrace_mcount_caller6: 6-byte site after the prologue
+	Stub                // ftrace_stub: the empty tracer (nop), any site
+	numTramps
+)
+
+var trampNames = [...]string{TrampNone: "", Caller5: "ftrace_caller5", Caller6: "ftrace_caller6",
+	McountCaller5: "ftrace_mcount_caller5", McountCaller6: "ftrace_mcount_caller6", Stub: "ftrace_stub"}
+
+func (t Tramp) String() string {
+	if int(t) < len(trampNames) && t != TrampNone {
+		return trampNames[t]
+	}
+	return fmt.Sprintf("tramp(%d)", uint8(t))
+}
+
+// trampFor is the trampoline a site of kind k and length n calls when
+// enabled for tracer tr.
+func trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
+	switch {
+	case tr == TracerNop:
+		return Stub
+	case k.AtEntry() && n == 6:
+		return Caller6
+	case k.AtEntry():
+		return Caller5
+	case n == 6:
+		return McountCaller6
+	}
+	return McountCaller5
+}
+
+// A Slot is one entry of the site table that ftpatch writes: a live site
+// (in a function), or a dead one (in the bytes of a weak function the
+// linker discarded), which the runtime's table still lists and which
+// ftpatch keeps a NOP so the runtime's check finds nothing unexpected.
+//
+// A program holds 100k slots or more: a Slot is 40 bytes, and what only a
+// bad site needs (the description of its bytes) is kept aside.
+type Slot struct {
+	Addr   uint64     // the site's address (before any load bias)
+	Off    elfx.Off   // its offset in the file
+	Func   string     // the function holding it; "" for a dead slot
+	Len    uint8      // bytes: 5 or 6
+	Kind   sites.Kind // KindUnknown for a dead slot
+	Form   Form       // what it holds now
+	Target Tramp      // for FormCall: which trampoline
+	Hook   Hook       // for FormHook: which hook
+}
+
+// A Hook is one of the compiler's entry hooks, which the runtime defines.
+type Hook uint8
+
+// The hooks.
+const (
+	HookNone Hook = iota
+	HookFentry
+	HookMcount
+)
+
+var hookNames = [...]string{HookNone: "", HookFentry: "__fentry__", HookMcount: "mcount"}
+
+func (h Hook) String() string {
+	if int(h) < len(hookNames) {
+		return hookNames[h]
+	}
+	return fmt.Sprintf("hook(%d)", uint8(h))
+}
+
+// Dead reports whether the slot lies outside every live function.
+func (s *Slot) Dead() bool { return s.Func == "" }
+
+// Detail describes what a FormOther slot holds, for messages.
+func (b *Binary) Detail(s *Slot) string { return b.details[s.Addr] }
+
+// A Binary is a linked file read for patching.
+type Binary struct {
+	File   *elfx.File
+	Slots  []Slot // sorted by address: live and dead
+	Live   int    // slots in functions
+	Config Config // the record as the file holds it
+
+	configOff elfx.Off
+	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
+	hooks     map[uint64]Hook   // hook address -> which
+	details   map[uint64]string // for FormOther slots, by address: what was found
+	rel       *elfx.Relatives   // loaded on first need
+	gotSyms   map[uint64]string // GOT slot -> the symbol a dynamic relocation fills it with
+}
+
+// A symbol the patcher needs from the runtime.
+var runtimeSyms = []string{"__fentry__", "mcount", "ftrt_init",
+	"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"}
+
+// hintLink is how to link the runtime in.
+const hintLink = "link the runtime: cc ... $(ftpatch flags --libs)"
+
+// Load reads what patching needs from a linked file: its sites, what each
+// holds, the config record and the runtime's entry points. progress, if
+// not nil, is told how many sites are read.
+func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
+	if f.Type == elf.ET_REL {
+		return nil, fmt.Errorf("a relocatable object: link it first (ftpatch patches executables and shared objects; recordmcount handles objects)")
+	}
+	if f.Arch != arch.X86_64 {
+		return nil, fmt.Errorf("%w: %v (the runtime has no %v port yet, so there is nothing for an enabled site to call)", ErrArch, f.Arch, f.Arch)
+	}
+	_, syms, err := f.Symtab()
+	if errors.Is(err, elfx.ErrNoSection) {
+		return nil, fmt.Errorf("%w: ftpatch names functions from .symtab; patch before stripping, or strip with --strip-debug, which keeps it", ErrStripped)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := &Binary{File: f, hooks: map[uint64]Hook{}, details: map[uint64]string{}}
+	found := map[string]uint64{}
+	for i := range syms {
+		s := &syms[i]
+		if !s.Defined() || s.Name == "" || (s.Type() != elf.STT_FUNC && s.Type() != elf.STT_NOTYPE) {
+			continue
+		}
+		for _, n := range runtimeSyms {
+			if s.Name == n {
+				if a, ok := found[n]; ok && a != uint64(s.Value) {
+					return nil, fmt.Errorf("%w: %s defined twice (0x%x and 0x%x): two runtimes linked?", ErrNoRuntime, n, a, uint64(s.Value))
+				}
+				found[n] = uint64(s.Value)
+			}
+		}
+	}
+	b.configOff, b.Config, err = findConfig(f)
+	if err != nil {
+		if _, ok := found["ftrt_init"]; ok && errors.Is(err, ErrNoRuntime) {
+			return nil, fmt.Errorf("%w: the linked runtime predates %s (no config record); relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, ConfigSection)
+		}
+		if errors.Is(err, ErrNoRuntime) {
+			return nil, fmt.Errorf("%w (no %s section): %s", ErrNoRuntime, ConfigSection, hintLink)
+		}
+		return nil, err
+	}
+	for _, n := range []string{"ftrt_init", "__fentry__", "mcount"} {
+		if _, ok := found[n]; !ok {
+			return nil, fmt.Errorf("%w: %s section present but no %s symbol: %s", ErrNoRuntime, ConfigSection, n, hintLink)
+		}
+	}
+	for t := Caller5; t < numTramps; t++ {
+		a, ok := found[t.String()]
+		if !ok {
+			return nil, fmt.Errorf("%w: the linked runtime has no %s, which enabled sites call: relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, t)
+		}
+		b.tramps[t] = a
+	}
+	b.hooks[found["__fentry__"]] = HookFentry
+	b.hooks[found["mcount"]] = HookMcount
+
+	if tab := f.Section(sites.TableName); tab != nil && progress != nil {
+		progress(0, int(tab.Size/8)) // reading the table is most of the time: show the bar now
+	}
+	l, err := sites.FindLinked(f)
+	if err != nil {
+		if errors.Is(err, sites.ErrNoTable) {
+			return nil, fmt.Errorf("%w; compile with $(ftpatch flags --cflags) and run recordmcount on the objects before linking", err)
+		}
+		return nil, err
+	}
+	b.Slots = make([]Slot, 0, len(l.Sites)+l.Dead)
+	for i := range l.Sites {
+		s := &l.Sites[i]
+		b.Slots = append(b.Slots, Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind})
+	}
+	b.Live = len(b.Slots)
+	if l.Dead > 0 {
+		dead, err := b.deadSlots(l)
+		if err != nil {
+			return nil, err
+		}
+		b.Slots = append(b.Slots, dead...)
+		sort.Slice(b.Slots, func(i, j int) bool { return b.Slots[i].Addr < b.Slots[j].Addr })
+	}
+	for i := range b.Slots {
+		s := &b.Slots[i]
+		s.Off, err = f.AddrToOff(elfx.Addr(s.Addr), uint64(max(s.Len, 1)))
+		if err != nil {
+			return nil, fmt.Errorf("site 0x%x: %w", s.Addr, err)
+		}
+		if err := b.classify(s); err != nil {
+			return nil, err
+		}
+		if progress != nil && i%4096 == 0 {
+			progress(i, len(b.Slots))
+		}
+	}
+	if progress != nil {
+		progress(len(b.Slots), len(b.Slots))
+	}
+	return b, nil
+}
+
+// deadSlots finds the table entries outside every function that
+// FindLinked counted but did not return.
+func (b *Binary) deadSlots(l *sites.Linked) ([]Slot, error) {
+	rel, err := b.relatives()
+	if err != nil {
+		return nil, err
+	}
+	words, err := b.File.Words(b.File.Section(sites.TableName), rel)
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[uint64]bool, len(l.Sites))
+	for i := range l.Sites {
+		live[l.Sites[i].Off] = true
+	}
+	seen := map[uint64]bool{}
+	var out []Slot
+	for _, w := range words {
+		if w == 0 || live[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		n, err := b.deadLen(w)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Slot{Addr: w, Len: uint8(n)})
+	}
+	if len(out) != l.Dead {
+		return nil, fmt.Errorf("%s: %d dead entries found, site discovery counted %d", sites.TableName, len(out), l.Dead)
+	}
+	return out, nil
+}
+
+func (b *Binary) relatives() (*elfx.Relatives, error) {
+	if b.rel == nil {
+		r, err := b.File.Relatives()
+		if err != nil {
+			return nil, err
+		}
+		b.rel = r
+	}
+	return b.rel, nil
+}

@@ -1,0 +1,215 @@
+package patch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"ftpatch/funclist"
+	"ftpatch/nops"
+)
+
+// An Op is what a Request does.
+type Op uint8
+
+// The operations.
+const (
+	// Enable makes the listed functions' sites call the runtime and every
+	// other site a NOP: the file then traces exactly the list, whatever
+	// it traced before.
+	Enable Op = iota + 1
+	// Disable makes the listed functions' sites NOPs and keeps the
+	// others as they are (a call stays a call); with no list, every site.
+	Disable
+)
+
+// A Request says what to make of a file's sites.
+type Request struct {
+	Op     Op
+	Tracer Tracer         // Enable: what enabled sites feed (default TracerFunction)
+	List   *funclist.List // the functions; Disable with nil: every site
+	// Inputs names where the list came from, for messages ("list.txt").
+	Inputs string
+}
+
+// A Write is one site whose bytes change: from what the file holds at
+// Slot.Off to New[:Slot.Len]. 16 bytes, as there may be 100k of them.
+type Write struct {
+	Slot *Slot
+	New  [maxSite]byte
+}
+
+// maxSite is the longest site, in bytes.
+const maxSite = 6
+
+// Bytes returns the bytes the site gets.
+func (w *Write) Bytes() []byte { return w.New[:w.Slot.Len] }
+
+// An Unmatched is an include glob that matched no function with a site,
+// with corrections that would ("did you mean").
+type Unmatched struct {
+	Glob        funclist.Glob
+	Suggestions []string
+}
+
+func (u Unmatched) String() string {
+	s := fmt.Sprintf("%s: 0 functions matched %q", u.Glob.Source, u.Glob.String())
+	if len(u.Suggestions) > 0 {
+		s += " — did you mean " + strings.Join(u.Suggestions, " or ") + "?"
+	}
+	return s
+}
+
+// A Plan is what a Request does to a Binary, computed without changing
+// anything.
+type Plan struct {
+	Writes    []Write
+	Config    Config      // the record to write
+	Funcs     int         // functions the list chose (Enable) or disabled (Disable)
+	Unmatched []Unmatched // include globs that matched nothing
+	// Unchanged: the file already is what the request asks (same sites,
+	// same record): nothing needs writing.
+	Unchanged bool
+}
+
+// maxSuggestions bounds the corrections offered per glob.
+const maxSuggestions = 3
+
+// Plan computes the bytes each site gets and the new config record. A
+// site holding anything but a NOP, the compiler's call or a trampoline
+// call is an error (*SiteError); so is a list that chooses nothing
+// (ErrNoMatch, with corrections for its globs).
+func (b *Binary) Plan(r Request) (*Plan, error) {
+	if r.Op == Enable && r.Tracer == TracerNone {
+		r.Tracer = TracerFunction
+	}
+	if r.Op == Enable && r.List == nil {
+		return nil, fmt.Errorf("enable: no function list")
+	}
+	p := &Plan{}
+	var chosen []bool
+	if r.List != nil {
+		if err := r.List.Check(r.Inputs); err != nil {
+			return nil, err
+		}
+		names := make([]string, b.Live)
+		for i, k := 0, 0; i < len(b.Slots); i++ {
+			if !b.Slots[i].Dead() {
+				names[k] = b.Slots[i].Func
+				k++
+			}
+		}
+		sel := r.List.Select(names)
+		chosen = sel.Chosen
+		p.Funcs = countFuncs(names, chosen)
+		if len(sel.Unmatched) > 0 {
+			var all []string
+			for _, g := range sel.Unmatched {
+				u := Unmatched{Glob: g, Suggestions: funclist.Suggest(g, uniq(names), maxSuggestions)}
+				p.Unmatched = append(p.Unmatched, u)
+				all = append(all, u.String())
+			}
+			if sel.Count == 0 {
+				return p, fmt.Errorf("%w: %s", ErrNoMatch, strings.Join(all, "; "))
+			}
+		}
+		if sel.Count == 0 {
+			return p, fmt.Errorf("%w: %s: every function it matches is also excluded", ErrNoMatch, r.Inputs)
+		}
+	}
+
+	tracer := r.Tracer
+	if r.Op == Disable {
+		tracer = b.Config.Tracer
+	}
+	enabled := 0
+	p.Writes = make([]Write, 0, len(b.Slots))
+	for i, k := 0, 0; i < len(b.Slots); i++ {
+		s := &b.Slots[i]
+		in := false
+		if !s.Dead() {
+			in = chosen == nil || chosen[k]
+			k++
+		}
+		if s.Form == FormOther {
+			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
+		}
+		var call bool
+		switch r.Op {
+		case Enable:
+			call = in
+		case Disable:
+			// Kept: a site that calls the runtime in a patched file.
+			call = !in && !s.Dead() && s.Form == FormCall && b.Config.Patched()
+		}
+		var target uint64
+		if call {
+			target = b.tramps[trampFor(s.Kind, s.Len, tracer)]
+			enabled++
+		}
+		want, err := x86Want(s.Addr, s.Len, target)
+		if errors.Is(err, nops.ErrRange) {
+			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: fmt.Sprintf("%v: the trampoline is out of call range; link the runtime into the same executable or shared object as the function", err)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(b.File.Data[s.Off:int(s.Off)+int(s.Len)], want) {
+			w := Write{Slot: s}
+			copy(w.New[:], want)
+			p.Writes = append(p.Writes, w)
+		}
+	}
+
+	c := Config{Flags: FlagPatched, Sites: uint64(len(b.Slots)), Enabled: uint64(enabled), TextHash: b.textHash()}
+	switch {
+	case enabled == 0:
+		// Nothing calls the runtime: no tracer to start, no list.
+	case r.Op == Enable:
+		c.Tracer, c.ListHash = r.Tracer, r.List.Hash()
+	default:
+		// Some calls kept: the tracer stays; the list is the old one less
+		// this one, which no list file spells: a hash of both.
+		c.Tracer = tracer
+		c.ListHash = chainHash(b.Config.ListHash, r.List.Hash())
+	}
+	p.Config = c
+	p.Unchanged = len(p.Writes) == 0 && c == b.Config
+	return p, nil
+}
+
+// countFuncs counts the distinct names chosen.
+func countFuncs(names []string, chosen []bool) int {
+	seen := map[string]bool{}
+	for i, ok := range chosen {
+		if ok {
+			seen[names[i]] = true
+		}
+	}
+	return len(seen)
+}
+
+// uniq returns names without repeats (a function with two sites, or
+// static functions of one name in several files).
+func uniq(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// chainHash combines two list hashes into one that is neither, never 0.
+func chainHash(a, b uint64) uint64 {
+	h := (a ^ 0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
+	h ^= b + 0x94d049bb133111eb + h<<6 + h>>2
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
