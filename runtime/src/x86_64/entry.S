@@ -14,6 +14,51 @@
  * only run for a site that is enabled, or before ftrt_init (constructors
  * of other objects that run first).
  */
+/*
+ * PUSH_ARGS, POP_ARGS: save and restore what a function's entry may hold
+ * live and a C call may clobber: the argument registers rdi rsi rdx rcx r8
+ * r9, rax (the number of vector registers, for varargs) and r10 (the
+ * static chain). Eight pushes: 64 bytes, rax deepest. The vector
+ * registers need no saving: the C side is built -mgeneral-regs-only.
+ */
+.macro PUSH_ARGS
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%r8
+	.cfi_adjust_cfa_offset 8
+	pushq	%r9
+	.cfi_adjust_cfa_offset 8
+	pushq	%r10
+	.cfi_adjust_cfa_offset 8
+.endm
+
+.macro POP_ARGS
+	popq	%r10
+	.cfi_adjust_cfa_offset -8
+	popq	%r9
+	.cfi_adjust_cfa_offset -8
+	popq	%r8
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdi
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+.endm
+
 	.text
 
 	.globl	__fentry__
@@ -83,22 +128,7 @@ mcount:
 	.p2align 4
 \name:
 	.cfi_startproc
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r8
-	.cfi_adjust_cfa_offset 8
-	pushq	%r9
-	.cfi_adjust_cfa_offset 8
-	pushq	%r10
-	.cfi_adjust_cfa_offset 8
+	PUSH_ARGS
 	pushq	%r11
 	.cfi_adjust_cfa_offset 8
 	subq	$8, %rsp			/* 16-byte alignment for the C call */
@@ -111,22 +141,7 @@ mcount:
 	.cfi_adjust_cfa_offset -8
 	popq	%r11
 	.cfi_adjust_cfa_offset -8
-	popq	%r10
-	.cfi_adjust_cfa_offset -8
-	popq	%r9
-	.cfi_adjust_cfa_offset -8
-	popq	%r8
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdi
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	POP_ARGS
 	ret
 	.cfi_endproc
 	.size	\name, .-\name
@@ -356,44 +371,14 @@ ftrace_graph_enter:
  * returns 1 when it pushed the call on the shadow stack; the test sets
  * ZF for the trampoline, and the pops leave the flags alone.
  */
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r8
-	.cfi_adjust_cfa_offset 8
-	pushq	%r9
-	.cfi_adjust_cfa_offset 8
-	pushq	%r10
-	.cfi_adjust_cfa_offset 8
+	PUSH_ARGS
 	movq	%r11, %rdi			/* arg 1: the site */
 	leaq	72(%rsp), %rsi			/* arg 2: the function's return slot */
 	movq	64(%rsp), %rdx
 	addq	$11, %rdx			/* arg 3: the hook, tramp+24 */
 	call	ftrt_graph_enter
 	testl	%eax, %eax			/* ZF=1: not graphed */
-	popq	%r10
-	.cfi_adjust_cfa_offset -8
-	popq	%r9
-	.cfi_adjust_cfa_offset -8
-	popq	%r8
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdi
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	POP_ARGS
 	ret
 	.cfi_endproc
 	.size	ftrace_graph_enter, .-ftrace_graph_enter
