@@ -179,15 +179,17 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	return p, nil
 }
 
-// countFuncs counts the distinct names chosen.
+// countFuncs counts the functions chosen: names are the live sites'
+// functions in address order, so a function's sites are adjacent, and two
+// static functions of one name in different files count as two.
 func countFuncs(names []string, chosen []bool) int {
-	seen := map[string]bool{}
+	n := 0
 	for i, ok := range chosen {
-		if ok {
-			seen[names[i]] = true
+		if ok && (i == 0 || names[i] != names[i-1] || !chosen[i-1]) {
+			n++
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // uniq returns names without repeats (a function with two sites, or
