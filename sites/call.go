@@ -52,7 +52,7 @@ func (r *callResolver) x86(a uint64, b []byte, n int) (*Call, error) {
 	case n == 6 && b[0] == 0x67 && b[1] == 0xe8: // addr32 call rel32
 		return r.direct(a + 6 + uint64(int64(int32(binary.LittleEndian.Uint32(b[2:])))))
 	case n == 6 && b[0] == 0xff && b[1] == 0x15: // call *disp32(%rip)
-		return r.slot(a+6+uint64(int64(int32(binary.LittleEndian.Uint32(b[2:])))), "got")
+		return r.slot(a+6+uint64(int64(int32(binary.LittleEndian.Uint32(b[2:])))), ViaGOT)
 	}
 	return nil, fmt.Errorf("call % x: not e8, 67 e8 or ff 15", b[:n])
 }
@@ -69,7 +69,7 @@ func (r *callResolver) direct(t uint64) (*Call, error) {
 	if isPLT(sectionOf(r.f, t)) {
 		slot, ok := r.pltSlot(t)
 		if ok {
-			return r.slot(slot, "plt")
+			return r.slot(slot, ViaPLT)
 		}
 	}
 	return r.name(&Call{Addr: t}), nil
@@ -122,7 +122,7 @@ func (r *callResolver) pltSlot(t uint64) (uint64, bool) {
 // slot returns where a call through the 8-byte pointer slot at s leads,
 // as the loader fills it: a RELATIVE relocation's value, a symbol's
 // address (or, undefined here, its name), or else the word in the file.
-func (r *callResolver) slot(s uint64, via string) (*Call, error) {
+func (r *callResolver) slot(s uint64, via Via) (*Call, error) {
 	if v, ok := r.rel.Lookup(elfx.Addr(s)); ok {
 		return r.name(&Call{Addr: v, Via: via}), nil
 	}
@@ -135,7 +135,7 @@ func (r *callResolver) slot(s uint64, via string) (*Call, error) {
 		case t.irelative:
 			// The loader stores what the resolver at the addend returns.
 			c := r.name(&Call{Addr: uint64(d.addend)})
-			return &Call{Name: c.Name, Off: c.Off, Via: "ifunc"}, nil
+			return &Call{Name: c.Name, Off: c.Off, Via: ViaIfunc}, nil
 		case t.globDat, t.jumpSlot, t.abs64:
 			if !d.sym.Defined() {
 				// Bound at load to another module's definition.

@@ -141,7 +141,7 @@ func TestLinkedCallsObjdump(t *testing.T) {
 					want := m[2]
 					if name, ok := strings.CutSuffix(want, "@plt"); ok {
 						// Through the stub: the slot's symbol.
-						if s.Call.Via != "plt" || s.Call.Name != name {
+						if s.Call.Via != sites.ViaPLT || s.Call.Name != name {
 							t.Errorf("%s at 0x%x: %q calls %s, want %s through the PLT", s.Func, s.Off, in, got, name)
 						}
 						continue
@@ -162,11 +162,11 @@ func TestLinkedCallsObjdump(t *testing.T) {
 				case !ok:
 					t.Errorf("%s at 0x%x: no dynamic relocation fills the slot 0x%x", s.Func, s.Off, a)
 				case strings.HasSuffix(r.typ, "_RELATIVE"):
-					if s.Call.Via != "got" || s.Call.Addr != r.addend {
+					if s.Call.Via != sites.ViaGOT || s.Call.Addr != r.addend {
 						t.Errorf("%s at 0x%x: calls %s (0x%x), want 0x%x through the GOT", s.Func, s.Off, got, s.Call.Addr, r.addend)
 					}
 				default:
-					if s.Call.Via != "got" || s.Call.Name != r.sym {
+					if s.Call.Via != sites.ViaGOT || s.Call.Name != r.sym {
 						t.Errorf("%s at 0x%x: calls %s, want %s through the GOT", s.Func, s.Off, got, r.sym)
 					}
 				}
@@ -255,9 +255,9 @@ func TestCallString(t *testing.T) {
 		{sites.Call{Addr: 0x10, Name: "f"}, "f"},
 		{sites.Call{Addr: 0x14, Name: "f", Off: 4}, "f+0x4"},
 		{sites.Call{Addr: 0x14}, "0x14"},
-		{sites.Call{Name: "ext", Via: "got"}, "ext@got"},
-		{sites.Call{Via: "got"}, "?@got"},
-		{sites.Call{Addr: 0x20, Name: "t", Via: "plt"}, "t@plt"},
+		{sites.Call{Name: "ext", Via: sites.ViaGOT}, "ext@got"},
+		{sites.Call{Via: sites.ViaGOT}, "?@got"},
+		{sites.Call{Addr: 0x20, Name: "t", Via: sites.ViaPLT}, "t@plt"},
 	}
 	for _, tt := range tests {
 		if got := tt.c.String(); got != tt.want {

@@ -128,7 +128,7 @@ func WriteLinkedJSON(w io.Writer, l *Linked) error {
 			Kind: s.Kind, Len: s.Len, State: s.Status(), Pre: s.Pre, Weak: s.Weak, Found: s.Discover,
 		}
 		if c := s.Call; c != nil {
-			js.Target = &jsonCall{Name: c.Name, Off: c.Off, Via: c.Via}
+			js.Target = &jsonCall{Name: c.Name, Off: c.Off, Via: c.Via.String()}
 			if c.Addr != 0 {
 				js.Target.Addr = fmt.Sprintf("0x%x", c.Addr)
 			}

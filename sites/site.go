@@ -140,10 +140,29 @@ type Call struct {
 	// slot to; "" when none is known.
 	Name string
 	Off  uint64 // bytes from Name's start to Addr
-	// Via says how the call gets there: "" directly, "got" through a
-	// pointer slot, "plt" through a PLT stub and its slot, "ifunc"
-	// through a slot an ifunc resolver (Name) fills at load.
-	Via string
+	Via  Via    // how the call gets there
+}
+
+// A Via says how a call reaches its target.
+type Via uint8
+
+// The ways a call reaches its target.
+const (
+	ViaDirect Via = iota // the instruction names the target
+	ViaGOT               // through a pointer slot (`ff 15`)
+	ViaPLT               // through a PLT stub and its slot
+	ViaIfunc             // through a slot that an ifunc resolver (Call.Name) fills at load
+)
+
+var viaNames = [...]string{ViaDirect: "", ViaGOT: "got", ViaPLT: "plt", ViaIfunc: "ifunc"}
+
+// String names the path as TARGET shows it after an @; "" for a direct
+// call.
+func (v Via) String() string {
+	if int(v) < len(viaNames) {
+		return viaNames[v]
+	}
+	return fmt.Sprintf("via(%d)", uint8(v))
 }
 
 // String writes the target as users read it: `name`, `name+0x4`, the
@@ -161,8 +180,8 @@ func (c *Call) String() string {
 	default:
 		s = "?"
 	}
-	if c.Via != "" {
-		s += "@" + c.Via
+	if c.Via != ViaDirect {
+		s += "@" + c.Via.String()
 	}
 	return s
 }
@@ -193,6 +212,7 @@ const (
 
 var statusNames = [...]string{StatusUnknown: "unknown", StatusNop: "nop", StatusHook: "hook", StatusTraced: "traced", StatusDirect: "direct"}
 
+// String names the status as the STATE column shows it.
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]

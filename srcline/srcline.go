@@ -114,8 +114,11 @@ func (t *Table) LookupIn(addr, start, end uint64) (Pos, bool) {
 func Read(f *elfx.File) (*Table, error) {
 	t := &Table{}
 	data, name, err := t.section(f, "line")
-	if err != nil || data == nil {
-		return t, err
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return t, nil
 	}
 	lineStr, _, err := t.section(f, "line_str")
 	if err != nil {
