@@ -44,7 +44,8 @@ func newSites(stdout io.Writer) *cobra.Command {
 loader would (PIE relocations applied, load bias 0), checks that every
 entry decodes to a call or NOP at an instruction boundary of a function,
 and lists the sites: address, function(+offset), kind, length, state.
-Entries in weak functions the linker discarded are counted and skipped.`,
+Entries in weak functions the linker discarded are counted and skipped.
+A file without a table, built with -pg, has its function entries decoded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := elfx.Open(args[0])
@@ -57,6 +58,9 @@ Entries in weak functions the linker discarded are counted and skipped.`,
 			}
 			if asJSON {
 				return sites.WriteLinkedJSON(stdout, l)
+			}
+			if len(l.Sites) > 0 && l.Sites[0].Discover == sites.FromDecode {
+				fmt.Fprintln(stdout, "(found by decoding function entries: no __mcount_loc)")
 			}
 			return sites.WriteLinked(stdout, l)
 		},
