@@ -410,7 +410,7 @@ func x86LoopHead(fn []byte, start uint64, head int) bool {
 	}
 	for pos := head; pos < len(fn); {
 		in, err := x86Decode(fn[pos:])
-		if err != nil {
+		if err != nil || in.Len == 0 {
 			return true
 		}
 		if x86Class(in) == classJcc || in.Op == x86asm.JMP || in.Op == x86asm.LOOP || in.Op == x86asm.LOOPE || in.Op == x86asm.LOOPNE {
