@@ -498,8 +498,10 @@ func x86Class(in x86asm.Inst) insnClass {
 		return classJcc
 	case x86asm.PUSH, x86asm.LEA:
 		return classPrologue
-	case x86asm.MOV:
-		if _, load := in.Args[1].(x86asm.Mem); !load && frameOperand(in.Args[0]) {
+	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
+		// Registers copied, spilled to the frame, or arguments passed on
+		// the stack loaded from the caller's frame.
+		if frameOperand(in.Args[0]) && frameOperand(in.Args[1]) {
 			return classPrologue
 		}
 	case x86asm.SUB, x86asm.ADD, x86asm.AND:
@@ -519,11 +521,11 @@ func x86Class(in x86asm.Inst) insnClass {
 	return classOther
 }
 
-// frameOperand reports whether a is a register or a memory operand in the
-// stack frame (based on %rbp or %rsp).
+// frameOperand reports whether a is a register, an immediate or a memory
+// operand in the stack frame (based on %rbp or %rsp).
 func frameOperand(a x86asm.Arg) bool {
 	switch a := a.(type) {
-	case x86asm.Reg:
+	case x86asm.Reg, x86asm.Imm:
 		return true
 	case x86asm.Mem:
 		return a.Segment == 0 && (a.Base == x86asm.RBP || a.Base == x86asm.RSP)
@@ -563,12 +565,15 @@ func arm64Ends(w uint32) bool {
 	return false
 }
 
-// arm64Func finds the -pg site of the function whose first bytes are
-// code, at address start: gcc's `stp x29, x30, [sp, #-N]!; mov x29, sp;
-// ...; mov x0, x30; bl _mcount`, the first `bl` after the frame record is
-// stored. A `b _mcount` (a tail call) is never a site. A NOP in that
-// place counts only after the whole of gcc's shape (frame record, frame
-// pointer, `mov x0, x30`), since a NOP is not self-evidently a site.
+// arm64Func finds the -pg site of the function fn (its bytes) at address
+// start: the first `bl` after the frame record is stored, if it calls
+// _mcount: gcc's `stp x29, x30, [sp, #-N]!; mov x29, sp; ...; mov x0,
+// x30; bl _mcount`, or clang's shape without `mov x0, x30`. A `b _mcount`
+// (a tail call) is never a site. A NOP in that place, not self-evidently
+// a site as a call to the hook is, counts only in gcc's whole shape: the
+// frame record and frame pointer set up, then `mov x0, x30` (the return
+// address as mcount's argument, which code not built with -pg has no
+// reason to write) and nothing after it that may overwrite x0.
 func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 	code := fn[:min(len(fn), decodeWindow)]
 	var frame, fp, lr bool
@@ -586,7 +591,7 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			}
 			return found{uint64(pos), 4, ARM64Mcount, StateCall}, true
 		case w == nops.ARM64NOP:
-			if frame && fp && lr && d.defined[ARM64Mcount] && arm64IsNop(w) && !arm64LoopHead(fn, start, pos+4) {
+			if frame && fp && lr && d.defined[ARM64Mcount] && arm64IsNop(w) {
 				return found{uint64(pos), 4, ARM64Mcount, StateNop}, true
 			}
 			return found{}, false
@@ -598,37 +603,36 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			fp = true
 		case w == nops.ARM64MovX0X30:
 			lr = true
+		case arm64MayWriteX0(w):
+			lr = false
 		}
 	}
 	return found{}, false
 }
 
-// arm64LoopHead is x86LoopHead for arm64: whether a branch after head
-// in fn comes back to head, for a NOP ending 8-aligned.
-func arm64LoopHead(fn []byte, start uint64, head int) bool {
-	if (start+uint64(head))%8 != 0 {
+// arm64MayWriteX0 reports whether w may write x0. Data processing
+// instructions and loads name their destination in bits 4:0 (a load pair
+// its second in bits 14:10), stores their source there; so an instruction
+// may write x0 unless it is a store or names another register there. It
+// errs towards yes (a write to v0 or a compare with x0's field), which
+// only costs a NOP its proof.
+func arm64MayWriteX0(w uint32) bool {
+	switch {
+	case arm64IsStore(w):
 		return false
+	case w&0x3a400000 == 0x28400000: // load pair: Rt and Rt2
+		return w&31 == 0 || w>>10&31 == 0
 	}
-	for pos := head; pos+4 <= len(fn); pos += 4 {
-		if off, ok := arm64BranchOff(word(fn, uint64(pos))); ok && int64(pos)+off == int64(head) {
-			return true
-		}
-	}
-	return false
+	return w&31 == 0
 }
 
-// arm64BranchOff returns the displacement in bytes of an immediate
-// branch that does not link: b, b.cond, cbz/cbnz, tbz/tbnz.
-func arm64BranchOff(w uint32) (int64, bool) {
-	switch {
-	case w&0xfc000000 == 0x14000000: // b: imm26
-		return int64(int32(w<<6)>>6) * 4, true
-	case w&0xff000010 == 0x54000000, w&0x7e000000 == 0x34000000: // b.cond, cbz, cbnz: imm19 at bit 5
-		return int64(int32(w<<8)>>13) * 4, true
-	case w&0x7e000000 == 0x36000000: // tbz, tbnz: imm14 at bit 5
-		return int64(int32(w<<13)>>18) * 4, true
-	}
-	return 0, false
+// arm64IsStore reports whether w stores registers to memory with an
+// immediate offset: stp (any register class and addressing), str with an
+// unsigned offset, stur and str pre- or post-indexed.
+func arm64IsStore(w uint32) bool {
+	return w&0x3a400000 == 0x28000000 || // load/store pair, L=0
+		w&0x3b400000 == 0x39000000 || // str (unsigned offset), opc<0>=0
+		w&0x3b600000 == 0x38000000 // stur, str pre/post-index, opc<0>=0
 }
 
 // errNoDecoded: a linked file without a site table whose function

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/arch"
@@ -143,8 +144,8 @@ func TestPLTSlot(t *testing.T) {
 	}
 }
 
-// TestLoopHead: a NOP is a loop's padding when it ends 8-aligned and a
-// later jump (of any form) comes back to its end.
+// TestLoopHead: an x86-64 NOP is a loop's padding when it ends 8-aligned
+// and a later jump (of any form) comes back to its end.
 func TestLoopHead(t *testing.T) {
 	for _, c := range []struct {
 		arch  arch.Arch
@@ -152,22 +153,15 @@ func TestLoopHead(t *testing.T) {
 		start uint64 // address of the NOP's end
 		want  bool
 	}{
-		{arch.X86_64, "ffcb75fc", 0x1010, true},           // dec %ebx; jne back
-		{arch.X86_64, "ffcb75fc", 0x1014, false},          // the same, not 8-aligned: not padding
-		{arch.X86_64, "ffcbebfc", 0x1010, true},           // dec %ebx; jmp back
-		{arch.X86_64, "ffcb0f85f8ffffff", 0x1010, true},   // dec %ebx; jne back (rel32)
-		{arch.X86_64, "ffcbe2fc", 0x1010, true},           // dec %ebx; loop back
-		{arch.X86_64, "ffcb75fdc3", 0x1010, false},        // a jump elsewhere
-		{arch.X86_64, "ffcbe8f9ffffffc3", 0x1010, false},  // a call back is no loop
-		{arch.X86_64, "ffcb0f0b", 0x1010, false},          // ud2 decodes
-		{arch.X86_64, "ffcbd6", 0x1010, true},             // undecodable: unsure, so padding
-		{arch.ARM64, "210400f1e1ffff54", 0x400010, true},  // subs x1, x1, #1; b.ne back
-		{arch.ARM64, "210400f1e1ffff54", 0x400014, false}, // not 8-aligned
-		{arch.ARM64, "210400f1e1ffffb5", 0x400010, true},  // subs; cbnz x1, back
-		{arch.ARM64, "210400f1e1ff0736", 0x400010, true},  // subs; tbz w1, #0, back
-		{arch.ARM64, "210400f1ffffff17", 0x400010, true},  // subs; b back
-		{arch.ARM64, "210400f1ffffff97", 0x400010, false}, // subs; bl back: a call
-		{arch.ARM64, "210400f1c0035fd6", 0x400010, false}, // subs; ret
+		{arch.X86_64, "ffcb75fc", 0x1010, true},          // dec %ebx; jne back
+		{arch.X86_64, "ffcb75fc", 0x1014, false},         // the same, not 8-aligned: not padding
+		{arch.X86_64, "ffcbebfc", 0x1010, true},          // dec %ebx; jmp back
+		{arch.X86_64, "ffcb0f85f8ffffff", 0x1010, true},  // dec %ebx; jne back (rel32)
+		{arch.X86_64, "ffcbe2fc", 0x1010, true},          // dec %ebx; loop back
+		{arch.X86_64, "ffcb75fdc3", 0x1010, false},       // a jump elsewhere
+		{arch.X86_64, "ffcbe8f9ffffffc3", 0x1010, false}, // a call back is no loop
+		{arch.X86_64, "ffcb0f0b", 0x1010, false},         // ud2 decodes
+		{arch.X86_64, "ffcbd6", 0x1010, true},            // undecodable: unsure, so padding
 	} {
 		b, err := hex.DecodeString(c.hex)
 		if err != nil {
@@ -175,14 +169,75 @@ func TestLoopHead(t *testing.T) {
 		}
 		// The NOP itself is not part of what is searched: head is 0 in
 		// these bytes.
-		var got bool
-		if c.arch == arch.X86_64 {
-			got = x86LoopHead(b, c.start, 0)
-		} else {
-			got = arm64LoopHead(b, c.start, 0)
-		}
-		if got != c.want {
+		if got := x86LoopHead(b, c.start, 0); got != c.want {
 			t.Errorf("%v %s ending at %#x: loop head %v, want %v", c.arch, c.hex, c.start, got, c.want)
+		}
+	}
+}
+
+// TestARM64IsStore: the stores gcc puts between `mov x0, x30` and `bl
+// _mcount` are stores, as x/arch decodes them, and nothing else is.
+func TestARM64IsStore(t *testing.T) {
+	for _, c := range []struct {
+		w    uint32
+		op   string // as x/arch names it
+		want bool
+	}{
+		{0xa9bf7bfd, "STP", true},  // stp x29, x30, [sp, #-16]!
+		{0xa9048be1, "STP", true},  // stp x1, x2, [sp, #72]
+		{0xf9003fe7, "STR", true},  // str x7, [sp, #120]
+		{0x3d801fe0, "STR", true},  // str q0, [sp, #112]
+		{0xad031fe6, "STP", true},  // stp q6, q7, [sp, #96]
+		{0xb81fc3a1, "STUR", true}, // stur w1, [x29, #-4]
+		{0xfc190fe8, "STR", true},  // str d8, [sp, #-112]!
+		{0x39007fe2, "STRB", true}, // strb w2, [sp, #31]
+		{0x6d0127e8, "STP", true},  // stp d8, d9, [sp, #16]
+		{0xf80107f3, "STR", true},  // str x19, [sp], #16
+		{0xf8236841, "STR", false}, // str x1, [x2, x3]: register offset, not a prologue's
+		{0xf9400bf3, "LDR", false}, // ldr x19, [sp, #16]
+		{0xa8c17bfd, "LDP", false}, // ldp x29, x30, [sp], #16
+		{0xaa0003f3, "MOV", false}, // mov x19, x0
+		{0x90000015, "ADRP", false},
+		{0xf85f83a0, "LDUR", false}, // ldur x0, [x29, #-8]
+		{0x3dc007e0, "LDR", false},  // ldr q0, [sp, #16]
+		{0x39400020, "LDRB", false}, // ldrb w0, [x1]
+	} {
+		in, err := arm64Op(c.w)
+		if err != nil || in.Op.String() != c.op {
+			t.Errorf("%08x: x/arch decodes %v (%v), want %s", c.w, in, err, c.op)
+		}
+		if got := arm64IsStore(c.w); got != c.want {
+			t.Errorf("%08x %v: arm64IsStore %v, want %v", c.w, in, got, c.want)
+		}
+	}
+}
+
+// TestARM64MayWriteX0: what gcc schedules between `mov x0, x30` and `bl
+// _mcount` leaves x0 alone; a write to x0 (as x/arch decodes it) does not.
+func TestARM64MayWriteX0(t *testing.T) {
+	for _, c := range []struct {
+		w    uint32
+		asm  string // as x/arch prints it (GNU syntax)
+		want bool
+	}{
+		{0x2a0203f3, "mov w19, w2", false},
+		{0xa9048be1, "stp x1, x2, [sp,#72]", false},
+		{0x3d801fe0, "str q0, [sp,#112]", false},
+		{0xd50320ff, "hint #0x7", false}, // xpaclri
+		{0xf100043f, "cmp x1, #0x1", false},
+		{0xf9400bf3, "ldr x19, [sp,#16]", false},
+		{0xaa0103e0, "mov x0, x1", true},
+		{0xf9400be0, "ldr x0, [sp,#16]", true},
+		{0xa94103f3, "ldp x19, x0, [sp,#16]", true},
+		{0x91000400, "add x0, x0, #0x1", true},
+		{0x52800000, "mov w0, #0x0", true},
+	} {
+		in, err := arm64Op(c.w)
+		if err != nil || arm64asm.GNUSyntax(in) != c.asm {
+			t.Errorf("%08x: x/arch decodes %q (%v), want %q", c.w, arm64asm.GNUSyntax(in), err, c.asm)
+		}
+		if got := arm64MayWriteX0(c.w); got != c.want {
+			t.Errorf("%08x %s: may write x0 %v, want %v", c.w, c.asm, got, c.want)
 		}
 	}
 }

@@ -75,6 +75,8 @@ var x86Cases = []decodeCase{
 	{name: "nops_gcc", asm: ".byte 0x90, 0x90, 0x90, 0x90, 0x90\n ret", defined: "-", imported: "-"},
 	{name: "nop4_entry", asm: ".byte 0x0f, 0x1f, 0x40, 0x00\n ret", defined: "-", imported: "-"},
 	{name: "mcount_nop", asm: "push %rbp\n mov %rsp,%rbp\n sub $16,%rsp\n mov %edi,-4(%rbp)\n .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n leave\n ret", defined: "mcount nop 5 +11", imported: "-"},
+	// Stack-passed arguments loaded from the caller's frame (clang -O0).
+	{name: "mcount_nop_stackarg", asm: "push %rbp\n mov %rsp,%rbp\n sub $0x70,%rsp\n mov %r9d,-0x30(%rbp)\n mov 0x10(%rbp),%eax\n .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n leave\n ret", defined: "mcount nop 5 +15", imported: "-"},
 	// A loop's alignment NOP after a guard or a computation is not an
 	// mcount site, whatever its bytes.
 	{name: "nop_loop_guard", asm: "push %rbp\n mov %rsp,%rbp\n test %edi,%edi\n jle 2f\n .byte 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00\n1:\n dec %edi\n jne 1b\n2:\n pop %rbp\n ret", defined: "-", imported: "-"},
@@ -150,9 +152,12 @@ var arm64Cases = []decodeCase{
 	{name: "after_branch", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n cbz x0, 1f\n mov x0, x30\n bl _mcount\n1:\n ldp x29, x30, [sp], #16\n ret", defined: "-", imported: "-", hooks: true},
 	{name: "nop_gcc", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n xpaclri\n mov x0, x30\n nop\n ldp x29, x30, [sp], #16\n ret", defined: "mcount nop 4 +16", imported: "-"},
 	{name: "nop_gcc_pac", asm: "paciasp\n stp x29, x30, [sp, #-32]!\n mov x29, sp\n str x19, [sp, #16]\n xpaclri\n mov w19, w0\n mov x0, x30\n nop\n ldr x19, [sp, #16]\n ldp x29, x30, [sp], #32\n autiasp\n ret", defined: "mcount nop 4 +28", imported: "-"},
-	// Ending 8-aligned: a site unless a branch comes back to its end.
-	{name: "nop_gcc_aligned", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n mov x0, x30\n nop\n cbz x1, 1f\n sub x1, x1, #1\n1:\n ldp x29, x30, [sp], #16\n ret", defined: "mcount nop 4 +12", imported: "-"},
-	{name: "nop_gcc_loop", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n mov x0, x30\n nop\n1:\n subs x1, x1, #1\n b.ne 1b\n ldp x29, x30, [sp], #16\n ret", defined: "-", imported: "-"},
+	// gcc's shape is the proof, even with a loop right after the site.
+	{name: "nop_gcc_loop", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n mov x0, x30\n nop\n1:\n subs x1, x1, #1\n b.ne 1b\n ldp x29, x30, [sp], #16\n ret", defined: "mcount nop 4 +12", imported: "-"},
+	{name: "nop_gcc_O2", asm: "stp x29, x30, [sp, #-48]!\n mov x29, sp\n stp x19, x20, [sp, #16]\n mov x21, x0\n xpaclri\n mov w20, w1\n mov x0, x30\n mov w19, w2\n nop\n ldp x29, x30, [sp], #48\n ret", defined: "mcount nop 4 +32", imported: "-"},
+	{name: "nop_gcc_varargs", asm: "stp x29, x30, [sp, #-128]!\n mov x29, sp\n mov x0, x30\n stp x1, x2, [sp, #72]\n str q0, [sp, #96]\n nop\n ldp x29, x30, [sp], #128\n ret", defined: "mcount nop 4 +20", imported: "-"},
+	// x0 overwritten after `mov x0, x30`: not gcc's shape.
+	{name: "nop_x0_lost", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n mov x0, x30\n mov x0, x1\n nop\n ldp x29, x30, [sp], #16\n ret", defined: "-", imported: "-"},
 	// A NOP without gcc's whole shape is not taken.
 	{name: "nop_no_lr", asm: "stp x29, x30, [sp, #-16]!\n mov x29, sp\n nop\n ldp x29, x30, [sp], #16\n ret", defined: "-", imported: "-"},
 	{name: "nop_entry", asm: "nop\n nop\n ret", defined: "-", imported: "-"},
