@@ -33,8 +33,9 @@ type Linked struct {
 	funcs *funcIndex // the file's functions, for AddSources; nil if not built
 }
 
-// ErrNoTable: a linked file without __mcount_loc.
-var ErrNoTable = fmt.Errorf("no %s section: the program was not built with recordmcount or -mrecord-mcount", TableName)
+// ErrNoTable: a linked file without __mcount_loc whose function entries
+// hold no site either.
+var ErrNoTable = fmt.Errorf("no %s section: the program was not built with recordmcount or -mrecord-mcount (build with -pg -mfentry, then run recordmcount on the objects, or compile with gcc -mrecord-mcount)", TableName)
 
 // ErrStripped: a linked file without a symbol table (.symtab). Sites are
 // checked and named against the function symbols, so they cannot be
@@ -49,13 +50,19 @@ const strippedHint = "sites are checked against its function symbols, so list th
 
 // FindLinked reads and checks the sites listed in a linked file's
 // __mcount_loc, resolving the R_*_RELATIVE relocations a PIE's table is
-// filled with.
+// filled with. A file with neither __mcount_loc nor
+// __patchable_function_entries that defines or imports a hook is decoded
+// instead (FindDecoded).
 func FindLinked(f *elfx.File) (*Linked, error) {
 	if f.Type == elf.ET_REL {
 		return nil, fmt.Errorf("relocatable object: use recordmcount --list")
 	}
 	tab := f.Section(TableName)
 	if tab == nil {
+		if f.Section(PatchableName) == nil {
+			// Built with -pg but never through recordmcount: decode.
+			return findDecodedOrNoTable(f)
+		}
 		return nil, ErrNoTable
 	}
 	_, syms, err := f.Symtab()

@@ -303,9 +303,12 @@ const (
 	FromReloc     Source = iota + 1 // a relocation against a hook symbol
 	FromPatchable                   // __patchable_function_entries
 	FromTable                       // an existing __mcount_loc table
+	// FromDecode: decoding each function's entry in a linked file that has
+	// no table, the call checked against the symbol table (FindDecoded).
+	FromDecode
 )
 
-var sourceNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc"}
+var sourceNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc", FromDecode: "decode"}
 
 func (s Source) String() string {
 	if int(s) < len(sourceNames) {

@@ -100,6 +100,7 @@ STATE is what the site does when it runs:
 TARGET is where a call leads (through a GOT slot or PLT stub: @got, @plt).
 SOURCE is file:line from the DWARF line table, empty without -g.
 Entries in weak functions the linker discarded are counted and skipped.
+A file without a table, built with -pg, has its function entries decoded.
 The file needs its symbol table: a stripped file is an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,6 +117,9 @@ The file needs its symbol table: a stripped file is an error.`,
 			}
 			if asJSON {
 				return sites.WriteLinkedJSON(stdout, l)
+			}
+			if len(l.Sites) > 0 && l.Sites[0].Discover == sites.FromDecode {
+				fmt.Fprintln(stdout, "(found by decoding function entries: no __mcount_loc)")
 			}
 			return sites.WriteLinked(stdout, l)
 		},

@@ -54,6 +54,16 @@ func TestSites(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &js); err != nil || len(js.Sites) != 2 {
 		t.Errorf("sites --json: %v, %d sites:\n%s", err, len(js.Sites), out)
 	}
+	// Without -mrecord-mcount there is no table: the entries are decoded,
+	// and the listing says so.
+	decoded := filepath.Join(dir, "decoded")
+	if out, err := exec.Command("gcc", "-O2", "-pg", "-mfentry", "-no-pie", "-fno-pie", "-o", decoded, src, hooks).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err = ftpatch("sites", decoded)
+	if err != nil || !strings.HasPrefix(out, "(found by decoding function entries: no __mcount_loc)\n") || strings.Count(out, " fentry ") != 2 {
+		t.Errorf("sites on a program without a table: %v\n%s", err, out)
+	}
 	plain := filepath.Join(dir, "plain")
 	exec.Command("gcc", "-o", plain, src).Run()
 	if _, err := ftpatch("sites", plain); err == nil || !strings.Contains(err.Error(), "no __mcount_loc section") {
