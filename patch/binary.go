@@ -122,6 +122,9 @@ type Binary struct {
 	Slots  []Slot // sorted by address: live and dead
 	Live   int    // slots in functions
 	Config Config // the record as the file holds it
+	// Module: the file links the module stub (a shared object served by
+	// the program's runtime), not the runtime itself.
+	Module bool
 
 	configOff elfx.Off
 	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
@@ -132,11 +135,12 @@ type Binary struct {
 }
 
 // A symbol the patcher needs from the runtime.
-var runtimeSyms = []string{"__fentry__", "mcount", "ftrt_init",
+var runtimeSyms = []string{"__fentry__", "mcount", "ftrt_init", "ftrt_module_init",
 	"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"}
 
-// hintLink is how to link the runtime in.
-const hintLink = "link the runtime: cc ... $(ftpatch flags --libs)"
+// hintLink is how to link the runtime in: into a program, or the module
+// stub into a shared object.
+const hintLink = "link the runtime: cc ... $(ftpatch flags --libs) (a shared object: cc -shared ... $(ftpatch flags --libs --shared))"
 
 // Load reads what patching needs from a linked file: its sites, what each
 // holds, the config record and the runtime's entry points. progress, if
@@ -173,7 +177,9 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	}
 	b.configOff, b.Config, err = findConfig(f)
 	if err != nil {
-		if _, ok := found["ftrt_init"]; ok && errors.Is(err, ErrNoRuntime) {
+		_, rt := found["ftrt_init"]
+		_, stub := found["ftrt_module_init"]
+		if (rt || stub) && errors.Is(err, ErrNoRuntime) {
 			return nil, fmt.Errorf("%w: the linked runtime predates %s (no config record); relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, ConfigSection)
 		}
 		if errors.Is(err, ErrNoRuntime) {
@@ -181,7 +187,15 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		}
 		return nil, err
 	}
-	for _, n := range []string{"ftrt_init", "__fentry__", "mcount"} {
+	_, rt := found["ftrt_init"]
+	_, b.Module = found["ftrt_module_init"]
+	switch {
+	case rt && b.Module:
+		return nil, fmt.Errorf("%w: both the runtime (ftrt_init) and the module stub (ftrt_module_init) are linked: link one, the runtime into a program, the stub into a shared object", ErrNoRuntime)
+	case !rt && !b.Module:
+		return nil, fmt.Errorf("%w: %s section present but neither ftrt_init nor ftrt_module_init: %s", ErrNoRuntime, ConfigSection, hintLink)
+	}
+	for _, n := range []string{"__fentry__", "mcount"} {
 		if _, ok := found[n]; !ok {
 			return nil, fmt.Errorf("%w: %s section present but no %s symbol: %s", ErrNoRuntime, ConfigSection, n, hintLink)
 		}

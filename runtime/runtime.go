@@ -28,8 +28,15 @@ import (
 //go:embed src
 var sources embed.FS
 
-// LibName is the file name of the built archive.
+// LibName is the file name of the built archive: the runtime, linked
+// into a program.
 const LibName = "libftrt.a"
+
+// ModuleLibName is the file name of the module stub's archive, linked into
+// a shared object with sites instead of the runtime: its hooks, its
+// trampolines into the program's runtime, its config record, and the
+// constructor that registers its site table with the runtime.
+const ModuleLibName = "libftrt-module.a"
 
 // ErrUnsupported: the runtime has no port to the architecture yet.
 var ErrUnsupported = errors.New("runtime not available for this architecture")
@@ -46,25 +53,32 @@ var archFlags = map[arch.Arch][]string{
 	arch.ARM64:  {"-mgeneral-regs-only"},
 }
 
-// files lists the sources of arch a: the common C files and that
-// architecture's directory.
-func files(a arch.Arch) ([]string, error) {
+// files lists the sources of arch a: the runtime's (the common files and
+// that architecture's directory) and the module stub's (module/, its
+// architecture's directory, and the config record it shares with the
+// runtime).
+func files(a arch.Arch) (rt, mod []string, err error) {
 	if a != arch.X86_64 {
-		return nil, fmt.Errorf("%w: %v (x86_64 only, for now)", ErrUnsupported, a)
+		return nil, nil, fmt.Errorf("%w: %v (x86_64 only, for now)", ErrUnsupported, a)
 	}
-	var out []string
-	err := fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		dir := filepath.Dir(p)
-		if dir == "src" || dir == "src/"+a.String() {
-			out = append(out, p)
+		switch filepath.Dir(p) {
+		case "src", "src/" + a.String():
+			rt = append(rt, p)
+			if filepath.Base(p) == "config.c" || filepath.Ext(p) == ".h" {
+				mod = append(mod, p)
+			}
+		case "src/module", "src/module/" + a.String():
+			mod = append(mod, p)
 		}
 		return nil
 	})
-	sort.Strings(out)
-	return out, err
+	sort.Strings(rt)
+	sort.Strings(mod)
+	return rt, mod, err
 }
 
 // Version identifies the embedded sources: a hash of every file, so a
@@ -101,11 +115,12 @@ func (o *Options) defaults() {
 	}
 }
 
-// Build compiles the runtime and writes Dir/libftrt.a atomically,
-// returning its path.
+// Build compiles the runtime and the module stub and writes
+// Dir/libftrt.a and Dir/libftrt-module.a atomically, returning the
+// runtime's path (the stub's lies beside it: ModulePath).
 func Build(ctx context.Context, o Options) (string, error) {
 	o.defaults()
-	srcs, err := files(o.Arch)
+	rt, mod, err := files(o.Arch)
 	if err != nil {
 		return "", err
 	}
@@ -116,7 +131,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 	defer os.RemoveAll(work)
 	// Lay the sources out as they are embedded, so #include "../ftrt.h"
 	// resolves.
-	for _, p := range srcs {
+	for _, p := range append(append([]string{}, rt...), mod...) {
 		b, err := sources.ReadFile(p)
 		if err != nil {
 			return "", err
@@ -129,6 +144,23 @@ func Build(ctx context.Context, o Options) (string, error) {
 			return "", err
 		}
 	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, lib := range []struct {
+		name string
+		srcs []string
+	}{{ModuleLibName, mod}, {LibName, rt}} {
+		if err := archive(ctx, o, work, lib.name, lib.srcs); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(o.Dir, LibName), nil
+}
+
+// archive compiles srcs (laid out under work) and writes the archive
+// Dir/name atomically.
+func archive(ctx context.Context, o Options, work, name string, srcs []string) error {
 	var objs []string
 	for _, p := range srcs {
 		if !strings.HasSuffix(p, ".c") && !strings.HasSuffix(p, ".S") {
@@ -137,28 +169,24 @@ func Build(ctx context.Context, o Options) (string, error) {
 		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
 		argv := append(append(append(append([]string{}, o.CC...), cflags...), archFlags[o.Arch]...), "-c", filepath.Join(work, p), "-o", obj)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("compiling the runtime (%s): %v\n%s", strings.Join(argv, " "), err, out)
+			return fmt.Errorf("compiling the runtime (%s): %v\n%s", strings.Join(argv, " "), err, out)
 		}
 		objs = append(objs, obj)
 	}
-	lib := filepath.Join(work, LibName)
+	lib := filepath.Join(work, name)
 	ar := append([]string{"ar", "rcsD", lib}, objs...)
 	if out, err := exec.CommandContext(ctx, ar[0], ar[1:]...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("archiving the runtime: %v\n%s", err, out)
+		return fmt.Errorf("archiving %s: %v\n%s", name, err, out)
 	}
 	b, err := os.ReadFile(lib)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(o.Dir, LibName)
-	if err := elfx.WriteFile(out, 0o644, b); err != nil {
-		return "", err
-	}
-	return out, nil
+	return elfx.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
 }
+
+// ModulePath is the module stub's archive beside the runtime at lib.
+func ModulePath(lib string) string { return filepath.Join(filepath.Dir(lib), ModuleLibName) }
 
 // Cached returns the runtime built for o in the per-user cache, building
 // it there on first use. The cache key is the sources' version, the
@@ -179,7 +207,9 @@ func Cached(ctx context.Context, o Options) (string, error) {
 	o.Dir = filepath.Join(base, "ftpatch", "runtime", fmt.Sprintf("%s-%v-%s", Version(), o.Arch, hex.EncodeToString(h[:])[:12]))
 	lib := filepath.Join(o.Dir, LibName)
 	if _, err := os.Stat(lib); err == nil {
-		return lib, nil
+		if _, err := os.Stat(ModulePath(lib)); err == nil {
+			return lib, nil
+		}
 	}
 	return Build(ctx, o)
 }
@@ -193,7 +223,20 @@ func CFlags(a arch.Arch) []string {
 	return []string{"-pg", "-mfentry"}
 }
 
-// LinkFlags are the link flags for the archive at lib. Naming ftrt_init
-// undefined pulls the load-time pass out of the archive even when no
-// object calls a hook (-fpatchable-function-entry sites call nothing).
-func LinkFlags(lib string) []string { return []string{"-Wl,-u,ftrt_init", lib} }
+// LinkFlags are the link flags of a program for the runtime's archive at
+// lib. Naming ftrt_init undefined pulls the load-time pass out of the
+// archive even when no object calls a hook (-fpatchable-function-entry
+// sites call nothing). The registration entry points are exported, so
+// shared objects with sites, linked at start or loaded with dlopen, find
+// the program's runtime.
+func LinkFlags(lib string) []string {
+	return []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
+		"-Wl,--export-dynamic-symbol=ftrt_module_unregister", lib}
+}
+
+// ModuleLinkFlags are the link flags of a shared object with sites, for
+// the runtime's archive at lib: the module stub beside it, pulled in by
+// naming its constructor undefined.
+func ModuleLinkFlags(lib string) []string {
+	return []string{"-Wl,-u,ftrt_module_init", ModulePath(lib)}
+}

@@ -392,8 +392,8 @@ func mainOffset(t *testing.T, path string) int {
 	return 0
 }
 
-// TestEnableShared: a shared object with its own table and runtime is
-// enabled, verified and disabled like an executable.
+// TestEnableShared: a shared object with its own table, linked with the
+// module stub, is enabled, verified and disabled like an executable.
 func TestEnableShared(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
 		t.Run(tg.name, func(t *testing.T) {
@@ -403,7 +403,7 @@ func TestEnableShared(t *testing.T) {
 			objs := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c")
 			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 			lib := filepath.Join(dir, "libother.so")
-			run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+			run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
 			run(t, dir, tool("ftpatch"), "verify", lib)
 			out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
 			if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {

@@ -35,9 +35,12 @@ func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
 	if tr.Meta.Tracer != "function_graph" {
 		t.Fatalf("tracer %q", tr.Meta.Tracer)
 	}
-	syms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Error(w)
 	}
 	return tr, trace.Graph(tr, syms)
 }

@@ -163,9 +163,12 @@ func traceCounts(t *testing.T, dir string) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Error(w)
 	}
 	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
 		t.Errorf("meta: %+v", tr.Meta)

@@ -9,21 +9,80 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/ianlancetaylor/demangle"
 
 	"ftpatch/elfx"
 )
 
-// Symbols names the addresses of one executable from its symbol table.
+// Symbols names addresses from symbol tables: one file's at its file
+// addresses (LoadSymbols), or a traced process's at the addresses its
+// modules ran at (LoadProcess).
 type Symbols struct {
 	funcs []fsym // sorted by start; one name per start (the global alias)
 }
 
 type fsym struct {
-	start, end uint64 // file addresses
+	start, end uint64
 	name       string
 	global     bool
+}
+
+// LoadProcess names the run-time addresses of the process a trace
+// recorded: the executable's functions (from exe, or the path the trace
+// names when exe is ""), at its load bias, and those of every shared
+// object the runtime served, at theirs. The executable must be readable
+// and, when the trace has its build-id, the same build. A shared object
+// that cannot be read, or is another build than the one traced, is left
+// unnamed (its addresses show bare) and reported in warnings. Where two
+// modules ran at the same addresses at different times (one unloaded,
+// another loaded there), the one loaded later names them.
+func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
+	if exe == "" {
+		exe = m.Exe
+	}
+	s, err := LoadSymbols(exe, m.BuildID)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.rebase(m.Bias)
+	var warns []error
+	seen := map[[2]string]bool{}
+	for _, md := range m.Modules {
+		key := [2]string{md.Path, strconv.FormatUint(md.Bias, 16)}
+		if seen[key] {
+			continue // loaded again at the same place
+		}
+		seen[key] = true
+		ms, err := LoadSymbols(md.Path, md.BuildID)
+		if err != nil {
+			warns = append(warns, fmt.Errorf("shared object: %w; its functions show as addresses", err))
+			continue
+		}
+		ms.rebase(md.Bias)
+		s.add(ms, md.Lo, md.Hi)
+	}
+	if m.ModulesForgotten > 0 {
+		warns = append(warns, fmt.Errorf("the runtime forgot %d of the shared objects it served (too many loads): their functions show as addresses", m.ModulesForgotten))
+	}
+	return s, warns, nil
+}
+
+// rebase moves every function by bias: file addresses to run-time ones.
+func (s *Symbols) rebase(bias uint64) {
+	for i := range s.funcs {
+		s.funcs[i].start += bias
+		s.funcs[i].end += bias
+	}
+}
+
+// add merges o's functions, which lie in [lo, hi), replacing any of s's
+// there.
+func (s *Symbols) add(o *Symbols, lo, hi uint64) {
+	s.funcs = slices.DeleteFunc(s.funcs, func(f fsym) bool { return f.start >= lo && f.start < hi })
+	s.funcs = append(s.funcs, o.funcs...)
+	slices.SortStableFunc(s.funcs, func(a, b fsym) int { return cmp.Compare(a.start, b.start) })
 }
 
 // ErrBuildID: the executable given to name a trace's addresses is not the
@@ -73,8 +132,7 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 	return s, nil
 }
 
-// Lookup returns the function holding file address addr and the offset
-// into it.
+// Lookup returns the function holding addr and the offset into it.
 func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 	i := sort.Search(len(s.funcs), func(i int) bool { return s.funcs[i].start > addr }) - 1
 	if i < 0 {

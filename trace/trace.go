@@ -54,6 +54,52 @@ type Meta struct {
 	// "mismatch" (a record not matching the table: ignored), "none" (not
 	// pre-patched); "" from a runtime older than the record.
 	Config string
+	// Modules are the shared objects whose sites the runtime served, one
+	// per load (a module loaded again after dlclose appears again), in
+	// the order they registered.
+	Modules []Module
+	// ModulesForgotten counts modules whose records the runtime reused
+	// (more loads than it keeps): their addresses show unnamed.
+	ModulesForgotten uint64
+}
+
+// Module is a shared object with sites, as the runtime saw it loaded.
+type Module struct {
+	Path    string // as the loader named it (absolute when the runtime could resolve it)
+	BuildID string // its GNU build-id (hex), "" when it has none
+	Bias    uint64 // run-time address - file address
+	Lo, Hi  uint64 // the run-time extent of its segments
+	// Load and Unload are trace timestamps of its registration and its
+	// dlclose: 0 for before the trace began, and for loaded until the end.
+	Load, Unload   uint64
+	Sites, Enabled uint64 // its pass's counts
+	Config         string // what became of its config record (as Meta.Config)
+}
+
+// parseModule reads a `module` line's value:
+// BIAS LO HI LOAD UNLOAD SITES ENABLED CONFIG BUILD-ID PATH.
+func parseModule(val string) (Module, error) {
+	f := strings.SplitN(val, " ", 10)
+	if len(f) != 10 || f[9] == "" {
+		return Module{}, fmt.Errorf("want BIAS LO HI LOAD UNLOAD SITES ENABLED CONFIG BUILD-ID PATH")
+	}
+	var md Module
+	for i, p := range []*uint64{&md.Bias, &md.Lo, &md.Hi, &md.Load, &md.Unload, &md.Sites, &md.Enabled} {
+		n, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return Module{}, fmt.Errorf("field %d %q: not a number", i+1, f[i])
+		}
+		*p = n
+	}
+	if md.Lo > md.Hi {
+		return Module{}, fmt.Errorf("extent 0x%x-0x%x is backwards", md.Lo, md.Hi)
+	}
+	md.Config = f[7]
+	if f[8] != "-" {
+		md.BuildID = f[8]
+	}
+	md.Path = f[9]
+	return md, nil
 }
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
@@ -143,6 +189,7 @@ func readMeta(path string, m *Meta) error {
 		"bias": &m.Bias, "tsc_start": &m.TSCStart, "tsc_end": &m.TSCEnd, "mono_start_ns": &m.MonoStart, "mono_end_ns": &m.MonoEnd,
 		"sites": &m.Sites, "enabled": &m.Enabled, "skipped": &m.Skipped, "failed": &m.Failed, "unsupported": &m.Unsupported, "dropped": &m.Dropped,
 		"overflow": &m.Overflow, "stopped": &m.Stopped, "unwound": &m.Unwound, "lost_bytes": &m.LostBytes,
+		"modules_forgotten": &m.ModulesForgotten,
 	}
 	sc := bufio.NewScanner(f)
 	line := 0
@@ -165,6 +212,12 @@ func readMeta(path string, m *Meta) error {
 			m.BuildID = val
 		case "config":
 			m.Config = val
+		case "module":
+			md, err := parseModule(val)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w: module: %v", path, line, ErrFormat, err)
+			}
+			m.Modules = append(m.Modules, md)
 		case "pid":
 			n, err := strconv.Atoi(val)
 			if err != nil {

@@ -19,7 +19,7 @@ type Event struct {
 }
 
 // Events merges the calls (and graph entries) of all streams into one
-// list in time order, with names.
+// list in time order, named by syms (the process's, from LoadProcess).
 func Events(t *Trace, syms *Symbols) []Event {
 	var out []Event
 	for _, s := range t.Streams {
@@ -29,8 +29,8 @@ func Events(t *Trace, syms *Symbols) []Event {
 			}
 			out = append(out, Event{
 				Pid: s.Pid, Tid: s.Tid, Nanos: t.Meta.Nanos(r.TS),
-				Func:   syms.Func(r.IP - t.Meta.Bias),
-				Caller: syms.Name(r.Parent() - t.Meta.Bias),
+				Func:   syms.Func(r.IP),
+				Caller: syms.Name(r.Parent()),
 			})
 		}
 	}

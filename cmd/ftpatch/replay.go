@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 )
 
 // load reads the trace directory named by args (default ftrace.data) and
-// the symbols of the program it traced (exe, or the path it recorded).
-func load(args []string, exe string) (*trace.Trace, *trace.Symbols, error) {
+// the symbols of the process it traced (exe, or the path it recorded, and
+// its shared objects); a shared object it cannot name is a warning on
+// stderr.
+func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
 	dir := "ftrace.data"
 	if len(args) == 1 {
 		dir = args[0]
@@ -20,12 +23,12 @@ func load(args []string, exe string) (*trace.Trace, *trace.Symbols, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if exe == "" {
-		exe = t.Meta.Exe
-	}
-	syms, err := trace.LoadSymbols(exe, t.Meta.BuildID)
+	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, w := range warns {
+		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
 	}
 	return t, syms, nil
 }
@@ -55,13 +58,14 @@ func newReplay(stdout io.Writer) *cobra.Command {
 		Short: "Print a recorded trace: the call graph, or every call in time order",
 		Long: `replay reads the trace directory DIR (default ftrace.data) and names each
 address from the traced executable's symbol table (the path recorded in
-the trace, or --exe). A function_graph trace prints as each thread's call
+the trace, or --exe) and those of the shared objects it loaded (the paths
+the trace records). A function_graph trace prints as each thread's call
 graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
 call "f() {" ... "} /* f */"); a function trace prints one line per call:
 time since tracing started, thread, function and its caller.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, syms, err := load(args, exe)
+			t, syms, err := load(args, exe, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -84,7 +88,7 @@ func newReport(stdout io.Writer) *cobra.Command {
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, syms, err := load(args, exe)
+			t, syms, err := load(args, exe, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -33,9 +33,9 @@ func (b *buildFlags) options() (ftrt.Options, error) {
 
 func newFlags(stdout io.Writer) *cobra.Command {
 	var bf buildFlags
-	var cflags, libs bool
+	var cflags, libs, shared bool
 	cmd := &cobra.Command{
-		Use:   "flags [--cflags] [--libs]",
+		Use:   "flags [--cflags] [--libs] [--shared]",
 		Short: "Print the compile and link flags for a traced program (like pkg-config)",
 		Long: `flags prints the flags that give a program patch sites (--cflags) and that
 link the ftpatch runtime into it (--libs); with neither, both. --libs builds
@@ -46,7 +46,20 @@ the runtime with the system C compiler into a per-user cache on first use
   recordmcount a.o b.o
   cc a.o b.o $(ftpatch flags --libs) -o prog
 
-needs nothing but ftpatch and a compiler.`,
+needs nothing but ftpatch and a compiler.
+
+A shared object with sites links the module stub instead (--shared): one
+runtime, the program's, serves the whole process, and each shared object
+registers its own site table with it when it is loaded (at start or by
+dlopen) and takes it back at dlclose:
+
+  cc $(ftpatch flags --cflags --shared) -c lib.c
+  recordmcount lib.o
+  cc -shared lib.o $(ftpatch flags --libs --shared) -o libx.so
+
+The program must be linked with --libs (which exports the runtime's
+registration to shared objects); in a program without the runtime a
+shared object with sites runs untraced.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := bf.options()
@@ -59,13 +72,20 @@ needs nothing but ftpatch and a compiler.`,
 			var out []string
 			if cflags {
 				out = append(out, ftrt.CFlags(o.Arch)...)
+				if shared {
+					out = append(out, "-fPIC")
+				}
 			}
 			if libs {
 				lib, err := ftrt.Cached(context.Background(), o)
 				if err != nil {
 					return err
 				}
-				out = append(out, ftrt.LinkFlags(lib)...)
+				if shared {
+					out = append(out, ftrt.ModuleLinkFlags(lib)...)
+				} else {
+					out = append(out, ftrt.LinkFlags(lib)...)
+				}
 			}
 			_, err = fmt.Fprintln(stdout, strings.Join(out, " "))
 			return err
@@ -73,6 +93,7 @@ needs nothing but ftpatch and a compiler.`,
 	}
 	cmd.Flags().BoolVar(&cflags, "cflags", false, "print the compile flags")
 	cmd.Flags().BoolVar(&libs, "libs", false, "print the link flags (building the runtime into the cache if needed)")
+	cmd.Flags().BoolVar(&shared, "shared", false, "for a shared object: --cflags adds -fPIC, --libs links the module stub, not the runtime")
 	bf.register(cmd)
 	return cmd
 }
@@ -86,10 +107,12 @@ func newRuntime(stdout io.Writer) *cobra.Command {
 	var dir string
 	build := &cobra.Command{
 		Use:   "build [-o DIR]",
-		Short: "Build libftrt.a with the system C compiler",
+		Short: "Build libftrt.a (and the module stub, libftrt-module.a) with the system C compiler",
 		Long: `build compiles the runtime's C and assembly sources, which are embedded in
 the ftpatch binary, with the system C compiler, and writes DIR/libftrt.a
-(atomically). Link it with the flags ftpatch flags --libs prints.`,
+and DIR/libftrt-module.a, the stub a shared object with sites links
+(atomically). Link them with the flags ftpatch flags --libs (--shared)
+prints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := bf.options()

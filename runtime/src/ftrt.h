@@ -69,7 +69,7 @@ enum {
 	FTRT_CFG_STATE_OVERRIDDEN, /* pre-patched, but FTRACE or FTRACE_FILTER was set: the normal pass ran */
 	FTRT_CFG_STATE_MISMATCH,   /* the record disagrees with the table: ignored, the normal pass ran */
 };
-const char *ftrt_config_state(void);
+const char *ftrt_config_state(uint64_t state);
 
 /* The entry hooks the compiler calls (entry.S): return at once until a
  * site is enabled. */
@@ -78,6 +78,84 @@ void mcount(void);
 
 /* The load-time pass (patch.c), run as a constructor. */
 void ftrt_init(void);
+
+/*
+ * Modules: the program and every shared object with sites each have a
+ * table of their own, and one runtime (the program's) serves them all,
+ * as the kernel's ftrace serves each module's mcount table.
+ *
+ * A shared object links the module stub (module/: hooks that return,
+ * trampolines that jump into the runtime, a config record) instead of
+ * the runtime. When the loader runs its constructors, the stub hands the
+ * runtime this description of itself (ftrt_module_register); its
+ * destructor takes it back (ftrt_module_unregister) before dlclose
+ * unmaps it. The two halves may come from different ftpatch versions:
+ * the runtime checks size and version first.
+ *
+ * targets[] are what a site of the module may call: the hooks its
+ * compiler called, and the trampolines `ftpatch enable` writes calls to.
+ * In a shared object these are its own (hidden) copies, within rel32
+ * reach of its code; the trampolines among them jump through slots[],
+ * which the runtime fills with its own entry points at registration.
+ */
+enum {
+	FTRT_T_FENTRY,   /* __fentry__ */
+	FTRT_T_MCOUNT,   /* mcount */
+	FTRT_T_CALLER5,  /* ftrace_caller5: an entry site, e8 rel32 */
+	FTRT_T_CALLER6,  /* ftrace_caller6: an entry site, 67 e8 rel32 */
+	FTRT_T_MCALLER5, /* ftrace_mcount_caller5: a -pg site after the prologue */
+	FTRT_T_MCALLER6, /* ftrace_mcount_caller6 */
+	FTRT_T_STUB,     /* ftrace_stub: the empty tracer */
+	FTRT_T_N,
+};
+/* The slots a module's trampolines jump through, in targets[] order from
+ * FTRT_T_CALLER5. */
+#define FTRT_SLOTS 4
+
+#define FTRT_MODULE_VERSION 1
+struct ftrt_module {
+	uint32_t size;                   /* sizeof(struct ftrt_module) */
+	uint32_t version;                /* FTRT_MODULE_VERSION */
+	const uintptr_t *start, *stop;   /* the module's __mcount_loc, relocated */
+	const struct ftrt_config *config; /* the module's own record (.ftrt_config) */
+	uintptr_t targets[FTRT_T_N];     /* the module's hooks and trampolines */
+	uintptr_t *slots;                /* FTRT_SLOTS jump slots: filled by the runtime */
+	uintptr_t handle;                /* the runtime's: 0 while not registered */
+};
+
+/*
+ * A module the runtime serves (registry.c): the program first, then each
+ * shared object in the order the loader ran their constructors. Records
+ * outlive dlclose (unload set), so the trace's metadata can name every
+ * module that ran while it was recorded.
+ */
+struct ftrt_mod {
+	const struct ftrt_module *desc;
+	const char *path;   /* the file, as the loader named it; NULL: the program */
+	uintptr_t bias;     /* run-time address - file address */
+	uintptr_t lo, hi;   /* its loaded segments' run-time extent */
+	char build_id[129]; /* hex GNU build-id, "" when it has none */
+	uint64_t load;      /* trace timestamp of registration; 0: before the trace began */
+	uint64_t unload;    /* of unregistration; 0: loaded until the end */
+	int owner;          /* its number (1..), owner of what the pass built for it */
+	int live;           /* registered and not yet unregistered */
+	struct ftrt_stats stats; /* what its pass did */
+};
+/* Records reused after MOD_MAX modules: their names are lost. */
+extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
+/* Run the load-time pass over one module's table (patch.c). */
+void ftrt_pass(struct ftrt_mod *md);
+/* The records, for the trace's metadata: NULL past the last. */
+const struct ftrt_mod *ftrt_module_at(int i);
+/* The program's own record (registered by ftrt_init). */
+int ftrt_register_self(const struct ftrt_module *self);
+
+/* Exported from the program (ftpatch flags --libs makes the linker
+ * export them), called by each module's stub. 0, or -1 when the
+ * description is one this runtime cannot serve (the module then runs
+ * untraced, its sites calling its own hooks, which return). */
+int ftrt_module_register(struct ftrt_module *m);
+void ftrt_module_unregister(struct ftrt_module *m);
 
 /* Per architecture (x86_64/site.c): read the site at ip and say what it
  * holds; write a NOP over it. */
@@ -88,6 +166,10 @@ enum ftrt_site_state {
 	FTRT_SITE_UNKNOWN, /* anything else: never written */
 };
 
+/* The module whose sites the pass is over: its targets decide which calls
+ * are hooks and which are the runtime's (site.c, patch.c). */
+extern const uintptr_t *ftrt_targets __attribute__((visibility("hidden")));
+
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len);
 const unsigned char *ftrt_arch_nop(int len);
 /* Probe which NOPs this CPU runs (or take FTRACE_NOP's choice); returns
@@ -97,9 +179,15 @@ const char *ftrt_arch_probe(const char *force);
  * function's entry or after its prologue (-pg); 0, or -1 when the
  * trampoline is out of reach. */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
-/* At the end of the load-time pass: make what ftrt_arch_call built
- * (per-site trampolines) read-only and executable. */
+/* Before a module's pass: what ftrt_arch_call builds from now on
+ * (per-site trampolines) belongs to module `owner` (never shared with
+ * another module, so it can go when the module does). */
+void ftrt_arch_begin(int owner);
+/* At the end of a module's pass: make what ftrt_arch_call built for it
+ * read-only and executable. */
 void ftrt_arch_seal(void);
+/* The module `owner` is unloaded: unmap what was built for it. */
+void ftrt_arch_release(int owner);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
@@ -108,8 +196,11 @@ struct ftrt_func {
 	uintptr_t start, end; /* run-time addresses */
 	const char *name;
 };
-int ftrt_load_symbols(void);
+/* Read the function symbols of the ELF file at path, loaded at bias;
+ * ftrt_func_at answers from them until ftrt_free_symbols. */
+int ftrt_load_symbols(const char *path, uintptr_t bias);
 const struct ftrt_func *ftrt_func_at(uintptr_t addr);
+void ftrt_free_symbols(void);
 
 /* The tracers (trace.c). */
 enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };
@@ -118,6 +209,9 @@ extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
 int ftrt_trace_start(const char *dir);
+/* Whether a trace is open, and its clock now (a record's timestamp). */
+int ftrt_tracing(void);
+uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);

@@ -40,10 +40,6 @@ extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hi
 
 struct ftrt_stats ftrt_stats;
 
-/* The sorted, de-duplicated site addresses (for the tracers' lookups). */
-static uintptr_t *ftrt_sites;
-static size_t ftrt_nsites;
-
 static int cmp_addr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -52,7 +48,9 @@ static int cmp_addr(const void *a, const void *b)
 
 /*
  * Calls into the runtime that `ftpatch enable` writes (x86-64; the other
- * ports have none yet):
+ * ports have none yet), to the module's own trampolines (ftrt_targets: in
+ * the program, the runtime's; in a shared object, its stub's, which jump
+ * into the runtime):
  *   e8 rel32      call ftrace_caller5 / ftrace_mcount_caller5 / ftrace_stub   5 bytes
  *   67 e8 rel32   addr32 call ftrace_caller6 / ftrace_mcount_caller6 / ftrace_stub  6
  * ftrt_arch_classify knows only the compiler's calls to the hooks; these
@@ -64,18 +62,13 @@ static int cmp_addr(const void *a, const void *b)
  * verify checks that; here either is accepted, as both are ours.
  */
 #if defined(__x86_64__)
-void ftrace_caller5(void);
-void ftrace_caller6(void);
-void ftrace_mcount_caller5(void);
-void ftrace_mcount_caller6(void);
-void ftrace_stub(void);
-
-/* Whether the site at ip calls one of the runtime's trampolines that a
+/* Whether the site at ip calls one of the module's trampolines that a
  * site of the tracer `mode` may call (mode 0: any of them); sets *len. */
 static int tramp_call(const unsigned char *ip, int *len, int mode)
 {
 	int32_t rel;
 	uintptr_t target;
+	const uintptr_t *t = ftrt_targets;
 	if (ip[0] == 0xe8) { /* call rel32 */
 		__builtin_memcpy(&rel, ip + 1, 4);
 		*len = 5;
@@ -86,13 +79,13 @@ static int tramp_call(const unsigned char *ip, int *len, int mode)
 		return 0;
 	}
 	target = (uintptr_t)ip + (uintptr_t)*len + (uintptr_t)(intptr_t)rel;
-	if (target == (uintptr_t)ftrace_stub)
+	if (target == t[FTRT_T_STUB])
 		return mode == 0 || mode == FTRT_NOP;
 	if (mode == FTRT_NOP)
 		return 0;
 	if (*len == 5)
-		return target == (uintptr_t)ftrace_caller5 || target == (uintptr_t)ftrace_mcount_caller5;
-	return target == (uintptr_t)ftrace_caller6 || target == (uintptr_t)ftrace_mcount_caller6;
+		return target == t[FTRT_T_CALLER5] || target == t[FTRT_T_MCALLER5];
+	return target == t[FTRT_T_CALLER6] || target == t[FTRT_T_MCALLER6];
 }
 #else
 static int tramp_call(const unsigned char *ip, int *len, int mode)
@@ -117,20 +110,21 @@ static enum ftrt_site_state classify(const unsigned char *ip, int *len)
  * object initialised in config.c, but its bytes at run time are what
  * ftpatch wrote into the file, not that initialiser.
  */
-static const struct ftrt_config *config(void)
+static const struct ftrt_config *config(const struct ftrt_config *c)
 {
 	static const char magic[8] = FTRT_CFG_MAGIC;
-	const struct ftrt_config *c = &ftrt_config;
+	if (!c)
+		return NULL;
 	__asm__("" : "+r"(c));
 	if (__builtin_memcmp(c->magic, magic, sizeof magic) != 0 || c->size != sizeof *c)
 		return NULL;
 	return c;
 }
 
-const char *ftrt_config_state(void)
+const char *ftrt_config_state(uint64_t state)
 {
 	static const char *const names[] = { "none", "patched", "overridden", "mismatch" };
-	return ftrt_stats.config < sizeof names / sizeof names[0] ? names[ftrt_stats.config] : "none";
+	return state < sizeof names / sizeof names[0] ? names[state] : "none";
 }
 
 /* A loaded segment: [start, end) with the protection its program header
@@ -398,58 +392,126 @@ static void tracer_options(void)
 	}
 }
 
-/* The trace directory: FTRACE_OUT, default ./ftrace.data. */
-static int start_trace(void)
+/*
+ * Process-wide choices, made once whichever module's pass comes first:
+ * what the environment asks, the NOPs this CPU runs, the trace directory.
+ */
+static struct {
+	int read;
+	const char *mode, *filter; /* FTRACE, FTRACE_FILTER */
+	int env;                   /* either is set: it overrides every config record */
+	int tracer;                /* FTRACE's tracer, 0 when unset or not understood */
+	int probed;                /* nop_style chosen */
+	int trace;                 /* 0: not tried; 1: open; -1: could not be made */
+} env;
+
+static void read_env(void)
 {
-	const char *dir = getenv("FTRACE_OUT");
-	return ftrt_trace_start(dir && *dir ? dir : "ftrace.data");
+	if (env.read)
+		return;
+	env.read = 1;
+	env.mode = getenv("FTRACE");
+	env.filter = getenv("FTRACE_FILTER");
+	env.env = (env.mode && *env.mode) || (env.filter && *env.filter);
+	if (env.mode && *env.mode) {
+		if (strcmp(env.mode, "function") == 0)
+			env.tracer = FTRT_FUNCTION;
+		else if (strcmp(env.mode, "function_graph") == 0)
+			env.tracer = FTRT_GRAPH;
+		else if (strcmp(env.mode, "nop") == 0)
+			env.tracer = FTRT_NOP;
+		else
+			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
+	}
 }
 
-static void report(void)
+/* The trace directory: FTRACE_OUT, default ./ftrace.data; made once, by
+ * the first module that traces, with the tracer options read then. */
+static int start_trace(void)
 {
-	char buf[400];
+	if (!env.trace) {
+		const char *dir = getenv("FTRACE_OUT");
+		env.trace = ftrt_trace_start(dir && *dir ? dir : "ftrace.data") == 0 ? 1 : -1;
+		if (env.trace < 0)
+			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
+		else
+			tracer_options();
+	}
+	return env.trace > 0 ? 0 : -1;
+}
+
+/*
+ * The process's tracer, given what this module asks for: the first
+ * module to ask sets it (the program comes first); a later module that
+ * asks for another is served by the process's, and told so.
+ */
+static int adopt(int tracer, const char *name)
+{
+	if (!tracer)
+		return ftrt_mode;
+	if (!ftrt_mode)
+		ftrt_mode = tracer;
+	else if (tracer != ftrt_mode) {
+		char buf[600];
+		int n = snprintf(buf, sizeof buf, "ftrt: %s asks for another tracer than the process runs; its sites serve the process's\n",
+				 name);
+		if (n > 0)
+			write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+	}
+	return ftrt_mode;
+}
+
+static void report(const struct ftrt_mod *md, size_t nsites)
+{
+	char buf[4600];
 	int n = snprintf(buf, sizeof buf,
-			 "ftrt: %llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
+			 "ftrt: %s%s%llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
 			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns; "
 			 "%llu code pages written; config %s\n",
-			 (unsigned long long)ftrt_nsites, (unsigned long long)ftrt_stats.patched,
-			 (unsigned long long)ftrt_stats.nops, (unsigned long long)ftrt_stats.skipped,
-			 (unsigned long long)ftrt_stats.failed, (unsigned long long)ftrt_stats.zero,
-			 (unsigned long long)ftrt_stats.dups, (unsigned long long)ftrt_stats.enabled,
-			 (unsigned long long)ftrt_stats.unsupported, nop_style, (unsigned long long)ftrt_stats.init_ns,
-			 (unsigned long long)ftrt_stats.pages, ftrt_config_state());
+			 md->path ? md->path : "", md->path ? ": " : "", (unsigned long long)nsites,
+			 (unsigned long long)ftrt_stats.patched, (unsigned long long)ftrt_stats.nops,
+			 (unsigned long long)ftrt_stats.skipped, (unsigned long long)ftrt_stats.failed,
+			 (unsigned long long)ftrt_stats.zero, (unsigned long long)ftrt_stats.dups,
+			 (unsigned long long)ftrt_stats.enabled, (unsigned long long)ftrt_stats.unsupported, nop_style,
+			 (unsigned long long)ftrt_stats.init_ns, (unsigned long long)ftrt_stats.pages,
+			 ftrt_config_state(ftrt_stats.config));
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /*
- * A constructor of the lowest application priority, so it runs before the
- * program's own. The link flags name ftrt_init as undefined (-u), which
- * pulls this object out of the archive even into a program whose sites
- * call no hook (-fpatchable-function-entry).
+ * The pass over one module's table (the program's, or a shared object's
+ * at its registration): sort it, then either only check it (a file
+ * pre-patched by ftpatch enable, with no environment to override it) or
+ * turn every site into a NOP or a call to the tracer. Its counts go to
+ * ftrt_stats and are kept in md->stats.
  */
-__attribute__((constructor(101))) void ftrt_init(void)
+void ftrt_pass(struct ftrt_mod *md)
 {
-	static int done;
-	if (done)
-		return;
-	done = 1;
+	const struct ftrt_module *mod = md->desc;
+	const char *name = md->path ? md->path : "the program";
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	size_t n = (size_t)(__stop___mcount_loc - __start___mcount_loc);
-	if (!__start___mcount_loc || n == 0)
+	memset(&ftrt_stats, 0, sizeof ftrt_stats);
+	ftrt_targets = mod->targets;
+	ftrt_arch_begin(md->owner);
+	read_env();
+	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0, m = 0;
+	uintptr_t *s = NULL;
+	unsigned char *want = NULL;
+	if (n == 0)
 		goto out;
 	ftrt_stats.entries = n;
-	size_t bytes = n * sizeof(uintptr_t);
-	uintptr_t *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s = mmap(NULL, n * sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s == MAP_FAILED) {
+		s = NULL;
 		ftrt_stats.failed = n;
 		goto out;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (__start___mcount_loc[i])
-			s[k++] = __start___mcount_loc[i];
+		if (mod->start[i])
+			s[k++] = mod->start[i];
 		else
 			ftrt_stats.zero++;
 	}
@@ -461,15 +523,12 @@ __attribute__((constructor(101))) void ftrt_init(void)
 		unsorted = s[i - 1] > s[i];
 	if (unsorted)
 		qsort(s, k, sizeof *s, cmp_addr);
-	size_t m = 0;
 	for (size_t i = 0; i < k; i++) {
 		if (m && s[m - 1] == s[i])
 			ftrt_stats.dups++;
 		else
 			s[m++] = s[i];
 	}
-	ftrt_sites = s;
-	ftrt_nsites = m;
 
 	/*
 	 * A pre-patched file, and nothing in the environment to say otherwise:
@@ -477,71 +536,123 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	 * count the sites this table holds; one that does not was written
 	 * for another table (the file changed after ftpatch), and is ignored.
 	 */
-	const struct ftrt_config *cfg = config();
-	const char *mode = getenv("FTRACE"), *filter = getenv("FTRACE_FILTER");
-	int env = (mode && *mode) || (filter && *filter);
+	const struct ftrt_config *cfg = config(mod->config);
 	if (cfg && (cfg->flags & FTRT_CFG_PATCHED)) {
 		if (cfg->sites != m || cfg->tracer > FTRT_NOP) {
+			char buf[600];
+			int len = snprintf(buf, sizeof buf,
+					   "ftrt: %s: .ftrt_config does not match the site table (changed after ftpatch enable?); ignored\n", name);
 			ftrt_stats.config = FTRT_CFG_STATE_MISMATCH;
-			say("ftrt: .ftrt_config does not match this program's site table (changed after ftpatch enable?); ignored\n");
-		} else if (env) {
+			if (len > 0)
+				write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+		} else if (env.env) {
 			ftrt_stats.config = FTRT_CFG_STATE_OVERRIDDEN;
 		} else {
 			ftrt_stats.config = FTRT_CFG_STATE_PATCHED;
-			ftrt_mode = (int)cfg->tracer;
-			walk(s, NULL, m, ftrt_mode ? ftrt_mode : -1);
-			if ((ftrt_mode == FTRT_FUNCTION || ftrt_mode == FTRT_GRAPH) && start_trace() != 0)
-				/* The enabled sites stay calls; ftrt_entry returns at once
-				 * while no trace is open. */
-				say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
-			else
-				tracer_options();
+			int tracer = (int)cfg->tracer;
+			adopt(tracer, name);
+			walk(s, NULL, m, tracer ? tracer : -1);
+			/* The enabled sites stay calls; ftrt_entry returns at once
+			 * while no trace is open. */
+			if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
+				start_trace();
 			goto out;
 		}
 	}
-	nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
+	if (!env.probed) {
+		env.probed = 1;
+		nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
+	}
 
 	/* What to trace: FTRACE=function, function_graph or nop (or, when
 	 * only FTRACE_FILTER is set in a pre-patched file, the tracer it
 	 * records), the functions FTRACE_FILTER names (default all), into
 	 * FTRACE_OUT (default ./ftrace.data). */
-	unsigned char *want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (want == MAP_FAILED) {
+		want = NULL;
 		ftrt_stats.failed = m;
 		goto out;
 	}
-	if ((!mode || !*mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
-		ftrt_mode = (int)cfg->tracer;
-	if (mode && *mode) {
-		if (strcmp(mode, "function") == 0)
-			ftrt_mode = FTRT_FUNCTION;
-		else if (strcmp(mode, "function_graph") == 0)
-			ftrt_mode = FTRT_GRAPH;
-		else if (strcmp(mode, "nop") == 0)
-			ftrt_mode = FTRT_NOP;
-		if (!ftrt_mode)
-			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
-	}
-	if (ftrt_mode) {
-		if (ftrt_load_symbols() != 0)
-			say("ftrt: cannot read the program's symbol table (stripped?); tracing nothing\n");
-		else if (ftrt_mode != FTRT_NOP && start_trace() != 0)
-			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
-		else {
-			tracer_options();
+	int tracer = env.tracer;
+	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
+		tracer = (int)cfg->tracer;
+	if (tracer && adopt(tracer, name)) {
+		if (ftrt_load_symbols(md->path ? md->path : "/proc/self/exe", md->bias) != 0) {
+			char buf[600];
+			int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing none of it\n", name);
+			if (len > 0)
+				write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+		} else if (ftrt_mode == FTRT_NOP || start_trace() == 0) {
 			for (size_t i = 0; i < m; i++) {
 				const struct ftrt_func *f = ftrt_func_at(s[i]);
-				if (!f || !filter_match(filter, f->name))
+				if (!f || !filter_match(env.filter, f->name))
 					continue;
 				want[i] = ftrt_arch_at_entry(s[i], f->start) ? WANT_ENTRY : WANT_MCOUNT;
 			}
 		}
+		ftrt_free_symbols();
 	}
 	walk(s, want, m, 0);
 	ftrt_arch_seal();
 out:
+	if (want)
+		munmap(want, m ? m : 1);
+	if (s)
+		munmap(s, n * sizeof *s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ftrt_stats.init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
+	md->stats = ftrt_stats;
 	if (getenv("FTRACE_DEBUG"))
-		report();
+		report(md, m);
+}
+
+#if defined(__x86_64__)
+void ftrace_caller5(void);
+void ftrace_caller6(void);
+void ftrace_mcount_caller5(void);
+void ftrace_mcount_caller6(void);
+void ftrace_stub(void);
+#endif
+
+/*
+ * The program's own module: its table, its config record, and the
+ * runtime's hooks and trampolines, which its sites call directly.
+ */
+static const struct ftrt_module self = {
+	.size = sizeof self,
+	.version = FTRT_MODULE_VERSION,
+	.start = __start___mcount_loc,
+	.stop = __stop___mcount_loc,
+	.config = &ftrt_config,
+#if defined(__x86_64__)
+	.targets = {
+		[FTRT_T_FENTRY] = (uintptr_t)__fentry__,
+		[FTRT_T_MCOUNT] = (uintptr_t)mcount,
+		[FTRT_T_CALLER5] = (uintptr_t)ftrace_caller5,
+		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,
+		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,
+		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,
+		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,
+	},
+#else
+	.targets = { [FTRT_T_FENTRY] = (uintptr_t)__fentry__, [FTRT_T_MCOUNT] = (uintptr_t)mcount },
+#endif
+};
+
+/*
+ * A constructor of the lowest application priority, so it runs before the
+ * program's own; a shared object's registration calls it first if the
+ * loader runs that object's constructors earlier. The link flags name
+ * ftrt_init as undefined (-u), which pulls this object out of the
+ * archive even into a program whose sites call no hook
+ * (-fpatchable-function-entry).
+ */
+__attribute__((constructor(101))) void ftrt_init(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	ftrt_register_self(&self);
 }

@@ -1,8 +1,9 @@
 /*
- * The program's own function symbols, read once at start from
- * /proc/self/exe, so FTRACE_FILTER can name functions and the load-time
- * pass can tell a site at a function's entry from one after its prologue.
- * Init-time only: uses libc freely, keeps the file mapped for the names.
+ * A module's function symbols, read from its file (the program's from
+ * /proc/self/exe) for the length of its load-time pass, so FTRACE_FILTER
+ * can name functions and the pass can tell a site at a function's entry
+ * from one after its prologue. Init-time only: uses libc freely; the
+ * file stays mapped for the names until ftrt_free_symbols.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -17,7 +18,10 @@
 #include "ftrt.h"
 
 static struct ftrt_func *funcs;
-static size_t nfuncs;
+static size_t nfuncs, funcs_cap;
+static const unsigned char *file_map;
+static size_t file_size;
+static size_t last; /* ftrt_func_at's last answer */
 
 /* Sort by start address: quicksort with the comparison inline (qsort's
  * callback per comparison cost more than the rest of the pass), insertion
@@ -57,13 +61,6 @@ static void sort_funcs(struct ftrt_func *a, size_t n)
 	}
 }
 
-static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	*(uintptr_t *)data = info->dlpi_addr; /* the first object is the program */
-	return 1;
-}
-
 /* Bounds-checked view of the mapped file. */
 static const void *at(const unsigned char *file, size_t size, uint64_t off, uint64_t len)
 {
@@ -72,9 +69,22 @@ static const void *at(const unsigned char *file, size_t size, uint64_t off, uint
 	return file + off;
 }
 
-int ftrt_load_symbols(void)
+void ftrt_free_symbols(void)
 {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (funcs)
+		munmap(funcs, funcs_cap);
+	if (file_map)
+		munmap((void *)file_map, file_size);
+	funcs = NULL;
+	file_map = NULL;
+	nfuncs = funcs_cap = file_size = 0;
+	last = 0;
+}
+
+int ftrt_load_symbols(const char *path, uintptr_t bias)
+{
+	ftrt_free_symbols();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -87,6 +97,7 @@ int ftrt_load_symbols(void)
 	close(fd);
 	if (file == MAP_FAILED)
 		return -1;
+	file_map = file, file_size = size; /* unmapped by ftrt_free_symbols, on every path */
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
 	const Elf64_Shdr *sh = at(file, size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh);
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || !sh)
@@ -103,13 +114,12 @@ int ftrt_load_symbols(void)
 	if (!syms || !strs)
 		return -1;
 	size_t n = symtab->sh_size / sizeof *syms;
-	funcs = mmap(NULL, (n + 1) * sizeof *funcs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	funcs_cap = (n + 1) * sizeof *funcs;
+	funcs = mmap(NULL, funcs_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (funcs == MAP_FAILED) {
 		funcs = NULL;
 		return -1;
 	}
-	uintptr_t bias = 0;
-	dl_iterate_phdr(main_bias, &bias);
 	for (size_t i = 0; i < n; i++) {
 		const Elf64_Sym *s = &syms[i];
 		if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_name >= strsh->sh_size)
@@ -131,7 +141,6 @@ const struct ftrt_func *ftrt_func_at(uintptr_t addr)
 {
 	/* The load-time pass asks in address order: try where the last
 	 * answer was, and the next one, before searching. */
-	static size_t last;
 	for (size_t i = last; i < nfuncs && i <= last + 1; i++)
 		if (funcs[i].start <= addr && (i + 1 == nfuncs || funcs[i + 1].start > addr)) {
 			last = i;

@@ -360,6 +360,50 @@ static int first_build_id(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+/*
+ * One line per shared object the runtime served while the process ran
+ * (the program itself is the exe, bias and build_id lines):
+ *
+ *   module BIAS LO HI LOAD UNLOAD SITES ENABLED CONFIG BUILD-ID PATH
+ *
+ * BIAS its load bias, [LO, HI) the run-time extent of its segments,
+ * LOAD and UNLOAD trace timestamps of its registration and dlclose (0:
+ * before the trace began; loaded until the end), SITES and ENABLED its
+ * pass's counts, CONFIG what became of its config record, BUILD-ID its
+ * GNU build-id or "-", PATH the rest of the line, as the loader named it.
+ * A module loaded again after dlclose has a line per load.
+ */
+static void meta_modules(int fd)
+{
+	char buf[512], *p;
+	for (int i = 1; ftrt_module_at(i); i++) {
+		const struct ftrt_mod *md = ftrt_module_at(i);
+		const struct ftrt_stats *st = &md->stats;
+		uint64_t v[] = { md->bias, md->lo, md->hi, md->load, md->unload, st->entries - st->zero - st->dups, st->enabled };
+		p = buf;
+		memcpy(p, "module", 6);
+		p += 6;
+		for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+			*p++ = ' ';
+			p = utoa(p, v[k]);
+		}
+		const char *cfg = ftrt_config_state(st->config);
+		*p++ = ' ';
+		memcpy(p, cfg, strlen(cfg));
+		p += strlen(cfg);
+		*p++ = ' ';
+		const char *id = md->build_id[0] ? md->build_id : "-";
+		memcpy(p, id, strlen(id));
+		p += strlen(id);
+		*p++ = ' ';
+		write_all(fd, buf, (size_t)(p - buf));
+		const char *path = md->path ? md->path : "?";
+		write_all(fd, path, strlen(path));
+		write_all(fd, "\n", 1);
+	}
+	meta_line(fd, "modules_forgotten", ftrt_modules_forgotten);
+}
+
 /* Process exit: flush every thread's buffer, then (in the process that
  * made the directory) write the metadata the reader needs. */
 static void trace_stop(void)
@@ -403,11 +447,21 @@ static void trace_stop(void)
 	meta_line(fd, "tsc_end", tsc_end);
 	meta_line(fd, "mono_start_ns", mono_start);
 	meta_line(fd, "mono_end_ns", mono_end);
-	meta_line(fd, "sites", ftrt_stats.entries - ftrt_stats.zero - ftrt_stats.dups);
-	meta_line(fd, "enabled", ftrt_stats.enabled);
-	meta_line(fd, "skipped", ftrt_stats.skipped);
-	meta_line(fd, "failed", ftrt_stats.failed);
-	meta_line(fd, "unsupported", ftrt_stats.unsupported);
+	/* Counts over every module's pass; each module's own follow below. */
+	struct ftrt_stats sum = { 0 };
+	for (int i = 0; ftrt_module_at(i); i++) {
+		const struct ftrt_stats *st = &ftrt_module_at(i)->stats;
+		sum.entries += st->entries - st->zero - st->dups;
+		sum.enabled += st->enabled;
+		sum.skipped += st->skipped;
+		sum.failed += st->failed;
+		sum.unsupported += st->unsupported;
+	}
+	meta_line(fd, "sites", sum.entries);
+	meta_line(fd, "enabled", sum.enabled);
+	meta_line(fd, "skipped", sum.skipped);
+	meta_line(fd, "failed", sum.failed);
+	meta_line(fd, "unsupported", sum.unsupported);
 	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
 	meta_line(fd, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
 	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
@@ -415,10 +469,13 @@ static void trace_stop(void)
 	meta_line(fd, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
 	meta_line(fd, "max_depth", ftrt_max_depth);
 	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
-	const char *cfg = ftrt_config_state(); /* config patched: traced as ftpatch enable recorded */
+	/* config patched: the program was traced as ftpatch enable recorded */
+	const struct ftrt_mod *prog = ftrt_module_at(0);
+	const char *cfg = ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE);
 	write_all(fd, "config ", 7);
 	write_all(fd, cfg, strlen(cfg));
 	write_all(fd, "\n", 1);
+	meta_modules(fd);
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
@@ -440,6 +497,16 @@ uint64_t ftrt_ns_to_tsc(uint64_t ns)
 	while ((m1 = mono_ns()) - m0 < 2000000)
 		;
 	return (uint64_t)((unsigned __int128)ns * (rdtsc() - t0) / (m1 - m0));
+}
+
+int ftrt_tracing(void)
+{
+	return dir_fd >= 0;
+}
+
+uint64_t ftrt_now(void)
+{
+	return now();
 }
 
 int ftrt_trace_start(const char *dir)

@@ -89,9 +89,12 @@ const char *ftrt_arch_probe(const char *force)
 	return "jmp";
 }
 
+const uintptr_t *ftrt_targets;
+
+/* Whether a call to target is a call to one of the module's hooks. */
 static int is_hook(uintptr_t target)
 {
-	return target == (uintptr_t)__fentry__ || target == (uintptr_t)mcount;
+	return target == ftrt_targets[FTRT_T_FENTRY] || target == ftrt_targets[FTRT_T_MCOUNT];
 }
 
 /* Inline compare: a libc call per byte pattern costs more than the pass's
@@ -159,11 +162,6 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 	return FTRT_SITE_UNKNOWN;
 }
 
-void ftrace_caller5(void);
-void ftrace_caller6(void);
-void ftrace_mcount_caller5(void);
-void ftrace_mcount_caller6(void);
-void ftrace_stub(void);
 void ftrace_graph_enter(void);
 void ftrace_graph_leave(void);
 
@@ -182,9 +180,15 @@ void ftrace_graph_leave(void);
 #define CHUNK_MAX 1024
 #define CHUNK_HEAD 16 /* enter, leave */
 
-static unsigned char *chunks[CHUNK_MAX];
-static int nchunks;
-static size_t chunk_used; /* bytes used of the last chunk */
+/* Every chunk, with the module it serves (0: a free entry). A module's
+ * chunks are its own, so they can be unmapped when it is unloaded. */
+static struct {
+	unsigned char *base;
+	int owner;
+} chunks[CHUNK_MAX];
+static int owner;          /* the module whose pass is running */
+static int cur = -1;       /* its chunk being filled, or -1 */
+static size_t chunk_used;  /* bytes used of chunks[cur] */
 
 static int near(uintptr_t a, uintptr_t b)
 {
@@ -196,7 +200,10 @@ static int near(uintptr_t a, uintptr_t b)
  * 64 MiB apart, until the kernel grants one in reach. */
 static unsigned char *chunk_near(uintptr_t ip)
 {
-	if (nchunks == CHUNK_MAX)
+	int slot = 0;
+	while (slot < CHUNK_MAX && chunks[slot].base)
+		slot++;
+	if (slot == CHUNK_MAX)
 		return NULL;
 	for (int k = 1; k < 30; k++) {
 		int64_t step = (int64_t)(k / 2 + 1) * (64ll << 20);
@@ -211,7 +218,9 @@ static unsigned char *chunk_near(uintptr_t ip)
 		unsigned char *c = m;
 		uintptr_t fns[2] = { (uintptr_t)ftrace_graph_enter, (uintptr_t)ftrace_graph_leave };
 		memcpy(c, fns, sizeof fns);
-		chunks[nchunks++] = c;
+		chunks[slot].base = c;
+		chunks[slot].owner = owner;
+		cur = slot;
 		chunk_used = CHUNK_HEAD;
 		return c;
 	}
@@ -228,7 +237,7 @@ static void put32(unsigned char *p, int64_t v)
  * no chunk in reach could be had. */
 static uintptr_t tramp_new(uintptr_t ip, int len)
 {
-	unsigned char *c = nchunks ? chunks[nchunks - 1] : NULL;
+	unsigned char *c = cur >= 0 ? chunks[cur].base : NULL;
 	if (!c || !near((uintptr_t)c, ip) || chunk_used + TRAMP_SIZE > CHUNK_SIZE)
 		c = chunk_near(ip);
 	if (!c)
@@ -260,10 +269,28 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	return at;
 }
 
+void ftrt_arch_begin(int o)
+{
+	owner = o;
+	cur = -1;
+}
+
 void ftrt_arch_seal(void)
 {
-	for (int i = 0; i < nchunks; i++)
-		mprotect(chunks[i], CHUNK_SIZE, PROT_READ | PROT_EXEC);
+	for (int i = 0; i < CHUNK_MAX; i++)
+		if (chunks[i].base && chunks[i].owner == owner)
+			mprotect(chunks[i].base, CHUNK_SIZE, PROT_READ | PROT_EXEC);
+	cur = -1;
+}
+
+void ftrt_arch_release(int o)
+{
+	for (int i = 0; i < CHUNK_MAX; i++)
+		if (chunks[i].base && chunks[i].owner == o) {
+			munmap(chunks[i].base, CHUNK_SIZE);
+			chunks[i].base = NULL;
+			chunks[i].owner = 0;
+		}
 }
 
 /*
@@ -282,10 +309,10 @@ void ftrt_arch_seal(void)
  */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
-	uintptr_t target = entry ? (len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5)
-				 : (len == 6 ? (uintptr_t)ftrace_mcount_caller6 : (uintptr_t)ftrace_mcount_caller5);
+	const uintptr_t *t = ftrt_targets; /* the module's own trampolines: in reach of its code */
+	uintptr_t target = entry ? t[len == 6 ? FTRT_T_CALLER6 : FTRT_T_CALLER5] : t[len == 6 ? FTRT_T_MCALLER6 : FTRT_T_MCALLER5];
 	if (ftrt_mode == FTRT_NOP)
-		target = (uintptr_t)ftrace_stub; /* the empty tracer: call and return */
+		target = t[FTRT_T_STUB]; /* the empty tracer: call and return */
 	if (ftrt_mode == FTRT_GRAPH && entry) {
 		uintptr_t t = tramp_new(ip, len);
 		if (t) {

@@ -1,0 +1,88 @@
+/*
+ * The module stub: what a shared object with sites links instead of the
+ * runtime (`ftpatch flags --libs --shared`), so that one runtime, the
+ * program's, serves every module of the process.
+ *
+ * It holds the object's own copies of the hooks its compiler called and
+ * of the trampolines `ftpatch enable` writes calls to (x86_64/entry.S),
+ * all hidden: the object's sites reach them with rel32 calls, wherever
+ * the loader puts it. Its constructor hands the runtime a description of
+ * the object (struct ftrt_module: its table, its config record, those
+ * addresses); the runtime runs the load-time pass over the object's
+ * table and fills the slots its trampolines jump through. Its destructor
+ * takes the description back before dlclose unmaps the object.
+ *
+ * A program without the runtime (or linked without the flags that export
+ * its registration) leaves the stub on its own: the object's sites call
+ * hooks that return, and it runs untraced.
+ *
+ * Built like the runtime (no instrumentation, general registers only);
+ * hidden throughout, so no module's stub is ever bound to another's.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../ftrt.h"
+
+extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+
+/* This object's hooks and trampolines (x86_64/entry.S), hidden. */
+#define HIDDEN __attribute__((visibility("hidden")))
+void __fentry__(void) HIDDEN;
+void mcount(void) HIDDEN;
+void ftrace_caller5(void) HIDDEN;
+void ftrace_caller6(void) HIDDEN;
+void ftrace_mcount_caller5(void) HIDDEN;
+void ftrace_mcount_caller6(void) HIDDEN;
+void ftrace_stub(void) HIDDEN;
+extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
+
+/* The program's runtime, if it has one and exports it. Weak: the object
+ * still loads into a program without it. */
+int ftrt_module_register(struct ftrt_module *m) __attribute__((weak));
+void ftrt_module_unregister(struct ftrt_module *m) __attribute__((weak));
+
+/* Written by the runtime (handle) and by nothing else: not const. */
+static struct ftrt_module self = {
+	.size = sizeof self,
+	.version = FTRT_MODULE_VERSION,
+	.start = __start___mcount_loc,
+	.stop = __stop___mcount_loc,
+	.config = &ftrt_config,
+	.targets = {
+		[FTRT_T_FENTRY] = (uintptr_t)__fentry__,
+		[FTRT_T_MCOUNT] = (uintptr_t)mcount,
+		[FTRT_T_CALLER5] = (uintptr_t)ftrace_caller5,
+		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,
+		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,
+		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,
+		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,
+	},
+	.slots = ftrt_module_slots,
+};
+
+/*
+ * Of the lowest application priority, so the object's sites are settled
+ * before its own constructors run. The link flags name it undefined (-u)
+ * to pull it out of the archive.
+ */
+__attribute__((constructor(101), visibility("hidden"))) void ftrt_module_init(void)
+{
+	if (ftrt_module_register) {
+		ftrt_module_register(&self);
+		return;
+	}
+	const char *mode = getenv("FTRACE");
+	if (mode && *mode) {
+		static const char msg[] = "ftrt: a shared object with sites is loaded into a program without the ftpatch "
+					  "runtime (link the program with $(ftpatch flags --libs)); it runs untraced\n";
+		write(2, msg, sizeof msg - 1);
+	}
+}
+
+__attribute__((destructor(101))) static void ftrt_module_fini(void)
+{
+	if (ftrt_module_unregister && self.handle)
+		ftrt_module_unregister(&self);
+}

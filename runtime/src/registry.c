@@ -1,0 +1,218 @@
+/*
+ * The modules the runtime serves: the program, and each shared object
+ * that links the module stub (module/) and registers its site table when
+ * the loader runs its constructors, at start or at dlopen, and takes it
+ * back at dlclose. The kernel does the same for a module's mcount table
+ * (ftrace_module_init, ftrace_release_mod).
+ *
+ * Registration is never on a hot path: it runs in a constructor or a
+ * destructor, under the loader's own lock, and takes ours besides, so
+ * that the trace's metadata, written at exit, reads a settled list.
+ * libc is used freely here.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftrt.h"
+
+/* Records are kept after dlclose, for the metadata; a program that
+ * loads more modules than this over its life reuses unloaded records,
+ * and the metadata counts the names it lost. */
+#define MOD_MAX 256
+
+static struct ftrt_mod mods[MOD_MAX];
+static int nmods;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int exiting; /* the process is exiting: destructors run, nothing is unmapped */
+uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
+
+const struct ftrt_mod *ftrt_module_at(int i)
+{
+	return i >= 0 && i < nmods ? &mods[i] : NULL;
+}
+
+/* Where a module lies, found from any address inside it. */
+struct where {
+	uintptr_t addr;
+	struct ftrt_mod *md;
+	int found;
+};
+
+/* The GNU build-id from a loaded object's PT_NOTE segments, as hex. */
+static void build_id(const struct dl_phdr_info *info, char out[129])
+{
+	out[0] = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + 12 <= end) {
+			uint32_t namesz, descsz, type;
+			memcpy(&namesz, p, 4);
+			memcpy(&descsz, p + 4, 4);
+			memcpy(&type, p + 8, 4);
+			const unsigned char *name = p + 12, *desc = name + ((namesz + 3) & ~3u);
+			if (desc + descsz > end)
+				break;
+			if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 && descsz <= 64) {
+				static const char hex[] = "0123456789abcdef";
+				for (uint32_t k = 0; k < descsz; k++) {
+					out[2 * k] = hex[desc[k] >> 4];
+					out[2 * k + 1] = hex[desc[k] & 15];
+				}
+				out[2 * descsz] = 0;
+				return;
+			}
+			p = desc + ((descsz + 3) & ~3u);
+		}
+	}
+}
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct where *w = data;
+	(void)size;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (w->addr < lo || w->addr >= hi)
+		return 0;
+	struct ftrt_mod *md = w->md;
+	md->bias = info->dlpi_addr;
+	md->lo = lo;
+	md->hi = hi;
+	/* Absolute, so the trace can be read from another directory: the
+	 * loader names an object as dlopen was given it. */
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		md->path = info->dlpi_name[0] == '/' ? NULL : realpath(info->dlpi_name, NULL);
+		if (!md->path)
+			md->path = strdup(info->dlpi_name);
+	}
+	build_id(info, md->build_id);
+	w->found = 1;
+	return 1;
+}
+
+/* A free record: a new one, or, when all are taken, the first unloaded
+ * one (its number, and so its owner, stays). */
+static struct ftrt_mod *record(void)
+{
+	if (nmods < MOD_MAX)
+		return &mods[nmods++];
+	for (int i = 1; i < MOD_MAX; i++)
+		if (!mods[i].live) {
+			ftrt_modules_forgotten++;
+			free((void *)mods[i].path);
+			return &mods[i];
+		}
+	return NULL;
+}
+
+static void at_exit(void)
+{
+	pthread_mutex_lock(&lock);
+	exiting = 1;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Fill in a record for the module m (path, bias, extent, build-id), run
+ * its pass. The lock is held. */
+static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int self)
+{
+	struct ftrt_mod *md = record();
+	if (!md)
+		return NULL;
+	memset(md, 0, sizeof *md);
+	md->owner = (int)(md - mods) + 1;
+	md->desc = m;
+	struct where w = { .addr = inside, .md = md };
+	dl_iterate_phdr(find_object, &w);
+	if (self && md->path) {
+		/* The program is named by /proc/self/exe, as the metadata's exe. */
+		free((void *)md->path);
+		md->path = NULL;
+	}
+	if (!w.found || (!self && !md->path)) {
+		/* Not a loaded object we can name: serve it anyway; the reader
+		 * will show its addresses bare. */
+		md->path = self ? NULL : strdup("?");
+	}
+	md->live = 1;
+	md->load = ftrt_tracing() ? ftrt_now() : 0;
+	/* The module's trampolines jump through its slots into ours. */
+	if (!self && m->slots && nmods > 0 && mods[0].desc)
+		for (int i = 0; i < FTRT_SLOTS; i++)
+			m->slots[i] = mods[0].desc->targets[FTRT_T_CALLER5 + i];
+	ftrt_pass(md);
+	return md;
+}
+
+int ftrt_register_self(const struct ftrt_module *self)
+{
+	static int once;
+	if (!once) {
+		once = 1;
+		atexit(at_exit);
+	}
+	pthread_mutex_lock(&lock);
+	struct ftrt_mod *md = add(self, (uintptr_t)self->targets[FTRT_T_FENTRY], 1);
+	pthread_mutex_unlock(&lock);
+	return md ? 0 : -1;
+}
+
+/*
+ * Called by a shared object's stub from its constructor. The program's
+ * own pass runs first: a library linked at start runs its constructors
+ * before the program's, and the process-wide choices (tracer, trace
+ * directory, NOP style) are the program's to make.
+ */
+int ftrt_module_register(struct ftrt_module *m)
+{
+	if (!m || m->size < sizeof *m || m->version != FTRT_MODULE_VERSION || m->handle)
+		return -1;
+	ftrt_init();
+	pthread_mutex_lock(&lock);
+	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[FTRT_T_FENTRY], 0);
+	if (md)
+		m->handle = (uintptr_t)md->owner;
+	pthread_mutex_unlock(&lock);
+	return md ? 0 : -1;
+}
+
+/*
+ * Called by a shared object's stub from its destructor, just before the
+ * loader unmaps it (dlclose), or at exit. At dlclose nothing may be
+ * running in the module any more, so what the pass built for it (graph
+ * trampolines) goes too. At exit other threads may still be running its
+ * code until the process ends: nothing is unmapped then.
+ */
+void ftrt_module_unregister(struct ftrt_module *m)
+{
+	if (!m || !m->handle)
+		return;
+	pthread_mutex_lock(&lock);
+	struct ftrt_mod *md = m->handle <= (uintptr_t)nmods ? &mods[m->handle - 1] : NULL;
+	if (md && md->desc == m && md->live) {
+		md->live = 0;
+		md->unload = ftrt_tracing() ? ftrt_now() : 0;
+		if (!md->unload)
+			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
+		if (!exiting)
+			ftrt_arch_release(md->owner);
+	}
+	m->handle = 0;
+	pthread_mutex_unlock(&lock);
+}

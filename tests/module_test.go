@@ -1,0 +1,301 @@
+package tests
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+	"ftpatch/trace"
+)
+
+// modBuild is how the shared-object test program is built: modmain
+// linked with the runtime and with libmod.so (module stub) at start,
+// libplug.so (module stub) loaded by dlopen.
+type modBuild struct {
+	flags string // site flags of all three
+	entry bool   // sites at function entries: graphed through per-site trampolines
+}
+
+// modBuilds are the site kinds a shared object may have.
+var modBuilds = []modBuild{
+	{"-pg -mfentry", true},
+	{"-pg", false},
+	{"-fpatchable-function-entry=5", true},
+}
+
+// modCalls are the calls the program makes, by reading modmain.c,
+// modlib.c and modplug.c: main calls lib_sum (3 lib_leaf each) and
+// lib_scale, and anon_exec four times; each of the two loads
+// of the plugin calls plug_run once, which calls plug_step twice and
+// lib_sum once.
+var modCalls = map[string]int{
+	"main": 1, "anon_exec": 4, "lib_sum": 3, "lib_leaf": 9, "lib_scale": 1,
+	"plug_run": 2, "plug_step": 4,
+}
+
+// linkModules builds the program, its library and its plugin into dir
+// and returns the program's and the plugin's paths.
+func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug string) {
+	t.Helper()
+	lib := runtimeArchive(t)
+	var objs []string
+	for _, src := range []string{"modlib.c", "modplug.c"} {
+		o := buildSrc(t, tg, dir, b.flags+" -fPIC", true, src)
+		run(t, dir, append([]string{tool("recordmcount")}, o...)...)
+		objs = append(objs, o...)
+	}
+	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), objs[0]), ftrt.ModuleLinkFlags(lib)...)...)
+	plug = filepath.Join(dir, "libplug.so")
+	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, objs[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	main := buildSrc(t, tg, dir, b.flags, true, "modmain.c")
+	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
+	prog = filepath.Join(dir, "modmain")
+	run(t, dir, append(append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir), ftrt.LinkFlags(lib)...)...)
+	checkExports(t, filepath.Join(dir, "libmod.so"), nil, stubNames)
+	checkExports(t, plug, nil, stubNames)
+	checkExports(t, prog, []string{"ftrt_module_register", "ftrt_module_unregister"}, nil)
+	return prog, plug
+}
+
+// stubNames are the module stub's symbols: hidden, so that no shared
+// object's hooks or trampolines are bound to another's (or the program's).
+var stubNames = []string{"__fentry__", "mcount", "ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5",
+	"ftrace_mcount_caller6", "ftrace_stub", "ftrt_module_slots", "ftrt_module_init", "ftrt_config"}
+
+// checkExports: the file's dynamic symbol table defines every name of
+// want and none of never.
+func checkExports(t *testing.T, path string, want, never []string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defined := map[string]bool{}
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF {
+			defined[s.Name] = true
+		}
+	}
+	for _, n := range want {
+		if !defined[n] {
+			t.Errorf("%s does not export %s", path, n)
+		}
+	}
+	for _, n := range never {
+		if defined[n] {
+			t.Errorf("%s exports %s", path, n)
+		}
+	}
+}
+
+var anonLine = regexp.MustCompile(`anon-exec before=(\d+) loaded=(\d+) after=(\d+)`)
+
+// anonExec reads modmain's report of its anonymous executable mappings.
+func anonExec(t *testing.T, stderr string) (before, loaded, after int) {
+	t.Helper()
+	m := anonLine.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no anon-exec line in stderr:\n%s", stderr)
+	}
+	return atoi(m[1]), atoi(m[2]), atoi(m[3])
+}
+
+// TestSharedObjects: one runtime serves a program and its shared objects,
+// the one linked at start and the one loaded with dlopen, each
+// registering its own table. Traced under function and function_graph
+// (all functions, and a filter naming only the plugin's), the program
+// prints the same and exits the same as untraced; the trace names every
+// module's functions with exact counts; each module's trampolines go when
+// it is unloaded; and the metadata lists each load of each module.
+func TestSharedObjects(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, b := range modBuilds {
+			t.Run(tg.name+"/"+slug(b.flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				prog, plug := linkModules(t, tg, dir, b)
+				wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+				if err != nil || wantCode != 7 {
+					t.Fatalf("untraced: exit %d, %v", wantCode, err)
+				}
+				plugOnly := map[string]int{"plug_run": 2, "plug_step": 4}
+				for _, c := range []struct {
+					name   string
+					env    []string
+					tracer string
+					want   map[string]int
+				}{
+					{"function", []string{"FTRACE=function"}, "function", modCalls},
+					{"function_graph", []string{"FTRACE=function_graph"}, "function_graph", modCalls},
+					{"filter", []string{"FTRACE=function_graph", "FTRACE_FILTER=plug_*"}, "function_graph", plugOnly},
+				} {
+					tdir := filepath.Join(dir, "t-"+c.name)
+					out, errOut, code, err := runStatusEnv(dir, append(c.env, "FTRACE_OUT="+tdir), prog, plug)
+					if err != nil || out != wantOut || code != wantCode {
+						t.Fatalf("%s: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", c.name, code, err, out, wantCode, wantOut, errOut)
+					}
+					if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(c.want) {
+						t.Errorf("%s: traced %v, want %v", c.name, got, c.want)
+					}
+					tr, err := trace.Read(tdir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkModules(t, tr, dir, c.tracer)
+					before, loaded, after := anonExec(t, errOut)
+					if after != before {
+						t.Errorf("%s: %d bytes of anonymous code before the plugin's load, %d after its unload: its trampolines were not unmapped", c.name, before, after)
+					}
+					if graphs := c.tracer == "function_graph" && b.entry; graphs != (loaded > before) {
+						t.Errorf("%s: %d bytes of anonymous code before the plugin's load, %d while loaded (trampolines expected: %v)", c.name, before, loaded, graphs)
+					}
+				}
+				// The graph: the plugin's call back into the library nests
+				// under plug_run, across three modules.
+				_, threads := graphOf(t, filepath.Join(dir, "t-function_graph"))
+				checkNesting(t, threads)
+				var w strings.Builder
+				if err := trace.WriteGraph(&w, &trace.Trace{}, threads); err != nil {
+					t.Fatal(err)
+				}
+				if !regexp.MustCompile(`(?s)plug_run\(\) \{.*plug_step\(\);.*lib_sum\(\) \{.*lib_leaf\(\);.*\} /\* lib_sum \*/.*\} /\* plug_run \*/`).MatchString(w.String()) {
+					t.Errorf("graph: plug_run does not hold plug_step and lib_sum { lib_leaf }:\n%s", w.String())
+				}
+			})
+		}
+	}
+}
+
+// checkModules: the metadata lists libmod.so once (loaded before the
+// trace began, never unloaded) and libplug.so once per load, each loaded
+// and unloaded while tracing, with their sites counted.
+func checkModules(t *testing.T, tr *trace.Trace, dir, tracer string) {
+	t.Helper()
+	if tr.Meta.Tracer != tracer {
+		t.Errorf("tracer %q, want %q", tr.Meta.Tracer, tracer)
+	}
+	var got []string
+	for _, m := range tr.Meta.Modules {
+		if filepath.Dir(m.Path) != dir {
+			t.Errorf("module %q: want an absolute path in %s", m.Path, dir)
+		}
+		state := "loaded"
+		if m.Unload != 0 {
+			state = "unloaded"
+		}
+		got = append(got, fmt.Sprintf("%s %s sites=%d", filepath.Base(m.Path), state, m.Sites))
+		if m.BuildID == "" || m.Lo >= m.Hi || m.Lo < m.Bias {
+			t.Errorf("module %+v", m)
+		}
+		if m.Unload != 0 && (m.Load == 0 || m.Unload < m.Load) {
+			t.Errorf("module %s loaded at %d, unloaded at %d", m.Path, m.Load, m.Unload)
+		}
+	}
+	want := []string{"libmod.so loaded sites=3", "libplug.so unloaded sites=2", "libplug.so unloaded sites=2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("modules %q, want %q", got, want)
+	}
+}
+
+// TestSharedObjectsEnabled: the program and both shared objects
+// pre-patched by ftpatch enable, each with its own list, run with no
+// environment: the trace holds exactly the listed functions of all three,
+// and no code page is made writable, at start or at dlopen (the nowrite
+// launcher kills the process at the first attempt). ftpatch verify passes
+// on each file; after ftpatch disable, nothing is traced.
+func TestSharedObjectsEnabled(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			nw := nowrite(t)
+			dir := t.TempDir()
+			prog, plug := linkModules(t, tg, dir, modBuilds[0])
+			lib := filepath.Join(dir, "libmod.so")
+			wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for file, funcs := range map[string][]string{prog: {"main"}, lib: {"lib_sum"}, plug: {"plug_*"}} {
+				run(t, dir, append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph", file}, funcs...)...)
+				if out, _ := run(t, dir, tool("ftpatch"), "verify", file); !strings.Contains(out, "call the function_graph tracer") {
+					t.Errorf("verify %s: %s", file, out)
+				}
+			}
+			tdir := filepath.Join(dir, "t")
+			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
+			if err != nil || out != wantOut || code != wantCode {
+				t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
+			}
+			want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
+			if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("traced %v, want %v", got, want)
+			}
+			tr, err := trace.Read(tdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Meta.Config != "patched" || len(tr.Meta.Modules) != 3 {
+				t.Fatalf("config %q, modules %+v", tr.Meta.Config, tr.Meta.Modules)
+			}
+			for _, m := range tr.Meta.Modules {
+				if m.Config != "patched" {
+					t.Errorf("module %s: config %q, want patched", m.Path, m.Config)
+				}
+			}
+			for _, file := range []string{prog, lib, plug} {
+				run(t, dir, tool("ftpatch"), "disable", file)
+				run(t, dir, tool("ftpatch"), "verify", file)
+			}
+			tdir = filepath.Join(dir, "t-disabled")
+			out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
+			if err != nil || out != wantOut || code != wantCode {
+				t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
+			}
+			if _, err := os.Stat(tdir); !os.IsNotExist(err) {
+				t.Errorf("disabled: a trace directory was made (%v)", err)
+			}
+		})
+	}
+}
+
+// TestSharedObjectWithoutRuntime: a shared object with sites loaded into a
+// program without the runtime runs untraced, says so when FTRACE asks for
+// tracing, and changes nothing of the program's behaviour.
+func TestSharedObjectWithoutRuntime(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	lib := runtimeArchive(t)
+	o := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "modlib.c", "modplug.c")
+	run(t, dir, append([]string{tool("recordmcount")}, o...)...)
+	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), o[0]), ftrt.ModuleLinkFlags(lib)...)...)
+	plug := filepath.Join(dir, "libplug.so")
+	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, o[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	main := buildSrc(t, tg, dir, "", true, "modmain.c")
+	prog := filepath.Join(dir, "modmain")
+	run(t, dir, append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir)...)
+	wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+	if err != nil || wantCode != 7 {
+		t.Fatalf("exit %d, %v", wantCode, err)
+	}
+	out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, prog, plug)
+	if err != nil || out != wantOut || code != wantCode {
+		t.Fatalf("exit %d (%v), output\n%s", code, err, out)
+	}
+	if !strings.Contains(errOut, "without the ftpatch runtime") {
+		t.Errorf("no warning on stderr:\n%s", errOut)
+	}
+}
