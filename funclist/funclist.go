@@ -318,7 +318,14 @@ type Selection struct {
 // Select matches every name against the list. Literal globs (no `*?[\`)
 // are looked up in a set, so a list of thousands of names from a report
 // costs one map lookup per name rather than a match per glob.
-func (l *List) Select(names []string) Selection {
+func (l *List) Select(names []string) Selection { return l.SelectAlso(names, nil) }
+
+// SelectAlso is Select where each name may also go by a second name,
+// also[k] ("" for none): a C++ function's demangled name beside its
+// symbol, since lists are written, and reports print, in the demangled
+// form. A name is chosen when either form matches an include glob and
+// neither matches an exclude.
+func (l *List) SelectAlso(names, also []string) Selection {
 	litInc, litExc := map[string]int{}, map[string]bool{}
 	var patInc, patExc []int // indexes into l.Globs
 	for i, g := range l.Globs {
@@ -356,8 +363,9 @@ func (l *List) Select(names []string) Selection {
 	}
 	matched := make([]bool, len(l.Globs))
 	sel := Selection{Chosen: make([]bool, len(names))}
-	for k, name := range names {
-		in := false
+	// include reports whether name matches an include glob, marking the
+	// globs it matches.
+	include := func(name string, in bool) bool {
 		if i, ok := litInc[name]; ok {
 			in, matched[i] = true, true
 		}
@@ -369,20 +377,33 @@ func (l *List) Select(names []string) Selection {
 			}
 			in, matched[i] = true, true
 		}
-		if !in || litExc[name] {
-			continue
+		return in
+	}
+	exclude := func(name string) bool {
+		if litExc[name] {
+			return true
 		}
-		out := false
 		for _, i := range patExc {
 			if try(i, name) {
-				out = true
-				break
+				return true
 			}
 		}
-		if !out {
-			sel.Chosen[k] = true
-			sel.Count++
+		return false
+	}
+	for k, name := range names {
+		alt := ""
+		if k < len(also) && also[k] != name {
+			alt = also[k]
 		}
+		in := include(name, false)
+		if alt != "" {
+			in = include(alt, in)
+		}
+		if !in || exclude(name) || (alt != "" && exclude(alt)) {
+			continue
+		}
+		sel.Chosen[k] = true
+		sel.Count++
 	}
 	// A glob written twice is reported once, and not at all if either
 	// copy matched (a repeated literal is only tried as its first copy).

@@ -313,3 +313,34 @@ func TestLiteralPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectAlso: a C++ function is chosen by its symbol or by its
+// demangled name, and excluded by either.
+func TestSelectAlso(t *testing.T) {
+	names := []string{"_ZN2ns6Parser5parseEi", "_ZN2ns6Parser4skipEv", "_ZN2ns5Lexer4nextEv", "main"}
+	also := []string{"ns::Parser::parse(int)", "ns::Parser::skip()", "ns::Lexer::next()", ""}
+	for _, c := range []struct {
+		globs []string
+		want  []bool
+	}{
+		{[]string{"ns::Parser::*"}, []bool{true, true, false, false}},
+		{[]string{"ns::Parser::*", "!ns::Parser::skip*"}, []bool{true, false, false, false}},
+		{[]string{"_ZN2ns5Lexer*"}, []bool{false, false, true, false}},
+		{[]string{"*", "!_ZN2ns6Parser4skipEv"}, []bool{true, false, true, true}},
+		{[]string{"ns::Parser::parse(int)", "main"}, []bool{true, false, false, true}},
+	} {
+		l := &List{}
+		for _, g := range c.globs {
+			if err := l.Add(g, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sel := l.SelectAlso(names, also)
+		if !slices.Equal(sel.Chosen, c.want) || len(sel.Unmatched) != 0 {
+			t.Errorf("%q: chosen %v, unmatched %v; want %v", c.globs, sel.Chosen, sel.Unmatched, c.want)
+		}
+		if plain := l.Select(names); c.globs[0] == "ns::Parser::*" && plain.Count != 0 {
+			t.Errorf("%q: Select without the demangled names chose %v", c.globs, plain.Chosen)
+		}
+	}
+}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/ianlancetaylor/demangle"
 
 	"ftpatch/funclist"
 	"ftpatch/nops"
@@ -100,13 +103,14 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 				k++
 			}
 		}
-		sel := r.List.Select(names)
+		also := demangled(names)
+		sel := r.List.SelectAlso(names, also)
 		chosen = sel.Chosen
 		p.Funcs = countFuncs(names, chosen)
 		if len(sel.Unmatched) > 0 {
 			var all []string
 			for _, g := range sel.Unmatched {
-				u := Unmatched{Glob: g, Suggestions: funclist.Suggest(g, uniq(names), maxSuggestions)}
+				u := Unmatched{Glob: g, Suggestions: funclist.Suggest(g, uniq(append(slices.Clone(names), also...)), maxSuggestions)}
 				p.Unmatched = append(p.Unmatched, u)
 				all = append(all, u.String())
 			}
@@ -214,4 +218,27 @@ func chainHash(a, b uint64) uint64 {
 		h = 1
 	}
 	return h
+}
+
+// demangled gives each C++ name its demangled form ("" for a C name), as
+// reports print them and users write them: "ns::Parser::parse(int)".
+// Names repeat (a function per site): each is demangled once.
+func demangled(names []string) []string {
+	out := make([]string, len(names))
+	memo := map[string]string{}
+	for i, n := range names {
+		if !strings.HasPrefix(n, "_Z") {
+			continue
+		}
+		d, ok := memo[n]
+		if !ok {
+			d = demangle.Filter(n)
+			if d == n {
+				d = ""
+			}
+			memo[n] = d
+		}
+		out[i] = d
+	}
+	return out
 }

@@ -434,3 +434,55 @@ func TestClockFallback(t *testing.T) {
 		t.Errorf("the graphs differ:\ntsc:\n%s\nmono:\n%s", replays["tsc"], replays["mono"])
 	}
 }
+
+// TestCxxNames: C++ functions are chosen by their demangled names, as
+// ftpatch report prints them: FTRACE_FILTER='Guard::*' traces exactly the
+// Guard calls a full trace counts, and ftpatch enable --funcs-from that
+// filtered trace's report bakes in the same functions.
+func TestCxxNames(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "exceptions.cc")
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append([]string{"g++", "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	wantOut, _, wantCode, err := runStatus(dir, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(name string, env ...string) map[string]int {
+		out := filepath.Join(dir, name)
+		got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), prog)
+		if err != nil || got != wantOut || code != wantCode {
+			t.Fatalf("%s: exit %d, %v, output\n%s\nstderr\n%s", name, code, err, got, errOut)
+		}
+		return traceCounts(t, out)
+	}
+	guards := map[string]int{}
+	for f, n := range record("all", "FTRACE=function") {
+		if strings.HasPrefix(f, "Guard::") {
+			guards[f] = n
+		}
+	}
+	if len(guards) != 2 {
+		t.Fatalf("the full trace has Guard calls %v, want the constructor and the destructor", guards)
+	}
+	if got := record("filtered", "FTRACE=function", "FTRACE_FILTER=Guard::*"); fmt.Sprint(got) != fmt.Sprint(guards) {
+		t.Errorf("FTRACE_FILTER=Guard::*: traced %v, want %v", got, guards)
+	}
+	if got := record("excluded", "FTRACE=function", "FTRACE_FILTER=*,!Guard::~*"); got["Guard::~Guard()"] != 0 || got["Guard::Guard(int)"] != guards["Guard::Guard(int)"] {
+		t.Errorf("FTRACE_FILTER=*,!Guard::~*: traced %v", got)
+	}
+	report, _ := run(t, dir, tool("ftpatch"), "report", filepath.Join(dir, "filtered"))
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	enabled := filepath.Join(dir, "enabled")
+	run(t, dir, tool("ftpatch"), "enable", "--tracer", "function", "--funcs-from", "report.txt", "-o", enabled, prog)
+	prog = enabled
+	if got := record("enabled"); fmt.Sprint(got) != fmt.Sprint(guards) {
+		t.Errorf("enabled from the report:\n%s\ntraced %v, want %v", report, got, guards)
+	}
+}

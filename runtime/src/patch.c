@@ -311,9 +311,10 @@ static void walk(const uintptr_t *s, const unsigned char *want, size_t m, int ch
 /*
  * FTRACE_FILTER: comma-separated globs; a function is traced if it
  * matches one of the plain globs (or there are none) and none of the
- * `!glob` ones.
+ * `!glob` ones. A C++ function matches by its symbol or by its
+ * demangled name (dem, when given), as ftpatch report prints it.
  */
-static int filter_match(const char *filter, const char *name)
+static int filter_match(const char *filter, const char *name, const char *dem)
 {
 	if (!filter || !*filter)
 		return 1;
@@ -325,18 +326,42 @@ static int filter_match(const char *filter, const char *name)
 		if (len > 0 && len < sizeof glob) {
 			memcpy(glob, p, len);
 			glob[len] = 0;
+			const char *g = glob[0] == '!' ? glob + 1 : glob;
+			int hit = fnmatch(g, name, 0) == 0 || (dem && fnmatch(g, dem, 0) == 0);
 			if (glob[0] == '!') {
-				if (fnmatch(glob + 1, name, 0) == 0)
+				if (hit)
 					return 0;
 			} else {
 				any_plain = 1;
-				if (fnmatch(glob, name, 0) == 0)
-					plain_hit = 1;
+				plain_hit |= hit;
 			}
 		}
 		p += len + (end ? 1 : 0);
 	}
 	return !any_plain || plain_hit;
+}
+
+/* libstdc++'s demangler: linked in a C++ program, absent (NULL) in C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
+
+/*
+ * Whether the function name is chosen by FTRACE_FILTER. A mangled name
+ * is demangled only when the filter has C++ punctuation (`::`, `(`, `<`,
+ * `~`, a space) for a demangled name to match where its symbol does not:
+ * demangling costs a microsecond and an allocation per function.
+ */
+static int chosen(const char *filter, const char *name)
+{
+	static int cxx = -1;
+	if (cxx < 0)
+		cxx = filter && __cxa_demangle && strpbrk(filter, ":(<~ ") != NULL;
+	if (!cxx || name[0] != '_' || name[1] != 'Z')
+		return filter_match(filter, name, NULL);
+	int status;
+	char *dem = __cxa_demangle(name, NULL, NULL, &status);
+	int r = filter_match(filter, name, status == 0 ? dem : NULL);
+	free(dem);
+	return r;
 }
 
 /* A duration: digits, an optional fraction, a unit (ns, us, ms, s; ns
@@ -586,7 +611,7 @@ void ftrt_pass(struct ftrt_mod *md)
 		} else if (ftrt_mode == FTRT_NOP || start_trace() == 0) {
 			for (size_t i = 0; i < m; i++) {
 				const struct ftrt_func *f = ftrt_func_at(s[i]);
-				if (!f || !filter_match(env.filter, f->name))
+				if (!f || !chosen(env.filter, f->name))
 					continue;
 				want[i] = ftrt_arch_at_entry(s[i], f->start) ? WANT_ENTRY : WANT_MCOUNT;
 			}
