@@ -108,6 +108,19 @@ enum {
 	FTRT_T_STUB,     /* ftrace_stub: the empty tracer */
 	FTRT_T_N,
 };
+/* targets[] of a module whose hooks and trampolines go by their usual
+ * names (the program's are the runtime's; a shared object's are its
+ * stub's hidden copies). */
+#define FTRT_TARGETS                                                   \
+	{                                                              \
+		[FTRT_T_FENTRY] = (uintptr_t)__fentry__,               \
+		[FTRT_T_MCOUNT] = (uintptr_t)mcount,                   \
+		[FTRT_T_CALLER5] = (uintptr_t)ftrace_caller5,          \
+		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,          \
+		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,  \
+		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,  \
+		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,                \
+	}
 /* The slots a module's trampolines jump through, in targets[] order from
  * FTRT_T_CALLER5. */
 #define FTRT_SLOTS 4

@@ -29,7 +29,6 @@
 #define _GNU_SOURCE
 #include <cpuid.h>
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -319,47 +318,6 @@ static void meta_line(int fd, const char *key, uint64_t v)
 	write_all(fd, buf, (size_t)(p - buf));
 }
 
-static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	*(uintptr_t *)data = info->dlpi_addr;
-	return 1;
-}
-
-/* The program's GNU build-id, as hex into out (at least 2*64+1 bytes);
- * "" when it has none. From its PT_NOTE segments, already in memory. */
-static int first_build_id(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	char *out = data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_NOTE)
-			continue;
-		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-		while (p + 12 <= end) {
-			uint32_t namesz, descsz, type;
-			memcpy(&namesz, p, 4);
-			memcpy(&descsz, p + 4, 4);
-			memcpy(&type, p + 8, 4);
-			const unsigned char *name = p + 12, *desc = name + ((namesz + 3) & ~3u);
-			if (desc + descsz > end)
-				break;
-			if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 && descsz <= 64) {
-				static const char hex[] = "0123456789abcdef";
-				for (uint32_t k = 0; k < descsz; k++) {
-					out[2 * k] = hex[desc[k] >> 4];
-					out[2 * k + 1] = hex[desc[k] & 15];
-				}
-				out[2 * descsz] = 0;
-				return 1;
-			}
-			p = desc + ((descsz + 3) & ~3u);
-		}
-	}
-	return 1;
-}
-
 /*
  * One line per shared object the runtime served while the process ran
  * (the program itself is the exe, bias and build_id lines):
@@ -424,8 +382,9 @@ static void trace_stop(void)
 	char exe[4096];
 	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
-	uintptr_t bias = 0;
-	dl_iterate_phdr(first_bias, &bias);
+	/* The program: the first module, registered by ftrt_init. */
+	const struct ftrt_mod *prog = ftrt_module_at(0);
+	uintptr_t bias = prog ? prog->bias : 0;
 	const char head[] = "format ftrt-trace 2\nrecords words\nclock ";
 	write_all(fd, head, sizeof head - 1);
 	const char *clock = clock_mono ? "mono\ntracer " : "tsc\ntracer ";
@@ -434,11 +393,9 @@ static void trace_stop(void)
 	write_all(fd, tracer, strlen(tracer));
 	write_all(fd, exe, strlen(exe));
 	write_all(fd, "\n", 1);
-	char build_id[2 * 64 + 1] = "";
-	dl_iterate_phdr(first_build_id, build_id);
-	if (build_id[0]) {
+	if (prog && prog->build_id[0]) {
 		write_all(fd, "build_id ", 9);
-		write_all(fd, build_id, strlen(build_id));
+		write_all(fd, prog->build_id, strlen(prog->build_id));
 		write_all(fd, "\n", 1);
 	}
 	meta_line(fd, "pid", (uint64_t)creator_pid);
@@ -470,7 +427,6 @@ static void trace_stop(void)
 	meta_line(fd, "max_depth", ftrt_max_depth);
 	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
 	/* config patched: the program was traced as ftpatch enable recorded */
-	const struct ftrt_mod *prog = ftrt_module_at(0);
 	const char *cfg = ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE);
 	write_all(fd, "config ", 7);
 	write_all(fd, cfg, strlen(cfg));

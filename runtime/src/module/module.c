@@ -50,15 +50,7 @@ static struct ftrt_module self = {
 	.start = __start___mcount_loc,
 	.stop = __stop___mcount_loc,
 	.config = &ftrt_config,
-	.targets = {
-		[FTRT_T_FENTRY] = (uintptr_t)__fentry__,
-		[FTRT_T_MCOUNT] = (uintptr_t)mcount,
-		[FTRT_T_CALLER5] = (uintptr_t)ftrace_caller5,
-		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,
-		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,
-		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,
-		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,
-	},
+	.targets = FTRT_TARGETS,
 	.slots = ftrt_module_slots,
 };
 
