@@ -92,7 +92,7 @@ func Run(o Options) (*Result, error) {
 		return nil
 	}
 	perm := before.mode & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
-	if err := elfx.WriteFileChecked(out, perm, check, fill); err != nil {
+	if err := elfx.WriteFileChecked(out, elfx.NewAttrs(perm), check, fill); err != nil {
 		switch {
 		case applyErr != nil:
 			return res, fmt.Errorf("%s: %w", o.Path, applyErr)
