@@ -102,11 +102,11 @@ SOURCE is file:line from the DWARF line table, empty without -g.
 Entries in weak functions the linker discarded are counted and skipped.
 A file without a table, built with -pg, has its function entries decoded.
 The file needs its symbol table: a stripped file is an error.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := elfx.Open(args[0])
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			l, err := sites.FindLinked(f)
 			if err != nil {

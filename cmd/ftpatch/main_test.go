@@ -94,3 +94,13 @@ func TestReplayErrors(t *testing.T) {
 		t.Errorf("report of a foreign format: %v", err)
 	}
 }
+
+// TestSitesExitStatus: sites reports a usage error and a file it cannot
+// read with exit status 2, as enable and verify do.
+func TestSitesExitStatus(t *testing.T) {
+	for _, args := range [][]string{{"sites"}, {"sites", "a", "b"}, {"sites", filepath.Join(t.TempDir(), "nosuch")}} {
+		if _, err := ftpatch(args...); exitCode(err) != exitUsage {
+			t.Errorf("ftpatch %s: %v, exit %d; want exit %d", strings.Join(args, " "), err, exitCode(err), exitUsage)
+		}
+	}
+}
