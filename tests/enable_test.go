@@ -436,7 +436,7 @@ func TestEnableCommand(t *testing.T) {
 	}
 
 	// Help: every command explains itself with an example.
-	for _, cmd := range []string{"enable", "disable", "verify"} {
+	for _, cmd := range []string{"enable", "disable", "verify", "sites"} {
 		out, _, code := ftpatchStatus(t, dir, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "Exit status") {
 			t.Errorf("ftpatch %s --help: exit %d\n%s", cmd, code, out)
