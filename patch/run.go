@@ -17,7 +17,7 @@ import (
 // Options say which file to patch, how, and where to write it.
 type Options struct {
 	Path    string  // the linked executable or shared object
-	Out     string  // where to write; "" patches Path in place
+	Out     string  // where to write; "" patches Path in place (Run says what each keeps)
 	Request Request // what to do
 	// Progress, if not nil, is told how far reading the sites and
 	// writing them have got (done of total, per stage).
@@ -149,7 +149,8 @@ func destinationOf(o Options, in string, st stamp) (*destination, error) {
 				to, _ := os.Readlink(o.Out)
 				return nil, fmt.Errorf("%s: a symbolic link to %s, which does not exist: ftpatch writes through a link, not over it; remove the link or choose another OUT", o.Out, to)
 			}
-			d = &destination{name: o.Out, path: o.Out, attrs: elfx.NewAttrs(st.mode.Perm())}
+			d = &destination{name: o.Out, path: o.Out, attrs: elfx.NewAttrs(st.mode.Perm()),
+				instead: "choose another OUT"}
 			return d, writableDir(d)
 		case err != nil:
 			return nil, err
@@ -201,9 +202,9 @@ func writableDir(d *destination) error {
 	return nil
 }
 
-// A stamp is what changes when anyone writes, replaces or chmods a file:
-// its identity, size, and modification and change times (ctime cannot be
-// set back by the writer).
+// A stamp is what changes when anyone writes, replaces, links or chmods a
+// file: its identity, link count, size, and modification and change times
+// (ctime cannot be set back by the writer).
 type stamp struct {
 	dev, ino     uint64
 	nlink        uint64
