@@ -387,7 +387,7 @@ func WriteFile(path string, perm os.FileMode, chunks ...[]byte) error {
 // the last: the rename is atomic either way, and the directory sync only
 // makes it durable.
 func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
-	return replace(path, perm, nil, func(w io.Writer) error {
+	return replace(path, NewAttrs(perm), nil, func(w io.Writer) error {
 		for _, c := range chunks {
 			if _, err := w.Write(c); err != nil {
 				return err
@@ -399,15 +399,21 @@ func Replace(path string, perm os.FileMode, chunks ...[]byte) (err error) {
 
 // WriteFileChecked is WriteFile for contents written by fill, through a
 // buffer (so fill may write a large file as many small pieces without
-// holding it whole), with a last check: check runs after the new contents
-// are synced to the temporary file and just before the rename. If fill or
-// check fails, the temporary is removed, path is left as it is, and the
-// error returned. A tool that read path and now replaces it uses check to
-// make sure no one else wrote path meanwhile (a writer in the short
+// holding it whole), given the attributes a (to keep those of the file
+// it replaces, a = AttrsOf(path)), with a last check: check runs after the
+// new contents are synced to the temporary file and just before the
+// rename. If fill, the attributes or check fail, the temporary is
+// removed, path is left as it is, and the error returned (ErrAttrs for
+// the attributes). A tool that read path and now replaces it uses check
+// to make sure no one else wrote path meanwhile (a writer in the short
 // window between check and rename still goes unseen: POSIX has no
 // compare-and-rename).
-func WriteFileChecked(path string, perm os.FileMode, check func() error, fill func(w io.Writer) error) error {
-	err := replace(path, perm, check, func(w io.Writer) error {
+//
+// path itself is replaced: a symbolic link there becomes the new file,
+// and other hard links to the old file keep the old contents. Callers
+// that must keep either resolve or refuse them first.
+func WriteFileChecked(path string, a Attrs, check func() error, fill func(w io.Writer) error) error {
+	err := replace(path, a, check, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		if err := fill(bw); err != nil {
 			return err
@@ -420,7 +426,7 @@ func WriteFileChecked(path string, perm os.FileMode, check func() error, fill fu
 	return SyncDir(filepath.Dir(path))
 }
 
-func replace(path string, perm os.FileMode, check func() error, fill func(w io.Writer) error) (err error) {
+func replace(path string, a Attrs, check func() error, fill func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -438,7 +444,7 @@ func replace(path string, perm os.FileMode, check func() error, fill func(w io.W
 	if err = fill(tmp); err != nil {
 		return err
 	}
-	if err = tmp.Chmod(perm); err != nil {
+	if err = a.apply(tmp); err != nil {
 		return err
 	}
 	if err = tmp.Sync(); err != nil {

@@ -732,7 +732,7 @@ func TestWriteFile(t *testing.T) {
 			}
 			return nil
 		}
-		err := elfx.WriteFileChecked(p, 0o644, func() error {
+		err := elfx.WriteFileChecked(p, elfx.NewAttrs(0o644), func() error {
 			calls++
 			if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 				t.Errorf("at the check the directory holds %d entries, want the old file and the temporary", len(ents))
@@ -743,12 +743,12 @@ func TestWriteFile(t *testing.T) {
 			t.Errorf("WriteFileChecked with a failing check: %v after %d calls", err, calls)
 		}
 		checkOnly(t, dir, "out.o", "old", 0o644)
-		if err := elfx.WriteFileChecked(p, 0o755, func() error { return nil }, fill); err != nil {
+		if err := elfx.WriteFileChecked(p, elfx.NewAttrs(0o755), func() error { return nil }, fill); err != nil {
 			t.Fatal(err)
 		}
 		checkOnly(t, dir, "out.o", "new", 0o755)
 		// A failing fill leaves the old file too.
-		if err := elfx.WriteFileChecked(p, 0o644, nil, func(w io.Writer) error { return errChanged }); !errors.Is(err, errChanged) {
+		if err := elfx.WriteFileChecked(p, elfx.NewAttrs(0o644), nil, func(w io.Writer) error { return errChanged }); !errors.Is(err, errChanged) {
 			t.Errorf("a failing fill: %v", err)
 		}
 		checkOnly(t, dir, "out.o", "new", 0o755)

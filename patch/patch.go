@@ -51,6 +51,14 @@ var (
 	// ErrChanged: the input file changed while it was being patched; it
 	// was left as the other writer made it, and nothing was written.
 	ErrChanged = errors.New("file changed while being patched")
+	// ErrLinks: the file to be replaced has other names (hard links),
+	// which the atomic replacement, a new file, would leave naming the
+	// old contents. Refused, never split silently.
+	ErrLinks = errors.New("the file has other hard links")
+	// ErrReadOnly: the file to be replaced is write-protected, or its
+	// directory is not writable (the new file is made beside it). A
+	// rename could replace a write-protected file; ftpatch does not.
+	ErrReadOnly = errors.New("not writable")
 	// ErrConfig: the config record is malformed or of another version.
 	ErrConfig = errors.New("bad .ftrt_config record")
 )

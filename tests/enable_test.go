@@ -2,8 +2,10 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -197,6 +199,84 @@ func TestEnable(t *testing.T) {
 	}
 }
 
+// TestEnableNop: a program enabled with --tracer nop, run with no FTRACE
+// variable set, calls the empty stub at every listed site (the runtime
+// counts them as traced, and writes no code), prints the same output and
+// exits as the untraced program does, and makes no trace directory, not
+// even where FTRACE_OUT points: the nop tracer only measures the cost of
+// the mechanism. Every function enabled, too, the output is the same.
+func TestEnableNop(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, b := range enableBuilds {
+			if !b.record && tg.name != "gcc" {
+				continue
+			}
+			t.Run(tg.name+"/"+b.String(), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				prog := linkEnabled(t, tg, dir, b)
+				listFile := filepath.Join(dir, "list.txt")
+				if err := os.WriteFile(listFile, []byte(enableList), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				wantOut, _, wantCode := runNoFtrace(t, dir, nil, prog)
+				nop := filepath.Join(dir, "nop")
+				out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "--funcs", listFile, "-o", nop, prog)
+				if !strings.Contains(out, "3 sites in 3 functions calling the nop tracer") {
+					t.Errorf("enable --tracer nop said %q", out)
+				}
+				if out, _ := run(t, dir, tool("ftpatch"), "verify", nop); !strings.Contains(out, "3 call the nop tracer") {
+					t.Errorf("verify: %s", out)
+				}
+
+				got, errOut, code := runNoFtrace(t, dir, nil, nop)
+				if got != wantOut || code != wantCode || errOut != "" {
+					t.Errorf("nop: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s\nand no stderr", code, got, errOut, wantCode, wantOut)
+				}
+				_, errOut, _ = runNoFtrace(t, dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "asked")}, nop)
+				if m := pageLine.FindStringSubmatch(errOut); m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {
+					t.Errorf("nop, FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
+				}
+
+				all := filepath.Join(dir, "all")
+				run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "-o", all, prog, "*")
+				if got, errOut, code := runNoFtrace(t, dir, nil, all); got != wantOut || code != wantCode || errOut != "" {
+					t.Errorf("nop on every function: exit %d, output\n%s\nstderr\n%s", code, got, errOut)
+				}
+				for _, d := range []string{"ftrace.data", "asked"} {
+					if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
+						t.Errorf("the nop tracer made a trace directory %s (%v)", d, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// runNoFtrace runs a program in dir with none of the runtime's FTRACE*
+// variables in its environment but those given, and returns its stdout,
+// stderr and exit status.
+func runNoFtrace(t *testing.T, dir string, env []string, argv ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FTRACE") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("running %s: %v", argv[0], err)
+	}
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
 // checkCounts compares the calls per function of the trace in dir with
 // want, and the trace's tracer and config state.
 func checkCounts(t *testing.T, dir string, want map[string]int, tracer, config string) {
@@ -356,7 +436,7 @@ func TestEnableCommand(t *testing.T) {
 	}
 
 	// Help: every command explains itself with an example.
-	for _, cmd := range []string{"enable", "disable", "verify"} {
+	for _, cmd := range []string{"enable", "disable", "verify", "sites"} {
 		out, _, code := ftpatchStatus(t, dir, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "Exit status") {
 			t.Errorf("ftpatch %s --help: exit %d\n%s", cmd, code, out)

@@ -81,35 +81,69 @@ func fileError(err error) error {
 	return err
 }
 
+// writingHelp is how enable and disable write, for their --help.
+const writingHelp = `Writing. Without -o, BIN is replaced atomically (a new file written beside
+it, synced, renamed over it) and keeps its mode (setuid and setgid
+included), owner, group and extended attributes (ACLs, capabilities); given
+as a symbolic link, the file it names is replaced and the link stays. A
+file already as asked is not written at all (same inode, same mtime).
+BIN is refused, with exit status 1 and nothing written, when:
+  - it has other hard links: the rename would leave the other names with
+    the old program. Use -o OUT, or give it a copy of its own first:
+    cp BIN BIN.new && mv BIN.new BIN
+  - the user running ftpatch cannot write it (write-protected), or
+    cannot write its directory;
+  - its owner or attributes cannot be given to the new file (ftpatch run
+    by another user than its owner: run as the owner or as root).
+With -o OUT, BIN is only read and OUT is always written, even when BIN is
+already as asked. A new OUT gets BIN's permission bits, without setuid or
+setgid, and belongs to whoever runs ftpatch. An existing OUT is replaced
+under the rules above (a symbolic link followed, a dangling one refused;
+its own mode, owner and group kept; other hard links refused); an OUT
+that is BIN itself means in place.`
+
+// exitHelp are the exit statuses of enable and disable, for their --help.
+const exitHelp = `Exit status: 0 done (also when nothing needed writing), 1 a problem with
+BIN, OUT or the list (nothing is written), 2 a usage error or a file that
+cannot be read.`
+
 func newEnable(stdout, stderr io.Writer) *cobra.Command {
 	var lf listFlags
 	var tracer, out string
 	cmd := &cobra.Command{
-		Use:   "enable [--funcs LIST] [--funcs-from REPORT] [--tracer T] [-o OUT] BIN [FUNC-GLOB...]",
+		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [-o OUT] BIN [FUNC-GLOB...]",
 		Short: "Bake tracing of chosen functions into a linked executable or shared object",
-		Long: `enable patches a linked executable or shared object (built with patch sites
-and the runtime linked: $(ftpatch flags --cflags), recordmcount,
-$(ftpatch flags --libs)) so that it traces the chosen functions with no
-environment set: their sites become calls into the runtime and every other
-site a NOP, and the runtime's config record (section .ftrt_config) says so.
-At start the runtime then only checks the sites and starts the tracer; no
-code page is made writable.
+		Long: `enable patches a linked executable or shared object so that it traces the
+chosen functions with no environment set: their sites become calls into
+the runtime, every other site a NOP, and the runtime's config record
+(section .ftrt_config) says so. At start the runtime then only checks the
+sites and starts the tracer; no code page is made writable. BIN needs
+patch sites, the runtime and its symbol table (patch before stripping):
+compile with $(ftpatch flags --cflags), run recordmcount on the objects
+(without it, the -pg sites are found by decoding function entries), link
+with $(ftpatch flags --libs). ftpatch disable undoes enable.
 
 Functions come from LIST files (one glob per line, !glob excludes, #
 comments), from the FUNCTION column of a previous ftpatch report
-(--funcs-from), and from FUNC-GLOBs on the command line, all merged: a
-function is enabled when it matches an include glob and no exclude. What
-was enabled before is replaced.
+(--funcs-from), and from FUNC-GLOBs on the command line (quote them from
+the shell), all merged: a function is enabled when its symbol name
+matches an include glob and no exclude, as in FTRACE_FILTER. Globs use
+* ? [a-z] [!a-z]. What was enabled before is replaced, not added to. A
+glob matching no function is a warning when others match, an error with
+suggestions when none do.
 
-FTRACE or FTRACE_FILTER set when the program runs still win (the runtime
-then patches at load time as for any binary); FTRACE_OUT, FTRACE_DEPTH and
-FTRACE_THRESH configure the baked-in tracer.
+Tracers (--tracer): function records every call of the chosen functions;
+function_graph records calls and returns, with durations; nop makes the
+sites call an empty stub and records nothing, not even a trace directory
+(the cost of the mechanism alone). The program writes its trace to
+./ftrace.data when it runs (FTRACE_OUT sets another directory;
+FTRACE_DEPTH and FTRACE_THRESH configure function_graph). FTRACE or
+FTRACE_FILTER set when it runs win over what is baked in (the runtime
+then patches at load time, as for any binary).
 
-BIN is rewritten in place (atomically, keeping its mode), or OUT is written
-and BIN left untouched. A binary already enabled with the same list is not
-written at all.
-Exit status: 0 done, 1 a problem with BIN or the list (nothing is
-written), 2 a usage error or a file that cannot be read.`,
+` + writingHelp + `
+
+` + exitHelp,
 		Example: `  cat > hot.txt <<EOF
   # the parser, without its whitespace skipping
   parse_*
@@ -118,9 +152,13 @@ written), 2 a usage error or a file that cannot be read.`,
   ftpatch enable --funcs hot.txt --tracer function_graph ./prog
   ./prog && ftpatch report           # traces parse_* with nothing set
 
+  # trace again what the last trace saw, into a copy
   ftpatch report > last.txt && ftpatch enable --funcs-from last.txt -o prog.traced ./prog
-  ftpatch enable ./prog main 'lex_*'`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+
+  ftpatch enable ./prog main 'lex_*'  # globs on the command line
+  ftpatch enable --tracer nop ./prog '*' && time ./prog   # the cost of every site called`,
+		Args:                  usageArgs(cobra.MinimumNArgs(1)),
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := patch.ParseTracer(tracer)
 			if err != nil {
@@ -138,8 +176,8 @@ written), 2 a usage error or a file that cannot be read.`,
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVar(&tracer, "tracer", "function", "the `TRACER` enabled sites feed: function, function_graph or nop")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file to `OUT` and leave BIN unchanged")
+	cmd.Flags().StringVar(&tracer, "tracer", "function", "the `TRACER` enabled sites call: function, function_graph or nop")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd
 }
 
@@ -147,21 +185,24 @@ func newDisable(stdout, stderr io.Writer) *cobra.Command {
 	var lf listFlags
 	var out string
 	cmd := &cobra.Command{
-		Use:   "disable [--funcs LIST] [--funcs-from REPORT] [-o OUT] BIN [FUNC-GLOB...]",
+		Use:   "disable [--funcs LIST]... [--funcs-from REPORT]... [-o OUT] BIN [FUNC-GLOB...]",
 		Short: "Turn baked-in tracing off: every site (or the listed functions' sites) a NOP",
 		Long: `disable undoes ftpatch enable. With no functions named, every site of BIN
 becomes a NOP and the config record says nothing is traced: the program
-runs untraced, with no code written at start, unless FTRACE is set. With
-functions named (as for enable), only their sites become NOPs; the
-others stay as they are.
+runs untraced, with no code written at start, unless FTRACE or
+FTRACE_FILTER is set when it runs. With functions named (as for enable:
+--funcs, --funcs-from, FUNC-GLOBs), only their sites become NOPs; the
+others, and the recorded tracer, stay as they are. A file as linked
+(never enabled) can be disabled too: its sites become NOPs ahead of time.
 
-BIN is rewritten in place (atomically, keeping its mode), or OUT is written
-and BIN left untouched; a file already as asked is not written.
-Exit status: 0 done, 1 a problem with BIN or the list (nothing is
-written), 2 a usage error or a file that cannot be read.`,
+` + writingHelp + `
+
+` + exitHelp,
 		Example: `  ftpatch disable ./prog                  # nothing traced any more
-  ftpatch disable ./prog 'parse_space'    # one function less`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+  ftpatch disable ./prog 'parse_space'    # one function less
+  ftpatch disable -o prog.quiet ./prog    # an untraced copy; ./prog stays traced`,
+		Args:                  usageArgs(cobra.MinimumNArgs(1)),
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, inputs, err := lf.list(args[1:])
 			if err != nil {
@@ -172,7 +213,7 @@ written), 2 a usage error or a file that cannot be read.`,
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the patched file to `OUT` and leave BIN unchanged")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd
 }
 

@@ -84,29 +84,50 @@ func newSites(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sites BIN",
 		Short: "List the patch sites of a linked executable or shared object",
-		Long: `sites reads the __mcount_loc table of a linked executable or shared object
-(written by recordmcount, or by gcc -mrecord-mcount), resolves it as the
-loader would (PIE relocations applied, load bias 0), checks that every
-entry decodes to a call or NOP at an instruction boundary of a function,
-and lists the sites: address, function(+offset), kind, length, state,
-call target and source line.
+		Long: `sites lists the patch sites of a linked executable or shared object,
+and changes nothing. It reads the __mcount_loc table (written by
+recordmcount, or by gcc -mrecord-mcount), resolves it as the loader would
+(PIE relocations applied, load bias 0) and checks that every entry
+decodes to a call or NOP at an instruction boundary of a function. A file
+without a table, built with -pg, has its function entries decoded instead
+(the listing then says so on its first line). The file needs its symbol
+table: a stripped file is an error.
 
-STATE is what the site does when it runs:
-  nop     one NOP, or the compiler's NOP padding
-  hook    the compiler's call to __fentry__/mcount/_mcount (the runtime
-          turns it into a NOP at load)
-  traced  a call into a runtime trampoline (ftrace_caller5, ftrace_stub...)
-  direct  a call to any other function: a user trampoline
-TARGET is where a call leads (through a GOT slot or PLT stub: @got, @plt).
-SOURCE is file:line from the DWARF line table, empty without -g.
-Entries in weak functions the linker discarded are counted and skipped.
-A file without a table, built with -pg, has its function entries decoded.
-The file needs its symbol table: a stripped file is an error.`,
-		Args: cobra.ExactArgs(1),
+One line per site, in address order:
+  ADDRESS   the site's virtual address (as in the file: load bias 0)
+  FUNCTION  the function holding it, +offset when not at its first byte
+  KIND      how the compiler made it: fentry (-pg -mfentry: a call at
+            entry), mcount (-pg: a call after the prologue), patchable
+            (-fpatchable-function-entry: NOPs at entry), callops (arm64
+            =4,2: NOPs at entry and an ops slot before the function)
+  LEN       the site's length in bytes
+  STATE     what the site does when it runs:
+              nop     one NOP, or the compiler's NOP padding
+              hook    the compiler's call to __fentry__/mcount/_mcount
+                      (the runtime turns it into a NOP at load)
+              traced  a call into a runtime trampoline (ftrace_caller5,
+                      ftrace_stub...), as ftpatch enable writes it
+              direct  a call to any other function: a user trampoline
+  TARGET    where a call leads (through a GOT slot or PLT stub: @got, @plt)
+  SOURCE    file:line from the DWARF line table, empty without -g
+A last line counts the sites by state, and the table entries skipped:
+those in weak functions the linker discarded, empty and duplicate ones.
+
+--json prints the same as one JSON object: arch, sites (address,
+function, func_offset, section, kind, len, state, target, source,
+found_in, ...) and the skipped counts (dead, zero, duplicates).
+
+Exit status: 0 listed, 1 the file is not one with sites to list (not
+ELF, malformed, stripped, no table and nothing to decode), 2 a usage
+error or a file that cannot be read.`,
+		Example: `  ftpatch sites ./prog
+  ftpatch sites ./prog | grep traced         # what runs traced now
+  ftpatch sites --json ./prog | jq -r '.sites[] | select(.state == "traced") | .function'`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := elfx.Open(args[0])
 			if err != nil {
-				return err
+				return fileError(err)
 			}
 			l, err := sites.FindLinked(f)
 			if err != nil {
@@ -124,6 +145,6 @@ The file needs its symbol table: a stripped file is an error.`,
 			return sites.WriteLinked(stdout, l)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
 	return cmd
 }

@@ -94,3 +94,44 @@ func TestReplayErrors(t *testing.T) {
 		t.Errorf("report of a foreign format: %v", err)
 	}
 }
+
+// TestHelp: each command that reads or writes a program explains itself
+// as a build system's author needs: examples, the exit statuses, and for
+// enable and disable what happens to the file written, in the words the
+// errors use.
+func TestHelp(t *testing.T) {
+	writing := []string{"hard links", "cp BIN BIN.new && mv BIN.new BIN", "symbolic link", "setuid", "owner", "With -o OUT, BIN is only read", "A new OUT gets BIN's permission bits"}
+	for _, c := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"enable", append([]string{`(default "function")`, "function, function_graph or nop", "ftpatch disable undoes enable", "ftrace.data"}, writing...)},
+		{"disable", writing},
+		{"verify", []string{"0  no problem", "1  problems found", "2  a usage error", "standard error"}},
+		{"sites", []string{"KIND", "STATE", "fentry", "--json"}},
+	} {
+		out, err := ftpatch(c.cmd, "--help")
+		if err != nil {
+			t.Fatalf("%s --help: %v", c.cmd, err)
+		}
+		for _, w := range append([]string{"Examples:", "Exit status"}, c.want...) {
+			if !strings.Contains(out, w) {
+				t.Errorf("ftpatch %s --help does not say %q", c.cmd, w)
+			}
+		}
+		// cobra appends [flags] to a usage line that already lists them.
+		if strings.Contains(out, "] [flags]") && strings.Contains(out, "[-o OUT]") {
+			t.Errorf("ftpatch %s --help: usage line lists the flags twice", c.cmd)
+		}
+	}
+}
+
+// TestSitesExitStatus: sites reports a usage error and a file it cannot
+// read with exit status 2, as enable and verify do.
+func TestSitesExitStatus(t *testing.T) {
+	for _, args := range [][]string{{"sites"}, {"sites", "a", "b"}, {"sites", filepath.Join(t.TempDir(), "nosuch")}} {
+		if _, err := ftpatch(args...); exitCode(err) != exitUsage {
+			t.Errorf("ftpatch %s: %v, exit %d; want exit %d", strings.Join(args, " "), err, exitCode(err), exitUsage)
+		}
+	}
+}

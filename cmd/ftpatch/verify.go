@@ -14,7 +14,7 @@ func newVerify(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify BIN",
 		Short: "Check a linked file's sites, runtime and config record; exit status for build systems",
-		Long: `verify checks a linked executable or shared object:
+		Long: `verify checks a linked executable or shared object, and changes nothing:
 
   - the ftpatch runtime is linked, with its config record and trampolines;
   - every site in the table decodes to what the record says: after
@@ -24,11 +24,24 @@ func newVerify(stdout io.Writer) *cobra.Command {
     sites masked, are what they were when ftpatch wrote the file (nothing
     else in the text changed).
 
-Each problem is printed on its own line. Exit status: 0 no problem, 1
-problems found (or the file is not one ftpatch can patch: stripped, no
-runtime, no site table), 2 a usage error or a file that cannot be read.`,
-		Example: `  ftpatch enable --funcs hot.txt ./prog && ftpatch verify ./prog`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+A good file prints one line on standard output, "BIN: ok: ..." with the
+number of sites and what they call. Each problem prints as "BIN: problem"
+on standard output, one per line, and the count ("N problems found") on
+standard error.
+
+Exit status:
+  0  no problem: the file is as ftpatch enable or disable left it, or as
+     linked (its sites the compiler's)
+  1  problems found, or BIN is not a file ftpatch can check: not ELF,
+     malformed, stripped, no runtime linked, no patch sites
+  2  a usage error, or BIN cannot be opened or read (missing, a
+     directory, no permission)`,
+		Example: `  ftpatch enable --funcs hot.txt ./prog && ftpatch verify ./prog
+
+  # in a build, after the last step that writes the program
+  ftpatch verify ./prog || exit 1
+  ftpatch verify ./prog >/dev/null 2>&1; echo $?   # the status alone`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			limitMemory(path)

@@ -1,0 +1,197 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestEnableKeepsFile: what ftpatch enable in place does to the file
+// around its contents, as a user sees it: through a symbolic link the
+// file it names is patched and the link stays; a setuid root program
+// stays one and still runs; a file with another hard link is refused
+// with exit status 1, the link count and what to do, both names left as
+// they were.
+func TestEnableKeepsFile(t *testing.T) {
+	need(t, x86GCC.tools...)
+	dir := t.TempDir()
+	prog := linkEnabled(t, x86GCC, dir, enableBuilds[0])
+	wantOut, wantCode := execute(t, x86GCC, prog)
+	copyProg := func(name string) string {
+		p := filepath.Join(dir, name)
+		run(t, dir, "cp", "-p", prog, p)
+		return p
+	}
+
+	t.Run("symlink", func(t *testing.T) {
+		real := copyProg("real")
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink("real", link); err != nil {
+			t.Fatal(err)
+		}
+		run(t, dir, tool("ftpatch"), "enable", link, "fib")
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("enable through a link replaced the link: %v", err)
+		}
+		if out, _ := run(t, dir, tool("ftpatch"), "verify", real); !strings.Contains(out, "1 call the function tracer") {
+			t.Errorf("the file behind the link: %s", out)
+		}
+		if got, code := execute(t, x86GCC, link); got != wantOut || code != wantCode {
+			t.Errorf("through the link: exit %d, output\n%s", code, got)
+		}
+	})
+
+	t.Run("hard link", func(t *testing.T) {
+		a := copyProg("a")
+		b := filepath.Join(dir, "b")
+		if err := os.Link(a, b); err != nil {
+			t.Fatal(err)
+		}
+		before := stateOf(t, a)
+		for _, args := range [][]string{{"enable", a, "fib"}, {"disable", b}, {"enable", "-o", b, prog, "fib"}} {
+			_, errOut, code := ftpatchStatus(t, dir, args...)
+			if code != 1 || !strings.Contains(errOut, "the file has other hard links (2 names for one file)") || !strings.Contains(errOut, "OUT") {
+				t.Errorf("ftpatch %s: exit %d\n%s\nwant exit 1 and the link count", strings.Join(args, " "), code, errOut)
+			}
+			before.unchanged(t, strings.Join(args, " "))
+			if fi, err := os.Stat(b); err != nil || !os.SameFile(fi, before.fi) {
+				t.Errorf("ftpatch %s: %s is no longer a link to %s", strings.Join(args, " "), b, a)
+			}
+		}
+	})
+
+	t.Run("setuid root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("a setuid root program is made by root")
+		}
+		p := copyProg("suid")
+		if err := os.Chmod(p, 0o755|os.ModeSetuid); err != nil {
+			t.Fatal(err)
+		}
+		run(t, dir, tool("ftpatch"), "enable", p, "fib")
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode() != 0o755|os.ModeSetuid || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Errorf("after enable: %v, %v; want a setuid root file, mode u+s,0755", fi.Mode(), err)
+		}
+		if got, code := execute(t, x86GCC, p); got != wantOut || code != wantCode {
+			t.Errorf("the setuid program: exit %d, output\n%s", code, got)
+		}
+	})
+}
+
+// nobody is the user the unprivileged tests run ftpatch as.
+const nobody = 65534
+
+// TestEnableAsUser: ftpatch run by a user who is not root refuses, with
+// exit status 1 and what to do, to replace what it could not replace
+// whole: a file it cannot give back its owner, a write-protected file, a
+// file in a directory it cannot write; and patches the user's own file
+// keeping its mode. Root sets the files up and runs ftpatch as nobody.
+func TestEnableAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running ftpatch as another user needs root")
+	}
+	need(t, x86GCC.tools...)
+	// A tree nobody can walk: t.TempDir's parent is private.
+	base, err := os.MkdirTemp("", "ftpatch-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := linkEnabled(t, x86GCC, t.TempDir(), enableBuilds[0])
+	ftpatch := filepath.Join(base, "ftpatch")
+	run(t, base, "cp", tool("ftpatch"), ftpatch)
+	// place puts a copy of prog at base/dir/name with the owner and mode
+	// given, dir having mode dirMode.
+	place := func(dir string, dirMode os.FileMode, name string, uid int, mode os.FileMode) string {
+		t.Helper()
+		d := filepath.Join(base, dir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, dirMode); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, name)
+		run(t, base, "cp", prog, p)
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		file func() string
+		code int
+		want []string // in stderr, or stdout for exit 0
+	}{
+		{"another user's file", func() string { return place("shared", 0o777, "theirs", 1234, 0o666) }, 1,
+			[]string{"theirs: cannot keep the file's owner, mode or attributes: owner 1234, group 1234: operation not permitted; nothing written: run as the file's owner or as root, or write a new file with -o OUT"}},
+		{"write-protected", func() string { return place("shared", 0o777, "protected", nobody, 0o555) }, 1,
+			[]string{"protected: not writable (mode -r-xr-xr-x: permission denied): ftpatch does not replace a write-protected file; make it writable (chmod u+w), or write a new file with -o OUT"}},
+		{"directory not writable", func() string { return place("locked", 0o755, "mine", nobody, 0o755) }, 1,
+			[]string{"mine: not writable: directory " + filepath.Join(base, "locked") + ": permission denied: the new file is written beside it, then renamed over it; write a new file with -o OUT"}},
+		{"own file", func() string { return place("shared", 0o777, "own", nobody, 0o710) }, 0,
+			[]string{"1 site in 1 function calling the function tracer; 9 of 9 sites rewritten"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.file()
+			before, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(p)
+			ents, _ := os.ReadDir(filepath.Dir(p))
+			cmd := exec.Command(ftpatch, "enable", p, "fib")
+			cmd.Dir = base
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+			var o, e bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &o, &e
+			err = cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			msg := e.String()
+			if c.code == 0 {
+				msg = o.String()
+			}
+			if code := cmd.ProcessState.ExitCode(); code != c.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o.String(), e.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("output\n%s\ndoes not say %q", msg, w)
+				}
+			}
+			after, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, st0 := after.Sys().(*syscall.Stat_t), before.Sys().(*syscall.Stat_t)
+			if after.Mode() != before.Mode() || st.Uid != st0.Uid || st.Gid != st0.Gid {
+				t.Errorf("mode %v owner %d:%d, was %v %d:%d", after.Mode(), st.Uid, st.Gid, before.Mode(), st0.Uid, st0.Gid)
+			}
+			if c.code != 0 {
+				now, _ := os.ReadFile(p)
+				if !bytes.Equal(now, data) || !os.SameFile(after, before) || !after.ModTime().Equal(before.ModTime()) {
+					t.Errorf("%s changed", p)
+				}
+			}
+			if now, _ := os.ReadDir(filepath.Dir(p)); len(now) != len(ents) {
+				t.Errorf("the directory held %d entries, now %d", len(ents), len(now))
+			}
+		})
+	}
+}
