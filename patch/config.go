@@ -18,6 +18,12 @@ const ConfigSection = ".ftrt_config"
 // load-time pass only checks them.
 const FlagPatched uint32 = 1
 
+// FlagNoTable (FTRT_CFG_NOTABLE) says the file has no site table: ftpatch
+// found its sites by decoding function entries, so the runtime has
+// nothing to check them against and starts the recorded tracer on the
+// record's word (ftpatch verify is where such a file is checked).
+const FlagNoTable uint32 = 2
+
 // configSize is sizeof(struct ftrt_config): the record's size field must
 // say exactly this. A runtime with a larger record is newer than this
 // ftpatch, one with a smaller record older; either way ftpatch would not

@@ -11,6 +11,7 @@ import (
 
 	"ftpatch/funclist"
 	"ftpatch/nops"
+	"ftpatch/sites"
 )
 
 // An Op is what a Request does.
@@ -167,6 +168,9 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	}
 
 	c := Config{Flags: FlagPatched, Sites: uint64(len(b.Slots)), Enabled: uint64(enabled), TextHash: b.textHash()}
+	if b.File.Section(sites.TableName) == nil {
+		c.Flags |= FlagNoTable
+	}
 	switch {
 	case enabled == 0:
 		// Nothing calls the runtime: no tracer to start, no list.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"ftpatch/nops"
+	"ftpatch/sites"
 )
 
 // A Problem is one thing Verify found wrong with a file.
@@ -87,8 +88,14 @@ func (b *Binary) Verify() *Report {
 		}
 	}
 	switch {
-	case c.Reserved != 0 || c.Flags&^FlagPatched != 0:
+	case c.Reserved != 0 || c.Flags&^(FlagPatched|FlagNoTable) != 0:
 		add(nil, "%s: unknown flags 0x%x or reserved field 0x%x", ConfigSection, c.Flags, c.Reserved)
+	case c.Patched() && (c.Flags&FlagNoTable != 0) != (b.File.Section(sites.TableName) == nil):
+		if c.Flags&FlagNoTable != 0 {
+			add(nil, "%s: says the file has no site table, but it has %s: relinked since ftpatch enable?", ConfigSection, sites.TableName)
+		} else {
+			add(nil, "%s: says the file has a site table, but it has no %s", ConfigSection, sites.TableName)
+		}
 	case c.Tracer > TracerNop:
 		add(nil, "%s: unknown tracer %d", ConfigSection, uint32(c.Tracer))
 	case !c.Patched():

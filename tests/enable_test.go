@@ -501,3 +501,62 @@ func TestEnableShared(t *testing.T) {
 		})
 	}
 }
+
+// TestEnableNoTable: a program built with -pg -mfentry (or -pg) but never
+// through recordmcount has no site table; ftpatch enable finds its sites
+// by decoding function entries, and the enabled program traces exactly
+// what the same program with a table traces under the same filter, with
+// nothing set and no code page written, and under FTRACE too; verify
+// passes; disable leaves it untraced.
+func TestEnableNoTable(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-pg"} {
+			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				nw := nowrite(t)
+				dir := t.TempDir()
+				withTable := linkEnabled(t, tg, dir, enableBuild{flags, "-pie", true})
+				ref := filepath.Join(dir, "ref")
+				if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + enableFilter, "FTRACE_OUT=" + ref}, withTable); err != nil {
+					t.Fatal(err)
+				}
+				want := traceCounts(t, ref)
+				bare := filepath.Join(dir, "bare")
+				if err := os.Mkdir(bare, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				prog := linkEnabled(t, tg, bare, enableBuild{flags, "-pie", false})
+				wantOut, wantCode := execute(t, tg, prog)
+				if out, _ := run(t, dir, tool("ftpatch"), "sites", prog); !strings.Contains(out, "found by decoding") {
+					t.Fatalf("ftpatch sites does not say the sites were decoded:\n%s", out)
+				}
+				run(t, dir, tool("ftpatch"), "enable", prog, "fib", "helper", "make_*", "!main")
+				if out, _ := run(t, dir, tool("ftpatch"), "verify", prog); !strings.Contains(out, "call the function tracer") {
+					t.Errorf("verify: %s", out)
+				}
+				tdir := filepath.Join(dir, "t")
+				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog)
+				if err != nil || out != wantOut || code != wantCode {
+					t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nstderr\n%s", code, err, out, errOut)
+				}
+				checkCounts(t, tdir, want, "function", "patched")
+				// FTRACE picks the tracer; the enabled sites stay as enabled.
+				graph := filepath.Join(dir, "graph")
+				if out, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + graph}, prog); err != nil || out != wantOut || code != wantCode {
+					t.Fatalf("FTRACE=function_graph: exit %d (%v)", code, err)
+				}
+				checkCounts(t, graph, want, "function_graph", "overridden")
+				run(t, dir, tool("ftpatch"), "disable", prog)
+				run(t, dir, tool("ftpatch"), "verify", prog)
+				off := filepath.Join(dir, "off")
+				if out, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + off}, nw, prog); err != nil || out != wantOut || code != wantCode {
+					t.Fatalf("disabled under nowrite: exit %d (%v)", code, err)
+				}
+				if _, err := os.Stat(off); !os.IsNotExist(err) {
+					t.Errorf("the disabled program made a trace directory (%v)", err)
+				}
+			})
+		}
+	}
+}

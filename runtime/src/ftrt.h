@@ -58,6 +58,10 @@ struct ftrt_config {
 /* ftpatch wrote every site: each is a NOP or a call to the trampoline its
  * kind calls, so the load-time pass only checks, and writes nothing. */
 #define FTRT_CFG_PATCHED 1u
+/* The file has no site table: ftpatch found its sites by decoding function
+ * entries. The pass has nothing to check them against; it starts the
+ * recorded tracer on the record's word (ftpatch verify checks the file). */
+#define FTRT_CFG_NOTABLE 2u
 
 extern const struct ftrt_config ftrt_config __attribute__((visibility("hidden")));
 

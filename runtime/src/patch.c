@@ -505,6 +505,26 @@ static void report(const struct ftrt_mod *md, size_t nsites)
 }
 
 /*
+ * A module without a site table. Nothing to do, unless ftpatch enable
+ * found its sites by decoding function entries and enabled some: they
+ * call the runtime already, and can be neither checked nor changed here
+ * (no table says where they are), so the tracer the record names, or
+ * FTRACE's, is started for them. FTRACE_FILTER cannot apply.
+ */
+static void no_table(struct ftrt_mod *md)
+{
+	const struct ftrt_config *cfg = config(md->desc->config);
+	if (!cfg || (cfg->flags & (FTRT_CFG_PATCHED | FTRT_CFG_NOTABLE)) != (FTRT_CFG_PATCHED | FTRT_CFG_NOTABLE) ||
+	    cfg->tracer > FTRT_NOP || cfg->enabled == 0)
+		return;
+	ftrt_stats.config = env.env ? FTRT_CFG_STATE_OVERRIDDEN : FTRT_CFG_STATE_PATCHED;
+	ftrt_stats.enabled = cfg->enabled; /* as recorded: there is no table to count them from */
+	int tracer = adopt(env.tracer ? env.tracer : (int)cfg->tracer, md->path ? md->path : "the program");
+	if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
+		start_trace();
+}
+
+/*
  * The pass over one module's table (the program's, or a shared object's
  * at its registration): sort it, then either only check it (a file
  * pre-patched by ftpatch enable, with no environment to override it) or
@@ -524,8 +544,10 @@ void ftrt_pass(struct ftrt_mod *md)
 	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0, m = 0;
 	uintptr_t *s = NULL;
 	unsigned char *want = NULL;
-	if (n == 0)
+	if (n == 0) {
+		no_table(md);
 		goto out;
+	}
 	ftrt_stats.entries = n;
 	s = mmap(NULL, n * sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s == MAP_FAILED) {
