@@ -80,7 +80,8 @@ void mcount(void);
 void ftrt_init(void);
 
 /* Per architecture (x86_64/site.c): read the site at ip and say what it
- * holds; write a NOP over it. */
+ * holds (reading 8 bytes from ip, which walk() makes sure are there);
+ * write a NOP over it. */
 enum ftrt_site_state {
 	FTRT_SITE_CALL,    /* the compiler's call to a hook */
 	FTRT_SITE_NOP,     /* one NOP covering the site */

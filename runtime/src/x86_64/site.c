@@ -89,26 +89,45 @@ const char *ftrt_arch_probe(const char *force)
 	return "jmp";
 }
 
-static int is_hook(uintptr_t target)
+static inline int is_hook(uintptr_t target)
 {
 	return target == (uintptr_t)__fentry__ || target == (uintptr_t)mcount;
 }
 
-/* Inline compare: a libc call per byte pattern costs more than the pass's
- * whole budget per site. */
-static inline int same(const unsigned char *p, const unsigned char *q, int n)
+/*
+ * A site's bytes as one little-endian integer. Every site the load-time
+ * pass reads has 8 bytes of its segment from its address on (walk() in
+ * patch.c checks), so a site costs one load, and each shape below is a
+ * compare of its first n bytes under a mask rather than a byte loop or a
+ * libc call: the whole pass has a budget of 20 ns per site.
+ */
+static inline uint64_t load8(const unsigned char *p)
 {
-	for (int i = 0; i < n; i++)
-		if (p[i] != q[i])
-			return 0;
-	return 1;
-}
-
-static int32_t rel32(const unsigned char *p)
-{
-	int32_t v;
+	uint64_t v;
 	memcpy(&v, p, sizeof v);
 	return v;
+}
+
+static inline uint64_t low(uint64_t v, int n)
+{
+	return v & (~0ull >> (64 - 8 * n));
+}
+
+/* The first n bytes of b as an integer: a constant, once unrolled, since
+ * the patterns are constant arrays. */
+static inline __attribute__((always_inline)) uint64_t pattern(const unsigned char *b, int n)
+{
+	uint64_t v = 0;
+#pragma GCC unroll 8
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)b[i] << 8 * i;
+	return v;
+}
+
+static inline uintptr_t call_target(const unsigned char *ip, uint64_t v, int len)
+{
+	/* rel32 is the last four bytes of the call; relative to its end. */
+	return (uintptr_t)ip + (uintptr_t)len + (uintptr_t)(intptr_t)(int32_t)(v >> 8 * (len - 4));
 }
 
 /*
@@ -119,40 +138,55 @@ static int32_t rel32(const unsigned char *p)
  *   66 0f 1f 44 00 00 nopw                         (recordmcount --nop)     6
  *   0f 1f 44 00 xx    nopl xx(%rax,%rax,1)         (--nop; clang's padding) 5
  *   90 90 90 90 90    five nops                    (gcc's padding)          5
- * A call counts only if it reaches one of our hooks.
+ * and the fallback NOPs (k8nop*, jmpnop*) this runtime may have written.
+ * A call counts only if it reaches one of our hooks. Dispatched on the
+ * first byte; where shapes share it (0x66: nopw and the K8 NOPs; 0xeb:
+ * the two jumps over padding), the rest of the pattern tells them apart.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
-	if (ip[0] == 0xe8) {
+	uint64_t v = load8(ip);
+	switch (v & 0xff) {
+	case 0xe8:
 		*len = 5;
-		return is_hook((uintptr_t)ip + 5 + rel32(ip + 1)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (ip[0] == 0x67 && ip[1] == 0xe8) {
+		return is_hook(call_target(ip, v, 5)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0x67:
+		if ((v >> 8 & 0xff) != 0xe8)
+			break;
 		*len = 6;
-		return is_hook((uintptr_t)ip + 6 + rel32(ip + 2)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (ip[0] == 0xff && ip[1] == 0x15) {
-		uintptr_t slot = (uintptr_t)ip + 6 + rel32(ip + 2);
+		return is_hook(call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0xff:
+		if ((v >> 8 & 0xff) != 0x15)
+			break;
 		*len = 6;
-		return is_hook(*(const uintptr_t *)slot) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (same(ip, nop6, 6)) {
-		*len = 6;
-		return FTRT_SITE_NOP;
-	}
-	if (ip[0] == 0x0f && ip[1] == 0x1f && ip[2] == 0x44 && ip[3] == 0x00) {
-		*len = 5;
-		return FTRT_SITE_NOP;
-	}
-	if (same(ip, k8nop6, 6) || same(ip, jmpnop6, 6)) {
-		*len = 6;
-		return FTRT_SITE_NOP;
-	}
-	if (same(ip, k8nop5, 5) || same(ip, jmpnop5, 5)) {
+		return is_hook(*(const uintptr_t *)call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0x0f:
+		/* nopl with any 8-bit displacement: clang pads with nonzero ones. */
+		if (low(v, 4) != pattern(nop5, 4))
+			break;
 		*len = 5;
 		return FTRT_SITE_NOP;
-	}
-	if (same(ip, (const unsigned char *)"\x90\x90\x90\x90\x90", 5)) {
+	case 0x66:
+		if (low(v, 6) == pattern(nop6, 6) || low(v, 6) == pattern(k8nop6, 6)) {
+			*len = 6;
+			return FTRT_SITE_NOP;
+		}
+		if (low(v, 5) != pattern(k8nop5, 5))
+			break;
+		*len = 5;
+		return FTRT_SITE_NOP;
+	case 0xeb:
+		if (low(v, 6) == pattern(jmpnop6, 6)) {
+			*len = 6;
+			return FTRT_SITE_NOP;
+		}
+		if (low(v, 5) != pattern(jmpnop5, 5))
+			break;
+		*len = 5;
+		return FTRT_SITE_NOP;
+	case 0x90:
+		if (low(v, 5) != 0x9090909090)
+			break;
 		*len = 5;
 		return FTRT_SITE_NOPS;
 	}
@@ -313,5 +347,11 @@ int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start)
 {
-	return ip == start || (ip == start + 4 && same((const unsigned char *)start, (const unsigned char *)"\xf3\x0f\x1e\xfa", 4)); /* endbr64 */
+	uint32_t insn;
+	if (ip == start)
+		return 1;
+	if (ip != start + 4)
+		return 0;
+	memcpy(&insn, (const void *)start, sizeof insn);
+	return insn == 0xfa1e0ff3; /* f3 0f 1e fa: endbr64 */
 }
