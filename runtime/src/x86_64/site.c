@@ -38,27 +38,33 @@ static void probe_fault(int sig)
 	siglongjmp(probe_env, 1);
 }
 
-/* Whether this CPU runs nop: copy it and a `ret` into a fresh executable
- * page and call it, with SIGILL and SIGSEGV caught. A page that cannot be
- * made executable (a policy forbids it) counts as yes: every x86-64 CPU
- * runs the P6 NOP. */
-static int runs(const unsigned char *nop, int len)
+/* Whether this CPU runs both NOPs of a style, a (5 bytes) and b (6):
+ * copy each, followed by a `ret`, into a fresh executable page and call
+ * them, with SIGILL and SIGSEGV caught. One page and one set of handlers
+ * for both: each system call here is a few microseconds of the load-time
+ * pass. A page that cannot be made executable (a policy forbids it)
+ * counts as yes: every x86-64 CPU runs the P6 NOP. */
+static int runs(const unsigned char *a, const unsigned char *b)
 {
 	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED)
 		return 1;
-	memcpy(page, nop, len);
-	page[len] = 0xc3; /* ret */
+	memcpy(page, a, 5);
+	page[5] = 0xc3; /* ret */
+	memcpy(page + 8, b, 6);
+	page[14] = 0xc3;
 	volatile int ok = 1; /* volatile: set after the longjmp back */
 	if (mprotect(page, 4096, PROT_READ | PROT_EXEC) == 0) {
 		struct sigaction sa = { .sa_handler = probe_fault }, oldill, oldsegv;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGILL, &sa, &oldill);
 		sigaction(SIGSEGV, &sa, &oldsegv);
-		if (sigsetjmp(probe_env, 1) == 0)
+		if (sigsetjmp(probe_env, 1) == 0) {
 			((void (*)(void))page)();
-		else
+			((void (*)(void))(page + 8))();
+		} else {
 			ok = 0;
+		}
 		sigaction(SIGILL, &oldill, NULL);
 		sigaction(SIGSEGV, &oldsegv, NULL);
 	}
@@ -79,9 +85,9 @@ const char *ftrt_arch_probe(const char *force)
 		cur5 = k8nop5, cur6 = k8nop6;
 		return "k8";
 	}
-	if ((force && !strcmp(force, "p6")) || (runs(nop5, 5) && runs(nop6, 6)))
+	if ((force && !strcmp(force, "p6")) || runs(nop5, nop6))
 		return "p6";
-	if (runs(k8nop5, 5) && runs(k8nop6, 6)) {
+	if (runs(k8nop5, k8nop6)) {
 		cur5 = k8nop5, cur6 = k8nop6;
 		return "k8";
 	}
