@@ -94,7 +94,7 @@ const unsigned char *ftrt_arch_nop(int len);
 /* Probe which NOPs this CPU runs (or take FTRACE_NOP's choice); returns
  * the style's name: p6, k8 or jmp. */
 const char *ftrt_arch_probe(const char *force);
-/* The call that enables the site at ip of len bytes (into buf), at a
+/* The call that enables the site at ip of len bytes (into buf, 8 bytes), at a
  * function's entry or after its prologue (-pg); 0, or -1 when the
  * trampoline is out of reach. */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);

@@ -306,10 +306,33 @@ void ftrt_arch_seal(void)
 		mprotect(chunks[i], CHUNK_SIZE, PROT_READ | PROT_EXEC);
 }
 
+/* An instruction: opcode bytes op (oplen of them, little-endian), then
+ * rel32, into buf as one 8-byte store: the caller copies it out in
+ * pieces, which a store of the same bytes in pieces would stall. */
+static void put_insn(unsigned char *buf, uint64_t op, int oplen, int64_t rel)
+{
+	uint64_t v = op | (uint64_t)(uint32_t)(int32_t)rel << 8 * oplen;
+	memcpy(buf, &v, sizeof v);
+}
+
+/* function_graph at an entry: a jump to the site's own trampoline; -1
+ * when none could be had. Out of line, so that the common path of
+ * ftrt_arch_call saves no registers. */
+static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned char *buf)
+{
+	uintptr_t t = tramp_new(ip, len);
+	if (!t)
+		return -1;
+	/* e9 rel32 90: jmp rel32, and a nop after it that a 6-byte site
+	 * takes and never runs */
+	put_insn(buf, 0x90ull << 40 | 0xe9, 1, (int64_t)(t - (ip + 5)));
+	return 0;
+}
+
 /*
- * The bytes that enable the site at ip of len bytes (into buf), at a
- * function's entry or after its prologue (-pg); 0, or -1 when the target
- * is out of reach. The return address of a call, and so the instruction
+ * The bytes that enable the site at ip of len bytes (into buf: 8
+ * bytes), at a function's entry or after its prologue (-pg); 0, or -1
+ * when the target is out of reach. The return address of a call, and so the instruction
  * after the site, is site + len in every form (see nops.X86Call and
  * nops.X86Call6):
  *
@@ -322,32 +345,22 @@ void ftrt_arch_seal(void)
  */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
-	uintptr_t target = entry ? (len == 6 ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_caller5)
-				 : (len == 6 ? (uintptr_t)ftrace_mcount_caller6 : (uintptr_t)ftrace_mcount_caller5);
+	uintptr_t target;
 	if (ftrt_mode == FTRT_NOP)
 		target = (uintptr_t)ftrace_stub; /* the empty tracer: call and return */
-	if (ftrt_mode == FTRT_GRAPH && entry) {
-		uintptr_t t = tramp_new(ip, len);
-		if (t) {
-			buf[0] = 0xe9; /* jmp rel32 */
-			put32(buf + 1, (int64_t)(t - (ip + 5)));
-			buf[5] = 0x90;
-			return 0;
-		}
-		/* No trampoline: hijack the return instead. */
-	}
+	else if (ftrt_mode == FTRT_GRAPH && entry && graph_jump(ip, len, buf) == 0)
+		return 0;
+	else if (len == 6) /* no trampoline: graph hijacks the return instead */
+		target = entry ? (uintptr_t)ftrace_caller6 : (uintptr_t)ftrace_mcount_caller6;
+	else
+		target = entry ? (uintptr_t)ftrace_caller5 : (uintptr_t)ftrace_mcount_caller5;
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
-	int32_t r = (int32_t)rel;
-	if (len == 6) {
-		buf[0] = 0x67; /* addr32 */
-		buf[1] = 0xe8; /* call rel32 */
-		memcpy(buf + 2, &r, 4);
-	} else {
-		buf[0] = 0xe8; /* call rel32 */
-		memcpy(buf + 1, &r, 4);
-	}
+	if (len == 6)
+		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
+	else
+		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
 	return 0;
 }
 
