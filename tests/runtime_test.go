@@ -158,14 +158,35 @@ func picLink(pie bool) string {
 // the first left there; a site across a page boundary is written whole;
 // a NOP first in the table and unexpected bytes last are counted without
 // bounding the pages made writable; the counts are exact and no mapping
-// is left writable and executable.
+// is left writable and executable. The same again with oddtable.S
+// linked after, which makes the table one to copy, sort and de-duplicate
+// rather than read where it is.
 func TestLoadTimeOddSites(t *testing.T) {
-	t.Parallel()
-	need(t, x86GCC.tools...)
-	dir := t.TempDir()
-	objs := buildSrc(t, x86GCC, dir, "", false, "oddsites.c", "oddsites.S", "trampdump.c")
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	for _, table := range []struct {
+		name        string
+		srcs        []string
+		empty, dups int
+	}{
+		{"clean", []string{"oddsites.c", "oddsites.S", "trampdump.c"}, 0, 0},
+		{"copied", []string{"oddsites.c", "oddsites.S", "oddtable.S", "trampdump.c"}, 1, 1},
+	} {
+		t.Run(table.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, x86GCC.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, x86GCC, dir, "", false, table.srcs...)
+			prog := filepath.Join(dir, "prog")
+			run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+			checkOddSites(t, dir, prog, table.empty, table.dups)
+		})
+	}
+}
+
+// checkOddSites runs TestLoadTimeOddSites's program with nothing set and
+// with FTRACE=function; the table holds empty zero words and dups
+// repeated entries.
+func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
+	t.Helper()
 	f, err := elfx.Open(prog)
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +242,8 @@ func TestLoadTimeOddSites(t *testing.T) {
 			if m == nil || p == nil {
 				t.Fatalf("no report from the runtime:\n%s", errOut)
 			}
-			if atoi(m[1]) != 7 || atoi(m[2]) != c.patched || atoi(m[3]) != c.already || atoi(m[4]) != c.skipped || atoi(m[5]) != c.failed || atoi(p[1]) != c.enabled {
-				t.Errorf("runtime: %s; %s traced\nwant 7 sites: %d patched, %d NOPs already, %d skipped, %d failed; %d traced", m[0], p[1], c.patched, c.already, c.skipped, c.failed, c.enabled)
+			if atoi(m[1]) != 7 || atoi(m[2]) != c.patched || atoi(m[3]) != c.already || atoi(m[4]) != c.skipped || atoi(m[5]) != c.failed || atoi(m[6]) != empty || atoi(m[7]) != dups || atoi(p[1]) != c.enabled {
+				t.Errorf("runtime: %s; %s traced\nwant 7 sites: %d patched, %d NOPs already, %d skipped, %d failed; %d empty and %d duplicate; %d traced", m[0], p[1], c.patched, c.already, c.skipped, c.failed, empty, dups, c.enabled)
 			}
 			held := map[uint64][]byte{}
 			sc := bufio.NewScanner(strings.NewReader(errOut))
@@ -270,7 +291,7 @@ func TestLoadTimeOddSites(t *testing.T) {
 		})
 	}
 
-	// The trace holds one call of each function enabled, and says how
+	// The trace holds the calls of the functions enabled, and says how
 	// many sites were skipped.
 	tr, err := trace.Read(filepath.Join(dir, "t"))
 	if err != nil {

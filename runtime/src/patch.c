@@ -41,7 +41,7 @@ extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hi
 struct ftrt_stats ftrt_stats;
 
 /* The sorted, de-duplicated site addresses (for the tracers' lookups). */
-static uintptr_t *ftrt_sites;
+static const uintptr_t *ftrt_sites;
 static size_t ftrt_nsites;
 
 static int cmp_addr(const void *a, const void *b)
@@ -556,33 +556,41 @@ __attribute__((constructor(101))) void ftrt_init(void)
 	if (!__start___mcount_loc || n == 0)
 		goto out;
 	ftrt_stats.entries = n;
-	size_t bytes = n * sizeof(uintptr_t);
-	uintptr_t *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s == MAP_FAILED) {
-		ftrt_stats.failed = n;
-		goto out;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (__start___mcount_loc[i])
-			s[k++] = __start___mcount_loc[i];
-		else
-			ftrt_stats.zero++;
-	}
 	/* Each object's table is in address order and the linker lays the
 	 * objects out in the order it gathers their tables, so the whole table
-	 * is usually sorted already: check before paying for qsort. */
-	size_t unsorted = 0;
-	for (size_t i = 1; i < k && !unsorted; i++)
-		unsorted = s[i - 1] > s[i];
-	if (unsorted)
-		qsort(s, k, sizeof *s, cmp_addr);
-	size_t m = 0;
-	for (size_t i = 0; i < k; i++) {
-		if (m && s[m - 1] == s[i])
-			ftrt_stats.dups++;
-		else
-			s[m++] = s[i];
+	 * is usually sorted already, with no zero or repeated word: then it is
+	 * read where it is (a copy costs a page fault per 512 sites). */
+	const uintptr_t *s = __start___mcount_loc;
+	size_t m = n, clean = s[0] != 0;
+	for (size_t i = 1; i < n && clean; i++)
+		clean = s[i - 1] < s[i];
+	if (!clean) {
+		size_t bytes = n * sizeof(uintptr_t);
+		uintptr_t *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c == MAP_FAILED) {
+			ftrt_stats.failed = n;
+			goto out;
+		}
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (__start___mcount_loc[i])
+				c[k++] = __start___mcount_loc[i];
+			else
+				ftrt_stats.zero++;
+		}
+		size_t unsorted = 0;
+		for (size_t i = 1; i < k && !unsorted; i++)
+			unsorted = c[i - 1] > c[i];
+		if (unsorted)
+			qsort(c, k, sizeof *c, cmp_addr);
+		m = 0;
+		for (size_t i = 0; i < k; i++) {
+			if (m && c[m - 1] == c[i])
+				ftrt_stats.dups++;
+			else
+				c[m++] = c[i];
+		}
+		s = c;
 	}
 	ftrt_sites = s;
 	ftrt_nsites = m;
