@@ -104,7 +104,9 @@ void ftrt_arch_seal(void);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
-/* The program's functions (symbols.c). */
+/* The program's functions (symbols.c). ftrt_func_at answers the function
+ * holding addr, or NULL; fastest when asked in address order. Its answer
+ * is good until the next call (or the next ftrt_load_symbols). */
 struct ftrt_func {
 	uintptr_t start, end; /* run-time addresses */
 	const char *name;
