@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"bufio"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,9 +12,12 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"ftpatch/elfx"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
+	"ftpatch/trace"
 )
 
 var (
@@ -143,4 +148,167 @@ func picLink(pie bool) string {
 		return "-pie"
 	}
 	return "-no-pie"
+}
+
+// TestLoadTimeOddSites: the sites of progs/oddsites.S, whose table is
+// written by hand (see there), each checked from inside the process
+// (trampdump.c) and decoded with x/arch: with nothing set and with
+// FTRACE=function, unexpected bytes are skipped and counted and never
+// written; a site one byte into another is judged by what the write of
+// the first left there; a site across a page boundary is written whole;
+// a NOP first in the table and unexpected bytes last are counted without
+// bounding the pages made writable; the counts are exact and no mapping
+// is left writable and executable. The same again with oddtable.S
+// linked after, which makes the table one to copy, sort and de-duplicate
+// rather than read where it is.
+func TestLoadTimeOddSites(t *testing.T) {
+	for _, table := range []struct {
+		name        string
+		srcs        []string
+		empty, dups int
+	}{
+		{"clean", []string{"oddsites.c", "oddsites.S", "trampdump.c"}, 0, 0},
+		{"copied", []string{"oddsites.c", "oddsites.S", "oddtable.S", "trampdump.c"}, 1, 1},
+	} {
+		t.Run(table.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, x86GCC.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, x86GCC, dir, "", false, table.srcs...)
+			prog := filepath.Join(dir, "prog")
+			run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+			checkOddSites(t, dir, prog, table.empty, table.dups)
+		})
+	}
+}
+
+// checkOddSites runs TestLoadTimeOddSites's program with nothing set and
+// with FTRACE=function; the table holds empty zero words and dups
+// repeated entries.
+func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
+	t.Helper()
+	f, err := elfx.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, syms, err := f.Symtab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = uint64(s.Value)
+	}
+
+	// What a site must hold: an instruction of len bytes, and for a
+	// call, its target.
+	type want struct {
+		site   string // symbol, +1 for the bogus entry
+		op     x86asm.Op
+		len    int
+		target string
+	}
+	for _, c := range []struct {
+		name                                       string
+		env                                        []string
+		patched, already, skipped, failed, enabled int
+		sites                                      []want
+	}{
+		{"nothing set", nil, 3, 2, 2, 0, 0, []want{
+			{"odd_nop", x86asm.NOP, 5, ""},
+			{"odd_call", x86asm.NOP, 5, ""},
+			{"odd_call6", x86asm.NOP, 6, ""},
+			{"odd_call6+1", x86asm.NOP, 5, ""}, // the tail of odd_call6's NOP
+			{"odd_span", x86asm.NOP, 5, ""},
+			{"odd_other", x86asm.CALL, 5, "odd_call"},
+			{"odd_mov", x86asm.MOV, 5, ""},
+		}},
+		{"FTRACE=function", []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, 0, 0, 3, 0, 4, []want{
+			{"odd_nop", x86asm.CALL, 5, "ftrace_caller5"},
+			{"odd_call", x86asm.CALL, 5, "ftrace_caller5"},
+			{"odd_call6", x86asm.CALL, 6, "ftrace_caller6"},
+			{"odd_call6+1", x86asm.CALL, 5, "ftrace_caller6"}, // the tail of odd_call6's call: not ours at 5 bytes
+			{"odd_span", x86asm.CALL, 5, "ftrace_caller5"},
+			{"odd_other", x86asm.CALL, 5, "odd_call"},
+			{"odd_mov", x86asm.MOV, 5, ""},
+		}},
+	} {
+		t.Run(slug(c.name), func(t *testing.T) {
+			out, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_DEBUG=1"}, c.env...), prog)
+			if err != nil || code != 0 || out != "1 2 6 3 4 5\n" {
+				t.Fatalf("exit %d, %v, output %q; want 1 2 6 3 4 5\n%s", code, err, out, errOut)
+			}
+			m, p := ftrtLine.FindStringSubmatch(errOut), pageLine.FindStringSubmatch(errOut)
+			if m == nil || p == nil {
+				t.Fatalf("no report from the runtime:\n%s", errOut)
+			}
+			if atoi(m[1]) != 7 || atoi(m[2]) != c.patched || atoi(m[3]) != c.already || atoi(m[4]) != c.skipped || atoi(m[5]) != c.failed || atoi(m[6]) != empty || atoi(m[7]) != dups || atoi(p[1]) != c.enabled {
+				t.Errorf("runtime: %s; %s traced\nwant 7 sites: %d patched, %d NOPs already, %d skipped, %d failed; %d empty and %d duplicate; %d traced", m[0], p[1], c.patched, c.already, c.skipped, c.failed, empty, dups, c.enabled)
+			}
+			held := map[uint64][]byte{}
+			sc := bufio.NewScanner(strings.NewReader(errOut))
+			for sc.Scan() {
+				fs := strings.Fields(sc.Text())
+				if len(fs) == 2 && fs[0] == "wx" && fs[1] != "0" {
+					t.Errorf("%s mappings writable and executable", fs[1])
+				}
+				if len(fs) != 3 || fs[0] != "site" {
+					continue
+				}
+				a, err := strconv.ParseUint(fs[1], 0, 64)
+				b, err2 := hex.DecodeString(fs[2])
+				if err != nil || err2 != nil {
+					t.Fatalf("trampdump: %q", sc.Text())
+				}
+				held[a] = b
+			}
+			if len(held) != len(c.sites) {
+				t.Fatalf("trampdump reported %d sites, want %d:\n%s", len(held), len(c.sites), errOut)
+			}
+			for _, w := range c.sites {
+				at := addr[strings.TrimSuffix(w.site, "+1")]
+				if strings.HasSuffix(w.site, "+1") {
+					at++
+				}
+				b, ok := held[at]
+				if !ok || at == 0 {
+					t.Errorf("%s: no site reported at %#x", w.site, at)
+					continue
+				}
+				in, err := x86asm.Decode(b, 64)
+				if err != nil || in.Op != w.op || in.Len != w.len {
+					t.Errorf("%s: holds %v (% x), %v; want a %d-byte %v", w.site, in, b, err, w.len, w.op)
+					continue
+				}
+				if w.target == "" {
+					continue
+				}
+				rel, ok := in.Args[0].(x86asm.Rel)
+				if got := at + uint64(in.Len) + uint64(int64(rel)); !ok || got != addr[w.target] {
+					t.Errorf("%s: %v calls %#x, want %s at %#x", w.site, in, got, w.target, addr[w.target])
+				}
+			}
+		})
+	}
+
+	// The trace holds the calls of the functions enabled, and says how
+	// many sites were skipped.
+	tr, err := trace.Read(filepath.Join(dir, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Meta.Enabled != 4 || tr.Meta.Skipped != 3 {
+		t.Errorf("trace metadata: %d enabled, %d skipped; want 4 and 3", tr.Meta.Enabled, tr.Meta.Skipped)
+	}
+	tsyms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, c := range trace.Counts(trace.Events(tr, tsyms)) {
+		got[c.Func] = c.Calls
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[string]int{"odd_call": 2, "odd_call6": 1, "odd_nop": 1, "odd_span": 1}) {
+		t.Errorf("traced %v; want odd_call twice (once from odd_other), odd_nop, odd_call6 and odd_span once", got)
+	}
 }

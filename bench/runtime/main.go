@@ -20,6 +20,14 @@
 // Each case runs N times, the cases taking turns; it reports the median
 // wall time, ns per call over the baseline, the ratio to the baseline,
 // bytes of trace per call and peak memory (max RSS).
+//
+// Then it times the runtime's load-time pass over a generated program of
+// 100,001 functions (patchBench). `-only load` runs that part alone, in
+// seconds rather than minutes, and leaves the program in the work
+// directory (many) for perf and callgrind:
+//
+//	go run ./bench/runtime -only load -runs 11
+//	perf stat -r 10 build/bench/runtime/many     (FTRACE=function for the other case)
 package main
 
 import (
@@ -105,8 +113,13 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
+	only := flag.String("only", "", "run one part: calls (the per-call cases) or load (the load-time pass); default both")
 	flag.Parse()
-	if err := run(*work, *bin, *runs); err != nil {
+	if *only != "" && *only != "calls" && *only != "load" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls or load\n", *only)
+		os.Exit(2)
+	}
+	if err := run(*work, *bin, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "runtime-bench:", err)
 		os.Exit(1)
 	}
@@ -121,7 +134,9 @@ func sh(dir string, argv ...string) error {
 	return nil
 }
 
-func run(work, bin string, runs int) error {
+// run builds and runs the cases in work; only names one part ("calls"
+// or "load"), or is empty for both.
+func run(work, bin string, runs int, only string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -145,6 +160,9 @@ func run(work, bin string, runs int) error {
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
 	if err != nil {
 		return fmt.Errorf("ftpatch flags --libs: %v", err)
+	}
+	if only == "load" {
+		return patchBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -246,8 +264,10 @@ func run(work, bin string, runs int) error {
 		}
 		fmt.Printf("target: %s at most %.1f ns/call: %.2f ns/call: %s\n", c.name, c.target, byName[c.name], verdict)
 	}
-	if err := patchBench(work, bin, libs, runs); err != nil {
-		return err
+	if only == "" {
+		if err := patchBench(work, bin, libs, runs); err != nil {
+			return err
+		}
 	}
 	for _, other := range []string{"uftrace record (-pg)", "XRay FDR mode"} {
 		if o, ok := byName[other]; ok {

@@ -175,7 +175,8 @@ int ftrt_module_register(struct ftrt_module *m);
 void ftrt_module_unregister(struct ftrt_module *m);
 
 /* Per architecture (x86_64/site.c): read the site at ip and say what it
- * holds; write a NOP over it. */
+ * holds (reading 8 bytes from ip, which walk() makes sure are there);
+ * write a NOP over it. */
 enum ftrt_site_state {
 	FTRT_SITE_CALL,    /* the compiler's call to a hook */
 	FTRT_SITE_NOP,     /* one NOP covering the site */
@@ -192,7 +193,7 @@ const unsigned char *ftrt_arch_nop(int len);
 /* Probe which NOPs this CPU runs (or take FTRACE_NOP's choice); returns
  * the style's name: p6, k8 or jmp. */
 const char *ftrt_arch_probe(const char *force);
-/* The call that enables the site at ip of len bytes (into buf), at a
+/* The call that enables the site at ip of len bytes (into buf, 8 bytes), at a
  * function's entry or after its prologue (-pg); 0, or -1 when the
  * trampoline is out of reach. */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
@@ -208,7 +209,9 @@ void ftrt_arch_release(int owner);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
-/* The program's functions (symbols.c). */
+/* The program's functions (symbols.c). ftrt_func_at answers the function
+ * holding addr, or NULL; fastest when asked in address order. Its answer
+ * is good until the next call (or the next ftrt_load_symbols). */
 struct ftrt_func {
 	uintptr_t start, end; /* run-time addresses */
 	const char *name;

@@ -173,63 +173,124 @@ static int runnable_nop(uintptr_t ip, int len)
 /* What the load-time pass makes of a site. */
 enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
 
-/*
- * Patch the sites sites[0..n), all inside seg: each becomes a NOP, or a
- * call to the tracer where want[i] says so. The sites are classified
- * first; if any needs writing, the pages spanning them are opened for
- * writing once, written, checked, and given back the segment's
- * protection.
- */
-static void patch_segment(const uintptr_t *sites, const unsigned char *want, size_t n, const struct segment *seg)
+/* What the pass does with a site, once classified. */
+enum {
+	KEEP,      /* a NOP this CPU runs, and no call wanted there: counted, not written */
+	SKIP,      /* bytes no site may hold: counted, never written */
+	FAIL,      /* to write, but outside the pages made writable: counted failed, not written */
+	WRITE,     /* a call (the compiler's or ours) or a run of NOPs: becomes what want[] says */
+	WRITE_NOP, /* a NOP that must become a call, or another NOP */
+	RECHECK,   /* starts within 6 bytes of the site before it: classified again after that one is written */
+};
+
+static int action(enum ftrt_site_state st, uintptr_t ip, int len, unsigned char want)
 {
-	uintptr_t lo = 0, hi = 0;
+	if (st == FTRT_SITE_UNKNOWN)
+		return SKIP;
+	if (st != FTRT_SITE_NOP)
+		return WRITE;
+	return want || !runnable_nop(ip, len) ? WRITE_NOP : KEEP;
+}
+
+/* Count a site the pass leaves as it is: one to write counts failed. */
+static void count_unwritten(int act)
+{
+	if (act == KEEP)
+		ftrt_stats.nops++;
+	else if (act == SKIP)
+		ftrt_stats.skipped++;
+	else
+		ftrt_stats.failed++;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/*
+ * Fault in the pages [lo, hi) for writing, in one call: every text page
+ * written is a copy-on-write fault, and taken one at a time as the writes
+ * reach them, the faults cost more than the copies. Only pages that will
+ * be written are asked for, so no page is copied that would not have
+ * been. A kernel without MADV_POPULATE_WRITE refuses it, and the writes
+ * fault as before.
+ */
+static void populate(uintptr_t lo, uintptr_t hi)
+{
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+}
+
+/* Sites per block of patch_block: its verdicts live on the stack. */
+#define BLOCK 1024
+
+/*
+ * Write the sites sites[0..n) (n <= BLOCK) that need it, in the pages
+ * [plo, phi), writable now. The block's sites are classified first, so
+ * the pages they will write can be faulted in by runs (populate); then
+ * each is written and read back. A site that starts within 6 bytes of
+ * the one before (sites do not overlap: the table is bogus) is classified
+ * again just before it is written, as the write before may have changed
+ * it, and is written only if it lies inside [plo, phi); every other site
+ * to write does, as it lies between the first and the last that
+ * patch_segment found. first: sites[-1] is not to be looked at.
+ */
+static void patch_block(const uintptr_t *sites, const unsigned char *want, size_t n, int first, uintptr_t plo,
+			uintptr_t phi, uintptr_t page)
+{
+	unsigned char verdict[BLOCK], lens[BLOCK];
+	/* No site is at an address below 6: prev = 0 compares as far away. */
+	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
 	for (size_t i = 0; i < n; i++) {
-		int len;
-		enum ftrt_site_state st = classify((const unsigned char *)sites[i], &len);
-		if (st == FTRT_SITE_CALL || st == FTRT_SITE_NOPS || (st == FTRT_SITE_NOP && (want[i] || !runnable_nop(sites[i], len)))) {
-			if (!lo)
-				lo = sites[i];
-			hi = sites[i] + len;
+		uintptr_t ip = sites[i];
+		int len = 6, a = RECHECK;
+		if (ip - prev >= 6)
+			a = action(classify((const unsigned char *)ip, &len), ip, len, want[i]);
+		verdict[i] = (unsigned char)a;
+		lens[i] = (unsigned char)len;
+		prev = ip;
+		/* Runs of pages to write: most sites share their page with the
+		 * one before. */
+		if (a >= WRITE && ip + (uintptr_t)len > rhi) {
+			uintptr_t p0 = ip & ~(page - 1);
+			if (p0 > rhi) {
+				populate(rlo, rhi);
+				rlo = p0 > plo ? p0 : plo;
+			}
+			rhi = (ip + (uintptr_t)len + page - 1) & ~(page - 1);
+			rhi = rhi < phi ? rhi : phi;
 		}
 	}
-	if (!lo) {
-		for (size_t i = 0; i < n; i++) {
-			int len;
-			if (classify((const unsigned char *)sites[i], &len) == FTRT_SITE_NOP)
-				ftrt_stats.nops++;
-			else
-				ftrt_stats.skipped++;
-		}
-		return;
-	}
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t plo = lo & ~(page - 1), phi = (hi + page - 1) & ~(page - 1);
-	/* Executable too while writing: the pages may hold the code that is
-	 * running now (this pass is in the same text segment). */
-	if (mprotect((void *)plo, phi - plo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-		ftrt_stats.failed += n;
-		return;
-	}
-	ftrt_stats.pages += (phi - plo) / page;
+	populate(rlo, rhi);
+
+	/* Counted here and added once: ftrt_stats is a global, reached
+	 * through the GOT in this position-independent code. */
+	uint64_t patched = 0, enabled = 0, failed = 0;
+	const unsigned char *nop5 = ftrt_arch_nop(5), *nop6 = ftrt_arch_nop(6);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
-		int len;
-		enum ftrt_site_state st = classify(ip, &len);
-		if (st == FTRT_SITE_UNKNOWN) {
-			ftrt_stats.skipped++;
+		int len = lens[i], a = verdict[i];
+		if (a == RECHECK) {
+			a = action(classify(ip, &len), sites[i], len, want[i]);
+			if (a >= WRITE && (sites[i] < plo || sites[i] + (uintptr_t)len > phi))
+				a = FAIL;
+		}
+		if (a < WRITE) {
+			count_unwritten(a);
 			continue;
 		}
 		unsigned char call[8];
-		const unsigned char *bytes = ftrt_arch_nop(len);
+		const unsigned char *bytes = len == 6 ? nop6 : nop5;
 		if (want[i]) {
-			if (ftrt_arch_call((uintptr_t)ip, len, want[i] == WANT_ENTRY, call) != 0)
-				ftrt_stats.failed++; /* trampoline out of reach: the site stays a NOP */
-			else
+			if (ftrt_arch_call((uintptr_t)ip, len, want[i] == WANT_ENTRY, call) == 0) {
 				bytes = call;
-		}
-		if (st == FTRT_SITE_NOP && bytes == ftrt_arch_nop(len) && runnable_nop(sites[i], len)) {
-			ftrt_stats.nops++;
-			continue;
+			} else {
+				failed++; /* trampoline out of reach: the site stays, or becomes, a NOP */
+				if (a == WRITE_NOP && runnable_nop(sites[i], len)) {
+					ftrt_stats.nops++;
+					continue;
+				}
+			}
 		}
 		/* Constant sizes, so the copy and the check compile to a few
 		 * moves (a libc call per site costs more than the pass's budget). */
@@ -244,12 +305,60 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 			ok = __builtin_memcmp(ip, bytes, 5) == 0;
 		}
 		if (!ok)
-			ftrt_stats.failed++;
+			failed++;
 		else if (bytes == call)
-			ftrt_stats.enabled++;
+			enabled++;
 		else
-			ftrt_stats.patched++;
+			patched++;
 	}
+	ftrt_stats.patched += patched;
+	ftrt_stats.enabled += enabled;
+	ftrt_stats.failed += failed;
+}
+
+/*
+ * Patch the sites sites[0..n), all inside seg: each becomes a NOP, or a
+ * call to the tracer where want[i] says so. Only the pages from the first
+ * site to write to the last are made writable, once, and given back the
+ * segment's protection at the end. Those two sites are found by
+ * classifying from each end of the table: the sites before the first are
+ * counted here and not read again. In the usual table, whose every site
+ * is a call, that costs two classifications; in a table of NOPs already
+ * (recordmcount --nop) it is the whole pass, and no page is made
+ * writable.
+ */
+static void patch_segment(const uintptr_t *sites, const unsigned char *want, size_t n, const struct segment *seg)
+{
+	size_t lo, hi;
+	int len, a;
+	for (lo = 0; lo < n; lo++) {
+		a = action(classify((const unsigned char *)sites[lo], &len), sites[lo], len, want[lo]);
+		if (a >= WRITE)
+			break;
+		count_unwritten(a);
+	}
+	if (lo == n)
+		return;
+	uintptr_t end = sites[lo] + (uintptr_t)len;
+	for (hi = n - 1; hi > lo; hi--) {
+		int hlen;
+		if (action(classify((const unsigned char *)sites[hi], &hlen), sites[hi], hlen, want[hi]) >= WRITE) {
+			end = sites[hi] + (uintptr_t)hlen;
+			break;
+		}
+	}
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t plo = sites[lo] & ~(page - 1), phi = (end + page - 1) & ~(page - 1);
+	/* Executable too while writing: the pages may hold the code that is
+	 * running now (this pass is in the same text segment). */
+	if (mprotect((void *)plo, phi - plo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+		for (size_t i = lo; i < n; i++)
+			count_unwritten(action(classify((const unsigned char *)sites[i], &len), sites[i], len, want[i]));
+		return;
+	}
+	ftrt_stats.pages += (phi - plo) / page;
+	for (size_t i = lo; i < n; i += BLOCK)
+		patch_block(sites + i, want + i, n - i < BLOCK ? n - i : BLOCK, i == lo, plo, phi, page);
 	mprotect((void *)plo, phi - plo, seg->prot);
 }
 
@@ -291,10 +400,17 @@ static void walk(const uintptr_t *s, const unsigned char *want, size_t m, int ch
 			i++;
 			continue;
 		}
-		size_t j = i;
-		/* A site's bytes must lie wholly inside the segment. */
-		while (j < m && s[j] >= q.seg.start && s[j] + 8 <= q.seg.end)
-			j++;
+		/* The run: the sites from s[i] on whose 8 bytes (what classifying
+		 * a site reads) lie wholly inside the segment; s is sorted, so
+		 * they end at the first beyond, found by binary search. */
+		size_t j = i, hi = m;
+		while (j < hi) {
+			size_t mid = j + (hi - j) / 2;
+			if (s[mid] <= q.seg.end - 8)
+				j = mid + 1;
+			else
+				hi = mid;
+		}
 		if (j == i) {
 			ftrt_stats.skipped++;
 			i++;
@@ -542,39 +658,50 @@ void ftrt_pass(struct ftrt_mod *md)
 	ftrt_arch_begin(md->owner);
 	read_env();
 	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0, m = 0;
-	uintptr_t *s = NULL;
+	const uintptr_t *s = NULL;
+	uintptr_t *copy = NULL; /* the table sorted, when it is not as linked */
 	unsigned char *want = NULL;
 	if (n == 0) {
 		no_table(md);
 		goto out;
 	}
 	ftrt_stats.entries = n;
-	s = mmap(NULL, n * sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s == MAP_FAILED) {
-		s = NULL;
-		ftrt_stats.failed = n;
-		goto out;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (mod->start[i])
-			s[k++] = mod->start[i];
-		else
-			ftrt_stats.zero++;
-	}
 	/* Each object's table is in address order and the linker lays the
 	 * objects out in the order it gathers their tables, so the whole table
-	 * is usually sorted already: check before paying for qsort. */
-	size_t unsorted = 0;
-	for (size_t i = 1; i < k && !unsorted; i++)
-		unsorted = s[i - 1] > s[i];
-	if (unsorted)
-		qsort(s, k, sizeof *s, cmp_addr);
-	for (size_t i = 0; i < k; i++) {
-		if (m && s[m - 1] == s[i])
-			ftrt_stats.dups++;
-		else
-			s[m++] = s[i];
+	 * is usually sorted already, with no zero or repeated word: then it is
+	 * read where it is (a copy costs a page fault per 512 sites). */
+	s = mod->start;
+	m = n;
+	size_t clean = s[0] != 0;
+	for (size_t i = 1; i < n && clean; i++)
+		clean = s[i - 1] < s[i];
+	if (!clean) {
+		uintptr_t *c = mmap(NULL, n * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c == MAP_FAILED) {
+			ftrt_stats.failed = n;
+			goto out;
+		}
+		copy = c;
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (mod->start[i])
+				c[k++] = mod->start[i];
+			else
+				ftrt_stats.zero++;
+		}
+		size_t unsorted = 0;
+		for (size_t i = 1; i < k && !unsorted; i++)
+			unsorted = c[i - 1] > c[i];
+		if (unsorted)
+			qsort(c, k, sizeof *c, cmp_addr);
+		m = 0;
+		for (size_t i = 0; i < k; i++) {
+			if (m && c[m - 1] == c[i])
+				ftrt_stats.dups++;
+			else
+				c[m++] = c[i];
+		}
+		s = c;
 	}
 
 	/*
@@ -645,8 +772,8 @@ void ftrt_pass(struct ftrt_mod *md)
 out:
 	if (want)
 		munmap(want, m ? m : 1);
-	if (s)
-		munmap(s, n * sizeof *s);
+	if (copy)
+		munmap(copy, n * sizeof *copy);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ftrt_stats.init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	md->stats = ftrt_stats;

@@ -38,27 +38,33 @@ static void probe_fault(int sig)
 	siglongjmp(probe_env, 1);
 }
 
-/* Whether this CPU runs nop: copy it and a `ret` into a fresh executable
- * page and call it, with SIGILL and SIGSEGV caught. A page that cannot be
- * made executable (a policy forbids it) counts as yes: every x86-64 CPU
- * runs the P6 NOP. */
-static int runs(const unsigned char *nop, int len)
+/* Whether this CPU runs both NOPs of a style, a (5 bytes) and b (6):
+ * copy each, followed by a `ret`, into a fresh executable page and call
+ * them, with SIGILL and SIGSEGV caught. One page and one set of handlers
+ * for both: each system call here is a few microseconds of the load-time
+ * pass. A page that cannot be made executable (a policy forbids it)
+ * counts as yes: every x86-64 CPU runs the P6 NOP. */
+static int runs(const unsigned char *a, const unsigned char *b)
 {
 	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED)
 		return 1;
-	memcpy(page, nop, len);
-	page[len] = 0xc3; /* ret */
+	memcpy(page, a, 5);
+	page[5] = 0xc3; /* ret */
+	memcpy(page + 8, b, 6);
+	page[14] = 0xc3;
 	volatile int ok = 1; /* volatile: set after the longjmp back */
 	if (mprotect(page, 4096, PROT_READ | PROT_EXEC) == 0) {
 		struct sigaction sa = { .sa_handler = probe_fault }, oldill, oldsegv;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGILL, &sa, &oldill);
 		sigaction(SIGSEGV, &sa, &oldsegv);
-		if (sigsetjmp(probe_env, 1) == 0)
+		if (sigsetjmp(probe_env, 1) == 0) {
 			((void (*)(void))page)();
-		else
+			((void (*)(void))(page + 8))();
+		} else {
 			ok = 0;
+		}
 		sigaction(SIGILL, &oldill, NULL);
 		sigaction(SIGSEGV, &oldsegv, NULL);
 	}
@@ -79,9 +85,9 @@ const char *ftrt_arch_probe(const char *force)
 		cur5 = k8nop5, cur6 = k8nop6;
 		return "k8";
 	}
-	if ((force && !strcmp(force, "p6")) || (runs(nop5, 5) && runs(nop6, 6)))
+	if ((force && !strcmp(force, "p6")) || runs(nop5, nop6))
 		return "p6";
-	if (runs(k8nop5, 5) && runs(k8nop6, 6)) {
+	if (runs(k8nop5, k8nop6)) {
 		cur5 = k8nop5, cur6 = k8nop6;
 		return "k8";
 	}
@@ -92,26 +98,45 @@ const char *ftrt_arch_probe(const char *force)
 const uintptr_t *ftrt_targets;
 
 /* Whether a call to target is a call to one of the module's hooks. */
-static int is_hook(uintptr_t target)
+static inline int is_hook(uintptr_t target)
 {
 	return target == ftrt_targets[FTRT_T_FENTRY] || target == ftrt_targets[FTRT_T_MCOUNT];
 }
 
-/* Inline compare: a libc call per byte pattern costs more than the pass's
- * whole budget per site. */
-static inline int same(const unsigned char *p, const unsigned char *q, int n)
+/*
+ * A site's bytes as one little-endian integer. Every site the load-time
+ * pass reads has 8 bytes of its segment from its address on (walk() in
+ * patch.c checks), so a site costs one load, and each shape below is a
+ * compare of its first n bytes under a mask rather than a byte loop or a
+ * libc call: the whole pass has a budget of 20 ns per site.
+ */
+static inline uint64_t load8(const unsigned char *p)
 {
-	for (int i = 0; i < n; i++)
-		if (p[i] != q[i])
-			return 0;
-	return 1;
-}
-
-static int32_t rel32(const unsigned char *p)
-{
-	int32_t v;
+	uint64_t v;
 	memcpy(&v, p, sizeof v);
 	return v;
+}
+
+static inline uint64_t low(uint64_t v, int n)
+{
+	return v & (~0ull >> (64 - 8 * n));
+}
+
+/* The first n bytes of b as an integer: a constant, once unrolled, since
+ * the patterns are constant arrays. */
+static inline __attribute__((always_inline)) uint64_t pattern(const unsigned char *b, int n)
+{
+	uint64_t v = 0;
+#pragma GCC unroll 8
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)b[i] << 8 * i;
+	return v;
+}
+
+static inline uintptr_t call_target(const unsigned char *ip, uint64_t v, int len)
+{
+	/* rel32 is the last four bytes of the call; relative to its end. */
+	return (uintptr_t)ip + (uintptr_t)len + (uintptr_t)(intptr_t)(int32_t)(v >> 8 * (len - 4));
 }
 
 /*
@@ -122,40 +147,55 @@ static int32_t rel32(const unsigned char *p)
  *   66 0f 1f 44 00 00 nopw                         (recordmcount --nop)     6
  *   0f 1f 44 00 xx    nopl xx(%rax,%rax,1)         (--nop; clang's padding) 5
  *   90 90 90 90 90    five nops                    (gcc's padding)          5
- * A call counts only if it reaches one of our hooks.
+ * and the fallback NOPs (k8nop*, jmpnop*) this runtime may have written.
+ * A call counts only if it reaches one of our hooks. Dispatched on the
+ * first byte; where shapes share it (0x66: nopw and the K8 NOPs; 0xeb:
+ * the two jumps over padding), the rest of the pattern tells them apart.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
-	if (ip[0] == 0xe8) {
+	uint64_t v = load8(ip);
+	switch (v & 0xff) {
+	case 0xe8:
 		*len = 5;
-		return is_hook((uintptr_t)ip + 5 + rel32(ip + 1)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (ip[0] == 0x67 && ip[1] == 0xe8) {
+		return is_hook(call_target(ip, v, 5)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0x67:
+		if ((v >> 8 & 0xff) != 0xe8)
+			break;
 		*len = 6;
-		return is_hook((uintptr_t)ip + 6 + rel32(ip + 2)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (ip[0] == 0xff && ip[1] == 0x15) {
-		uintptr_t slot = (uintptr_t)ip + 6 + rel32(ip + 2);
+		return is_hook(call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0xff:
+		if ((v >> 8 & 0xff) != 0x15)
+			break;
 		*len = 6;
-		return is_hook(*(const uintptr_t *)slot) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	}
-	if (same(ip, nop6, 6)) {
-		*len = 6;
-		return FTRT_SITE_NOP;
-	}
-	if (ip[0] == 0x0f && ip[1] == 0x1f && ip[2] == 0x44 && ip[3] == 0x00) {
-		*len = 5;
-		return FTRT_SITE_NOP;
-	}
-	if (same(ip, k8nop6, 6) || same(ip, jmpnop6, 6)) {
-		*len = 6;
-		return FTRT_SITE_NOP;
-	}
-	if (same(ip, k8nop5, 5) || same(ip, jmpnop5, 5)) {
+		return is_hook(*(const uintptr_t *)call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0x0f:
+		/* nopl with any 8-bit displacement: clang pads with nonzero ones. */
+		if (low(v, 4) != pattern(nop5, 4))
+			break;
 		*len = 5;
 		return FTRT_SITE_NOP;
-	}
-	if (same(ip, (const unsigned char *)"\x90\x90\x90\x90\x90", 5)) {
+	case 0x66:
+		if (low(v, 6) == pattern(nop6, 6) || low(v, 6) == pattern(k8nop6, 6)) {
+			*len = 6;
+			return FTRT_SITE_NOP;
+		}
+		if (low(v, 5) != pattern(k8nop5, 5))
+			break;
+		*len = 5;
+		return FTRT_SITE_NOP;
+	case 0xeb:
+		if (low(v, 6) == pattern(jmpnop6, 6)) {
+			*len = 6;
+			return FTRT_SITE_NOP;
+		}
+		if (low(v, 5) != pattern(jmpnop5, 5))
+			break;
+		*len = 5;
+		return FTRT_SITE_NOP;
+	case 0x90:
+		if (low(v, 5) != 0x9090909090)
+			break;
 		*len = 5;
 		return FTRT_SITE_NOPS;
 	}
@@ -293,10 +333,33 @@ void ftrt_arch_release(int o)
 		}
 }
 
+/* An instruction: opcode bytes op (oplen of them, little-endian), then
+ * rel32, into buf as one 8-byte store: the caller copies it out in
+ * pieces, which a store of the same bytes in pieces would stall. */
+static void put_insn(unsigned char *buf, uint64_t op, int oplen, int64_t rel)
+{
+	uint64_t v = op | (uint64_t)(uint32_t)(int32_t)rel << 8 * oplen;
+	memcpy(buf, &v, sizeof v);
+}
+
+/* function_graph at an entry: a jump to the site's own trampoline; -1
+ * when none could be had. Out of line, so that the common path of
+ * ftrt_arch_call saves no registers. */
+static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned char *buf)
+{
+	uintptr_t t = tramp_new(ip, len);
+	if (!t)
+		return -1;
+	/* e9 rel32 90: jmp rel32, and a nop after it that a 6-byte site
+	 * takes and never runs */
+	put_insn(buf, 0x90ull << 40 | 0xe9, 1, (int64_t)(t - (ip + 5)));
+	return 0;
+}
+
 /*
- * The bytes that enable the site at ip of len bytes (into buf), at a
- * function's entry or after its prologue (-pg); 0, or -1 when the target
- * is out of reach. The return address of a call, and so the instruction
+ * The bytes that enable the site at ip of len bytes (into buf: 8
+ * bytes), at a function's entry or after its prologue (-pg); 0, or -1
+ * when the target is out of reach. The return address of a call, and so the instruction
  * after the site, is site + len in every form (see nops.X86Call and
  * nops.X86Call6):
  *
@@ -310,35 +373,32 @@ void ftrt_arch_release(int o)
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
 	const uintptr_t *t = ftrt_targets; /* the module's own trampolines: in reach of its code */
-	uintptr_t target = entry ? t[len == 6 ? FTRT_T_CALLER6 : FTRT_T_CALLER5] : t[len == 6 ? FTRT_T_MCALLER6 : FTRT_T_MCALLER5];
+	uintptr_t target;
 	if (ftrt_mode == FTRT_NOP)
 		target = t[FTRT_T_STUB]; /* the empty tracer: call and return */
-	if (ftrt_mode == FTRT_GRAPH && entry) {
-		uintptr_t t = tramp_new(ip, len);
-		if (t) {
-			buf[0] = 0xe9; /* jmp rel32 */
-			put32(buf + 1, (int64_t)(t - (ip + 5)));
-			buf[5] = 0x90;
-			return 0;
-		}
-		/* No trampoline: hijack the return instead. */
-	}
+	else if (ftrt_mode == FTRT_GRAPH && entry && graph_jump(ip, len, buf) == 0)
+		return 0;
+	else if (len == 6) /* no trampoline: graph hijacks the return instead */
+		target = entry ? t[FTRT_T_CALLER6] : t[FTRT_T_MCALLER6];
+	else
+		target = entry ? t[FTRT_T_CALLER5] : t[FTRT_T_MCALLER5];
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
-	int32_t r = (int32_t)rel;
-	if (len == 6) {
-		buf[0] = 0x67; /* addr32 */
-		buf[1] = 0xe8; /* call rel32 */
-		memcpy(buf + 2, &r, 4);
-	} else {
-		buf[0] = 0xe8; /* call rel32 */
-		memcpy(buf + 1, &r, 4);
-	}
+	if (len == 6)
+		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
+	else
+		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
 	return 0;
 }
 
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start)
 {
-	return ip == start || (ip == start + 4 && same((const unsigned char *)start, (const unsigned char *)"\xf3\x0f\x1e\xfa", 4)); /* endbr64 */
+	uint32_t insn;
+	if (ip == start)
+		return 1;
+	if (ip != start + 4)
+		return 0;
+	memcpy(&insn, (const void *)start, sizeof insn);
+	return insn == 0xfa1e0ff3; /* f3 0f 1e fa: endbr64 */
 }
