@@ -33,6 +33,9 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#if defined(__x86_64__)
+#include "x86_64/quick.h"
+#endif
 
 /* Weak: a program with no instrumented object has no table at all. */
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
@@ -179,6 +182,7 @@ enum {
 	SKIP,      /* bytes no site may hold: counted, never written */
 	FAIL,      /* to write, but outside the pages made writable: counted failed, not written */
 	WRITE,     /* a call (the compiler's or ours) or a run of NOPs: becomes what want[] says */
+	QUICK,     /* a WRITE known inline to be a 5-byte call of a hook, to become a NOP (x86_64/quick.h) */
 	WRITE_NOP, /* a NOP that must become a call, or another NOP */
 	RECHECK,   /* starts within 6 bytes of the site before it: classified again after that one is written */
 };
@@ -241,11 +245,20 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 	unsigned char verdict[BLOCK], lens[BLOCK];
 	/* No site is at an address below 6: prev = 0 compares as far away. */
 	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
+	const uintptr_t fentry = ftrt_targets[FTRT_T_FENTRY], mcount = ftrt_targets[FTRT_T_MCOUNT];
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t ip = sites[i];
 		int len = 6, a = RECHECK;
-		if (ip - prev >= 6)
-			a = action(classify((const unsigned char *)ip, &len), ip, len, want[i]);
+		if (ip - prev >= 6) {
+#if defined(__x86_64__)
+			/* The common site, without a call: a 5-byte call of a
+			 * hook, to become a NOP. */
+			if (!want[i] && ftrt_quick_call(ip, ftrt_quick_load(ip), fentry, mcount))
+				len = 5, a = QUICK;
+			else
+#endif
+				a = action(classify((const unsigned char *)ip, &len), ip, len, want[i]);
+		}
 		verdict[i] = (unsigned char)a;
 		lens[i] = (unsigned char)len;
 		prev = ip;
@@ -267,9 +280,22 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 	 * through the GOT in this position-independent code. */
 	uint64_t patched = 0, enabled = 0, failed = 0;
 	const unsigned char *nop5 = ftrt_arch_nop(5), *nop6 = ftrt_arch_nop(6);
+#if defined(__x86_64__)
+	uint64_t nop5v = 0;
+	memcpy(&nop5v, nop5, 5);
+#endif
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
 		int len = lens[i], a = verdict[i];
+#if defined(__x86_64__)
+		if (a == QUICK) {
+			if (ftrt_quick_nop5(sites[i], nop5v))
+				patched++;
+			else
+				failed++;
+			continue;
+		}
+#endif
 		if (a == RECHECK) {
 			a = action(classify(ip, &len), sites[i], len, want[i]);
 			if (a >= WRITE && (sites[i] < plo || sites[i] + (uintptr_t)len > phi))

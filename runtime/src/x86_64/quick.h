@@ -1,0 +1,50 @@
+/*
+ * The load-time pass's common site, recognised inline (patch.c's hot
+ * loop): a 5-byte `call rel32` (e8) to one of the module's two hooks,
+ * which is what nearly every site of a freshly linked program holds, and
+ * the 5-byte NOP that replaces it. Everything else goes through
+ * ftrt_arch_classify (site.c), which knows every shape; these must agree
+ * with it and with ftrt_arch_nop(5) (runtime_test.go checks the NOP).
+ */
+#ifndef FTRT_X86_64_QUICK_H
+#define FTRT_X86_64_QUICK_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* The 8 bytes at p (walk() in patch.c makes sure a site has them). */
+static inline uint64_t ftrt_quick_load(uintptr_t p)
+{
+	uint64_t v;
+	memcpy(&v, (const void *)p, sizeof v);
+	return v;
+}
+
+/* Whether v, the 8 bytes at ip, start with `call fentry` or `call
+ * mcount` (e8 rel32, relative to the call's end). */
+static inline int ftrt_quick_call(uintptr_t ip, uint64_t v, uintptr_t fentry, uintptr_t mcount)
+{
+	uintptr_t target = ip + 5 + (uintptr_t)(intptr_t)(int32_t)(v >> 8);
+	return (v & 0xff) == 0xe8 && (target == fentry || target == mcount);
+}
+
+/* Write the 5-byte NOP nop (its bytes as an integer, little-endian) at
+ * ip, then read it back: 1 if the site now holds it. */
+static inline int ftrt_quick_nop5(uintptr_t ip, uint64_t nop)
+{
+	uint32_t lo = (uint32_t)nop;
+	unsigned char hi = (unsigned char)(nop >> 32);
+	memcpy((void *)ip, &lo, 4);
+	memcpy((void *)(ip + 4), &hi, 1);
+	__asm__ volatile("" ::: "memory");
+	/* Read back what was written, as it was written: one load spanning
+	 * both stores could not take its bytes from them and would wait for
+	 * both to reach the cache. */
+	uint32_t lo2;
+	unsigned char hi2;
+	memcpy(&lo2, (const void *)ip, 4);
+	memcpy(&hi2, (const void *)(ip + 4), 1);
+	return lo2 == lo && hi2 == hi;
+}
+
+#endif
