@@ -159,6 +159,9 @@ static uint64_t mono_ns(void)
  */
 __attribute__((visibility("hidden"))) int ftrt_clock_mono; /* read by entry.S */
 #define clock_mono ftrt_clock_mono
+/* The function tracer's fast path (entry.S) may run: the trace is open,
+ * the tracer is function and the clock the TSC. */
+__attribute__((visibility("hidden"))) int ftrt_fast_function;
 
 static int tsc_trusted(void)
 {
@@ -495,6 +498,7 @@ int ftrt_trace_start(const char *dir)
 	tsc_start = now();
 	mono_start = mono_ns();
 	atexit(trace_stop);
+	ftrt_fast_function = ftrt_mode == FTRT_FUNCTION && !clock_mono;
 	return 0;
 }
 

@@ -14,6 +14,8 @@
  * only run for a site that is enabled, or before ftrt_init (constructors
  * of other objects that run first).
  */
+#include "../layout.h"
+
 /*
  * PUSH_ARGS, POP_ARGS: save and restore what a function's entry may hold
  * live and a C call may clobber: the argument registers rdi rsi rdx rcx r8
@@ -120,15 +122,89 @@ mcount:
 /*
  * One trampoline per site length, so the site's address is the return
  * address minus a constant: no lookup in the hot path.
+ *
+ * The function tracer's common case is written out here, without a C
+ * call: the trace is open and the tracer is function on the TSC clock
+ * (ftrt_fast_function, which is 0 until then: before ftrt_init a
+ * pre-patched site may run where TLS is not set up yet), the thread has
+ * a buffer with room for the record, and it is not in the tracer already
+ * (a signal handler). The record is three words: REC_CALL << 62 | ts,
+ * the site, the parent ip. Fast path frame:
+ *
+ *     40(%rsp) parent ip (entry sites; -pg sites have it at 8(%rbp))
+ *     32(%rsp) return into function (site + len)
+ *     24(%rsp) rax
+ *     16(%rsp) rcx
+ *      8(%rsp) rdx
+ *      0(%rsp) rsi
+ *
+ * Registers: rcx = the thread's struct tbuf (layout.h), rsi = &words[n],
+ * rdx:rax = rdtsc, then scratch. busy is held while the record is
+ * written, so a signal handler's traced calls cannot interleave with it
+ * (they take the C path, which drops them). Anything else goes to
+ * ftrt_entry, with the frame drawn above.
  */
-.macro FTRACE_CALLER name, len, slot
+	.hidden	ftrt_fast_function
+.macro FTRACE_CALLER name, len, fastparent, slot
 	.text
 	.globl	\name
 	.type	\name, @function
 	.p2align 4
 \name:
 	.cfi_startproc
-	PUSH_ARGS
+	cmpl	$0, ftrt_fast_function(%rip)
+	je	2f
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	movq	ftrt_tb@gottpoff(%rip), %rcx
+	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	testq	%rcx, %rcx
+	jz	1f				/* the thread's first event: C makes the buffer */
+	cmpl	$0, TB_BUSY(%rcx)
+	jne	1f
+	cmpl	$TBUF_WORDS-3, TB_N(%rcx)
+	ja	1f				/* no room for the record: C flushes */
+	movl	$1, TB_BUSY(%rcx)
+	movl	TB_N(%rcx), %eax		/* n */
+	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
+	addl	$3, TB_N(%rcx)
+	movq	32(%rsp), %rax
+	subq	$\len, %rax
+	movq	%rax, 8(%rsi)			/* words[n+1] = site */
+	movq	\fastparent, %rax
+	movq	%rax, 16(%rsi)			/* words[n+2] = parent ip */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	shlq	$2, %rax			/* 62 bits of timestamp, under REC_CALL (0) */
+	shrq	$2, %rax
+	movq	%rax, (%rsi)			/* words[n] */
+	movl	$0, TB_BUSY(%rcx)
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_adjust_cfa_offset 32
+1:	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+2:	PUSH_ARGS
 	pushq	%r11
 	.cfi_adjust_cfa_offset 8
 	subq	$8, %rsp			/* 16-byte alignment for the C call */
@@ -149,13 +225,13 @@ mcount:
 
 	/* Entry sites (-mfentry, -fpatchable-function-entry): the return slot
 	 * is just above our own return address. */
-	FTRACE_CALLER ftrace_caller5, 5, 88(%rsp)	/* sites enabled as e8 rel32 */
-	FTRACE_CALLER ftrace_caller6, 6, 88(%rsp)	/* sites enabled as 67 e8 rel32 */
+	FTRACE_CALLER ftrace_caller5, 5, 40(%rsp), 88(%rsp)	/* sites enabled as e8 rel32 */
+	FTRACE_CALLER ftrace_caller6, 6, 40(%rsp), 88(%rsp)	/* sites enabled as 67 e8 rel32 */
 	/* mcount sites (-pg): after `push %rbp; mov %rsp,%rbp`, so the
 	 * function's return slot is 8(%rbp); rbp is callee-saved and ours
 	 * leave it alone. */
-	FTRACE_CALLER ftrace_mcount_caller5, 5, 8(%rbp)
-	FTRACE_CALLER ftrace_mcount_caller6, 6, 8(%rbp)
+	FTRACE_CALLER ftrace_mcount_caller5, 5, 8(%rbp), 8(%rbp)
+	FTRACE_CALLER ftrace_mcount_caller6, 6, 8(%rbp), 8(%rbp)
 
 /*
  * ftrace_stub: the empty tracer (FTRACE=nop). Enabled sites call it
@@ -258,8 +334,6 @@ return_to_handler:
  * busy is held across the updates, so a signal handler's traced calls
  * cannot interleave (they take the C path, which drops them).
  */
-#include "../layout.h"
-
 	.hidden	ftrt_tb
 	.hidden	ftrt_clock_mono
 	.hidden	ftrt_max_depth
