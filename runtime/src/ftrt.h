@@ -164,6 +164,11 @@ extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 void ftrt_pass(struct ftrt_mod *md);
 /* The records, for the trace's metadata: NULL past the last. */
 const struct ftrt_mod *ftrt_module_at(int i);
+/* Hold the records still (a thread may dlopen or dlclose while the
+ * metadata is written at exit): 1 when held, 0 when another holder did
+ * not let go within a second (the metadata is written anyway). */
+int ftrt_modules_hold(void);
+void ftrt_modules_release(void);
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self);
 

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "ftrt.h"
 
 /* Records are kept after dlclose, for the metadata; a program that
@@ -33,6 +35,24 @@ uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 const struct ftrt_mod *ftrt_module_at(int i)
 {
 	return i >= 0 && i < nmods ? &mods[i] : NULL;
+}
+
+int ftrt_modules_hold(void)
+{
+	/* Not a plain lock: the exit may come from a signal handler that
+	 * interrupted this very thread inside the lock, or from a thread
+	 * that a holder waits for. */
+	for (int i = 0; i < 200; i++) {
+		if (pthread_mutex_trylock(&lock) == 0)
+			return 1;
+		nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	}
+	return 0;
+}
+
+void ftrt_modules_release(void)
+{
+	pthread_mutex_unlock(&lock);
 }
 
 /* Where a module lies, found from any address inside it. */

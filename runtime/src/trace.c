@@ -382,6 +382,7 @@ static void trace_stop(void)
 	int fd = (int)sys(SYS_openat, dir_fd, (long)"meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
 	if (fd < 0)
 		return;
+	int held = ftrt_modules_hold();
 	char exe[4096];
 	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
@@ -435,6 +436,8 @@ static void trace_stop(void)
 	write_all(fd, cfg, strlen(cfg));
 	write_all(fd, "\n", 1);
 	meta_modules(fd);
+	if (held)
+		ftrt_modules_release();
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
