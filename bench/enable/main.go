@@ -20,8 +20,10 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,14 +88,7 @@ func program(bin string, s shape) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(os.Stderr, "generating %s (%d functions, %s)...\n", prog, funcs, s.name)
-	var b strings.Builder
-	b.WriteString("\t.text\n")
-	for i := 0; i < funcs; i++ {
-		fmt.Fprintf(&b, "\t.globl f%d\n\t.type f%d, @function\n\t.p2align 4\nf%d:\n\t%s\n\tleal 1(%%rdi), %%eax\n\tret\n\t.size f%d, .-f%d\n", i, i, i, s.call, i, i)
-	}
-	fmt.Fprintf(&b, "\t.globl main\n\t.type main, @function\nmain:\n\t%s\n\txorl %%eax, %%eax\n\tret\n\t.size main, .-main\n", s.call)
-	b.WriteString("\t.section .note.GNU-stack,\"\",@progbits\n")
-	if err := os.WriteFile(filepath.Join(dir, "many.s"), []byte(b.String()), 0o644); err != nil {
+	if err := writeAsm(filepath.Join(dir, "many.s"), s.call); err != nil {
 		return "", err
 	}
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
@@ -113,6 +108,46 @@ func program(bin string, s shape) (string, error) {
 	os.Remove(filepath.Join(dir, "many.s"))
 	os.Remove(filepath.Join(dir, "many.o"))
 	return prog, nil
+}
+
+// writeAsm writes the program's assembly to path, streamed: the timed
+// commands' peak RSS, as the kernel reports it, starts from this
+// process's own high-water mark (they are started by vfork), so this
+// process must never hold the whole program in memory.
+func writeAsm(path, call string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("\t.text\n")
+	for i := 0; i < funcs; i++ {
+		fmt.Fprintf(w, "\t.globl f%d\n\t.type f%d, @function\n\t.p2align 4\nf%d:\n\t%s\n\tleal 1(%%rdi), %%eax\n\tret\n\t.size f%d, .-f%d\n", i, i, i, call, i, i)
+	}
+	fmt.Fprintf(w, "\t.globl main\n\t.type main, @function\nmain:\n\t%s\n\txorl %%eax, %%eax\n\tret\n\t.size main, .-main\n", call)
+	w.WriteString("\t.section .note.GNU-stack,\"\",@progbits\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// selfHWM is this process's own peak RSS in KB (VmHWM), the floor under
+// every child's reported max RSS.
+func selfHWM() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb
+		}
+	}
+	return 0
 }
 
 // A benchCase is one command, run on a fresh copy of its input each time.
@@ -154,13 +189,23 @@ func (c *benchCase) run(ftpatch, work string) error {
 	return nil
 }
 
+// copyFile copies from to to, streamed (see writeAsm).
 func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
+	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
+	defer in.Close()
 	os.Remove(to)
-	return os.WriteFile(to, b, 0o755)
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func median(d []time.Duration) time.Duration {
@@ -235,6 +280,9 @@ func run(bin string, runs int) error {
 				float64(m.Microseconds())/1000, float64(best.Microseconds())/1000, float64(median(c.cpus).Microseconds())/1000,
 				float64(c.rss)/1024, ratio, verdict)
 		}
+	}
+	if hwm := selfHWM(); hwm > 0 {
+		fmt.Printf("\nthis process's own peak RSS: %.1f MB, the floor under every max RSS above (children start by vfork)\n", float64(hwm)/1024)
 	}
 	fmt.Printf("\nload average at end: %s (this machine's 2 cores are shared: with a load above 2, wall time is\nmostly waiting for a core; cpu is the command's own user+system time)\n", loadavg())
 	if missed > 0 {
