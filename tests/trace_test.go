@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,6 +113,23 @@ func TestFunctionTracer(t *testing.T) {
 							t.Errorf("%s: traced %d calls the oracle never saw", fn, counts[fn])
 						}
 					}
+					// Each record's parent ip names the call's real caller
+					// (main.c and other.c say which; main's is libc's).
+					callers := traceCallers(t, out)
+					wantCallers := map[string]map[string]int{
+						"fib":            {"main": 2, "fib": want["fib"] - 2},
+						"weak_or_strong": {"main": 1, "helper": 1},
+						"local_twice":    {"main": 1},
+						"helper":         {"main": 1},
+						"sum":            {"main": 1},
+						"scale":          {"main": 1},
+						"make_pair":      {"main": 1},
+					}
+					for fn, wc := range wantCallers {
+						if !maps.Equal(callers[fn], wc) {
+							t.Errorf("%s: called from %v, want %v", fn, callers[fn], wc)
+						}
+					}
 
 					// The empty tracer: sites call a stub; nothing is recorded.
 					nopOut := filepath.Join(t.TempDir(), "t")
@@ -157,6 +175,30 @@ func TestFunctionTracer(t *testing.T) {
 
 // traceCounts reads a trace with the package every command uses and
 // tallies calls per function.
+// traceCallers reads the function trace in dir: for each function, how
+// many of its calls came from each caller function (by the record's
+// parent ip).
+func traceCallers(t *testing.T, dir string) map[string]map[string]int {
+	t.Helper()
+	tr, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _, err := trace.LoadProcess(&tr.Meta, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]int{}
+	for _, e := range trace.Events(tr, syms) {
+		caller, _, _ := strings.Cut(e.Caller, "+")
+		if out[e.Func] == nil {
+			out[e.Func] = map[string]int{}
+		}
+		out[e.Func][caller]++
+	}
+	return out
+}
+
 func traceCounts(t *testing.T, dir string) map[string]int {
 	t.Helper()
 	tr, err := trace.Read(dir)
