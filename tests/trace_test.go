@@ -173,33 +173,9 @@ func TestFunctionTracer(t *testing.T) {
 	}
 }
 
-// traceCounts reads a trace with the package every command uses and
-// tallies calls per function.
-// traceCallers reads the function trace in dir: for each function, how
-// many of its calls came from each caller function (by the record's
-// parent ip).
-func traceCallers(t *testing.T, dir string) map[string]map[string]int {
-	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _, err := trace.LoadProcess(&tr.Meta, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]map[string]int{}
-	for _, e := range trace.Events(tr, syms) {
-		caller, _, _ := strings.Cut(e.Caller, "+")
-		if out[e.Func] == nil {
-			out[e.Func] = map[string]int{}
-		}
-		out[e.Func][caller]++
-	}
-	return out
-}
-
-func traceCounts(t *testing.T, dir string) map[string]int {
+// traceEvents reads the trace in dir and names its calls; a warning, a
+// dropped event or a site skipped or failed is an error of the test.
+func traceEvents(t *testing.T, dir string) []trace.Event {
 	t.Helper()
 	tr, err := trace.Read(dir)
 	if err != nil {
@@ -215,8 +191,31 @@ func traceCounts(t *testing.T, dir string) map[string]int {
 	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
 		t.Errorf("meta: %+v", tr.Meta)
 	}
+	return trace.Events(tr, syms)
+}
+
+// traceCallers reads the function trace in dir: for each function, how
+// many of its calls came from each caller function (by the record's
+// parent ip).
+func traceCallers(t *testing.T, dir string) map[string]map[string]int {
+	t.Helper()
+	out := map[string]map[string]int{}
+	for _, e := range traceEvents(t, dir) {
+		caller, _, _ := strings.Cut(e.Caller, "+")
+		if out[e.Func] == nil {
+			out[e.Func] = map[string]int{}
+		}
+		out[e.Func][caller]++
+	}
+	return out
+}
+
+// traceCounts reads a trace with the package every command uses and
+// tallies calls per function.
+func traceCounts(t *testing.T, dir string) map[string]int {
+	t.Helper()
 	counts := map[string]int{}
-	for _, c := range trace.Counts(trace.Events(tr, syms)) {
+	for _, c := range trace.Counts(traceEvents(t, dir)) {
 		counts[c.Func] = c.Calls
 	}
 	return counts

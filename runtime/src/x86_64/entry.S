@@ -61,6 +61,50 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
+/*
+ * The fast paths' pieces. SAVE_SCRATCH, RESTORE_SCRATCH: the four
+ * registers they use (rax rcx rdx rsi), saved on the stack: 32 bytes,
+ * rax deepest. TBUF_RCX: rcx = the thread's struct tbuf (initial-exec
+ * TLS: the runtime is linked into the program), NULL before its first
+ * event. TS62_RAX: rax = rdtsc's 62 low bits, the timestamp field of a
+ * record's first word (rdx clobbered).
+ */
+.macro SAVE_SCRATCH
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+.endm
+
+.macro RESTORE_SCRATCH
+	popq	%rsi
+	.cfi_adjust_cfa_offset -8
+	popq	%rdx
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+.endm
+
+	.hidden	ftrt_tb
+.macro TBUF_RCX
+	movq	ftrt_tb@gottpoff(%rip), %rcx
+	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+.endm
+
+.macro TS62_RAX
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	shlq	$2, %rax			/* 62 bits of timestamp... */
+	shrq	$2, %rax
+.endm
+
 	.text
 
 	.globl	__fentry__
@@ -154,16 +198,8 @@ mcount:
 	.cfi_startproc
 	cmpl	$0, ftrt_fast_function(%rip)
 	je	2f
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	movq	ftrt_tb@gottpoff(%rip), %rcx
-	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	SAVE_SCRATCH
+	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	1f				/* the thread's first event: C makes the buffer */
 	cmpl	$0, TB_BUSY(%rcx)
@@ -179,31 +215,13 @@ mcount:
 	movq	%rax, 8(%rsi)			/* words[n+1] = site */
 	movq	\fastparent, %rax
 	movq	%rax, 16(%rsi)			/* words[n+2] = parent ip */
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rdx, %rax
-	shlq	$2, %rax			/* 62 bits of timestamp, under REC_CALL (0) */
-	shrq	$2, %rax
+	TS62_RAX				/* under REC_CALL (0) */
 	movq	%rax, (%rsi)			/* words[n] */
 	movl	$0, TB_BUSY(%rcx)
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
-1:	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+1:	RESTORE_SCRATCH
 2:	PUSH_ARGS
 	pushq	%r11
 	.cfi_adjust_cfa_offset 8
@@ -334,7 +352,6 @@ return_to_handler:
  * busy is held across the updates, so a signal handler's traced calls
  * cannot interleave (they take the C path, which drops them).
  */
-	.hidden	ftrt_tb
 	.hidden	ftrt_clock_mono
 	.hidden	ftrt_max_depth
 	.text
@@ -343,16 +360,8 @@ return_to_handler:
 	.p2align 4
 ftrace_graph_enter:
 	.cfi_startproc
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	movq	ftrt_tb@gottpoff(%rip), %rcx
-	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	SAVE_SCRATCH
+	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
 	movl	TB_BUSY(%rcx), %eax
@@ -396,36 +405,18 @@ ftrace_graph_enter:
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
 	addl	$2, TB_N(%rcx)
 	movq	%r11, 8(%rsi)			/* words[n+1] = site */
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rdx, %rax
-	shlq	$2, %rax			/* 62 bits of timestamp... */
-	shrq	$2, %rax
-	btsq	$62, %rax			/* ...under REC_ENTRY */
+	TS62_RAX
+	btsq	$62, %rax			/* under REC_ENTRY */
 	movq	%rax, (%rsi)			/* words[n] */
 	movl	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
 .Lenter_unbusy:
 	movl	$0, TB_BUSY(%rcx)
 .Lenter_slow:
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	RESTORE_SCRATCH
 /*
  * The C path, with the frame as at ftrace_graph_enter's entry:
  *
@@ -489,8 +480,7 @@ ftrace_graph_leave:
 	subq	$32, %rsp
 	movq	%rax, 0(%rsp)
 	movq	%rdx, 8(%rsp)
-	movq	ftrt_tb@gottpoff(%rip), %rcx
-	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lleave_slow
 	movl	TB_BUSY(%rcx), %eax
@@ -511,12 +501,8 @@ ftrace_graph_leave:
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rdx, %rax
-	shlq	$2, %rax			/* 62 bits of timestamp... */
-	shrq	$2, %rax
-	btsq	$63, %rax			/* ...under REC_EXIT */
+	TS62_RAX
+	btsq	$63, %rax			/* under REC_EXIT */
 	movl	TB_N(%rcx), %edx
 	incl	TB_N(%rcx)
 	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
