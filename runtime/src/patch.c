@@ -245,7 +245,9 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 	unsigned char verdict[BLOCK], lens[BLOCK];
 	/* No site is at an address below 6: prev = 0 compares as far away. */
 	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
+#if defined(__x86_64__)
 	const uintptr_t fentry = ftrt_targets[FTRT_T_FENTRY], mcount = ftrt_targets[FTRT_T_MCOUNT];
+#endif
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t ip = sites[i];
 		int len = 6, a = RECHECK;

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "../ftrt.h"
+#include "quick.h"
 
 /* One instruction per size: a thread stopped inside a multi-NOP site
  * could resume in the middle of a call written there later. */
@@ -104,18 +105,13 @@ static inline int is_hook(uintptr_t target)
 }
 
 /*
- * A site's bytes as one little-endian integer. Every site the load-time
- * pass reads has 8 bytes of its segment from its address on (walk() in
- * patch.c checks), so a site costs one load, and each shape below is a
- * compare of its first n bytes under a mask rather than a byte loop or a
- * libc call: the whole pass has a budget of 20 ns per site.
+ * A site's bytes as one little-endian integer (ftrt_quick_load). Every
+ * site the load-time pass reads has 8 bytes of its segment from its
+ * address on (walk() in patch.c checks), so a site costs one load, and
+ * each shape below is a compare of its first n bytes under a mask rather
+ * than a byte loop or a libc call: the whole pass has a budget of 20 ns
+ * per site.
  */
-static inline uint64_t load8(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
 
 static inline uint64_t low(uint64_t v, int n)
 {
@@ -154,7 +150,7 @@ static inline uintptr_t call_target(const unsigned char *ip, uint64_t v, int len
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
-	uint64_t v = load8(ip);
+	uint64_t v = ftrt_quick_load((uintptr_t)ip);
 	switch (v & 0xff) {
 	case 0xe8:
 		*len = 5;
