@@ -13,6 +13,13 @@
 //	           -finstrument-functions hooks writing 16-byte records
 //	           {rdtsc, function} to a per-thread TLS ring, two rdtsc per
 //	           call, nothing written out: the physical floor here
+//	skeleton   function_graph's control flow at an entry site (jmp to a
+//	           trampoline that calls the body) writing the floor's
+//	           records, and nothing else (skeletonS): what the design
+//	           costs before the checks and the writing out a tracer needs
+//	hijack     the floor's records from a __fentry__ that hijacks the
+//	           return instead, as the graph tracer must at -pg sites, and
+//	           nothing else (boundS): what a mispredicted return costs
 //	uftrace    gcc -O2 -pg, under `uftrace record`
 //	xray-nop   clang -fxray-instrument, sleds not patched
 //	xray-fdr   the same, XRay's flight-data-recorder mode, every call kept
@@ -85,6 +92,171 @@ __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, v
 { unsigned p = pos; ring[p].ts = rdtsc(); ring[p].fn = (uint64_t)fn | 1ull << 63; pos = (p + 1) & (N - 1); (void)cs; }
 `
 
+// boundS is a graph tracer that hijacks returns, as function_graph must at
+// -pg sites (after the prologue, where no trampoline can call the body),
+// reduced to nothing else: a __fentry__ that writes the floor's two
+// 16-byte records {rdtsc, ip} to a ring in memory and points the caller's
+// return slot at its exit hook. No ftrace_regs, no recursion guard, no
+// frame check, no TLS, nothing written out. The traced function's `ret`
+// no longer goes where the CPU's return stack predicts, so every call
+// pays a mispredicted return, which the floor's compiler-inserted exit
+// hook and function_graph's entry-site trampolines (skeletonS) do not.
+// Single-threaded, at most 4096 nested calls: for this loop only.
+const boundS = `/* A return-hijacking graph tracer with nothing else: see boundS in bench/runtime/main.go. */
+	.bss
+	.p2align 6
+ring:	.zero 16 * 65536	/* {ts, ip} records, 16 bytes each */
+pos:	.quad 0			/* next record's index */
+shadow:	.zero 8 * 4096		/* the hijacked return addresses */
+depth:	.quad 0			/* entries on shadow */
+
+/* One record: rax = the timestamp (rdtsc's edx:eax joined), rdx = its
+ * second word; clobbers r11 and r10. */
+	.macro RECORD
+	mov pos(%rip), %r10
+	lea ring(%rip), %r11
+	shl $4, %r10
+	mov %rax, (%r11, %r10)
+	mov %rdx, 8(%r11, %r10)
+	shr $4, %r10
+	inc %r10
+	and $65535, %r10
+	mov %r10, pos(%rip)
+	.endm
+
+	.text
+	.globl __fentry__
+	.type __fentry__, @function
+/* Entered from the first instruction of a traced function:
+ *   0(%rsp)  the function's body (where this returns)
+ *   8(%rsp)  the caller's return address, hijacked below */
+__fentry__:
+	push %rax		/* rax, rdx: argument registers (varargs count, third argument) */
+	push %rdx
+	rdtsc
+	shl $32, %rdx
+	or %rdx, %rax
+	mov 16(%rsp), %rdx	/* the site's return: the function */
+	RECORD
+	mov depth(%rip), %r10	/* push the caller's return on the shadow stack */
+	lea shadow(%rip), %r11
+	mov 24(%rsp), %rax
+	mov %rax, (%r11, %r10, 8)
+	inc %r10
+	mov %r10, depth(%rip)
+	lea hijacked(%rip), %rax
+	mov %rax, 24(%rsp)	/* the function now returns to hijacked */
+	pop %rdx
+	pop %rax
+	ret
+	.size __fentry__, .-__fentry__
+
+/* The traced function's return: rax, rdx hold its return value. */
+	.type hijacked, @function
+hijacked:
+	push %rax
+	push %rdx
+	rdtsc
+	shl $32, %rdx
+	or %rdx, %rax
+	mov $1, %edx		/* an exit record */
+	RECORD
+	mov depth(%rip), %r10	/* pop the real return address */
+	dec %r10
+	mov %r10, depth(%rip)
+	lea shadow(%rip), %r11
+	mov (%r11, %r10, 8), %r11
+	pop %rdx
+	pop %rax
+	jmp *%r11
+	.size hijacked, .-hijacked
+	.section .note.GNU-stack, "", @progbits
+`
+
+// skeletonS is function_graph's own control flow at an entry site with
+// nothing else: the leaf (hand-written here) starts with the `jmp` its
+// site becomes, to a trampoline laid out as site.c builds them (call the
+// entry hook, drop the caller's return address, call the body, jump to
+// the exit hook, which returns where the caller's call predicts), and the
+// hooks write the floor's two 16-byte records to a ring in memory. No
+// TLS, no checks, no recursion guard or frame check, nothing written
+// out: what the trampoline design costs before anything a real tracer
+// needs. Single-threaded, at most 4096 nested calls: for this loop only.
+const skeletonS = `/* function_graph's skeleton: see skeletonS in bench/runtime/main.go. */
+	.bss
+	.p2align 6
+ring:	.zero 16 * 65536	/* {ts, ip} records */
+pos:	.quad 0
+shadow:	.zero 8 * 4096		/* the callers' return addresses */
+depth:	.quad 0
+
+	.macro RECORD		/* rax, rdx: the record's two words; clobbers r10, r11 */
+	mov pos(%rip), %r10
+	lea ring(%rip), %r11
+	shl $4, %r10
+	mov %rax, (%r11, %r10)
+	mov %rdx, 8(%r11, %r10)
+	shr $4, %r10
+	inc %r10
+	and $65535, %r10
+	mov %r10, pos(%rip)
+	.endm
+
+	.text
+	.globl leaf
+	.type leaf, @function
+	.p2align 4
+leaf:	jmp tramp		/* the site, as function_graph writes it */
+body:	ret			/* the empty body */
+	.size leaf, .-leaf
+
+	.p2align 4
+tramp:	lea leaf(%rip), %r11	/* the site, for the record */
+	call enter
+	add $8, %rsp		/* drop the caller's return address (on shadow)... */
+	call body		/* ...and call the body in its place */
+	jmp leave
+
+/* 24(%rsp) the caller's return, 16(%rsp) into the trampoline, then rax, rdx */
+enter:	push %rax
+	push %rdx
+	rdtsc
+	shl $32, %rdx
+	or %rdx, %rax
+	mov %r11, %rdx
+	RECORD
+	mov depth(%rip), %r10
+	lea shadow(%rip), %r11
+	mov 24(%rsp), %rax
+	mov %rax, (%r11, %r10, 8)
+	inc %r10
+	mov %r10, depth(%rip)
+	pop %rdx
+	pop %rax
+	ret
+
+/* Back from the body: the caller's return slot is 16(%rsp) after the sub. */
+leave:	sub $24, %rsp
+	mov %rax, (%rsp)
+	mov %rdx, 8(%rsp)
+	rdtsc
+	shl $32, %rdx
+	or %rdx, %rax
+	mov $1, %edx		/* an exit record */
+	RECORD
+	mov depth(%rip), %r10
+	dec %r10
+	mov %r10, depth(%rip)
+	lea shadow(%rip), %r11
+	mov (%r11, %r10, 8), %r11
+	mov %r11, 16(%rsp)	/* the real return address, where ret finds it */
+	mov 8(%rsp), %rdx
+	mov (%rsp), %rax
+	add $16, %rsp
+	ret
+	.section .note.GNU-stack, "", @progbits
+`
+
 const mainC = `/* The loop: calls leaf() N times (default 5,000,000). */
 #include <stdlib.h>
 void leaf(void);
@@ -154,8 +326,10 @@ func run(work, bin string, runs int, only string) error {
 	if err := os.WriteFile(filepath.Join(work, "tsc.c"), []byte(tscC), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(work, "floor.c"), []byte(floorC), 0o644); err != nil {
-		return err
+	for name, text := range map[string]string{"floor.c": floorC, "bound.S": boundS, "skeleton.S": skeletonS} {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {
+			return err
+		}
 	}
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
 	if err != nil {
@@ -169,6 +343,9 @@ func run(work, bin string, runs int, only string) error {
 		{"gcc", "-O2", "tsc.c", "-o", "tsc"},
 		{"gcc", "-O2", "-finstrument-functions", "-c", "leaf.c", "-o", "leaf-cyg.o"},
 		{"gcc", "-O2", "main.c", "leaf-cyg.o", "floor.c", "-o", "floor"},
+		{"gcc", "-O2", "-pg", "-mfentry", "-fno-pie", "-c", "leaf.c", "-o", "leaf-bound.o"},
+		{"gcc", "-O2", "-no-pie", "main.c", "leaf-bound.o", "bound.S", "-o", "bound"},
+		{"gcc", "-O2", "-no-pie", "main.c", "skeleton.S", "-o", "skeleton"},
 		{"gcc", "-O2", "-pg", "-mfentry", "-c", "leaf.c", "main.c"},
 		{filepath.Join(bin, "recordmcount"), "leaf.o", "main.o"},
 		append([]string{"gcc", "leaf.o", "main.o", "-o", "ours"}, strings.Fields(string(libs))...),
@@ -186,6 +363,8 @@ func run(work, bin string, runs int, only string) error {
 		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
 		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
 		{name: floorName, argv: []string{abs("floor")}},
+		{name: skeletonName, argv: []string{abs("skeleton")}},
+		{name: boundName, argv: []string{abs("bound")}},
 	}
 	if _, err := exec.LookPath("uftrace"); err == nil {
 		if err := sh(work, "gcc", "-O2", "-pg", "leaf.c", "main.c", "-o", "upg"); err != nil {
@@ -252,6 +431,13 @@ func run(work, bin string, runs int, only string) error {
 			verdict = "MISSED"
 		}
 		fmt.Printf("       function_graph records every call to disk at %.2f ns/call, %.2fx the floor's %.2f ns/call (which keeps only its last 65,536 records in memory); target 1.10x: %s\n", g, g/f, f, verdict)
+		if k, ok := byName[skeletonName]; ok {
+			fmt.Printf("       function_graph's skeleton (its trampoline and the floor's records, no checks, nothing written out): %.2f ns/call, %.2fx the floor;\n", k, k/f)
+			fmt.Printf("       function_graph does %.2f ns/call more than its skeleton: the checks that keep it safe, and writing every record out\n", g-k)
+		}
+		if b, ok := byName[boundName]; ok {
+			fmt.Printf("       a graph tracer that hijacks returns, as at -pg sites, with nothing else: %.2f ns/call, %.2fx the floor (a mispredicted return per call)\n", b, b/f)
+		}
 	}
 	fmt.Println()
 	for _, c := range cases {
@@ -279,7 +465,11 @@ func run(work, bin string, runs int, only string) error {
 	return nil
 }
 
-const floorName = "floor: funtrace's scheme (TLS ring)"
+const (
+	floorName    = "floor: funtrace's scheme (TLS ring)"
+	skeletonName = "graph's skeleton (trampoline only)"
+	boundName    = "hijack's skeleton (-pg sites)"
+)
 
 func (c *benchCase) run(record bool) error {
 	if c.outDir != "" {
