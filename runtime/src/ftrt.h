@@ -234,6 +234,9 @@ extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
 int ftrt_trace_start(const char *dir);
+/* The tracer's options are set (after ftrt_trace_start): the assembly
+ * fast paths may run from here on. */
+void ftrt_trace_go(void);
 /* Whether a trace is open, and its clock now (a record's timestamp). */
 int ftrt_tracing(void);
 uint64_t ftrt_now(void);

@@ -603,8 +603,10 @@ static int start_trace(void)
 		env.trace = ftrt_trace_start(dir && *dir ? dir : "ftrace.data") == 0 ? 1 : -1;
 		if (env.trace < 0)
 			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
-		else
+		else {
 			tracer_options();
+			ftrt_trace_go();
+		}
 	}
 	return env.trace > 0 ? 0 : -1;
 }

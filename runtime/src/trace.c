@@ -157,11 +157,14 @@ static uint64_t mono_ns(void)
  * FTRACE_CLOCK=mono) CLOCK_MONOTONIC in ns, through the vDSO: slower, but
  * never wrong. The metadata names the clock.
  */
-__attribute__((visibility("hidden"))) int ftrt_clock_mono; /* read by entry.S */
-#define clock_mono ftrt_clock_mono
+static int clock_mono;
 /* The function tracer's fast path (entry.S) may run: the trace is open,
  * the tracer is function and the clock the TSC. */
 __attribute__((visibility("hidden"))) int ftrt_fast_function;
+/* The graph tracer's fast paths (ftrace_graph_enter and _leave) may run:
+ * the trace is open, the tracer is function_graph, the clock the TSC and
+ * no FTRACE_THRESH (whose bookkeeping is the C path's). */
+__attribute__((visibility("hidden"))) int ftrt_fast_graph;
 
 static int tsc_trusted(void)
 {
@@ -501,8 +504,13 @@ int ftrt_trace_start(const char *dir)
 	tsc_start = now();
 	mono_start = mono_ns();
 	atexit(trace_stop);
-	ftrt_fast_function = ftrt_mode == FTRT_FUNCTION && !clock_mono;
 	return 0;
+}
+
+void ftrt_trace_go(void)
+{
+	ftrt_fast_function = ftrt_mode == FTRT_FUNCTION && !clock_mono;
+	ftrt_fast_graph = ftrt_mode == FTRT_GRAPH && !clock_mono && !ftrt_thresh_tsc;
 }
 
 /* Room for a record of up to three words: flush when the buffer is full. */

@@ -330,13 +330,16 @@ return_to_handler:
  * function's entry (no argument uses it); flags are not live there.
  *
  * ftrace_graph_enter: called from tramp+7, with r11 = the site. The
- * common case is written out here, without a C call: the thread has a
+ * common case is written out here, without a C call: the trace is open
+ * on the TSC with no FTRACE_THRESH (ftrt_fast_graph), the thread has a
  * buffer with room, is not in the tracer already (a signal handler), has
  * not overflowed or gone past FTRACE_DEPTH, no exception is being
- * unwound, the clock is the TSC, and the call on top of the shadow stack
- * is still live (its frame is above ours and its return slot still holds
- * its hook). Anything else goes to the C path (.Lenter_slow), which
- * handles it all. Fast path frame:
+ * unwound, and the call on top of the shadow stack is still live (its
+ * frame is above ours and its return slot still holds its hook).
+ * Anything else goes to the C path (.Lenter_slow), which handles it all.
+ * The timestamp is taken first, before the checks: on the VMs measured,
+ * an rdtsc behind a run of loads and stores costs more than one ahead of
+ * them. Fast path frame:
  *
  *     40(%rsp) the function's return slot: the caller's return address
  *     32(%rsp) return into the trampoline = tramp+13 (the hook is +11)
@@ -345,14 +348,16 @@ return_to_handler:
  *      8(%rsp) rdx  (argument 3)
  *      0(%rsp) rsi  (argument 2)
  *
- * Registers: rcx = the thread's struct tbuf (layout.h), eax = depth, then
- * scratch; rsi = shadow entries, then &words[n]; rdx:rax = rdtsc. The
- * entry record is words[n] = REC_ENTRY << 62 | ts, words[n+1] = site;
- * the shadow entry {caller's return address, site, sp, hook, position}.
- * busy is held across the updates, so a signal handler's traced calls
- * cannot interleave (they take the C path, which drops them).
+ * Registers: rdx = the timestamp; rcx = the thread's struct tbuf
+ * (layout.h); eax = depth d, then scratch; rsi = &shadow[d], then
+ * &words[n]. The entry record is words[n] = REC_ENTRY << 62 | ts,
+ * words[n+1] = site; the shadow entry {caller's return address, site,
+ * sp, hook} (its stream position is for FTRACE_THRESH, whose runs take
+ * the C path). busy is held across the updates, so a signal handler's
+ * traced calls cannot interleave (they take the C path, which drops
+ * them).
  */
-	.hidden	ftrt_clock_mono
+	.hidden	ftrt_fast_graph
 	.hidden	ftrt_max_depth
 	.text
 	.globl	ftrace_graph_enter
@@ -360,14 +365,18 @@ return_to_handler:
 	.p2align 4
 ftrace_graph_enter:
 	.cfi_startproc
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rax, %rdx			/* rdx = ts */
 	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
 	movl	TB_BUSY(%rcx), %eax
 	orl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
-	orl	ftrt_clock_mono(%rip), %eax
 	jnz	.Lenter_slow
 	cmpl	$TBUF_WORDS-2, TB_N(%rcx)
 	ja	.Lenter_slow			/* no room for the record: C flushes */
@@ -375,21 +384,18 @@ ftrace_graph_enter:
 	cmpl	ftrt_max_depth(%rip), %eax
 	jae	.Lenter_slow			/* FTRACE_DEPTH, or the shadow stack full */
 	movl	$1, TB_BUSY(%rcx)
+	leaq	(%rax,%rax,4), %rsi
+	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
 	testl	%eax, %eax
 	jz	1f
-	leaq	(%rax,%rax,4), %rsi
-	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi,8), %rsi	/* &shadow[d-1]: the call on top */
-	leaq	48(%rsp), %rdx			/* our sp: the function will return with it */
-	cmpq	%rdx, SH_SP(%rsi)
-	jb	.Lenter_unbusy			/* top's frame is below ours: it was left */
-	movq	SH_SP(%rsi), %rdx
-	movq	-8(%rdx), %rdx			/* top's return slot... */
-	cmpq	%rdx, SH_HOOK(%rsi)
+	leaq	48(%rsp), %rax			/* our sp: the function will return with it */
+	cmpq	%rax, SH_SP-SH_SIZE(%rsi)
+	jb	.Lenter_unbusy			/* shadow[d-1]'s frame is below ours: it was left */
+	movq	SH_SP-SH_SIZE(%rsi), %rax
+	movq	-8(%rax), %rax			/* shadow[d-1]'s return slot... */
+	cmpq	%rax, SH_HOOK-SH_SIZE(%rsi)
 	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
-1:	leaq	(%rax,%rax,4), %rsi
-	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
-	incl	%eax
-	movl	%eax, TB_DEPTH(%rcx)
+1:	incl	TB_DEPTH(%rcx)
 	movq	40(%rsp), %rax
 	movq	%rax, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
@@ -399,15 +405,13 @@ ftrace_graph_enter:
 	addq	$11, %rax
 	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
 	movl	TB_N(%rcx), %eax		/* n */
-	movq	TB_BASE(%rcx), %rdx
-	addq	%rax, %rdx
-	movq	%rdx, SH_POS(%rsi)		/* where the entry record goes in the stream */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
 	addl	$2, TB_N(%rcx)
 	movq	%r11, 8(%rsi)			/* words[n+1] = site */
-	TS62_RAX
-	btsq	$62, %rax			/* under REC_ENTRY */
-	movq	%rax, (%rsi)			/* words[n] */
+	shlq	$2, %rdx			/* 62 bits of timestamp... */
+	shrq	$2, %rdx
+	btsq	$62, %rdx			/* ...under REC_ENTRY */
+	movq	%rdx, (%rsi)			/* words[n] */
 	movl	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
@@ -417,6 +421,7 @@ ftrace_graph_enter:
 	movl	$0, TB_BUSY(%rcx)
 .Lenter_slow:
 	RESTORE_SCRATCH
+.Lenter_c:
 /*
  * The C path, with the frame as at ftrace_graph_enter's entry:
  *
@@ -461,15 +466,17 @@ ftrace_graph_enter:
  *      8(%rsp) rdx
  *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
  *
- * The common case is written out: the call on top of the shadow stack is
- * the one returning (its sp is ours), the buffer has room, no threshold,
- * the clock is the TSC. The exit record is one word, REC_EXIT << 62 | ts;
- * busy is held while the shadow stack and the buffer change.
+ * The common case is written out: the trace is on the TSC with no
+ * threshold (ftrt_fast_graph), the call on top of the shadow stack is the
+ * one returning (its sp is ours), the buffer has room. The timestamp is
+ * taken first, as at entry. rdx = the timestamp, rcx = the thread's
+ * struct tbuf, rsi = &shadow[depth-1]. The exit record is one word,
+ * REC_EXIT << 62 | ts; busy is held while the shadow stack and the
+ * buffer change.
  * Anything else goes to ftrt_graph_exit(sp), which records the exit (and
  * any calls a longjmp left) and gives the real return address. Either
  * way the final `ret` goes there, as the caller's call predicted.
  */
-	.hidden	ftrt_thresh_tsc
 	.text
 	.globl	ftrace_graph_leave
 	.type	ftrace_graph_leave, @function
@@ -480,13 +487,16 @@ ftrace_graph_leave:
 	subq	$32, %rsp
 	movq	%rax, 0(%rsp)
 	movq	%rdx, 8(%rsp)
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Lleave_slow
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rax, %rdx			/* rdx = ts */
 	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lleave_slow
-	movl	TB_BUSY(%rcx), %eax
-	orl	ftrt_clock_mono(%rip), %eax
-	orq	ftrt_thresh_tsc(%rip), %rax
-	jnz	.Lleave_slow
+	cmpl	$0, TB_BUSY(%rcx)
+	jne	.Lleave_slow
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
 	ja	.Lleave_slow
 	movl	TB_DEPTH(%rcx), %eax
@@ -501,11 +511,12 @@ ftrace_graph_leave:
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
-	TS62_RAX
-	btsq	$63, %rax			/* under REC_EXIT */
-	movl	TB_N(%rcx), %edx
+	shlq	$2, %rdx			/* 62 bits of timestamp... */
+	shrq	$2, %rdx
+	btsq	$63, %rdx			/* ...under REC_EXIT */
+	movl	TB_N(%rcx), %eax
 	incl	TB_N(%rcx)
-	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
+	movq	%rdx, TB_WORDS(%rcx,%rax,8)	/* words[n] */
 	movl	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
 .Lleave_slow:
