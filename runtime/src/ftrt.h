@@ -202,6 +202,10 @@ const char *ftrt_arch_probe(const char *force);
  * function's entry or after its prologue (-pg); 0, or -1 when the
  * trampoline is out of reach. */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
+/* What ftrt_arch_call's site of len bytes calls, at a function's entry
+ * or after its prologue, for the load-time pass's inline path; 0 when
+ * it does not call (function_graph's jump to the site's own trampoline). */
+uintptr_t ftrt_arch_call_target(int len, int entry);
 /* Before a module's pass: what ftrt_arch_call builds from now on
  * (per-site trampolines) belongs to module `owner` (never shared with
  * another module, so it can go when the module does). */
@@ -219,11 +223,12 @@ int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
  * is good until the next call (or the next ftrt_load_symbols). */
 struct ftrt_func {
 	uintptr_t start, end; /* run-time addresses */
-	const char *name;
+	const char *name;     /* NULL when the symbols were read without names */
 };
 /* Read the function symbols of the ELF file at path, loaded at bias;
- * ftrt_func_at answers from them until ftrt_free_symbols. */
-int ftrt_load_symbols(const char *path, uintptr_t bias);
+ * ftrt_func_at answers from them until ftrt_free_symbols, with each
+ * function's name when with_names is set (NULL otherwise, and faster). */
+int ftrt_load_symbols(const char *path, uintptr_t bias, int with_names);
 const struct ftrt_func *ftrt_func_at(uintptr_t addr);
 void ftrt_free_symbols(void);
 

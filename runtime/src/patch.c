@@ -182,7 +182,7 @@ enum {
 	SKIP,      /* bytes no site may hold: counted, never written */
 	FAIL,      /* to write, but outside the pages made writable: counted failed, not written */
 	WRITE,     /* a call (the compiler's or ours) or a run of NOPs: becomes what want[] says */
-	QUICK,     /* a WRITE known inline to be a 5-byte call of a hook, to become a NOP (x86_64/quick.h) */
+	QUICK,     /* a WRITE known inline to be a 5-byte call of a hook, to become a NOP or a call of the tracer (x86_64/quick.h) */
 	WRITE_NOP, /* a NOP that must become a call, or another NOP */
 	RECHECK,   /* starts within 6 bytes of the site before it: classified again after that one is written */
 };
@@ -218,6 +218,14 @@ static void count_unwritten(int act)
  * be written are asked for, so no page is copied that would not have
  * been. A kernel without MADV_POPULATE_WRITE refuses it, and the writes
  * fault as before.
+ *
+ * A table of the compiler's calls (the usual one) has every page it
+ * spans written, NOP'd or enabled: patch_segment then faults the whole
+ * span in for writing before a site is read (ahead), which also spares
+ * each page a read fault and, at its copy, a TLB flush of the read-only
+ * mapping that the read left. A table of NOPs (recordmcount --nop,
+ * -fpatchable-function-entry) has pages written only where a site is
+ * enabled, and patch_block asks for those alone.
  */
 static void populate(uintptr_t lo, uintptr_t hi)
 {
@@ -237,9 +245,10 @@ static void populate(uintptr_t lo, uintptr_t hi)
  * again just before it is written, as the write before may have changed
  * it, and is written only if it lies inside [plo, phi); every other site
  * to write does, as it lies between the first and the last that
- * patch_segment found. first: sites[-1] is not to be looked at.
+ * patch_segment found. first: sites[-1] is not to be looked at; ahead:
+ * the pages are faulted in for writing already.
  */
-static void patch_block(const uintptr_t *sites, const unsigned char *want, size_t n, int first, uintptr_t plo,
+static void patch_block(const uintptr_t *sites, const unsigned char *want, size_t n, int first, int ahead, uintptr_t plo,
 			uintptr_t phi, uintptr_t page)
 {
 	unsigned char verdict[BLOCK], lens[BLOCK];
@@ -254,8 +263,8 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 		if (ip - prev >= 6) {
 #if defined(__x86_64__)
 			/* The common site, without a call: a 5-byte call of a
-			 * hook, to become a NOP. */
-			if (!want[i] && ftrt_quick_call(ip, ftrt_quick_load(ip), fentry, mcount))
+			 * hook. */
+			if (ftrt_quick_call(ip, ftrt_quick_load(ip), fentry, mcount))
 				len = 5, a = QUICK;
 			else
 #endif
@@ -266,7 +275,7 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 		prev = ip;
 		/* Runs of pages to write: most sites share their page with the
 		 * one before. */
-		if (a >= WRITE && ip + (uintptr_t)len > rhi) {
+		if (a >= WRITE && !ahead && ip + (uintptr_t)len > rhi) {
 			uintptr_t p0 = ip & ~(page - 1);
 			if (p0 > rhi) {
 				populate(rlo, rhi);
@@ -285,17 +294,30 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 #if defined(__x86_64__)
 	uint64_t nop5v = 0;
 	memcpy(&nop5v, nop5, 5);
+	/* What an enabled QUICK site calls (0: it jumps to a trampoline of
+	 * its own, which the general path below builds). */
+	const uintptr_t quick_entry = ftrt_arch_call_target(5, 1), quick_mcount = ftrt_arch_call_target(5, 0);
 #endif
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
 		int len = lens[i], a = verdict[i];
 #if defined(__x86_64__)
 		if (a == QUICK) {
-			if (ftrt_quick_nop5(sites[i], nop5v))
-				patched++;
-			else
-				failed++;
-			continue;
+			uint64_t insn = nop5v;
+			uintptr_t target = want[i] == WANT_ENTRY ? quick_entry : quick_mcount;
+			int64_t rel = (int64_t)(target - (sites[i] + 5));
+			if (want[i])
+				insn = 0xe8 | (uint64_t)(uint32_t)(int32_t)rel << 8; /* e8 rel32: call rel32 */
+			if (!want[i] || (target && rel == (int32_t)rel)) {
+				if (!ftrt_quick_put5(sites[i], insn))
+					failed++;
+				else if (want[i])
+					enabled++;
+				else
+					patched++;
+				continue;
+			}
+			a = WRITE; /* a trampoline to build, or a tracer out of reach: below */
 		}
 #endif
 		if (a == RECHECK) {
@@ -367,6 +389,7 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 	}
 	if (lo == n)
 		return;
+	int ahead = a == WRITE; /* the first site to write is the compiler's: see populate */
 	uintptr_t end = sites[lo] + (uintptr_t)len;
 	for (hi = n - 1; hi > lo; hi--) {
 		int hlen;
@@ -385,8 +408,10 @@ static void patch_segment(const uintptr_t *sites, const unsigned char *want, siz
 		return;
 	}
 	ftrt_stats.pages += (phi - plo) / page;
+	if (ahead)
+		populate(plo, phi);
 	for (size_t i = lo; i < n; i += BLOCK)
-		patch_block(sites + i, want + i, n - i < BLOCK ? n - i : BLOCK, i == lo, plo, phi, page);
+		patch_block(sites + i, want + i, n - i < BLOCK ? n - i : BLOCK, i == lo, ahead, plo, phi, page);
 	mprotect((void *)plo, phi - plo, seg->prot);
 }
 
@@ -782,7 +807,9 @@ void ftrt_pass(struct ftrt_mod *md)
 	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
 		tracer = (int)cfg->tracer;
 	if (tracer && adopt(tracer, name)) {
-		if (ftrt_load_symbols(md->path ? md->path : "/proc/self/exe", md->bias) != 0) {
+		/* Names only for FTRACE_FILTER to match. */
+		int names = env.filter && *env.filter;
+		if (ftrt_load_symbols(md->path ? md->path : "/proc/self/exe", md->bias, names) != 0) {
 			char buf[600];
 			int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing none of it\n", name);
 			if (len > 0)
@@ -790,7 +817,7 @@ void ftrt_pass(struct ftrt_mod *md)
 		} else if (ftrt_mode == FTRT_NOP || start_trace() == 0) {
 			for (size_t i = 0; i < m; i++) {
 				const struct ftrt_func *f = ftrt_func_at(s[i]);
-				if (!f || !chosen(env.filter, f->name))
+				if (!f || (names && !chosen(env.filter, f->name)))
 					continue;
 				want[i] = ftrt_arch_at_entry(s[i], f->start) ? WANT_ENTRY : WANT_MCOUNT;
 			}

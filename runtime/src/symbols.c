@@ -27,8 +27,11 @@
 /*
  * The function symbols in address order, one key each: the symbol's
  * address as an offset from lo (the start of the lowest executable
- * segment) in the high 32 bits, its index in the symbol table in the low
- * 32. Only symbols inside the executable segments are kept (none outside
+ * segment) in the high 32 bits; in the low 32, its index in the symbol
+ * table, or, when the pass needs no names (no FTRACE_FILTER), its size:
+ * then ftrt_func_at answers from the keys alone, without a read of the
+ * symbol table per site (the table is in hash order, so each is a cache
+ * miss). Only symbols inside the executable segments are kept (none outside
  * can hold a site), so the offsets fit: on x86-64 a program's code spans
  * less than 2 GiB unless built for the large code model, and one whose
  * executable segments span 4 GiB or more is refused.
@@ -44,6 +47,7 @@ static size_t keys_bytes; /* the keys' mapping */
 static const unsigned char *file_map; /* the file's, for the names */
 static size_t file_size;
 static struct ftrt_func found; /* and the answer itself, good until the next call */
+static int names;             /* keys hold indices: the answer has a name */
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
@@ -70,13 +74,16 @@ static void prefault(const void *p, size_t len, size_t page)
 }
 
 /* Whether symbol s is one to keep: a function defined in this file, inside
- * the executable segments, with a name. A string table that ends in a
- * NUL (as every linker writes one) ends each of its names; otherwise each
- * name is checked. */
+ * the executable segments, and, when names are wanted, with one. A string
+ * table that ends in a NUL (as every linker writes one) ends each of its
+ * names; otherwise each name is checked. */
 static inline int keep(const Elf64_Sym *s, size_t strsize, int terminated)
 {
-	if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_name >= strsize ||
-	    s->st_value - lo >= span || !strs[s->st_name])
+	if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_value - lo >= span)
+		return 0;
+	if (!names)
+		return 1;
+	if (s->st_name >= strsize || !strs[s->st_name])
 		return 0;
 	return terminated || memchr(strs + s->st_name, 0, strsize - s->st_name) != NULL;
 }
@@ -139,9 +146,10 @@ void ftrt_free_symbols(void)
 	last = 0;
 }
 
-int ftrt_load_symbols(const char *path, uintptr_t load_bias)
+int ftrt_load_symbols(const char *path, uintptr_t load_bias, int with_names)
 {
 	ftrt_free_symbols();
+	names = with_names;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -190,7 +198,8 @@ int ftrt_load_symbols(const char *path, uintptr_t load_bias)
 		return -1;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	prefault(syms, symtab->sh_size, page);
-	prefault(strs, strsize, page);
+	if (names)
+		prefault(strs, strsize, page);
 	int terminated = strsize > 0 && strs[strsize - 1] == 0;
 
 	/*
@@ -234,8 +243,10 @@ int ftrt_load_symbols(const char *path, uintptr_t load_bias)
 	}
 	for (size_t i = n; i-- > 0;)
 		if (kept[i / 64] >> i % 64 & 1) {
-			uint64_t off = syms[i].st_value - lo;
-			keys[--count[off * scale >> 32]] = off << 32 | i;
+			uint64_t off = syms[i].st_value - lo, low = i;
+			if (!names)
+				low = syms[i].st_size < UINT32_MAX ? syms[i].st_size : UINT32_MAX;
+			keys[--count[off * scale >> 32]] = off << 32 | low;
 		}
 	/* Buckets of a few keys at most (the usual case): one insertion
 	 * sort of the whole, in which no key moves past its bucket's start.
@@ -287,16 +298,21 @@ const struct ftrt_func *ftrt_func_at(uintptr_t addr)
 		i = l - 1;
 	}
 	last = i;
-	/* The symbols are in the table's order, not the keys': fetch the
-	 * one the pass will ask for a few sites from now, so that its cache
-	 * miss overlaps this one's. */
-	if (i + 8 < n)
-		__builtin_prefetch(&syms[(uint32_t)k[i + 8]]);
-	const Elf64_Sym *s = &syms[(uint32_t)k[i]];
-	uint64_t start = k[i] >> 32, size = s->st_size;
+	uint64_t start = k[i] >> 32, size = (uint32_t)k[i];
+	const char *name = NULL;
+	if (names) {
+		/* The symbols are in the table's order, not the keys': fetch
+		 * the one the pass will ask for a few sites from now, so that
+		 * its cache miss overlaps this one's. */
+		if (i + 8 < n)
+			__builtin_prefetch(&syms[(uint32_t)k[i + 8]]);
+		const Elf64_Sym *s = &syms[(uint32_t)k[i]];
+		size = s->st_size;
+		name = strs + s->st_name;
+	}
 	if (off >= start + size && off != start)
 		return NULL;
 	uintptr_t a = addr - (uintptr_t)(off - start);
-	found = (struct ftrt_func){ a, a + size, strs + s->st_name };
+	found = (struct ftrt_func){ a, a + size, name };
 	return &found;
 }

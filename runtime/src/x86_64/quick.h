@@ -2,7 +2,7 @@
  * The load-time pass's common site, recognised inline (patch.c's hot
  * loop): a 5-byte `call rel32` (e8) to one of the module's two hooks,
  * which is what nearly every site of a freshly linked program holds, and
- * the 5-byte NOP that replaces it. Everything else goes through
+ * the 5 bytes that replace it: the NOP, or a `call rel32` of the tracer. Everything else goes through
  * ftrt_arch_classify (site.c), which knows every shape; these must agree
  * with it and with ftrt_arch_nop(5) (runtime_test.go checks the NOP).
  */
@@ -28,12 +28,12 @@ static inline int ftrt_quick_call(uintptr_t ip, uint64_t v, uintptr_t fentry, ui
 	return (v & 0xff) == 0xe8 && (target == fentry || target == mcount);
 }
 
-/* Write the 5-byte NOP nop (its bytes as an integer, little-endian) at
- * ip, then read it back: 1 if the site now holds it. */
-static inline int ftrt_quick_nop5(uintptr_t ip, uint64_t nop)
+/* Write the 5-byte instruction insn (its bytes as an integer,
+ * little-endian) at ip, then read it back: 1 if the site now holds it. */
+static inline int ftrt_quick_put5(uintptr_t ip, uint64_t insn)
 {
-	uint32_t lo = (uint32_t)nop;
-	unsigned char hi = (unsigned char)(nop >> 32);
+	uint32_t lo = (uint32_t)insn;
+	unsigned char hi = (unsigned char)(insn >> 32);
 	memcpy((void *)ip, &lo, 4);
 	memcpy((void *)(ip + 4), &hi, 1);
 	__asm__ volatile("" ::: "memory");

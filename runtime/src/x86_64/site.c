@@ -352,6 +352,25 @@ static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned 
 	return 0;
 }
 
+/* The tracer's call for a site of len bytes, at a function's entry or
+ * after its prologue: the module's own trampolines, in reach of its code. */
+static uintptr_t caller(int len, int entry)
+{
+	const uintptr_t *t = ftrt_targets;
+	if (len == 6)
+		return entry ? t[FTRT_T_CALLER6] : t[FTRT_T_MCALLER6];
+	return entry ? t[FTRT_T_CALLER5] : t[FTRT_T_MCALLER5];
+}
+
+uintptr_t ftrt_arch_call_target(int len, int entry)
+{
+	if (ftrt_mode == FTRT_NOP)
+		return ftrt_targets[FTRT_T_STUB]; /* the empty tracer: call and return */
+	if (ftrt_mode == FTRT_GRAPH && entry)
+		return 0; /* a jump to the site's own trampoline */
+	return caller(len, entry);
+}
+
 /*
  * The bytes that enable the site at ip of len bytes (into buf: 8
  * bytes), at a function's entry or after its prologue (-pg); 0, or -1
@@ -368,16 +387,12 @@ static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned 
  */
 int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 {
-	const uintptr_t *t = ftrt_targets; /* the module's own trampolines: in reach of its code */
-	uintptr_t target;
-	if (ftrt_mode == FTRT_NOP)
-		target = t[FTRT_T_STUB]; /* the empty tracer: call and return */
-	else if (ftrt_mode == FTRT_GRAPH && entry && graph_jump(ip, len, buf) == 0)
-		return 0;
-	else if (len == 6) /* no trampoline: graph hijacks the return instead */
-		target = entry ? t[FTRT_T_CALLER6] : t[FTRT_T_MCALLER6];
-	else
-		target = entry ? t[FTRT_T_CALLER5] : t[FTRT_T_MCALLER5];
+	uintptr_t target = ftrt_arch_call_target(len, entry);
+	if (!target) {
+		if (graph_jump(ip, len, buf) == 0)
+			return 0;
+		target = caller(len, entry); /* no trampoline: graph hijacks the return instead */
+	}
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
 		return -1;
