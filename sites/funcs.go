@@ -29,8 +29,9 @@ type entry struct {
 // once per file from the symbol table.
 type funcIndex struct {
 	syms  []elfx.Symbol
-	bySec [][]entry // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
-	count int       // function symbols in all
+	bySec [][]entry  // by section index (0 for linked files), sorted by start, aliases collapsed to one entry
+	reach [][]uint64 // reach[k][i]: the greatest end of bySec[k][0..i]
+	count int        // function symbols in all
 	// The last lookup's section and index: sites arrive in address order,
 	// so the next lookup is usually there or one further.
 	lastSec uint32
@@ -128,6 +129,14 @@ func newFuncIndex(syms []elfx.Symbol, linked bool) *funcIndex {
 		}
 		idx.bySec[k] = out
 	}
+	idx.reach = make([][]uint64, len(idx.bySec))
+	for k, fs := range idx.bySec {
+		var most uint64
+		for _, f := range fs {
+			most = max(most, f.end)
+			idx.reach[k] = append(idx.reach[k], most)
+		}
+	}
 	return idx
 }
 
@@ -138,8 +147,10 @@ func (x *funcIndex) section(sec uint32) []entry {
 	return nil
 }
 
-// containing returns the function whose extent holds off. A zero-size
-// symbol holds only its own start.
+// containing returns the function whose extent holds off: of those that
+// hold it, the one that starts last, as the runtime's load-time pass and
+// the trace reader decide. A zero-size symbol holds only its own start,
+// so a site after a zero-size label inside a function is the function's.
 func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
 	fs := x.lastFns
 	if fs == nil || sec != x.lastSec {
@@ -159,12 +170,18 @@ func (x *funcIndex) containing(sec uint32, off uint64) (fn, bool) {
 	if i >= 0 {
 		x.lastI = i
 	}
-	if i < 0 {
-		return fn{}, false
+	reach := x.reach[0]
+	if int(sec) < len(x.reach) {
+		reach = x.reach[sec]
 	}
-	f := fs[i]
-	if off < f.end || off == f.start {
-		return x.fn(f), true
+	for ; i >= 0; i-- {
+		f := fs[i]
+		if off < f.end || off == f.start {
+			return x.fn(f), true
+		}
+		if i == 0 || reach[i-1] <= off {
+			break // no function further back reaches off
+		}
 	}
 	return fn{}, false
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,5 +311,133 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(map[string]int{"odd_call": 2, "odd_call6": 1, "odd_nop": 1, "odd_span": 1}) {
 		t.Errorf("traced %v; want odd_call twice (once from odd_other), odd_nop, odd_call6 and odd_span once", got)
+	}
+}
+
+// TestLoadTimeSymbols: the sites of progs/symsites.S, one per rule by
+// which the load-time pass finds a site's function in the symbol table
+// (runtime/src/symbols.c): at the entry, after an endbr64, after a -pg
+// prologue, covered by a function that holds a zero-size function symbol
+// before the site, and in code no symbol covers. Under each tracer and
+// filter, every site's bytes are decoded with x/arch: enabled sites call
+// (or, for function_graph at an entry, jump to) the right trampoline,
+// the rest hold NOPs; the program's output is unchanged and the trace's
+// counts name the right functions.
+func TestLoadTimeSymbols(t *testing.T) {
+	need(t, x86GCC.tools...)
+	dir := t.TempDir()
+	objs := buildSrc(t, x86GCC, dir, "", false, "symsites.c", "symsites.S", "trampdump.c")
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	f, err := elfx.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, syms, err := f.Symtab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = uint64(s.Value)
+	}
+	// The named sites, by function: where each is, and what it becomes
+	// when enabled ("" for the jump to a trampoline of its own).
+	type site struct {
+		fn     string
+		at     uint64
+		caller string
+	}
+	named := []site{
+		{"sym_entry", addr["sym_entry"], "ftrace_caller5"},
+		{"sym_endbr", addr["sym_endbr"] + 4, "ftrace_caller5"},
+		{"sym_pg", addr["sym_pg"] + 4, "ftrace_mcount_caller5"},
+		{"sym_outer", addr["sym_outer"] + 5, "ftrace_mcount_caller5"},
+	}
+	for _, c := range []struct {
+		name   string
+		env    []string
+		traced []string // the functions whose sites are enabled
+	}{
+		{"function", []string{"FTRACE=function"}, []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer"}},
+		{"function_graph", []string{"FTRACE=function_graph"}, []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer"}},
+		{"filter sym_outer", []string{"FTRACE=function", "FTRACE_FILTER=sym_outer"}, []string{"sym_outer"}},
+		{"filter not sym_pg", []string{"FTRACE=function_graph", "FTRACE_FILTER=!sym_pg"}, []string{"sym_entry", "sym_endbr", "sym_outer"}},
+		{"filter sym_label", []string{"FTRACE=function", "FTRACE_FILTER=sym_label"}, nil},
+	} {
+		t.Run(slug(c.name), func(t *testing.T) {
+			out := filepath.Join(dir, slug(c.name))
+			stdout, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_OUT=" + out}, c.env...), prog)
+			if err != nil || code != 0 || stdout != "1 2 3 4\n" {
+				t.Fatalf("exit %d, %v, output %q; want 1 2 3 4\n%s", code, err, stdout, errOut)
+			}
+			held := map[uint64][]byte{}
+			for _, line := range strings.Split(errOut, "\n") {
+				fs := strings.Fields(line)
+				if len(fs) == 2 && fs[0] == "wx" && fs[1] != "0" {
+					t.Errorf("%s mappings writable and executable", fs[1])
+				}
+				if len(fs) != 3 || fs[0] != "site" {
+					continue
+				}
+				a, err := strconv.ParseUint(fs[1], 0, 64)
+				b, err2 := hex.DecodeString(fs[2])
+				if err != nil || err2 != nil {
+					t.Fatalf("trampdump: %q", line)
+				}
+				held[a] = b
+			}
+			if len(held) != len(named)+1 {
+				t.Fatalf("trampdump reported %d sites, want %d:\n%s", len(held), len(named)+1, errOut)
+			}
+			for at, b := range held {
+				in, err := x86asm.Decode(b, 64)
+				if err != nil {
+					t.Errorf("site %#x: % x: %v", at, b, err)
+					continue
+				}
+				s := site{fn: "(no function)"}
+				for _, n := range named {
+					if n.at == at {
+						s = n
+					}
+				}
+				if !slices.Contains(c.traced, s.fn) {
+					if in.Op != x86asm.NOP || in.Len != 5 {
+						t.Errorf("%s: site %#x holds %v (% x); want a 5-byte NOP", s.fn, at, in, b)
+					}
+					continue
+				}
+				op, target := x86asm.CALL, s.caller
+				if c.env[0] == "FTRACE=function_graph" && s.caller == "ftrace_caller5" {
+					op, target = x86asm.JMP, "" // to the site's own trampoline
+				}
+				rel, ok := in.Args[0].(x86asm.Rel)
+				if in.Op != op || in.Len != 5 || !ok {
+					t.Errorf("%s: site %#x holds %v (% x); want a 5-byte %v", s.fn, at, in, b, op)
+				} else if got := at + 5 + uint64(int64(rel)); target != "" && got != addr[target] {
+					t.Errorf("%s: site %#x: %v reaches %#x; want %s at %#x", s.fn, at, in, got, target, addr[target])
+				}
+			}
+			tr, err := trace.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tsyms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, cnt := range trace.Counts(trace.Events(tr, tsyms)) {
+				got[cnt.Func] = cnt.Calls
+			}
+			want := map[string]int{}
+			for _, fn := range c.traced {
+				want[fn] = 1
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || tr.Meta.Enabled != uint64(len(c.traced)) {
+				t.Errorf("traced %v, %d sites enabled; want %v", got, tr.Meta.Enabled, want)
+			}
+		})
 	}
 }

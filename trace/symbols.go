@@ -20,7 +20,8 @@ import (
 // addresses (LoadSymbols), or a traced process's at the addresses its
 // modules ran at (LoadProcess).
 type Symbols struct {
-	funcs []fsym // sorted by start; one name per start (the global alias)
+	funcs []fsym   // sorted by start; one name per start (the global alias)
+	reach []uint64 // reach[i]: the greatest end of funcs[0..i]
 }
 
 type fsym struct {
@@ -75,6 +76,18 @@ func (s *Symbols) rebase(bias uint64) {
 		s.funcs[i].start += bias
 		s.funcs[i].end += bias
 	}
+	s.index()
+}
+
+// index computes reach, for Lookup to know when no function further back
+// can hold an address.
+func (s *Symbols) index() {
+	s.reach = make([]uint64, len(s.funcs))
+	var most uint64
+	for i, f := range s.funcs {
+		most = max(most, f.end)
+		s.reach[i] = most
+	}
 }
 
 // add merges o's functions, which lie in [lo, hi), replacing any of s's
@@ -83,6 +96,7 @@ func (s *Symbols) add(o *Symbols, lo, hi uint64) {
 	s.funcs = slices.DeleteFunc(s.funcs, func(f fsym) bool { return f.start >= lo && f.start < hi })
 	s.funcs = append(s.funcs, o.funcs...)
 	slices.SortStableFunc(s.funcs, func(a, b fsym) int { return cmp.Compare(a.start, b.start) })
+	s.index()
 }
 
 // ErrBuildID: the executable given to name a trace's addresses is not the
@@ -129,20 +143,28 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 		return cmp.Compare(a.name, b.name)
 	})
 	s.funcs = slices.CompactFunc(s.funcs, func(a, b fsym) bool { return a.start == b.start })
+	s.index()
 	return s, nil
 }
 
-// Lookup returns the function holding addr and the offset into it.
+// Lookup returns the function holding addr and the offset into it: of
+// the functions whose extent holds it (a function of size 0 holds its
+// own address), the one that starts last, as the runtime's load-time
+// pass decides (runtime/src/symbols.c). That is the one starting nearest
+// before addr, unless that one ends before addr: a zero-size label
+// typed as a function inside another function's body, say.
 func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 	i := sort.Search(len(s.funcs), func(i int) bool { return s.funcs[i].start > addr }) - 1
-	if i < 0 {
-		return "", 0, false
+	for ; i >= 0; i-- {
+		f := s.funcs[i]
+		if addr < f.end || addr == f.start {
+			return f.name, addr - f.start, true
+		}
+		if i == 0 || s.reach[i-1] <= addr {
+			break // no function further back reaches addr
+		}
 	}
-	f := s.funcs[i]
-	if addr >= f.end && addr != f.start {
-		return "", 0, false
-	}
-	return f.name, addr - f.start, true
+	return "", 0, false
 }
 
 // Name formats addr as function+0xoff, or as a bare address.

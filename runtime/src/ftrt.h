@@ -218,19 +218,20 @@ void ftrt_arch_release(int owner);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
-/* The program's functions (symbols.c). ftrt_func_at answers the function
- * holding addr, or NULL; fastest when asked in address order. Its answer
- * is good until the next call (or the next ftrt_load_symbols). */
-struct ftrt_func {
-	uintptr_t start, end; /* run-time addresses */
-	const char *name;     /* NULL when the symbols were read without names */
-};
-/* Read the function symbols of the ELF file at path, loaded at bias;
- * ftrt_func_at answers from them until ftrt_free_symbols, with each
- * function's name when with_names is set (NULL otherwise, and faster). */
-int ftrt_load_symbols(const char *path, uintptr_t bias, int with_names);
-const struct ftrt_func *ftrt_func_at(uintptr_t addr);
-void ftrt_free_symbols(void);
+/* What the load-time pass makes of a site. */
+enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
+
+/* The module's functions (symbols.c). ftrt_symbols_open maps the ELF
+ * file at path and finds its symbol table (-1: unreadable, or stripped);
+ * ftrt_symbols_mark then sets want[i] for each of the sorted sites s[i]
+ * (run-time addresses, the file loaded at bias) that lies in a function:
+ * WANT_ENTRY or WANT_MCOUNT, or, when filter is set and chosen(filter,
+ * name) says no, WANT_NOP; the sites in no function are left alone.
+ * ftrt_symbols_close unmaps the file. */
+int ftrt_symbols_open(const char *path);
+int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, const char *filter,
+		      int (*chosen)(const char *filter, const char *name));
+void ftrt_symbols_close(void);
 
 /* The tracers (trace.c). */
 enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };

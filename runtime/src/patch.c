@@ -174,7 +174,6 @@ static int runnable_nop(uintptr_t ip, int len)
 }
 
 /* What the load-time pass makes of a site. */
-enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
 
 /* What the pass does with a site, once classified. */
 enum {
@@ -807,22 +806,17 @@ void ftrt_pass(struct ftrt_mod *md)
 	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
 		tracer = (int)cfg->tracer;
 	if (tracer && adopt(tracer, name)) {
-		/* Names only for FTRACE_FILTER to match. */
-		int names = env.filter && *env.filter;
-		if (ftrt_load_symbols(md->path ? md->path : "/proc/self/exe", md->bias, names) != 0) {
+		if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0) {
 			char buf[600];
 			int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing none of it\n", name);
 			if (len > 0)
 				write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 		} else if (ftrt_mode == FTRT_NOP || start_trace() == 0) {
-			for (size_t i = 0; i < m; i++) {
-				const struct ftrt_func *f = ftrt_func_at(s[i]);
-				if (!f || (names && !chosen(env.filter, f->name)))
-					continue;
-				want[i] = ftrt_arch_at_entry(s[i], f->start) ? WANT_ENTRY : WANT_MCOUNT;
-			}
+			const char *filter = env.filter && *env.filter ? env.filter : NULL;
+			if (ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0)
+				say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
 		}
-		ftrt_free_symbols();
+		ftrt_symbols_close();
 	}
 	walk(s, want, m, 0);
 	ftrt_arch_seal();
