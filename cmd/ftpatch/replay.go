@@ -12,8 +12,8 @@ import (
 
 // load reads the trace directory named by args (default ftrace.data) and
 // the symbols of the process it traced (exe, or the path it recorded, and
-// its shared objects); a shared object it cannot name is a warning on
-// stderr.
+// its shared objects); a trace whose program did not end through exit or
+// _exit, and a shared object it cannot name, are warnings on stderr.
 func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
 	dir := "ftrace.data"
 	if len(args) == 1 {
@@ -27,7 +27,7 @@ func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Sym
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, w := range warns {
+	for _, w := range append(t.Warnings(), warns...) {
 		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
 	}
 	return t, syms, nil
