@@ -11,11 +11,12 @@
  * exit does (ftrt_trace_end), then end the process with the exit_group
  * system call, as the C library's do.
  *
- * Weak, so a program's own _exit, or libc.a's in a static link, wins with
- * no link error (and then the events are lost as before). The link flags
- * (ftpatch flags --libs) name _exit undefined, which pulls this file out
- * of the archive, and export both, so a shared object's call binds here
- * too.
+ * Weak, so a program's own _exit wins with no link error (and then the
+ * events are lost as before), as would libc.a's in a static link that
+ * pulled it in. The link flags (ftpatch flags --libs) name _exit
+ * undefined, which pulls this file out of the archive (first: in a
+ * static link too, libc's is then left out), and export both, so a
+ * shared object's call binds here too.
  *
  * Whom they serve: calls from the program and from shared objects, which
  * go through the symbol. Not the C library's own: glibc calls its hidden
@@ -23,9 +24,10 @@
  * abort, the code that calls main, __run_exit_handlers (exit's end) and
  * __spawni_child (posix_spawn's child, and so system's) all `call` _exit
  * at its own address, and libc.so.6 has no PLT slot for it. So exit()
- * does not come here after its atexit handlers; if it did (libc.a, in a
- * static link that took this _exit), the end would run twice, which
- * writes no record twice (ftrt_trace_end).
+ * does not come here after its atexit handlers. In a static link it does
+ * (libc.a calls _exit by name, and gets this one: seen with gcc -static),
+ * and so do posix_spawn's children; the end then runs twice, which writes
+ * no record twice (ftrt_trace_end), and in a child it does nothing.
  *
  * Children that share memory: a child of vfork (or of posix_spawn, or
  * clone with CLONE_VM) runs on its parent's memory, its parent's thread
