@@ -228,10 +228,13 @@ func CFlags(a arch.Arch) []string {
 // archive even when no object calls a hook (-fpatchable-function-entry
 // sites call nothing). The registration entry points are exported, so
 // shared objects with sites, linked at start or loaded with dlopen, find
-// the program's runtime.
+// the program's runtime. So is the runtime's _exit (and _Exit), named
+// undefined to pull it in: a program or shared object that ends with
+// _exit still flushes its trace (src/exit.c).
 func LinkFlags(lib string) []string {
 	return []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
-		"-Wl,--export-dynamic-symbol=ftrt_module_unregister", lib}
+		"-Wl,--export-dynamic-symbol=ftrt_module_unregister",
+		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit", lib}
 }
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for

@@ -16,7 +16,7 @@ type Node struct {
 	Start    float64 // ns since tracing started
 	End      float64 // ns; when Unwound, when the unwinding was seen; when Open, the thread's last event
 	Unwound  bool    // left without returning (longjmp or an exception out of it)
-	Open     bool    // still running when tracing ended (exit() called below it)
+	Open     bool    // still running when tracing ended (exit() called below it, or the program killed)
 	Children []*Node
 }
 
@@ -96,6 +96,8 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 		switch {
 		case n.Unwound:
 			note = ": unwound: longjmp or exception"
+		case n.Open && t.Meta.Unended:
+			note = ": did not return (still running at the trace's last event)"
 		case n.Open:
 			note = ": did not return (still running at exit)"
 		}

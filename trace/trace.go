@@ -9,6 +9,13 @@
 // goes on with the site's run-time address and the caller's return
 // address (24 bytes), an Entry with the site (16 bytes); an Exit or
 // Unwound is that one word, and closes the innermost open Entry.
+//
+// The runtime writes meta when tracing begins, saying `ended 0`, and again
+// when the program ends through exit or _exit, saying `ended 1`. A program
+// killed by a signal leaves the first: its trace reads, with the end of
+// tracing taken from the last record, and Warnings says events are
+// missing. A meta with no `ended` line comes from a runtime that wrote it
+// only at the end: it is complete.
 package trace
 
 import (
@@ -29,6 +36,11 @@ import (
 // writes.
 var ErrFormat = errors.New("malformed trace")
 
+// ErrUnended: the metadata is the one written while the program ran, so
+// the program did not end through exit or _exit, which flush every
+// thread's buffered events; what they still held is not in the trace.
+var ErrUnended = errors.New("the traced program did not end through exit or _exit (killed?); events it had not flushed are lost")
+
 // Meta is the trace's metadata.
 type Meta struct {
 	Format  string // "ftrt-trace 2"
@@ -38,9 +50,16 @@ type Meta struct {
 	BuildID string // its GNU build-id (hex), if it has one
 	Pid     int
 	Bias    uint64 // the executable's load bias: run-time address - file address
+	// Unended: this metadata was written while the program ran, and none
+	// after it: the program did not end through exit or _exit (a signal
+	// killed it, or it still runs). The end of tracing is then the last
+	// record's time. False for a trace the runtime finished.
+	Unended bool
 	// The clock: rdtsc at the first and last moment of tracing, and
 	// CLOCK_MONOTONIC (ns) at the same moments, to convert the one to the
-	// other.
+	// other. In a trace that did not end, TSCEnd is the last record's
+	// timestamp and MonoEnd follows it at the rate the metadata's own
+	// clock pair (taken when it was written) gives.
 	TSCStart, TSCEnd, MonoStart, MonoEnd uint64
 	// What the runtime did: sites in the table, enabled, skipped for
 	// unexpected bytes, failed to write, not traceable yet; events dropped;
@@ -102,6 +121,25 @@ func parseModule(val string) (Module, error) {
 	return md, nil
 }
 
+// endAt moves the end of a trace that did not end to ts, its last
+// record: TSCEnd and MonoEnd as written are a clock pair taken while the
+// program ran, whose rate carries MonoEnd on. On the mono clock records
+// are nanoseconds already.
+func (m *Meta) endAt(ts uint64) {
+	if ts <= m.TSCEnd || ts < m.TSCStart {
+		return
+	}
+	switch {
+	case m.Clock == "mono":
+		m.MonoEnd = m.MonoStart + (ts - m.TSCStart)
+	case m.TSCEnd > m.TSCStart && m.MonoEnd >= m.MonoStart:
+		m.MonoEnd = m.MonoStart + uint64(float64(ts-m.TSCStart)*float64(m.MonoEnd-m.MonoStart)/float64(m.TSCEnd-m.TSCStart))
+	default:
+		return // no rate to go by: the times stay as the metadata has them
+	}
+	m.TSCEnd = ts
+}
+
 // Nanos converts a timestamp to nanoseconds since tracing started.
 func (m *Meta) Nanos(ts uint64) float64 {
 	if m.TSCEnd <= m.TSCStart || ts < m.TSCStart {
@@ -153,6 +191,16 @@ const (
 	tsMask     = 1<<62 - 1
 )
 
+// Warnings are what a reader of the trace should be told along with it:
+// ErrUnended (wrapped, naming the directory) when the program did not end
+// through exit or _exit.
+func (t *Trace) Warnings() []error {
+	if t.Meta.Unended {
+		return []error{fmt.Errorf("%s: %w", t.Dir, ErrUnended)}
+	}
+	return nil
+}
+
 // Read reads the trace directory dir.
 func Read(dir string) (*Trace, error) {
 	t := &Trace{Dir: dir}
@@ -173,6 +221,15 @@ func Read(dir string) (*Trace, error) {
 	slices.SortFunc(t.Streams, func(a, b Stream) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid))
 	})
+	if t.Meta.Unended {
+		var last uint64
+		for _, s := range t.Streams {
+			for _, r := range s.Records {
+				last = max(last, r.TS)
+			}
+		}
+		t.Meta.endAt(last)
+	}
 	return t, nil
 }
 
@@ -180,7 +237,7 @@ func readMeta(path string, m *Meta) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s: no metadata: not a trace directory, or the traced program did not exit normally (killed, or ended by _exit)", path)
+			return fmt.Errorf("%s: no metadata: not a trace directory, or the traced program died before tracing began", path)
 		}
 		return err
 	}
@@ -212,6 +269,13 @@ func readMeta(path string, m *Meta) error {
 			m.BuildID = val
 		case "config":
 			m.Config = val
+		case "ended": // none: a runtime that wrote meta only at the end
+			switch val {
+			case "0", "1":
+				m.Unended = val == "0"
+			default:
+				return fmt.Errorf("%s:%d: %w: ended %q, want 0 or 1", path, line, ErrFormat, val)
+			}
 		case "module":
 			md, err := parseModule(val)
 			if err != nil {

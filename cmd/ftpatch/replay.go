@@ -12,8 +12,8 @@ import (
 
 // load reads the trace directory named by args (default ftrace.data) and
 // the symbols of the process it traced (exe, or the path it recorded, and
-// its shared objects); a shared object it cannot name is a warning on
-// stderr.
+// its shared objects); a trace whose program did not end through exit or
+// _exit, and a shared object it cannot name, are warnings on stderr.
 func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
 	dir := "ftrace.data"
 	if len(args) == 1 {
@@ -27,7 +27,7 @@ func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Sym
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, w := range warns {
+	for _, w := range append(t.Warnings(), warns...) {
 		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
 	}
 	return t, syms, nil
@@ -62,7 +62,12 @@ the trace, or --exe) and those of the shared objects it loaded (the paths
 the trace records). A function_graph trace prints as each thread's call
 graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
 call "f() {" ... "} /* f */"); a function trace prints one line per call:
-time since tracing started, thread, function and its caller.`,
+time since tracing started, thread, function and its caller.
+
+A program that ended through exit or _exit (from any thread, a signal
+handler or a forked child) left every event it recorded. One killed by a
+signal left what its threads had written when it died: that is read, with
+a warning on stderr, and the exit status is still 0.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, syms, err := load(args, exe, cmd.ErrOrStderr())
@@ -86,7 +91,12 @@ func newReport(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [DIR]",
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `report reads the trace directory DIR (default ftrace.data) as replay does
+and prints, per function, its calls and, for function_graph, its total
+and self time. A trace whose program was killed by a signal is read as
+far as its threads had written it, with a warning on stderr; the exit
+status is still 0.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, syms, err := load(args, exe, cmd.ErrOrStderr())
 			if err != nil {

@@ -165,7 +165,7 @@ void ftrt_pass(struct ftrt_mod *md);
 /* The records, for the trace's metadata: NULL past the last. */
 const struct ftrt_mod *ftrt_module_at(int i);
 /* Hold the records still (a thread may dlopen or dlclose while the
- * metadata is written at exit): 1 when held, 0 when another holder did
+ * metadata is written at the end): 1 when held, 0 when another holder did
  * not let go within a second (the metadata is written anyway). */
 int ftrt_modules_hold(void);
 void ftrt_modules_release(void);
@@ -243,6 +243,13 @@ int ftrt_trace_start(const char *dir);
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
+/* The module records changed; the caller holds them (registry.c): while
+ * the run goes on, rewrite the trace's metadata ("ended 0"). */
+void ftrt_trace_meta_update(void) __attribute__((visibility("hidden")));
+/* The trace's end: flush every buffer of this process and, in the one
+ * that made the trace, write the final metadata. From exit (atexit) and
+ * _exit (exit.c); async-signal-safe. Nothing when no trace is open. */
+void ftrt_trace_end(void) __attribute__((visibility("hidden")));
 /* Whether a trace is open, and its clock now (a record's timestamp). */
 int ftrt_tracing(void);
 uint64_t ftrt_now(void);

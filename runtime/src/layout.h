@@ -8,7 +8,7 @@
 #define FTRT_LAYOUT_H
 
 /* struct tbuf */
-#define TB_N 0x14         /* uint32_t n: words in words[] */
+#define TB_N 0x14         /* uint32_t n: words in words[]; raised after the words are written */
 #define TB_DEPTH 0x18     /* uint32_t depth: entries on the shadow stack */
 #define TB_BUSY 0x1c      /* int busy: the tracer runs on this thread */
 #define TB_STOPPED 0x20   /* int stopped: the shadow stack overflowed */

@@ -7,7 +7,8 @@
  *
  * Registration is never on a hot path: it runs in a constructor or a
  * destructor, under the loader's own lock, and takes ours besides, so
- * that the trace's metadata, written at exit, reads a settled list.
+ * that the trace's metadata, written then and at the end, reads a
+ * settled list.
  * libc is used freely here.
  */
 #define _GNU_SOURCE
@@ -177,6 +178,9 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 		for (int i = 0; i < FTRT_SLOTS; i++)
 			m->slots[i] = mods[0].desc->targets[FTRT_T_CALLER5 + i];
 	ftrt_pass(md);
+	/* The metadata of a run still going names the module now (and, after
+	 * the pass that opened the trace, is written for the first time). */
+	ftrt_trace_meta_update();
 	return md;
 }
 
@@ -232,6 +236,7 @@ void ftrt_module_unregister(struct ftrt_module *m)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
 		if (!exiting)
 			ftrt_arch_release(md->owner);
+		ftrt_trace_meta_update();
 	}
 	m->handle = 0;
 	pthread_mutex_unlock(&lock);

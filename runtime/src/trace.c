@@ -2,7 +2,7 @@
  * The function tracer: one record per call of an enabled function, into a
  * buffer of the calling thread, written to that thread's stream in the
  * trace directory when full, when the thread exits and when the process
- * exits.
+ * ends through exit (an atexit handler) or _exit (exit.c).
  *
  * Hot path (ftrt_entry): no lock, no allocation, no libc call: a
  * thread-local buffer (initial-exec TLS), a recursion guard (a signal
@@ -12,7 +12,10 @@
  * writer is async-signal-safe.
  *
  * Layout of the trace directory (read by the Go package trace):
- *   meta                     key value lines, written at exit
+ *   meta                     key value lines: written when the trace opens
+ *                            ("ended 0"), again when a module comes or
+ *                            goes, and at the end ("ended 1"); a run
+ *                            killed by a signal leaves the "ended 0" one
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
  *                            ("ftrtrec2", pid, tid: u32 LE) then records
  *
@@ -35,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -79,13 +83,16 @@ uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter l
 
 
 struct tbuf {
-	struct tbuf *next; /* every live buffer, for the flush at exit (under lock) */
-	int fd;            /* the thread's stream, opened at its first flush; -1 before */
+	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
+	int fd;            /* the thread's stream, once its header is written; -1 before */
 	int pid, tid;
-	uint32_t n;        /* words in words[] */
+	uint32_t n;        /* words in words[]: raised only after the words it adds are written
+			    * (publish), so words[0, n) are whole records whenever the end's
+			    * flush reads it, from a signal handler or another thread */
 	uint32_t depth;    /* entries on shadow */
 	volatile int busy; /* the tracer runs on this thread: a signal handler's traced calls
-			    * in that window are dropped and counted, not interleaved */
+			    * in that window are dropped and counted, not interleaved; the
+			    * trace's end waits for it to be let go (ftrt_trace_end) */
 	int stopped;       /* the shadow stack overflowed: this thread graphs no new call */
 	int suspended;     /* an exception is being unwound: return slots hold real addresses */
 	uint64_t base;     /* words flushed before words[0] */
@@ -103,14 +110,30 @@ _Static_assert(offsetof(struct shadow, ret) == SH_RET && offsetof(struct shadow,
 		       offsetof(struct shadow, pos) == SH_POS && sizeof(struct shadow) == SH_SIZE,
 	       "layout.h: struct shadow");
 
+/* Make words[0, n) the buffer's records. A release store: on x86-64 a
+ * plain mov, kept after the stores of the words by the compiler. */
+static inline void publish(struct tbuf *b, uint32_t n)
+{
+	__atomic_store_n(&b->n, n, __ATOMIC_RELEASE);
+}
+
 /* The thread's buffer (read by the fast paths in entry.S too). */
 __thread struct tbuf *ftrt_tb __attribute__((tls_model("initial-exec"), visibility("hidden")));
 #define tb ftrt_tb
 /* Set while a thread's buffer is made or torn down (tb not usable). */
 static __thread volatile int busy __attribute__((tls_model("initial-exec")));
 
+/*
+ * Every live buffer of this process, guarded by list_owner: the thread id
+ * of the thread that holds the list, 0 when none does. A lock that names
+ * its holder, rather than a pthread mutex, because the trace's end may
+ * run in a signal handler (_exit) that interrupted this very thread while
+ * it held the list: it can tell that case (the list is then as the
+ * interrupted code left it, every link whole, and nobody else can change
+ * it) from another thread holding it (wait, but not for ever).
+ */
 static struct tbuf *all;
-static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int list_owner;
 static pthread_key_t exit_key;
 static _Atomic uint64_t dropped;
 static _Atomic uint64_t overflow; /* calls not graphed: the thread's shadow stack overflowed */
@@ -118,7 +141,9 @@ static _Atomic uint64_t unwound;  /* graphed frames left without returning */
 static _Atomic uint64_t stopped;  /* threads whose shadow stack overflowed */
 static _Atomic uint64_t lost_bytes; /* records recorded but not written (write failed) */
 static int dir_fd = -1;
-static int creator_pid;
+static int creator_pid;  /* made the directory: writes meta */
+static int trace_pid;    /* owns the buffers in `all`: creator_pid, or a forked child's pid */
+static int membarrier_ok; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED */
 static uint64_t tsc_start, mono_start;
 
 /* Raw system calls: no errno, no locks, safe in a signal handler. */
@@ -165,6 +190,24 @@ __attribute__((visibility("hidden"))) int ftrt_fast_function;
  * the trace is open, the tracer is function_graph, the clock the TSC and
  * no FTRACE_THRESH (whose bookkeeping is the C path's). */
 __attribute__((visibility("hidden"))) int ftrt_fast_graph;
+/*
+ * The trace is ending (ftrt_trace_end): nothing more is recorded. Each
+ * tracer path sets its thread's busy and then reads this (ended(), and
+ * the same two steps in entry.S); the end sets this, makes every running
+ * thread pass a full barrier (membarrier), then waits for each buffer's
+ * busy to clear. Either a thread's read sees the end, and it backs off
+ * without touching its buffer, or the end sees its busy and waits for the
+ * record to be done: never both missed. The tracer pays a compiler
+ * barrier and one load; the fences are all the end's.
+ */
+__attribute__((visibility("hidden"))) int ftrt_ending;
+
+/* Whether the trace is ending; called with the thread's busy set. */
+static inline int ended(void)
+{
+	__asm__ volatile("" ::: "memory"); /* the read stays after the store of busy */
+	return __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED);
+}
 
 static int tsc_trusted(void)
 {
@@ -218,35 +261,96 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
-static void flush(struct tbuf *b)
+/* How long the trace's end waits, all told, for a lock or a buffer that
+ * another thread holds before it goes on without it. */
+#define END_WAIT_NS 1000000000ull
+
+static void nap(void)
 {
-	if (b->n == 0)
+	struct timespec ts = { .tv_nsec = 100000 };
+	sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+}
+
+static void list_lock(int me)
+{
+	int free = 0;
+	while (!atomic_compare_exchange_weak_explicit(&list_owner, &free, me, memory_order_acquire, memory_order_relaxed)) {
+		free = 0;
+		sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	}
+}
+
+static void list_unlock(void)
+{
+	atomic_store_explicit(&list_owner, 0, memory_order_release);
+}
+
+/* The list for the trace's end: 1 taken; 2 this thread held it already
+ * (a signal handler interrupted it: do not release it); 0 another thread
+ * kept it until the deadline (CLOCK_MONOTONIC ns). */
+static int list_take(int me, uint64_t deadline)
+{
+	for (;;) {
+		int free = 0;
+		if (atomic_compare_exchange_strong_explicit(&list_owner, &free, me, memory_order_acquire, memory_order_relaxed))
+			return 1;
+		if (free == me)
+			return 2;
+		if (mono_ns() > deadline)
+			return 0;
+		nap();
+	}
+}
+
+/*
+ * Write the buffer's records to the thread's stream (opened, and its
+ * header written, at the first flush) and empty it.
+ *
+ * resume (the trace's end): a flush of this buffer may have been
+ * interrupted anywhere by the signal handler the end runs in. Before the
+ * stream's fd is kept nothing counts (the stream is made again, O_TRUNC);
+ * after it, the stream's length says how much of words[0, n) that write
+ * got out, and only the rest is written. n is emptied before base moves
+ * on, so a flush that wrote is never taken for one that had not begun.
+ * Nobody else may be writing the stream meanwhile (claim).
+ */
+static void flush(struct tbuf *b, int resume)
+{
+	uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+	if (n == 0)
 		return;
+	size_t done = 0; /* bytes of words[] in the stream already */
 	if (b->fd < 0) {
 		char name[64], *p = name;
 		p = utoa(p, (uint64_t)b->pid);
 		*p++ = '-';
 		p = utoa(p, (uint64_t)b->tid);
 		memcpy(p, ".trace", 7);
-		b->fd = (int)sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-		if (b->fd < 0) {
-			atomic_fetch_add_explicit(&lost_bytes, (uint64_t)b->n * 8, memory_order_relaxed);
-			b->base += b->n;
-			b->n = 0;
+		int fd = (int)sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+		if (fd < 0) {
+			atomic_fetch_add_explicit(&lost_bytes, (uint64_t)n * 8, memory_order_relaxed);
+			publish(b, 0);
+			b->base += n;
 			return;
 		}
 		unsigned char hdr[16] = "ftrtrec2";
 		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
 		memcpy(hdr + 8, ids, 8);
-		write_all(b->fd, hdr, sizeof hdr);
+		write_all(fd, hdr, sizeof hdr);
+		b->fd = fd;
+	} else if (resume) {
+		long pos = sys(SYS_lseek, b->fd, 0, SEEK_CUR, 0, 0, 0);
+		long at = 16 + (long)b->base * 8; /* where words[0] goes */
+		if (pos > at && pos - at <= (long)n * 8)
+			done = (size_t)(pos - at);
 	}
-	write_all(b->fd, b->words, (size_t)b->n * sizeof b->words[0]);
-	b->base += b->n;
-	b->n = 0;
+	write_all(b->fd, (const char *)b->words + done, (size_t)n * 8 - done);
+	publish(b, 0);
+	b->base += n;
 }
 
 /* A thread's first event: map its buffer and register it for the flush
- * at thread exit (pthread key destructor) and at process exit (list). */
+ * at thread exit (pthread key destructor) and at the trace's end (list). */
 static struct tbuf *tbuf_new(void)
 {
 	long m = sys(SYS_mmap, 0, sizeof(struct tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -256,43 +360,46 @@ static struct tbuf *tbuf_new(void)
 	b->fd = -1;
 	b->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	b->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
-	pthread_mutex_lock(&all_lock);
+	list_lock(b->tid);
 	b->next = all;
 	all = b;
-	pthread_mutex_unlock(&all_lock);
+	list_unlock();
 	pthread_setspecific(exit_key, b);
 	tb = b;
 	return b;
 }
 
-static void tbuf_free(struct tbuf *b)
-{
-	flush(b);
-	if (b->fd >= 0)
-		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
-	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
-}
-
-/* Thread exit: flush, unlink from the list, unmap. */
+/*
+ * Thread exit: flush, unlink from the list, unmap. All but the unmap
+ * holding the list, so a trace's end that runs meanwhile on another
+ * thread either finds the buffer in the list, not yet busy, and flushes
+ * it itself, or waits until it is written; and flushed before it is
+ * unlinked, so an end in a signal handler that interrupts the flush
+ * finds it (as this thread's own) and finishes it.
+ */
 static void thread_exit(void *p)
 {
 	struct tbuf *b = p;
 	busy = 1; /* nothing of this thread is traced from here on */
+	list_lock(b->tid);
 	b->busy = 1;
-	pthread_mutex_lock(&all_lock);
+	flush(b, 0);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
 			break;
 		}
-	pthread_mutex_unlock(&all_lock);
 	tb = NULL;
-	tbuf_free(b);
+	list_unlock();
+	if (b->fd >= 0)
+		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
 }
 
 /* In a child after fork: the parent's records are the parent's to write,
  * and only the forking thread exists here. Keep its buffer, emptied and
- * with a stream of its own; unmap the copies of the others'. */
+ * with a stream of its own; unmap the copies of the others'. From here
+ * on the buffers in the list are this process's (trace_pid). */
 static void after_fork_child(void)
 {
 	struct tbuf *keep = tb;
@@ -302,12 +409,13 @@ static void after_fork_child(void)
 			sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
 	}
 	all = keep;
-	pthread_mutex_init(&all_lock, NULL);
+	atomic_store_explicit(&list_owner, 0, memory_order_relaxed);
+	trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
 		keep->n = 0; /* base goes on counting: no entry of the parent's is "last" here */
 		keep->fd = -1;
-		keep->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		keep->pid = trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	}
 }
@@ -368,24 +476,20 @@ static void meta_modules(int fd)
 	meta_line(fd, "modules_forgotten", ftrt_modules_forgotten);
 }
 
-/* Process exit: flush every thread's buffer, then (in the process that
- * made the directory) write the metadata the reader needs. */
-static void trace_stop(void)
+/*
+ * The metadata the reader needs, written to tmp and renamed to meta once
+ * it is on disk, so a reader (or a run killed meanwhile) sees a whole
+ * file, the last one written. ended 0: written while the run goes on,
+ * with the clock pair (tsc_end, mono_end) of its writing, which gives the
+ * reader the TSC's rate when it must take the run's end from the last
+ * record; ended 1: written at the end. The caller holds the module
+ * records still, or could not (see ftrt_modules_hold).
+ */
+static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp)
 {
-	busy = 1;
-	if (tb)
-		tb->busy = 1;
-	uint64_t tsc_end = now(), mono_end = mono_ns();
-	pthread_mutex_lock(&all_lock);
-	for (struct tbuf *b = all; b; b = b->next)
-		flush(b);
-	pthread_mutex_unlock(&all_lock);
-	if ((int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != creator_pid)
-		return;
-	int fd = (int)sys(SYS_openat, dir_fd, (long)"meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+	int fd = (int)sys(SYS_openat, dir_fd, (long)tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
 	if (fd < 0)
 		return;
-	int held = ftrt_modules_hold();
 	char exe[4096];
 	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
@@ -405,6 +509,7 @@ static void trace_stop(void)
 		write_all(fd, prog->build_id, strlen(prog->build_id));
 		write_all(fd, "\n", 1);
 	}
+	meta_line(fd, "ended", (uint64_t)ended);
 	meta_line(fd, "pid", (uint64_t)creator_pid);
 	meta_line(fd, "bias", bias);
 	meta_line(fd, "tsc_start", tsc_start);
@@ -439,18 +544,98 @@ static void trace_stop(void)
 	write_all(fd, cfg, strlen(cfg));
 	write_all(fd, "\n", 1);
 	meta_modules(fd);
-	if (held)
-		ftrt_modules_release();
 	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
-	sys(SYS_renameat, dir_fd, (long)"meta.tmp", dir_fd, (long)"meta", 0, 0);
+	sys(SYS_renameat, dir_fd, (long)tmp, dir_fd, (long)"meta", 0, 0);
 }
 
 /*
- * Make the trace directory. One that exists is never mixed with this run
- * nor destroyed: it is moved aside to DIR.old (or DIR.old.N when that is
- * taken too).
+ * The module records changed (a module's pass ran, the one that opened
+ * the trace among them, or a module was unloaded); the caller holds
+ * them. While the run goes on, the metadata says what is known now, so
+ * that a run killed by a signal leaves a trace the reader can name.
+ * A temporary file of its own: an end that could not wait for the
+ * records (ftrt_modules_hold) never shares one with it.
  */
+void ftrt_trace_meta_update(void)
+{
+	if (dir_fd < 0 || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED) || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != creator_pid)
+		return;
+	write_meta(0, now(), mono_ns(), "meta.run.tmp");
+}
+
+/* Whether another thread's buffer is the end's to flush: once
+ * ftrt_ending is seen everywhere, wait (until the deadline) for the
+ * record or flush its thread is making to be done; from then on that
+ * thread leaves its buffer alone. 0 when it stayed busy: skipped. */
+static int settled(struct tbuf *b, uint64_t deadline)
+{
+	for (int i = 0; b->busy; i++) {
+		if (mono_ns() > deadline)
+			return 0;
+		if (i < 1000)
+			__builtin_ia32_pause(); /* a record takes nanoseconds... */
+		else
+			nap(); /* ...a flush, a write system call */
+	}
+	return 1;
+}
+
+/*
+ * The trace's end, from exit (an atexit handler) or _exit (exit.c), which
+ * may be called from a signal handler or in a child after fork: flush
+ * every buffer of this process, then, in the process that made the
+ * directory, write the final metadata. Async-signal-safe: raw system
+ * calls, no lock or buffer waited for longer than END_WAIT_NS all told
+ * (what cannot be taken by then is left out). A signal handler may have
+ * interrupted this thread's tracer (its buffer busy) or a flush, or an
+ * end, on this thread: a buffer holds whole records up to n whatever the
+ * point (publish), and each flush resumes what the stream already holds.
+ * Run twice (exit, then _exit from a later handler), it writes what came
+ * since.
+ */
+void ftrt_trace_end(void)
+{
+	if (dir_fd < 0)
+		return;
+	/* A child made by vfork (or a raw clone) shares the parent's memory,
+	 * or has a copy made without after_fork_child: the buffers in the list
+	 * are not its own to write or close. It leaves them alone. */
+	if ((int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != trace_pid)
+		return;
+	int me = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	struct tbuf *own = tb;
+	busy = 1;
+	__atomic_store_n(&ftrt_ending, 1, __ATOMIC_SEQ_CST);
+	/* Every thread now running passes a full barrier: its next read of
+	 * ftrt_ending sees 1, or the busy it set before that read is seen
+	 * here. (A thread not running passed one when it was switched out.)
+	 * Without membarrier (a kernel before 4.14, or a seccomp filter), the
+	 * same wait in time: a store waits in a CPU's store buffer for
+	 * nanoseconds, not 100 microseconds. */
+	if (!membarrier_ok || sys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) != 0)
+		nap();
+	uint64_t tsc_end = now(), mono_end = mono_ns(), deadline = mono_end + END_WAIT_NS;
+	int held = list_take(me, deadline);
+	for (struct tbuf *b = held ? all : NULL; b; b = b->next)
+		if (b != own && settled(b, deadline))
+			flush(b, 1);
+	/* This thread's own, whatever its busy says (a handler interrupted
+	 * it): it records no more, and only it unmaps it (thread_exit clears
+	 * tb first). Still holding the list, as the end of another thread
+	 * that walks it may flush it too. */
+	if (own)
+		flush(own, 1);
+	if (held == 1)
+		list_unlock();
+	if (trace_pid != creator_pid)
+		return;
+	int mods = ftrt_modules_hold();
+	write_meta(1, tsc_end, mono_end, "meta.tmp");
+	if (mods)
+		ftrt_modules_release();
+}
+
 /* ns in rdtsc ticks, at a rate measured over 2 ms (only when a
  * threshold needs converting at start; the trace's own clock conversion
  * uses the whole run). Integer arithmetic: the runtime has no FP. */
@@ -474,6 +659,12 @@ uint64_t ftrt_now(void)
 	return now();
 }
 
+/*
+ * Make the trace directory. One that exists is never mixed with this run
+ * nor destroyed: it is moved aside to DIR.old (or DIR.old.N when that is
+ * taken too). Its metadata is first written when the pass that opened it
+ * is done (ftrt_trace_meta_update).
+ */
 int ftrt_trace_start(const char *dir)
 {
 	struct stat st;
@@ -500,10 +691,11 @@ int ftrt_trace_start(const char *dir)
 	pthread_atfork(NULL, NULL, after_fork_child);
 	const char *clk = getenv("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
-	creator_pid = getpid();
+	creator_pid = trace_pid = getpid();
+	membarrier_ok = sys(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) == 0;
 	tsc_start = now();
 	mono_start = mono_ns();
-	atexit(trace_stop);
+	atexit(ftrt_trace_end);
 	return 0;
 }
 
@@ -518,7 +710,7 @@ static inline uint32_t room(struct tbuf *b)
 {
 	uint32_t n = b->n;
 	if (__builtin_expect(n > TBUF_WORDS - 3, 0)) {
-		flush(b);
+		flush(b, 0);
 		n = 0;
 	}
 	return n;
@@ -542,16 +734,18 @@ static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t 
 	return sh->sp < sp || (!b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook);
 }
 
-/* Pop the calls left without returning, recording each as unwound;
- * returns the new depth. */
-static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp)
+/* Pop the calls left without returning, recording each as unwound
+ * (when rec: not once the trace is ending); returns the new depth. */
+static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp, int rec)
 {
 	uint32_t d = b->depth;
 	while (d > 0 && left(b, &b->shadow[d - 1], sp)) {
 		d--;
+		if (!rec)
+			continue;
 		uint32_t n = room(b);
 		b->words[n] = REC_W0(REC_UNWOUND, ts);
-		b->n = n + 1;
+		publish(b, n + 1);
 		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 	}
 	b->depth = d;
@@ -581,6 +775,10 @@ static inline struct tbuf *enter(void)
 	if (__builtin_expect(b->busy, 0))
 		goto drop;
 	b->busy = 1;
+	if (__builtin_expect(ended(), 0)) {
+		b->busy = 0; /* after the trace's end: not an event it lost */
+		return NULL;
+	}
 	return b;
 drop:
 	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -599,7 +797,7 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 	uintptr_t sp = (uintptr_t)(slot + 1);
 	uint32_t d = b->depth;
 	if (__builtin_expect(d > 0 && left(b, &b->shadow[d - 1], sp), 0))
-		d = unwind_to(b, ts, sp);
+		d = unwind_to(b, ts, sp, 1);
 	if (__builtin_expect(d >= ftrt_max_depth || b->stopped, 0)) {
 		if (d >= SHADOW_MAX && !b->stopped) {
 			b->stopped = 1;
@@ -619,7 +817,7 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 	b->depth = d + 1;
 	b->words[n] = REC_W0(REC_ENTRY, ts);
 	b->words[n + 1] = ip;
-	b->n = n + 2;
+	publish(b, n + 2);
 	return 1;
 }
 
@@ -640,7 +838,7 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 		b->words[n] = REC_W0(REC_CALL, now());
 		b->words[n + 1] = ip;
 		b->words[n + 2] = *parent_slot;
-		b->n = n + 3;
+		publish(b, n + 3);
 	} else if (graph_push(b, ip, parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
@@ -684,10 +882,11 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	}
 	int was_busy = b->busy;
 	b->busy = 1;
+	int rec = !ended(); /* once the trace is ending, calls still return, unrecorded */
 	uint32_t d = b->depth;
 	if (__builtin_expect(b->shadow[d - 1].sp < sp, 0)) {
 		b->suspended++; /* the returning call's slot is spent: judge by sp */
-		d = unwind_to(b, ts, sp);
+		d = unwind_to(b, ts, sp, rec);
 		b->suspended--;
 		if (d == 0)
 			goto empty;
@@ -698,12 +897,12 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	 * nothing traced (its entry is still the last record, in the buffer)
 	 * is taken back. */
 	uint32_t n = b->n;
-	if (ftrt_thresh_tsc && sh->pos + 2 == b->base + n && n >= 2 && ts - REC_TS(b->words[n - 2]) < ftrt_thresh_tsc) {
-		b->n = n - 2;
-	} else {
+	if (rec && ftrt_thresh_tsc && sh->pos + 2 == b->base + n && n >= 2 && ts - REC_TS(b->words[n - 2]) < ftrt_thresh_tsc) {
+		publish(b, n - 2);
+	} else if (rec) {
 		n = room(b);
 		b->words[n] = REC_W0(REC_EXIT, ts);
-		b->n = n + 1;
+		publish(b, n + 1);
 	}
 	b->busy = was_busy;
 	return sh->ret;
@@ -740,14 +939,17 @@ void ftrt_graph_resume(uintptr_t sp)
 	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
 		return;
 	b->busy = 1;
+	int rec = !ended();
 	uint64_t ts = now();
 	b->suspended = 0;
 	uint32_t d = b->depth;
 	while (d > 0 && b->shadow[d - 1].sp <= sp) {
 		d--;
+		if (!rec)
+			continue;
 		uint32_t n = room(b);
 		b->words[n] = REC_W0(REC_UNWOUND, ts);
-		b->n = n + 1;
+		publish(b, n + 1);
 		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 	}
 	b->depth = d;

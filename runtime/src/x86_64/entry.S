@@ -68,6 +68,14 @@
  * TLS: the runtime is linked into the program), NULL before its first
  * event. TS62_RAX: rax = rdtsc's 62 low bits, the timestamp field of a
  * record's first word (rdx clobbered).
+ *
+ * Every fast path that writes a buffer sets the thread's busy, then reads
+ * ftrt_ending, in that order: when the trace is ending (another thread,
+ * or a signal handler, is in ftrt_trace_end, flushing every buffer) it
+ * clears busy and leaves the work to C, which records nothing. The end
+ * sets ftrt_ending and then waits for each busy buffer to be let go
+ * (C's side of the handshake is in trace.c); n goes up only after the
+ * words it counts are written, so the end reads whole records.
  */
 .macro SAVE_SCRATCH
 	pushq	%rax
@@ -189,6 +197,7 @@ mcount:
  * ftrt_entry, with the frame drawn above.
  */
 	.hidden	ftrt_fast_function
+	.hidden	ftrt_ending
 .macro FTRACE_CALLER name, len, fastparent, slot
 	.text
 	.globl	\name
@@ -207,9 +216,10 @@ mcount:
 	cmpl	$TBUF_WORDS-3, TB_N(%rcx)
 	ja	1f				/* no room for the record: C flushes */
 	movl	$1, TB_BUSY(%rcx)
+	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
+	jne	3f
 	movl	TB_N(%rcx), %eax		/* n */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
-	addl	$3, TB_N(%rcx)
 	movq	32(%rsp), %rax
 	subq	$\len, %rax
 	movq	%rax, 8(%rsi)			/* words[n+1] = site */
@@ -217,10 +227,12 @@ mcount:
 	movq	%rax, 16(%rsi)			/* words[n+2] = parent ip */
 	TS62_RAX				/* under REC_CALL (0) */
 	movq	%rax, (%rsi)			/* words[n] */
+	addl	$3, TB_N(%rcx)			/* n += 3, after the words */
 	movl	$0, TB_BUSY(%rcx)
 	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
+3:	movl	$0, TB_BUSY(%rcx)		/* the trace is ending: C records nothing */
 1:	RESTORE_SCRATCH
 2:	PUSH_ARGS
 	pushq	%r11
@@ -384,6 +396,8 @@ ftrace_graph_enter:
 	cmpl	ftrt_max_depth(%rip), %eax
 	jae	.Lenter_slow			/* FTRACE_DEPTH, or the shadow stack full */
 	movl	$1, TB_BUSY(%rcx)
+	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
+	jne	.Lenter_unbusy
 	leaq	(%rax,%rax,4), %rsi
 	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
 	testl	%eax, %eax
@@ -406,12 +420,12 @@ ftrace_graph_enter:
 	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
 	movl	TB_N(%rcx), %eax		/* n */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
-	addl	$2, TB_N(%rcx)
 	movq	%r11, 8(%rsi)			/* words[n+1] = site */
 	shlq	$2, %rdx			/* 62 bits of timestamp... */
 	shrq	$2, %rdx
 	btsq	$62, %rdx			/* ...under REC_ENTRY */
 	movq	%rdx, (%rsi)			/* words[n] */
+	addl	$2, TB_N(%rcx)			/* n += 2, after the words */
 	movl	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
@@ -508,6 +522,8 @@ ftrace_graph_leave:
 	cmpq	%rdi, SH_SP(%rsi)
 	jne	.Lleave_slow			/* not the call on top: a longjmp left some */
 	movl	$1, TB_BUSY(%rcx)
+	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
+	jne	.Lleave_unbusy
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
@@ -515,10 +531,12 @@ ftrace_graph_leave:
 	shrq	$2, %rdx
 	btsq	$63, %rdx			/* ...under REC_EXIT */
 	movl	TB_N(%rcx), %eax
-	incl	TB_N(%rcx)
 	movq	%rdx, TB_WORDS(%rcx,%rax,8)	/* words[n] */
+	incl	TB_N(%rcx)			/* n += 1, after the word */
 	movl	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
+.Lleave_unbusy:
+	movl	$0, TB_BUSY(%rcx)		/* the trace is ending: C pops the call, records nothing */
 .Lleave_slow:
 	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = the real return address */

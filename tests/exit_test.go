@@ -1,0 +1,240 @@
+package tests
+
+import (
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"ftpatch/trace"
+)
+
+// reportCounts runs ftpatch report on the trace in dir, which must exit 0,
+// and returns its calls per function and its stderr.
+func reportCounts(t *testing.T, dir string) (map[string]int, string) {
+	t.Helper()
+	out, errOut := run(t, filepath.Dir(dir), tool("ftpatch"), "report", dir)
+	counts := map[string]int{}
+	for _, line := range strings.Split(out, "\n")[1:] {
+		// CALLS FUNCTION (function), TOTAL SELF CALLS FUNCTION
+		// (function_graph): the calls are the next-to-last field.
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] == "#" {
+			continue
+		}
+		n, err := strconv.Atoi(f[len(f)-2])
+		if err != nil {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		counts[f[len(f)-1]] = n
+	}
+	return counts, errOut
+}
+
+// eventsByThread reads the trace in dir and names its calls (function)
+// or entries (function_graph), per thread id.
+func eventsByThread(t *testing.T, dir string) (*trace.Trace, map[int][]trace.Event) {
+	t.Helper()
+	tr, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Error(w)
+	}
+	by := map[int][]trace.Event{}
+	for _, e := range trace.Events(tr, syms) {
+		by[e.Tid] = append(by[e.Tid], e)
+	}
+	if tr.Meta.Tracer == "function_graph" {
+		checkNesting(t, trace.Graph(tr, syms))
+	}
+	return tr, by
+}
+
+func tally(events []trace.Event) map[string]int {
+	n := map[string]int{}
+	for _, e := range events {
+		n[e.Func]++
+	}
+	return n
+}
+
+var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
+
+// TestExitWays: a traced program that ends other than through exit
+// (progs/exits.c) keeps its output and exit status under both tracers,
+// and its trace holds what it recorded: _exit flushes every buffer and
+// writes the final metadata, in the main thread, in a forked child (which
+// writes its own stream only), and from a signal handler while other
+// threads run (their buffers flushed whole, the interrupted thread's up to
+// its last whole record, nothing twice); a vfork child's _exit and
+// posix_spawn's leave the parent's buffers alone; a program killed by
+// SIGKILL leaves a trace replay and report read, warning once.
+func TestExitWays(t *testing.T) {
+	cases := []struct {
+		how   string
+		code  int // the untraced run's exit status; -1: killed
+		check func(t *testing.T, out, stderr string)
+	}{
+		{"_exit", 5, func(t *testing.T, out, _ string) {
+			counts, errOut := reportCounts(t, out)
+			want := map[string]int{"work": 1, "twice": 1000, "leaf": 2000}
+			for f, n := range want {
+				if counts[f] != n {
+					t.Errorf("report: %s called %d times, want %d", f, counts[f], n)
+				}
+			}
+			if errOut != "" {
+				t.Errorf("report warned:\n%s", errOut)
+			}
+			if tr, _ := eventsByThread(t, out); tr.Meta.Unended {
+				t.Error("the metadata _exit left says the run did not end")
+			}
+		}},
+		{"fork", 0, func(t *testing.T, out, _ string) {
+			tr, by := eventsByThread(t, out)
+			if tr.Meta.Unended || tr.Meta.Dropped != 0 {
+				t.Errorf("meta: unended %v, dropped %d", tr.Meta.Unended, tr.Meta.Dropped)
+			}
+			// One thread each: the parent (its vfork and posix_spawn
+			// children made none) and the forked child.
+			want := map[bool]map[string]int{
+				true:  {"work": 2, "twice": 30, "leaf": 60},
+				false: {"work": 1, "twice": 1000, "leaf": 2000},
+			}
+			if len(by) != 2 {
+				t.Fatalf("%d threads traced, want the parent and its forked child", len(by))
+			}
+			for _, s := range tr.Streams {
+				got := tally(by[s.Tid])
+				parent := s.Pid == tr.Meta.Pid
+				for f, n := range want[parent] {
+					if got[f] != n {
+						t.Errorf("pid %d (parent %v): %s called %d times, want %d", s.Pid, parent, f, got[f], n)
+					}
+				}
+			}
+		}},
+		{"kill", -1, func(t *testing.T, out, _ string) {
+			counts, errOut := reportCounts(t, out)
+			replay, replayErr := run(t, filepath.Dir(out), tool("ftpatch"), "replay", "--depth", "1", out)
+			if strings.HasSuffix(out, "function_graph") && !strings.Contains(replay, "} /* main: did not return (still running at the trace's last event) */") {
+				t.Errorf("replay does not say main was still running at the trace's last event:\n%.2000s", replay)
+			}
+			for cmd, e := range map[string]string{"report": errOut, "replay": replayErr} {
+				if strings.Count(e, trace.ErrUnended.Error()) != 1 || !strings.Contains(e, out+": ") {
+					t.Errorf("%s: stderr\n%s\nwant one warning naming %s: %v", cmd, e, out, trace.ErrUnended)
+				}
+			}
+			// What was flushed before the kill: whole buffers, some.
+			if counts["twice"] == 0 || counts["twice"] > 200000 || counts["leaf"] > 400000 {
+				t.Errorf("report: %v; want some of the 200000 calls of twice and 400000 of leaf", counts)
+			}
+			tr, err := trace.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tr.Meta.Unended || tr.Meta.Nanos(tr.Meta.TSCEnd) <= 0 {
+				t.Errorf("meta: unended %v, last record %.0f ns in; want unended, a time after the start", tr.Meta.Unended, tr.Meta.Nanos(tr.Meta.TSCEnd))
+			}
+		}},
+		{"signal", 7, func(t *testing.T, out, stderr string) {
+			m := countsLine.FindStringSubmatch(stderr)
+			if m == nil {
+				t.Fatalf("no counts on stderr:\n%s", stderr)
+			}
+			var seen [3]int // calls of twice that had returned when the handler ran: main, spin, spin
+			for i := range seen {
+				seen[i], _ = strconv.Atoi(m[i+1])
+			}
+			tr, by := eventsByThread(t, out)
+			if tr.Meta.Unended || tr.Meta.Dropped != 0 {
+				t.Errorf("meta: unended %v, dropped %d", tr.Meta.Unended, tr.Meta.Dropped)
+			}
+			known := []string{"main", "by_signal", "idle", "spin", "work", "twice", "leaf"}
+			var idle, spin int
+			var spun []int
+			for tid, events := range by {
+				got := tally(events)
+				for f := range got {
+					if !slices.Contains(known, f) {
+						t.Errorf("thread %d: %d calls of %s: garbage in its stream", tid, got[f], f)
+					}
+				}
+				switch {
+				case tid == tr.Meta.Pid:
+					// Interrupted anywhere: the call of twice in flight is
+					// recorded whole or not at all, and nothing twice.
+					if n := got["twice"]; n != seen[0] && n != seen[0]+1 {
+						t.Errorf("main thread: %d calls of twice traced, %d returned when the handler ran: want that, or one more", n, seen[0])
+					}
+				case got["idle"] == 1:
+					idle++
+					want := map[string]int{"idle": 1, "work": 1, "twice": 100, "leaf": 200}
+					if !maps.Equal(got, want) {
+						t.Errorf("idle thread %d: %v, want %v", tid, got, want)
+					}
+				case got["spin"] == 1:
+					spin++
+					spun = append(spun, got["twice"])
+				default:
+					t.Errorf("thread %d: %v, neither main, idle nor spinning", tid, got)
+				}
+			}
+			if idle != 2 || spin != 2 {
+				t.Fatalf("%d idle and %d spinning threads traced, want 2 and 2", idle, spin)
+			}
+			// Each spinning thread's calls that had returned were flushed.
+			slices.Sort(spun)
+			want := []int{seen[1], seen[2]}
+			slices.Sort(want)
+			if spun[0] < want[0] || spun[1] < want[1] {
+				t.Errorf("spinning threads traced %v calls of twice, had made at least %v", spun, want)
+			}
+		}},
+	}
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-fpatchable-function-entry=5"} {
+			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir, plainDir := t.TempDir(), t.TempDir()
+				prog := traced(t, tg, dir, "-O2 "+flags, true, "exits.c")
+				plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+				// The program's _exit is the runtime's, exported for shared
+				// objects to bind to.
+				syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
+				if !regexp.MustCompile(`FUNC +WEAK +DEFAULT +[0-9]+ _exit\n`).MatchString(syms) {
+					t.Errorf("the program exports no _exit of its own:\n%s", syms)
+				}
+				for _, c := range cases {
+					t.Run(c.how, func(t *testing.T) {
+						wantOut, _, wantCode, err := runStatus(plainDir, plain, c.how)
+						if err != nil || wantCode != c.code {
+							t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
+						}
+						for _, mode := range []string{"function", "function_graph"} {
+							out := filepath.Join(dir, c.how+"-"+mode)
+							got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, c.how)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if got != wantOut || code != wantCode {
+								t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", mode, code, got, wantCode, wantOut)
+							}
+							t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
+						}
+					})
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,197 @@
+/*
+ * Ways a traced program ends other than exit, one per argument:
+ *
+ *   _exit    main makes calls, then _exit(5)
+ *   fork     a forked child makes calls and _exit(0)s; a vfork child
+ *            _exit(0)s at once; posix_spawn of a missing file (its child
+ *            _exits inside glibc); the parent makes calls around them and
+ *            returns from main
+ *   kill     main makes calls enough to fill buffers, then SIGKILLs itself
+ *   signal   two threads make calls and block, two others call without
+ *            end; main calls without end until a signal from one of them,
+ *            whose handler calls _exit(7)
+ *
+ * What is traced is known by construction: work(n) calls twice n times,
+ * twice calls leaf twice. The signal handler and what it calls are not
+ * instrumented, so they record nothing; it writes the counts it can see
+ * to stderr (counts: main=N spin=N spin=N) for the test to compare.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__has_attribute) && __has_attribute(noipa)
+#define NOINLINE __attribute__((noipa)) /* no clone under another name either */
+#else
+#define NOINLINE __attribute__((noinline))
+#endif
+/* No site: not -pg's, nor -fpatchable-function-entry's. */
+#define NOTRACE __attribute__((no_instrument_function, patchable_function_entry(0, 0)))
+
+static volatile long sink;
+
+NOINLINE int leaf(int x) { return x + 1; }
+NOINLINE int twice(int x) { return leaf(x) + leaf(x + 1); }
+
+NOINLINE void work(int n)
+{
+	for (int i = 0; i < n; i++)
+		sink += twice(i);
+}
+
+static void by_exit(void)
+{
+	work(1000);
+	printf("worked %ld\n", sink);
+	fflush(stdout);
+	_exit(5);
+}
+
+extern char **environ;
+
+static void by_fork(void)
+{
+	work(10);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		work(1000);
+		printf("child worked %ld\n", sink);
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	printf("child exit %d\n", WEXITSTATUS(st));
+	/* A vfork child runs on this process's memory: its _exit must leave
+	 * the parent's buffers alone. */
+	pid = vfork();
+	if (pid == 0)
+		_exit(4);
+	waitpid(pid, &st, 0);
+	printf("vfork child exit %d\n", WEXITSTATUS(st));
+	char *argv[] = { "/nonexistent/ftpatch-test", NULL };
+	int err = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	if (err == 0) {
+		waitpid(pid, &st, 0);
+		err = WEXITSTATUS(st);
+	}
+	printf("posix_spawn of a missing file: %s\n", err ? "failed" : "ran");
+	work(20);
+	printf("parent worked %ld\n", sink);
+}
+
+static void by_kill(void)
+{
+	work(200000);
+	printf("worked %ld\n", sink);
+	fflush(stdout);
+	kill(getpid(), SIGKILL);
+}
+
+/* The signal case. */
+enum { SPIN = 2, IDLE = 2 };
+static pthread_t main_thread;
+static volatile long main_calls, spin_calls[SPIN];
+static pthread_barrier_t ready;
+static int never[2]; /* a pipe nothing is written to: idle threads block on it */
+
+NOTRACE static char *put_num(char *p, long v)
+{
+	char tmp[24];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+NOTRACE static void on_signal(int sig)
+{
+	(void)sig;
+	char buf[128], *p = buf;
+	memcpy(p, "counts: main=", 13);
+	p = put_num(p + 13, main_calls);
+	for (int i = 0; i < SPIN; i++) {
+		memcpy(p, " spin=", 6);
+		p = put_num(p + 6, spin_calls[i]);
+	}
+	*p++ = '\n';
+	write(2, buf, (size_t)(p - buf));
+	write(1, "ended by _exit in a signal handler\n", 35);
+	_exit(7);
+}
+
+NOINLINE void *idle(void *arg)
+{
+	(void)arg;
+	work(100);
+	pthread_barrier_wait(&ready);
+	char c;
+	read(never[0], &c, 1);
+	return NULL;
+}
+
+NOINLINE void *spin(void *arg)
+{
+	long k = (long)arg;
+	for (long i = 0;; i++) {
+		sink += twice((int)i);
+		spin_calls[k]++;
+		if (k == 0 && i == 200000)
+			pthread_kill(main_thread, SIGUSR1);
+	}
+	return NULL;
+}
+
+static void by_signal(void)
+{
+	printf("threads\n");
+	fflush(stdout);
+	main_thread = pthread_self();
+	signal(SIGUSR1, on_signal);
+	pipe(never);
+	pthread_barrier_init(&ready, NULL, IDLE + 1);
+	/* The signal is for main alone. */
+	sigset_t usr1, old;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	pthread_t t;
+	for (long i = 0; i < IDLE; i++)
+		pthread_create(&t, NULL, idle, (void *)i);
+	pthread_barrier_wait(&ready);
+	for (long i = 0; i < SPIN; i++)
+		pthread_create(&t, NULL, spin, (void *)i);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (int i = 0;; i++) {
+		sink += twice(i);
+		main_calls++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *how = argc > 1 ? argv[1] : "";
+	if (strcmp(how, "_exit") == 0)
+		by_exit();
+	else if (strcmp(how, "fork") == 0)
+		by_fork();
+	else if (strcmp(how, "kill") == 0)
+		by_kill();
+	else if (strcmp(how, "signal") == 0)
+		by_signal();
+	else {
+		fprintf(stderr, "usage: exits _exit|fork|kill|signal\n");
+		return 2;
+	}
+	return 0;
+}
