@@ -2,6 +2,7 @@ package tests
 
 import (
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -236,5 +237,58 @@ func TestExitWays(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestExecChild: a traced program whose forked child execs a traced
+// program (progs/exits.c exec) keeps its own trace whole in FTRACE_OUT,
+// which the child, finding it in use, leaves alone: the child's trace
+// goes to FTRACE_OUT.PID beside it, and nothing is moved aside. A trace
+// directory left by a finished run is still moved aside to .old.
+func TestExecChild(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir, plainDir := t.TempDir(), t.TempDir()
+			prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "exits.c")
+			plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+			wantOut, _, wantCode, err := runStatus(plainDir, plain, "exec")
+			if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
+				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+			}
+			for _, mode := range []string{"function", "function_graph"} {
+				t.Run(mode, func(t *testing.T) {
+					out := filepath.Join(dir, "t-"+mode)
+					// A finished run's trace, to be moved aside.
+					if err := os.MkdirAll(out, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, "exec")
+					if err != nil || code != 0 || got != wantOut {
+						t.Fatalf("exit %d, %v, output %q; want exit 0, output %q\n%s", code, err, got, wantOut, errOut)
+					}
+					if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
+						t.Errorf("the earlier trace was not moved aside whole: %q, %v", b, err)
+					}
+					children, _ := filepath.Glob(out + ".[0-9]*")
+					if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 1 {
+						t.Fatalf("beside the trace: %v and %v; want the child's trace alone", children, olds)
+					}
+					for d, want := range map[string]map[string]int{
+						out:         {"main": 1, "work": 2, "twice": 5, "leaf": 10},
+						children[0]: {"main": 1, "work": 1, "twice": 7, "leaf": 14},
+					} {
+						counts, errOut := reportCounts(t, d)
+						if !maps.Equal(counts, want) || errOut != "" {
+							t.Errorf("%s: report %v, want %v\n%s", d, counts, want, errOut)
+						}
+					}
+				})
+			}
+		})
 	}
 }

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/membarrier.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -659,32 +660,107 @@ uint64_t ftrt_now(void)
 	return now();
 }
 
+/* Move path aside, to path.old (or path.old.N when that is taken too). */
+static int move_aside(const char *path)
+{
+	char aside[4200];
+	struct stat st;
+	int i = 0, n;
+	do {
+		if (i == 0)
+			n = snprintf(aside, sizeof aside, "%s.old", path);
+		else
+			n = snprintf(aside, sizeof aside, "%s.old.%d", path, i);
+		if (n < 0 || (size_t)n >= sizeof aside)
+			return -1;
+		i++;
+	} while (stat(aside, &st) == 0 && i < 1000);
+	return rename(path, aside);
+}
+
+/* Whether the directory at path is a trace some process is writing now:
+ * one whose lock (see make_dir) is held. */
+static int in_use(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+	close(fd); /* and with it the lock, if this took it */
+	return held;
+}
+
 /*
- * Make the trace directory. One that exists is never mixed with this run
- * nor destroyed: it is moved aside to DIR.old (or DIR.old.N when that is
- * taken too). Its metadata is first written when the pass that opened it
- * is done (ftrt_trace_meta_update).
+ * Make the trace directory, dir, and open it (dir_fd). One that exists
+ * is never mixed with this run nor destroyed:
+ *
+ *  - One a running process is writing (a traced program that started
+ *    this one, by fork and exec, or one running beside it with the same
+ *    FTRACE_OUT) is left alone: this process's trace goes to dir.PID
+ *    instead. The trace's lock says which are in use: the process that
+ *    makes a trace directory holds an flock on it for as long as it
+ *    runs, and so do its forked children, which share the open
+ *    directory; exec closes it (O_CLOEXEC), so an exec'd program holds
+ *    no lock of its parent's.
+ *  - Any other, a finished run's, is moved aside to dir.old (or
+ *    dir.old.N when that is taken too).
+ *
+ * The directory is made under a temporary name, locked, then renamed
+ * into place only if nothing took the name meanwhile, so a process
+ * starting at the same moment never finds it unlocked. Its metadata is
+ * first written when the pass that opened it is done
+ * (ftrt_trace_meta_update).
  */
+static int make_dir(const char *dir)
+{
+	char path[4200], tmp[4200];
+	int n = snprintf(path, sizeof path, "%s", dir), t = snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof path || t < 0 || (size_t)t >= sizeof tmp)
+		return -1;
+	for (int tries = 0; tries < 10; tries++) {
+		struct stat st;
+		if (stat(path, &st) == 0) {
+			if (in_use(path)) {
+				if (strcmp(path, dir) != 0)
+					return -1; /* dir.PID in use: not ours to take */
+				n = snprintf(path, sizeof path, "%s.%d", dir, (int)getpid());
+				if (n < 0 || (size_t)n >= sizeof path)
+					return -1;
+				continue;
+			}
+			if (move_aside(path) != 0)
+				return -1;
+		}
+		if (mkdir(tmp, 0755) != 0)
+			return -1;
+		int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			if (fd >= 0)
+				close(fd);
+			rmdir(tmp);
+			return -1;
+		}
+		if (sys(SYS_renameat2, AT_FDCWD, (long)tmp, AT_FDCWD, (long)path, 1 /* RENAME_NOREPLACE */, 0) == 0) {
+			dir_fd = fd;
+			return 0;
+		}
+		/* Taken meanwhile (or renameat2 unknown: Linux < 3.15, and
+		 * then a plain rename, which cannot replace a directory that
+		 * holds anything). */
+		int taken = stat(path, &st) == 0;
+		if (!taken && rename(tmp, path) == 0) {
+			dir_fd = fd;
+			return 0;
+		}
+		close(fd);
+		rmdir(tmp);
+	}
+	return -1;
+}
+
 int ftrt_trace_start(const char *dir)
 {
-	struct stat st;
-	if (stat(dir, &st) == 0) {
-		char aside[4200];
-		int i = 0;
-		do {
-			if (i == 0)
-				snprintf(aside, sizeof aside, "%s.old", dir);
-			else
-				snprintf(aside, sizeof aside, "%s.old.%d", dir, i);
-			i++;
-		} while (stat(aside, &st) == 0 && i < 1000);
-		if (rename(dir, aside) != 0)
-			return -1;
-	}
-	if (mkdir(dir, 0755) != 0)
-		return -1;
-	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir_fd < 0)
+	if (make_dir(dir) != 0)
 		return -1;
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return -1;

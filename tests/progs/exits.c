@@ -10,6 +10,10 @@
  *   signal   two threads make calls and block, two others call without
  *            end; main calls without end until a signal from one of them,
  *            whose handler calls _exit(7)
+ *   exec     main makes calls, forks a child that execs this program
+ *            (exec-child: makes calls, returns from main), waits for it,
+ *            makes calls again and returns: the child is traced beside
+ *            its parent, not into its trace
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -178,6 +182,20 @@ static void by_signal(void)
 	}
 }
 
+static void by_exec(const char *self)
+{
+	work(3);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "exec-child", (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	work(2);
+	printf("child exited %d; worked %ld\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, sink);
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "";
@@ -189,8 +207,13 @@ int main(int argc, char **argv)
 		by_kill();
 	else if (strcmp(how, "signal") == 0)
 		by_signal();
-	else {
-		fprintf(stderr, "usage: exits _exit|fork|kill|signal\n");
+	else if (strcmp(how, "exec") == 0)
+		by_exec(argv[0]);
+	else if (strcmp(how, "exec-child") == 0) {
+		work(7);
+		printf("child worked %ld\n", sink);
+	} else {
+		fprintf(stderr, "usage: exits _exit|fork|kill|signal|exec\n");
 		return 2;
 	}
 	return 0;
