@@ -299,14 +299,7 @@ func TestDecodePatched(t *testing.T) {
 // decoding of the result must give.
 func patchSites(t *testing.T, f *elfx.File, l *sites.Linked, data []byte) []string {
 	t.Helper()
-	_, syms, err := f.Symtab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := map[string]uint64{}
-	for _, s := range syms {
-		addr[s.Name] = uint64(s.Value)
-	}
+	addr := symbolAddrs(t, f)
 	styles := []nops.X86NopStyle{nops.X86P6, nops.X86K8, nops.X86JmpPad}
 	var want []string
 	counts := map[string]int{}

@@ -39,17 +39,7 @@ func reportCounts(t *testing.T, dir string) (map[string]int, string) {
 // or entries (function_graph), per thread id.
 func eventsByThread(t *testing.T, dir string) (*trace.Trace, map[int][]trace.Event) {
 	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range warns {
-		t.Error(w)
-	}
+	tr, syms := readTrace(t, dir)
 	by := map[int][]trace.Event{}
 	for _, e := range trace.Events(tr, syms) {
 		by[e.Tid] = append(by[e.Tid], e)

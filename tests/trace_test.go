@@ -177,17 +177,7 @@ func TestFunctionTracer(t *testing.T) {
 // dropped event or a site skipped or failed is an error of the test.
 func traceEvents(t *testing.T, dir string) []trace.Event {
 	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range warns {
-		t.Error(w)
-	}
+	tr, syms := readTrace(t, dir)
 	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
 		t.Errorf("meta: %+v", tr.Meta)
 	}
@@ -208,6 +198,24 @@ func traceCallers(t *testing.T, dir string) map[string]map[string]int {
 		out[e.Func][caller]++
 	}
 	return out
+}
+
+// readTrace reads the trace in dir and the symbols of the process it
+// recorded; a warning naming them is an error of the test.
+func readTrace(t *testing.T, dir string) (*trace.Trace, *trace.Symbols) {
+	t.Helper()
+	tr, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Error(w)
+	}
+	return tr, syms
 }
 
 // traceCounts reads a trace with the package every command uses and

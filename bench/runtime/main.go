@@ -92,26 +92,17 @@ __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, v
 { unsigned p = pos; ring[p].ts = rdtsc(); ring[p].fn = (uint64_t)fn | 1ull << 63; pos = (p + 1) & (N - 1); (void)cs; }
 `
 
-// boundS is a graph tracer that hijacks returns, as function_graph must at
-// -pg sites (after the prologue, where no trampoline can call the body),
-// reduced to nothing else: a __fentry__ that writes the floor's two
-// 16-byte records {rdtsc, ip} to a ring in memory and points the caller's
-// return slot at its exit hook. No ftrace_regs, no recursion guard, no
-// frame check, no TLS, nothing written out. The traced function's `ret`
-// no longer goes where the CPU's return stack predicts, so every call
-// pays a mispredicted return, which the floor's compiler-inserted exit
-// hook and function_graph's entry-site trampolines (skeletonS) do not.
-// Single-threaded, at most 4096 nested calls: for this loop only.
-const boundS = `/* A return-hijacking graph tracer with nothing else: see boundS in bench/runtime/main.go. */
-	.bss
+// ringS is what boundS and skeletonS share: the floor's ring of 16-byte
+// records in memory, a shadow stack of return addresses, and the macro
+// that writes one record.
+const ringS = `	.bss
 	.p2align 6
 ring:	.zero 16 * 65536	/* {ts, ip} records, 16 bytes each */
 pos:	.quad 0			/* next record's index */
-shadow:	.zero 8 * 4096		/* the hijacked return addresses */
+shadow:	.zero 8 * 4096		/* the callers' return addresses */
 depth:	.quad 0			/* entries on shadow */
 
-/* One record: rax = the timestamp (rdtsc's edx:eax joined), rdx = its
- * second word; clobbers r11 and r10. */
+/* One record: rax, rdx = its two words; clobbers r10 and r11. */
 	.macro RECORD
 	mov pos(%rip), %r10
 	lea ring(%rip), %r11
@@ -123,7 +114,20 @@ depth:	.quad 0			/* entries on shadow */
 	and $65535, %r10
 	mov %r10, pos(%rip)
 	.endm
+`
 
+// boundS is a graph tracer that hijacks returns, as function_graph must at
+// -pg sites (after the prologue, where no trampoline can call the body),
+// reduced to nothing else: a __fentry__ that writes the floor's two
+// 16-byte records {rdtsc, ip} to a ring in memory and points the caller's
+// return slot at its exit hook. No ftrace_regs, no recursion guard, no
+// frame check, no TLS, nothing written out. The traced function's `ret`
+// no longer goes where the CPU's return stack predicts, so every call
+// pays a mispredicted return, which the floor's compiler-inserted exit
+// hook and function_graph's entry-site trampolines (skeletonS) do not.
+// Single-threaded, at most 4096 nested calls: for this loop only.
+const boundS = `/* A return-hijacking graph tracer with nothing else: see boundS in bench/runtime/main.go. */
+` + ringS + `
 	.text
 	.globl __fentry__
 	.type __fentry__, @function
@@ -183,25 +187,7 @@ hijacked:
 // out: what the trampoline design costs before anything a real tracer
 // needs. Single-threaded, at most 4096 nested calls: for this loop only.
 const skeletonS = `/* function_graph's skeleton: see skeletonS in bench/runtime/main.go. */
-	.bss
-	.p2align 6
-ring:	.zero 16 * 65536	/* {ts, ip} records */
-pos:	.quad 0
-shadow:	.zero 8 * 4096		/* the callers' return addresses */
-depth:	.quad 0
-
-	.macro RECORD		/* rax, rdx: the record's two words; clobbers r10, r11 */
-	mov pos(%rip), %r10
-	lea ring(%rip), %r11
-	shl $4, %r10
-	mov %rax, (%r11, %r10)
-	mov %rdx, 8(%r11, %r10)
-	shr $4, %r10
-	inc %r10
-	and $65535, %r10
-	mov %r10, pos(%rip)
-	.endm
-
+` + ringS + `
 	.text
 	.globl leaf
 	.type leaf, @function
