@@ -315,54 +315,70 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 }
 
 // TestLoadTimeSymbols: the sites of progs/symsites.S, one per rule by
-// which the load-time pass finds a site's function in the symbol table
-// (runtime/src/symbols.c): at the entry, after an endbr64, after a -pg
-// prologue, covered by a function that holds a zero-size function symbol
-// before the site, and in code no symbol covers. Under each tracer and
-// filter, every site's bytes are decoded with x/arch: enabled sites call
-// (or, for function_graph at an entry, jump to) the right trampoline,
-// the rest hold NOPs; the program's output is unchanged and the trace's
-// counts name the right functions.
+// which the load-time pass tells what a site is (runtime/src/patch.c's
+// choose, runtime/src/symbols.c): a call of __fentry__ at the entry,
+// after an endbr64, and in code no symbol covers, which need no symbol
+// table when nothing is filtered; -pg calls of mcount after a prologue,
+// one in a function that holds a zero-size function symbol before the
+// site, which need the table. Under each tracer and filter, and in a
+// stripped copy, every site's bytes are decoded with x/arch: enabled
+// sites call (or, for function_graph at an entry, jump to) the right
+// trampoline, the rest hold NOPs; the program's output is unchanged and
+// the trace's counts name the right functions.
 func TestLoadTimeSymbols(t *testing.T) {
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	objs := buildSrc(t, x86GCC, dir, "", false, "symsites.c", "symsites.S", "trampdump.c")
 	prog := filepath.Join(dir, "prog")
 	run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	stripped := filepath.Join(dir, "stripped")
+	run(t, dir, "strip", "-o", stripped, prog)
 	f, err := elfx.Open(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := symbolAddrs(t, f)
-	// The named sites, by function: where each is, and what it becomes
-	// when enabled ("" for the jump to a trampoline of its own).
+	// The sites, by function: where each is, and what it becomes when
+	// enabled ("" for the jump to a trampoline of its own). The one in
+	// no function is found as the site that is none of these.
 	type site struct {
 		fn     string
 		at     uint64
 		caller string
 	}
+	const nameless = "(no function)"
 	named := []site{
 		{"sym_entry", addr["sym_entry"], "ftrace_caller5"},
 		{"sym_endbr", addr["sym_endbr"] + 4, "ftrace_caller5"},
 		{"sym_pg", addr["sym_pg"] + 4, "ftrace_mcount_caller5"},
 		{"sym_outer", addr["sym_outer"] + 5, "ftrace_mcount_caller5"},
 	}
+	all := []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer", nameless}
 	for _, c := range []struct {
-		name   string
-		env    []string
-		traced []string // the functions whose sites are enabled
+		name    string
+		prog    string
+		env     []string
+		enabled []string // the sites enabled, by function
+		warning string   // on stderr
 	}{
-		{"function", []string{"FTRACE=function"}, []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer"}},
-		{"function_graph", []string{"FTRACE=function_graph"}, []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer"}},
-		{"filter sym_outer", []string{"FTRACE=function", "FTRACE_FILTER=sym_outer"}, []string{"sym_outer"}},
-		{"filter not sym_pg", []string{"FTRACE=function_graph", "FTRACE_FILTER=!sym_pg"}, []string{"sym_entry", "sym_endbr", "sym_outer"}},
-		{"filter sym_label", []string{"FTRACE=function", "FTRACE_FILTER=sym_label"}, nil},
+		{"function", prog, []string{"FTRACE=function"}, all, ""},
+		{"function_graph", prog, []string{"FTRACE=function_graph"}, all, ""},
+		{"filter sym_outer", prog, []string{"FTRACE=function", "FTRACE_FILTER=sym_outer"}, []string{"sym_outer"}, ""},
+		{"filter not sym_pg", prog, []string{"FTRACE=function_graph", "FTRACE_FILTER=!sym_pg"}, []string{"sym_entry", "sym_endbr", "sym_outer"}, ""},
+		{"filter sym_label", prog, []string{"FTRACE=function", "FTRACE_FILTER=sym_label"}, nil, ""},
+		{"stripped", stripped, []string{"FTRACE=function_graph"}, []string{"sym_entry", "sym_endbr", nameless},
+			"cannot read the symbol table of the program (stripped?); tracing only its sites that call __fentry__"},
+		{"stripped filter", stripped, []string{"FTRACE=function", "FTRACE_FILTER=sym_*"}, nil,
+			"cannot read the symbol table of the program (stripped?); tracing none of it"},
 	} {
 		t.Run(slug(c.name), func(t *testing.T) {
-			out := filepath.Join(dir, slug(c.name))
-			stdout, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_OUT=" + out}, c.env...), prog)
+			out := filepath.Join(dir, "t-"+slug(c.name))
+			stdout, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_OUT=" + out}, c.env...), c.prog)
 			if err != nil || code != 0 || stdout != "1 2 3 4\n" {
 				t.Fatalf("exit %d, %v, output %q; want 1 2 3 4\n%s", code, err, stdout, errOut)
+			}
+			if (c.warning == "") != !strings.Contains(errOut, "ftrt:") || !strings.Contains(errOut, c.warning) {
+				t.Errorf("stderr:\n%s\nwant %q", errOut, c.warning)
 			}
 			held := heldSites(t, errOut)
 			if len(held) != len(named)+1 {
@@ -374,13 +390,13 @@ func TestLoadTimeSymbols(t *testing.T) {
 					t.Errorf("site %#x: % x: %v", at, b, err)
 					continue
 				}
-				s := site{fn: "(no function)"}
+				s := site{nameless, at, "ftrace_caller5"}
 				for _, n := range named {
 					if n.at == at {
 						s = n
 					}
 				}
-				if !slices.Contains(c.traced, s.fn) {
+				if !slices.Contains(c.enabled, s.fn) {
 					if in.Op != x86asm.NOP || in.Len != 5 {
 						t.Errorf("%s: site %#x holds %v (% x); want a 5-byte NOP", s.fn, at, in, b)
 					}
@@ -397,10 +413,27 @@ func TestLoadTimeSymbols(t *testing.T) {
 					t.Errorf("%s: site %#x: %v reaches %#x; want %s at %#x", s.fn, at, in, got, target, addr[target])
 				}
 			}
-			got := traceCounts(t, out)
+			// The calls, named from the unstripped program; the nameless
+			// code is never run.
 			want := map[string]int{}
-			for _, fn := range c.traced {
-				want[fn] = 1
+			for _, fn := range c.enabled {
+				if fn != nameless {
+					want[fn] = 1
+				}
+			}
+			got := map[string]int{}
+			if len(c.enabled) > 0 {
+				tr, err := trace.Read(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				syms, warns, err := trace.LoadProcess(&tr.Meta, prog)
+				if err != nil || len(warns) > 0 {
+					t.Fatal(err, warns)
+				}
+				for _, cnt := range trace.Counts(trace.Events(tr, syms)) {
+					got[cnt.Func] = cnt.Calls
+				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("traced %v; want %v", got, want)

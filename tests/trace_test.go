@@ -140,8 +140,17 @@ func TestFunctionTracer(t *testing.T) {
 					if _, err := os.Stat(nopOut); err == nil {
 						t.Error("FTRACE=nop made a trace directory")
 					}
-					if m := ftrtLine.FindStringSubmatch(errOut); m == nil || !strings.Contains(errOut, fmt.Sprintf("; %d traced,", len(want))) {
-						t.Errorf("FTRACE=nop: want every one of the %d functions' sites enabled:\n%s", len(want), errOut)
+					// With no filter, calls of __fentry__ are enabled
+					// without the symbol table, the dead copy of
+					// main.c's weak weak_or_strong among them (the
+					// table lists it; no symbol covers it); -pg and NOP
+					// sites go by the table, which leaves it out.
+					enabled := len(want)
+					if strings.Contains(flags, "-mfentry") {
+						enabled++
+					}
+					if m := ftrtLine.FindStringSubmatch(errOut); m == nil || !strings.Contains(errOut, fmt.Sprintf("; %d traced,", enabled)) {
+						t.Errorf("FTRACE=nop: want %d sites enabled, every one of the %d functions' and, with -mfentry, the dead weak copy's:\n%s", enabled, len(want), errOut)
 					}
 
 					// A filter: only fib, and everything but fib.

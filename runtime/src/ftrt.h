@@ -215,11 +215,18 @@ void ftrt_arch_begin(int owner);
 void ftrt_arch_seal(void);
 /* The module `owner` is unloaded: unmap what was built for it. */
 void ftrt_arch_release(int owner);
+/* Whether the site at ip calls the entry hook (__fentry__), in any form. */
+int ftrt_arch_entry_call(const unsigned char *ip);
 /* Whether a site at ip is at the entry of the function starting at start. */
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
 
 /* What the load-time pass makes of a site. */
-enum { WANT_NOP, WANT_ENTRY /* call the tracer, at a function's entry */, WANT_MCOUNT /* after the prologue (-pg) */ };
+enum {
+	WANT_NOP,
+	WANT_ENTRY,   /* call the tracer, at a function's entry */
+	WANT_MCOUNT,  /* after the prologue (-pg) */
+	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
+};
 
 /* The module's functions (symbols.c). ftrt_symbols_open maps the ELF
  * file at path and finds its symbol table (-1: unreadable, or stripped);

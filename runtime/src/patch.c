@@ -437,18 +437,39 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
 }
 
 /*
- * Walk the sorted sites s[0..m) a segment at a time: each run of sites
- * inside one executable segment goes to patch_segment (want: what each
- * becomes) or, when check_mode is a tracer (or -1 for none), to
- * check_segment. Sites outside every executable segment are skipped.
+ * Mark the sites sites[0..n) that call the entry hook (-mfentry's
+ * __fentry__, in any of its forms) WANT_ENTRY: such a call is at a
+ * function's entry by construction, the compiler's first instruction
+ * (or the first after endbr64), so it needs no symbol to say so. The
+ * others keep what they hold.
  */
-static void walk(const uintptr_t *s, const unsigned char *want, size_t m, int check_mode)
+static void entry_segment(const uintptr_t *sites, unsigned char *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ftrt_arch_entry_call((const unsigned char *)sites[i]))
+			want[i] = WANT_ENTRY;
+}
+
+/* What walk does with each run of sites inside one executable segment. */
+enum walk_what {
+	PATCH,   /* patch_segment: each becomes what want says */
+	CHECK,   /* check_segment (a pre-patched file's): count what each holds */
+	ENTRIES, /* entry_segment: mark the calls of the entry hook; nothing counted */
+};
+
+/*
+ * Walk the sorted sites s[0..m) a segment at a time, doing `what` with
+ * each run of sites inside one executable segment (mode: the tracer a
+ * CHECK expects, or -1 for none). Sites outside every executable
+ * segment are counted skipped (by PATCH and CHECK).
+ */
+static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_what what, int mode)
 {
 	for (size_t i = 0; i < m;) {
 		struct seg_query q = { .addr = s[i] };
 		dl_iterate_phdr(find_segment, &q);
 		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
-			ftrt_stats.skipped++;
+			ftrt_stats.skipped += what != ENTRIES;
 			i++;
 			continue;
 		}
@@ -464,12 +485,14 @@ static void walk(const uintptr_t *s, const unsigned char *want, size_t m, int ch
 				hi = mid;
 		}
 		if (j == i) {
-			ftrt_stats.skipped++;
+			ftrt_stats.skipped += what != ENTRIES;
 			i++;
 			continue;
 		}
-		if (check_mode)
-			check_segment(s + i, j - i, check_mode);
+		if (what == CHECK)
+			check_segment(s + i, j - i, mode);
+		else if (what == ENTRIES)
+			entry_segment(s + i, want + i, j - i);
 		else
 			patch_segment(s + i, want + i, j - i, &q.seg);
 		i = j;
@@ -701,6 +724,57 @@ static void no_table(struct ftrt_mod *md)
  * turn every site into a NOP or a call to the tracer. Its counts go to
  * ftrt_stats and are kept in md->stats.
  */
+/*
+ * What each of the module's sorted sites s[0..m) becomes when a tracer
+ * is asked for: want[i] = WANT_ENTRY or WANT_MCOUNT for the functions
+ * FTRACE_FILTER names (default all), WANT_NOP for the rest, and the
+ * trace directory made when any is traced.
+ *
+ * With no filter, no name is needed, and a site that calls __fentry__
+ * is at a function's entry by construction: those are marked without
+ * the symbol table, which is read only if some other site needs it
+ * (-pg's calls of mcount, after a prologue only a function's start
+ * tells; NOPs, from recordmcount --nop or -fpatchable-function-entry).
+ * Reading it is most of the pass's cost when every site is traced; and
+ * a stripped program built with -mfentry is traced whole (its trace
+ * then shows addresses, or names from an unstripped copy: replay
+ * --exe). A site of __fentry__ in code no function symbol covers is
+ * traced too, which the symbol table would not allow.
+ */
+static void choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want)
+{
+	const char *name = md->path ? md->path : "the program";
+	const char *filter = env.filter && *env.filter ? env.filter : NULL;
+	size_t unknown = m;
+	if (!filter) {
+		memset(want, WANT_UNKNOWN, m);
+		walk(s, want, m, ENTRIES, 0);
+		unknown = 0;
+		for (size_t i = 0; i < m; i++)
+			unknown += want[i] == WANT_UNKNOWN;
+	}
+	int syms = unknown == 0 || ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") == 0;
+	if (!syms) {
+		char buf[600];
+		int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing %s\n", name,
+				   unknown < m ? "only its sites that call __fentry__" : "none of it");
+		if (len > 0)
+			write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+	}
+	if ((syms || unknown < m) && (ftrt_mode == FTRT_NOP || start_trace() == 0)) {
+		if (syms && unknown && ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0) {
+			say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
+			memset(want, WANT_NOP, m);
+		}
+	} else {
+		memset(want, WANT_NOP, m);
+	}
+	ftrt_symbols_close();
+	for (size_t i = 0; i < m; i++)
+		if (want[i] == WANT_UNKNOWN)
+			want[i] = WANT_NOP; /* in no function, or unreadable */
+}
+
 void ftrt_pass(struct ftrt_mod *md)
 {
 	const struct ftrt_module *mod = md->desc;
@@ -779,7 +853,7 @@ void ftrt_pass(struct ftrt_mod *md)
 			ftrt_stats.config = FTRT_CFG_STATE_PATCHED;
 			int tracer = (int)cfg->tracer;
 			adopt(tracer, name);
-			walk(s, NULL, m, tracer ? tracer : -1);
+			walk(s, NULL, m, CHECK, tracer ? tracer : -1);
 			/* The enabled sites stay calls; ftrt_entry returns at once
 			 * while no trace is open. */
 			if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
@@ -805,20 +879,9 @@ void ftrt_pass(struct ftrt_mod *md)
 	int tracer = env.tracer;
 	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
 		tracer = (int)cfg->tracer;
-	if (tracer && adopt(tracer, name)) {
-		if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0) {
-			char buf[600];
-			int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing none of it\n", name);
-			if (len > 0)
-				write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
-		} else if (ftrt_mode == FTRT_NOP || start_trace() == 0) {
-			const char *filter = env.filter && *env.filter ? env.filter : NULL;
-			if (ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0)
-				say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
-		}
-		ftrt_symbols_close();
-	}
-	walk(s, want, m, 0);
+	if (tracer && adopt(tracer, name))
+		choose(md, s, m, want);
+	walk(s, want, m, PATCH, 0);
 	ftrt_arch_seal();
 out:
 	if (want)

@@ -148,23 +148,46 @@ static inline uintptr_t call_target(const unsigned char *ip, uint64_t v, int len
  * first byte; where shapes share it (0x66: nopw and the K8 NOPs; 0xeb:
  * the two jumps over padding), the rest of the pattern tells them apart.
  */
+/* What a site holding a call calls (v: its 8 bytes), for the three
+ * shapes of call above; 0, with *len untouched, for any other bytes. */
+static inline uintptr_t called(const unsigned char *ip, uint64_t v, int *len)
+{
+	switch (v & 0xff) {
+	case 0xe8:
+		*len = 5;
+		return call_target(ip, v, 5);
+	case 0x67:
+		if ((v >> 8 & 0xff) != 0xe8)
+			return 0;
+		*len = 6;
+		return call_target(ip, v, 6);
+	case 0xff:
+		if ((v >> 8 & 0xff) != 0x15)
+			return 0;
+		*len = 6;
+		return *(const uintptr_t *)call_target(ip, v, 6); /* the GOT slot */
+	}
+	return 0;
+}
+
+int ftrt_arch_entry_call(const unsigned char *ip)
+{
+	int len;
+	return called(ip, ftrt_quick_load((uintptr_t)ip), &len) == ftrt_targets[FTRT_T_FENTRY];
+}
+
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
 	uint64_t v = ftrt_quick_load((uintptr_t)ip);
 	switch (v & 0xff) {
 	case 0xe8:
-		*len = 5;
-		return is_hook(call_target(ip, v, 5)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
 	case 0x67:
-		if ((v >> 8 & 0xff) != 0xe8)
-			break;
-		*len = 6;
-		return is_hook(call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
-	case 0xff:
-		if ((v >> 8 & 0xff) != 0x15)
-			break;
-		*len = 6;
-		return is_hook(*(const uintptr_t *)call_target(ip, v, 6)) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	case 0xff: {
+		uintptr_t target = called(ip, v, len);
+		if (!target)
+			break; /* 67 or ff, but not a call */
+		return is_hook(target) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
+	}
 	case 0x0f:
 		/* nopl with any 8-bit displacement: clang pads with nonzero ones. */
 		if (low(v, 4) != pattern(nop5, 4))
