@@ -173,8 +173,6 @@ static int runnable_nop(uintptr_t ip, int len)
 	return nop_style[0] == 'p' || __builtin_memcmp((const void *)ip, ftrt_arch_nop(len), len == 6 ? 6 : 5) == 0;
 }
 
-/* What the load-time pass makes of a site. */
-
 /* What the pass does with a site, once classified. */
 enum {
 	KEEP,      /* a NOP this CPU runs, and no call wanted there: counted, not written */
@@ -718,13 +716,6 @@ static void no_table(struct ftrt_mod *md)
 }
 
 /*
- * The pass over one module's table (the program's, or a shared object's
- * at its registration): sort it, then either only check it (a file
- * pre-patched by ftpatch enable, with no environment to override it) or
- * turn every site into a NOP or a call to the tracer. Its counts go to
- * ftrt_stats and are kept in md->stats.
- */
-/*
  * What each of the module's sorted sites s[0..m) becomes when a tracer
  * is asked for: want[i] = WANT_ENTRY or WANT_MCOUNT for the functions
  * FTRACE_FILTER names (default all), WANT_NOP for the rest, and the
@@ -775,6 +766,13 @@ static void choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsi
 			want[i] = WANT_NOP; /* in no function, or unreadable */
 }
 
+/*
+ * The pass over one module's table (the program's, or a shared object's
+ * at its registration): sort it, then either only check it (a file
+ * pre-patched by ftpatch enable, with no environment to override it) or
+ * turn every site into a NOP or a call to the tracer. Its counts go to
+ * ftrt_stats and are kept in md->stats.
+ */
 void ftrt_pass(struct ftrt_mod *md)
 {
 	const struct ftrt_module *mod = md->desc;

@@ -4,14 +4,16 @@
  * can name functions and the pass can tell a site at a function's entry
  * from one after its prologue. Init-time only: uses libc freely.
  *
- * The pass needs, for every site, the function it lies in, and that is
- * on its budget (20 ns per site, for a program whose every function has
- * a site). So rather than sort the symbols and look each site up (a
- * linker writes the global symbols in hash order: a sort of 100,000 of
- * them costs milliseconds, and each lookup a cache miss in the table),
- * the symbols are read once, in the table's order, and each marks the
- * sites it covers, found through an index of the sorted sites by
- * address. Nothing is sorted, and the only memory made is the index
+ * The pass needs a site's function when FTRACE_FILTER names functions,
+ * or when the site does not say where in its function it is (-pg's
+ * calls of mcount, NOPs; patch.c's choose), and then for every site:
+ * that is on its budget (20 ns per site, for a program whose every
+ * function has a site). So rather than sort the symbols and look each
+ * site up (a linker writes the global symbols in hash order: a sort of
+ * 100,000 of them costs milliseconds, and each lookup a cache miss in
+ * the table), the symbols are read once, in the table's order, and each
+ * marks the sites it covers, found through an index of the sorted sites
+ * by address. Nothing is sorted, and the only memory made is the index
  * (two 4-byte words per site) and, with a filter, one more per site.
  */
 #define _GNU_SOURCE

@@ -135,21 +135,9 @@ static inline uintptr_t call_target(const unsigned char *ip, uint64_t v, int len
 	return (uintptr_t)ip + (uintptr_t)len + (uintptr_t)(intptr_t)(int32_t)(v >> 8 * (len - 4));
 }
 
-/*
- * The shapes a site takes in a linked program:
- *   e8 rel32          call hook                    (-fno-pie, or relaxed)   5
- *   67 e8 rel32       addr32 call hook             (ld's relaxation of ...) 6
- *   ff 15 disp32      call *hook@GOTPCREL(%rip)    (PIE -mfentry, unrelaxed) 6
- *   66 0f 1f 44 00 00 nopw                         (recordmcount --nop)     6
- *   0f 1f 44 00 xx    nopl xx(%rax,%rax,1)         (--nop; clang's padding) 5
- *   90 90 90 90 90    five nops                    (gcc's padding)          5
- * and the fallback NOPs (k8nop*, jmpnop*) this runtime may have written.
- * A call counts only if it reaches one of our hooks. Dispatched on the
- * first byte; where shapes share it (0x66: nopw and the K8 NOPs; 0xeb:
- * the two jumps over padding), the rest of the pattern tells them apart.
- */
 /* What a site holding a call calls (v: its 8 bytes), for the three
- * shapes of call above; 0, with *len untouched, for any other bytes. */
+ * shapes of call a site may hold (see ftrt_arch_classify); 0, with *len
+ * untouched, for any other bytes. */
 static inline uintptr_t called(const unsigned char *ip, uint64_t v, int *len)
 {
 	switch (v & 0xff) {
@@ -176,6 +164,19 @@ int ftrt_arch_entry_call(const unsigned char *ip)
 	return called(ip, ftrt_quick_load((uintptr_t)ip), &len) == ftrt_targets[FTRT_T_FENTRY];
 }
 
+/*
+ * The shapes a site takes in a linked program:
+ *   e8 rel32          call hook                    (-fno-pie, or relaxed)   5
+ *   67 e8 rel32       addr32 call hook             (ld's relaxation of ...) 6
+ *   ff 15 disp32      call *hook@GOTPCREL(%rip)    (PIE -mfentry, unrelaxed) 6
+ *   66 0f 1f 44 00 00 nopw                         (recordmcount --nop)     6
+ *   0f 1f 44 00 xx    nopl xx(%rax,%rax,1)         (--nop; clang's padding) 5
+ *   90 90 90 90 90    five nops                    (gcc's padding)          5
+ * and the fallback NOPs (k8nop*, jmpnop*) this runtime may have written.
+ * A call counts only if it reaches one of our hooks. Dispatched on the
+ * first byte; where shapes share it (0x66: nopw and the K8 NOPs; 0xeb:
+ * the two jumps over padding), the rest of the pattern tells them apart.
+ */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
 	uint64_t v = ftrt_quick_load((uintptr_t)ip);
