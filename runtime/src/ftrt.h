@@ -226,6 +226,7 @@ enum {
 	WANT_ENTRY,   /* call the tracer, at a function's entry */
 	WANT_MCOUNT,  /* after the prologue (-pg) */
 	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
+	WANT_AUTO,    /* no filter: enable a call of __fentry__, leave the rest WANT_UNKNOWN */
 };
 
 /* The module's functions (symbols.c). ftrt_symbols_open maps the ELF

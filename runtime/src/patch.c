@@ -178,6 +178,7 @@ enum {
 	KEEP,      /* a NOP this CPU runs, and no call wanted there: counted, not written */
 	SKIP,      /* bytes no site may hold: counted, never written */
 	FAIL,      /* to write, but outside the pages made writable: counted failed, not written */
+	DEFER,     /* WANT_AUTO's site other than a call of __fentry__: left for the symbol table (settle) */
 	WRITE,     /* a call (the compiler's or ours) or a run of NOPs: becomes what want[] says */
 	QUICK,     /* a WRITE known inline to be a 5-byte call of a hook, to become a NOP or a call of the tracer (x86_64/quick.h) */
 	WRITE_NOP, /* a NOP that must become a call, or another NOP */
@@ -191,6 +192,27 @@ static int action(enum ftrt_site_state st, uintptr_t ip, int len, unsigned char 
 	if (st != FTRT_SITE_NOP)
 		return WRITE;
 	return want || !runnable_nop(ip, len) ? WRITE_NOP : KEEP;
+}
+
+/*
+ * A site whose want is WANT_AUTO (no filter: choose), once its action a
+ * is known: a call of the entry hook (-mfentry's __fentry__) is at a
+ * function's entry by construction and becomes the tracer's call here;
+ * any other site to write (-pg's call of mcount, a NOP) needs a
+ * function's start to say what it is, and is left as it is (WANT_UNKNOWN,
+ * DEFER) for settle, after the symbol table. Sites not to write keep
+ * WANT_AUTO, which means nothing after the walk.
+ */
+static int resolve(unsigned char *want, int a, const unsigned char *ip)
+{
+	if (*want != WANT_AUTO || a < WRITE)
+		return a;
+	if (a != WRITE_NOP && ftrt_arch_entry_call(ip)) {
+		*want = WANT_ENTRY;
+		return a;
+	}
+	*want = WANT_UNKNOWN;
+	return DEFER;
 }
 
 /* Count a site the pass leaves as it is: one to write counts failed. */
@@ -245,7 +267,7 @@ static void populate(uintptr_t lo, uintptr_t hi)
  * patch_segment found. first: sites[-1] is not to be looked at; ahead:
  * the pages are faulted in for writing already.
  */
-static void patch_block(const uintptr_t *sites, const unsigned char *want, size_t n, int first, int ahead, uintptr_t plo,
+static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, int first, int ahead, uintptr_t plo,
 			uintptr_t phi, uintptr_t page)
 {
 	unsigned char verdict[BLOCK], lens[BLOCK];
@@ -261,11 +283,17 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 #if defined(__x86_64__)
 			/* The common site, without a call: a 5-byte call of a
 			 * hook. */
-			if (ftrt_quick_call(ip, ftrt_quick_load(ip), fentry, mcount))
+			uint64_t v = ftrt_quick_load(ip);
+			if (ftrt_quick_call(ip, v, fentry, mcount)) {
 				len = 5, a = QUICK;
-			else
+				if (want[i] == WANT_AUTO && ftrt_quick_target(ip, v) == fentry)
+					want[i] = WANT_ENTRY; /* resolve's answer, from the call at hand */
+				else if (want[i] == WANT_AUTO)
+					want[i] = WANT_UNKNOWN, a = DEFER;
+			} else
 #endif
-				a = action(classify((const unsigned char *)ip, &len), ip, len, want[i]);
+				a = resolve(&want[i], action(classify((const unsigned char *)ip, &len), ip, len, want[i]),
+					    (const unsigned char *)ip);
 		}
 		verdict[i] = (unsigned char)a;
 		lens[i] = (unsigned char)len;
@@ -318,10 +346,12 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
 		}
 #endif
 		if (a == RECHECK) {
-			a = action(classify(ip, &len), sites[i], len, want[i]);
+			a = resolve(&want[i], action(classify(ip, &len), sites[i], len, want[i]), ip);
 			if (a >= WRITE && (sites[i] < plo || sites[i] + (uintptr_t)len > phi))
 				a = FAIL;
 		}
+		if (a == DEFER)
+			continue;
 		if (a < WRITE) {
 			count_unwritten(a);
 			continue;
@@ -374,7 +404,7 @@ static void patch_block(const uintptr_t *sites, const unsigned char *want, size_
  * (recordmcount --nop) it is the whole pass, and no page is made
  * writable.
  */
-static void patch_segment(const uintptr_t *sites, const unsigned char *want, size_t n, const struct segment *seg)
+static void patch_segment(const uintptr_t *sites, unsigned char *want, size_t n, const struct segment *seg)
 {
 	size_t lo, hi;
 	int len, a;
@@ -434,32 +464,17 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
 	}
 }
 
-/*
- * Mark the sites sites[0..n) that call the entry hook (-mfentry's
- * __fentry__, in any of its forms) WANT_ENTRY: such a call is at a
- * function's entry by construction, the compiler's first instruction
- * (or the first after endbr64), so it needs no symbol to say so. The
- * others keep what they hold.
- */
-static void entry_segment(const uintptr_t *sites, unsigned char *want, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ftrt_arch_entry_call((const unsigned char *)sites[i]))
-			want[i] = WANT_ENTRY;
-}
-
 /* What walk does with each run of sites inside one executable segment. */
 enum walk_what {
 	PATCH,   /* patch_segment: each becomes what want says */
 	CHECK,   /* check_segment (a pre-patched file's): count what each holds */
-	ENTRIES, /* entry_segment: mark the calls of the entry hook; nothing counted */
 };
 
 /*
  * Walk the sorted sites s[0..m) a segment at a time, doing `what` with
  * each run of sites inside one executable segment (mode: the tracer a
  * CHECK expects, or -1 for none). Sites outside every executable
- * segment are counted skipped (by PATCH and CHECK).
+ * segment are counted skipped.
  */
 static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_what what, int mode)
 {
@@ -467,7 +482,7 @@ static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_wh
 		struct seg_query q = { .addr = s[i] };
 		dl_iterate_phdr(find_segment, &q);
 		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
-			ftrt_stats.skipped += what != ENTRIES;
+			ftrt_stats.skipped++;
 			i++;
 			continue;
 		}
@@ -483,14 +498,12 @@ static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_wh
 				hi = mid;
 		}
 		if (j == i) {
-			ftrt_stats.skipped += what != ENTRIES;
+			ftrt_stats.skipped++;
 			i++;
 			continue;
 		}
 		if (what == CHECK)
 			check_segment(s + i, j - i, mode);
-		else if (what == ENTRIES)
-			entry_segment(s + i, want + i, j - i);
 		else
 			patch_segment(s + i, want + i, j - i, &q.seg);
 		i = j;
@@ -715,55 +728,86 @@ static void no_table(struct ftrt_mod *md)
 		start_trace();
 }
 
+/* The symbol table could not be read: say so, and what is traced. */
+static void unreadable(const struct ftrt_mod *md, const char *what)
+{
+	char buf[600];
+	int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing %s\n",
+			   md->path ? md->path : "the program", what);
+	if (len > 0)
+		write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+}
+
 /*
  * What each of the module's sorted sites s[0..m) becomes when a tracer
  * is asked for: want[i] = WANT_ENTRY or WANT_MCOUNT for the functions
  * FTRACE_FILTER names (default all), WANT_NOP for the rest, and the
- * trace directory made when any is traced.
+ * trace directory made when any is traced. Returns 1 when, with no
+ * filter, that is left to the walk and settle (WANT_AUTO).
  *
  * With no filter, no name is needed, and a site that calls __fentry__
- * is at a function's entry by construction: those are marked without
- * the symbol table, which is read only if some other site needs it
- * (-pg's calls of mcount, after a prologue only a function's start
- * tells; NOPs, from recordmcount --nop or -fpatchable-function-entry).
- * Reading it is most of the pass's cost when every site is traced; and
- * a stripped program built with -mfentry is traced whole (its trace
- * then shows addresses, or names from an unstripped copy: replay
- * --exe). A site of __fentry__ in code no function symbol covers is
- * traced too, which the symbol table would not allow.
+ * is at a function's entry by construction: the walk enables those as
+ * it meets them (resolve), and the symbol table is read after it only if
+ * some other site needs it (settle: -pg's calls of mcount, after a
+ * prologue only a function's start tells; NOPs, from recordmcount --nop
+ * or -fpatchable-function-entry). Reading it is most of the pass's cost
+ * when every site is traced; and a stripped program built with -mfentry
+ * is traced whole (its trace then shows addresses, or names from an
+ * unstripped copy: replay --exe). A site of __fentry__ in code no
+ * function symbol covers is traced too, which the symbol table would not
+ * allow.
  */
-static void choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want)
+static int choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want)
 {
-	const char *name = md->path ? md->path : "the program";
 	const char *filter = env.filter && *env.filter ? env.filter : NULL;
-	size_t unknown = m;
 	if (!filter) {
-		memset(want, WANT_UNKNOWN, m);
-		walk(s, want, m, ENTRIES, 0);
-		unknown = 0;
-		for (size_t i = 0; i < m; i++)
-			unknown += want[i] == WANT_UNKNOWN;
+		int go = ftrt_mode == FTRT_NOP || start_trace() == 0;
+		memset(want, go ? WANT_AUTO : WANT_NOP, m);
+		return go;
 	}
-	int syms = unknown == 0 || ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") == 0;
-	if (!syms) {
-		char buf[600];
-		int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing %s\n", name,
-				   unknown < m ? "only its sites that call __fentry__" : "none of it");
-		if (len > 0)
-			write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
-	}
-	if ((syms || unknown < m) && (ftrt_mode == FTRT_NOP || start_trace() == 0)) {
-		if (syms && unknown && ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0) {
-			say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
-			memset(want, WANT_NOP, m);
-		}
-	} else {
+	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
+		unreadable(md, "none of it");
+	else if ((ftrt_mode == FTRT_NOP || start_trace() == 0) && ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0) {
+		say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
 		memset(want, WANT_NOP, m);
 	}
 	ftrt_symbols_close();
+	return 0;
+}
+
+/*
+ * After the walk of a table chosen WANT_AUTO: the sites it left as they
+ * were (WANT_UNKNOWN) get what the symbol table says, in a second walk
+ * over them alone. Until then they hold what they held at start: the
+ * compiler's call of mcount (a stub that returns) or a NOP.
+ */
+static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, const unsigned char *want)
+{
+	size_t k = 0;
 	for (size_t i = 0; i < m; i++)
+		k += want[i] == WANT_UNKNOWN;
+	if (k == 0)
+		return;
+	size_t bytes = k * (sizeof(uintptr_t) + 1);
+	uintptr_t *s2 = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s2 == MAP_FAILED) {
+		ftrt_stats.failed += k;
+		return;
+	}
+	unsigned char *w2 = (unsigned char *)(s2 + k);
+	for (size_t i = 0, j = 0; i < m; i++)
 		if (want[i] == WANT_UNKNOWN)
-			want[i] = WANT_NOP; /* in no function, or unreadable */
+			s2[j] = s[i], w2[j++] = WANT_UNKNOWN;
+	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
+		unreadable(md, ftrt_stats.enabled ? "only its sites that call __fentry__" : "none of it");
+	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, chosen) != 0)
+		say("ftrt: no memory for the load-time pass's site index; tracing its sites that call __fentry__ alone\n");
+	ftrt_symbols_close();
+	for (size_t j = 0; j < k; j++)
+		if (w2[j] == WANT_UNKNOWN)
+			w2[j] = WANT_NOP; /* in no function, or unreadable */
+	walk(s2, w2, k, PATCH, 0);
+	munmap(s2, bytes);
 }
 
 /*
@@ -877,9 +921,10 @@ void ftrt_pass(struct ftrt_mod *md)
 	int tracer = env.tracer;
 	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
 		tracer = (int)cfg->tracer;
-	if (tracer && adopt(tracer, name))
-		choose(md, s, m, want);
+	int deferred = tracer && adopt(tracer, name) && choose(md, s, m, want);
 	walk(s, want, m, PATCH, 0);
+	if (deferred)
+		settle(md, s, m, want);
 	ftrt_arch_seal();
 out:
 	if (want)

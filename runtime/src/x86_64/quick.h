@@ -20,11 +20,18 @@ static inline uint64_t ftrt_quick_load(uintptr_t p)
 	return v;
 }
 
+/* Where a 5-byte `call rel32` (e8) whose 8 bytes are v, at ip, goes:
+ * rel32 is relative to the call's end. */
+static inline uintptr_t ftrt_quick_target(uintptr_t ip, uint64_t v)
+{
+	return ip + 5 + (uintptr_t)(intptr_t)(int32_t)(v >> 8);
+}
+
 /* Whether v, the 8 bytes at ip, start with `call fentry` or `call
- * mcount` (e8 rel32, relative to the call's end). */
+ * mcount`. */
 static inline int ftrt_quick_call(uintptr_t ip, uint64_t v, uintptr_t fentry, uintptr_t mcount)
 {
-	uintptr_t target = ip + 5 + (uintptr_t)(intptr_t)(int32_t)(v >> 8);
+	uintptr_t target = ftrt_quick_target(ip, v);
 	return (v & 0xff) == 0xe8 && (target == fentry || target == mcount);
 }
 
