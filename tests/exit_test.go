@@ -277,6 +277,22 @@ func TestExecChild(t *testing.T) {
 							t.Errorf("%s: report %v, want %v\n%s", d, counts, want, errOut)
 						}
 					}
+					// FTRACE_OUT with a trailing slash names the same
+					// directory: made, then moved aside beside it.
+					slash := filepath.Join(dir, "slash-"+mode)
+					for i := 0; i < 2; i++ {
+						if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, prog, "exec-child"); err != nil || code != 0 {
+							t.Fatalf("FTRACE_OUT=%s/: exit %d, %v\n%s", slash, code, err, errOut)
+						}
+					}
+					for _, d := range []string{slash, slash + ".old"} {
+						if counts, errOut := reportCounts(t, d); counts["twice"] != 7 || errOut != "" {
+							t.Errorf("%s: report %v\n%s", d, counts, errOut)
+						}
+					}
+					if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
+						t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
+					}
 				})
 			}
 		})

@@ -711,9 +711,18 @@ static int in_use(const char *path)
  * first written when the pass that opened it is done
  * (ftrt_trace_meta_update).
  */
-static int make_dir(const char *dir)
+static int make_dir(const char *name)
 {
-	char path[4200], tmp[4200];
+	char dir[4100], path[4200], tmp[4200];
+	/* FTRACE_OUT=out/ names out: the names made beside it (out.PID,
+	 * out.old, out.tmp-PID) must not land inside it. */
+	size_t len = strlen(name);
+	while (len > 1 && name[len - 1] == '/')
+		len--;
+	if (len == 0 || len >= sizeof dir)
+		return -1;
+	memcpy(dir, name, len);
+	dir[len] = 0;
 	int n = snprintf(path, sizeof path, "%s", dir), t = snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof path || t < 0 || (size_t)t >= sizeof tmp)
 		return -1;
