@@ -201,6 +201,30 @@ func (t *Trace) Warnings() []error {
 	return nil
 }
 
+// Beside lists the traces of the processes that started while t's was
+// being written and so, finding its directory in use, traced to a
+// directory beside it, DIR.PID: a program t's exec'd, say, or one run
+// with the same FTRACE_OUT at the same time. Their metadata's start lies
+// within t's run (both on CLOCK_MONOTONIC); an unreadable one is left
+// out.
+func (t *Trace) Beside() []string {
+	paths, _ := filepath.Glob(t.Dir + ".[0-9]*")
+	var out []string
+	for _, p := range paths {
+		if strings.Trim(strings.TrimPrefix(p, t.Dir+"."), "0123456789") != "" {
+			continue // dir.old, dir.123.old: not a trace of its own
+		}
+		var m Meta
+		if readMeta(filepath.Join(p, "meta"), &m) != nil {
+			continue
+		}
+		if m.MonoStart >= t.Meta.MonoStart && m.MonoStart <= t.Meta.MonoEnd {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Read reads the trace directory dir.
 func Read(dir string) (*Trace, error) {
 	t := &Trace{Dir: dir}

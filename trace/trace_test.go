@@ -84,3 +84,38 @@ func TestUnended(t *testing.T) {
 		})
 	}
 }
+
+// TestBeside: the traces named beside one are those in DIR.PID whose run
+// started within its own; not another run's, nor a trace moved aside, nor
+// a directory without metadata.
+func TestBeside(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "ftrace.data")
+	for name, monoStart := range map[string]int{
+		"":         1000, // the trace itself: 1000-2000 ns
+		".123":     1500, // started while it ran
+		".456":     5000, // another run's
+		".old":     1500, // moved aside
+		".789.old": 1500,
+		".42":      -1, // no metadata
+	} {
+		d := dir + name
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if monoStart < 0 {
+			continue
+		}
+		meta := fmt.Sprintf("format ftrt-trace 2\ntracer function\nclock tsc\npid 7\ntsc_start 100\ntsc_end 600\nmono_start_ns %d\nmono_end_ns %d\n", monoStart, monoStart+1000)
+		if err := os.WriteFile(filepath.Join(d, "meta"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Beside(); len(got) != 1 || got[0] != dir+".123" {
+		t.Errorf("Beside() = %q, want [%s.123]", got, dir)
+	}
+}

@@ -13,7 +13,9 @@ import (
 // load reads the trace directory named by args (default ftrace.data) and
 // the symbols of the process it traced (exe, or the path it recorded, and
 // its shared objects); a trace whose program did not end through exit or
-// _exit, and a shared object it cannot name, are warnings on stderr.
+// _exit, and a shared object it cannot name, are warnings on stderr, and
+// the traces beside it of processes that started while it ran (DIR.PID)
+// are named there too.
 func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
 	dir := "ftrace.data"
 	if len(args) == 1 {
@@ -29,6 +31,9 @@ func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Sym
 	}
 	for _, w := range append(t.Warnings(), warns...) {
 		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
+	}
+	for _, b := range t.Beside() {
+		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
 	}
 	return t, syms, nil
 }
