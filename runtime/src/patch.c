@@ -464,19 +464,13 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
 	}
 }
 
-/* What walk does with each run of sites inside one executable segment. */
-enum walk_what {
-	PATCH,   /* patch_segment: each becomes what want says */
-	CHECK,   /* check_segment (a pre-patched file's): count what each holds */
-};
-
 /*
- * Walk the sorted sites s[0..m) a segment at a time, doing `what` with
- * each run of sites inside one executable segment (mode: the tracer a
- * CHECK expects, or -1 for none). Sites outside every executable
- * segment are counted skipped.
+ * Walk the sorted sites s[0..m) a segment at a time: each run of sites
+ * inside one executable segment goes to patch_segment (want: what each
+ * becomes) or, when check_mode is a tracer (or -1 for none), to
+ * check_segment. Sites outside every executable segment are skipped.
  */
-static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_what what, int mode)
+static void walk(const uintptr_t *s, unsigned char *want, size_t m, int check_mode)
 {
 	for (size_t i = 0; i < m;) {
 		struct seg_query q = { .addr = s[i] };
@@ -502,8 +496,8 @@ static void walk(const uintptr_t *s, unsigned char *want, size_t m, enum walk_wh
 			i++;
 			continue;
 		}
-		if (what == CHECK)
-			check_segment(s + i, j - i, mode);
+		if (check_mode)
+			check_segment(s + i, j - i, check_mode);
 		else
 			patch_segment(s + i, want + i, j - i, &q.seg);
 		i = j;
@@ -806,7 +800,7 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 	for (size_t j = 0; j < k; j++)
 		if (w2[j] == WANT_UNKNOWN)
 			w2[j] = WANT_NOP; /* in no function, or unreadable */
-	walk(s2, w2, k, PATCH, 0);
+	walk(s2, w2, k, 0);
 	munmap(s2, bytes);
 }
 
@@ -895,7 +889,7 @@ void ftrt_pass(struct ftrt_mod *md)
 			ftrt_stats.config = FTRT_CFG_STATE_PATCHED;
 			int tracer = (int)cfg->tracer;
 			adopt(tracer, name);
-			walk(s, NULL, m, CHECK, tracer ? tracer : -1);
+			walk(s, NULL, m, tracer ? tracer : -1);
 			/* The enabled sites stay calls; ftrt_entry returns at once
 			 * while no trace is open. */
 			if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
@@ -922,7 +916,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	if (!(env.mode && *env.mode) && ftrt_stats.config == FTRT_CFG_STATE_OVERRIDDEN)
 		tracer = (int)cfg->tracer;
 	int deferred = tracer && adopt(tracer, name) && choose(md, s, m, want);
-	walk(s, want, m, PATCH, 0);
+	walk(s, want, m, 0);
 	if (deferred)
 		settle(md, s, m, want);
 	ftrt_arch_seal();

@@ -819,6 +819,15 @@ static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t 
 	return sh->sp < sp || (!b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook);
 }
 
+/* One graphed call left without returning (a longjmp, an exception). */
+static void record_unwound(struct tbuf *b, uint64_t ts)
+{
+	uint32_t n = room(b);
+	b->words[n] = REC_W0(REC_UNWOUND, ts);
+	publish(b, n + 1);
+	atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+}
+
 /* Pop the calls left without returning, recording each as unwound
  * (when rec: not once the trace is ending); returns the new depth. */
 static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp, int rec)
@@ -826,12 +835,8 @@ static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp, int rec)
 	uint32_t d = b->depth;
 	while (d > 0 && left(b, &b->shadow[d - 1], sp)) {
 		d--;
-		if (!rec)
-			continue;
-		uint32_t n = room(b);
-		b->words[n] = REC_W0(REC_UNWOUND, ts);
-		publish(b, n + 1);
-		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+		if (rec)
+			record_unwound(b, ts);
 	}
 	b->depth = d;
 	return d;
@@ -1030,12 +1035,8 @@ void ftrt_graph_resume(uintptr_t sp)
 	uint32_t d = b->depth;
 	while (d > 0 && b->shadow[d - 1].sp <= sp) {
 		d--;
-		if (!rec)
-			continue;
-		uint32_t n = room(b);
-		b->words[n] = REC_W0(REC_UNWOUND, ts);
-		publish(b, n + 1);
-		atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
+		if (rec)
+			record_unwound(b, ts);
 	}
 	b->depth = d;
 	for (uint32_t i = 0; i < d; i++) {
