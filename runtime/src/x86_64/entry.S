@@ -349,9 +349,13 @@ return_to_handler:
  * unwound, and the call on top of the shadow stack is still live (its
  * frame is above ours and its return slot still holds its hook).
  * Anything else goes to the C path (.Lenter_slow), which handles it all.
- * The timestamp is taken first, before the checks: on the VMs measured,
- * an rdtsc behind a run of loads and stores costs more than one ahead of
- * them. Fast path frame:
+ * Where the timestamp is taken matters: on the machines measured, the
+ * work that follows an rdtsc waits for it, so a chain of dependent loads
+ * after the timestamp adds its latency to every call. The thread's buffer
+ * pointer, which depends on nothing, is loaded just before the timestamp
+ * (4 ns a graphed call faster than just after it); the checks come after
+ * it: they read what the previous hook stored, and moved before it they
+ * gained nothing. Fast path frame:
  *
  *     40(%rsp) the function's return slot: the caller's return address
  *     32(%rsp) return into the trampoline = tramp+13 (the hook is +11)
@@ -380,10 +384,10 @@ ftrace_graph_enter:
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
+	TBUF_RCX
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rax, %rdx			/* rdx = ts */
-	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
 	movl	TB_BUSY(%rcx), %eax
@@ -482,8 +486,9 @@ ftrace_graph_enter:
  *
  * The common case is written out: the trace is on the TSC with no
  * threshold (ftrt_fast_graph), the call on top of the shadow stack is the
- * one returning (its sp is ours), the buffer has room. The timestamp is
- * taken first, as at entry. rdx = the timestamp, rcx = the thread's
+ * one returning (its sp is ours), the buffer has room. The buffer
+ * pointer is loaded before the timestamp, the checks after it, as at
+ * entry. rdx = the timestamp, rcx = the thread's
  * struct tbuf, rsi = &shadow[depth-1]. The exit record is one word,
  * REC_EXIT << 62 | ts; busy is held while the shadow stack and the
  * buffer change.
@@ -503,10 +508,10 @@ ftrace_graph_leave:
 	movq	%rdx, 8(%rsp)
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lleave_slow
+	TBUF_RCX
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rax, %rdx			/* rdx = ts */
-	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	.Lleave_slow
 	cmpl	$0, TB_BUSY(%rcx)
