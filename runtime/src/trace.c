@@ -144,7 +144,7 @@ static _Atomic uint64_t lost_bytes; /* records recorded but not written (write f
 static int dir_fd = -1;
 static int creator_pid;  /* made the directory: writes meta */
 static int trace_pid;    /* owns the buffers in `all`: creator_pid, or a forked child's pid */
-static int membarrier_ok; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED */
+static int membarrier_state; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED: 0 not registered yet, 1 registered, -1 refused */
 static uint64_t tsc_start, mono_start;
 
 /* Raw system calls: no errno, no locks, safe in a signal handler. */
@@ -411,6 +411,7 @@ static void after_fork_child(void)
 	}
 	all = keep;
 	atomic_store_explicit(&list_owner, 0, memory_order_relaxed);
+	membarrier_state = 0; /* a registration is the parent's memory's, not this copy's */
 	trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
@@ -565,6 +566,25 @@ void ftrt_trace_meta_update(void)
 	write_meta(0, now(), mono_ns(), "meta.run.tmp");
 }
 
+/*
+ * Every thread of the process now running passes a full barrier: its
+ * next read of ftrt_ending sees 1, or the busy it set before that read is
+ * seen here. (A thread not running passed one when it was switched out.)
+ * The process registers for the expedited membarrier on first use, not
+ * at the trace's start: registering waits on every CPU (0.1 ms here),
+ * which a run that never has a second thread's buffer to flush need not
+ * pay. Without membarrier (a kernel before 4.14, or a seccomp filter),
+ * the same wait in time: a store waits in a CPU's store buffer for
+ * nanoseconds, not 100 microseconds.
+ */
+static void barrier_all(void)
+{
+	if (membarrier_state == 0)
+		membarrier_state = sys(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) == 0 ? 1 : -1;
+	if (membarrier_state < 0 || sys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) != 0)
+		nap();
+}
+
 /* Whether another thread's buffer is the end's to flush: once
  * ftrt_ending is seen everywhere, wait (until the deadline) for the
  * record or flush its thread is making to be done; from then on that
@@ -608,16 +628,17 @@ void ftrt_trace_end(void)
 	struct tbuf *own = tb;
 	busy = 1;
 	__atomic_store_n(&ftrt_ending, 1, __ATOMIC_SEQ_CST);
-	/* Every thread now running passes a full barrier: its next read of
-	 * ftrt_ending sees 1, or the busy it set before that read is seen
-	 * here. (A thread not running passed one when it was switched out.)
-	 * Without membarrier (a kernel before 4.14, or a seccomp filter), the
-	 * same wait in time: a store waits in a CPU's store buffer for
-	 * nanoseconds, not 100 microseconds. */
-	if (!membarrier_ok || sys(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) != 0)
-		nap();
 	uint64_t tsc_end = now(), mono_end = mono_ns(), deadline = mono_end + END_WAIT_NS;
 	int held = list_take(me, deadline);
+	/* Another thread's buffer is flushed only once that thread is seen
+	 * out of its tracer (settled), which needs a barrier on every CPU:
+	 * only when there is one. A thread with no buffer yet makes it under
+	 * the list, so it sees ftrt_ending once the end lets the list go. */
+	for (struct tbuf *b = held ? all : NULL; b; b = b->next)
+		if (b != own) {
+			barrier_all();
+			break;
+		}
 	for (struct tbuf *b = held ? all : NULL; b; b = b->next)
 		if (b != own && settled(b, deadline))
 			flush(b, 1);
@@ -777,7 +798,6 @@ int ftrt_trace_start(const char *dir)
 	const char *clk = getenv("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
 	creator_pid = trace_pid = getpid();
-	membarrier_ok = sys(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0, 0, 0, 0) == 0;
 	tsc_start = now();
 	mono_start = mono_ns();
 	atexit(ftrt_trace_end);
