@@ -230,12 +230,21 @@ func CFlags(a arch.Arch) []string {
 // shared objects with sites, linked at start or loaded with dlopen, find
 // the program's runtime. So is the runtime's _exit (and _Exit), named
 // undefined to pull it in: a program or shared object that ends with
-// _exit still flushes its trace (src/exit.c).
+// _exit still flushes its trace (src/exit.c). The program's calls of
+// the exec functions are wrapped, so a process writes its buffer out
+// before an exec discards it (src/exec.c).
 func LinkFlags(lib string) []string {
-	return []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
+	flags := []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
 		"-Wl,--export-dynamic-symbol=ftrt_module_unregister",
-		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit", lib}
+		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit"}
+	for _, f := range execFuncs {
+		flags = append(flags, "-Wl,--wrap="+f)
+	}
+	return append(flags, lib)
 }
+
+// execFuncs are the exec functions src/exec.c wraps.
+var execFuncs = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat"}
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for
 // the runtime's archive at lib: the module stub beside it, pulled in by

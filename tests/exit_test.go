@@ -69,27 +69,32 @@ var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
 // its last whole record, nothing twice); a vfork child's _exit and
 // posix_spawn's leave the parent's buffers alone; a program killed by
 // SIGKILL leaves a trace replay and report read, warning once.
+// workedThousand checks the trace of a run that called work(1000) and
+// ended without exit: every call is there, and the run ended.
+func workedThousand(t *testing.T, out, _ string) {
+	counts, errOut := reportCounts(t, out)
+	want := map[string]int{"work": 1, "twice": 1000, "leaf": 2000}
+	for f, n := range want {
+		if counts[f] != n {
+			t.Errorf("report: %s called %d times, want %d", f, counts[f], n)
+		}
+	}
+	if errOut != "" {
+		t.Errorf("report warned:\n%s", errOut)
+	}
+	if tr, _ := eventsByThread(t, out); tr.Meta.Unended {
+		t.Error("the metadata left says the run did not end")
+	}
+}
+
 func TestExitWays(t *testing.T) {
 	cases := []struct {
 		how   string
 		code  int // the untraced run's exit status; -1: killed
 		check func(t *testing.T, out, stderr string)
 	}{
-		{"_exit", 5, func(t *testing.T, out, _ string) {
-			counts, errOut := reportCounts(t, out)
-			want := map[string]int{"work": 1, "twice": 1000, "leaf": 2000}
-			for f, n := range want {
-				if counts[f] != n {
-					t.Errorf("report: %s called %d times, want %d", f, counts[f], n)
-				}
-			}
-			if errOut != "" {
-				t.Errorf("report warned:\n%s", errOut)
-			}
-			if tr, _ := eventsByThread(t, out); tr.Meta.Unended {
-				t.Error("the metadata _exit left says the run did not end")
-			}
-		}},
+		{"_exit", 5, workedThousand},
+		{"quick_exit", 4, workedThousand},
 		{"fork", 0, func(t *testing.T, out, _ string) {
 			tr, by := eventsByThread(t, out)
 			if tr.Meta.Unended || tr.Meta.Dropped != 0 {
@@ -274,7 +279,9 @@ func TestExecChild(t *testing.T) {
 						want map[string]int
 						note string
 					}{
-						out:         {map[string]int{"main": 1, "work": 2, "twice": 5, "leaf": 10}, "ftpatch: note: " + children[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
+						// The forked child's calls before its exec,
+						// around a failed one, are the parent trace's.
+						out:         {map[string]int{"main": 1, "work": 4, "twice": 10, "leaf": 20}, "ftpatch: note: " + children[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
 						children[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
 					} {
 						counts, errOut := reportCounts(t, d)
@@ -297,6 +304,23 @@ func TestExecChild(t *testing.T) {
 					}
 					if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
 						t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
+					}
+					// A program that execs in place: its calls
+					// before the exec end its trace (ended, no
+					// warning), which the exec'd program's moves
+					// aside as any finished run's.
+					self := filepath.Join(dir, "self-"+mode)
+					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, "exec-self")
+					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
+						t.Fatalf("exec-self: exit %d, %v, output %q\n%s", code, err, got, errOut)
+					}
+					for d, want := range map[string]map[string]int{
+						self + ".old": {"main": 1, "work": 1, "twice": 1, "leaf": 2},
+						self:          {"main": 1, "work": 1, "twice": 7, "leaf": 14},
+					} {
+						if counts, errOut := reportCounts(t, d); !maps.Equal(counts, want) || errOut != "" {
+							t.Errorf("%s: report %v, stderr %q; want %v and nothing", d, counts, errOut, want)
+						}
 					}
 				})
 			}

@@ -69,8 +69,9 @@ graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
 call "f() {" ... "} /* f */"); a function trace prints one line per call:
 time since tracing started, thread, function and its caller.
 
-A program that ended through exit or _exit (from any thread, a signal
-handler or a forked child) left every event it recorded. One killed by a
+A program that ended through exit, quick_exit or _exit (from any thread,
+a signal handler or a forked child), or exec'd from the thread that
+recorded, left every event it recorded. One killed by a
 signal left what its threads had written when it died: that is read, with
 a warning on stderr, and the exit status is still 0.`,
 		Args: cobra.MaximumNArgs(1),

@@ -258,6 +258,9 @@ void ftrt_trace_meta_update(void) __attribute__((visibility("hidden")));
  * that made the trace, write the final metadata. From exit (atexit) and
  * _exit (exit.c); async-signal-safe. Nothing when no trace is open. */
 void ftrt_trace_end(void) __attribute__((visibility("hidden")));
+/* Before an exec (exec.c): write this thread's buffer out; tracing goes
+ * on if the exec fails. Async-signal-safe. */
+void ftrt_trace_exec(void) __attribute__((visibility("hidden")));
 /* Whether a trace is open, and its clock now (a record's timestamp). */
 int ftrt_tracing(void);
 uint64_t ftrt_now(void);

@@ -1,8 +1,9 @@
 /*
  * The function tracer: one record per call of an enabled function, into a
  * buffer of the calling thread, written to that thread's stream in the
- * trace directory when full, when the thread exits and when the process
- * ends through exit (an atexit handler) or _exit (exit.c).
+ * trace directory when full, when the thread exits, when the process
+ * ends through exit or quick_exit (handlers of both) or _exit (exit.c),
+ * and, the calling thread's, before an exec (exec.c).
  *
  * Hot path (ftrt_entry): no lock, no allocation, no libc call: a
  * thread-local buffer (initial-exec TLS), a recursion guard (a signal
@@ -603,7 +604,8 @@ static int settled(struct tbuf *b, uint64_t deadline)
 }
 
 /*
- * The trace's end, from exit (an atexit handler) or _exit (exit.c), which
+ * The trace's end, from exit or quick_exit (their handlers) or _exit
+ * (exit.c), which
  * may be called from a signal handler or in a child after fork: flush
  * every buffer of this process, then, in the process that made the
  * directory, write the final metadata. Async-signal-safe: raw system
@@ -654,6 +656,37 @@ void ftrt_trace_end(void)
 		return;
 	int mods = ftrt_modules_hold();
 	write_meta(1, tsc_end, mono_end, "meta.tmp");
+	if (mods)
+		ftrt_modules_release();
+}
+
+/*
+ * Before an exec (exec.c): write this thread's buffer out, as the exec
+ * would discard it; in the process that made the trace, also the final
+ * metadata (an exec that fails returns, and the end writes it again).
+ * Tracing goes on: the program an exec fails in is still traced. Other
+ * threads' buffers are left: the exec ends those threads, and taking
+ * their buffers would need the end's handshake, which stops every
+ * thread's tracing for good. Async-signal-safe; nothing in a child that
+ * shares its parent's memory (vfork), as at the end. A buffer whose
+ * thread was interrupted inside its tracer (the exec is a signal
+ * handler's) is in the middle of a record, and is left too.
+ */
+void ftrt_trace_exec(void)
+{
+	if (dir_fd < 0 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != trace_pid)
+		return;
+	struct tbuf *b = tb;
+	if (b && !b->busy) {
+		b->busy = 1;
+		if (!ended()) /* the end, on another thread, takes it otherwise */
+			flush(b, 0);
+		b->busy = 0;
+	}
+	if (trace_pid != creator_pid || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED))
+		return;
+	int mods = ftrt_modules_hold();
+	write_meta(1, now(), mono_ns(), "meta.exec.tmp");
 	if (mods)
 		ftrt_modules_release();
 }
@@ -801,6 +834,7 @@ int ftrt_trace_start(const char *dir)
 	tsc_start = now();
 	mono_start = mono_ns();
 	atexit(ftrt_trace_end);
+	at_quick_exit(ftrt_trace_end);
 	return 0;
 }
 

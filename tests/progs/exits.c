@@ -2,6 +2,7 @@
  * Ways a traced program ends other than exit, one per argument:
  *
  *   _exit    main makes calls, then _exit(5)
+ *   quick_exit  main makes calls, then quick_exit(4)
  *   fork     a forked child makes calls and _exit(0)s; a vfork child
  *            _exit(0)s at once; posix_spawn of a missing file (its child
  *            _exits inside glibc); the parent makes calls around them and
@@ -10,10 +11,14 @@
  *   signal   two threads make calls and block, two others call without
  *            end; main calls without end until a signal from one of them,
  *            whose handler calls _exit(7)
- *   exec     main makes calls, forks a child that execs this program
- *            (exec-child: makes calls, returns from main), waits for it,
- *            makes calls again and returns: the child is traced beside
- *            its parent, not into its trace
+ *   exec     main makes calls, forks a child that makes calls, fails
+ *            to exec a program that does not exist, makes calls again
+ *            and execs this program (exec-child: makes calls, returns
+ *            from main); main waits for it, makes calls again and
+ *            returns. The child's calls before its exec are in its
+ *            parent's trace; the exec'd program is traced beside it
+ *   exec-self  main makes calls, then execs this program in its place
+ *            (exec-child): its calls before the exec end that trace
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -55,6 +60,14 @@ static void by_exit(void)
 	printf("worked %ld\n", sink);
 	fflush(stdout);
 	_exit(5);
+}
+
+static void by_quick_exit(void)
+{
+	work(1000);
+	printf("worked %ld\n", sink);
+	fflush(stdout); /* quick_exit flushes no stream */
+	quick_exit(4);
 }
 
 extern char **environ;
@@ -187,6 +200,10 @@ static void by_exec(const char *self)
 	work(3);
 	pid_t pid = fork();
 	if (pid == 0) {
+		work(4);
+		char *const missing[] = { "ftpatch-test-no-such-program", NULL };
+		execvp(missing[0], missing);
+		work(1);
 		execl(self, self, "exec-child", (char *)NULL);
 		_exit(127);
 	}
@@ -201,6 +218,8 @@ int main(int argc, char **argv)
 	const char *how = argc > 1 ? argv[1] : "";
 	if (strcmp(how, "_exit") == 0)
 		by_exit();
+	else if (strcmp(how, "quick_exit") == 0)
+		by_quick_exit();
 	else if (strcmp(how, "fork") == 0)
 		by_fork();
 	else if (strcmp(how, "kill") == 0)
@@ -209,11 +228,15 @@ int main(int argc, char **argv)
 		by_signal();
 	else if (strcmp(how, "exec") == 0)
 		by_exec(argv[0]);
-	else if (strcmp(how, "exec-child") == 0) {
+	else if (strcmp(how, "exec-self") == 0) {
+		work(1);
+		execl(argv[0], argv[0], "exec-child", (char *)NULL);
+		return 127;
+	} else if (strcmp(how, "exec-child") == 0) {
 		work(7);
 		printf("child worked %ld\n", sink);
 	} else {
-		fprintf(stderr, "usage: exits _exit|fork|kill|signal|exec\n");
+		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self\n");
 		return 2;
 	}
 	return 0;
