@@ -232,19 +232,21 @@ func CFlags(a arch.Arch) []string {
 // undefined to pull it in: a program or shared object that ends with
 // _exit still flushes its trace (src/exit.c). The program's calls of
 // the exec functions are wrapped, so a process writes its buffer out
-// before an exec discards it (src/exec.c).
+// before an exec discards it (src/exec.c), and so are its calls of
+// backtrace, which then see through graphed frames (src/backtrace.c).
 func LinkFlags(lib string) []string {
 	flags := []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
 		"-Wl,--export-dynamic-symbol=ftrt_module_unregister",
 		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit"}
-	for _, f := range execFuncs {
+	for _, f := range wrapped {
 		flags = append(flags, "-Wl,--wrap="+f)
 	}
 	return append(flags, lib)
 }
 
-// execFuncs are the exec functions src/exec.c wraps.
-var execFuncs = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat"}
+// wrapped are the C library's functions the runtime wraps in the program:
+// the exec functions (src/exec.c) and backtrace (src/backtrace.c).
+var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat", "backtrace"}
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for
 // the runtime's archive at lib: the module stub beside it, pulled in by

@@ -271,5 +271,8 @@ uintptr_t ftrt_graph_exit(uintptr_t sp);
  * after the catch, record what was unwound and hijack the survivors again. */
 void ftrt_graph_suspend(void);
 void ftrt_graph_resume(uintptr_t sp);
+/* The same around a walk that is not an exception's (backtrace.c): 1 when
+ * the addresses were put back, and ftrt_graph_resume must follow. */
+int ftrt_graph_lend(void);
 
 #endif

@@ -1072,6 +1072,23 @@ void ftrt_graph_suspend(void)
 }
 
 /*
+ * For a walk of the stack that is not an exception's (backtrace.c): the
+ * real return addresses put back as for one. 1 when this call did it,
+ * and ftrt_graph_resume must take them back after the walk; 0 when there
+ * is nothing to do (no graph, an exception's walk has put them back
+ * already) or it cannot be done now (the thread's tracer was
+ * interrupted, its shadow stack perhaps half-changed).
+ */
+int ftrt_graph_lend(void)
+{
+	struct tbuf *b = tb;
+	if (!b || ftrt_mode != FTRT_GRAPH || b->suspended || b->busy)
+		return 0;
+	ftrt_graph_suspend();
+	return 1;
+}
+
+/*
  * In the frame that caught the exception, whose stack pointer was sp when
  * it called __cxa_begin_catch: calls deeper than it were unwound; the
  * others (their return slots above sp) survive, and are hijacked again so

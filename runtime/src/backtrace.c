@@ -1,0 +1,55 @@
+/*
+ * backtrace through graphed frames.
+ *
+ * Under function_graph a traced call's return slot holds the tracer's
+ * hook (its trampoline's return point, or return_to_handler), and the
+ * caller's return address is on the shadow stack. glibc's backtrace
+ * walks the stack with libgcc's unwinder, which finds no unwind info at
+ * the hook and stops there: every frame above the innermost graphed call
+ * was missing. So the program's calls of backtrace are wrapped: the real
+ * return addresses are put back into the slots for the walk, as for an
+ * exception (ftrt_graph_lend), and the hooks again after it
+ * (ftrt_graph_resume, from this frame: no call above it was left, so
+ * none is recorded unwound). The walk then sees the stack the untraced
+ * program has.
+ *
+ * Wrapped at link time (--wrap=backtrace, as the exec functions are, see
+ * exec.c): glibc's backtrace reaches the unwinder through a handle of
+ * its own, so interposing the unwinder would not see it; and a wrapper
+ * calls the C library's own in a static link too. A call from a shared
+ * object is not wrapped: its walk stops at the innermost graphed call as
+ * before. Nothing changes while an exception is being unwound (the
+ * slots hold the real addresses already) or when function_graph is not
+ * the tracer.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "ftrt.h"
+
+/* Frames a walk takes into a buffer of its own, so that this wrapper's
+ * frame (the first the walk finds) is dropped without losing the last
+ * the caller asked for. A larger request fills the caller's buffer and
+ * gives one frame fewer. */
+#define OWN_MAX 256
+
+int __real_backtrace(void **buffer, int size);
+
+int __wrap_backtrace(void **buffer, int size)
+{
+	if (size <= 0)
+		return __real_backtrace(buffer, size);
+	void *own[OWN_MAX + 1];
+	void **walk = size <= OWN_MAX ? own : buffer;
+	int lent = ftrt_graph_lend();
+	int n = __real_backtrace(walk, walk == own ? size + 1 : size);
+	if (lent)
+		ftrt_graph_resume((uintptr_t)__builtin_frame_address(0));
+	/* walk[0] is the return into this wrapper: the caller's own call of
+	 * backtrace returns from here, and the walk it asked for starts at
+	 * walk[1], as the C library's does without the wrapper. */
+	if (n <= 0)
+		return n;
+	memmove(buffer, walk + 1, (size_t)(n - 1) * sizeof *walk);
+	return n - 1;
+}

@@ -1,0 +1,47 @@
+package tests
+
+import (
+	"path/filepath"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+)
+
+// TestBacktrace: a program that walks its own stack with backtrace
+// (progs/backtrace.c), from calls graphed at entry sites (trampolines)
+// and at -pg's (hijacked returns), prints the same frames untraced and
+// under both tracers, and its calls return as before. Under
+// function_graph the frames' return slots hold the tracer's hooks; the
+// runtime's wrapper of backtrace (src/backtrace.c) puts the real return
+// addresses back for the walk.
+func TestBacktrace(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"} {
+			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir, plainDir := t.TempDir(), t.TempDir()
+				objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
+				run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+				prog := filepath.Join(dir, "prog")
+				run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(true), "-rdynamic"), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+				plain := filepath.Join(plainDir, "plain")
+				run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
+				want, _, code, err := runStatus(plainDir, plain)
+				const frames = "inner: walk inner middle outer main\ninner: walk inner middle outer main\ndeeper: walk deeper deeper deeper deeper main\n"
+				if err != nil || code != 0 || want[:len(frames)] != frames {
+					t.Fatalf("untraced: exit %d, %v, output\n%s\nwant it to start\n%s", code, err, want, frames)
+				}
+				for _, mode := range []string{"", "function", "function_graph"} {
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + filepath.Join(dir, "t-"+mode)}, prog)
+					if err != nil || code != 0 || got != want {
+						t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\n%s", mode, code, err, got, want, errOut)
+					}
+				}
+				if counts, _ := reportCounts(t, filepath.Join(dir, "t-function_graph")); counts["walk"] != 3 || counts["deeper"] != 4 || counts["inner"] != 2 {
+					t.Errorf("function_graph report: %v; want walk 3, deeper 4, inner 2 calls", counts)
+				}
+			})
+		}
+	}
+}
