@@ -112,17 +112,25 @@ static void fill_args(char **argv, long argc, const char *arg, va_list ap)
 	argv[argc] = NULL;
 }
 
+/*
+ * In an execl form: char *argv[] on its frame, from arg and the arguments
+ * after it, and argc; ap is left at their null pointer (execle's
+ * environment follows it). Returns -1 (E2BIG) past INT_MAX arguments.
+ */
+#define ARGV_FROM(arg, ap)                    \
+	va_start(ap, arg);                    \
+	long argc = count_args(arg, ap);      \
+	va_end(ap);                           \
+	if (argc < 0)                         \
+		return -1;                    \
+	char *argv[argc + 1];                 \
+	va_start(ap, arg);                    \
+	fill_args(argv, argc, arg, ap)
+
 int __wrap_execl(const char *path, const char *arg, ...)
 {
 	va_list ap;
-	va_start(ap, arg);
-	long argc = count_args(arg, ap);
-	va_end(ap);
-	if (argc < 0)
-		return -1;
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	fill_args(argv, argc, arg, ap);
+	ARGV_FROM(arg, ap);
 	va_end(ap);
 	ftrt_trace_exec();
 	return __real_execv(path, argv);
@@ -131,14 +139,7 @@ int __wrap_execl(const char *path, const char *arg, ...)
 int __wrap_execlp(const char *file, const char *arg, ...)
 {
 	va_list ap;
-	va_start(ap, arg);
-	long argc = count_args(arg, ap);
-	va_end(ap);
-	if (argc < 0)
-		return -1;
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	fill_args(argv, argc, arg, ap);
+	ARGV_FROM(arg, ap);
 	va_end(ap);
 	ftrt_trace_exec();
 	return __real_execvp(file, argv);
@@ -148,14 +149,7 @@ int __wrap_execlp(const char *file, const char *arg, ...)
 int __wrap_execle(const char *path, const char *arg, ...)
 {
 	va_list ap;
-	va_start(ap, arg);
-	long argc = count_args(arg, ap);
-	va_end(ap);
-	if (argc < 0)
-		return -1;
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	fill_args(argv, argc, arg, ap);
+	ARGV_FROM(arg, ap);
 	if (argc > 0)
 		(void)va_arg(ap, char *); /* the null pointer that ends them */
 	char *const *envp = va_arg(ap, char *const *);

@@ -18,7 +18,8 @@
  *            returns. The child's calls before its exec are in its
  *            parent's trace; the exec'd program is traced beside it
  *   exec-self  main makes calls, then execs this program in its place
- *            (exec-child): its calls before the exec end that trace
+ *            (exec-child, by execle with the environment): its calls
+ *            before the exec end that trace
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -230,7 +231,7 @@ int main(int argc, char **argv)
 		by_exec(argv[0]);
 	else if (strcmp(how, "exec-self") == 0) {
 		work(1);
-		execl(argv[0], argv[0], "exec-child", (char *)NULL);
+		execle(argv[0], argv[0], "exec-child", (char *)NULL, environ); /* FTRACE* go with it */
 		return 127;
 	} else if (strcmp(how, "exec-child") == 0) {
 		work(7);
