@@ -435,6 +435,50 @@ func TestClockFallback(t *testing.T) {
 	}
 }
 
+// TestStaticExceptions: a statically linked C++ program whose exceptions
+// pass through traced frames (progs/exceptions.cc). Its unwinder is
+// libgcc_eh's, linked in whole, which the runtime cannot hook: under
+// FTRACE=function_graph a throw would find a graph hook in a return slot
+// and end the program. The runtime says so and traces it with function
+// instead: same output and exit, every call recorded.
+func TestStaticExceptions(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", false, "exceptions.cc")
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append([]string{"g++", "-o", prog, "-static"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	wantOut, _, wantCode, err := runStatus(dir, prog)
+	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
+		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
+	}
+	const told = "ftrt: FTRACE=function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; tracing with function instead\n"
+	var counts [2]map[string]int
+	for i, mode := range []string{"function", "function_graph"} {
+		out := filepath.Join(dir, "t-"+mode)
+		got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog)
+		if err != nil || code != wantCode || got != wantOut {
+			t.Fatalf("FTRACE=%s: exit %d, %v, output\n%s\nstderr\n%s", mode, code, err, got, errOut)
+		}
+		if want := map[bool]string{true: told, false: ""}[mode == "function_graph"]; errOut != want {
+			t.Errorf("FTRACE=%s: stderr %q, want %q", mode, errOut, want)
+		}
+		tr, err := trace.Read(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Meta.Tracer != "function" {
+			t.Errorf("FTRACE=%s: the trace says tracer %q, want function", mode, tr.Meta.Tracer)
+		}
+		counts[i] = traceCounts(t, out)
+	}
+	if fmt.Sprint(counts[0]) != fmt.Sprint(counts[1]) || counts[0]["thrower(int)"] == 0 {
+		t.Errorf("calls traced: function %v, function_graph's fallback %v; want the same, thrower's among them", counts[0], counts[1])
+	}
+}
+
 // TestCxxNames: C++ functions are chosen by their demangled names, as
 // ftpatch report prints them: FTRACE_FILTER='Guard::*' traces exactly the
 // Guard calls a full trace counts, and ftpatch enable --funcs-from that

@@ -274,5 +274,8 @@ void ftrt_graph_resume(uintptr_t sp);
 /* The same around a walk that is not an exception's (backtrace.c): 1 when
  * the addresses were put back, and ftrt_graph_resume must follow. */
 int ftrt_graph_lend(void);
+/* Whether a throw reaches unwind.c's hooks (not in a static link with
+ * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
+int ftrt_unwind_hooked(void) __attribute__((weak));
 
 #endif

@@ -626,6 +626,22 @@ static struct {
 	int trace;                 /* 0: not tried; 1: open; -1: could not be made */
 } env;
 
+/*
+ * Whether function_graph keeps the program's exceptions working: not
+ * when the program has C++'s unwinder linked in statically, which the
+ * runtime cannot hook (unwind.c), and a throw through a graphed frame
+ * would end it. Then it is traced with function instead, and told so.
+ * A program without unwind.c (no C++ catch) has no such throw.
+ */
+static int graph_safe(void)
+{
+	if (!ftrt_unwind_hooked || ftrt_unwind_hooked())
+		return 1;
+	say("ftrt: FTRACE=function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; "
+	    "tracing with function instead\n");
+	return 0;
+}
+
 static void read_env(void)
 {
 	if (env.read)
@@ -638,7 +654,7 @@ static void read_env(void)
 		if (strcmp(env.mode, "function") == 0)
 			env.tracer = FTRT_FUNCTION;
 		else if (strcmp(env.mode, "function_graph") == 0)
-			env.tracer = FTRT_GRAPH;
+			env.tracer = graph_safe() ? FTRT_GRAPH : FTRT_FUNCTION;
 		else if (strcmp(env.mode, "nop") == 0)
 			env.tracer = FTRT_NOP;
 		else

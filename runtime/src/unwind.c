@@ -16,9 +16,10 @@
  *
  * Each looks the real function up with dlsym(RTLD_NEXT) and calls it. The
  * definitions are weak: in a -static link against libgcc_eh the real ones
- * win (and exceptions through graphed frames are not supported there),
- * rather than colliding. In a dynamic link the program's definitions come
- * first and libstdc++'s calls reach them.
+ * win rather than colliding, and exceptions cannot be followed through
+ * graphed frames there (ftrt_unwind_hooked says so, and function_graph
+ * falls back to function). In a dynamic link the program's definitions
+ * come first and libstdc++'s calls reach them.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -33,13 +34,26 @@ typedef void *(*catch_fn)(void *);
 
 #define WEAK __attribute__((weak, visibility("default")))
 
-WEAK int _Unwind_RaiseException(struct _Unwind_Exception *e)
+static int raise_hook(struct _Unwind_Exception *e)
 {
 	static raise_fn real;
 	if (!real)
 		real = (raise_fn)dlsym(RTLD_NEXT, "_Unwind_RaiseException");
 	ftrt_graph_suspend();
 	return real(e);
+}
+extern __typeof__(raise_hook) _Unwind_RaiseException WEAK __attribute__((alias("raise_hook")));
+
+/*
+ * Whether a throw reaches the hooks here. In a static link libgcc_eh's
+ * unwinder is linked whole, and its strong definitions win over these
+ * weak ones: a throw through a graphed frame would find a hook in a
+ * return slot and end the program (std::terminate). The runtime then
+ * does not graph (patch.c).
+ */
+int ftrt_unwind_hooked(void)
+{
+	return _Unwind_RaiseException == raise_hook;
 }
 
 WEAK int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
