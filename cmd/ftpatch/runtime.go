@@ -46,7 +46,10 @@ the runtime with the system C compiler into a per-user cache on first use
   recordmcount a.o b.o
   cc a.o b.o $(ftpatch flags --libs) -o prog
 
-needs nothing but ftpatch and a compiler.
+needs nothing but ftpatch and a compiler. The link flags also wrap the
+program's calls of the exec functions (so a process writes its trace
+buffer out before an exec discards it) and of backtrace (so a walk of the
+stack sees through function_graph's hooks).
 
 A shared object with sites links the module stub instead (--shared): one
 runtime, the program's, serves the whole process, and each shared object

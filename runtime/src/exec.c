@@ -18,7 +18,9 @@
  * shared object (bound at run time, not wrapped), from the C library
  * itself (system, popen, posix_spawn run their child inside libc), or
  * in a program linked without these flags (ftpatch enable's pre-patched
- * files); those events are lost as before.
+ * files); those events are lost as before. A program that defines an exec
+ * function of its own keeps it (the wrapper's __real_ reference binds to
+ * it), but for an execl form: the wrapper calls the matching v form.
  *
  * An exec that fails returns, and the program goes on traced: writing
  * the buffer out ends nothing. The exec functions are async-signal-safe
