@@ -440,7 +440,8 @@ func TestClockFallback(t *testing.T) {
 // libgcc_eh's, linked in whole, which the runtime cannot hook: under
 // FTRACE=function_graph a throw would find a graph hook in a return slot
 // and end the program. The runtime says so and traces it with function
-// instead: same output and exit, every call recorded.
+// instead: same output and exit, every call recorded; and so when
+// function_graph was baked in by ftpatch enable.
 func TestStaticExceptions(t *testing.T) {
 	tg := x86GCC
 	need(t, tg.tools...)
@@ -454,15 +455,23 @@ func TestStaticExceptions(t *testing.T) {
 	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
 		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
 	}
-	const told = "ftrt: FTRACE=function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; tracing with function instead\n"
-	var counts [2]map[string]int
-	for i, mode := range []string{"function", "function_graph"} {
+	const told = "ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; tracing with function instead\n"
+	// The same program with function_graph baked in by ftpatch enable,
+	// run with nothing set, falls back alike.
+	enabled := filepath.Join(dir, "enabled")
+	run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "-o", enabled, prog, "*")
+	var counts [3]map[string]int
+	for i, mode := range []string{"function", "function_graph", ""} {
 		out := filepath.Join(dir, "t-"+mode)
-		got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog)
+		env, bin := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog
+		if mode == "" {
+			env, bin = env[1:], enabled
+		}
+		got, errOut, code, err := runStatusEnv(dir, env, bin)
 		if err != nil || code != wantCode || got != wantOut {
 			t.Fatalf("FTRACE=%s: exit %d, %v, output\n%s\nstderr\n%s", mode, code, err, got, errOut)
 		}
-		if want := map[bool]string{true: told, false: ""}[mode == "function_graph"]; errOut != want {
+		if want := map[bool]string{true: "", false: told}[mode == "function"]; errOut != want {
 			t.Errorf("FTRACE=%s: stderr %q, want %q", mode, errOut, want)
 		}
 		tr, err := trace.Read(out)
@@ -474,8 +483,8 @@ func TestStaticExceptions(t *testing.T) {
 		}
 		counts[i] = traceCounts(t, out)
 	}
-	if fmt.Sprint(counts[0]) != fmt.Sprint(counts[1]) || counts[0]["thrower(int)"] == 0 {
-		t.Errorf("calls traced: function %v, function_graph's fallback %v; want the same, thrower's among them", counts[0], counts[1])
+	if fmt.Sprint(counts[0]) != fmt.Sprint(counts[1]) || fmt.Sprint(counts[0]) != fmt.Sprint(counts[2]) || counts[0]["thrower(int)"] == 0 {
+		t.Errorf("calls traced: function %v, function_graph's fallback %v, enabled's %v; want the same, thrower's among them", counts[0], counts[1], counts[2])
 	}
 }
 

@@ -637,7 +637,7 @@ static int graph_safe(void)
 {
 	if (!ftrt_unwind_hooked || ftrt_unwind_hooked())
 		return 1;
-	say("ftrt: FTRACE=function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; "
+	say("ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; "
 	    "tracing with function instead\n");
 	return 0;
 }
@@ -654,7 +654,7 @@ static void read_env(void)
 		if (strcmp(env.mode, "function") == 0)
 			env.tracer = FTRT_FUNCTION;
 		else if (strcmp(env.mode, "function_graph") == 0)
-			env.tracer = graph_safe() ? FTRT_GRAPH : FTRT_FUNCTION;
+			env.tracer = FTRT_GRAPH;
 		else if (strcmp(env.mode, "nop") == 0)
 			env.tracer = FTRT_NOP;
 		else
@@ -689,7 +689,7 @@ static int adopt(int tracer, const char *name)
 	if (!tracer)
 		return ftrt_mode;
 	if (!ftrt_mode)
-		ftrt_mode = tracer;
+		ftrt_mode = tracer == FTRT_GRAPH && !graph_safe() ? FTRT_FUNCTION : tracer;
 	else if (tracer != ftrt_mode) {
 		char buf[600];
 		int n = snprintf(buf, sizeof buf, "ftrt: %s asks for another tracer than the process runs; its sites serve the process's\n",

@@ -605,17 +605,16 @@ static int settled(struct tbuf *b, uint64_t deadline)
 
 /*
  * The trace's end, from exit or quick_exit (their handlers) or _exit
- * (exit.c), which
- * may be called from a signal handler or in a child after fork: flush
- * every buffer of this process, then, in the process that made the
- * directory, write the final metadata. Async-signal-safe: raw system
- * calls, no lock or buffer waited for longer than END_WAIT_NS all told
- * (what cannot be taken by then is left out). A signal handler may have
- * interrupted this thread's tracer (its buffer busy) or a flush, or an
- * end, on this thread: a buffer holds whole records up to n whatever the
- * point (publish), and each flush resumes what the stream already holds.
- * Run twice (exit, then _exit from a later handler), it writes what came
- * since.
+ * (exit.c), which may be called from a signal handler or in a child
+ * after fork: flush every buffer of this process, then, in the process
+ * that made the directory, write the final metadata. Async-signal-safe:
+ * raw system calls, no lock or buffer waited for longer than END_WAIT_NS
+ * all told (what cannot be taken by then is left out). A signal handler
+ * may have interrupted this thread's tracer (its buffer busy) or a
+ * flush, or an end, on this thread: a buffer holds whole records up to n
+ * whatever the point (publish), and each flush resumes what the stream
+ * already holds. Run twice (exit, then _exit from a later handler), it
+ * writes what came since.
  */
 void ftrt_trace_end(void)
 {
