@@ -34,6 +34,7 @@
 #include <cpuid.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -857,6 +858,24 @@ static inline uint32_t room(struct tbuf *b)
 void return_to_handler(void);
 
 /*
+ * Whether a graphed call whose frame is at entry_sp is on another stack
+ * than the code running now: the thread runs a signal handler on its
+ * alternate stack (sigaltstack, SA_ONSTACK), and the call is not on it.
+ * Its frame being below ours then says nothing of whether it returned:
+ * an alternate stack may lie anywhere, above the thread's own. One
+ * system call, made only when a frame below ours would otherwise be
+ * taken for one left (after a longjmp, or in such a handler).
+ */
+static int elsewhere(uintptr_t entry_sp)
+{
+	stack_t ss;
+	if (sys(SYS_sigaltstack, 0, (long)&ss, 0, 0, 0, 0) != 0 || !(ss.ss_flags & SS_ONSTACK))
+		return 0;
+	uintptr_t lo = (uintptr_t)ss.ss_sp, hi = lo + ss.ss_size;
+	return entry_sp < lo || entry_sp > hi;
+}
+
+/*
  * Whether the graphed call sh was left without returning (longjmp, or an
  * exception the unwinder hooks did not see), seen from a new call or a
  * return whose stack pointer is sp: its frame is below sp; or its return
@@ -865,11 +884,17 @@ void return_to_handler(void);
  * the same sp with the hook still in place, the caller tail-called the new
  * function: it stays, and returns after it. While an exception is being
  * unwound the slots hold the real return addresses (suspended): only the
- * stack pointer tells then.
+ * stack pointer tells then. The slot holds the hook from the moment the
+ * call is pushed until it is popped (see entry.S), so a signal handler's
+ * call, whatever it interrupted, never takes a live call for a left one;
+ * nor does a handler's call on an alternate stack above the thread's own
+ * (elsewhere).
  */
 static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 {
-	return sh->sp < sp || (!b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook);
+	if (__builtin_expect(sh->sp < sp, 0) && !elsewhere(sh->sp))
+		return 1;
+	return !b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook;
 }
 
 /* One graphed call left without returning (a longjmp, an exception). */
@@ -1001,39 +1026,50 @@ int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 	if (!b)
 		return 0;
 	int graphed = graph_push(b, ip, slot, hook);
+	if (graphed)
+		*slot = hook; /* with the entry, under busy: see left() */
 	b->busy = 0;
 	return graphed;
 }
 
+/* A graphed call returned and the shadow stack has no entry for it: no
+ * record of where to return, and nothing sane is left to do. */
+static __attribute__((noreturn, noinline)) void lost_return(void)
+{
+	static const char msg[] = "ftrt: function_graph: a return the shadow stack has no entry for\n";
+	sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+	sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
+	__builtin_trap();
+}
+
 /*
  * Called from return_to_handler (or a trampoline's return path) with the
- * stack pointer the function returned with. Frames deeper than that one
- * were left without returning (longjmp): they are popped and recorded as
- * unwound. Returns where the function really returns to.
+ * stack pointer the function returned with: the call whose frame that
+ * is returns, and the calls above it on the shadow stack were left
+ * without returning (longjmp): they are popped and recorded as unwound.
+ * Returns where the function really returns to.
  */
 uintptr_t ftrt_graph_exit(uintptr_t sp)
 {
 	struct tbuf *b = tb;
-	uint64_t ts = now();
-	if (__builtin_expect(!b || b->depth == 0, 0)) {
-	empty:
-		/* No record of where to return: nothing sane is left to do. */
-		static const char msg[] = "ftrt: function_graph: return with an empty shadow stack\n";
-		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
-		sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
-		__builtin_trap();
-	}
+	if (__builtin_expect(!b, 0))
+		lost_return();
 	int was_busy = b->busy;
-	b->busy = 1;
+	b->busy = 1; /* before the shadow stack is read, or the time: see entry.S */
+	uint64_t ts = now();
 	int rec = !ended(); /* once the trace is ending, calls still return, unrecorded */
-	uint32_t d = b->depth;
-	if (__builtin_expect(b->shadow[d - 1].sp < sp, 0)) {
-		b->suspended++; /* the returning call's slot is spent: judge by sp */
-		d = unwind_to(b, ts, sp, rec);
-		b->suspended--;
-		if (d == 0)
-			goto empty;
-	}
+	/* The returning call is the innermost one whose frame is at sp (a
+	 * tail-called one above its caller, at the same sp, first); any
+	 * above it were left without returning: a longjmp out of them, or
+	 * out of a signal handler on another stack. */
+	uint32_t d = b->depth, k = d;
+	while (k > 0 && b->shadow[k - 1].sp != sp)
+		k--;
+	if (__builtin_expect(k == 0, 0))
+		lost_return();
+	for (; d > k; d--)
+		if (rec)
+			record_unwound(b, ts);
 	struct shadow *sh = &b->shadow[--d];
 	b->depth = d;
 	/* FTRACE_THRESH: a call shorter than the threshold that called

@@ -76,6 +76,16 @@
  * sets ftrt_ending and then waits for each busy buffer to be let go
  * (C's side of the handshake is in trace.c); n goes up only after the
  * words it counts are written, so the end reads whole records.
+ *
+ * Signal handlers: busy is tested and set before anything else of the
+ * buffer is read. A handler that interrupts a fast path before the set
+ * runs its traced calls to the end (they push and pop, fill and flush
+ * the buffer) before the path goes on, so every value the path uses is
+ * read after them; one that interrupts it after the set finds busy and
+ * its calls are dropped, counted. A value read before the set (n, the
+ * depth, the top of the shadow stack) could be stale by then: a record
+ * written past a buffer a handler filled, a shadow entry over one it
+ * pushed.
  */
 .macro SAVE_SCRATCH
 	pushq	%rax
@@ -212,13 +222,13 @@ mcount:
 	testq	%rcx, %rcx
 	jz	1f				/* the thread's first event: C makes the buffer */
 	cmpl	$0, TB_BUSY(%rcx)
-	jne	1f
-	cmpl	$TBUF_WORDS-3, TB_N(%rcx)
-	ja	1f				/* no room for the record: C flushes */
-	movl	$1, TB_BUSY(%rcx)
+	jne	1f				/* in the tracer already: a signal handler's call */
+	movl	$1, TB_BUSY(%rcx)		/* from here on no handler's call touches the buffer */
 	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
 	jne	3f
-	movl	TB_N(%rcx), %eax		/* n */
+	movl	TB_N(%rcx), %eax		/* n: read under busy, as a handler's calls move it */
+	cmpl	$TBUF_WORDS-3, %eax
+	ja	3f				/* no room for the record: C flushes */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
 	movq	32(%rsp), %rax
 	subq	$\len, %rax
@@ -232,7 +242,7 @@ mcount:
 	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
-3:	movl	$0, TB_BUSY(%rcx)		/* the trace is ending: C records nothing */
+3:	movl	$0, TB_BUSY(%rcx)		/* the trace is ending (C records nothing), or the buffer is full */
 1:	RESTORE_SCRATCH
 2:	PUSH_ARGS
 	pushq	%r11
@@ -288,8 +298,15 @@ ftrace_stub:
  * -mgeneral-regs-only and touches neither the vector nor the x87
  * registers; rax and rdx are saved here:
  *
+ *     24(%rsp) the function's return slot: still return_to_handler
+ *     16(%rsp) padding
  *      8(%rsp) rdx
  *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ *
+ * The slot is left as the function's `ret` found it until
+ * ftrt_graph_exit has popped the call: a signal handler's traced call in
+ * between must find the hook there, or it would take the call for one a
+ * longjmp left (see ftrace_graph_enter).
  *
  * ftrt_graph_exit(sp) records the exit and returns the original return
  * address, which we jump to (through r11, which no return value uses).
@@ -301,15 +318,15 @@ ftrace_stub:
 return_to_handler:
 	.cfi_startproc
 	.cfi_undefined rip			/* the unwinder cannot see past a hijacked return */
-	subq	$16, %rsp
+	subq	$32, %rsp
 	movq	%rax, 0(%rsp)
 	movq	%rdx, 8(%rsp)
-	leaq	16(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = ftrt_graph_exit(sp): the original return address */
 	movq	%rax, %r11
 	movq	8(%rsp), %rdx
 	movq	0(%rsp), %rax
-	addq	$16, %rsp
+	addq	$32, %rsp
 	jmp	*%r11
 	.cfi_endproc
 	.size	return_to_handler, .-return_to_handler
@@ -341,6 +358,16 @@ return_to_handler:
  * to the caller with a `ret` the return stack predicts. r11 is free at a
  * function's entry (no argument uses it); flags are not live there.
  *
+ * The return slot holds the hook (tramp+24) for as long as the call is
+ * on the shadow stack: ftrace_graph_enter writes it there together with
+ * the shadow entry, under busy, before the trampoline drops the caller's
+ * return address; the call at tramp+19 writes the same value again; and
+ * once the function has returned, the slot, below the stack pointer now,
+ * lies in the red zone, which a signal frame never overwrites, until
+ * ftrace_graph_leave has popped the entry. So a signal handler's traced
+ * call, whatever instruction it interrupts, finds every live call's slot
+ * holding its hook, and never takes one for a frame a longjmp left.
+ *
  * ftrace_graph_enter: called from tramp+7, with r11 = the site. The
  * common case is written out here, without a C call: the trace is open
  * on the TSC with no FTRACE_THRESH (ftrt_fast_graph), the thread has a
@@ -369,9 +396,9 @@ return_to_handler:
  * &words[n]. The entry record is words[n] = REC_ENTRY << 62 | ts,
  * words[n+1] = site; the shadow entry {caller's return address, site,
  * sp, hook} (its stream position is for FTRACE_THRESH, whose runs take
- * the C path). busy is held across the updates, so a signal handler's
- * traced calls cannot interleave (they take the C path, which drops
- * them).
+ * the C path), and the hook written into the return slot. busy is held
+ * across the reads and the updates, so a signal handler's traced calls
+ * cannot interleave (they take the C path, which drops them).
  */
 	.hidden	ftrt_fast_graph
 	.hidden	ftrt_max_depth
@@ -385,23 +412,24 @@ ftrace_graph_enter:
 	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
 	TBUF_RCX
+	testq	%rcx, %rcx
+	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
+	cmpl	$0, TB_BUSY(%rcx)
+	jne	.Lenter_slow			/* in the tracer already: a signal handler's call */
+	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rax, %rdx			/* rdx = ts */
-	testq	%rcx, %rcx
-	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
-	movl	TB_BUSY(%rcx), %eax
-	orl	TB_STOPPED(%rcx), %eax
-	orl	TB_SUSPENDED(%rcx), %eax
-	jnz	.Lenter_slow
-	cmpl	$TBUF_WORDS-2, TB_N(%rcx)
-	ja	.Lenter_slow			/* no room for the record: C flushes */
-	movl	TB_DEPTH(%rcx), %eax		/* d */
-	cmpl	ftrt_max_depth(%rip), %eax
-	jae	.Lenter_slow			/* FTRACE_DEPTH, or the shadow stack full */
-	movl	$1, TB_BUSY(%rcx)
 	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
 	jne	.Lenter_unbusy
+	movl	TB_STOPPED(%rcx), %eax
+	orl	TB_SUSPENDED(%rcx), %eax
+	jnz	.Lenter_unbusy
+	cmpl	$TBUF_WORDS-2, TB_N(%rcx)
+	ja	.Lenter_unbusy			/* no room for the record: C flushes */
+	movl	TB_DEPTH(%rcx), %eax		/* d */
+	cmpl	ftrt_max_depth(%rip), %eax
+	jae	.Lenter_unbusy			/* FTRACE_DEPTH, or the shadow stack full */
 	leaq	(%rax,%rax,4), %rsi
 	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
 	testl	%eax, %eax
@@ -422,6 +450,7 @@ ftrace_graph_enter:
 	movq	32(%rsp), %rax
 	addq	$11, %rax
 	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
+	movq	%rax, 40(%rsp)			/* the return slot holds the hook from now on */
 	movl	TB_N(%rcx), %eax		/* n */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
 	movq	%r11, 8(%rsi)			/* words[n+1] = site */
@@ -490,8 +519,10 @@ ftrace_graph_enter:
  * pointer is loaded before the timestamp, the checks after it, as at
  * entry. rdx = the timestamp, rcx = the thread's
  * struct tbuf, rsi = &shadow[depth-1]. The exit record is one word,
- * REC_EXIT << 62 | ts; busy is held while the shadow stack and the
- * buffer change.
+ * REC_EXIT << 62 | ts; busy is set before the shadow stack and the
+ * buffer are read, and held while they change. The old return slot, at
+ * 24(%rsp), still holds the hook until the real address is written there:
+ * the stores above go below it.
  * Anything else goes to ftrt_graph_exit(sp), which records the exit (and
  * any calls a longjmp left) and gives the real return address. Either
  * way the final `ret` goes there, as the caller's call predicted.
@@ -509,26 +540,26 @@ ftrace_graph_leave:
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lleave_slow
 	TBUF_RCX
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rax, %rdx			/* rdx = ts */
 	testq	%rcx, %rcx
 	jz	.Lleave_slow
 	cmpl	$0, TB_BUSY(%rcx)
 	jne	.Lleave_slow
+	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rax, %rdx			/* rdx = ts */
+	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
+	jne	.Lleave_unbusy
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
-	ja	.Lleave_slow
+	ja	.Lleave_unbusy
 	movl	TB_DEPTH(%rcx), %eax
 	testl	%eax, %eax
-	jz	.Lleave_slow
+	jz	.Lleave_unbusy
 	leaq	(%rax,%rax,4), %rsi
 	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi,8), %rsi	/* &shadow[d-1] */
 	leaq	32(%rsp), %rdi
 	cmpq	%rdi, SH_SP(%rsi)
-	jne	.Lleave_slow			/* not the call on top: a longjmp left some */
-	movl	$1, TB_BUSY(%rcx)
-	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
-	jne	.Lleave_unbusy
+	jne	.Lleave_unbusy			/* not the call on top: a longjmp left some */
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
@@ -541,7 +572,7 @@ ftrace_graph_leave:
 	movl	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
 .Lleave_unbusy:
-	movl	$0, TB_BUSY(%rcx)		/* the trace is ending: C pops the call, records nothing */
+	movl	$0, TB_BUSY(%rcx)		/* anything but the common case: C pops the call */
 .Lleave_slow:
 	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = the real return address */
