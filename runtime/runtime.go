@@ -245,8 +245,9 @@ func LinkFlags(lib string) []string {
 }
 
 // wrapped are the C library's functions the runtime wraps in the program:
-// the exec functions (src/exec.c) and backtrace (src/backtrace.c).
-var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat", "backtrace"}
+// the exec functions (src/exec.c), backtrace (src/backtrace.c) and
+// makecontext (src/context.c).
+var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat", "backtrace", "makecontext"}
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for
 // the runtime's archive at lib: the module stub beside it, pulled in by

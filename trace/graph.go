@@ -23,24 +23,42 @@ type Node struct {
 // Duration is the time from entry to exit, in ns.
 func (n *Node) Duration() float64 { return n.End - n.Start }
 
-// A Thread is one thread's calls as a forest of graphed calls.
+// A Thread is one thread's calls as a forest of graphed calls: those on
+// its own stack, or, when Context is not 0, those it ran in that context
+// (a coroutine made by makecontext, which has a stack of its own).
 type Thread struct {
 	Pid, Tid int
+	Context  uint64
 	Roots    []*Node
 }
 
 // Graph turns a function_graph trace into per-thread call trees, named
 // by syms (the process's, from LoadProcess). An exit closes the innermost
-// open call; unwound records close the calls a longjmp left.
+// open call of the context the thread runs in; unwound records close the
+// calls a longjmp left. A thread's calls in each context it ran form a
+// Thread of their own, after its own stack's.
 func Graph(t *Trace, syms *Symbols) []Thread {
 	var out []Thread
 	for _, s := range t.Streams {
-		th := Thread{Pid: s.Pid, Tid: s.Tid}
-		var stack []*Node
+		threads := []*Thread{{Pid: s.Pid, Tid: s.Tid}}
+		byCtx := map[uint64]*Thread{0: threads[0]}
+		stacks := map[uint64][]*Node{}
+		var ctx uint64
+		th := threads[0]
 		last := 0.0
 		for _, r := range s.Records {
 			ns := t.Meta.Nanos(r.TS)
 			last = ns
+			if id, ok := r.Context(); ok {
+				ctx = id
+				if th = byCtx[id]; th == nil {
+					th = &Thread{Pid: s.Pid, Tid: s.Tid, Context: id}
+					byCtx[id] = th
+					threads = append(threads, th)
+				}
+				continue
+			}
+			stack := stacks[ctx]
 			switch r.Kind() {
 			case Entry, Call:
 				n := &Node{Func: syms.Func(r.IP), Start: ns, End: ns}
@@ -51,21 +69,27 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 					th.Roots = append(th.Roots, n)
 				}
 				if r.Kind() == Entry {
-					stack = append(stack, n)
+					stacks[ctx] = append(stack, n)
 				}
 			case Exit, Unwound:
 				if len(stack) == 0 {
 					continue // its entry was before tracing began
 				}
 				n := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
+				stacks[ctx] = stack[:len(stack)-1]
 				n.End, n.Unwound = ns, r.Kind() == Unwound
 			}
 		}
-		for _, n := range stack {
-			n.Open, n.End = true, last
+		for _, stack := range stacks {
+			for _, n := range stack {
+				n.Open, n.End = true, last
+			}
 		}
-		out = append(out, th)
+		for _, th := range threads {
+			if th.Context == 0 || len(th.Roots) > 0 {
+				out = append(out, *th)
+			}
+		}
 	}
 	return out
 }
@@ -108,6 +132,9 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 		fmt.Fprintf(bw, "%s [%6d] | %s} /* %s%s */\n", d, th.Tid, indent, n.Func, note)
 	}
 	for i := range threads {
+		if c := threads[i].Context; c != 0 {
+			fmt.Fprintf(bw, "#                       context %d (makecontext), on thread %d:\n", c, threads[i].Tid)
+		}
 		for _, n := range threads[i].Roots {
 			walk(&threads[i], n, 0)
 		}
@@ -230,7 +257,7 @@ func (f Filter) Apply(threads []Thread) []Thread {
 		if f.Tid != 0 && th.Tid != f.Tid {
 			continue
 		}
-		out = append(out, Thread{Pid: th.Pid, Tid: th.Tid, Roots: keep(th.Roots, 1)})
+		out = append(out, Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context, Roots: keep(th.Roots, 1)})
 	}
 	return out
 }

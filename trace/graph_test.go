@@ -2,6 +2,10 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,5 +120,79 @@ func TestGraphModel(t *testing.T) {
 	}
 	if err := SortStats(st, "bogus"); err == nil {
 		t.Error("a bogus sort key was accepted")
+	}
+}
+
+// TestGraphContexts: a stream whose thread switches between contexts
+// (switch records: an Entry whose site word has the top bit set) pairs
+// each exit with the innermost open entry of the context it runs in, and
+// graphs each context's calls as a Thread of their own: a coroutine that
+// yields inside co (context 1) while the thread's own stack runs sched,
+// and returns there later, closes co and not sched.
+func TestGraphContexts(t *testing.T) {
+	le := binary.LittleEndian
+	b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, 1), 7)...)
+	word := func(k Kind, ts uint64, ip ...uint64) {
+		b = le.AppendUint64(b, uint64(k)<<62|ts)
+		for _, w := range ip {
+			b = le.AppendUint64(b, w)
+		}
+	}
+	const sched, co, leaf = 0x1000, 0x2000, 0x3000
+	word(Entry, 10, sched)
+	word(Entry, 20, ctxMark|1) // into context 1
+	word(Entry, 30, co)
+	word(Entry, 40, leaf)
+	word(Exit, 50)             // leaf
+	word(Entry, 60, ctxMark|0) // yield to the thread's own stack
+	word(Exit, 70)             // sched, not co
+	word(Entry, 80, ctxMark|1)
+	word(Exit, 90) // co
+	dir := t.TempDir()
+	meta := "format ftrt-trace 2\ntracer function_graph\nclock tsc\nended 1\npid 1\ntsc_start 0\ntsc_end 1000\nmono_start_ns 0\nmono_end_ns 1000\n"
+	if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1-7.trace"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exits []uint64
+	for _, r := range tr.Streams[0].Records {
+		if r.Kind() == Exit {
+			exits = append(exits, r.IP)
+		}
+	}
+	if fmt.Sprint(exits) != fmt.Sprint([]uint64{leaf, sched, co}) {
+		t.Errorf("exits name %#x, want leaf, sched, co", exits)
+	}
+	syms := &Symbols{funcs: []fsym{{sched, sched + 0x100, "sched", true}, {co, co + 0x100, "co", true}, {leaf, leaf + 0x100, "leaf", true}}}
+	threads := Graph(tr, syms)
+	if len(threads) != 2 || threads[0].Context != 0 || threads[1].Context != 1 {
+		t.Fatalf("threads %+v, want the own stack's and context 1's", threads)
+	}
+	own, ctx := threads[0].Roots, threads[1].Roots
+	if len(own) != 1 || own[0].Func != "sched" || own[0].End != 70 || len(own[0].Children) != 0 {
+		t.Errorf("own stack: %+v, want sched alone, ending at 70", own)
+	}
+	if len(ctx) != 1 || ctx[0].Func != "co" || ctx[0].End != 90 || len(ctx[0].Children) != 1 || ctx[0].Children[0].Func != "leaf" {
+		t.Errorf("context 1: %+v, want co(leaf), ending at 90", ctx)
+	}
+	var out bytes.Buffer
+	if err := WriteGraph(&out, tr, threads); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "context 1 (makecontext), on thread 7:") {
+		t.Errorf("replay does not say where context 1 begins:\n%s", out.String())
+	}
+	var events []string
+	for _, e := range Events(tr, syms) {
+		events = append(events, e.Func)
+	}
+	if strings.Join(events, " ") != "sched co leaf" {
+		t.Errorf("events %v: a switch record is not a call", events)
 	}
 }

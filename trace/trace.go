@@ -169,6 +169,18 @@ const (
 // Kind is what the record records.
 func (r Record) Kind() Kind { return Kind(r.Info >> 62) }
 
+// ctxMark marks a context switch: an Entry whose site word has it set.
+const ctxMark = 1 << 63
+
+// Context says whether the record is a context switch rather than a
+// call: from here on the thread runs in the context it names (made by
+// makecontext, numbered from 1; 0 is the thread's own stack), whose calls
+// nest among themselves and not with other contexts'. Exits and Unwound
+// records close the innermost open entry of the current context.
+func (r Record) Context() (uint64, bool) {
+	return r.IP &^ ctxMark, r.Kind() == Entry && r.IP&ctxMark != 0
+}
+
 // Parent is the caller's return address (Call records).
 func (r Record) Parent() uint64 { return r.Info & (1<<62 - 1) }
 
@@ -344,7 +356,8 @@ func readStream(path string) (Stream, error) {
 	s := Stream{Pid: int(le.Uint32(b[8:])), Tid: int(le.Uint32(b[12:]))}
 	body := b[headerSize:]
 	s.Records = make([]Record, 0, len(body)/16)
-	var open []uint64 // sites of the entries not yet closed
+	open := map[uint64][]uint64{} // per context: the sites of the entries not yet closed
+	var ctx uint64
 	// A process killed mid-write can leave a partial last record: it is
 	// dropped, not misread.
 	for off := 0; off+8 <= len(body); {
@@ -363,12 +376,16 @@ func readStream(path string) (Stream, error) {
 				return s, nil
 			}
 			r.IP = le.Uint64(body[off+8:])
-			open = append(open, r.IP)
+			if id, ok := r.Context(); ok {
+				ctx = id
+			} else {
+				open[ctx] = append(open[ctx], r.IP)
+			}
 			off += 16
 		default:
-			if n := len(open); n > 0 {
-				r.IP = open[n-1]
-				open = open[:n-1]
+			if n := len(open[ctx]); n > 0 {
+				r.IP = open[ctx][n-1]
+				open[ctx] = open[ctx][:n-1]
 			}
 			off += 8
 		}

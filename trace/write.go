@@ -24,7 +24,7 @@ func Events(t *Trace, syms *Symbols) []Event {
 	var out []Event
 	for _, s := range t.Streams {
 		for _, r := range s.Records {
-			if r.Kind() != Call && r.Kind() != Entry {
+			if _, sw := r.Context(); sw || (r.Kind() != Call && r.Kind() != Entry) {
 				continue
 			}
 			out = append(out, Event{

@@ -9,12 +9,13 @@
 
 /* struct tbuf */
 #define TB_N 0x14         /* uint32_t n: words in words[]; raised after the words are written */
-#define TB_DEPTH 0x18     /* uint32_t depth: entries on the shadow stack */
-#define TB_BUSY 0x1c      /* int busy: the tracer runs on this thread */
-#define TB_STOPPED 0x20   /* int stopped: the shadow stack overflowed */
-#define TB_SUSPENDED 0x24 /* int suspended: an exception is being unwound */
-#define TB_BASE 0x28      /* uint64_t base: words flushed before words[0] */
-#define TB_SHADOW 0x30    /* struct shadow shadow[SHADOW_MAX] */
+#define TB_BUSY 0x18      /* int busy: the tracer runs on this thread */
+#define TB_SUSPENDED 0x1c /* int suspended: an exception is being unwound */
+#define TB_BASE 0x20      /* uint64_t base: words flushed before words[0] */
+#define TB_OWN 0x50       /* struct shadow_stack own: the thread's own stack's graphed calls */
+#define TB_DEPTH (TB_OWN + 0)   /* uint32_t own.depth: entries in own.e[] */
+#define TB_STOPPED (TB_OWN + 4) /* int own.stopped: own.e[] overflowed */
+#define TB_SHADOW (TB_OWN + 8)  /* struct shadow own.e[SHADOW_MAX] */
 #define TB_WORDS (TB_SHADOW + SH_SIZE * SHADOW_MAX) /* uint64_t words[TBUF_WORDS] */
 
 /* struct shadow */
@@ -25,7 +26,7 @@
 #define SH_POS 32
 #define SH_SIZE 40
 
-#define SHADOW_MAX 1024         /* calls graphed at once per thread; deeper, the thread stops graphing */
+#define SHADOW_MAX 1024         /* calls graphed at once per stack; deeper, that stack stops graphing */
 #define TBUF_WORDS (192 * 1024) /* 1.5 MiB of records per thread */
 
 /* Record kinds, in a record's first word's top two bits. */

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "graph.h"
 #include "layout.h"
 
 /*
@@ -69,15 +70,8 @@
 #define REC_W0(kind, ts) ((uint64_t)(kind) << 62 | ((ts) & ((1ull << 62) - 1)))
 #define REC_TS(w0) ((w0) & ((1ull << 62) - 1))
 
-/* A graphed call, on the thread's shadow stack. */
-struct shadow {
-	uintptr_t ret;  /* where the call really returns (the caller's return address) */
-	uintptr_t ip;   /* the site */
-	uintptr_t sp;   /* the stack pointer the function will return with: its frame check */
-	uintptr_t hook; /* what its return slot holds while it runs: return_to_handler, or
-			 * the return point inside its per-site trampoline */
-	uint64_t pos;   /* the stream position (in words) of its entry record: FTRACE_THRESH */
-};
+/* The site word of a switch record: the code runs in context id now. */
+#define CTX_MARK (1ull << 63)
 
 
 int ftrt_mode;
@@ -92,21 +86,28 @@ struct tbuf {
 	uint32_t n;        /* words in words[]: raised only after the words it adds are written
 			    * (publish), so words[0, n) are whole records whenever the end's
 			    * flush reads it, from a signal handler or another thread */
-	uint32_t depth;    /* entries on shadow */
 	volatile int busy; /* the tracer runs on this thread: a signal handler's traced calls
 			    * in that window are dropped and counted, not interleaved; the
 			    * trace's end waits for it to be let go (ftrt_trace_end) */
-	int stopped;       /* the shadow stack overflowed: this thread graphs no new call */
 	int suspended;     /* an exception is being unwound: return slots hold real addresses */
 	uint64_t base;     /* words flushed before words[0] */
-	struct shadow shadow[SHADOW_MAX];
+	/* The stack the thread's last graph event ran on (stack_at): its
+	 * shadow stack, its context's id (0: the thread's own), and the
+	 * stack pointers (cur_lo, cur_hi] that are on it, while the table
+	 * of contexts is at generation cur_gen. */
+	struct shadow_stack *cur;
+	uint64_t cur_id;
+	uintptr_t cur_lo, cur_hi;
+	unsigned cur_gen;
+	struct shadow_stack own; /* the graphed calls on the thread's own stack */
 	uint64_t words[TBUF_WORDS];
 };
 
-_Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, depth) == TB_DEPTH &&
-		       offsetof(struct tbuf, busy) == TB_BUSY && offsetof(struct tbuf, stopped) == TB_STOPPED &&
+_Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
 		       offsetof(struct tbuf, suspended) == TB_SUSPENDED && offsetof(struct tbuf, base) == TB_BASE &&
-		       offsetof(struct tbuf, shadow) == TB_SHADOW && offsetof(struct tbuf, words) == TB_WORDS,
+		       offsetof(struct tbuf, own) == TB_OWN && offsetof(struct tbuf, own.depth) == TB_DEPTH &&
+		       offsetof(struct tbuf, own.stopped) == TB_STOPPED && offsetof(struct tbuf, own.e) == TB_SHADOW &&
+		       offsetof(struct tbuf, words) == TB_WORDS,
 	       "layout.h: struct tbuf");
 _Static_assert(offsetof(struct shadow, ret) == SH_RET && offsetof(struct shadow, ip) == SH_IP &&
 		       offsetof(struct shadow, sp) == SH_SP && offsetof(struct shadow, hook) == SH_HOOK &&
@@ -205,11 +206,28 @@ __attribute__((visibility("hidden"))) int ftrt_fast_graph;
  */
 __attribute__((visibility("hidden"))) int ftrt_ending;
 
+/* Process-wide choices of the graph tracer made while it runs. */
+static int graph_contexts; /* a context exists: every call takes the C path (stack_at) */
+static int graph_calls;    /* a context's stack is unknown: calls are recorded, not graphed */
+
 /* Whether the trace is ending; called with the thread's busy set. */
 static inline int ended(void)
 {
 	__asm__ volatile("" ::: "memory"); /* the read stays after the store of busy */
 	return __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED);
+}
+
+/*
+ * Let the thread's buffer go (busy = v). Everything the tracer read of it
+ * or wrote to it is done first: busy is volatile, but the shadow stack
+ * and the records are not, and a compiler may move a plain access past a
+ * volatile one. A read of a popped shadow entry after the store would
+ * find a signal handler's call pushed over it.
+ */
+static inline void unbusy(struct tbuf *b, int v)
+{
+	__asm__ volatile("" ::: "memory");
+	b->busy = v;
 }
 
 static int tsc_trusted(void)
@@ -361,6 +379,7 @@ static struct tbuf *tbuf_new(void)
 		return NULL;
 	struct tbuf *b = (struct tbuf *)m;
 	b->fd = -1;
+	b->cur = &b->own;
 	b->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	b->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	list_lock(b->tid);
@@ -540,6 +559,8 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
 	meta_line(fd, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
 	meta_line(fd, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
+	meta_line(fd, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
+	meta_line(fd, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
 	meta_line(fd, "max_depth", ftrt_max_depth);
 	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
 	/* config patched: the program was traced as ftpatch enable recorded */
@@ -681,7 +702,7 @@ void ftrt_trace_exec(void)
 		b->busy = 1;
 		if (!ended()) /* the end, on another thread, takes it otherwise */
 			flush(b, 0);
-		b->busy = 0;
+		unbusy(b, 0);
 	}
 	if (trace_pid != creator_pid || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED))
 		return;
@@ -841,7 +862,7 @@ int ftrt_trace_start(const char *dir)
 void ftrt_trace_go(void)
 {
 	ftrt_fast_function = ftrt_mode == FTRT_FUNCTION && !clock_mono;
-	ftrt_fast_graph = ftrt_mode == FTRT_GRAPH && !clock_mono && !ftrt_thresh_tsc;
+	ftrt_fast_graph = ftrt_mode == FTRT_GRAPH && !clock_mono && !ftrt_thresh_tsc && !graph_contexts;
 }
 
 /* Room for a record of up to three words: flush when the buffer is full. */
@@ -856,6 +877,74 @@ static inline uint32_t room(struct tbuf *b)
 }
 
 void return_to_handler(void);
+
+void ftrt_graph_contexts(void)
+{
+	__atomic_store_n(&graph_contexts, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ftrt_fast_graph, 0, __ATOMIC_RELAXED);
+}
+
+void ftrt_graph_ungraphed(void)
+{
+	__atomic_store_n(&graph_calls, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The shadow stack of the code whose frame is at sp (graph.h): the
+ * thread's own, or that of the context whose stack holds it, with its id
+ * (0: the thread's own). The thread keeps the last answer and the extent
+ * of stack pointers it holds for, until another context is made.
+ */
+static struct shadow_stack *find_stack(struct tbuf *b, uintptr_t sp, uint64_t *id)
+{
+	unsigned gen = atomic_load_explicit(&ftrt_ctx_gen, memory_order_acquire);
+	if (__builtin_expect(gen == 0, 1)) {
+		*id = 0;
+		return &b->own;
+	}
+	if (gen == b->cur_gen && b->cur_lo < sp && sp <= b->cur_hi) {
+		*id = b->cur_id;
+		return b->cur;
+	}
+	uintptr_t lo, hi;
+	struct ftrt_ctx *c = ftrt_context_at(sp, &lo, &hi);
+	*id = c ? atomic_load_explicit(&c->id, memory_order_relaxed) : 0;
+	return c ? &c->stack : &b->own;
+}
+
+/*
+ * find_stack for an event recorded at ts (when rec): when the code runs
+ * on another stack than the thread's last event did (swapcontext), or
+ * in a context made again since, a switch record says so first: REC_ENTRY
+ * with the site word CTX_MARK | id. The reader keeps a stack of open
+ * calls per context, as the runtime does.
+ */
+static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec)
+{
+	unsigned gen = atomic_load_explicit(&ftrt_ctx_gen, memory_order_acquire);
+	if (__builtin_expect(gen == 0, 1))
+		return &b->own;
+	if (gen == b->cur_gen && b->cur_lo < sp && sp <= b->cur_hi)
+		return b->cur;
+	uintptr_t lo, hi;
+	struct ftrt_ctx *c = ftrt_context_at(sp, &lo, &hi);
+	struct shadow_stack *s = c ? &c->stack : &b->own;
+	uint64_t id = c ? atomic_load_explicit(&c->id, memory_order_relaxed) : 0;
+	b->cur_gen = gen;
+	b->cur_lo = lo;
+	b->cur_hi = hi;
+	if (s != b->cur || id != b->cur_id) {
+		b->cur = s;
+		b->cur_id = id;
+		if (rec) {
+			uint32_t n = room(b);
+			b->words[n] = REC_W0(REC_ENTRY, ts);
+			b->words[n + 1] = CTX_MARK | id;
+			publish(b, n + 2);
+		}
+	}
+	return s;
+}
 
 /*
  * Whether a graphed call whose frame is at entry_sp is on another stack
@@ -878,17 +967,17 @@ static int elsewhere(uintptr_t entry_sp)
 /*
  * Whether the graphed call sh was left without returning (longjmp, or an
  * exception the unwinder hooks did not see), seen from a new call or a
- * return whose stack pointer is sp: its frame is below sp; or its return
- * slot no longer holds its hook (the frame is gone and the stack was
- * written over: a longjmp, then a call that pushed stack arguments). At
- * the same sp with the hook still in place, the caller tail-called the new
- * function: it stays, and returns after it. While an exception is being
- * unwound the slots hold the real return addresses (suspended): only the
- * stack pointer tells then. The slot holds the hook from the moment the
- * call is pushed until it is popped (see entry.S), so a signal handler's
- * call, whatever it interrupted, never takes a live call for a left one;
- * nor does a handler's call on an alternate stack above the thread's own
- * (elsewhere).
+ * return whose stack pointer is sp on the same shadow stack: its frame
+ * is below sp; or its return slot no longer holds its hook (the frame is
+ * gone and the stack was written over: a longjmp, then a call that
+ * pushed stack arguments). At the same sp with the hook still in place,
+ * the caller tail-called the new function: it stays, and returns after
+ * it. While an exception is being unwound the slots hold the real return
+ * addresses (suspended): only the stack pointer tells then. The slot
+ * holds the hook from the moment the call is pushed until it is popped
+ * (see entry.S), so a signal handler's call, whatever it interrupted,
+ * never takes a live call for a left one; nor does a handler's call on
+ * an alternate stack above the thread's own (elsewhere).
  */
 static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 {
@@ -906,17 +995,17 @@ static void record_unwound(struct tbuf *b, uint64_t ts)
 	atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 }
 
-/* Pop the calls left without returning, recording each as unwound
+/* Pop the calls of s left without returning, recording each as unwound
  * (when rec: not once the trace is ending); returns the new depth. */
-static uint32_t unwind_to(struct tbuf *b, uint64_t ts, uintptr_t sp, int rec)
+static uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_t ts, uintptr_t sp, int rec)
 {
-	uint32_t d = b->depth;
-	while (d > 0 && left(b, &b->shadow[d - 1], sp)) {
+	uint32_t d = s->depth;
+	while (d > 0 && left(b, &s->e[d - 1], sp)) {
 		d--;
 		if (rec)
 			record_unwound(b, ts);
 	}
-	b->depth = d;
+	s->depth = d;
 	return d;
 }
 
@@ -944,7 +1033,7 @@ static inline struct tbuf *enter(void)
 		goto drop;
 	b->busy = 1;
 	if (__builtin_expect(ended(), 0)) {
-		b->busy = 0; /* after the trace's end: not an event it lost */
+		unbusy(b, 0); /* after the trace's end: not an event it lost */
 		return NULL;
 	}
 	return b;
@@ -956,33 +1045,44 @@ drop:
 /*
  * Push a graphed call: the site ip, its return slot and what the slot
  * will hold while it runs (hook). 0 when the call is not graphed: deeper
- * than FTRACE_DEPTH, or the thread's shadow stack overflowed (it then
- * stops graphing for good, counted, never a crash).
+ * than FTRACE_DEPTH, or its stack's shadow stack overflowed (that stack
+ * then stops graphing for good, counted, never a crash); or no call is
+ * graphed any more (a context's stack is unknown): then it is recorded
+ * as a call.
  */
 static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 {
 	uint64_t ts = now();
 	uintptr_t sp = (uintptr_t)(slot + 1);
-	uint32_t d = b->depth;
-	if (__builtin_expect(d > 0 && left(b, &b->shadow[d - 1], sp), 0))
-		d = unwind_to(b, ts, sp, 1);
-	if (__builtin_expect(d >= ftrt_max_depth || b->stopped, 0)) {
-		if (d >= SHADOW_MAX && !b->stopped) {
-			b->stopped = 1;
+	if (__builtin_expect(__atomic_load_n(&graph_calls, __ATOMIC_RELAXED), 0)) {
+		uint32_t n = room(b);
+		b->words[n] = REC_W0(REC_CALL, ts);
+		b->words[n + 1] = ip;
+		b->words[n + 2] = *slot;
+		publish(b, n + 3);
+		return 0;
+	}
+	struct shadow_stack *s = stack_at(b, sp, ts, 1);
+	uint32_t d = s->depth;
+	if (__builtin_expect(d > 0 && left(b, &s->e[d - 1], sp), 0))
+		d = unwind_to(b, s, ts, sp, 1);
+	if (__builtin_expect(d >= ftrt_max_depth || s->stopped, 0)) {
+		if (d >= SHADOW_MAX && !s->stopped) {
+			s->stopped = 1;
 			atomic_fetch_add_explicit(&stopped, 1, memory_order_relaxed);
 		}
-		if (b->stopped)
+		if (s->stopped)
 			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
 		return 0;
 	}
 	uint32_t n = room(b);
-	struct shadow *sh = &b->shadow[d];
+	struct shadow *sh = &s->e[d];
 	sh->ret = *slot;
 	sh->ip = ip;
 	sh->sp = sp;
 	sh->hook = hook;
 	sh->pos = b->base + n;
-	b->depth = d + 1;
+	s->depth = d + 1;
 	b->words[n] = REC_W0(REC_ENTRY, ts);
 	b->words[n + 1] = ip;
 	publish(b, n + 2);
@@ -1010,7 +1110,7 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 	} else if (graph_push(b, ip, parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
-	b->busy = 0;
+	unbusy(b, 0);
 }
 
 /*
@@ -1028,7 +1128,7 @@ int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 	int graphed = graph_push(b, ip, slot, hook);
 	if (graphed)
 		*slot = hook; /* with the entry, under busy: see left() */
-	b->busy = 0;
+	unbusy(b, 0);
 	return graphed;
 }
 
@@ -1058,20 +1158,21 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	b->busy = 1; /* before the shadow stack is read, or the time: see entry.S */
 	uint64_t ts = now();
 	int rec = !ended(); /* once the trace is ending, calls still return, unrecorded */
+	struct shadow_stack *s = stack_at(b, sp, ts, rec);
 	/* The returning call is the innermost one whose frame is at sp (a
 	 * tail-called one above its caller, at the same sp, first); any
 	 * above it were left without returning: a longjmp out of them, or
 	 * out of a signal handler on another stack. */
-	uint32_t d = b->depth, k = d;
-	while (k > 0 && b->shadow[k - 1].sp != sp)
+	uint32_t d = s->depth, k = d;
+	while (k > 0 && s->e[k - 1].sp != sp)
 		k--;
 	if (__builtin_expect(k == 0, 0))
 		lost_return();
 	for (; d > k; d--)
 		if (rec)
 			record_unwound(b, ts);
-	struct shadow *sh = &b->shadow[--d];
-	b->depth = d;
+	struct shadow *sh = &s->e[--d];
+	s->depth = d;
 	/* FTRACE_THRESH: a call shorter than the threshold that called
 	 * nothing traced (its entry is still the last record, in the buffer)
 	 * is taken back. */
@@ -1083,8 +1184,9 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 		b->words[n] = REC_W0(REC_EXIT, ts);
 		publish(b, n + 1);
 	}
-	b->busy = was_busy;
-	return sh->ret;
+	uintptr_t ret = sh->ret; /* before busy goes: a handler's call may be pushed there after */
+	unbusy(b, was_busy);
+	return ret;
 }
 
 /*
@@ -1098,10 +1200,12 @@ void ftrt_graph_suspend(void)
 	struct tbuf *b = tb;
 	if (!b || ftrt_mode != FTRT_GRAPH)
 		return;
-	for (uint32_t i = 0; i < b->depth; i++) {
-		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
-		if (*slot == b->shadow[i].hook)
-			*slot = b->shadow[i].ret;
+	uint64_t id;
+	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
+	for (uint32_t i = 0; i < s->depth; i++) {
+		uintptr_t *slot = (uintptr_t *)s->e[i].sp - 1;
+		if (*slot == s->e[i].hook)
+			*slot = s->e[i].ret;
 	}
 	b->suspended = 1;
 }
@@ -1138,17 +1242,18 @@ void ftrt_graph_resume(uintptr_t sp)
 	int rec = !ended();
 	uint64_t ts = now();
 	b->suspended = 0;
-	uint32_t d = b->depth;
-	while (d > 0 && b->shadow[d - 1].sp <= sp) {
+	struct shadow_stack *s = stack_at(b, sp, ts, rec);
+	uint32_t d = s->depth;
+	while (d > 0 && s->e[d - 1].sp <= sp) {
 		d--;
 		if (rec)
 			record_unwound(b, ts);
 	}
-	b->depth = d;
+	s->depth = d;
 	for (uint32_t i = 0; i < d; i++) {
-		uintptr_t *slot = (uintptr_t *)b->shadow[i].sp - 1;
-		if (*slot == b->shadow[i].ret)
-			*slot = b->shadow[i].hook;
+		uintptr_t *slot = (uintptr_t *)s->e[i].sp - 1;
+		if (*slot == s->e[i].ret)
+			*slot = s->e[i].hook;
 	}
-	b->busy = 0;
+	unbusy(b, 0);
 }

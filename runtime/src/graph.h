@@ -1,0 +1,78 @@
+/*
+ * function_graph's shadow stacks, and the contexts that have their own.
+ *
+ * A graphed call is pushed on a shadow stack at its entry and popped at
+ * its return, which it makes through the tracer's hook: the shadow entry
+ * holds where it really returns. Calls and returns on one stack nest, so
+ * each stack the program runs code on needs a shadow stack of its own:
+ * a thread's own stack has the one in its buffer (trace.c), and each
+ * context made by makecontext (coroutines: their stacks are the
+ * program's, and swapcontext switches between them in any order) has
+ * one in its record here (context.c). A frame's stack pointer says which
+ * stack it is on, so which shadow stack its call goes on.
+ */
+#ifndef FTRT_GRAPH_H
+#define FTRT_GRAPH_H
+
+#include <stdint.h>
+
+#include "layout.h"
+
+/* A graphed call (layout.h gives its layout to entry.S). */
+struct shadow {
+	uintptr_t ret;  /* where the call really returns (the caller's return address) */
+	uintptr_t ip;   /* the site */
+	uintptr_t sp;   /* the stack pointer the function will return with: its frame check */
+	uintptr_t hook; /* what its return slot holds while it runs: return_to_handler, or
+			 * the return point inside its per-site trampoline */
+	uint64_t pos;   /* the stream position (in words) of its entry record: FTRACE_THRESH */
+};
+
+/* The graphed calls running on one stack, innermost last. */
+struct shadow_stack {
+	uint32_t depth; /* entries in e[] */
+	int stopped;    /* e[] overflowed: no new call on this stack is graphed */
+	struct shadow e[SHADOW_MAX];
+};
+
+/*
+ * A context made by makecontext: its stack (a frame's stack pointer sp is
+ * on it when lo < sp <= hi), and the shadow stack
+ * of the calls running on it. The trace names it by id (1, 2, ...: the
+ * thread's own stack is 0); making a context again on the same stack
+ * gives it a new id and an empty shadow stack (its old calls never
+ * returned).
+ */
+struct ftrt_ctx {
+	uintptr_t lo, hi;    /* set before the record is published, never changed */
+	_Atomic uint64_t id; /* a new one each time a context is made on this stack */
+	_Atomic int live;    /* 0: its stack was given to another context */
+	struct shadow_stack stack;
+};
+
+/* Bumped each time a context is made: 0 while none has been, and then
+ * every stack is its thread's own. A thread's cached answer of
+ * ftrt_context_at holds while this is unchanged. */
+extern _Atomic unsigned ftrt_ctx_gen __attribute__((visibility("hidden")));
+/* Contexts made, and those made when the table was full (whose calls
+ * are then recorded as calls, not graphed: ftrt_graph_ungraphed). */
+extern _Atomic uint64_t ftrt_ctx_made __attribute__((visibility("hidden")));
+extern _Atomic uint64_t ftrt_ctx_lost __attribute__((visibility("hidden")));
+
+/* The context ucp is being made (context.c; called by the makecontext
+ * wrapper in entry.S before the C library's makecontext). */
+void ftrt_context_made(const void *ucp) __attribute__((visibility("hidden")));
+
+/* The context whose stack holds the frame at sp (lo < sp <= hi), or NULL
+ * for the thread's own stack; *lo and *hi get the extent around sp in
+ * which the answer is the same. Lock-free: safe in a signal handler. */
+struct ftrt_ctx *ftrt_context_at(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) __attribute__((visibility("hidden")));
+
+/* trace.c: a context exists now: the graph fast paths, which know only
+ * the thread's own shadow stack, stay off from here on. */
+void ftrt_graph_contexts(void) __attribute__((visibility("hidden")));
+/* trace.c: a context could not be registered: its stack is unknown, so
+ * no new call anywhere is graphed (each is recorded as a call). */
+void ftrt_graph_ungraphed(void) __attribute__((visibility("hidden")));
+
+#endif

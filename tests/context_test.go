@@ -1,0 +1,152 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+	"ftpatch/trace"
+)
+
+// shape prints a call tree as nested names: f(g(h),k).
+func shape(n *trace.Node) string {
+	var b strings.Builder
+	b.WriteString(n.Func)
+	if len(n.Children) > 0 {
+		b.WriteByte('(')
+		for i, c := range n.Children {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(shape(c))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// TestContexts: coroutines made by makecontext and switched by swapcontext
+// (progs/contexts.c: each yields from two traced calls deep, two hand
+// over to each other directly, one is made again on a finished one's
+// stack) keep their output and exit status under both tracers, every
+// site kind, both compilers, PIE or not and linked statically; every call
+// is in the trace, and function_graph graphs each context's calls as
+// they nest on its own stack: the thread's own stack holds main, schedule
+// and make, and each context one worker with its four steps, none
+// unwound or left open.
+func TestContexts(t *testing.T) {
+	type build struct {
+		tg     target
+		flags  string
+		pie    bool
+		static bool
+	}
+	var builds []build
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for i, flags := range x86Traced {
+			builds = append(builds, build{tg, flags, i%2 == 0, false})
+		}
+	}
+	builds = append(builds, build{x86GCC, "-pg -mfentry", false, true})
+	for _, b := range builds {
+		name := fmt.Sprintf("%s/%s/%s", b.tg.name, slug(b.flags), picFlag(b.pie))
+		if b.static {
+			name += "/static"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			need(t, b.tg.tools...)
+			dir := t.TempDir()
+			src, err := filepath.Abs(filepath.Join("progs", "contexts.c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := filepath.Join(dir, "plain")
+			run(t, dir, append(append([]string{}, b.tg.cc...), "-O2", src, "-o", plain)...)
+			wantOut, _, wantCode, err := runStatus(dir, plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := buildSrc(t, b.tg, dir, "-O2 "+b.flags, b.pie, "contexts.c")
+			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+			prog := filepath.Join(dir, "prog")
+			argv := append(append([]string{}, b.tg.link...), "-o", prog, picLink(b.pie))
+			if b.static {
+				argv = append(argv, "-static")
+			}
+			run(t, dir, append(argv, append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+			for _, tracer := range []string{"function", "function_graph"} {
+				out := filepath.Join(dir, tracer)
+				got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != wantOut || code != wantCode {
+					t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
+				}
+				made := countLine(t, stderr, "made")
+				tr, syms := readTrace(t, out)
+				if tracer == "function" {
+					counts := tally(trace.Events(tr, syms))
+					for f, n := range made {
+						if counts[f] != n {
+							t.Errorf("function: %s traced %d times, the program made %d calls", f, counts[f], n)
+						}
+					}
+					continue
+				}
+				checkContextGraph(t, tr, syms, made)
+			}
+		})
+	}
+}
+
+// checkContextGraph checks progs/contexts.c's function_graph trace.
+func checkContextGraph(t *testing.T, tr *trace.Trace, syms *trace.Symbols, made map[string]int) {
+	t.Helper()
+	if tr.Meta.Unwound != 0 {
+		t.Errorf("%d calls taken for left by a longjmp; there is none", tr.Meta.Unwound)
+	}
+	threads := trace.Graph(tr, syms)
+	checkNesting(t, threads)
+	calls := map[string]int{}
+	for _, s := range trace.Stats(threads) {
+		calls[s.Func] = s.Calls
+		if s.Unwound+s.Open != 0 {
+			t.Errorf("%s: %d calls unwound, %d left open; every call returns", s.Func, s.Unwound, s.Open)
+		}
+	}
+	for f, n := range made {
+		if calls[f] != n {
+			t.Errorf("function_graph: %s graphed %d times, the program made %d calls", f, calls[f], n)
+		}
+	}
+	// The thread's own stack, then the four contexts in the order they
+	// first ran: workers 0 and 1 hand over to each other in their second
+	// step, and worker 1 runs again from the start as context 4.
+	step := "step(inner(leaf,leaf))"
+	pong := "step(inner(leaf,leaf),pong)"
+	want := []string{
+		"main(schedule(make,make,make,make))",
+		"worker(" + step + "," + pong + "," + step + "," + step + ")",
+		"worker(" + step + "," + pong + "," + step + "," + step + ")",
+		"worker(" + step + "," + step + "," + step + "," + step + ")",
+		"worker(" + step + "," + step + "," + step + "," + step + ")",
+	}
+	var got []string
+	for i, th := range threads {
+		if th.Context != uint64(i) {
+			t.Errorf("thread %d of the graph is context %d, want %d", i, th.Context, i)
+		}
+		var roots []string
+		for _, n := range th.Roots {
+			roots = append(roots, shape(n))
+		}
+		got = append(got, strings.Join(roots, " "))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("graph, a line per context:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
