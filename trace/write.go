@@ -105,7 +105,7 @@ func writeSummary(w io.Writer, t *Trace, events int) error {
 		_, err = fmt.Fprintf(w, "; %d graphed calls unwound by longjmp or an exception (no exit time)", m.Unwound)
 	}
 	if m.Dropped > 0 {
-		_, err = fmt.Fprintf(w, "; %d events DROPPED (recursion from signal handlers, or write errors)", m.Dropped)
+		_, err = fmt.Fprintf(w, "; %d events DROPPED (see the warnings)", m.Dropped)
 	}
 	fmt.Fprintln(w)
 	return err
