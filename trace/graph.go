@@ -30,8 +30,9 @@ type Thread struct {
 }
 
 // Graph turns a function_graph trace into per-thread call trees, named
-// by syms (the process's, from LoadProcess). An exit closes the innermost
-// open call; unwound records close the calls a longjmp left.
+// by syms (the process's, from LoadProcess: each call from the modules
+// mapped when it was recorded). An exit closes the innermost open call;
+// unwound records close the calls a longjmp left.
 func Graph(t *Trace, syms *Symbols) []Thread {
 	var out []Thread
 	for _, s := range t.Streams {
@@ -43,7 +44,7 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 			last = ns
 			switch r.Kind() {
 			case Entry, Call:
-				n := &Node{Func: syms.Func(r.IP), Start: ns, End: ns}
+				n := &Node{Func: syms.FuncAt(r.IP, r.TS), Start: ns, End: ns}
 				if len(stack) > 0 {
 					top := stack[len(stack)-1]
 					top.Children = append(top.Children, n)

@@ -19,7 +19,9 @@ type Event struct {
 }
 
 // Events merges the calls (and graph entries) of all streams into one
-// list in time order, named by syms (the process's, from LoadProcess).
+// list in time order, named by syms (the process's, from LoadProcess:
+// each call, and its caller, from the modules mapped when it was
+// recorded).
 func Events(t *Trace, syms *Symbols) []Event {
 	var out []Event
 	for _, s := range t.Streams {
@@ -29,8 +31,8 @@ func Events(t *Trace, syms *Symbols) []Event {
 			}
 			out = append(out, Event{
 				Pid: s.Pid, Tid: s.Tid, Nanos: t.Meta.Nanos(r.TS),
-				Func:   syms.Func(r.IP),
-				Caller: syms.Name(r.Parent()),
+				Func:   syms.FuncAt(r.IP, r.TS),
+				Caller: syms.NameAt(r.Parent(), r.TS),
 			})
 		}
 	}
