@@ -12,6 +12,14 @@ import (
 	"testing"
 )
 
+// byteCount counts the bytes written to it.
+type byteCount int
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
+}
+
 // traceCmd runs replay or report in-process, its standard output going
 // to stdout, and returns its standard error.
 func traceCmd(stdout io.Writer, args ...string) (string, error) {
@@ -102,5 +110,32 @@ func TestReplayIncomplete(t *testing.T) {
 	_, err := traceCmd(io.Discard, "replay", dir)
 	if err == nil || !strings.Contains(err.Error(), dir+"/meta: incomplete trace: the metadata is empty: the disk was full") || strings.Contains(err.Error(), "another version") {
 		t.Errorf("replay of an empty meta: %v", err)
+	}
+}
+
+// TestReplayDeep: a crafted trace of 30,000 nested entries (480 KB)
+// replays to output linear in it, and reports.
+func TestReplayDeep(t *testing.T) {
+	const depth = 30000
+	var words []uint64
+	for i := range depth {
+		words = append(words, 1<<62|uint64(200+i), 0x10) // an entry of the site 0x10
+	}
+	dir := craftTrace(t, "function_graph", "", map[string][]uint64{"7-1.trace": words})
+	var n byteCount
+	errOut, err := traceCmd(&n, "replay", dir)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, errOut)
+	}
+	// Two lines a call of at most about 300 bytes; indenting each call
+	// one more level would take 1.8 GB. (What the lines hold is the trace
+	// package's test.)
+	if n > 2*depth*300 {
+		t.Errorf("replay wrote %d bytes for %d nested calls, want at most %d", n, depth, 2*depth*300)
+	}
+	var out bytes.Buffer
+	errOut, err = traceCmd(&out, "report", dir)
+	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("%d  0x10", depth)) {
+		t.Errorf("report: %v\n%s\n%s", err, out.String(), errOut)
 	}
 }
