@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFindLinked$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
 	$(GO) test -run '^$$' -fuzz '^FuzzLineTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./srcline
 	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./patch
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./trace
 
 clean:
 	rm -rf $(BIN) build

@@ -33,10 +33,11 @@ type Thread struct {
 }
 
 // Graph turns a function_graph trace into per-thread call trees, named
-// by syms (the process's, from LoadProcess). An exit closes the innermost
-// open call of the context the thread runs in; unwound records close the
-// calls a longjmp left. A thread's calls in each context it ran form a
-// Thread of their own, after its own stack's.
+// by syms (the process's, from LoadProcess: each call from the modules
+// mapped when it was recorded). An exit closes the innermost open call of
+// the context the thread runs in; unwound records close the calls a
+// longjmp left. A thread's calls in each context it ran form a Thread of
+// their own, after its own stack's.
 func Graph(t *Trace, syms *Symbols) []Thread {
 	var out []Thread
 	for _, s := range t.Streams {
@@ -61,7 +62,7 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 			stack := stacks[ctx]
 			switch r.Kind() {
 			case Entry, Call:
-				n := &Node{Func: syms.Func(r.IP), Start: ns, End: ns}
+				n := &Node{Func: syms.FuncAt(r.IP, r.TS), Start: ns, End: ns}
 				if len(stack) > 0 {
 					top := stack[len(stack)-1]
 					top.Children = append(top.Children, n)
@@ -94,49 +95,88 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 	return out
 }
 
+// IndentLevels caps the indentation of WriteGraph's lines: a call
+// nested deeper is indented as deep as this and prefixed with its depth
+// ("[depth 65] f() {"), so the output stays linear in the trace however
+// deep its calls nest (each level would otherwise add two spaces to
+// every line below it).
+const IndentLevels = 64
+
+// indentation is the spaces of the deepest indentation.
+var indentation = strings.Repeat("  ", IndentLevels)
+
+// indent is the indentation of a call depth levels below a thread's
+// roots (0 for a root): two spaces a level, capped at IndentLevels with
+// the depth (counted from 1, as Filter counts it) shown beyond.
+func indent(depth int) string {
+	if depth < IndentLevels {
+		return indentation[:2*depth]
+	}
+	return fmt.Sprintf("%s[depth %d] ", indentation, depth+1)
+}
+
 // WriteGraph prints the call graph of every thread: a line per entry and
-// exit, nested by depth, with durations; a leaf takes one line (`f();`).
+// exit, nested by depth (up to IndentLevels, the depth shown as a number
+// beyond), with durations; a leaf takes one line (`f();`).
 func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "# DURATION     TID     FUNCTION")
 	events := 0
-	var walk func(th *Thread, n *Node, depth int)
-	walk = func(th *Thread, n *Node, depth int) {
-		events++
-		indent := fmt.Sprintf("%*s", 2*depth, "")
-		switch {
-		case len(n.Children) == 0 && !n.Open && !n.Unwound:
-			fmt.Fprintf(bw, "%s [%6d] | %s%s;\n", dur(n.Duration()), th.Tid, indent, call(n.Func))
-			return
-		case len(n.Children) == 0 && n.Unwound:
-			fmt.Fprintf(bw, "%s [%6d] | %s%s; /* unwound: longjmp or exception */\n", dur(n.Duration()), th.Tid, indent, call(n.Func))
-			return
-		}
-		fmt.Fprintf(bw, "%s [%6d] | %s%s {\n", dur(-1), th.Tid, indent, call(n.Func))
-		for _, c := range n.Children {
-			walk(th, c, depth+1)
-		}
-		note := ""
-		switch {
-		case n.Unwound:
-			note = ": unwound: longjmp or exception"
-		case n.Open && t.Meta.Unended:
-			note = ": did not return (still running at the trace's last event)"
-		case n.Open:
-			note = ": did not return (still running at exit)"
-		}
-		d := dur(n.Duration())
-		if n.Open {
-			d = dur(-1)
-		}
-		fmt.Fprintf(bw, "%s [%6d] | %s} /* %s%s */\n", d, th.Tid, indent, n.Func, note)
+	// The walk keeps its own stack: a trace's calls may nest deeper than
+	// a recursive walk should go.
+	type frame struct {
+		n      *Node
+		depth  int
+		opened bool // its opening line is written
+		next   int  // its next child to walk
 	}
+	var stack []frame
 	for i := range threads {
 		if c := threads[i].Context; c != 0 {
 			fmt.Fprintf(bw, "#                       context %d (makecontext), on thread %d:\n", c, threads[i].Tid)
 		}
-		for _, n := range threads[i].Roots {
-			walk(&threads[i], n, 0)
+		tid := threads[i].Tid
+		for _, root := range threads[i].Roots {
+			stack = append(stack[:0], frame{n: root})
+			for len(stack) > 0 {
+				f := &stack[len(stack)-1]
+				n, in := f.n, indent(f.depth)
+				if !f.opened {
+					f.opened = true
+					events++
+					switch {
+					case len(n.Children) == 0 && !n.Open && !n.Unwound:
+						fmt.Fprintf(bw, "%s [%6d] | %s%s;\n", dur(n.Duration()), tid, in, call(n.Func))
+						stack = stack[:len(stack)-1]
+						continue
+					case len(n.Children) == 0 && n.Unwound:
+						fmt.Fprintf(bw, "%s [%6d] | %s%s; /* unwound: longjmp or exception */\n", dur(n.Duration()), tid, in, call(n.Func))
+						stack = stack[:len(stack)-1]
+						continue
+					}
+					fmt.Fprintf(bw, "%s [%6d] | %s%s {\n", dur(-1), tid, in, call(n.Func))
+				}
+				if f.next < len(n.Children) {
+					f.next++
+					stack = append(stack, frame{n: n.Children[f.next-1], depth: f.depth + 1})
+					continue
+				}
+				note := ""
+				switch {
+				case n.Unwound:
+					note = ": unwound: longjmp or exception"
+				case n.Open && t.Meta.Unended:
+					note = ": did not return (still running at the trace's last event)"
+				case n.Open:
+					note = ": did not return (still running at exit)"
+				}
+				d := dur(n.Duration())
+				if n.Open {
+					d = dur(-1)
+				}
+				fmt.Fprintf(bw, "%s [%6d] | %s} /* %s%s */\n", d, tid, in, n.Func, note)
+				stack = stack[:len(stack)-1]
+			}
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -179,31 +219,31 @@ type Stat struct {
 // most total time first.
 func Stats(threads []Thread) []Stat {
 	m := map[string]*Stat{}
-	var walk func(n *Node)
-	walk = func(n *Node) {
-		s := m[n.Func]
-		if s == nil {
-			s = &Stat{Func: n.Func}
-			m[n.Func] = s
-		}
-		s.Calls++
-		self := n.Duration()
-		for _, c := range n.Children {
-			self -= c.Duration()
-			walk(c)
-		}
-		s.Total += n.Duration()
-		s.Self += self
-		if n.Unwound {
-			s.Unwound++
-		}
-		if n.Open {
-			s.Open++
-		}
-	}
+	var todo []*Node // the walk's own stack: calls may nest deep
 	for _, th := range threads {
-		for _, n := range th.Roots {
-			walk(n)
+		todo = append(todo, th.Roots...)
+		for len(todo) > 0 {
+			n := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			s := m[n.Func]
+			if s == nil {
+				s = &Stat{Func: n.Func}
+				m[n.Func] = s
+			}
+			s.Calls++
+			self := n.Duration()
+			for _, c := range n.Children {
+				self -= c.Duration()
+			}
+			todo = append(todo, n.Children...)
+			s.Total += n.Duration()
+			s.Self += self
+			if n.Unwound {
+				s.Unwound++
+			}
+			if n.Open {
+				s.Open++
+			}
 		}
 	}
 	out := make([]Stat, 0, len(m))
@@ -239,25 +279,43 @@ type Filter struct {
 // Apply returns the threads and calls the filter keeps. A call that is
 // dropped takes its callees with it.
 func (f Filter) Apply(threads []Thread) []Thread {
-	var keep func(ns []*Node, depth int) []*Node
-	keep = func(ns []*Node, depth int) []*Node {
-		var out []*Node
-		for _, n := range ns {
-			if (f.Depth > 0 && depth > f.Depth) || (f.Threshold > 0 && !n.Open && n.Duration() < f.Threshold) {
-				continue
-			}
-			c := *n
-			c.Children = keep(n.Children, depth+1)
-			out = append(out, &c)
-		}
-		return out
+	kept := func(n *Node, depth int) bool {
+		return !(f.Depth > 0 && depth > f.Depth) && !(f.Threshold > 0 && !n.Open && n.Duration() < f.Threshold)
+	}
+	// Copies of the calls kept, whose children are still to be copied:
+	// the walk's own stack, as calls may nest deep.
+	type item struct {
+		from, to *Node
+		depth    int
+	}
+	var todo []item
+	copyOf := func(n *Node, depth int) *Node {
+		c := *n
+		c.Children = nil
+		todo = append(todo, item{n, &c, depth})
+		return &c
 	}
 	var out []Thread
 	for _, th := range threads {
 		if f.Tid != 0 && th.Tid != f.Tid {
 			continue
 		}
-		out = append(out, Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context, Roots: keep(th.Roots, 1)})
+		t := Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context}
+		for _, n := range th.Roots {
+			if kept(n, 1) {
+				t.Roots = append(t.Roots, copyOf(n, 1))
+			}
+		}
+		for len(todo) > 0 {
+			it := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			for _, c := range it.from.Children {
+				if kept(c, it.depth+1) {
+					it.to.Children = append(it.to.Children, copyOf(c, it.depth+1))
+				}
+			}
+		}
+		out = append(out, t)
 	}
 	return out
 }

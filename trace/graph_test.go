@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -194,5 +195,88 @@ func TestGraphContexts(t *testing.T) {
 	}
 	if strings.Join(events, " ") != "sched co leaf" {
 		t.Errorf("events %v: a switch record is not a call", events)
+	}
+}
+
+// capped keeps the first max bytes written to it and counts them all.
+type capped struct {
+	bytes.Buffer
+	max, n int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.n += len(p)
+	if room := c.max - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// TestGraphDeep: 30,000 nested calls (a crafted trace, or a runaway
+// recursion) replay to output linear in their number: indentation stops
+// at IndentLevels and the depth is shown as a number below it; the
+// report and the filters walk them without recursing, within a small
+// stack.
+func TestGraphDeep(t *testing.T) {
+	const depth = 30000
+	// A walk that recursed would need more stack than this (about 200
+	// bytes a level): the program would die of it, not fail this test.
+	defer debug.SetMaxStack(debug.SetMaxStack(2 << 20))
+	type step = struct {
+		k  Kind
+		fn string
+		ts uint64
+	}
+	deep := "|" + strings.Repeat("  ", IndentLevels) + " "
+	for _, c := range []struct {
+		returned bool
+		want     []string
+	}{
+		{false, []string{
+			"|" + strings.Repeat("  ", IndentLevels-1) + " f() {\n", // depth 64: indented
+			deep + "[depth 65] f() {\n",
+			deep + "[depth 30000] f() {\n",
+			deep + "[depth 30000] } /* f: did not return (still running at exit) */\n",
+		}},
+		{true, []string{
+			"|" + strings.Repeat("  ", IndentLevels-1) + " f() {\n",
+			deep + "[depth 65] f() {\n",
+			deep + "[depth 30000] f();\n",
+			deep + "[depth 29999] } /* f */\n",
+			"|" + strings.Repeat("  ", IndentLevels-1) + " } /* f */\n",
+		}},
+	} {
+		var steps []step
+		for i := range depth {
+			steps = append(steps, step{Entry, "f", uint64(i)})
+		}
+		for i := range depth {
+			if c.returned {
+				steps = append(steps, step{Exit, "f", uint64(depth + i)})
+			}
+		}
+		tr, syms := synthetic(steps)
+		threads := Graph(tr, syms)
+		// Two lines a call, each at most the deepest indentation, the
+		// depth, the columns and the note: linear, where indenting every
+		// level writes 2 * depth^2 bytes of spaces (1.8 GB).
+		out := &capped{max: 2 * depth * (2*IndentLevels + 150)}
+		if err := WriteGraph(out, tr, threads); err != nil {
+			t.Fatal(err)
+		}
+		if out.n > out.max {
+			t.Fatalf("returned %v: %d bytes of replay for %d nested calls, want at most %d", c.returned, out.n, depth, out.max)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("returned %v: no line %q in the replay", c.returned, w)
+			}
+		}
+		if s := Stats(threads); len(s) != 1 || s[0].Calls != depth {
+			t.Errorf("stats %+v, want %d calls of f", s, depth)
+		}
+		if s := Stats(Filter{Depth: 100}.Apply(threads)); len(s) != 1 || s[0].Calls != 100 {
+			t.Errorf("--depth 100 keeps %+v, want 100 calls", s)
+		}
 	}
 }

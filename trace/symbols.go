@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 
 	"github.com/ianlancetaylor/demangle"
 
@@ -18,10 +17,14 @@ import (
 
 // Symbols names addresses from symbol tables: one file's at its file
 // addresses (LoadSymbols), or a traced process's at the addresses its
-// modules ran at (LoadProcess).
+// modules ran at, when they ran there (LoadProcess).
 type Symbols struct {
 	funcs []fsym   // sorted by start; one name per start (the global alias)
 	reach []uint64 // reach[i]: the greatest end of funcs[0..i]
+	// The shared objects of a process, one per file and place, sorted
+	// by lo; an address in one of them is named from it, not from funcs.
+	mods   []mapping
+	mreach []uint64 // mreach[i]: the greatest hi of mods[0..i]
 }
 
 type fsym struct {
@@ -30,18 +33,50 @@ type fsym struct {
 	global     bool
 }
 
+// A mapping is a shared object mapped at one place: its extent, its
+// file's symbols (nil when they could not be read: its addresses show
+// bare) and the times it was loaded there (a plugin loaded again and
+// again at the same place is one mapping).
+type mapping struct {
+	lo, hi  uint64 // its run-time extent
+	bias    uint64
+	file    *Symbols // at file addresses
+	windows []window // sorted by load
+}
+
+// A window is one load of a module: trace timestamps of its load (0:
+// before the trace began) and unload (0: loaded until the end).
+type window struct{ load, unload uint64 }
+
+// at says how the mapping stands at trace time ts, for module to choose
+// among mappings at the same addresses: rank 2 mapped then, 1 loaded
+// before then (and unloaded), 0 loaded only after; key is the load of
+// its last window that began by ts, or with rank 0 its first load.
+func (m *mapping) at(ts uint64) (rank int, key uint64) {
+	i := sort.Search(len(m.windows), func(i int) bool { return m.windows[i].load > ts }) - 1
+	switch {
+	case i < 0:
+		return 0, m.windows[0].load
+	case m.windows[i].unload == 0 || ts < m.windows[i].unload:
+		return 2, m.windows[i].load
+	}
+	return 1, m.windows[i].load
+}
+
 // LoadProcess names the run-time addresses of the process a trace
 // recorded: the executable's functions (from exe, or the path the trace
 // names when exe is ""), at its load bias, and those of every shared
-// object the runtime served, at theirs. The executable must be readable
-// and, when the trace has its build-id, the same build. A shared object
-// that cannot be read, or is another build than the one traced, is left
-// unnamed (its addresses show bare) and reported in warnings. Where two
-// modules ran at the same addresses at different times (one unloaded,
-// another loaded there), the one loaded later names them.
+// object the runtime served, at theirs, over the time each was loaded.
+// The executable must be readable and, when the trace has its build-id,
+// the same build. A shared object that cannot be read, or is another
+// build than the one traced, is left unnamed (its addresses show bare)
+// and reported in warnings, once per file.
 func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
 	if exe == "" {
 		exe = m.Exe
+	}
+	if exe == "" {
+		return nil, nil, errors.New("the trace names no executable: give the traced program with --exe")
 	}
 	s, err := LoadSymbols(exe, m.BuildID)
 	if err != nil {
@@ -49,21 +84,20 @@ func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
 	}
 	s.rebase(m.Bias)
 	var warns []error
-	seen := map[[2]string]bool{}
-	for _, md := range m.Modules {
-		key := [2]string{md.Path, strconv.FormatUint(md.Bias, 16)}
-		if seen[key] {
-			continue // loaded again at the same place
+	type file struct{ path, buildID string }
+	files := map[file]*Symbols{}
+	s.mapModules(m.Modules, func(md Module) *Symbols {
+		k := file{md.Path, md.BuildID}
+		if fs, ok := files[k]; ok {
+			return fs
 		}
-		seen[key] = true
-		ms, err := LoadSymbols(md.Path, md.BuildID)
+		fs, err := LoadSymbols(md.Path, md.BuildID)
 		if err != nil {
 			warns = append(warns, fmt.Errorf("shared object: %w; its functions show as addresses", err))
-			continue
 		}
-		ms.rebase(md.Bias)
-		s.add(ms, md.Lo, md.Hi)
-	}
+		files[k] = fs // nil when unreadable: unnamed, and warned once
+		return fs
+	})
 	if m.ModulesForgotten > 0 {
 		warns = append(warns, fmt.Errorf("the runtime forgot %d of the shared objects it served (too many loads): their functions show as addresses", m.ModulesForgotten))
 	}
@@ -90,13 +124,74 @@ func (s *Symbols) index() {
 	}
 }
 
-// add merges o's functions, which lie in [lo, hi), replacing any of s's
-// there.
-func (s *Symbols) add(o *Symbols, lo, hi uint64) {
-	s.funcs = slices.DeleteFunc(s.funcs, func(f fsym) bool { return f.start >= lo && f.start < hi })
-	s.funcs = append(s.funcs, o.funcs...)
-	slices.SortStableFunc(s.funcs, func(a, b fsym) int { return cmp.Compare(a.start, b.start) })
-	s.index()
+// mapModules adds the shared objects of a process, each load at its
+// extent and over its time, named from the symbols file gives for it
+// (nil: its addresses show bare); loads of one file at one place make
+// one mapping. They are sorted by address with mreach, for module to
+// know when no mapping further back can hold an address.
+func (s *Symbols) mapModules(mods []Module, file func(Module) *Symbols) {
+	type place struct {
+		lo, hi, bias uint64
+		file         *Symbols
+	}
+	at := map[place]int{} // index in s.mods
+	for _, md := range mods {
+		p := place{md.Lo, md.Hi, md.Bias, file(md)}
+		i, ok := at[p]
+		if !ok {
+			i = len(s.mods)
+			at[p] = i
+			s.mods = append(s.mods, mapping{lo: p.lo, hi: p.hi, bias: p.bias, file: p.file})
+		}
+		s.mods[i].windows = append(s.mods[i].windows, window{md.Load, md.Unload})
+	}
+	for i := range s.mods {
+		slices.SortFunc(s.mods[i].windows, func(a, b window) int { return cmp.Compare(a.load, b.load) })
+	}
+	slices.SortStableFunc(s.mods, func(a, b mapping) int { return cmp.Compare(a.lo, b.lo) })
+	s.mreach = make([]uint64, len(s.mods))
+	var most uint64
+	for i, md := range s.mods {
+		most = max(most, md.hi)
+		s.mreach[i] = most
+	}
+}
+
+// module returns the shared object mapped at addr at trace time ts:
+// of those whose extent holds addr, the one mapped then; failing that
+// (timestamps from another CPU's clock, a record at its very load), the
+// last loaded before ts, or the first loaded. Where one was loaded,
+// unloaded and another loaded at the same addresses, each names its
+// own calls.
+func (s *Symbols) module(addr, ts uint64) *mapping {
+	i := sort.Search(len(s.mods), func(i int) bool { return s.mods[i].lo > addr }) - 1
+	var best *mapping
+	var bestRank int
+	var bestKey uint64
+	for ; i >= 0 && s.mreach[i] > addr; i-- {
+		m := &s.mods[i]
+		if addr >= m.hi {
+			continue
+		}
+		rank, key := m.at(ts)
+		if best == nil || rank > bestRank || (rank == bestRank && (rank == 0) == (key < bestKey)) {
+			best, bestRank, bestKey = m, rank, key
+		}
+	}
+	return best
+}
+
+// LookupAt is Lookup of a process's address at trace time ts: in the
+// shared object mapped there then, if any.
+func (s *Symbols) LookupAt(addr, ts uint64) (string, uint64, bool) {
+	m := s.module(addr, ts)
+	switch {
+	case m == nil:
+		return s.Lookup(addr)
+	case m.file == nil || addr < m.bias:
+		return "", 0, false
+	}
+	return m.file.Lookup(addr - m.bias)
 }
 
 // ErrBuildID: the executable given to name a trace's addresses is not the
@@ -169,15 +264,12 @@ func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 
 // Name formats addr as function+0xoff, or as a bare address.
 func (s *Symbols) Name(addr uint64) string {
-	name, off, ok := s.Lookup(addr)
-	switch {
-	case !ok:
-		return fmt.Sprintf("0x%x", addr)
-	case off == 0:
-		return name
-	default:
-		return fmt.Sprintf("%s+0x%x", name, off)
-	}
+	return formatAddr(addr, s.Lookup)
+}
+
+// NameAt is Name of a process's address at trace time ts (LookupAt).
+func (s *Symbols) NameAt(addr, ts uint64) string {
+	return formatAddr(addr, func(a uint64) (string, uint64, bool) { return s.LookupAt(a, ts) })
 }
 
 // Func names the function holding addr (a site: at the entry, or after
@@ -187,6 +279,27 @@ func (s *Symbols) Func(addr uint64) string {
 		return name
 	}
 	return fmt.Sprintf("0x%x", addr)
+}
+
+// FuncAt is Func of a process's address at trace time ts (LookupAt).
+func (s *Symbols) FuncAt(addr, ts uint64) string {
+	if name, _, ok := s.LookupAt(addr, ts); ok {
+		return name
+	}
+	return fmt.Sprintf("0x%x", addr)
+}
+
+// formatAddr writes addr as lookup names it: function+0xoff, or bare.
+func formatAddr(addr uint64, lookup func(uint64) (string, uint64, bool)) string {
+	name, off, ok := lookup(addr)
+	switch {
+	case !ok:
+		return fmt.Sprintf("0x%x", addr)
+	case off == 0:
+		return name
+	default:
+		return fmt.Sprintf("%s+0x%x", name, off)
+	}
 }
 
 // fileBuildID returns the hex GNU build-id of a linked file, or "".

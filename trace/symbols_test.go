@@ -36,3 +36,50 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupAt: where one shared object was unloaded and another loaded
+// at the same addresses, an address is named from the one mapped at the
+// record's time; outside every module, from the executable; in a module
+// whose file could not be read, bare. A time no load covers goes to the
+// last module loaded before it, or else the first loaded.
+func TestLookupAt(t *testing.T) {
+	exe := &Symbols{funcs: []fsym{{start: 0x1000, end: 0x1100, name: "main"}}}
+	exe.index()
+	file := func(name string) *Symbols {
+		s := &Symbols{funcs: []fsym{{start: 0x100, end: 0x1000, name: name}}}
+		s.index()
+		return s
+	}
+	files := map[string]*Symbols{"before": file("before"), "first": file("first"), "second": file("second"), "third": file("third")}
+	exe.mapModules([]Module{
+		{Path: "before", Lo: 0x7000, Hi: 0x8000, Load: 0, Unload: 1, Bias: 0x7000},    // unloaded before the trace
+		{Path: "first", Lo: 0x7000, Hi: 0x8000, Load: 400, Unload: 500, Bias: 0x7000}, // loaded again
+		{Path: "second", Lo: 0x7000, Hi: 0x8000, Load: 300, Unload: 350, Bias: 0x7000},
+		{Path: "unreadable", Lo: 0x9000, Hi: 0xa000, Load: 0, Unload: 0, Bias: 0x9000},
+		{Path: "first", Lo: 0x7000, Hi: 0x8000, Load: 100, Unload: 200, Bias: 0x7000}, // a record reused: listed last
+		{Path: "third", Lo: 0x6000, Hi: 0x7800, Load: 600, Unload: 0, Bias: 0x6000},   // over part of the others
+	}, func(md Module) *Symbols { return files[md.Path] })
+	for _, c := range []struct {
+		addr, ts uint64
+		want     string
+	}{
+		{0x1004, 150, "main+0x4"},
+		{0x7104, 150, "first+0x4"},
+		{0x7104, 199, "first+0x4"},
+		{0x7104, 300, "second+0x4"},
+		{0x7104, 349, "second+0x4"},
+		{0x7104, 450, "first+0x4"},
+		{0x7104, 550, "first+0x4"},   // after every unload: the last loaded before
+		{0x7104, 250, "first+0x4"},   // between loads: the last loaded before
+		{0x7104, 50, "before+0x4"},   // before any: the one loaded before the trace
+		{0x7104, 700, "0x7104"},      // third's extent, none of its functions
+		{0x6104, 700, "third+0x4"},   // third's
+		{0x7904, 700, "first+0x804"}, // beyond third: first, the last loaded there
+		{0x9104, 150, "0x9104"},      // unreadable
+		{0x8004, 150, "0x8004"},      // nobody's
+	} {
+		if got := exe.NameAt(c.addr, c.ts); got != c.want {
+			t.Errorf("NameAt(%#x, %d) = %q, want %q", c.addr, c.ts, got, c.want)
+		}
+	}
+}

@@ -16,6 +16,16 @@
 // tracing taken from the last record, and Warnings says events are
 // missing. A meta with no `ended` line comes from a runtime that wrote it
 // only at the end: it is complete.
+//
+// A trace is read as far as its files go: a disk that filled up, a file
+// size limit or a program that died while writing can leave a stream
+// empty or cut in the middle of a record, and the runtime counts what it
+// could not keep (events dropped, bytes and threads not written, calls
+// not graphed). Warnings says each of these once. Only metadata that is
+// empty, or cut before what naming the records needs, is an error (one
+// that says so). Every file of the directory must be a regular file;
+// each is read no further than its size when opened, so memory is
+// bounded by the files' real size.
 package trace
 
 import (
@@ -25,11 +35,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrFormat: a file of the trace directory is not what the runtime
@@ -40,6 +53,16 @@ var ErrFormat = errors.New("malformed trace")
 // the program did not end through exit or _exit, which flush every
 // thread's buffered events; what they still held is not in the trace.
 var ErrUnended = errors.New("the traced program did not end through exit or _exit (killed?); events it had not flushed are lost")
+
+// ErrIncomplete: a file of the trace directory is empty or cut short (the
+// disk filled up, a file size limit was reached, or the program died
+// while writing it). Read reads what there is and Warnings says what is
+// missing; metadata too short to name the records is an error.
+var ErrIncomplete = errors.New("incomplete trace")
+
+// ErrLost: the runtime recorded events it could not keep (dropped, not
+// written, not graphed), and counted them in the metadata.
+var ErrLost = errors.New("events lost")
 
 // Meta is the trace's metadata.
 type Meta struct {
@@ -67,6 +90,9 @@ type Meta struct {
 	// and such threads; graphed frames left by longjmp; bytes of records
 	// the runtime could not write.
 	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Stopped, Unwound, LostBytes uint64
+	// LostThreads counts threads whose buffered records were not written
+	// (0 from a runtime that does not count them).
+	LostThreads uint64
 	// Config is what the runtime made of the file's config record:
 	// "patched" (pre-patched by ftpatch enable: sites only checked),
 	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
@@ -195,22 +221,90 @@ type Trace struct {
 	Dir     string
 	Meta    Meta
 	Streams []Stream // by pid, then tid
+
+	// What Read found missing from the files (see Warnings).
+	metaCut bool     // the metadata's last line was cut short: left out
+	metaEnd int      // the metadata's whole lines
+	short   []string // streams shorter than their header
+	cut     []string // streams whose last record is partial, or that end in zeros
 }
 
 const (
 	format     = "ftrt-trace 2"
 	headerSize = 16
 	tsMask     = 1<<62 - 1
+	// maxMetaLine bounds a metadata line (a module's path is at most
+	// PATH_MAX, 4096 bytes).
+	maxMetaLine = 64 << 10
+	// maxModules bounds the metadata's module lines: the runtime keeps
+	// 256 module records (runtime/src/registry.c), reusing unloaded ones,
+	// and writes a line per record; naming a record looks through the
+	// modules at its address, so their number must stay small.
+	maxModules = 1024
 )
 
-// Warnings are what a reader of the trace should be told along with it:
-// ErrUnended (wrapped, naming the directory) when the program did not end
-// through exit or _exit.
+// Warnings are what a reader of the trace should be told along with it,
+// each once and naming the directory: that the program did not end
+// through exit or _exit (ErrUnended); that files were cut short
+// (ErrIncomplete): the metadata, streams empty or shorter than their
+// header, streams whose last record is partial; and what the runtime
+// counted as lost (ErrLost): events dropped, bytes and threads' records
+// not written, calls not graphed.
 func (t *Trace) Warnings() []error {
-	if t.Meta.Unended {
-		return []error{fmt.Errorf("%s: %w", t.Dir, ErrUnended)}
+	var out []error
+	add := func(sentinel error, format string, args ...any) {
+		out = append(out, fmt.Errorf("%s: %w: "+format, append([]any{t.Dir, sentinel}, args...)...))
 	}
-	return nil
+	m := &t.Meta
+	if m.Unended {
+		out = append(out, fmt.Errorf("%s: %w", t.Dir, ErrUnended))
+	}
+	if t.metaCut {
+		add(ErrIncomplete, "the metadata is cut short after line %d (the disk was full, or the program died while writing it): what it said after that (events lost, shared objects) is not known", t.metaEnd)
+	}
+	if len(t.short) > 0 {
+		add(ErrIncomplete, "%s empty or shorter than a stream's header (the disk was full, or the program died while writing): %s calls are missing",
+			fileList(t.short), plural(uint64(len(t.short)), "that thread's", "those threads'"))
+	}
+	if len(t.cut) > 0 {
+		add(ErrIncomplete, "%s cut short: a partial last record, or zeros where records were to go (the disk was full, or the program or the system died while writing): read up to there",
+			fileList(t.cut))
+	}
+	if m.Dropped > 0 {
+		add(ErrLost, "%d %s dropped: traced calls made while the tracer itself ran on their thread (from a signal handler), or on a thread whose buffer could not be made",
+			m.Dropped, plural(m.Dropped, "event", "events"))
+	}
+	if m.LostBytes > 0 {
+		add(ErrLost, "%d bytes of records could not be written (the disk was full, or the file size limit was reached): the calls they held are missing", m.LostBytes)
+	}
+	if m.LostThreads > 0 {
+		add(ErrLost, "%d %s records were not written: %s calls are missing",
+			m.LostThreads, plural(m.LostThreads, "thread's", "threads'"), plural(m.LostThreads, "its", "their"))
+	}
+	if m.Overflow > 0 || m.Stopped > 0 {
+		add(ErrLost, "%d calls not graphed: %d %s nested calls deeper than the shadow stack holds, and stopped graphing", m.Overflow, m.Stopped,
+			plural(m.Stopped, "thread", "threads"))
+	}
+	return out
+}
+
+// plural is one when n is 1, else many.
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// fileList names the files of a warning: the first few, and how many
+// more.
+func fileList(names []string) string {
+	const shown = 4
+	s := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		s += fmt.Sprintf(" and %d more streams", len(names)-shown)
+	}
+	return s
 }
 
 // Beside lists the traces of the processes that started while t's was
@@ -220,14 +314,18 @@ func (t *Trace) Warnings() []error {
 // within t's run (both on CLOCK_MONOTONIC); an unreadable one is left
 // out.
 func (t *Trace) Beside() []string {
-	paths, _ := filepath.Glob(t.Dir + ".[0-9]*")
+	dir := filepath.Clean(t.Dir)
+	ents, _ := os.ReadDir(filepath.Dir(dir))
+	prefix := filepath.Base(dir) + "."
 	var out []string
-	for _, p := range paths {
-		if strings.Trim(strings.TrimPrefix(p, t.Dir+"."), "0123456789") != "" {
+	for _, e := range ents {
+		pid, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || pid == "" || strings.Trim(pid, "0123456789") != "" {
 			continue // dir.old, dir.123.old: not a trace of its own
 		}
+		p := filepath.Join(filepath.Dir(dir), e.Name())
 		var m Meta
-		if readMeta(filepath.Join(p, "meta"), &m) != nil {
+		if _, _, err := readMeta(filepath.Join(p, "meta"), &m); err != nil {
 			continue
 		}
 		if m.MonoStart >= t.Meta.MonoStart && m.MonoStart <= t.Meta.MonoEnd {
@@ -237,20 +335,39 @@ func (t *Trace) Beside() []string {
 	return out
 }
 
-// Read reads the trace directory dir.
+// Read reads the trace directory dir: its metadata and every stream
+// (`*.trace`). Anything there that is not a regular file is an error
+// naming it; a stream that is empty, or cut short, is read as far as it
+// goes (Warnings says so).
 func Read(dir string) (*Trace, error) {
-	t := &Trace{Dir: dir}
-	if err := readMeta(filepath.Join(dir, "meta"), &t.Meta); err != nil {
-		return nil, err
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*.trace"))
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range paths {
-		s, err := readStream(p)
-		if err != nil {
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory: a trace is the directory the traced program wrote (FTRACE_OUT)", dir)
+	}
+	t := &Trace{Dir: dir}
+	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, "meta"), &t.Meta); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".trace") {
+			continue // meta, and the runtime's temporary files
+		}
+		s, dmg, err := readStream(filepath.Join(dir, e.Name()))
+		switch {
+		case err != nil:
 			return nil, err
+		case dmg == streamShort:
+			t.short = append(t.short, e.Name())
+			continue
+		case dmg == streamCut:
+			t.cut = append(t.cut, e.Name())
 		}
 		t.Streams = append(t.Streams, s)
 	}
@@ -269,127 +386,295 @@ func Read(dir string) (*Trace, error) {
 	return t, nil
 }
 
-func readMeta(path string, m *Meta) error {
-	f, err := os.Open(path)
+// openFile opens a file of a trace directory for reading and returns its
+// size: a regular file only, never followed through a symbolic link nor
+// waited on (a FIFO), so a directory someone planted things in gets an
+// error naming the file rather than a hang or a read without end.
+func openFile(path string) (*os.File, int64, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: %w: %s, not a regular file", path, ErrFormat, fileKind(fi.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	now, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !now.Mode().IsRegular() || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: replaced while it was being opened", path)
+	}
+	return f, now.Size(), nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
+// readMeta reads the metadata at path into m and returns its number of
+// whole lines and whether a partial last line was left out (cut short:
+// a partial number would be misread).
+func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
+	f, size, err := openFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s: no metadata: not a trace directory, or the traced program died before tracing began", path)
+			return 0, false, fmt.Errorf("%s: no metadata: not a trace directory, or the traced program died before tracing began", path)
 		}
-		return err
+		return 0, false, err
 	}
 	defer f.Close()
-	nums := map[string]*uint64{
-		"bias": &m.Bias, "tsc_start": &m.TSCStart, "tsc_end": &m.TSCEnd, "mono_start_ns": &m.MonoStart, "mono_end_ns": &m.MonoEnd,
-		"sites": &m.Sites, "enabled": &m.Enabled, "skipped": &m.Skipped, "failed": &m.Failed, "unsupported": &m.Unsupported, "dropped": &m.Dropped,
-		"overflow": &m.Overflow, "stopped": &m.Stopped, "unwound": &m.Unwound, "lost_bytes": &m.LostBytes,
-		"modules_forgotten": &m.ModulesForgotten,
+	if size == 0 {
+		return 0, false, fmt.Errorf("%s: %w: the metadata is empty: the disk was full, or the program died while writing it", path, ErrIncomplete)
 	}
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		key, val, ok := strings.Cut(sc.Text(), " ")
+	seen := map[string]bool{}
+	r := bufio.NewReaderSize(io.LimitReader(f, size), maxMetaLine)
+	for {
+		b, err := r.ReadSlice('\n')
+		if err == io.EOF {
+			cut = len(b) > 0
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return 0, false, fmt.Errorf("%s:%d: %w: a line longer than %d bytes", path, lines+1, ErrFormat, maxMetaLine)
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		lines++
+		line := string(b[:len(b)-1])
+		if strings.Trim(line, "\x00") == "" && line != "" {
+			return 0, false, fmt.Errorf("%s:%d: %w: NUL bytes where text was expected (the disk was full, or the system stopped, while it was written)", path, lines, ErrIncomplete)
+		}
+		key, val, ok := strings.Cut(line, " ")
 		if !ok {
-			return fmt.Errorf("%s:%d: %w: want `key value`", path, line, ErrFormat)
+			return 0, false, fmt.Errorf("%s:%d: %w: want `key value`", path, lines, ErrFormat)
 		}
-		switch key {
-		case "format":
-			m.Format = val
-		case "tracer":
-			m.Tracer = val
-		case "clock":
-			m.Clock = val
-		case "exe":
-			m.Exe = val
-		case "build_id":
-			m.BuildID = val
-		case "config":
-			m.Config = val
-		case "ended": // none: a runtime that wrote meta only at the end
-			switch val {
-			case "0", "1":
-				m.Unended = val == "0"
-			default:
-				return fmt.Errorf("%s:%d: %w: ended %q, want 0 or 1", path, line, ErrFormat, val)
-			}
-		case "module":
-			md, err := parseModule(val)
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w: module: %v", path, line, ErrFormat, err)
-			}
-			m.Modules = append(m.Modules, md)
-		case "pid":
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w: pid %q", path, line, ErrFormat, val)
-			}
-			m.Pid = n
-		default:
-			if p, ok := nums[key]; ok {
-				n, err := strconv.ParseUint(val, 10, 64)
-				if err != nil {
-					return fmt.Errorf("%s:%d: %w: %s %q", path, line, ErrFormat, key, val)
-				}
-				*p = n
-			}
-			// Other keys: from a newer runtime; ignored.
+		if err := m.set(key, val); err != nil {
+			return 0, false, fmt.Errorf("%s:%d: %w: %s", path, lines, ErrFormat, err)
 		}
+		seen[key] = true
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	switch {
+	case m.Format == "" && cut && lines == 0:
+		return 0, false, fmt.Errorf("%s: %w: the metadata is cut short in its first line: the disk was full, or the program died while writing it", path, ErrIncomplete)
+	case m.Format == "":
+		return 0, false, fmt.Errorf("%s: %w: no format line: not a trace's metadata", path, ErrFormat)
 	}
 	if m.Format != format {
-		return fmt.Errorf("%s: %w: format %q, want %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format)
+		return 0, false, fmt.Errorf("%s: %w: format %q, want %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format)
+	}
+	// What naming and timing the records needs, written first.
+	for _, k := range []string{"tracer", "tsc_start", "tsc_end", "mono_start_ns", "mono_end_ns"} {
+		if !seen[k] {
+			return 0, false, fmt.Errorf("%s: %w: the metadata ends after line %d without its %s line: cut short (the disk was full, or the program died while writing it)", path, ErrIncomplete, lines, k)
+		}
+	}
+	return lines, cut, nil
+}
+
+// set records one metadata line, key value. Keys it does not know come
+// from a newer runtime: ignored.
+func (m *Meta) set(key, val string) error {
+	switch key {
+	case "format":
+		m.Format = val
+	case "tracer":
+		if val != "function" && val != "function_graph" {
+			return fmt.Errorf("tracer %q, want function or function_graph", val)
+		}
+		m.Tracer = val
+	case "clock":
+		m.Clock = val
+	case "exe":
+		m.Exe = val
+	case "build_id":
+		m.BuildID = val
+	case "config":
+		m.Config = val
+	case "ended": // none: a runtime that wrote meta only at the end
+		switch val {
+		case "0", "1":
+			m.Unended = val == "0"
+		default:
+			return fmt.Errorf("ended %q, want 0 or 1", val)
+		}
+	case "module":
+		if len(m.Modules) >= maxModules {
+			return fmt.Errorf("more than %d module lines, more than the runtime writes", maxModules)
+		}
+		md, err := parseModule(val)
+		if err != nil {
+			return fmt.Errorf("module: %v", err)
+		}
+		m.Modules = append(m.Modules, md)
+	case "pid":
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			return fmt.Errorf("pid %q", val)
+		}
+		m.Pid = n
+	default:
+		if p := m.count(key); p != nil {
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s %q", key, val)
+			}
+			*p = n
+		}
 	}
 	return nil
 }
 
-func readStream(path string) (Stream, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Stream{}, err
+// count is the field of a numeric metadata key, or nil.
+func (m *Meta) count(key string) *uint64 {
+	switch key {
+	case "bias":
+		return &m.Bias
+	case "tsc_start":
+		return &m.TSCStart
+	case "tsc_end":
+		return &m.TSCEnd
+	case "mono_start_ns":
+		return &m.MonoStart
+	case "mono_end_ns":
+		return &m.MonoEnd
+	case "sites":
+		return &m.Sites
+	case "enabled":
+		return &m.Enabled
+	case "skipped":
+		return &m.Skipped
+	case "failed":
+		return &m.Failed
+	case "unsupported":
+		return &m.Unsupported
+	case "dropped":
+		return &m.Dropped
+	case "overflow":
+		return &m.Overflow
+	case "stopped":
+		return &m.Stopped
+	case "unwound":
+		return &m.Unwound
+	case "lost_bytes":
+		return &m.LostBytes
+	case "lost_threads":
+		return &m.LostThreads
+	case "modules_forgotten":
+		return &m.ModulesForgotten
 	}
-	if len(b) < headerSize || !bytes.Equal(b[:8], []byte("ftrtrec2")) {
-		return Stream{}, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
+	return nil
+}
+
+// How much of a stream there was.
+type streamDamage int
+
+const (
+	streamWhole streamDamage = iota
+	streamShort              // shorter than its header: no records
+	streamCut                // its last record partial, or zeros where records were to go: left out
+)
+
+// readStream reads one thread's stream, no further than its size when
+// opened (a running program may still be writing it). A stream shorter
+// than its header, or whose last record is partial, is read as far as it
+// goes and reported as such; one whose header is not a stream's is an
+// error.
+func readStream(path string) (Stream, streamDamage, error) {
+	f, size, err := openFile(path)
+	if err != nil {
+		return Stream{}, 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(io.LimitReader(f, size), 64<<10)
+	var hdr [headerSize]byte
+	n, err := io.ReadFull(r, hdr[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return Stream{}, 0, err
+	}
+	magic := []byte("ftrtrec2")
+	if !bytes.HasPrefix(hdr[:n], magic) && !bytes.HasPrefix(magic, hdr[:n]) {
+		return Stream{}, 0, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
+	}
+	if n < headerSize {
+		return Stream{}, streamShort, nil
 	}
 	le := binary.LittleEndian
-	s := Stream{Pid: int(le.Uint32(b[8:])), Tid: int(le.Uint32(b[12:]))}
-	body := b[headerSize:]
-	s.Records = make([]Record, 0, len(body)/16)
+	s := Stream{Pid: int(le.Uint32(hdr[8:])), Tid: int(le.Uint32(hdr[12:]))}
+	s.Records = make([]Record, 0, (size-headerSize)/16)
 	open := map[uint64][]uint64{} // per context: the sites of the entries not yet closed
 	var ctx uint64
-	// A process killed mid-write can leave a partial last record: it is
-	// dropped, not misread.
-	for off := 0; off+8 <= len(body); {
-		w0 := le.Uint64(body[off:])
-		r := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
-		switch r.Kind() {
+	var w [24]byte
+	for {
+		n, err := io.ReadFull(r, w[:8])
+		if errors.Is(err, io.EOF) {
+			return s, streamWhole, nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return s, streamCut, nil
+		}
+		if err != nil {
+			return Stream{}, 0, err
+		}
+		w0 := le.Uint64(w[:])
+		if w0 == 0 {
+			// No record starts with a zero word (its timestamp is never
+			// 0): a hole, or zeros a system that stopped left where the
+			// records were to go. The stream ends there.
+			return s, streamCut, nil
+		}
+		rec := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
+		more := 0 // words after the first
+		switch rec.Kind() {
 		case Call:
-			if off+24 > len(body) {
-				return s, nil
-			}
-			r.IP = le.Uint64(body[off+8:])
-			r.Info |= le.Uint64(body[off+16:]) & tsMask
-			off += 24
+			more = 2
 		case Entry:
-			if off+16 > len(body) {
-				return s, nil
+			more = 1
+		}
+		if more > 0 {
+			if n, err = io.ReadFull(r, w[8:8+8*more]); err != nil {
+				if n < 8*more && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+					return s, streamCut, nil
+				}
+				return Stream{}, 0, err
 			}
-			r.IP = le.Uint64(body[off+8:])
-			if id, ok := r.Context(); ok {
+			rec.IP = le.Uint64(w[8:])
+		}
+		switch rec.Kind() {
+		case Call:
+			rec.Info |= le.Uint64(w[16:]) & tsMask
+		case Entry:
+			if id, ok := rec.Context(); ok {
 				ctx = id
 			} else {
-				open[ctx] = append(open[ctx], r.IP)
+				open[ctx] = append(open[ctx], rec.IP)
 			}
-			off += 16
 		default:
-			if n := len(open[ctx]); n > 0 {
-				r.IP = open[ctx][n-1]
-				open[ctx] = open[ctx][:n-1]
+			if k := len(open[ctx]); k > 0 {
+				rec.IP = open[ctx][k-1]
+				open[ctx] = open[ctx][:k-1]
 			}
-			off += 8
 		}
-		s.Records = append(s.Records, r)
+		s.Records = append(s.Records, rec)
 	}
-	return s, nil
 }

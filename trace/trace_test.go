@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -117,5 +118,156 @@ func TestBeside(t *testing.T) {
 	}
 	if got := tr.Beside(); len(got) != 1 || got[0] != dir+".123" {
 		t.Errorf("Beside() = %q, want [%s.123]", got, dir)
+	}
+}
+
+// goodMeta is the metadata of a finished function trace: every line the
+// reader needs.
+const goodMeta = "format ftrt-trace 2\nrecords words\nclock tsc\ntracer function\nexe /bin/true\nended 1\npid 7\nbias 0\n" +
+	"tsc_start 100\ntsc_end 600\nmono_start_ns 1000\nmono_end_ns 2000\n"
+
+// streamBytes is a stream's header for pid 7, thread tid, and Call
+// records at the timestamps ts.
+func streamBytes(tid int, ts ...uint64) []byte {
+	le := binary.LittleEndian
+	b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, 7), uint32(tid))...)
+	for _, x := range ts {
+		b = le.AppendUint64(le.AppendUint64(le.AppendUint64(b, x), 0x1000), 0x2000)
+	}
+	return b
+}
+
+// TestIncomplete: a trace whose files a full disk (or a program that died
+// while writing them) left empty or cut short reads as far as they go,
+// and Warnings says once each, naming the directory, what is missing;
+// so do the runtime's counts of what it lost. Metadata that is empty, or
+// cut before what the records need, is an error that says so, never
+// "another version of the runtime".
+func TestIncomplete(t *testing.T) {
+	whole := streamBytes(1, 200, 300)
+	for _, c := range []struct {
+		name    string
+		meta    string
+		streams map[string][]byte
+		err     string   // the error, when Read must fail
+		records int      // records read
+		warns   []string // one warning holding each, in order
+	}{
+		{name: "whole", meta: goodMeta, streams: map[string][]byte{"7-1.trace": whole}, records: 2},
+		{name: "empty meta", meta: "", err: "meta: incomplete trace: the metadata is empty: the disk was full, or the program died while writing it"},
+		{name: "meta cut in its first line", meta: "format ftrt-tr", err: "meta: incomplete trace: the metadata is cut short in its first line"},
+		{name: "meta cut before the clock", meta: goodMeta[:strings.Index(goodMeta, "tsc_start")+5],
+			err: "meta: incomplete trace: the metadata ends after line 8 without its tsc_start line: cut short"},
+		{name: "meta of zeros", meta: "\x00\x00\x00\x00\x00\x00\x00\x00\n", err: "meta:1: incomplete trace: NUL bytes where text was expected"},
+		{name: "meta of another version", meta: "format ftrt-trace 3\n", err: "another version of the runtime"},
+		{name: "meta with no format", meta: "tracer function\n", err: "meta: malformed trace: no format line"},
+		{name: "meta with a bad tracer", meta: strings.Replace(goodMeta, "tracer function", "tracer nop", 1), err: `meta:4: malformed trace: tracer "nop"`},
+		// A partial last line is left out, not misread as dropped 1.
+		{name: "meta cut after the clock", meta: goodMeta + "dropped 1", streams: map[string][]byte{"7-1.trace": whole}, records: 2,
+			warns: []string{"incomplete trace: the metadata is cut short after line 12"}},
+		{name: "empty stream", meta: goodMeta, streams: map[string][]byte{"7-1.trace": whole, "7-2.trace": nil, "7-3.trace": []byte("ftrtre")}, records: 2,
+			warns: []string{"incomplete trace: 7-2.trace, 7-3.trace empty or shorter than a stream's header"}},
+		{name: "stream cut in a record", meta: goodMeta, streams: map[string][]byte{"7-1.trace": whole[:len(whole)-5], "7-2.trace": streamBytes(2, 400)[:16+8]}, records: 1,
+			warns: []string{"incomplete trace: 7-1.trace, 7-2.trace cut short: a partial last record"}},
+		{name: "stream ending in zeros", meta: goodMeta, streams: map[string][]byte{"7-1.trace": append(whole, make([]byte, 4096)...)}, records: 2,
+			warns: []string{"incomplete trace: 7-1.trace cut short"}},
+		{name: "not a stream", meta: goodMeta, streams: map[string][]byte{"7-1.trace": []byte("ELF\x02")}, err: "7-1.trace: malformed trace: no stream header"},
+		{name: "losses counted", meta: goodMeta + "dropped 3\noverflow 40\nstopped 2\nlost_bytes 4096\nlost_threads 1\n",
+			streams: map[string][]byte{"7-1.trace": whole}, records: 2,
+			warns: []string{
+				"events lost: 3 events dropped",
+				"events lost: 4096 bytes of records could not be written",
+				"events lost: 1 thread's records were not written",
+				"events lost: 40 calls not graphed: 2 threads nested calls deeper than the shadow stack holds",
+			}},
+		{name: "killed, cut and lost", meta: strings.Replace(goodMeta, "ended 1", "ended 0", 1) + "lost_bytes 8\n",
+			streams: map[string][]byte{"7-1.trace": whole[:len(whole)-1]}, records: 1,
+			warns: []string{ErrUnended.Error(), "7-1.trace cut short", "8 bytes of records"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(c.meta), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range c.streams {
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tr, err := Read(dir)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.HasPrefix(err.Error(), dir+"/") || strings.Contains(err.Error(), "another version") != strings.Contains(c.err, "another version") {
+					t.Fatalf("Read: %v, want an error naming %s/... with %q", err, dir, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, s := range tr.Streams {
+				n += len(s.Records)
+			}
+			if n != c.records {
+				t.Errorf("%d records read, want %d", n, c.records)
+			}
+			if tr.Meta.Dropped != 0 && c.name == "meta cut after the clock" {
+				t.Errorf("dropped %d read from a partial line", tr.Meta.Dropped)
+			}
+			warns := tr.Warnings()
+			if len(warns) != len(c.warns) {
+				t.Fatalf("warnings %q, want %d: %q", warns, len(c.warns), c.warns)
+			}
+			for i, w := range warns {
+				if !strings.Contains(w.Error(), c.warns[i]) || !strings.HasPrefix(w.Error(), dir+": ") {
+					t.Errorf("warning %q, want one naming %s with %q", w, dir, c.warns[i])
+				}
+			}
+		})
+	}
+}
+
+// TestNotRegular: a trace directory holding something other than a
+// regular file where a file of the trace goes (a FIFO stream, which
+// would block a read for ever, a directory or a symbolic link as the
+// metadata or a stream) gets one error naming it, read or not; and a
+// trace that is not a directory says so.
+func TestNotRegular(t *testing.T) {
+	fifo := func(p string) error { return syscall.Mkfifo(p, 0o644) }
+	dir := func(p string) error { return os.Mkdir(p, 0o755) }
+	link := func(to string) func(p string) error { return func(p string) error { return os.Symlink(to, p) } }
+	for _, c := range []struct {
+		name string // of the file planted in the trace directory; "" the directory itself
+		make func(path string) error
+		want string
+	}{
+		{"7-1.trace", fifo, "a FIFO, not a regular file"},
+		{"7-1.trace", dir, "a directory, not a regular file"},
+		{"7-1.trace", link("meta"), "a symbolic link, not a regular file"},
+		{"meta", dir, "a directory, not a regular file"},
+		{"meta", link("/dev/zero"), "a symbolic link, not a regular file"},
+		{"meta", fifo, "a FIFO, not a regular file"},
+		{"", func(p string) error { return os.WriteFile(p, []byte(goodMeta), 0o644) }, "not a directory"},
+	} {
+		t.Run(c.name+" "+c.want, func(t *testing.T) {
+			trace := filepath.Join(t.TempDir(), "ftrace.data")
+			if err := os.Mkdir(trace, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(trace, "meta"), []byte(goodMeta), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(trace, c.name)
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.make(path); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Read(trace)
+			if err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Read: %v, want an error naming %s: %s", err, path, c.want)
+			}
+		})
 	}
 }

@@ -19,7 +19,9 @@ type Event struct {
 }
 
 // Events merges the calls (and graph entries) of all streams into one
-// list in time order, named by syms (the process's, from LoadProcess).
+// list in time order, named by syms (the process's, from LoadProcess:
+// each call, and its caller, from the modules mapped when it was
+// recorded).
 func Events(t *Trace, syms *Symbols) []Event {
 	var out []Event
 	for _, s := range t.Streams {
@@ -29,8 +31,8 @@ func Events(t *Trace, syms *Symbols) []Event {
 			}
 			out = append(out, Event{
 				Pid: s.Pid, Tid: s.Tid, Nanos: t.Meta.Nanos(r.TS),
-				Func:   syms.Func(r.IP),
-				Caller: syms.Name(r.Parent()),
+				Func:   syms.FuncAt(r.IP, r.TS),
+				Caller: syms.NameAt(r.Parent(), r.TS),
 			})
 		}
 	}
@@ -105,7 +107,7 @@ func writeSummary(w io.Writer, t *Trace, events int) error {
 		_, err = fmt.Fprintf(w, "; %d graphed calls unwound by longjmp or an exception (no exit time)", m.Unwound)
 	}
 	if m.Dropped > 0 {
-		_, err = fmt.Fprintf(w, "; %d events DROPPED (recursion from signal handlers, or write errors)", m.Dropped)
+		_, err = fmt.Fprintf(w, "; %d events DROPPED (see the warnings)", m.Dropped)
 	}
 	fmt.Fprintln(w)
 	return err

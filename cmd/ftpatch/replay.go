@@ -12,8 +12,9 @@ import (
 
 // load reads the trace directory named by args (default ftrace.data) and
 // the symbols of the process it traced (exe, or the path it recorded, and
-// its shared objects); a trace whose program did not end through exit or
-// _exit, and a shared object it cannot name, are warnings on stderr, and
+// its shared objects); what the trace lacks (the program did not end
+// through exit or _exit, files cut short, events the runtime lost) and a
+// shared object it cannot name are warnings on stderr, and
 // the traces beside it of processes that started while it ran (DIR.PID)
 // are named there too.
 func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
@@ -25,11 +26,14 @@ func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Sym
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, w := range t.Warnings() {
+		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
+	}
 	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, w := range append(t.Warnings(), warns...) {
+	for _, w := range warns {
 		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
 	}
 	for _, b := range t.Beside() {

@@ -1,0 +1,171 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// FuzzRead writes arbitrary bytes as a trace directory's metadata and one
+// stream, reads it, and, when it reads, names it (the modules it lists
+// mapped over their times) and writes every view of it. Nothing may
+// panic or hang; an error names a file of the directory; a trace read
+// holds what the files held (no more records than their words, streams
+// in order, modules the right way round, warnings naming the directory)
+// and its views stay linear in its size.
+//
+// Seeded from the real traces under testdata/traces (rebuilt by `make -C
+// trace/testdata`) and from crafted ones: cut, empty, with modules and
+// losses. Crashers found are kept under testdata/fuzz/FuzzRead.
+//
+//	go test -run '^$' -fuzz '^FuzzRead$' -fuzztime 5m -fuzzminimizetime 5s ./trace
+func FuzzRead(f *testing.F) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "traces", "*"))
+	if err != nil || len(dirs) == 0 {
+		f.Fatalf("no seed traces under testdata/traces (%v): make -C trace/testdata", err)
+	}
+	for _, dir := range dirs {
+		meta := readSeed(f, filepath.Join(dir, "meta"))
+		streams, err := filepath.Glob(filepath.Join(dir, "*.trace"))
+		if err != nil || len(streams) == 0 {
+			f.Fatalf("%s: no streams (%v)", dir, err)
+		}
+		for _, p := range streams {
+			b := readSeed(f, p)
+			f.Add(meta, b)
+			f.Add(meta[:len(meta)/2], b[:len(b)-3])
+		}
+	}
+	whole := streamBytes(1, 200, 300)
+	withModules := goodMeta + "module 4096 4096 8192 150 250 2 2 none - a.so\nmodule 4096 4096 8192 300 0 2 2 none ab12 b.so\nmodule 0 0 1 0 1 0 0 none - c.so\n"
+	for _, c := range []struct{ meta, stream string }{
+		{goodMeta, string(whole)},
+		{withModules, string(whole)},
+		{strings.Replace(goodMeta, "tracer function", "tracer function_graph", 1), "ftrtrec2\x07\x00\x00\x00\x01\x00\x00\x00" +
+			"\xc8\x00\x00\x00\x00\x00\x00\x40" + "\x00\x10\x00\x00\x00\x00\x00\x00" + // entry at 200 of 0x1000
+			"\x2c\x01\x00\x00\x00\x00\x00\x80"}, // its exit at 300
+		{strings.Replace(goodMeta, "ended 1", "ended 0", 1) + "dropped 3\nlost_bytes 8\nlost_threads 1\noverflow 2\nstopped 1\n", string(whole[:len(whole)-2])},
+		{"", ""},
+		{goodMeta, "ftrtre"},
+	} {
+		f.Add([]byte(c.meta), []byte(c.stream))
+	}
+	// One directory, its files rewritten for each input: a fuzzing
+	// process runs one input at a time.
+	dir := filepath.Join(f.TempDir(), "ftrace.data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, meta, stream []byte) {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		if err := os.WriteFile(filepath.Join(dir, "meta"), meta, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "1-1.trace"), stream, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Read(dir)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), dir+"/") || !(errors.Is(err, ErrFormat) || errors.Is(err, ErrIncomplete)) {
+				t.Fatalf("error %q: want ErrFormat or ErrIncomplete naming a file of %s", err, dir)
+			}
+			return
+		}
+		checkTrace(t, tr, len(stream))
+		syms := &Symbols{}
+		named := &Symbols{funcs: []fsym{{start: 0x100, end: 0x200, name: "f"}}}
+		named.index()
+		syms.mapModules(tr.Meta.Modules, func(md Module) *Symbols {
+			if md.Path == "a.so" {
+				return named
+			}
+			return nil
+		})
+		// The views: each line stems from a record (two from an entry,
+		// 16 bytes), a function or the summary.
+		limit := 64*len(stream) + 4096
+		var out bytes.Buffer
+		if tr.Meta.Tracer == "function_graph" {
+			threads := Graph(tr, syms)
+			if err := WriteGraph(&out, tr, threads); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteStats(&out, tr, Stats(Filter{Depth: 3, Threshold: 1}.Apply(threads))); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			events := Events(tr, syms)
+			if err := WriteReplay(&out, tr, events); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteReport(&out, tr, Counts(events), len(events)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out.Len() > 2*limit {
+			t.Fatalf("%d bytes of views from a stream of %d bytes", out.Len(), len(stream))
+		}
+	})
+}
+
+// readSeed reads a seed file, which must be small: the fuzzer mutates
+// inputs of a few KiB at most.
+func readSeed(f *testing.F, path string) []byte {
+	f.Helper()
+	file, err := os.Open(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer file.Close()
+	const most = 64 << 10
+	b, err := io.ReadAll(io.LimitReader(file, most+1))
+	if err != nil || len(b) > most {
+		f.Fatalf("%s: %d bytes, %v: a seed is at most %d bytes", path, len(b), err, most)
+	}
+	return b
+}
+
+// checkTrace checks the invariants of a trace Read returned whose one
+// stream had size bytes.
+func checkTrace(t *testing.T, tr *Trace, size int) {
+	t.Helper()
+	m := &tr.Meta
+	if m.Format != format || (m.Tracer != "function" && m.Tracer != "function_graph") {
+		t.Fatalf("read metadata of format %q, tracer %q", m.Format, m.Tracer)
+	}
+	if len(m.Modules) > maxModules {
+		t.Fatalf("%d modules", len(m.Modules))
+	}
+	for _, md := range m.Modules {
+		if md.Lo > md.Hi || md.Path == "" {
+			t.Fatalf("module %+v", md)
+		}
+	}
+	if len(tr.Streams) > 1 {
+		t.Fatalf("%d streams from one file", len(tr.Streams))
+	}
+	for _, s := range tr.Streams {
+		if 16+8*len(s.Records) > size {
+			t.Fatalf("%d records from a stream of %d bytes", len(s.Records), size)
+		}
+		for _, r := range s.Records {
+			if r.TS > tsMask || r.TS == 0 && r.Info == 0 && r.IP == 0 {
+				t.Fatalf("record %+v", r)
+			}
+		}
+	}
+	for _, w := range tr.Warnings() {
+		if !strings.HasPrefix(w.Error(), tr.Dir+": ") {
+			t.Fatalf("warning %q does not name %s", w, tr.Dir)
+		}
+	}
+}
