@@ -51,6 +51,7 @@
 #include "ftrt.h"
 #include "graph.h"
 #include "layout.h"
+#include "sys.h"
 
 /*
  * Records: little-endian 64-bit words, appended to the thread's buffer.
@@ -149,20 +150,6 @@ static int creator_pid;  /* made the directory: writes meta */
 static int trace_pid;    /* owns the buffers in `all`: creator_pid, or a forked child's pid */
 static int membarrier_state; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED: 0 not registered yet, 1 registered, -1 refused */
 static uint64_t tsc_start, mono_start;
-
-/* Raw system calls: no errno, no locks, safe in a signal handler. */
-static long sys(long n, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
 
 static inline uint64_t rdtsc(void)
 {
