@@ -58,6 +58,16 @@ func tally(events []trace.Event) map[string]int {
 	return n
 }
 
+// exitsBuilds builds progs/exits.c traced, with flags, into a new
+// directory (dir), and untraced into another.
+func exitsBuilds(t *testing.T, tg target, flags string) (dir, prog, plain string) {
+	t.Helper()
+	dir, plainDir := t.TempDir(), t.TempDir()
+	prog = traced(t, tg, dir, flags, true, "exits.c")
+	plain, _ = link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+	return dir, prog, plain
+}
+
 var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
 
 // TestExitWays: a traced program that ends other than through exit
@@ -202,9 +212,7 @@ func TestExitWays(t *testing.T) {
 			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
-				dir, plainDir := t.TempDir(), t.TempDir()
-				prog := traced(t, tg, dir, "-O2 "+flags, true, "exits.c")
-				plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+				dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
 				// The program's _exit is the runtime's, exported for shared
 				// objects to bind to.
 				syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
@@ -213,7 +221,7 @@ func TestExitWays(t *testing.T) {
 				}
 				for _, c := range cases {
 					t.Run(c.how, func(t *testing.T) {
-						wantOut, _, wantCode, err := runStatus(plainDir, plain, c.how)
+						wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, c.how)
 						if err != nil || wantCode != c.code {
 							t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
 						}
@@ -245,10 +253,8 @@ func TestExecChild(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
-			dir, plainDir := t.TempDir(), t.TempDir()
-			prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "exits.c")
-			plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
-			wantOut, _, wantCode, err := runStatus(plainDir, plain, "exec")
+			dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
+			wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "exec")
 			if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
 				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 			}

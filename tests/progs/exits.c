@@ -20,6 +20,7 @@
  *   exec-self  main makes calls, then execs this program in its place
  *            (exec-child, by execle with the environment): its calls
  *            before the exec end that trace
+ *   many     main makes 300,001 calls (work(100000)), then returns
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -233,11 +234,14 @@ int main(int argc, char **argv)
 		work(1);
 		execle(argv[0], argv[0], "exec-child", (char *)NULL, environ); /* FTRACE* go with it */
 		return 127;
+	} else if (strcmp(how, "many") == 0) {
+		work(100000);
+		printf("worked %ld\n", sink);
 	} else if (strcmp(how, "exec-child") == 0) {
 		work(7);
 		printf("child worked %ld\n", sink);
 	} else {
-		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self\n");
+		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|many\n");
 		return 2;
 	}
 	return 0;
