@@ -247,7 +247,9 @@ extern int ftrt_mode;
 extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
-int ftrt_trace_start(const char *dir);
+/* Open the trace in the directory dir; -1 with *why (what is wrong with
+ * dir) when it cannot be made. */
+int ftrt_trace_start(const char *dir, const char **why);
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
@@ -277,5 +279,17 @@ int ftrt_graph_lend(void);
 /* Whether a throw reaches unwind.c's hooks (not in a static link with
  * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
 int ftrt_unwind_hooked(void) __attribute__((weak));
+
+/*
+ * The trace directory and its files (dir.c). ftrt_dir_set_mode applies
+ * FTRACE_MODE (NULL: the private default, 0700 and 0600). ftrt_dir_make
+ * makes the trace directory and returns its descriptor, locked for as
+ * long as the process runs, or -1 with *why set. ftrt_file_create
+ * creates a file in it (O_CREAT|O_EXCL|O_NOFOLLOW): a descriptor, or
+ * -errno; async-signal-safe.
+ */
+void ftrt_dir_set_mode(const char *mode) __attribute__((visibility("hidden")));
+int ftrt_dir_make(const char *path, const char **why) __attribute__((visibility("hidden")));
+long ftrt_file_create(int dir, const char *name) __attribute__((visibility("hidden")));
 
 #endif

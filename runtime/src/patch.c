@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -667,13 +668,17 @@ static void read_env(void)
 static int start_trace(void)
 {
 	if (!env.trace) {
-		const char *dir = getenv("FTRACE_OUT");
-		env.trace = ftrt_trace_start(dir && *dir ? dir : "ftrace.data") == 0 ? 1 : -1;
-		if (env.trace < 0)
-			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
-		else {
+		const char *out = getenv("FTRACE_OUT"), *why = "";
+		const char *dir = out && *out ? out : "ftrace.data";
+		env.trace = ftrt_trace_start(dir, &why) == 0 ? 1 : -1;
+		if (env.trace > 0) {
 			tracer_options();
 			ftrt_trace_go();
+		} else {
+			char buf[PATH_MAX + 200];
+			int n = snprintf(buf, sizeof buf, "ftrt: the trace directory %s %s; tracing nothing\n", dir, why);
+			if (n > 0)
+				write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		}
 	}
 	return env.trace > 0 ? 0 : -1;

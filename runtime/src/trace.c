@@ -20,15 +20,16 @@
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
  *                            ("ftrtrec2", pid, tid: u32 LE) then records
  *
- * Nothing is fsynced: a trace must survive the program's death, by any
- * signal, which needs only that each write is done (the page cache
- * outlives the process) and that meta is replaced by a rename; an fsync
- * would add only survival of a power loss, for milliseconds of every
- * traced process's life under disk load. Nothing is written past
- * RLIMIT_FSIZE, whose SIGXFSZ would kill the program: what does not fit
- * is counted (lost_bytes), as is what a full disk refuses; a stream that
- * lost a write takes no more (it ends with whole records), and a
- * metadata file not written whole never replaces meta.
+ * Every file is created with O_EXCL|O_NOFOLLOW in the directory's own
+ * descriptor (dir.c). Nothing is fsynced: a trace must survive the
+ * program's death, by any signal, which needs only that each write is
+ * done (the page cache outlives the process) and that meta is replaced by
+ * a rename; an fsync would add only survival of a power loss, for
+ * milliseconds of every traced process's life under disk load. Nothing
+ * is written past RLIMIT_FSIZE, whose SIGXFSZ would kill the program:
+ * what does not fit is counted (lost_bytes), as is what a full disk
+ * refuses; a stream that lost a write takes no more (it ends with whole
+ * records), and a metadata file not written whole never replaces meta.
  *
  * function_graph: each traced call pushes {return address, site, stack
  * pointer at return, hook} on the thread's shadow stack. At a site at a
@@ -94,8 +95,8 @@ uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter l
 
 struct tbuf {
 	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
-	int fd;            /* the thread's stream, once its header is written; FD_NONE before;
-			    * FD_LOST once a write to it failed (flush) */
+	int fd;            /* the thread's stream, once its header is written; before, FD_NONE
+			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush) */
 	int pid, tid;
 	uint32_t n;        /* words in words[]: raised only after the words it adds are written
 			    * (publish), so words[0, n) are whole records whenever the end's
@@ -347,10 +348,12 @@ static int list_take(int me, uint64_t deadline)
 	}
 }
 
-/* b->fd before the thread's stream is open (FD_NONE); after a write to
- * it failed or met RLIMIT_FSIZE (FD_LOST). */
+/* b->fd before the thread's stream is open (FD_NONE); while the stream
+ * named by i (stream_name) is being made (FD_MAKING - i); after a write
+ * to it failed or met RLIMIT_FSIZE (FD_LOST). */
 #define FD_NONE (-1)
 #define FD_LOST (-2)
+#define FD_MAKING (-3)
 
 /* Words in the record whose first word is w0 (layout.h's kinds). */
 static inline uint32_t rec_words(uint64_t w0)
@@ -369,43 +372,76 @@ static uint32_t fit(const uint64_t *words, uint32_t n, uint64_t room)
 	return k < n ? k : n;
 }
 
-/* The stream's name: <pid>-<tid>.trace. */
-static void stream_name(char *name, const struct tbuf *b)
+/* The stream's name: <pid>-<tid>.trace, or <pid>-<tid>-<i>.trace when an
+ * earlier thread of the process had the same id (ids are reused) and
+ * its stream holds the first. */
+static void stream_name(char *name, const struct tbuf *b, int i)
 {
 	char *p = utoa(name, (uint64_t)b->pid);
 	*p++ = '-';
 	p = utoa(p, (uint64_t)b->tid);
+	if (i) {
+		*p++ = '-';
+		p = utoa(p, (uint64_t)i);
+	}
 	memcpy(p, ".trace", 7);
 }
 
 /*
  * Make the thread's stream and write its header, at a flush of words[]
- * (not empty). 0, or -1 when the stream could not be made (no room for
- * its header and first record under RLIMIT_FSIZE, a full disk, no
- * descriptor left): a later flush tries again.
+ * (not empty). b->fd says where a flush this one interrupted had got to
+ * (see flush): FD_MAKING - i, it was making stream i, which may exist
+ * already, made by it. 0, or -1 when the stream could not be made (no
+ * room for its header and first record under RLIMIT_FSIZE, a full disk,
+ * no descriptor left): a later flush tries again.
  */
 static int make_stream(struct tbuf *b)
 {
-	char name[64];
-	if (fsize_room(0) < 16 + (uint64_t)rec_words(b->words[0]) * 8)
-		return -1;
-	stream_name(name, b);
-	long fd = sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-	if (sys_failed(fd))
-		return -1;
-	unsigned char hdr[16] = "ftrtrec2";
-	uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
-	memcpy(hdr + 8, ids, 8);
-	if (put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
-		/* Not a stream: a reader must not find it. */
-		sys(SYS_unlinkat, dir_fd, (long)name, 0, 0, 0, 0);
-		sys(SYS_close, fd, 0, 0, 0, 0, 0);
-		return -1;
+	int i = 0, again = 0;
+	if (b->fd <= FD_MAKING) {
+		i = FD_MAKING - b->fd;
+		again = 1;
 	}
-	b->skip = b->base;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
-	__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
-	return 0;
+	if (fsize_room(0) < 16 + (uint64_t)rec_words(b->words[0]) * 8)
+		goto none;
+	for (; i < 1000; i++) {
+		char name[80];
+		stream_name(name, b, i);
+		__atomic_store_n(&b->fd, FD_MAKING - i, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the file exists */
+		long fd = ftrt_file_create(dir_fd, name);
+		if (fd == -EEXIST && again) { /* made by the flush this one interrupted? */
+			struct stat st;
+			fd = sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+			/* Not if it holds records: it did not get that far, so the
+			 * stream is an earlier thread's of the same id. */
+			if (!sys_failed(fd) && (sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16)) {
+				sys(SYS_close, fd, 0, 0, 0, 0, 0);
+				fd = -EEXIST;
+			}
+		}
+		again = 0;
+		if (fd == -EEXIST)
+			continue;
+		if (sys_failed(fd))
+			break;
+		unsigned char hdr[16] = "ftrtrec2";
+		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
+		memcpy(hdr + 8, ids, 8);
+		if (put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
+			/* Not a stream: a reader must not find it. */
+			sys(SYS_unlinkat, dir_fd, (long)name, 0, 0, 0, 0);
+			sys(SYS_close, fd, 0, 0, 0, 0, 0);
+			break;
+		}
+		b->skip = b->base;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
+		__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
+		return 0;
+	}
+none:
+	__atomic_store_n(&b->fd, FD_NONE, __ATOMIC_RELAXED);
+	return -1;
 }
 
 /*
@@ -415,8 +451,8 @@ static int make_stream(struct tbuf *b)
  * A flush of this buffer may have been interrupted anywhere by a signal
  * handler whose trace's end flushes it again: each record goes at an
  * offset of its own (16 + (base - skip) * 8 for words[0]), so the second
- * writes what the first did, or would have, at the same place; a stream
- * the first had made but not kept is made again (O_TRUNC). n is emptied
+ * writes what the first did, or would have, at the same place, and a
+ * stream half made says how far (b->fd, make_stream). n is emptied
  * before base moves on, so a flush that wrote is never taken for one
  * that had not begun. Nobody else may be writing the buffer meanwhile
  * (claim).
@@ -431,7 +467,7 @@ static void flush(struct tbuf *b)
 	if (n == 0)
 		return;
 	size_t len = (size_t)n * 8, done = 0;
-	if (b->fd == FD_NONE)
+	if (b->fd != FD_LOST && b->fd < 0)
 		make_stream(b);
 	if (b->fd >= 0) {
 		uint64_t off = 16 + (b->base - b->skip) * 8, room = fsize_room(off);
@@ -627,7 +663,11 @@ static void meta_modules(struct meta_out *o)
  */
 static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp)
 {
-	long fd = sys(SYS_openat, dir_fd, (long)tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+	long fd = ftrt_file_create(dir_fd, tmp);
+	if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
+		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
+		fd = ftrt_file_create(dir_fd, tmp);
+	}
 	if (sys_failed(fd))
 		return;
 	struct meta_out o = { .fd = (int)fd };
@@ -862,119 +902,24 @@ uint64_t ftrt_now(void)
 	return now();
 }
 
-/* Move path aside, to path.old (or path.old.N when that is taken too). */
-static int move_aside(const char *path)
-{
-	char aside[4200];
-	struct stat st;
-	int i = 0, n;
-	do {
-		if (i == 0)
-			n = snprintf(aside, sizeof aside, "%s.old", path);
-		else
-			n = snprintf(aside, sizeof aside, "%s.old.%d", path, i);
-		if (n < 0 || (size_t)n >= sizeof aside)
-			return -1;
-		i++;
-	} while (stat(aside, &st) == 0 && i < 1000);
-	return rename(path, aside);
-}
-
-/* Whether the directory at path is a trace some process is writing now:
- * one whose lock (see make_dir) is held. */
-static int in_use(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
-	close(fd); /* and with it the lock, if this took it */
-	return held;
-}
-
 /*
- * Make the trace directory, dir, and open it (dir_fd). One that exists
- * is never mixed with this run nor destroyed:
- *
- *  - One a running process is writing (a traced program that started
- *    this one, by fork and exec, or one running beside it with the same
- *    FTRACE_OUT) is left alone: this process's trace goes to dir.PID
- *    instead. The trace's lock says which are in use: the process that
- *    makes a trace directory holds an flock on it for as long as it
- *    runs, and so do its forked children, which share the open
- *    directory; exec closes it (O_CLOEXEC), so an exec'd program holds
- *    no lock of its parent's.
- *  - Any other, a finished run's, is moved aside to dir.old (or
- *    dir.old.N when that is taken too).
- *
- * The directory is made under a temporary name, locked, then renamed
- * into place only if nothing took the name meanwhile, so a process
- * starting at the same moment never finds it unlocked. Its metadata is
- * first written when the pass that opened it is done
- * (ftrt_trace_meta_update).
+ * Open the trace: make its directory (dir.c), and set up the end. The
+ * directory's first metadata is written when the pass that opened it is
+ * done (ftrt_trace_meta_update). -1 with *why set when the directory
+ * cannot be made.
  */
-static int make_dir(const char *name)
+int ftrt_trace_start(const char *dir, const char **why)
 {
-	char dir[4100], path[4200], tmp[4200];
-	/* FTRACE_OUT=out/ names out: the names made beside it (out.PID,
-	 * out.old, out.tmp-PID) must not land inside it. */
-	size_t len = strlen(name);
-	while (len > 1 && name[len - 1] == '/')
-		len--;
-	if (len == 0 || len >= sizeof dir)
+	ftrt_dir_set_mode(secure_getenv("FTRACE_MODE"));
+	int fd = ftrt_dir_make(dir, why);
+	if (fd < 0)
 		return -1;
-	memcpy(dir, name, len);
-	dir[len] = 0;
-	int n = snprintf(path, sizeof path, "%s", dir), t = snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof path || t < 0 || (size_t)t >= sizeof tmp)
+	if (pthread_key_create(&exit_key, thread_exit) != 0) {
+		*why = "cannot be written: no thread key left for the thread's exit";
+		sys(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -1;
-	for (int tries = 0; tries < 10; tries++) {
-		struct stat st;
-		if (stat(path, &st) == 0) {
-			if (in_use(path)) {
-				if (strcmp(path, dir) != 0)
-					return -1; /* dir.PID in use: not ours to take */
-				n = snprintf(path, sizeof path, "%s.%d", dir, (int)getpid());
-				if (n < 0 || (size_t)n >= sizeof path)
-					return -1;
-				continue;
-			}
-			if (move_aside(path) != 0)
-				return -1;
-		}
-		if (mkdir(tmp, 0755) != 0)
-			return -1;
-		int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
-			if (fd >= 0)
-				close(fd);
-			rmdir(tmp);
-			return -1;
-		}
-		if (sys(SYS_renameat2, AT_FDCWD, (long)tmp, AT_FDCWD, (long)path, 1 /* RENAME_NOREPLACE */, 0) == 0) {
-			dir_fd = fd;
-			return 0;
-		}
-		/* Taken meanwhile (or renameat2 unknown: Linux < 3.15, and
-		 * then a plain rename, which cannot replace a directory that
-		 * holds anything). */
-		int taken = stat(path, &st) == 0;
-		if (!taken && rename(tmp, path) == 0) {
-			dir_fd = fd;
-			return 0;
-		}
-		close(fd);
-		rmdir(tmp);
 	}
-	return -1;
-}
-
-int ftrt_trace_start(const char *dir)
-{
-	if (make_dir(dir) != 0)
-		return -1;
-	if (pthread_key_create(&exit_key, thread_exit) != 0)
-		return -1;
+	dir_fd = fd;
 	pthread_atfork(NULL, NULL, after_fork_child);
 	const char *clk = getenv("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();

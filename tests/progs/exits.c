@@ -21,6 +21,9 @@
  *            (exec-child, by execle with the environment): its calls
  *            before the exec end that trace
  *   many     main makes 300,001 calls (work(100000)), then returns
+ *   rights   main makes calls (work(5)) and prints what they computed,
+ *            then the rights it runs with, "euid E secure S" (AT_SECURE):
+ *            the security tests' setuid program
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +238,9 @@ int main(int argc, char **argv)
 		work(1);
 		execle(argv[0], argv[0], "exec-child", (char *)NULL, environ); /* FTRACE* go with it */
 		return 127;
+	} else if (strcmp(how, "rights") == 0) {
+		work(5);
+		printf("worked %ld\neuid %d secure %lu\n", sink, (int)geteuid(), getauxval(AT_SECURE));
 	} else if (strcmp(how, "many") == 0) {
 		work(100000);
 		printf("worked %ld\n", sink);
@@ -241,7 +248,7 @@ int main(int argc, char **argv)
 		work(7);
 		printf("child worked %ld\n", sink);
 	} else {
-		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|many\n");
+		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|many|rights\n");
 		return 2;
 	}
 	return 0;
