@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ftpatch/trace"
 )
 
 // traversable returns a new temporary directory that every user can
@@ -114,6 +117,28 @@ func sameTree(t *testing.T, what string, before, after map[string]entry) {
 	}
 }
 
+// asNobody runs argv as the unprivileged user, by its ids alone (setpriv
+// needs no account, so parallel tests share no state), in dir, with env
+// and nothing else in its environment.
+func asNobody(t *testing.T, dir string, env []string, argv ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("setpriv", append([]string{fmt.Sprintf("--reuid=%d", nobody), fmt.Sprintf("--regid=%d", nobody), "--clear-groups", "--"}, argv...)...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	return runCmd(t, cmd)
+}
+
+// setuidRoot makes path a setuid-root program.
+func setuidRoot(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // secureSetup makes what the security tests share, in a new directory
 // every user can search (base): the traced program (progs/exits.c,
 // run as `prog rights`), built in base/build, and what it prints
@@ -135,6 +160,125 @@ func secureSetup(t *testing.T) (base, build, prog, plain, rootonly, secret strin
 		t.Fatal(err)
 	}
 	return base, build, prog, plain, rootonly, secret
+}
+
+// TestSetuid: a setuid-root program linked with the runtime, run by an
+// unprivileged user in a directory of theirs, trusts none of its FTRACE*
+// variables and creates, renames and writes nothing, whatever they ask
+// (a root-only file as FTRACE_OUT, FTRACE_MODE, FTRACE_DEBUG): not as
+// linked, not pre-patched by ftpatch enable with nothing set. Pre-patched
+// with a recorded trace location (--trace-dir), it traces there, and only
+// there, when every directory on the way is root's and none but the
+// sticky ones is writable by others; a location with a group-writable
+// parent, a symbolic link on the way or a parent of the user's is
+// refused, with nothing written and one line on stderr. Run by root (no
+// secure execution), FTRACE_OUT wins over the recorded location again.
+func TestSetuid(t *testing.T) {
+	need(t, "setpriv")
+	base, build, prog, plain, _, secret := secureSetup(t)
+	worked, _, _ := strings.Cut(plain, "\n")
+	home := filepath.Join(base, "home") // the user's own directory, the cwd
+	mkdirOwned(t, home, 0o755, nobody)
+	traces := filepath.Join(base, "traces")
+	mkdirOwned(t, traces, 0o755, 0)
+	mkdirOwned(t, filepath.Join(base, "groupw"), 0o775, 0)
+	mkdirOwned(t, filepath.Join(base, "real"), 0o755, 0)
+	mkdirOwned(t, filepath.Join(base, "users"), 0o755, nobody)
+	if err := os.Symlink("real", filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := filepath.Join(base, "bin")
+	mkdirOwned(t, bin, 0o755, 0)
+	variant := func(name string, enable bool, flags ...string) string {
+		out := filepath.Join(bin, name)
+		if !enable {
+			b, err := os.ReadFile(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(out, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			run(t, build, append(append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph"}, flags...), "-o", out, prog, "*")...)
+		}
+		setuidRoot(t, out)
+		return out
+	}
+	linked := variant("linked", false)
+	patched := variant("patched", true)
+	recorded := func(name, dir string) string {
+		return variant(name, true, "--trace-dir", filepath.Join(base, dir, "t"))
+	}
+	groupw, viaLink, users, good := recorded("groupw", "groupw"), recorded("link", "link"), recorded("users", "users"), recorded("good", "traces")
+
+	hostile := []string{"FTRACE=function_graph", "FTRACE_OUT=" + secret, "FTRACE_MODE=0644", "FTRACE_DEBUG=1", "FTRACE_CLOCK=mono"}
+	for _, c := range []struct {
+		name   string
+		prog   string
+		env    []string
+		stderr string // what stderr must hold; "": nothing
+		traced bool   // a trace in traces/t, which nothing else may touch
+	}{
+		{"linked, hostile FTRACE", linked, hostile, "", false},
+		{"linked, FTRACE alone", linked, []string{"FTRACE=function"}, "", false},
+		{"pre-patched, nothing set", patched, nil, "", false},
+		{"pre-patched, hostile FTRACE", patched, hostile, "", false},
+		{"recorded, parent writable by the group", groupw, nil, "has a parent directory writable by group or others; tracing nothing", false},
+		{"recorded, a symbolic link on the way", viaLink, nil, "has a symbolic link on the way; tracing nothing", false},
+		{"recorded, parent the user's", users, nil, "has a parent directory owned by another user than root or the effective user; tracing nothing", false},
+		{"recorded and trusted, hostile FTRACE", good, hostile, "", true},
+	} {
+		t.Run(slug(c.name), func(t *testing.T) {
+			before := snapshot(t, base, "traces")
+			out, errOut, code := asNobody(t, home, c.env, c.prog, "rights")
+			if out != worked+"\neuid 0 secure 1\n" || code != 0 {
+				t.Fatalf("exit %d, output %q; want exit 0, %q then a secure run's euid 0 secure 1 (a file system mounted nosuid runs no setuid program)\n%s", code, out, worked, errOut)
+			}
+			if c.stderr == "" && errOut != "" || !strings.Contains(errOut, c.stderr) {
+				t.Errorf("stderr %q, want %q", errOut, c.stderr)
+			}
+			sameTree(t, c.name, before, snapshot(t, base, "traces"))
+			made, _ := filepath.Glob(filepath.Join(traces, "*"))
+			if !c.traced {
+				if len(made) != 0 {
+					t.Errorf("%s made %v", c.name, made)
+				}
+				return
+			}
+			// The recorded tracer, into the recorded place, private to root.
+			if len(made) != 1 || made[0] != filepath.Join(traces, "t") {
+				t.Fatalf("traces holds %v, want t alone", made)
+			}
+			checkPrivate(t, made[0], 0o700, 0o600)
+			if counts, _ := reportCounts(t, made[0]); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 5, "leaf": 10}) {
+				t.Errorf("report %v", counts)
+			}
+			if tr, err := trace.Read(made[0]); err != nil || tr.Meta.Tracer != "function_graph" {
+				t.Errorf("trace: %v; want the recorded tracer, function_graph", err)
+			}
+		})
+	}
+
+	// Root's own run of the same file is no secure execution: FTRACE_OUT
+	// wins, and without it the recorded place is used, the earlier trace
+	// there moved aside.
+	own := filepath.Join(base, "own")
+	if _, errOut, code, err := runStatusEnv(home, []string{"FTRACE_OUT=" + own}, good, "rights"); err != nil || code != 0 {
+		t.Fatalf("root's run: exit %d, %v\n%s", code, err, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(own, "meta")); err != nil {
+		t.Errorf("root's run with FTRACE_OUT: %v", err)
+	}
+	if _, errOut, code := runNoFtrace(t, home, nil, good, "rights"); code != 0 {
+		t.Fatalf("root's run: exit %d\n%s", code, errOut)
+	}
+	for _, d := range []string{"t", "t.old"} {
+		if _, err := os.Stat(filepath.Join(traces, d, "meta")); err != nil {
+			t.Errorf("root's run without FTRACE_OUT: %v", err)
+		}
+	}
 }
 
 // checkPrivate checks that the trace directory dir and its files belong

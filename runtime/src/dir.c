@@ -25,6 +25,15 @@
  * directory is 0700 and its files 0600 unless FTRACE_MODE widens that
  * (ftrt_dir_set_mode; never in a secure-execution process).
  *
+ * A location recorded in the binary (ftpatch enable --trace-dir) is
+ * checked first, from the root down (walk_trusted): an absolute path,
+ * each directory on it reached without following a symbolic link, owned
+ * by root or the effective user, and writable by no one else, unless it
+ * is sticky (as /tmp is: others may add names there, but not rename or
+ * remove one of root's). The trace directory's own parent may not be
+ * writable by anyone else even so, as the runtime makes and moves names
+ * there. That is the only place a secure-execution process writes.
+ *
  * Start-up code (the constructor, or dlopen's pass): libc is used freely
  * there, but for ftrt_file_create, which the trace's end may call from a
  * signal handler: a raw system call.
@@ -81,9 +90,79 @@ long ftrt_file_create(int dir, const char *name)
 }
 
 /*
+ * Whether the directory open at fd may lie on the way to a recorded trace
+ * location: NULL when it may, else why not. last: it is the trace
+ * directory's parent, where no sticky bit excuses others' write access.
+ */
+static const char *trusted(int fd, int last)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		return "has a component on the way that is not a directory";
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return last ? "has a parent directory owned by another user than root or the effective user"
+			    : "has a directory on the way owned by another user than root or the effective user";
+	if ((st.st_mode & 022) && (last || !(st.st_mode & S_ISVTX)))
+		return last ? "has a parent directory writable by group or others"
+			    : "has a directory on the way writable by group or others, and not sticky";
+	return NULL;
+}
+
+/*
+ * Open the parent of the recorded location path from the root down, one
+ * component at a time, never following a symbolic link, each directory
+ * trusted (above); *base is the last component, the trace directory's
+ * name. The descriptor (O_PATH), or -1 with *why set.
+ */
+static int walk_trusted(const char *path, const char **base, const char **why)
+{
+	if (path[0] != '/') {
+		*why = "is not an absolute path";
+		return -1;
+	}
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = "cannot open /";
+		return -1;
+	}
+	const char *p = path + 1;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		char name[NAME_MAX + 1];
+		if (len == 0 || len > NAME_MAX || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
+			*why = "is not a clean absolute path (an empty, \".\", \"..\" or overlong component)";
+			goto fail;
+		}
+		if ((*why = trusted(fd, slash == NULL)) != NULL)
+			goto fail;
+		if (!slash) {
+			*base = p;
+			return fd;
+		}
+		memcpy(name, p, len);
+		name[len] = 0;
+		int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			struct stat st;
+			*why = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)
+				       ? "has a symbolic link on the way"
+				       : "has a directory on the way that does not exist or cannot be searched";
+			goto fail;
+		}
+		close(fd);
+		fd = next;
+		p = slash + 1;
+	}
+fail:
+	close(fd);
+	return -1;
+}
+
+/*
  * Open the parent of path as the kernel resolves it (FTRACE_OUT, or the
- * default ./ftrace.data: the user's own choice); *base is the last
- * component.
+ * default ./ftrace.data: the user's own choice, in the user's own
+ * process); *base is the last component.
  */
 static int open_parent(const char *path, const char **base, const char **why)
 {
@@ -145,8 +224,9 @@ static int move_aside(int parent, const char *name)
 }
 
 /*
- * Make the trace directory path and open it. Returns the directory's
- * descriptor, locked, or -1 with *why set. One that exists
+ * Make the trace directory path and open it; recorded: path is the
+ * binary's recorded location, checked from the root down. Returns the
+ * directory's descriptor, locked, or -1 with *why set. One that exists
  * is never mixed with this run nor destroyed:
  *
  *  - One a running process is writing (a traced program that started
@@ -164,7 +244,7 @@ static int move_aside(int parent, const char *name)
  * then renamed into place only if nothing took the name meanwhile, so a
  * process starting at the same moment never finds it unlocked.
  */
-int ftrt_dir_make(const char *path, const char **why)
+int ftrt_dir_make(const char *path, int recorded, const char **why)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1], tmp[NAME_MAX + 1];
 	/* FTRACE_OUT=out/ names out: the names made beside it (out.PID,
@@ -179,7 +259,7 @@ int ftrt_dir_make(const char *path, const char **why)
 	memcpy(dir, path, len);
 	dir[len] = 0;
 	const char *base;
-	int parent = open_parent(dir, &base, why);
+	int parent = recorded ? walk_trusted(dir, &base, why) : open_parent(dir, &base, why);
 	if (parent < 0)
 		return -1;
 	int pid = (int)getpid(), fd = -1;

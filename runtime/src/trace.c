@@ -903,15 +903,16 @@ uint64_t ftrt_now(void)
 }
 
 /*
- * Open the trace: make its directory (dir.c), and set up the end. The
- * directory's first metadata is written when the pass that opened it is
- * done (ftrt_trace_meta_update). -1 with *why set when the directory
- * cannot be made.
+ * Open the trace: make its directory (dir.c; recorded: dir is the
+ * binary's recorded location, re-checked there), and set up the end.
+ * The directory's first metadata is written when the pass that opened
+ * it is done (ftrt_trace_meta_update). -1 with *why set when the
+ * directory cannot be made.
  */
-int ftrt_trace_start(const char *dir, const char **why)
+int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
-	ftrt_dir_set_mode(secure_getenv("FTRACE_MODE"));
-	int fd = ftrt_dir_make(dir, why);
+	ftrt_dir_set_mode(ftrt_env("FTRACE_MODE"));
+	int fd = ftrt_dir_make(dir, recorded, why);
 	if (fd < 0)
 		return -1;
 	if (pthread_key_create(&exit_key, thread_exit) != 0) {
@@ -921,7 +922,7 @@ int ftrt_trace_start(const char *dir, const char **why)
 	}
 	dir_fd = fd;
 	pthread_atfork(NULL, NULL, after_fork_child);
-	const char *clk = getenv("FTRACE_CLOCK");
+	const char *clk = ftrt_env("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
 	creator_pid = trace_pid = getpid();
 	tsc_start = now();
