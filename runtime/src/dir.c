@@ -200,6 +200,36 @@ static int in_use(int parent, const char *name)
 	return held;
 }
 
+/*
+ * Whether the directory name in parent is this very process's trace,
+ * written before it exec'd this program in its place (whose exec closed
+ * the descriptor that held its lock): a directory of the effective
+ * user's whose metadata names this process. A finished trace of an
+ * earlier process that had the same pid looks the same, and is left
+ * alone too.
+ */
+static int before_exec(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	char buf[PATH_MAX + 1024]; /* the exe line comes before the pid's */
+	long n = 0;
+	int meta = -1;
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
+		meta = openat(fd, "meta", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(fd);
+	if (meta < 0)
+		return 0;
+	if (fstat(meta, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(meta, buf, sizeof buf - 1);
+	close(meta);
+	buf[n > 0 ? n : 0] = 0;
+	const char *pid = strstr(buf, "\npid ");
+	return pid && strtol(pid + 5, NULL, 10) == (long)getpid();
+}
+
 /* Move name in parent aside, to name.old (or name.old.N when that is
  * taken too), never replacing anything. */
 static int move_aside(int parent, const char *name)
@@ -237,6 +267,10 @@ static int move_aside(int parent, const char *name)
  *    runs, and so do its forked children, which share the open
  *    directory; exec closes it (O_CLOEXEC), so an exec'd program holds
  *    no lock of its parent's.
+ *  - So is this process's own, from before it exec'd this program in
+ *    its place (before_exec): the trace in progress stays where it was
+ *    started, whichever thread exec'd, and the new program's goes to
+ *    path.PID beside it, as an exec'd child's does.
  *  - Any other, a finished run's, is moved aside to path.old (or
  *    path.old.N when that is taken too).
  *
@@ -270,7 +304,7 @@ int ftrt_dir_make(const char *path, int recorded, const char **why)
 	for (int tries = 0; tries < 10; tries++) {
 		struct stat st;
 		if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (in_use(parent, name)) {
+			if (in_use(parent, name) || (tries == 0 && before_exec(parent, name))) {
 				*why = "is in use, and so is its .PID beside it";
 				if (strcmp(name, base) != 0)
 					goto out; /* dir.PID in use: not ours to take */

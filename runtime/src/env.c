@@ -12,9 +12,17 @@
  * where the binary itself says, a location `ftpatch enable --trace-dir`
  * recorded in its config record, after re-checking it (dir.c); with
  * none, it traces nothing and writes nothing.
+ *
+ * The settings a program was started with also go to the children it
+ * starts with an environment of its own that holds no FTRACE* variable
+ * (execve, execle, execvpe, fexecve, execveat, posix_spawn,
+ * posix_spawnp: exec.c), so that such a child is traced as a child that
+ * inherits the environment is; FTRACE_INHERIT=0 says not to. Nothing is
+ * passed on from a secure-execution process.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 
 #include "ftrt.h"
@@ -32,4 +40,56 @@ const char *ftrt_env(const char *name)
 	if (ftrt_secure())
 		return NULL;
 	return secure_getenv(name);
+}
+
+/* The FTRACE* entries of the environment the process started with
+ * ("NAME=value", the C library's own strings, which outlive any setenv
+ * or unsetenv), for children given an environment of their own. */
+#define SETTINGS_MAX 16
+static const char *settings[SETTINGS_MAX];
+static int nsettings;
+
+extern char **environ;
+
+void ftrt_env_capture(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	const char *inherit = ftrt_env("FTRACE_INHERIT");
+	if (ftrt_secure() || (inherit && strcmp(inherit, "0") == 0) || !environ)
+		return;
+	for (char **e = environ; *e && nsettings < SETTINGS_MAX; e++)
+		if (strncmp(*e, "FTRACE", 6) == 0 && strchr(*e, '='))
+			settings[nsettings++] = *e;
+}
+
+/* A child's environment bigger than this is left as the program made it:
+ * its copy is made on the stack, which an exec in a child of vfork may
+ * use (it shares its parent's memory: an mmap would be the parent's). */
+#define CHILD_ENV_MAX 1024
+
+size_t ftrt_child_env_size(char *const envp[])
+{
+	size_t n = 0;
+	if (nsettings == 0)
+		return 0;
+	for (; envp && envp[n]; n++) {
+		if (strncmp(envp[n], "FTRACE", 6) == 0)
+			return 0; /* the program chose the child's settings */
+		if (n >= CHILD_ENV_MAX)
+			return 0;
+	}
+	return n + (size_t)nsettings + 1;
+}
+
+void ftrt_child_env_fill(char **out, char *const envp[])
+{
+	size_t n = 0;
+	for (; envp && envp[n]; n++)
+		out[n] = envp[n];
+	for (int i = 0; i < nsettings; i++)
+		out[n++] = (char *)settings[i];
+	out[n] = NULL;
 }

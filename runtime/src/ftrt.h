@@ -291,9 +291,17 @@ int ftrt_unwind_hooked(void) __attribute__((weak));
  * The environment (env.c): whether the process runs in secure-execution
  * mode (AT_SECURE: setuid, setgid, file capabilities), and every FTRACE*
  * variable the runtime reads, through ftrt_env, which gives NULL there.
+ * ftrt_env_capture notes the settings the process started with (at its
+ * first pass); a child given an environment of its own with no FTRACE*
+ * variable gets them (exec.c): ftrt_child_env_size says how many
+ * pointers its copy needs (0: leave it as it is), ftrt_child_env_fill
+ * makes it. Async-signal-safe, both.
  */
 int ftrt_secure(void) __attribute__((visibility("hidden")));
 const char *ftrt_env(const char *name) __attribute__((visibility("hidden")));
+void ftrt_env_capture(void) __attribute__((visibility("hidden")));
+size_t ftrt_child_env_size(char *const envp[]) __attribute__((visibility("hidden")));
+void ftrt_child_env_fill(char **out, char *const envp[]) __attribute__((visibility("hidden")));
 
 /*
  * The trace directory and its files (dir.c). ftrt_dir_set_mode applies

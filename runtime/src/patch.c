@@ -648,6 +648,7 @@ static void read_env(void)
 	if (env.read)
 		return;
 	env.read = 1;
+	ftrt_env_capture();
 	env.mode = ftrt_env("FTRACE");
 	env.filter = ftrt_env("FTRACE_FILTER");
 	env.env = (env.mode && *env.mode) || (env.filter && *env.filter);

@@ -12,7 +12,8 @@
  * Flushing uses raw system calls, so errno is never touched and the
  * writer is async-signal-safe.
  *
- * Layout of the trace directory (read by the Go package trace):
+ * Layout of the trace directory (made by dir.c; read by the Go package
+ * trace):
  *   meta                     key value lines: written when the trace opens
  *                            ("ended 0"), again when a module comes or
  *                            goes, and at the end ("ended 1"); a run
@@ -657,11 +658,12 @@ static void meta_modules(struct meta_out *o)
  * or RLIMIT_FSIZE leaves the one before in place). ended 0: written while
  * the run goes on, with the clock pair (tsc_end, mono_end) of its
  * writing, which gives the reader the TSC's rate when it must take the
- * run's end from the last record; ended 1: written at the end. The
- * caller holds the module records still, or could not (see
- * ftrt_modules_hold).
+ * run's end from the last record; ended 1: written at the end. gone:
+ * threads whose buffers will not be written, beyond those counted
+ * (lost_threads; an exec's). The caller holds the module records still,
+ * or could not (see ftrt_modules_hold).
  */
-static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp)
+static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
 	long fd = ftrt_file_create(dir_fd, tmp);
 	if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
@@ -714,7 +716,7 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_line(&o, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
 	meta_line(&o, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
 	meta_line(&o, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
-	meta_line(&o, "lost_threads", atomic_load_explicit(&lost_threads, memory_order_relaxed));
+	meta_line(&o, "lost_threads", atomic_load_explicit(&lost_threads, memory_order_relaxed) + gone);
 	meta_line(&o, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
 	meta_line(&o, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
 	meta_line(&o, "max_depth", ftrt_max_depth);
@@ -744,7 +746,7 @@ void ftrt_trace_meta_update(void)
 {
 	if (dir_fd < 0 || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED) || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != creator_pid)
 		return;
-	write_meta(0, now(), mono_ns(), "meta.run.tmp");
+	write_meta(0, now(), mono_ns(), "meta.run.tmp", 0);
 }
 
 /*
@@ -843,7 +845,7 @@ void ftrt_trace_end(void)
 	if (trace_pid != creator_pid)
 		return;
 	int mods = ftrt_modules_hold();
-	write_meta(1, tsc_end, mono_end, "meta.tmp");
+	write_meta(1, tsc_end, mono_end, "meta.tmp", 0);
 	if (mods)
 		ftrt_modules_release();
 }
@@ -855,7 +857,9 @@ void ftrt_trace_end(void)
  * Tracing goes on: the program an exec fails in is still traced. Other
  * threads' buffers are left: the exec ends those threads, and taking
  * their buffers would need the end's handshake, which stops every
- * thread's tracing for good. Async-signal-safe; nothing in a child that
+ * thread's tracing for good. The metadata counts those that hold
+ * records in lost_threads, and the program exec'd leaves this trace
+ * where it is (dir.c). Async-signal-safe; nothing in a child that
  * shares its parent's memory (vfork), as at the end. A buffer whose
  * thread was interrupted inside its tracer (the exec is a signal
  * handler's) is in the middle of a record, and is left too.
@@ -873,8 +877,19 @@ void ftrt_trace_exec(void)
 	}
 	if (trace_pid != creator_pid || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED))
 		return;
+	uint64_t gone = 0;
+	int others = atomic_load_explicit(&nbufs, memory_order_relaxed) - (b != NULL);
+	if (others > 0) {
+		int held = list_take((int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0), mono_ns() + END_WAIT_NS / 100);
+		for (struct tbuf *x = held ? all : NULL; x; x = x->next)
+			gone += x != b && (__atomic_load_n(&x->n, __ATOMIC_RELAXED) || x->busy);
+		if (held == 1)
+			list_unlock();
+		if (!held)
+			gone = (uint64_t)others;
+	}
 	int mods = ftrt_modules_hold();
-	write_meta(1, now(), mono_ns(), "meta.exec.tmp");
+	write_meta(1, now(), mono_ns(), "meta.exec.tmp", gone);
 	if (mods)
 		ftrt_modules_release();
 }
