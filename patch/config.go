@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"path"
+	"strings"
 
 	"ftpatch/elfx"
 )
@@ -28,7 +30,12 @@ const FlagNoTable uint32 = 2
 // say exactly this. A runtime with a larger record is newer than this
 // ftpatch, one with a smaller record older; either way ftpatch would not
 // know what it writes, so it refuses.
-const configSize = 56
+const configSize = 56 + TraceDirMax
+
+// TraceDirMax is the size of the record's trace_dir field
+// (FTRT_CFG_TRACE_DIR_MAX): a recorded trace location is at most
+// TraceDirMax-1 bytes, NUL-padded.
+const TraceDirMax = 256
 
 var configMagic = [8]byte{'f', 't', 'r', 't', 'c', 'f', 'g', '1'}
 
@@ -44,6 +51,7 @@ var configMagic = [8]byte{'f', 't', 'r', 't', 'c', 'f', 'g', '1'}
 //	32 enabled    u64
 //	40 list_hash  u64
 //	48 text_hash  u64
+//	56 trace_dir  [256]byte, NUL-padded
 //
 // The zero Config (tracer 0, no flags) is the record as linked: "not
 // patched", the runtime does what the environment says.
@@ -55,6 +63,10 @@ type Config struct {
 	Enabled  uint64 // of which calls into the runtime
 	ListHash uint64 // funclist.List.Hash of what was enabled; 0: no list
 	TextHash uint64 // textHash of the file when it was patched
+	// TraceDir is where the program writes its trace (ftpatch enable
+	// --trace-dir): an absolute path the runtime checks at start, the
+	// only place a setuid or setgid program traces to; "" for none.
+	TraceDir string
 }
 
 // Patched reports whether ftpatch wrote every site.
@@ -73,6 +85,7 @@ func (c Config) marshal() []byte {
 	le.PutUint64(b[32:], c.Enabled)
 	le.PutUint64(b[40:], c.ListHash)
 	le.PutUint64(b[48:], c.TextHash)
+	copy(b[56:], c.TraceDir) // checked by CheckTraceDir: shorter than the field, so NUL-terminated
 	return b
 }
 
@@ -88,10 +101,38 @@ func parseConfig(b []byte) (Config, error) {
 	if n := le.Uint32(b[8:]); n != configSize {
 		return Config{}, fmt.Errorf("%w: record of %d bytes, this ftpatch writes %d: use the ftpatch whose runtime is linked", ErrConfig, n, configSize)
 	}
+	dir := b[56:configSize]
+	end := bytes.IndexByte(dir, 0)
+	if end < 0 || bytes.ContainsFunc(dir[end:], func(r rune) bool { return r != 0 }) {
+		return Config{}, fmt.Errorf("%w: trace_dir is not a NUL-terminated path padded with NULs", ErrConfig)
+	}
 	return Config{
 		Tracer: Tracer(le.Uint32(b[12:])), Flags: le.Uint32(b[16:]), Reserved: le.Uint32(b[20:]),
 		Sites: le.Uint64(b[24:]), Enabled: le.Uint64(b[32:]), ListHash: le.Uint64(b[40:]), TextHash: le.Uint64(b[48:]),
+		TraceDir: string(dir[:end]),
 	}, nil
+}
+
+// CheckTraceDir says whether dir can be recorded as a program's trace
+// location: an absolute, clean path (no "." or ".." component, no
+// trailing slash, no repeated slash), not "/", shorter than the record's
+// field. The runtime re-checks the directories on it when the program
+// starts (runtime/src/dir.c): that is where ownership and symbolic links
+// are judged, on the machine the program runs on.
+func CheckTraceDir(dir string) error {
+	switch {
+	case !strings.HasPrefix(dir, "/"):
+		return fmt.Errorf("%w: %q is not an absolute path", ErrTraceDir, dir)
+	case dir == "/":
+		return fmt.Errorf("%w: %q: name a directory to make, not the root", ErrTraceDir, dir)
+	case path.Clean(dir) != dir:
+		return fmt.Errorf("%w: %q is not a clean path (want %q)", ErrTraceDir, dir, path.Clean(dir))
+	case len(dir) >= TraceDirMax:
+		return fmt.Errorf("%w: %q is %d bytes, at most %d fit the config record", ErrTraceDir, dir, len(dir), TraceDirMax-1)
+	case strings.IndexByte(dir, 0) >= 0:
+		return fmt.Errorf("%w: %q holds a NUL byte", ErrTraceDir, dir)
+	}
+	return nil
 }
 
 // findConfig locates the record: the section's file offset and contents.

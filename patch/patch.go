@@ -61,6 +61,10 @@ var (
 	ErrReadOnly = errors.New("not writable")
 	// ErrConfig: the config record is malformed or of another version.
 	ErrConfig = errors.New("bad .ftrt_config record")
+	// ErrTraceDir: a trace location (Request.TraceDir) that cannot be
+	// recorded: not absolute, not clean, too long, or given for a shared
+	// object, whose trace goes where its program's does.
+	ErrTraceDir = errors.New("bad trace location")
 )
 
 // A SiteError is a site whose bytes ftpatch will not touch. It matches

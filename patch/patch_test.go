@@ -243,6 +243,55 @@ func TestEnable(t *testing.T) {
 	}
 }
 
+// TestTraceDir: enable records the trace location asked for in the
+// config record, and enabling again with another one rewrites the
+// record; disable keeps it while some site calls the runtime, and drops
+// it with the last. CheckTraceDir takes only clean absolute paths that
+// fit the record.
+func TestTraceDir(t *testing.T) {
+	dir := t.TempDir()
+	prog := builds[0].make(t, dir)
+	enabled := filepath.Join(dir, "enabled")
+	req := Request{Op: Enable, Tracer: TracerGraph, List: list(t, "fib\nhelper\n"), Inputs: "list", TraceDir: "/var/trace/prog"}
+	for i, want := range []struct {
+		dir     string
+		written bool
+	}{{"/var/trace/prog", true}, {"/var/trace/prog", false}, {"/srv/t", true}} {
+		req.TraceDir = want.dir
+		path, out := prog, enabled
+		if i > 0 {
+			path, out = enabled, ""
+		}
+		res, err := Run(Options{Path: path, Out: out, Request: req})
+		if err != nil || (res.Written != "") != want.written {
+			t.Fatalf("enable --trace-dir %s: %v, written %q", want.dir, err, res.Written)
+		}
+		if b := load(t, enabled); b.Config.TraceDir != want.dir || !b.Verify().OK() {
+			t.Errorf("enable --trace-dir %s: config %+v, %v", want.dir, b.Config, b.Verify().Problems)
+		}
+	}
+	part, none := filepath.Join(dir, "part"), filepath.Join(dir, "none")
+	for _, c := range []struct {
+		in, out, list, want string
+	}{{enabled, part, "fib\n", "/srv/t"}, {part, none, "helper\n", ""}} {
+		if _, err := Run(Options{Path: c.in, Out: c.out, Request: Request{Op: Disable, List: list(t, c.list), Inputs: "list"}}); err != nil {
+			t.Fatal(err)
+		}
+		if b := load(t, c.out); b.Config.TraceDir != c.want {
+			t.Errorf("disable %q: trace location %q, want %q", c.list, b.Config.TraceDir, c.want)
+		}
+	}
+	for dir, ok := range map[string]bool{
+		"/var/trace/prog": true, "/t": true, "/": false, "var/trace": false, "/var//trace": false, "/var/trace/": false,
+		"/var/../trace": false, "/var/./trace": false, "/" + strings.Repeat("x", TraceDirMax-2): true,
+		"/" + strings.Repeat("x", TraceDirMax-1): false, "/a\x00b": false,
+	} {
+		if err := CheckTraceDir(dir); (err == nil) != ok || (err != nil && !errors.Is(err, ErrTraceDir)) {
+			t.Errorf("CheckTraceDir(%.40q) = %v, want ok %v", dir, err, ok)
+		}
+	}
+}
+
 // TestConfigLayout: the record Go writes is the C struct the runtime
 // reads, field by field, as the C compiler lays it out.
 func TestConfigLayout(t *testing.T) {
@@ -253,7 +302,7 @@ func TestConfigLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields := []string{"magic", "size", "tracer", "flags", "reserved", "sites", "enabled", "list_hash", "text_hash"}
+	fields := []string{"magic", "size", "tracer", "flags", "reserved", "sites", "enabled", "list_hash", "text_hash", "trace_dir"}
 	var c strings.Builder
 	c.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"ftrt.h\"\nint main(void){\n")
 	for _, f := range fields {
@@ -271,7 +320,7 @@ func TestConfigLayout(t *testing.T) {
 	// Where Go puts each field: marshal a record whose every field holds
 	// a distinct value, and find it.
 	cfg := Config{Tracer: 0x11111111, Flags: 0x22222222, Reserved: 0x33333333, Sites: 0x4444444444444444,
-		Enabled: 0x5555555555555555, ListHash: 0x6666666666666666, TextHash: 0x7777777777777777}
+		Enabled: 0x5555555555555555, ListHash: 0x6666666666666666, TextHash: 0x7777777777777777, TraceDir: "/var/trace/" + strings.Repeat("x", TraceDirMax-12)}
 	img := cfg.marshal()
 	find := func(v uint64, n int) int {
 		b := make([]byte, 8)
@@ -283,7 +332,7 @@ func TestConfigLayout(t *testing.T) {
 		"tracer": {find(0x11111111, 4), 4}, "flags": {find(0x22222222, 4), 4}, "reserved": {find(0x33333333, 4), 4},
 		"sites": {find(0x4444444444444444, 8), 8}, "enabled": {find(0x5555555555555555, 8), 8},
 		"list_hash": {find(0x6666666666666666, 8), 8}, "text_hash": {find(0x7777777777777777, 8), 8},
-		"total": {len(img), 0},
+		"trace_dir": {bytes.Index(img, []byte(cfg.TraceDir)), TraceDirMax}, "total": {len(img), 0},
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != len(fields)+1 {
@@ -462,6 +511,8 @@ func TestErrors(t *testing.T) {
 			}
 			return img
 		}), enable("fib"), ErrSite, "in fib: a call to 0x"},
+		{"trace location not absolute", copyOf(func(t *testing.T, b []byte) []byte { return b }),
+			Request{Op: Enable, List: list(t, "fib"), Inputs: "list", TraceDir: "traces/prog"}, ErrTraceDir, `"traces/prog" is not an absolute path`},
 		{"relocatable object", func(t *testing.T, dir string) string {
 			o := filepath.Join(dir, "o.o")
 			src, _ := filepath.Abs(filepath.Join("..", "tests", "progs", "other.c"))

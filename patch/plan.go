@@ -35,6 +35,10 @@ type Request struct {
 	List   *funclist.List // the functions; Disable with nil: every site
 	// Inputs names where the list came from, for messages ("list.txt").
 	Inputs string
+	// TraceDir (Enable, an executable): the trace location to record,
+	// an absolute path (CheckTraceDir); "" records none. Disable keeps
+	// the recorded one while some site still calls the runtime.
+	TraceDir string
 }
 
 // A Write is one site whose bytes change: from what the file holds at
@@ -90,6 +94,14 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	}
 	if r.Op == Enable && r.List == nil {
 		return nil, fmt.Errorf("enable: no function list")
+	}
+	if r.TraceDir != "" {
+		if b.Module {
+			return nil, fmt.Errorf("%w: a shared object traces where its program does: record the location in the program", ErrTraceDir)
+		}
+		if err := CheckTraceDir(r.TraceDir); err != nil {
+			return nil, err
+		}
 	}
 	p := &Plan{}
 	var chosen []bool
@@ -175,11 +187,12 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	case enabled == 0:
 		// Nothing calls the runtime: no tracer to start, no list.
 	case r.Op == Enable:
-		c.Tracer, c.ListHash = r.Tracer, r.List.Hash()
+		c.Tracer, c.ListHash, c.TraceDir = r.Tracer, r.List.Hash(), r.TraceDir
 	default:
-		// Some calls kept: the tracer stays; the list is the old one less
-		// this one, which no list file spells: a hash of both.
-		c.Tracer = tracer
+		// Some calls kept: the tracer and the trace location stay; the
+		// list is the old one less this one, which no list file spells: a
+		// hash of both.
+		c.Tracer, c.TraceDir = tracer, b.Config.TraceDir
 		c.ListHash = chainHash(b.Config.ListHash, r.List.Hash())
 	}
 	p.Config = c

@@ -232,8 +232,10 @@ func CFlags(a arch.Arch) []string {
 // undefined to pull it in: a program or shared object that ends with
 // _exit still flushes its trace (src/exit.c). The program's calls of
 // the exec functions are wrapped, so a process writes its buffer out
-// before an exec discards it (src/exec.c), and so are its calls of
-// backtrace, which then see through graphed frames (src/backtrace.c).
+// before an exec discards it, and they and posix_spawn pass the tracing
+// settings on to a child given an environment without them
+// (src/exec.c); so are its calls of backtrace, which then see through
+// graphed frames (src/backtrace.c), and of makecontext (src/context.c).
 func LinkFlags(lib string) []string {
 	flags := []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
 		"-Wl,--export-dynamic-symbol=ftrt_module_unregister",
@@ -245,9 +247,10 @@ func LinkFlags(lib string) []string {
 }
 
 // wrapped are the C library's functions the runtime wraps in the program:
-// the exec functions (src/exec.c), backtrace (src/backtrace.c) and
-// makecontext (src/context.c).
-var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat", "backtrace", "makecontext"}
+// the exec and spawn functions (src/exec.c), backtrace (src/backtrace.c)
+// and makecontext (src/context.c).
+var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat",
+	"posix_spawn", "posix_spawnp", "backtrace", "makecontext"}
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for
 // the runtime's archive at lib: the module stub beside it, pulled in by

@@ -267,12 +267,19 @@ func runNoFtrace(t *testing.T, dir string, env []string, argv ...string) (string
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its stdout, stderr and exit status; a
+// command that cannot be run at all fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running %s: %v", argv[0], err)
+		t.Fatalf("running %s: %v", cmd.Path, err)
 	}
 	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }
@@ -396,6 +403,9 @@ func TestEnableCommand(t *testing.T) {
 		{"no functions", []string{"enable", prog}, 2, "name the functions"},
 		{"no file", []string{"enable"}, 2, "requires at least 1 arg"},
 		{"bad tracer", []string{"enable", "--tracer", "graph", prog, "fib"}, 2, `unknown tracer "graph"`},
+		{"relative trace location", []string{"enable", "--trace-dir", "traces", prog, "fib"}, 2, `--trace-dir: bad trace location: "traces" is not an absolute path`},
+		{"trace location", []string{"enable", "--trace-dir", "/var/trace/prog", "-o", filepath.Join(dir, "o3"), prog, "fib"}, 0, "1 site in 1 function calling the function tracer into /var/trace/prog"},
+		{"verify a trace location", []string{"verify", filepath.Join(dir, "o3")}, 0, "1 call the function tracer into /var/trace/prog;"},
 		{"bad flag", []string{"verify", "--frob", prog}, 2, "unknown flag: --frob"},
 		{"verify no runtime", []string{"verify", plain}, 1, "the ftpatch runtime is not linked"},
 		{"verify missing", []string{"verify", filepath.Join(dir, "nosuch")}, 2, "no such file"},
@@ -473,7 +483,9 @@ func mainOffset(t *testing.T, path string) int {
 }
 
 // TestEnableShared: a shared object with its own table, linked with the
-// module stub, is enabled, verified and disabled like an executable.
+// module stub, is enabled, verified and disabled like an executable; a
+// trace location is refused for it (its trace is its program's), with
+// the file left as it was.
 func TestEnableShared(t *testing.T) {
 	for _, tg := range []target{x86GCC, x86Clang} {
 		t.Run(tg.name, func(t *testing.T) {
@@ -485,6 +497,11 @@ func TestEnableShared(t *testing.T) {
 			lib := filepath.Join(dir, "libother.so")
 			run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
 			run(t, dir, tool("ftpatch"), "verify", lib)
+			before := stateOf(t, lib)
+			if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
+				t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
+			}
+			before.unchanged(t, "enable --trace-dir of a shared object")
 			out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
 			if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
 				t.Errorf("enable: %s", out)

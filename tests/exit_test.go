@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -56,6 +57,16 @@ func tally(events []trace.Event) map[string]int {
 		n[e.Func]++
 	}
 	return n
+}
+
+// exitsBuilds builds progs/exits.c traced, with flags, into a new
+// directory (dir), and untraced into another.
+func exitsBuilds(t *testing.T, tg target, flags string) (dir, prog, plain string) {
+	t.Helper()
+	dir, plainDir := t.TempDir(), t.TempDir()
+	prog = traced(t, tg, dir, flags, true, "exits.c")
+	plain, _ = link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+	return dir, prog, plain
 }
 
 var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
@@ -202,9 +213,7 @@ func TestExitWays(t *testing.T) {
 			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
-				dir, plainDir := t.TempDir(), t.TempDir()
-				prog := traced(t, tg, dir, "-O2 "+flags, true, "exits.c")
-				plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
+				dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
 				// The program's _exit is the runtime's, exported for shared
 				// objects to bind to.
 				syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
@@ -213,7 +222,7 @@ func TestExitWays(t *testing.T) {
 				}
 				for _, c := range cases {
 					t.Run(c.how, func(t *testing.T) {
-						wantOut, _, wantCode, err := runStatus(plainDir, plain, c.how)
+						wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, c.how)
 						if err != nil || wantCode != c.code {
 							t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
 						}
@@ -245,10 +254,8 @@ func TestExecChild(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
-			dir, plainDir := t.TempDir(), t.TempDir()
-			prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "exits.c")
-			plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "-O2", true, "exits.c"), true, "bfd", false)
-			wantOut, _, wantCode, err := runStatus(plainDir, plain, "exec")
+			dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
+			wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "exec")
 			if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
 				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 			}
@@ -305,24 +312,97 @@ func TestExecChild(t *testing.T) {
 					if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
 						t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
 					}
-					// A program that execs in place: its calls
-					// before the exec end its trace (ended, no
-					// warning), which the exec'd program's moves
-					// aside as any finished run's.
-					self := filepath.Join(dir, "self-"+mode)
-					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, "exec-self")
-					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
-						t.Fatalf("exec-self: exit %d, %v, output %q\n%s", code, err, got, errOut)
-					}
-					for d, want := range map[string]map[string]int{
-						self + ".old": {"main": 1, "work": 1, "twice": 1, "leaf": 2},
-						self:          {"main": 1, "work": 1, "twice": 7, "leaf": 14},
-					} {
-						if counts, errOut := reportCounts(t, d); !maps.Equal(counts, want) || errOut != "" {
-							t.Errorf("%s: report %v, stderr %q; want %v and nothing", d, counts, errOut, want)
+					// A program that execs in place, from its main
+					// thread or another: its calls before the exec end
+					// its trace (ended, no warning), which stays where
+					// it began; the exec'd program's goes beside it, to
+					// DIR.PID, which the first's report names. Nothing
+					// is moved aside. The main thread's buffer, which an
+					// exec from another thread discards, is counted.
+					for _, how := range []string{"exec-self", "exec-thread"} {
+						self := filepath.Join(dir, how+"-"+mode)
+						got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, how)
+						if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
+							t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
+						}
+						next, _ := filepath.Glob(self + ".*")
+						tr, err := trace.Read(self)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if len(next) != 1 || next[0] != fmt.Sprintf("%s.%d", self, tr.Meta.Pid) {
+							t.Fatalf("%s: beside the trace: %v; want the exec'd program's, DIR.PID of its pid", how, next)
+						}
+						before := map[string]int{"main": 1, "work": 1, "twice": 1, "leaf": 2}
+						lost, warning := uint64(0), ""
+						if how == "exec-thread" { // main's calls are lost with its thread
+							before = map[string]int{"on_thread": 1, "work": 1, "twice": 1, "leaf": 2}
+							lost, warning = 1, "ftpatch: warning: "+self+": events lost: 1 thread's records were not written: its calls are missing\n"
+						}
+						for d, c := range map[string]struct {
+							want map[string]int
+							note string
+						}{
+							self:    {before, warning + "ftpatch: note: " + next[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
+							next[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
+						} {
+							if counts, errOut := reportCounts(t, d); !maps.Equal(counts, c.want) || errOut != c.note {
+								t.Errorf("%s: report %v, stderr %q; want %v, %q", d, counts, errOut, c.want, c.note)
+							}
+						}
+						if tr.Meta.Unended || tr.Meta.LostThreads != lost {
+							t.Errorf("%s: meta: unended %v, lost_threads %d; want an ended trace, %d", how, tr.Meta.Unended, tr.Meta.LostThreads, lost)
 						}
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestSpawnChild: the children a traced program starts with an
+// environment of its own that holds no FTRACE* variable (progs/exits.c
+// spawn: by posix_spawn, posix_spawnp, and execve and execle in a forked
+// child) are traced as a forked-and-exec'd child is, each into DIR.PID
+// beside the parent's trace, which names them; what they print (their
+// tag from that environment) is what they print untraced. A child given
+// an FTRACE* variable of its own keeps its environment as given
+// (FTRACE_FILTER alone traces nothing there), and FTRACE_INHERIT=0 passes
+// nothing on.
+func TestSpawnChild(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
+			wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "spawn")
+			if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
+				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+			}
+			for _, inherit := range []bool{true, false} {
+				out := filepath.Join(dir, fmt.Sprintf("inherit-%v", inherit))
+				env := []string{"FTRACE=function", "FTRACE_OUT=" + out}
+				if !inherit {
+					env = append(env, "FTRACE_INHERIT=0")
+				}
+				got, errOut, code := runNoFtrace(t, dir, env, prog, "spawn")
+				if got != wantOut || code != 0 {
+					t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
+				}
+				children, _ := filepath.Glob(out + ".[0-9]*")
+				note := ""
+				for _, c := range children {
+					note += "ftpatch: note: " + c + " holds the trace of a process that started while this one ran (one it exec'd?)\n"
+					if counts, errOut := reportCounts(t, c); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}) || errOut != "" {
+						t.Errorf("%s: report %v, stderr %q", c, counts, errOut)
+					}
+				}
+				if want := map[bool]int{true: 4, false: 0}[inherit]; len(children) != want {
+					t.Errorf("inherit %v: %d children traced beside the trace (%v), want %d", inherit, len(children), children, want)
+				}
+				if counts, errOut := reportCounts(t, out); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 2, "leaf": 4}) || errOut != note {
+					t.Errorf("%s: report %v, stderr %q; want the parent's calls, and %q", out, counts, errOut, note)
+				}
 			}
 		})
 	}

@@ -62,6 +62,8 @@ var packages = map[string]string{
 	"aarch64-linux-gnu-gcc":     "gcc-aarch64-linux-gnu",
 	"aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
 	"qemu-aarch64":              "qemu-user",
+	"prlimit":                   "util-linux",
+	"setpriv":                   "util-linux",
 }
 
 // need fails the test when a tool is missing, naming the package.
@@ -71,6 +73,16 @@ func need(t testing.TB, names ...string) {
 		if _, err := exec.LookPath(n); err != nil {
 			t.Fatalf("%s is not installed: run `make deps` or `apt-get install %s`", n, packages[n])
 		}
+	}
+}
+
+// needRoot fails the test unless it runs as root, which mounting a file
+// system, making a setuid-root program and running a program as another
+// user need (CI runs the tests as root).
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (to mount a file system, make setuid programs, run one as another user): run it as root, as CI does")
 	}
 }
 

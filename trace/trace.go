@@ -311,8 +311,9 @@ func fileList(names []string) string {
 // being written and so, finding its directory in use, traced to a
 // directory beside it, DIR.PID: a program t's exec'd, say, or one run
 // with the same FTRACE_OUT at the same time. Their metadata's start lies
-// within t's run (both on CLOCK_MONOTONIC); an unreadable one is left
-// out.
+// within t's run (both on CLOCK_MONOTONIC), or, for the program t's own
+// process exec'd in its place, which leaves t where it was, after t's
+// start in the same process (pid); an unreadable one is left out.
 func (t *Trace) Beside() []string {
 	dir := filepath.Clean(t.Dir)
 	ents, _ := os.ReadDir(filepath.Dir(dir))
@@ -328,7 +329,8 @@ func (t *Trace) Beside() []string {
 		if _, _, err := readMeta(filepath.Join(p, "meta"), &m); err != nil {
 			continue
 		}
-		if m.MonoStart >= t.Meta.MonoStart && m.MonoStart <= t.Meta.MonoEnd {
+		execd := m.Pid == t.Meta.Pid && p == fmt.Sprintf("%s.%d", t.Dir, t.Meta.Pid)
+		if m.MonoStart >= t.Meta.MonoStart && (m.MonoStart <= t.Meta.MonoEnd || execd) {
 			out = append(out, p)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,27 +88,31 @@ func TestUnended(t *testing.T) {
 }
 
 // TestBeside: the traces named beside one are those in DIR.PID whose run
-// started within its own; not another run's, nor a trace moved aside, nor
-// a directory without metadata.
+// started within its own, and the one of its own process after an exec
+// in place (DIR.PID of its pid); not another run's, nor a trace moved
+// aside, nor a directory without metadata.
 func TestBeside(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "ftrace.data")
-	for name, monoStart := range map[string]int{
-		"":         1000, // the trace itself: 1000-2000 ns
-		".123":     1500, // started while it ran
-		".456":     5000, // another run's
-		".old":     1500, // moved aside
-		".789.old": 1500,
-		".42":      -1, // no metadata
+	for name, run := range map[string]struct{ monoStart, pid int }{
+		"":         {1000, 7},   // the trace itself: 1000-2000 ns
+		".123":     {1500, 123}, // started while it ran
+		".7":       {5000, 7},   // its process, exec'd in place after it ended
+		".456":     {5000, 456}, // another run's
+		".8":       {5000, 7},   // another run's, by a process of the same pid
+		".9":       {500, 9},    // another run's, before
+		".old":     {1500, 7},   // moved aside
+		".789.old": {1500, 789},
+		".42":      {-1, 0}, // no metadata
 	} {
 		d := dir + name
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if monoStart < 0 {
+		if run.monoStart < 0 {
 			continue
 		}
-		meta := fmt.Sprintf("format ftrt-trace 2\ntracer function\nclock tsc\npid 7\ntsc_start 100\ntsc_end 600\nmono_start_ns %d\nmono_end_ns %d\n", monoStart, monoStart+1000)
+		meta := fmt.Sprintf("format ftrt-trace 2\ntracer function\nclock tsc\npid %d\ntsc_start 100\ntsc_end 600\nmono_start_ns %d\nmono_end_ns %d\n", run.pid, run.monoStart, run.monoStart+1000)
 		if err := os.WriteFile(filepath.Join(d, "meta"), []byte(meta), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +121,8 @@ func TestBeside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Beside(); len(got) != 1 || got[0] != dir+".123" {
-		t.Errorf("Beside() = %q, want [%s.123]", got, dir)
+	if got, want := tr.Beside(), []string{dir + ".123", dir + ".7"}; !slices.Equal(got, want) {
+		t.Errorf("Beside() = %q, want %q", got, want)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"ftpatch/internal/machine"
 	ftrt "ftpatch/runtime"
 )
 
@@ -233,7 +234,7 @@ func run(bin string, runs int) error {
 		return err
 	}
 	fmt.Printf("ftpatch enable on a generated executable of %d functions; %d runs per case, fresh copy each, interleaved\n\n", funcs, runs)
-	fmt.Printf("load average at start: %s\n", loadavg())
+	fmt.Printf("load average at start: %s\n", machine.LoadAvg())
 	fmt.Printf("%-8s %-14s %10s %10s %10s %10s %10s %8s  %s\n", "program", "case", "size", "median", "best", "cpu", "max RSS", "RSS/size", "targets (1 s, 10x)")
 	missed := 0
 	for _, s := range shapes {
@@ -284,22 +285,9 @@ func run(bin string, runs int) error {
 	if hwm := selfHWM(); hwm > 0 {
 		fmt.Printf("\nthis process's own peak RSS: %.1f MB, the floor under every max RSS above (children start by vfork)\n", float64(hwm)/1024)
 	}
-	fmt.Printf("\nload average at end: %s (this machine's 2 cores are shared: with a load above 2, wall time is\nmostly waiting for a core; cpu is the command's own user+system time)\n", loadavg())
+	fmt.Printf("\nload average at end: %s (this machine's 2 cores are shared: with a load above 2, wall time is\nmostly waiting for a core; cpu is the command's own user+system time)\n", machine.LoadAvg())
 	if missed > 0 {
 		fmt.Printf("%d cases MISSED a target\n", missed)
 	}
 	return nil
-}
-
-// loadavg is the first three fields of /proc/loadavg.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

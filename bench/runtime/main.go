@@ -38,6 +38,12 @@
 //
 //	go run ./bench/runtime -only load -runs 11
 //	perf stat -r 10 build/bench/runtime/many     (FTRACE=function for the other case)
+//
+// Last, what tracing adds to each process's start and end (startBench):
+// a program that makes three calls, run many times untraced, with every
+// site a NOP, under each tracer, and under `uftrace record`, interleaved;
+// the added wall time per process is its median less the untraced one's.
+// `-only start` runs that part alone.
 package main
 
 import (
@@ -52,6 +58,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"ftpatch/internal/machine"
 )
 
 const calls = 5_000_000
@@ -306,10 +314,10 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
-	only := flag.String("only", "", "run one part: calls (the per-call cases) or load (the load-time pass); default both")
+	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass) or start (a process's start and end); default all")
 	flag.Parse()
-	if *only != "" && *only != "calls" && *only != "load" {
-		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls or load\n", *only)
+	if *only != "" && *only != "calls" && *only != "load" && *only != "start" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load or start\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*work, *bin, *runs, *only); err != nil {
@@ -327,8 +335,8 @@ func sh(dir string, argv ...string) error {
 	return nil
 }
 
-// run builds and runs the cases in work; only names one part ("calls"
-// or "load"), or is empty for both.
+// run builds and runs the cases in work; only names one part ("calls",
+// "load" or "start"), or is empty for all.
 func run(work, bin string, runs int, only string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
@@ -356,8 +364,12 @@ func run(work, bin string, runs int, only string) error {
 	if err != nil {
 		return fmt.Errorf("ftpatch flags --libs: %v", err)
 	}
-	if only == "load" {
+	fmt.Printf("machine: %s; load average at start %s\n", machine.Name(), machine.LoadAvg())
+	switch only {
+	case "load":
 		return patchBench(work, bin, libs, runs)
+	case "start":
+		return startBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -389,14 +401,11 @@ func run(work, bin string, runs int, only string) error {
 		{name: skeletonName, argv: []string{abs("skeleton")}},
 		{name: boundName, argv: []string{abs("bound")}},
 	}
-	if _, err := exec.LookPath("uftrace"); err == nil {
-		if err := sh(work, "gcc", "-O2", "-pg", "leaf.c", "main.c", "-o", "upg"); err != nil {
-			return err
-		}
-		cases = append(cases, &benchCase{name: "uftrace record (-pg)", argv: []string{"uftrace", "record", "-d", abs("t-uftrace"), abs("upg")}, outDir: abs("t-uftrace")})
-	} else {
-		cases = append(cases, &benchCase{name: "uftrace record (-pg)", skipped: "uftrace not installed (scripts/deps.sh bench)"})
+	u, err := uftraceCase(work, "upg", "t-uftrace", "leaf.c", "main.c")
+	if err != nil {
+		return err
 	}
+	cases = append(cases, u)
 	if err := sh(work, "clang", "-O2", "-fxray-instrument", "-fxray-instruction-threshold=1", "leaf.c", "main.c", "-o", "xray"); err == nil {
 		cases = append(cases,
 			&benchCase{name: "XRay sleds, not patched", argv: []string{abs("xray")}, env: []string{"XRAY_OPTIONS=patch_premain=false"}},
@@ -406,15 +415,8 @@ func run(work, bin string, runs int, only string) error {
 		cases = append(cases, &benchCase{name: "XRay", skipped: "clang -fxray-instrument failed (libclang-rt-14-dev missing?): " + err.Error()})
 	}
 
-	for i := 0; i < runs+1; i++ {
-		for _, c := range cases {
-			if c.skipped != "" {
-				continue
-			}
-			if err := c.run(i > 0); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-		}
+	if err := interleave(cases, runs); err != nil {
+		return err
 	}
 	base := median(cases[0].walls)
 	var floors []float64
@@ -485,11 +487,46 @@ func run(work, bin string, runs int, only string) error {
 		if err := patchBench(work, bin, libs, runs); err != nil {
 			return err
 		}
+		if err := startBench(work, bin, libs, runs); err != nil {
+			return err
+		}
 	}
 	for _, other := range []string{"uftrace record (-pg)", "XRay FDR mode"} {
 		if o, ok := byName[other]; ok {
 			for _, ours := range []string{"ftpatch: FTRACE=function", "ftpatch: FTRACE=function_graph"} {
 				fmt.Printf("speed-up of %s over %s: %.1fx\n", ours, other, o/byName[ours])
+			}
+		}
+	}
+	return nil
+}
+
+// uftraceCase is `uftrace record` of srcs built with gcc -O2 -pg into
+// prog, tracing into outDir (all in work); a skipped case when uftrace is
+// not installed.
+func uftraceCase(work, prog, outDir string, srcs ...string) (*benchCase, error) {
+	const name = "uftrace record (-pg)"
+	if _, err := exec.LookPath("uftrace"); err != nil {
+		return &benchCase{name: name, skipped: "uftrace not installed (scripts/deps.sh bench)"}, nil
+	}
+	if err := sh(work, append(append([]string{"gcc", "-O2", "-pg"}, srcs...), "-o", prog)...); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(work, outDir)
+	return &benchCase{name: name, argv: []string{"uftrace", "record", "-d", out, filepath.Join(work, prog)}, outDir: out}, nil
+}
+
+// interleave runs every case n times, recorded, after one run each that
+// is not: the cases take turns, so a change in the machine's load falls
+// on all alike.
+func interleave(cases []*benchCase, n int) error {
+	for i := 0; i < n+1; i++ {
+		for _, c := range cases {
+			if c.skipped != "" {
+				continue
+			}
+			if err := c.run(i > 0); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
 	}
@@ -610,5 +647,78 @@ func patchBench(work, bin string, libs []byte, runs int) error {
 		}
 		fmt.Printf("load-time pass, %d sites, %s: %.1f ns/site (median of %d; target 20): %s\n", n+1, c.name, per[len(per)/2], runs, verdict)
 	}
+	return nil
+}
+
+// fewC records a few calls: the program of the start-and-end case.
+const fewC = `/* Three calls of a traced leaf, then exit: what a short process traces. */
+#include <stdio.h>
+__attribute__((noinline)) int leaf(int x) { __asm__ volatile(""); return x + 1; }
+int main(void)
+{
+	int s = 0;
+	for (int i = 0; i < 3; i++)
+		s += leaf(i);
+	printf("%d\n", s);
+	return 0;
+}
+`
+
+// startBench measures what tracing adds to a process that records a few
+// calls: making the trace directory and its files at start, writing the
+// stream and the final metadata at the end (target: at most 1 ms).
+// Every case runs 20 times per -runs, the cases taking turns; a run's
+// wall time is from fork to wait, the process's whole life.
+func startBench(work, bin string, libs []byte, runs int) error {
+	if err := os.WriteFile(filepath.Join(work, "few.c"), []byte(fewC), 0o644); err != nil {
+		return err
+	}
+	steps := [][]string{
+		{"gcc", "-O2", "few.c", "-o", "few-plain"},
+		{"gcc", "-O2", "-pg", "-mfentry", "-c", "few.c", "-o", "few.o"},
+		{filepath.Join(bin, "recordmcount"), "few.o"},
+		append([]string{"gcc", "few.o", "-o", "few"}, strings.Fields(string(libs))...),
+	}
+	for _, s := range steps {
+		if err := sh(work, s...); err != nil {
+			return err
+		}
+	}
+	abs := func(p string) string { return filepath.Join(work, p) }
+	cases := []*benchCase{
+		{name: "untraced -O2 (baseline)", argv: []string{abs("few-plain")}},
+		{name: "ftpatch: sites NOP'd", argv: []string{abs("few")}},
+		{name: "ftpatch: FTRACE=function", argv: []string{abs("few")}, env: []string{"FTRACE=function", "FTRACE_OUT=" + abs("t-few")}, outDir: abs("t-few"), target: 1},
+		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("few")}, env: []string{"FTRACE=function_graph", "FTRACE_OUT=" + abs("t-few")}, outDir: abs("t-few"), target: 1},
+	}
+	u, err := uftraceCase(work, "few-upg", "t-ufew", "few.c")
+	if err != nil {
+		return err
+	}
+	cases = append(cases, u)
+	n := 20 * runs
+	if err := interleave(cases, n); err != nil {
+		return err
+	}
+	base := median(cases[0].walls)
+	fmt.Printf("\na process that records 3 calls, start to end; median of %d runs each, cases interleaved\n\n", n)
+	fmt.Printf("%-34s %10s %10s %10s\n", "case", "median", "added", "target")
+	for _, c := range cases {
+		if c.skipped != "" {
+			fmt.Printf("%-34s %s\n", c.name, c.skipped)
+			continue
+		}
+		m := median(c.walls)
+		added := float64(m-base) / 1e6
+		verdict := ""
+		if c.target > 0 {
+			verdict = fmt.Sprintf("<= %.0f ms: met", c.target)
+			if added > c.target {
+				verdict = fmt.Sprintf("<= %.0f ms: MISSED", c.target)
+			}
+		}
+		fmt.Printf("%-34s %8.3fms %8.3fms %s\n", c.name, float64(m.Microseconds())/1000, added, verdict)
+	}
+	fmt.Printf("\nload average at end: %s\n", machine.LoadAvg())
 	return nil
 }

@@ -109,9 +109,9 @@ cannot be read.`
 
 func newEnable(stdout, stderr io.Writer) *cobra.Command {
 	var lf listFlags
-	var tracer, out string
+	var tracer, out, traceDir string
 	cmd := &cobra.Command{
-		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [-o OUT] BIN [FUNC-GLOB...]",
+		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [--trace-dir DIR] [-o OUT] BIN [FUNC-GLOB...]",
 		Short: "Bake tracing of chosen functions into a linked executable or shared object",
 		Long: `enable patches a linked executable or shared object so that it traces the
 chosen functions with no environment set: their sites become calls into
@@ -136,10 +136,20 @@ Tracers (--tracer): function records every call of the chosen functions;
 function_graph records calls and returns, with durations; nop makes the
 sites call an empty stub and records nothing, not even a trace directory
 (the cost of the mechanism alone). The program writes its trace to
-./ftrace.data when it runs (FTRACE_OUT sets another directory;
-FTRACE_DEPTH and FTRACE_THRESH configure function_graph). FTRACE or
-FTRACE_FILTER set when it runs win over what is baked in (the runtime
-then patches at load time, as for any binary).
+./ftrace.data when it runs, or to the absolute DIR that --trace-dir
+records (FTRACE_OUT sets another directory; FTRACE_DEPTH and
+FTRACE_THRESH configure function_graph). FTRACE or FTRACE_FILTER set when
+it runs win over what is baked in (the runtime then patches at load time,
+as for any binary).
+
+A setuid or setgid program (or one with file capabilities) ignores every
+FTRACE* variable and writes a trace only to the DIR --trace-dir records,
+and only when, at start, every directory on the way to it is reached
+without a symbolic link, is owned by root or the effective user, and is
+not writable by group or others (a sticky one such as /tmp excepted but
+for DIR's own parent). Without --trace-dir it traces nothing and writes
+nothing. DIR is made as FTRACE_OUT's is: a finished run's moved aside to
+DIR.old, private to its owner (0700).
 
 ` + writingHelp + `
 
@@ -164,6 +174,11 @@ then patches at load time, as for any binary).
 			if err != nil {
 				return usage(fmt.Errorf("--tracer: %w", err))
 			}
+			if traceDir != "" {
+				if err := patch.CheckTraceDir(traceDir); err != nil {
+					return usage(fmt.Errorf("--trace-dir: %w", err))
+				}
+			}
 			list, inputs, err := lf.list(args[1:])
 			if err != nil {
 				return fileError(err)
@@ -172,11 +187,12 @@ then patches at load time, as for any binary).
 				return usage(errors.New("enable: name the functions: --funcs LIST, --funcs-from REPORT or FUNC-GLOB arguments"))
 			}
 			return runPatch(stdout, stderr, patch.Options{Path: args[0], Out: out,
-				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs}})
+				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs, TraceDir: traceDir}})
 		},
 	}
 	lf.register(cmd)
 	cmd.Flags().StringVar(&tracer, "tracer", "function", "the `TRACER` enabled sites call: function, function_graph or nop")
+	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "record `DIR`, an absolute path, as where the program traces (the only place a setuid program does)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd
 }
@@ -258,6 +274,9 @@ func runPatch(stdout, stderr io.Writer, o patch.Options) error {
 		what = fmt.Sprintf("%s still calling the %s tracer", count(int(c.Enabled), "site"), c.Tracer)
 	case c.Enabled > 0:
 		what = fmt.Sprintf("%s in %s calling the %s tracer", count(int(c.Enabled), "site"), count(p.Funcs, "function"), c.Tracer)
+	}
+	if c.Enabled > 0 && c.TraceDir != "" {
+		what += " into " + c.TraceDir
 	}
 	switch {
 	case res.Written == "":

@@ -48,8 +48,10 @@ the runtime with the system C compiler into a per-user cache on first use
 
 needs nothing but ftpatch and a compiler. The link flags also wrap the
 program's calls of the exec functions (so a process writes its trace
-buffer out before an exec discards it) and of backtrace (so a walk of the
-stack sees through function_graph's hooks).
+buffer out before an exec discards it), of posix_spawn and posix_spawnp
+(they and the exec functions pass the tracing settings on to a child
+given an environment without them; FTRACE_INHERIT=0 says not to) and of
+backtrace (so a walk of the stack sees through function_graph's hooks).
 
 A shared object with sites links the module stub instead (--shared): one
 runtime, the program's, serves the whole process, and each shared object

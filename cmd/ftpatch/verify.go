@@ -71,7 +71,11 @@ Exit status:
 			case c.Enabled == 0:
 				_, err = fmt.Fprintf(stdout, "%s: ok: %d sites, all NOPs; text unchanged since ftpatch wrote it\n", path, r.Sites)
 			default:
-				_, err = fmt.Fprintf(stdout, "%s: ok: %d sites, %d call the %s tracer; text unchanged since ftpatch wrote it\n", path, r.Sites, r.Enabled, c.Tracer)
+				into := ""
+				if c.TraceDir != "" {
+					into = " into " + c.TraceDir
+				}
+				_, err = fmt.Fprintf(stdout, "%s: ok: %d sites, %d call the %s tracer%s; text unchanged since ftpatch wrote it\n", path, r.Sites, r.Enabled, c.Tracer, into)
 			}
 			return err
 		},

@@ -30,5 +30,5 @@ const struct ftrt_config ftrt_config = {
 	.size = sizeof(struct ftrt_config),
 };
 
-/* The layout package patch writes: 8 + 4 * 4 + 4 * 8 bytes, no padding. */
-_Static_assert(sizeof(struct ftrt_config) == 56, "struct ftrt_config is 56 bytes");
+/* The layout package patch writes: 8 + 4 * 4 + 4 * 8 + 256 bytes, no padding. */
+_Static_assert(sizeof(struct ftrt_config) == 312, "struct ftrt_config is 312 bytes");

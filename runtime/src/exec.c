@@ -1,5 +1,6 @@
 /*
- * The exec functions: a process's events survive its exec.
+ * The exec and spawn functions: a process's events survive its exec,
+ * and a child it starts with an environment of its own is traced.
  *
  * A thread's records wait in its buffer until it fills, the thread
  * exits or the process ends (trace.c). exec ends none of those: it
@@ -10,17 +11,32 @@
  * which write the calling thread's buffer out (ftrt_trace_exec), then
  * call the C library's own function with the same arguments.
  *
+ * A child is traced when its environment carries FTRACE*, as a child
+ * that inherits its parent's does. One the program gives an environment
+ * of its own (execve, execle, execvpe, fexecve, execveat, posix_spawn,
+ * posix_spawnp) that holds no FTRACE* variable at all gets the settings
+ * this process started with added to a copy of it (env.c), so it is
+ * traced beside this process (into DIR.PID, its trace directory being in
+ * use) as a forked-and-exec'd child is. FTRACE_INHERIT=0 in this
+ * process's environment says not to; so does any FTRACE* variable in the
+ * child's (the program chose its settings); a secure-execution process
+ * passes nothing on. The copy is made on the caller's stack, as glibc's
+ * execl makes its argv: exec is async-signal-safe and may be called in a
+ * child of vfork, whose memory is its parent's (an mmap there would be
+ * the parent's too, and stay after the exec).
+ *
  * Wrapped at link time: ftpatch flags --libs passes --wrap=execve (and
  * the rest), so the program's references to execve bind to
  * __wrap_execve here, and this file's __real_execve to the C library's.
  * Nothing is reimplemented (execvp's search of PATH stays glibc's), and
  * it works alike in a static link. What it cannot see: a call from a
  * shared object (bound at run time, not wrapped), from the C library
- * itself (system, popen, posix_spawn run their child inside libc), or
- * in a program linked without these flags (ftpatch enable's pre-patched
- * files); those events are lost as before. A program that defines an exec
- * function of its own keeps it (the wrapper's __real_ reference binds to
- * it), but for an execl form: the wrapper calls the matching v form.
+ * itself (system and popen run their child inside libc), or in a program
+ * linked without these flags (ftpatch enable's pre-patched files); those
+ * events are lost, and those children's environments are theirs, as
+ * before. A program that defines an exec function of its own keeps it
+ * (the wrapper's __real_ reference binds to it), but for an execl form:
+ * the wrapper calls the matching v form.
  *
  * An exec that fails returns, and the program goes on traced: writing
  * the buffer out ends nothing. The exec functions are async-signal-safe
@@ -32,12 +48,27 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ftrt.h"
+
+/*
+ * env: the environment a child given envp gets, declared on the
+ * caller's frame: envp itself, or a copy of it with the process's
+ * FTRACE* settings added (env.c).
+ */
+#define CHILD_ENV(env, envp)                                   \
+	size_t env##_n = ftrt_child_env_size(envp);             \
+	char *env##_copy[env##_n ? env##_n : 1];                \
+	char *const *env = (envp);                              \
+	if (env##_n) {                                          \
+		ftrt_child_env_fill(env##_copy, envp);          \
+		env = env##_copy;                               \
+	}
 
 int __real_execve(const char *path, char *const argv[], char *const envp[]);
 int __real_execv(const char *path, char *const argv[]);
@@ -46,11 +77,16 @@ int __real_execvpe(const char *file, char *const argv[], char *const envp[]);
 int __real_fexecve(int fd, char *const argv[], char *const envp[]);
 /* glibc 2.34 and later: weak, so an older C library still links. */
 int __real_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) __attribute__((weak));
+int __real_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+		       char *const argv[], char *const envp[]);
+int __real_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+			char *const argv[], char *const envp[]);
 
 int __wrap_execve(const char *path, char *const argv[], char *const envp[])
 {
+	CHILD_ENV(env, envp);
 	ftrt_trace_exec();
-	return __real_execve(path, argv, envp);
+	return __real_execve(path, argv, env);
 }
 
 int __wrap_execv(const char *path, char *const argv[])
@@ -67,23 +103,42 @@ int __wrap_execvp(const char *file, char *const argv[])
 
 int __wrap_execvpe(const char *file, char *const argv[], char *const envp[])
 {
+	CHILD_ENV(env, envp);
 	ftrt_trace_exec();
-	return __real_execvpe(file, argv, envp);
+	return __real_execvpe(file, argv, env);
 }
 
 int __wrap_fexecve(int fd, char *const argv[], char *const envp[])
 {
+	CHILD_ENV(env, envp);
 	ftrt_trace_exec();
-	return __real_fexecve(fd, argv, envp);
+	return __real_fexecve(fd, argv, env);
 }
 
 int __wrap_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
+	CHILD_ENV(env, envp);
 	ftrt_trace_exec();
 	if (__real_execveat)
-		return __real_execveat(dirfd, path, argv, envp, flags);
-	long r = syscall(SYS_execveat, dirfd, path, argv, envp, flags);
+		return __real_execveat(dirfd, path, argv, env, flags);
+	long r = syscall(SYS_execveat, dirfd, path, argv, env, flags);
 	return (int)r;
+}
+
+/* posix_spawn: the parent goes on, and nothing of its trace is the
+ * child's to write; only the child's environment is seen to. */
+int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+		       char *const argv[], char *const envp[])
+{
+	CHILD_ENV(env, envp);
+	return __real_posix_spawn(pid, path, actions, attr, argv, env);
+}
+
+int __wrap_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr,
+			char *const argv[], char *const envp[])
+{
+	CHILD_ENV(env, envp);
+	return __real_posix_spawnp(pid, file, actions, attr, argv, env);
 }
 
 /*
@@ -156,6 +211,7 @@ int __wrap_execle(const char *path, const char *arg, ...)
 		(void)va_arg(ap, char *); /* the null pointer that ends them */
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
+	CHILD_ENV(env, envp);
 	ftrt_trace_exec();
-	return __real_execve(path, argv, envp);
+	return __real_execve(path, argv, env);
 }

@@ -40,8 +40,9 @@ extern struct ftrt_stats ftrt_stats;
  * The config record (config.c), in its own section ".ftrt_config", which
  * `ftpatch enable` and `ftpatch disable` rewrite in the linked file (Go:
  * package patch, which must agree with this layout byte for byte). Fixed
- * size, little-endian, no padding: 56 bytes.
+ * size, little-endian, no padding: 312 bytes.
  */
+#define FTRT_CFG_TRACE_DIR_MAX 256
 struct ftrt_config {
 	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
 	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
@@ -52,6 +53,12 @@ struct ftrt_config {
 	uint64_t enabled;   /* of which calls into the runtime */
 	uint64_t list_hash; /* hash of the normalised function list (ftpatch's; the runtime ignores it) */
 	uint64_t text_hash; /* hash of the executable segments with sites masked (for ftpatch verify) */
+	/* ftpatch enable --trace-dir: where the program traces, an absolute
+	 * path NUL-padded; "" for none. The only place a secure-execution
+	 * process (setuid, setgid, file capabilities) writes a trace, after
+	 * dir.c re-checks it; elsewhere FTRACE_OUT wins over it. A shared
+	 * object's is empty (its trace is its program's). */
+	char trace_dir[FTRT_CFG_TRACE_DIR_MAX];
 };
 
 #define FTRT_CFG_MAGIC { 'f', 't', 'r', 't', 'c', 'f', 'g', '1' }
@@ -247,7 +254,9 @@ extern int ftrt_mode;
 extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
 uint64_t ftrt_ns_to_tsc(uint64_t ns);
-int ftrt_trace_start(const char *dir);
+/* Open the trace in the directory dir (recorded: the binary's recorded
+ * location); -1 with *why (what is wrong with dir) when it cannot be made. */
+int ftrt_trace_start(const char *dir, int recorded, const char **why);
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
@@ -277,5 +286,33 @@ int ftrt_graph_lend(void);
 /* Whether a throw reaches unwind.c's hooks (not in a static link with
  * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
 int ftrt_unwind_hooked(void) __attribute__((weak));
+
+/*
+ * The environment (env.c): whether the process runs in secure-execution
+ * mode (AT_SECURE: setuid, setgid, file capabilities), and every FTRACE*
+ * variable the runtime reads, through ftrt_env, which gives NULL there.
+ * ftrt_env_capture notes the settings the process started with (at its
+ * first pass); a child given an environment of its own with no FTRACE*
+ * variable gets them (exec.c): ftrt_child_env_size says how many
+ * pointers its copy needs (0: leave it as it is), ftrt_child_env_fill
+ * makes it. Async-signal-safe, both.
+ */
+int ftrt_secure(void) __attribute__((visibility("hidden")));
+const char *ftrt_env(const char *name) __attribute__((visibility("hidden")));
+void ftrt_env_capture(void) __attribute__((visibility("hidden")));
+size_t ftrt_child_env_size(char *const envp[]) __attribute__((visibility("hidden")));
+void ftrt_child_env_fill(char **out, char *const envp[]) __attribute__((visibility("hidden")));
+
+/*
+ * The trace directory and its files (dir.c). ftrt_dir_set_mode applies
+ * FTRACE_MODE (NULL: the private default, 0700 and 0600). ftrt_dir_make
+ * makes the trace directory and returns its descriptor, locked for as
+ * long as the process runs, or -1 with *why set. ftrt_file_create
+ * creates a file in it (O_CREAT|O_EXCL|O_NOFOLLOW): a descriptor, or
+ * -errno; async-signal-safe.
+ */
+void ftrt_dir_set_mode(const char *mode) __attribute__((visibility("hidden")));
+int ftrt_dir_make(const char *path, int recorded, const char **why) __attribute__((visibility("hidden")));
+long ftrt_file_create(int dir, const char *name) __attribute__((visibility("hidden")));
 
 #endif

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,7 +599,7 @@ static void say(const char *msg)
  * with us/ms/s): keep no call shorter than T that called nothing traced. */
 static void tracer_options(void)
 {
-	const char *depth = getenv("FTRACE_DEPTH"), *thresh = getenv("FTRACE_THRESH");
+	const char *depth = ftrt_env("FTRACE_DEPTH"), *thresh = ftrt_env("FTRACE_THRESH");
 	if (depth && *depth) {
 		long d = strtol(depth, NULL, 10);
 		if (d > 0 && d < (long)ftrt_max_depth)
@@ -647,8 +648,9 @@ static void read_env(void)
 	if (env.read)
 		return;
 	env.read = 1;
-	env.mode = getenv("FTRACE");
-	env.filter = getenv("FTRACE_FILTER");
+	ftrt_env_capture();
+	env.mode = ftrt_env("FTRACE");
+	env.filter = ftrt_env("FTRACE_FILTER");
 	env.env = (env.mode && *env.mode) || (env.filter && *env.filter);
 	if (env.mode && *env.mode) {
 		if (strcmp(env.mode, "function") == 0)
@@ -662,18 +664,41 @@ static void read_env(void)
 	}
 }
 
-/* The trace directory: FTRACE_OUT, default ./ftrace.data; made once, by
- * the first module that traces, with the tracer options read then. */
+/* The trace location ftpatch enable --trace-dir recorded in the
+ * program's config record: an absolute path, or NULL. */
+static const char *recorded_dir(void)
+{
+	const struct ftrt_config *c = config(&ftrt_config);
+	if (!c || c->trace_dir[0] != '/' || !__builtin_memchr(c->trace_dir, 0, sizeof c->trace_dir))
+		return NULL;
+	return c->trace_dir;
+}
+
+/*
+ * The trace directory, made once, by the first module that traces, with
+ * the tracer options read then: FTRACE_OUT, else the location the
+ * program's record names, else ./ftrace.data. A secure-execution process
+ * (setuid...) reads no FTRACE_OUT, and traces only into the recorded
+ * location, which dir.c re-checks; with none, it writes nothing, and
+ * says nothing (its stderr is another user's).
+ */
 static int start_trace(void)
 {
 	if (!env.trace) {
-		const char *dir = getenv("FTRACE_OUT");
-		env.trace = ftrt_trace_start(dir && *dir ? dir : "ftrace.data") == 0 ? 1 : -1;
-		if (env.trace < 0)
-			say("ftrt: cannot create the trace directory (FTRACE_OUT); tracing nothing\n");
-		else {
+		const char *out = ftrt_env("FTRACE_OUT"), *rec = recorded_dir(), *why = "";
+		const char *dir = out && *out ? out : rec ? rec : "ftrace.data";
+		if (ftrt_secure() && !rec)
+			env.trace = -1;
+		else
+			env.trace = ftrt_trace_start(dir, dir == rec, &why) == 0 ? 1 : -1;
+		if (env.trace > 0) {
 			tracer_options();
 			ftrt_trace_go();
+		} else if (!ftrt_secure() || rec) {
+			char buf[PATH_MAX + 200];
+			int n = snprintf(buf, sizeof buf, "ftrt: the trace directory %s %s; tracing nothing\n", dir, why);
+			if (n > 0)
+				write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		}
 	}
 	return env.trace > 0 ? 0 : -1;
@@ -915,7 +940,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	}
 	if (!env.probed) {
 		env.probed = 1;
-		nop_style = ftrt_arch_probe(getenv("FTRACE_NOP"));
+		nop_style = ftrt_arch_probe(ftrt_env("FTRACE_NOP"));
 	}
 
 	/* What to trace: FTRACE=function, function_graph or nop (or, when
@@ -944,7 +969,7 @@ out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ftrt_stats.init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	md->stats = ftrt_stats;
-	if (getenv("FTRACE_DEBUG"))
+	if (ftrt_env("FTRACE_DEBUG"))
 		report(md, m);
 }
 

@@ -12,13 +12,25 @@
  * Flushing uses raw system calls, so errno is never touched and the
  * writer is async-signal-safe.
  *
- * Layout of the trace directory (read by the Go package trace):
+ * Layout of the trace directory (made by dir.c; read by the Go package
+ * trace):
  *   meta                     key value lines: written when the trace opens
  *                            ("ended 0"), again when a module comes or
  *                            goes, and at the end ("ended 1"); a run
  *                            killed by a signal leaves the "ended 0" one
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
  *                            ("ftrtrec2", pid, tid: u32 LE) then records
+ *
+ * Every file is created with O_EXCL|O_NOFOLLOW in the directory's own
+ * descriptor (dir.c). Nothing is fsynced: a trace must survive the
+ * program's death, by any signal, which needs only that each write is
+ * done (the page cache outlives the process) and that meta is replaced by
+ * a rename; an fsync would add only survival of a power loss, for
+ * milliseconds of every traced process's life under disk load. Nothing
+ * is written past RLIMIT_FSIZE, whose SIGXFSZ would kill the program:
+ * what does not fit is counted (lost_bytes), as is what a full disk
+ * refuses; a stream that lost a write takes no more (it ends with whole
+ * records), and a metadata file not written whole never replaces meta.
  *
  * function_graph: each traced call pushes {return address, site, stack
  * pointer at return, hook} on the thread's shadow stack. At a site at a
@@ -32,6 +44,7 @@
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -43,6 +56,7 @@
 #include <linux/membarrier.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -51,6 +65,7 @@
 #include "ftrt.h"
 #include "graph.h"
 #include "layout.h"
+#include "sys.h"
 
 /*
  * Records: little-endian 64-bit words, appended to the thread's buffer.
@@ -81,7 +96,8 @@ uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter l
 
 struct tbuf {
 	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
-	int fd;            /* the thread's stream, once its header is written; -1 before */
+	int fd;            /* the thread's stream, once its header is written; before, FD_NONE
+			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush) */
 	int pid, tid;
 	uint32_t n;        /* words in words[]: raised only after the words it adds are written
 			    * (publish), so words[0, n) are whole records whenever the end's
@@ -101,6 +117,9 @@ struct tbuf {
 	unsigned cur_gen;
 	struct shadow_stack own; /* the graphed calls on the thread's own stack */
 	uint64_t words[TBUF_WORDS];
+	uint64_t skip;     /* of base, the words the stream does not hold (lost before it was
+			    * made; a forked child's, its parent's): words[0] goes at byte
+			    * 16 + (base - skip) * 8 of it */
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
@@ -143,26 +162,14 @@ static _Atomic uint64_t dropped;
 static _Atomic uint64_t overflow; /* calls not graphed: the thread's shadow stack overflowed */
 static _Atomic uint64_t unwound;  /* graphed frames left without returning */
 static _Atomic uint64_t stopped;  /* threads whose shadow stack overflowed */
-static _Atomic uint64_t lost_bytes; /* records recorded but not written (write failed) */
+static _Atomic uint64_t lost_bytes; /* records recorded but not written (a write failed, RLIMIT_FSIZE) */
+static _Atomic uint64_t lost_threads; /* threads whose buffers the end could not write */
+static _Atomic int nbufs;            /* buffers in `all` */
 static int dir_fd = -1;
 static int creator_pid;  /* made the directory: writes meta */
 static int trace_pid;    /* owns the buffers in `all`: creator_pid, or a forked child's pid */
 static int membarrier_state; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED: 0 not registered yet, 1 registered, -1 refused */
 static uint64_t tsc_start, mono_start;
-
-/* Raw system calls: no errno, no locks, safe in a signal handler. */
-static long sys(long n, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
 
 static inline uint64_t rdtsc(void)
 {
@@ -266,20 +273,39 @@ static char *utoa(char *p, uint64_t v)
 	return p;
 }
 
-static void write_all(int fd, const void *buf, size_t len)
+/*
+ * How many bytes a file may grow to past offset off under RLIMIT_FSIZE,
+ * read now, as the program may change it (UINT64_MAX: no limit). A write
+ * that starts at the limit raises SIGXFSZ, which would kill the program;
+ * one that crosses it is cut short there.
+ */
+static uint64_t fsize_room(uint64_t off)
 {
-	const char *p = buf;
-	while (len > 0) {
-		long w = sys(SYS_write, fd, (long)p, (long)len, 0, 0, 0);
-		if (w == -4 /* EINTR */)
+	struct {
+		uint64_t cur, max;
+	} lim;
+	if (sys(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&lim, 0, 0) != 0 || lim.cur == (uint64_t)RLIM_INFINITY)
+		return UINT64_MAX;
+	return lim.cur > off ? lim.cur - off : 0;
+}
+
+/*
+ * Write buf[0, len) at offset off of fd: the bytes written, len unless a
+ * write failed (a full disk, an I/O error). The caller keeps within
+ * RLIMIT_FSIZE (fsize_room).
+ */
+static size_t put(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		long w = sys(SYS_pwrite64, fd, (long)buf + (long)done, (long)(len - done), (long)(off + done), 0, 0);
+		if (w == -EINTR)
 			continue;
-		if (w <= 0) {
-			atomic_fetch_add_explicit(&lost_bytes, len, memory_order_relaxed);
-			return;
-		}
-		p += w;
-		len -= (size_t)w;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
 	}
+	return done;
 }
 
 /* How long the trace's end waits, all told, for a lock or a buffer that
@@ -323,49 +349,138 @@ static int list_take(int me, uint64_t deadline)
 	}
 }
 
+/* b->fd before the thread's stream is open (FD_NONE); while the stream
+ * named by i (stream_name) is being made (FD_MAKING - i); after a write
+ * to it failed or met RLIMIT_FSIZE (FD_LOST). */
+#define FD_NONE (-1)
+#define FD_LOST (-2)
+#define FD_MAKING (-3)
+
+/* Words in the record whose first word is w0 (layout.h's kinds). */
+static inline uint32_t rec_words(uint64_t w0)
+{
+	static const uint8_t words[4] = { [REC_CALL] = 3, [REC_ENTRY] = 2, [REC_EXIT] = 1, [REC_UNWOUND] = 1 };
+	return words[w0 >> 62];
+}
+
+/* Of words[0, n), which start with a record, the words of the whole
+ * records that fit in room bytes. */
+static uint32_t fit(const uint64_t *words, uint32_t n, uint64_t room)
+{
+	uint32_t k = 0;
+	while (k < n && (uint64_t)(k + rec_words(words[k])) * 8 <= room)
+		k += rec_words(words[k]);
+	return k < n ? k : n;
+}
+
+/* The stream's name: <pid>-<tid>.trace, or <pid>-<tid>-<i>.trace when an
+ * earlier thread of the process had the same id (ids are reused) and
+ * its stream holds the first. */
+static void stream_name(char *name, const struct tbuf *b, int i)
+{
+	char *p = utoa(name, (uint64_t)b->pid);
+	*p++ = '-';
+	p = utoa(p, (uint64_t)b->tid);
+	if (i) {
+		*p++ = '-';
+		p = utoa(p, (uint64_t)i);
+	}
+	memcpy(p, ".trace", 7);
+}
+
 /*
- * Write the buffer's records to the thread's stream (opened, and its
+ * Make the thread's stream and write its header, at a flush of words[]
+ * (not empty). b->fd says where a flush this one interrupted had got to
+ * (see flush): FD_MAKING - i, it was making stream i, which may exist
+ * already, made by it. 0, or -1 when the stream could not be made (no
+ * room for its header and first record under RLIMIT_FSIZE, a full disk,
+ * no descriptor left): a later flush tries again.
+ */
+static int make_stream(struct tbuf *b)
+{
+	int i = 0, again = 0;
+	if (b->fd <= FD_MAKING) {
+		i = FD_MAKING - b->fd;
+		again = 1;
+	}
+	if (fsize_room(0) < 16 + (uint64_t)rec_words(b->words[0]) * 8)
+		goto none;
+	for (; i < 1000; i++) {
+		char name[80];
+		stream_name(name, b, i);
+		__atomic_store_n(&b->fd, FD_MAKING - i, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the file exists */
+		long fd = ftrt_file_create(dir_fd, name);
+		if (fd == -EEXIST && again) { /* made by the flush this one interrupted? */
+			struct stat st;
+			fd = sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+			/* Not if it holds records: it did not get that far, so the
+			 * stream is an earlier thread's of the same id. */
+			if (!sys_failed(fd) && (sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16)) {
+				sys(SYS_close, fd, 0, 0, 0, 0, 0);
+				fd = -EEXIST;
+			}
+		}
+		again = 0;
+		if (fd == -EEXIST)
+			continue;
+		if (sys_failed(fd))
+			break;
+		unsigned char hdr[16] = "ftrtrec2";
+		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
+		memcpy(hdr + 8, ids, 8);
+		if (put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
+			/* Not a stream: a reader must not find it. */
+			sys(SYS_unlinkat, dir_fd, (long)name, 0, 0, 0, 0);
+			sys(SYS_close, fd, 0, 0, 0, 0, 0);
+			break;
+		}
+		b->skip = b->base;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
+		__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
+		return 0;
+	}
+none:
+	__atomic_store_n(&b->fd, FD_NONE, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/*
+ * Write the buffer's records to the thread's stream (made, and its
  * header written, at the first flush) and empty it.
  *
- * resume (the trace's end): a flush of this buffer may have been
- * interrupted anywhere by the signal handler the end runs in. Before the
- * stream's fd is kept nothing counts (the stream is made again, O_TRUNC);
- * after it, the stream's length says how much of words[0, n) that write
- * got out, and only the rest is written. n is emptied before base moves
- * on, so a flush that wrote is never taken for one that had not begun.
- * Nobody else may be writing the stream meanwhile (claim).
+ * A flush of this buffer may have been interrupted anywhere by a signal
+ * handler whose trace's end flushes it again: each record goes at an
+ * offset of its own (16 + (base - skip) * 8 for words[0]), so the second
+ * writes what the first did, or would have, at the same place, and a
+ * stream half made says how far (b->fd, make_stream). n is emptied
+ * before base moves on, so a flush that wrote is never taken for one
+ * that had not begun. Nobody else may be writing the buffer meanwhile
+ * (claim).
+ *
+ * Within RLIMIT_FSIZE (read at every flush: the program may change it),
+ * the whole records that fit are written and the stream ends there;
+ * after a failed write too. What is not written is counted (lost_bytes).
  */
-static void flush(struct tbuf *b, int resume)
+static void flush(struct tbuf *b)
 {
 	uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	if (n == 0)
 		return;
-	size_t done = 0; /* bytes of words[] in the stream already */
-	if (b->fd < 0) {
-		char name[64], *p = name;
-		p = utoa(p, (uint64_t)b->pid);
-		*p++ = '-';
-		p = utoa(p, (uint64_t)b->tid);
-		memcpy(p, ".trace", 7);
-		int fd = (int)sys(SYS_openat, dir_fd, (long)name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-		if (fd < 0) {
-			atomic_fetch_add_explicit(&lost_bytes, (uint64_t)n * 8, memory_order_relaxed);
-			publish(b, 0);
-			b->base += n;
-			return;
+	size_t len = (size_t)n * 8, done = 0;
+	if (b->fd != FD_LOST && b->fd < 0)
+		make_stream(b);
+	if (b->fd >= 0) {
+		uint64_t off = 16 + (b->base - b->skip) * 8, room = fsize_room(off);
+		size_t want = len <= room ? len : (size_t)fit(b->words, n, room) * 8;
+		done = put(b->fd, b->words, want, off);
+		if (done < len) { /* the stream ends here */
+			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+			b->fd = FD_LOST;
 		}
-		unsigned char hdr[16] = "ftrtrec2";
-		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
-		memcpy(hdr + 8, ids, 8);
-		write_all(fd, hdr, sizeof hdr);
-		b->fd = fd;
-	} else if (resume) {
-		long pos = sys(SYS_lseek, b->fd, 0, SEEK_CUR, 0, 0, 0);
-		long at = 16 + (long)b->base * 8; /* where words[0] goes */
-		if (pos > at && pos - at <= (long)n * 8)
-			done = (size_t)(pos - at);
 	}
-	write_all(b->fd, (const char *)b->words + done, (size_t)n * 8 - done);
+	if (done < len)
+		atomic_fetch_add_explicit(&lost_bytes, len - done, memory_order_relaxed);
 	publish(b, 0);
 	b->base += n;
 }
@@ -378,13 +493,14 @@ static struct tbuf *tbuf_new(void)
 	if (m < 0 && m > -4096)
 		return NULL;
 	struct tbuf *b = (struct tbuf *)m;
-	b->fd = -1;
+	b->fd = FD_NONE;
 	b->cur = &b->own;
 	b->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	b->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	list_lock(b->tid);
 	b->next = all;
 	all = b;
+	atomic_fetch_add_explicit(&nbufs, 1, memory_order_relaxed);
 	list_unlock();
 	pthread_setspecific(exit_key, b);
 	tb = b;
@@ -405,10 +521,11 @@ static void thread_exit(void *p)
 	busy = 1; /* nothing of this thread is traced from here on */
 	list_lock(b->tid);
 	b->busy = 1;
-	flush(b, 0);
+	flush(b);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
+			atomic_fetch_sub_explicit(&nbufs, 1, memory_order_relaxed);
 			break;
 		}
 	tb = NULL;
@@ -427,23 +544,66 @@ static void after_fork_child(void)
 	struct tbuf *keep = tb;
 	for (struct tbuf *b = all, *next; b; b = next) {
 		next = b->next;
+		if (b->fd >= 0) /* the parent's stream, open here too */
+			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
 		if (b != keep)
 			sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
 	}
 	all = keep;
+	atomic_store_explicit(&nbufs, keep ? 1 : 0, memory_order_relaxed);
 	atomic_store_explicit(&list_owner, 0, memory_order_relaxed);
 	membarrier_state = 0; /* a registration is the parent's memory's, not this copy's */
 	trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
 		keep->n = 0; /* base goes on counting: no entry of the parent's is "last" here */
-		keep->fd = -1;
+		keep->fd = FD_NONE;
 		keep->pid = trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	}
 }
 
-static void meta_line(int fd, const char *key, uint64_t v)
+/*
+ * A metadata file being written: lines gathered in a buffer (a write
+ * system call each would be most of the metadata's cost), each write
+ * within RLIMIT_FSIZE, and failed for good at the first that does not go
+ * whole. On the stack: the trace's end may write one in a signal handler.
+ */
+struct meta_out {
+	int fd;
+	int failed;
+	uint32_t n;    /* bytes in buf */
+	uint64_t off;  /* where buf goes in the file */
+	char buf[512];
+};
+
+static void meta_flush(struct meta_out *o)
+{
+	if (!o->failed && o->n && (fsize_room(o->off) < o->n || put(o->fd, o->buf, o->n, o->off) != o->n))
+		o->failed = 1;
+	o->off += o->n;
+	o->n = 0;
+}
+
+static void meta_put(struct meta_out *o, const char *p, size_t len)
+{
+	while (len > 0) {
+		if (o->n == sizeof o->buf)
+			meta_flush(o);
+		size_t k = sizeof o->buf - o->n < len ? sizeof o->buf - o->n : len;
+		memcpy(o->buf + o->n, p, k);
+		o->n += (uint32_t)k;
+		p += k;
+		len -= k;
+	}
+}
+
+static void meta_str(struct meta_out *o, const char *s)
+{
+	meta_put(o, s, strlen(s));
+}
+
+static void meta_line(struct meta_out *o, const char *key, uint64_t v)
 {
 	char buf[96], *p = buf;
 	size_t k = strlen(key);
@@ -452,7 +612,7 @@ static void meta_line(int fd, const char *key, uint64_t v)
 	*p++ = ' ';
 	p = utoa(p, v);
 	*p++ = '\n';
-	write_all(fd, buf, (size_t)(p - buf));
+	meta_put(o, buf, (size_t)(p - buf));
 }
 
 /*
@@ -468,77 +628,74 @@ static void meta_line(int fd, const char *key, uint64_t v)
  * GNU build-id or "-", PATH the rest of the line, as the loader named it.
  * A module loaded again after dlclose has a line per load.
  */
-static void meta_modules(int fd)
+static void meta_modules(struct meta_out *o)
 {
-	char buf[512], *p;
+	char buf[32];
 	for (int i = 1; ftrt_module_at(i); i++) {
 		const struct ftrt_mod *md = ftrt_module_at(i);
 		const struct ftrt_stats *st = &md->stats;
 		uint64_t v[] = { md->bias, md->lo, md->hi, md->load, md->unload, st->entries - st->zero - st->dups, st->enabled };
-		p = buf;
-		memcpy(p, "module", 6);
-		p += 6;
+		meta_str(o, "module");
 		for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
-			*p++ = ' ';
-			p = utoa(p, v[k]);
+			buf[0] = ' ';
+			meta_put(o, buf, (size_t)(utoa(buf + 1, v[k]) - buf));
 		}
-		const char *cfg = ftrt_config_state(st->config);
-		*p++ = ' ';
-		memcpy(p, cfg, strlen(cfg));
-		p += strlen(cfg);
-		*p++ = ' ';
-		const char *id = md->build_id[0] ? md->build_id : "-";
-		memcpy(p, id, strlen(id));
-		p += strlen(id);
-		*p++ = ' ';
-		write_all(fd, buf, (size_t)(p - buf));
-		const char *path = md->path ? md->path : "?";
-		write_all(fd, path, strlen(path));
-		write_all(fd, "\n", 1);
+		meta_str(o, " ");
+		meta_str(o, ftrt_config_state(st->config));
+		meta_str(o, " ");
+		meta_str(o, md->build_id[0] ? md->build_id : "-");
+		meta_str(o, " ");
+		meta_str(o, md->path ? md->path : "?");
+		meta_str(o, "\n");
 	}
-	meta_line(fd, "modules_forgotten", ftrt_modules_forgotten);
+	meta_line(o, "modules_forgotten", ftrt_modules_forgotten);
 }
 
 /*
- * The metadata the reader needs, written to tmp and renamed to meta once
- * it is on disk, so a reader (or a run killed meanwhile) sees a whole
- * file, the last one written. ended 0: written while the run goes on,
- * with the clock pair (tsc_end, mono_end) of its writing, which gives the
- * reader the TSC's rate when it must take the run's end from the last
- * record; ended 1: written at the end. The caller holds the module
- * records still, or could not (see ftrt_modules_hold).
+ * The metadata the reader needs, written to tmp and renamed to meta only
+ * when written whole, so a reader (or a run killed meanwhile) sees a
+ * whole file, the last one written whole: never a worse one (a full disk
+ * or RLIMIT_FSIZE leaves the one before in place). ended 0: written while
+ * the run goes on, with the clock pair (tsc_end, mono_end) of its
+ * writing, which gives the reader the TSC's rate when it must take the
+ * run's end from the last record; ended 1: written at the end. gone:
+ * threads whose buffers will not be written, beyond those counted
+ * (lost_threads; an exec's). The caller holds the module records still,
+ * or could not (see ftrt_modules_hold).
  */
-static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp)
+static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
-	int fd = (int)sys(SYS_openat, dir_fd, (long)tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
-	if (fd < 0)
+	long fd = ftrt_file_create(dir_fd, tmp);
+	if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
+		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
+		fd = ftrt_file_create(dir_fd, tmp);
+	}
+	if (sys_failed(fd))
 		return;
+	struct meta_out o = { .fd = (int)fd };
 	char exe[4096];
 	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
 	/* The program: the first module, registered by ftrt_init. */
 	const struct ftrt_mod *prog = ftrt_module_at(0);
 	uintptr_t bias = prog ? prog->bias : 0;
-	const char head[] = "format ftrt-trace 2\nrecords words\nclock ";
-	write_all(fd, head, sizeof head - 1);
-	const char *clock = clock_mono ? "mono\ntracer " : "tsc\ntracer ";
-	write_all(fd, clock, strlen(clock));
-	const char *tracer = ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ";
-	write_all(fd, tracer, strlen(tracer));
-	write_all(fd, exe, strlen(exe));
-	write_all(fd, "\n", 1);
+	meta_str(&o, "format ftrt-trace 2\nrecords words\nclock ");
+	meta_str(&o, clock_mono ? "mono\ntracer " : "tsc\ntracer ");
+	meta_str(&o, ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ");
+	meta_str(&o, exe);
+	meta_str(&o, "\n");
 	if (prog && prog->build_id[0]) {
-		write_all(fd, "build_id ", 9);
-		write_all(fd, prog->build_id, strlen(prog->build_id));
-		write_all(fd, "\n", 1);
+		meta_str(&o, "build_id ");
+		meta_str(&o, prog->build_id);
+		meta_str(&o, "\n");
 	}
-	meta_line(fd, "ended", (uint64_t)ended);
-	meta_line(fd, "pid", (uint64_t)creator_pid);
-	meta_line(fd, "bias", bias);
-	meta_line(fd, "tsc_start", tsc_start);
-	meta_line(fd, "tsc_end", tsc_end);
-	meta_line(fd, "mono_start_ns", mono_start);
-	meta_line(fd, "mono_end_ns", mono_end);
+	meta_line(&o, "ended", (uint64_t)ended);
+	meta_line(&o, "pid", (uint64_t)creator_pid);
+	meta_line(&o, "bias", bias);
+	meta_line(&o, "tsc_start", tsc_start);
+	meta_line(&o, "tsc_end", tsc_end);
+	meta_line(&o, "mono_start_ns", mono_start);
+	meta_line(&o, "mono_end_ns", mono_end);
 	/* Counts over every module's pass; each module's own follow below. */
 	struct ftrt_stats sum = { 0 };
 	for (int i = 0; ftrt_module_at(i); i++) {
@@ -549,29 +706,32 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 		sum.failed += st->failed;
 		sum.unsupported += st->unsupported;
 	}
-	meta_line(fd, "sites", sum.entries);
-	meta_line(fd, "enabled", sum.enabled);
-	meta_line(fd, "skipped", sum.skipped);
-	meta_line(fd, "failed", sum.failed);
-	meta_line(fd, "unsupported", sum.unsupported);
-	meta_line(fd, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
-	meta_line(fd, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
-	meta_line(fd, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
-	meta_line(fd, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
-	meta_line(fd, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
-	meta_line(fd, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
-	meta_line(fd, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
-	meta_line(fd, "max_depth", ftrt_max_depth);
-	meta_line(fd, "thresh_tsc", ftrt_thresh_tsc);
+	meta_line(&o, "sites", sum.entries);
+	meta_line(&o, "enabled", sum.enabled);
+	meta_line(&o, "skipped", sum.skipped);
+	meta_line(&o, "failed", sum.failed);
+	meta_line(&o, "unsupported", sum.unsupported);
+	meta_line(&o, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
+	meta_line(&o, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
+	meta_line(&o, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
+	meta_line(&o, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
+	meta_line(&o, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
+	meta_line(&o, "lost_threads", atomic_load_explicit(&lost_threads, memory_order_relaxed) + gone);
+	meta_line(&o, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
+	meta_line(&o, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
+	meta_line(&o, "max_depth", ftrt_max_depth);
+	meta_line(&o, "thresh_tsc", ftrt_thresh_tsc);
 	/* config patched: the program was traced as ftpatch enable recorded */
-	const char *cfg = ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE);
-	write_all(fd, "config ", 7);
-	write_all(fd, cfg, strlen(cfg));
-	write_all(fd, "\n", 1);
-	meta_modules(fd);
-	sys(SYS_fsync, fd, 0, 0, 0, 0, 0);
+	meta_str(&o, "config ");
+	meta_str(&o, ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE));
+	meta_str(&o, "\n");
+	meta_modules(&o);
+	meta_flush(&o);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
-	sys(SYS_renameat, dir_fd, (long)tmp, dir_fd, (long)"meta", 0, 0);
+	if (o.failed)
+		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
+	else
+		sys(SYS_renameat, dir_fd, (long)tmp, dir_fd, (long)"meta", 0, 0);
 }
 
 /*
@@ -586,7 +746,7 @@ void ftrt_trace_meta_update(void)
 {
 	if (dir_fd < 0 || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED) || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != creator_pid)
 		return;
-	write_meta(0, now(), mono_ns(), "meta.run.tmp");
+	write_meta(0, now(), mono_ns(), "meta.run.tmp", 0);
 }
 
 /*
@@ -634,9 +794,10 @@ static int settled(struct tbuf *b, uint64_t deadline)
  * all told (what cannot be taken by then is left out). A signal handler
  * may have interrupted this thread's tracer (its buffer busy) or a
  * flush, or an end, on this thread: a buffer holds whole records up to n
- * whatever the point (publish), and each flush resumes what the stream
- * already holds. Run twice (exit, then _exit from a later handler), it
- * writes what came since.
+ * whatever the point (publish), and each flush writes its records where
+ * they go in the stream, again if an interrupted flush had begun to.
+ * Run twice (exit, then _exit from a later handler), it writes what came
+ * since.
  */
 void ftrt_trace_end(void)
 {
@@ -662,21 +823,29 @@ void ftrt_trace_end(void)
 			barrier_all();
 			break;
 		}
-	for (struct tbuf *b = held ? all : NULL; b; b = b->next)
-		if (b != own && settled(b, deadline))
-			flush(b, 1);
+	for (struct tbuf *b = held ? all : NULL; b; b = b->next) {
+		if (b == own)
+			continue;
+		if (settled(b, deadline))
+			flush(b);
+		else
+			atomic_fetch_add_explicit(&lost_threads, 1, memory_order_relaxed);
+	}
+	if (!held) /* every other thread's buffer is lost */
+		atomic_fetch_add_explicit(&lost_threads, (uint64_t)(atomic_load_explicit(&nbufs, memory_order_relaxed) - (own != NULL)),
+					  memory_order_relaxed);
 	/* This thread's own, whatever its busy says (a handler interrupted
 	 * it): it records no more, and only it unmaps it (thread_exit clears
 	 * tb first). Still holding the list, as the end of another thread
 	 * that walks it may flush it too. */
 	if (own)
-		flush(own, 1);
+		flush(own);
 	if (held == 1)
 		list_unlock();
 	if (trace_pid != creator_pid)
 		return;
 	int mods = ftrt_modules_hold();
-	write_meta(1, tsc_end, mono_end, "meta.tmp");
+	write_meta(1, tsc_end, mono_end, "meta.tmp", 0);
 	if (mods)
 		ftrt_modules_release();
 }
@@ -688,7 +857,9 @@ void ftrt_trace_end(void)
  * Tracing goes on: the program an exec fails in is still traced. Other
  * threads' buffers are left: the exec ends those threads, and taking
  * their buffers would need the end's handshake, which stops every
- * thread's tracing for good. Async-signal-safe; nothing in a child that
+ * thread's tracing for good. The metadata counts those that hold
+ * records in lost_threads, and the program exec'd leaves this trace
+ * where it is (dir.c). Async-signal-safe; nothing in a child that
  * shares its parent's memory (vfork), as at the end. A buffer whose
  * thread was interrupted inside its tracer (the exec is a signal
  * handler's) is in the middle of a record, and is left too.
@@ -701,13 +872,24 @@ void ftrt_trace_exec(void)
 	if (b && !b->busy) {
 		b->busy = 1;
 		if (!ended()) /* the end, on another thread, takes it otherwise */
-			flush(b, 0);
+			flush(b);
 		unbusy(b, 0);
 	}
 	if (trace_pid != creator_pid || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED))
 		return;
+	uint64_t gone = 0;
+	int others = atomic_load_explicit(&nbufs, memory_order_relaxed) - (b != NULL);
+	if (others > 0) {
+		int held = list_take((int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0), mono_ns() + END_WAIT_NS / 100);
+		for (struct tbuf *x = held ? all : NULL; x; x = x->next)
+			gone += x != b && (__atomic_load_n(&x->n, __ATOMIC_RELAXED) || x->busy);
+		if (held == 1)
+			list_unlock();
+		if (!held)
+			gone = (uint64_t)others;
+	}
 	int mods = ftrt_modules_hold();
-	write_meta(1, now(), mono_ns(), "meta.exec.tmp");
+	write_meta(1, now(), mono_ns(), "meta.exec.tmp", gone);
 	if (mods)
 		ftrt_modules_release();
 }
@@ -735,121 +917,27 @@ uint64_t ftrt_now(void)
 	return now();
 }
 
-/* Move path aside, to path.old (or path.old.N when that is taken too). */
-static int move_aside(const char *path)
-{
-	char aside[4200];
-	struct stat st;
-	int i = 0, n;
-	do {
-		if (i == 0)
-			n = snprintf(aside, sizeof aside, "%s.old", path);
-		else
-			n = snprintf(aside, sizeof aside, "%s.old.%d", path, i);
-		if (n < 0 || (size_t)n >= sizeof aside)
-			return -1;
-		i++;
-	} while (stat(aside, &st) == 0 && i < 1000);
-	return rename(path, aside);
-}
-
-/* Whether the directory at path is a trace some process is writing now:
- * one whose lock (see make_dir) is held. */
-static int in_use(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
-	close(fd); /* and with it the lock, if this took it */
-	return held;
-}
-
 /*
- * Make the trace directory, dir, and open it (dir_fd). One that exists
- * is never mixed with this run nor destroyed:
- *
- *  - One a running process is writing (a traced program that started
- *    this one, by fork and exec, or one running beside it with the same
- *    FTRACE_OUT) is left alone: this process's trace goes to dir.PID
- *    instead. The trace's lock says which are in use: the process that
- *    makes a trace directory holds an flock on it for as long as it
- *    runs, and so do its forked children, which share the open
- *    directory; exec closes it (O_CLOEXEC), so an exec'd program holds
- *    no lock of its parent's.
- *  - Any other, a finished run's, is moved aside to dir.old (or
- *    dir.old.N when that is taken too).
- *
- * The directory is made under a temporary name, locked, then renamed
- * into place only if nothing took the name meanwhile, so a process
- * starting at the same moment never finds it unlocked. Its metadata is
- * first written when the pass that opened it is done
- * (ftrt_trace_meta_update).
+ * Open the trace: make its directory (dir.c; recorded: dir is the
+ * binary's recorded location, re-checked there), and set up the end.
+ * The directory's first metadata is written when the pass that opened
+ * it is done (ftrt_trace_meta_update). -1 with *why set when the
+ * directory cannot be made.
  */
-static int make_dir(const char *name)
+int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
-	char dir[4100], path[4200], tmp[4200];
-	/* FTRACE_OUT=out/ names out: the names made beside it (out.PID,
-	 * out.old, out.tmp-PID) must not land inside it. */
-	size_t len = strlen(name);
-	while (len > 1 && name[len - 1] == '/')
-		len--;
-	if (len == 0 || len >= sizeof dir)
+	ftrt_dir_set_mode(ftrt_env("FTRACE_MODE"));
+	int fd = ftrt_dir_make(dir, recorded, why);
+	if (fd < 0)
 		return -1;
-	memcpy(dir, name, len);
-	dir[len] = 0;
-	int n = snprintf(path, sizeof path, "%s", dir), t = snprintf(tmp, sizeof tmp, "%s.tmp-%d", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof path || t < 0 || (size_t)t >= sizeof tmp)
+	if (pthread_key_create(&exit_key, thread_exit) != 0) {
+		*why = "cannot be written: no thread key left for the thread's exit";
+		sys(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -1;
-	for (int tries = 0; tries < 10; tries++) {
-		struct stat st;
-		if (stat(path, &st) == 0) {
-			if (in_use(path)) {
-				if (strcmp(path, dir) != 0)
-					return -1; /* dir.PID in use: not ours to take */
-				n = snprintf(path, sizeof path, "%s.%d", dir, (int)getpid());
-				if (n < 0 || (size_t)n >= sizeof path)
-					return -1;
-				continue;
-			}
-			if (move_aside(path) != 0)
-				return -1;
-		}
-		if (mkdir(tmp, 0755) != 0)
-			return -1;
-		int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
-			if (fd >= 0)
-				close(fd);
-			rmdir(tmp);
-			return -1;
-		}
-		if (sys(SYS_renameat2, AT_FDCWD, (long)tmp, AT_FDCWD, (long)path, 1 /* RENAME_NOREPLACE */, 0) == 0) {
-			dir_fd = fd;
-			return 0;
-		}
-		/* Taken meanwhile (or renameat2 unknown: Linux < 3.15, and
-		 * then a plain rename, which cannot replace a directory that
-		 * holds anything). */
-		int taken = stat(path, &st) == 0;
-		if (!taken && rename(tmp, path) == 0) {
-			dir_fd = fd;
-			return 0;
-		}
-		close(fd);
-		rmdir(tmp);
 	}
-	return -1;
-}
-
-int ftrt_trace_start(const char *dir)
-{
-	if (make_dir(dir) != 0)
-		return -1;
-	if (pthread_key_create(&exit_key, thread_exit) != 0)
-		return -1;
+	dir_fd = fd;
 	pthread_atfork(NULL, NULL, after_fork_child);
-	const char *clk = getenv("FTRACE_CLOCK");
+	const char *clk = ftrt_env("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
 	creator_pid = trace_pid = getpid();
 	tsc_start = now();
@@ -870,7 +958,7 @@ static inline uint32_t room(struct tbuf *b)
 {
 	uint32_t n = b->n;
 	if (__builtin_expect(n > TBUF_WORDS - 3, 0)) {
-		flush(b, 0);
+		flush(b);
 		n = 0;
 	}
 	return n;

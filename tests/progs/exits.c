@@ -20,6 +20,18 @@
  *   exec-self  main makes calls, then execs this program in its place
  *            (exec-child, by execle with the environment): its calls
  *            before the exec end that trace
+ *   exec-thread  the same from a thread main starts and waits for: main's
+ *            calls are in its buffer still, which the exec discards
+ *   spawn    main makes calls, then starts this program (exec-child)
+ *            five times, each with an environment of its own holding
+ *            CHILD_TAG=<how> and no FTRACE* variable: by posix_spawn,
+ *            posix_spawnp, and in a forked child by execve and execle;
+ *            then by posix_spawn with FTRACE_FILTER=leaf in its own
+ *            (tag "own"); exec-child prints its tag
+ *   many     main makes 300,001 calls (work(100000)), then returns
+ *   rights   main makes calls (work(5)) and prints what they computed,
+ *            then the rights it runs with, "euid E secure S" (AT_SECURE):
+ *            the security tests' setuid program
  *
  * What is traced is known by construction: work(n) calls twice n times,
  * twice calls leaf twice. The signal handler and what it calls are not
@@ -33,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +227,40 @@ static void by_exec(const char *self)
 	printf("child exited %d; worked %ld\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, sink);
 }
 
+static char *self_path;
+
+/* The spawn case: one child started by how, with env, waited for. */
+NOTRACE static void spawned(const char *how, char *const env[])
+{
+	char *argv[] = { self_path, "exec-child", NULL };
+	pid_t pid = -1;
+	int err = 0;
+	fflush(stdout);
+	if (strcmp(how, "posix_spawn") == 0 || strcmp(how, "own") == 0)
+		err = posix_spawn(&pid, self_path, NULL, NULL, argv, env);
+	else if (strcmp(how, "posix_spawnp") == 0)
+		err = posix_spawnp(&pid, self_path, NULL, NULL, argv, env);
+	else if ((pid = fork()) == 0) {
+		if (strcmp(how, "execve") == 0)
+			execve(self_path, argv, env);
+		else
+			execle(self_path, self_path, "exec-child", (char *)NULL, env);
+		_exit(127);
+	}
+	int st = 0;
+	if (err == 0 && pid > 0)
+		waitpid(pid, &st, 0);
+	printf("%s: %s, exit %d\n", how, err || pid < 0 ? "failed" : "ran", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+NOINLINE void *on_thread(void *arg)
+{
+	(void)arg;
+	work(1);
+	execle(self_path, self_path, "exec-child", (char *)NULL, environ);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "";
@@ -233,11 +280,37 @@ int main(int argc, char **argv)
 		work(1);
 		execle(argv[0], argv[0], "exec-child", (char *)NULL, environ); /* FTRACE* go with it */
 		return 127;
+	} else if (strcmp(how, "exec-thread") == 0) {
+		work(1);
+		self_path = argv[0];
+		pthread_t t;
+		pthread_create(&t, NULL, on_thread, NULL);
+		pthread_join(t, NULL);
+		return 127;
+	} else if (strcmp(how, "spawn") == 0) {
+		work(2);
+		self_path = argv[0];
+		static const char *const hows[] = { "posix_spawn", "posix_spawnp", "execve", "execle" };
+		for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++) {
+			char tag[64];
+			snprintf(tag, sizeof tag, "CHILD_TAG=%s", hows[i]);
+			char *env[] = { tag, "LC_ALL=C", NULL };
+			spawned(hows[i], env);
+		}
+		char *own[] = { "CHILD_TAG=own", "FTRACE_FILTER=leaf", NULL };
+		spawned("own", own);
+	} else if (strcmp(how, "rights") == 0) {
+		work(5);
+		printf("worked %ld\neuid %d secure %lu\n", sink, (int)geteuid(), getauxval(AT_SECURE));
+	} else if (strcmp(how, "many") == 0) {
+		work(100000);
+		printf("worked %ld\n", sink);
 	} else if (strcmp(how, "exec-child") == 0) {
+		const char *tag = getenv("CHILD_TAG");
 		work(7);
-		printf("child worked %ld\n", sink);
+		printf("child worked %ld%s%s\n", sink, tag ? " " : "", tag ? tag : "");
 	} else {
-		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self\n");
+		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|exec-thread|spawn|many|rights\n");
 		return 2;
 	}
 	return 0;

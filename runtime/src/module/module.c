@@ -19,6 +19,7 @@
  * Built like the runtime (no instrumentation, general registers only);
  * hidden throughout, so no module's stub is ever bound to another's.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -65,7 +66,7 @@ __attribute__((constructor(101), visibility("hidden"))) void ftrt_module_init(vo
 		ftrt_module_register(&self);
 		return;
 	}
-	const char *mode = getenv("FTRACE");
+	const char *mode = secure_getenv("FTRACE"); /* none in a secure-execution process */
 	if (mode && *mode) {
 		static const char msg[] = "ftrt: a shared object with sites is loaded into a program without the ftpatch "
 					  "runtime (link the program with $(ftpatch flags --libs)); it runs untraced\n";

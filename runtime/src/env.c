@@ -1,0 +1,95 @@
+/*
+ * The runtime's environment: every FTRACE* variable is read through
+ * ftrt_env, and none is trusted in a secure-execution process.
+ *
+ * A process runs in secure-execution mode when the kernel says so in
+ * its auxiliary vector (AT_SECURE): a setuid or setgid program, one with
+ * file capabilities, or one an LSM marks. Its environment is its
+ * caller's, another user's perhaps: FTRACE_OUT could name a file of the
+ * program's owner to move aside, FTRACE a tracer that writes where the
+ * caller chooses. So there the runtime reads no FTRACE* variable at all
+ * (the C library's secure_getenv gives NULL), and writes a trace only
+ * where the binary itself says, a location `ftpatch enable --trace-dir`
+ * recorded in its config record, after re-checking it (dir.c); with
+ * none, it traces nothing and writes nothing.
+ *
+ * The settings a program was started with also go to the children it
+ * starts with an environment of its own that holds no FTRACE* variable
+ * (execve, execle, execvpe, fexecve, execveat, posix_spawn,
+ * posix_spawnp: exec.c), so that such a child is traced as a child that
+ * inherits the environment is; FTRACE_INHERIT=0 says not to. Nothing is
+ * passed on from a secure-execution process.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "ftrt.h"
+
+int ftrt_secure(void)
+{
+	static int secure = -1;
+	if (secure < 0)
+		secure = getauxval(AT_SECURE) != 0;
+	return secure;
+}
+
+const char *ftrt_env(const char *name)
+{
+	if (ftrt_secure())
+		return NULL;
+	return secure_getenv(name);
+}
+
+/* The FTRACE* entries of the environment the process started with
+ * ("NAME=value", the C library's own strings, which outlive any setenv
+ * or unsetenv), for children given an environment of their own. */
+#define SETTINGS_MAX 16
+static const char *settings[SETTINGS_MAX];
+static int nsettings;
+
+extern char **environ;
+
+void ftrt_env_capture(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	const char *inherit = ftrt_env("FTRACE_INHERIT");
+	if (ftrt_secure() || (inherit && strcmp(inherit, "0") == 0) || !environ)
+		return;
+	for (char **e = environ; *e && nsettings < SETTINGS_MAX; e++)
+		if (strncmp(*e, "FTRACE", 6) == 0 && strchr(*e, '='))
+			settings[nsettings++] = *e;
+}
+
+/* A child's environment bigger than this is left as the program made it:
+ * its copy is made on the stack, which an exec in a child of vfork may
+ * use (it shares its parent's memory: an mmap would be the parent's). */
+#define CHILD_ENV_MAX 1024
+
+size_t ftrt_child_env_size(char *const envp[])
+{
+	size_t n = 0;
+	if (nsettings == 0)
+		return 0;
+	for (; envp && envp[n]; n++) {
+		if (strncmp(envp[n], "FTRACE", 6) == 0)
+			return 0; /* the program chose the child's settings */
+		if (n >= CHILD_ENV_MAX)
+			return 0;
+	}
+	return n + (size_t)nsettings + 1;
+}
+
+void ftrt_child_env_fill(char **out, char *const envp[])
+{
+	size_t n = 0;
+	for (; envp && envp[n]; n++)
+		out[n] = envp[n];
+	for (int i = 0; i < nsettings; i++)
+		out[n++] = (char *)settings[i];
+	out[n] = NULL;
+}
