@@ -100,6 +100,20 @@ func siteLine(s sites.Site) string {
 	return fmt.Sprintf("%s+0x%x %v %d %v", s.Func, s.FuncOff, s.Kind, s.Len, s.State)
 }
 
+// targetLines lists sites as "address status target": where each call
+// leads, as `ftpatch sites` prints it ("-" for a NOP).
+func targetLines(l *sites.Linked) []string {
+	var out []string
+	for _, s := range l.Sites {
+		target := "-"
+		if s.Call != nil {
+			target = s.Call.String()
+		}
+		out = append(out, fmt.Sprintf("0x%x %v %s", s.Off, s.Status(), target))
+	}
+	return out
+}
+
 // findLinked opens prog and finds its sites.
 func findLinked(t *testing.T, prog string) (*elfx.File, *sites.Linked) {
 	t.Helper()
@@ -161,6 +175,9 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 	_, hl := findLinked(t, hidden)
 	if got, want := siteLines(hl), siteLines(tl); !slices.Equal(got, want) {
 		t.Errorf("%s with its table hidden: decoded sites differ from the table's\n%s", table, diffLines(want, got))
+	}
+	if got, want := targetLines(hl), targetLines(tl); !slices.Equal(got, want) {
+		t.Errorf("%s with its table hidden: decoded sites lead elsewhere than the table's\n%s", table, diffLines(want, got))
 	}
 	return decoded
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,10 @@ func TestSites(t *testing.T) {
 	out, err = ftpatch("sites", decoded)
 	if err != nil || !strings.HasPrefix(out, "(found by decoding function entries: no __mcount_loc)\n") || strings.Count(out, " fentry ") != 2 {
 		t.Errorf("sites on a program without a table: %v\n%s", err, out)
+	}
+	// Each decoded site, the compiler's call, names where it leads.
+	if n := len(regexp.MustCompile(`(?m) fentry +5 +hook +__fentry__ *$`).FindAllString(out, -1)); n != 2 {
+		t.Errorf("sites on a program without a table: %d lines say hook __fentry__, want 2:\n%s", n, out)
 	}
 	plain := filepath.Join(dir, "plain")
 	exec.Command("gcc", "-o", plain, src).Run()
