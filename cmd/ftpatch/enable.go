@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/funclist"
+	"ftpatch/infile"
 	"ftpatch/patch"
 	"ftpatch/progress"
 )
@@ -47,7 +48,7 @@ func (l *listFlags) list(globs []string) (list *funclist.List, inputs string, er
 		names = append(names, p)
 	}
 	for _, p := range l.reports {
-		f, err := os.Open(p)
+		f, _, err := infile.Open(p)
 		if err != nil {
 			return nil, "", err
 		}
@@ -71,11 +72,13 @@ func (l *listFlags) list(globs []string) (list *funclist.List, inputs string, er
 }
 
 // fileError sorts an error about BIN: one the system gave opening or
-// reading it is trouble running the command (exit 2); anything found in
-// its contents is a problem with the file (exit 1).
+// reading it, or a BIN that is no file to read (a directory, a device, a
+// FIFO: *infile.NotRegularError), is trouble running the command (exit
+// 2); anything found in its contents is a problem with the file (exit 1).
 func fileError(err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) && !errors.Is(err, patch.ErrChanged) {
+	var nr *infile.NotRegularError
+	if (errors.As(err, &pe) && !errors.Is(err, patch.ErrChanged)) || errors.As(err, &nr) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return err
