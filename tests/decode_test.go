@@ -13,6 +13,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/nops"
+	"ftpatch/outfile"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
 )
@@ -169,7 +170,7 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 		t.Errorf("decoded sites differ from the table's\n%s", diffLines(want, got))
 	}
 	hidden := filepath.Join(recDir, "hidden")
-	if err := elfx.WriteFile(hidden, 0o755, hideTable(t, tf)); err != nil {
+	if err := outfile.WriteFile(hidden, 0o755, hideTable(t, tf)); err != nil {
 		t.Fatal(err)
 	}
 	_, hl := findLinked(t, hidden)
@@ -295,7 +296,7 @@ func TestDecodePatched(t *testing.T) {
 			data := slices.Clone(f.Data)
 			want := patchSites(t, f, l, data)
 			patched := filepath.Join(dir, "patched")
-			if err := elfx.WriteFile(patched, 0o755, data); err != nil {
+			if err := outfile.WriteFile(patched, 0o755, data); err != nil {
 				t.Fatal(err)
 			}
 			if after, err := os.ReadFile(prog); err != nil || !slices.Equal(after, before) {

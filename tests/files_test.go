@@ -104,13 +104,17 @@ func TestNotRegularFiles(t *testing.T) {
 	}
 	// Each command: BAD stands for the file, TRACE for a trace whose
 	// metadata names BAD as its executable. code is the exit status:
-	// ftpatch gives 2 for an input it cannot read.
+	// ftpatch gives 2 for an input it cannot read, 1 for a bad output.
 	commands := []struct {
 		argv []string
 		code int
 	}{
 		{[]string{"ftpatch", "sites", "BAD"}, 2},
 		{[]string{"ftpatch", "verify", "BAD"}, 2},
+		{[]string{"ftpatch", "enable", "BAD", "fib"}, 2},
+		{[]string{"ftpatch", "disable", "BAD"}, 2},
+		{[]string{"ftpatch", "enable", "-o", "BAD", prog, "fib"}, 1},
+		{[]string{"ftpatch", "disable", "-o", "BAD", prog}, 1},
 		{[]string{"ftpatch", "enable", "--funcs", "BAD", prog}, 2},
 		{[]string{"ftpatch", "enable", "--funcs-from", "BAD", prog}, 2},
 		{[]string{"ftpatch", "replay", "--exe", "BAD", tr}, 1},
@@ -119,6 +123,7 @@ func TestNotRegularFiles(t *testing.T) {
 		{[]string{"ftpatch", "report", "TRACE"}, 1},
 		{[]string{"recordmcount", "BAD"}, 1},
 		{[]string{"recordmcount", "--list", "BAD"}, 1},
+		{[]string{"recordmcount", "-o", "BAD", obj}, 1},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"ftpatch/funclist"
 	"ftpatch/infile"
+	"ftpatch/outfile"
 	"ftpatch/patch"
 	"ftpatch/progress"
 )
@@ -78,7 +79,7 @@ func (l *listFlags) list(globs []string) (list *funclist.List, inputs string, er
 func fileError(err error) error {
 	var pe *fs.PathError
 	var nr *infile.NotRegularError
-	if (errors.As(err, &pe) && !errors.Is(err, patch.ErrChanged)) || errors.As(err, &nr) {
+	if (errors.As(err, &pe) && !errors.Is(err, outfile.ErrChanged)) || errors.As(err, &nr) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return err
