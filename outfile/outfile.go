@@ -6,9 +6,10 @@
 // file or the new one, never a part.
 //
 // Plan decides, before any work, where the output goes and whether it
-// can be written without loss: a symbolic link is followed, a file with
-// other hard links or a write-protected one is refused rather than split
-// or overwritten, and something other than a regular file is refused. Just before the rename
+// can be written without loss: a symbolic link is followed only where the
+// kernel would follow it (Resolve), a file with other hard links or a
+// write-protected one is refused rather than split or overwritten, and
+// something other than a regular file is refused. Just before the rename
 // the input, and an existing output, are checked to be as they were when
 // planned: nothing is written over another writer's work.
 package outfile
@@ -48,7 +49,7 @@ var (
 // writes one: where the new file goes and what it keeps. Plan makes it;
 // Write, WriteChunks or Start then write it, once.
 type Output struct {
-	In      string // the input, symbolic links followed
+	In      string // the input, symbolic links followed (Resolve)
 	InName  string // the input as the user named it, for messages
 	Path    string // where the new file goes, symbolic links followed
 	Name    string // the output as the user named it, for messages
@@ -75,8 +76,10 @@ type Output struct {
 // be written whole and without loss:
 //
 //   - a symbolic link is followed, so the file it names is replaced and
-//     the link stays a link; but not a dangling out, which would create a
-//     file where the link points;
+//     the link stays a link; but not one the kernel's protected_symlinks
+//     rule would refuse (a *LinkError: another user's link in a sticky
+//     world-writable directory such as /tmp), and not a dangling out,
+//     which would create a file where the link points;
 //   - a file replaced keeps its mode (setuid and setgid included), owner,
 //     group and extended attributes (ACLs, file capabilities, SELinux
 //     label): Attrs, read now; when the writer cannot give them, the
@@ -91,9 +94,9 @@ type Output struct {
 // Errors start with the name the user gave; a missing or unreadable input
 // is an *os.PathError.
 func Plan(in, out string) (*Output, error) {
-	inPath, err := filepath.EvalSymlinks(in)
+	inPath, err := Resolve(in)
 	if err != nil {
-		return nil, err
+		return nil, named(in, err)
 	}
 	inSt, err := StampOf(inPath)
 	if err != nil {
@@ -105,18 +108,24 @@ func Plan(in, out string) (*Output, error) {
 	o := &Output{In: inPath, InName: in, Path: inPath, Name: in, InPlace: true, Existed: true,
 		in: inSt, out: inSt, instead: "write a new file with -o OUT"}
 	if out != "" {
-		p, err := filepath.EvalSymlinks(out)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		p, err := Resolve(out)
+		if errors.Is(err, fs.ErrNotExist) {
 			if fi, lerr := os.Lstat(out); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
 				to, _ := os.Readlink(out)
 				return nil, fmt.Errorf("%s: a symbolic link to %s, which does not exist: the file a link names is replaced, never the link itself; remove the link or choose another OUT", out, to)
 			}
-			o = &Output{In: inPath, InName: in, Path: out, Name: out, Attrs: NewAttrs(inSt.Mode.Perm()),
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && p != "":
+			o = &Output{In: inPath, InName: in, Path: p, Name: out, Attrs: NewAttrs(inSt.Mode.Perm()),
 				in: inSt, instead: "choose another OUT"}
 			return o, o.writableDir()
 		case err != nil:
-			return nil, err
+			var pe *os.PathError
+			if errors.As(err, &pe) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+				return nil, fmt.Errorf("%s: directory %s: %w", out, pe.Path, pe.Err)
+			}
+			return nil, named(out, err)
 		}
 		ost, err := StampOf(p)
 		if err != nil {
@@ -149,6 +158,16 @@ func Plan(in, out string) (*Output, error) {
 	}
 	o.Attrs = a
 	return o, nil
+}
+
+// named prefixes err with the name the user gave, unless it is a
+// *os.PathError, which names its path already.
+func named(name string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // writableDir checks that the new file can be made beside o.Path and

@@ -92,6 +92,10 @@ included), owner, group and extended attributes (ACLs, capabilities); given
 as a symbolic link, the file it names is replaced and the link stays. A
 file already as asked is not written at all (same inode, same mtime).
 BIN is refused, with exit status 1 and nothing written, when:
+  - it is a symbolic link the kernel's protected_symlinks rule would not
+    follow: one in a sticky, world-writable directory (/tmp) owned
+    neither by the user running ftpatch nor by the directory's owner
+    (another user may have planted it there). Name the file it points to;
   - it has other hard links: the rename would leave the other names with
     the old program. Use -o OUT, or give it a copy of its own first:
     cp BIN BIN.new && mv BIN.new BIN
@@ -102,7 +106,8 @@ BIN is refused, with exit status 1 and nothing written, when:
 With -o OUT, BIN is only read and OUT is always written, even when BIN is
 already as asked. A new OUT gets BIN's permission bits, without setuid or
 setgid, and belongs to whoever runs ftpatch. An existing OUT is replaced
-under the rules above (a symbolic link followed, a dangling one refused;
+under the rules above (a symbolic link followed where the kernel would
+follow it, a dangling one refused;
 its own mode, owner and group kept; other hard links refused); an OUT
 that is BIN itself means in place.`
 

@@ -105,7 +105,7 @@ func TestReplayErrors(t *testing.T) {
 // enable and disable what happens to the file written, in the words the
 // errors use.
 func TestHelp(t *testing.T) {
-	writing := []string{"hard links", "cp BIN BIN.new && mv BIN.new BIN", "symbolic link", "setuid", "owner", "With -o OUT, BIN is only read", "A new OUT gets BIN's permission bits"}
+	writing := []string{"hard links", "protected_symlinks", "cp BIN BIN.new && mv BIN.new BIN", "symbolic link", "setuid", "owner", "With -o OUT, BIN is only read", "A new OUT gets BIN's permission bits"}
 	for _, c := range []struct {
 		cmd  string
 		want []string

@@ -62,7 +62,9 @@ Writing, as ftpatch enable writes (see its --help): a new file beside the
 object, synced, renamed over it, after checking the object did not change
 since it was read. The object keeps its mode, owner, group and extended
 attributes; given as a symbolic link, the file it names is rewritten and
-the link stays. An object with other hard links, a write-protected one, one in a
+the link stays, except a link the kernel's protected_symlinks rule would
+not follow (another user's link in a sticky world-writable directory such
+as /tmp). An object with other hard links, a write-protected one, one in a
 directory the user cannot write or whose owner the user cannot give back
 is refused (exit 1, nothing written): use -o OUT. With -o, a new OUT gets
 the object's permission bits without setuid or setgid; an existing OUT is
