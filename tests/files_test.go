@@ -52,7 +52,8 @@ func boundedRun(t *testing.T, dir string, argv ...string) (string, string, int) 
 // writes one, fails at once with one line naming it and saying what it
 // is, and a non-zero exit status, and writes nothing: it neither waits on
 // the FIFO nor reads the device without end. That includes the
-// executable a trace's metadata names, which replay and report read.
+// executable a trace's metadata names, which replay and report read,
+// and the directory ftpatch runtime build -o writes into.
 func TestNotRegularFiles(t *testing.T) {
 	need(t, x86GCC.tools...)
 	work := t.TempDir()
@@ -151,6 +152,14 @@ func TestNotRegularFiles(t *testing.T) {
 				}
 				if code != c.code || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) || out != "" {
 					t.Errorf("%s: exit %d, stdout %q, stderr:\n%s\nwant exit %d and one line saying %q", what, code, out, errOut, c.code, want)
+				}
+			}
+			// The runtime's build writes into a directory: anything else
+			// there is one line too.
+			if k.name != "directory" {
+				_, errOut, code := boundedRun(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
+				if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, bad+": not a directory") {
+					t.Errorf("ftpatch runtime build -o BAD: exit %d, stderr:\n%s\nwant exit 1 and one line saying %q", code, errOut, bad+": not a directory")
 				}
 			}
 			for _, s := range keep {
