@@ -18,10 +18,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 
 	"ftpatch/arch"
+	"ftpatch/infile"
 )
 
 // An Addr is a virtual address as the file's headers and symbols state it
@@ -113,9 +113,11 @@ const (
 
 var le = binary.LittleEndian
 
-// Open reads and parses the file at path. Errors name the path.
+// Open reads and parses the file at path. Errors name the path. Only a
+// regular file is read (see infile.Open: a device, a FIFO or a directory
+// is refused at once), and no more than the size it had when opened.
 func Open(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := infile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

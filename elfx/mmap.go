@@ -1,9 +1,9 @@
 package elfx
 
 import (
-	"fmt"
-	"os"
 	"syscall"
+
+	"ftpatch/infile"
 )
 
 // A Mapped is a file's contents mapped read-only into memory. Reading a
@@ -17,31 +17,25 @@ type Mapped struct {
 // mapMin is the size from which Map maps rather than reads.
 const mapMin = 1 << 20
 
-// Map maps the regular file at path read-only if it is large (and reads
-// it otherwise, or when it cannot be mapped, such as a pipe). Close releases
-// the mapping; Data must not be used after it.
+// Map maps the regular file at path read-only if it is large, and reads
+// it otherwise or when it cannot be mapped. Only a regular file is read
+// (see infile.Open), and no more than the size it had when opened. Close
+// releases the mapping; Data must not be used after it.
 //
 // The mapping is private and populated at once: if another process
 // truncates the file while it is mapped, reading the lost part would fault,
 // so callers parse and copy what they need before writing anything back.
 func Map(path string) (*Mapped, error) {
-	f, err := os.Open(path)
+	f, fi, err := infile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory", path)
-	}
-	size := st.Size()
+	size := fi.Size()
 	// Small files are read: a mapping costs two system calls and, in a
 	// multi-threaded process, a TLB shootdown on every core at unmap.
-	if !st.Mode().IsRegular() || size < mapMin || size != int64(int(size)) {
-		data, err := os.ReadFile(path)
+	if size < mapMin || size != int64(int(size)) {
+		data, err := infile.ReadAll(f, fi)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +43,7 @@ func Map(path string) (*Mapped, error) {
 	}
 	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
 	if err != nil {
-		data, err = os.ReadFile(path)
+		data, err = infile.ReadAll(f, fi)
 		if err != nil {
 			return nil, err
 		}

@@ -23,13 +23,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"ftpatch/infile"
 )
 
 // Errors callers branch on. Parse errors are *LineError values wrapping
@@ -90,9 +91,11 @@ type List struct {
 // and a file that has such lines is not a list.
 const maxLine = 64 << 10
 
-// ParseFile reads the list file at path.
+// ParseFile reads the list file at path, a regular file (infile.Open: a
+// FIFO or a device is refused at once, rather than waited on or read
+// without end).
 func ParseFile(path string) (*List, error) {
-	f, err := os.Open(path)
+	f, _, err := infile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -13,9 +13,10 @@
 //	Apply   Plan -> the new file image, every write verify-then-modify
 //	        (nops.Modify); a site holding anything unexpected is an error,
 //	        never overwritten.
-//	Commit  the image -> the file, atomically (temp, fsync, rename), after
-//	        checking the input did not change since it was read; nothing
-//	        is written when the image equals the input.
+//	Commit  the image -> the file (package outfile), atomically (temp,
+//	        fsync, rename), after checking the input did not change since
+//	        it was read; nothing is written when the image equals the
+//	        input.
 //	Verify  Binary -> problems: every site is what the record says, the
 //	        text outside the sites is what ftpatch saw, the runtime is
 //	        linked.
@@ -48,17 +49,6 @@ var (
 	// ErrSite: a site holds bytes that are neither the compiler's nor
 	// ftpatch's: it is reported, never overwritten. Returned as *SiteError.
 	ErrSite = errors.New("unexpected bytes at a patch site")
-	// ErrChanged: the input file changed while it was being patched; it
-	// was left as the other writer made it, and nothing was written.
-	ErrChanged = errors.New("file changed while being patched")
-	// ErrLinks: the file to be replaced has other names (hard links),
-	// which the atomic replacement, a new file, would leave naming the
-	// old contents. Refused, never split silently.
-	ErrLinks = errors.New("the file has other hard links")
-	// ErrReadOnly: the file to be replaced is write-protected, or its
-	// directory is not writable (the new file is made beside it). A
-	// rename could replace a write-protected file; ftpatch does not.
-	ErrReadOnly = errors.New("not writable")
 	// ErrConfig: the config record is malformed or of another version.
 	ErrConfig = errors.New("bad .ftrt_config record")
 	// ErrTraceDir: a trace location (Request.TraceDir) that cannot be

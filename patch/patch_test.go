@@ -18,6 +18,7 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/funclist"
 	"ftpatch/nops"
+	"ftpatch/outfile"
 	"ftpatch/sites"
 )
 
@@ -129,7 +130,16 @@ func trampName(tr Tracer) func(sites.Kind, int) string {
 type unchanged struct {
 	path string
 	data []byte
-	st   stamp
+	st   outfile.Stamp
+}
+
+// stampOf is the status of the file at path, symbolic links followed.
+func stampOf(path string) (outfile.Stamp, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return outfile.Stamp{}, err
+	}
+	return outfile.StampOf(p)
 }
 
 func snapshot(t testing.TB, path string) unchanged {
@@ -573,7 +583,7 @@ func TestChangedUnderUs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}})
-		if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "nothing written") {
+		if !errors.Is(err, outfile.ErrChanged) || !strings.Contains(err.Error(), "nothing written") {
 			t.Errorf("-o %q: %v, want ErrChanged", out, err)
 		}
 		if b, _ := os.ReadFile(prog); !bytes.Equal(b, theirs) {

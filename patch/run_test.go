@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"ftpatch/outfile"
 )
 
 var (
@@ -171,8 +173,8 @@ func TestKeepsOwner(t *testing.T) {
 	}
 	fi, _ := os.Stat(prog)
 	sys := fi.Sys().(*syscall.Stat_t)
-	if sys.Uid != 1234 || sys.Gid != 5678 || st.mode != 0o755|os.ModeSetuid {
-		t.Errorf("in place as root: owner %d:%d mode %v, want 1234:5678 u+s,0755", sys.Uid, sys.Gid, st.mode)
+	if sys.Uid != 1234 || sys.Gid != 5678 || st.Mode != 0o755|os.ModeSetuid {
+		t.Errorf("in place as root: owner %d:%d mode %v, want 1234:5678 u+s,0755", sys.Uid, sys.Gid, st.Mode)
 	}
 }
 
@@ -195,7 +197,7 @@ func TestRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			return "", []string{other}
-		}, false, ErrLinks, []string{"the file has other hard links (2 names for one file)", "leave the others naming the old contents",
+		}, false, outfile.ErrLinks, []string{"the file has other hard links (2 names for one file)", "leave the others naming the old contents",
 			"write a new file with -o OUT", "cp PROG PROG.new && mv PROG.new PROG"}},
 		{"OUT with hard links", func(t *testing.T, dir, prog string) (string, []string) {
 			out := progCopy(t, dir, "out", 0o755)
@@ -204,14 +206,14 @@ func TestRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			return out, []string{out, other}
-		}, true, ErrLinks, []string{"(2 names for one file)", "remove DIR/out first or choose another OUT"}},
+		}, true, outfile.ErrLinks, []string{"(2 names for one file)", "remove DIR/out first or choose another OUT"}},
 		{"OUT a hard link of BIN", func(t *testing.T, dir, prog string) (string, []string) {
 			out := filepath.Join(dir, "out")
 			if err := os.Link(prog, out); err != nil {
 				t.Fatal(err)
 			}
 			return out, nil
-		}, false, ErrLinks, []string{"(2 names for one file)", "-o OUT"}},
+		}, false, outfile.ErrLinks, []string{"(2 names for one file)", "-o OUT"}},
 		{"OUT a directory", func(t *testing.T, dir, prog string) (string, []string) {
 			out := filepath.Join(dir, "out")
 			if err := os.Mkdir(out, 0o755); err != nil {
@@ -281,7 +283,7 @@ func TestChangedOut(t *testing.T) {
 					t.Fatal(err)
 				}
 			}})
-		if !errors.Is(err, ErrChanged) || !strings.HasPrefix(err.Error(), out+": ") {
+		if !errors.Is(err, outfile.ErrChanged) || !strings.HasPrefix(err.Error(), out+": ") {
 			t.Errorf("OUT existed %v: %v, want ErrChanged naming %s", existed, err, out)
 		}
 		if b, _ := os.ReadFile(out); !bytes.Equal(b, theirs) {

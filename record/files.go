@@ -2,14 +2,14 @@ package record
 
 import (
 	"encoding/json"
-	"path/filepath"
-
 	"fmt"
-	"ftpatch/elfx"
 	"io"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"text/tabwriter"
+
+	"ftpatch/outfile"
 )
 
 // Files runs File on every path, using up to workers goroutines, and
@@ -49,7 +49,7 @@ func Files(paths []string, opts Options, workers int) []Result {
 		dir := filepath.Dir(out[i].written)
 		if !synced[dir] {
 			synced[dir] = true
-			if err := elfx.SyncDir(dir); err != nil && out[i].Err == nil {
+			if err := outfile.SyncDir(dir); err != nil && out[i].Err == nil {
 				out[i].Err = err
 			}
 		}

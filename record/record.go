@@ -18,12 +18,12 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/nops"
+	"ftpatch/outfile"
 	"ftpatch/sites"
 )
 
@@ -267,13 +267,15 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 	return n, nil
 }
 
-// File runs the pass on the object at path and writes the result
-// atomically to out (path itself when out is empty), keeping the file's
-// mode. When nothing changes and out is path, nothing is written.
+// File runs the pass on the object at path and writes the result to out
+// (path itself when out is empty) as outfile.Plan says: atomically,
+// keeping the mode, owner and attributes of the file it replaces, and
+// refusing before any work what it could not replace whole. When nothing
+// changes and out is path, nothing is written.
 func File(path, out string, opts Options) Result {
 	res := file(path, out, opts)
 	if res.written != "" {
-		if err := elfx.SyncDir(filepath.Dir(res.written)); err != nil && res.Err == nil {
+		if err := outfile.SyncDir(filepath.Dir(res.written)); err != nil && res.Err == nil {
 			res.Err = err
 		}
 	}
@@ -290,24 +292,31 @@ func file(path, out string, opts Options) (res Result) {
 			res = Result{Path: path, Err: fmt.Errorf("%s: internal error: %v (please report it with the file)", path, r)}
 		}
 	}()
-	m, err := elfx.Map(path)
+	in := path
+	var o *outfile.Output
+	if !opts.List {
+		var err error
+		if o, err = outfile.Plan(path, out); err != nil {
+			return Result{Path: path, Err: err}
+		}
+		o.DeferDirSync = true
+		in = o.In
+	}
+	m, err := elfx.Map(in)
 	if err != nil {
 		return Result{Path: path, Err: err}
 	}
 	defer m.Close()
 	data := m.Data
-	if out == "" {
-		out = path
-	}
 	f, err := elfx.Parse(path, data)
 	if err != nil {
 		return Result{Path: path, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	// A large object without a table will be rewritten, mostly as its own
 	// bytes: start writing those on another core while the sites are found.
-	var pending *elfx.Pending
-	if !opts.List && len(data) >= speculateSize && f.Type == elf.ET_REL && f.Section(sites.TableName) == nil {
-		pending, _ = elfx.StartReplace(out, data) // on failure, write the usual way below
+	var pending *outfile.Pending
+	if o != nil && len(data) >= speculateSize && f.Type == elf.ET_REL && f.Section(sites.TableName) == nil {
+		pending, _ = o.Start(data) // on failure, write the usual way below
 	}
 	defer func() {
 		if pending != nil {
@@ -315,7 +324,7 @@ func file(path, out string, opts Options) (res Result) {
 		}
 	}()
 	img, res, err := rewriteFile(f, opts)
-	if err != nil || opts.List || (img == nil && out == path) {
+	if err != nil || o == nil || (img == nil && o.InPlace) {
 		if err != nil {
 			res.Err = fmt.Errorf("%s: %w", path, err)
 		}
@@ -324,20 +333,17 @@ func file(path, out string, opts Options) (res Result) {
 	if img == nil {
 		img = [][]byte{data} // -o with nothing to change: the output is a copy
 	}
-	st, err := os.Stat(path)
-	if err == nil {
-		if pending != nil {
-			err = pending.Finish(st.Mode().Perm(), img...)
-			pending = nil
-		} else {
-			err = elfx.Replace(out, st.Mode().Perm(), img...)
-		}
+	if pending != nil {
+		err = pending.Finish(img...)
+		pending = nil
+	} else {
+		err = o.WriteChunks(img...)
 	}
 	if err != nil {
-		res.Err = fmt.Errorf("%s: writing %s: %w", path, out, err)
+		res.Err = err
 		return res
 	}
-	res.written = out
+	res.written = o.Path
 	return res
 }
 

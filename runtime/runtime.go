@@ -22,7 +22,7 @@ import (
 	"strings"
 
 	"ftpatch/arch"
-	"ftpatch/elfx"
+	"ftpatch/outfile"
 )
 
 //go:embed src
@@ -182,7 +182,7 @@ func archive(ctx context.Context, o Options, work, name string, srcs []string) e
 	if err != nil {
 		return err
 	}
-	return elfx.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
+	return outfile.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
 }
 
 // ModulePath is the module stub's archive beside the runtime at lib.

@@ -39,11 +39,14 @@ func (c callee) serves(k Kind, n int) bool {
 }
 
 // trampolines are the runtime's entry points that an enabled site calls
-// (runtime/src/<arch>/entry.S). Each serves one kind and length of site,
-// as the runtime writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32`
-// to ftrace_caller6, the mcount variants after the prologue; ftrace_stub
-// (FTRACE=nop) from any site. The arm64 names follow the x86-64 ones for
-// the runtime's arm64 port, which does not exist yet.
+// (runtime/src/<arch>/entry.S): a site calling one is traced (see
+// Site.Status). Each serves one kind and length of site, as the runtime
+// writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
+// ftrace_caller6, the mcount variants after the prologue; ftrace_stub
+// (FTRACE=nop) from any site; on arm64, ftrace_caller from a patchable
+// area's second word. The arm64 mcount names follow the x86-64 ones for
+// the runtime's arm64 port, which does not exist yet. When the runtime
+// gains one, add it here.
 var trampolines = map[arch.Arch]map[string]callee{
 	arch.X86_64: {
 		"ftrace_caller5":        {X86Fentry, 5, true},
@@ -53,6 +56,7 @@ var trampolines = map[arch.Arch]map[string]callee{
 		"ftrace_stub":           {KindUnknown, 0, true},
 	},
 	arch.ARM64: {
+		"ftrace_caller":        {ARM64Patchable, 4, true},
 		"ftrace_mcount_caller": {ARM64Mcount, 4, true},
 		"ftrace_stub":          {KindUnknown, 4, true},
 	},
@@ -669,6 +673,9 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 		return nil, fmt.Errorf("decoding function entries: %w", err)
 	}
 	funcs := newFuncIndex(syms, true)
+	// The decoder knows a call reaches a hook or trampoline; where it
+	// leads, as TARGET shows it, is read as for a table's sites.
+	calls := &callResolver{f: f, funcs: funcs.cursor(), rel: rel}
 	out := &Linked{Arch: f.Arch}
 	for _, e := range funcs.section(0) {
 		sym := &syms[e.sym]
@@ -693,8 +700,22 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 			continue
 		}
 		fun := funcs.fn(e)
-		out.Sites = append(out.Sites, Site{Off: e.start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
-			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Discover: FromDecode})
+		site := Site{Off: e.start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
+			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Discover: FromDecode}
+		if s.state == StateCall {
+			// A site in a linked file that holds a call always says where
+			// it leads (Site.Status names it by its target).
+			var err error
+			if f.Arch == arch.X86_64 {
+				site.Call, err = calls.x86(site.Off, fn[s.off:], s.n)
+			} else {
+				site.Call, err = calls.arm64(site.Off, word(fn, s.off))
+			}
+			if err != nil {
+				return nil, &SiteError{sec.Name, site.Off, fun.name, err.Error()}
+			}
+		}
+		out.Sites = append(out.Sites, site)
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -29,6 +30,26 @@ type decodeCase struct {
 	// case that names no hook and finds no site in any.
 	defined, imported string
 	hooks             bool // names a hook or trampoline
+	// target is what a call site's TARGET names, when the assembly does
+	// not name it (a call through a slot of our own); else the last
+	// hook or trampoline the assembly names.
+	target string
+}
+
+// calls are the hooks and trampolines the cases call, which a call
+// site's target must name.
+var calls = regexp.MustCompile(`\b(__fentry__|_?mcount|ftrace_(mcount_)?caller[56]?|ftrace_stub)\b`)
+
+// wantTarget is the function case c's call site must lead to.
+func (c decodeCase) wantTarget() string {
+	if c.target != "" {
+		return c.target
+	}
+	m := calls.FindAllString(c.asm, -1)
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1]
 }
 
 // x86Cases: what counts as a site on x86-64, and what must not.
@@ -39,7 +60,7 @@ var x86Cases = []decodeCase{
 	{name: "fentry_addr32", asm: ".byte 0x67\n call __fentry__\n ret", defined: "fentry call 6 +0", hooks: true},
 	// call *slot(%rip) with a slot of our own holding the hook: filled
 	// by the static link, or by a RELATIVE relocation in a PIE.
-	{name: "fentry_slot", asm: ".byte 0xff, 0x15\n .long fentry_slot_ptr - . - 4\n ret", defined: "fentry call 6 +0", hooks: true},
+	{name: "fentry_slot", asm: ".byte 0xff, 0x15\n .long fentry_slot_ptr - . - 4\n ret", defined: "fentry call 6 +0", hooks: true, target: "__fentry__"},
 	// call *__fentry__@GOTPCREL(%rip): the linker keeps it only for an
 	// imported hook (GLOB_DAT); a defined one it relaxes to addr32 call.
 	{name: "fentry_got", asm: "call *__fentry__@GOTPCREL(%rip)\n ret", defined: "fentry call 6 +0", imported: "fentry call 6 +0", hooks: true},
@@ -274,6 +295,8 @@ func buildCases(t testing.TB, a decodeArch, hooks string, args []string) string 
 // hooks and trampolines defined in the program (static, and PIE), with
 // the hooks imported from the C library (PIE and not), and with no hook
 // at all, where nothing is a site and FindLinked says there is no table.
+// A call site says where it leads, the hook (status hook) or trampoline
+// (status traced) the case calls, as a table's site does.
 func TestFindDecoded(t *testing.T) {
 	for _, a := range decodeArches {
 		for _, bld := range caseBuilds {
@@ -289,7 +312,22 @@ func TestFindDecoded(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := map[string]string{}
+				byName := map[string]decodeCase{}
+				for _, c := range a.cases {
+					byName[c.name] = c
+				}
 				for _, s := range l.Sites {
+					if s.State == sites.StateCall {
+						want, status := byName[s.Func].wantTarget(), sites.StatusHook
+						if strings.HasPrefix(want, "ftrace_") {
+							status = sites.StatusTraced
+						}
+						if s.Call == nil || s.Call.Name != want || s.Status() != status {
+							t.Errorf("%s: call site leads to %v, status %v; want %s, status %v", s.Func, s.Call, s.Status(), want, status)
+						}
+					} else if s.Call != nil {
+						t.Errorf("%s: a %v site with a call target %v", s.Func, s.State, s.Call)
+					}
 					if s.Discover != sites.FromDecode || s.Off != s.FuncOff+symAddr(t, f, s.Func) {
 						t.Errorf("%s: site %+v: wrong source or address", s.Func, s)
 					}

@@ -12,7 +12,6 @@ package sites
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"ftpatch/arch"
 	"ftpatch/srcline"
@@ -223,22 +222,6 @@ func (s Status) String() string {
 // MarshalText makes statuses print by name in JSON.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// hookNames are the compiler's entry hooks, by architecture: a site
-// calling one is as the compiler left it.
-var hookNames = map[arch.Arch][]string{
-	arch.X86_64: {"__fentry__", "mcount"},
-	arch.ARM64:  {"_mcount"},
-}
-
-// tracedNames are the runtime's trampolines (runtime/src/<arch>/entry.S)
-// that an enabled site calls, by architecture: one per site length and
-// position on x86-64, so the trampoline knows where the site is, and
-// ftrace_stub, the empty tracer. When the runtime gains one, add it here.
-var tracedNames = map[arch.Arch][]string{
-	arch.X86_64: {"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"},
-	arch.ARM64:  {"ftrace_caller"},
-}
-
 // Arch is the architecture of the site's instructions, from its kind.
 func (k Kind) Arch() arch.Arch {
 	switch k {
@@ -260,10 +243,10 @@ func (s *Site) Status() Status {
 			return StatusHook
 		}
 		a := s.Kind.Arch()
-		switch {
-		case slices.Contains(hookNames[a], s.Call.Name):
+		if _, ok := hookKinds[a][s.Call.Name]; ok {
 			return StatusHook
-		case slices.Contains(tracedNames[a], s.Call.Name):
+		}
+		if _, ok := trampolines[a][s.Call.Name]; ok {
 			return StatusTraced
 		}
 		return StatusDirect

@@ -13,6 +13,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/nops"
+	"ftpatch/outfile"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
 )
@@ -100,6 +101,20 @@ func siteLine(s sites.Site) string {
 	return fmt.Sprintf("%s+0x%x %v %d %v", s.Func, s.FuncOff, s.Kind, s.Len, s.State)
 }
 
+// targetLines lists sites as "address status target": where each call
+// leads, as `ftpatch sites` prints it ("-" for a NOP).
+func targetLines(l *sites.Linked) []string {
+	var out []string
+	for _, s := range l.Sites {
+		target := "-"
+		if s.Call != nil {
+			target = s.Call.String()
+		}
+		out = append(out, fmt.Sprintf("0x%x %v %s", s.Off, s.Status(), target))
+	}
+	return out
+}
+
 // findLinked opens prog and finds its sites.
 func findLinked(t *testing.T, prog string) (*elfx.File, *sites.Linked) {
 	t.Helper()
@@ -155,12 +170,15 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 		t.Errorf("decoded sites differ from the table's\n%s", diffLines(want, got))
 	}
 	hidden := filepath.Join(recDir, "hidden")
-	if err := elfx.WriteFile(hidden, 0o755, hideTable(t, tf)); err != nil {
+	if err := outfile.WriteFile(hidden, 0o755, hideTable(t, tf)); err != nil {
 		t.Fatal(err)
 	}
 	_, hl := findLinked(t, hidden)
 	if got, want := siteLines(hl), siteLines(tl); !slices.Equal(got, want) {
 		t.Errorf("%s with its table hidden: decoded sites differ from the table's\n%s", table, diffLines(want, got))
+	}
+	if got, want := targetLines(hl), targetLines(tl); !slices.Equal(got, want) {
+		t.Errorf("%s with its table hidden: decoded sites lead elsewhere than the table's\n%s", table, diffLines(want, got))
 	}
 	return decoded
 }
@@ -278,7 +296,7 @@ func TestDecodePatched(t *testing.T) {
 			data := slices.Clone(f.Data)
 			want := patchSites(t, f, l, data)
 			patched := filepath.Join(dir, "patched")
-			if err := elfx.WriteFile(patched, 0o755, data); err != nil {
+			if err := outfile.WriteFile(patched, 0o755, data); err != nil {
 				t.Fatal(err)
 			}
 			if after, err := os.ReadFile(prog); err != nil || !slices.Equal(after, before) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	ftrt "ftpatch/runtime"
@@ -69,8 +70,8 @@ func linkEnabled(t *testing.T, tg target, dir string, b enableBuild) string {
 	return prog
 }
 
-// fileState is a file's bytes and modification time, to check that a
-// command left it alone.
+// fileState is a file's bytes and status (inode, mode, owner,
+// modification time), to check that a command left it alone.
 type fileState struct {
 	path string
 	data []byte
@@ -92,10 +93,20 @@ func stateOf(t *testing.T, path string) fileState {
 
 func (s fileState) unchanged(t *testing.T, what string) {
 	t.Helper()
-	now := stateOf(t, s.path)
-	if !bytes.Equal(now.data, s.data) || !now.fi.ModTime().Equal(s.fi.ModTime()) || !os.SameFile(now.fi, s.fi) {
-		t.Errorf("%s: %s changed (bytes equal %v, mtime %v -> %v)", what, s.path, bytes.Equal(now.data, s.data), s.fi.ModTime(), now.fi.ModTime())
+	if !s.same(t) {
+		now := stateOf(t, s.path)
+		t.Errorf("%s: %s changed (bytes equal %v, mtime %v -> %v, mode %v -> %v)", what, s.path, bytes.Equal(now.data, s.data),
+			s.fi.ModTime(), now.fi.ModTime(), s.fi.Mode(), now.fi.Mode())
 	}
+}
+
+// same reports whether the file is as s found it.
+func (s fileState) same(t *testing.T) bool {
+	t.Helper()
+	now := stateOf(t, s.path)
+	st, st0 := now.fi.Sys().(*syscall.Stat_t), s.fi.Sys().(*syscall.Stat_t)
+	return bytes.Equal(now.data, s.data) && now.fi.ModTime().Equal(s.fi.ModTime()) && os.SameFile(now.fi, s.fi) &&
+		now.fi.Mode() == s.fi.Mode() && st.Uid == st0.Uid && st.Gid == st0.Gid
 }
 
 // ftpatchStatus runs the ftpatch binary and returns its output and exit

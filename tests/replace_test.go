@@ -87,14 +87,15 @@ func TestEnableKeepsFile(t *testing.T) {
 // nobody is the user the unprivileged tests run ftpatch as.
 const nobody = 65534
 
-// TestEnableAsUser: ftpatch run by a user who is not root refuses, with
-// exit status 1 and what to do, to replace what it could not replace
-// whole: a file it cannot give back its owner, a write-protected file, a
-// file in a directory it cannot write; and patches the user's own file
-// keeping its mode. Root sets the files up and runs ftpatch as nobody.
-func TestEnableAsUser(t *testing.T) {
+// TestToolsAsUser: ftpatch enable and recordmcount run by a user who is
+// not root refuse, with exit status 1 and what to do, to replace what they
+// could not replace whole: a file they cannot give back its owner, a
+// write-protected file, a file in a directory they cannot write; and
+// rewrite the user's own file keeping its mode. Root sets the files up and
+// runs the tools as nobody.
+func TestToolsAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running ftpatch as another user needs root")
+		t.Fatal("running the tools as another user needs root: run it as root (CI does)")
 	}
 	need(t, x86GCC.tools...)
 	// A tree nobody can walk: t.TempDir's parent is private.
@@ -107,11 +108,13 @@ func TestEnableAsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := linkEnabled(t, x86GCC, t.TempDir(), enableBuilds[0])
-	ftpatch := filepath.Join(base, "ftpatch")
-	run(t, base, "cp", tool("ftpatch"), ftpatch)
-	// place puts a copy of prog at base/dir/name with the owner and mode
+	obj := buildSrc(t, x86GCC, t.TempDir(), "-pg -mfentry", true, "other.c")[0]
+	for _, name := range []string{"ftpatch", "recordmcount"} {
+		run(t, base, "cp", tool(name), filepath.Join(base, name))
+	}
+	// place puts a copy of src at base/dir/name with the owner and mode
 	// given, dir having mode dirMode.
-	place := func(dir string, dirMode os.FileMode, name string, uid int, mode os.FileMode) string {
+	place := func(src, dir string, dirMode os.FileMode, name string, uid int, mode os.FileMode) string {
 		t.Helper()
 		d := filepath.Join(base, dir)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -121,7 +124,7 @@ func TestEnableAsUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := filepath.Join(d, name)
-		run(t, base, "cp", prog, p)
+		run(t, base, "cp", src, p)
 		if err := os.Chown(p, uid, uid); err != nil {
 			t.Fatal(err)
 		}
@@ -130,68 +133,79 @@ func TestEnableAsUser(t *testing.T) {
 		}
 		return p
 	}
-	for _, c := range []struct {
-		name string
-		file func() string
-		code int
-		want []string // in stderr, or stdout for exit 0
+	for _, tl := range []struct {
+		name   string
+		src    string
+		args   func(p string) []string
+		ownOut string // stdout rewriting the user's own file
 	}{
-		{"another user's file", func() string { return place("shared", 0o777, "theirs", 1234, 0o666) }, 1,
-			[]string{"theirs: cannot keep the file's owner, mode or attributes: owner 1234, group 1234: operation not permitted; nothing written: run as the file's owner or as root, or write a new file with -o OUT"}},
-		{"write-protected", func() string { return place("shared", 0o777, "protected", nobody, 0o555) }, 1,
-			[]string{"protected: not writable (mode -r-xr-xr-x: permission denied): ftpatch does not replace a write-protected file; make it writable (chmod u+w), or write a new file with -o OUT"}},
-		{"directory not writable", func() string { return place("locked", 0o755, "mine", nobody, 0o755) }, 1,
-			[]string{"mine: not writable: directory " + filepath.Join(base, "locked") + ": permission denied: the new file is written beside it, then renamed over it; write a new file with -o OUT"}},
-		{"own file", func() string { return place("shared", 0o777, "own", nobody, 0o710) }, 0,
-			[]string{"1 site in 1 function calling the function tracer; 9 of 9 sites rewritten"}},
+		{"ftpatch", prog, func(p string) []string { return []string{"enable", p, "fib"} }, "1 site in 1 function calling the function tracer; 9 of 9 sites rewritten"},
+		{"recordmcount", obj, func(p string) []string { return []string{p} }, ""},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := c.file()
-			before, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := os.ReadFile(p)
-			ents, _ := os.ReadDir(filepath.Dir(p))
-			cmd := exec.Command(ftpatch, "enable", p, "fib")
-			cmd.Dir = base
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-			var o, e bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &o, &e
-			err = cmd.Run()
-			var ee *exec.ExitError
-			if err != nil && !errors.As(err, &ee) {
-				t.Fatal(err)
-			}
-			msg := e.String()
-			if c.code == 0 {
-				msg = o.String()
-			}
-			if code := cmd.ProcessState.ExitCode(); code != c.code {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o.String(), e.String())
-			}
-			for _, w := range c.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("output\n%s\ndoes not say %q", msg, w)
+		for _, c := range []struct {
+			name string
+			file func() string
+			code int
+			want []string // in stderr, or stdout for exit 0
+		}{
+			{"another user's file", func() string { return place(tl.src, "shared", 0o777, tl.name+"-theirs", 1234, 0o666) }, 1,
+				[]string{"theirs: cannot keep the file's owner, mode or attributes: owner 1234, group 1234: operation not permitted; nothing written: run as the file's owner or as root, or write a new file with -o OUT"}},
+			{"write-protected", func() string { return place(tl.src, "shared", 0o777, tl.name+"-protected", nobody, 0o555) }, 1,
+				[]string{"protected: not writable (mode -r-xr-xr-x: permission denied): a write-protected file is not replaced; make it writable (chmod u+w), or write a new file with -o OUT"}},
+			{"directory not writable", func() string { return place(tl.src, "locked", 0o755, tl.name+"-mine", nobody, 0o755) }, 1,
+				[]string{"mine: not writable: directory " + filepath.Join(base, "locked") + ": permission denied: the new file is written beside it, then renamed over it; write a new file with -o OUT"}},
+			{"own file", func() string { return place(tl.src, "shared", 0o777, tl.name+"-own", nobody, 0o710) }, 0,
+				[]string{tl.ownOut}},
+		} {
+			t.Run(tl.name+"/"+c.name, func(t *testing.T) {
+				p := c.file()
+				before, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			after, err := os.Stat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, st0 := after.Sys().(*syscall.Stat_t), before.Sys().(*syscall.Stat_t)
-			if after.Mode() != before.Mode() || st.Uid != st0.Uid || st.Gid != st0.Gid {
-				t.Errorf("mode %v owner %d:%d, was %v %d:%d", after.Mode(), st.Uid, st.Gid, before.Mode(), st0.Uid, st0.Gid)
-			}
-			if c.code != 0 {
+				data, _ := os.ReadFile(p)
+				ents, _ := os.ReadDir(filepath.Dir(p))
+				cmd := exec.Command(filepath.Join(base, tl.name), tl.args(p)...)
+				cmd.Dir = base
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+				var o, e bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &o, &e
+				err = cmd.Run()
+				var ee *exec.ExitError
+				if err != nil && !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				msg := e.String()
+				if c.code == 0 {
+					msg = o.String()
+				}
+				if code := cmd.ProcessState.ExitCode(); code != c.code || (c.code != 0 && strings.Count(msg, "\n") != 1) {
+					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o.String(), e.String())
+				}
+				for _, w := range c.want {
+					if !strings.Contains(msg, w) {
+						t.Errorf("output\n%s\ndoes not say %q", msg, w)
+					}
+				}
+				after, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, st0 := after.Sys().(*syscall.Stat_t), before.Sys().(*syscall.Stat_t)
+				if after.Mode() != before.Mode() || st.Uid != st0.Uid || st.Gid != st0.Gid {
+					t.Errorf("mode %v owner %d:%d, was %v %d:%d", after.Mode(), st.Uid, st.Gid, before.Mode(), st0.Uid, st0.Gid)
+				}
 				now, _ := os.ReadFile(p)
-				if !bytes.Equal(now, data) || !os.SameFile(after, before) || !after.ModTime().Equal(before.ModTime()) {
+				if c.code != 0 && (!bytes.Equal(now, data) || !os.SameFile(after, before) || !after.ModTime().Equal(before.ModTime())) {
 					t.Errorf("%s changed", p)
 				}
-			}
-			if now, _ := os.ReadDir(filepath.Dir(p)); len(now) != len(ents) {
-				t.Errorf("the directory held %d entries, now %d", len(ents), len(now))
-			}
-		})
+				if c.code == 0 && bytes.Equal(now, data) {
+					t.Errorf("%s was not rewritten", p)
+				}
+				if now, _ := os.ReadDir(filepath.Dir(p)); len(now) != len(ents) {
+					t.Errorf("the directory held %d entries, now %d", len(ents), len(now))
+				}
+			})
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/funclist"
+	"ftpatch/infile"
+	"ftpatch/outfile"
 	"ftpatch/patch"
 	"ftpatch/progress"
 )
@@ -47,7 +49,7 @@ func (l *listFlags) list(globs []string) (list *funclist.List, inputs string, er
 		names = append(names, p)
 	}
 	for _, p := range l.reports {
-		f, err := os.Open(p)
+		f, _, err := infile.Open(p)
 		if err != nil {
 			return nil, "", err
 		}
@@ -71,11 +73,13 @@ func (l *listFlags) list(globs []string) (list *funclist.List, inputs string, er
 }
 
 // fileError sorts an error about BIN: one the system gave opening or
-// reading it is trouble running the command (exit 2); anything found in
-// its contents is a problem with the file (exit 1).
+// reading it, or a BIN that is no file to read (a directory, a device, a
+// FIFO: *infile.NotRegularError), is trouble running the command (exit
+// 2); anything found in its contents is a problem with the file (exit 1).
 func fileError(err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) && !errors.Is(err, patch.ErrChanged) {
+	var nr *infile.NotRegularError
+	if (errors.As(err, &pe) && !errors.Is(err, outfile.ErrChanged)) || errors.As(err, &nr) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return err
@@ -88,6 +92,10 @@ included), owner, group and extended attributes (ACLs, capabilities); given
 as a symbolic link, the file it names is replaced and the link stays. A
 file already as asked is not written at all (same inode, same mtime).
 BIN is refused, with exit status 1 and nothing written, when:
+  - it is a symbolic link the kernel's protected_symlinks rule would not
+    follow: one in a sticky, world-writable directory (/tmp) owned
+    neither by the user running ftpatch nor by the directory's owner
+    (another user may have planted it there). Name the file it points to;
   - it has other hard links: the rename would leave the other names with
     the old program. Use -o OUT, or give it a copy of its own first:
     cp BIN BIN.new && mv BIN.new BIN
@@ -98,7 +106,8 @@ BIN is refused, with exit status 1 and nothing written, when:
 With -o OUT, BIN is only read and OUT is always written, even when BIN is
 already as asked. A new OUT gets BIN's permission bits, without setuid or
 setgid, and belongs to whoever runs ftpatch. An existing OUT is replaced
-under the rules above (a symbolic link followed, a dangling one refused;
+under the rules above (a symbolic link followed where the kernel would
+follow it, a dangling one refused;
 its own mode, owner and group kept; other hard links refused); an OUT
 that is BIN itself means in place.`
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -64,6 +65,10 @@ func TestSites(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "(found by decoding function entries: no __mcount_loc)\n") || strings.Count(out, " fentry ") != 2 {
 		t.Errorf("sites on a program without a table: %v\n%s", err, out)
 	}
+	// Each decoded site, the compiler's call, names where it leads.
+	if n := len(regexp.MustCompile(`(?m) fentry +5 +hook +__fentry__ *$`).FindAllString(out, -1)); n != 2 {
+		t.Errorf("sites on a program without a table: %d lines say hook __fentry__, want 2:\n%s", n, out)
+	}
 	plain := filepath.Join(dir, "plain")
 	exec.Command("gcc", "-o", plain, src).Run()
 	if _, err := ftpatch("sites", plain); err == nil || !strings.Contains(err.Error(), "no __mcount_loc section") {
@@ -100,7 +105,7 @@ func TestReplayErrors(t *testing.T) {
 // enable and disable what happens to the file written, in the words the
 // errors use.
 func TestHelp(t *testing.T) {
-	writing := []string{"hard links", "cp BIN BIN.new && mv BIN.new BIN", "symbolic link", "setuid", "owner", "With -o OUT, BIN is only read", "A new OUT gets BIN's permission bits"}
+	writing := []string{"hard links", "protected_symlinks", "cp BIN BIN.new && mv BIN.new BIN", "symbolic link", "setuid", "owner", "With -o OUT, BIN is only read", "A new OUT gets BIN's permission bits"}
 	for _, c := range []struct {
 		cmd  string
 		want []string

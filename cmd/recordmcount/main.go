@@ -56,7 +56,20 @@ into __start___mcount_loc..__stop___mcount_loc for the ftpatch runtime.
 Objects that already carry __mcount_loc (from an earlier run, or from
 gcc -mrecord-mcount) are left as they are. Files are processed in
 parallel; each is replaced atomically, and a file that fails is left
-byte-for-byte unchanged.`,
+byte-for-byte unchanged.
+
+Writing, as ftpatch enable writes (see its --help): a new file beside the
+object, synced, renamed over it, after checking the object did not change
+since it was read. The object keeps its mode, owner, group and extended
+attributes; given as a symbolic link, the file it names is rewritten and
+the link stays, except a link the kernel's protected_symlinks rule would
+not follow (another user's link in a sticky world-writable directory such
+as /tmp). An object with other hard links, a write-protected one, one in a
+directory the user cannot write or whose owner the user cannot give back
+is refused (exit 1, nothing written): use -o OUT. With -o, a new OUT gets
+the object's permission bits without setuid or setgid; an existing OUT is
+replaced by the same rules, keeping its own. Anything that is not a
+regular file (a directory, a device, a FIFO) is refused at once.`,
 		Example: `  cc -O2 -pg -mfentry -c a.c b.c && recordmcount a.o b.o
   recordmcount --nop -o traced.o plain.o
   recordmcount --list --json *.o`,

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,10 @@ type special struct {
 	name  string
 	setup func(t *testing.T, dir string) string // returns the path to pass
 	want  string
+	// hazard: without its check, reading it would not end (a device
+	// that reads without end, a FIFO that blocks): run only as a process
+	// under limits (TestBinary), never in the test binary itself.
+	hazard bool
 }
 
 var specials = []special{
@@ -58,8 +63,23 @@ var specials = []special{
 			t.Fatal(err)
 		}
 		return p
-	}, "is a directory"},
-	{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "missing.o") }, "no such file or directory"},
+	}, "not a regular file (a directory)", false},
+	{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "missing.o") }, "no such file or directory", false},
+	{"dev-zero", func(t *testing.T, dir string) string { return "/dev/zero" }, "not a regular file (a character device)", true},
+	{"link-to-dev-zero", func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, "zero.o")
+		if err := os.Symlink("/dev/zero", p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, "not a regular file (a character device)", true},
+	{"fifo", func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, "fifo.o")
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, "not a regular file (a FIFO)", true},
 }
 
 // corpusFiles lists testdata/bad, failing if it is empty or holds a file
@@ -111,6 +131,9 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 	for _, c := range specials {
+		if c.hazard {
+			continue // TestBinary runs it under limits
+		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := c.setup(t, dir)
@@ -585,10 +608,16 @@ func TestBinary(t *testing.T) {
 			checkBad(t, execRun, "in-place", dir, p, c.want)
 		})
 	}
+	// Each is one error line and exit status 1 in every mode, at once:
+	// a device that reads without end or a FIFO with no writer must not
+	// hang the tool or exhaust its memory (limited kills it, failing the
+	// test).
 	for _, c := range specials {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			checkBad(t, execRun, "in-place", dir, c.setup(t, dir), c.want)
+			for _, mode := range []string{"in-place", "output", "list"} {
+				dir := t.TempDir()
+				checkBad(t, execRun, mode, dir, c.setup(t, dir), c.want)
+			}
 		})
 	}
 

@@ -1,4 +1,4 @@
-package elfx
+package outfile
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Attrs are what a file written by WriteFileChecked is given besides its
-// contents. A tool that rewrites a file in place reads them from the old
-// file (AttrsOf), so that the atomic replacement, a new inode, keeps
+// Attrs are what an Output's new file is given besides its contents. A
+// tool that rewrites a file reads them from the old file (AttrsOf, as
+// Plan does), so that the atomic replacement, a new inode, keeps
 // everything the old one had: the rename itself keeps nothing.
 type Attrs struct {
 	Mode     os.FileMode // permission bits, with os.ModeSetuid, os.ModeSetgid and os.ModeSticky
@@ -46,21 +46,22 @@ const modeBits = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 // writer, with no extended attributes.
 func NewAttrs(perm os.FileMode) Attrs { return Attrs{Mode: perm & modeBits, UID: -1, GID: -1} }
 
-// AttrsOf reads the attributes of the file at path (following symbolic
-// links): a replacement written with them differs from it only in its
-// contents and times. A file system without extended attributes has none.
+// AttrsOf reads the attributes of the file at path: a replacement
+// written with them differs from it only in its contents and times. A
+// symbolic link at path is not followed (Plan resolves links first, by
+// its own rule), and a file system without extended attributes has none.
 func AttrsOf(path string) (Attrs, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return Attrs{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	if err := unix.Lstat(path, &st); err != nil {
+		return Attrs{}, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	a := Attrs{Mode: fileMode(st.Mode), UID: int(st.Uid), GID: int(st.Gid), exact: true}
-	names, err := listXattrs(func(b []byte) (int, error) { return unix.Listxattr(path, b) })
+	names, err := listXattrs(func(b []byte) (int, error) { return unix.Llistxattr(path, b) })
 	if err != nil {
 		return Attrs{}, &os.PathError{Op: "listxattr", Path: path, Err: err}
 	}
 	for _, n := range names {
-		v, err := getXattr(func(b []byte) (int, error) { return unix.Getxattr(path, n, b) })
+		v, err := getXattr(func(b []byte) (int, error) { return unix.Lgetxattr(path, n, b) })
 		if errors.Is(err, unix.ENODATA) { // removed since it was listed
 			continue
 		}

@@ -1,16 +1,16 @@
-package elfx_test
+package outfile_test
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
-	"ftpatch/elfx"
+	"ftpatch/outfile"
 )
 
 // POSIX ACLs as the kernel stores them in system.posix_acl_*: a version
@@ -42,19 +42,15 @@ func setxattr(t *testing.T, path, name string, value []byte) {
 	}
 }
 
-// replaceKeeping replaces the file at p through WriteFileChecked with
-// the attributes it has, and fails the test if that fails.
+// replaceKeeping replaces the file at p in place, keeping the
+// attributes it has, and fails the test if that fails.
 func replaceKeeping(t *testing.T, p, contents string) {
 	t.Helper()
-	a, err := elfx.AttrsOf(p)
+	o, err := outfile.Plan(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = elfx.WriteFileChecked(p, a, nil, func(w io.Writer) error {
-		_, err := io.WriteString(w, contents)
-		return err
-	})
-	if err != nil {
+	if err := o.WriteChunks([]byte(contents)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,7 +91,7 @@ func TestKeepAttrs(t *testing.T) {
 			// the old file did not get.
 			setxattr(t, dir, "system.posix_acl_default", acl([3]uint32{aclUserObj, 7, aclNoID},
 				[3]uint32{aclUser, 7, 4343}, [3]uint32{aclGroupObj, 7, aclNoID}, [3]uint32{aclMask, 7, aclNoID}, [3]uint32{aclOther, 7, aclNoID}))
-			want, err := elfx.AttrsOf(p)
+			want, err := outfile.AttrsOf(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +101,7 @@ func TestKeepAttrs(t *testing.T) {
 			st := statOf(t, p)
 			replaceKeeping(t, p, "new")
 			checkOnly(t, dir, "prog", "new", 0o750)
-			got, err := elfx.AttrsOf(p)
+			got, err := outfile.AttrsOf(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,24 +156,21 @@ func TestKeepAttrs(t *testing.T) {
 func TestAttrsRefused(t *testing.T) {
 	dir := t.TempDir()
 	p := writeFile(t, dir, "prog", "old")
-	a, err := elfx.AttrsOf(p)
+	o, err := outfile.Plan(p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Xattrs = append(a.Xattrs, elfx.Xattr{Name: "nosuchnamespace.x", Value: []byte("y")})
-	err = elfx.WriteFileChecked(p, a, nil, func(w io.Writer) error {
-		_, err := io.WriteString(w, "new")
-		return err
-	})
-	if !errors.Is(err, elfx.ErrAttrs) {
-		t.Errorf("an attribute no file system has: %v, want ErrAttrs", err)
+	o.Attrs.Xattrs = append(o.Attrs.Xattrs, outfile.Xattr{Name: "nosuchnamespace.x", Value: []byte("y")})
+	err = o.WriteChunks([]byte("new"))
+	if !errors.Is(err, outfile.ErrAttrs) || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), "nothing written") {
+		t.Errorf("an attribute no file system has: %v, want ErrAttrs naming %s", err, p)
 	}
 	checkOnly(t, dir, "prog", "old", 0o644)
 }
 
 // xattrMap prints a's extended attributes in name order, for comparing:
 // the file system lists them in any order.
-func xattrMap(a elfx.Attrs) string {
+func xattrMap(a outfile.Attrs) string {
 	m := map[string]string{}
 	for _, x := range a.Xattrs {
 		m[x.Name] = fmt.Sprintf("%x", x.Value)
