@@ -60,7 +60,22 @@ func Kind(m fs.FileMode) string {
 // file opened says it is regular, so no other name can be swapped in
 // between a check and the open. The caller closes the file.
 func Open(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return open(path, 0)
+}
+
+// OpenNoFollow is Open for a file that a program made where a link has
+// no business (a trace directory's files): a symbolic link at path is
+// refused (a *NotRegularError) rather than followed.
+func OpenNoFollow(path string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := open(path, syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, &NotRegularError{Path: path, Mode: fs.ModeSymlink}
+	}
+	return f, fi, err
+}
+
+func open(path string, flags int) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {
 		return nil, nil, err
 	}

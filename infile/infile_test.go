@@ -67,3 +67,25 @@ func TestReadFile(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNoFollow: a regular file opens; a symbolic link, even to a
+// regular file, is refused as a *NotRegularError saying it is a link.
+func TestOpenNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("file", link); err != nil {
+		t.Fatal(err)
+	}
+	f, fi, err := infile.OpenNoFollow(file)
+	if err != nil || fi.Size() != 8 {
+		t.Fatalf("OpenNoFollow(%s): %v", file, err)
+	}
+	f.Close()
+	if _, _, err := infile.OpenNoFollow(link); !errors.Is(err, infile.ErrNotRegular) || !strings.Contains(err.Error(), "a symbolic link") {
+		t.Errorf("OpenNoFollow(%s): %v; want it refused as a symbolic link", link, err)
+	}
+}

@@ -36,13 +36,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"ftpatch/infile"
 )
 
 // ErrFormat: a file of the trace directory is not what the runtime
@@ -393,44 +393,15 @@ func Read(dir string) (*Trace, error) {
 // waited on (a FIFO), so a directory someone planted things in gets an
 // error naming the file rather than a hang or a read without end.
 func openFile(path string) (*os.File, int64, error) {
-	fi, err := os.Lstat(path)
+	f, fi, err := infile.OpenNoFollow(path)
+	var nr *infile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, 0, fmt.Errorf("%s: %w: %s, not a regular file", path, ErrFormat, infile.Kind(nr.Mode))
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s: %w: %s, not a regular file", path, ErrFormat, fileKind(fi.Mode()))
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	now, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !now.Mode().IsRegular() || !os.SameFile(fi, now) {
-		f.Close()
-		return nil, 0, fmt.Errorf("%s: replaced while it was being opened", path)
-	}
-	return f, now.Size(), nil
-}
-
-// fileKind names what a file that is not a regular file is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
+	return f, fi.Size(), nil
 }
 
 // readMeta reads the metadata at path into m and returns its number of
