@@ -30,12 +30,13 @@ func shape(n *trace.Node) string {
 // TestContexts: coroutines made by makecontext and switched by swapcontext
 // (progs/contexts.c: each yields from two traced calls deep, two hand
 // over to each other directly, one is made again on a finished one's
-// stack) keep their output and exit status under both tracers, every
-// site kind, both compilers, PIE or not and linked statically; every call
-// is in the trace, and function_graph graphs each context's calls as
-// they nest on its own stack: the thread's own stack holds main, schedule
-// and make, and each context one worker with its four steps, none
-// unwound or left open.
+// stack, one's function takes eight arguments, two of them on its stack)
+// keep their output and exit status under both tracers, every site kind,
+// both compilers, PIE or not and linked statically; every call is in the
+// trace, and function_graph graphs each context's calls as they nest on
+// its own stack: the thread's own stack holds main, schedule and make,
+// each worker's context the worker with its four steps, none unwound or
+// left open.
 func TestContexts(t *testing.T) {
 	type build struct {
 		tg     target
@@ -123,9 +124,10 @@ func checkContextGraph(t *testing.T, tr *trace.Trace, syms *trace.Symbols, made 
 			t.Errorf("function_graph: %s graphed %d times, the program made %d calls", f, calls[f], n)
 		}
 	}
-	// The thread's own stack, then the four contexts in the order they
+	// The thread's own stack, then the five contexts in the order they
 	// first ran: workers 0 and 1 hand over to each other in their second
-	// step, and worker 1 runs again from the start as context 4.
+	// step, worker 1 runs again from the start as context 4, and sum8 in
+	// a context of its own.
 	step := "step(inner(leaf,leaf))"
 	pong := "step(inner(leaf,leaf),pong)"
 	want := []string{
@@ -134,6 +136,7 @@ func checkContextGraph(t *testing.T, tr *trace.Trace, syms *trace.Symbols, made 
 		"worker(" + step + "," + pong + "," + step + "," + step + ")",
 		"worker(" + step + "," + step + "," + step + "," + step + ")",
 		"worker(" + step + "," + step + "," + step + "," + step + ")",
+		"sum8",
 	}
 	var got []string
 	for i, th := range threads {

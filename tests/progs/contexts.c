@@ -4,12 +4,13 @@
  * three workers round-robin until they are done (a worker's function
  * returns, and uc_link brings it back to the scheduler); two of them hand
  * over to each other directly (ping-pong) before yielding; one worker is
- * made again on the stack of a finished one. Prints what the workers
- * computed; exits with status 6.
+ * made again on the stack of a finished one; then a context whose
+ * function takes eight arguments runs. Prints what the workers computed;
+ * exits with status 6.
  *
  * stderr, for a test: the calls the program made of each function,
  *
- *   made main 1 schedule 1 worker N step N inner N leaf N pong N
+ *   made main 1 schedule 1 worker N step N inner N leaf N pong N sum8 1
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,11 +106,25 @@ NOINLINE void schedule(void)
 	}
 }
 
+/* A context function of eight arguments: makecontext passes the last
+ * two on the new stack, which its wrapper must leave as they were. */
+NOINLINE void sum8(int a, int b, int c, int d, int e, int f, int g, int h)
+{
+	printf("sum8 %d\n", a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h);
+}
+
 int main(void)
 {
 	schedule();
+	static char stack[STACK];
+	getcontext(&ctx[0]);
+	ctx[0].uc_stack.ss_sp = stack;
+	ctx[0].uc_stack.ss_size = sizeof stack;
+	ctx[0].uc_link = &sched;
+	makecontext(&ctx[0], (void (*)(void))sum8, 8, 1, 2, 3, 4, 5, 6, 7, 8);
+	swapcontext(&sched, &ctx[0]);
 	printf("total %ld\n", total);
-	fprintf(stderr, "made main 1 schedule 1 worker %ld step %ld inner %ld leaf %ld pong %ld\n", n_worker, n_step, n_inner,
-		n_leaf, n_pong);
+	fprintf(stderr, "made main 1 schedule 1 worker %ld step %ld inner %ld leaf %ld pong %ld sum8 1\n", n_worker, n_step,
+		n_inner, n_leaf, n_pong);
 	return 6;
 }

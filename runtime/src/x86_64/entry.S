@@ -15,51 +15,8 @@
  * of other objects that run first).
  */
 #include "../layout.h"
+#include "args.h"
 
-/*
- * PUSH_ARGS, POP_ARGS: save and restore what a function's entry may hold
- * live and a C call may clobber: the argument registers rdi rsi rdx rcx r8
- * r9, rax (the number of vector registers, for varargs) and r10 (the
- * static chain). Eight pushes: 64 bytes, rax deepest. The vector
- * registers need no saving: the C side is built -mgeneral-regs-only.
- */
-.macro PUSH_ARGS
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r8
-	.cfi_adjust_cfa_offset 8
-	pushq	%r9
-	.cfi_adjust_cfa_offset 8
-	pushq	%r10
-	.cfi_adjust_cfa_offset 8
-.endm
-
-.macro POP_ARGS
-	popq	%r10
-	.cfi_adjust_cfa_offset -8
-	popq	%r9
-	.cfi_adjust_cfa_offset -8
-	popq	%r8
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdi
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
-.endm
 
 /*
  * The fast paths' pieces. SAVE_SCRATCH, RESTORE_SCRATCH: the four
@@ -113,6 +70,28 @@
 .macro TBUF_RCX
 	movq	ftrt_tb@gottpoff(%rip), %rcx
 	movq	%fs:(%rcx), %rcx		/* struct tbuf *b */
+.endm
+
+/*
+ * TAKE_BUF slow, unbusy: the graph hooks' start. rcx = the thread's
+ * struct tbuf, its busy set, then rdx = rdtsc (64 bits): the time is
+ * taken under busy, so no record a signal handler writes meanwhile goes
+ * into the stream after this one with a later time. To \slow when the
+ * thread has no buffer yet or is in the tracer already; to \unbusy
+ * (which must clear busy) when the trace is ending.
+ */
+.macro TAKE_BUF slow, unbusy
+	TBUF_RCX
+	testq	%rcx, %rcx
+	jz	\slow				/* the thread's first event: C makes the buffer */
+	cmpl	$0, TB_BUSY(%rcx)
+	jne	\slow				/* in the tracer already: a signal handler's call */
+	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rax, %rdx			/* rdx = ts */
+	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
+	jne	\unbusy
 .endm
 
 .macro TS62_RAX
@@ -411,17 +390,7 @@ ftrace_graph_enter:
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
-	TBUF_RCX
-	testq	%rcx, %rcx
-	jz	.Lenter_slow			/* the thread's first event: C makes the buffer */
-	cmpl	$0, TB_BUSY(%rcx)
-	jne	.Lenter_slow			/* in the tracer already: a signal handler's call */
-	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rax, %rdx			/* rdx = ts */
-	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
-	jne	.Lenter_unbusy
+	TAKE_BUF .Lenter_slow, .Lenter_unbusy
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
 	jnz	.Lenter_unbusy
@@ -539,17 +508,7 @@ ftrace_graph_leave:
 	movq	%rdx, 8(%rsp)
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lleave_slow
-	TBUF_RCX
-	testq	%rcx, %rcx
-	jz	.Lleave_slow
-	cmpl	$0, TB_BUSY(%rcx)
-	jne	.Lleave_slow
-	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rax, %rdx			/* rdx = ts */
-	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
-	jne	.Lleave_unbusy
+	TAKE_BUF .Lleave_slow, .Lleave_unbusy
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
 	ja	.Lleave_unbusy
 	movl	TB_DEPTH(%rcx), %eax

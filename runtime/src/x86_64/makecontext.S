@@ -14,57 +14,39 @@
  * then the arguments for func in rcx, r8, r9 and on the stack above our
  * return address, as many as argc says; al = the number of vector
  * registers used (a variadic call). So the wrapper saves every argument
- * register, calls ftrt_context_made(ucp), restores them and jumps to the
- * C library's makecontext (__real_makecontext) with the stack as it found
- * it: the arguments reach it untouched, however many.
+ * register (PUSH_ARGS), calls ftrt_context_made(ucp), restores them and
+ * jumps to the C library's makecontext (__real_makecontext) with the
+ * stack as it found it: the arguments reach it untouched, however many.
  *
- * Frame, below the return address (rsp was 8 mod 16 at entry; seven
- * pushes make it 0 for the C call):
+ * Frame, below the return address (rsp was 8 mod 16 at entry; eight
+ * pushes and 8 bytes of padding make it 0 for the C call):
  *
- *     56(%rsp) return into the caller of makecontext
- *     48(%rsp) rax
- *     40(%rsp) rdi  (ucp)
- *     32(%rsp) rsi  (func)
- *     24(%rsp) rdx  (argc)
- *     16(%rsp) rcx
- *      8(%rsp) r8
- *      0(%rsp) r9
+ *     72(%rsp) return into the caller of makecontext
+ *     64(%rsp) rax
+ *     56(%rsp) rdi  (ucp)
+ *     48(%rsp) rsi  (func)
+ *     40(%rsp) rdx  (argc)
+ *     32(%rsp) rcx
+ *     24(%rsp) r8
+ *     16(%rsp) r9
+ *      8(%rsp) r10
+ *      0(%rsp) padding
  */
+#include "args.h"
+
 	.text
 	.globl	__wrap_makecontext
 	.type	__wrap_makecontext, @function
 	.p2align 4
 __wrap_makecontext:
 	.cfi_startproc
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rsi
-	.cfi_adjust_cfa_offset 8
-	pushq	%rdx
-	.cfi_adjust_cfa_offset 8
-	pushq	%rcx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r8
-	.cfi_adjust_cfa_offset 8
-	pushq	%r9
+	PUSH_ARGS
+	subq	$8, %rsp
 	.cfi_adjust_cfa_offset 8
 	call	ftrt_context_made		/* ftrt_context_made(ucp): rdi is ucp already */
-	popq	%r9
+	addq	$8, %rsp
 	.cfi_adjust_cfa_offset -8
-	popq	%r8
-	.cfi_adjust_cfa_offset -8
-	popq	%rcx
-	.cfi_adjust_cfa_offset -8
-	popq	%rdx
-	.cfi_adjust_cfa_offset -8
-	popq	%rsi
-	.cfi_adjust_cfa_offset -8
-	popq	%rdi
-	.cfi_adjust_cfa_offset -8
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	POP_ARGS
 	jmp	__real_makecontext		/* as if called directly */
 	.cfi_endproc
 	.size	__wrap_makecontext, .-__wrap_makecontext
