@@ -276,13 +276,17 @@ uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
-/* Exceptions (unwind.c): give the unwinder the real return addresses;
- * after the catch, record what was unwound and hijack the survivors again. */
-void ftrt_graph_suspend(void);
-void ftrt_graph_resume(uintptr_t sp);
-/* The same around a walk that is not an exception's (backtrace.c): 1 when
- * the addresses were put back, and ftrt_graph_resume must follow. */
-int ftrt_graph_lend(void);
+/* Walks of the stack (trace.c says how): an exception's (unwind.c) or,
+ * exc NULL, a backtrace's (backtrace.c). Suspend gives the unwinder the
+ * real return addresses (1: a level opened, which resume closes); land
+ * drops the calls made by the frame whose landing pad runs next, by the
+ * stack pointer the pad runs with; resume, at the catch or the walk's
+ * end, hooks the survivors again
+ * (sp: the catching frame's stack pointer, a fallback should no landing
+ * pad have been seen; 0: none). */
+int ftrt_graph_suspend(const void *exc);
+void ftrt_graph_land(uintptr_t sp);
+void ftrt_graph_resume(const void *exc, uintptr_t sp);
 /* Whether a throw reaches unwind.c's hooks (not in a static link with
  * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
 int ftrt_unwind_hooked(void) __attribute__((weak));
