@@ -87,8 +87,14 @@ const char *ftrt_config_state(uint64_t state);
 void __fentry__(void);
 void mcount(void);
 
-/* The load-time pass (patch.c), run as a constructor. */
+/* The load-time pass (patch.c), which starts the trace: from the
+ * program's .preinit_array (lifetime.c), before any constructor. */
 void ftrt_init(void);
+/* The program's .preinit_array function (lifetime.c). */
+void ftrt_preinit(int argc, char **argv, char **envp);
+/* Arm the trace's end at exit, after every exit function (lifetime.c);
+ * called when the trace starts. */
+void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
 
 /*
  * Modules: the program and every shared object with sites each have a
@@ -178,6 +184,9 @@ int ftrt_modules_hold(void);
 void ftrt_modules_release(void);
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self);
+/* The process is exiting (lifetime.c): a module unregistered from now on
+ * keeps what was built for it, as other threads may still run it. */
+void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));
 
 /* Exported from the program (ftpatch flags --libs makes the linker
  * export them), called by each module's stub. 0, or -1 when the

@@ -965,7 +965,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	creator_pid = trace_pid = getpid();
 	tsc_start = now();
 	mono_start = mono_ns();
-	atexit(ftrt_trace_end);
+	ftrt_exit_watch();
 	at_quick_exit(ftrt_trace_end);
 	return 0;
 }
