@@ -296,6 +296,21 @@ uintptr_t ftrt_graph_exit(uintptr_t sp);
 int ftrt_graph_suspend(const void *exc);
 void ftrt_graph_land(uintptr_t sp);
 void ftrt_graph_resume(const void *exc, uintptr_t sp);
+/* The definition of name after the program's (libgcc_s's, libstdc++'s),
+ * for the unwinder's entry points the runtime interposes (frames.c,
+ * unwind.c); looked up once into *cache: threads that race there store
+ * the same value. */
+void *ftrt_next(const char *name, void **cache) __attribute__((visibility("hidden")));
+/* Unwind info for a hook (frames.c): whether hook is one of this thread's
+ * graphed calls' hooks, and if so where its shadow stack is, and an area
+ * of FTRT_FRAME_INFO bytes of the thread's for the info. */
+#define FTRT_FRAME_INFO 256
+struct ftrt_hook_info {
+	unsigned char *area;
+	uintptr_t shadow; /* &shadow[0]: struct shadow, as layout.h lays it out */
+	uintptr_t depth;  /* &depth: uint32_t */
+};
+int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi) __attribute__((visibility("hidden")));
 /* Whether a throw reaches unwind.c's hooks (not in a static link with
  * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
 int ftrt_unwind_hooked(void) __attribute__((weak));

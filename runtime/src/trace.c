@@ -143,6 +143,8 @@ struct tbuf {
 	uint32_t levels;   /* entries in level[] */
 	uint32_t deep;     /* walks nested past LEVEL_MAX: not in level[] */
 	struct level level[LEVEL_MAX];
+	unsigned char frame_info[FTRT_FRAME_INFO]; /* frames.c's, see ftrt_graph_hook_info */
+	struct shadow_stack *frame_info_for;       /* the shadow stack frame_info was built for */
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
@@ -530,13 +532,18 @@ static struct tbuf *tbuf_new(void)
 	return b;
 }
 
+static void record_unwound(struct tbuf *b, uint64_t ts);
+static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec);
+
 /*
  * Thread exit: flush, unlink from the list, unmap. All but the unmap
  * holding the list, so a trace's end that runs meanwhile on another
  * thread either finds the buffer in the list, not yet busy, and flushes
  * it itself, or waits until it is written; and flushed before it is
  * unlinked, so an end in a signal handler that interrupts the flush
- * finds it (as this thread's own) and finishes it.
+ * finds it (as this thread's own) and finishes it. Graphed calls still
+ * open were left without returning (pthread_exit, pthread_cancel: a
+ * forced unwind that ran no landing pad above them): recorded so.
  */
 static void thread_exit(void *p)
 {
@@ -544,6 +551,12 @@ static void thread_exit(void *p)
 	busy = 1; /* nothing of this thread is traced from here on */
 	list_lock(b->tid);
 	b->busy = 1;
+	if (!ended()) {
+		uint64_t ts = now();
+		struct shadow_stack *s = stack_at(b, (uintptr_t)__builtin_frame_address(0), ts, 1);
+		for (; s->depth > 0; s->depth--)
+			record_unwound(b, ts);
+	}
 	flush(b);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
@@ -1421,19 +1434,18 @@ int ftrt_graph_suspend(const void *exc)
  * The unwinder is about to run a landing pad in the frame whose stack
  * pointer will be sp (from its _Unwind_SetIP: the CFA of the call the
  * exception came through, _Unwind_GetCFA): the graphed calls that frame
- * made are gone.
+ * made are gone. So too in a walk that opened no level: one that passed
+ * the graphed calls through frames.c's unwind info for their hooks (a
+ * forced unwind the C library started), their slots untouched.
  */
 void ftrt_graph_land(uintptr_t sp)
 {
-	struct tbuf *b = tb;
-	if (!b || b->levels == 0)
-		return;
-	b = walk_begin();
+	struct tbuf *b = walk_begin();
 	if (!b)
 		return;
 	struct shadow_stack *s = drop_to(b, sp);
-	struct level *lv = &b->level[b->levels - 1];
-	if (!b->deep && lv->stack == s) {
+	struct level *lv = b->levels ? &b->level[b->levels - 1] : NULL;
+	if (lv && !b->deep && lv->stack == s) {
 		lv->keep = s->depth;
 		lv->landed = 1;
 	}
@@ -1472,4 +1484,35 @@ void ftrt_graph_resume(const void *exc, uintptr_t sp)
 		rehook(lv->stack, outer && outer->stack == lv->stack ? outer->keep : 0);
 	}
 	unbusy(b, 0);
+}
+
+/*
+ * For frames.c: whether hook is the hook of one of the graphed calls on
+ * the stack this runs on (the unwinder walks the stack it runs on: the
+ * thread's own, or a context's); if so, *hi says where that shadow stack
+ * and its depth are, and gives an area of the thread's (FTRT_FRAME_INFO
+ * bytes, zero until frames.c writes it, and again when it last wrote it
+ * for another shadow stack) for the unwind info frames.c builds. 0 when
+ * not, or when the thread's tracer is running (a signal handler
+ * interrupted it: its shadow stack may be half-changed).
+ */
+int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi)
+{
+	struct tbuf *b = tb;
+	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
+		return 0;
+	uint64_t id;
+	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
+	for (uint32_t i = s->depth; i-- > 0;)
+		if (s->e[i].hook == hook) {
+			if (b->frame_info_for != s) {
+				__atomic_store_n((uint32_t *)b->frame_info, 0, __ATOMIC_RELAXED);
+				b->frame_info_for = s;
+			}
+			hi->area = b->frame_info;
+			hi->shadow = (uintptr_t)s->e;
+			hi->depth = (uintptr_t)&s->depth;
+			return 1;
+		}
+	return 0;
 }

@@ -11,22 +11,17 @@
  *       before unwinding, write every graphed frame's real return address
  *       back into its slot (the shadow entries stay, "suspended"); if the
  *       call comes back (no handler), hook them again;
- *   _Unwind_SetIP
- *       called by the personality routine (libstdc++'s, or libgcc's for
- *       C cleanups) for the frame whose landing pad the unwinder is about
- *       to run, just before it jumps there. The context's CFA, which is
- *       then the CFA of the call the exception came through (libgcc's
- *       context holds the callee's CFA until it moves on), is the stack
- *       pointer the pad runs with: it says exactly which graphed calls
- *       are gone (those whose frames lay at or below it). They are
- *       recorded unwound then, before the pad's destructors run, which
- *       are so graphed under the frame whose locals they destroy;
+ *   _Unwind_SetIP (frames.c, as forced unwinds need it too)
+ *       before each landing pad: the graphed calls below its frame are
+ *       recorded unwound, before the pad's destructors run, which are so
+ *       graphed under the frame whose locals they destroy;
  *   __cxa_begin_catch
  *       in the frame that caught: the survivors are hooked again, so
  *       their exits are still traced.
  *
  * _Unwind_Resume, which a cleanup's landing pad calls to go on unwinding,
- * needs nothing: the slots still hold the real addresses.
+ * needs nothing: the slots still hold the real addresses. It is defined
+ * only to pull this file in (below).
  *
  * Each looks the real function up with dlsym(RTLD_NEXT) and calls it. The
  * definitions are weak: in a -static link against libgcc_eh the real ones
@@ -34,42 +29,25 @@
  * graphed frames there (ftrt_unwind_hooked says so, and function_graph
  * falls back to function). In a dynamic link the program's definitions
  * come first: libstdc++ calls every one of them through its PLT, as
- * libgcc_s calls _Unwind_SetIP (its C personality) and
- * _Unwind_RaiseException (from _Unwind_Resume_or_Rethrow), and the
- * linker exports the program's definitions because libstdc++ refers to
- * them.
+ * libgcc_s calls _Unwind_RaiseException (from _Unwind_Resume_or_Rethrow),
+ * and the linker exports the program's definitions because libstdc++
+ * refers to them.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 
 #include "ftrt.h"
 
 struct _Unwind_Exception;
-struct _Unwind_Context;
 typedef int (*raise_fn)(struct _Unwind_Exception *);
 typedef int (*forced_fn)(struct _Unwind_Exception *, void *, void *);
-typedef void (*setip_fn)(struct _Unwind_Context *, uintptr_t);
-typedef uintptr_t (*getcfa_fn)(struct _Unwind_Context *);
 typedef void *(*catch_fn)(void *);
 
 #define WEAK __attribute__((weak, visibility("default")))
 
-/* The next definition of name (libgcc_s's, libstdc++'s), looked up once;
- * threads that race here store the same value. */
-static void *next(const char *name, void **cache)
-{
-	void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
-	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
-		__atomic_store_n(cache, f, __ATOMIC_RELAXED);
-	}
-	return f;
-}
-#define NEXT(type, name)                  \
-	({                                \
-		static void *cache;       \
-		(type) next(name, &cache); \
+#define NEXT(type, name)                        \
+	({                                      \
+		static void *cache;             \
+		(type) ftrt_next(name, &cache); \
 	})
 
 static int raise_hook(struct _Unwind_Exception *e)
@@ -115,12 +93,18 @@ WEAK int _Unwind_ForcedUnwind(struct _Unwind_Exception *e, void *stop, void *arg
 	return r;
 }
 
-WEAK void _Unwind_SetIP(struct _Unwind_Context *ctx, uintptr_t ip)
+/*
+ * Nothing to do here (the slots still hold the real addresses, see the
+ * top): defined so that every object whose landing pads go on unwinding
+ * pulls this file, and frames.c with it, out of the archive, which a
+ * forced unwind through its frames needs, whether the program catches
+ * or not.
+ */
+WEAK void _Unwind_Resume(struct _Unwind_Exception *e)
 {
-	setip_fn real = NEXT(setip_fn, "_Unwind_SetIP");
-	getcfa_fn cfa = NEXT(getcfa_fn, "_Unwind_GetCFA");
-	ftrt_graph_land(cfa(ctx));
-	real(ctx, ip);
+	typedef void (*resume_fn)(struct _Unwind_Exception *);
+	NEXT(resume_fn, "_Unwind_Resume")(e);
+	__builtin_unreachable();
 }
 
 WEAK void *__cxa_begin_catch(void *e)

@@ -4,8 +4,9 @@
 // while another exception unwinds it, std::exception_ptr carried out of
 // a catch and rethrown, a throw converted into another in a handler,
 // frames whose stack pointer moves (stack arguments, alloca, a realigned
-// frame), and exceptions in a second thread, one carried back to the
-// first. Prints what it computed.
+// frame), exceptions in a second thread, one carried back to the first,
+// and the forced unwinds of pthread_exit and pthread_cancel. Prints what
+// it computed.
 //
 // Every function of the program is in namespace u (FTRACE_FILTER='u::*'
 // chooses them all). Each local whose destructor runs while an exception
@@ -14,10 +15,14 @@
 // is a local of u::pass(int). Functions named *_thrown are left by an
 // exception every time they are called; every other one returns.
 #include <alloca.h>
+#include <cstdint>
 #include <cstdio>
+#include <cxxabi.h>
 #include <exception>
+#include <pthread.h>
 #include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -284,6 +289,63 @@ NOINLINE int thread_catcher(int n)
 	return 0;
 }
 
+// Forced unwinds, which the C library starts through a handle of its
+// own on the unwinder: pthread_exit deep in a thread, and pthread_cancel
+// of a thread blocked in read, which catches the unwind and rethrows it.
+NOINLINE void exit_deep_thrown(int n)
+{
+	LOCAL(900 + n);
+	if (n == 0)
+		pthread_exit(nullptr);
+	exit_deep_thrown(n - 1);
+}
+
+NOINLINE void *exiter_thrown(void *arg)
+{
+	LOCAL(910);
+	exit_deep_thrown(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
+	return nullptr;
+}
+
+NOINLINE void cancel_wait_thrown(int fd)
+{
+	LOCAL(920);
+	char c;
+	if (read(fd, &c, 1) >= 0)
+		std::printf("read returned\n");
+}
+
+NOINLINE void *cancelled_thrown(void *arg)
+{
+	LOCAL(930);
+	try {
+		cancel_wait_thrown(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
+	} catch (abi::__forced_unwind &) {
+		std::printf("  cancelled\n");
+		throw;
+	}
+	return nullptr;
+}
+
+NOINLINE int forced_catcher(int n)
+{
+	pthread_t t;
+	void *res;
+	pthread_create(&t, nullptr, exiter_thrown, reinterpret_cast<void *>(static_cast<intptr_t>(n)));
+	pthread_join(t, &res);
+	std::printf("forced_catcher: exited %d\n", res == nullptr);
+	int fds[2];
+	if (pipe(fds) != 0)
+		return 1;
+	pthread_create(&t, nullptr, cancelled_thrown, reinterpret_cast<void *>(static_cast<intptr_t>(fds[0])));
+	pthread_cancel(t);
+	pthread_join(t, &res);
+	std::printf("forced_catcher: cancelled %d\n", res == PTHREAD_CANCELED);
+	close(fds[0]);
+	close(fds[1]);
+	return -12;
+}
+
 } // namespace u
 
 int main()
@@ -291,7 +353,7 @@ int main()
 	int (*const cases[])(int) = {
 		u::catcher,        u::tail_catcher,   u::rethrow_catcher, u::above_mid,
 		u::careful_catcher, u::ptr_catcher,   u::convert_catcher, u::args_catcher,
-		u::alloca_catcher, u::aligned_catcher, u::thread_catcher,
+		u::alloca_catcher, u::aligned_catcher, u::thread_catcher, u::forced_catcher,
 	};
 	int sum = 0;
 	for (auto c : cases) {
