@@ -12,8 +12,9 @@
  * Code pages are made writable only around the writes, only where a site
  * needs one, and given back the protection of their segment at once:
  * a program whose sites are all NOPs already (recordmcount --nop) never
- * has a writable code page. The pass runs as a constructor, before main
- * and, in the programs we serve, before any thread is started.
+ * has a writable code page. The pass runs from the program's
+ * .preinit_array (lifetime.c), before any constructor and, in the
+ * programs we serve, before any thread is started.
  *
  * A file pre-patched by `ftpatch enable` says so in its config record
  * (config.c): every site is already a NOP or a call into the runtime. With

@@ -193,10 +193,11 @@ int ftrt_register_self(const struct ftrt_module *self)
 }
 
 /*
- * Called by a shared object's stub from its constructor. The program's
- * own pass runs first: a library linked at start runs its constructors
- * before the program's, and the process-wide choices (tracer, trace
- * directory, NOP style) are the program's to make.
+ * Called by a shared object's stub, first of its initialisers. The
+ * program's own pass has run already, from its .preinit_array, before
+ * any shared object's initialiser (ftrt_init returns at once): the
+ * process-wide choices (tracer, trace directory, NOP style) are the
+ * program's to make.
  */
 int ftrt_module_register(struct ftrt_module *m)
 {
