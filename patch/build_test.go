@@ -134,6 +134,10 @@ func (b build) make(t testing.TB, dir string) string {
 			t.Fatal(err)
 		}
 		argv = append(argv, hooks)
+	} else if b.link == "-shared" {
+		// A shared object links the module stub; the runtime, whose start
+		// is in the .preinit_array, links into a program only.
+		argv = append(argv, ftrt.ModuleLinkFlags(runtimeLib(t))...)
 	} else {
 		argv = append(argv, ftrt.LinkFlags(runtimeLib(t))...)
 	}

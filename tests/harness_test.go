@@ -55,7 +55,9 @@ func tool(name string) string { return filepath.Join(toolDir, name) }
 // that provides it.
 var packages = map[string]string{
 	"gcc":                       "gcc",
+	"g++":                       "g++",
 	"clang":                     "clang",
+	"clang++":                   "clang",
 	"ld.lld":                    "lld",
 	"readelf":                   "binutils",
 	"objdump":                   "binutils",

@@ -8,19 +8,19 @@
  * the hook and stops there: every frame above the innermost graphed call
  * was missing. So the program's calls of backtrace are wrapped: the real
  * return addresses are put back into the slots for the walk, as for an
- * exception (ftrt_graph_lend), and the hooks again after it
- * (ftrt_graph_resume, from this frame: no call above it was left, so
- * none is recorded unwound). The walk then sees the stack the untraced
- * program has.
+ * exception (ftrt_graph_suspend), and the hooks again after it
+ * (ftrt_graph_resume: no call above this frame was left, so none is
+ * recorded unwound). The walk then sees the stack the untraced program
+ * has.
  *
  * Wrapped at link time (--wrap=backtrace, as the exec functions are, see
  * exec.c): glibc's backtrace reaches the unwinder through a handle of
  * its own, so interposing the unwinder would not see it; and a wrapper
  * calls the C library's own in a static link too. A call from a shared
  * object is not wrapped: its walk stops at the innermost graphed call as
- * before. Nothing changes while an exception is being unwound (the
- * slots hold the real addresses already) or when function_graph is not
- * the tracer.
+ * before. Nothing changes when function_graph is not the tracer. A
+ * backtrace from a destructor that runs while an exception unwinds sees
+ * through the calls made since, as through the others.
  */
 #include <stdint.h>
 #include <string.h>
@@ -41,10 +41,10 @@ int __wrap_backtrace(void **buffer, int size)
 		return __real_backtrace(buffer, size);
 	void *own[OWN_MAX + 1];
 	void **walk = size <= OWN_MAX ? own : buffer;
-	int lent = ftrt_graph_lend();
+	int lent = ftrt_graph_suspend(NULL);
 	int n = __real_backtrace(walk, walk == own ? size + 1 : size);
 	if (lent)
-		ftrt_graph_resume((uintptr_t)__builtin_frame_address(0));
+		ftrt_graph_resume(NULL, 0);
 	/* walk[0] is the return into this wrapper: the caller's own call of
 	 * backtrace returns from here, and the walk it asked for starts at
 	 * walk[1], as the C library's does without the wrapper. */

@@ -1,8 +1,8 @@
 /*
  * _exit and _Exit: the trace survives a program that ends without exit.
  *
- * The trace's buffers are flushed, and its final metadata written, by
- * an atexit handler (trace.c). _exit runs no atexit handler: a program
+ * The trace's buffers are flushed, and its final metadata written, at
+ * exit, after its last exit function (lifetime.c). _exit runs none: a program
  * that ends with _exit, a forked child that does (as a child should, so
  * as not to flush its parent's stdio twice), a signal handler that ends
  * the program with it: each lost every event still in its buffers (up

@@ -87,8 +87,14 @@ const char *ftrt_config_state(uint64_t state);
 void __fentry__(void);
 void mcount(void);
 
-/* The load-time pass (patch.c), run as a constructor. */
+/* The load-time pass (patch.c), which starts the trace: from the
+ * program's .preinit_array (lifetime.c), before any constructor. */
 void ftrt_init(void);
+/* The program's .preinit_array function (lifetime.c). */
+void ftrt_preinit(int argc, char **argv, char **envp);
+/* Arm the trace's end at exit, after every exit function (lifetime.c);
+ * called when the trace starts. */
+void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
 
 /*
  * Modules: the program and every shared object with sites each have a
@@ -178,6 +184,9 @@ int ftrt_modules_hold(void);
 void ftrt_modules_release(void);
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self);
+/* The process is exiting (lifetime.c): a module unregistered from now on
+ * keeps what was built for it, as other threads may still run it. */
+void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));
 
 /* Exported from the program (ftpatch flags --libs makes the linker
  * export them), called by each module's stub. 0, or -1 when the
@@ -276,13 +285,32 @@ uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
-/* Exceptions (unwind.c): give the unwinder the real return addresses;
- * after the catch, record what was unwound and hijack the survivors again. */
-void ftrt_graph_suspend(void);
-void ftrt_graph_resume(uintptr_t sp);
-/* The same around a walk that is not an exception's (backtrace.c): 1 when
- * the addresses were put back, and ftrt_graph_resume must follow. */
-int ftrt_graph_lend(void);
+/* Walks of the stack (trace.c says how): an exception's (unwind.c) or,
+ * exc NULL, a backtrace's (backtrace.c). Suspend gives the unwinder the
+ * real return addresses (1: a level opened, which resume closes); land
+ * drops the calls made by the frame whose landing pad runs next, by the
+ * stack pointer the pad runs with; resume, at the catch or the walk's
+ * end, hooks the survivors again
+ * (sp: the catching frame's stack pointer, a fallback should no landing
+ * pad have been seen; 0: none). */
+int ftrt_graph_suspend(const void *exc);
+void ftrt_graph_land(uintptr_t sp);
+void ftrt_graph_resume(const void *exc, uintptr_t sp);
+/* The definition of name after the program's (libgcc_s's, libstdc++'s),
+ * for the unwinder's entry points the runtime interposes (frames.c,
+ * unwind.c); looked up once into *cache: threads that race there store
+ * the same value. */
+void *ftrt_next(const char *name, void **cache) __attribute__((visibility("hidden")));
+/* Unwind info for a hook (frames.c): whether hook is one of this thread's
+ * graphed calls' hooks, and if so where its shadow stack is, and an area
+ * of FTRT_FRAME_INFO bytes of the thread's for the info. */
+#define FTRT_FRAME_INFO 256
+struct ftrt_hook_info {
+	unsigned char *area;
+	uintptr_t shadow; /* &shadow[0]: struct shadow, as layout.h lays it out */
+	uintptr_t depth;  /* &depth: uint32_t */
+};
+int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi) __attribute__((visibility("hidden")));
 /* Whether a throw reaches unwind.c's hooks (not in a static link with
  * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
 int ftrt_unwind_hooked(void) __attribute__((weak));

@@ -12,8 +12,9 @@
  * Code pages are made writable only around the writes, only where a site
  * needs one, and given back the protection of their segment at once:
  * a program whose sites are all NOPs already (recordmcount --nop) never
- * has a writable code page. The pass runs as a constructor, before main
- * and, in the programs we serve, before any thread is started.
+ * has a writable code page. The pass runs from the program's
+ * .preinit_array (lifetime.c), before any constructor and, in the
+ * programs we serve, before any thread is started.
  *
  * A file pre-patched by `ftpatch enable` says so in its config record
  * (config.c): every site is already a NOP or a call into the runtime. With
@@ -999,14 +1000,14 @@ static const struct ftrt_module self = {
 };
 
 /*
- * A constructor of the lowest application priority, so it runs before the
- * program's own; a shared object's registration calls it first if the
- * loader runs that object's constructors earlier. The link flags name
- * ftrt_init as undefined (-u), which pulls this object out of the
- * archive even into a program whose sites call no hook
- * (-fpatchable-function-entry).
+ * Run from the program's .preinit_array (lifetime.c), before any
+ * initialiser of the program or of a shared object; a shared object's
+ * registration calls it too, and finds it done. The link flags name
+ * ftrt_init as undefined (-u), which pulls this object (and with it the
+ * trace, and the preinit entry) out of the archive even into a program
+ * whose sites call no hook (-fpatchable-function-entry).
  */
-__attribute__((constructor(101))) void ftrt_init(void)
+void ftrt_init(void)
 {
 	static int done;
 	if (done)

@@ -142,7 +142,7 @@ static struct ftrt_mod *record(void)
 	return NULL;
 }
 
-static void at_exit(void)
+void ftrt_modules_exiting(void)
 {
 	pthread_mutex_lock(&lock);
 	exiting = 1;
@@ -186,11 +186,6 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 
 int ftrt_register_self(const struct ftrt_module *self)
 {
-	static int once;
-	if (!once) {
-		once = 1;
-		atexit(at_exit);
-	}
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = add(self, (uintptr_t)self->targets[FTRT_T_FENTRY], 1);
 	pthread_mutex_unlock(&lock);
@@ -198,10 +193,11 @@ int ftrt_register_self(const struct ftrt_module *self)
 }
 
 /*
- * Called by a shared object's stub from its constructor. The program's
- * own pass runs first: a library linked at start runs its constructors
- * before the program's, and the process-wide choices (tracer, trace
- * directory, NOP style) are the program's to make.
+ * Called by a shared object's stub, first of its initialisers. The
+ * program's own pass has run already, from its .preinit_array, before
+ * any shared object's initialiser (ftrt_init returns at once): the
+ * process-wide choices (tracer, trace directory, NOP style) are the
+ * program's to make.
  */
 int ftrt_module_register(struct ftrt_module *m)
 {
@@ -220,8 +216,11 @@ int ftrt_module_register(struct ftrt_module *m)
  * Called by a shared object's stub from its destructor, just before the
  * loader unmaps it (dlclose), or at exit. At dlclose nothing may be
  * running in the module any more, so what the pass built for it (graph
- * trampolines) goes too. At exit other threads may still be running its
- * code until the process ends: nothing is unmapped then.
+ * trampolines) goes too. At exit the loader unmaps nothing, and other
+ * threads, or the finalisers that run after this one (the trace ends
+ * after them all: lifetime.c), may still run its code until the process
+ * ends: the record stays as it is, loaded until the end, and nothing is
+ * unmapped.
  */
 void ftrt_module_unregister(struct ftrt_module *m)
 {
@@ -229,13 +228,12 @@ void ftrt_module_unregister(struct ftrt_module *m)
 		return;
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = m->handle <= (uintptr_t)nmods ? &mods[m->handle - 1] : NULL;
-	if (md && md->desc == m && md->live) {
+	if (md && md->desc == m && md->live && !exiting) {
 		md->live = 0;
 		md->unload = ftrt_tracing() ? ftrt_now() : 0;
 		if (!md->unload)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
-		if (!exiting)
-			ftrt_arch_release(md->owner);
+		ftrt_arch_release(md->owner);
 		ftrt_trace_meta_update();
 	}
 	m->handle = 0;

@@ -89,6 +89,24 @@
 #define CTX_MARK (1ull << 63)
 
 
+/*
+ * A walk of the stack by the unwinder that needs the real return
+ * addresses in the slots of graphed calls (ftrt_graph_suspend): an
+ * exception or a forced unwind, from its raise to its catch; or a
+ * backtrace. They nest: a destructor that runs while an exception
+ * unwinds may throw and catch one of its own, or call backtrace.
+ */
+#define LEVEL_MAX 32
+struct level {
+	const void *exc; /* the exception (its _Unwind_Exception); NULL: a backtrace */
+	struct shadow_stack *stack; /* of the stack it walks: the thread's own, or a context's */
+	uint32_t keep;   /* its entries [0, keep) are of frames the walk has still to
+			  * walk, whose slots keep their real addresses: every entry when
+			  * it opens; after a landing pad is entered (ftrt_graph_land), the
+			  * pad's frame and its callers */
+	int landed;      /* a landing pad was entered */
+};
+
 int ftrt_mode;
 unsigned ftrt_max_depth = SHADOW_MAX; /* FTRACE_DEPTH: calls deeper than this are not graphed */
 uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter leaf calls are not kept */
@@ -105,7 +123,8 @@ struct tbuf {
 	volatile int busy; /* the tracer runs on this thread: a signal handler's traced calls
 			    * in that window are dropped and counted, not interleaved; the
 			    * trace's end waits for it to be let go (ftrt_trace_end) */
-	int suspended;     /* an exception is being unwound: return slots hold real addresses */
+	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
+			    * real addresses, so left() judges by the stack pointer alone */
 	uint64_t base;     /* words flushed before words[0] */
 	/* The stack the thread's last graph event ran on (stack_at): its
 	 * shadow stack, its context's id (0: the thread's own), and the
@@ -117,9 +136,15 @@ struct tbuf {
 	unsigned cur_gen;
 	struct shadow_stack own; /* the graphed calls on the thread's own stack */
 	uint64_t words[TBUF_WORDS];
+	/* Below here, nothing the assembly reads (layout.h ends at words). */
 	uint64_t skip;     /* of base, the words the stream does not hold (lost before it was
 			    * made; a forked child's, its parent's): words[0] goes at byte
 			    * 16 + (base - skip) * 8 of it */
+	uint32_t levels;   /* entries in level[] */
+	uint32_t deep;     /* walks nested past LEVEL_MAX: not in level[] */
+	struct level level[LEVEL_MAX];
+	unsigned char frame_info[FTRT_FRAME_INFO]; /* frames.c's, see ftrt_graph_hook_info */
+	struct shadow_stack *frame_info_for;       /* the shadow stack frame_info was built for */
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
@@ -507,13 +532,18 @@ static struct tbuf *tbuf_new(void)
 	return b;
 }
 
+static void record_unwound(struct tbuf *b, uint64_t ts);
+static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec);
+
 /*
  * Thread exit: flush, unlink from the list, unmap. All but the unmap
  * holding the list, so a trace's end that runs meanwhile on another
  * thread either finds the buffer in the list, not yet busy, and flushes
  * it itself, or waits until it is written; and flushed before it is
  * unlinked, so an end in a signal handler that interrupts the flush
- * finds it (as this thread's own) and finishes it.
+ * finds it (as this thread's own) and finishes it. Graphed calls still
+ * open were left without returning (pthread_exit, pthread_cancel: a
+ * forced unwind that ran no landing pad above them): recorded so.
  */
 static void thread_exit(void *p)
 {
@@ -521,6 +551,12 @@ static void thread_exit(void *p)
 	busy = 1; /* nothing of this thread is traced from here on */
 	list_lock(b->tid);
 	b->busy = 1;
+	if (!ended()) {
+		uint64_t ts = now();
+		struct shadow_stack *s = stack_at(b, (uintptr_t)__builtin_frame_address(0), ts, 1);
+		for (; s->depth > 0; s->depth--)
+			record_unwound(b, ts);
+	}
 	flush(b);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
@@ -942,7 +978,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	creator_pid = trace_pid = getpid();
 	tsc_start = now();
 	mono_start = mono_ns();
-	atexit(ftrt_trace_end);
+	ftrt_exit_watch();
 	at_quick_exit(ftrt_trace_end);
 	return 0;
 }
@@ -1278,58 +1314,81 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 }
 
 /*
- * Before an exception (or a forced unwind) walks the stack: put every
- * graphed frame's real return address back where the unwinder will read
- * it. The entries stay on the shadow stack until the catch says which
- * frames survived.
+ * Walks of the stack: exceptions and forced unwinds (unwind.c), and
+ * backtrace (backtrace.c).
+ *
+ * The unwinder finds each frame's caller through the frame's return
+ * address; in a graphed call's slot it would find the hook and stop
+ * there (std::terminate, or a backtrace cut short). So before it walks,
+ * every hooked slot gets its real return address back
+ * (ftrt_graph_suspend), and the walk opens a level. While one is open:
+ *
+ *   - before each landing pad the unwinder runs (a cleanup that runs
+ *     destructors, or the handler that catches) it says the frame the
+ *     pad is in, by the stack pointer the pad will run with
+ *     (ftrt_graph_land): every graphed call whose frame lay at or below
+ *     it is gone, and is recorded unwound there and then, so the calls
+ *     the landing pad makes are graphed under the frame whose locals
+ *     they destroy;
+ *   - the calls landing pads make are graphed and hooked as usual;
+ *   - the catch (or the raise coming back, or the backtrace's end)
+ *     closes the level (ftrt_graph_resume): the survivors' slots get
+ *     their hooks back, so their exits are recorded. While an outer
+ *     level is still open (a destructor run by one exception's cleanup
+ *     threw and caught one of its own), only the calls made since its
+ *     last landing pad was entered do: the frame whose pad runs, and
+ *     its callers, are still to be walked by that outer unwind.
+ *
+ * A call and the graphed function it tail-called share one slot: the
+ * callee's entry holds the caller's hook as its return address. Slots
+ * are given back innermost first and hooked again outermost first, so
+ * such a chain is undone and redone whole.
  */
-void ftrt_graph_suspend(void)
-{
-	struct tbuf *b = tb;
-	if (!b || ftrt_mode != FTRT_GRAPH)
-		return;
-	uint64_t id;
-	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
-	for (uint32_t i = 0; i < s->depth; i++) {
-		uintptr_t *slot = (uintptr_t *)s->e[i].sp - 1;
-		if (*slot == s->e[i].hook)
-			*slot = s->e[i].ret;
-	}
-	b->suspended = 1;
-}
 
-/*
- * For a walk of the stack that is not an exception's (backtrace.c): the
- * real return addresses put back as for one. 1 when this call did it,
- * and ftrt_graph_resume must take them back after the walk; 0 when there
- * is nothing to do (no graph, an exception's walk has put them back
- * already) or it cannot be done now (the thread's tracer was
- * interrupted, its shadow stack perhaps half-changed).
- */
-int ftrt_graph_lend(void)
-{
-	struct tbuf *b = tb;
-	if (!b || ftrt_mode != FTRT_GRAPH || b->suspended || b->busy)
-		return 0;
-	ftrt_graph_suspend();
-	return 1;
-}
-
-/*
- * In the frame that caught the exception, whose stack pointer was sp when
- * it called __cxa_begin_catch: calls deeper than it were unwound; the
- * others (their return slots above sp) survive, and are hijacked again so
- * their exits are recorded.
- */
-void ftrt_graph_resume(uintptr_t sp)
+/* The thread's buffer, busy, for the functions below; NULL when there
+ * is nothing to do (no graph, no buffer) or it cannot be done now (a
+ * signal handler interrupted this thread's tracer, its shadow stack
+ * perhaps half-changed). */
+static struct tbuf *walk_begin(void)
 {
 	struct tbuf *b = tb;
 	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
-		return;
+		return NULL;
 	b->busy = 1;
+	return b;
+}
+
+/* Every hooked slot of s gets its entry's real return address, innermost
+ * first. */
+static void unhook(struct shadow_stack *s)
+{
+	for (uint32_t i = s->depth; i-- > 0;) {
+		const struct shadow *sh = &s->e[i];
+		uintptr_t *slot = (uintptr_t *)sh->sp - 1;
+		if (*slot == sh->hook)
+			*slot = sh->ret;
+	}
+}
+
+/* Every slot of the entries of s from keep up that holds its entry's
+ * real return address gets its hook back, outermost first. */
+static void rehook(struct shadow_stack *s, uint32_t keep)
+{
+	for (uint32_t i = keep; i < s->depth; i++) {
+		const struct shadow *sh = &s->e[i];
+		uintptr_t *slot = (uintptr_t *)sh->sp - 1;
+		if (*slot == sh->ret)
+			*slot = sh->hook;
+	}
+}
+
+/* Pop the graphed calls made from a frame whose stack pointer is sp, or
+ * deeper (their own stack pointer at return, their CFA, at most sp),
+ * each recorded unwound; returns their shadow stack. */
+static struct shadow_stack *drop_to(struct tbuf *b, uintptr_t sp)
+{
 	int rec = !ended();
 	uint64_t ts = now();
-	b->suspended = 0;
 	struct shadow_stack *s = stack_at(b, sp, ts, rec);
 	uint32_t d = s->depth;
 	while (d > 0 && s->e[d - 1].sp <= sp) {
@@ -1338,10 +1397,122 @@ void ftrt_graph_resume(uintptr_t sp)
 			record_unwound(b, ts);
 	}
 	s->depth = d;
-	for (uint32_t i = 0; i < d; i++) {
-		uintptr_t *slot = (uintptr_t *)s->e[i].sp - 1;
-		if (*slot == s->e[i].ret)
-			*slot = s->e[i].hook;
+	return s;
+}
+
+/*
+ * Before the unwinder walks the stack for the exception exc (its
+ * _Unwind_Exception), or, exc NULL, for a backtrace: every graphed
+ * frame's real return address back in its slot, and a level opened.
+ * The walk is of the stack this runs on (the thread's own, or a
+ * context's). Returns 1 when it opened a level, which ftrt_graph_resume
+ * must close if the walk comes back; 0 when there was nothing to do, or
+ * exc's own level is open already (a rethrow's _Unwind_Resume_or_Rethrow
+ * calls _Unwind_RaiseException: one exception, one level).
+ */
+int ftrt_graph_suspend(const void *exc)
+{
+	struct tbuf *b = walk_begin();
+	if (!b)
+		return 0;
+	uint64_t id;
+	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
+	unhook(s);
+	int open = !exc || b->levels == 0 || b->deep || b->level[b->levels - 1].exc != exc;
+	if (open) {
+		if (b->levels < LEVEL_MAX)
+			b->level[b->levels++] = (struct level){ .exc = exc, .stack = s, .keep = s->depth };
+		else
+			b->deep++; /* closed unknown: its survivors keep their real addresses */
+		b->suspended++;
 	}
 	unbusy(b, 0);
+	return open;
+}
+
+/*
+ * The unwinder is about to run a landing pad in the frame whose stack
+ * pointer will be sp (from its _Unwind_SetIP: the CFA of the call the
+ * exception came through, _Unwind_GetCFA): the graphed calls that frame
+ * made are gone. So too in a walk that opened no level: one that passed
+ * the graphed calls through frames.c's unwind info for their hooks (a
+ * forced unwind the C library started), their slots untouched.
+ */
+void ftrt_graph_land(uintptr_t sp)
+{
+	struct tbuf *b = walk_begin();
+	if (!b)
+		return;
+	struct shadow_stack *s = drop_to(b, sp);
+	struct level *lv = b->levels ? &b->level[b->levels - 1] : NULL;
+	if (lv && !b->deep && lv->stack == s) {
+		lv->keep = s->depth;
+		lv->landed = 1;
+	}
+	unbusy(b, 0);
+}
+
+/*
+ * The walk for exc is over: it was caught in the frame whose landing pad
+ * ran last (__cxa_begin_catch), its raise came back (no handler: nothing
+ * was unwound), or, exc NULL, the backtrace is done. The survivors get
+ * their hooks back, but for the frames an outer walk has still to walk.
+ * sp: the catching frame's stack pointer when it called
+ * __cxa_begin_catch; should no landing pad have been seen (a personality
+ * routine that does not call _Unwind_SetIP through unwind.c), the calls
+ * at or below it are dropped. A catch of an exception this thread did
+ * not open a level for (a forced unwind that the C library raised
+ * through its own handle on the unwinder) changes nothing.
+ */
+void ftrt_graph_resume(const void *exc, uintptr_t sp)
+{
+	struct tbuf *b = tb;
+	if (!b || (b->levels == 0 && b->deep == 0))
+		return;
+	b = walk_begin();
+	if (!b)
+		return;
+	if (b->deep) {
+		b->deep--;
+		b->suspended--;
+	} else if (b->level[b->levels - 1].exc == exc) {
+		const struct level *lv = &b->level[--b->levels];
+		if (!lv->landed && sp)
+			drop_to(b, sp);
+		b->suspended--;
+		const struct level *outer = b->levels ? &b->level[b->levels - 1] : NULL;
+		rehook(lv->stack, outer && outer->stack == lv->stack ? outer->keep : 0);
+	}
+	unbusy(b, 0);
+}
+
+/*
+ * For frames.c: whether hook is the hook of one of the graphed calls on
+ * the stack this runs on (the unwinder walks the stack it runs on: the
+ * thread's own, or a context's); if so, *hi says where that shadow stack
+ * and its depth are, and gives an area of the thread's (FTRT_FRAME_INFO
+ * bytes, zero until frames.c writes it, and again when it last wrote it
+ * for another shadow stack) for the unwind info frames.c builds. 0 when
+ * not, or when the thread's tracer is running (a signal handler
+ * interrupted it: its shadow stack may be half-changed).
+ */
+int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi)
+{
+	struct tbuf *b = tb;
+	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
+		return 0;
+	uint64_t id;
+	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
+	for (uint32_t i = s->depth; i-- > 0;)
+		if (s->e[i].hook == hook) {
+			if (b->frame_info_for != s) {
+				__atomic_store_n((uint32_t *)b->frame_info, 0, __ATOMIC_RELAXED);
+				b->frame_info_for = s;
+			}
+			hi->area = b->frame_info;
+			hi->shadow = (uintptr_t)s->e;
+			hi->depth = (uintptr_t)&s->depth;
+			return 1;
+		}
+	return 0;
 }

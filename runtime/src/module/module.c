@@ -56,11 +56,13 @@ static struct ftrt_module self = {
 };
 
 /*
- * Of the lowest application priority, so the object's sites are settled
- * before its own constructors run. The link flags name it undefined (-u)
- * to pull it out of the archive.
+ * The first of the object's initialisers (priority 0: first in its
+ * .init_array), so the object's sites are settled before any constructor
+ * of its own runs, whatever its priority. The link flags name it
+ * undefined (-u) to pull it out of the archive. The program's runtime
+ * started at its .preinit_array, before any shared object's initialiser.
  */
-__attribute__((constructor(101), visibility("hidden"))) void ftrt_module_init(void)
+__attribute__((visibility("hidden"))) void ftrt_module_init(void)
 {
 	if (ftrt_module_register) {
 		ftrt_module_register(&self);
@@ -74,8 +76,19 @@ __attribute__((constructor(101), visibility("hidden"))) void ftrt_module_init(vo
 	}
 }
 
-__attribute__((destructor(101))) static void ftrt_module_fini(void)
+/*
+ * The last of the object's finalisers (priority 0: first in its
+ * .fini_array, which runs backwards): its destructors, whatever their
+ * priority, run traced, and at dlclose none runs after the runtime
+ * released what it built for the object.
+ */
+static void ftrt_module_fini(void)
 {
 	if (ftrt_module_unregister && self.handle)
 		ftrt_module_unregister(&self);
 }
+
+/* What constructor(0) and destructor(0) would make, without the warning
+ * that priorities up to 100 are the implementation's (we are). */
+__attribute__((used, section(".init_array.00000"))) static void (*init_entry)(void) = ftrt_module_init;
+__attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = ftrt_module_fini;
