@@ -42,17 +42,19 @@ func (c callee) serves(k Kind, n int) bool {
 // (runtime/src/<arch>/entry.S): a site calling one is traced (see
 // Site.Status). Each serves one kind and length of site, as the runtime
 // writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
-// ftrace_caller6, the mcount variants after the prologue; ftrace_stub
-// (FTRACE=nop) from any site; on arm64, ftrace_caller from a patchable
-// area's second word. The arm64 mcount names follow the x86-64 ones for
-// the runtime's arm64 port, which does not exist yet. When the runtime
-// gains one, add it here.
+// ftrace_caller6, the mcount and chain variants after the prologue and
+// after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
+// site; on arm64, ftrace_caller from a patchable area's second word. The
+// arm64 mcount names follow the x86-64 ones for the runtime's arm64 port,
+// which does not exist yet. When the runtime gains one, add it here.
 var trampolines = map[arch.Arch]map[string]callee{
 	arch.X86_64: {
 		"ftrace_caller5":        {X86Fentry, 5, true},
 		"ftrace_caller6":        {X86Fentry, 6, true},
 		"ftrace_mcount_caller5": {X86Mcount, 5, true},
 		"ftrace_mcount_caller6": {X86Mcount, 6, true},
+		"ftrace_chain_caller5":  {X86Chain, 5, true},
+		"ftrace_chain_caller6":  {X86Chain, 6, true},
 		"ftrace_stub":           {KindUnknown, 0, true},
 	},
 	arch.ARM64: {
