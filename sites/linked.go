@@ -51,9 +51,10 @@ const strippedHint = "sites are checked against its function symbols, so list th
 
 // FindLinked reads and checks the sites listed in a linked file's
 // __mcount_loc, resolving the R_*_RELATIVE relocations a PIE's table is
-// filled with. A file with neither __mcount_loc nor
-// __patchable_function_entries that defines or imports a hook is decoded
-// instead (FindDecoded).
+// filled with. A file without __mcount_loc that defines or imports a hook
+// is decoded instead (FindDecoded): built with -pg or -pg -mfentry but
+// never through recordmcount, perhaps with patchable areas too (the
+// patchable_function_entry attribute), which are not sites there.
 //
 // Patchable areas (__patchable_function_entries, which survives linking)
 // are sites only where the table lists them: recordmcount lists an area
@@ -64,11 +65,7 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 	}
 	tab := f.Section(TableName)
 	if tab == nil {
-		if f.Section(PatchableName) == nil {
-			// Built with -pg but never through recordmcount: decode.
-			return findDecodedOrNoTable(f)
-		}
-		return nil, ErrNoTable
+		return findDecodedOrNoTable(f)
 	}
 	_, syms, err := f.Symtab()
 	if errors.Is(err, elfx.ErrNoSection) {
