@@ -73,7 +73,17 @@ FIXTURE_OBJS := \
 	cxx-x86_64-clang-O0-pg-mfentry \
 	cxx-arm64-clang-O0-pfe4_2-align8 \
 	cxx-arm64-clang-O0-pg \
-	tailcall-arm64-gcc-pg
+	tailcall-arm64-gcc-pg \
+	shapes-x86_64-gcc-O0-pg-mfentry \
+	shapes-x86_64-gcc-O2-pg-mfentry \
+	shapes-x86_64-gcc-O2-pg-mfentry-nopie \
+	shapes-x86_64-gcc-O2-pg-mfentry-cet \
+	shapes-x86_64-gcc-O2-pg \
+	shapes-x86_64-gcc-O2-pfe5-pg-mfentry \
+	shapes-x86_64-gcc-O2-pfe5-pg-mfentry-cet \
+	shapes-x86_64-gcc-O2-pg-mfentry-mrecord \
+	shapes-x86_64-clang-O2-pg-mfentry \
+	shapes-x86_64-clang-O2-pfe5-pg-mfentry-cet
 
 # Compilers, by architecture, compiler family and language. Clang is
 # given its target even on an x86-64 host, so the objects do not depend on
@@ -178,7 +188,9 @@ FIXTURE_LINKED := \
 	prog-arm64-gcc-O2-g-pfe2-rec \
 	prog-arm64-gcc-O2-g-pg-rec \
 	callsx86-x86_64-gcc-shared \
-	callsarm64-arm64-gcc-shared
+	callsarm64-arm64-gcc-shared \
+	shapes-x86_64-gcc-O2-g-pfe5-pg-mfentry-rec \
+	shapes-x86_64-gcc-O2-pg-mfentry-mrecord-nopie
 
 FIXTURE_FLAG_g      := -g
 FIXTURE_FLAG_dwarf4 := -gdwarf-4

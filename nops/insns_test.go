@@ -126,6 +126,8 @@ func encodings(t testing.TB) []encoding {
 	}
 	add("X86NOP5", arch.X86_64, X86NOP5, nil)
 	add("X86NOP6", arch.X86_64, X86NOP6, nil)
+	add("X86PushR10", arch.X86_64, X86PushR10, nil)
+	add("X86PopR10", arch.X86_64, X86PopR10, nil)
 	for _, style := range []X86NopStyle{X86P6, X86K8} {
 		for n := 1; n <= x86MaxNop; n++ {
 			b, err := X86Nop(n, style)

@@ -43,12 +43,15 @@ const (
 	Caller6             // ftrace_caller6: 6-byte site at a function's entry
 	McountCaller5       // ftrace_mcount_caller5: 5-byte site after the prologue (-pg)
 	McountCaller6       // ftrace_mcount_caller6: 6-byte site after the prologue
+	ChainCaller5        // ftrace_chain_caller5: 5-byte site after a nested function's push %r10
+	ChainCaller6        // ftrace_chain_caller6: 6-byte site after a nested function's push %r10
 	Stub                // ftrace_stub: the empty tracer (nop), any site
 	numTramps
 )
 
 var trampNames = [...]string{TrampNone: "", Caller5: "ftrace_caller5", Caller6: "ftrace_caller6",
-	McountCaller5: "ftrace_mcount_caller5", McountCaller6: "ftrace_mcount_caller6", Stub: "ftrace_stub"}
+	McountCaller5: "ftrace_mcount_caller5", McountCaller6: "ftrace_mcount_caller6",
+	ChainCaller5: "ftrace_chain_caller5", ChainCaller6: "ftrace_chain_caller6", Stub: "ftrace_stub"}
 
 func (t Tramp) String() string {
 	if int(t) < len(trampNames) && t != TrampNone {
@@ -63,6 +66,10 @@ func trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
 	switch {
 	case tr == TracerNop:
 		return Stub
+	case k == sites.X86Chain && n == 6:
+		return ChainCaller6
+	case k == sites.X86Chain:
+		return ChainCaller5
 	case k.AtEntry() && n == 6:
 		return Caller6
 	case k.AtEntry():
@@ -134,9 +141,9 @@ type Binary struct {
 	gotSyms   map[uint64]string // GOT slot -> the symbol a dynamic relocation fills it with
 }
 
-// A symbol the patcher needs from the runtime.
-var runtimeSyms = []string{"__fentry__", "mcount", "ftrt_init", "ftrt_module_init",
-	"ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5", "ftrace_mcount_caller6", "ftrace_stub"}
+// The symbols the patcher needs from the runtime: its hooks, its two
+// entry points (the runtime's, the module stub's) and the trampolines.
+var runtimeSyms = append([]string{"__fentry__", "mcount", "ftrt_init", "ftrt_module_init"}, trampNames[Caller5:]...)
 
 // hintLink is how to link the runtime in: into a program, or the module
 // stub into a shared object.

@@ -99,7 +99,7 @@ func (b *Binary) pltTarget(a uint64) (uint64, error) {
 		return 0, nil // not in the file: not a PLT entry
 	}
 	at := 0
-	if bytes.HasPrefix(code, []byte{0xf3, 0x0f, 0x1e, 0xfa}) { // endbr64
+	if bytes.HasPrefix(code, nops.X86Endbr64) {
 		at = 4
 	}
 	if code[at] == 0xf2 { // bnd

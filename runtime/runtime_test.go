@@ -14,7 +14,8 @@ import (
 )
 
 // TestNopBytes: the NOPs the C runtime writes are the ones package nops
-// defines, whose encodings its tests check with golang.org/x/arch.
+// defines, whose encodings its tests check with golang.org/x/arch; and
+// the endbr64 it looks for before a site is the one nops knows.
 func TestNopBytes(t *testing.T) {
 	src, err := sources.ReadFile("src/x86_64/site.c")
 	if err != nil {
@@ -34,6 +35,7 @@ func TestNopBytes(t *testing.T) {
 		{"nop5", nops.X86NOP5}, {"nop6", nops.X86NOP6},
 		{"k8nop5", style(5, nops.X86K8)}, {"k8nop6", style(6, nops.X86K8)},
 		{"jmpnop5", style(5, nops.X86JmpPad)}, {"jmpnop6", style(6, nops.X86JmpPad)},
+		{"endbr64", nops.X86Endbr64},
 	} {
 		m := regexp.MustCompile(`static const unsigned char ` + c.name + `\[\d+\] = \{([^}]*)\}`).FindSubmatch(src)
 		if m == nil {

@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/internal/isa"
+	"ftpatch/nops"
 )
 
 // ErrBadSite: something that should be a patch site is not one (wrong
@@ -35,11 +37,9 @@ func (e *SiteError) Error() string {
 // Is makes errors.Is(err, ErrBadSite) true.
 func (e *SiteError) Is(target error) bool { return target == ErrBadSite }
 
-// endbr64 is not known to x/arch's decoder (it reads a lone REP prefix),
-// so it is recognised by its bytes.
-var endbr64 = [4]byte{0xf3, 0x0f, 0x1e, 0xfa} // endbr64
-
-func isEndbr64(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == endbr64 }
+// isEndbr64 reports whether b starts with endbr64, which x/arch's
+// decoder does not know (it reads a lone REP prefix).
+func isEndbr64(b []byte) bool { return bytes.HasPrefix(b, nops.X86Endbr64) }
 
 // x86Decode decodes one instruction at b, with endbr64 understood.
 func x86Decode(b []byte) (x86asm.Inst, error) {

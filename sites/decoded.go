@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -33,26 +34,39 @@ type callee struct {
 	tramp bool
 }
 
-// serves reports whether a call of n bytes to c is a site of kind k.
+// serves reports whether a call of n bytes to c is a site of kind k. A
+// hook serves every kind that calls it (a chain site calls __fentry__).
 func (c callee) serves(k Kind, n int) bool {
-	return (c.kind == k || c.kind == KindUnknown) && (c.n == 0 || c.n == n)
+	kind := c.kind == k || c.kind == KindUnknown || (!c.tramp && c.kind == k.hookKind())
+	return kind && (c.n == 0 || c.n == n)
+}
+
+// hookKind is the kind of site whose hook a site of kind k calls while it
+// holds the compiler's call: X86Fentry for a chain site, k for the rest.
+func (k Kind) hookKind() Kind {
+	if k == X86Chain {
+		return X86Fentry
+	}
+	return k
 }
 
 // trampolines are the runtime's entry points that an enabled site calls
 // (runtime/src/<arch>/entry.S): a site calling one is traced (see
 // Site.Status). Each serves one kind and length of site, as the runtime
 // writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
-// ftrace_caller6, the mcount variants after the prologue; ftrace_stub
-// (FTRACE=nop) from any site; on arm64, ftrace_caller from a patchable
-// area's second word. The arm64 mcount names follow the x86-64 ones for
-// the runtime's arm64 port, which does not exist yet. When the runtime
-// gains one, add it here.
+// ftrace_caller6, the mcount and chain variants after the prologue and
+// after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
+// site; on arm64, ftrace_caller from a patchable area's second word. The
+// arm64 mcount names follow the x86-64 ones for the runtime's arm64 port,
+// which does not exist yet. When the runtime gains one, add it here.
 var trampolines = map[arch.Arch]map[string]callee{
 	arch.X86_64: {
 		"ftrace_caller5":        {X86Fentry, 5, true},
 		"ftrace_caller6":        {X86Fentry, 6, true},
 		"ftrace_mcount_caller5": {X86Mcount, 5, true},
 		"ftrace_mcount_caller6": {X86Mcount, 6, true},
+		"ftrace_chain_caller5":  {X86Chain, 5, true},
+		"ftrace_chain_caller6":  {X86Chain, 6, true},
 		"ftrace_stub":           {KindUnknown, 0, true},
 	},
 	arch.ARM64: {
@@ -312,7 +326,7 @@ func (d *decoder) x86Site(b []byte, pc uint64, k Kind) (int, State, bool) {
 	case len(b) >= 6 && b[0] == 0xff && b[1] == 0x15: // call *disp32(%rip)
 		n, form = 6, formRIP
 		c.kind, ok = d.slot(pc + 6 + rel32(b[2:]))
-	case len(b) >= 5 && (b[0] == 0x0f || b[0] == 0x66 || b[0] == 0xeb) && d.defined[k]:
+	case len(b) >= 5 && (b[0] == 0x0f || b[0] == 0x66 || b[0] == 0xeb) && d.defined[k.hookKind()]:
 		// The first bytes of every NOP of ours of 5 or 6 bytes.
 		if m, nop := nops.X86IsNop(b); nop && (m == 5 || m == 6) {
 			return m, StateNop, true
@@ -353,16 +367,27 @@ func (d *decoder) x86CallDecodes(b []byte, form x86CallForm, n int) bool {
 func rel32(b []byte) uint64 { return uint64(int64(int32(binary.LittleEndian.Uint32(b)))) }
 
 // x86Func finds the site of the function fn (its bytes) at address start:
-// at the entry (after endbr64), or, for -pg without -mfentry, the first
-// call after `push %rbp; mov %rsp,%rbp` and the rest of the prologue.
+// at the entry (after endbr64 and the NOPs of a patchable area, see
+// nops.X86SiteLead), after a nested function's `push %r10` (a chain
+// site), or, for -pg without -mfentry, the first call after `push %rbp;
+// mov %rsp,%rbp` and the rest of the prologue.
 func (d *decoder) x86Func(fn []byte, start uint64) (found, bool) {
 	code := fn[:min(len(fn), decodeWindow)]
 	e := int(x86Entry(code, 0))
-	if n, st, ok := d.x86Site(code[e:], start+uint64(e), X86Fentry); ok {
-		if st == StateNop && x86LoopHead(fn, start, e+n) {
+	if bytes.HasPrefix(code[e:], nops.X86PushR10) {
+		p := e + len(nops.X86PushR10)
+		if isEndbr64(code[p:]) {
+			p += len(nops.X86Endbr64)
+		}
+		s, _, ok := d.x86EntrySite(fn, code, start, p, X86Chain)
+		if !ok || nops.X86SiteLead(code, s.off, s.n) != nops.X86LeadChain {
 			return found{}, false
 		}
-		return found{uint64(e), n, X86Fentry, st}, true
+		return s, true
+	}
+	s, e, ok := d.x86EntrySite(fn, code, start, e, X86Fentry)
+	if ok {
+		return s, true
 	}
 	if len(code) < e+4 || [4]byte(code[e:e+4]) != [4]byte{0x55, 0x48, 0x89, 0xe5} { // push %rbp; mov %rsp,%rbp
 		return found{}, false
@@ -398,6 +423,28 @@ func (d *decoder) x86Func(fn []byte, start uint64) (found, bool) {
 		pos += uint64(n)
 	}
 	return found{}, false
+}
+
+// x86EntrySite finds a site of kind k at the entry of the function fn
+// (at address start; code is its first bytes): at p, or after the entry
+// NOPs (nops.X86EntryNop) from p on, which a patchable area leaves before
+// the compiler's call; NOPs of ours are tried as the site before they are
+// passed over. When there is none, end is where the NOPs end.
+func (d *decoder) x86EntrySite(fn, code []byte, start uint64, p int, k Kind) (s found, end int, ok bool) {
+	for p < len(code) {
+		if n, st, ok := d.x86Site(code[p:], start+uint64(p), k); ok {
+			if st == StateNop && x86LoopHead(fn, start, p+n) {
+				return found{}, p, false
+			}
+			return found{uint64(p), n, k, st}, p, true
+		}
+		n := nops.X86EntryNop(code[p:])
+		if n == 0 {
+			break
+		}
+		p += n
+	}
+	return found{}, p, false
 }
 
 // x86LoopHead reports whether the NOP that ends at head bytes into the

@@ -38,7 +38,7 @@ type decodeCase struct {
 
 // calls are the hooks and trampolines the cases call, which a call
 // site's target must name.
-var calls = regexp.MustCompile(`\b(__fentry__|_?mcount|ftrace_(mcount_)?caller[56]?|ftrace_stub)\b`)
+var calls = regexp.MustCompile(`\b(__fentry__|_?mcount|ftrace_(mcount_|chain_)?caller[56]?|ftrace_stub)\b`)
 
 // wantTarget is the function case c's call site must lead to.
 func (c decodeCase) wantTarget() string {
@@ -119,12 +119,39 @@ var x86Cases = []decodeCase{
 	{name: "tramp_wrong_place", asm: "call ftrace_mcount_caller5\n ret", defined: "-", hooks: true},
 	{name: "tramp_wrong_place2", asm: "push %rbp\n mov %rsp,%rbp\n call ftrace_caller5\n pop %rbp\n ret", defined: "-", hooks: true},
 	{name: "plain", asm: "push %rbp\n mov %rsp,%rbp\n call other\n pop %rbp\n ret", defined: "-", imported: "-"},
+	// A patchable area (the patchable_function_entry attribute) before
+	// the compiler's call: the call is the site. The first lists the area
+	// in __patchable_function_entries, as gcc does, which leaves FindLinked
+	// decoding all the same.
+	{name: "fentry_area_gcc", asm: ".byte 0x90, 0x90, 0x90, 0x90, 0x90\n call __fentry__\n ret\n" +
+		" .pushsection __patchable_function_entries, \"aw\", @progbits\n .quad fentry_area_gcc\n .popsection",
+		defined: "fentry call 5 +5", imported: "fentry call 5 +5", hooks: true},
+	{name: "fentry_area_clang", asm: ".byte 0x0f, 0x1f, 0x44, 0x00, 0x08\n call __fentry__\n ret", defined: "fentry call 5 +5", imported: "fentry call 5 +5", hooks: true},
+	{name: "fentry_area_endbr", asm: "endbr64\n .byte 0x90, 0x90, 0x90\n call *__fentry__@GOTPCREL(%rip)\n ret", defined: "fentry call 6 +7", imported: "fentry call 6 +7", hooks: true},
+	{name: "nop5_after_area", asm: ".byte 0x90, 0x90, 0x90, 0x90, 0x90\n .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n ret", defined: "fentry nop 5 +5", imported: "-"},
+	{name: "mcount_after_area", asm: ".byte 0x90, 0x90, 0x90, 0x90, 0x90\n push %rbp\n mov %rsp,%rbp\n call mcount\n pop %rbp\n ret", defined: "mcount call 5 +9", imported: "mcount call 5 +9", hooks: true},
+	{name: "fentry_after_other_nop", asm: ".byte 0x0f, 0x1f, 0xc8\n call __fentry__\n ret", defined: "-", imported: "-", hooks: true},
+	// A GNU C nested function: gcc keeps the static chain (r10) across
+	// the call (a chain site), with endbr64 after the push (gcc 12) or
+	// before it, and a patchable area's NOPs after both.
+	{name: "chain", asm: "push %r10\n call __fentry__\n pop %r10\n mov (%r10),%eax\n ret", defined: "chain call 5 +2", imported: "chain call 5 +2", hooks: true},
+	{name: "chain_got", asm: "push %r10\n call *__fentry__@GOTPCREL(%rip)\n pop %r10\n ret", defined: "chain call 6 +2", imported: "chain call 6 +2", hooks: true},
+	{name: "chain_endbr_after", asm: "push %r10\n endbr64\n call __fentry__\n pop %r10\n ret", defined: "chain call 5 +6", imported: "chain call 5 +6", hooks: true},
+	{name: "chain_endbr_before", asm: "endbr64\n push %r10\n call __fentry__\n pop %r10\n ret", defined: "chain call 5 +6", imported: "chain call 5 +6", hooks: true},
+	{name: "chain_area", asm: "push %r10\n .byte 0x90, 0x90, 0x90, 0x90, 0x90\n call __fentry__\n pop %r10\n ret", defined: "chain call 5 +7", imported: "chain call 5 +7", hooks: true},
+	{name: "chain_nop6", asm: "push %r10\n .byte 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00\n pop %r10\n ret", defined: "chain nop 6 +2", imported: "-"},
+	{name: "chain_no_pop", asm: "push %r10\n call __fentry__\n pop %r11\n ret", defined: "-", imported: "-", hooks: true},
+	{name: "chain_tramp5", asm: "push %r10\n call ftrace_chain_caller5\n pop %r10\n ret", defined: "chain call 5 +2", hooks: true},
+	{name: "chain_tramp6", asm: "push %r10\n .byte 0x67\n call ftrace_chain_caller6\n pop %r10\n ret", defined: "chain call 6 +2", hooks: true},
+	{name: "chain_tramp_entry", asm: "push %r10\n call ftrace_caller5\n pop %r10\n ret", defined: "-", hooks: true},
+	{name: "tramp_chain_at_entry", asm: "call ftrace_chain_caller5\n ret", defined: "-", hooks: true},
 }
 
 // x86Defs are the hooks, trampolines and pointer slots of the "defined"
 // build.
 const x86Defs = `
-	.globl __fentry__, mcount, ftrace_caller5, ftrace_caller6, ftrace_mcount_caller5, ftrace_mcount_caller6, ftrace_stub
+	.globl __fentry__, mcount, ftrace_caller5, ftrace_caller6, ftrace_mcount_caller5, ftrace_mcount_caller6
+	.globl ftrace_chain_caller5, ftrace_chain_caller6, ftrace_stub
 	.type __fentry__, @function
 __fentry__: ret
 	.size __fentry__, .-__fentry__
@@ -143,6 +170,12 @@ ftrace_mcount_caller5: ret
 	.type ftrace_mcount_caller6, @function
 ftrace_mcount_caller6: ret
 	.size ftrace_mcount_caller6, .-ftrace_mcount_caller6
+	.type ftrace_chain_caller5, @function
+ftrace_chain_caller5: ret
+	.size ftrace_chain_caller5, .-ftrace_chain_caller5
+	.type ftrace_chain_caller6, @function
+ftrace_chain_caller6: ret
+	.size ftrace_chain_caller6, .-ftrace_chain_caller6
 	.type ftrace_stub, @function
 ftrace_stub: ret
 	.size ftrace_stub, .-ftrace_stub

@@ -10,6 +10,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/nops"
 )
 
 // A Linked is what discovery found in a linked executable or shared
@@ -50,20 +51,21 @@ const strippedHint = "sites are checked against its function symbols, so list th
 
 // FindLinked reads and checks the sites listed in a linked file's
 // __mcount_loc, resolving the R_*_RELATIVE relocations a PIE's table is
-// filled with. A file with neither __mcount_loc nor
-// __patchable_function_entries that defines or imports a hook is decoded
-// instead (FindDecoded).
+// filled with. A file without __mcount_loc that defines or imports a hook
+// is decoded instead (FindDecoded): built with -pg or -pg -mfentry but
+// never through recordmcount, perhaps with patchable areas too (the
+// patchable_function_entry attribute), which are not sites there.
+//
+// Patchable areas (__patchable_function_entries, which survives linking)
+// are sites only where the table lists them: recordmcount lists an area
+// only in a function with no call of a hook, and gcc never does.
 func FindLinked(f *elfx.File) (*Linked, error) {
 	if f.Type == elf.ET_REL {
 		return nil, fmt.Errorf("relocatable object: use recordmcount --list")
 	}
 	tab := f.Section(TableName)
 	if tab == nil {
-		if f.Section(PatchableName) == nil {
-			// Built with -pg but never through recordmcount: decode.
-			return findDecodedOrNoTable(f)
-		}
-		return nil, ErrNoTable
+		return findDecodedOrNoTable(f)
 	}
 	_, syms, err := f.Symtab()
 	if errors.Is(err, elfx.ErrNoSection) {
@@ -199,7 +201,6 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 		if err != nil {
 			return nil, bad("%v", err)
 		}
-		entry := off == x86Entry(code, 0)
 		switch {
 		case (in.Len == 5 || in.Len == 6) && in.Op == x86asm.NOP:
 			// One NOP: what x86Nops would say, without decoding it again
@@ -223,8 +224,14 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 			}
 			site.State, site.Len = st, 5
 		}
-		switch {
-		case !entry:
+		// The table lists a patchable area only where it is the site;
+		// one beside a call of a hook (-pg -mfentry with
+		// -fpatchable-function-entry) is not listed, and stays the
+		// user's.
+		switch lead := nops.X86SiteLead(code, off, site.Len); {
+		case lead == nops.X86LeadChain:
+			site.Kind = X86Chain
+		case lead != nops.X86LeadEntry:
 			site.Kind = X86Mcount
 		case site.State == StateNops || areas[a]:
 			site.Kind = X86Patchable

@@ -12,6 +12,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/nops"
 )
 
 // TableName is the section that lists the sites of an object or linked
@@ -83,6 +84,8 @@ type objScan struct {
 	// notes collects Object.Notes while relocations are scanned (per
 	// worker when they are scanned in parallel).
 	notes []string
+	// areas are the patchable areas that are no site (see dropAreas).
+	areas []area
 }
 
 // checkCall decodes the n-byte call at b (see x86Call), once per distinct
@@ -145,6 +148,9 @@ func FindObject(f *elfx.File) (*Object, error) {
 	s.obj.Notes = append(s.obj.Notes, s.notes...)
 	s.listed = make([]bool, len(s.found))
 	if err := s.table(); err != nil {
+		return nil, err
+	}
+	if err := s.dropAreas(); err != nil {
 		return nil, err
 	}
 	if s.obj.Table == TableNone {
@@ -426,14 +432,22 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	if err := x86Boundary(text, fun.start, site); err != nil {
 		return Site{}, false, &SiteError{t.Name, site, fun.name, err.Error()}
 	}
-	if k == X86Fentry && site != x86Entry(text, fun.start) {
-		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry", hook, site-fun.start)}
+	if k == X86Fentry {
+		switch nops.X86SiteLead(text[fun.start:], site-fun.start, n) {
+		case nops.X86LeadEntry:
+		case nops.X86LeadChain:
+			k = X86Chain
+		default:
+			return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry "+
+				"(only endbr64, NOPs, or a nested function's `push %%r10` may come before it)", hook, site-fun.start)}
+		}
 	}
 	return s.newSite(t, site, fun, k, n, StateCall), true, nil
 }
 
-// x86Entry is where an entry site starts: the function start, or just
-// after its endbr64 (-fcf-protection).
+// x86Entry is where an entry site starts when nothing but endbr64 comes
+// before it: the function start, or just after its endbr64
+// (-fcf-protection).
 func x86Entry(text []byte, start uint64) uint64 {
 	if start < uint64(len(text)) && isEndbr64(text[start:]) {
 		return start + 4
@@ -480,17 +494,92 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 
 // patchable finds the areas recorded in __patchable_function_entries.
 // Each entry points at the first NOP of an area: Pre bytes before the
-// function symbol, then the entry NOPs (after endbr64 / bti c).
+// function symbol, then the entry NOPs (after endbr64 / bti c). An area
+// that is no site (too few NOPs at the entry) is kept aside, with why, in
+// s.areas: in a function whose site is a call of a hook it is no error
+// (dropAreas).
 func (s *objScan) patchable() error {
 	return s.entries(func(t *elfx.Section) bool { return t.Name == PatchableName }, func(sec int, off uint64) error {
-		st, err := s.patchSite(s.f.Sections[sec], off)
+		t := s.f.Sections[sec]
+		fun, err := s.areaFunc(t, off)
 		if err != nil {
 			return err
+		}
+		st, err := s.patchSite(t, off, fun)
+		if err != nil {
+			s.areas = append(s.areas, area{sec, fun, err})
+			return nil
 		}
 		st.Discover = FromPatchable
 		s.add(*st)
 		return nil
 	})
+}
+
+// An area is a patchable area that is no site, in its function.
+type area struct {
+	sec int
+	fun fn
+	err error // why it is no site
+}
+
+// dropAreas settles the patchable areas of functions whose site is the
+// compiler's call of a hook: -pg or -pg -mfentry together with
+// -fpatchable-function-entry or the patchable_function_entry attribute
+// leave both in one function. The call is the site, as it is what the
+// runtime's hooks and tracers are built for (and what gcc's own
+// -mrecord-mcount table lists); the area stays as it is for whoever
+// asked for it (a hot-patching tool of the user's), noted once per
+// object. An area a table already lists is kept (two sites are then an
+// error, as for any table listing two); an area that is no site is an
+// error only in a function without such a call. Called once the table is
+// read, so that a call a table lists counts too (an object whose calls
+// an earlier `recordmcount --nop` turned into NOPs).
+func (s *objScan) dropAreas() error {
+	type key struct {
+		sec   int
+		start uint64
+	}
+	hooked := map[key]bool{}
+	for _, ss := range [][]Site{s.found, s.obj.Sites} {
+		for i := range ss {
+			if ss[i].Discover != FromPatchable {
+				hooked[key{ss[i].Section, ss[i].Off - ss[i].FuncOff}] = true
+			}
+		}
+	}
+	var left []string
+	for _, a := range s.areas {
+		if !hooked[key{a.sec, a.fun.start}] {
+			return a.err
+		}
+		left = append(left, a.fun.name)
+	}
+	k := 0
+	for i := range s.found {
+		st := &s.found[i]
+		if st.Discover == FromPatchable && !s.listed[i] && hooked[key{st.Section, st.Off - st.FuncOff}] {
+			left = append(left, st.Func)
+			continue
+		}
+		s.found[k], s.listed[k] = s.found[i], s.listed[i]
+		k++
+	}
+	s.found, s.listed = s.found[:k], s.listed[:k]
+	if len(left) > 0 {
+		slices.Sort(left)
+		names := strings.Join(left[:min(len(left), 3)], ", ")
+		if len(left) > 3 {
+			names += ", ..."
+		}
+		areas := "patchable area"
+		if len(left) > 1 {
+			areas += "s"
+		}
+		s.obj.Notes = append(s.obj.Notes, fmt.Sprintf("%d %s (-fpatchable-function-entry, patchable_function_entry) left as they are "+
+			"for whoever asked for them: the call of __fentry__ or mcount is the site of %s", len(left), areas, names))
+	}
+	return nil
 }
 
 // entries calls each for every entry of the address tables (sections of
@@ -537,25 +626,40 @@ func (s *objScan) target(rs *elfx.Section, i int, r elfx.Rela) (int, uint64, err
 	return t.Index, off, nil
 }
 
-func (s *objScan) patchSite(t *elfx.Section, e uint64) (*Site, error) {
+// areaFunc finds the function of the patchable area starting at e: the
+// one it starts the entry of (at its start, after endbr64 or bti c, or,
+// in a nested function also built with -pg -mfentry, after gcc's `push
+// %r10`), or the next, when the area begins with NOPs before the symbol.
+func (s *objScan) areaFunc(t *elfx.Section, e uint64) (fn, error) {
+	text := s.f.SectionData(t)
+	fun, ok := s.funcs.containing(uint32(t.Index), e)
+	if ok && e >= fun.start {
+		if s.f.Arch == arch.X86_64 && nops.X86AreaStart(text[fun.start:], e-fun.start) ||
+			s.f.Arch == arch.ARM64 && (e == fun.start || e == arm64Entry(text, fun.start)) {
+			return fun, nil
+		}
+	}
+	// The area starts before the function: the entry is Pre bytes of
+	// NOPs ahead of the function symbol.
+	fun, ok = s.funcs.next(uint32(t.Index), e)
+	if !ok || fun.start-e > 64 {
+		return fn{}, &SiteError{t.Name, e, "", "patchable entry is not at or just before a function"}
+	}
+	return fun, nil
+}
+
+// patchSite checks the patchable area starting at e in function fun and
+// makes it a site.
+func (s *objScan) patchSite(t *elfx.Section, e uint64, fun fn) (*Site, error) {
 	text := s.f.SectionData(t)
 	a := s.f.Arch
 	entry := x86Entry
 	if a == arch.ARM64 {
 		entry = arm64Entry
 	}
-	fun, ok := s.funcs.containing(uint32(t.Index), e)
-	if !ok || e != fun.start && e != entry(text, fun.start) {
-		// The area starts before the function: the entry is Pre bytes of
-		// NOPs ahead of the function symbol.
-		fun, ok = s.funcs.next(uint32(t.Index), e)
-		if !ok || fun.start-e > 64 {
-			return nil, &SiteError{t.Name, e, "", "patchable entry is not at or just before a function"}
-		}
-	}
-	pre := int(fun.start - e)
-	if pre < 0 {
-		pre = 0
+	pre := 0
+	if e < fun.start {
+		pre = int(fun.start - e)
 	}
 	site := max(e, entry(text, fun.start))
 	if a == arch.X86_64 {
@@ -668,8 +772,11 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String())}
 		}
 		k := X86Mcount
-		if off == x86Entry(text, fun.start) {
+		switch nops.X86SiteLead(text[fun.start:], off-fun.start, in.Len) {
+		case nops.X86LeadEntry:
 			k = X86Fentry
+		case nops.X86LeadChain:
+			k = X86Chain
 		}
 		out := s.newSite(t, off, fun, k, in.Len, st)
 		return &out, nil

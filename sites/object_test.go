@@ -7,6 +7,8 @@ import (
 	"ftpatch/internal/fixture"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -109,20 +111,31 @@ func checkTable(t *testing.T, fx fixture.Object, obj *sites.Object) {
 }
 
 // checkNotes: only tailcall.S holds something that looks like a site and
-// is not (`b _mcount`); no fixture but the arm64 4,2 ones without
-// -falign-functions=8 (see checkCallOps) and gcc's cold functions warn.
+// is not (`b _mcount`), and shapes.c patchable areas beside calls of a
+// hook, which are left alone (one note for all); no fixture but the
+// arm64 4,2 ones without -falign-functions=8 (see checkCallOps) and gcc's
+// cold functions warn.
 func checkNotes(t *testing.T, fx fixture.Object, obj *sites.Object) {
 	t.Helper()
-	want := 0
-	if fx.Case == "tailcall" {
-		want = 1
+	want, about := 0, ""
+	switch fx.Case {
+	case "tailcall":
+		want, about = 1, "tail call `b _mcount`"
+	case "shapes":
+		// padded and padded_pre; with -fpatchable-function-entry=5 every
+		// function (clang has no nested add.0).
+		n := 2
+		if fx.Has("pfe5") {
+			n = map[string]int{"gcc": 6, "clang": 4}[fx.CC]
+		}
+		want, about = 1, fmt.Sprintf("%d patchable areas (", n)
 	}
 	if len(obj.Notes) != want {
 		t.Errorf("notes %q, want %d", obj.Notes, want)
 	}
 	for _, n := range obj.Notes {
-		if !strings.Contains(n, "tail call `b _mcount`") {
-			t.Errorf("note %q is not about a tail call", n)
+		if !strings.Contains(n, about) {
+			t.Errorf("note %q is not about %q", n, about)
 		}
 	}
 	if len(obj.Warnings) > 0 && !(fx.Arch == arch.ARM64 && fx.Has("pfe4_2")) {
@@ -224,10 +237,24 @@ func checkBytes(t *testing.T, fx fixture.Object, f *elfx.File, obj *sites.Object
 			fx.Has("bti") && bytes.HasPrefix(start, []byte{0x5f, 0x24, 0x03, 0xd5}) { // bti c
 			entry = 4
 		}
+		lead := start[entry:s.FuncOff]
 		switch s.Kind {
-		case sites.X86Fentry, sites.X86Mcount:
-			if s.Kind == sites.X86Fentry && s.FuncOff != entry {
-				t.Errorf("%s: fentry site at +0x%x, want the entry +0x%x", where, s.FuncOff, entry)
+		case sites.X86Fentry, sites.X86Mcount, sites.X86Chain:
+			// A patchable area (clang's long NOP and 3-byte NOP, or
+			// gcc's 90s) may come before an fentry call, and comes
+			// before an mcount one's prologue.
+			area := map[string][][]byte{"gcc": {bytes.Repeat([]byte{0x90}, 5), bytes.Repeat([]byte{0x90}, 3)},
+				"clang": {{0x0f, 0x1f, 0x44, 0x00, 0x08}, {0x0f, 0x1f, 0x00}}}[fx.CC]
+			if s.Kind == sites.X86Fentry && s.FuncOff != entry && !(fx.Case == "shapes" && slices.ContainsFunc(area, func(a []byte) bool { return bytes.Equal(lead, a) })) {
+				t.Errorf("%s: fentry site at +0x%x after % x, want the entry +0x%x or a patchable area", where, s.FuncOff, lead, entry)
+			}
+			// gcc saves a nested function's static chain around its
+			// call, and (gcc 12) puts the endbr64 and the NOPs of
+			// -fpatchable-function-entry after the push.
+			chain := regexp.MustCompile(`^(f30f1efa)?4152(f30f1efa)?(90)*$`)
+			after := text[s.Off+uint64(s.Len):]
+			if s.Kind == sites.X86Chain && (!chain.MatchString(fmt.Sprintf("%x", start[:s.FuncOff])) || !bytes.HasPrefix(after, []byte{0x41, 0x5a}) || fx.CC != "gcc") {
+				t.Errorf("%s: chain site after % x, before % x; want push %%r10 before, pop %%r10 after", where, start[:s.FuncOff], after[:min(len(after), 2)])
 			}
 			if s.Kind == sites.X86Mcount && s.FuncOff == 0 {
 				t.Errorf("%s: mcount site at the function start, want after the prologue", where)
@@ -259,7 +286,7 @@ func checkBytes(t *testing.T, fx fixture.Object, f *elfx.File, obj *sites.Object
 		default:
 			t.Errorf("%s: kind %v on %v", where, s.Kind, fx.Arch)
 		}
-		if s.State != sites.StateCall && (s.Kind == sites.X86Fentry || s.Kind == sites.X86Mcount || s.Kind == sites.ARM64Mcount) {
+		if s.State != sites.StateCall && (s.Kind == sites.X86Fentry || s.Kind == sites.X86Mcount || s.Kind == sites.X86Chain || s.Kind == sites.ARM64Mcount) {
 			t.Errorf("%s: state %v, want call", where, s.State)
 		}
 	}

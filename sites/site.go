@@ -43,6 +43,14 @@ const (
 	ARM64CallOps
 	// ARM64Mcount: `bl _mcount` after the prologue, from -pg.
 	ARM64Mcount
+	// X86Chain: `call __fentry__` of a GNU C nested function, which gcc
+	// brackets with `push %r10` and `pop %r10` to keep the static chain
+	// (after endbr64 and a patchable area's NOPs, if any: see
+	// nops.X86SiteLead). The stack is the entry's with one word pushed:
+	// the return address is above the saved r10, so the site calls
+	// trampolines of its own, and function_graph hijacks its return as
+	// at an mcount site. Len 5 or 6 as for X86Fentry.
+	X86Chain
 )
 
 var kindNames = [...]string{
@@ -53,6 +61,7 @@ var kindNames = [...]string{
 	ARM64Patchable: "patchable",
 	ARM64CallOps:   "callops",
 	ARM64Mcount:    "mcount",
+	X86Chain:       "chain",
 }
 
 func (k Kind) String() string {
@@ -64,8 +73,8 @@ func (k Kind) String() string {
 
 // AtEntry reports whether sites of this kind sit at the function's entry
 // (where the return address is still on top of the stack or in the link
-// register), rather than after the prologue.
-func (k Kind) AtEntry() bool { return k != X86Mcount && k != ARM64Mcount }
+// register), rather than after the prologue (mcount) or a push (chain).
+func (k Kind) AtEntry() bool { return k != X86Mcount && k != ARM64Mcount && k != X86Chain }
 
 // MarshalText makes kinds print by name in JSON.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -199,10 +208,9 @@ const (
 	// StatusHook: still the compiler's call to __fentry__, mcount or
 	// _mcount; the runtime turns it into a NOP at load.
 	StatusHook
-	// StatusTraced: a call into one of the runtime's trampolines
-	// (x86-64: ftrace_caller5, ftrace_caller6, ftrace_mcount_caller5,
-	// ftrace_mcount_caller6, ftrace_stub; arm64: ftrace_caller): the
-	// site is enabled for the runtime's tracers.
+	// StatusTraced: a call into one of the runtime's trampolines (the
+	// trampolines table in decoded.go: ftrace_caller5, ftrace_stub, ...):
+	// the site is enabled for the runtime's tracers.
 	StatusTraced
 	// StatusDirect: a call to any other function: a user trampoline
 	// called directly, bypassing the runtime's tracers.
@@ -268,7 +276,7 @@ func (s *Site) Hook() string {
 		return ""
 	}
 	switch s.Kind {
-	case X86Fentry:
+	case X86Fentry, X86Chain:
 		return "__fentry__"
 	case X86Mcount:
 		return "mcount"

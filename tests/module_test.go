@@ -65,7 +65,8 @@ func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug st
 // stubNames are the module stub's symbols: hidden, so that no shared
 // object's hooks or trampolines are bound to another's (or the program's).
 var stubNames = []string{"__fentry__", "mcount", "ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5",
-	"ftrace_mcount_caller6", "ftrace_stub", "ftrt_module_slots", "ftrt_module_init", "ftrt_config"}
+	"ftrace_mcount_caller6", "ftrace_chain_caller5", "ftrace_chain_caller6", "ftrace_stub", "ftrt_module_slots",
+	"ftrt_module_init", "ftrt_config"}
 
 // checkExports: the file's dynamic symbol table defines every name of
 // want and none of never.
@@ -362,5 +363,29 @@ func TestModuleReuse(t *testing.T) {
 				t.Errorf("replay does not name each plugin's calls from its own file:\n%s", replay)
 			}
 		})
+	}
+}
+
+// TestModuleVersion: the runtime serves a module stub of its own version
+// only (FTRT_MODULE_VERSION, bumped whenever the description or the
+// slots change: the chain trampolines added two), and fills a served
+// stub's slots with its trampolines in the order of the stub's jumps.
+func TestModuleVersion(t *testing.T) {
+	need(t, "gcc")
+	dir := t.TempDir()
+	src, err := filepath.Abs(filepath.Join("progs", "modversion.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, err := filepath.Abs(filepath.Join("..", "runtime", "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "modversion")
+	run(t, dir, append([]string{"gcc", "-O2", "-I", hdr, "-o", prog, src}, ftrt.LinkFlags(runtimeArchive(t))...)...)
+	out, _ := run(t, dir, prog)
+	const want = "register 0: 1 1 1 1 1 1\nregister -1: 0 0 0 0 0 0\nregister -1: 0 0 0 0 0 0\n"
+	if out != want {
+		t.Errorf("modversion printed\n%s\nwant\n%s", out, want)
 	}
 }

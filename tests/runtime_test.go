@@ -317,14 +317,17 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 // TestLoadTimeSymbols: the sites of progs/symsites.S, one per rule by
 // which the load-time pass tells what a site is (runtime/src/patch.c's
 // choose, runtime/src/symbols.c): a call of __fentry__ at the entry,
-// after an endbr64, and in code no symbol covers, which need no symbol
-// table when nothing is filtered; -pg calls of mcount after a prologue,
-// one in a function that holds a zero-size function symbol before the
-// site, which need the table. Under each tracer and filter, and in a
-// stripped copy, every site's bytes are decoded with x/arch: enabled
-// sites call (or, for function_graph at an entry, jump to) the right
-// trampoline, the rest hold NOPs; the program's output is unchanged and
-// the trace's counts name the right functions.
+// after an endbr64, after a patchable area's NOPs, after a nested
+// function's push %r10 (a chain site, three forms), and in code no
+// symbol covers, which need no symbol table when nothing is filtered;
+// -pg calls of mcount after a prologue, one in a function that holds a
+// zero-size function symbol before the site, which need the table. Under
+// each tracer and filter, and in a stripped copy, every site's bytes are
+// decoded with x/arch: enabled sites call (or, for function_graph at an
+// entry, jump to) the right trampoline, a chain site its own under both
+// tracers, the rest hold NOPs; the program's output is unchanged (a
+// chain site's static chain intact) and the trace's counts name the
+// right functions, called from main.
 func TestLoadTimeSymbols(t *testing.T) {
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
@@ -345,15 +348,23 @@ func TestLoadTimeSymbols(t *testing.T) {
 		fn     string
 		at     uint64
 		caller string
+		len    int
 	}
 	const nameless = "(no function)"
 	named := []site{
-		{"sym_entry", addr["sym_entry"], "ftrace_caller5"},
-		{"sym_endbr", addr["sym_endbr"] + 4, "ftrace_caller5"},
-		{"sym_pg", addr["sym_pg"] + 4, "ftrace_mcount_caller5"},
-		{"sym_outer", addr["sym_outer"] + 5, "ftrace_mcount_caller5"},
+		{"sym_entry", addr["sym_entry"], "ftrace_caller5", 5},
+		{"sym_endbr", addr["sym_endbr"] + 4, "ftrace_caller5", 5},
+		{"sym_pg", addr["sym_pg"] + 4, "ftrace_mcount_caller5", 5},
+		{"sym_outer", addr["sym_outer"] + 5, "ftrace_mcount_caller5", 5},
+		{"sym_area", addr["sym_area"] + 5, "ftrace_caller5", 5},
+		{"sym_area_endbr", addr["sym_area_endbr"] + 9, "ftrace_caller5", 5},
+		{"sym_chain", addr["sym_chain"] + 2, "ftrace_chain_caller5", 5},
+		{"sym_chain_endbr", addr["sym_chain_endbr"] + 6, "ftrace_chain_caller5", 5},
+		{"sym_chain6", addr["sym_chain6"] + 2, "ftrace_chain_caller6", 6},
 	}
-	all := []string{"sym_entry", "sym_endbr", "sym_pg", "sym_outer", nameless}
+	fentry := []string{"sym_entry", "sym_endbr", "sym_area", "sym_area_endbr", "sym_chain", "sym_chain_endbr", "sym_chain6"}
+	all := append([]string{"sym_pg", "sym_outer", nameless}, fentry...)
+	const output = "1 2 3 4 5 6 7 8 9\n"
 	for _, c := range []struct {
 		name    string
 		prog    string
@@ -364,9 +375,13 @@ func TestLoadTimeSymbols(t *testing.T) {
 		{"function", prog, []string{"FTRACE=function"}, all, ""},
 		{"function_graph", prog, []string{"FTRACE=function_graph"}, all, ""},
 		{"filter sym_outer", prog, []string{"FTRACE=function", "FTRACE_FILTER=sym_outer"}, []string{"sym_outer"}, ""},
-		{"filter not sym_pg", prog, []string{"FTRACE=function_graph", "FTRACE_FILTER=!sym_pg"}, []string{"sym_entry", "sym_endbr", "sym_outer"}, ""},
+		{"filter not sym_pg", prog, []string{"FTRACE=function_graph", "FTRACE_FILTER=!sym_pg"}, append([]string{"sym_outer"}, fentry...), ""},
 		{"filter sym_label", prog, []string{"FTRACE=function", "FTRACE_FILTER=sym_label"}, nil, ""},
-		{"stripped", stripped, []string{"FTRACE=function_graph"}, []string{"sym_entry", "sym_endbr", nameless},
+		{"filter sym_chain*", prog, []string{"FTRACE=function_graph", "FTRACE_FILTER=sym_chain*"}, []string{"sym_chain", "sym_chain_endbr", "sym_chain6"}, ""},
+		{"filter sym_area*", prog, []string{"FTRACE=function", "FTRACE_FILTER=sym_area*"}, []string{"sym_area", "sym_area_endbr"}, ""},
+		{"stripped", stripped, []string{"FTRACE=function_graph"}, append([]string{nameless}, fentry...),
+			"cannot read the symbol table of the program (stripped?); tracing only its sites that call __fentry__"},
+		{"stripped function", stripped, []string{"FTRACE=function"}, append([]string{nameless}, fentry...),
 			"cannot read the symbol table of the program (stripped?); tracing only its sites that call __fentry__"},
 		{"stripped filter", stripped, []string{"FTRACE=function", "FTRACE_FILTER=sym_*"}, nil,
 			"cannot read the symbol table of the program (stripped?); tracing none of it"},
@@ -374,8 +389,8 @@ func TestLoadTimeSymbols(t *testing.T) {
 		t.Run(slug(c.name), func(t *testing.T) {
 			out := filepath.Join(dir, "t-"+slug(c.name))
 			stdout, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_OUT=" + out}, c.env...), c.prog)
-			if err != nil || code != 0 || stdout != "1 2 3 4\n" {
-				t.Fatalf("exit %d, %v, output %q; want 1 2 3 4\n%s", code, err, stdout, errOut)
+			if err != nil || code != 0 || stdout != output {
+				t.Fatalf("exit %d, %v, output %q; want %q\n%s", code, err, stdout, output, errOut)
 			}
 			if (c.warning == "") != !strings.Contains(errOut, "ftrt:") || !strings.Contains(errOut, c.warning) {
 				t.Errorf("stderr:\n%s\nwant %q", errOut, c.warning)
@@ -390,26 +405,29 @@ func TestLoadTimeSymbols(t *testing.T) {
 					t.Errorf("site %#x: % x: %v", at, b, err)
 					continue
 				}
-				s := site{nameless, at, "ftrace_caller5"}
+				s := site{nameless, at, "ftrace_caller5", 5}
 				for _, n := range named {
 					if n.at == at {
 						s = n
 					}
 				}
 				if !slices.Contains(c.enabled, s.fn) {
-					if in.Op != x86asm.NOP || in.Len != 5 {
-						t.Errorf("%s: site %#x holds %v (% x); want a 5-byte NOP", s.fn, at, in, b)
+					if in.Op != x86asm.NOP || in.Len != s.len {
+						t.Errorf("%s: site %#x holds %v (% x); want a %d-byte NOP", s.fn, at, in, b, s.len)
 					}
 					continue
 				}
-				op, target := x86asm.CALL, s.caller
+				op, target, n := x86asm.CALL, s.caller, s.len
 				if c.env[0] == "FTRACE=function_graph" && s.caller == "ftrace_caller5" {
 					op, target = x86asm.JMP, "" // to the site's own trampoline
 				}
+				if s.len == 6 && (b[0] != 0x67 || b[1] != 0xe8) {
+					t.Errorf("%s: site %#x holds % x; want addr32 call (67 e8)", s.fn, at, b[:6])
+				}
 				rel, ok := in.Args[0].(x86asm.Rel)
-				if in.Op != op || in.Len != 5 || !ok {
-					t.Errorf("%s: site %#x holds %v (% x); want a 5-byte %v", s.fn, at, in, b, op)
-				} else if got := at + 5 + uint64(int64(rel)); target != "" && got != addr[target] {
+				if in.Op != op || in.Len != n || !ok {
+					t.Errorf("%s: site %#x holds %v (% x); want a %d-byte %v", s.fn, at, in, b, n, op)
+				} else if got := at + uint64(n) + uint64(int64(rel)); target != "" && got != addr[target] {
 					t.Errorf("%s: site %#x: %v reaches %#x; want %s at %#x", s.fn, at, in, got, target, addr[target])
 				}
 			}
@@ -431,8 +449,19 @@ func TestLoadTimeSymbols(t *testing.T) {
 				if err != nil || len(warns) > 0 {
 					t.Fatal(err, warns)
 				}
-				for _, cnt := range trace.Counts(trace.Events(tr, syms)) {
+				events := trace.Events(tr, syms)
+				for _, cnt := range trace.Counts(events) {
 					got[cnt.Func] = cnt.Calls
+				}
+				// function records the caller: every function is called
+				// from main (the chain sites through sym_chain_call, which
+				// jumps). A trampoline that took the word on top of a
+				// chain site's stack for the return address would name
+				// the saved static chain.
+				for _, e := range events {
+					if c.env[0] == "FTRACE=function" && !strings.HasPrefix(e.Caller, "main+") {
+						t.Errorf("%s called from %s, want main", e.Func, e.Caller)
+					}
 				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fixture"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -740,5 +741,65 @@ func TestHugeAlignment(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want the object alone", len(ents))
+	}
+}
+
+// TestOddShapes: objects with gcc's nested functions (`push %r10` before
+// the call of __fentry__) and functions with a patchable area beside the
+// compiler's call (the patchable_function_entry attribute, or the flag,
+// with -pg or -pg -mfentry) are recorded, not refused: the call is each
+// function's one site, a nested function's a chain site, and -v notes the
+// areas left alone; a second run changes nothing.
+func TestOddShapes(t *testing.T) {
+	for _, fx := range fixture.Objects(t, filepath.Join("..", "..", "sites", "testdata", "shapes-*.o")) {
+		if fx.Has("mrecord") {
+			continue // gcc's own table: left alone (TestGoodObject's second run)
+		}
+		t.Run(fx.Base, func(t *testing.T) {
+			dir := t.TempDir()
+			p := copyInto(t, dir, fx.Path, "shapes.o")
+			o := inProcess(t, "-v", p)
+			if o.failed || !strings.Contains(o.stderr, "note: ") || !strings.Contains(o.stderr, "patchable area") {
+				t.Fatalf("failed %v, stderr %q; want success and a note on the patchable areas", o.failed, o.stderr)
+			}
+			f, err := elfx.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := sites.FindObject(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, s := range obj.Sites {
+				got[s.Func] = fmt.Sprintf("%v +%d", s.Kind, s.FuncOff)
+			}
+			// Where gcc and clang put the call (see the objects' goldens
+			// in sites/testdata): after the areas' NOPs, after endbr64.
+			want := map[string]string{"padded": "fentry +5", "padded_pre": "fentry +3"}
+			if fx.Has("cet") {
+				want = map[string]string{"padded": "fentry +9", "padded_pre": "fentry +7"}
+			}
+			if fx.Has("mfentry") && fx.CC == "gcc" {
+				want["add.0"] = map[bool]string{false: "chain +2", true: "chain +6"}[fx.Has("cet")]
+				if fx.Has("pfe5") {
+					want["add.0"] = map[bool]string{false: "chain +7", true: "chain +11"}[fx.Has("cet")]
+				}
+			}
+			if !fx.Has("mfentry") {
+				want = map[string]string{"padded": "mcount +9", "padded_pre": "mcount +7", "add.0": "mcount +6"}
+			}
+			for fn, w := range want {
+				if got[fn] != w {
+					t.Errorf("%s: site %q, want %q (all: %v)", fn, got[fn], w, got)
+				}
+			}
+			if obj.Table != sites.TableOurs || obj.Untabled != 0 {
+				t.Errorf("table %v, %d sites not in it", obj.Table, obj.Untabled)
+			}
+			if o := inProcess(t, p); o.failed || !strings.Contains(o.stderr, "unchanged") {
+				t.Errorf("second run: failed %v, stderr %q; want it unchanged", o.failed, o.stderr)
+			}
+		})
 	}
 }

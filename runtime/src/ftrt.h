@@ -122,6 +122,8 @@ enum {
 	FTRT_T_CALLER6,  /* ftrace_caller6: an entry site, 67 e8 rel32 */
 	FTRT_T_MCALLER5, /* ftrace_mcount_caller5: a -pg site after the prologue */
 	FTRT_T_MCALLER6, /* ftrace_mcount_caller6 */
+	FTRT_T_CHAIN5,   /* ftrace_chain_caller5: an entry site after push %r10 (a nested function's) */
+	FTRT_T_CHAIN6,   /* ftrace_chain_caller6 */
 	FTRT_T_STUB,     /* ftrace_stub: the empty tracer */
 	FTRT_T_N,
 };
@@ -136,13 +138,17 @@ enum {
 		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,          \
 		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,  \
 		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,  \
+		[FTRT_T_CHAIN5] = (uintptr_t)ftrace_chain_caller5,     \
+		[FTRT_T_CHAIN6] = (uintptr_t)ftrace_chain_caller6,     \
 		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,                \
 	}
 /* The slots a module's trampolines jump through, in targets[] order from
  * FTRT_T_CALLER5. */
-#define FTRT_SLOTS 4
+#define FTRT_SLOTS (FTRT_T_STUB - FTRT_T_CALLER5)
 
-#define FTRT_MODULE_VERSION 1
+/* A stub and a runtime of different versions do not serve each other:
+ * 2 added the chain trampolines (targets[] and slots grew). */
+#define FTRT_MODULE_VERSION 2
 struct ftrt_module {
 	uint32_t size;                   /* sizeof(struct ftrt_module) */
 	uint32_t version;                /* FTRT_MODULE_VERSION */
@@ -214,14 +220,15 @@ const unsigned char *ftrt_arch_nop(int len);
 /* Probe which NOPs this CPU runs (or take FTRACE_NOP's choice); returns
  * the style's name: p6, k8 or jmp. */
 const char *ftrt_arch_probe(const char *force);
-/* The call that enables the site at ip of len bytes (into buf, 8 bytes), at a
- * function's entry or after its prologue (-pg); 0, or -1 when the
- * trampoline is out of reach. */
-int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf);
-/* What ftrt_arch_call's site of len bytes calls, at a function's entry
- * or after its prologue, for the load-time pass's inline path; 0 when
- * it does not call (function_graph's jump to the site's own trampoline). */
-uintptr_t ftrt_arch_call_target(int len, int entry);
+/* The call that enables the site at ip of len bytes (into buf, 8 bytes),
+ * where want says (WANT_ENTRY: at a function's entry; WANT_MCOUNT: after
+ * its prologue, -pg; WANT_CHAIN: at its entry after push %r10); 0, or -1
+ * when the trampoline is out of reach. */
+int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf);
+/* What ftrt_arch_call's site of len bytes calls, for the load-time
+ * pass's inline path; 0 when it does not call (function_graph's jump to
+ * an entry site's own trampoline). */
+uintptr_t ftrt_arch_call_target(int len, int want);
 /* Before a module's pass: what ftrt_arch_call builds from now on
  * (per-site trampolines) belongs to module `owner` (never shared with
  * another module, so it can go when the module does). */
@@ -233,14 +240,25 @@ void ftrt_arch_seal(void);
 void ftrt_arch_release(int owner);
 /* Whether the site at ip calls the entry hook (__fentry__), in any form. */
 int ftrt_arch_entry_call(const unsigned char *ip);
-/* Whether a site at ip is at the entry of the function starting at start. */
-int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start);
+/* Whether a site at ip is at the entry of the function [start, end):
+ * before its frame is built, with nothing but endbr64 and NOPs before it
+ * (-fpatchable-function-entry with -mfentry), or a chain site whose push
+ * %r10 starts the function (after endbr64). Reads nothing outside the
+ * function. */
+int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end);
+/* Whether the site at ip of len bytes is a chain site: gcc's `push %r10;
+ * [endbr64;] [nop...;] call __fentry__; pop %r10` of a GNU C nested
+ * function, which keeps its static chain across the call; the return
+ * address is then a word above the top of the stack. Reads the site's 8
+ * bytes and back to lo at most (the start of its segment). */
+int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo);
 
 /* What the load-time pass makes of a site. */
 enum {
 	WANT_NOP,
 	WANT_ENTRY,   /* call the tracer, at a function's entry */
 	WANT_MCOUNT,  /* after the prologue (-pg) */
+	WANT_CHAIN,   /* at a function's entry after push %r10: found by ftrt_arch_chain when a WANT_ENTRY site is written */
 	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
 	WANT_AUTO,    /* no filter: enable a call of __fentry__, leave the rest WANT_UNKNOWN */
 };

@@ -56,15 +56,15 @@ static int cmp_addr(const void *a, const void *b)
  * ports have none yet), to the module's own trampolines (ftrt_targets: in
  * the program, the runtime's; in a shared object, its stub's, which jump
  * into the runtime):
- *   e8 rel32      call ftrace_caller5 / ftrace_mcount_caller5 / ftrace_stub   5 bytes
- *   67 e8 rel32   addr32 call ftrace_caller6 / ftrace_mcount_caller6 / ftrace_stub  6
+ *   e8 rel32      call ftrace_caller5 / ftrace_mcount_caller5 / ftrace_chain_caller5 / ftrace_stub   5 bytes
+ *   67 e8 rel32   addr32 call ftrace_caller6 / ftrace_mcount_caller6 / ftrace_chain_caller6 / ftrace_stub  6
  * ftrt_arch_classify knows only the compiler's calls to the hooks; these
  * are recognised here so that the check of a pre-patched file can accept
  * them and the normal pass can turn them back into NOPs or other calls.
  *
- * Which of caller5 and mcount_caller5 a site must call depends on whether
- * it is at its function's entry, which needs the symbol table: ftpatch
- * verify checks that; here either is accepted, as both are ours.
+ * Which of caller5, mcount_caller5 and chain_caller5 a site must call
+ * depends on where it is in its function, which needs the symbol table:
+ * ftpatch verify checks that; here any is accepted, as all are ours.
  */
 #if defined(__x86_64__)
 /* Whether the site at ip calls one of the module's trampolines that a
@@ -89,8 +89,8 @@ static int tramp_call(const unsigned char *ip, int *len, int mode)
 	if (mode == FTRT_NOP)
 		return 0;
 	if (*len == 5)
-		return target == t[FTRT_T_CALLER5] || target == t[FTRT_T_MCALLER5];
-	return target == t[FTRT_T_CALLER6] || target == t[FTRT_T_MCALLER6];
+		return target == t[FTRT_T_CALLER5] || target == t[FTRT_T_MCALLER5] || target == t[FTRT_T_CHAIN5];
+	return target == t[FTRT_T_CALLER6] || target == t[FTRT_T_MCALLER6] || target == t[FTRT_T_CHAIN6];
 }
 #else
 static int tramp_call(const unsigned char *ip, int *len, int mode)
@@ -199,7 +199,8 @@ static int action(enum ftrt_site_state st, uintptr_t ip, int len, unsigned char 
 /*
  * A site whose want is WANT_AUTO (no filter: choose), once its action a
  * is known: a call of the entry hook (-mfentry's __fentry__) is at a
- * function's entry by construction and becomes the tracer's call here;
+ * function's entry by construction (after a nested function's push %r10,
+ * perhaps: see enable_as) and becomes the tracer's call here;
  * any other site to write (-pg's call of mcount, a NOP) needs a
  * function's start to say what it is, and is left as it is (WANT_UNKNOWN,
  * DEFER) for settle, after the symbol table. Sites not to write keep
@@ -215,6 +216,21 @@ static int resolve(unsigned char *want, int a, const unsigned char *ip)
 	}
 	*want = WANT_UNKNOWN;
 	return DEFER;
+}
+
+/*
+ * What a site that want[] says to enable is enabled as: a site at a
+ * function's entry is a chain site (ftrt_arch_chain) when gcc saved a
+ * nested function's static chain before the call; its return address is
+ * then a word up, and it calls trampolines of its own. Told from the
+ * site's bytes, here, where every site about to be enabled passes, for
+ * every way its want was decided (with the symbol table, or without it,
+ * from the call of __fentry__ alone); seg_lo is the start of the site's
+ * segment, below which nothing is read.
+ */
+static int enable_as(int want, uintptr_t ip, int len, uintptr_t seg_lo)
+{
+	return want == WANT_ENTRY && ftrt_arch_chain(ip, len, seg_lo) ? WANT_CHAIN : want;
 }
 
 /* Count a site the pass leaves as it is: one to write counts failed. */
@@ -267,10 +283,11 @@ static void populate(uintptr_t lo, uintptr_t hi)
  * it, and is written only if it lies inside [plo, phi); every other site
  * to write does, as it lies between the first and the last that
  * patch_segment found. first: sites[-1] is not to be looked at; ahead:
- * the pages are faulted in for writing already.
+ * the pages are faulted in for writing already; seg_lo: the segment's
+ * start.
  */
 static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, int first, int ahead, uintptr_t plo,
-			uintptr_t phi, uintptr_t page)
+			uintptr_t phi, uintptr_t page, uintptr_t seg_lo)
 {
 	unsigned char verdict[BLOCK], lens[BLOCK];
 	/* No site is at an address below 6: prev = 0 compares as far away. */
@@ -284,9 +301,10 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 		if (ip - prev >= 6) {
 #if defined(__x86_64__)
 			/* The common site, without a call: a 5-byte call of a
-			 * hook. */
+			 * hook (not one of a nested function, before pop %r10:
+			 * enable_as tells that on the general path). */
 			uint64_t v = ftrt_quick_load(ip);
-			if (ftrt_quick_call(ip, v, fentry, mcount)) {
+			if (ftrt_quick_call(ip, v, fentry, mcount) && !ftrt_quick_pops_r10(v)) {
 				len = 5, a = QUICK;
 				if (want[i] == WANT_AUTO && ftrt_quick_target(ip, v) == fentry)
 					want[i] = WANT_ENTRY; /* resolve's answer, from the call at hand */
@@ -323,7 +341,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	memcpy(&nop5v, nop5, 5);
 	/* What an enabled QUICK site calls (0: it jumps to a trampoline of
 	 * its own, which the general path below builds). */
-	const uintptr_t quick_entry = ftrt_arch_call_target(5, 1), quick_mcount = ftrt_arch_call_target(5, 0);
+	const uintptr_t quick_entry = ftrt_arch_call_target(5, WANT_ENTRY), quick_mcount = ftrt_arch_call_target(5, WANT_MCOUNT);
 #endif
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
@@ -361,7 +379,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 		unsigned char call[8];
 		const unsigned char *bytes = len == 6 ? nop6 : nop5;
 		if (want[i]) {
-			if (ftrt_arch_call((uintptr_t)ip, len, want[i] == WANT_ENTRY, call) == 0) {
+			if (ftrt_arch_call((uintptr_t)ip, len, enable_as(want[i], sites[i], len, seg_lo), call) == 0) {
 				bytes = call;
 			} else {
 				failed++; /* trampoline out of reach: the site stays, or becomes, a NOP */
@@ -440,7 +458,7 @@ static void patch_segment(const uintptr_t *sites, unsigned char *want, size_t n,
 	if (ahead)
 		populate(plo, phi);
 	for (size_t i = lo; i < n; i += BLOCK)
-		patch_block(sites + i, want + i, n - i < BLOCK ? n - i : BLOCK, i == lo, ahead, plo, phi, page);
+		patch_block(sites + i, want + i, n - i < BLOCK ? n - i : BLOCK, i == lo, ahead, plo, phi, page, seg->start);
 	mprotect((void *)plo, phi - plo, seg->prot);
 }
 
@@ -979,6 +997,8 @@ void ftrace_caller5(void);
 void ftrace_caller6(void);
 void ftrace_mcount_caller5(void);
 void ftrace_mcount_caller6(void);
+void ftrace_chain_caller5(void);
+void ftrace_chain_caller6(void);
 void ftrace_stub(void);
 #endif
 

@@ -231,7 +231,7 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 			} else if (want[i] == WANT_ENTRY) {
 				continue;
 			}
-			want[i] = ftrt_arch_at_entry(s[i], a) ? WANT_ENTRY : WANT_MCOUNT;
+			want[i] = ftrt_arch_at_entry(s[i], a, e) ? WANT_ENTRY : WANT_MCOUNT;
 		}
 	}
 	munmap(mem, ibytes + bbytes);

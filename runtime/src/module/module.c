@@ -36,8 +36,13 @@ void ftrace_caller5(void) HIDDEN;
 void ftrace_caller6(void) HIDDEN;
 void ftrace_mcount_caller5(void) HIDDEN;
 void ftrace_mcount_caller6(void) HIDDEN;
+void ftrace_chain_caller5(void) HIDDEN;
+void ftrace_chain_caller6(void) HIDDEN;
 void ftrace_stub(void) HIDDEN;
 extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
+#if defined(__x86_64__)
+_Static_assert(FTRT_SLOTS == 6, "x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");
+#endif
 
 /* The program's runtime, if it has one and exports it. Weak: the object
  * still loads into a program without it. */

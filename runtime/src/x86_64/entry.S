@@ -2,10 +2,16 @@
  * Entry hooks for x86-64.
  *
  * Call-site shapes (see sites/ for how recordmcount finds them):
- *   -pg -mfentry        call __fentry__   first instruction (after endbr64),
+ *   -pg -mfentry        call __fentry__   first instruction (after endbr64,
+ *                                         and after the NOPs of a patchable
+ *                                         area if the function has one),
  *                                         before the frame is built: the
  *                                         return address into the function is
  *                                         at 0(%rsp), the caller's at 8(%rsp)
+ *                       push %r10         a GNU C nested function: gcc saves
+ *                       call __fentry__   its static chain around the call,
+ *                       pop %r10          so the caller's return address is
+ *                                         at 16(%rsp) (a chain site)
  *   -pg                 call mcount       after `push %rbp; mov %rsp,%rbp`
  * Every argument register (rdi rsi rdx rcx r8 r9, rax for varargs, xmm0-7)
  * is live at the call and must be preserved; these stubs touch nothing.
@@ -251,6 +257,25 @@ mcount:
 	 * leave it alone. */
 	FTRACE_CALLER ftrace_mcount_caller5, 5, 8(%rbp), 8(%rbp)
 	FTRACE_CALLER ftrace_mcount_caller6, 6, 8(%rbp), 8(%rbp)
+	/*
+	 * Chain sites (-mfentry in a GNU C nested function): gcc brackets
+	 * the call with `push %r10` and `pop %r10` to keep the static chain,
+	 * which the function reads its enclosing function's variables
+	 * through. The return slot is one word above the frame drawn for the
+	 * entry sites, past the saved r10, which is left alone (r10 itself
+	 * is saved and restored by PUSH_ARGS, and holds the same value):
+	 *
+	 *     16(%rsp) parent ip (the caller's return address)   fast path 48(%rsp), C path 96(%rsp)
+	 *      8(%rsp) r10 as the function pushed it (the static chain)
+	 *      0(%rsp) return into the function (site + len)
+	 *
+	 * function_graph hijacks the return here, through return_to_handler,
+	 * as at an mcount site: a per-site trampoline, which drops the word
+	 * on top of the stack and calls the body in its place, would drop
+	 * the saved r10 instead of the return address.
+	 */
+	FTRACE_CALLER ftrace_chain_caller5, 5, 48(%rsp), 96(%rsp)	/* sites enabled as e8 rel32 */
+	FTRACE_CALLER ftrace_chain_caller6, 6, 48(%rsp), 96(%rsp)	/* sites enabled as 67 e8 rel32 */
 
 /*
  * ftrace_stub: the empty tracer (FTRACE=nop). Enabled sites call it

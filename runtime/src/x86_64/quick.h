@@ -35,6 +35,14 @@ static inline int ftrt_quick_call(uintptr_t ip, uint64_t v, uintptr_t fentry, ui
 	return (v & 0xff) == 0xe8 && (target == fentry || target == mcount);
 }
 
+/* Whether the 5-byte call whose 8 bytes are v is followed by pop %r10
+ * (41 5a): perhaps a nested function's chain site, which the general path
+ * tells apart (ftrt_arch_chain). */
+static inline int ftrt_quick_pops_r10(uint64_t v)
+{
+	return (v >> 40 & 0xffff) == 0x5a41;
+}
+
 /* Write the 5-byte instruction insn (its bytes as an integer,
  * little-endian) at ip, then read it back: 1 if the site now holds it. */
 static inline int ftrt_quick_put5(uintptr_t ip, uint64_t insn)

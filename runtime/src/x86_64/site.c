@@ -165,6 +165,88 @@ int ftrt_arch_entry_call(const unsigned char *ip)
 }
 
 /*
+ * What may stand between a function's entry and its call of __fentry__
+ * (the Go package nops knows the same, byte for byte: X86EntryNop,
+ * X86ChainPush, X86SiteLead):
+ *
+ *   f3 0f 1e fa             endbr64 (-fcf-protection), first
+ *   NOPs                    a patchable area the user asked for
+ *                           (-fpatchable-function-entry, the
+ *                           patchable_function_entry attribute) before
+ *                           the compiler's call: gcc's 90s, clang's long NOPs
+ *   41 52 ... 41 5a         push %r10 / pop %r10 around the call: gcc keeps
+ *                           a nested function's static chain so; between
+ *                           the push and the call, endbr64 (gcc 12 puts it
+ *                           after the push) and an area's 90s
+ *
+ * The first two leave the stack as the caller left it; after the push the
+ * return address is one word higher (a chain site).
+ */
+static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa }; /* endbr64 */
+
+static inline int is_endbr64(const unsigned char *p)
+{
+	return __builtin_memcmp(p, endbr64, sizeof endbr64) == 0;
+}
+
+/* The length of the NOP at p if it is one a compiler puts at a function's
+ * entry and ends by end: 90, or 0f 1f /0 (nopl, nopw, any addressing),
+ * behind 66 prefixes and at most one 2e; 0 for anything else. */
+static int entry_nop(const unsigned char *p, const unsigned char *end)
+{
+	const unsigned char *q = p;
+	while (q < end && q - p < 15 && *q == 0x66) /* data16 */
+		q++;
+	if (q < end && *q == 0x2e) /* cs */
+		q++;
+	if (q < end && *q == 0x90) { /* nop, xchg %ax,%ax */
+		q++;
+	} else if (end - q >= 3 && q[0] == 0x0f && q[1] == 0x1f && (q[2] >> 3 & 7) == 0) {
+		unsigned mod = q[2] >> 6, rm = q[2] & 7;
+		q += 3;
+		if (mod != 3 && rm == 4) { /* a SIB byte */
+			if (q >= end)
+				return 0;
+			if (mod == 0 && (*q & 7) == 5) /* no base: disp32 */
+				q += 4;
+			q++;
+		}
+		if (mod == 0 && rm == 5) /* rip-relative disp32 */
+			q += 4;
+		else if (mod == 1)
+			q += 1;
+		else if (mod == 2)
+			q += 4;
+	} else {
+		return 0;
+	}
+	return q <= end && q - p <= 15 ? (int)(q - p) : 0;
+}
+
+/* The push %r10 of a chain site: the site at ip of len bytes followed by
+ * pop %r10 (41 5a; within the 8 bytes walk() makes sure of) and preceded
+ * by push %r10, endbr64 and 90s in that order, each but the push
+ * optional; nothing below lo is read. Its address, or 0. */
+static uintptr_t chain_push(uintptr_t ip, int len, uintptr_t lo)
+{
+	const unsigned char *site = (const unsigned char *)ip, *q = site, *l = (const unsigned char *)lo;
+	if (ip < lo || site[len] != 0x41 || site[len + 1] != 0x5a) /* pop %r10 */
+		return 0;
+	while (q > l && q[-1] == 0x90) /* nop */
+		q--;
+	if (q - l >= 4 && is_endbr64(q - 4))
+		q -= 4;
+	if (q - l < 2 || q[-2] != 0x41 || q[-1] != 0x52) /* push %r10 */
+		return 0;
+	return (uintptr_t)(q - 2);
+}
+
+int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo)
+{
+	return chain_push(ip, len, lo) != 0;
+}
+
+/*
  * The shapes a site takes in a linked program:
  *   e8 rel32          call hook                    (-fno-pie, or relaxed)   5
  *   67 e8 rel32       addr32 call hook             (ld's relaxation of ...) 6
@@ -376,46 +458,56 @@ static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned 
 	return 0;
 }
 
-/* The tracer's call for a site of len bytes, at a function's entry or
- * after its prologue: the module's own trampolines, in reach of its code. */
-static uintptr_t caller(int len, int entry)
+/* The tracer's call for a site of len bytes, where want says (at a
+ * function's entry, after its prologue, after push %r10): the module's
+ * own trampolines, in reach of its code. */
+static uintptr_t caller(int len, int want)
 {
 	const uintptr_t *t = ftrt_targets;
-	if (len == 6)
-		return entry ? t[FTRT_T_CALLER6] : t[FTRT_T_MCALLER6];
-	return entry ? t[FTRT_T_CALLER5] : t[FTRT_T_MCALLER5];
+	int six = len == 6;
+	switch (want) {
+	case WANT_ENTRY:
+		return t[six ? FTRT_T_CALLER6 : FTRT_T_CALLER5];
+	case WANT_CHAIN:
+		return t[six ? FTRT_T_CHAIN6 : FTRT_T_CHAIN5];
+	}
+	return t[six ? FTRT_T_MCALLER6 : FTRT_T_MCALLER5];
 }
 
-uintptr_t ftrt_arch_call_target(int len, int entry)
+uintptr_t ftrt_arch_call_target(int len, int want)
 {
 	if (ftrt_mode == FTRT_NOP)
 		return ftrt_targets[FTRT_T_STUB]; /* the empty tracer: call and return */
-	if (ftrt_mode == FTRT_GRAPH && entry)
+	if (ftrt_mode == FTRT_GRAPH && want == WANT_ENTRY)
 		return 0; /* a jump to the site's own trampoline */
-	return caller(len, entry);
+	return caller(len, want);
 }
 
 /*
  * The bytes that enable the site at ip of len bytes (into buf: 8
- * bytes), at a function's entry or after its prologue (-pg); 0, or -1
- * when the target is out of reach. The return address of a call, and so the instruction
- * after the site, is site + len in every form (see nops.X86Call and
- * nops.X86Call6):
+ * bytes), at a function's entry, after its prologue (-pg) or after a
+ * nested function's push %r10 (want); 0, or -1 when the target is out of
+ * reach. The return address of a call, and so the instruction after the
+ * site, is site + len in every form (see nops.X86Call and nops.X86Call6):
  *
- *   e8 rel32         call ftrace_caller5 (or ftrace_mcount_caller5)
- *   67 e8 rel32      addr32 call ftrace_caller6 (ftrace_mcount_caller6)
+ *   e8 rel32         call ftrace_caller5 (ftrace_mcount_caller5,
+ *                    ftrace_chain_caller5)
+ *   67 e8 rel32      addr32 call ftrace_caller6 (ftrace_mcount_caller6,
+ *                    ftrace_chain_caller6)
  *   e8/67 e8         call ftrace_stub: the empty tracer
  *   e9 rel32 [90]    function_graph at an entry: jmp to the site's own
  *                    trampoline (the 90 after a 6-byte site's jump is
- *                    never run)
+ *                    never run). Never at a chain site, whose return
+ *                    address is not on top of the stack there: it calls
+ *                    its trampoline, which hijacks the return.
  */
-int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
+int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
-	uintptr_t target = ftrt_arch_call_target(len, entry);
+	uintptr_t target = ftrt_arch_call_target(len, want);
 	if (!target) {
 		if (graph_jump(ip, len, buf) == 0)
 			return 0;
-		target = caller(len, entry); /* no trampoline: graph hijacks the return instead */
+		target = caller(len, want); /* no trampoline: graph hijacks the return instead */
 	}
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
@@ -427,13 +519,21 @@ int ftrt_arch_call(uintptr_t ip, int len, int entry, unsigned char *buf)
 	return 0;
 }
 
-int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start)
+int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end)
 {
-	uint32_t insn;
-	if (ip == start)
-		return 1;
-	if (ip != start + 4)
+	const unsigned char *p = (const unsigned char *)start, *site = (const unsigned char *)ip;
+	if (ip < start || ip >= end)
 		return 0;
-	memcpy(&insn, (const void *)start, sizeof insn);
-	return insn == 0xfa1e0ff3; /* f3 0f 1e fa: endbr64 */
+	int endbr = site - p >= 4 && is_endbr64(p);
+	if (endbr)
+		p += 4;
+	for (int n; p < site && (n = entry_nop(p, site)) > 0;)
+		p += n;
+	if (p == site)
+		return 1;
+	int len = 0;
+	if (end - ip >= 8) /* what classifying reads */
+		ftrt_arch_classify(site, &len); /* a call's or a NOP's length; 0 for other bytes */
+	uintptr_t push = len ? chain_push(ip, len, start) : 0;
+	return push && (push == start || (endbr && push == start + 4));
 }

@@ -8,7 +8,7 @@
  *     return at once: the hooks the compiler's calls reach until the
  *     runtime turns a site into a NOP, and the empty tracer.
  *
- * ftrace_caller5/6, ftrace_mcount_caller5/6
+ * ftrace_caller5/6, ftrace_mcount_caller5/6, ftrace_chain_caller5/6
  *     what an enabled site of this object calls (the runtime writes the
  *     calls at load time; `ftpatch enable` writes them into the file).
  *     Each jumps through its slot in ftrt_module_slots to the runtime's
@@ -17,7 +17,8 @@
  *     finds the stack exactly as the site left it,
  *
  *         0(%rsp)  return address into the traced function = site + 5 or + 6
- *         8(%rsp)  return address into its caller (entry sites)
+ *         8(%rsp)  return address into its caller (entry sites; chain
+ *                  sites have the saved r10 here and it at 16(%rsp))
  *
  *     and every register untouched. Until registration (and for good in
  *     a program without the runtime) a slot holds ftrace_stub.
@@ -57,6 +58,8 @@
 	JUMP ftrace_caller6, 8
 	JUMP ftrace_mcount_caller5, 16
 	JUMP ftrace_mcount_caller6, 24
+	JUMP ftrace_chain_caller5, 32
+	JUMP ftrace_chain_caller6, 40
 
 /*
  * The slots: written once by the runtime at registration, while no code
@@ -68,7 +71,9 @@
 	.globl	ftrt_module_slots
 	.hidden	ftrt_module_slots
 	.type	ftrt_module_slots, @object
-ftrt_module_slots:
+ftrt_module_slots:				/* FTRT_SLOTS of them */
+	.quad	ftrace_stub
+	.quad	ftrace_stub
 	.quad	ftrace_stub
 	.quad	ftrace_stub
 	.quad	ftrace_stub

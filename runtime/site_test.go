@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ftpatch/nops"
+)
+
+// siteHarness runs site.c's ftrt_arch_at_entry and ftrt_arch_chain on
+// code read from stdin, a line per case: hex bytes (the function from its
+// start, which ends 8 bytes of int3 later: no real chain site ends its
+// function sooner, and the runtime reads nothing past the function), the
+// site's offset and length; it prints both answers.
+const siteHarness = `#include <stdio.h>
+#include <string.h>
+#include "x86_64/site.c"
+
+int ftrt_mode;
+void ftrace_graph_enter(void) {}
+void ftrace_graph_leave(void) {}
+
+int main(void)
+{
+	static uintptr_t targets[FTRT_T_N];
+	static char line[4096];
+	ftrt_targets = targets;
+	while (fgets(line, sizeof line, stdin)) {
+		unsigned char code[1024 + 16];
+		char hex[2048];
+		unsigned off, len, n = 0;
+		memset(code, 0xcc, sizeof code); /* int3 past the function */
+		if (sscanf(line, "%2047s %u %u", hex, &off, &len) != 3)
+			return 2;
+		for (; hex[2 * n] && n < 1024; n++)
+			sscanf(hex + 2 * n, "%2hhx", &code[n]);
+		uintptr_t start = (uintptr_t)code, ip = start + off;
+		printf("%d %d\n", ftrt_arch_at_entry(ip, start, start + n + 8), ftrt_arch_chain(ip, (int)len, start));
+	}
+	return 0;
+}
+`
+
+// TestSiteLeadMatchesNops: the runtime tells what precedes a site
+// (x86_64/site.c: at a function's entry, a chain site after push %r10)
+// exactly as package nops does for recordmcount and ftpatch (X86SiteLead,
+// X86ChainPush): compared on gcc's and clang's shapes and on generated
+// code made of the pieces both look at and of others.
+func TestSiteLeadMatchesNops(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is not installed: run `make deps` or `apt-get install gcc`")
+	}
+	dir := t.TempDir()
+	src, err := filepath.Abs("src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "harness.c"), []byte(siteHarness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "harness")
+	if out, err := exec.Command("gcc", "-O2", "-I", src, "-o", bin, filepath.Join(dir, "harness.c")).CombinedOutput(); err != nil {
+		t.Fatalf("building the harness: %v\n%s", err, out)
+	}
+
+	// The pieces: what may come before a site (endbr64, push %r10, the
+	// NOPs of gcc, clang and ftpatch), what may not (a prologue, other
+	// NOPs, a jump), the sites (calls and NOPs of both lengths) and what
+	// may follow (pop %r10 or not).
+	lead := []string{"f30f1efa", "4152", "90", "90", "90", "0f1f440008", "0f1f00", "6690", "662e0f1f840000000000",
+		"0f1f8000000000", "55", "4889e5", "415a", "4153", "0f1fc8", "eb03", "cc", "f390"}
+	site := []string{"e800000000", "ff1500000000", "67e800000000", "0f1f440000", "660f1f440000"}
+	tail := []string{"415a", "415a", "415b", "c3", "5a"}
+	type vec struct {
+		fn       []byte
+		off, len int
+	}
+	var vecs []vec
+	add := func(pre []string, s, post string) {
+		b, _ := hex.DecodeString(strings.Join(pre, "") + s + post)
+		vecs = append(vecs, vec{b, len(strings.Join(pre, "")) / 2, len(s) / 2})
+	}
+	for _, s := range site {
+		for _, pre := range [][]string{{}, {"f30f1efa"}, {"4152"}, {"4152", "f30f1efa"}, {"f30f1efa", "4152"},
+			{"4152", "90", "90", "90", "90", "90"}, {"4152", "f30f1efa", "90", "90", "90", "90", "90"},
+			{"90", "90", "90", "90", "90"}, {"0f1f440008"}, {"f30f1efa", "0f1f00"}, {"55", "4889e5", "4152"}} {
+			for _, post := range tail[:3] {
+				add(pre, s, post)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 3000; i++ {
+		var pre []string
+		for k := r.Intn(6); k > 0; k-- {
+			pre = append(pre, lead[r.Intn(len(lead))])
+		}
+		add(pre, site[r.Intn(len(site))], tail[r.Intn(len(tail))])
+	}
+
+	var in strings.Builder
+	for _, v := range vecs {
+		fmt.Fprintf(&in, "%x %d %d\n", v.fn, v.off, v.len)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	chains, entries := 0, 0
+	for i, v := range vecs {
+		if !sc.Scan() {
+			t.Fatalf("harness answered %d cases of %d", i, len(vecs))
+		}
+		var atEntry, chain int
+		if _, err := fmt.Sscanf(sc.Text(), "%d %d", &atEntry, &chain); err != nil {
+			t.Fatalf("harness: %q: %v", sc.Text(), err)
+		}
+		lead := nops.X86SiteLead(v.fn, uint64(v.off), v.len)
+		goChain := nops.X86ChainPush(v.fn, uint64(v.off), v.len) >= 0
+		if (atEntry == 1) != (lead != nops.X86LeadNone) || (chain == 1) != goChain {
+			t.Errorf("% x, site +%d (%d bytes): site.c says at entry %d, chain %d; nops says %v, chain push %v", v.fn, v.off, v.len, atEntry, chain, lead, goChain)
+		}
+		if lead == nops.X86LeadChain {
+			chains++
+		} else if lead == nops.X86LeadEntry {
+			entries++
+		}
+	}
+	if chains < 50 || entries < 50 {
+		t.Errorf("only %d chain and %d entry sites among %d cases", chains, entries, len(vecs))
+	}
+}

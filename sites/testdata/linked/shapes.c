@@ -1,0 +1,2 @@
+/* The linked fixtures of shapes.c: see there. */
+#include "../shapes.c"
