@@ -143,3 +143,81 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 		t.Errorf("%s: the handlers ran %d times: too few to test anything", dir, handler["hwork"])
 	}
 }
+
+// TestSignalJumpOut: a signal handler that makes a traced call and then
+// siglongjmps back to the loop, 20,000 times a second (progs/jumpout.c):
+// many land inside the tracer, whose frames the jump then leaves. The
+// program's output and exit status are the untraced one's under both
+// tracers and every site kind, and tracing goes on after each jump: the
+// loop's calls are all in the trace (a jump may cut a call after its
+// entry was traced, before its body counted it: at most one a jump), and
+// each of the handler's calls is either traced or counted as dropped.
+func TestSignalJumpOut(t *testing.T) {
+	var cases []struct {
+		tg    target
+		flags string
+	}
+	for _, flags := range x86Traced {
+		cases = append(cases, struct {
+			tg    target
+			flags string
+		}{x86GCC, "-O2 " + flags})
+	}
+	cases = append(cases, struct {
+		tg    target
+		flags string
+	}{x86Clang, "-O2 -pg -mfentry"})
+	for _, c := range cases {
+		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			src, err := filepath.Abs(filepath.Join("progs", "jumpout.c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := filepath.Join(dir, "plain")
+			run(t, dir, append(append([]string{}, c.tg.cc...), "-O2", src, "-o", plain)...)
+			wantOut, _, wantCode, err := runStatus(dir, plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := traced(t, c.tg, dir, c.flags, true, "jumpout.c")
+			for _, tracer := range []string{"function", "function_graph"} {
+				out := filepath.Join(dir, tracer)
+				got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != wantOut || code != wantCode {
+					t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
+				}
+				made := countLine(t, stderr, "made")
+				tr, syms := readTrace(t, out)
+				traced := map[string]int{}
+				if tracer == "function_graph" {
+					threads := trace.Graph(tr, syms)
+					checkNesting(t, threads)
+					for _, s := range trace.Stats(threads) {
+						traced[s.Func] = s.Calls
+					}
+				} else {
+					traced = tally(trace.Events(tr, syms))
+				}
+				jumps := made["jumps"]
+				if jumps < 50 {
+					t.Errorf("%s: %d jumps: too few to test anything", tracer, jumps)
+				}
+				for _, f := range []string{"mid", "leaf"} {
+					if traced[f] < made[f] || traced[f] > made[f]+jumps {
+						t.Errorf("%s: %s traced %d times; the program began %d calls and jumped %d times", tracer, f, traced[f], made[f], jumps)
+					}
+				}
+				// The handler's calls: on_alarm itself and hwork, one each a jump.
+				if n := uint64(traced["on_alarm"] + traced["hwork"]); n+tr.Meta.Dropped != uint64(2*jumps) {
+					t.Errorf("%s: the handlers' calls: %d traced and %d dropped; they made %d", tracer, n, tr.Meta.Dropped, 2*jumps)
+				}
+			}
+		})
+	}
+}

@@ -9,10 +9,10 @@
 
 /* struct tbuf */
 #define TB_N 0x14         /* uint32_t n: words in words[]; raised after the words are written */
-#define TB_BUSY 0x18      /* int busy: the tracer runs on this thread */
-#define TB_SUSPENDED 0x1c /* int suspended: an exception is being unwound */
-#define TB_BASE 0x20      /* uint64_t base: words flushed before words[0] */
-#define TB_OWN 0x50       /* struct shadow_stack own: the thread's own stack's graphed calls */
+#define TB_BUSY 0x18      /* uintptr_t busy: the tracer runs on this thread (its stack pointer) */
+#define TB_SUSPENDED 0x20 /* int suspended: an exception is being unwound */
+#define TB_BASE 0x28      /* uint64_t base: words flushed before words[0] */
+#define TB_OWN 0x58       /* struct shadow_stack own: the thread's own stack's graphed calls */
 #define TB_DEPTH (TB_OWN + 0)   /* uint32_t own.depth: entries in own.e[] */
 #define TB_STOPPED (TB_OWN + 4) /* int own.stopped: own.e[] overflowed */
 #define TB_SHADOW (TB_OWN + 8)  /* struct shadow own.e[SHADOW_MAX] */

@@ -120,9 +120,11 @@ struct tbuf {
 	uint32_t n;        /* words in words[]: raised only after the words it adds are written
 			    * (publish), so words[0, n) are whole records whenever the end's
 			    * flush reads it, from a signal handler or another thread */
-	volatile int busy; /* the tracer runs on this thread: a signal handler's traced calls
-			    * in that window are dropped and counted, not interleaved; the
-			    * trace's end waits for it to be let go (ftrt_trace_end) */
+	volatile uintptr_t busy; /* the tracer runs on this thread: a signal handler's traced
+			    * calls in that window are dropped and counted, not interleaved;
+			    * the trace's end waits for it to be let go (ftrt_trace_end). Its
+			    * value is the stack pointer of the tracer code that took it
+			    * (take), or BUSY_HELD */
 	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
 			    * real addresses, so left() judges by the stack pointer alone */
 	uint64_t base;     /* words flushed before words[0] */
@@ -256,11 +258,17 @@ static inline int ended(void)
  * volatile one. A read of a popped shadow entry after the store would
  * find a signal handler's call pushed over it.
  */
-static inline void unbusy(struct tbuf *b, int v)
+static inline void unbusy(struct tbuf *b, uintptr_t v)
 {
 	__asm__ volatile("" ::: "memory");
 	b->busy = v;
 }
+
+/* busy held by code that no longjmp leaves (a thread's exit): never
+ * taken from it. */
+#define BUSY_HELD (~(uintptr_t)0)
+
+static int take(struct tbuf *b, uintptr_t ref);
 
 static int tsc_trusted(void)
 {
@@ -493,6 +501,8 @@ static void flush(struct tbuf *b)
 	if (n == 0)
 		return;
 	size_t len = (size_t)n * 8, done = 0;
+	unsigned long mask;
+	sys_sigs_hold(&mask); /* the write is done whole, whatever handlers do */
 	if (b->fd != FD_LOST && b->fd < 0)
 		make_stream(b);
 	if (b->fd >= 0) {
@@ -508,6 +518,7 @@ static void flush(struct tbuf *b)
 		atomic_fetch_add_explicit(&lost_bytes, len - done, memory_order_relaxed);
 	publish(b, 0);
 	b->base += n;
+	sys_sigs_release(&mask);
 }
 
 /* A thread's first event: map its buffer and register it for the flush
@@ -522,11 +533,14 @@ static struct tbuf *tbuf_new(void)
 	b->cur = &b->own;
 	b->pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	b->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	unsigned long mask;
+	sys_sigs_hold(&mask);
 	list_lock(b->tid);
 	b->next = all;
 	all = b;
 	atomic_fetch_add_explicit(&nbufs, 1, memory_order_relaxed);
 	list_unlock();
+	sys_sigs_release(&mask);
 	pthread_setspecific(exit_key, b);
 	tb = b;
 	return b;
@@ -549,8 +563,10 @@ static void thread_exit(void *p)
 {
 	struct tbuf *b = p;
 	busy = 1; /* nothing of this thread is traced from here on */
+	unsigned long mask;
+	sys_sigs_hold(&mask);
 	list_lock(b->tid);
-	b->busy = 1;
+	b->busy = BUSY_HELD;
 	if (!ended()) {
 		uint64_t ts = now();
 		struct shadow_stack *s = stack_at(b, (uintptr_t)__builtin_frame_address(0), ts, 1);
@@ -566,6 +582,7 @@ static void thread_exit(void *p)
 		}
 	tb = NULL;
 	list_unlock();
+	sys_sigs_release(&mask);
 	if (b->fd >= 0)
 		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
 	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
@@ -905,8 +922,7 @@ void ftrt_trace_exec(void)
 	if (dir_fd < 0 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != trace_pid)
 		return;
 	struct tbuf *b = tb;
-	if (b && !b->busy) {
-		b->busy = 1;
+	if (b && take(b, (uintptr_t)__builtin_frame_address(0))) {
 		if (!ended()) /* the end, on another thread, takes it otherwise */
 			flush(b);
 		unbusy(b, 0);
@@ -1089,6 +1105,55 @@ static int elsewhere(uintptr_t entry_sp)
 }
 
 /*
+ * Whether the tracer code that took b's busy with the reference held (a
+ * stack pointer: that of the traced call it served, see take) is gone,
+ * as seen by tracer code whose reference is sp: a longjmp left it (a
+ * signal handler that interrupted the tracer, and siglongjmp'd out of
+ * it), and nothing will let busy go. On one stack, a reference at or
+ * above the holder's says so: a handler that interrupted the tracer
+ * runs below the tracer's own frames, and those lie below the call it
+ * served. A holder on the alternate signal stack is gone when the
+ * thread runs off it (a handler on it ended); a holder on the thread's
+ * stack seen from the alternate one, or on another context's stack, is
+ * not: a handler interrupted it. One system call, only when busy is
+ * found taken: rare.
+ */
+static int abandoned(struct tbuf *b, uintptr_t held, uintptr_t sp)
+{
+	if (held == BUSY_HELD)
+		return 0;
+	stack_t ss;
+	uintptr_t lo = 0, hi = 0;
+	if (sys(SYS_sigaltstack, 0, (long)&ss, 0, 0, 0, 0) == 0 && !(ss.ss_flags & SS_DISABLE))
+		lo = (uintptr_t)ss.ss_sp, hi = lo + ss.ss_size;
+	int held_alt = held > lo && held <= hi, now_alt = sp > lo && sp <= hi;
+	if (held_alt != now_alt)
+		return held_alt;
+	uint64_t a, c;
+	if (find_stack(b, held, &a) != find_stack(b, sp, &c) || a != c)
+		return 0;
+	return sp >= held;
+}
+
+/*
+ * Take b's busy for tracer code serving the call whose stack pointer is
+ * ref (the traced function's at its entry, or at its return; the tracer
+ * code's own frame where it serves no call): 1 when taken; 0 when it is
+ * held (this is a signal handler that interrupted the tracer), and then
+ * nothing of b may be touched. Taken from a holder a longjmp left: the
+ * next traced call made at the level the longjmp went back to, or above
+ * it, takes it.
+ */
+static int take(struct tbuf *b, uintptr_t ref)
+{
+	uintptr_t held = b->busy;
+	if (__builtin_expect(held != 0, 0) && !abandoned(b, held, ref))
+		return 0;
+	b->busy = ref;
+	return 1;
+}
+
+/*
  * Whether the graphed call sh was left without returning (longjmp, or an
  * exception the unwinder hooks did not see), seen from a new call or a
  * return whose stack pointer is sp on the same shadow stack: its frame
@@ -1133,10 +1198,11 @@ static uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_t ts, u
 	return d;
 }
 
-/* The thread's buffer, made at its first event; NULL when the tracer
- * cannot record here (it is already running on this thread: a signal
- * handler; or the buffer cannot be made). */
-static inline struct tbuf *enter(void)
+/* The thread's buffer, made at its first event, taken (busy) for the
+ * call whose stack pointer is ref; NULL when the tracer cannot record
+ * here (it is already running on this thread: a signal handler; or the
+ * buffer cannot be made). */
+static inline struct tbuf *enter(uintptr_t ref)
 {
 	/* No trace open: a pre-patched site (ftpatch enable) called before
 	 * ftrt_init started tracing, or after it failed to. Return before
@@ -1153,9 +1219,8 @@ static inline struct tbuf *enter(void)
 		if (!b)
 			goto drop;
 	}
-	if (__builtin_expect(b->busy, 0))
+	if (__builtin_expect(!take(b, ref), 0))
 		goto drop;
-	b->busy = 1;
 	if (__builtin_expect(ended(), 0)) {
 		unbusy(b, 0); /* after the trace's end: not an event it lost */
 		return NULL;
@@ -1222,7 +1287,7 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
  */
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 {
-	struct tbuf *b = enter();
+	struct tbuf *b = enter((uintptr_t)(parent_slot + 1));
 	if (!b)
 		return;
 	if (ftrt_mode != FTRT_GRAPH) {
@@ -1246,7 +1311,7 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
  */
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 {
-	struct tbuf *b = enter();
+	struct tbuf *b = enter((uintptr_t)(slot + 1));
 	if (!b)
 		return 0;
 	int graphed = graph_push(b, ip, slot, hook);
@@ -1278,8 +1343,14 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	struct tbuf *b = tb;
 	if (__builtin_expect(!b, 0))
 		lost_return();
-	int was_busy = b->busy;
-	b->busy = 1; /* before the shadow stack is read, or the time: see entry.S */
+	/* Set before the shadow stack is read, or the time (see entry.S);
+	 * and given back as it was: a return is never dropped, even inside
+	 * a signal handler that interrupted the tracer. */
+	uintptr_t was_busy = b->busy;
+	if (!take(b, sp))
+		b->busy = sp;
+	else
+		was_busy = 0;
 	uint64_t ts = now();
 	int rec = !ended(); /* once the trace is ending, calls still return, unrecorded */
 	struct shadow_stack *s = stack_at(b, sp, ts, rec);
@@ -1352,9 +1423,8 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 static struct tbuf *walk_begin(void)
 {
 	struct tbuf *b = tb;
-	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
+	if (!b || ftrt_mode != FTRT_GRAPH || !take(b, (uintptr_t)__builtin_frame_address(0)))
 		return NULL;
-	b->busy = 1;
 	return b;
 }
 
@@ -1499,7 +1569,7 @@ void ftrt_graph_resume(const void *exc, uintptr_t sp)
 int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi)
 {
 	struct tbuf *b = tb;
-	if (!b || ftrt_mode != FTRT_GRAPH || b->busy)
+	if (!b || ftrt_mode != FTRT_GRAPH || (b->busy && !abandoned(b, b->busy, (uintptr_t)__builtin_frame_address(0))))
 		return 0;
 	uint64_t id;
 	struct shadow_stack *s = find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);

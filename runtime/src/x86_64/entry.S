@@ -79,20 +79,24 @@
 .endm
 
 /*
- * TAKE_BUF slow, unbusy: the graph hooks' start. rcx = the thread's
- * struct tbuf, its busy set, then rdx = rdtsc (64 bits): the time is
+ * TAKE_BUF slow, unbusy, ref: the graph hooks' start. rcx = the thread's
+ * struct tbuf, its busy set to the traced call's stack pointer (ref: the
+ * function's at its entry or return, which tells a holder a longjmp left
+ * from a signal handler's call, see trace.c's take), then rdx = rdtsc
+ * (64 bits; rax clobbered): the time is
  * taken under busy, so no record a signal handler writes meanwhile goes
  * into the stream after this one with a later time. To \slow when the
  * thread has no buffer yet or is in the tracer already; to \unbusy
  * (which must clear busy) when the trace is ending.
  */
-.macro TAKE_BUF slow, unbusy
+.macro TAKE_BUF slow, unbusy, ref
 	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	\slow				/* the thread's first event: C makes the buffer */
-	cmpl	$0, TB_BUSY(%rcx)
-	jne	\slow				/* in the tracer already: a signal handler's call */
-	movl	$1, TB_BUSY(%rcx)		/* everything below is read under busy */
+	cmpq	$0, TB_BUSY(%rcx)
+	jne	\slow				/* in the tracer already (a signal handler's call), or left */
+	leaq	\ref, %rax
+	movq	%rax, TB_BUSY(%rcx)		/* everything below is read under busy */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rax, %rdx			/* rdx = ts */
@@ -206,9 +210,10 @@ mcount:
 	TBUF_RCX
 	testq	%rcx, %rcx
 	jz	1f				/* the thread's first event: C makes the buffer */
-	cmpl	$0, TB_BUSY(%rcx)
-	jne	1f				/* in the tracer already: a signal handler's call */
-	movl	$1, TB_BUSY(%rcx)		/* from here on no handler's call touches the buffer */
+	cmpq	$0, TB_BUSY(%rcx)
+	jne	1f				/* in the tracer already (a signal handler's call), or left */
+	leaq	8+\fastparent, %rax		/* the traced call's stack pointer (see TAKE_BUF)... */
+	movq	%rax, TB_BUSY(%rcx)		/* ...in busy: no handler's call touches the buffer now */
 	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
 	jne	3f
 	movl	TB_N(%rcx), %eax		/* n: read under busy, as a handler's calls move it */
@@ -223,11 +228,11 @@ mcount:
 	TS62_RAX				/* under REC_CALL (0) */
 	movq	%rax, (%rsi)			/* words[n] */
 	addl	$3, TB_N(%rcx)			/* n += 3, after the words */
-	movl	$0, TB_BUSY(%rcx)
+	movq	$0, TB_BUSY(%rcx)
 	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
-3:	movl	$0, TB_BUSY(%rcx)		/* the trace is ending (C records nothing), or the buffer is full */
+3:	movq	$0, TB_BUSY(%rcx)		/* the trace is ending (C records nothing), or the buffer is full */
 1:	RESTORE_SCRATCH
 2:	PUSH_ARGS
 	pushq	%r11
@@ -415,7 +420,7 @@ ftrace_graph_enter:
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
-	TAKE_BUF .Lenter_slow, .Lenter_unbusy
+	TAKE_BUF .Lenter_slow, .Lenter_unbusy, 48(%rsp)
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
 	jnz	.Lenter_unbusy
@@ -435,8 +440,7 @@ ftrace_graph_enter:
 	movq	-8(%rax), %rax			/* shadow[d-1]'s return slot... */
 	cmpq	%rax, SH_HOOK-SH_SIZE(%rsi)
 	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
-1:	incl	TB_DEPTH(%rcx)
-	movq	40(%rsp), %rax
+1:	movq	40(%rsp), %rax
 	movq	%rax, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
 	leaq	48(%rsp), %rax
@@ -444,6 +448,7 @@ ftrace_graph_enter:
 	movq	32(%rsp), %rax
 	addq	$11, %rax
 	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
+	incl	TB_DEPTH(%rcx)			/* pushed, once whole */
 	movq	%rax, 40(%rsp)			/* the return slot holds the hook from now on */
 	movl	TB_N(%rcx), %eax		/* n */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
@@ -453,13 +458,13 @@ ftrace_graph_enter:
 	btsq	$62, %rdx			/* ...under REC_ENTRY */
 	movq	%rdx, (%rsi)			/* words[n] */
 	addl	$2, TB_N(%rcx)			/* n += 2, after the words */
-	movl	$0, TB_BUSY(%rcx)
+	movq	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
 .Lenter_unbusy:
-	movl	$0, TB_BUSY(%rcx)
+	movq	$0, TB_BUSY(%rcx)
 .Lenter_slow:
 	RESTORE_SCRATCH
 .Lenter_c:
@@ -533,7 +538,7 @@ ftrace_graph_leave:
 	movq	%rdx, 8(%rsp)
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lleave_slow
-	TAKE_BUF .Lleave_slow, .Lleave_unbusy
+	TAKE_BUF .Lleave_slow, .Lleave_unbusy, 32(%rsp)
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
 	ja	.Lleave_unbusy
 	movl	TB_DEPTH(%rcx), %eax
@@ -553,10 +558,10 @@ ftrace_graph_leave:
 	movl	TB_N(%rcx), %eax
 	movq	%rdx, TB_WORDS(%rcx,%rax,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
-	movl	$0, TB_BUSY(%rcx)
+	movq	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
 .Lleave_unbusy:
-	movl	$0, TB_BUSY(%rcx)		/* anything but the common case: C pops the call */
+	movq	$0, TB_BUSY(%rcx)		/* anything but the common case: C pops the call */
 .Lleave_slow:
 	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = the real return address */
