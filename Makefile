@@ -3,7 +3,7 @@
 #   make demo    builds everything, runs the bundled example through the pipeline
 #   make test    installs what the tests need if missing, runs every test
 #   make bench   benchmarks (long; not part of make test)
-#   make fuzz    runs every fuzz target (FUZZTIME each, default 10m)
+#   make fuzz    runs every fuzz target of the tree (FUZZTIME each, default 10m)
 
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin
@@ -37,12 +37,7 @@ bench: build
 	$(GO) run ./bench/enable
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./elfx
-	$(GO) test -run '^$$' -fuzz '^FuzzFindObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
-	$(GO) test -run '^$$' -fuzz '^FuzzFindLinked$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./sites
-	$(GO) test -run '^$$' -fuzz '^FuzzLineTable$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./srcline
-	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./patch
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./trace
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN) build
