@@ -536,6 +536,9 @@ type area struct {
 // read, so that a call a table lists counts too (an object whose calls
 // an earlier `recordmcount --nop` turned into NOPs).
 func (s *objScan) dropAreas() error {
+	if len(s.areas) == 0 && !slices.ContainsFunc(s.found, func(st Site) bool { return st.Discover == FromPatchable }) {
+		return nil // no area: the common object, and its sites need no index
+	}
 	type key struct {
 		sec   int
 		start uint64
