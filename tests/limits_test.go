@@ -71,9 +71,10 @@ func TestFileSizeLimit(t *testing.T) {
 
 // TestDiskFullKeepsMeta: a traced program whose trace fills its file
 // system (a 64 KiB tmpfs) leaves a trace that reads, whose files are
-// whole: its metadata is never replaced by one written short (the final
-// one, which finds no room, leaves the one before), no stream lacks its
-// header, no temporary file is left.
+// whole: its metadata is never replaced by one written short, and the
+// final one, written into room set aside when the trace opened, is there
+// with the bytes that did not fit counted; no stream lacks its header,
+// no temporary file is left.
 func TestDiskFullKeepsMeta(t *testing.T) {
 	need(t, x86GCC.tools...)
 	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
@@ -88,14 +89,23 @@ func TestDiskFullKeepsMeta(t *testing.T) {
 			if err != nil || got != wantOut || code != wantCode {
 				t.Fatalf("exit %d, %v, output %q; want exit %d, output %q\n%s", code, err, got, wantCode, wantOut, errOut)
 			}
-			if _, err := trace.Read(out); err != nil {
+			tr, err := trace.Read(out)
+			if err != nil {
 				t.Fatalf("the trace does not read: %v", err)
 			}
-			if written := streamBytes(t, out); written == 0 || written >= traceBytes {
+			written := streamBytes(t, out)
+			if written == 0 || written >= traceBytes {
 				t.Errorf("%d bytes of records written in 64 KiB; want some, not all %d", written, traceBytes)
 			}
-			if tmps, _ := filepath.Glob(filepath.Join(out, "*.tmp")); len(tmps) != 0 {
-				t.Errorf("temporary files left: %v", tmps)
+			// The end's metadata, in the room set aside when the trace
+			// opened, counts what did not fit.
+			if tr.Meta.Unended || tr.Meta.LostBytes == 0 || written+int64(tr.Meta.LostBytes) != traceBytes {
+				t.Errorf("metadata: unended %v, %d bytes lost; want the end's, with %d + lost = %d", tr.Meta.Unended, tr.Meta.LostBytes, written, traceBytes)
+			}
+			for _, pat := range []string{"*.tmp", "meta.end"} {
+				if tmps, _ := filepath.Glob(filepath.Join(out, pat)); len(tmps) != 0 {
+					t.Errorf("temporary files left: %v", tmps)
+				}
 			}
 		})
 	}

@@ -716,12 +716,48 @@ static void meta_modules(struct meta_out *o)
  * (lost_threads; an exec's). The caller holds the module records still,
  * or could not (see ftrt_modules_hold).
  */
+/*
+ * Room for the final metadata, set aside when the trace opens: META_END
+ * is made then with META_RESERVE bytes allocated (fallocate), and the
+ * end writes its metadata into them, truncates the file to what it wrote
+ * and renames it over meta. A disk that fills up while the program runs
+ * then still takes the final metadata, with its counts of what was lost;
+ * without the room (a file system that cannot allocate ahead, or already
+ * full) the end makes the file as any metadata's. A run killed before
+ * its end leaves the file behind, which the reader does not read.
+ */
+#define META_END "meta.end"
+#define META_RESERVE 16384
+static int meta_reserved; /* META_END holds the room, not yet used */
+
+static void reserve_meta(void)
+{
+	long fd = ftrt_file_create(dir_fd, META_END);
+	if (sys_failed(fd))
+		return;
+	/* No allocation past RLIMIT_FSIZE: the kernel would raise SIGXFSZ. */
+	if (fsize_room(0) >= META_RESERVE && sys(SYS_fallocate, fd, 0, 0, META_RESERVE, 0, 0) == 0)
+		meta_reserved = 1;
+	else
+		sys(SYS_unlinkat, dir_fd, (long)META_END, 0, 0, 0, 0);
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+}
+
 static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
-	long fd = ftrt_file_create(dir_fd, tmp);
-	if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
-		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
+	long fd = -EEXIST;
+	int reserved = meta_reserved && strcmp(tmp, META_END) == 0;
+	if (reserved) { /* into the room set aside: see reserve_meta */
+		meta_reserved = 0;
+		fd = sys(SYS_openat, dir_fd, (long)tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+		reserved = !sys_failed(fd);
+	}
+	if (!reserved) {
 		fd = ftrt_file_create(dir_fd, tmp);
+		if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
+			sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
+			fd = ftrt_file_create(dir_fd, tmp);
+		}
 	}
 	if (sys_failed(fd))
 		return;
@@ -780,6 +816,8 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_str(&o, "\n");
 	meta_modules(&o);
 	meta_flush(&o);
+	if (reserved && !o.failed && sys(SYS_ftruncate, fd, (long)o.off, 0, 0, 0, 0) != 0)
+		o.failed = 1;
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (o.failed)
 		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
@@ -898,7 +936,7 @@ void ftrt_trace_end(void)
 	if (trace_pid != creator_pid)
 		return;
 	int mods = ftrt_modules_hold();
-	write_meta(1, tsc_end, mono_end, "meta.tmp", 0);
+	write_meta(1, tsc_end, mono_end, META_END, 0);
 	if (mods)
 		ftrt_modules_release();
 }
@@ -988,6 +1026,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 		return -1;
 	}
 	dir_fd = fd;
+	reserve_meta();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	const char *clk = ftrt_env("FTRACE_CLOCK");
 	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
