@@ -60,16 +60,7 @@ func TestContexts(t *testing.T) {
 			t.Parallel()
 			need(t, b.tg.tools...)
 			dir := t.TempDir()
-			src, err := filepath.Abs(filepath.Join("progs", "contexts.c"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plain := filepath.Join(dir, "plain")
-			run(t, dir, append(append([]string{}, b.tg.cc...), "-O2", src, "-o", plain)...)
-			wantOut, _, wantCode, err := runStatus(dir, plain)
-			if err != nil {
-				t.Fatal(err)
-			}
+			wantOut, wantCode := untraced(t, b.tg, dir, "contexts.c")
 			objs := buildSrc(t, b.tg, dir, "-O2 "+b.flags, b.pie, "contexts.c")
 			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 			prog := filepath.Join(dir, "prog")

@@ -249,3 +249,21 @@ func execute(t *testing.T, tg target, prog string) (string, int) {
 }
 
 func parallelism() int { return runtime.GOMAXPROCS(0) }
+
+// untraced builds the program src of progs/ with tg's compiler at -O2
+// and no sites, in dir, runs it and returns its stdout and exit status:
+// what a traced build must print and end with.
+func untraced(t *testing.T, tg target, dir, src string) (string, int) {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("progs", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-pthread", abs, "-o", plain)...)
+	out, _, code, err := runStatus(dir, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, code
+}

@@ -66,16 +66,7 @@ func TestSignalStress(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			plainDir, dir := t.TempDir(), t.TempDir()
-			plain := filepath.Join(plainDir, "plain")
-			src, err := filepath.Abs(filepath.Join("progs", "sigstress.c"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			run(t, plainDir, append(append([]string{}, c.tg.cc...), "-O2", "-pthread", src, "-o", plain)...)
-			wantOut, _, wantCode, err := runStatus(plainDir, plain)
-			if err != nil {
-				t.Fatal(err)
-			}
+			wantOut, wantCode := untraced(t, c.tg, plainDir, "sigstress.c")
 			prog := traced(t, c.tg, dir, c.flags, c.pie, "sigstress.c")
 			var env []string
 			if c.enable {
@@ -172,16 +163,7 @@ func TestSignalJumpOut(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
-			src, err := filepath.Abs(filepath.Join("progs", "jumpout.c"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plain := filepath.Join(dir, "plain")
-			run(t, dir, append(append([]string{}, c.tg.cc...), "-O2", src, "-o", plain)...)
-			wantOut, _, wantCode, err := runStatus(dir, plain)
-			if err != nil {
-				t.Fatal(err)
-			}
+			wantOut, wantCode := untraced(t, c.tg, dir, "jumpout.c")
 			prog := traced(t, c.tg, dir, c.flags, true, "jumpout.c")
 			for _, tracer := range []string{"function", "function_graph"} {
 				out := filepath.Join(dir, tracer)
