@@ -70,14 +70,7 @@ func TestContexts(t *testing.T) {
 			}
 			run(t, dir, append(argv, append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
 			for _, tracer := range []string{"function", "function_graph"} {
-				out := filepath.Join(dir, tracer)
-				got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != wantOut || code != wantCode {
-					t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
-				}
+				stderr, out := runTraced(t, dir, prog, tracer, wantOut, wantCode)
 				made := countLine(t, stderr, "made")
 				tr, syms := readTrace(t, out)
 				if tracer == "function" {

@@ -267,3 +267,20 @@ func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 	}
 	return out, code
 }
+
+// runTraced runs prog in dir under FTRACE=tracer, tracing into
+// dir/tracer, and fails the test unless it prints wantOut and exits with
+// wantCode, as the untraced program does; returns its stderr and the
+// trace directory.
+func runTraced(t *testing.T, dir, prog, tracer, wantOut string, wantCode int) (string, string) {
+	t.Helper()
+	out := filepath.Join(dir, tracer)
+	got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != wantOut || code != wantCode {
+		t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
+	}
+	return stderr, out
+}

@@ -166,14 +166,7 @@ func TestSignalJumpOut(t *testing.T) {
 			wantOut, wantCode := untraced(t, c.tg, dir, "jumpout.c")
 			prog := traced(t, c.tg, dir, c.flags, true, "jumpout.c")
 			for _, tracer := range []string{"function", "function_graph"} {
-				out := filepath.Join(dir, tracer)
-				got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != wantOut || code != wantCode {
-					t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
-				}
+				stderr, out := runTraced(t, dir, prog, tracer, wantOut, wantCode)
 				made := countLine(t, stderr, "made")
 				tr, syms := readTrace(t, out)
 				traced := map[string]int{}
