@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/ianlancetaylor/demangle"
 
 	"ftpatch/elfx"
+	"ftpatch/srcline"
 )
 
 // Symbols names addresses from symbol tables: one file's at its file
@@ -25,6 +27,14 @@ type Symbols struct {
 	// by lo; an address in one of them is named from it, not from funcs.
 	mods   []mapping
 	mreach []uint64 // mreach[i]: the greatest hi of mods[0..i]
+
+	// The file's path and its load bias (0 for a file's own symbols),
+	// and its DWARF line table, read when first asked for (SourceAt).
+	path     string
+	bias     uint64
+	linesMu  sync.Mutex
+	lines    *srcline.Table
+	linesErr error
 }
 
 type fsym struct {
@@ -106,6 +116,7 @@ func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
 
 // rebase moves every function by bias: file addresses to run-time ones.
 func (s *Symbols) rebase(bias uint64) {
+	s.bias = bias
 	for i := range s.funcs {
 		s.funcs[i].start += bias
 		s.funcs[i].end += bias
@@ -194,6 +205,82 @@ func (s *Symbols) LookupAt(addr, ts uint64) (string, uint64, bool) {
 	return m.file.Lookup(addr - m.bias)
 }
 
+// SourceAt is the source file and line of a process's address at trace
+// time ts (a site: its function's opening line), from the DWARF line
+// table of the file mapped there then; "" when the file has none (built
+// without -g) or does not cover it. The first lookup in a file reads its
+// table; one that cannot be read is left out, and reported by
+// SourceErrors.
+func (s *Symbols) SourceAt(addr, ts uint64) string {
+	file, at := s, addr-s.bias
+	if m := s.module(addr, ts); m != nil {
+		if m.file == nil || addr < m.bias {
+			return ""
+		}
+		file, at = m.file, addr-m.bias
+	}
+	t := file.lineTable()
+	if t == nil {
+		return ""
+	}
+	var pos srcline.Pos
+	var ok bool
+	if i := sort.Search(len(file.funcs), func(i int) bool { return file.funcs[i].start > at }) - 1; i >= 0 && at < max(file.funcs[i].end, file.funcs[i].start+1) {
+		pos, ok = t.LookupIn(at, file.funcs[i].start, max(file.funcs[i].end, file.funcs[i].start+1))
+	} else {
+		pos, ok = t.Lookup(at)
+	}
+	if !ok {
+		return ""
+	}
+	return pos.String()
+}
+
+// lineTable is the file's DWARF line table, read once; nil when it
+// cannot be read.
+func (s *Symbols) lineTable() *srcline.Table {
+	s.linesMu.Lock()
+	defer s.linesMu.Unlock()
+	if s.lines == nil && s.linesErr == nil {
+		s.linesErr = errors.New("no file")
+		if s.path != "" {
+			var f *elfx.File
+			if f, s.linesErr = elfx.Open(s.path); s.linesErr == nil {
+				s.lines, s.linesErr = srcline.Read(f)
+			}
+		}
+	}
+	return s.lines
+}
+
+// SourceErrors are the line tables SourceAt could not read, one per
+// file (a file without DWARF is none).
+func (s *Symbols) SourceErrors() []error {
+	var out []error
+	seen := map[*Symbols]bool{}
+	for _, f := range append([]*Symbols{s}, s.files()...) {
+		if f == nil || seen[f] {
+			continue
+		}
+		seen[f] = true
+		f.linesMu.Lock()
+		if f.lines == nil && f.linesErr != nil && f.path != "" {
+			out = append(out, fmt.Errorf("%s: source lines: %w", f.path, f.linesErr))
+		}
+		f.linesMu.Unlock()
+	}
+	return out
+}
+
+// files are the shared objects' symbols.
+func (s *Symbols) files() []*Symbols {
+	var out []*Symbols
+	for i := range s.mods {
+		out = append(out, s.mods[i].file)
+	}
+	return out
+}
+
 // ErrBuildID: the executable given to name a trace's addresses is not the
 // one that was traced.
 var ErrBuildID = errors.New("build-id mismatch")
@@ -216,7 +303,7 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: symbols are needed to name functions", path, err)
 	}
-	s := &Symbols{}
+	s := &Symbols{path: path}
 	for i := range syms {
 		y := &syms[i]
 		if y.Type() != elf.STT_FUNC || !y.Defined() || y.Name == "" {

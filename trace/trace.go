@@ -30,9 +30,7 @@ package trace
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +39,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"ftpatch/infile"
 )
@@ -210,10 +209,14 @@ func (r Record) Context() (uint64, bool) {
 // Parent is the caller's return address (Call records).
 func (r Record) Parent() uint64 { return r.Info & (1<<62 - 1) }
 
-// A Stream is one thread's events, in the order they happened.
+// A Stream is one thread's stream file: its events, in the order they
+// happened, are read by a StreamReader (OpenStream), or all at once by
+// Read into Records.
 type Stream struct {
 	Pid, Tid int
-	Records  []Record
+	Name     string   // the file's name in the trace directory
+	Size     int64    // its size when the trace was opened: read no further
+	Records  []Record // filled by Read; nil after Open
 }
 
 // A Trace is a whole trace directory.
@@ -222,10 +225,12 @@ type Trace struct {
 	Meta    Meta
 	Streams []Stream // by pid, then tid
 
-	// What Read found missing from the files (see Warnings).
+	// What Open and the stream readers found missing from the files
+	// (see Warnings).
 	metaCut bool     // the metadata's last line was cut short: left out
 	metaEnd int      // the metadata's whole lines
 	short   []string // streams shorter than their header
+	mu      sync.Mutex
 	cut     []string // streams whose last record is partial, or that end in zeros
 }
 
@@ -266,9 +271,14 @@ func (t *Trace) Warnings() []error {
 		add(ErrIncomplete, "%s empty or shorter than a stream's header (the disk was full, or the program died while writing): %s calls are missing",
 			fileList(t.short), plural(uint64(len(t.short)), "that thread's", "those threads'"))
 	}
-	if len(t.cut) > 0 {
+	t.mu.Lock()
+	cut := slices.Clone(t.cut)
+	t.mu.Unlock()
+	slices.Sort(cut)
+	cut = slices.Compact(cut) // read more than once
+	if len(cut) > 0 {
 		add(ErrIncomplete, "%s cut short: a partial last record, or zeros where records were to go (the disk was full, or the program or the system died while writing): read up to there",
-			fileList(t.cut))
+			fileList(cut))
 	}
 	if m.Dropped > 0 {
 		add(ErrLost, "%d %s dropped: traced calls made while the tracer itself ran on their thread (from a signal handler), or on a thread whose buffer could not be made",
@@ -337,11 +347,14 @@ func (t *Trace) Beside() []string {
 	return out
 }
 
-// Read reads the trace directory dir: its metadata and every stream
-// (`*.trace`). Anything there that is not a regular file is an error
-// naming it; a stream that is empty, or cut short, is read as far as it
-// goes (Warnings says so).
-func Read(dir string) (*Trace, error) {
+// Open opens the trace directory dir: it reads the metadata and lists
+// the streams (`*.trace`), whose records a StreamReader reads
+// (OpenStream), in order, in bounded memory. Anything there that is not
+// a regular file is an error naming it; a stream shorter than its header
+// is left out (Warnings says so). A trace whose program did not end
+// through exit or _exit is read through once here, to find its last
+// record's time: the end of tracing (Meta.TSCEnd).
+func Open(dir string) (*Trace, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -361,29 +374,51 @@ func Read(dir string) (*Trace, error) {
 		if !strings.HasSuffix(e.Name(), ".trace") {
 			continue // meta, and the runtime's temporary files
 		}
-		s, dmg, err := readStream(filepath.Join(dir, e.Name()))
+		s, short, err := openStream(dir, e.Name())
 		switch {
 		case err != nil:
 			return nil, err
-		case dmg == streamShort:
+		case short:
 			t.short = append(t.short, e.Name())
 			continue
-		case dmg == streamCut:
-			t.cut = append(t.cut, e.Name())
 		}
 		t.Streams = append(t.Streams, s)
 	}
 	slices.SortFunc(t.Streams, func(a, b Stream) int {
-		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid))
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid), cmp.Compare(a.Name, b.Name))
 	})
 	if t.Meta.Unended {
 		var last uint64
-		for _, s := range t.Streams {
-			for _, r := range s.Records {
-				last = max(last, r.TS)
+		for i := range t.Streams {
+			err := t.EachRecord(i, func(recs []Record) {
+				for _, r := range recs {
+					last = max(last, r.TS)
+				}
+			})
+			if err != nil {
+				return nil, err
 			}
 		}
 		t.Meta.endAt(last)
+	}
+	return t, nil
+}
+
+// Read reads the trace directory dir whole: Open, and every stream's
+// records into its Records. Its memory grows with the trace: commands
+// read streams with a StreamReader instead; Read is for small traces
+// and tests.
+func Read(dir string) (*Trace, error) {
+	t, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range t.Streams {
+		s := &t.Streams[i]
+		s.Records = make([]Record, 0, (s.Size-headerSize)/16)
+		if err := t.EachRecord(i, func(recs []Record) { s.Records = append(s.Records, recs...) }); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -557,97 +592,4 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.ModulesForgotten
 	}
 	return nil
-}
-
-// How much of a stream there was.
-type streamDamage int
-
-const (
-	streamWhole streamDamage = iota
-	streamShort              // shorter than its header: no records
-	streamCut                // its last record partial, or zeros where records were to go: left out
-)
-
-// readStream reads one thread's stream, no further than its size when
-// opened (a running program may still be writing it). A stream shorter
-// than its header, or whose last record is partial, is read as far as it
-// goes and reported as such; one whose header is not a stream's is an
-// error.
-func readStream(path string) (Stream, streamDamage, error) {
-	f, size, err := openFile(path)
-	if err != nil {
-		return Stream{}, 0, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(io.LimitReader(f, size), 64<<10)
-	var hdr [headerSize]byte
-	n, err := io.ReadFull(r, hdr[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return Stream{}, 0, err
-	}
-	magic := []byte("ftrtrec2")
-	if !bytes.HasPrefix(hdr[:n], magic) && !bytes.HasPrefix(magic, hdr[:n]) {
-		return Stream{}, 0, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
-	}
-	if n < headerSize {
-		return Stream{}, streamShort, nil
-	}
-	le := binary.LittleEndian
-	s := Stream{Pid: int(le.Uint32(hdr[8:])), Tid: int(le.Uint32(hdr[12:]))}
-	s.Records = make([]Record, 0, (size-headerSize)/16)
-	open := map[uint64][]uint64{} // per context: the sites of the entries not yet closed
-	var ctx uint64
-	var w [24]byte
-	for {
-		n, err := io.ReadFull(r, w[:8])
-		if errors.Is(err, io.EOF) {
-			return s, streamWhole, nil
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return s, streamCut, nil
-		}
-		if err != nil {
-			return Stream{}, 0, err
-		}
-		w0 := le.Uint64(w[:])
-		if w0 == 0 {
-			// No record starts with a zero word (its timestamp is never
-			// 0): a hole, or zeros a system that stopped left where the
-			// records were to go. The stream ends there.
-			return s, streamCut, nil
-		}
-		rec := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
-		more := 0 // words after the first
-		switch rec.Kind() {
-		case Call:
-			more = 2
-		case Entry:
-			more = 1
-		}
-		if more > 0 {
-			if n, err = io.ReadFull(r, w[8:8+8*more]); err != nil {
-				if n < 8*more && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
-					return s, streamCut, nil
-				}
-				return Stream{}, 0, err
-			}
-			rec.IP = le.Uint64(w[8:])
-		}
-		switch rec.Kind() {
-		case Call:
-			rec.Info |= le.Uint64(w[16:]) & tsMask
-		case Entry:
-			if id, ok := rec.Context(); ok {
-				ctx = id
-			} else {
-				open[ctx] = append(open[ctx], rec.IP)
-			}
-		default:
-			if k := len(open[ctx]); k > 0 {
-				rec.IP = open[ctx][k-1]
-				open[ctx] = open[ctx][:k-1]
-			}
-		}
-		s.Records = append(s.Records, rec)
-	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,36 +11,63 @@ import (
 	"ftpatch/trace"
 )
 
-// load reads the trace directory named by args (default ftrace.data) and
-// the symbols of the process it traced (exe, or the path it recorded, and
-// its shared objects); what the trace lacks (the program did not end
-// through exit or _exit, files cut short, events the runtime lost) and a
-// shared object it cannot name are warnings on stderr, and
+// A loaded trace: the directory opened, the symbols of the process it
+// traced, and the warnings already said about it.
+type loaded struct {
+	t      *trace.Trace
+	syms   *trace.Symbols
+	warned map[string]bool
+	stderr io.Writer
+}
+
+// load opens the trace directory named by args (default ftrace.data)
+// and reads the symbols of the process it traced (exe, or the path it
+// recorded, and its shared objects); what the trace lacks (the program
+// did not end through exit or _exit, files cut short, events the runtime
+// lost) and a shared object it cannot name are warnings on stderr, and
 // the traces beside it of processes that started while it ran (DIR.PID)
-// are named there too.
-func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
+// are named there too. The streams are read by the command, as it goes.
+func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	dir := "ftrace.data"
 	if len(args) == 1 {
 		dir = args[0]
 	}
-	t, err := trace.Read(dir)
+	t, err := trace.Open(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, w := range t.Warnings() {
-		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
-	}
+	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr}
+	l.warn()
 	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	l.syms = syms
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
 	}
 	for _, b := range t.Beside() {
 		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
 	}
-	return t, syms, nil
+	return l, nil
+}
+
+// warn says on stderr the trace's warnings not said yet.
+func (l *loaded) warn() {
+	for _, w := range l.t.Warnings() {
+		if !l.warned[w.Error()] {
+			fmt.Fprintf(l.stderr, "ftpatch: warning: %v\n", w)
+			l.warned[w.Error()] = true
+		}
+	}
+}
+
+// finish ends a command that read the trace: the warnings reading its
+// streams found (a stream cut short), which load could not know yet, on
+// stderr; then err.
+func (l *loaded) finish(err error) error {
+	l.warn()
+	return err
 }
 
 // graphFlags are the filters replay and report share.
@@ -47,21 +75,60 @@ type graphFlags struct {
 	tid       int
 	depth     int
 	threshold time.Duration
+	funcs     []string
+	hide      []string
+	timeRange string
 }
 
 func (g *graphFlags) register(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&g.tid, "tid", 0, "only this thread")
-	cmd.Flags().IntVar(&g.depth, "depth", 0, "only calls at most this deep (function_graph)")
-	cmd.Flags().DurationVar(&g.threshold, "threshold", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
+	fl := cmd.Flags()
+	fl.IntVar(&g.tid, "tid", 0, "only this thread")
+	fl.IntVarP(&g.depth, "depth", "D", 0, "only calls at most this deep (function_graph; with -F, counted from the chosen function)")
+	fl.DurationVarP(&g.threshold, "threshold", "t", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
+	fl.StringSliceVarP(&g.funcs, "funcs", "F", nil, "only calls of functions matching GLOB and what they call (function_graph; a list, or repeat the flag; the function tracer: only those functions)")
+	fl.StringSliceVarP(&g.hide, "hide", "N", nil, "no calls of functions matching GLOB nor what they call (function_graph; the function tracer: not those functions)")
+	fl.StringVar(&g.timeRange, "time-range", "", "only calls that began in FROM~TO, times since tracing began (e.g. 10ms~25ms, ~1s, 2.5s~)")
 }
 
-func (g *graphFlags) filter() trace.Filter {
-	return trace.Filter{Tid: g.tid, Depth: g.depth, Threshold: float64(g.threshold.Nanoseconds())}
+// filter is the trace.Filter the flags ask for.
+func (g *graphFlags) filter() (trace.Filter, error) {
+	f := trace.Filter{Tid: g.tid, Depth: g.depth, Threshold: float64(g.threshold.Nanoseconds())}
+	var err error
+	if f.Funcs, err = trace.ParseGlobs(g.funcs); err != nil {
+		return f, usage(fmt.Errorf("-F: %w", err))
+	}
+	if f.Hide, err = trace.ParseGlobs(g.hide); err != nil {
+		return f, usage(fmt.Errorf("-N: %w", err))
+	}
+	if g.timeRange != "" {
+		from, to, ok := strings.Cut(g.timeRange, "~")
+		if !ok {
+			return f, usage(fmt.Errorf("--time-range %q: want FROM~TO (either may be empty), e.g. 10ms~25ms", g.timeRange))
+		}
+		for _, p := range []struct {
+			s  string
+			ns *float64
+		}{{from, &f.TimeFrom}, {to, &f.TimeTo}} {
+			if p.s == "" {
+				continue
+			}
+			d, err := time.ParseDuration(p.s)
+			if err != nil || d < 0 {
+				return f, usage(fmt.Errorf("--time-range %q: %q is not a duration since tracing began (e.g. 1.5ms, 2s)", g.timeRange, p.s))
+			}
+			*p.ns = float64(d.Nanoseconds())
+		}
+		if f.TimeTo > 0 && f.TimeTo < f.TimeFrom {
+			return f, usage(fmt.Errorf("--time-range %q: ends before it begins", g.timeRange))
+		}
+	}
+	return f, nil
 }
 
 func newReplay(stdout io.Writer) *cobra.Command {
 	var exe string
 	var gf graphFlags
+	var srcline bool
 	cmd := &cobra.Command{
 		Use:   "replay [DIR]",
 		Short: "Print a recorded trace: the call graph, or every call in time order",
@@ -73,58 +140,166 @@ graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
 call "f() {" ... "} /* f */"); a function trace prints one line per call:
 time since tracing started, thread, function and its caller.
 
+The trace is read as it is printed, a piece of each thread's stream at a
+time: a trace larger than memory replays.
+
+Filters (as uftrace's replay has them): -F GLOB shows only calls of
+matching functions and everything they call; -N GLOB hides matching
+functions and everything they call; -D/--depth N, -t/--threshold TIME,
+--tid TID, --time-range FROM~TO (times since tracing began). A call a
+filter leaves out takes what it calls with it, except for --time-range,
+which keeps the calls inside a call that began outside the range.
+--srcline adds each function's source file and line (from the DWARF line
+table: build with -g).
+
 A program that ended through exit, quick_exit or _exit (from any thread,
 a signal handler or a forked child), or exec'd from the thread that
 recorded, left every event it recorded. One killed by a
 signal left what its threads had written when it died: that is read, with
 a warning on stderr, and the exit status is still 0.`,
-		Args: cobra.MaximumNArgs(1),
+		Example: `  ftpatch replay                        # ftrace.data
+  ftpatch replay -F parse -D 3 trace    # parse and two levels of what it calls
+  ftpatch replay -N 'std::*' -t 10us    # no std:: calls, nothing under 10 us
+  ftpatch replay --time-range 1s~1.5s --srcline`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, syms, err := load(args, exe, cmd.ErrOrStderr())
+			f, err := gf.filter()
 			if err != nil {
 				return err
 			}
-			if t.Meta.Tracer == "function_graph" {
-				return trace.WriteGraph(stdout, t, gf.filter().Apply(trace.Graph(t, syms)))
+			f.Source = srcline
+			l, err := load(args, exe, cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
-			return trace.WriteReplay(stdout, t, trace.Events(t, syms))
+			if l.t.Meta.Tracer == "function_graph" {
+				err = trace.WriteReplayGraph(stdout, l.t, l.syms, &f)
+			} else {
+				err = trace.WriteReplayCalls(stdout, l.t, l.syms, &f)
+			}
+			if srcline {
+				for _, e := range l.syms.SourceErrors() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "ftpatch: warning: %v\n", e)
+				}
+			}
+			return l.finish(err)
 		},
 	}
 	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	cmd.Flags().BoolVar(&srcline, "srcline", false, "show each function's source file:line (needs -g)")
 	gf.register(cmd)
 	return cmd
 }
 
 func newReport(stdout io.Writer) *cobra.Command {
-	var exe, sortBy string
+	var exe, sortBy, diff string
+	var avg, threads bool
 	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "report [DIR]",
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
 		Long: `report reads the trace directory DIR (default ftrace.data) as replay does
 and prints, per function, its calls and, for function_graph, its total
-and self time. A trace whose program was killed by a signal is read as
-far as its threads had written it, with a warning on stderr; the exit
-status is still 0.`,
-		Args: cobra.MaximumNArgs(1),
+and self time (a recursive function's total counts each level). The
+streams are read as they go, several at once: a trace larger than memory
+reports.
+
+--avg shows each function's average, shortest and longest call instead
+of its self time; --threads prints a report per thread; --diff OTHER
+compares with another trace (of the same program, say before and after a
+change): per function, the total time and calls in each and the change.
+--sort orders by total (the default), self, calls, avg, min, max or name.
+The filters are replay's (-F, -N, -D, -t, --tid, --time-range).
+
+A trace whose program was killed by a signal is read as far as its
+threads had written it, with a warning on stderr; the exit status is
+still 0.`,
+		Example: `  ftpatch report --sort self
+  ftpatch report --avg -F 'parse*'
+  ftpatch report --diff before.data after.data`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, syms, err := load(args, exe, cmd.ErrOrStderr())
+			f, err := gf.filter()
 			if err != nil {
 				return err
 			}
-			if t.Meta.Tracer == "function_graph" {
-				stats := trace.Stats(gf.filter().Apply(trace.Graph(t, syms)))
-				if err := trace.SortStats(stats, sortBy); err != nil {
-					return err
-				}
-				return trace.WriteStats(stdout, t, stats)
+			if err := trace.SortStats(nil, sortBy); err != nil {
+				return usage(fmt.Errorf("--sort: %w", err))
 			}
-			events := trace.Events(t, syms)
-			return trace.WriteReport(stdout, t, trace.Counts(events), len(events))
+			l, err := load(args, exe, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			graph := l.t.Meta.Tracer == "function_graph"
+			switch {
+			case diff != "":
+				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, sortBy))
+			case threads:
+				return l.finish(reportThreads(stdout, l, &f, sortBy, avg))
+			case graph:
+				stats, err := trace.ReportGraph(l.t, l.syms, &f)
+				if err == nil {
+					err = trace.SortStats(stats, sortBy)
+				}
+				if err == nil {
+					err = trace.WriteStats(stdout, l.t, stats, avg)
+				}
+				return l.finish(err)
+			}
+			counts, events, err := trace.ReportCalls(l.t, l.syms, &f)
+			if err == nil {
+				err = trace.WriteReport(stdout, l.t, counts, events)
+			}
+			return l.finish(err)
 		},
 	}
 	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
-	cmd.Flags().StringVar(&sortBy, "sort", "total", "order: total, self, calls or name (function_graph)")
+	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
+	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
+	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
+	cmd.Flags().StringVar(&diff, "diff", "", "compare with the trace directory `OTHER`: per function, DIR's figures, OTHER's and the change")
 	gf.register(cmd)
 	return cmd
+}
+
+// reportThreads prints a report per thread.
+func reportThreads(w io.Writer, l *loaded, f *trace.Filter, sortBy string, avg bool) error {
+	per, err := trace.ReportThreads(l.t, l.syms, f)
+	if err != nil {
+		return err
+	}
+	for i, th := range per {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
+		if err := trace.SortStats(th.Stats, sortBy); err != nil {
+			return err
+		}
+		if err := trace.WriteStatsTable(w, th.Stats, avg, l.t.Meta.Tracer == "function_graph"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportDiff prints the per-function change from l's trace to other's.
+func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, sortBy string) error {
+	o, err := load([]string{other}, "", stderr)
+	if err != nil {
+		return err
+	}
+	if o.t.Meta.Tracer != l.t.Meta.Tracer {
+		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
+	}
+	a, err := trace.ReportAll(l.t, l.syms, f)
+	if err != nil {
+		return err
+	}
+	b, err := trace.ReportAll(o.t, o.syms, f)
+	o.warn()
+	if err != nil {
+		return err
+	}
+	return trace.WriteDiff(w, l.t.Dir, other, trace.Diff(a, b), l.t.Meta.Tracer == "function_graph")
 }

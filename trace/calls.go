@@ -1,0 +1,121 @@
+package trace
+
+import "iter"
+
+// A CallEvent is one step of a thread's calls as the views read them.
+type CallEvent struct {
+	Kind CallKind
+	Func string  // the call's function (for an end: the call it ends)
+	NS   float64 // ns since tracing started
+}
+
+// A CallKind says what a CallEvent is.
+type CallKind uint8
+
+// The kinds of CallEvent.
+const (
+	CallEnter   CallKind = iota // a graphed call began
+	CallExit                    // the innermost open call returned
+	CallUnwound                 // the innermost open call was left without returning (longjmp, exception)
+	CallOpen                    // the innermost open call was still running when the thread's trace ended
+	CallOnly                    // the function tracer's call: no end follows
+)
+
+// ThreadCalls are one thread's kept calls, or those it ran in one
+// context (Context != 0, a makecontext stack of its own), in order.
+type ThreadCalls struct {
+	Pid, Tid int
+	Context  uint64
+	// Events yields the calls, read from the stream as they are
+	// yielded: iterate it once.
+	Events iter.Seq[CallEvent]
+}
+
+// Threads yields each thread's kept calls, streams in order, a thread's
+// own stack's calls and then each context's, in the order it first ran
+// them. Each context after the thread's own stack reads the stream
+// again. Memory is bounded by the calls' depth, not the trace's size.
+// A stream that cannot be read ends the sequence; its error is *err.
+func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCalls] {
+	return func(yield func(ThreadCalls) bool) {
+		names := syms.Namer()
+		for i := range t.Streams {
+			s := &t.Streams[i]
+			if f.Tid != 0 && s.Tid != f.Tid {
+				continue
+			}
+			if t.Meta.Tracer != "function_graph" {
+				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
+					stop := false
+					e := t.EachRecord(i, func(recs []Record) {
+						for _, r := range recs {
+							if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
+								continue
+							}
+							fn, ns := names.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
+							if f.callKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
+								stop = true
+							}
+						}
+					})
+					if e != nil && *err == nil {
+						*err = e
+					}
+				}}
+				if !yield(th) {
+					return
+				}
+				continue
+			}
+			var order []uint64 // contexts after the own stack's, in the order first run
+			known := map[uint64]bool{0: true}
+			for k := -1; k < len(order); k++ {
+				ctx := uint64(0)
+				if k >= 0 {
+					ctx = order[k]
+				}
+				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
+					y := &yielder{yield: yield}
+					e := t.walkStream(i, names, f, func(c uint64) sink {
+						if !known[c] {
+							known[c] = true
+							order = append(order, c)
+						}
+						if c == ctx {
+							return y
+						}
+						return nil
+					})
+					if e != nil && *err == nil {
+						*err = e
+					}
+				}}
+				if !yield(th) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// yielder hands a context's kept calls to an iterator's yield, until it
+// says stop.
+type yielder struct {
+	yield func(CallEvent) bool
+	stop  bool
+}
+
+func (y *yielder) enter(fn, src string, ns float64, depth int) {
+	y.stop = y.stop || !y.yield(CallEvent{CallEnter, fn, ns})
+}
+
+func (y *yielder) close(how EndKind, fn string, start, ns float64) {
+	k := CallExit
+	switch how {
+	case LeftEarly:
+		k = CallUnwound
+	case Running:
+		k = CallOpen
+	}
+	y.stop = y.stop || !y.yield(CallEvent{k, fn, ns})
+}

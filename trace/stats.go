@@ -1,0 +1,403 @@
+package trace
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// A Stat is one function's line in the graph report.
+type Stat struct {
+	Func          string
+	Calls         int
+	Total, Self   float64 // ns
+	Min, Max      float64 // ns: the shortest and the longest call
+	Unwound, Open int
+}
+
+// statSink sums a context's kept calls per function into m.
+type statSink struct {
+	m      map[string]*Stat
+	thresh float64
+	stack  []float64 // per open call: the time of its kept callees
+}
+
+func (a *statSink) enter(fn, src string, ns float64, depth int) {
+	a.stack = append(a.stack, 0)
+}
+
+func (a *statSink) close(how EndKind, fn string, start, ns float64) {
+	k := len(a.stack) - 1
+	inner := a.stack[k]
+	a.stack = a.stack[:k]
+	d := ns - start
+	if a.thresh > 0 && how != Running && d < a.thresh {
+		return // left out, and its callees with it
+	}
+	s := a.m[fn]
+	if s == nil {
+		s = &Stat{Func: fn, Min: math.Inf(1), Max: math.Inf(-1)}
+		a.m[fn] = s
+	}
+	s.Calls++
+	s.Total += d
+	s.Self += d - inner
+	s.Min, s.Max = min(s.Min, d), max(s.Max, d)
+	switch how {
+	case LeftEarly:
+		s.Unwound++
+	case Running:
+		s.Open++
+	}
+	if k > 0 {
+		a.stack[k-1] += d
+	}
+}
+
+// statsOf makes the sorted list of m.
+func statsOf(m map[string]*Stat) []Stat {
+	out := make([]Stat, 0, len(m))
+	for _, s := range m {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Stat) int { return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Func, b.Func)) })
+	return out
+}
+
+// Stats sums calls, total and self time per function over the trees,
+// most total time first.
+func Stats(threads []Thread) []Stat {
+	m := map[string]*Stat{}
+	for i := range threads {
+		a := &statSink{m: m}
+		walkTree(threads[i].Roots, newWalker(&Trace{}, nil, &Filter{}, func(uint64) sink { return a }))
+	}
+	return statsOf(m)
+}
+
+// merge adds the figures of o to m.
+func merge(m map[string]*Stat, o map[string]*Stat) {
+	for fn, s := range o {
+		t := m[fn]
+		if t == nil {
+			c := *s
+			m[fn] = &c
+			continue
+		}
+		t.Calls += s.Calls
+		t.Total += s.Total
+		t.Self += s.Self
+		t.Min, t.Max = min(t.Min, s.Min), max(t.Max, s.Max)
+		t.Unwound += s.Unwound
+		t.Open += s.Open
+	}
+}
+
+// forStreams runs fn for each stream the filter keeps, on as many
+// goroutines as there are CPUs, and returns the first error.
+func forStreams(t *Trace, f *Filter, fn func(i int) error) error {
+	var (
+		mu    sync.Mutex
+		first error
+		next  = make(chan int)
+		wg    sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), max(1, len(t.Streams))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range t.Streams {
+		if f.Tid == 0 || t.Streams[i].Tid == f.Tid {
+			next <- i
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// ReportGraph sums a function_graph trace's kept calls per function,
+// most total time first, reading the streams as it goes (several at
+// once): memory is bounded by the number of functions and the depth of
+// the calls, not by the trace's size.
+func ReportGraph(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
+	return ReportAll(t, syms, f)
+}
+
+// WriteStats prints the graph report: calls, total and self time (with
+// avg, the average, shortest and longest call instead of the self time),
+// and the trace's summary.
+func WriteStats(w io.Writer, t *Trace, stats []Stat, avg ...bool) error {
+	if err := WriteStatsTable(w, stats, len(avg) > 0 && avg[0], true); err != nil {
+		return err
+	}
+	events := 0
+	for _, s := range stats {
+		events += s.Calls
+	}
+	return writeSummary(w, t, events)
+}
+
+// SortStats orders a report by "total" (the default), "self", "calls",
+// "avg", "min", "max" or "name".
+func SortStats(stats []Stat, by string) error {
+	var key func(s Stat) float64
+	switch by {
+	case "", "total":
+		key = func(s Stat) float64 { return s.Total }
+	case "self":
+		key = func(s Stat) float64 { return s.Self }
+	case "calls":
+		key = func(s Stat) float64 { return float64(s.Calls) }
+	case "avg":
+		key = func(s Stat) float64 { return s.Total / float64(max(s.Calls, 1)) }
+	case "min":
+		key = func(s Stat) float64 { return s.Min }
+	case "max":
+		key = func(s Stat) float64 { return s.Max }
+	case "name":
+		slices.SortFunc(stats, func(a, b Stat) int { return cmp.Compare(a.Func, b.Func) })
+		return nil
+	default:
+		return fmt.Errorf("unknown sort key %q (want total, self, calls, avg, min, max or name)", by)
+	}
+	slices.SortFunc(stats, func(a, b Stat) int { return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Func, b.Func)) })
+	return nil
+}
+
+// Apply returns the threads and calls the filter keeps, as trees.
+func (f Filter) Apply(threads []Thread) []Thread {
+	var out []Thread
+	for _, th := range threads {
+		if f.Tid != 0 && th.Tid != f.Tid {
+			continue
+		}
+		b := &thresholdTree{treeSink: treeSink{th: Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context}}, thresh: f.Threshold}
+		walkTree(th.Roots, newWalker(&Trace{}, nil, &f, func(uint64) sink { return b }))
+		out = append(out, b.th)
+	}
+	return out
+}
+
+// thresholdTree builds a tree of the calls a threshold keeps: a call
+// shorter than it is taken out when it ends (with its callees, shorter
+// still).
+type thresholdTree struct {
+	treeSink
+	thresh float64
+}
+
+func (b *thresholdTree) close(how EndKind, fn string, start, ns float64) {
+	b.treeSink.close(how, fn, start, ns)
+	if b.thresh == 0 || how == Running || ns-start >= b.thresh {
+		return
+	}
+	if k := len(b.stack); k > 0 {
+		p := b.stack[k-1]
+		p.Children = p.Children[:len(p.Children)-1]
+	} else {
+		b.th.Roots = b.th.Roots[:len(b.th.Roots)-1]
+	}
+}
+
+// ThreadStats are one thread's figures per function.
+type ThreadStats struct {
+	Pid, Tid int
+	Stats    []Stat
+}
+
+// ReportThreads sums each thread's kept calls per function (function
+// tracer: calls only), most total time first, threads in their order.
+func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
+	out := make([]ThreadStats, len(t.Streams))
+	err := forStreams(t, f, func(i int) error {
+		m, err := streamStats(t, i, syms.Namer(), f)
+		out[i] = ThreadStats{Pid: t.Streams[i].Pid, Tid: t.Streams[i].Tid, Stats: statsOf(m)}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, th := range out {
+		if f.Tid == 0 || th.Tid == f.Tid {
+			kept = append(kept, th)
+		}
+	}
+	return kept, nil
+}
+
+// streamStats sums stream i's kept calls per function: graphed calls
+// with their times, or the function tracer's calls.
+func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, error) {
+	m := map[string]*Stat{}
+	if t.Meta.Tracer != "function_graph" {
+		err := t.EachRecord(i, func(recs []Record) {
+			for _, r := range recs {
+				if _, sw := r.Context(); sw || (r.Kind() != Call && r.Kind() != Entry) {
+					continue
+				}
+				fn := names.FuncAt(r.IP, r.TS)
+				if !f.callKept(fn, t.Meta.Nanos(r.TS)) {
+					continue
+				}
+				s := m[fn]
+				if s == nil {
+					s = &Stat{Func: fn}
+					m[fn] = s
+				}
+				s.Calls++
+			}
+		})
+		return m, err
+	}
+	byCtx := map[uint64]*statSink{}
+	err := t.walkStream(i, names, f, func(ctx uint64) sink {
+		a := byCtx[ctx]
+		if a == nil {
+			a = &statSink{m: m, thresh: f.Threshold}
+			byCtx[ctx] = a
+		}
+		return a
+	})
+	return m, err
+}
+
+// ReportAll sums the trace's kept calls per function, whichever its
+// tracer (the function tracer's: calls only).
+func ReportAll(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
+	var mu sync.Mutex
+	all := map[string]*Stat{}
+	err := forStreams(t, f, func(i int) error {
+		m, err := streamStats(t, i, syms.Namer(), f)
+		mu.Lock()
+		merge(all, m)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return statsOf(all), nil
+}
+
+// WriteStatsTable prints figures per function without the trace's
+// summary: calls, and with times (function_graph) total and self, or
+// with avg the average, shortest and longest call.
+func WriteStatsTable(w io.Writer, stats []Stat, avg, times bool) error {
+	bw := bufio.NewWriter(w)
+	switch {
+	case !times:
+		fmt.Fprintf(bw, "%8s  %s\n", "CALLS", "FUNCTION")
+	case avg:
+		fmt.Fprintf(bw, "%10s  %10s  %10s  %10s  %8s  %s\n", "TOTAL", "AVG", "MIN", "MAX", "CALLS", "FUNCTION")
+	default:
+		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "TOTAL", "SELF", "CALLS", "FUNCTION")
+	}
+	for _, s := range stats {
+		switch {
+		case !times:
+			fmt.Fprintf(bw, "%8d  %s\n", s.Calls, s.Func)
+		case avg:
+			fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %s\n", dur(s.Total), dur(s.Total/float64(max(s.Calls, 1))), dur(s.Min), dur(s.Max), s.Calls, s.Func)
+		default:
+			fmt.Fprintf(bw, "%s  %s  %8d  %s\n", dur(s.Total), dur(s.Self), s.Calls, s.Func)
+		}
+	}
+	return bw.Flush()
+}
+
+// A Change is one function's figures in two traces.
+type Change struct {
+	Func         string
+	Before       Stat // zero when the function was not called
+	After        Stat
+	TotalChange  float64 // ns: After.Total - Before.Total
+	CallsChanged int     // After.Calls - Before.Calls
+}
+
+// Diff pairs the functions of two reports, the biggest change in total
+// time (or, without times, in calls) first.
+func Diff(before, after []Stat) []Change {
+	by := map[string]*Change{}
+	for _, s := range before {
+		by[s.Func] = &Change{Func: s.Func, Before: s}
+	}
+	for _, s := range after {
+		c := by[s.Func]
+		if c == nil {
+			c = &Change{Func: s.Func}
+			by[s.Func] = c
+		}
+		c.After = s
+	}
+	out := make([]Change, 0, len(by))
+	for _, c := range by {
+		c.TotalChange = c.After.Total - c.Before.Total
+		c.CallsChanged = c.After.Calls - c.Before.Calls
+		out = append(out, *c)
+	}
+	abs := func(x float64) float64 { return math.Abs(x) }
+	slices.SortFunc(out, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(abs(b.TotalChange), abs(a.TotalChange)),
+			cmp.Compare(abs(float64(b.CallsChanged)), abs(float64(a.CallsChanged))), cmp.Compare(a.Func, b.Func))
+	})
+	return out
+}
+
+// WriteDiff prints a diff of two reports: per function, the total time
+// (function_graph) and calls in each trace and the change.
+func WriteDiff(w io.Writer, before, after string, changes []Change, times bool) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# before: %s\n# after:  %s\n", before, after)
+	if times {
+		fmt.Fprintf(bw, "%10s  %10s  %11s  %8s  %8s  %8s  %8s  %s\n", "TOTAL", "AFTER", "CHANGE", "", "CALLS", "AFTER", "CHANGE", "FUNCTION")
+	} else {
+		fmt.Fprintf(bw, "%8s  %8s  %8s  %s\n", "CALLS", "AFTER", "CHANGE", "FUNCTION")
+	}
+	for _, c := range changes {
+		if !times {
+			fmt.Fprintf(bw, "%8d  %8d  %+8d  %s\n", c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
+			continue
+		}
+		sign := byte('+')
+		d := c.TotalChange
+		if d < 0 {
+			sign, d = '-', -d
+		}
+		change := appendDur([]byte{' '}, d)
+		i := 0
+		for change[i+1] == ' ' {
+			i++
+		}
+		change[i] = sign
+		pct := "     new"
+		switch {
+		case c.Before.Calls == 0:
+		case c.After.Calls == 0:
+			pct = "    gone"
+		case c.Before.Total > 0:
+			pct = fmt.Sprintf("%+7.1f%%", 100*c.TotalChange/c.Before.Total)
+		default:
+			pct = "        "
+		}
+		fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %8d  %+8d  %s\n", dur(c.Before.Total), dur(c.After.Total), change, pct, c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
+	}
+	return bw.Flush()
+}

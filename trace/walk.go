@@ -1,0 +1,206 @@
+package trace
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// A Filter selects the calls replay, report and the views show. A call
+// is kept when every condition holds; a call left out by Depth,
+// Threshold, Hide, or by being outside every Funcs call takes its
+// callees with it, one left out only by TimeFrom/TimeTo does not: its
+// callees are shown (one level up).
+type Filter struct {
+	Tid       int     // only this thread (0: all)
+	Depth     int     // only calls at most this deep (0: any): 1 is a thread's roots, or with Funcs, the chosen calls
+	Threshold float64 // ns: only calls that took at least this long (0: all); calls still running at the end are kept
+	// Funcs: only calls of a function matching one of these globs and
+	// what they call (a subtree filter, as uftrace's -F).
+	Funcs []string
+	// Hide: no call of a function matching one of these globs, nor
+	// what it calls (uftrace's -N).
+	Hide []string
+	// TimeFrom, TimeTo: only calls that began within [TimeFrom, TimeTo]
+	// (ns since tracing started; TimeTo 0: to the end).
+	TimeFrom, TimeTo float64
+	// Source: give each call its source file and line (replay --srcline).
+	Source bool
+}
+
+// ParseGlobs checks a list of globs (path.Match syntax) and returns it.
+func ParseGlobs(globs []string) ([]string, error) {
+	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("bad pattern %q: %w", g, err)
+		}
+	}
+	return globs, nil
+}
+
+// match says whether the function name matches one of the globs: the
+// whole name, or, for a demangled C++ name with its parameter list, the
+// name without it.
+func match(globs []string, name string) bool {
+	short := name
+	if i := strings.IndexByte(name, '('); i > 0 {
+		short = name[:i]
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, short); ok && short != name {
+			return true
+		}
+	}
+	return false
+}
+
+// A sink receives one context's kept calls, in order: each enter is
+// closed by one close, innermost first.
+type sink interface {
+	// enter: a kept call of fn began at ns, depth levels deep (1: a
+	// root); src is its source position when the walk was asked for
+	// them (Filter.Source), else "".
+	enter(fn, src string, ns float64, depth int)
+	// close: the innermost kept call ended at ns, how says how (Exit,
+	// Unwound, or Open: still running at the thread's last event),
+	// having begun at start.
+	close(how EndKind, fn string, start, ns float64)
+}
+
+// An EndKind says how a graphed call ended.
+type EndKind uint8
+
+// How calls end.
+const (
+	Returned  EndKind = iota // it returned
+	LeftEarly                // its frame was left without returning: longjmp or an exception
+	Running                  // it had not returned when its thread's trace ended
+)
+
+// frame is an open call as the walk sees it.
+type frame struct {
+	fn    string
+	start float64
+	kept  bool
+	depth int // of a kept call: its depth as shown; of another, its kept ancestors'
+	in    int // calls of Funcs open here and below
+	hide  bool
+}
+
+// walker turns one thread's graph records into its contexts' kept calls.
+type walker struct {
+	t      *Trace
+	names  *Namer
+	f      *Filter
+	stacks map[uint64][]frame
+	ctx    uint64
+	sinks  func(ctx uint64) sink // nil: the context is not wanted
+	cur    sink
+	last   float64 // ns of the thread's last event
+}
+
+func newWalker(t *Trace, names *Namer, f *Filter, sinks func(ctx uint64) sink) *walker {
+	w := &walker{t: t, names: names, f: f, stacks: map[uint64][]frame{}, sinks: sinks}
+	w.cur = sinks(0)
+	return w
+}
+
+// records walks a batch of a stream's records.
+func (w *walker) records(recs []Record) {
+	m := &w.t.Meta
+	for _, r := range recs {
+		ns := m.Nanos(r.TS)
+		w.last = ns
+		if id, ok := r.Context(); ok {
+			w.ctx = id
+			w.cur = w.sinks(id)
+			continue
+		}
+		switch r.Kind() {
+		case Entry:
+			src := ""
+			if w.f.Source {
+				src = w.names.SourceAt(r.IP, r.TS)
+			}
+			w.push(w.names.FuncAt(r.IP, r.TS), src, ns)
+		case Exit:
+			w.pop(Returned, ns)
+		case Unwound:
+			w.pop(LeftEarly, ns)
+		}
+	}
+}
+
+// push opens a call of fn at ns in the current context.
+func (w *walker) push(fn, src string, ns float64) {
+	st := w.stacks[w.ctx]
+	fr := frame{fn: fn, start: ns}
+	var parent *frame
+	if len(st) > 0 {
+		parent = &st[len(st)-1]
+		fr.in, fr.hide = parent.in, parent.hide
+		fr.depth = parent.depth
+	}
+	f := w.f
+	if len(f.Funcs) > 0 && match(f.Funcs, fn) {
+		fr.in++
+	}
+	if len(f.Hide) > 0 && match(f.Hide, fn) {
+		fr.hide = true
+	}
+	switch {
+	case w.cur == nil, fr.hide, len(f.Funcs) > 0 && fr.in == 0:
+	case f.Depth > 0 && fr.depth+1 > f.Depth:
+		// Left out by depth: so are its callees, deeper still.
+	case f.TimeTo > 0 && ns > f.TimeTo, ns < f.TimeFrom:
+		// Left out by time: its callees may be kept.
+	default:
+		fr.kept = true
+		fr.depth++
+	}
+	if fr.kept {
+		w.cur.enter(fn, src, ns, fr.depth)
+	}
+	w.stacks[w.ctx] = append(st, fr)
+}
+
+// pop closes the innermost call of the current context at ns.
+func (w *walker) pop(how EndKind, ns float64) {
+	st := w.stacks[w.ctx]
+	if len(st) == 0 {
+		return // its entry was before tracing began
+	}
+	fr := st[len(st)-1]
+	w.stacks[w.ctx] = st[:len(st)-1]
+	if fr.kept && w.cur != nil {
+		w.cur.close(how, fr.fn, fr.start, ns)
+	}
+}
+
+// end closes every call still open, in every context, at the thread's
+// last event.
+func (w *walker) end() {
+	for ctx, st := range w.stacks {
+		s := w.sinks(ctx)
+		for i := len(st) - 1; i >= 0; i-- {
+			if st[i].kept && s != nil {
+				s.close(Running, st[i].fn, st[i].start, w.last)
+			}
+		}
+	}
+	w.stacks = map[uint64][]frame{}
+}
+
+// walkStream walks stream i of t through a walker, each context's kept
+// calls to the sink sinks gives for it (nil: not wanted).
+func (t *Trace) walkStream(i int, names *Namer, f *Filter, sinks func(ctx uint64) sink) error {
+	w := newWalker(t, names, f, sinks)
+	if err := t.EachRecord(i, w.records); err != nil {
+		return err
+	}
+	w.end()
+	return nil
+}
