@@ -46,8 +46,7 @@ func (p *printer) close(how EndKind, fn string, start, ns float64) {
 	p.stack = p.stack[:k]
 	wasOpen := p.printed > k
 	if p.thresh > 0 && how != Running && ns-start < p.thresh {
-		p.printed = min(p.printed, k) // left out, and its callees with it
-		return
+		return // left out, and its callees (shorter still, none shown) with it
 	}
 	if len(p.header) > 0 {
 		p.w.Write(p.header)
@@ -204,7 +203,7 @@ const graphHead = "# DURATION     TID     FUNCTION\n"
 // over its stream keeps aside (in temporary files) for after the
 // thread's own: a thread that ran more contexts is read again for the
 // rest.
-const maxSpills = 256
+var maxSpills = 256
 
 // WriteReplayGraph prints a function_graph trace's call graph as
 // WriteGraph does, reading each stream as it goes: memory is bounded by

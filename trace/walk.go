@@ -86,7 +86,7 @@ type frame struct {
 	start float64
 	kept  bool
 	depth int // of a kept call: its depth as shown; of another, its kept ancestors'
-	in    int // calls of Funcs open here and below
+	in    bool // a call of Funcs is open here or below
 	hide  bool
 }
 
@@ -146,13 +146,13 @@ func (w *walker) push(fn, src string, ns float64) {
 	}
 	f := w.f
 	if len(f.Funcs) > 0 && match(f.Funcs, fn) {
-		fr.in++
+		fr.in = true
 	}
 	if len(f.Hide) > 0 && match(f.Hide, fn) {
 		fr.hide = true
 	}
 	switch {
-	case w.cur == nil, fr.hide, len(f.Funcs) > 0 && fr.in == 0:
+	case w.cur == nil, fr.hide, len(f.Funcs) > 0 && !fr.in:
 	case f.Depth > 0 && fr.depth+1 > f.Depth:
 		// Left out by depth: so are its callees, deeper still.
 	case f.TimeTo > 0 && ns > f.TimeTo, ns < f.TimeFrom:
