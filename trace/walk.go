@@ -85,7 +85,7 @@ type frame struct {
 	fn    string
 	start float64
 	kept  bool
-	depth int // of a kept call: its depth as shown; of another, its kept ancestors'
+	depth int  // of a kept call: its depth as shown; of another, its kept ancestors'
 	in    bool // a call of Funcs is open here or below
 	hide  bool
 }
