@@ -72,7 +72,8 @@ type StreamReader struct {
 	recs []Record
 	// Per context, the sites of the entries not yet closed; ctx is the
 	// context the thread runs in.
-	open map[uint64][]uint64
+	open map[uint64][]uint64 // the other contexts'
+	cur  []uint64            // the current context's
 	ctx  uint64
 	done bool
 }
@@ -179,14 +180,15 @@ func (r *StreamReader) fill(recs []Record) {
 		switch rec.Kind() {
 		case Entry:
 			if id, ok := rec.Context(); ok {
-				r.ctx = id
+				r.open[r.ctx] = r.cur
+				r.ctx, r.cur = id, r.open[id]
 			} else {
-				r.open[r.ctx] = append(r.open[r.ctx], rec.IP)
+				r.cur = append(r.cur, rec.IP)
 			}
 		case Exit, Unwound:
-			if st := r.open[r.ctx]; len(st) > 0 {
-				rec.IP = st[len(st)-1]
-				r.open[r.ctx] = st[:len(st)-1]
+			if k := len(r.cur); k > 0 {
+				rec.IP = r.cur[k-1]
+				r.cur = r.cur[:k-1]
 			}
 		}
 	}

@@ -95,7 +95,8 @@ type walker struct {
 	t      *Trace
 	names  *Namer
 	f      *Filter
-	stacks map[uint64][]frame
+	stacks map[uint64][]frame // the other contexts' open calls
+	stack  []frame            // the current context's
 	ctx    uint64
 	sinks  func(ctx uint64) sink // nil: the context is not wanted
 	cur    sink
@@ -115,7 +116,9 @@ func (w *walker) records(recs []Record) {
 		ns := m.Nanos(r.TS)
 		w.last = ns
 		if id, ok := r.Context(); ok {
+			w.stacks[w.ctx] = w.stack
 			w.ctx = id
+			w.stack = w.stacks[id]
 			w.cur = w.sinks(id)
 			continue
 		}
@@ -136,7 +139,7 @@ func (w *walker) records(recs []Record) {
 
 // push opens a call of fn at ns in the current context.
 func (w *walker) push(fn, src string, ns float64) {
-	st := w.stacks[w.ctx]
+	st := w.stack
 	fr := frame{fn: fn, start: ns}
 	var parent *frame
 	if len(st) > 0 {
@@ -164,17 +167,17 @@ func (w *walker) push(fn, src string, ns float64) {
 	if fr.kept {
 		w.cur.enter(fn, src, ns, fr.depth)
 	}
-	w.stacks[w.ctx] = append(st, fr)
+	w.stack = append(st, fr)
 }
 
 // pop closes the innermost call of the current context at ns.
 func (w *walker) pop(how EndKind, ns float64) {
-	st := w.stacks[w.ctx]
+	st := w.stack
 	if len(st) == 0 {
 		return // its entry was before tracing began
 	}
 	fr := st[len(st)-1]
-	w.stacks[w.ctx] = st[:len(st)-1]
+	w.stack = st[:len(st)-1]
 	if fr.kept && w.cur != nil {
 		w.cur.close(how, fr.fn, fr.start, ns)
 	}
@@ -183,6 +186,8 @@ func (w *walker) pop(how EndKind, ns float64) {
 // end closes every call still open, in every context, at the thread's
 // last event.
 func (w *walker) end() {
+	w.stacks[w.ctx] = w.stack
+	w.stack = nil
 	for ctx, st := range w.stacks {
 		s := w.sinks(ctx)
 		for i := len(st) - 1; i >= 0; i-- {
