@@ -29,7 +29,7 @@ func TestReaderMemory(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c") // fib recursing, not looping
-			const rounds = 6000 // 4 threads * 1164 calls * rounds
+			const rounds = 6000                                                                                // 4 threads * 1164 calls * rounds
 			trace := filepath.Join(dir, "t")
 			out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + trace}, prog, fmt.Sprint(rounds))
 			if err != nil || code != 0 {
