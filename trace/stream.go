@@ -53,6 +53,15 @@ const (
 	batchRecords = 16 << 10
 )
 
+// Size is the bytes of the streams' files.
+func (t *Trace) Size() int64 {
+	var n int64
+	for i := range t.Streams {
+		n += t.Streams[i].Size
+	}
+	return n
+}
+
 // A StreamReader reads one stream's records in order, a batch at a
 // time, in memory bounded by its chunk size and the nesting of the
 // calls (the sites of the entries not yet closed, to give an Exit or
@@ -152,6 +161,7 @@ func (r *StreamReader) read() error {
 	n, err := io.ReadFull(r.f, r.buf[r.hi:r.hi+int(want)])
 	r.hi += n
 	r.left -= int64(n)
+	r.t.BytesRead.Add(int64(n))
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			r.left = 0 // the file shrank: read what there was

@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"ftpatch/infile"
 )
@@ -232,6 +233,10 @@ type Trace struct {
 	short   []string // streams shorter than their header
 	mu      sync.Mutex
 	cut     []string // streams whose last record is partial, or that end in zeros
+
+	// BytesRead counts the bytes of streams the stream readers have read, for
+	// a progress bar.
+	BytesRead atomic.Int64
 }
 
 const (

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/progress"
 	"ftpatch/trace"
 )
 
@@ -18,6 +20,9 @@ type loaded struct {
 	syms   *trace.Symbols
 	warned map[string]bool
 	stderr io.Writer
+	// The progress bar's goroutine: stop tells it to end, it closes
+	// stopped when it has.
+	stop, stopped chan struct{}
 }
 
 // load opens the trace directory named by args (default ftrace.data)
@@ -36,7 +41,7 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr}
+	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.warn()
 	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
 	if err != nil {
@@ -49,7 +54,47 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	for _, b := range t.Beside() {
 		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
 	}
+	go l.progress()
 	return l, nil
+}
+
+// progressAfter is how long a read goes on before it shows a progress
+// bar (on a terminal).
+const progressAfter = 2 * time.Second
+
+// progress draws the share of the trace read so far on stderr, when it
+// is a terminal and the read takes more than progressAfter, until
+// finish.
+func (l *loaded) progress() {
+	defer close(l.stopped)
+	f, ok := l.stderr.(*os.File)
+	if !ok {
+		return
+	}
+	bar := progress.ForTerminal(f, 0)
+	if bar == nil {
+		return
+	}
+	l.t.BytesRead.Store(0)
+	total := int(max(1, l.t.Size()>>20))
+	delay := time.NewTimer(progressAfter)
+	defer delay.Stop()
+	select {
+	case <-l.stop:
+		return
+	case <-delay.C:
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		bar.Update(int(l.t.BytesRead.Load()>>20), total)
+		select {
+		case <-l.stop:
+			bar.Done()
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // warn says on stderr the trace's warnings not said yet.
@@ -66,6 +111,8 @@ func (l *loaded) warn() {
 // streams found (a stream cut short), which load could not know yet, on
 // stderr; then err.
 func (l *loaded) finish(err error) error {
+	close(l.stop)
+	<-l.stopped
 	l.warn()
 	return err
 }
@@ -290,15 +337,16 @@ func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, s
 		return err
 	}
 	if o.t.Meta.Tracer != l.t.Meta.Tracer {
+		o.finish(nil)
 		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
 	}
 	a, err := trace.ReportAll(l.t, l.syms, f)
 	if err != nil {
+		o.finish(nil)
 		return err
 	}
 	b, err := trace.ReportAll(o.t, o.syms, f)
-	o.warn()
-	if err != nil {
+	if err := o.finish(err); err != nil {
 		return err
 	}
 	return trace.WriteDiff(w, l.t.Dir, other, trace.Diff(a, b), l.t.Meta.Tracer == "function_graph")
