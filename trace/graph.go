@@ -146,15 +146,15 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 					events++
 					switch {
 					case len(n.Children) == 0 && !n.Open && !n.Unwound:
-						fmt.Fprintf(bw, "%s [%6d] | %s%s;\n", dur(n.Duration()), tid, in, call(n.Func))
+						fmt.Fprintf(bw, "%s [%6d] | %s%s;\n", FormatDuration(n.Duration()), tid, in, call(n.Func))
 						stack = stack[:len(stack)-1]
 						continue
 					case len(n.Children) == 0 && n.Unwound:
-						fmt.Fprintf(bw, "%s [%6d] | %s%s; /* unwound: longjmp or exception */\n", dur(n.Duration()), tid, in, call(n.Func))
+						fmt.Fprintf(bw, "%s [%6d] | %s%s; /* unwound: longjmp or exception */\n", FormatDuration(n.Duration()), tid, in, call(n.Func))
 						stack = stack[:len(stack)-1]
 						continue
 					}
-					fmt.Fprintf(bw, "%s [%6d] | %s%s {\n", dur(-1), tid, in, call(n.Func))
+					fmt.Fprintf(bw, "%s [%6d] | %s%s {\n", FormatDuration(-1), tid, in, call(n.Func))
 				}
 				if f.next < len(n.Children) {
 					f.next++
@@ -170,9 +170,9 @@ func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
 				case n.Open:
 					note = ": did not return (still running at exit)"
 				}
-				d := dur(n.Duration())
+				d := FormatDuration(n.Duration())
 				if n.Open {
-					d = dur(-1)
+					d = FormatDuration(-1)
 				}
 				fmt.Fprintf(bw, "%s [%6d] | %s} /* %s%s */\n", d, tid, in, n.Func, note)
 				stack = stack[:len(stack)-1]
@@ -194,8 +194,10 @@ func call(name string) string {
 	return name + "()"
 }
 
-// dur formats a duration for the DURATION column; negative is blank.
-func dur(ns float64) string {
+// FormatDuration formats a duration of ns nanoseconds in ten columns,
+// as replay's DURATION column and uftrace show it ("  0.451 us",
+// " 12.357 ms"); negative is blank.
+func FormatDuration(ns float64) string {
 	switch {
 	case ns < 0:
 		return fmt.Sprintf("%10s", "")
@@ -261,7 +263,7 @@ func WriteStats(w io.Writer, t *Trace, stats []Stat) error {
 	events := 0
 	for _, s := range stats {
 		events += s.Calls
-		fmt.Fprintf(bw, "%s  %s  %8d  %s\n", dur(s.Total), dur(s.Self), s.Calls, s.Func)
+		fmt.Fprintf(bw, "%s  %s  %8d  %s\n", FormatDuration(s.Total), FormatDuration(s.Self), s.Calls, s.Func)
 	}
 	if err := bw.Flush(); err != nil {
 		return err
