@@ -18,11 +18,7 @@ import (
 // the traces beside it of processes that started while it ran (DIR.PID)
 // are named there too.
 func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Symbols, error) {
-	dir := "ftrace.data"
-	if len(args) == 1 {
-		dir = args[0]
-	}
-	t, err := trace.Read(dir)
+	t, err := trace.Read(traceDir(args))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,6 +36,19 @@ func load(args []string, exe string, stderr io.Writer) (*trace.Trace, *trace.Sym
 		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
 	}
 	return t, syms, nil
+}
+
+// traceDir is the trace directory args name: ftrace.data when none.
+func traceDir(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "ftrace.data"
+}
+
+// exeFlag registers --exe, the traced executable, into exe.
+func exeFlag(cmd *cobra.Command, exe *string) {
+	cmd.Flags().StringVar(exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
 }
 
 // graphFlags are the filters replay and report share.
@@ -90,7 +99,7 @@ a warning on stderr, and the exit status is still 0.`,
 			return trace.WriteReplay(stdout, t, trace.Events(t, syms))
 		},
 	}
-	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	exeFlag(cmd, &exe)
 	gf.register(cmd)
 	return cmd
 }
@@ -123,7 +132,7 @@ status is still 0.`,
 			return trace.WriteReport(stdout, t, trace.Counts(events), len(events))
 		},
 	}
-	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	exeFlag(cmd, &exe)
 	cmd.Flags().StringVar(&sortBy, "sort", "total", "order: total, self, calls or name (function_graph)")
 	gf.register(cmd)
 	return cmd
