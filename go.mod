@@ -8,6 +8,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.46.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

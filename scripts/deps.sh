@@ -2,8 +2,9 @@
 # Installs the toolchains ftpatch's tests need, if any is missing (and
 # adds Debian's deb-src entry, for the Lua test's source package): the
 # cross compiler and qemu for arm64, clang and lld, binutils for both
-# architectures; with the argument `bench`, also what `make bench`
-# compares against (the kernel's recordmcount, from linux-kbuild-6.1;
+# architectures, and rsvg-convert (librsvg), which draws the SVG flame
+# graphs the views' tests check pixel by pixel; with the argument
+# `bench`, also what `make bench` compares against (the kernel's recordmcount, from linux-kbuild-6.1;
 # uftrace; LLVM XRay's runtime). Runs apt-get update once, and only when something is
 # missing. Needs root (or sudo) on Debian.
 set -euo pipefail
@@ -23,6 +24,7 @@ declare -A pkg=(
 	[aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu
 	[aarch64-linux-gnu-objdump]=binutils-aarch64-linux-gnu
 	[qemu-aarch64]=qemu-user
+	[rsvg-convert]=librsvg2-bin
 )
 
 missing=()

@@ -1,6 +1,9 @@
 package trace
 
-import "iter"
+import (
+	"iter"
+	"strconv"
+)
 
 // A CallEvent is one step of a thread's calls as the views read them.
 type CallEvent struct {
@@ -20,6 +23,16 @@ const (
 	CallOpen                    // the innermost open call was still running when the thread's trace ended
 	CallOnly                    // the function tracer's call: no end follows
 )
+
+var callKindNames = [...]string{CallEnter: "enter", CallExit: "exit", CallUnwound: "unwound", CallOpen: "open", CallOnly: "call"}
+
+// String names the kind: "enter", "exit", "unwound", "open", "call".
+func (k CallKind) String() string {
+	if int(k) < len(callKindNames) {
+		return callKindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
 
 // ThreadCalls are one thread's kept calls, or those it ran in one
 // context (Context != 0, a makecontext stack of its own), in order.

@@ -169,7 +169,11 @@ func appendDur(b []byte, ns float64) []byte {
 }
 
 // dur is appendDur as a string.
-func dur(ns float64) string { return string(appendDur(nil, ns)) }
+func dur(ns float64) string { return FormatDuration(ns) }
+
+// FormatDuration formats a duration as replay's DURATION column does:
+// ten columns, "%7.3f us", ms or " s"; negative is blank.
+func FormatDuration(ns float64) string { return string(appendDur(nil, ns)) }
 
 // contextHeader is the line that says where a context's calls begin.
 func contextHeader(ctx uint64, tid int) []byte {

@@ -75,7 +75,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return usage(fmt.Errorf("%w (see ftpatch %s --help)", err, cmd.Name()))
 	})
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
-		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout))
+		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout),
+		newDump(stdout), newGraph(stdout), newInfo(stdout))
 	return root
 }
 

@@ -33,11 +33,7 @@ type loaded struct {
 // the traces beside it of processes that started while it ran (DIR.PID)
 // are named there too. The streams are read by the command, as it goes.
 func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
-	dir := "ftrace.data"
-	if len(args) == 1 {
-		dir = args[0]
-	}
-	t, err := trace.Open(dir)
+	t, err := trace.Open(traceDir(args))
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +52,20 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	}
 	go l.progress()
 	return l, nil
+}
+
+// traceDir is the trace directory a command's arguments name: the one
+// given, or ftrace.data.
+func traceDir(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "ftrace.data"
+}
+
+// exeFlag registers --exe, the traced executable, into exe.
+func exeFlag(cmd *cobra.Command, exe *string) {
+	cmd.Flags().StringVar(exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
 }
 
 // progressAfter is how long a read goes on before it shows a progress
@@ -232,7 +242,7 @@ a warning on stderr, and the exit status is still 0.`,
 			return l.finish(err)
 		},
 	}
-	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	exeFlag(cmd, &exe)
 	cmd.Flags().BoolVar(&srcline, "srcline", false, "show each function's source file:line (needs -g)")
 	gf.register(cmd)
 	return cmd
@@ -300,7 +310,7 @@ still 0.`,
 			return l.finish(err)
 		},
 	}
-	cmd.Flags().StringVar(&exe, "exe", "", "the traced executable (default: the path recorded in the trace)")
+	exeFlag(cmd, &exe)
 	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")

@@ -1,0 +1,13 @@
+package main
+
+import (
+	"ftpatch/trace"
+	"ftpatch/views"
+)
+
+// input is the views' Input of a trace: each thread's calls the filter
+// keeps, read from its stream as the view goes (trace.Threads); a
+// stream that cannot be read ends the input, its error in *err.
+func input(t *trace.Trace, syms *trace.Symbols, f *trace.Filter, err *error) views.Input {
+	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err)}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"ftpatch/progress"
+	"ftpatch/trace"
+	"ftpatch/views"
+)
+
+// writeView writes the view named view of in to w: the one switch
+// between the views.
+func writeView(w io.Writer, view string, in views.Input, opt views.Options) error {
+	var err error
+	switch view {
+	case "chrome":
+		err = views.Chrome(w, in)
+	case "perfetto":
+		err = views.Perfetto(w, in)
+	case "flame-graph":
+		err = views.Folded(w, in, opt)
+	case "svg":
+		err = views.SVG(w, in, opt)
+	case "graph":
+		err = views.Graph(w, in, opt)
+	case "info":
+		err = views.Info(w, in, opt)
+	default:
+		return usage(fmt.Errorf("unknown view %q", view))
+	}
+	if errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
+		return usage(err)
+	}
+	return err
+}
+
+func newDump(stdout io.Writer) *cobra.Command {
+	var exe string
+	var chrome, perfetto, folded, svg bool
+	var opt views.Options
+	cmd := &cobra.Command{
+		Use:   "dump (--chrome | --perfetto | --flame-graph | --svg) [DIR]",
+		Short: "Write a trace as a timeline (Chrome JSON, Perfetto) or a flame graph (folded stacks, SVG)",
+		Long: `dump reads the trace directory DIR (default ftrace.data), names its
+functions as replay does (the executable the trace records, or --exe,
+and its shared objects), and writes it on standard output in one of the
+formats other tools open:
+
+  --chrome       Chrome's trace-event JSON: one object whose traceEvents
+                 are a complete event ("ph":"X") per call, ts and dur in
+                 µs to the ns, with pid, tid and names for the process
+                 and each thread; a call left by longjmp or an exception
+                 has args {"unwound":true}, one still running at the end
+                 {"open":true}. A function trace gives an instant event
+                 ("ph":"i") per call. A makecontext context's calls show
+                 as a thread of their own, "thread T context N" (tid
+                 N*4194304+T). Open it in https://ui.perfetto.dev (Open
+                 trace file) or chrome://tracing (Load).
+  --perfetto     Perfetto's own protobuf format (TrackEvent): the same
+                 timeline, several times smaller than the JSON; a
+                 context's calls are a track below their thread's. Open
+                 it in https://ui.perfetto.dev or with trace_processor.
+                 It is binary: redirect it to a file.
+  --flame-graph  folded stacks, a line per call path with its frames from
+                 the outermost call, ';'-separated, and its weight:
+                 "main;eval;parse_expr 130", the ns its calls spent
+                 outside their callees (self time), or with
+                 --sample-count the calls made along it. Threads are
+                 merged; --per-thread starts each path with its thread.
+                 What flamegraph.pl (flamegraph.pl out.folded >
+                 flame.svg), inferno and https://speedscope.app read.
+  --svg          a flame graph drawn by ftpatch: a self-contained SVG,
+                 each frame as wide as its path's time (with
+                 --sample-count, its calls) stacked on its caller, the
+                 whole trace at the bottom; hover a frame for its time,
+                 share and calls. Open it in a web browser.
+
+A function trace has no durations: its flame graphs need
+--sample-count.`,
+		Example: `  ftpatch dump --chrome > trace.json          # then open it in https://ui.perfetto.dev
+  ftpatch dump --perfetto build/ftrace.data > trace.pftrace
+  ftpatch dump --flame-graph | flamegraph.pl > flame.svg
+  ftpatch dump --flame-graph --sample-count > calls.folded   # speedscope reads it too
+  ftpatch dump --svg > flame.svg               # no Perl needed`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var view string
+			n := 0
+			for _, f := range []struct {
+				set  bool
+				name string
+			}{{chrome, "chrome"}, {perfetto, "perfetto"}, {folded, "flame-graph"}, {svg, "svg"}} {
+				if f.set {
+					view = f.name
+					n++
+				}
+			}
+			if n != 1 {
+				return usage(errors.New("give one of --chrome, --perfetto, --flame-graph and --svg (see ftpatch dump --help)"))
+			}
+			if f, ok := stdout.(*os.File); ok && view == "perfetto" && progress.IsTerminal(f) {
+				return usage(errors.New("--perfetto writes binary protobuf: redirect it to a file (> trace.pftrace)"))
+			}
+			l, err := load(args, exe, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var readErr error
+			err = writeView(stdout, view, input(l.t, l.syms, &trace.Filter{}, &readErr), opt)
+			return l.finish(cmp.Or(readErr, err))
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&chrome, "chrome", false, "Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+	f.BoolVar(&perfetto, "perfetto", false, "Perfetto's protobuf trace (Perfetto UI, trace_processor)")
+	f.BoolVar(&folded, "flame-graph", false, "folded stacks (flamegraph.pl, speedscope, inferno)")
+	f.BoolVar(&svg, "svg", false, "an SVG flame graph")
+	f.BoolVar(&opt.SampleCount, "sample-count", false, "flame graphs: weigh paths by calls, not time")
+	f.BoolVar(&opt.PerThread, "per-thread", false, "flame graphs: keep each thread's paths apart")
+	exeFlag(cmd, &exe)
+	return cmd
+}
+
+func newGraph(stdout io.Writer) *cobra.Command {
+	var exe string
+	cmd := &cobra.Command{
+		Use:   "graph [DIR [FUNC]]",
+		Short: "Print the aggregated call graph (calls and total time per call path), as uftrace graph",
+		Long: `graph reads the trace directory DIR (default ftrace.data) of a
+function_graph trace and prints its calls aggregated by call path, as
+uftrace graph does: each path once, with the total time of its calls
+(callees included) and their number, (N), below the program:
+
+  # TOTAL TIME   FUNCTION
+     13.509 us : (1) calc
+     13.509 us : (1) main
+     12.357 us : (1) eval
+      0.791 us :  +-(1) parse_expr
+     ...
+
+A path with one callee has it on the next line; with several, each
+branches off a column with "+-". Callees come in the order first called.
+Calls left by longjmp or an exception, or still running at the end,
+are counted after the name: [2 unwound], [1 open].
+
+With FUNC, the graph of FUNC: its backtraces first (each distinct path
+of calls that led to it, outermost first, with how many of its calls
+came that way and their time), then everything its calls called, all
+its calls merged (a call of FUNC within another is part of the outer
+one's graph).`,
+		Example: `  ftpatch graph
+  ftpatch graph build/ftrace.data parse_expr`,
+		Args: usageArgs(cobra.MaximumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var opt views.Options
+			if len(args) == 2 {
+				opt.Func = args[1]
+				args = args[:1]
+			}
+			l, err := load(args, exe, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var readErr error
+			err = writeView(stdout, "graph", input(l.t, l.syms, &trace.Filter{}, &readErr), opt)
+			return l.finish(cmp.Or(readErr, err))
+		},
+	}
+	exeFlag(cmd, &exe)
+	return cmd
+}
+
+func newInfo(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info [DIR]",
+		Short: "Print what a trace is: program, tracer, clock, duration, threads, sites, and what was lost",
+		Long: `info reads the trace directory DIR (default ftrace.data) and prints what
+it is, a "key: value" line each: the program (path, build-id, pid; the
+command line is not recorded), the tracer and clock, when tracing began
+and how long it lasted, whether the program ended through exit (or was
+killed), how its sites were chosen and how many were traced, the shared
+objects with sites it loaded, each thread with its calls and the time
+they span, and what the runtime dropped or could not write (each count
+given, 0 included). Then a "warning:" line for each thing the trace
+lacks (files cut short, events lost), and a "beside:" line for each
+trace of a process that started while this one ran (DIR.PID).
+
+It needs no symbols: the executable need not be there.`,
+		Example: `  ftpatch info
+  ftpatch info build/ftrace.data`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := trace.Open(traceDir(args))
+			if err != nil {
+				return err
+			}
+			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside()}
+			var readErr error
+			err = writeView(stdout, "info", input(t, &trace.Symbols{}, &trace.Filter{}, &readErr), opt)
+			return cmp.Or(readErr, err)
+		},
+	}
+}

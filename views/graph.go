@@ -1,0 +1,200 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+
+	"ftpatch/funclist"
+	"ftpatch/trace"
+)
+
+// Graph writes the trace's call graph as `uftrace graph` does: the calls
+// of every thread aggregated by call path, each path once with its
+// calls and their total time (callees included), its callees below it in
+// the order first called, joined by uftrace's lines:
+//
+//	# Function Call Graph for 'calc' (pid 23875)
+//	========== FUNCTION CALL GRAPH ==========
+//	# TOTAL TIME   FUNCTION
+//	   13.509 us : (1) calc
+//	   13.509 us : (1) main
+//	   12.357 us : (1) eval
+//	    0.791 us :  +-(1) parse_expr
+//	             :  |
+//	    0.010 us :  +-(1) skip_space
+//
+// The root is the program, its callees each thread's outermost calls. A
+// path with one callee has it on the next line, at the same indentation;
+// with more, each gets a "+-" branch. A path some of whose calls were
+// left without returning, or were still running at the end, says how
+// many ("[2 unwound]", "[1 open]").
+//
+// With opt.Func, the graph is that of opt.Func: first its backtraces,
+// each distinct path of calls that led to it (outermost first) with how
+// many calls of it came that way and their time, then the graph of
+// everything it called, from all its calls merged. A call of opt.Func
+// within another (recursion) belongs to the outer one's graph, as in
+// uftrace.
+func Graph(w io.Writer, in Input, opt Options) error {
+	if !graphed(in.Meta) {
+		return ErrNoGraph
+	}
+	root := callTree(in, false)
+	root.fn = program(in.Meta)
+	root.calls = 1
+	for _, c := range root.children {
+		root.total += c.total
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	title := fmt.Sprintf("pid %d", in.Meta.Pid)
+	if opt.Func == "" {
+		fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", root.fn, title)
+		writeGraph(bw, root)
+		return bw.Flush()
+	}
+
+	// The outermost calls of Func, and the paths to them.
+	type hit struct {
+		path []string
+		n    *node
+	}
+	var hits []hit
+	var names map[string]bool
+	var path []string
+	var find func(n *node)
+	find = func(n *node) {
+		path = append(path, n.fn)
+		defer func() { path = path[:len(path)-1] }()
+		if n.fn == opt.Func {
+			hits = append(hits, hit{slices.Clone(path), n})
+			return
+		}
+		names[n.fn] = true
+		for _, c := range n.children {
+			find(c)
+		}
+	}
+	names = map[string]bool{}
+	for _, c := range root.children {
+		find(c)
+	}
+	if len(hits) == 0 {
+		return noFunc(opt.Func, names)
+	}
+	sub := &node{fn: opt.Func}
+	for _, h := range hits {
+		sub.add(h.n)
+		sub.merge(h.n)
+	}
+	fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", opt.Func, title)
+	fmt.Fprintf(bw, "=============== BACKTRACE ===============\n")
+	for i, h := range hits {
+		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.calls, trace.FormatDuration(h.n.total))
+		for k, fn := range h.path {
+			fmt.Fprintf(bw, "   [%d] %s\n", k, fn)
+		}
+		fmt.Fprintln(bw)
+	}
+	writeGraph(bw, sub)
+	return bw.Flush()
+}
+
+// noFunc is the error for a function with no call in the trace, with
+// the names of those that have calls closest to it.
+func noFunc(fn string, names map[string]bool) error {
+	all := make([]string, 0, len(names))
+	for n := range names {
+		all = append(all, n)
+	}
+	slices.Sort(all)
+	if s := funclist.Suggest(funclist.Glob{Pattern: fn}, all, 3); len(s) > 0 {
+		return fmt.Errorf("%q: %w (did you mean %s?)", fn, ErrNoFunc, joinOr(s))
+	}
+	return fmt.Errorf("%q: %w", fn, ErrNoFunc)
+}
+
+// joinOr lists names as "a, b or c".
+func joinOr(names []string) string {
+	s := names[0]
+	for i, n := range names[1:] {
+		if i == len(names)-2 {
+			s += " or " + n
+		} else {
+			s += ", " + n
+		}
+	}
+	return s
+}
+
+// writeGraph writes the tree below and from root as uftrace draws it:
+// a line per path, "TIME : " then the branches and "(CALLS) NAME". A
+// path with several callees opens a column of "|" down to its last
+// callee, each callee branching off with "+-", a line holding only the
+// columns between two callees; a single callee continues below its
+// caller, unbranched.
+func writeGraph(w *bufio.Writer, root *node) {
+	fmt.Fprintf(w, "========== FUNCTION CALL GRAPH ==========\n")
+	fmt.Fprintf(w, "# TOTAL TIME   FUNCTION\n")
+	// columns[i]: whether the i-th column still has a callee to come.
+	var columns []bool
+	indent := func(branch bool) {
+		last := -1
+		if branch {
+			for i, c := range columns {
+				if c {
+					last = i
+				}
+			}
+		}
+		for i, c := range columns {
+			switch {
+			case i == last:
+				w.WriteString(" +-")
+			case branch && i > last && last >= 0:
+				w.WriteString("---")
+			case c:
+				w.WriteString(" | ")
+			default:
+				w.WriteString("   ")
+			}
+		}
+	}
+	var walk func(n, parent *node, last, branch bool)
+	walk = func(n, parent *node, last, branch bool) {
+		depth := len(columns)
+		w.WriteString("  ")
+		w.WriteString(trace.FormatDuration(n.total))
+		w.WriteString(" : ")
+		indent(branch)
+		fmt.Fprintf(w, "(%d) %s", n.calls, n.fn)
+		if n.unwound > 0 {
+			fmt.Fprintf(w, " [%d unwound]", n.unwound)
+		}
+		if n.open > 0 {
+			fmt.Fprintf(w, " [%d open]", n.open)
+		}
+		w.WriteString("\n")
+		fork := len(n.children) > 1
+		if fork {
+			columns = append(columns, true)
+		}
+		// The last callee of a fork closes its caller's column: nothing
+		// below it hangs from that fork.
+		if last && parent != nil && len(parent.children) > 1 && depth > 0 {
+			columns[depth-1] = false
+		}
+		for i, c := range n.children {
+			walk(c, n, i == len(n.children)-1, fork)
+			if i < len(n.children)-1 {
+				w.WriteString("             : ")
+				indent(false)
+				w.WriteString("\n")
+			}
+		}
+		columns = columns[:depth]
+	}
+	walk(root, nil, true, false)
+	w.WriteString("\n")
+}

@@ -1,0 +1,149 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"ftpatch/trace"
+)
+
+// Info writes what the trace is, a "key: value" line each: the program
+// (its path, build-id and pid; its command line is not recorded), the
+// tracer and clock, when tracing began and how long it lasted, whether
+// the program ended through exit, how its sites were chosen and how many
+// were traced, the shared objects it loaded, each thread with its calls
+// and the time they span, and everything the runtime dropped or could
+// not write, counted even when 0; then opt.Warnings, a "warning:" line
+// each (what the reader found missing), and opt.Beside, a "beside:" line
+// each.
+func Info(w io.Writer, in Input, opt Options) error {
+	m := in.Meta
+	bw := bufio.NewWriterSize(w, 64<<10)
+	kv := func(key, format string, args ...any) {
+		fmt.Fprintf(bw, "%-19s %s\n", key+":", fmt.Sprintf(format, args...))
+	}
+	exe := m.Exe
+	if exe == "" {
+		exe = "not recorded"
+	}
+	kv("program", "%s", exe)
+	kv("command line", "not recorded (a trace keeps the program's path and pid, not its arguments)")
+	kv("build-id", "%s", or(m.BuildID, "none (the program has no GNU build-id note)"))
+	kv("pid", "%d", m.Pid)
+	kv("tracer", "%s", m.Tracer)
+	switch m.Clock {
+	case "tsc":
+		kv("clock", "tsc (rdtsc ticks, converted to ns by the CLOCK_MONOTONIC readings taken with them at the start and end)")
+	case "mono":
+		kv("clock", "mono (CLOCK_MONOTONIC ns: the TSC was not trusted, or FTRACE_CLOCK=mono)")
+	default:
+		kv("clock", "%s", or(m.Clock, "not recorded"))
+	}
+	kv("started", "%d ns on CLOCK_MONOTONIC", m.MonoStart)
+	kv("duration", "%s", strings.TrimSpace(trace.FormatDuration(m.Nanos(m.TSCEnd))))
+	if m.Unended {
+		kv("ended", "no: the program did not end through exit or _exit (killed by a signal?); the trace ends at its last event")
+	} else {
+		kv("ended", "through exit or _exit: every thread's buffered events were written")
+	}
+	switch m.Config {
+	case "patched":
+		kv("config", "patched (ftpatch enable chose the traced sites; the runtime only checked them)")
+	case "overridden":
+		kv("config", "overridden (pre-patched by ftpatch enable, but FTRACE or FTRACE_FILTER chose at start)")
+	case "mismatch":
+		kv("config", "mismatch (a config record that did not match the site table: ignored)")
+	case "none":
+		kv("config", "none (sites chosen at start by FTRACE and FTRACE_FILTER)")
+	default:
+		kv("config", "%s", or(m.Config, "not recorded (a runtime older than config records)"))
+	}
+	kv("sites", "%d in the table: %d traced, %d skipped (unexpected bytes), %d could not be written, %d matched but not traceable yet",
+		m.Sites, m.Enabled, m.Skipped, m.Failed, m.Unsupported)
+	if len(m.Modules) == 0 {
+		kv("modules", "none (no shared object with sites)")
+	}
+	for _, md := range m.Modules {
+		when := "loaded before tracing began"
+		if md.Load != 0 {
+			when = "loaded at " + strings.TrimSpace(trace.FormatDuration(m.Nanos(md.Load)))
+		}
+		if md.Unload != 0 {
+			when += ", unloaded at " + strings.TrimSpace(trace.FormatDuration(m.Nanos(md.Unload)))
+		}
+		kv("module", "%s: build-id %s, bias 0x%x, %s; %d sites, %d traced; config %s",
+			md.Path, or(md.BuildID, "none"), md.Bias, when, md.Sites, md.Enabled, md.Config)
+	}
+	if m.ModulesForgotten > 0 {
+		kv("modules forgotten", "%d (more loads than the runtime keeps: their functions show as addresses)", m.ModulesForgotten)
+	}
+
+	threads, calls := 0, 0
+	for th := range in.Threads {
+		n, unwound, open := 0, 0, 0
+		first, last := -1.0, 0.0
+		for ev := range th.Events {
+			if first < 0 {
+				first = ev.NS
+			}
+			last = ev.NS
+			switch ev.Kind {
+			case Enter, Call:
+				n++
+			case Unwound:
+				unwound++
+			case Open:
+				open++
+			}
+		}
+		threads++
+		calls += n
+		name := fmt.Sprintf("pid %d tid %d", th.Pid, th.Tid)
+		if th.Context != 0 {
+			name += fmt.Sprintf(" context %d", th.Context)
+		}
+		span := ""
+		if n > 0 {
+			span = fmt.Sprintf(", from %s to %s", strings.TrimSpace(trace.FormatDuration(first)), strings.TrimSpace(trace.FormatDuration(last)))
+		}
+		extra := ""
+		if unwound > 0 {
+			extra += fmt.Sprintf(", %d unwound", unwound)
+		}
+		if open > 0 {
+			extra += fmt.Sprintf(", %d still running at the end", open)
+		}
+		kv("thread", "%s: %s%s%s", name, plural(n, "call", "calls"), span, extra)
+		if err := failed(bw); err != nil {
+			return err
+		}
+	}
+	kv("threads", "%d, %s in all (a makecontext context's calls count as a thread of their own)", threads, plural(calls, "call", "calls"))
+
+	kv("dropped", "%d events (traced calls made while the tracer itself ran on their thread, or on a thread without a buffer)", m.Dropped)
+	kv("lost bytes", "%d (records the runtime could not write: a full disk, the file size limit)", m.LostBytes)
+	kv("lost threads", "%d (threads whose buffered records were not written)", m.LostThreads)
+	kv("not graphed", "%d calls nested deeper than the shadow stack holds, on %d threads that then stopped graphing", m.Overflow, m.Stopped)
+	kv("unwound", "%d graphed calls left by longjmp or an exception", m.Unwound)
+	var warns []error
+	if opt.Warnings != nil {
+		warns = opt.Warnings()
+	}
+	for _, err := range warns {
+		fmt.Fprintf(bw, "warning: %v\n", err)
+	}
+	for _, dir := range opt.Beside {
+		kv("beside", "%s: the trace of a process that started while this one ran (one it exec'd?)", dir)
+	}
+	return bw.Flush()
+}
+
+// or is s, or else when s is empty.
+func or(s, orElse string) string {
+	if s == "" {
+		return orElse
+	}
+	return s
+}

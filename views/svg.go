@@ -1,0 +1,211 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"ftpatch/trace"
+)
+
+// The flame graph's geometry, in px.
+const (
+	svgWidth    = 1200 // the image
+	svgPad      = 10   // left and right of the frames
+	svgFrame    = 16   // a frame's height, a pixel of it a gap between levels
+	svgTop      = 40   // the title's band above the frames
+	svgBottom   = 24   // the caption's band below them
+	svgFont     = 12   // the labels' font size
+	svgCharW    = 7.2  // a monospace character's width at svgFont (0.6 em)
+	svgMinWidth = 0.1  // narrower frames (and everything above them) are left out
+	svgBack     = "#f8f8f8"
+)
+
+// SVG writes a flame graph of the trace as a self-contained SVG image
+// (no script, no external resource): a frame per call path, as wide as
+// the time spent in the path's calls and their callees (with
+// opt.SampleCount: as the calls made along and above it), stacked on its
+// caller's frame, the whole trace at the bottom (as flamegraph.pl draws
+// it, not as an icicle). Each frame's colour comes from a hash of its
+// function's name (the same function is the same colour everywhere, in
+// every graph), its label is clipped to its width, and its tooltip
+// (<title>) gives the function, its time and share of the whole, and its
+// calls. Callees sit left to right in name order, as in flamegraph.pl.
+// Frames narrower than a tenth of a pixel are left out, with what they
+// called, so the image stays bounded however many paths the trace has.
+// Threads are merged, or with opt.PerThread each has a frame of its own
+// above the bottom one.
+func SVG(w io.Writer, in Input, opt Options) error {
+	if !opt.SampleCount && !graphed(in.Meta) {
+		return ErrNoDurations
+	}
+	root := callTree(in, opt.PerThread)
+	root.fn = "all"
+	whole := svgWeights(root, opt.SampleCount)
+	g := flameGraph{w: bufio.NewWriterSize(w, 64<<10), calls: opt.SampleCount, whole: whole}
+	if whole > 0 {
+		g.scale = float64(svgWidth-2*svgPad) / whole
+	}
+	depth := g.depth(root)
+	height := svgTop + (depth+1)*svgFrame + svgBottom
+	g.bottom = svgTop + (depth+1)*svgFrame
+
+	unit := "the time of each path's calls, callees included"
+	if opt.SampleCount {
+		unit = "the calls made along each path and above it"
+	}
+	title := fmt.Sprintf("%s: %s", program(in.Meta), in.Meta.Tracer)
+	fmt.Fprintf(g.w, `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d">
+<rect x="0" y="0" width="%d" height="%d" fill="%s"/>
+<text x="%d" y="24" font-family="monospace" font-size="17" text-anchor="middle">Flame graph of %s</text>
+<text x="%d" y="%d" font-family="monospace" font-size="%d" fill="#555555">width: %s; hover a frame for its details</text>
+<g font-family="monospace" font-size="%d">
+`, svgWidth, height, svgWidth, height, svgWidth, height, svgBack, svgWidth/2, xmlText(title),
+		svgPad, height-8, svgFont, unit, svgFont)
+	g.frames(root, 0, 0)
+	fmt.Fprintf(g.w, "</g>\n</svg>\n")
+	return g.w.Flush()
+}
+
+// svgWeights sets each node's weight for the flame graph, in its total:
+// its own (self time, or calls) plus its callees', so that a frame is
+// exactly as wide as what stands on it and its own part. It returns the
+// root's.
+func svgWeights(n *node, calls bool) float64 {
+	own := n.self
+	if calls {
+		own = float64(n.calls)
+	}
+	for _, c := range n.children {
+		own += svgWeights(c, calls)
+	}
+	n.total = own
+	return own
+}
+
+// A flameGraph is the flame graph being drawn.
+type flameGraph struct {
+	w      *bufio.Writer
+	calls  bool    // weights are calls, not ns
+	whole  float64 // the root's weight
+	scale  float64 // px per unit of weight
+	bottom int     // y of the bottom frame's lower edge
+}
+
+// depth is the number of levels above n that are drawn (frames at least
+// svgMinWidth wide).
+func (g *flameGraph) depth(n *node) int {
+	d := 0
+	for _, c := range n.children {
+		if c.total*g.scale >= svgMinWidth {
+			d = max(d, 1+g.depth(c))
+		}
+	}
+	return d
+}
+
+// frames draws n's frame at level depth, from x, and those above it.
+func (g *flameGraph) frames(n *node, depth int, x float64) {
+	width := n.total * g.scale
+	if width < svgMinWidth {
+		return
+	}
+	y := g.bottom - (depth+1)*svgFrame
+	pct := 100.0
+	if g.whole > 0 {
+		pct = 100 * n.total / g.whole
+	}
+	var what string
+	switch {
+	case depth == 0 && g.calls:
+		what = plural(int(n.total), "call", "calls")
+	case depth == 0:
+		what = strings.TrimSpace(trace.FormatDuration(n.total))
+	case g.calls:
+		what = fmt.Sprintf("%s here and above (%.2f%%), %d here", plural(int(n.total), "call", "calls"), pct, n.calls)
+	default:
+		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(trace.FormatDuration(n.total)), pct, plural(n.calls, "call", "calls"))
+	}
+	fmt.Fprintf(g.w, "<g><title>%s: %s</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
+		xmlText(n.fn), what, svgPad+x, y, width, svgFrame-1, frameColour(n.fn))
+	if label := clip(n.fn, width); label != "" {
+		fmt.Fprintf(g.w, "<text x=\"%.2f\" y=\"%d\">%s</text>", svgPad+x+3, y+svgFrame-4, xmlText(label))
+	}
+	g.w.WriteString("</g>\n")
+	for _, c := range n.byName() {
+		g.frames(c, depth+1, x)
+		x += c.total * g.scale
+	}
+}
+
+// clip fits a label to a frame width px wide: whole, cut with "..", or
+// nothing when not even three characters fit.
+func clip(s string, width float64) string {
+	fit := int((width - 6) / svgCharW)
+	if fit < 3 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= fit {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:fit-2]) + ".."
+}
+
+// frameColour is a function's frame colour: warm, as flamegraph.pl's
+// "hot" palette, chosen by a hash of its name so that a function has the
+// same colour in every graph.
+func frameColour(fn string) string {
+	h := fnv.New64a()
+	h.Write([]byte(fn))
+	v := h.Sum64()
+	r := 205 + int(v%51)
+	gr := 80 + int((v>>16)%151)
+	b := int((v >> 32) % 56)
+	return fmt.Sprintf("#%02x%02x%02x", r, gr, b)
+}
+
+// xmlText escapes s for XML text and attribute values. Characters XML
+// cannot hold (control characters, bytes that are not UTF-8) become
+// U+FFFD.
+func xmlText(s string) string {
+	plain := utf8.ValidString(s)
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x20 && !strings.ContainsRune(`<>&"'`, rune(s[i]))
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20:
+			b.WriteRune(utf8.RuneError)
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '"':
+			b.WriteString("&quot;")
+		case r == '\'':
+			b.WriteString("&apos;")
+		default:
+			b.WriteRune(r) // an invalid byte is written as U+FFFD
+		}
+	}
+	return b.String()
+}
+
+// plural writes n and the noun for it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,209 @@
+// Package views writes the views people open of a trace: Chrome's
+// trace-event JSON and Perfetto's protobuf (timelines), folded stacks and
+// an SVG flame graph (where the time goes), the aggregated call graph
+// (uftrace graph's shape) and what the trace is (info).
+//
+// Every view reads the same Input: each thread's calls as a stream of
+// events, and writes its output as it reads them. What a view keeps is
+// bounded by the depth of nesting (the open calls of the thread being
+// read) and by the number of distinct functions and call paths, never by
+// the number of calls: a trace larger than memory can be viewed. How the
+// events are read (the trace's format, its reader) is not the views'
+// concern: Input is all they see.
+//
+// One function per view, each writing to an io.Writer: Chrome, Perfetto,
+// Folded, SVG, Graph, Info.
+package views
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+
+	"ftpatch/trace"
+)
+
+// A Kind says what an Event is: the trace's model, read as the views
+// read it.
+type Kind = trace.CallKind
+
+// The kinds of event. A function_graph trace's thread is a sequence of
+// Enter events each closed, in nesting order, by an Exit, Unwound or
+// Open; a function trace's is Call events.
+const (
+	Enter   = trace.CallEnter   // a graphed call begins
+	Exit    = trace.CallExit    // the innermost open call returned
+	Unwound = trace.CallUnwound // the innermost open call was left without returning (longjmp, exception)
+	Open    = trace.CallOpen    // the innermost open call was still running when the trace ended (NS: the thread's last event)
+	Call    = trace.CallOnly    // function tracer: a call, no exit follows
+)
+
+// An Event is one step of a thread: a call beginning or ending.
+type Event = trace.CallEvent
+
+// A Thread is one thread's events in order; a makecontext context's
+// calls are a Thread of their own (Context != 0), since they nest among
+// themselves and not with the thread's other calls.
+type Thread = trace.ThreadCalls
+
+// Input is what every view reads: the trace's metadata and its threads.
+type Input struct {
+	Meta    *trace.Meta      // the trace's metadata
+	Threads iter.Seq[Thread] // threads in (pid, tid, context) order; each Thread's Events may be iterated once
+}
+
+// Options are what the views take besides their Input; each view reads
+// the ones that concern it.
+type Options struct {
+	// SampleCount weighs folded stacks and flame graph frames by calls
+	// instead of time: what a function trace, which has no durations,
+	// needs.
+	SampleCount bool
+	// PerThread keeps each thread's stacks apart: a first frame names
+	// the thread ("thread 123", "thread 123 context 2").
+	PerThread bool
+	// Func roots the call graph at every call of this function, with
+	// the paths that called it (Graph).
+	Func string
+	// Warnings says what the reader found missing from the trace (files
+	// cut short, events lost), for Info to list once it has read the
+	// threads (a stream cut short is found by reading it).
+	Warnings func() []error
+	// Beside are the trace directories of processes that started while
+	// this one's ran (DIR.PID), for Info to name.
+	Beside []string
+}
+
+// ErrNoDurations: the view weighs calls by time, and a function trace
+// records calls without their durations.
+var ErrNoDurations = errors.New("a function trace records calls, not their durations: weigh by calls with --sample-count, or record with FTRACE=function_graph")
+
+// ErrNoGraph: the view needs calls nested in their callers, which only a
+// function_graph trace records.
+var ErrNoGraph = errors.New("a function trace records calls without their nesting: record with FTRACE=function_graph for a call graph")
+
+// ErrNoFunc: the function asked for made no call in the trace.
+var ErrNoFunc = errors.New("no call of the function in the trace")
+
+// graphed says whether the trace nests calls (function_graph).
+func graphed(m *trace.Meta) bool { return m.Tracer != "function" }
+
+// threadName names a thread for people: "thread 123", and for a
+// context's calls "thread 123 context 2".
+func threadName(t Thread) string {
+	if t.Context != 0 {
+		return fmt.Sprintf("thread %d context %d", t.Tid, t.Context)
+	}
+	return fmt.Sprintf("thread %d", t.Tid)
+}
+
+// program is the traced program's name for titles: the executable's
+// base name, or "pid N" when the trace names none.
+func program(m *trace.Meta) string {
+	if m.Exe == "" {
+		return fmt.Sprintf("pid %d", m.Pid)
+	}
+	return filepath.Base(m.Exe)
+}
+
+// A frame is an open call of the thread being read.
+type frame struct {
+	fn    string
+	start float64 // ns
+	inner float64 // ns spent in its callees that returned (or were left)
+	node  *node   // its place in a call tree, for the views that build one
+}
+
+// A stack is a thread's open calls, innermost last: what every view
+// keeps while it reads a thread, bounded by the depth of nesting.
+type stack []frame
+
+// pop closes the innermost call at ns and returns it with its duration;
+// the caller's time in callees grows by it. ok is false when no call is
+// open: an exit whose entry was not in the trace.
+func (s *stack) pop(ns float64) (f frame, dur float64, ok bool) {
+	n := len(*s)
+	if n == 0 {
+		return frame{}, 0, false
+	}
+	f = (*s)[n-1]
+	*s = (*s)[:n-1]
+	dur = max(ns-f.start, 0)
+	if n > 1 {
+		(*s)[n-2].inner += dur
+	}
+	return f, dur, true
+}
+
+// closing says whether an event closes the innermost open call.
+func closing(k Kind) bool { return k == Exit || k == Unwound || k == Open }
+
+// events yields a thread's events, and after them an Open for every
+// call still open (one the reader did not close), at the thread's last
+// event: every view can then count on each Enter being closed.
+func events(th Thread, open func() int) iter.Seq[Event] {
+	return func(yield func(Event) bool) {
+		var last float64
+		for ev := range th.Events {
+			last = ev.NS
+			if !yield(ev) {
+				return
+			}
+		}
+		for open() > 0 {
+			if !yield(Event{Kind: Open, NS: last}) {
+				return
+			}
+		}
+	}
+}
+
+// checkEvery is how many events a streaming view writes between checks
+// that its output has not failed.
+const checkEvery = 4096
+
+// failed returns the error of an output that failed (a closed pipe, a
+// full disk): reading on would be for nothing.
+func failed(w *bufio.Writer) error {
+	_, err := w.Write(nil)
+	return err
+}
+
+// spans reads a thread's events for a timeline view: begin (when not
+// nil) at each graphed call's start, end at its end, with its start and
+// what ended it ("", "unwound" or "open"), instant at each call of a
+// function trace. It stops early when w has failed.
+func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64)) error {
+	var st stack
+	n := 0
+	for ev := range events(th, func() int { return len(st) }) {
+		switch {
+		case ev.Kind == Enter:
+			st = append(st, frame{fn: ev.Func, start: ev.NS})
+			if begin != nil {
+				begin(ev.Func, ev.NS)
+			}
+		case ev.Kind == Call:
+			instant(ev.Func, ev.NS)
+		case closing(ev.Kind):
+			f, _, ok := st.pop(ev.NS)
+			if !ok {
+				continue // its entry was not in the trace
+			}
+			note := ""
+			switch ev.Kind {
+			case Unwound:
+				note = "unwound"
+			case Open:
+				note = "open"
+			}
+			end(f.fn, f.start, max(ev.NS, f.start), note)
+		}
+		if n++; n%checkEvery == 0 && failed(w) != nil {
+			break
+		}
+	}
+	return failed(w)
+}
