@@ -3,6 +3,7 @@ package trace
 import (
 	"iter"
 	"strconv"
+	"sync"
 )
 
 // A CallEvent is one step of a thread's calls as the views read them.
@@ -47,11 +48,23 @@ type ThreadCalls struct {
 // Threads yields each thread's kept calls, streams in order, a thread's
 // own stack's calls and then each context's, in the order it first ran
 // them. Each context after the thread's own stack reads the stream
-// again. Memory is bounded by the calls' depth, not the trace's size.
-// A stream that cannot be read ends the sequence; its error is *err.
+// again, and is known only once the own stack's calls have been read:
+// a trace whose program made contexts (Meta.Contexts) must have each
+// ThreadCalls' Events read before the next is asked for; without
+// contexts, the Events of several may be read at once, on several
+// goroutines. Memory is bounded by the calls' depth, not the trace's
+// size. A stream that cannot be read ends the sequence; its error is
+// *err (set by the goroutine reading it).
 func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCalls] {
+	var mu sync.Mutex
+	fail := func(e error) {
+		mu.Lock()
+		if e != nil && *err == nil {
+			*err = e
+		}
+		mu.Unlock()
+	}
 	return func(yield func(ThreadCalls) bool) {
-		names := syms.Namer()
 		for i := range t.Streams {
 			s := &t.Streams[i]
 			if f.Tid != 0 && s.Tid != f.Tid {
@@ -59,6 +72,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 			}
 			if t.Meta.Tracer != "function_graph" {
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
+					names := syms.Namer()
 					stop := false
 					e := t.EachRecord(i, func(recs []Record) {
 						for _, r := range recs {
@@ -71,9 +85,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 							}
 						}
 					})
-					if e != nil && *err == nil {
-						*err = e
-					}
+					fail(e)
 				}}
 				if !yield(th) {
 					return
@@ -89,7 +101,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 				}
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
 					y := &yielder{yield: yield}
-					e := t.walkStream(i, names, f, func(c uint64) sink {
+					e := t.walkStream(i, syms.Namer(), f, func(c uint64) sink {
 						if !known[c] {
 							known[c] = true
 							order = append(order, c)
@@ -99,9 +111,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 						}
 						return nil
 					})
-					if e != nil && *err == nil {
-						*err = e
-					}
+					fail(e)
 				}}
 				if !yield(th) {
 					return

@@ -93,6 +93,10 @@ type Meta struct {
 	// LostThreads counts threads whose buffered records were not written
 	// (0 from a runtime that does not count them).
 	LostThreads uint64
+	// Contexts counts the contexts (makecontext) the program made, and
+	// ContextsLost those the runtime could not follow (more than it
+	// keeps): calls in them were recorded, not graphed.
+	Contexts, ContextsLost uint64
 	// Config is what the runtime made of the file's config record:
 	// "patched" (pre-patched by ftpatch enable: sites only checked),
 	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
@@ -593,6 +597,10 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.LostBytes
 	case "lost_threads":
 		return &m.LostThreads
+	case "contexts":
+		return &m.Contexts
+	case "contexts_lost":
+		return &m.ContextsLost
 	case "modules_forgotten":
 		return &m.ModulesForgotten
 	}

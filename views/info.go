@@ -127,6 +127,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("lost threads", "%d (threads whose buffered records were not written)", m.LostThreads)
 	kv("not graphed", "%d calls nested deeper than the shadow stack holds, on %d threads that then stopped graphing", m.Overflow, m.Stopped)
 	kv("unwound", "%d graphed calls left by longjmp or an exception", m.Unwound)
+	kv("contexts", "%d made by makecontext, %d not followed (more than the runtime keeps: their calls were recorded, not graphed)", m.Contexts, m.ContextsLost)
 	var warns []error
 	if opt.Warnings != nil {
 		warns = opt.Warnings()

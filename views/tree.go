@@ -2,7 +2,10 @@ package views
 
 import (
 	"cmp"
+	"iter"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // A node is one call path of a call tree: a function as called from its
@@ -122,13 +125,79 @@ func threadTree(th Thread) *node {
 	return t
 }
 
+// threadTrees yields each thread of in with its call tree, in order.
+// Without contexts (whose threads are known only as the one before them
+// is read) the trees are built on every core, a thread each.
+func threadTrees(in Input) iter.Seq2[Thread, *node] {
+	if in.Meta.Contexts > 0 || runtime.GOMAXPROCS(0) == 1 {
+		return func(yield func(Thread, *node) bool) {
+			for th := range in.Threads {
+				if !yield(th, threadTree(th)) {
+					return
+				}
+			}
+		}
+	}
+	return func(yield func(Thread, *node) bool) {
+		type job struct {
+			th   Thread
+			tree *node
+			done chan struct{}
+		}
+		jobs := make(chan *job, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range jobs {
+					j.tree = threadTree(j.th)
+					close(j.done)
+				}
+			}()
+		}
+		// The threads in order, each handed to a worker; a window of
+		// them ahead of the one yielded, so the trees held wait no more
+		// than a few threads.
+		var window []*job
+		next, stop := iter.Pull(in.Threads)
+		defer func() {
+			stop()
+			close(jobs)
+			wg.Wait()
+		}()
+		for {
+			for len(window) < 2*runtime.GOMAXPROCS(0) {
+				th, ok := next()
+				if !ok {
+					break
+				}
+				j := &job{th: th, done: make(chan struct{})}
+				jobs <- j
+				window = append(window, j)
+			}
+			if len(window) == 0 {
+				return
+			}
+			j := window[0]
+			window = window[1:]
+			<-j.done
+			if !yield(j.th, j.tree) {
+				for _, j := range window {
+					<-j.done
+				}
+				return
+			}
+		}
+	}
+}
+
 // callTree is the call tree of every thread of in: each thread's tree
 // (threadTree) merged into the whole. With perThread each thread's paths
 // stay below a node named for the thread.
 func callTree(in Input, perThread bool) *node {
 	root := &node{}
-	for th := range in.Threads {
-		t := threadTree(th)
+	for th, t := range threadTrees(in) {
 		into := root
 		if perThread {
 			into = root.child(threadName(th))
