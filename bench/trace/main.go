@@ -123,7 +123,9 @@ func main() {
 			chosen = append(chosen, v)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Stopped, or its output closed (| head), it stops its command and
+	// removes its work directory: a recording is gigabytes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 	b := &bench{views: chosen, memLimit: *memLimit << 20}
 	if err := b.run(ctx, *bin, *dir, *funcs, *threads, *calls, *seed, *keep); err != nil {
