@@ -35,6 +35,7 @@ bench: build
 	$(GO) run ./bench/recordmcount
 	$(GO) run ./bench/runtime
 	$(GO) run ./bench/enable
+	$(GO) run ./bench/trace
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

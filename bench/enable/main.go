@@ -29,10 +29,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"ftpatch/internal/machine"
+	"ftpatch/internal/measure"
 	ftrt "ftpatch/runtime"
 )
 
@@ -49,15 +49,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "enable-bench:", err)
 		os.Exit(1)
 	}
-}
-
-func sh(dir string, argv ...string) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-	}
-	return nil
 }
 
 // A shape is one way of generating the program.
@@ -102,7 +93,7 @@ func program(bin string, s shape) (string, error) {
 		append([]string{"gcc", s.link, "many.o", "-o", "prog.tmp"}, strings.Fields(string(libs))...),
 		{"mv", "prog.tmp", "prog"},
 	} {
-		if err := sh(dir, step...); err != nil {
+		if err := measure.Sh(dir, step...); err != nil {
 			return "", err
 		}
 	}
@@ -132,23 +123,6 @@ func writeAsm(path, call string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// selfHWM is this process's own peak RSS in KB (VmHWM), the floor under
-// every child's reported max RSS.
-func selfHWM() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb
-		}
-	}
-	return 0
 }
 
 // A benchCase is one command, run on a fresh copy of its input each time.
@@ -183,10 +157,8 @@ func (c *benchCase) run(ftpatch, work string) error {
 		return fmt.Errorf("ftpatch %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	c.walls = append(c.walls, wall)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		c.rss = max(c.rss, ru.Maxrss)
-	}
-	c.cpus = append(c.cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	c.rss = max(c.rss, measure.MaxRSS(cmd.ProcessState))
+	c.cpus = append(c.cpus, measure.CPU(cmd.ProcessState))
 	return nil
 }
 
@@ -207,12 +179,6 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func run(bin string, runs int) error {
@@ -243,7 +209,7 @@ func run(bin string, runs int) error {
 			return err
 		}
 		enabled := filepath.Join(work, "enabled-"+s.name)
-		if err := sh(work, ftpatch, "enable", "--funcs", list, "-o", enabled, prog); err != nil {
+		if err := measure.Sh(work, ftpatch, "enable", "--funcs", list, "-o", enabled, prog); err != nil {
 			return err
 		}
 		cases := []*benchCase{
@@ -269,7 +235,7 @@ func run(bin string, runs int) error {
 		}
 		size := st.Size()
 		for _, c := range cases {
-			m := median(c.walls)
+			m := measure.Median(c.walls)
 			best := slices.Min(c.walls)
 			ratio := float64(c.rss*1024) / float64(size)
 			verdict := "met"
@@ -278,11 +244,11 @@ func run(bin string, runs int) error {
 				missed++
 			}
 			fmt.Printf("%-8s %-14s %8.1fMB %8.0fms %8.0fms %8.0fms %8.1fMB %8.1fx  %s\n", s.name, c.name, float64(size)/1e6,
-				float64(m.Microseconds())/1000, float64(best.Microseconds())/1000, float64(median(c.cpus).Microseconds())/1000,
+				float64(m.Microseconds())/1000, float64(best.Microseconds())/1000, float64(measure.Median(c.cpus).Microseconds())/1000,
 				float64(c.rss)/1024, ratio, verdict)
 		}
 	}
-	if hwm := selfHWM(); hwm > 0 {
+	if hwm := measure.SelfHWM(); hwm > 0 {
 		fmt.Printf("\nthis process's own peak RSS: %.1f MB, the floor under every max RSS above (children start by vfork)\n", float64(hwm)/1024)
 	}
 	fmt.Printf("\nload average at end: %s (this machine's 2 cores are shared: with a load above 2, wall time is\nmostly waiting for a core; cpu is the command's own user+system time)\n", machine.LoadAvg())

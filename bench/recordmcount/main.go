@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"ftpatch/internal/measure"
 )
 
 const (
@@ -144,7 +146,7 @@ func (c *benchCase) run(work string, record bool) error {
 	}
 	if record {
 		c.walls = append(c.walls, wall)
-		c.cpus = append(c.cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		c.cpus = append(c.cpus, measure.CPU(cmd.ProcessState))
 	}
 	for _, p := range copies {
 		os.Remove(p)

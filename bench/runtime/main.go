@@ -56,10 +56,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"ftpatch/internal/machine"
+	"ftpatch/internal/measure"
 )
 
 const calls = 5_000_000
@@ -326,15 +326,6 @@ func main() {
 	}
 }
 
-func sh(dir string, argv ...string) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-	}
-	return nil
-}
-
 // run builds and runs the cases in work; only names one part ("calls",
 // "load" or "start"), or is empty for all.
 func run(work, bin string, runs int, only string) error {
@@ -385,7 +376,7 @@ func run(work, bin string, runs int, only string) error {
 		append([]string{"gcc", "leaf.o", "main.o", "-o", "ours"}, strings.Fields(string(libs))...),
 	}
 	for _, s := range steps {
-		if err := sh(work, s...); err != nil {
+		if err := measure.Sh(work, s...); err != nil {
 			return err
 		}
 	}
@@ -406,7 +397,7 @@ func run(work, bin string, runs int, only string) error {
 		return err
 	}
 	cases = append(cases, u)
-	if err := sh(work, "clang", "-O2", "-fxray-instrument", "-fxray-instruction-threshold=1", "leaf.c", "main.c", "-o", "xray"); err == nil {
+	if err := measure.Sh(work, "clang", "-O2", "-fxray-instrument", "-fxray-instruction-threshold=1", "leaf.c", "main.c", "-o", "xray"); err == nil {
 		cases = append(cases,
 			&benchCase{name: "XRay sleds, not patched", argv: []string{abs("xray")}, env: []string{"XRAY_OPTIONS=patch_premain=false"}},
 			&benchCase{name: "XRay FDR mode", argv: []string{abs("xray")}, outDir: abs("t-xray"), mkdir: true,
@@ -418,7 +409,7 @@ func run(work, bin string, runs int, only string) error {
 	if err := interleave(cases, runs); err != nil {
 		return err
 	}
-	base := median(cases[0].walls)
+	base := measure.Median(cases[0].walls)
 	var floors []float64
 	for i := 0; i < runs; i++ {
 		out, err := exec.Command(abs("tsc")).Output()
@@ -439,7 +430,7 @@ func run(work, bin string, runs int, only string) error {
 			fmt.Printf("%-34s %s\n", c.name, c.skipped)
 			continue
 		}
-		m := median(c.walls)
+		m := measure.Median(c.walls)
 		per := float64(m-base) / calls
 		byName[c.name] = per
 		fmt.Printf("%-34s %8.1fms %10.2f %8.2f %10.1f %8d KB\n", c.name, float64(m.Microseconds())/1000, per, m.Seconds()/base.Seconds(), float64(c.bytes)/calls, c.rss)
@@ -509,7 +500,7 @@ func uftraceCase(work, prog, outDir string, srcs ...string) (*benchCase, error) 
 	if _, err := exec.LookPath("uftrace"); err != nil {
 		return &benchCase{name: name, skipped: "uftrace not installed (scripts/deps.sh bench)"}, nil
 	}
-	if err := sh(work, append(append([]string{"gcc", "-O2", "-pg"}, srcs...), "-o", prog)...); err != nil {
+	if err := measure.Sh(work, append(append([]string{"gcc", "-O2", "-pg"}, srcs...), "-o", prog)...); err != nil {
 		return nil, err
 	}
 	out := filepath.Join(work, outDir)
@@ -562,30 +553,11 @@ func (c *benchCase) run(record bool) error {
 		return nil
 	}
 	c.walls = append(c.walls, wall)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		c.rss = max(c.rss, ru.Maxrss)
-	}
+	c.rss = max(c.rss, measure.MaxRSS(cmd.ProcessState))
 	if c.outDir != "" {
-		c.bytes = dirSize(c.outDir)
+		c.bytes = measure.DirSize(c.outDir)
 	}
 	return nil
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // patchBench times the runtime's load-time pass over a program of 100,000
@@ -609,7 +581,7 @@ func patchBench(work, bin string, libs []byte, runs int) error {
 		{filepath.Join(bin, "recordmcount"), "many.o"},
 		append([]string{"gcc", "-no-pie", "many.o", "-o", "many"}, strings.Fields(string(libs))...),
 	} {
-		if err := sh(work, s...); err != nil {
+		if err := measure.Sh(work, s...); err != nil {
 			return err
 		}
 	}
@@ -680,7 +652,7 @@ func startBench(work, bin string, libs []byte, runs int) error {
 		append([]string{"gcc", "few.o", "-o", "few"}, strings.Fields(string(libs))...),
 	}
 	for _, s := range steps {
-		if err := sh(work, s...); err != nil {
+		if err := measure.Sh(work, s...); err != nil {
 			return err
 		}
 	}
@@ -700,7 +672,7 @@ func startBench(work, bin string, libs []byte, runs int) error {
 	if err := interleave(cases, n); err != nil {
 		return err
 	}
-	base := median(cases[0].walls)
+	base := measure.Median(cases[0].walls)
 	fmt.Printf("\na process that records 3 calls, start to end; median of %d runs each, cases interleaved\n\n", n)
 	fmt.Printf("%-34s %10s %10s %10s\n", "case", "median", "added", "target")
 	for _, c := range cases {
@@ -708,7 +680,7 @@ func startBench(work, bin string, libs []byte, runs int) error {
 			fmt.Printf("%-34s %s\n", c.name, c.skipped)
 			continue
 		}
-		m := median(c.walls)
+		m := measure.Median(c.walls)
 		added := float64(m-base) / 1e6
 		verdict := ""
 		if c.target > 0 {
