@@ -137,11 +137,15 @@ type graphFlags struct {
 	timeRange string
 }
 
-func (g *graphFlags) register(cmd *cobra.Command) {
+// register adds the filters' flags to cmd; views do without the
+// threshold, which decides a call only at its end.
+func (g *graphFlags) register(cmd *cobra.Command, threshold bool) {
 	fl := cmd.Flags()
 	fl.IntVar(&g.tid, "tid", 0, "only this thread")
 	fl.IntVarP(&g.depth, "depth", "D", 0, "only calls at most this deep (function_graph; with -F, counted from the chosen function)")
-	fl.DurationVarP(&g.threshold, "threshold", "t", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
+	if threshold {
+		fl.DurationVarP(&g.threshold, "threshold", "t", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
+	}
 	fl.StringSliceVarP(&g.funcs, "funcs", "F", nil, "only calls of functions matching GLOB and what they call (function_graph; a list, or repeat the flag; the function tracer: only those functions)")
 	fl.StringSliceVarP(&g.hide, "hide", "N", nil, "no calls of functions matching GLOB nor what they call (function_graph; the function tracer: not those functions)")
 	fl.StringVar(&g.timeRange, "time-range", "", "only calls that began in FROM~TO, times since tracing began (e.g. 10ms~25ms, ~1s, 2.5s~)")
@@ -244,7 +248,7 @@ a warning on stderr, and the exit status is still 0.`,
 	}
 	exeFlag(cmd, &exe)
 	cmd.Flags().BoolVar(&srcline, "srcline", false, "show each function's source file:line (needs -g)")
-	gf.register(cmd)
+	gf.register(cmd, true)
 	return cmd
 }
 
@@ -315,7 +319,7 @@ still 0.`,
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
 	cmd.Flags().StringVar(&diff, "diff", "", "compare with the trace directory `OTHER`: per function, DIR's figures, OTHER's and the change")
-	gf.register(cmd)
+	gf.register(cmd, true)
 	return cmd
 }
 

@@ -44,13 +44,15 @@ func newDump(stdout io.Writer) *cobra.Command {
 	var exe string
 	var chrome, perfetto, folded, svg bool
 	var opt views.Options
+	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "dump (--chrome | --perfetto | --flame-graph | --svg) [DIR]",
 		Short: "Write a trace as a timeline (Chrome JSON, Perfetto) or a flame graph (folded stacks, SVG)",
 		Long: `dump reads the trace directory DIR (default ftrace.data), names its
 functions as replay does (the executable the trace records, or --exe,
 and its shared objects), and writes it on standard output in one of the
-formats other tools open:
+formats other tools open (the filters -F, -N, -D, --tid and --time-range
+choose the calls, as replay's do):
 
   --chrome       Chrome's trace-event JSON: one object whose traceEvents
                  are a complete event ("ph":"X") per call, ts and dur in
@@ -90,6 +92,10 @@ A function trace has no durations: its flame graphs need
   ftpatch dump --svg > flame.svg               # no Perl needed`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			filter, err := gf.filter()
+			if err != nil {
+				return err
+			}
 			var view string
 			n := 0
 			for _, f := range []struct {
@@ -112,7 +118,7 @@ A function trace has no durations: its flame graphs need
 				return err
 			}
 			var readErr error
-			err = writeView(stdout, view, input(l.t, l.syms, &trace.Filter{}, &readErr), opt)
+			err = writeView(stdout, view, input(l.t, l.syms, &filter, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
@@ -124,11 +130,13 @@ A function trace has no durations: its flame graphs need
 	f.BoolVar(&opt.SampleCount, "sample-count", false, "flame graphs: weigh paths by calls, not time")
 	f.BoolVar(&opt.PerThread, "per-thread", false, "flame graphs: keep each thread's paths apart")
 	exeFlag(cmd, &exe)
+	gf.register(cmd, false)
 	return cmd
 }
 
 func newGraph(stdout io.Writer) *cobra.Command {
 	var exe string
+	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "graph [DIR [FUNC]]",
 		Short: "Print the aggregated call graph (calls and total time per call path), as uftrace graph",
@@ -153,11 +161,18 @@ With FUNC, the graph of FUNC: its backtraces first (each distinct path
 of calls that led to it, outermost first, with how many of its calls
 came that way and their time), then everything its calls called, all
 its calls merged (a call of FUNC within another is part of the outer
-one's graph).`,
+one's graph).
+
+The filters -F, -N, -D, --tid and --time-range choose the calls, as
+replay's do.`,
 		Example: `  ftpatch graph
   ftpatch graph build/ftrace.data parse_expr`,
 		Args: usageArgs(cobra.MaximumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			filter, err := gf.filter()
+			if err != nil {
+				return err
+			}
 			var opt views.Options
 			if len(args) == 2 {
 				opt.Func = args[1]
@@ -168,11 +183,12 @@ one's graph).`,
 				return err
 			}
 			var readErr error
-			err = writeView(stdout, "graph", input(l.t, l.syms, &trace.Filter{}, &readErr), opt)
+			err = writeView(stdout, "graph", input(l.t, l.syms, &filter, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
 	exeFlag(cmd, &exe)
+	gf.register(cmd, false)
 	return cmd
 }
 
