@@ -274,8 +274,16 @@ func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 // trace directory.
 func runTraced(t *testing.T, dir, prog, tracer, wantOut string, wantCode int) (string, string) {
 	t.Helper()
-	out := filepath.Join(dir, tracer)
-	got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, prog)
+	return runTracedEnv(t, dir, prog, tracer, tracer, nil, wantOut, wantCode)
+}
+
+// runTracedEnv is runTraced tracing into dir/name, with the variables
+// env ("NAME=value") set besides.
+func runTracedEnv(t *testing.T, dir, prog, tracer, name string, env []string, wantOut string, wantCode int) (string, string) {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	env = append([]string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, env...)
+	got, stderr, code, err := runStatusEnv(dir, env, prog)
 	if err != nil {
 		t.Fatal(err)
 	}

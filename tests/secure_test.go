@@ -165,7 +165,8 @@ func secureSetup(t *testing.T) (base, build, prog, plain, rootonly, secret strin
 // TestSetuid: a setuid-root program linked with the runtime, run by an
 // unprivileged user in a directory of theirs, trusts none of its FTRACE*
 // variables and creates, renames and writes nothing, whatever they ask
-// (a root-only file as FTRACE_OUT, FTRACE_MODE, FTRACE_DEBUG): not as
+// (a root-only file as FTRACE_OUT, FTRACE_MODE, FTRACE_DEBUG, subtree
+// filters that would leave calls out of the trace): not as
 // linked, not pre-patched by ftpatch enable with nothing set. Pre-patched
 // with a recorded trace location (--trace-dir), it traces there, and only
 // there, when every directory on the way is root's and none but the
@@ -213,7 +214,8 @@ func TestSetuid(t *testing.T) {
 	}
 	groupw, viaLink, users, good := recorded("groupw", "groupw"), recorded("link", "link"), recorded("users", "users"), recorded("good", "traces")
 
-	hostile := []string{"FTRACE=function_graph", "FTRACE_OUT=" + secret, "FTRACE_MODE=0644", "FTRACE_DEBUG=1", "FTRACE_CLOCK=mono"}
+	hostile := []string{"FTRACE=function_graph", "FTRACE_OUT=" + secret, "FTRACE_MODE=0644", "FTRACE_DEBUG=1", "FTRACE_CLOCK=mono",
+		"FTRACE_GRAPH_FUNCS=leaf", "FTRACE_GRAPH_NOTRACE=twice"}
 	for _, c := range []struct {
 		name   string
 		prog   string

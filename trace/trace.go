@@ -97,6 +97,12 @@ type Meta struct {
 	// ContextsLost those the runtime could not follow (more than it
 	// keeps): calls in them were recorded, not graphed.
 	Contexts, ContextsLost uint64
+	// GraphFuncs and GraphNotrace are the subtree filters the graph
+	// tracer recorded with (FTRACE_GRAPH_FUNCS, FTRACE_GRAPH_NOTRACE: a
+	// control character as '?'), "" for none: a trace recorded with them
+	// holds only the calls made inside the chosen functions' calls and
+	// outside the notrace ones'.
+	GraphFuncs, GraphNotrace string
 	// Config is what the runtime made of the file's config record:
 	// "patched" (pre-patched by ftpatch enable: sites only checked),
 	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
@@ -251,7 +257,7 @@ const (
 	// PATH_MAX, 4096 bytes).
 	maxMetaLine = 64 << 10
 	// maxModules bounds the metadata's module lines: the runtime keeps
-	// 256 module records (runtime/src/registry.c), reusing unloaded ones,
+	// 256 module records (FTRT_MOD_MAX, runtime/src/ftrt.h), reusing unloaded ones,
 	// and writes a line per record; naming a record looks through the
 	// modules at its address, so their number must stay small.
 	maxModules = 1024
@@ -528,6 +534,10 @@ func (m *Meta) set(key, val string) error {
 		m.BuildID = val
 	case "config":
 		m.Config = val
+	case "graph_funcs":
+		m.GraphFuncs = val
+	case "graph_notrace":
+		m.GraphNotrace = val
 	case "ended": // none: a runtime that wrote meta only at the end
 		switch val {
 		case "0", "1":

@@ -9,6 +9,10 @@
 //	           returns (the patched-call mechanism alone)
 //	function   the same binary, FTRACE=function FTRACE_FILTER=leaf
 //	graph      the same binary, FTRACE=function_graph FTRACE_FILTER=leaf
+//	subtree    the same, with the subtree filters: every call inside
+//	           main chosen by FTRACE_GRAPH_FUNCS (all recorded), inside
+//	           main named by FTRACE_GRAPH_NOTRACE (none recorded), and
+//	           outside every chosen call (none recorded)
 //	floor      what funtrace does, the fastest user-space tracer known:
 //	           -finstrument-functions hooks writing 16-byte records
 //	           {rdtsc, function} to a per-thread TLS ring, two rdtsc per
@@ -387,6 +391,12 @@ func run(work, bin string, runs int, only string) error {
 		{name: "ftpatch: empty tracer (FTRACE=nop)", argv: []string{abs("ours")}, env: []string{"FTRACE=nop", "FTRACE_FILTER=leaf"}, target: 2},
 		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
 		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
+		// The subtree filters: every call inside main, chosen (each
+		// recorded) or notrace (none), and every call outside a chosen
+		// function, main being left untraced (none recorded).
+		{name: subtreeInside, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf,main", "FTRACE_GRAPH_FUNCS=main", "FTRACE_OUT=" + abs("t-inside")}, outDir: abs("t-inside")},
+		{name: subtreeNotrace, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf,main", "FTRACE_GRAPH_NOTRACE=main", "FTRACE_OUT=" + abs("t-notrace")}, outDir: abs("t-notrace")},
+		{name: subtreeOutside, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_GRAPH_FUNCS=main", "FTRACE_OUT=" + abs("t-outside")}, outDir: abs("t-outside")},
 		{name: floorName, argv: []string{abs("floor")}},
 		{name: floorOutName, argv: []string{abs("floor-out")}, env: []string{"FLOOR_OUT=" + abs("t-floor")}, outDir: abs("t-floor"), mkdir: true},
 		{name: skeletonName, argv: []string{abs("skeleton")}},
@@ -439,6 +449,11 @@ func run(work, bin string, runs int, only string) error {
 	fmt.Printf("floor: one rdtsc costs %.2f ns here (median of %d runs); function records one timestamp per call, function_graph two\n", floor, runs)
 	if f, ok := byName["ftpatch: FTRACE=function"]; ok {
 		fmt.Printf("       function: %.2f ns/call beyond its timestamp; function_graph: %.2f ns/call beyond its two\n", f-floor, byName["ftpatch: FTRACE=function_graph"]-2*floor)
+	}
+	if in, ok := byName[subtreeInside]; ok {
+		g := byName["ftpatch: FTRACE=function_graph"]
+		fmt.Printf("       subtree filters: a call inside a chosen one %.2f ns/call (%+.2f against function_graph's), inside a notrace one %.2f, outside every chosen one %.2f\n",
+			in, in-g, byName[subtreeNotrace], byName[subtreeOutside])
 	}
 	if f, ok := byName[floorName]; ok {
 		g := byName["ftpatch: FTRACE=function_graph"]
@@ -523,6 +538,12 @@ func interleave(cases []*benchCase, n int) error {
 	}
 	return nil
 }
+
+const (
+	subtreeInside  = "graph, inside FTRACE_GRAPH_FUNCS"
+	subtreeNotrace = "graph, inside FTRACE_GRAPH_NOTRACE"
+	subtreeOutside = "graph, outside FTRACE_GRAPH_FUNCS"
+)
 
 const (
 	floorName    = "floor: funtrace's scheme (TLS ring)"

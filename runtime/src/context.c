@@ -79,6 +79,8 @@ void ftrt_context_made(const void *uc)
 		/* The coroutine that ran here is gone: its calls never returned. */
 		same->stack.depth = 0;
 		same->stack.stopped = 0;
+		same->stack.chosen = 0;
+		same->stack.notrace = 0;
 		atomic_store_explicit(&same->id, id, memory_order_relaxed);
 	} else {
 		struct ftrt_ctx *c = MAP_FAILED;

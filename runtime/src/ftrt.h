@@ -177,7 +177,10 @@ struct ftrt_mod {
 	int live;           /* registered and not yet unregistered */
 	struct ftrt_stats stats; /* what its pass did */
 };
-/* Records reused after MOD_MAX modules: their names are lost. */
+/* Module records the runtime keeps (registry.c); past this many loads,
+ * records of unloaded modules are reused. */
+#define FTRT_MOD_MAX 256
+/* Records reused after FTRT_MOD_MAX modules: their names are lost. */
 extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 /* Run the load-time pass over one module's table (patch.c). */
 void ftrt_pass(struct ftrt_mod *md);
@@ -267,13 +270,21 @@ enum {
  * file at path and finds its symbol table (-1: unreadable, or stripped);
  * ftrt_symbols_mark then sets want[i] for each of the sorted sites s[i]
  * (run-time addresses, the file loaded at bias) that lies in a function:
- * WANT_ENTRY or WANT_MCOUNT, or, when filter is set and chosen(filter,
- * name) says no, WANT_NOP; the sites in no function are left alone.
- * ftrt_symbols_close unmaps the file. */
+ * WANT_ENTRY or WANT_MCOUNT, or, when pick is given and its verdict on
+ * the function's name lacks PICK_TRACE, WANT_NOP; and marks[i] (when
+ * given) the verdict's mark (its low byte: MARK_CHOSEN, MARK_NOTRACE or
+ * 0, layout.h). The sites in no function are left alone. Without pick no
+ * name is read. ftrt_symbols_close unmaps the file. */
+#define PICK_TRACE 0x100
 int ftrt_symbols_open(const char *path);
-int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, const char *filter,
-		      int (*chosen)(const char *filter, const char *name));
+int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
+		      int (*pick)(const char *name));
 void ftrt_symbols_close(void);
+/* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
+ * of the modules registered so far (patch.c): once, when the program's
+ * initialisers begin, the shared objects loaded with it registered
+ * (lifetime.c). */
+void ftrt_graph_funcs_check(void) __attribute__((visibility("hidden")));
 
 /* The tracers (trace.c). */
 enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };

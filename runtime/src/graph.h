@@ -26,12 +26,16 @@ struct shadow {
 	uintptr_t hook; /* what its return slot holds while it runs: return_to_handler, or
 			 * the return point inside its per-site trampoline */
 	uint64_t pos;   /* the stream position (in words) of its entry record: FTRACE_THRESH */
+	uintptr_t mark; /* MARK_CHOSEN, MARK_NOTRACE (layout.h), or 0: its stack's counts below
+			 * hold it, and each pop gives it back (subtree.c) */
 };
 
 /* The graphed calls running on one stack, innermost last. */
 struct shadow_stack {
-	uint32_t depth; /* entries in e[] */
-	int stopped;    /* e[] overflowed: no new call on this stack is graphed */
+	uint32_t depth;   /* entries in e[] */
+	int stopped;      /* e[] overflowed: no new call on this stack is graphed */
+	uint32_t chosen;  /* entries of e[] marked MARK_CHOSEN: a chosen call runs on this stack */
+	uint32_t notrace; /* entries of e[] marked MARK_NOTRACE: a notrace call runs on this stack */
 	struct shadow e[SHADOW_MAX];
 };
 
@@ -67,6 +71,41 @@ void ftrt_context_made(const void *ucp) __attribute__((visibility("hidden")));
  * for the thread's own stack; *lo and *hi get the extent around sp in
  * which the answer is the same. Lock-free: safe in a signal handler. */
 struct ftrt_ctx *ftrt_context_at(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) __attribute__((visibility("hidden")));
+
+/*
+ * The subtree filters (subtree.c): FTRACE_GRAPH_FUNCS and
+ * FTRACE_GRAPH_NOTRACE. ftrt_subtree says which are on (SUBTREE_*,
+ * layout.h; 0 for none, and under any tracer but function_graph);
+ * ftrt_subtree_funcs and ftrt_subtree_notrace are their settings, for
+ * the trace's metadata (NULL when not on).
+ */
+extern int ftrt_subtree __attribute__((visibility("hidden")));
+extern const char *ftrt_subtree_funcs __attribute__((visibility("hidden")));
+extern const char *ftrt_subtree_notrace __attribute__((visibility("hidden")));
+extern uint64_t ftrt_subtree_maybe[SUBTREE_BITS / 64] __attribute__((visibility("hidden")));
+
+/* The load-time pass of module `owner` (registry.c's number, 1..) marked
+ * its sorted sites s[0, m) (marks[i]: MARK_CHOSEN, MARK_NOTRACE or 0);
+ * those it enables (want[i] not WANT_NOP) are kept for lookups, in a
+ * table of the module's, whose code lies in [lo, hi). Before the sites
+ * are enabled. 0, or -1 when the table could not be made. */
+int ftrt_subtree_add(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *s, const unsigned char *want,
+		     const unsigned char *marks, size_t m) __attribute__((visibility("hidden")));
+/* The module `owner` is unloaded: its table goes. */
+void ftrt_subtree_release(int owner) __attribute__((visibility("hidden")));
+/* The mark of the site ip: a search of the tables. */
+int ftrt_subtree_lookup(uintptr_t ip) __attribute__((visibility("hidden")));
+
+/* The mark of the site ip (MARK_*, or 0), for the tracer: a site whose
+ * bit in ftrt_subtree_maybe is clear has none (the test the assembly
+ * fast paths make, see entry.S); the others are looked up. Lock-free. */
+static inline int ftrt_subtree_mark(uintptr_t ip)
+{
+	uintptr_t bit = (ip >> 4) % SUBTREE_BITS;
+	if (!(__atomic_load_n(&ftrt_subtree_maybe[bit / 64], __ATOMIC_RELAXED) >> (bit % 64) & 1))
+		return 0;
+	return ftrt_subtree_lookup(ip);
+}
 
 /* trace.c: a context exists now: the graph fast paths, which know only
  * the thread's own shadow stack, stay off from here on. */

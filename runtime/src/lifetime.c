@@ -80,9 +80,12 @@ static int began;       /* the program's .init_array began */
 static int fini_after;  /* end_fini runs after end_handler */
 static int handler_ran, fini_ran;
 
+/* The program's initialisers begin: every shared object loaded with it
+ * has registered its sites by now (their initialisers ran first). */
 static void begin(void)
 {
 	began = 1;
+	ftrt_graph_funcs_check();
 }
 
 static void end_handler(void *unused)

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "graph.h"
 #if defined(__x86_64__)
 #include "x86_64/quick.h"
 #endif
@@ -525,60 +526,73 @@ static void walk(const uintptr_t *s, unsigned char *want, size_t m, int check_mo
 }
 
 /*
- * FTRACE_FILTER: comma-separated globs; a function is traced if it
- * matches one of the plain globs (or there are none) and none of the
- * `!glob` ones. A C++ function matches by its symbol or by its
- * demangled name (dem, when given), as ftpatch report prints it.
+ * A list of globs, comma-separated (FTRACE_FILTER, FTRACE_GRAPH_FUNCS,
+ * FTRACE_GRAPH_NOTRACE): the one at p into glob, NUL-terminated (empty
+ * when it is, or is too long to match anything: skipped); returns where
+ * the next begins, or NULL past the last.
  */
-static int filter_match(const char *filter, const char *name, const char *dem)
+static const char *glob_next(const char *p, char glob[static 256])
 {
-	if (!filter || !*filter)
-		return 1;
-	int any_plain = 0, plain_hit = 0;
-	char glob[256];
-	for (const char *p = filter; *p;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len > 0 && len < sizeof glob) {
-			memcpy(glob, p, len);
-			glob[len] = 0;
-			const char *g = glob[0] == '!' ? glob + 1 : glob;
-			int hit = fnmatch(g, name, 0) == 0 || (dem && fnmatch(g, dem, 0) == 0);
-			if (glob[0] == '!') {
-				if (hit)
-					return 0;
-			} else {
-				any_plain = 1;
-				plain_hit |= hit;
-			}
-		}
-		p += len + (end ? 1 : 0);
+	if (!*p)
+		return NULL;
+	const char *end = strchr(p, ',');
+	size_t len = end ? (size_t)(end - p) : strlen(p);
+	glob[0] = 0;
+	if (len < 256) {
+		memcpy(glob, p, len);
+		glob[len] = 0;
 	}
+	return p + len + (end ? 1 : 0);
+}
+
+/*
+ * Whether a list of globs (glob_next) chooses a function: it matches one
+ * of the plain globs (or there are none) and none of the `!glob` ones. A
+ * C++ function matches by its symbol or by its demangled name (dem, when
+ * given), as ftpatch report prints it. An empty list chooses every
+ * function. hits, when given, gets bit k set for each of the first 64
+ * globs, k counting from 0, that is plain and matches a function the
+ * list chooses.
+ */
+static int filter_match(const char *list, const char *name, const char *dem, uint64_t *hits)
+{
+	if (!list || !*list)
+		return 1;
+	int any_plain = 0, plain_hit = 0, excluded = 0, k = 0;
+	uint64_t hit_globs = 0;
+	char glob[256];
+	for (const char *p = list; (p = glob_next(p, glob)) != NULL; k++) {
+		if (!glob[0])
+			continue;
+		const char *g = glob[0] == '!' ? glob + 1 : glob;
+		int hit = fnmatch(g, name, 0) == 0 || (dem && fnmatch(g, dem, 0) == 0);
+		if (glob[0] == '!') {
+			excluded |= hit;
+		} else {
+			any_plain = 1;
+			plain_hit |= hit;
+			if (hit && k < 64)
+				hit_globs |= 1ull << k;
+		}
+	}
+	if (excluded)
+		return 0;
+	if (hits)
+		*hits |= hit_globs;
 	return !any_plain || plain_hit;
 }
 
 /* libstdc++'s demangler: linked in a C++ program, absent (NULL) in C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
 
-/*
- * Whether the function name is chosen by FTRACE_FILTER. A mangled name
- * is demangled only when the filter has C++ punctuation (`::`, `(`, `<`,
- * `~`, a space) for a demangled name to match where its symbol does not:
- * demangling costs a microsecond and an allocation per function.
- */
-static int chosen(const char *filter, const char *name)
+/* Whether a list of globs has C++ punctuation (`::`, `(`, `<`, `~`, a
+ * space), for a demangled name to match where its symbol does not. */
+static int cxx_globs(const char *list)
 {
-	static int cxx = -1;
-	if (cxx < 0)
-		cxx = filter && __cxa_demangle && strpbrk(filter, ":(<~ ") != NULL;
-	if (!cxx || name[0] != '_' || name[1] != 'Z')
-		return filter_match(filter, name, NULL);
-	int status;
-	char *dem = __cxa_demangle(name, NULL, NULL, &status);
-	int r = filter_match(filter, name, status == 0 ? dem : NULL);
-	free(dem);
-	return r;
+	return list && strpbrk(list, ":(<~ ") != NULL;
 }
+
+static uint64_t graph_hits; /* FTRACE_GRAPH_FUNCS's plain globs that named a traced function (filter_match) */
 
 /* A duration: digits, an optional fraction, a unit (ns, us, ms, s; ns
  * when none). 0 when malformed. */
@@ -640,7 +654,8 @@ static void tracer_options(void)
 static struct {
 	int read;
 	const char *mode, *filter; /* FTRACE, FTRACE_FILTER */
-	int env;                   /* either is set: it overrides every config record */
+	const char *graph_funcs, *graph_notrace; /* FTRACE_GRAPH_FUNCS, FTRACE_GRAPH_NOTRACE: NULL when unset or empty */
+	int env;                   /* FTRACE or FTRACE_FILTER is set: it overrides every config record */
 	int tracer;                /* FTRACE's tracer, 0 when unset or not understood */
 	int probed;                /* nop_style chosen */
 	int trace;                 /* 0: not tried; 1: open; -1: could not be made */
@@ -671,6 +686,12 @@ static void read_env(void)
 	env.mode = ftrt_env("FTRACE");
 	env.filter = ftrt_env("FTRACE_FILTER");
 	env.env = (env.mode && *env.mode) || (env.filter && *env.filter);
+	env.graph_funcs = ftrt_env("FTRACE_GRAPH_FUNCS");
+	env.graph_notrace = ftrt_env("FTRACE_GRAPH_NOTRACE");
+	if (env.graph_funcs && !*env.graph_funcs)
+		env.graph_funcs = NULL;
+	if (env.graph_notrace && !*env.graph_notrace)
+		env.graph_notrace = NULL;
 	if (env.mode && *env.mode) {
 		if (strcmp(env.mode, "function") == 0)
 			env.tracer = FTRT_FUNCTION;
@@ -681,6 +702,78 @@ static void read_env(void)
 		else
 			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
 	}
+}
+
+/*
+ * What the pass makes of a function by its name (ftrt_symbols_mark's
+ * pick): PICK_TRACE when FTRACE_FILTER chooses it, with, when the
+ * subtree filters are on, its mark (MARK_NOTRACE, which wins, or
+ * MARK_CHOSEN). A mangled name is demangled only when a list has C++
+ * punctuation (cxx_globs): demangling costs a microsecond and an
+ * allocation per function.
+ */
+static int pick(const char *name)
+{
+	static int cxx = -1;
+	if (cxx < 0)
+		cxx = __cxa_demangle &&
+		      (cxx_globs(env.filter) || (ftrt_subtree && (cxx_globs(env.graph_funcs) || cxx_globs(env.graph_notrace))));
+	char *dem = NULL;
+	int status;
+	if (cxx && name[0] == '_' && name[1] == 'Z') {
+		dem = __cxa_demangle(name, NULL, NULL, &status);
+		if (status != 0) {
+			free(dem);
+			dem = NULL;
+		}
+	}
+	int v = 0;
+	if (filter_match(env.filter, name, dem, NULL)) {
+		v = PICK_TRACE;
+		int chosen = ftrt_subtree && env.graph_funcs && filter_match(env.graph_funcs, name, dem, &graph_hits);
+		if (ftrt_subtree && env.graph_notrace && filter_match(env.graph_notrace, name, dem, NULL))
+			v |= MARK_NOTRACE;
+		else if (chosen)
+			v |= MARK_CHOSEN;
+	}
+	free(dem);
+	return v;
+}
+
+/*
+ * The subtree filters, once the process's tracer is known: on under
+ * function_graph (subtree.c); under function they mean nothing, which is
+ * said once.
+ */
+static void subtree_setup(void)
+{
+	static int done;
+	if (done || (!env.graph_funcs && !env.graph_notrace) || !ftrt_mode)
+		return;
+	done = 1;
+	if (ftrt_mode == FTRT_GRAPH) {
+		ftrt_subtree_funcs = env.graph_funcs;
+		ftrt_subtree_notrace = env.graph_notrace;
+		ftrt_subtree = SUBTREE_ON | (env.graph_funcs ? SUBTREE_FUNCS : 0);
+	} else if (ftrt_mode == FTRT_FUNCTION) {
+		say("ftrt: FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE choose what function_graph records; "
+		    "the function tracer records every call of the traced functions\n");
+	}
+}
+
+void ftrt_graph_funcs_check(void)
+{
+	if (!(ftrt_subtree & SUBTREE_FUNCS) || !ftrt_tracing())
+		return;
+	char glob[256];
+	int k = 0;
+	for (const char *p = env.graph_funcs; (p = glob_next(p, glob)) != NULL; k++)
+		if (glob[0] && glob[0] != '!' && k < 64 && !(graph_hits >> k & 1)) {
+			char buf[400];
+			int n = snprintf(buf, sizeof buf, "ftrt: FTRACE_GRAPH_FUNCS: \"%s\" matches no traced function (of those loaded at start)\n", glob);
+			if (n > 0)
+				write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		}
 }
 
 /* The trace location ftpatch enable --trace-dir recorded in the
@@ -767,7 +860,8 @@ static void report(const struct ftrt_mod *md, size_t nsites)
  * found its sites by decoding function entries and enabled some: they
  * call the runtime already, and can be neither checked nor changed here
  * (no table says where they are), so the tracer the record names, or
- * FTRACE's, is started for them. FTRACE_FILTER cannot apply.
+ * FTRACE's, is started for them. FTRACE_FILTER cannot apply, nor can
+ * the subtree filters name its functions.
  */
 static void no_table(struct ftrt_mod *md)
 {
@@ -778,6 +872,7 @@ static void no_table(struct ftrt_mod *md)
 	ftrt_stats.config = env.env ? FTRT_CFG_STATE_OVERRIDDEN : FTRT_CFG_STATE_PATCHED;
 	ftrt_stats.enabled = cfg->enabled; /* as recorded: there is no table to count them from */
 	int tracer = adopt(env.tracer ? env.tracer : (int)cfg->tracer, md->path ? md->path : "the program");
+	subtree_setup();
 	if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
 		start_trace();
 }
@@ -793,18 +888,42 @@ static void unreadable(const struct ftrt_mod *md, const char *what)
 }
 
 /*
+ * With the module's symbol table open: want[i] for each of its sorted
+ * sites s[0..m) as FTRACE_FILTER says of its function, and, with the
+ * subtree filters on, the sites they mark kept in the module's table
+ * (subtree.c). 0, or -1 when there was no memory for it.
+ */
+static int by_name(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want)
+{
+	unsigned char *marks = NULL;
+	if (ftrt_subtree && m) {
+		marks = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (marks == MAP_FAILED)
+			return -1;
+	}
+	int r = ftrt_symbols_mark(md->bias, s, m, want, marks, pick);
+	if (r == 0 && marks)
+		r = ftrt_subtree_add(md->owner, md->lo, md->hi, s, want, marks, m);
+	if (marks)
+		munmap(marks, m);
+	return r;
+}
+
+/*
  * What each of the module's sorted sites s[0..m) becomes when a tracer
  * is asked for: want[i] = WANT_ENTRY or WANT_MCOUNT for the functions
  * FTRACE_FILTER names (default all), WANT_NOP for the rest, and the
- * trace directory made when any is traced. Returns 1 when, with no
- * filter, that is left to the walk and settle (WANT_AUTO).
+ * trace directory made when any is traced; with the subtree filters on
+ * (function_graph), the sites they mark (by_name). Returns 1 when, with
+ * no filter, that is left to the walk and settle (WANT_AUTO).
  *
- * With no filter, no name is needed, and a site that calls __fentry__
- * is at a function's entry by construction: the walk enables those as
- * it meets them (resolve), and the symbol table is read after it only if
- * some other site needs it (settle: -pg's calls of mcount, after a
- * prologue only a function's start tells; NOPs, from recordmcount --nop
- * or -fpatchable-function-entry). Reading it is most of the pass's cost
+ * With no filter (and no subtree filter), no name is needed, and a site
+ * that calls __fentry__ is at a function's entry by construction: the
+ * walk enables those as it meets them (resolve), and the symbol table is
+ * read after it only if some other site needs it (settle: -pg's calls of
+ * mcount, after a prologue only a function's start tells; NOPs, from
+ * recordmcount --nop or -fpatchable-function-entry). Reading it is most
+ * of the pass's cost
  * when every site is traced; and a stripped program built with -mfentry
  * is traced whole (its trace then shows addresses, or names from an
  * unstripped copy: replay --exe). A site of __fentry__ in code no
@@ -814,19 +933,38 @@ static void unreadable(const struct ftrt_mod *md, const char *what)
 static int choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want)
 {
 	const char *filter = env.filter && *env.filter ? env.filter : NULL;
-	if (!filter) {
+	subtree_setup();
+	if (!filter && !ftrt_subtree) {
 		int go = ftrt_mode == FTRT_NOP || start_trace() == 0;
 		memset(want, go ? WANT_AUTO : WANT_NOP, m);
 		return go;
 	}
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		unreadable(md, "none of it");
-	else if ((ftrt_mode == FTRT_NOP || start_trace() == 0) && ftrt_symbols_mark(md->bias, s, m, want, filter, chosen) != 0) {
+	else if ((ftrt_mode == FTRT_NOP || start_trace() == 0) && by_name(md, s, m, want) != 0) {
 		say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
 		memset(want, WANT_NOP, m);
 	}
 	ftrt_symbols_close();
 	return 0;
+}
+
+/*
+ * The subtree filters' marks of a pre-patched module's sites s[0, m),
+ * whose record says which are enabled: every function its symbol table
+ * names is taken for traced. Before the trace starts, as the enabled
+ * sites call the tracer from then on.
+ */
+static void mark_patched(const struct ftrt_mod *md, const uintptr_t *s, size_t m)
+{
+	unsigned char *want = mmap(NULL, m ? m : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (want == MAP_FAILED || ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
+		unreadable(md, "the sites its record enables, whose functions FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE cannot name");
+	else if (by_name(md, s, m, want) != 0)
+		say("ftrt: no memory for the subtree filters' table of sites; FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE name none of them\n");
+	ftrt_symbols_close();
+	if (want != MAP_FAILED)
+		munmap(want, m ? m : 1);
 }
 
 /*
@@ -854,7 +992,7 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 			s2[j] = s[i], w2[j++] = WANT_UNKNOWN;
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		unreadable(md, ftrt_stats.enabled ? "only its sites that call __fentry__" : "none of it");
-	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, chosen) != 0)
+	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, NULL) != 0)
 		say("ftrt: no memory for the load-time pass's site index; tracing its sites that call __fentry__ alone\n");
 	ftrt_symbols_close();
 	for (size_t j = 0; j < k; j++)
@@ -952,8 +1090,12 @@ void ftrt_pass(struct ftrt_mod *md)
 			walk(s, NULL, m, tracer ? tracer : -1);
 			/* The enabled sites stay calls; ftrt_entry returns at once
 			 * while no trace is open. */
-			if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
+			if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH) {
+				subtree_setup();
+				if (ftrt_subtree)
+					mark_patched(md, s, m);
 				start_trace();
+			}
 			goto out;
 		}
 	}

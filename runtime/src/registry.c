@@ -21,13 +21,12 @@
 #include <time.h>
 
 #include "ftrt.h"
+#include "graph.h"
 
 /* Records are kept after dlclose, for the metadata; a program that
- * loads more modules than this over its life reuses unloaded records,
- * and the metadata counts the names it lost. */
-#define MOD_MAX 256
-
-static struct ftrt_mod mods[MOD_MAX];
+ * loads more modules than FTRT_MOD_MAX over its life reuses unloaded
+ * records, and the metadata counts the names it lost. */
+static struct ftrt_mod mods[FTRT_MOD_MAX];
 static int nmods;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int exiting; /* the process is exiting: destructors run, nothing is unmapped */
@@ -131,9 +130,9 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
  * one (its number, and so its owner, stays). */
 static struct ftrt_mod *record(void)
 {
-	if (nmods < MOD_MAX)
+	if (nmods < FTRT_MOD_MAX)
 		return &mods[nmods++];
-	for (int i = 1; i < MOD_MAX; i++)
+	for (int i = 1; i < FTRT_MOD_MAX; i++)
 		if (!mods[i].live) {
 			ftrt_modules_forgotten++;
 			free((void *)mods[i].path);
@@ -234,6 +233,7 @@ void ftrt_module_unregister(struct ftrt_module *m)
 		if (!md->unload)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
 		ftrt_arch_release(md->owner);
+		ftrt_subtree_release(md->owner);
 		ftrt_trace_meta_update();
 	}
 	m->handle = 0;

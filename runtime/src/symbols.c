@@ -1,10 +1,11 @@
 /*
  * A module's function symbols, read from its file (the program's from
  * /proc/self/exe) for the length of its load-time pass, so FTRACE_FILTER
- * can name functions and the pass can tell a site at a function's entry
- * from one after its prologue. Init-time only: uses libc freely.
+ * and the subtree filters (FTRACE_GRAPH_FUNCS, FTRACE_GRAPH_NOTRACE) can
+ * name functions and the pass can tell a site at a function's entry from
+ * one after its prologue. Init-time only: uses libc freely.
  *
- * The pass needs a site's function when FTRACE_FILTER names functions,
+ * The pass needs a site's function when a filter names functions,
  * or when the site does not say where in its function it is (-pg's
  * calls of mcount, NOPs; patch.c's choose), and then for every site:
  * that is on its budget (20 ns per site, for a program whose every
@@ -145,14 +146,14 @@ static const char *name_of(const Elf64_Sym *s)
  * A site belongs to the function symbol that covers it (a symbol of size
  * 0 covers its own address) with the greatest address; of several at
  * that address (aliases), the last in the table. That function names the
- * site for the filter; the site is at the function's entry if it is at
- * that address (or just after an endbr64 there), else after the
- * prologue (-pg). Without a filter no name is needed, and a site is at
- * an entry if any symbol covering it starts there: the one that starts
- * at the greatest address covering it does.
+ * site for pick (the filters); the site is at the function's entry if it
+ * is at that address (or just after an endbr64 there), else after the
+ * prologue (-pg). Without pick no name is needed, and a site is at an
+ * entry if any symbol covering it starts there: the one that starts at
+ * the greatest address covering it does.
  */
-int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, const char *filter,
-		      int (*chosen)(const char *filter, const char *name))
+int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
+		      int (*pick)(const char *name))
 {
 	if (!file_map || m == 0)
 		return 0;
@@ -160,11 +161,11 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 	 * o * scale >> 32 == b) starts at site first[b]. Two buckets per
 	 * site, so that the scan from a symbol's bucket to its first site
 	 * is mostly no step at all (a scan of varying length mispredicts
-	 * its end). best[i] (with a filter): 1 + the offset of the symbol that
+	 * its end). best[i] (with pick): 1 + the offset of the symbol that
 	 * names site i so far; 0 for none. */
 	size_t nb = 2 * m + 1;
 	uint64_t scale = ((uint64_t)nb << 32) / span; /* bucket of offset o: o * scale >> 32, < nb */
-	size_t ibytes = (nb + 1) * sizeof(uint32_t), bbytes = filter ? m * sizeof(uint32_t) : 0;
+	size_t ibytes = (nb + 1) * sizeof(uint32_t), bbytes = pick ? m * sizeof(uint32_t) : 0;
 	void *mem = mmap(NULL, ibytes + bbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return -1;
@@ -210,21 +211,23 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 		if (i == m || s[i] >= e)
 			continue; /* no site: the usual case for a function not built with instrumentation */
 		const char *name = NULL;
-		int pick = 1;
-		if (filter) {
+		int verdict = PICK_TRACE;
+		if (pick) {
 			name = name_of(sym);
 			if (!name)
 				continue;
-			pick = -1; /* asked only if the symbol names a site */
+			verdict = -1; /* asked only if the symbol names a site */
 		}
 		for (; i < m && s[i] < e; i++) {
-			if (filter) {
+			if (pick) {
 				if (start + 1 < best[i])
 					continue; /* a symbol at a greater address names it */
 				best[i] = (uint32_t)(start + 1);
-				if (pick < 0)
-					pick = chosen(filter, name);
-				if (!pick) {
+				if (verdict < 0)
+					verdict = pick(name);
+				if (marks)
+					marks[i] = (unsigned char)verdict;
+				if (!(verdict & PICK_TRACE)) {
 					want[i] = WANT_NOP;
 					continue;
 				}

@@ -40,7 +40,10 @@
  * mcount sites) the return address is replaced with return_to_handler.
  * Either way the exit is recorded and the call returns where it really
  * returns. A thread whose calls nest deeper than SHADOW_MAX stops
- * graphing (counted): never a crash.
+ * graphing (counted): never a crash. With the subtree filters
+ * (FTRACE_GRAPH_FUNCS, FTRACE_GRAPH_NOTRACE: subtree.c) a call outside
+ * the subtrees is not graphed at all, and every pop of a shadow entry
+ * gives back what its mark counted.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -127,16 +130,20 @@ struct tbuf {
 			    * (take), or BUSY_HELD */
 	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
 			    * real addresses, so left() judges by the stack pointer alone */
-	uint64_t base;     /* words flushed before words[0] */
 	/* The stack the thread's last graph event ran on (stack_at): its
 	 * shadow stack, its context's id (0: the thread's own), and the
 	 * stack pointers (cur_lo, cur_hi] that are on it, while the table
 	 * of contexts is at generation cur_gen. */
+	unsigned cur_gen;
+	uint64_t base;     /* words flushed before words[0] */
 	struct shadow_stack *cur;
 	uint64_t cur_id;
 	uintptr_t cur_lo, cur_hi;
-	unsigned cur_gen;
-	struct shadow_stack own; /* the graphed calls on the thread's own stack */
+	/* The graphed calls on the thread's own stack. Its first entry (a
+	 * call made from untraced code: the most frequent) lies so that the
+	 * words a call reads and writes of it, ret to hook, share one cache
+	 * line (checked below): fields added above must keep it so. */
+	struct shadow_stack own;
 	uint64_t words[TBUF_WORDS];
 	/* Below here, nothing the assembly reads (layout.h ends at words). */
 	uint64_t skip;     /* of base, the words the stream does not hold (lost before it was
@@ -152,12 +159,14 @@ struct tbuf {
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
 		       offsetof(struct tbuf, suspended) == TB_SUSPENDED && offsetof(struct tbuf, base) == TB_BASE &&
 		       offsetof(struct tbuf, own) == TB_OWN && offsetof(struct tbuf, own.depth) == TB_DEPTH &&
-		       offsetof(struct tbuf, own.stopped) == TB_STOPPED && offsetof(struct tbuf, own.e) == TB_SHADOW &&
-		       offsetof(struct tbuf, words) == TB_WORDS,
+		       offsetof(struct tbuf, own.stopped) == TB_STOPPED && offsetof(struct tbuf, own.chosen) == TB_CHOSEN &&
+		       offsetof(struct tbuf, own.notrace) == TB_NOTRACE && offsetof(struct tbuf, own.e) == TB_SHADOW &&
+		       offsetof(struct tbuf, words) == TB_WORDS && TB_SHADOW % 64 + SH_HOOK + 8 <= 64,
 	       "layout.h: struct tbuf");
 _Static_assert(offsetof(struct shadow, ret) == SH_RET && offsetof(struct shadow, ip) == SH_IP &&
 		       offsetof(struct shadow, sp) == SH_SP && offsetof(struct shadow, hook) == SH_HOOK &&
-		       offsetof(struct shadow, pos) == SH_POS && sizeof(struct shadow) == SH_SIZE,
+		       offsetof(struct shadow, pos) == SH_POS && offsetof(struct shadow, mark) == SH_MARK &&
+		       sizeof(struct shadow) == SH_SIZE,
 	       "layout.h: struct shadow");
 
 /* Make words[0, n) the buffer's records. A release store: on x86-64 a
@@ -546,7 +555,7 @@ static struct tbuf *tbuf_new(void)
 	return b;
 }
 
-static void record_unwound(struct tbuf *b, uint64_t ts);
+static void pop_left(struct tbuf *b, struct shadow_stack *s, uint64_t ts, int rec);
 static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec);
 
 /*
@@ -570,8 +579,8 @@ static void thread_exit(void *p)
 	if (!ended()) {
 		uint64_t ts = now();
 		struct shadow_stack *s = stack_at(b, (uintptr_t)__builtin_frame_address(0), ts, 1);
-		for (; s->depth > 0; s->depth--)
-			record_unwound(b, ts);
+		while (s->depth > 0)
+			pop_left(b, s, ts, 1);
 	}
 	flush(b);
 	for (struct tbuf **pp = &all; *pp; pp = &(*pp)->next)
@@ -666,6 +675,26 @@ static void meta_line(struct meta_out *o, const char *key, uint64_t v)
 	p = utoa(p, v);
 	*p++ = '\n';
 	meta_put(o, buf, (size_t)(p - buf));
+}
+
+/*
+ * A setting as the user gave it (v; nothing when NULL), on a line of its
+ * own: "key value". Its bytes that would end the line or make it
+ * something else than text (control characters) are written as '?', and
+ * no more than SETTING_MAX of them, well within a line the reader takes.
+ */
+#define SETTING_MAX 4096
+static void meta_setting(struct meta_out *o, const char *key, const char *v)
+{
+	if (!v)
+		return;
+	meta_str(o, key);
+	meta_str(o, " ");
+	for (size_t i = 0; v[i] && i < SETTING_MAX; i++) {
+		char c = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
+		meta_put(o, &c, 1);
+	}
+	meta_str(o, "\n");
 }
 
 /*
@@ -810,6 +839,12 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_line(&o, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
 	meta_line(&o, "max_depth", ftrt_max_depth);
 	meta_line(&o, "thresh_tsc", ftrt_thresh_tsc);
+	/* The subtree filters: a trace recorded with them holds only some
+	 * of the calls of the traced functions. */
+	if (ftrt_subtree) {
+		meta_setting(&o, "graph_funcs", ftrt_subtree_funcs);
+		meta_setting(&o, "graph_notrace", ftrt_subtree_notrace);
+	}
 	/* config patched: the program was traced as ftpatch enable recorded */
 	meta_str(&o, "config ");
 	meta_str(&o, ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE));
@@ -1223,18 +1258,34 @@ static void record_unwound(struct tbuf *b, uint64_t ts)
 	atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 }
 
-/* Pop the calls of s left without returning, recording each as unwound
- * (when rec: not once the trace is ending); returns the new depth. */
+/* The entry sh, popped from s, gives back what its mark added to s's
+ * counts (subtree.c). */
+static inline void unmark(struct shadow_stack *s, const struct shadow *sh)
+{
+	if (__builtin_expect(sh->mark == MARK_CHOSEN, 0))
+		s->chosen--;
+	else if (__builtin_expect(sh->mark == MARK_NOTRACE, 0))
+		s->notrace--;
+}
+
+/* Pop the innermost call of s, left without returning: recorded as
+ * unwound when rec (not once the trace is ending), unless it is a
+ * notrace call, whose entry was never recorded. */
+static void pop_left(struct tbuf *b, struct shadow_stack *s, uint64_t ts, int rec)
+{
+	const struct shadow *sh = &s->e[--s->depth];
+	if (rec && sh->mark != MARK_NOTRACE)
+		record_unwound(b, ts);
+	unmark(s, sh);
+}
+
+/* Pop the calls of s left without returning (pop_left); returns the new
+ * depth. */
 static uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_t ts, uintptr_t sp, int rec)
 {
-	uint32_t d = s->depth;
-	while (d > 0 && left(b, &s->e[d - 1], sp)) {
-		d--;
-		if (rec)
-			record_unwound(b, ts);
-	}
-	s->depth = d;
-	return d;
+	while (s->depth > 0 && left(b, &s->e[s->depth - 1], sp))
+		pop_left(b, s, ts, rec);
+	return s->depth;
 }
 
 /* The thread's buffer, made at its first event, taken (busy) for the
@@ -1274,15 +1325,22 @@ drop:
  * Push a graphed call: the site ip, its return slot and what the slot
  * will hold while it runs (hook). 0 when the call is not graphed: deeper
  * than FTRACE_DEPTH, or its stack's shadow stack overflowed (that stack
- * then stops graphing for good, counted, never a crash); or no call is
- * graphed any more (a context's stack is unknown): then it is recorded
- * as a call.
+ * then stops graphing for good, counted, never a crash); or the subtree
+ * filters leave it out (subtree.c says which, and why a notrace call is
+ * graphed but not recorded); or no call is graphed any more (a context's
+ * stack is unknown): then it is recorded as a call, if the subtree
+ * filters can tell it is to be without a shadow stack: a chosen
+ * function's own (FTRACE_GRAPH_FUNCS), or any but a notrace function's
+ * (FTRACE_GRAPH_NOTRACE alone).
  */
 static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 {
 	uint64_t ts = now();
 	uintptr_t sp = (uintptr_t)(slot + 1);
+	int sub = ftrt_subtree, mark = sub ? ftrt_subtree_mark(ip) : 0;
 	if (__builtin_expect(__atomic_load_n(&graph_calls, __ATOMIC_RELAXED), 0)) {
+		if (sub && mark != MARK_CHOSEN && (mark == MARK_NOTRACE || (sub & SUBTREE_FUNCS)))
+			return 0;
 		uint32_t n = room(b);
 		b->words[n] = REC_W0(REC_CALL, ts);
 		b->words[n + 1] = ip;
@@ -1303,6 +1361,12 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 			atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
 		return 0;
 	}
+	if (__builtin_expect(sub != 0, 0)) {
+		if (s->notrace)
+			return 0; /* inside a notrace call */
+		if (!mark && (sub & SUBTREE_FUNCS) && !s->chosen)
+			return 0; /* outside every chosen call */
+	}
 	uint32_t n = room(b);
 	struct shadow *sh = &s->e[d];
 	sh->ret = *slot;
@@ -1310,7 +1374,15 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 	sh->sp = sp;
 	sh->hook = hook;
 	sh->pos = b->base + n;
+	sh->mark = (uintptr_t)mark;
 	s->depth = d + 1;
+	if (__builtin_expect(mark != 0, 0)) {
+		if (mark == MARK_NOTRACE) {
+			s->notrace++;
+			return 1; /* graphed for its return, never recorded */
+		}
+		s->chosen++;
+	}
 	b->words[n] = REC_W0(REC_ENTRY, ts);
 	b->words[n + 1] = ip;
 	publish(b, n + 2);
@@ -1397,19 +1469,20 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	 * tail-called one above its caller, at the same sp, first); any
 	 * above it were left without returning: a longjmp out of them, or
 	 * out of a signal handler on another stack. */
-	uint32_t d = s->depth, k = d;
+	uint32_t k = s->depth;
 	while (k > 0 && s->e[k - 1].sp != sp)
 		k--;
 	if (__builtin_expect(k == 0, 0))
 		lost_return();
-	for (; d > k; d--)
-		if (rec)
-			record_unwound(b, ts);
-	struct shadow *sh = &s->e[--d];
-	s->depth = d;
-	/* FTRACE_THRESH: a call shorter than the threshold that called
+	while (s->depth > k)
+		pop_left(b, s, ts, rec);
+	struct shadow *sh = &s->e[--s->depth];
+	unmark(s, sh);
+	/* A notrace call recorded no entry, and records no exit.
+	 * FTRACE_THRESH: a call shorter than the threshold that called
 	 * nothing traced (its entry is still the last record, in the buffer)
 	 * is taken back. */
+	rec = rec && sh->mark != MARK_NOTRACE;
 	uint32_t n = b->n;
 	if (rec && ftrt_thresh_tsc && sh->pos + 2 == b->base + n && n >= 2 && ts - REC_TS(b->words[n - 2]) < ftrt_thresh_tsc) {
 		publish(b, n - 2);
@@ -1499,13 +1572,8 @@ static struct shadow_stack *drop_to(struct tbuf *b, uintptr_t sp)
 	int rec = !ended();
 	uint64_t ts = now();
 	struct shadow_stack *s = stack_at(b, sp, ts, rec);
-	uint32_t d = s->depth;
-	while (d > 0 && s->e[d - 1].sp <= sp) {
-		d--;
-		if (rec)
-			record_unwound(b, ts);
-	}
-	s->depth = d;
+	while (s->depth > 0 && s->e[s->depth - 1].sp <= sp)
+		pop_left(b, s, ts, rec);
 	return s;
 }
 

@@ -385,6 +385,19 @@ return_to_handler:
  * unwound, and the call on top of the shadow stack is still live (its
  * frame is above ours and its return slot still holds its hook).
  * Anything else goes to the C path (.Lenter_slow), which handles it all.
+ *
+ * With the subtree filters on (ftrt_subtree, see subtree.c) a site may be
+ * marked chosen or notrace: its bit in ftrt_subtree_maybe says it may be,
+ * and then C looks it up (.Lenter_subtree). An unmarked site's call is
+ * decided by the thread's counts: outside every chosen call
+ * (FTRACE_GRAPH_FUNCS set, own.chosen 0) it is not graphed, without
+ * taking busy or the time: nothing of the buffer is touched, and a count
+ * read before busy is never too low (a call a longjmp left leaves its
+ * count up until C pops it, never down), so the worst a race with a
+ * signal handler can do is leave out a handler's call made while the
+ * tracer it interrupted was still pushing a chosen one. Inside a notrace
+ * call (own.notrace, read under busy once the top call is seen live) it
+ * is not graphed either.
  * Where the timestamp is taken matters: on the machines measured, the
  * work that follows an rdtsc waits for it, so a chain of dependent loads
  * after the timestamp adds its latency to every call. The thread's buffer
@@ -404,13 +417,19 @@ return_to_handler:
  * (layout.h); eax = depth d, then scratch; rsi = &shadow[d], then
  * &words[n]. The entry record is words[n] = REC_ENTRY << 62 | ts,
  * words[n+1] = site; the shadow entry {caller's return address, site,
- * sp, hook} (its stream position is for FTRACE_THRESH, whose runs take
- * the C path), and the hook written into the return slot. busy is held
- * across the reads and the updates, so a signal handler's traced calls
- * cannot interleave (they take the C path, which drops them).
+ * sp, hook, no mark} (its stream position is for FTRACE_THRESH, whose
+ * runs take the C path), and the hook written into the return slot.
+ * busy is held across the reads and the updates, so a signal handler's
+ * traced calls cannot interleave (they take the C path, which drops
+ * them).
  */
 	.hidden	ftrt_fast_graph
 	.hidden	ftrt_max_depth
+	.hidden	ftrt_subtree
+	.hidden	ftrt_subtree_maybe
+.if SH_SIZE != 48
+.error "the shadow stack's index below multiplies by 48 (3 << 4): struct shadow changed size"
+.endif
 	.text
 	.globl	ftrace_graph_enter
 	.type	ftrace_graph_enter, @function
@@ -420,6 +439,9 @@ ftrace_graph_enter:
 	cmpl	$0, ftrt_fast_graph(%rip)
 	je	.Lenter_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
+	cmpl	$0, ftrt_subtree(%rip)
+	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
+.Lenter_take:
 	TAKE_BUF .Lenter_slow, .Lenter_unbusy, 48(%rsp)
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
@@ -429,8 +451,9 @@ ftrace_graph_enter:
 	movl	TB_DEPTH(%rcx), %eax		/* d */
 	cmpl	ftrt_max_depth(%rip), %eax
 	jae	.Lenter_unbusy			/* FTRACE_DEPTH, or the shadow stack full */
-	leaq	(%rax,%rax,4), %rsi
-	leaq	TB_SHADOW(%rcx,%rsi,8), %rsi	/* &shadow[d] */
+	leaq	(%rax,%rax,2), %rsi
+	shlq	$4, %rsi			/* d * SH_SIZE (48) */
+	leaq	TB_SHADOW(%rcx,%rsi), %rsi	/* &shadow[d] */
 	testl	%eax, %eax
 	jz	1f
 	leaq	48(%rsp), %rax			/* our sp: the function will return with it */
@@ -440,11 +463,14 @@ ftrace_graph_enter:
 	movq	-8(%rax), %rax			/* shadow[d-1]'s return slot... */
 	cmpq	%rax, SH_HOOK-SH_SIZE(%rsi)
 	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
+	cmpl	$0, TB_NOTRACE(%rcx)
+	jne	.Lenter_skip			/* inside a notrace call (0 unless the subtree filters are on) */
 1:	movq	40(%rsp), %rax
 	movq	%rax, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
 	leaq	48(%rsp), %rax
 	movq	%rax, SH_SP(%rsi)		/* sp at the return */
+	movq	$0, SH_MARK(%rsi)		/* an unmarked call */
 	movq	32(%rsp), %rax
 	addq	$11, %rax
 	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
@@ -461,6 +487,38 @@ ftrace_graph_enter:
 	movq	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
+	ret
+	.cfi_adjust_cfa_offset 32
+/*
+ * The subtree filters' check, before busy (see above): r11 = the site;
+ * rax, rcx, rdx, rsi free. The site's bit is (site >> 4) % SUBTREE_BITS
+ * of ftrt_subtree_maybe (subtree.c's ftrt_subtree_mark): the word
+ * ((site >> 4) >> 6) % (SUBTREE_BITS / 64), and bt takes the bit number
+ * mod 64 from rax itself.
+ */
+.Lenter_subtree:
+	movq	%r11, %rax
+	shrq	$4, %rax
+	movl	%eax, %edx
+	shrl	$6, %edx
+	andl	$SUBTREE_BITS/64-1, %edx
+	leaq	ftrt_subtree_maybe(%rip), %rsi
+	movq	(%rsi,%rdx,8), %rdx		/* the site's word */
+	btq	%rax, %rdx
+	jc	.Lenter_slow			/* the site may be marked: C looks it up */
+	testl	$SUBTREE_FUNCS, ftrt_subtree(%rip)
+	jz	.Lenter_take			/* FTRACE_GRAPH_NOTRACE alone: only own.notrace decides, under busy */
+	TBUF_RCX
+	testq	%rcx, %rcx
+	jz	.Lenter_slow			/* the thread's first event */
+	cmpl	$0, TB_CHOSEN(%rcx)
+	jne	.Lenter_take			/* a chosen call is live (or was left: the checks under busy see it) */
+	jmp	.Lenter_out			/* outside every chosen call: not graphed */
+.Lenter_skip:
+	movq	$0, TB_BUSY(%rcx)		/* inside a notrace call: not graphed */
+.Lenter_out:
+	RESTORE_SCRATCH
+	cmpq	%rsp, %rsp			/* ZF=1: not graphed */
 	ret
 	.cfi_adjust_cfa_offset 32
 .Lenter_unbusy:
@@ -514,10 +572,12 @@ ftrace_graph_enter:
  *
  * The common case is written out: the trace is on the TSC with no
  * threshold (ftrt_fast_graph), the call on top of the shadow stack is the
- * one returning (its sp is ours), the buffer has room. The buffer
- * pointer is loaded before the timestamp, the checks after it, as at
- * entry. rdx = the timestamp, rcx = the thread's
- * struct tbuf, rsi = &shadow[depth-1]. The exit record is one word,
+ * one returning (its sp is ours) and carries no mark of the subtree
+ * filters (a chosen or notrace call's return gives back its count in C),
+ * the buffer has room. The buffer pointer is loaded before the
+ * timestamp, the checks after it, as at entry. rdx = the timestamp,
+ * rcx = the thread's struct tbuf, rsi = &shadow[depth-1]. The exit
+ * record is one word,
  * REC_EXIT << 62 | ts; busy is set before the shadow stack and the
  * buffer are read, and held while they change. The old return slot, at
  * 24(%rsp), still holds the hook until the real address is written there:
@@ -544,11 +604,14 @@ ftrace_graph_leave:
 	movl	TB_DEPTH(%rcx), %eax
 	testl	%eax, %eax
 	jz	.Lleave_unbusy
-	leaq	(%rax,%rax,4), %rsi
-	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi,8), %rsi	/* &shadow[d-1] */
+	leaq	(%rax,%rax,2), %rsi
+	shlq	$4, %rsi			/* d * SH_SIZE (48) */
+	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi), %rsi	/* &shadow[d-1] */
 	leaq	32(%rsp), %rdi
 	cmpq	%rdi, SH_SP(%rsi)
 	jne	.Lleave_unbusy			/* not the call on top: a longjmp left some */
+	cmpq	$0, SH_MARK(%rsi)
+	jne	.Lleave_unbusy			/* a chosen or notrace call: C gives back its count */
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
