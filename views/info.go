@@ -60,6 +60,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 	default:
 		kv("config", "%s", or(m.Config, "not recorded (a runtime older than config records)"))
 	}
+	if m.GraphFuncs != "" || m.GraphNotrace != "" {
+		kv("subtree filters", "FTRACE_GRAPH_FUNCS=%s FTRACE_GRAPH_NOTRACE=%s: only calls made inside the chosen functions' calls, and outside the notrace ones', were recorded", or(m.GraphFuncs, "(none)"), or(m.GraphNotrace, "(none)"))
+	} else {
+		kv("subtree filters", "none (FTRACE_GRAPH_FUNCS, FTRACE_GRAPH_NOTRACE)")
+	}
 	kv("sites", "%d in the table: %d traced, %d skipped (unexpected bytes), %d could not be written, %d matched but not traceable yet",
 		m.Sites, m.Enabled, m.Skipped, m.Failed, m.Unsupported)
 	if len(m.Modules) == 0 {
