@@ -15,10 +15,10 @@ import (
 // each here, with it) under which replay and report must read a trace
 // several times its size: the reader streams, it does not hold the
 // trace.
-const readerLimit = 96 << 20
+const readerLimit = 128 << 20
 
 // TestReaderMemory: replay and report of a trace of 4 times the memory
-// they are allowed, or more (a program of four threads making 30
+// they are allowed, or more (a program of four threads making 36
 // million calls, under each tracer), read it whole: the report's counts
 // are the calls the program made, the replay has a line per call, and
 // each command's peak resident memory stays within the limit.
@@ -29,7 +29,7 @@ func TestReaderMemory(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c") // fib recursing, not looping
-			const rounds = 6000                                                                                // 4 threads * 1164 calls * rounds
+			const rounds = 7800                                                                                // 4 threads * 1164 calls * rounds: 36 M calls
 			trace := filepath.Join(dir, "t")
 			out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + trace}, prog, fmt.Sprint(rounds))
 			if err != nil || code != 0 {
