@@ -49,6 +49,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,6 +309,8 @@ type benchCase struct {
 	rss     int64 // KB
 	bytes   int64
 	skipped string
+
+	bytesTarget float64 // the most trace a call may take, in bytes (streams and metadata); 0: no target
 }
 
 func main() {
@@ -394,8 +397,8 @@ func run(work, bin string, runs int, only string) error {
 		{name: "plain -O2 (baseline)", argv: []string{abs("plain")}},
 		{name: "ftpatch: sites NOP'd", argv: []string{abs("ours")}, target: 0.3},
 		{name: "ftpatch: empty tracer (FTRACE=nop)", argv: []string{abs("ours")}, env: []string{"FTRACE=nop", "FTRACE_FILTER=leaf"}, target: 2},
-		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
-		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
+		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11, bytesTarget: 16},
+		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20, bytesTarget: 16},
 		{name: floorName, argv: []string{abs("floor")}},
 		{name: floorOutName, argv: []string{abs("floor-out")}, env: []string{"FLOOR_OUT=" + abs("t-floor")}, outDir: abs("t-floor"), mkdir: true},
 		{name: skeletonName, argv: []string{abs("skeleton")}},
@@ -482,6 +485,20 @@ func run(work, bin string, runs int, only string) error {
 			verdict = "MISSED"
 		}
 		fmt.Printf("target: %s at most %.1f ns/call: %.2f ns/call: %s\n", c.name, c.target, byName[c.name], verdict)
+	}
+	for _, c := range cases {
+		if c.bytesTarget == 0 || c.skipped != "" {
+			continue
+		}
+		// To the hundredth of a byte: what a trace has once (its
+		// metadata, a stream's header and first TIME: under 1 KiB) is
+		// not a call's.
+		per := math.Round(float64(c.bytes)/calls*100) / 100
+		verdict := "met"
+		if per > c.bytesTarget {
+			verdict = "MISSED"
+		}
+		fmt.Printf("target: %s at most %.0f bytes of trace a call: %.2f bytes/call (%d bytes in all): %s\n", c.name, c.bytesTarget, per, c.bytes, verdict)
 	}
 	if only == "" {
 		if err := patchBench(work, bin, libs, runs); err != nil {
