@@ -37,10 +37,12 @@ func reportCounts(t *testing.T, dir string) (map[string]int, string) {
 }
 
 // eventsByThread reads the trace in dir and names its calls (function)
-// or entries (function_graph), per thread id.
+// or entries (function_graph), per thread id; every record's time must
+// lie within the run (checkClock).
 func eventsByThread(t *testing.T, dir string) (*trace.Trace, map[int][]trace.Event) {
 	t.Helper()
 	tr, syms := readTrace(t, dir)
+	checkClock(t, tr)
 	by := map[int][]trace.Event{}
 	for _, e := range trace.Events(tr, syms) {
 		by[e.Tid] = append(by[e.Tid], e)

@@ -277,6 +277,108 @@ func TestGraphLimits(t *testing.T) {
 	}
 }
 
+// TestClock: each record's time is a delta from the record before it,
+// and the trace still places every call where it ran. progs/clock.c
+// reads the TSC just before and after each of 2,000 calls of leaf, some
+// after a gap too long for a short record: under either tracer each call
+// lies between its pair (give or take 2 us, for a thread moved between
+// CPUs; were a record's delta taken from a time other than the record
+// before's, the error would build up call after call). Then outer spins
+// 10 ms around ten calls of leaf a millisecond apart, which start so in
+// the graph; under FTRACE_THRESH=100us every call of leaf is taken back
+// (but one a preemption made longer), and the stream's clock with it, so
+// outer still lasts its 10 ms (were
+// the clock left at a removed entry's time, each record after it would
+// read that entry's delta early). Every record lies within the run.
+func TestClock(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "clock.c")
+	wantOut, _, wantCode, err := runStatus(dir, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tracer, env string
+		pairs       bool // the 2,000 calls of leaf are kept, to check against their pairs
+	}{
+		{"function", "FTRACE_THRESH=0", true},
+		{"function_graph", "FTRACE_THRESH=0", true},
+		{"function_graph", "FTRACE_THRESH=100us", false},
+	} {
+		t.Run(c.tracer+"/"+c.env, func(t *testing.T) {
+			out := filepath.Join(dir, c.tracer+slug(c.env))
+			got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.tracer, c.env, "FTRACE_OUT=" + out}, prog)
+			if err != nil || got != wantOut || code != wantCode {
+				t.Fatalf("exit %d, %v, output\n%s\nwant exit %d, output\n%s\n%s", code, err, got, wantCode, wantOut, errOut)
+			}
+			tr, syms := readTrace(t, out)
+			checkClock(t, tr)
+			var pairs [][2]float64 // the program's own readings around each call, in ns
+			for _, line := range strings.Split(errOut, "\n") {
+				var b, a uint64
+				if _, err := fmt.Sscanf(line, "tsc %d %d", &b, &a); err == nil {
+					pairs = append(pairs, [2]float64{tr.Meta.Nanos(b), tr.Meta.Nanos(a)})
+				}
+			}
+			if len(pairs) != 2000 {
+				t.Fatalf("%d pairs of readings on stderr, want 2000:\n%.500s", len(pairs), errOut)
+			}
+			// The calls of leaf, in order: start and end (a call's end is
+			// its start under function).
+			var calls [][2]float64
+			var outer *trace.Node
+			if c.tracer == "function" {
+				for _, e := range trace.Events(tr, syms) {
+					if e.Func == "leaf" {
+						calls = append(calls, [2]float64{e.Nanos, e.Nanos})
+					}
+				}
+			} else {
+				threads := trace.Graph(tr, syms)
+				checkNesting(t, threads)
+				if len(threads) != 1 || len(threads[0].Roots) != 1 {
+					t.Fatalf("graph %+v, want main alone", threads)
+				}
+				for _, n := range threads[0].Roots[0].Children {
+					switch n.Func {
+					case "leaf":
+						calls = append(calls, [2]float64{n.Start, n.End})
+					case "outer":
+						outer = n
+					}
+				}
+				if outer == nil || c.pairs && len(outer.Children) != 10 || outer.Duration() < 5e6 {
+					t.Fatalf("outer %+v; want it, 10 ms, with its 10 calls of leaf unless under a threshold", outer)
+				}
+				for i := 1; i < len(outer.Children); i++ {
+					if d := outer.Children[i].Start - outer.Children[i-1].Start; d < 5e5 {
+						t.Errorf("outer's leaf call %d %.0f ns after the one before; want a millisecond", i, d)
+					}
+				}
+			}
+			if !c.pairs {
+				for _, call := range calls {
+					if call[1]-call[0] < 5e4 { // a call kept must have lasted 100 us (preempted)
+						t.Errorf("a call of leaf of %.0f ns kept under a threshold of 100 us", call[1]-call[0])
+					}
+				}
+				return
+			}
+			if len(calls) < 2000 {
+				t.Fatalf("%d calls of leaf traced, want 2000 and more", len(calls))
+			}
+			const slack = 2000 // ns
+			for i, p := range pairs {
+				if call := calls[i]; call[0] < p[0]-slack || call[1] > p[1]+slack || call[1] < call[0] {
+					t.Fatalf("call %d of leaf traced at %.0f to %.0f ns; the program read the clock at %.0f before it, %.0f after", i, call[0], call[1], p[0], p[1])
+				}
+			}
+		})
+	}
+}
+
 // TestOptimized: the -O2 builds of the matrix. The oracle cannot count
 // the same calls at -O2 (its instrumentation changes what the optimiser
 // does), so here the two tracers check each other on one binary: the same

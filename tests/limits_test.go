@@ -9,11 +9,92 @@ import (
 	"ftpatch/trace"
 )
 
-// traceBytes is what progs/exits.c many records under either tracer:
-// 300,002 calls (main, work, 100,000 of twice, 200,000 of leaf) of 24
-// bytes each (function: one record; function_graph: an entry of 16 and
-// an exit of 8).
-const traceBytes = 300_002 * 24
+// manyCalls is the calls progs/exits.c many makes: main, work, 100,000
+// of twice, 200,000 of leaf.
+const manyCalls = 300_002
+
+// callBytes is the least its records take under either tracer: 16 bytes
+// a call (function: a CALL; function_graph: an ENTRY and an EXIT of 8
+// each) where the time since the record before fits the short record,
+// as it does within a loop of calls; more where it does not (a flush's
+// write, a preemption in between), which the runtime counts with the
+// rest (recorded_bytes). Never as much as 24 bytes a call, the size of
+// the format before.
+const callBytes = manyCalls * 16
+
+// recordedBytes checks the metadata's count of the bytes of records the
+// runtime flushed, which a run of progs/exits.c many makes, and returns
+// it.
+func recordedBytes(t *testing.T, tr *trace.Trace) int64 {
+	t.Helper()
+	n := int64(tr.Meta.RecordedBytes)
+	if n < callBytes || n >= manyCalls*24 {
+		t.Errorf("%d bytes of records recorded for %d calls; want at least %d, less than 24 a call", n, manyCalls, callBytes)
+	}
+	return n
+}
+
+// TestBytesPerCall: under either tracer, a program making many calls in
+// a loop (progs/exits.c many) writes 16 bytes of trace a call, and the
+// trace reads every call, each within the run. Beyond that only what a
+// trace has once (its metadata, a stream's header and first TIME: under
+// 1 KiB) and the few longer records where the time since the one before
+// does not fit a short one (after a flush's write, a preemption: 8 bytes
+// more each), all told at most overhead: 0.05 bytes a call here.
+func TestBytesPerCall(t *testing.T) {
+	const overhead = 16 << 10
+	exitsTraced(t, "many", func(t *testing.T, out string) {
+		ents, err := os.ReadDir(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int64
+		for _, e := range ents {
+			fi, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			size += fi.Size()
+		}
+		if size > callBytes+overhead {
+			t.Errorf("%d bytes of trace for %d calls: %.3f a call; want 16 a call and at most %d bytes more", size, manyCalls, float64(size)/manyCalls, overhead)
+		}
+		tr, err := trace.Read(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkClock(t, tr)
+		counts, _ := reportCounts(t, out)
+		if n := counts["main"] + counts["work"] + counts["twice"] + counts["leaf"]; n != manyCalls {
+			t.Errorf("report: %d calls (%v), want %d", n, counts, manyCalls)
+		}
+	})
+}
+
+// exitsTraced builds progs/exits.c traced (gcc -O2 -pg -mfentry) and
+// untraced, runs it with the argument how untraced (it must exit 0) and
+// under each tracer, into a trace directory each, checking that the
+// output and exit status are the untraced run's, and then check on each
+// trace, in a subtest named for the tracer.
+func exitsTraced(t *testing.T, how string, check func(t *testing.T, out string)) {
+	t.Helper()
+	need(t, x86GCC.tools...)
+	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
+	wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, how)
+	if err != nil || wantCode != 0 {
+		t.Fatalf("untraced: exit %d, %v", wantCode, err)
+	}
+	for _, mode := range []string{"function", "function_graph"} {
+		t.Run(mode, func(t *testing.T) {
+			out := filepath.Join(dir, mode)
+			got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, how)
+			if err != nil || got != wantOut || code != wantCode {
+				t.Fatalf("exit %d, %v, output %q; want exit %d, output %q\n%s", code, err, got, wantCode, wantOut, errOut)
+			}
+			check(t, out)
+		})
+	}
+}
 
 // streamBytes sums the records in the streams of the trace in dir (their
 // 16-byte headers left out), checking each is a stream.
@@ -60,13 +141,32 @@ func TestFileSizeLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			written := streamBytes(t, out)
-			if tr.Meta.Unended || written+16 > limit || written+int64(tr.Meta.LostBytes) != traceBytes || tr.Meta.LostBytes == 0 {
+			written, recorded := streamBytes(t, out), recordedBytes(t, tr)
+			if tr.Meta.Unended || written+16 > limit || written+int64(tr.Meta.LostBytes) != recorded || tr.Meta.LostBytes == 0 {
 				t.Errorf("unended %v, %d bytes of records written (limit %d with the header), %d lost; want an ended trace, %d bytes in all",
-					tr.Meta.Unended, written, limit, tr.Meta.LostBytes, traceBytes)
+					tr.Meta.Unended, written, limit, tr.Meta.LostBytes, recorded)
 			}
 		})
 	}
+}
+
+// TestStreamAfterLoss: a thread whose buffer's flushes found no room
+// for its stream (its file size limit below a stream's header: the
+// records counted lost), and whose limit is raised again, has its stream
+// made at a later flush, which decodes from its own start: every
+// record's time within the run, the calls made after the loss there, and
+// what was lost counted to the byte.
+func TestStreamAfterLoss(t *testing.T) {
+	exitsTraced(t, "regain", func(t *testing.T, out string) {
+		tr, _ := eventsByThread(t, out) // checks the clock
+		written, recorded := streamBytes(t, out), int64(tr.Meta.RecordedBytes)
+		if tr.Meta.LostBytes == 0 || written == 0 || written+int64(tr.Meta.LostBytes) != recorded {
+			t.Errorf("%d bytes of records written, %d lost, %d recorded; want some of each, written + lost = recorded", written, tr.Meta.LostBytes, recorded)
+		}
+		if counts, _ := reportCounts(t, out); counts["twice"] < 10 || counts["leaf"] < 20 {
+			t.Errorf("report: %v; want the calls made after the limit was raised, at least", counts)
+		}
+	})
 }
 
 // TestDiskFullKeepsMeta: a traced program whose trace fills its file
@@ -93,14 +193,14 @@ func TestDiskFullKeepsMeta(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the trace does not read: %v", err)
 			}
-			written := streamBytes(t, out)
-			if written == 0 || written >= traceBytes {
-				t.Errorf("%d bytes of records written in 64 KiB; want some, not all %d", written, traceBytes)
+			written, recorded := streamBytes(t, out), recordedBytes(t, tr)
+			if written == 0 || written >= recorded {
+				t.Errorf("%d bytes of records written in 64 KiB; want some, not all %d", written, recorded)
 			}
 			// The end's metadata, in the room set aside when the trace
 			// opened, counts what did not fit.
-			if tr.Meta.Unended || tr.Meta.LostBytes == 0 || written+int64(tr.Meta.LostBytes) != traceBytes {
-				t.Errorf("metadata: unended %v, %d bytes lost; want the end's, with %d + lost = %d", tr.Meta.Unended, tr.Meta.LostBytes, written, traceBytes)
+			if tr.Meta.Unended || tr.Meta.LostBytes == 0 || written+int64(tr.Meta.LostBytes) != recorded {
+				t.Errorf("metadata: unended %v, %d bytes lost; want the end's, with %d + lost = %d", tr.Meta.Unended, tr.Meta.LostBytes, written, recorded)
 			}
 			for _, pat := range []string{"*.tmp", "meta.end"} {
 				if tmps, _ := filepath.Glob(filepath.Join(out, pat)); len(tmps) != 0 {

@@ -227,6 +227,27 @@ func readTrace(t *testing.T, dir string) (*trace.Trace, *trace.Symbols) {
 	return tr, syms
 }
 
+// checkClock checks that every record of tr lies within its run: the
+// metadata's tsc_start to tsc_end, give or take 2^24 ticks (5 ms at
+// 3 GHz: clocks read on two CPUs a little apart). A record's time is the
+// one before's plus its delta, so a stream that does not start its clock
+// afresh where the runtime must (its first record, a forked child's
+// stream, one made after records were lost) reads times off by the
+// clock's whole reading.
+func checkClock(t *testing.T, tr *trace.Trace) {
+	t.Helper()
+	const slack = 1 << 24
+	m := &tr.Meta
+	for _, s := range tr.Streams {
+		for i, r := range s.Records {
+			if r.TS+slack < m.TSCStart || r.TS > m.TSCEnd+slack {
+				t.Errorf("pid %d thread %d: record %d of %d at %d, outside the run (%d to %d)", s.Pid, s.Tid, i, len(s.Records), r.TS, m.TSCStart, m.TSCEnd)
+				break
+			}
+		}
+	}
+}
+
 // traceCounts reads a trace with the package every command uses and
 // tallies calls per function.
 func traceCounts(t *testing.T, dir string) map[string]int {

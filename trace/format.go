@@ -4,54 +4,195 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// errZeroWord: a stream's next word is 0, which starts no record: a
-// hole, or zeros a system that stopped left where records were to go.
-// The stream ends there.
+// The stream formats: a stream file's first 8 bytes say which one its
+// records are in (the metadata's format line says the same of the whole
+// trace).
+const (
+	magic3 = "ftrtrec3" // format 3, "ftrt-trace 3": what the runtime writes
+	magic2 = "ftrtrec2" // format 2, "ftrt-trace 2": the previous runtime's
+)
+
+// Format 3's record kinds: a record's first word's top two bits.
+const (
+	recCall  = 0 // w0 = delta << 47 | site; w1 = parent ip
+	recEntry = 1 // w0 = 1 << 62 | delta << 47 | site
+	recExit  = 2 // w0 = 2 << 62 | delta
+	recExt   = 3 // w0 = 3 << 62 | sub << 58 | payload; the sub-kinds below
+)
+
+// Format 3's EXT sub-kinds; 5 to 15 are reserved (an error to read).
+const (
+	extUnwound   = 0 // payload delta
+	extTime      = 1 // payload 0; w1 = the stream's clock from here on
+	extContext   = 2 // payload delta; w1 = context id
+	extLongEntry = 3 // payload delta; w1 = site
+	extLongCall  = 4 // payload delta; w1 = site, w2 = parent ip
+)
+
+// Format 3's field widths.
+const (
+	deltaBits = 15 // a CALL's or ENTRY's delta
+	siteBits  = 47 // a CALL's or ENTRY's site
+	extBits   = 58 // an EXT record's payload
+	exitBits  = 62 // an EXIT's delta
+)
+
+// extWords is the words of each EXT sub-kind's record; 0: reserved.
+var extWords = [16]int{extUnwound: 1, extTime: 2, extContext: 2, extLongEntry: 2, extLongCall: 3}
+
+// errZeroWord: a record's first word is 0, which no record's is: a hole
+// in the stream, or zeros a system that stopped left where records were
+// to go. The stream ends there.
 var errZeroWord = errors.New("a zero word where a record starts")
 
-// A decoder turns one stream's bytes into records.
-type decoder struct{}
-
-// newDecoder returns the decoder for a stream whose header starts with
-// magic.
-func newDecoder(magic []byte) (*decoder, error) {
-	if string(magic) != "ftrtrec2" {
-		return nil, fmt.Errorf("%w: no stream header", ErrFormat)
-	}
-	return &decoder{}, nil
+// A decoder decodes one stream's records: its format, and in format 3
+// the stream's clock (each record's time is the one before's plus its
+// delta), kept from one chunk of the stream to the next.
+type decoder struct {
+	format int    // 2 or 3
+	clock  uint64 // format 3: the time of the last record decoded
 }
 
-// decode decodes the whole records of b into out, stopping when out is
-// full or b holds no whole record more: n records written, used bytes
-// of b consumed.
+// newDecoder returns the decoder of a stream whose header starts with
+// magic (its first 8 bytes); ErrFormat for a stream of no format known.
+func newDecoder(magic []byte) (*decoder, error) {
+	switch m := string(magic); {
+	case m == magic3:
+		return &decoder{format: 3}, nil
+	case m == magic2:
+		return &decoder{format: 2}, nil
+	case strings.HasPrefix(m, "ftrtrec"):
+		return nil, fmt.Errorf("%w: stream format %q, want %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", ErrFormat, m, magic3, magic2)
+	}
+	return nil, fmt.Errorf("%w: no stream header", ErrFormat)
+}
+
+// decode decodes the whole records at the start of b into out, stopping
+// when out is full or b holds no whole record more: n records written,
+// used bytes of b consumed (a partial record at the end is left for the
+// next call, with the bytes that follow it). Records come out as
+// Record{TS, IP, Info}: TS absolute, Info = kind << 62 (| the parent ip,
+// of a call), a context switch as an Entry whose IP is ctxMark | id, an
+// Exit's or Unwound's IP 0 (the reader pairs it with its entry); a TIME
+// sets the clock and makes no record. A zero first word: errZeroWord,
+// used where it is (the stream ends there). A malformed record: an error
+// wrapping ErrFormat that says what, used where the record starts.
 func (d *decoder) decode(b []byte, out []Record) (n, used int, err error) {
+	if d.format == 2 {
+		return decode2(b, out)
+	}
+	return d.decode3(b, out)
+}
+
+// decode3 decodes format 3 (see the package comment).
+func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
+	le := binary.LittleEndian
+	const (
+		deltaMask = 1<<deltaBits - 1
+		siteMask  = 1<<siteBits - 1
+		extMask   = 1<<extBits - 1
+		exitMask  = 1<<exitBits - 1
+	)
+	for n < len(out) && len(b)-used >= 8 {
+		w0 := le.Uint64(b[used:])
+		switch w0 >> 62 {
+		case recCall:
+			if w0 == 0 {
+				return n, used, errZeroWord
+			}
+			if len(b)-used < 16 {
+				return n, used, nil
+			}
+			d.clock += w0 >> siteBits
+			out[n] = Record{TS: d.clock, IP: w0 & siteMask, Info: uint64(Call)<<62 | le.Uint64(b[used+8:])&tsMask}
+			used += 16
+		case recEntry:
+			d.clock += w0 >> siteBits & deltaMask
+			out[n] = Record{TS: d.clock, IP: w0 & siteMask, Info: uint64(Entry) << 62}
+			used += 8
+		case recExit:
+			d.clock += w0 & exitMask
+			out[n] = Record{TS: d.clock, Info: uint64(Exit) << 62}
+			used += 8
+		case recExt:
+			sub, delta := w0>>extBits&15, w0&extMask
+			words := extWords[sub]
+			if words == 0 {
+				return n, used, fmt.Errorf("%w: a record of reserved kind 3.%d (word %#016x)", ErrFormat, sub, w0)
+			}
+			if len(b)-used < 8*words {
+				return n, used, nil
+			}
+			var w1 uint64
+			if words > 1 {
+				w1 = le.Uint64(b[used+8:])
+			}
+			switch sub {
+			case extUnwound:
+				out[n] = Record{TS: d.clock + delta, Info: uint64(Unwound) << 62}
+			case extTime:
+				if delta != 0 {
+					return n, used, fmt.Errorf("%w: a TIME record with a payload (word %#016x)", ErrFormat, w0)
+				}
+				d.clock = w1
+				used += 16
+				continue // no record
+			case extContext:
+				if w1&ctxMark != 0 {
+					return n, used, fmt.Errorf("%w: a context switch to context %#x, of 2^63 or more", ErrFormat, w1)
+				}
+				out[n] = Record{TS: d.clock + delta, IP: ctxMark | w1, Info: uint64(Entry) << 62}
+			case extLongEntry:
+				// Record says a context switch by this bit of an entry's
+				// IP; no user-space site has it.
+				if w1&ctxMark != 0 {
+					return n, used, fmt.Errorf("%w: an entry of site %#x, of 2^63 or more", ErrFormat, w1)
+				}
+				out[n] = Record{TS: d.clock + delta, IP: w1, Info: uint64(Entry) << 62}
+			case extLongCall:
+				out[n] = Record{TS: d.clock + delta, IP: w1, Info: uint64(Call)<<62 | le.Uint64(b[used+16:])&tsMask}
+			}
+			d.clock += delta
+			used += 8 * words
+		}
+		n++
+	}
+	return n, used, nil
+}
+
+// decode2 decodes format 2: every record starts with kind << 62 | its
+// 62-bit timestamp; a Call goes on with the site and the caller's return
+// address, an Entry with the site (ctxMark | id: a context switch); an
+// Exit or Unwound is that one word.
+func decode2(b []byte, out []Record) (n, used int, err error) {
 	le := binary.LittleEndian
 	for n < len(out) && len(b)-used >= 8 {
 		w0 := le.Uint64(b[used:])
 		if w0 == 0 {
 			return n, used, errZeroWord
 		}
-		rec := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
+		r := Record{TS: w0 & tsMask, Info: w0 &^ tsMask}
 		size := 8
-		switch rec.Kind() {
+		switch r.Kind() {
 		case Call:
 			size = 24
 		case Entry:
 			size = 16
 		}
 		if len(b)-used < size {
-			break
+			return n, used, nil
 		}
-		switch rec.Kind() {
+		switch r.Kind() {
 		case Call:
-			rec.IP = le.Uint64(b[used+8:])
-			rec.Info |= le.Uint64(b[used+16:]) & tsMask
+			r.IP = le.Uint64(b[used+8:])
+			r.Info |= le.Uint64(b[used+16:]) & tsMask
 		case Entry:
-			rec.IP = le.Uint64(b[used+8:])
+			r.IP = le.Uint64(b[used+8:])
 		}
-		out[n] = rec
+		out[n] = r
 		n++
 		used += size
 	}

@@ -21,7 +21,8 @@ import (
 //
 // Seeded from the real traces under testdata/traces (rebuilt by `make -C
 // trace/testdata`) and from crafted ones: cut, empty, with modules and
-// losses. Crashers found are kept under testdata/fuzz/FuzzRead.
+// losses, records of every kind in every form, and of format 2. Crashers
+// found are kept under testdata/fuzz/FuzzRead.
 //
 //	go test -run '^$' -fuzz '^FuzzRead$' -fuzztime 5m -fuzzminimizetime 5s ./trace
 func FuzzRead(f *testing.F) {
@@ -43,11 +44,15 @@ func FuzzRead(f *testing.F) {
 	}
 	whole := streamBytes(1, 200, 300)
 	withModules := goodMeta + "module 4096 4096 8192 150 250 2 2 none - a.so\nmodule 4096 4096 8192 300 0 2 2 none ab12 b.so\nmodule 0 0 1 0 1 0 0 none - c.so\n"
+	graphMeta := strings.Replace(goodMeta, "tracer function", "tracer function_graph", 1)
+	meta2 := strings.Replace(graphMeta, "format ftrt-trace 3", "format ftrt-trace 2", 1)
 	for _, c := range []struct{ meta, stream string }{
 		{goodMeta, string(whole)},
 		{withModules, string(whole)},
-		{strings.Replace(goodMeta, "tracer function", "tracer function_graph", 1), "ftrtrec2\x07\x00\x00\x00\x01\x00\x00\x00" +
-			"\xc8\x00\x00\x00\x00\x00\x00\x40" + "\x00\x10\x00\x00\x00\x00\x00\x00" + // entry at 200 of 0x1000
+		{graphMeta, string(stream3(7, 1, entryRec(200, 0x1000), exitRec(300)))},
+		{graphMeta, string(stream3(7, 1, everyKind...))},
+		{meta2, "ftrtrec2\x07\x00\x00\x00\x01\x00\x00\x00" +
+			"\xc8\x00\x00\x00\x00\x00\x00\x40" + "\x00\x10\x00\x00\x00\x00\x00\x00" + // format 2: an entry at 200 of 0x1000
 			"\x2c\x01\x00\x00\x00\x00\x00\x80"}, // its exit at 300
 		{strings.Replace(goodMeta, "ended 1", "ended 0", 1) + "dropped 3\nlost_bytes 8\nlost_threads 1\noverflow 2\nstopped 1\n", string(whole[:len(whole)-2])},
 		{"", ""},
@@ -80,7 +85,7 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		checkTrace(t, tr, len(stream))
+		checkTrace(t, tr, stream)
 		syms := &Symbols{}
 		named := &Symbols{funcs: []fsym{{start: 0x100, end: 0x200, name: "f"}}}
 		named.index()
@@ -135,11 +140,12 @@ func readSeed(f *testing.F, path string) []byte {
 }
 
 // checkTrace checks the invariants of a trace Read returned whose one
-// stream had size bytes.
-func checkTrace(t *testing.T, tr *Trace, size int) {
+// stream was stream.
+func checkTrace(t *testing.T, tr *Trace, stream []byte) {
 	t.Helper()
 	m := &tr.Meta
-	if m.Format != format || (m.Tracer != "function" && m.Tracer != "function_graph") {
+	size := len(stream)
+	if m.Format != format && m.Format != format2 || (m.Tracer != "function" && m.Tracer != "function_graph") {
 		t.Fatalf("read metadata of format %q, tracer %q", m.Format, m.Tracer)
 	}
 	if len(m.Modules) > maxModules {
@@ -157,9 +163,14 @@ func checkTrace(t *testing.T, tr *Trace, size int) {
 		if 16+8*len(s.Records) > size {
 			t.Fatalf("%d records from a stream of %d bytes", len(s.Records), size)
 		}
-		for _, r := range s.Records {
-			if r.TS > tsMask || r.TS == 0 && r.Info == 0 && r.IP == 0 {
-				t.Fatalf("record %+v", r)
+		// Format 2: a timestamp of 62 bits, and no record of zeros (its
+		// first word would be 0). Format 3's clock has 64 bits, which a
+		// TIME sets to anything.
+		if bytes.HasPrefix(stream, []byte(magic2)) {
+			for _, r := range s.Records {
+				if r.TS > tsMask || r.TS == 0 && r.Info == 0 && r.IP == 0 {
+					t.Fatalf("record %+v", r)
+				}
 			}
 		}
 	}

@@ -2,10 +2,7 @@ package trace
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -125,39 +122,26 @@ func TestGraphModel(t *testing.T) {
 }
 
 // TestGraphContexts: a stream whose thread switches between contexts
-// (switch records: an Entry whose site word has the top bit set) pairs
+// (CONTEXT records, which Read gives as an Entry whose IP has ctxMark) pairs
 // each exit with the innermost open entry of the context it runs in, and
 // graphs each context's calls as a Thread of their own: a coroutine that
 // yields inside co (context 1) while the thread's own stack runs sched,
 // and returns there later, closes co and not sched.
 func TestGraphContexts(t *testing.T) {
-	le := binary.LittleEndian
-	b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, 1), 7)...)
-	word := func(k Kind, ts uint64, ip ...uint64) {
-		b = le.AppendUint64(b, uint64(k)<<62|ts)
-		for _, w := range ip {
-			b = le.AppendUint64(b, w)
-		}
-	}
 	const sched, co, leaf = 0x1000, 0x2000, 0x3000
-	word(Entry, 10, sched)
-	word(Entry, 20, ctxMark|1) // into context 1
-	word(Entry, 30, co)
-	word(Entry, 40, leaf)
-	word(Exit, 50)             // leaf
-	word(Entry, 60, ctxMark|0) // yield to the thread's own stack
-	word(Exit, 70)             // sched, not co
-	word(Entry, 80, ctxMark|1)
-	word(Exit, 90) // co
-	dir := t.TempDir()
-	meta := "format ftrt-trace 2\ntracer function_graph\nclock tsc\nended 1\npid 1\ntsc_start 0\ntsc_end 1000\nmono_start_ns 0\nmono_end_ns 1000\n"
-	if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(meta), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "1-7.trace"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := Read(dir)
+	b := stream3(1, 7,
+		entryRec(10, sched),
+		switchRec(20, 1), // into context 1
+		entryRec(30, co),
+		entryRec(40, leaf),
+		exitRec(50),      // leaf
+		switchRec(60, 0), // yield to the thread's own stack
+		exitRec(70),      // sched, not co
+		switchRec(80, 1),
+		exitRec(90), // co
+	)
+	meta := "format ftrt-trace 3\ntracer function_graph\nclock tsc\nended 1\npid 1\ntsc_start 0\ntsc_end 1000\nmono_start_ns 0\nmono_end_ns 1000\n"
+	tr, err := Read(writeTrace(t, meta, map[string][]byte{"1-7.trace": b}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func openStream(dir, name string) (s Stream, short bool, err error) {
 
 // streamMagics are the headers' first eight bytes of the stream formats
 // the reader knows.
-var streamMagics = []string{"ftrtrec2", "ftrtrec3"}
+var streamMagics = []string{magic2, magic3}
 
 // Buffer sizes of a StreamReader: the bytes it reads at a time (bounds
 // its memory), and the records it hands out at a time.

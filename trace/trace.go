@@ -3,12 +3,39 @@
 // traced executable's symbol table.
 //
 // A trace directory holds `meta` (key value lines) and one stream per
-// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec2", pid and tid
+// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec3", pid and tid
 // as little-endian u32) followed by records of little-endian 64-bit
-// words. Each record starts with kind << 62 | rdtsc timestamp; a Call
-// goes on with the site's run-time address and the caller's return
-// address (24 bytes), an Entry with the site (16 bytes); an Exit or
-// Unwound is that one word, and closes the innermost open Entry.
+// words (format 3, `format ftrt-trace 3` in meta).
+//
+// Each stream keeps a clock: it starts at 0, and each record's time is
+// the previous record's plus the record's delta (unsigned). A record's
+// first word's top two bits are its kind:
+//
+//	0 CALL   2 words  delta << 47 | site (delta < 2^15, site < 2^47); the caller's return address
+//	1 ENTRY  1 word   1 << 62 | delta << 47 | site (delta < 2^15, site < 2^47)
+//	2 EXIT   1 word   2 << 62 | delta (< 2^62): the innermost open entry of the current context returned
+//	3 EXT    1-3      3 << 62 | sub << 58 | payload (58 bits), by sub-kind:
+//	  0 UNWOUND    1 word   payload delta: the innermost open entry was left without returning (longjmp, exception)
+//	  1 TIME       2 words  payload 0; the stream's clock is set to word 1 (no event)
+//	  2 CONTEXT    2 words  payload delta; word 1 a context id: the thread runs in that context from
+//	                        here on (0: its own stack; else a makecontext context)
+//	  3 LONGENTRY  2 words  payload delta; word 1 the site: an ENTRY whose delta or site does not fit
+//	  4 LONGCALL   3 words  payload delta; words 1 and 2 the site and the caller's return address
+//	  5-15 reserved: an error
+//
+// So a call costs 16 bytes, entry and exit or a CALL, while the gaps
+// between records are under 2^15 ticks; the runtime writes a long form
+// where a delta or site does not fit, and a TIME first where even that
+// does not (the clock read lower than before, a delta of 2^58 or more)
+// and at the start of a stream (but before an EXIT, whose delta from
+// the clock's 0 is the time itself). No record's first word is 0: a zero
+// word is where a stream ends (a hole, or zeros a crashed system left).
+//
+// Traces of format 2 (`ftrt-trace 2`, "ftrtrec2", the previous runtime's)
+// read too: there every record starts with kind << 62 | its timestamp; a
+// Call goes on with the site and the caller's return address, an Entry
+// with the site (1 << 63 | id: a context switch); Exit and Unwound are
+// that one word.
 //
 // The runtime writes meta when tracing begins, saying `ended 0`, and again
 // when the program ends through exit or _exit, saying `ended 1`. A program
@@ -66,7 +93,7 @@ var ErrLost = errors.New("events lost")
 
 // Meta is the trace's metadata.
 type Meta struct {
-	Format  string // "ftrt-trace 2"
+	Format  string // "ftrt-trace 3" (or 2: the previous runtime's)
 	Tracer  string // "function" or "function_graph"
 	Clock   string // "tsc" (rdtsc ticks) or "mono" (CLOCK_MONOTONIC ns, where the TSC is not trusted)
 	Exe     string // the traced executable, as the process saw it
@@ -103,6 +130,11 @@ type Meta struct {
 	// holds only the calls made inside the chosen functions' calls and
 	// outside the notrace ones'.
 	GraphFuncs, GraphNotrace string
+	// RecordedBytes counts the bytes of the records the runtime flushed
+	// from its buffers, those written and those lost (LostBytes) alike: a
+	// record's size depends on the time since the one before, so the
+	// calls made do not say it (0 from a runtime that does not count).
+	RecordedBytes uint64
 	// Config is what the runtime made of the file's config record:
 	// "patched" (pre-patched by ftpatch enable: sites only checked),
 	// "overridden" (pre-patched, but FTRACE or FTRACE_FILTER was set),
@@ -186,7 +218,7 @@ func (m *Meta) Nanos(ts uint64) float64 {
 
 // A Record is one event of the function whose site is IP.
 type Record struct {
-	TS   uint64 // rdtsc
+	TS   uint64 // the clock's reading: rdtsc ticks, or ns on the mono clock
 	IP   uint64 // the site's run-time address (of an Exit or Unwound: its Entry's; 0 when that was not in the stream)
 	Info uint64 // Kind << 62 | the caller's return address (Call records)
 }
@@ -250,7 +282,8 @@ type Trace struct {
 }
 
 const (
-	format     = "ftrt-trace 2"
+	format     = "ftrt-trace 3" // the metadata's format line: the runtime's
+	format2    = "ftrt-trace 2" // the previous runtime's, still read
 	headerSize = 16
 	tsMask     = 1<<62 - 1
 	// maxMetaLine bounds a metadata line (a module's path is at most
@@ -503,8 +536,8 @@ func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
 	case m.Format == "":
 		return 0, false, fmt.Errorf("%s: %w: no format line: not a trace's metadata", path, ErrFormat)
 	}
-	if m.Format != format {
-		return 0, false, fmt.Errorf("%s: %w: format %q, want %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format)
+	if m.Format != format && m.Format != format2 {
+		return 0, false, fmt.Errorf("%s: %w: format %q, want %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format, format2)
 	}
 	// What naming and timing the records needs, written first.
 	for _, k := range []string{"tracer", "tsc_start", "tsc_end", "mono_start_ns", "mono_end_ns"} {
@@ -611,6 +644,8 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.Contexts
 	case "contexts_lost":
 		return &m.ContextsLost
+	case "recorded_bytes":
+		return &m.RecordedBytes
 	case "modules_forgotten":
 		return &m.ModulesForgotten
 	}

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,13 +14,11 @@ import (
 // writeStream writes a stream of Call records at the timestamps ts.
 func writeStream(t *testing.T, dir string, pid, tid int, ts ...uint64) {
 	t.Helper()
-	le := binary.LittleEndian
-	b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, uint32(pid)), uint32(tid))...)
+	var recs []Record
 	for _, x := range ts {
-		b = le.AppendUint64(b, x) // kind Call (0) << 62 | ts
-		b = le.AppendUint64(b, 0x1000)
-		b = le.AppendUint64(b, 0x2000)
+		recs = append(recs, callRec(x, 0x1000, 0x2000))
 	}
+	b := stream3(pid, tid, recs...)
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%d.trace", pid, tid)), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +52,7 @@ func TestUnended(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			meta := "format ftrt-trace 2\ntracer function\n" + c.lines +
+			meta := "format ftrt-trace 3\ntracer function\n" + c.lines +
 				"pid 7\ntsc_start 100\ntsc_end 600\nmono_start_ns 1000\nmono_end_ns 2000\n"
 			if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(meta), 0o644); err != nil {
 				t.Fatal(err)
@@ -112,7 +109,7 @@ func TestBeside(t *testing.T) {
 		if run.monoStart < 0 {
 			continue
 		}
-		meta := fmt.Sprintf("format ftrt-trace 2\ntracer function\nclock tsc\npid %d\ntsc_start 100\ntsc_end 600\nmono_start_ns %d\nmono_end_ns %d\n", run.pid, run.monoStart, run.monoStart+1000)
+		meta := fmt.Sprintf("format ftrt-trace 3\ntracer function\nclock tsc\npid %d\ntsc_start 100\ntsc_end 600\nmono_start_ns %d\nmono_end_ns %d\n", run.pid, run.monoStart, run.monoStart+1000)
 		if err := os.WriteFile(filepath.Join(d, "meta"), []byte(meta), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -128,18 +125,17 @@ func TestBeside(t *testing.T) {
 
 // goodMeta is the metadata of a finished function trace: every line the
 // reader needs.
-const goodMeta = "format ftrt-trace 2\nrecords words\nclock tsc\ntracer function\nexe /bin/true\nended 1\npid 7\nbias 0\n" +
+const goodMeta = "format ftrt-trace 3\nrecords words\nclock tsc\ntracer function\nexe /bin/true\nended 1\npid 7\nbias 0\n" +
 	"tsc_start 100\ntsc_end 600\nmono_start_ns 1000\nmono_end_ns 2000\n"
 
 // streamBytes is a stream's header for pid 7, thread tid, and Call
-// records at the timestamps ts.
+// records at the timestamps ts: a TIME, then 16 bytes a call.
 func streamBytes(tid int, ts ...uint64) []byte {
-	le := binary.LittleEndian
-	b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, 7), uint32(tid))...)
+	var recs []Record
 	for _, x := range ts {
-		b = le.AppendUint64(le.AppendUint64(le.AppendUint64(b, x), 0x1000), 0x2000)
+		recs = append(recs, callRec(x, 0x1000, 0x2000))
 	}
-	return b
+	return stream3(7, tid, recs...)
 }
 
 // TestIncomplete: a trace whose files a full disk (or a program that died
@@ -164,7 +160,7 @@ func TestIncomplete(t *testing.T) {
 		{name: "meta cut before the clock", meta: goodMeta[:strings.Index(goodMeta, "tsc_start")+5],
 			err: "meta: incomplete trace: the metadata ends after line 8 without its tsc_start line: cut short"},
 		{name: "meta of zeros", meta: "\x00\x00\x00\x00\x00\x00\x00\x00\n", err: "meta:1: incomplete trace: NUL bytes where text was expected"},
-		{name: "meta of another version", meta: "format ftrt-trace 3\n", err: "another version of the runtime"},
+		{name: "meta of another version", meta: "format ftrt-trace 4\n", err: "another version of the runtime"},
 		{name: "meta with no format", meta: "tracer function\n", err: "meta: malformed trace: no format line"},
 		{name: "meta with a bad tracer", meta: strings.Replace(goodMeta, "tracer function", "tracer nop", 1), err: `meta:4: malformed trace: tracer "nop"`},
 		// A partial last line is left out, not misread as dropped 1.
@@ -190,15 +186,7 @@ func TestIncomplete(t *testing.T) {
 			warns: []string{ErrUnended.Error(), "7-1.trace cut short", "8 bytes of records"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(c.meta), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			for name, b := range c.streams {
-				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := writeTrace(t, c.meta, c.streams)
 			tr, err := Read(dir)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.HasPrefix(err.Error(), dir+"/") || strings.Contains(err.Error(), "another version") != strings.Contains(c.err, "another version") {

@@ -35,6 +35,12 @@
 // wall time, ns per call over the baseline, the ratio to the baseline,
 // bytes of trace per call and peak memory (max RSS).
 //
+// `-against BIN`, a directory holding another build's ftpatch (a
+// checkout of the commit before a change, after `make build`), runs the
+// function and function_graph cases with that build's runtime too,
+// interleaved with this one's: what a change costs, measured in one run
+// on one state of the machine.
+//
 // Then it times the runtime's load-time pass over a generated program of
 // 100,001 functions (patchBench). `-only load` runs that part alone, in
 // seconds rather than minutes, and leaves the program in the work
@@ -53,6 +59,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,6 +319,8 @@ type benchCase struct {
 	rss     int64 // KB
 	bytes   int64
 	skipped string
+
+	bytesTarget float64 // the most trace a call may take, in bytes (streams and metadata); 0: no target
 }
 
 func main() {
@@ -319,20 +328,22 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
 	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass) or start (a process's start and end); default all")
+	against := flag.String("against", "", "a directory holding another build's ftpatch: the function and function_graph cases run with its runtime too, interleaved with this one's, to compare the two in one run")
 	flag.Parse()
 	if *only != "" && *only != "calls" && *only != "load" && *only != "start" {
 		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load or start\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*work, *bin, *runs, *only); err != nil {
+	if err := run(*work, *bin, *against, *runs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "runtime-bench:", err)
 		os.Exit(1)
 	}
 }
 
 // run builds and runs the cases in work; only names one part ("calls",
-// "load" or "start"), or is empty for all.
-func run(work, bin string, runs int, only string) error {
+// "load" or "start"), or is empty for all. against, if not empty, holds
+// another build's ftpatch, whose runtime the tracers' cases run with too.
+func run(work, bin, against string, runs int, only string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -389,8 +400,8 @@ func run(work, bin string, runs int, only string) error {
 		{name: "plain -O2 (baseline)", argv: []string{abs("plain")}},
 		{name: "ftpatch: sites NOP'd", argv: []string{abs("ours")}, target: 0.3},
 		{name: "ftpatch: empty tracer (FTRACE=nop)", argv: []string{abs("ours")}, env: []string{"FTRACE=nop", "FTRACE_FILTER=leaf"}, target: 2},
-		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11},
-		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20},
+		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11, bytesTarget: 16},
+		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20, bytesTarget: 16},
 		// The subtree filters: every call inside main, chosen (each
 		// recorded) or notrace (none), and every call outside a chosen
 		// function, main being left untraced (none recorded).
@@ -401,6 +412,20 @@ func run(work, bin string, runs int, only string) error {
 		{name: floorOutName, argv: []string{abs("floor-out")}, env: []string{"FLOOR_OUT=" + abs("t-floor")}, outDir: abs("t-floor"), mkdir: true},
 		{name: skeletonName, argv: []string{abs("skeleton")}},
 		{name: boundName, argv: []string{abs("bound")}},
+	}
+	if against != "" {
+		other, err := exec.Command(filepath.Join(against, "ftpatch"), "flags", "--libs").Output()
+		if err != nil {
+			return fmt.Errorf("%s flags --libs: %v", filepath.Join(against, "ftpatch"), err)
+		}
+		if err := measure.Sh(work, append([]string{"gcc", "leaf.o", "main.o", "-o", "against"}, strings.Fields(string(other))...)...); err != nil {
+			return err
+		}
+		for _, tracer := range []string{"function", "function_graph"} {
+			out := abs("t-against-" + tracer)
+			cases = append(cases, &benchCase{name: "against: FTRACE=" + tracer, argv: []string{abs("against")},
+				env: []string{"FTRACE=" + tracer, "FTRACE_FILTER=leaf", "FTRACE_OUT=" + out}, outDir: out})
+		}
 	}
 	u, err := uftraceCase(work, "upg", "t-uftrace", "leaf.c", "main.c")
 	if err != nil {
@@ -488,6 +513,20 @@ func run(work, bin string, runs int, only string) error {
 			verdict = "MISSED"
 		}
 		fmt.Printf("target: %s at most %.1f ns/call: %.2f ns/call: %s\n", c.name, c.target, byName[c.name], verdict)
+	}
+	for _, c := range cases {
+		if c.bytesTarget == 0 || c.skipped != "" {
+			continue
+		}
+		// To the hundredth of a byte: what a trace has once (its
+		// metadata, a stream's header and first TIME: under 1 KiB) is
+		// not a call's.
+		per := math.Round(float64(c.bytes)/calls*100) / 100
+		verdict := "met"
+		if per > c.bytesTarget {
+			verdict = "MISSED"
+		}
+		fmt.Printf("target: %s at most %.0f bytes of trace a call: %.2f bytes/call (%d bytes in all): %s\n", c.name, c.bytesTarget, per, c.bytes, verdict)
 	}
 	if only == "" {
 		if err := patchBench(work, bin, libs, runs); err != nil {

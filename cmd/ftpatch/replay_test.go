@@ -32,7 +32,8 @@ func traceCmd(stdout io.Writer, args ...string) (string, error) {
 
 // craftTrace writes a trace directory: meta (after a head naming a
 // program built here, whose symbols name none of the crafted addresses,
-// so they show bare) and the streams given as words after their header.
+// so they show bare) and the streams given as words (of format 3) after
+// their header.
 func craftTrace(t *testing.T, tracer, metaTail string, streams map[string][]uint64) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -49,7 +50,7 @@ func craftTrace(t *testing.T, tracer, metaTail string, streams map[string][]uint
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	meta := fmt.Sprintf("format ftrt-trace 2\nclock tsc\ntracer %s\nexe %s\nended 1\npid 7\nbias 0\n"+
+	meta := fmt.Sprintf("format ftrt-trace 3\nclock tsc\ntracer %s\nexe %s\nended 1\npid 7\nbias 0\n"+
 		"tsc_start 100\ntsc_end 1000000\nmono_start_ns 1000\nmono_end_ns 1001000\n%s", tracer, exe, metaTail)
 	if err := os.WriteFile(filepath.Join(dir, "meta"), []byte(meta), 0o600); err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func craftTrace(t *testing.T, tracer, metaTail string, streams map[string][]uint
 	for name, words := range streams {
 		var tid uint32
 		fmt.Sscanf(name, "7-%d.trace", &tid)
-		b := append([]byte("ftrtrec2"), le.AppendUint32(le.AppendUint32(nil, 7), tid)...)
+		b := append([]byte("ftrtrec3"), le.AppendUint32(le.AppendUint32(nil, 7), tid)...)
 		for _, w := range words {
 			b = le.AppendUint64(b, w)
 		}
@@ -75,10 +76,14 @@ func craftTrace(t *testing.T, tracer, metaTail string, streams map[string][]uint
 // once each, naming the directory, what was lost; empty metadata is an
 // error saying so, not a version mismatch.
 func TestReplayIncomplete(t *testing.T) {
-	calls := []uint64{200, 0x10, 0x20, 300, 0x10, 0x20}
+	calls := []uint64{
+		3<<62 | 1<<58, 200, // TIME: the clock at 200
+		0x10, 0x20, // a call of 0x10 from 0x20, at 200
+		100<<47 | 0x10, 0x20, // another, at 300
+	}
 	dir := craftTrace(t, "function", "dropped 2\nlost_bytes 48\nlost_threads 1\n", map[string][]uint64{
 		"7-1.trace": calls,
-		"7-3.trace": calls[:4], // cut in its second record
+		"7-3.trace": calls[:5], // cut in its second call
 	})
 	if err := os.WriteFile(filepath.Join(dir, "7-2.trace"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -113,13 +118,13 @@ func TestReplayIncomplete(t *testing.T) {
 	}
 }
 
-// TestReplayDeep: a crafted trace of 30,000 nested entries (480 KB)
+// TestReplayDeep: a crafted trace of 30,000 nested entries (240 KB)
 // replays to output linear in it, and reports.
 func TestReplayDeep(t *testing.T) {
 	const depth = 30000
-	var words []uint64
-	for i := range depth {
-		words = append(words, 1<<62|uint64(200+i), 0x10) // an entry of the site 0x10
+	words := []uint64{3<<62 | 1<<58, 200} // TIME: the clock at 200
+	for range depth {
+		words = append(words, 1<<62|1<<47|0x10) // an entry of the site 0x10, a tick after the record before
 	}
 	dir := craftTrace(t, "function_graph", "", map[string][]uint64{"7-1.trace": words})
 	var n byteCount

@@ -12,7 +12,8 @@
 #define TB_BUSY 0x18      /* uintptr_t busy: the tracer runs on this thread (its stack pointer) */
 #define TB_SUSPENDED 0x20 /* int suspended: an exception is being unwound */
 #define TB_BASE 0x28      /* uint64_t base: words flushed before words[0] */
-#define TB_OWN 0x50       /* struct shadow_stack own: the thread's own stack's graphed calls */
+#define TB_LAST 0x30      /* uint64_t last: the time of the last record written (the stream's clock) */
+#define TB_OWN 0x38       /* struct shadow_stack own: the thread's own stack's graphed calls */
 #define TB_DEPTH (TB_OWN + 0)    /* uint32_t own.depth: entries in own.e[] */
 #define TB_STOPPED (TB_OWN + 4)  /* int own.stopped: own.e[] overflowed */
 #define TB_CHOSEN (TB_OWN + 8)   /* uint32_t own.chosen: entries of chosen calls (FTRACE_GRAPH_FUNCS) */
@@ -42,10 +43,28 @@
 #define SHADOW_MAX 1024         /* calls graphed at once per stack; deeper, that stack stops graphing */
 #define TBUF_WORDS (192 * 1024) /* 1.5 MiB of records per thread */
 
-/* Record kinds, in a record's first word's top two bits. */
-#define REC_CALL 0
-#define REC_ENTRY 1
-#define REC_EXIT 2
-#define REC_UNWOUND 3
+/*
+ * Records (trace.c describes them): a record's first word's top two bits
+ * are its kind; CALL and ENTRY pack the time since the stream's last
+ * record (the delta) above the site, EXIT the delta alone; EXT records
+ * say what they are in the next four bits, a sub-kind, and hold a delta
+ * of up to 58 bits.
+ */
+#define REC_CALL 0  /* w0 = delta << 47 | site; parent ip */
+#define REC_ENTRY 1 /* w0 = 1 << 62 | delta << 47 | site */
+#define REC_EXIT 2  /* w0 = 2 << 62 | delta */
+#define REC_EXT 3   /* w0 = 3 << 62 | sub << 58 | payload */
+#define REC_DELTA_BITS 15 /* a CALL's or ENTRY's delta: under 2^15 */
+#define REC_SITE_BITS 47  /* a CALL's or ENTRY's site: under 2^47 */
+#define REC_DELTA_MAX 0x7fff /* 2^15 - 1: the largest delta a CALL or ENTRY holds */
+#define REC_EXIT_BITS 62  /* an EXIT's delta: under 2^62 */
+#define REC_EXT_BITS 58   /* an EXT record's payload */
+
+/* EXT sub-kinds. */
+#define EXT_UNWOUND 0   /* payload delta; 1 word */
+#define EXT_TIME 1      /* payload 0; the stream's clock is set to w1; 2 words */
+#define EXT_CONTEXT 2   /* payload delta; w1 = context id; 2 words */
+#define EXT_LONGENTRY 3 /* payload delta; w1 = site; 2 words */
+#define EXT_LONGCALL 4  /* payload delta; w1 = site, w2 = parent ip; 3 words */
 
 #endif

@@ -19,7 +19,7 @@
  *                            goes, and at the end ("ended 1"); a run
  *                            killed by a signal leaves the "ended 0" one
  *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
- *                            ("ftrtrec2", pid, tid: u32 LE) then records
+ *                            ("ftrtrec3", pid, tid: u32 LE) then records
  *
  * Every file is created with O_EXCL|O_NOFOLLOW in the directory's own
  * descriptor (dir.c). Nothing is fsynced: a trace must survive the
@@ -71,25 +71,59 @@
 #include "sys.h"
 
 /*
- * Records: little-endian 64-bit words, appended to the thread's buffer.
- * Every record starts with kind << 62 | rdtsc (62 bits of timestamp: 48
- * years at 3 GHz); what follows depends on the kind:
+ * Records (format 3): little-endian 64-bit words, appended to the
+ * thread's buffer. Each stream keeps a clock, which starts at 0: a
+ * record's time is the previous record's plus the record's delta
+ * (unsigned), and the buffer keeps the time of the last record written
+ * (last) to make the next one's delta. A record's first word's top two
+ * bits are its kind (layout.h):
  *
- *   REC_CALL     function tracer: a call          w0, site, parent ip   24 bytes
- *   REC_ENTRY    function_graph: an entry         w0, site              16 bytes
- *   REC_EXIT     function_graph: the innermost    w0                     8 bytes
- *                open entry returned
- *   REC_UNWOUND  function_graph: the innermost    w0                     8 bytes
- *                open entry was left without returning (longjmp, exception)
+ *   REC_CALL       function tracer: a call       delta << 47 | site, parent ip  16 bytes
+ *   REC_ENTRY      function_graph: an entry      1 << 62 | delta << 47 | site    8 bytes
+ *   REC_EXIT       function_graph: the           2 << 62 | delta                 8 bytes
+ *                  innermost open entry returned
+ *   REC_EXT        3 << 62 | sub << 58 | payload (58 bits), by sub-kind:
+ *   EXT_UNWOUND    the innermost open entry was  delta                           8 bytes
+ *                  left without returning (longjmp, exception)
+ *   EXT_TIME       the clock is set to w1        0, time                        16 bytes
+ *   EXT_CONTEXT    the thread runs in context    delta, id                      16 bytes
+ *                  id from here on (0: its own stack)
+ *   EXT_LONGENTRY  an entry whose delta or site  delta, site                    16 bytes
+ *                  does not fit REC_ENTRY's
+ *   EXT_LONGCALL   a call whose delta or site    delta, site, parent ip         24 bytes
+ *                  does not fit REC_CALL's
+ *
+ * A CALL or ENTRY holds a delta under 2^15 ticks and a site under 2^47;
+ * else the C path writes the long form. A TIME comes first when the
+ * delta would not fit even that (58 bits; an EXIT's 62), when the clock
+ * reads lower than last (a thread moved to a CPU whose TSC lags), and
+ * when the stream has no record yet (last is 0): it holds the reading as
+ * taken, and the record follows with delta 0. The clock is never clamped
+ * to last: every record's time is the clock's own reading, as a reader
+ * of format 2 saw it (a clock that went back shows so). A stream decodes
+ * from its own start, its clock at 0: last is 0 in a new buffer, in a
+ * forked child's, and after a flush that had no stream to write to (its
+ * records lost; the next flush makes the stream anew). So a stream's
+ * first record holds its time whole: a TIME before it, or, an exit's
+ * fast path being first (entry.S), an EXIT whose delta from 0, of up to
+ * 62 bits, is the reading itself.
+ *
+ * No record's first word is 0 (a site is never 0; an EXIT has its kind
+ * bits): a zero word in a stream is where it ends (a hole, or zeros a
+ * crashed system left).
  *
  * An exit names no function: the reader pairs it with its entry by
- * nesting, as the shadow stack does. A graphed call costs 24 bytes.
+ * nesting, as the shadow stack does. A graphed call costs 16 bytes and
+ * a call 16, when their deltas fit: the fast paths (entry.S) write only
+ * those, and leave anything else to the C path (record_* below).
  */
-#define REC_W0(kind, ts) ((uint64_t)(kind) << 62 | ((ts) & ((1ull << 62) - 1)))
-#define REC_TS(w0) ((w0) & ((1ull << 62) - 1))
-
-/* The site word of a switch record: the code runs in context id now. */
-#define CTX_MARK (1ull << 63)
+#define W_SHORT(kind, delta, site) ((uint64_t)(kind) << 62 | (uint64_t)(delta) << REC_SITE_BITS | (uint64_t)(site))
+#define W_EXIT(delta) ((uint64_t)REC_EXIT << 62 | (uint64_t)(delta))
+#define W_EXT(sub, payload) ((uint64_t)REC_EXT << 62 | (uint64_t)(sub) << REC_EXT_BITS | (uint64_t)(payload))
+#define EXT_SUB(w0) ((unsigned)((w0) >> REC_EXT_BITS) & 15)
+#define EXT_MAX ((1ull << REC_EXT_BITS) - 1)   /* the largest delta a long form holds */
+#define EXIT_MAX ((1ull << REC_EXIT_BITS) - 1) /* the largest delta an EXIT holds */
+#define REC_MAX_WORDS 5                        /* the most a record takes: TIME, then a LONGCALL */
 
 
 /*
@@ -130,15 +164,12 @@ struct tbuf {
 			    * (take), or BUSY_HELD */
 	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
 			    * real addresses, so left() judges by the stack pointer alone */
-	/* The stack the thread's last graph event ran on (stack_at): its
-	 * shadow stack, its context's id (0: the thread's own), and the
-	 * stack pointers (cur_lo, cur_hi] that are on it, while the table
-	 * of contexts is at generation cur_gen. */
-	unsigned cur_gen;
+	unsigned cur_gen;  /* of the stack below (cur, cur_id...): the table of contexts' then */
 	uint64_t base;     /* words flushed before words[0] */
-	struct shadow_stack *cur;
-	uint64_t cur_id;
-	uintptr_t cur_lo, cur_hi;
+	uint64_t last;     /* the time of the last record written, which the next one's delta is
+			    * from: the stream's clock; 0 while the stream has none (a new
+			    * buffer, a forked child's, after records lost for want of a
+			    * stream): its next record then starts with a TIME */
 	/* The graphed calls on the thread's own stack. Its first entry (a
 	 * call made from untraced code: the most frequent) lies so that the
 	 * words a call reads and writes of it, ret to hook, share one cache
@@ -146,6 +177,13 @@ struct tbuf {
 	struct shadow_stack own;
 	uint64_t words[TBUF_WORDS];
 	/* Below here, nothing the assembly reads (layout.h ends at words). */
+	/* The stack the thread's last graph event ran on (stack_at): its
+	 * shadow stack, its context's id (0: the thread's own), and the
+	 * stack pointers (cur_lo, cur_hi] that are on it, while the table
+	 * of contexts is at generation cur_gen. */
+	struct shadow_stack *cur;
+	uint64_t cur_id;
+	uintptr_t cur_lo, cur_hi;
 	uint64_t skip;     /* of base, the words the stream does not hold (lost before it was
 			    * made; a forked child's, its parent's): words[0] goes at byte
 			    * 16 + (base - skip) * 8 of it */
@@ -158,6 +196,7 @@ struct tbuf {
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
 		       offsetof(struct tbuf, suspended) == TB_SUSPENDED && offsetof(struct tbuf, base) == TB_BASE &&
+		       offsetof(struct tbuf, last) == TB_LAST &&
 		       offsetof(struct tbuf, own) == TB_OWN && offsetof(struct tbuf, own.depth) == TB_DEPTH &&
 		       offsetof(struct tbuf, own.stopped) == TB_STOPPED && offsetof(struct tbuf, own.chosen) == TB_CHOSEN &&
 		       offsetof(struct tbuf, own.notrace) == TB_NOTRACE && offsetof(struct tbuf, own.e) == TB_SHADOW &&
@@ -199,6 +238,7 @@ static _Atomic uint64_t overflow; /* calls not graphed: the thread's shadow stac
 static _Atomic uint64_t unwound;  /* graphed frames left without returning */
 static _Atomic uint64_t stopped;  /* threads whose shadow stack overflowed */
 static _Atomic uint64_t lost_bytes; /* records recorded but not written (a write failed, RLIMIT_FSIZE) */
+static _Atomic uint64_t recorded_bytes; /* records flushed: written, or counted in lost_bytes */
 static _Atomic uint64_t lost_threads; /* threads whose buffers the end could not write */
 static _Atomic int nbufs;            /* buffers in `all` */
 static int dir_fd = -1;
@@ -398,11 +438,16 @@ static int list_take(int me, uint64_t deadline)
 #define FD_LOST (-2)
 #define FD_MAKING (-3)
 
-/* Words in the record whose first word is w0 (layout.h's kinds). */
+/* Words in the record whose first word is w0 (layout.h's kinds; the
+ * whole-record accounting of flush and make_stream). */
 static inline uint32_t rec_words(uint64_t w0)
 {
-	static const uint8_t words[4] = { [REC_CALL] = 3, [REC_ENTRY] = 2, [REC_EXIT] = 1, [REC_UNWOUND] = 1 };
-	return words[w0 >> 62];
+	static const uint8_t words[4] = { [REC_CALL] = 2, [REC_ENTRY] = 1, [REC_EXIT] = 1, [REC_EXT] = 0 };
+	static const uint8_t ext[16] = { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3 };
+	uint32_t k = words[w0 >> 62];
+	if (k == 0)
+		k = ext[EXT_SUB(w0)];
+	return k ? k : 1; /* a reserved sub-kind, never written: a word, so a walk ends */
 }
 
 /* Of words[0, n), which start with a record, the words of the whole
@@ -468,7 +513,7 @@ static int make_stream(struct tbuf *b)
 			continue;
 		if (sys_failed(fd))
 			break;
-		unsigned char hdr[16] = "ftrtrec2";
+		unsigned char hdr[16] = "ftrtrec3";
 		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
 		memcpy(hdr + 8, ids, 8);
 		if (put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
@@ -525,6 +570,9 @@ static void flush(struct tbuf *b)
 	}
 	if (done < len)
 		atomic_fetch_add_explicit(&lost_bytes, len - done, memory_order_relaxed);
+	atomic_fetch_add_explicit(&recorded_bytes, len, memory_order_relaxed);
+	if (b->fd < 0 && b->fd != FD_LOST)
+		b->last = 0; /* no stream had them: the one a later flush makes starts with a TIME */
 	publish(b, 0);
 	b->base += n;
 	sys_sigs_release(&mask);
@@ -618,7 +666,13 @@ static void after_fork_child(void)
 	trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
-		keep->n = 0; /* base goes on counting: no entry of the parent's is "last" here */
+		/* The parent's records are dropped as if flushed: base goes on
+		 * counting past them, so no shadow entry of the parent's takes
+		 * a record of the child's for its own (FTRACE_THRESH); and the
+		 * child's stream starts with a TIME. */
+		keep->base += keep->n;
+		keep->n = 0;
+		keep->last = 0;
 		keep->fd = FD_NONE;
 		keep->pid = trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
@@ -797,7 +851,7 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	/* The program: the first module, registered by ftrt_init. */
 	const struct ftrt_mod *prog = ftrt_module_at(0);
 	uintptr_t bias = prog ? prog->bias : 0;
-	meta_str(&o, "format ftrt-trace 2\nrecords words\nclock ");
+	meta_str(&o, "format ftrt-trace 3\nrecords words\nclock ");
 	meta_str(&o, clock_mono ? "mono\ntracer " : "tsc\ntracer ");
 	meta_str(&o, ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ");
 	meta_str(&o, exe);
@@ -834,6 +888,7 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_line(&o, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
 	meta_line(&o, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
 	meta_line(&o, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
+	meta_line(&o, "recorded_bytes", atomic_load_explicit(&recorded_bytes, memory_order_relaxed));
 	meta_line(&o, "lost_threads", atomic_load_explicit(&lost_threads, memory_order_relaxed) + gone);
 	meta_line(&o, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
 	meta_line(&o, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
@@ -1079,15 +1134,108 @@ void ftrt_trace_go(void)
 	ftrt_fast_graph = ftrt_mode == FTRT_GRAPH && !clock_mono && !ftrt_thresh_tsc && !graph_contexts;
 }
 
-/* Room for a record of up to three words: flush when the buffer is full. */
+/* Room for a record of up to REC_MAX_WORDS words: flush when the buffer
+ * is full. */
 static inline uint32_t room(struct tbuf *b)
 {
 	uint32_t n = b->n;
-	if (__builtin_expect(n > TBUF_WORDS - 3, 0)) {
+	if (__builtin_expect(n > TBUF_WORDS - REC_MAX_WORDS, 0)) {
 		flush(b);
 		n = 0;
 	}
 	return n;
+}
+
+/*
+ * The C path's record writing, with b taken (busy). stamp makes room for
+ * a record of the event at ts, writes a TIME first when the record's
+ * delta would not fit (above max: the record's widest field), the clock
+ * went back, or the stream has no record yet (see "Records" above), and
+ * moves last to ts; it returns where the record goes and its delta. The
+ * record_* functions write the record and publish it with the TIME, if
+ * any, in one step: a flush (the end's, from a signal handler) sees both
+ * or neither. room() comes first, as its flush may reset last.
+ */
+static inline uint32_t stamp(struct tbuf *b, uint64_t ts, uint64_t max, uint64_t *delta)
+{
+	uint32_t n = room(b);
+	uint64_t last = b->last;
+	if (__builtin_expect(last == 0 || ts < last || ts - last > max, 0)) {
+		b->words[n] = W_EXT(EXT_TIME, 0);
+		b->words[n + 1] = ts;
+		n += 2;
+		last = ts;
+	}
+	*delta = ts - last;
+	b->last = ts;
+	return n;
+}
+
+/* function: a call of site, from parent (its caller's return address). */
+static void record_call(struct tbuf *b, uint64_t ts, uint64_t site, uint64_t parent)
+{
+	uint64_t d;
+	uint32_t n = stamp(b, ts, EXT_MAX, &d);
+	if (__builtin_expect(d <= REC_DELTA_MAX && site >> REC_SITE_BITS == 0, 1)) {
+		b->words[n] = W_SHORT(REC_CALL, d, site);
+		b->words[n + 1] = parent;
+		publish(b, n + 2);
+	} else {
+		b->words[n] = W_EXT(EXT_LONGCALL, d);
+		b->words[n + 1] = site;
+		b->words[n + 2] = parent;
+		publish(b, n + 3);
+	}
+}
+
+/* function_graph: an entry of site; returns where its record is in
+ * words[] (after any TIME), for FTRACE_THRESH. */
+static uint32_t record_entry(struct tbuf *b, uint64_t ts, uint64_t site)
+{
+	uint64_t d;
+	uint32_t n = stamp(b, ts, EXT_MAX, &d);
+	if (__builtin_expect(d <= REC_DELTA_MAX && site >> REC_SITE_BITS == 0, 1)) {
+		b->words[n] = W_SHORT(REC_ENTRY, d, site);
+		publish(b, n + 1);
+	} else {
+		b->words[n] = W_EXT(EXT_LONGENTRY, d);
+		b->words[n + 1] = site;
+		publish(b, n + 2);
+	}
+	return n;
+}
+
+/* The delta of the entry record w0 (REC_ENTRY or EXT_LONGENTRY). */
+static inline uint64_t entry_delta(uint64_t w0)
+{
+	if (w0 >> 62 == REC_ENTRY)
+		return w0 >> REC_SITE_BITS & REC_DELTA_MAX;
+	return w0 & EXT_MAX;
+}
+
+/* Whether w0 begins an entry record. */
+static inline int is_entry(uint64_t w0)
+{
+	return w0 >> 62 == REC_ENTRY || (w0 >> 62 == REC_EXT && EXT_SUB(w0) == EXT_LONGENTRY);
+}
+
+/* function_graph: the innermost open entry returned. */
+static void record_exit(struct tbuf *b, uint64_t ts)
+{
+	uint64_t d;
+	uint32_t n = stamp(b, ts, EXIT_MAX, &d);
+	b->words[n] = W_EXIT(d);
+	publish(b, n + 1);
+}
+
+/* function_graph: the thread runs in context id from here on. */
+static void record_context(struct tbuf *b, uint64_t ts, uint64_t id)
+{
+	uint64_t d;
+	uint32_t n = stamp(b, ts, EXT_MAX, &d);
+	b->words[n] = W_EXT(EXT_CONTEXT, d);
+	b->words[n + 1] = id;
+	publish(b, n + 2);
 }
 
 void return_to_handler(void);
@@ -1129,9 +1277,9 @@ static struct shadow_stack *find_stack(struct tbuf *b, uintptr_t sp, uint64_t *i
 /*
  * find_stack for an event recorded at ts (when rec): when the code runs
  * on another stack than the thread's last event did (swapcontext), or
- * in a context made again since, a switch record says so first: REC_ENTRY
- * with the site word CTX_MARK | id. The reader keeps a stack of open
- * calls per context, as the runtime does.
+ * in a context made again since, a switch record says so first
+ * (EXT_CONTEXT, with id). The reader keeps a stack of open calls per
+ * context, as the runtime does.
  */
 static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec)
 {
@@ -1150,12 +1298,8 @@ static struct shadow_stack *stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, 
 	if (s != b->cur || id != b->cur_id) {
 		b->cur = s;
 		b->cur_id = id;
-		if (rec) {
-			uint32_t n = room(b);
-			b->words[n] = REC_W0(REC_ENTRY, ts);
-			b->words[n + 1] = CTX_MARK | id;
-			publish(b, n + 2);
-		}
+		if (rec)
+			record_context(b, ts, id);
 	}
 	return s;
 }
@@ -1252,8 +1396,9 @@ static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t 
 /* One graphed call left without returning (a longjmp, an exception). */
 static void record_unwound(struct tbuf *b, uint64_t ts)
 {
-	uint32_t n = room(b);
-	b->words[n] = REC_W0(REC_UNWOUND, ts);
+	uint64_t d;
+	uint32_t n = stamp(b, ts, EXT_MAX, &d);
+	b->words[n] = W_EXT(EXT_UNWOUND, d);
 	publish(b, n + 1);
 	atomic_fetch_add_explicit(&unwound, 1, memory_order_relaxed);
 }
@@ -1341,11 +1486,7 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 	if (__builtin_expect(__atomic_load_n(&graph_calls, __ATOMIC_RELAXED), 0)) {
 		if (sub && mark != MARK_CHOSEN && (mark == MARK_NOTRACE || (sub & SUBTREE_FUNCS)))
 			return 0;
-		uint32_t n = room(b);
-		b->words[n] = REC_W0(REC_CALL, ts);
-		b->words[n + 1] = ip;
-		b->words[n + 2] = *slot;
-		publish(b, n + 3);
+		record_call(b, ts, ip, *slot);
 		return 0;
 	}
 	struct shadow_stack *s = stack_at(b, sp, ts, 1);
@@ -1367,25 +1508,22 @@ static inline int graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uint
 		if (!mark && (sub & SUBTREE_FUNCS) && !s->chosen)
 			return 0; /* outside every chosen call */
 	}
-	uint32_t n = room(b);
+	/* A notrace call is graphed for its return, never recorded. */
+	uint32_t n = mark == MARK_NOTRACE ? b->n : record_entry(b, ts, ip);
 	struct shadow *sh = &s->e[d];
 	sh->ret = *slot;
 	sh->ip = ip;
 	sh->sp = sp;
 	sh->hook = hook;
-	sh->pos = b->base + n;
+	sh->pos = b->base + n; /* base as the entry's flush, if any, left it */
 	sh->mark = (uintptr_t)mark;
 	s->depth = d + 1;
 	if (__builtin_expect(mark != 0, 0)) {
-		if (mark == MARK_NOTRACE) {
+		if (mark == MARK_NOTRACE)
 			s->notrace++;
-			return 1; /* graphed for its return, never recorded */
-		}
-		s->chosen++;
+		else
+			s->chosen++;
 	}
-	b->words[n] = REC_W0(REC_ENTRY, ts);
-	b->words[n + 1] = ip;
-	publish(b, n + 2);
 	return 1;
 }
 
@@ -1402,11 +1540,7 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 	if (!b)
 		return;
 	if (ftrt_mode != FTRT_GRAPH) {
-		uint32_t n = room(b);
-		b->words[n] = REC_W0(REC_CALL, now());
-		b->words[n + 1] = ip;
-		b->words[n + 2] = *parent_slot;
-		publish(b, n + 3);
+		record_call(b, now(), ip, *parent_slot);
 	} else if (graph_push(b, ip, parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
@@ -1480,16 +1614,19 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	unmark(s, sh);
 	/* A notrace call recorded no entry, and records no exit.
 	 * FTRACE_THRESH: a call shorter than the threshold that called
-	 * nothing traced (its entry is still the last record, in the buffer)
-	 * is taken back. */
+	 * nothing traced (its entry is still the last record, in the buffer,
+	 * so last is its time) is taken back, and last with it: the entry's
+	 * time less its delta, the time of the record before it (a TIME
+	 * written for the entry stays, and says the same). */
 	rec = rec && sh->mark != MARK_NOTRACE;
 	uint32_t n = b->n;
-	if (rec && ftrt_thresh_tsc && sh->pos + 2 == b->base + n && n >= 2 && ts - REC_TS(b->words[n - 2]) < ftrt_thresh_tsc) {
-		publish(b, n - 2);
+	uint64_t at = sh->pos - b->base; /* the entry's index in words[], when there */
+	if (rec && ftrt_thresh_tsc && sh->pos >= b->base && at < n && is_entry(b->words[at]) &&
+	    at + rec_words(b->words[at]) == n && ts - b->last < ftrt_thresh_tsc) {
+		b->last -= entry_delta(b->words[at]);
+		publish(b, (uint32_t)at);
 	} else if (rec) {
-		n = room(b);
-		b->words[n] = REC_W0(REC_EXIT, ts);
-		publish(b, n + 1);
+		record_exit(b, ts);
 	}
 	uintptr_t ret = sh->ret; /* before busy goes: a handler's call may be pushed there after */
 	unbusy(b, was_busy);

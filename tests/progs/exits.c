@@ -29,6 +29,11 @@
  *            then by posix_spawn with FTRACE_FILTER=leaf in its own
  *            (tag "own"); exec-child prints its tag
  *   many     main makes 300,001 calls (work(100000)), then returns
+ *   regain   main lowers its file size limit to 8 bytes, less than a
+ *            stream's header, makes 300,001 calls (work(100000)), whose
+ *            buffer's flushes find no room for the stream and lose them,
+ *            raises the limit back, makes calls again (work(10)) and
+ *            returns: the stream is made after records were lost
  *   rights   main makes calls (work(5)) and prints what they computed,
  *            then the rights it runs with, "euid E secure S" (AT_SECURE):
  *            the security tests' setuid program
@@ -46,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,12 +311,25 @@ int main(int argc, char **argv)
 	} else if (strcmp(how, "many") == 0) {
 		work(100000);
 		printf("worked %ld\n", sink);
+	} else if (strcmp(how, "regain") == 0) {
+		struct rlimit old, low;
+		if (getrlimit(RLIMIT_FSIZE, &old) != 0)
+			return 1;
+		low = old;
+		low.rlim_cur = 8;
+		if (setrlimit(RLIMIT_FSIZE, &low) != 0)
+			return 1;
+		work(100000);
+		if (setrlimit(RLIMIT_FSIZE, &old) != 0)
+			return 1;
+		work(10);
+		printf("worked %ld\n", sink);
 	} else if (strcmp(how, "exec-child") == 0) {
 		const char *tag = getenv("CHILD_TAG");
 		work(7);
 		printf("child worked %ld%s%s\n", sink, tag ? " " : "", tag ? tag : "");
 	} else {
-		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|exec-thread|spawn|many|rights\n");
+		fprintf(stderr, "usage: exits _exit|quick_exit|fork|kill|signal|exec|exec-self|exec-thread|spawn|many|regain|rights\n");
 		return 2;
 	}
 	return 0;

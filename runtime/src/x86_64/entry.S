@@ -29,8 +29,21 @@
  * registers they use (rax rcx rdx rsi), saved on the stack: 32 bytes,
  * rax deepest. TBUF_RCX: rcx = the thread's struct tbuf (initial-exec
  * TLS: the runtime is linked into the program), NULL before its first
- * event. TS62_RAX: rax = rdtsc's 62 low bits, the timestamp field of a
- * record's first word (rdx clobbered).
+ * event.
+ *
+ * Records (trace.c, layout.h): each holds its time as a delta from the
+ * last record's, last (TB_LAST). A fast path writes only a record whose
+ * fields fit: delta = ts - last under 2^15 and a site under 2^47 (a
+ * CALL, an ENTRY), delta under 2^62 (an EXIT). A clock that went back
+ * (ts below last: the unsigned difference is huge) does not fit, nor
+ * does the first record of a stream (last 0) as a CALL or an ENTRY; as
+ * an EXIT it holds the whole time, which decodes the same from the
+ * stream's clock at 0. The checks come before anything changes, and
+ * anything that does not fit goes to the C path, which writes the long
+ * form or a TIME first. Then
+ * one store of the packed word (a CALL: two), last = ts, n raised: all
+ * under busy, last read under it too (a signal handler's records, before
+ * busy is set, move it).
  *
  * Every fast path that writes a buffer sets the thread's busy, then reads
  * ftrt_ending, in that order: when the trace is ending (another thread,
@@ -104,14 +117,6 @@
 	jne	\unbusy
 .endm
 
-.macro TS62_RAX
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rdx, %rax
-	shlq	$2, %rax			/* 62 bits of timestamp... */
-	shrq	$2, %rax
-.endm
-
 	.text
 
 	.globl	__fentry__
@@ -179,8 +184,9 @@ mcount:
  * (ftrt_fast_function, which is 0 until then: before ftrt_init a
  * pre-patched site may run where TLS is not set up yet), the thread has
  * a buffer with room for the record, and it is not in the tracer already
- * (a signal handler). The record is three words: REC_CALL << 62 | ts,
- * the site, the parent ip. Fast path frame:
+ * (a signal handler), and the record fits (see above). The record is two
+ * words: REC_CALL (0) << 62 | delta << 47 | site, and the parent ip.
+ * Fast path frame:
  *
  *     40(%rsp) parent ip (entry sites; -pg sites have it at 8(%rbp))
  *     32(%rsp) return into function (site + len)
@@ -189,14 +195,21 @@ mcount:
  *      8(%rsp) rdx
  *      0(%rsp) rsi
  *
- * Registers: rcx = the thread's struct tbuf (layout.h), rsi = &words[n],
- * rdx:rax = rdtsc, then scratch. busy is held while the record is
- * written, so a signal handler's traced calls cannot interleave with it
- * (they take the C path, which drops them). Anything else goes to
- * ftrt_entry, with the frame drawn above.
+ * Registers: rcx = the thread's struct tbuf (layout.h), rsi = &words[n];
+ * rax = n, then the parent ip, then the timestamp (rdx:rax = rdtsc); rdx
+ * = the delta, then the record's first word. The site's check reads the
+ * return address's high half in its stack slot (a return address under
+ * 2^47 makes a site under it), and the parent ip goes into words[n+1],
+ * before the timestamp is taken, so little waits on it (words past n are
+ * nobody's until n is raised). busy is held while the record is written,
+ * so a signal handler's traced calls cannot interleave with it (they take
+ * the C path, which drops them). Anything else goes to ftrt_entry, with
+ * the frame drawn above.
  */
 	.hidden	ftrt_fast_function
 	.hidden	ftrt_ending
+/* Bits 47-63 of a 64-bit word, as bits 15-31 of its high half. */
+#define SITE_HIGH ((0xffffffff << (REC_SITE_BITS - 32)) & 0xffffffff)
 .macro FTRACE_CALLER name, len, fastparent, slot
 	.text
 	.globl	\name
@@ -217,22 +230,31 @@ mcount:
 	cmpl	$0, ftrt_ending(%rip)		/* read after busy is set: see ftrt_trace_end */
 	jne	3f
 	movl	TB_N(%rcx), %eax		/* n: read under busy, as a handler's calls move it */
-	cmpl	$TBUF_WORDS-3, %eax
+	cmpl	$TBUF_WORDS-2, %eax
 	ja	3f				/* no room for the record: C flushes */
+	testl	$SITE_HIGH, 32+4(%rsp)
+	jnz	3f				/* return address of 2^47 or more: the site may not fit (C) */
 	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
-	movq	32(%rsp), %rax
-	subq	$\len, %rax
-	movq	%rax, 8(%rsi)			/* words[n+1] = site */
 	movq	\fastparent, %rax
-	movq	%rax, 16(%rsi)			/* words[n+2] = parent ip */
-	TS62_RAX				/* under REC_CALL (0) */
-	movq	%rax, (%rsi)			/* words[n] */
-	addl	$3, TB_N(%rcx)			/* n += 3, after the words */
+	movq	%rax, 8(%rsi)			/* words[n+1] = parent ip */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax			/* rax = ts */
+	movq	%rax, %rdx
+	subq	TB_LAST(%rcx), %rdx		/* rdx = delta = ts - last (under busy) */
+	cmpq	$REC_DELTA_MAX, %rdx
+	ja	3f				/* 2^15 or more, or the clock went back: C */
+	movq	%rax, TB_LAST(%rcx)		/* last = ts */
+	shlq	$REC_SITE_BITS, %rdx
+	addq	32(%rsp), %rdx
+	subq	$\len, %rdx			/* rdx = delta << 47 | site (under 2^47), under REC_CALL (0) */
+	movq	%rdx, (%rsi)			/* words[n] */
+	addl	$2, TB_N(%rcx)			/* n += 2, after the words */
 	movq	$0, TB_BUSY(%rcx)
 	RESTORE_SCRATCH
 	ret
 	.cfi_adjust_cfa_offset 32
-3:	movq	$0, TB_BUSY(%rcx)		/* the trace is ending (C records nothing), or the buffer is full */
+3:	movq	$0, TB_BUSY(%rcx)		/* the trace is ending (C records nothing), the buffer is full, or the record does not fit */
 1:	RESTORE_SCRATCH
 2:	PUSH_ARGS
 	pushq	%r11
@@ -382,9 +404,11 @@ return_to_handler:
  * on the TSC with no FTRACE_THRESH (ftrt_fast_graph), the thread has a
  * buffer with room, is not in the tracer already (a signal handler), has
  * not overflowed or gone past FTRACE_DEPTH, no exception is being
- * unwound, and the call on top of the shadow stack is still live (its
- * frame is above ours and its return slot still holds its hook).
- * Anything else goes to the C path (.Lenter_slow), which handles it all.
+ * unwound, the call on top of the shadow stack is still live (its
+ * frame is above ours and its return slot still holds its hook), and
+ * the record fits (the site, checked first, under 2^47; the delta from
+ * last under 2^15, checked last, before anything changes). Anything
+ * else goes to the C path (.Lenter_slow), which handles it all.
  *
  * With the subtree filters on (ftrt_subtree, see subtree.c) a site may be
  * marked chosen or notrace: its bit in ftrt_subtree_maybe says it may be,
@@ -413,15 +437,15 @@ return_to_handler:
  *      8(%rsp) rdx  (argument 3)
  *      0(%rsp) rsi  (argument 2)
  *
- * Registers: rdx = the timestamp; rcx = the thread's struct tbuf
- * (layout.h); eax = depth d, then scratch; rsi = &shadow[d], then
- * &words[n]. The entry record is words[n] = REC_ENTRY << 62 | ts,
- * words[n+1] = site; the shadow entry {caller's return address, site,
- * sp, hook, no mark} (its stream position is for FTRACE_THRESH, whose
- * runs take the C path), and the hook written into the return slot.
- * busy is held across the reads and the updates, so a signal handler's
- * traced calls cannot interleave (they take the C path, which drops
- * them).
+ * Registers: r11 = the site; rdx = the timestamp, then scratch; rcx =
+ * the thread's struct tbuf (layout.h); eax = depth d, then scratch, then
+ * the record's word; rsi = &shadow[d]. The entry record is one word,
+ * words[n] = REC_ENTRY << 62 | delta << 47 | site; the shadow entry
+ * {caller's return address, site, sp, hook, no mark} (its stream
+ * position is for FTRACE_THRESH, whose runs take the C path), and the
+ * hook written into the return slot. busy is held across the reads and
+ * the updates, so a signal handler's traced calls cannot interleave
+ * (they take the C path, which drops them).
  */
 	.hidden	ftrt_fast_graph
 	.hidden	ftrt_max_depth
@@ -442,11 +466,14 @@ ftrace_graph_enter:
 	cmpl	$0, ftrt_subtree(%rip)
 	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
 .Lenter_take:
+	movq	%r11, %rax
+	shrq	$REC_SITE_BITS, %rax
+	jnz	.Lenter_slow			/* a site of 2^47 or more: the long form (C) */
 	TAKE_BUF .Lenter_slow, .Lenter_unbusy, 48(%rsp)
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
 	jnz	.Lenter_unbusy
-	cmpl	$TBUF_WORDS-2, TB_N(%rcx)
+	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
 	ja	.Lenter_unbusy			/* no room for the record: C flushes */
 	movl	TB_DEPTH(%rcx), %eax		/* d */
 	cmpl	ftrt_max_depth(%rip), %eax
@@ -465,25 +492,28 @@ ftrace_graph_enter:
 	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
 	cmpl	$0, TB_NOTRACE(%rcx)
 	jne	.Lenter_skip			/* inside a notrace call (0 unless the subtree filters are on) */
-1:	movq	40(%rsp), %rax
-	movq	%rax, SH_RET(%rsi)		/* the caller's return address */
+1:	movq	%rdx, %rax
+	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
+	cmpq	$REC_DELTA_MAX, %rax
+	ja	.Lenter_unbusy			/* 2^15 or more, or the clock went back: C */
+	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
+	shlq	$REC_SITE_BITS, %rax
+	orq	%r11, %rax
+	btsq	$62, %rax			/* rax = REC_ENTRY << 62 | delta << 47 | site */
+	movq	40(%rsp), %rdx
+	movq	%rdx, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
-	leaq	48(%rsp), %rax
-	movq	%rax, SH_SP(%rsi)		/* sp at the return */
+	leaq	48(%rsp), %rdx
+	movq	%rdx, SH_SP(%rsi)		/* sp at the return */
 	movq	$0, SH_MARK(%rsi)		/* an unmarked call */
-	movq	32(%rsp), %rax
-	addq	$11, %rax
-	movq	%rax, SH_HOOK(%rsi)		/* tramp+24 */
+	movq	32(%rsp), %rdx
+	addq	$11, %rdx
+	movq	%rdx, SH_HOOK(%rsi)		/* tramp+24 */
 	incl	TB_DEPTH(%rcx)			/* pushed, once whole */
-	movq	%rax, 40(%rsp)			/* the return slot holds the hook from now on */
-	movl	TB_N(%rcx), %eax		/* n */
-	leaq	TB_WORDS(%rcx,%rax,8), %rsi	/* &words[n] */
-	movq	%r11, 8(%rsi)			/* words[n+1] = site */
-	shlq	$2, %rdx			/* 62 bits of timestamp... */
-	shrq	$2, %rdx
-	btsq	$62, %rdx			/* ...under REC_ENTRY */
-	movq	%rdx, (%rsi)			/* words[n] */
-	addl	$2, TB_N(%rcx)			/* n += 2, after the words */
+	movq	%rdx, 40(%rsp)			/* the return slot holds the hook from now on */
+	movl	TB_N(%rcx), %edx		/* n */
+	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
+	incl	TB_N(%rcx)			/* n += 1, after the word */
 	movq	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
@@ -574,12 +604,13 @@ ftrace_graph_enter:
  * threshold (ftrt_fast_graph), the call on top of the shadow stack is the
  * one returning (its sp is ours) and carries no mark of the subtree
  * filters (a chosen or notrace call's return gives back its count in C),
- * the buffer has room. The buffer pointer is loaded before the
- * timestamp, the checks after it, as at entry. rdx = the timestamp,
- * rcx = the thread's struct tbuf, rsi = &shadow[depth-1]. The exit
- * record is one word,
- * REC_EXIT << 62 | ts; busy is set before the shadow stack and the
- * buffer are read, and held while they change. The old return slot, at
+ * the buffer has room, the delta from last is under 2^62 (not so when
+ * the clock went back). The buffer pointer is loaded before the
+ * timestamp, the checks after it, as at entry. rdx = the timestamp, then
+ * n; rcx = the thread's struct tbuf; rsi = &shadow[depth-1]; rax = the
+ * delta, then the record's word; rdi scratch. The exit record is one
+ * word, REC_EXIT << 62 | delta; busy is set before the shadow stack and
+ * the buffer are read, and held while they change. The old return slot, at
  * 24(%rsp), still holds the hook until the real address is written there:
  * the stores above go below it.
  * Anything else goes to ftrt_graph_exit(sp), which records the exit (and
@@ -612,14 +643,18 @@ ftrace_graph_leave:
 	jne	.Lleave_unbusy			/* not the call on top: a longjmp left some */
 	cmpq	$0, SH_MARK(%rsi)
 	jne	.Lleave_unbusy			/* a chosen or notrace call: C gives back its count */
+	movq	%rdx, %rax
+	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
+	movq	%rax, %rdi
+	shrq	$REC_EXIT_BITS, %rdi
+	jnz	.Lleave_unbusy			/* 2^62 or more: the clock went back, C */
+	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
+	btsq	$63, %rax			/* rax = REC_EXIT << 62 | delta */
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
-	shlq	$2, %rdx			/* 62 bits of timestamp... */
-	shrq	$2, %rdx
-	btsq	$63, %rdx			/* ...under REC_EXIT */
-	movl	TB_N(%rcx), %eax
-	movq	%rdx, TB_WORDS(%rcx,%rax,8)	/* words[n] */
+	movl	TB_N(%rcx), %edx
+	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
 	movq	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
