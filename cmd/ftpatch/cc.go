@@ -79,6 +79,11 @@ ordinary objects instead, optimised per file. -fomit-frame-pointer is
 dropped where -pg is added, as gcc refuses the two together (-O2's
 implied one stays; clang accepts both).
 
+With CMake, wrap the C and the C++ compiler alike: CMake learns each
+compiler's implicit libraries from a link it makes, the runtime's
+archive among them, and adds one language's to a target linked by the
+other's driver.
+
 The object pass rewrites an object atomically; when it fails on one (an
 object for a target ftpatch does not trace, -m32), the object is
 removed, as a half-made one, and the command fails (exit 1) with the
