@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the toolchains ftpatch's tests need, if any is missing (and
-# adds Debian's deb-src entry, for the Lua test's source package): the
+# adds Debian's deb-src entry, for the source packages the Lua and
+# compiler-wrapper tests build; cmake for the latter): the
 # cross compiler and qemu for arm64, clang and lld, binutils for both
 # architectures, and rsvg-convert (librsvg), which draws the SVG flame
 # graphs the views' tests check pixel by pixel; with the argument
@@ -15,6 +16,8 @@ declare -A pkg=(
 	[g++]=g++
 	[as]=binutils
 	[make]=make
+	[cmake]=cmake
+	[xz]=xz-utils
 	[readelf]=binutils
 	[objdump]=binutils
 	[clang]=clang
@@ -45,7 +48,8 @@ sudo=
 export DEBIAN_FRONTEND=noninteractive
 
 # Debian's source packages: the Lua test builds the interpreter from
-# `apt-get source lua5.4`, which needs a deb-src entry.
+# `apt-get source lua5.4`, the compiler wrapper's tests libogg and cJSON
+# from theirs, which needs a deb-src entry.
 update=
 if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
 	echo "adding a deb-src entry for bookworm main"

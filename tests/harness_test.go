@@ -65,6 +65,8 @@ var packages = map[string]string{
 	"aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
 	"qemu-aarch64":              "qemu-user",
 	"prlimit":                   "util-linux",
+	"make":                      "make",
+	"cmake":                     "cmake",
 	"setpriv":                   "util-linux",
 }
 

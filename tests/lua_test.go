@@ -11,25 +11,55 @@ import (
 	"ftpatch/trace"
 )
 
-// luaSource returns Lua 5.4's source tree, from Debian's source package
-// (apt-get source, with a deb-src entry that `make deps` adds), fetched
-// once into the user's cache.
+// luaSource returns Lua 5.4's source tree, from Debian's source package,
+// fetched once into the user's cache.
 func luaSource(t *testing.T) string {
 	t.Helper()
+	return filepath.Join(debianSource(t, "lua5.4", "lua5.4_5.4.4.orig.tar.gz", "lua-5.4.4"), "src")
+}
+
+// testCache is the directory the tests keep what they fetch and build
+// between runs: the user's cache.
+func testCache() string {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir() // no HOME: cache for this machine's life only
 	}
-	cache := filepath.Join(base, "ftpatch-tests", "lua5.4")
-	src := filepath.Join(cache, "lua-5.4.4", "src")
-	if _, err := os.Stat(filepath.Join(src, "lua.c")); err == nil {
+	return filepath.Join(base, "ftpatch-tests")
+}
+
+// debianSource returns the upstream source tree top of Debian's source
+// package pkg, unpacked from its orig tarball (apt-get source, with the
+// deb-src entry `make deps` adds), fetched once into the user's cache.
+// The tree is unpacked beside it and renamed into place, so a test
+// running at the same time sees it whole or not at all.
+func debianSource(t *testing.T, pkg, orig, top string) string {
+	t.Helper()
+	cache := filepath.Join(testCache(), pkg)
+	src := filepath.Join(cache, top)
+	if _, err := os.Stat(src); err == nil {
 		return src
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("sh", "-c", "cd "+cache+" && apt-get source --download-only -qq lua5.4 && tar xzf lua5.4_5.4.4.orig.tar.gz").CombinedOutput(); err != nil {
-		t.Fatalf("fetching Lua's source (apt-get source lua5.4: run `make deps`, which adds Debian's deb-src entry): %v\n%s", err, out)
+	if _, err := os.Stat(filepath.Join(cache, orig)); err != nil {
+		if out, err := exec.Command("sh", "-c", "cd "+cache+" && apt-get source --download-only -qq "+pkg).CombinedOutput(); err != nil {
+			t.Fatalf("fetching %s's source (apt-get source %s: run `make deps`, which adds Debian's deb-src entry): %v\n%s", pkg, pkg, err, out)
+		}
+	}
+	tmp, err := os.MkdirTemp(cache, ".unpack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	if out, err := exec.Command("tar", "-C", tmp, "-xf", filepath.Join(cache, orig)).CombinedOutput(); err != nil {
+		t.Fatalf("unpacking %s: %v\n%s", orig, err, out)
+	}
+	if err := os.Rename(filepath.Join(tmp, top), src); err != nil {
+		if _, serr := os.Stat(src); serr != nil {
+			t.Fatal(err)
+		}
 	}
 	return src
 }

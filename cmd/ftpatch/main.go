@@ -13,12 +13,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/elfx"
+	"ftpatch/launch"
 	"ftpatch/sites"
 )
 
 func main() {
-	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "ftpatch: %v\n", err)
+	err := newRoot(os.Stdout, os.Stderr).Execute()
+	var ce *childExit
+	if errors.As(err, &ce) {
+		launch.Exit(ce.st) // record, live, cc: end as the program did
+	}
+	if err != nil {
+		if !errors.Is(err, errReported) {
+			fmt.Fprintf(os.Stderr, "ftpatch: %v\n", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -76,7 +84,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
 		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout),
-		newDump(stdout), newGraph(stdout), newInfo(stdout))
+		newDump(stdout), newGraph(stdout), newInfo(stdout),
+		newRecord(stderr), newLive(stdout, stderr), newCC("cc", stderr), newCC("c++", stderr))
 	return root
 }
 

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ftpatch/elfx"
+	"ftpatch/launch"
+	"ftpatch/patch"
+)
+
+// A childExit ends ftpatch as the program it ran ended (main passes it
+// to launch.Exit): its exit status, or its signal.
+type childExit struct{ st launch.Status }
+
+func (e *childExit) Error() string { return "the program: " + e.st.String() }
+
+// exitAs is nil for a program that exited with status 0, else a
+// childExit.
+func exitAs(st launch.Status) error {
+	if st.Success() {
+		return nil
+	}
+	return &childExit{st}
+}
+
+// recordFlags are the flags of record and live: what to trace, as the
+// runtime's FTRACE* variables say it.
+type recordFlags struct {
+	funcs, notrace, filter []string
+	depth                  int
+	threshold              time.Duration
+	tracer                 string
+}
+
+func (r *recordFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.SetInterspersed(false) // what follows PROG is PROG's
+	f.StringArrayVarP(&r.funcs, "funcs", "F", nil, "record only `GLOB` and what it calls (FTRACE_GRAPH_FUNCS; repeat, or separate globs with commas; implies function_graph)")
+	f.StringArrayVarP(&r.notrace, "notrace", "N", nil, "record nothing inside `GLOB` (FTRACE_GRAPH_NOTRACE; repeat, or commas; implies function_graph)")
+	f.IntVarP(&r.depth, "depth", "D", 0, "graph at most `N` nested calls (FTRACE_DEPTH; counted from the -F function)")
+	f.DurationVarP(&r.threshold, "threshold", "t", 0, "keep no call shorter than `DURATION` (2us, 1.5ms) that called nothing traced (FTRACE_THRESH; function_graph)")
+	f.StringVar(&r.tracer, "tracer", "", "`TRACER`: function_graph (default: calls and returns, with durations), function (each call) or nop (the mechanism alone, no trace)")
+	f.StringArrayVar(&r.filter, "filter", nil, "trace only the functions `GLOBS` choose (FTRACE_FILTER: globs separated by commas, !glob excludes; repeat to add)")
+}
+
+// settings are the runtime's settings the flags ask for, for a program
+// pre-patched by ftpatch enable (prepatched) or not.
+func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, error) {
+	s := launch.Settings{Tracer: r.tracer, Out: out, Filter: r.filter, Depth: r.depth, Threshold: r.threshold,
+		GraphFuncs: r.funcs, GraphNotrace: r.notrace}
+	graphOnly := ""
+	switch {
+	case len(r.funcs) > 0:
+		graphOnly = "-F"
+	case len(r.notrace) > 0:
+		graphOnly = "-N"
+	case r.threshold > 0:
+		graphOnly = "-t"
+	}
+	switch r.tracer {
+	case "":
+		// A pre-patched program traces with the tracer and functions
+		// its record holds, unless asked otherwise (FTRACE_FILTER alone
+		// chooses among the sites with the recorded tracer).
+		if !prepatched || graphOnly != "" {
+			s.Tracer = "function_graph"
+		}
+	case "function_graph":
+	case "function", "nop":
+		if graphOnly != "" {
+			return s, usage(fmt.Errorf("%s needs --tracer function_graph, not %s", graphOnly, r.tracer))
+		}
+	default:
+		return s, usage(fmt.Errorf("unknown tracer %q: want function_graph, function or nop", r.tracer))
+	}
+	if r.depth < 0 {
+		return s, usage(fmt.Errorf("--depth %d: want a positive number", r.depth))
+	}
+	return s, nil
+}
+
+// A target is the program record runs.
+type target struct {
+	name string // as given
+	path string // found as a shell finds it
+	argv []string
+	// elf: the file is an ELF program, checked to link the runtime;
+	// otherwise (a script) nothing could be checked.
+	elf        bool
+	prepatched bool
+	setid      bool // setuid or setgid: it reads no FTRACE* variable
+}
+
+// Shell exit statuses for a program that cannot be run.
+const (
+	exitNotFound = 127
+	exitNoExec   = 126
+)
+
+// findTarget finds the program args[0] as a shell does (PATH, unless the
+// name has a slash) and checks that it links the runtime: a program
+// without it would run untraced and record nothing, so it is refused.
+func findTarget(args []string) (*target, error) {
+	if len(args) == 0 {
+		return nil, usage(errors.New("no program to run: ftpatch record [flags] [--] PROG [ARGS...]"))
+	}
+	t := &target{name: args[0], argv: args}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		code := exitNoExec
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = exitNotFound
+		}
+		return nil, &exitError{code: code, err: fmt.Errorf("%s: %w", args[0], errors.Unwrap(err))}
+	}
+	t.path = path
+	if fi, err := os.Stat(path); err == nil {
+		t.setid = fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0
+	}
+	m, err := elfx.Map(path)
+	if err != nil {
+		return nil, &exitError{code: exitNoExec, err: err}
+	}
+	defer m.Close()
+	f, err := elfx.Parse(path, m.Data)
+	if errors.Is(err, elfx.ErrNotELF) {
+		return t, nil // a script: what it runs is not ours to check
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: ftpatch traces 64-bit x86-64 programs built with its runtime", path, err)
+	}
+	t.elf = true
+	l, cfg, err := patch.Linked(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch l {
+	case patch.LinksNothing:
+		return nil, fmt.Errorf("%s: not built with the ftpatch runtime, so it would run untraced and record nothing: build it with `ftpatch cc` (CC=\"ftpatch cc gcc\" ./configure && make), or compile with $(ftpatch flags --cflags), run recordmcount on the objects and link with $(ftpatch flags --libs)", path)
+	case patch.LinksModule:
+		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", path)
+	}
+	t.prepatched = cfg.Patched()
+	return t, nil
+}
+
+// run runs the target with the settings, its environment ftpatch's
+// with the settings' variables in place of any the caller had (named
+// on stderr).
+func (t *target) run(s launch.Settings, stderr io.Writer) (launch.Status, error) {
+	env, dropped := s.Env(os.Environ())
+	if len(dropped) > 0 {
+		fmt.Fprintf(stderr, "ftpatch: note: %s from the environment not passed on: the flags set the FTRACE* variables they own\n", strings.Join(dropped, " "))
+	}
+	st, err := launch.Run(t.path, t.argv, env)
+	if err != nil {
+		return st, &exitError{code: exitNoExec, err: fmt.Errorf("%s: %w", t.name, err)}
+	}
+	return st, nil
+}
+
+// A madeTrace is what became of the trace directory.
+type madeTrace struct {
+	path  string // where the run's trace is; "" for none
+	aside string // where an earlier trace of that name was moved, if one was
+}
+
+// findTrace says where the run (of process pid) left its trace, asked
+// for dir: dir itself, made anew; or dir.PID beside it, where the
+// runtime traces when dir is in use by a running process. before is dir
+// as it was before the run (nil: there was none), moved aside to
+// dir.old or dir.old.N if the run made a new one.
+func findTrace(dir string, before fs.FileInfo, pid int) madeTrace {
+	if fi, err := os.Lstat(fmt.Sprintf("%s.%d", dir, pid)); err == nil && fi.IsDir() {
+		return madeTrace{path: fmt.Sprintf("%s.%d", dir, pid)}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || (before != nil && os.SameFile(fi, before)) {
+		return madeTrace{}
+	}
+	td := madeTrace{path: dir}
+	if before != nil {
+		old, _ := filepath.Glob(strings.TrimSuffix(dir, "/") + ".old*")
+		for _, o := range old {
+			if ofi, err := os.Lstat(o); err == nil && os.SameFile(ofi, before) {
+				td.aside = o
+			}
+		}
+	}
+	return td
+}
+
+// shellQuote quotes s for a command line the user may paste.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ',' || r == ':' || r == '=' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ended describes, on stderr, how the program ended and where its trace
+// is: one line.
+func (t *target) ended(stderr io.Writer, st launch.Status, s launch.Settings, td madeTrace) {
+	how := ""
+	if sig, ok := st.Signal(); ok {
+		how = fmt.Sprintf("%s was killed by %s; ", t.name, launch.SignalName(sig))
+	}
+	switch {
+	case td.path != "":
+		q := shellQuote(td.path)
+		aside := ""
+		if td.aside != "" {
+			aside = fmt.Sprintf(" (the earlier trace moved to %s)", td.aside)
+		}
+		fmt.Fprintf(stderr, "ftpatch: %sthe trace is in %s%s: read it with `ftpatch replay %s` or `ftpatch report %s`\n", how, td.path, aside, q, q)
+	case s.Tracer == "nop":
+		fmt.Fprintf(stderr, "ftpatch: %sthe nop tracer writes no trace\n", how)
+	case t.setid:
+		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: a setuid or setgid program reads no FTRACE* variable and traces only where `ftpatch enable --trace-dir` recorded\n", how, s.Out)
+	case !t.elf:
+		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: %s is not an ELF program (a script?), and nothing it ran wrote one\n", how, s.Out, t.name)
+	default:
+		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s (see the messages above)\n", how, s.Out)
+	}
+}
+
+// record runs the target into the trace directory dir and returns how
+// it ended and where its trace is.
+func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.Status, launch.Settings, madeTrace, error) {
+	s, err := r.settings(dir, t.prepatched)
+	if err != nil {
+		return launch.Status{}, s, madeTrace{}, err
+	}
+	if !t.elf {
+		fmt.Fprintf(stderr, "ftpatch: note: %s is not an ELF program (a script?): ftpatch cannot check that what it runs links the runtime\n", t.name)
+	}
+	before, _ := os.Lstat(dir)
+	if before != nil && !before.IsDir() {
+		before = nil
+	}
+	st, err := t.run(s, stderr)
+	if err != nil {
+		return st, s, madeTrace{}, err
+	}
+	return st, s, findTrace(dir, before, st.Pid()), nil
+}
+
+const recordEnv = `Environment: record sets the runtime's variables from its flags:
+FTRACE (the tracer), FTRACE_OUT (-d), FTRACE_FILTER (--filter),
+FTRACE_DEPTH (-D), FTRACE_THRESH (-t), FTRACE_GRAPH_FUNCS (-F) and
+FTRACE_GRAPH_NOTRACE (-N). The flags win: any of these the environment
+already holds is not passed on (record names them on stderr), so a
+recording is what its command line says. The runtime's other variables
+(FTRACE_CLOCK, FTRACE_MODE, FTRACE_DEBUG, FTRACE_INHERIT, FTRACE_NOP)
+pass through as they are.
+
+A program pre-patched by ftpatch enable traces with the tracer and the
+functions its record holds when no --tracer, -F, -N or -t is given
+(--filter alone then chooses among its sites with the recorded tracer);
+any of those traces it as they say, as FTRACE does. A setuid or setgid
+program reads no FTRACE* variable at all (see ftpatch enable
+--trace-dir).
+
+PROG is found as a shell finds it (PATH, unless it has a slash), and
+must link the runtime: a program built without it is refused (exit 1)
+before it runs, as it would record nothing. Build it with ftpatch cc
+(see ftpatch help cc). A script is run without that check (its
+interpreter is not the program to trace), with a note.
+
+Running: PROG gets ftpatch's standard input, output and error and runs
+in its process group. Signals sent to ftpatch while PROG runs (SIGINT,
+SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH) are
+passed on to PROG, and do not end ftpatch; those a terminal sends to its
+whole foreground group (^C, ^\, a hangup, a resize) are not passed on
+while ftpatch is in the foreground, as PROG received them itself. ^Z
+stops both; fg continues both. A signal sent to the whole process group
+(kill -- -PGID, timeout(1)) reaches PROG directly and through ftpatch:
+send it to ftpatch's pid. A signal ftpatch was started with ignored
+(SIGHUP under nohup, SIGINT in a background job) stays ignored in PROG.
+
+Exit status: PROG's. A PROG killed by a signal is reported on stderr,
+and ftpatch then kills itself with the same signal (its default action
+restored, no core dump of its own), so the shell sees what it would
+have seen of PROG: a script interrupted by ^C stops. 127: PROG not
+found; 126: not executable; 2: a usage error; 1: PROG refused.`
+
+func newRecord(stderr io.Writer) *cobra.Command {
+	var rf recordFlags
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "record [flags] [--] PROG [ARGS...]",
+		Short: "Run a program with tracing on (the FTRACE* variables set from flags)",
+		Long: `record runs PROG with ARGS, traced: it sets the runtime's FTRACE*
+variables from its flags, runs PROG, and when PROG ends prints on stderr,
+in one line, where the trace is and how to read it (ftpatch replay,
+ftpatch report). The tracer is function_graph unless --tracer says
+otherwise.
+
+-F GLOB records only calls made while a function GLOB matches is on the
+thread's stack (the function and everything it calls), -N GLOB nothing
+inside such a function, as the kernel's set_graph_function and
+set_graph_notrace and uftrace's record -F and -N: both imply
+function_graph, and -D counts its depth from the -F function. --filter
+chooses which functions' sites are enabled at all (FTRACE_FILTER).
+
+The trace directory is -d DIR (default ftrace.data), made by the runtime
+when PROG starts. One that exists already is never mixed with the new
+trace nor removed: a finished run's is moved aside to DIR.old (or
+DIR.old.N) and record says so; one a running process is still writing is
+left alone, and this run's trace goes to DIR.PID beside it, which record
+names.
+
+` + recordEnv,
+		Example: `  ftpatch record ./prog input.txt            # function_graph into ./ftrace.data
+  ftpatch record -F 'parse_*' -D 3 -- ./prog  # only parse_* calls and theirs, 3 deep
+  ftpatch record -N 'log_*' -t 1us ./prog     # nothing under log_*, no call under 1us
+  ftpatch record --tracer function --filter 'hash_*,!hash_mix' -d t1 ./prog
+  ftpatch replay t1`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := findTarget(args)
+			if err != nil {
+				return err
+			}
+			st, s, td, err := rf.record(t, dir, stderr)
+			if err != nil {
+				return err
+			}
+			t.ended(stderr, st, s, td)
+			return exitAs(st)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVarP(&dir, "dir", "d", "ftrace.data", "the trace directory `DIR` (FTRACE_OUT)")
+	return cmd
+}
+
+func newLive(stdout, stderr io.Writer) *cobra.Command {
+	var rf recordFlags
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "live [flags] [--] PROG [ARGS...]",
+		Short: "Record a program into a temporary directory, then replay its trace",
+		Long: `live records PROG as ftpatch record does, into a temporary directory,
+then prints the trace as ftpatch replay does (after PROG's own output, on
+standard output), and removes the directory, unless --keep, which keeps
+it and names it on stderr. Its flags are record's (but -d).
+
+A replay cut short by its reader (ftpatch live ... | head) ends quietly;
+^C or SIGTERM during the replay removes the directory (unless --keep)
+and ends ftpatch by the same signal.
+
+` + recordEnv + `
+A replay that fails is reported on stderr; the exit status is then 1 if
+PROG's was 0.`,
+		Example: `  ftpatch live ./prog input.txt
+  ftpatch live -F main -D 2 -- ./prog | less
+  ftpatch live --keep --tracer function ./prog`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := findTarget(args)
+			if err != nil {
+				return err // refused before a directory is made
+			}
+			parent, err := os.MkdirTemp("", "ftpatch-live-")
+			if err != nil {
+				return err
+			}
+			cleanup := func() {
+				if !keep {
+					os.RemoveAll(parent)
+				}
+			}
+			st, s, td, err := rf.record(t, filepath.Join(parent, "trace"), stderr)
+			if err != nil {
+				cleanup()
+				return err
+			}
+			if td.path == "" {
+				t.ended(stderr, st, s, td)
+				cleanup()
+				return exitAs(st)
+			}
+			err = replayLive(stdout, stderr, td.path, cleanup)
+			cleanup()
+			if keep {
+				fmt.Fprintf(stderr, "ftpatch: the trace is kept in %s\n", td.path)
+			}
+			if err != nil && !errors.Is(err, syscall.EPIPE) {
+				fmt.Fprintf(stderr, "ftpatch: replay: %v\n", err)
+				if st.Success() {
+					return &exitError{code: exitProblem, err: errReported}
+				}
+			}
+			return exitAs(st)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the trace directory, and name it on stderr")
+	return cmd
+}
+
+// errReported is an error already printed on stderr.
+var errReported = errors.New("reported")
+
+// replayLive runs the replay command on dir. A signal that would end
+// ftpatch meanwhile runs cleanup first, then ends it by that signal; a
+// closed output (SIGPIPE) makes the replay's writes fail with EPIPE
+// instead of killing ftpatch before it cleans up.
+func replayLive(stdout, stderr io.Writer, dir string, cleanup func()) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGPIPE {
+					continue
+				}
+				cleanup()
+				launch.Exit(launch.Signaled(s.(syscall.Signal)))
+			case <-stop:
+				return
+			}
+		}
+	}()
+	r := newReplay(stdout)
+	r.SetArgs([]string{dir})
+	r.SetOut(stdout)
+	r.SetErr(stderr)
+	r.SilenceErrors, r.SilenceUsage = true, true
+	return r.Execute()
+}

@@ -1,0 +1,78 @@
+package launch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings are what a recording asks of the runtime, each one of the
+// runtime's FTRACE* variables (runtime/src: patch.c, trace.c, dir.c).
+// The zero value of a field leaves its variable unset.
+type Settings struct {
+	Tracer       string        // FTRACE: function, function_graph or nop; "" for a pre-patched program's recorded tracer
+	Out          string        // FTRACE_OUT: the trace directory
+	Filter       []string      // FTRACE_FILTER: globs, !glob excludes
+	Depth        int           // FTRACE_DEPTH: at most this many nested calls graphed
+	Threshold    time.Duration // FTRACE_THRESH: no call shorter than this that called nothing traced
+	GraphFuncs   []string      // FTRACE_GRAPH_FUNCS: only calls made while one of these is on the thread's stack
+	GraphNotrace []string      // FTRACE_GRAPH_NOTRACE: nothing inside one of these
+}
+
+// Variables are the variables Settings owns: Env removes each from the
+// environment it is given before setting those the settings ask for,
+// so a recording is what its command line says, whatever the caller's
+// environment held.
+var Variables = []string{"FTRACE", "FTRACE_OUT", "FTRACE_FILTER", "FTRACE_DEPTH", "FTRACE_THRESH",
+	"FTRACE_GRAPH_FUNCS", "FTRACE_GRAPH_NOTRACE"}
+
+// vars are the settings as NAME=value, the unset ones left out.
+func (s Settings) vars() []string {
+	var out []string
+	add := func(name, val string) {
+		if val != "" {
+			out = append(out, name+"="+val)
+		}
+	}
+	add("FTRACE", s.Tracer)
+	add("FTRACE_OUT", s.Out)
+	add("FTRACE_FILTER", strings.Join(s.Filter, ","))
+	if s.Depth > 0 {
+		add("FTRACE_DEPTH", strconv.Itoa(s.Depth))
+	}
+	if s.Threshold > 0 {
+		add("FTRACE_THRESH", fmt.Sprintf("%dns", s.Threshold.Nanoseconds()))
+	}
+	add("FTRACE_GRAPH_FUNCS", strings.Join(s.GraphFuncs, ","))
+	add("FTRACE_GRAPH_NOTRACE", strings.Join(s.GraphNotrace, ","))
+	return out
+}
+
+// Env returns environ (NAME=value entries) with the settings applied:
+// every variable of Variables removed, then those the settings set
+// appended. Every other variable, FTRACE* ones included (FTRACE_CLOCK,
+// FTRACE_MODE, FTRACE_DEBUG, FTRACE_INHERIT...), is kept as it was.
+// dropped lists the entries of environ removed and not set again: what
+// the caller had that the settings leave unset.
+func (s Settings) Env(environ []string) (env, dropped []string) {
+	set := s.vars()
+	given := map[string]bool{}
+	for _, v := range set {
+		name, _, _ := strings.Cut(v, "=")
+		given[name] = true
+	}
+	owned := map[string]bool{}
+	for _, v := range Variables {
+		owned[v] = true
+	}
+	for _, e := range environ {
+		name, _, _ := strings.Cut(e, "=")
+		if !owned[name] {
+			env = append(env, e)
+		} else if !given[name] {
+			dropped = append(dropped, e)
+		}
+	}
+	return append(env, set...), dropped
+}
