@@ -278,7 +278,7 @@ func TestFilterSubtrees(t *testing.T) {
 		{Filter{Funcs: []string{"f2", "f1"}}, "f1:1 f2:2 f3:3 f2:1 f1:2 f3:3"},
 		{Filter{Hide: []string{"f2"}}, "f0:1 f1:2 f3:1"},
 		{Filter{Funcs: []string{"f[01]"}, Hide: []string{"f3"}}, "f0:1 f1:2 f2:3 f2:2 f1:3"},
-		{Filter{TimeFrom: 25, TimeTo: 95}, "f2:1 f3:2 f2:1 f1:2"},
+		{Filter{TimeFrom: 25, TimeTo: 95, Until: true}, "f2:1 f3:2 f2:1 f1:2"},
 		{Filter{TimeFrom: 140}, "f3:1"},
 	} {
 		tr, err := Open(dir)
@@ -320,7 +320,7 @@ func TestMergeCalls(t *testing.T) {
 		{Filter{}, "1:f0 2:f1 1:f1 2:f0 1:f2 2:f0"},
 		{Filter{Funcs: []string{"f0"}}, "1:f0 2:f0 2:f0"},
 		{Filter{Hide: []string{"f0"}, Tid: 1}, "1:f1 1:f2"},
-		{Filter{TimeFrom: 25, TimeTo: 55}, "1:f1 2:f0 1:f2"},
+		{Filter{TimeFrom: 25, TimeTo: 55, Until: true}, "1:f1 2:f0 1:f2"},
 	} {
 		tr, err := Open(dir)
 		if err != nil {

@@ -22,8 +22,10 @@ type Filter struct {
 	// what it calls (uftrace's -N).
 	Hide []string
 	// TimeFrom, TimeTo: only calls that began within [TimeFrom, TimeTo]
-	// (ns since tracing started; TimeTo 0: to the end).
+	// (ns since tracing started); TimeTo only when Until is set, else to
+	// the end.
 	TimeFrom, TimeTo float64
+	Until            bool
 	// Source: give each call its source file and line (replay --srcline).
 	Source bool
 }
@@ -158,7 +160,7 @@ func (w *walker) push(fn, src string, ns float64) {
 	case w.cur == nil, fr.hide, len(f.Funcs) > 0 && !fr.in:
 	case f.Depth > 0 && fr.depth+1 > f.Depth:
 		// Left out by depth: so are its callees, deeper still.
-	case f.TimeTo > 0 && ns > f.TimeTo, ns < f.TimeFrom:
+	case f.Until && ns > f.TimeTo, ns < f.TimeFrom:
 		// Left out by time: its callees may be kept.
 	default:
 		fr.kept = true

@@ -129,7 +129,7 @@ func writeSummary(w io.Writer, t *Trace, events int) error {
 // has no callees to follow), TimeFrom and TimeTo its time.
 func (f *Filter) callKept(fn string, ns float64) bool {
 	switch {
-	case f.TimeTo > 0 && ns > f.TimeTo, ns < f.TimeFrom:
+	case f.Until && ns > f.TimeTo, ns < f.TimeFrom:
 		return false
 	case len(f.Funcs) > 0 && !match(f.Funcs, fn):
 		return false

@@ -70,7 +70,7 @@ func exeFlag(cmd *cobra.Command, exe *string) {
 
 // progressAfter is how long a read goes on before it shows a progress
 // bar (on a terminal).
-const progressAfter = 2 * time.Second
+var progressAfter = 2 * time.Second
 
 // progress draws the share of the trace read so far on stderr, when it
 // is a terminal and the read takes more than progressAfter, until
@@ -87,12 +87,14 @@ func (l *loaded) progress() {
 	}
 	l.t.BytesRead.Store(0)
 	total := int(max(1, l.t.Size()>>20))
-	delay := time.NewTimer(progressAfter)
-	defer delay.Stop()
-	select {
-	case <-l.stop:
-		return
-	case <-delay.C:
+	if progressAfter > 0 {
+		delay := time.NewTimer(progressAfter)
+		defer delay.Stop()
+		select {
+		case <-l.stop:
+			return
+		case <-delay.C:
+		}
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -179,7 +181,8 @@ func (g *graphFlags) filter() (trace.Filter, error) {
 			}
 			*p.ns = float64(d.Nanoseconds())
 		}
-		if f.TimeTo > 0 && f.TimeTo < f.TimeFrom {
+		f.Until = to != ""
+		if f.Until && f.TimeTo < f.TimeFrom {
 			return f, usage(fmt.Errorf("--time-range %q: ends before it begins", g.timeRange))
 		}
 	}

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"ftpatch/internal/pty"
 )
 
 // byteCount counts the bytes written to it.
@@ -142,5 +145,40 @@ func TestReplayDeep(t *testing.T) {
 	errOut, err = traceCmd(&out, "report", dir)
 	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("%d  0x10", depth)) {
 		t.Errorf("report: %v\n%s\n%s", err, out.String(), errOut)
+	}
+}
+
+// TestProgressBar: a read that goes on past progressAfter draws a
+// progress bar on stderr when stderr is a terminal, and clears it before
+// the command ends; on a pipe it draws nothing.
+func TestProgressBar(t *testing.T) {
+	defer func(d time.Duration) { progressAfter = d }(progressAfter)
+	progressAfter = 0
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	got := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(master)
+		got <- string(b)
+	}()
+	root := newRoot(io.Discard, slave)
+	root.SetArgs([]string{"report", "--exe", demoExe, demoGraph})
+	err = root.Execute()
+	slave.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := <-got
+	if !strings.Contains(drawn, "\r[") || !strings.Contains(drawn, "] 0/1") {
+		t.Errorf("report on a terminal drew no progress bar: %q", drawn)
+	}
+	if !strings.HasSuffix(drawn, "\r") {
+		t.Errorf("the bar was not cleared at the end: %q", drawn)
+	}
+	if errOut, err := traceCmd(io.Discard, "report", "--exe", demoExe, demoGraph); err != nil || errOut != "" {
+		t.Errorf("report with stderr not a terminal: %v, drew %q", err, errOut)
 	}
 }
