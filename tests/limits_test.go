@@ -44,18 +44,7 @@ func recordedBytes(t *testing.T, tr *trace.Trace) int64 {
 func TestBytesPerCall(t *testing.T) {
 	const overhead = 16 << 10
 	exitsTraced(t, "many", func(t *testing.T, out string) {
-		ents, err := os.ReadDir(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var size int64
-		for _, e := range ents {
-			fi, err := e.Info()
-			if err != nil {
-				t.Fatal(err)
-			}
-			size += fi.Size()
-		}
+		size := dirSize(t, out)
 		if size > callBytes+overhead {
 			t.Errorf("%d bytes of trace for %d calls: %.3f a call; want 16 a call and at most %d bytes more", size, manyCalls, float64(size)/manyCalls, overhead)
 		}

@@ -20,38 +20,35 @@ func (s *Symbols) Namer() *Namer {
 
 // FuncAt is Symbols.FuncAt, remembered.
 func (n *Namer) FuncAt(addr, ts uint64) string {
-	if name, ok := n.funcs[addr]; ok {
-		return name
+	if s, ok := n.funcs[addr]; ok {
+		return s
 	}
-	name := n.s.FuncAt(addr, ts)
-	if n.s.timeless(addr) {
-		n.funcs[addr] = name
-	}
-	return name
+	return n.keep(n.funcs, addr, n.s.FuncAt(addr, ts))
 }
 
 // NameAt is Symbols.NameAt, remembered.
 func (n *Namer) NameAt(addr, ts uint64) string {
-	if name, ok := n.places[addr]; ok {
-		return name
+	if s, ok := n.places[addr]; ok {
+		return s
 	}
-	name := n.s.NameAt(addr, ts)
-	if n.s.timeless(addr) {
-		n.places[addr] = name
-	}
-	return name
+	return n.keep(n.places, addr, n.s.NameAt(addr, ts))
 }
 
 // SourceAt is Symbols.SourceAt, remembered.
 func (n *Namer) SourceAt(addr, ts uint64) string {
-	if src, ok := n.srcs[addr]; ok {
-		return src
+	if s, ok := n.srcs[addr]; ok {
+		return s
 	}
-	src := n.s.SourceAt(addr, ts)
+	return n.keep(n.srcs, addr, n.s.SourceAt(addr, ts))
+}
+
+// keep remembers addr's name s in cache when it holds at every time of
+// the trace, and returns it.
+func (n *Namer) keep(cache map[uint64]string, addr uint64, s string) string {
 	if n.s.timeless(addr) {
-		n.srcs[addr] = src
+		cache[addr] = s
 	}
-	return src
+	return s
 }
 
 // timeless says whether addr names the same at every time of the trace:
