@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
+
+	"ftpatch/ordered"
 )
 
 // printer writes one context's kept calls as replay lines: an inner call
@@ -216,63 +217,27 @@ var maxSpills = 256
 // the depth of the calls and the number of contexts, not by the trace's
 // size. Each thread's calls on its own stack come first, then those of
 // each context it ran (makecontext), in the order it first ran them.
-// Threads are printed several at once (one per CPU): the first in line
-// straight to w, those after it into a buffer, then a temporary file,
-// until their turn.
+// Threads are printed several at once (one per CPU), in order
+// (ordered.Write).
 func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString(graphHead)
-	var streams []int
-	for i := range t.Streams {
-		if f.Tid == 0 || t.Streams[i].Tid == f.Tid {
-			streams = append(streams, i)
-		}
-	}
-	type job struct {
-		r      *relay
-		events int
-		err    error
-		done   chan struct{}
-	}
-	jobs := make([]*job, len(streams))
-	for k := range jobs {
-		jobs[k] = &job{r: &relay{out: bw}, done: make(chan struct{})}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(streams))
-	next := make(chan int)
-	go func() {
-		for k := range streams {
-			next <- k
-		}
-		close(next)
-	}()
-	for range workers {
-		go func() {
-			names := syms.Namer()
-			for k := range next {
-				j := jobs[k]
-				out := bufio.NewWriterSize(j.r, 64<<10)
-				j.events, j.err = replayStream(out, t, streams[k], names, f)
-				if err := out.Flush(); j.err == nil {
-					j.err = err
-				}
-				close(j.done)
-			}
-		}()
-	}
+	var mu sync.Mutex
 	events := 0
-	var err error
-	for _, j := range jobs {
-		if err == nil {
-			err = j.r.promote()
-		}
-		<-j.done
-		j.r.close()
-		events += j.events
-		if err == nil {
-			err = j.err
+	streams := func(yield func(int) bool) {
+		for i := range t.Streams {
+			if (f.Tid == 0 || t.Streams[i].Tid == f.Tid) && !yield(i) {
+				return
+			}
 		}
 	}
+	err := ordered.Write(bw, streams, 0, func(i int, out *bufio.Writer) error {
+		n, err := replayStream(out, t, i, syms.Namer(), f)
+		mu.Lock()
+		events += n
+		mu.Unlock()
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -280,79 +245,6 @@ func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
 		return err
 	}
 	return writeSummary(w, t, events)
-}
-
-// relayMemory is what a relay holds in memory before it spills to a
-// temporary file.
-const relayMemory = 1 << 20
-
-// A relay takes one thread's replay lines: until the threads before it
-// are printed, into memory and then a temporary file; from then on
-// (promote), straight to the output.
-type relay struct {
-	mu     sync.Mutex
-	out    *bufio.Writer
-	direct bool
-	mem    []byte
-	spill  *os.File
-	err    error
-}
-
-func (r *relay) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.err != nil:
-		return 0, r.err
-	case r.direct:
-		return r.out.Write(p)
-	case len(r.mem)+len(p) <= relayMemory:
-		r.mem = append(r.mem, p...)
-		return len(p), nil
-	}
-	if r.spill == nil {
-		f, err := os.CreateTemp("", "ftpatch-replay-*")
-		if err != nil {
-			r.err = fmt.Errorf("a temporary file for a thread's replay: %w", err)
-			return 0, r.err
-		}
-		os.Remove(f.Name())
-		r.spill = f
-	}
-	if _, err := r.spill.Write(r.mem); err != nil {
-		r.err = fmt.Errorf("a temporary file for a thread's replay: %w", err)
-		return 0, r.err
-	}
-	r.mem = append(r.mem[:0], p...)
-	return len(p), nil
-}
-
-// promote writes what the relay holds to the output, and makes it write
-// there from now on.
-func (r *relay) promote() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		return r.err
-	}
-	if r.spill != nil {
-		if _, err := r.spill.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		if _, err := io.Copy(r.out, r.spill); err != nil {
-			return err
-		}
-	}
-	_, err := r.out.Write(r.mem)
-	r.mem, r.direct = nil, true
-	return err
-}
-
-// close lets the relay's temporary file go.
-func (r *relay) close() {
-	if r.spill != nil {
-		r.spill.Close()
-	}
 }
 
 // spill is a context's replay lines kept aside for after its thread's

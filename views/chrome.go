@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"ftpatch/ordered"
 	"io"
 	"math"
 	"strconv"
@@ -37,7 +38,8 @@ const contextTidBase = 1 << 22
 // the thread being read is held.
 func Chrome(w io.Writer, in Input) error {
 	m := in.Meta
-	c := chromeWriter{w: bufio.NewWriterSize(w, 64<<10), names: map[string][]byte{}}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	c := chromeWriter{w: bw, names: map[string][]byte{}}
 	c.w.WriteString(`{"displayTimeUnit":"ns","otherData":{"exporter":"ftpatch","program":`)
 	c.w.Write(c.quote(m.Exe))
 	c.w.WriteString(`,"build_id":`)
@@ -50,21 +52,37 @@ func Chrome(w io.Writer, in Input) error {
 	c.w.Write(c.quote(m.Clock))
 	c.w.WriteString(`},"traceEvents":[`)
 
-	cat := c.quote(m.Tracer)
-	process := c.quote("process_name")
-	thread := c.quote("thread_name")
-	sortIndex := c.quote("thread_sort_index")
-	lastPid, order := 0, 0
-	for th := range in.Threads {
-		pid, tid := th.Pid, th.Tid+int(th.Context)*contextTidBase
-		if order == 0 || pid != lastPid {
-			c.meta(process, pid, pid, `"name":`, c.quote(program(m)))
-			lastPid = pid
+	// Each thread's events are written on a core of their own, in the
+	// threads' order (ordered.Write); what a thread's events depend on of
+	// the threads before it (whether its process was named yet, its
+	// place) is settled here, as they are taken in order.
+	type part struct {
+		th         Thread
+		order      int
+		newProcess bool
+	}
+	parts := func(yield func(part) bool) {
+		lastPid, order := 0, 0
+		for th := range in.Threads {
+			p := part{th: th, order: order, newProcess: order == 0 || th.Pid != lastPid}
+			lastPid = th.Pid
+			order++
+			if !yield(p) {
+				return
+			}
 		}
-		c.meta(thread, pid, tid, `"name":`, c.quote(threadName(th)))
-		c.meta(sortIndex, pid, tid, `"sort_index":`, strconv.AppendInt(nil, int64(order), 10))
-		order++
-		err := spans(th, c.w, nil,
+	}
+	err := ordered.Write(bw, parts, workers(in), func(p part, out *bufio.Writer) error {
+		c := chromeWriter{w: out, names: map[string][]byte{}, n: min(p.order, 1)} // every event but the first after a comma
+		th := p.th
+		cat := c.quote(m.Tracer)
+		pid, tid := th.Pid, th.Tid+int(th.Context)*contextTidBase
+		if p.newProcess {
+			c.meta(c.quote("process_name"), pid, pid, `"name":`, c.quote(program(m)))
+		}
+		c.meta(c.quote("thread_name"), pid, tid, `"name":`, c.quote(threadName(th)))
+		c.meta(c.quote("thread_sort_index"), pid, tid, `"sort_index":`, strconv.AppendInt(nil, int64(p.order), 10))
+		return spans(th, c.w, nil,
 			func(fn string, start, end float64, note string) {
 				args := ""
 				if note != "" {
@@ -73,12 +91,12 @@ func Chrome(w io.Writer, in Input) error {
 				c.event(c.quote(fn), cat, `"X"`, pid, tid, start, end, args)
 			},
 			func(fn string, ns float64) { c.event(c.quote(fn), cat, `"i","s":"t"`, pid, tid, ns, -1, "") })
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
-	c.w.WriteString("\n]}\n")
-	return c.w.Flush()
+	bw.WriteString("\n]}\n")
+	return bw.Flush()
 }
 
 // A chromeWriter writes trace events, comma-separated.

@@ -2,6 +2,8 @@ package views
 
 import (
 	"bufio"
+	"bytes"
+	"ftpatch/ordered"
 	"io"
 	"strconv"
 
@@ -102,72 +104,92 @@ const (
 // still running at the end of the trace open=true.
 func Perfetto(w io.Writer, in Input) error {
 	m := in.Meta
-	p := perfettoWriter{w: bufio.NewWriterSize(w, 64<<10), iids: map[string]uint64{}}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	// The tracks are described here, as the threads are taken in order;
+	// each thread's sequence is written on a core of its own, after its
+	// tracks' descriptors, in the threads' order (ordered.Write).
+	var desc bytes.Buffer
+	d := perfettoWriter{w: bufio.NewWriter(&desc)}
+	type part struct {
+		th          Thread
+		descriptors []byte // the packets describing its tracks not described before
+		seq, track  uint64
+	}
 	processes := map[int]uint64{} // pid: its track
 	threads := map[[2]int]uint64{}
 	seq := uint64(pbDescriptorSequence)
-	for th := range in.Threads {
-		// The tracks, on the descriptors' sequence.
-		proc, ok := processes[th.Pid]
-		if !ok {
-			proc = p.newUUID()
-			processes[th.Pid] = proc
-			var pd []byte
-			pd = appendVarint(pd, pbProcessPid, uint64(int32(th.Pid)))
-			pd = protowire.AppendTag(pd, pbProcessName, protowire.BytesType)
-			pd = protowire.AppendString(pd, program(m))
-			var td []byte
-			td = appendVarint(td, pbDescUUID, proc)
-			td = appendMessage(td, pbDescProcess, pd)
-			p.descriptor(td)
+	parts := func(yield func(part) bool) {
+		for th := range in.Threads {
+			proc, ok := processes[th.Pid]
+			if !ok {
+				proc = d.newUUID()
+				processes[th.Pid] = proc
+				var pd []byte
+				pd = appendVarint(pd, pbProcessPid, uint64(int32(th.Pid)))
+				pd = protowire.AppendTag(pd, pbProcessName, protowire.BytesType)
+				pd = protowire.AppendString(pd, program(m))
+				var td []byte
+				td = appendVarint(td, pbDescUUID, proc)
+				td = appendMessage(td, pbDescProcess, pd)
+				d.descriptor(td)
+			}
+			key := [2]int{th.Pid, th.Tid}
+			thread, ok := threads[key]
+			if !ok {
+				thread = d.newUUID()
+				threads[key] = thread
+				var dd []byte
+				dd = appendVarint(dd, pbThreadPid, uint64(int32(th.Pid)))
+				dd = appendVarint(dd, pbThreadTid, uint64(int32(th.Tid)))
+				dd = protowire.AppendTag(dd, pbThreadName, protowire.BytesType)
+				dd = protowire.AppendString(dd, threadName(Thread{Tid: th.Tid}))
+				var td []byte
+				td = appendVarint(td, pbDescUUID, thread)
+				td = appendVarint(td, pbDescParent, proc)
+				td = appendMessage(td, pbDescThread, dd)
+				d.descriptor(td)
+			}
+			track := thread
+			if th.Context != 0 {
+				track = d.newUUID()
+				var td []byte
+				td = appendVarint(td, pbDescUUID, track)
+				td = appendVarint(td, pbDescParent, thread)
+				td = protowire.AppendTag(td, pbDescName, protowire.BytesType)
+				td = protowire.AppendString(td, "context "+itoa(th.Context))
+				d.descriptor(td)
+			}
+			d.w.Flush()
+			seq++
+			p := part{th: th, descriptors: bytes.Clone(desc.Bytes()), seq: seq, track: track}
+			desc.Reset()
+			if !yield(p) {
+				return
+			}
 		}
-		key := [2]int{th.Pid, th.Tid}
-		thread, ok := threads[key]
-		if !ok {
-			thread = p.newUUID()
-			threads[key] = thread
-			var d []byte
-			d = appendVarint(d, pbThreadPid, uint64(int32(th.Pid)))
-			d = appendVarint(d, pbThreadTid, uint64(int32(th.Tid)))
-			d = protowire.AppendTag(d, pbThreadName, protowire.BytesType)
-			d = protowire.AppendString(d, threadName(Thread{Tid: th.Tid}))
-			var td []byte
-			td = appendVarint(td, pbDescUUID, thread)
-			td = appendVarint(td, pbDescParent, proc)
-			td = appendMessage(td, pbDescThread, d)
-			p.descriptor(td)
-		}
-		track := thread
-		if th.Context != 0 {
-			track = p.newUUID()
-			var td []byte
-			td = appendVarint(td, pbDescUUID, track)
-			td = appendVarint(td, pbDescParent, thread)
-			td = protowire.AppendTag(td, pbDescName, protowire.BytesType)
-			td = protowire.AppendString(td, "context "+itoa(th.Context))
-			p.descriptor(td)
-		}
-
+	}
+	err := ordered.Write(bw, parts, workers(in), func(pt part, out *bufio.Writer) error {
+		out.Write(pt.descriptors)
 		// The thread's sequence: its clock and default track, then its
-		// events.
-		seq++
-		p.open(seq, track, m.MonoStart)
-		err := spans(th, p.w,
+		// events, its names interned on it.
+		p := perfettoWriter{w: out, iids: map[string]uint64{}}
+		p.open(pt.seq, pt.track, m.MonoStart)
+		return spans(pt.th, p.w,
 			func(fn string, ns float64) { p.event(pbSliceBegin, fn, ns, "") },
 			func(_ string, _, ns float64, note string) { p.event(pbSliceEnd, "", ns, note) },
 			func(fn string, ns float64) { p.event(pbInstant, fn, ns, "") })
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
-	return p.w.Flush()
+	return bw.Flush()
 }
 
 // A perfettoWriter writes TracePackets.
 type perfettoWriter struct {
 	w      *bufio.Writer
 	uuids  uint64            // track uuids given out
-	iids   map[string]uint64 // event names' interning ids, one per name for the whole trace
+	iids   map[string]uint64 // event names' interning ids, one per name of the sequence
 	seq    uint64            // the sequence being written
 	sent   []bool            // by interning id: given on this sequence
 	base   uint64            // the trace's start (ns), where each sequence's clock starts

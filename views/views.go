@@ -90,6 +90,16 @@ var ErrNoFunc = errors.New("no call of the function in the trace")
 // graphed says whether the trace nests calls (function_graph).
 func graphed(m *trace.Meta) bool { return m.Tracer != "function" }
 
+// workers is how many threads of in a view may read at once: one per
+// CPU, or one where the program made contexts (whose threads are known
+// only once the one before them is read: trace.Trace.Threads).
+func workers(in Input) int {
+	if in.Meta.Contexts > 0 {
+		return 1
+	}
+	return 0
+}
+
 // threadName names a thread for people: "thread 123", and for a
 // context's calls "thread 123 context 2".
 func threadName(t Thread) string {

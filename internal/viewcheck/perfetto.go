@@ -186,7 +186,8 @@ type sequence struct {
 // packet clears its incremental state, sets its default track and an
 // incremental clock, and whose other packets need that state; slices
 // begin and end in nesting order, names interned on their sequence
-// before their use, an iid naming one name in the whole trace. Times are
+// before their use (an iid names one name on its sequence, as Perfetto
+// scopes interned data to the sequence's incremental state). Times are
 // ns from the trace clock's reading in the first clock snapshot. Every
 // field must be one the view writes, with its wire type.
 func Perfetto(data []byte) ([]Call, error) {
@@ -196,7 +197,6 @@ func Perfetto(data []byte) ([]Call, error) {
 	}
 	tracks := map[uint64]*track{}
 	seqs := map[uint64]*sequence{}
-	iids := map[uint64]string{}
 	var origin uint64
 	haveOrigin := false
 	var calls []*Call
@@ -263,7 +263,7 @@ func Perfetto(data []byte) ([]Call, error) {
 		}
 		s.clock += ts
 		for _, in := range p.all("interned_data") {
-			if err := readInterned(in, s.names, iids); err != nil {
+			if err := readInterned(in, s.names); err != nil {
 				return nil, fail("interned data: %v", err)
 			}
 		}
@@ -393,9 +393,8 @@ func readSnapshot(snap message, incClock uint64) (inc, boot uint64, err error) {
 	return inc, boot, nil
 }
 
-// readInterned adds the event names interned to names (the sequence's)
-// and iids (the whole trace's: an iid names one name).
-func readInterned(in message, names, iids map[uint64]string) error {
+// readInterned adds the event names interned to names (the sequence's).
+func readInterned(in message, names map[uint64]string) error {
 	for _, n := range in.all("event_names") {
 		iid, _ := n.num("iid")
 		name := n.str("name")
@@ -405,10 +404,7 @@ func readInterned(in message, names, iids map[uint64]string) error {
 		if _, ok := names[iid]; ok {
 			return fmt.Errorf("iid %d interned twice on its sequence", iid)
 		}
-		if old, ok := iids[iid]; ok && old != name {
-			return fmt.Errorf("iid %d names %q and %q", iid, old, name)
-		}
-		names[iid], iids[iid] = name, name
+		names[iid] = name
 	}
 	return nil
 }
