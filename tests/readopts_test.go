@@ -78,8 +78,12 @@ func TestReadOptions(t *testing.T) {
 	if rec := calls(ftpatch("replay", chosen)); len(rec) != 2 || rec["mid"] != all["mid"] || rec["leaf"] != all["leaf"] {
 		t.Errorf("FTRACE_GRAPH_FUNCS=mid: calls %v, want mid's and leaf's only (%d, %d)", rec, all["mid"], all["leaf"])
 	}
-	if info := ftpatch("info", chosen); !strings.Contains(info, "FTRACE_GRAPH_FUNCS=mid") {
+	info := ftpatch("info", chosen)
+	if !strings.Contains(info, "FTRACE_GRAPH_FUNCS=mid") {
 		t.Errorf("info does not say the trace was recorded with FTRACE_GRAPH_FUNCS=mid:\n%s", info)
+	}
+	if !regexp.MustCompile(`(?m)^command line: +` + regexp.QuoteMeta(prog) + ` 2$`).MatchString(info) {
+		t.Errorf("info does not give the command line %s 2:\n%s", prog, info)
 	}
 }
 

@@ -93,10 +93,13 @@ var ErrLost = errors.New("events lost")
 
 // Meta is the trace's metadata.
 type Meta struct {
-	Format  string // "ftrt-trace 3" (or 2: the previous runtime's)
-	Tracer  string // "function" or "function_graph"
-	Clock   string // "tsc" (rdtsc ticks) or "mono" (CLOCK_MONOTONIC ns, where the TSC is not trusted)
-	Exe     string // the traced executable, as the process saw it
+	Format string // "ftrt-trace 3" (or 2: the previous runtime's)
+	Tracer string // "function" or "function_graph"
+	Clock  string // "tsc" (rdtsc ticks) or "mono" (CLOCK_MONOTONIC ns, where the TSC is not trusted)
+	Exe    string // the traced executable, as the process saw it
+	// Cmdline is the program's command line when tracing began (nil
+	// from a runtime that did not record it; at most 4096 bytes of it).
+	Cmdline []string
 	BuildID string // its GNU build-id (hex), if it has one
 	Pid     int
 	Bias    uint64 // the executable's load bias: run-time address - file address
@@ -563,6 +566,12 @@ func (m *Meta) set(key, val string) error {
 		m.Clock = val
 	case "exe":
 		m.Exe = val
+	case "cmdline":
+		args, err := unescapeArgs(val)
+		if err != nil {
+			return fmt.Errorf("cmdline: %v", err)
+		}
+		m.Cmdline = args
 	case "build_id":
 		m.BuildID = val
 	case "config":
@@ -603,6 +612,36 @@ func (m *Meta) set(key, val string) error {
 		}
 	}
 	return nil
+}
+
+// unescapeArgs reads a cmdline line's value: arguments separated by one
+// space, each space, backslash or unprintable byte of them written as
+// \xHH.
+func unescapeArgs(val string) ([]string, error) {
+	args := strings.Split(val, " ")
+	for i, a := range args {
+		if !strings.Contains(a, `\`) {
+			continue
+		}
+		var b []byte
+		for k := 0; k < len(a); k++ {
+			if a[k] != '\\' {
+				b = append(b, a[k])
+				continue
+			}
+			if k+4 > len(a) || a[k+1] != 'x' {
+				return nil, fmt.Errorf("argument %d: %q is not \\xHH", i+1, a[k:])
+			}
+			v, err := strconv.ParseUint(a[k+2:k+4], 16, 8)
+			if err != nil {
+				return nil, fmt.Errorf("argument %d: %q is not \\xHH", i+1, a[k:k+4])
+			}
+			b = append(b, byte(v))
+			k += 3
+		}
+		args[i] = string(b)
+	}
+	return args, nil
 }
 
 // count is the field of a numeric metadata key, or nil.

@@ -264,3 +264,29 @@ func TestNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// TestCmdline: the metadata's command line reads back argument by
+// argument: spaces, backslashes and unprintable bytes escaped, empty
+// arguments kept; a bad escape is an error naming the argument.
+func TestCmdline(t *testing.T) {
+	for _, c := range []struct {
+		val  string
+		want []string
+		err  string
+	}{
+		{val: "prog -x 1", want: []string{"prog", "-x", "1"}},
+		{val: `prog a\x20b \x5c\x0a`, want: []string{"prog", "a b", "\\\n"}},
+		{val: "prog  last", want: []string{"prog", "", "last"}},
+		{val: `prog \xc3\xa9`, want: []string{"prog", "é"}},
+		{val: `prog \xZZ`, err: `argument 2: "\\xZZ" is not \xHH`},
+		{val: `prog a\x`, err: `argument 2: "\\x" is not \xHH`},
+	} {
+		got, err := unescapeArgs(c.val)
+		switch {
+		case c.err != "" && (err == nil || err.Error() != c.err):
+			t.Errorf("%q: %v, want error %q", c.val, err, c.err)
+		case c.err == "" && (err != nil || !slices.Equal(got, c.want)):
+			t.Errorf("%q: %q, %v; want %q", c.val, got, err, c.want)
+		}
+	}
+}

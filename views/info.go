@@ -29,7 +29,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 		exe = "not recorded"
 	}
 	kv("program", "%s", exe)
-	kv("command line", "not recorded (a trace keeps the program's path and pid, not its arguments)")
+	if m.Cmdline == nil {
+		kv("command line", "not recorded (a runtime that did not record it)")
+	} else {
+		kv("command line", "%s", shellQuote(m.Cmdline))
+	}
 	kv("build-id", "%s", or(m.BuildID, "none (the program has no GNU build-id note)"))
 	kv("pid", "%d", m.Pid)
 	kv("tracer", "%s", m.Tracer)
@@ -152,4 +156,22 @@ func or(s, orElse string) string {
 		return orElse
 	}
 	return s
+}
+
+// shellQuote writes args as a shell would read them back: each argument
+// bare when it holds only characters no shell treats specially, else in
+// single quotes.
+func shellQuote(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
 }

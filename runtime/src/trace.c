@@ -752,6 +752,60 @@ static void meta_setting(struct meta_out *o, const char *key, const char *v)
 }
 
 /*
+ * The command line, as /proc/self/cmdline gave it when the trace began
+ * (the first metadata is written then, before any thread of the
+ * program's own runs; later ones reuse it, so a program that rewrites
+ * its argv later does not change it): at most CMDLINE_MAX bytes.
+ */
+#define CMDLINE_MAX 4096
+static char cmdline[CMDLINE_MAX];
+static long cmdline_len = -1; /* -1: not read yet */
+
+static void read_cmdline(void)
+{
+	if (cmdline_len >= 0)
+		return;
+	cmdline_len = 0;
+	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (sys_failed(fd))
+		return;
+	long got = 0, n;
+	while (got < CMDLINE_MAX && (n = sys(SYS_read, fd, (long)(cmdline + got), CMDLINE_MAX - got, 0, 0, 0)) > 0)
+		got += n;
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	cmdline_len = got;
+}
+
+/*
+ * "cmdline ARG ARG...": the arguments separated by one space, each
+ * byte of an argument that is a space, a backslash or not printable
+ * written as \xHH (so an empty argument is nothing between two spaces).
+ */
+static void meta_cmdline(struct meta_out *o)
+{
+	static const char hex[] = "0123456789abcdef";
+	read_cmdline();
+	if (cmdline_len <= 0)
+		return;
+	meta_str(o, "cmdline ");
+	for (long i = 0; i < cmdline_len; i++) {
+		unsigned char c = (unsigned char)cmdline[i];
+		if (c == 0) {
+			if (i + 1 < cmdline_len)
+				meta_put(o, " ", 1);
+			continue;
+		}
+		if (c <= 0x20 || c >= 0x7f || c == '\\') {
+			char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+			meta_put(o, e, 4);
+			continue;
+		}
+		meta_put(o, (const char *)&c, 1);
+	}
+	meta_str(o, "\n");
+}
+
+/*
  * One line per shared object the runtime served while the process ran
  * (the program itself is the exe, bias and build_id lines):
  *
@@ -856,6 +910,7 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	meta_str(&o, ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ");
 	meta_str(&o, exe);
 	meta_str(&o, "\n");
+	meta_cmdline(&o);
 	if (prog && prog->build_id[0]) {
 		meta_str(&o, "build_id ");
 		meta_str(&o, prog->build_id);
