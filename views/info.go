@@ -10,7 +10,7 @@ import (
 )
 
 // Info writes what the trace is, a "key: value" line each: the program
-// (its path, build-id and pid; its command line is not recorded), the
+// (its path, its command line when tracing began, build-id and pid), the
 // tracer and clock, when tracing began and how long it lasted, whether
 // the program ended through exit, how its sites were chosen and how many
 // were traced, the shared objects it loaded, each thread with its calls

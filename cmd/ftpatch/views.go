@@ -197,8 +197,8 @@ func newInfo(stdout io.Writer) *cobra.Command {
 		Use:   "info [DIR]",
 		Short: "Print what a trace is: program, tracer, clock, duration, threads, sites, and what was lost",
 		Long: `info reads the trace directory DIR (default ftrace.data) and prints what
-it is, a "key: value" line each: the program (path, build-id, pid; the
-command line is not recorded), the tracer and clock, when tracing began
+it is, a "key: value" line each: the program (path, command line when
+tracing began, build-id, pid), the tracer and clock, when tracing began
 and how long it lasted, whether the program ended through exit (or was
 killed), how its sites were chosen and how many were traced, the shared
 objects with sites it loaded, each thread with its calls and the time
