@@ -7,13 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fuzzing"
 	"ftpatch/sites"
 )
 
@@ -504,11 +504,7 @@ func FuzzFindDecoded(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz", data)
 		if err != nil {
 			return

@@ -4,11 +4,11 @@ import (
 	"debug/elf"
 	"io"
 	"os"
-	"runtime/debug"
 	"testing"
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/fuzzing"
 	"ftpatch/record"
 	"ftpatch/sites"
 	"ftpatch/srcline"
@@ -40,7 +40,7 @@ func FuzzFindObject(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer failOnPanic(t)
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz.o", data)
 		if err != nil {
 			return
@@ -110,14 +110,6 @@ func checkSites(t *testing.T, f *elfx.File, obj *sites.Object) {
 	}
 }
 
-// failOnPanic turns a panic into a test failure with its stack, so one
-// crashing input does not end the test binary.
-func failOnPanic(t *testing.T) {
-	if r := recover(); r != nil {
-		t.Fatalf("panic: %v\n%s", r, debug.Stack())
-	}
-}
-
 // FuzzFindLinked runs the linked-file reader on arbitrary bytes: the ELF
 // parser, site discovery and call resolution (FindLinked), the DWARF line
 // table (AddSources) and both writers. Nothing may panic or hang; sites
@@ -136,7 +128,7 @@ func FuzzFindLinked(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer failOnPanic(t)
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz", data)
 		if err != nil {
 			return
