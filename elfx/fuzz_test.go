@@ -34,11 +34,7 @@ import (
 // -fuzzminimizetime, 60s by default, without running new inputs: on
 // these kilobyte-sized objects that took most of a short run.)
 func FuzzParse(f *testing.F) {
-	for _, p := range fuzzSeeds(f) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixture.Read(f, fuzzSeeds(f)...) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

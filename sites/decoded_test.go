@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fixture"
 	"ftpatch/internal/fuzzing"
 	"ftpatch/sites"
 )
@@ -496,11 +497,7 @@ func FuzzFindDecoded(f *testing.F) {
 	for _, a := range decodeArches {
 		needCC(f, a.cc, a.pkg)
 		for _, bld := range caseBuilds {
-			b, err := os.ReadFile(buildCases(f, a, bld.hooks, bld.args))
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
+			f.Add(fixture.Read(f, buildCases(f, a, bld.hooks, bld.args))[0])
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -3,7 +3,6 @@ package sites_test
 import (
 	"debug/elf"
 	"io"
-	"os"
 	"testing"
 
 	"ftpatch/elfx"
@@ -31,12 +30,7 @@ import (
 // -fuzzminimizetime, 60s by default, without running new inputs: on
 // these kilobyte-sized objects that took most of a short run.)
 func FuzzFindObject(f *testing.F) {
-	paths := fixture.Seeds(f, "..")
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixture.Read(f, fixture.Seeds(f, "..")...) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -121,11 +115,7 @@ func checkSites(t *testing.T, f *elfx.File, obj *sites.Object) {
 //	go test -run '^$' -fuzz '^FuzzFindLinked$' -fuzztime 5m -fuzzminimizetime 5s ./sites
 func FuzzFindLinked(f *testing.F) {
 	for _, o := range fixture.Linked(f, "..") {
-		b, err := os.ReadFile(o.Path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		f.Add(fixture.Read(f, o.Path)[0])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		defer fuzzing.FailOnPanic(t)
