@@ -357,10 +357,3 @@ func (e *Editor) Chunks() [][]byte {
 	}
 	return append([][]byte{hdr, base[ehdrSize:]}, out...)
 }
-
-func padTo(b []byte, align uint64) []byte {
-	for uint64(len(b))%align != 0 {
-		b = append(b, 0)
-	}
-	return b
-}

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/fuzzing"
 )
 
 // FuzzParse parses arbitrary bytes, then walks every accessor of what
@@ -34,15 +34,11 @@ import (
 // -fuzzminimizetime, 60s by default, without running new inputs: on
 // these kilobyte-sized objects that took most of a short run.)
 func FuzzParse(f *testing.F) {
-	for _, p := range fuzzSeeds(f) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixture.Read(f, fuzzSeeds(f)...) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer failOnPanic(t)
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz.o", data)
 		if err != nil {
 			checkParseError(t, err)
@@ -79,14 +75,6 @@ func fuzzSeeds(f *testing.F) []string {
 		}
 	}
 	return paths
-}
-
-// failOnPanic turns a panic into a test failure with its stack, so one
-// crashing input does not end the test binary.
-func failOnPanic(t *testing.T) {
-	if r := recover(); r != nil {
-		t.Fatalf("panic: %v\n%s", r, debug.Stack())
-	}
 }
 
 // checkParseError checks err is what Parse documents: ErrNotELF,

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"ftpatch/elfx"
 	"ftpatch/funclist"
+	"ftpatch/internal/fuzzing"
 )
 
 // FuzzPatch runs the whole patcher on arbitrary bytes: Load, Plan (enable
@@ -50,11 +50,7 @@ func FuzzPatch(f *testing.F) {
 	}
 	req := Request{Op: Enable, Tracer: TracerGraph, List: l, Inputs: "list"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz", data)
 		if err != nil {
 			return

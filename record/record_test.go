@@ -923,19 +923,13 @@ func TestFile(t *testing.T) {
 	}
 }
 
-// FuzzRewrite mutates the fixtures: the pass must never panic, and an
-// image it writes must read back, with nothing left to change. Crashers
-// go under testdata/fuzz/FuzzRewrite so they stay fixed.
+// FuzzRewrite mutates the fuzz seeds every package shares (fixture.Seeds:
+// the fixtures, elfx's objects, recordmcount's good and bad objects): the
+// pass must never panic, and an image it writes must read back, with
+// nothing left to change. Crashers go under testdata/fuzz/FuzzRewrite so
+// they stay fixed.
 func FuzzRewrite(f *testing.F) {
-	paths, err := filepath.Glob(fixtureGlob)
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no fixtures match %s: %v", fixtureGlob, err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixture.Read(f, fixture.Seeds(f, "..")...) {
 		f.Add(b, false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, nop bool) {

@@ -25,17 +25,28 @@ type SiteError struct {
 	Off     uint64
 	Func    string
 	Msg     string
+	Err     error // the cause, when another error is one: shown after Msg
 }
 
 func (e *SiteError) Error() string {
-	if e.Func != "" {
-		return fmt.Sprintf("section %q+0x%x (in %s): %s", e.Section, e.Off, e.Func, e.Msg)
+	msg := e.Msg
+	if e.Err != nil {
+		if msg != "" {
+			msg += ": "
+		}
+		msg += e.Err.Error()
 	}
-	return fmt.Sprintf("section %q+0x%x: %s", e.Section, e.Off, e.Msg)
+	if e.Func != "" {
+		return fmt.Sprintf("section %q+0x%x (in %s): %s", e.Section, e.Off, e.Func, msg)
+	}
+	return fmt.Sprintf("section %q+0x%x: %s", e.Section, e.Off, msg)
 }
 
 // Is makes errors.Is(err, ErrBadSite) true.
 func (e *SiteError) Is(target error) bool { return target == ErrBadSite }
+
+// Unwrap returns the cause, so errors.Is and errors.As see through to it.
+func (e *SiteError) Unwrap() error { return e.Err }
 
 // isEndbr64 reports whether b starts with endbr64, which x/arch's
 // decoder does not know (it reads a lone REP prefix).

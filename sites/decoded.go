@@ -759,7 +759,7 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 				site.Call, err = calls.arm64(site.Off, word(fn, s.off))
 			}
 			if err != nil {
-				return nil, &SiteError{sec.Name, site.Off, fun.name, err.Error()}
+				return nil, &SiteError{sec.Name, site.Off, fun.name, "", err}
 			}
 		}
 		out.Sites = append(out.Sites, site)

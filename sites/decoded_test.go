@@ -7,13 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/fixture"
+	"ftpatch/internal/fuzzing"
 	"ftpatch/sites"
 )
 
@@ -496,19 +497,11 @@ func FuzzFindDecoded(f *testing.F) {
 	for _, a := range decodeArches {
 		needCC(f, a.cc, a.pkg)
 		for _, bld := range caseBuilds {
-			b, err := os.ReadFile(buildCases(f, a, bld.hooks, bld.args))
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
+			f.Add(fixture.Read(f, buildCases(f, a, bld.hooks, bld.args))[0])
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz", data)
 		if err != nil {
 			return

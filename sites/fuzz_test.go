@@ -3,12 +3,11 @@ package sites_test
 import (
 	"debug/elf"
 	"io"
-	"os"
-	"runtime/debug"
 	"testing"
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/fuzzing"
 	"ftpatch/record"
 	"ftpatch/sites"
 	"ftpatch/srcline"
@@ -31,16 +30,11 @@ import (
 // -fuzzminimizetime, 60s by default, without running new inputs: on
 // these kilobyte-sized objects that took most of a short run.)
 func FuzzFindObject(f *testing.F) {
-	paths := fixture.Seeds(f, "..")
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range fixture.Read(f, fixture.Seeds(f, "..")...) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer failOnPanic(t)
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz.o", data)
 		if err != nil {
 			return
@@ -110,14 +104,6 @@ func checkSites(t *testing.T, f *elfx.File, obj *sites.Object) {
 	}
 }
 
-// failOnPanic turns a panic into a test failure with its stack, so one
-// crashing input does not end the test binary.
-func failOnPanic(t *testing.T) {
-	if r := recover(); r != nil {
-		t.Fatalf("panic: %v\n%s", r, debug.Stack())
-	}
-}
-
 // FuzzFindLinked runs the linked-file reader on arbitrary bytes: the ELF
 // parser, site discovery and call resolution (FindLinked), the DWARF line
 // table (AddSources) and both writers. Nothing may panic or hang; sites
@@ -129,14 +115,10 @@ func failOnPanic(t *testing.T) {
 //	go test -run '^$' -fuzz '^FuzzFindLinked$' -fuzztime 5m -fuzzminimizetime 5s ./sites
 func FuzzFindLinked(f *testing.F) {
 	for _, o := range fixture.Linked(f, "..") {
-		b, err := os.ReadFile(o.Path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		f.Add(fixture.Read(f, o.Path)[0])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		defer failOnPanic(t)
+		defer fuzzing.FailOnPanic(t)
 		ef, err := elfx.Parse("fuzz", data)
 		if err != nil {
 			return

@@ -142,7 +142,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 	for i := 1; i < len(s.found); i++ {
 		a, b := &s.found[i-1], &s.found[i]
 		if a.Section == b.Section && a.Off == b.Off {
-			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover)}
+			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover), nil}
 		}
 	}
 	s.obj.Notes = append(s.obj.Notes, s.notes...)
@@ -180,7 +180,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 	for i := 1; i < len(all); i++ {
 		a, b := &all[i-1], &all[i]
 		if a.Section == b.Section && a.Func == b.Func && a.Off-a.FuncOff == b.Off-b.FuncOff {
-			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("second patch site in the function (the first is at +0x%x)", a.FuncOff)}
+			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("second patch site in the function (the first is at +0x%x)", a.FuncOff), nil}
 		}
 	}
 	return s.obj, nil
@@ -392,7 +392,7 @@ func (s *objScan) add(st Site) {
 func (s *objScan) fnAt(t *elfx.Section, off uint64) (fn, error) {
 	fun, ok := s.funcs.containing(uint32(t.Index), off)
 	if !ok {
-		return fn{}, &SiteError{t.Name, off, "", "not inside any function symbol"}
+		return fn{}, &SiteError{t.Name, off, "", "not inside any function symbol", nil}
 	}
 	return fun, nil
 }
@@ -414,23 +414,23 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
 		site, n = r.Off-2, 6
 	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook), nil}
 	}
 	if r.Off < uint64(n-4) || site+uint64(n) > uint64(len(text)) {
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook), nil}
 	}
 	if r.Addend != -4 {
-		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend)}
+		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend), nil}
 	}
 	fun, err := s.fnAt(t, site)
 	if err != nil {
 		return Site{}, false, err
 	}
 	if err := s.checkCall(text[site:], n); err != nil {
-		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s: %v", hook, err)}
+		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s", hook), err}
 	}
 	if err := x86Boundary(text, fun.start, site); err != nil {
-		return Site{}, false, &SiteError{t.Name, site, fun.name, err.Error()}
+		return Site{}, false, &SiteError{t.Name, site, fun.name, "", err}
 	}
 	if k == X86Fentry {
 		switch nops.X86SiteLead(text[fun.start:], site-fun.start, n) {
@@ -439,7 +439,7 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 			k = X86Chain
 		default:
 			return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry "+
-				"(only endbr64, NOPs, or a nested function's `push %%r10` may come before it)", hook, site-fun.start)}
+				"(only endbr64, NOPs, or a nested function's `push %%r10` may come before it)", hook, site-fun.start), nil}
 		}
 	}
 	return s.newSite(t, site, fun, k, n, StateCall), true, nil
@@ -474,20 +474,20 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 		s.notes = append(s.notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
 		return Site{}, false, nil
 	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook), nil}
 	}
 	if r.Off%4 != 0 || r.Off+4 > uint64(len(text)) {
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook), nil}
 	}
 	fun, err := s.fnAt(t, r.Off)
 	if err != nil {
 		return Site{}, false, err
 	}
 	if fun.start%4 != 0 {
-		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned"}
+		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned", nil}
 	}
 	if !arm64IsBL(word(text, r.Off)) {
-		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook)}
+		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook), nil}
 	}
 	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall), true, nil
 }
@@ -646,7 +646,7 @@ func (s *objScan) areaFunc(t *elfx.Section, e uint64) (fn, error) {
 	// NOPs ahead of the function symbol.
 	fun, ok = s.funcs.next(uint32(t.Index), e)
 	if !ok || fun.start-e > 64 {
-		return fn{}, &SiteError{t.Name, e, "", "patchable entry is not at or just before a function"}
+		return fn{}, &SiteError{t.Name, e, "", "patchable entry is not at or just before a function", nil}
 	}
 	return fun, nil
 }
@@ -668,30 +668,30 @@ func (s *objScan) patchSite(t *elfx.Section, e uint64, fun fn) (*Site, error) {
 	if a == arch.X86_64 {
 		if pre > 0 {
 			if _, err := x86Nops(text[e:], pre); err != nil {
-				return nil, &SiteError{t.Name, e, fun.name, fmt.Sprintf("pre-function area: %v", err)}
+				return nil, &SiteError{t.Name, e, fun.name, "pre-function area", err}
 			}
 		}
 		if site+5 > uint64(len(text)) {
-			return nil, &SiteError{t.Name, site, fun.name, "patchable area runs past the section"}
+			return nil, &SiteError{t.Name, site, fun.name, "patchable area runs past the section", nil}
 		}
 		st, err := x86Nops(text[site:], 5)
 		if err != nil {
-			return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5): %v", err)}
+			return nil, &SiteError{t.Name, site, fun.name, "need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5)", err}
 		}
 		out := s.newSite(t, site, fun, X86Patchable, 5, st)
 		out.Pre = int32(pre)
 		return &out, nil
 	}
 	if e%4 != 0 || fun.start%4 != 0 || site+8 > uint64(len(text)) {
-		return nil, &SiteError{t.Name, e, fun.name, "patchable area misaligned or past the section"}
+		return nil, &SiteError{t.Name, e, fun.name, "patchable area misaligned or past the section", nil}
 	}
 	for o := e; o < fun.start; o += 4 {
 		if !arm64IsNop(word(text, o)) {
-			return nil, &SiteError{t.Name, o, fun.name, fmt.Sprintf("pre-function area: found %08x, want nop", word(text, o))}
+			return nil, &SiteError{t.Name, o, fun.name, fmt.Sprintf("pre-function area: found %08x, want nop", word(text, o)), nil}
 		}
 	}
 	if !arm64IsNop(word(text, site)) || !arm64IsNop(word(text, site+4)) {
-		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", word(text, site), word(text, site+4))}
+		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", word(text, site), word(text, site+4)), nil}
 	}
 	k := ARM64Patchable
 	if pre == 8 {
@@ -762,17 +762,17 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 	}
 	if s.f.Arch == arch.X86_64 {
 		if err := x86Boundary(text, fun.start, off); err != nil {
-			return nil, &SiteError{t.Name, off, fun.name, err.Error()}
+			return nil, &SiteError{t.Name, off, fun.name, "", err}
 		}
 		in, err := x86Decode(text[off:])
 		if err != nil || (in.Len != 5 && in.Len != 6) {
-			return nil, &SiteError{t.Name, off, fun.name, "table entry is not a 5- or 6-byte call or NOP"}
+			return nil, &SiteError{t.Name, off, fun.name, "table entry is not a 5- or 6-byte call or NOP", nil}
 		}
 		st := StateNop
 		if err := x86Call(text[off:], in.Len); err == nil {
 			st = StateCall
 		} else if got, err := x86Nops(text[off:], in.Len); err != nil || got != StateNop {
-			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String())}
+			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String()), nil}
 		}
 		k := X86Mcount
 		switch nops.X86SiteLead(text[fun.start:], off-fun.start, in.Len) {
@@ -785,7 +785,7 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 		return &out, nil
 	}
 	if off%4 != 0 || off+4 > uint64(len(text)) {
-		return nil, &SiteError{t.Name, off, fun.name, "table entry misaligned"}
+		return nil, &SiteError{t.Name, off, fun.name, "table entry misaligned", nil}
 	}
 	w := word(text, off)
 	switch {
@@ -796,5 +796,5 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop)
 		return &out, nil
 	}
-	return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry holds %08x, neither bl nor a NOP'd mcount call", w)}
+	return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry holds %08x, neither bl nor a NOP'd mcount call", w), nil}
 }

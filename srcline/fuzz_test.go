@@ -2,11 +2,11 @@ package srcline
 
 import (
 	"os"
-	"runtime/debug"
 	"testing"
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/fuzzing"
 )
 
 // FuzzLineTable reads arbitrary bytes as a .debug_line section (with a
@@ -44,11 +44,7 @@ func FuzzLineTable(f *testing.F) {
 	f.Add(unit{version: 4, files: []string{"a.c"}, prog: ops(setAddr(0x1000), copyOp(), special(4, 1), endSeqOp())}.bytes(), []byte(nil))
 	f.Add(bigTable(3), []byte(nil))
 	f.Fuzz(func(t *testing.T, data, lineStr []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
+		defer fuzzing.FailOnPanic(t)
 		tab := &Table{}
 		if err := tab.read(".debug_line", data, lineStr, [][2]uint64{{1, ^uint64(0)}}); err != nil {
 			return

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -249,8 +248,6 @@ func execute(t *testing.T, tg target, prog string) (string, int) {
 	}
 	return out, code
 }
-
-func parallelism() int { return runtime.GOMAXPROCS(0) }
 
 // untraced builds the program src of progs/ with tg's compiler at -O2
 // and no sites, in dir, runs it and returns its stdout and exit status:

@@ -6,9 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
+
+	"ftpatch/internal/fuzzing"
 )
 
 // FuzzRead writes arbitrary bytes as a trace directory's metadata and one
@@ -67,11 +68,7 @@ func FuzzRead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, meta, stream []byte) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
+		defer fuzzing.FailOnPanic(t)
 		if err := os.WriteFile(filepath.Join(dir, "meta"), meta, 0o600); err != nil {
 			t.Fatal(err)
 		}
