@@ -8,6 +8,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
 
@@ -49,9 +50,9 @@ const (
 	numTramps
 )
 
-var trampNames = [...]string{TrampNone: "", Caller5: "ftrace_caller5", Caller6: "ftrace_caller6",
-	McountCaller5: "ftrace_mcount_caller5", McountCaller6: "ftrace_mcount_caller6",
-	ChainCaller5: "ftrace_chain_caller5", ChainCaller6: "ftrace_chain_caller6", Stub: "ftrace_stub"}
+var trampNames = [...]string{TrampNone: "", Caller5: abi.Caller5, Caller6: abi.Caller6,
+	McountCaller5: abi.McountCaller5, McountCaller6: abi.McountCaller6,
+	ChainCaller5: abi.ChainCaller5, ChainCaller6: abi.ChainCaller6, Stub: abi.Stub}
 
 func (t Tramp) String() string {
 	if int(t) < len(trampNames) && t != TrampNone {
@@ -108,7 +109,7 @@ const (
 	HookMcount
 )
 
-var hookNames = [...]string{HookNone: "", HookFentry: "__fentry__", HookMcount: "mcount"}
+var hookNames = [...]string{HookNone: "", HookFentry: abi.Fentry, HookMcount: abi.Mcount}
 
 func (h Hook) String() string {
 	if int(h) < len(hookNames) {
@@ -143,7 +144,7 @@ type Binary struct {
 
 // The symbols the patcher needs from the runtime: its hooks, its two
 // entry points (the runtime's, the module stub's) and the trampolines.
-var runtimeSyms = append([]string{"__fentry__", "mcount", "ftrt_init", "ftrt_module_init"}, trampNames[Caller5:]...)
+var runtimeSyms = append([]string{abi.Fentry, abi.Mcount, abi.Init, abi.ModuleInit}, trampNames[Caller5:]...)
 
 // hintLink is how to link the runtime in: into a program, or the module
 // stub into a shared object.
@@ -184,8 +185,8 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	}
 	b.configOff, b.Config, err = findConfig(f)
 	if err != nil {
-		_, rt := found["ftrt_init"]
-		_, stub := found["ftrt_module_init"]
+		_, rt := found[abi.Init]
+		_, stub := found[abi.ModuleInit]
 		if (rt || stub) && errors.Is(err, ErrNoRuntime) {
 			return nil, fmt.Errorf("%w: the linked runtime predates %s (no config record); relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, ConfigSection)
 		}
@@ -194,15 +195,15 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		}
 		return nil, err
 	}
-	_, rt := found["ftrt_init"]
-	_, b.Module = found["ftrt_module_init"]
+	_, rt := found[abi.Init]
+	_, b.Module = found[abi.ModuleInit]
 	switch {
 	case rt && b.Module:
-		return nil, fmt.Errorf("%w: both the runtime (ftrt_init) and the module stub (ftrt_module_init) are linked: link one, the runtime into a program, the stub into a shared object", ErrNoRuntime)
+		return nil, fmt.Errorf("%w: both the runtime (%s) and the module stub (%s) are linked: link one, the runtime into a program, the stub into a shared object", ErrNoRuntime, abi.Init, abi.ModuleInit)
 	case !rt && !b.Module:
-		return nil, fmt.Errorf("%w: %s section present but neither ftrt_init nor ftrt_module_init: %s", ErrNoRuntime, ConfigSection, hintLink)
+		return nil, fmt.Errorf("%w: %s section present but neither %s nor %s: %s", ErrNoRuntime, ConfigSection, abi.Init, abi.ModuleInit, hintLink)
 	}
-	for _, n := range []string{"__fentry__", "mcount"} {
+	for _, n := range hookNames[HookFentry:] {
 		if _, ok := found[n]; !ok {
 			return nil, fmt.Errorf("%w: %s section present but no %s symbol: %s", ErrNoRuntime, ConfigSection, n, hintLink)
 		}
@@ -214,8 +215,8 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		}
 		b.tramps[t] = a
 	}
-	b.hooks[found["__fentry__"]] = HookFentry
-	b.hooks[found["mcount"]] = HookMcount
+	b.hooks[found[abi.Fentry]] = HookFentry
+	b.hooks[found[abi.Mcount]] = HookMcount
 
 	if tab := f.Section(sites.TableName); tab != nil && progress != nil {
 		progress(0, int(tab.Size/8)) // reading the table is most of the time: show the bar now

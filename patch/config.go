@@ -9,38 +9,40 @@ import (
 	"strings"
 
 	"ftpatch/elfx"
+	"ftpatch/runtime/abi"
 )
 
 // ConfigSection is the section holding the runtime's config record
 // (runtime/src/config.c).
-const ConfigSection = ".ftrt_config"
+const ConfigSection = abi.ConfigSection
 
 // FlagPatched (FTRT_CFG_PATCHED) says ftpatch wrote every site: each is a
 // NOP or a call to the trampoline its kind calls, so the runtime's
 // load-time pass only checks them.
-const FlagPatched uint32 = 1
+const FlagPatched uint32 = abi.ConfigPatched
 
 // FlagNoTable (FTRT_CFG_NOTABLE) says the file has no site table: ftpatch
 // found its sites by decoding function entries, so the runtime has
 // nothing to check them against and starts the recorded tracer on the
 // record's word (ftpatch verify is where such a file is checked).
-const FlagNoTable uint32 = 2
+const FlagNoTable uint32 = abi.ConfigNoTable
 
 // configSize is sizeof(struct ftrt_config): the record's size field must
 // say exactly this. A runtime with a larger record is newer than this
 // ftpatch, one with a smaller record older; either way ftpatch would not
 // know what it writes, so it refuses.
-const configSize = 56 + TraceDirMax
+const configSize = abi.ConfigSize
 
 // TraceDirMax is the size of the record's trace_dir field
 // (FTRT_CFG_TRACE_DIR_MAX): a recorded trace location is at most
 // TraceDirMax-1 bytes, NUL-padded.
-const TraceDirMax = 256
+const TraceDirMax = abi.TraceDirMax
 
-var configMagic = [8]byte{'f', 't', 'r', 't', 'c', 'f', 'g', '1'}
+var configMagic = [8]byte([]byte(abi.ConfigMagic))
 
 // A Config is the record as ftpatch reads and writes it. Its layout in
-// the file, little-endian, as struct ftrt_config in runtime/src/ftrt.h:
+// the file, little-endian, as struct ftrt_config in runtime/src/abi.h
+// (package abi gives each field's offset):
 //
 //	0  magic[8]   "ftrtcfg1"
 //	8  size       u32, 56
@@ -75,17 +77,17 @@ func (c Config) Patched() bool { return c.Flags&FlagPatched != 0 }
 // marshal lays the record out as the runtime reads it.
 func (c Config) marshal() []byte {
 	b := make([]byte, configSize)
-	copy(b, configMagic[:])
+	copy(b[abi.CfgMagicOff:], configMagic[:])
 	le := binary.LittleEndian
-	le.PutUint32(b[8:], configSize)
-	le.PutUint32(b[12:], uint32(c.Tracer))
-	le.PutUint32(b[16:], c.Flags)
-	le.PutUint32(b[20:], c.Reserved)
-	le.PutUint64(b[24:], c.Sites)
-	le.PutUint64(b[32:], c.Enabled)
-	le.PutUint64(b[40:], c.ListHash)
-	le.PutUint64(b[48:], c.TextHash)
-	copy(b[56:], c.TraceDir) // checked by CheckTraceDir: shorter than the field, so NUL-terminated
+	le.PutUint32(b[abi.CfgSizeOff:], configSize)
+	le.PutUint32(b[abi.CfgTracerOff:], uint32(c.Tracer))
+	le.PutUint32(b[abi.CfgFlagsOff:], c.Flags)
+	le.PutUint32(b[abi.CfgReservedOff:], c.Reserved)
+	le.PutUint64(b[abi.CfgSitesOff:], c.Sites)
+	le.PutUint64(b[abi.CfgEnabledOff:], c.Enabled)
+	le.PutUint64(b[abi.CfgListHashOff:], c.ListHash)
+	le.PutUint64(b[abi.CfgTextHashOff:], c.TextHash)
+	copy(b[abi.CfgTraceDirOff:], c.TraceDir) // checked by CheckTraceDir: shorter than the field, so NUL-terminated
 	return b
 }
 
@@ -94,21 +96,22 @@ func parseConfig(b []byte) (Config, error) {
 	if len(b) != configSize {
 		return Config{}, fmt.Errorf("%w: section %s is %d bytes, want one %d-byte record (two runtimes linked?)", ErrConfig, ConfigSection, len(b), configSize)
 	}
-	if !bytes.Equal(b[:8], configMagic[:]) {
-		return Config{}, fmt.Errorf("%w: magic % x, want %q", ErrConfig, b[:8], configMagic[:])
+	if magic := b[abi.CfgMagicOff:][:len(configMagic)]; !bytes.Equal(magic, configMagic[:]) {
+		return Config{}, fmt.Errorf("%w: magic % x, want %q", ErrConfig, magic, configMagic[:])
 	}
 	le := binary.LittleEndian
-	if n := le.Uint32(b[8:]); n != configSize {
+	if n := le.Uint32(b[abi.CfgSizeOff:]); n != configSize {
 		return Config{}, fmt.Errorf("%w: record of %d bytes, this ftpatch writes %d: use the ftpatch whose runtime is linked", ErrConfig, n, configSize)
 	}
-	dir := b[56:configSize]
+	dir := b[abi.CfgTraceDirOff:][:TraceDirMax]
 	end := bytes.IndexByte(dir, 0)
 	if end < 0 || bytes.ContainsFunc(dir[end:], func(r rune) bool { return r != 0 }) {
 		return Config{}, fmt.Errorf("%w: trace_dir is not a NUL-terminated path padded with NULs", ErrConfig)
 	}
 	return Config{
-		Tracer: Tracer(le.Uint32(b[12:])), Flags: le.Uint32(b[16:]), Reserved: le.Uint32(b[20:]),
-		Sites: le.Uint64(b[24:]), Enabled: le.Uint64(b[32:]), ListHash: le.Uint64(b[40:]), TextHash: le.Uint64(b[48:]),
+		Tracer: Tracer(le.Uint32(b[abi.CfgTracerOff:])), Flags: le.Uint32(b[abi.CfgFlagsOff:]), Reserved: le.Uint32(b[abi.CfgReservedOff:]),
+		Sites: le.Uint64(b[abi.CfgSitesOff:]), Enabled: le.Uint64(b[abi.CfgEnabledOff:]),
+		ListHash: le.Uint64(b[abi.CfgListHashOff:]), TextHash: le.Uint64(b[abi.CfgTextHashOff:]),
 		TraceDir: string(dir[:end]),
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"ftpatch/elfx"
+	"ftpatch/runtime/abi"
 )
 
 // A Linkage is which part of the runtime a linked file holds.
@@ -55,22 +56,22 @@ func Linked(f *elfx.File) (Linkage, Config, error) {
 		return LinksNothing, Config{}, err
 	}
 	if _, syms, err := f.Symtab(); err == nil {
-		rt, stub := defines(syms, "ftrt_init"), defines(syms, "ftrt_module_init")
+		rt, stub := defines(syms, abi.Init), defines(syms, abi.ModuleInit)
 		switch {
 		case rt && stub:
-			return LinksNothing, cfg, fmt.Errorf("%w: both the runtime (ftrt_init) and the module stub (ftrt_module_init) are linked: link one, the runtime into a program, the stub into a shared object", ErrNoRuntime)
+			return LinksNothing, cfg, fmt.Errorf("%w: both the runtime (%s) and the module stub (%s) are linked: link one, the runtime into a program, the stub into a shared object", ErrNoRuntime, abi.Init, abi.ModuleInit)
 		case rt:
 			return LinksRuntime, cfg, nil
 		case stub:
 			return LinksModule, cfg, nil
 		}
-		return LinksNothing, cfg, fmt.Errorf("%w: %s section present but neither ftrt_init nor ftrt_module_init: %s", ErrNoRuntime, ConfigSection, hintLink)
+		return LinksNothing, cfg, fmt.Errorf("%w: %s section present but neither %s nor %s: %s", ErrNoRuntime, ConfigSection, abi.Init, abi.ModuleInit, hintLink)
 	}
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_DYNSYM {
 			continue
 		}
-		if syms, err := f.Symbols(s); err == nil && defines(syms, "ftrt_module_register") {
+		if syms, err := f.Symbols(s); err == nil && defines(syms, abi.ModuleRegister) {
 			return LinksRuntime, cfg, nil
 		}
 	}

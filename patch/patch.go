@@ -29,6 +29,8 @@ package patch
 import (
 	"errors"
 	"fmt"
+
+	"ftpatch/runtime/abi"
 )
 
 // Errors callers branch on; each is wrapped with the file's path and the
@@ -83,12 +85,12 @@ type Tracer uint32
 // The tracers. TracerNone is "nothing baked in".
 const (
 	TracerNone     Tracer = 0
-	TracerFunction Tracer = 1 // every call recorded
-	TracerGraph    Tracer = 2 // calls and returns, with durations
-	TracerNop      Tracer = 3 // sites call an empty stub: the cost of the mechanism alone
+	TracerFunction Tracer = abi.TracerFunction // every call recorded
+	TracerGraph    Tracer = abi.TracerGraph    // calls and returns, with durations
+	TracerNop      Tracer = abi.TracerNop      // sites call an empty stub: the cost of the mechanism alone
 )
 
-var tracerNames = [...]string{TracerNone: "none", TracerFunction: "function", TracerGraph: "function_graph", TracerNop: "nop"}
+var tracerNames = [...]string{TracerNone: "none", TracerFunction: abi.TracerFunctionName, TracerGraph: abi.TracerGraphName, TracerNop: abi.TracerNopName}
 
 func (t Tracer) String() string {
 	if int(t) < len(tracerNames) {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"ftpatch/funclist"
 	"ftpatch/nops"
 	"ftpatch/outfile"
+	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
 
@@ -303,29 +303,14 @@ func TestTraceDir(t *testing.T) {
 }
 
 // TestConfigLayout: the record Go writes is the C struct the runtime
-// reads, field by field, as the C compiler lays it out.
+// reads, field by field, at the offsets and sizes package abi gives
+// (whose TestHeader checks them against the C compiler's layout).
 func TestConfigLayout(t *testing.T) {
-	need(t, "gcc")
-	dir := t.TempDir()
-	src := filepath.Join(dir, "layout.c")
-	hdr, err := filepath.Abs(filepath.Join("..", "runtime", "src"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := []string{"magic", "size", "tracer", "flags", "reserved", "sites", "enabled", "list_hash", "text_hash", "trace_dir"}
-	var c strings.Builder
-	c.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"ftrt.h\"\nint main(void){\n")
-	for _, f := range fields {
-		fmt.Fprintf(&c, "printf(\"%s %%zu %%zu\\n\", offsetof(struct ftrt_config, %s), sizeof(((struct ftrt_config *)0)->%s));\n", f, f, f)
-	}
-	c.WriteString("printf(\"total %zu\\n\", sizeof(struct ftrt_config));\nreturn 0;}\n")
-	if err := os.WriteFile(src, []byte(c.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sh(t, dir, "gcc", "-I", hdr, "-o", "layout", src)
-	out, err := exec.Command(filepath.Join(dir, "layout")).Output()
-	if err != nil {
-		t.Fatal(err)
+	want := map[string][2]int{
+		"magic": {abi.CfgMagicOff, 8}, "size": {abi.CfgSizeOff, 4}, "tracer": {abi.CfgTracerOff, 4},
+		"flags": {abi.CfgFlagsOff, 4}, "reserved": {abi.CfgReservedOff, 4}, "sites": {abi.CfgSitesOff, 8},
+		"enabled": {abi.CfgEnabledOff, 8}, "list_hash": {abi.CfgListHashOff, 8}, "text_hash": {abi.CfgTextHashOff, 8},
+		"trace_dir": {abi.CfgTraceDirOff, abi.TraceDirMax}, "total": {abi.ConfigSize, 0},
 	}
 	// Where Go puts each field: marshal a record whose every field holds
 	// a distinct value, and find it.
@@ -344,21 +329,9 @@ func TestConfigLayout(t *testing.T) {
 		"list_hash": {find(0x6666666666666666, 8), 8}, "text_hash": {find(0x7777777777777777, 8), 8},
 		"trace_dir": {bytes.Index(img, []byte(cfg.TraceDir)), TraceDirMax}, "total": {len(img), 0},
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(fields)+1 {
-		t.Fatalf("layout program printed\n%s", out)
-	}
-	for _, line := range lines {
-		var name string
-		var off, size int
-		if n, _ := fmt.Sscan(line, &name, &off, &size); n < 2 {
-			t.Fatalf("layout line %q", line)
-		}
-		if name == "total" {
-			size = 0
-		}
-		if g := goAt[name]; g != [2]int{off, size} {
-			t.Errorf("%s: C has offset %d size %d, Go %d %d", name, off, size, g[0], g[1])
+	for name, w := range want {
+		if g := goAt[name]; g != w {
+			t.Errorf("%s: C has offset %d size %d, Go %d %d", name, w[0], w[1], g[0], g[1])
 		}
 	}
 	// And the record as linked parses as "not patched".

@@ -68,9 +68,9 @@ func (r *Result) Summary() string {
 	case n == 0:
 		return fmt.Sprintf("%s: no patch sites (not compiled with -pg, -mfentry or -fpatchable-function-entry?); unchanged", r.Path)
 	case r.Object.Table == sites.TableCompiler:
-		return fmt.Sprintf("%s: unchanged: the compiler's own __mcount_loc (-mrecord-mcount) already lists its %d sites", r.Path, n)
+		return fmt.Sprintf("%s: unchanged: the compiler's own %s (-mrecord-mcount) already lists its %d sites", r.Path, sites.TableName, n)
 	default:
-		return fmt.Sprintf("%s: unchanged: __mcount_loc already lists its %d sites", r.Path, n)
+		return fmt.Sprintf("%s: unchanged: %s already lists its %d sites", r.Path, sites.TableName, n)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/outfile"
+	"ftpatch/runtime/abi"
 )
 
 //go:embed src
@@ -237,8 +238,8 @@ func CFlags(a arch.Arch) []string {
 // (src/exec.c); so are its calls of backtrace, which then see through
 // graphed frames (src/backtrace.c), and of makecontext (src/context.c).
 func LinkFlags(lib string) []string {
-	flags := []string{"-Wl,-u,ftrt_init", "-Wl,--export-dynamic-symbol=ftrt_module_register",
-		"-Wl,--export-dynamic-symbol=ftrt_module_unregister",
+	flags := []string{"-Wl,-u," + abi.Init, "-Wl,--export-dynamic-symbol=" + abi.ModuleRegister,
+		"-Wl,--export-dynamic-symbol=" + abi.ModuleUnregister,
 		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit"}
 	for _, f := range wrapped {
 		flags = append(flags, "-Wl,--wrap="+f)
@@ -256,5 +257,5 @@ var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle"
 // the runtime's archive at lib: the module stub beside it, pulled in by
 // naming its constructor undefined.
 func ModuleLinkFlags(lib string) []string {
-	return []string{"-Wl,-u,ftrt_module_init", ModulePath(lib)}
+	return []string{"-Wl,-u," + abi.ModuleInit, ModulePath(lib)}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/nops"
+	"ftpatch/runtime/abi"
 )
 
 // TestNopBytes: the NOPs the C runtime writes are the ones package nops
@@ -68,9 +70,36 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sym := range []string{"__fentry__", "mcount", "ftrt_init"} {
-		if !bytes.Contains(b, []byte(sym+"\x00")) {
-			t.Errorf("%s lacks %s", lib, sym)
+	if !bytes.Contains(b, []byte(abi.ConfigSection+"\x00")) {
+		t.Errorf("%s has no config record (section %s)", lib, abi.ConfigSection)
+	}
+	// The names package abi gives (and its test checks against the
+	// header) are the symbols the runtime and the module stub define.
+	var targets []string
+	for i := range abi.NumTargets {
+		targets = append(targets, i.String())
+	}
+	for _, c := range []struct {
+		lib  string
+		syms []string
+	}{
+		{lib, append([]string{abi.Init, abi.ModuleRegister, abi.ModuleUnregister, abi.GraphEnter, abi.GraphLeave}, targets...)},
+		{ModulePath(lib), append([]string{abi.ModuleInit, abi.ModuleSlots}, targets...)},
+	} {
+		out, err := exec.Command("nm", "--defined-only", c.lib).Output()
+		if err != nil {
+			t.Fatalf("nm %s (binutils: scripts/deps.sh installs it): %v", c.lib, err)
+		}
+		defined := map[string]bool{}
+		for line := range strings.Lines(string(out)) {
+			if f := strings.Fields(line); len(f) == 3 && (f[1] == "T" || f[1] == "t" || f[1] == "D" || f[1] == "d") {
+				defined[f[2]] = true
+			}
+		}
+		for _, sym := range c.syms {
+			if !defined[sym] {
+				t.Errorf("%s does not define %s", c.lib, sym)
+			}
 		}
 	}
 	_, err = Build(context.Background(), Options{Dir: dir, CC: []string{"false"}})

@@ -13,6 +13,7 @@ import (
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/nops"
+	"ftpatch/runtime/abi"
 )
 
 // decodeWindow bounds the bytes of a function read to find its site. The
@@ -56,23 +57,23 @@ func (k Kind) hookKind() Kind {
 // writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
 // ftrace_caller6, the mcount and chain variants after the prologue and
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
-// site; on arm64, ftrace_caller from a patchable area's second word. The
-// arm64 mcount names follow the x86-64 ones for the runtime's arm64 port,
-// which does not exist yet. When the runtime gains one, add it here.
+// site; on arm64, ftrace_caller from a patchable area's second word and
+// ftrace_mcount_caller from a -pg site, the names runtime/src/abi.h gives
+// the runtime's arm64 port, which does not exist yet.
 var trampolines = map[arch.Arch]map[string]callee{
 	arch.X86_64: {
-		"ftrace_caller5":        {X86Fentry, 5, true},
-		"ftrace_caller6":        {X86Fentry, 6, true},
-		"ftrace_mcount_caller5": {X86Mcount, 5, true},
-		"ftrace_mcount_caller6": {X86Mcount, 6, true},
-		"ftrace_chain_caller5":  {X86Chain, 5, true},
-		"ftrace_chain_caller6":  {X86Chain, 6, true},
-		"ftrace_stub":           {KindUnknown, 0, true},
+		abi.Caller5:       {X86Fentry, 5, true},
+		abi.Caller6:       {X86Fentry, 6, true},
+		abi.McountCaller5: {X86Mcount, 5, true},
+		abi.McountCaller6: {X86Mcount, 6, true},
+		abi.ChainCaller5:  {X86Chain, 5, true},
+		abi.ChainCaller6:  {X86Chain, 6, true},
+		abi.Stub:          {KindUnknown, 0, true},
 	},
 	arch.ARM64: {
-		"ftrace_caller":        {ARM64Patchable, 4, true},
-		"ftrace_mcount_caller": {ARM64Mcount, 4, true},
-		"ftrace_stub":          {KindUnknown, 4, true},
+		abi.ARM64Caller:       {ARM64Patchable, 4, true},
+		abi.ARM64McountCaller: {ARM64Mcount, 4, true},
+		abi.Stub:              {KindUnknown, 4, true},
 	},
 }
 

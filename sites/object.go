@@ -13,11 +13,12 @@ import (
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/nops"
+	"ftpatch/runtime/abi"
 )
 
 // TableName is the section that lists the sites of an object or linked
 // file: one 8-byte address per site.
-const TableName = "__mcount_loc"
+const TableName = abi.TableSection
 
 // PatchableName is the section in which GCC and Clang record
 // -fpatchable-function-entry areas.
@@ -26,8 +27,8 @@ const PatchableName = "__patchable_function_entries"
 // hookKinds maps the symbols compilers call at function entry to the kind
 // of site a call to them makes, per architecture.
 var hookKinds = map[arch.Arch]map[string]Kind{
-	arch.X86_64: {"__fentry__": X86Fentry, "mcount": X86Mcount},
-	arch.ARM64:  {"_mcount": ARM64Mcount},
+	arch.X86_64: {abi.Fentry: X86Fentry, abi.Mcount: X86Mcount},
+	arch.ARM64:  {abi.ARM64Mcount: ARM64Mcount},
 }
 
 // A TableForm says whether an object already has a site table and whose.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"ftpatch/arch"
+	"ftpatch/runtime/abi"
 	"ftpatch/srcline"
 )
 
@@ -277,11 +278,11 @@ func (s *Site) Hook() string {
 	}
 	switch s.Kind {
 	case X86Fentry, X86Chain:
-		return "__fentry__"
+		return abi.Fentry
 	case X86Mcount:
-		return "mcount"
+		return abi.Mcount
 	case ARM64Mcount:
-		return "_mcount"
+		return abi.ARM64Mcount
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	ftrt "ftpatch/runtime"
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -58,15 +59,19 @@ func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug st
 	run(t, dir, append(append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir), ftrt.LinkFlags(lib)...)...)
 	checkExports(t, filepath.Join(dir, "libmod.so"), nil, stubNames)
 	checkExports(t, plug, nil, stubNames)
-	checkExports(t, prog, []string{"ftrt_module_register", "ftrt_module_unregister"}, nil)
+	checkExports(t, prog, []string{abi.ModuleRegister, abi.ModuleUnregister}, nil)
 	return prog, plug
 }
 
 // stubNames are the module stub's symbols: hidden, so that no shared
 // object's hooks or trampolines are bound to another's (or the program's).
-var stubNames = []string{"__fentry__", "mcount", "ftrace_caller5", "ftrace_caller6", "ftrace_mcount_caller5",
-	"ftrace_mcount_caller6", "ftrace_chain_caller5", "ftrace_chain_caller6", "ftrace_stub", "ftrt_module_slots",
-	"ftrt_module_init", "ftrt_config"}
+var stubNames = func() []string {
+	names := []string{abi.ModuleSlots, abi.ModuleInit, "ftrt_config"}
+	for t := range abi.NumTargets {
+		names = append(names, t.String())
+	}
+	return names
+}()
 
 // checkExports: the file's dynamic symbol table defines every name of
 // want and none of never.

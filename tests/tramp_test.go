@@ -11,6 +11,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/elfx"
+	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
 
@@ -64,7 +65,7 @@ func TestGraphTrampolines(t *testing.T) {
 				}
 				var enter uint64
 				for _, s := range syms {
-					if s.Name == "ftrace_graph_enter" {
+					if s.Name == abi.GraphEnter {
 						enter = uint64(s.Value)
 					}
 				}
@@ -216,14 +217,14 @@ func checkTramp(t *testing.T, fn string, at uint64, b []byte, site, body, enterS
 		}},
 		{"je tramp+30", func(in x86asm.Inst, pc, next uint64) bool {
 			r, ok := in.Args[0].(x86asm.Rel)
-			return in.Op == x86asm.JE && ok && uint64(int64(next)+int64(r)) == at+30
+			return in.Op == x86asm.JE && ok && uint64(int64(next)+int64(r)) == at+abi.TrampSkip
 		}},
 		{"add $8, %rsp", func(in x86asm.Inst, pc, next uint64) bool {
 			return in.Op == x86asm.ADD && in.Args[0] == x86asm.RSP && in.Args[1] == x86asm.Imm(8)
 		}},
 		{"call body", func(in x86asm.Inst, pc, next uint64) bool {
 			r, ok := in.Args[0].(x86asm.Rel)
-			return in.Op == x86asm.CALL && ok && uint64(int64(next)+int64(r)) == body && next == at+24
+			return in.Op == x86asm.CALL && ok && uint64(int64(next)+int64(r)) == body && next == at+abi.TrampHook
 		}},
 		{"jmp *leave(%rip)", func(in x86asm.Inst, pc, next uint64) bool {
 			a, ok := ripMem(in, 0, next)
@@ -231,7 +232,7 @@ func checkTramp(t *testing.T, fn string, at uint64, b []byte, site, body, enterS
 		}},
 		{"jmp body", func(in x86asm.Inst, pc, next uint64) bool {
 			r, ok := in.Args[0].(x86asm.Rel)
-			return in.Op == x86asm.JMP && ok && uint64(int64(next)+int64(r)) == body && pc == at+30
+			return in.Op == x86asm.JMP && ok && uint64(int64(next)+int64(r)) == body && pc == at+abi.TrampSkip
 		}},
 	}
 	off := 0

@@ -4,6 +4,8 @@ import (
 	"iter"
 	"strconv"
 	"sync"
+
+	"ftpatch/runtime/abi"
 )
 
 // A CallEvent is one step of a thread's calls as the views read them.
@@ -70,7 +72,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 			if f.Tid != 0 && s.Tid != f.Tid {
 				continue
 			}
-			if t.Meta.Tracer != "function_graph" {
+			if t.Meta.Tracer != abi.TracerGraphName {
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
 					names := syms.Namer()
 					stop := false

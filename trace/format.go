@@ -5,43 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"ftpatch/runtime/abi"
 )
 
 // The stream formats: a stream file's first 8 bytes say which one its
 // records are in (the metadata's format line says the same of the whole
-// trace).
+// trace). Format 3's records are laid out as package abi says.
 const (
-	magic3 = "ftrtrec3" // format 3, "ftrt-trace 3": what the runtime writes
-	magic2 = "ftrtrec2" // format 2, "ftrt-trace 2": the previous runtime's
+	magic3 = abi.StreamMagic // format 3, "ftrt-trace 3": what the runtime writes
+	magic2 = "ftrtrec2"      // format 2, "ftrt-trace 2": the previous runtime's
 )
-
-// Format 3's record kinds: a record's first word's top two bits.
-const (
-	recCall  = 0 // w0 = delta << 47 | site; w1 = parent ip
-	recEntry = 1 // w0 = 1 << 62 | delta << 47 | site
-	recExit  = 2 // w0 = 2 << 62 | delta
-	recExt   = 3 // w0 = 3 << 62 | sub << 58 | payload; the sub-kinds below
-)
-
-// Format 3's EXT sub-kinds; 5 to 15 are reserved (an error to read).
-const (
-	extUnwound   = 0 // payload delta
-	extTime      = 1 // payload 0; w1 = the stream's clock from here on
-	extContext   = 2 // payload delta; w1 = context id
-	extLongEntry = 3 // payload delta; w1 = site
-	extLongCall  = 4 // payload delta; w1 = site, w2 = parent ip
-)
-
-// Format 3's field widths.
-const (
-	deltaBits = 15 // a CALL's or ENTRY's delta
-	siteBits  = 47 // a CALL's or ENTRY's site
-	extBits   = 58 // an EXT record's payload
-	exitBits  = 62 // an EXIT's delta
-)
-
-// extWords is the words of each EXT sub-kind's record; 0: reserved.
-var extWords = [16]int{extUnwound: 1, extTime: 2, extContext: 2, extLongEntry: 2, extLongCall: 3}
 
 // errZeroWord: a record's first word is 0, which no record's is: a hole
 // in the stream, or zeros a system that stopped left where records were
@@ -91,35 +65,36 @@ func (d *decoder) decode(b []byte, out []Record) (n, used int, err error) {
 func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 	le := binary.LittleEndian
 	const (
-		deltaMask = 1<<deltaBits - 1
-		siteMask  = 1<<siteBits - 1
-		extMask   = 1<<extBits - 1
-		exitMask  = 1<<exitBits - 1
+		deltaMask = 1<<abi.RecDeltaBits - 1
+		siteMask  = 1<<abi.RecSiteBits - 1
+		extMask   = 1<<abi.RecExtBits - 1
+		exitMask  = 1<<abi.RecExitBits - 1
+		subMask   = 1<<abi.RecExtSubBits - 1
 	)
 	for n < len(out) && len(b)-used >= 8 {
 		w0 := le.Uint64(b[used:])
-		switch w0 >> 62 {
-		case recCall:
+		switch w0 >> abi.RecKindShift {
+		case abi.RecCall:
 			if w0 == 0 {
 				return n, used, errZeroWord
 			}
 			if len(b)-used < 16 {
 				return n, used, nil
 			}
-			d.clock += w0 >> siteBits
+			d.clock += w0 >> abi.RecSiteBits
 			out[n] = Record{TS: d.clock, IP: w0 & siteMask, Info: uint64(Call)<<62 | le.Uint64(b[used+8:])&tsMask}
 			used += 16
-		case recEntry:
-			d.clock += w0 >> siteBits & deltaMask
+		case abi.RecEntry:
+			d.clock += w0 >> abi.RecSiteBits & deltaMask
 			out[n] = Record{TS: d.clock, IP: w0 & siteMask, Info: uint64(Entry) << 62}
 			used += 8
-		case recExit:
+		case abi.RecExit:
 			d.clock += w0 & exitMask
 			out[n] = Record{TS: d.clock, Info: uint64(Exit) << 62}
 			used += 8
-		case recExt:
-			sub, delta := w0>>extBits&15, w0&extMask
-			words := extWords[sub]
+		case abi.RecExt:
+			sub, delta := w0>>abi.RecExtBits&subMask, w0&extMask
+			words := abi.ExtWords[sub]
 			if words == 0 {
 				return n, used, fmt.Errorf("%w: a record of reserved kind 3.%d (word %#016x)", ErrFormat, sub, w0)
 			}
@@ -131,28 +106,28 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 				w1 = le.Uint64(b[used+8:])
 			}
 			switch sub {
-			case extUnwound:
+			case abi.ExtUnwound:
 				out[n] = Record{TS: d.clock + delta, Info: uint64(Unwound) << 62}
-			case extTime:
+			case abi.ExtTime:
 				if delta != 0 {
 					return n, used, fmt.Errorf("%w: a TIME record with a payload (word %#016x)", ErrFormat, w0)
 				}
 				d.clock = w1
 				used += 16
 				continue // no record
-			case extContext:
+			case abi.ExtContext:
 				if w1&ctxMark != 0 {
 					return n, used, fmt.Errorf("%w: a context switch to context %#x, of 2^63 or more", ErrFormat, w1)
 				}
 				out[n] = Record{TS: d.clock + delta, IP: ctxMark | w1, Info: uint64(Entry) << 62}
-			case extLongEntry:
+			case abi.ExtLongEntry:
 				// Record says a context switch by this bit of an entry's
 				// IP; no user-space site has it.
 				if w1&ctxMark != 0 {
 					return n, used, fmt.Errorf("%w: an entry of site %#x, of 2^63 or more", ErrFormat, w1)
 				}
 				out[n] = Record{TS: d.clock + delta, IP: w1, Info: uint64(Entry) << 62}
-			case extLongCall:
+			case abi.ExtLongCall:
 				out[n] = Record{TS: d.clock + delta, IP: w1, Info: uint64(Call)<<62 | le.Uint64(b[used+16:])&tsMask}
 			}
 			d.clock += delta

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"ftpatch/runtime/abi"
 )
 
 // encoder writes records in format 3 as the runtime does (trace.c's
@@ -30,33 +32,33 @@ func (e *encoder) put(w ...uint64) {
 // record appends r: a Call, an Entry (a context switch when r.Context
 // says so), an Exit or an Unwound (their IP not written).
 func (e *encoder) record(r Record) {
-	max := uint64(1<<extBits - 1)
+	max := uint64(1<<abi.RecExtBits - 1)
 	if r.Kind() == Exit {
-		max = 1<<exitBits - 1
+		max = 1<<abi.RecExitBits - 1
 	}
 	if e.last == 0 || r.TS < e.last || r.TS-e.last > max {
-		e.put(recExt<<62|extTime<<extBits, r.TS)
+		e.put(abi.RecExt<<abi.RecKindShift|abi.ExtTime<<abi.RecExtBits, r.TS)
 		e.last = r.TS
 	}
 	d := r.TS - e.last
 	e.last = r.TS
-	short := d < 1<<deltaBits && r.IP < 1<<siteBits
-	ext := func(sub, d uint64) uint64 { return recExt<<62 | sub<<extBits | d }
+	short := d < 1<<abi.RecDeltaBits && r.IP < 1<<abi.RecSiteBits
+	ext := func(sub, d uint64) uint64 { return abi.RecExt<<abi.RecKindShift | sub<<abi.RecExtBits | d }
 	switch id, sw := r.Context(); {
 	case sw:
-		e.put(ext(extContext, d), id)
+		e.put(ext(abi.ExtContext, d), id)
 	case r.Kind() == Call && short:
-		e.put(recCall<<62|d<<siteBits|r.IP, r.Parent())
+		e.put(abi.RecCall<<abi.RecKindShift|d<<abi.RecSiteBits|r.IP, r.Parent())
 	case r.Kind() == Call:
-		e.put(ext(extLongCall, d), r.IP, r.Parent())
+		e.put(ext(abi.ExtLongCall, d), r.IP, r.Parent())
 	case r.Kind() == Entry && short:
-		e.put(recEntry<<62 | d<<siteBits | r.IP)
+		e.put(abi.RecEntry<<abi.RecKindShift | d<<abi.RecSiteBits | r.IP)
 	case r.Kind() == Entry:
-		e.put(ext(extLongEntry, d), r.IP)
+		e.put(ext(abi.ExtLongEntry, d), r.IP)
 	case r.Kind() == Exit:
-		e.put(recExit<<62 | d)
+		e.put(abi.RecExit<<abi.RecKindShift | d)
 	case r.Kind() == Unwound:
-		e.put(ext(extUnwound, d))
+		e.put(ext(abi.ExtUnwound, d))
 	}
 }
 
@@ -199,13 +201,11 @@ func TestEncodeDecode(t *testing.T) {
 	// Every form is there: what the encoder wrote, word by word.
 	for off := 0; off < len(b); {
 		w0 := binary.LittleEndian.Uint64(b[off:])
-		name, size := fmt.Sprint(w0>>62), 8
-		switch w0 >> 62 {
-		case recCall:
-			size = 16
-		case recExt:
-			sub := w0 >> extBits & 15
-			name, size = fmt.Sprintf("3.%d", sub), 8*extWords[sub]
+		kind := w0 >> abi.RecKindShift
+		name, size := fmt.Sprint(kind), 8*abi.RecWords[kind]
+		if kind == abi.RecExt {
+			sub := w0 >> abi.RecExtBits & (1<<abi.RecExtSubBits - 1)
+			name, size = fmt.Sprintf("3.%d", sub), 8*abi.ExtWords[sub]
 		}
 		kinds[name] = true
 		off += size

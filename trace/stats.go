@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"ftpatch/runtime/abi"
 )
 
 // A Stat is one function's line in the graph report.
@@ -247,7 +249,7 @@ func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
 // with their times, or the function tracer's calls.
 func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, error) {
 	m := map[string]*Stat{}
-	if t.Meta.Tracer != "function_graph" {
+	if t.Meta.Tracer != abi.TracerGraphName {
 		err := t.EachRecord(i, func(recs []Record) {
 			for _, r := range recs {
 				if _, sw := r.Context(); sw || (r.Kind() != Call && r.Kind() != Entry) {

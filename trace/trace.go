@@ -23,6 +23,9 @@
 //	  4 LONGCALL   3 words  payload delta; words 1 and 2 the site and the caller's return address
 //	  5-15 reserved: an error
 //
+// Package runtime/abi holds these values, the metadata's keys and the
+// files' names, as the runtime's header defines them.
+//
 // So a call costs 16 bytes, entry and exit or a CALL, while the gaps
 // between records are under 2^15 ticks; the runtime writes a long form
 // where a delta or site does not fit, and a TIME first where even that
@@ -70,6 +73,7 @@ import (
 	"sync/atomic"
 
 	"ftpatch/infile"
+	"ftpatch/runtime/abi"
 )
 
 // ErrFormat: a file of the trace directory is not what the runtime
@@ -201,7 +205,7 @@ func (m *Meta) endAt(ts uint64) {
 		return
 	}
 	switch {
-	case m.Clock == "mono":
+	case m.Clock == abi.MetaClockMono:
 		m.MonoEnd = m.MonoStart + (ts - m.TSCStart)
 	case m.TSCEnd > m.TSCStart && m.MonoEnd >= m.MonoStart:
 		m.MonoEnd = m.MonoStart + uint64(float64(ts-m.TSCStart)*float64(m.MonoEnd-m.MonoStart)/float64(m.TSCEnd-m.TSCStart))
@@ -285,9 +289,9 @@ type Trace struct {
 }
 
 const (
-	format     = "ftrt-trace 3" // the metadata's format line: the runtime's
-	format2    = "ftrt-trace 2" // the previous runtime's, still read
-	headerSize = 16
+	format     = abi.MetaFormat3 // the metadata's format line: the runtime's
+	format2    = "ftrt-trace 2"  // the previous runtime's, still read
+	headerSize = abi.StreamHeader
 	tsMask     = 1<<62 - 1
 	// maxMetaLine bounds a metadata line (a module's path is at most
 	// PATH_MAX, 4096 bytes).
@@ -387,7 +391,7 @@ func (t *Trace) Beside() []string {
 		}
 		p := filepath.Join(filepath.Dir(dir), e.Name())
 		var m Meta
-		if _, _, err := readMeta(filepath.Join(p, "meta"), &m); err != nil {
+		if _, _, err := readMeta(filepath.Join(p, abi.MetaFile), &m); err != nil {
 			continue
 		}
 		execd := m.Pid == t.Meta.Pid && p == fmt.Sprintf("%s.%d", t.Dir, t.Meta.Pid)
@@ -414,7 +418,7 @@ func Open(dir string) (*Trace, error) {
 		return nil, fmt.Errorf("%s: not a directory: a trace is the directory the traced program wrote (FTRACE_OUT)", dir)
 	}
 	t := &Trace{Dir: dir}
-	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, "meta"), &t.Meta); err != nil {
+	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, abi.MetaFile), &t.Meta); err != nil {
 		return nil, err
 	}
 	ents, err := os.ReadDir(dir)
@@ -422,7 +426,7 @@ func Open(dir string) (*Trace, error) {
 		return nil, err
 	}
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".trace") {
+		if !strings.HasSuffix(e.Name(), abi.StreamSuffix) {
 			continue // meta, and the runtime's temporary files
 		}
 		s, short, err := openStream(dir, e.Name())
@@ -543,7 +547,7 @@ func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
 		return 0, false, fmt.Errorf("%s: %w: format %q, want %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format, format2)
 	}
 	// What naming and timing the records needs, written first.
-	for _, k := range []string{"tracer", "tsc_start", "tsc_end", "mono_start_ns", "mono_end_ns"} {
+	for _, k := range []string{abi.MetaKeyTracer, abi.MetaKeyTSCStart, abi.MetaKeyTSCEnd, abi.MetaKeyMonoStart, abi.MetaKeyMonoEnd} {
 		if !seen[k] {
 			return 0, false, fmt.Errorf("%s: %w: the metadata ends after line %d without its %s line: cut short (the disk was full, or the program died while writing it)", path, ErrIncomplete, lines, k)
 		}
@@ -555,39 +559,39 @@ func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
 // from a newer runtime: ignored.
 func (m *Meta) set(key, val string) error {
 	switch key {
-	case "format":
+	case abi.MetaKeyFormat:
 		m.Format = val
-	case "tracer":
-		if val != "function" && val != "function_graph" {
+	case abi.MetaKeyTracer:
+		if val != abi.TracerFunctionName && val != abi.TracerGraphName {
 			return fmt.Errorf("tracer %q, want function or function_graph", val)
 		}
 		m.Tracer = val
-	case "clock":
+	case abi.MetaKeyClock:
 		m.Clock = val
-	case "exe":
+	case abi.MetaKeyExe:
 		m.Exe = val
-	case "cmdline":
+	case abi.MetaKeyCmdline:
 		args, err := unescapeArgs(val)
 		if err != nil {
 			return fmt.Errorf("cmdline: %v", err)
 		}
 		m.Cmdline = args
-	case "build_id":
+	case abi.MetaKeyBuildID:
 		m.BuildID = val
-	case "config":
+	case abi.MetaKeyConfig:
 		m.Config = val
-	case "graph_funcs":
+	case abi.MetaKeyGraphFuncs:
 		m.GraphFuncs = val
-	case "graph_notrace":
+	case abi.MetaKeyGraphNotrace:
 		m.GraphNotrace = val
-	case "ended": // none: a runtime that wrote meta only at the end
+	case abi.MetaKeyEnded: // none: a runtime that wrote meta only at the end
 		switch val {
 		case "0", "1":
 			m.Unended = val == "0"
 		default:
 			return fmt.Errorf("ended %q, want 0 or 1", val)
 		}
-	case "module":
+	case abi.MetaKeyModule:
 		if len(m.Modules) >= maxModules {
 			return fmt.Errorf("more than %d module lines, more than the runtime writes", maxModules)
 		}
@@ -596,7 +600,7 @@ func (m *Meta) set(key, val string) error {
 			return fmt.Errorf("module: %v", err)
 		}
 		m.Modules = append(m.Modules, md)
-	case "pid":
+	case abi.MetaKeyPid:
 		n, err := strconv.Atoi(val)
 		if err != nil {
 			return fmt.Errorf("pid %q", val)
@@ -647,45 +651,45 @@ func unescapeArgs(val string) ([]string, error) {
 // count is the field of a numeric metadata key, or nil.
 func (m *Meta) count(key string) *uint64 {
 	switch key {
-	case "bias":
+	case abi.MetaKeyBias:
 		return &m.Bias
-	case "tsc_start":
+	case abi.MetaKeyTSCStart:
 		return &m.TSCStart
-	case "tsc_end":
+	case abi.MetaKeyTSCEnd:
 		return &m.TSCEnd
-	case "mono_start_ns":
+	case abi.MetaKeyMonoStart:
 		return &m.MonoStart
-	case "mono_end_ns":
+	case abi.MetaKeyMonoEnd:
 		return &m.MonoEnd
-	case "sites":
+	case abi.MetaKeySites:
 		return &m.Sites
-	case "enabled":
+	case abi.MetaKeyEnabled:
 		return &m.Enabled
-	case "skipped":
+	case abi.MetaKeySkipped:
 		return &m.Skipped
-	case "failed":
+	case abi.MetaKeyFailed:
 		return &m.Failed
-	case "unsupported":
+	case abi.MetaKeyUnsupported:
 		return &m.Unsupported
-	case "dropped":
+	case abi.MetaKeyDropped:
 		return &m.Dropped
-	case "overflow":
+	case abi.MetaKeyOverflow:
 		return &m.Overflow
-	case "stopped":
+	case abi.MetaKeyStopped:
 		return &m.Stopped
-	case "unwound":
+	case abi.MetaKeyUnwound:
 		return &m.Unwound
-	case "lost_bytes":
+	case abi.MetaKeyLostBytes:
 		return &m.LostBytes
-	case "lost_threads":
+	case abi.MetaKeyLostThreads:
 		return &m.LostThreads
-	case "contexts":
+	case abi.MetaKeyContexts:
 		return &m.Contexts
-	case "contexts_lost":
+	case abi.MetaKeyContextsLost:
 		return &m.ContextsLost
-	case "recorded_bytes":
+	case abi.MetaKeyRecordedBytes:
 		return &m.RecordedBytes
-	case "modules_forgotten":
+	case abi.MetaKeyModulesForgotten:
 		return &m.ModulesForgotten
 	}
 	return nil

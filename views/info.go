@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -38,9 +39,9 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("pid", "%d", m.Pid)
 	kv("tracer", "%s", m.Tracer)
 	switch m.Clock {
-	case "tsc":
+	case abi.MetaClockTSC:
 		kv("clock", "tsc (rdtsc ticks, converted to ns by the CLOCK_MONOTONIC readings taken with them at the start and end)")
-	case "mono":
+	case abi.MetaClockMono:
 		kv("clock", "mono (CLOCK_MONOTONIC ns: the TSC was not trusted, or FTRACE_CLOCK=mono)")
 	default:
 		kv("clock", "%s", or(m.Clock, "not recorded"))
@@ -53,13 +54,13 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("ended", "through exit or _exit: every thread's buffered events were written")
 	}
 	switch m.Config {
-	case "patched":
+	case abi.ConfigStatePatched:
 		kv("config", "patched (ftpatch enable chose the traced sites; the runtime only checked them)")
-	case "overridden":
+	case abi.ConfigStateOverridden:
 		kv("config", "overridden (pre-patched by ftpatch enable, but FTRACE or FTRACE_FILTER chose at start)")
-	case "mismatch":
+	case abi.ConfigStateMismatch:
 		kv("config", "mismatch (a config record that did not match the site table: ignored)")
-	case "none":
+	case abi.ConfigStateNone:
 		kv("config", "none (sites chosen at start by FTRACE and FTRACE_FILTER)")
 	default:
 		kv("config", "%s", or(m.Config, "not recorded (a runtime older than config records)"))

@@ -22,6 +22,7 @@ import (
 	"iter"
 	"path/filepath"
 
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -88,7 +89,7 @@ var ErrNoGraph = errors.New("a function trace records calls without their nestin
 var ErrNoFunc = errors.New("no call of the function in the trace")
 
 // graphed says whether the trace nests calls (function_graph).
-func graphed(m *trace.Meta) bool { return m.Tracer != "function" }
+func graphed(m *trace.Meta) bool { return m.Tracer != abi.TracerFunctionName }
 
 // workers is how many threads of in a view may read at once: one per
 // CPU, or one where the program made contexts (whose threads are known

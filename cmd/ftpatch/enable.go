@@ -200,7 +200,7 @@ DIR.old, private to its owner (0700).
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVar(&tracer, "tracer", "function", "the `TRACER` enabled sites call: function, function_graph or nop")
+	cmd.Flags().StringVar(&tracer, "tracer", patch.TracerFunction.String(), "the `TRACER` enabled sites call: function, function_graph or nop")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "record `DIR`, an absolute path, as where the program traces (the only place a setuid program does)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd

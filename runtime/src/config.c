@@ -24,11 +24,8 @@
  */
 #include "ftrt.h"
 
-__attribute__((section(".ftrt_config"), used, retain, visibility("hidden")))
+__attribute__((section(FTRT_CFG_SECTION), used, retain, visibility("hidden")))
 const struct ftrt_config ftrt_config = {
 	.magic = FTRT_CFG_MAGIC,
 	.size = sizeof(struct ftrt_config),
 };
-
-/* The layout package patch writes: 8 + 4 * 4 + 4 * 8 + 256 bytes, no padding. */
-_Static_assert(sizeof(struct ftrt_config) == 312, "struct ftrt_config is 312 bytes");

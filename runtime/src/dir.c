@@ -218,7 +218,7 @@ static int before_exec(int parent, const char *name)
 	long n = 0;
 	int meta = -1;
 	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
-		meta = openat(fd, "meta", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		meta = openat(fd, META_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	close(fd);
 	if (meta < 0)
 		return 0;

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "abi.h"
+
 /* What the load-time pass did to the table; read by tests and, later,
  * written into the trace's metadata. */
 struct ftrt_stats {
@@ -36,56 +38,11 @@ struct ftrt_stats {
 
 extern struct ftrt_stats ftrt_stats;
 
-/*
- * The config record (config.c), in its own section ".ftrt_config", which
- * `ftpatch enable` and `ftpatch disable` rewrite in the linked file (Go:
- * package patch, which must agree with this layout byte for byte). Fixed
- * size, little-endian, no padding: 312 bytes.
- */
-#define FTRT_CFG_TRACE_DIR_MAX 256
-struct ftrt_config {
-	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
-	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
-	uint32_t tracer;    /* 0: nothing baked in; else FTRT_FUNCTION, FTRT_GRAPH or FTRT_NOP */
-	uint32_t flags;     /* FTRT_CFG_PATCHED */
-	uint32_t reserved;  /* 0 */
-	uint64_t sites;     /* table entries ftpatch wrote (non-zero, distinct): the pass's own count must agree */
-	uint64_t enabled;   /* of which calls into the runtime */
-	uint64_t list_hash; /* hash of the normalised function list (ftpatch's; the runtime ignores it) */
-	uint64_t text_hash; /* hash of the executable segments with sites masked (for ftpatch verify) */
-	/* ftpatch enable --trace-dir: where the program traces, an absolute
-	 * path NUL-padded; "" for none. The only place a secure-execution
-	 * process (setuid, setgid, file capabilities) writes a trace, after
-	 * dir.c re-checks it; elsewhere FTRACE_OUT wins over it. A shared
-	 * object's is empty (its trace is its program's). */
-	char trace_dir[FTRT_CFG_TRACE_DIR_MAX];
-};
-
-#define FTRT_CFG_MAGIC { 'f', 't', 'r', 't', 'c', 'f', 'g', '1' }
-/* ftpatch wrote every site: each is a NOP or a call to the trampoline its
- * kind calls, so the load-time pass only checks, and writes nothing. */
-#define FTRT_CFG_PATCHED 1u
-/* The file has no site table: ftpatch found its sites by decoding function
- * entries. The pass has nothing to check them against; it starts the
- * recorded tracer on the record's word (ftpatch verify checks the file). */
-#define FTRT_CFG_NOTABLE 2u
-
+/* The config record (abi.h lays it out), in section FTRT_CFG_SECTION. */
 extern const struct ftrt_config ftrt_config __attribute__((visibility("hidden")));
 
-/* What the load-time pass made of the record (ftrt_stats.config), and its
- * name for the trace's metadata (`config <name>`). */
-enum {
-	FTRT_CFG_STATE_NONE,       /* not patched: the environment decides */
-	FTRT_CFG_STATE_PATCHED,    /* pre-patched: sites checked, nothing written, the recorded tracer started */
-	FTRT_CFG_STATE_OVERRIDDEN, /* pre-patched, but FTRACE or FTRACE_FILTER was set: the normal pass ran */
-	FTRT_CFG_STATE_MISMATCH,   /* the record disagrees with the table: ignored, the normal pass ran */
-};
+/* FTRT_CFG_STATE_*'s name, for the trace's metadata (`config <name>`). */
 const char *ftrt_config_state(uint64_t state);
-
-/* The entry hooks the compiler calls (entry.S): return at once until a
- * site is enabled. */
-void __fentry__(void);
-void mcount(void);
 
 /* The load-time pass (patch.c), which starts the trace: from the
  * program's .preinit_array (lifetime.c), before any constructor. */
@@ -115,33 +72,18 @@ void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
  * reach of its code; the trampolines among them jump through slots[],
  * which the runtime fills with its own entry points at registration.
  */
-enum {
-	FTRT_T_FENTRY,   /* __fentry__ */
-	FTRT_T_MCOUNT,   /* mcount */
-	FTRT_T_CALLER5,  /* ftrace_caller5: an entry site, e8 rel32 */
-	FTRT_T_CALLER6,  /* ftrace_caller6: an entry site, 67 e8 rel32 */
-	FTRT_T_MCALLER5, /* ftrace_mcount_caller5: a -pg site after the prologue */
-	FTRT_T_MCALLER6, /* ftrace_mcount_caller6 */
-	FTRT_T_CHAIN5,   /* ftrace_chain_caller5: an entry site after push %r10 (a nested function's) */
-	FTRT_T_CHAIN6,   /* ftrace_chain_caller6 */
-	FTRT_T_STUB,     /* ftrace_stub: the empty tracer */
-	FTRT_T_N,
-};
+#define FTRT_T_ENUM(id, sym) FTRT_T_##id, /* sym */
+enum { FTRT_TARGETS_X86_64(FTRT_T_ENUM) FTRT_T_N };
+#undef FTRT_T_ENUM
+/* The hooks and trampolines (entry.S; a shared object's in module/). */
+#define FTRT_T_DECLARE(id, sym) void sym(void);
+FTRT_TARGETS_X86_64(FTRT_T_DECLARE)
+#undef FTRT_T_DECLARE
 /* targets[] of a module whose hooks and trampolines go by their usual
  * names (the program's are the runtime's; a shared object's are its
  * stub's hidden copies). */
-#define FTRT_TARGETS                                                   \
-	{                                                              \
-		[FTRT_T_FENTRY] = (uintptr_t)__fentry__,               \
-		[FTRT_T_MCOUNT] = (uintptr_t)mcount,                   \
-		[FTRT_T_CALLER5] = (uintptr_t)ftrace_caller5,          \
-		[FTRT_T_CALLER6] = (uintptr_t)ftrace_caller6,          \
-		[FTRT_T_MCALLER5] = (uintptr_t)ftrace_mcount_caller5,  \
-		[FTRT_T_MCALLER6] = (uintptr_t)ftrace_mcount_caller6,  \
-		[FTRT_T_CHAIN5] = (uintptr_t)ftrace_chain_caller5,     \
-		[FTRT_T_CHAIN6] = (uintptr_t)ftrace_chain_caller6,     \
-		[FTRT_T_STUB] = (uintptr_t)ftrace_stub,                \
-	}
+#define FTRT_T_INIT(id, sym) [FTRT_T_##id] = (uintptr_t)sym,
+#define FTRT_TARGETS { FTRT_TARGETS_X86_64(FTRT_T_INIT) }
 /* The slots a module's trampolines jump through, in targets[] order from
  * FTRT_T_CALLER5. */
 #define FTRT_SLOTS (FTRT_T_STUB - FTRT_T_CALLER5)
@@ -287,7 +229,6 @@ void ftrt_symbols_close(void);
 void ftrt_graph_funcs_check(void) __attribute__((visibility("hidden")));
 
 /* The tracers (trace.c). */
-enum { FTRT_FUNCTION = 1, FTRT_GRAPH = 2, FTRT_NOP = 3 /* sites call ftrace_stub: records nothing */ };
 extern int ftrt_mode;
 extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));

@@ -43,28 +43,6 @@
 #define SHADOW_MAX 1024         /* calls graphed at once per stack; deeper, that stack stops graphing */
 #define TBUF_WORDS (192 * 1024) /* 1.5 MiB of records per thread */
 
-/*
- * Records (trace.c describes them): a record's first word's top two bits
- * are its kind; CALL and ENTRY pack the time since the stream's last
- * record (the delta) above the site, EXIT the delta alone; EXT records
- * say what they are in the next four bits, a sub-kind, and hold a delta
- * of up to 58 bits.
- */
-#define REC_CALL 0  /* w0 = delta << 47 | site; parent ip */
-#define REC_ENTRY 1 /* w0 = 1 << 62 | delta << 47 | site */
-#define REC_EXIT 2  /* w0 = 2 << 62 | delta */
-#define REC_EXT 3   /* w0 = 3 << 62 | sub << 58 | payload */
-#define REC_DELTA_BITS 15 /* a CALL's or ENTRY's delta: under 2^15 */
-#define REC_SITE_BITS 47  /* a CALL's or ENTRY's site: under 2^47 */
-#define REC_DELTA_MAX 0x7fff /* 2^15 - 1: the largest delta a CALL or ENTRY holds */
-#define REC_EXIT_BITS 62  /* an EXIT's delta: under 2^62 */
-#define REC_EXT_BITS 58   /* an EXT record's payload */
-
-/* EXT sub-kinds. */
-#define EXT_UNWOUND 0   /* payload delta; 1 word */
-#define EXT_TIME 1      /* payload 0; the stream's clock is set to w1; 2 words */
-#define EXT_CONTEXT 2   /* payload delta; w1 = context id; 2 words */
-#define EXT_LONGENTRY 3 /* payload delta; w1 = site; 2 words */
-#define EXT_LONGCALL 4  /* payload delta; w1 = site, w2 = parent ip; 3 words */
+/* The records the fast paths write: abi.h. */
 
 #endif

@@ -129,7 +129,7 @@ static const struct ftrt_config *config(const struct ftrt_config *c)
 
 const char *ftrt_config_state(uint64_t state)
 {
-	static const char *const names[] = { "none", "patched", "overridden", "mismatch" };
+	static const char *const names[] = FTRT_CFG_STATE_NAMES;
 	return state < sizeof names / sizeof names[0] ? names[state] : "none";
 }
 
@@ -693,11 +693,11 @@ static void read_env(void)
 	if (env.graph_notrace && !*env.graph_notrace)
 		env.graph_notrace = NULL;
 	if (env.mode && *env.mode) {
-		if (strcmp(env.mode, "function") == 0)
+		if (strcmp(env.mode, FTRT_TRACER_FUNCTION) == 0)
 			env.tracer = FTRT_FUNCTION;
-		else if (strcmp(env.mode, "function_graph") == 0)
+		else if (strcmp(env.mode, FTRT_TRACER_GRAPH) == 0)
 			env.tracer = FTRT_GRAPH;
-		else if (strcmp(env.mode, "nop") == 0)
+		else if (strcmp(env.mode, FTRT_TRACER_NOP) == 0)
 			env.tracer = FTRT_NOP;
 		else
 			say("ftrt: FTRACE: want function, function_graph or nop; tracing nothing\n");
@@ -1133,16 +1133,6 @@ out:
 	if (ftrt_env("FTRACE_DEBUG"))
 		report(md, m);
 }
-
-#if defined(__x86_64__)
-void ftrace_caller5(void);
-void ftrace_caller6(void);
-void ftrace_mcount_caller5(void);
-void ftrace_mcount_caller6(void);
-void ftrace_chain_caller5(void);
-void ftrace_chain_caller6(void);
-void ftrace_stub(void);
-#endif
 
 /*
  * The program's own module: its table, its config record, and the

@@ -76,7 +76,7 @@
  * record's time is the previous record's plus the record's delta
  * (unsigned), and the buffer keeps the time of the last record written
  * (last) to make the next one's delta. A record's first word's top two
- * bits are its kind (layout.h):
+ * bits are its kind (abi.h):
  *
  *   REC_CALL       function tracer: a call       delta << 47 | site, parent ip  16 bytes
  *   REC_ENTRY      function_graph: an entry      1 << 62 | delta << 47 | site    8 bytes
@@ -117,10 +117,10 @@
  * a call 16, when their deltas fit: the fast paths (entry.S) write only
  * those, and leave anything else to the C path (record_* below).
  */
-#define W_SHORT(kind, delta, site) ((uint64_t)(kind) << 62 | (uint64_t)(delta) << REC_SITE_BITS | (uint64_t)(site))
-#define W_EXIT(delta) ((uint64_t)REC_EXIT << 62 | (uint64_t)(delta))
-#define W_EXT(sub, payload) ((uint64_t)REC_EXT << 62 | (uint64_t)(sub) << REC_EXT_BITS | (uint64_t)(payload))
-#define EXT_SUB(w0) ((unsigned)((w0) >> REC_EXT_BITS) & 15)
+#define W_SHORT(kind, delta, site) ((uint64_t)(kind) << REC_KIND_SHIFT | (uint64_t)(delta) << REC_SITE_BITS | (uint64_t)(site))
+#define W_EXIT(delta) ((uint64_t)REC_EXIT << REC_KIND_SHIFT | (uint64_t)(delta))
+#define W_EXT(sub, payload) ((uint64_t)REC_EXT << REC_KIND_SHIFT | (uint64_t)(sub) << REC_EXT_BITS | (uint64_t)(payload))
+#define EXT_SUB(w0) ((unsigned)((w0) >> REC_EXT_BITS) & ((1u << REC_EXT_SUB_BITS) - 1))
 #define EXT_MAX ((1ull << REC_EXT_BITS) - 1)   /* the largest delta a long form holds */
 #define EXIT_MAX ((1ull << REC_EXIT_BITS) - 1) /* the largest delta an EXIT holds */
 #define REC_MAX_WORDS 5                        /* the most a record takes: TIME, then a LONGCALL */
@@ -438,13 +438,13 @@ static int list_take(int me, uint64_t deadline)
 #define FD_LOST (-2)
 #define FD_MAKING (-3)
 
-/* Words in the record whose first word is w0 (layout.h's kinds; the
+/* Words in the record whose first word is w0 (abi.h's kinds; the
  * whole-record accounting of flush and make_stream). */
 static inline uint32_t rec_words(uint64_t w0)
 {
-	static const uint8_t words[4] = { [REC_CALL] = 2, [REC_ENTRY] = 1, [REC_EXIT] = 1, [REC_EXT] = 0 };
-	static const uint8_t ext[16] = { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3 };
-	uint32_t k = words[w0 >> 62];
+	static const uint8_t words[4] = REC_WORDS;
+	static const uint8_t ext[1 << REC_EXT_SUB_BITS] = EXT_WORDS;
+	uint32_t k = words[w0 >> REC_KIND_SHIFT];
 	if (k == 0)
 		k = ext[EXT_SUB(w0)];
 	return k ? k : 1; /* a reserved sub-kind, never written: a word, so a walk ends */
@@ -472,7 +472,7 @@ static void stream_name(char *name, const struct tbuf *b, int i)
 		*p++ = '-';
 		p = utoa(p, (uint64_t)i);
 	}
-	memcpy(p, ".trace", 7);
+	memcpy(p, STREAM_SUFFIX, sizeof STREAM_SUFFIX);
 }
 
 /*
@@ -513,7 +513,7 @@ static int make_stream(struct tbuf *b)
 			continue;
 		if (sys_failed(fd))
 			break;
-		unsigned char hdr[16] = "ftrtrec3";
+		unsigned char hdr[STREAM_HEADER] = STREAM_MAGIC;
 		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
 		memcpy(hdr + 8, ids, 8);
 		if (put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
@@ -787,7 +787,7 @@ static void meta_cmdline(struct meta_out *o)
 	read_cmdline();
 	if (cmdline_len <= 0)
 		return;
-	meta_str(o, "cmdline ");
+	meta_str(o, META_KEY_CMDLINE " ");
 	for (long i = 0; i < cmdline_len; i++) {
 		unsigned char c = (unsigned char)cmdline[i];
 		if (c == 0) {
@@ -825,7 +825,7 @@ static void meta_modules(struct meta_out *o)
 		const struct ftrt_mod *md = ftrt_module_at(i);
 		const struct ftrt_stats *st = &md->stats;
 		uint64_t v[] = { md->bias, md->lo, md->hi, md->load, md->unload, st->entries - st->zero - st->dups, st->enabled };
-		meta_str(o, "module");
+		meta_str(o, META_KEY_MODULE);
 		for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
 			buf[0] = ' ';
 			meta_put(o, buf, (size_t)(utoa(buf + 1, v[k]) - buf));
@@ -838,7 +838,7 @@ static void meta_modules(struct meta_out *o)
 		meta_str(o, md->path ? md->path : "?");
 		meta_str(o, "\n");
 	}
-	meta_line(o, "modules_forgotten", ftrt_modules_forgotten);
+	meta_line(o, META_KEY_MODULES_FORGOTTEN, ftrt_modules_forgotten);
 }
 
 /*
@@ -905,24 +905,24 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	/* The program: the first module, registered by ftrt_init. */
 	const struct ftrt_mod *prog = ftrt_module_at(0);
 	uintptr_t bias = prog ? prog->bias : 0;
-	meta_str(&o, "format ftrt-trace 3\nrecords words\nclock ");
-	meta_str(&o, clock_mono ? "mono\ntracer " : "tsc\ntracer ");
-	meta_str(&o, ftrt_mode == FTRT_GRAPH ? "function_graph\nexe " : "function\nexe ");
+	meta_str(&o, META_KEY_FORMAT " " META_FORMAT_3 "\n" META_KEY_RECORDS " " META_RECORDS_WORDS "\n" META_KEY_CLOCK " ");
+	meta_str(&o, clock_mono ? META_CLOCK_MONO "\n" META_KEY_TRACER " " : META_CLOCK_TSC "\n" META_KEY_TRACER " ");
+	meta_str(&o, ftrt_mode == FTRT_GRAPH ? FTRT_TRACER_GRAPH "\n" META_KEY_EXE " " : FTRT_TRACER_FUNCTION "\n" META_KEY_EXE " ");
 	meta_str(&o, exe);
 	meta_str(&o, "\n");
 	meta_cmdline(&o);
 	if (prog && prog->build_id[0]) {
-		meta_str(&o, "build_id ");
+		meta_str(&o, META_KEY_BUILD_ID " ");
 		meta_str(&o, prog->build_id);
 		meta_str(&o, "\n");
 	}
-	meta_line(&o, "ended", (uint64_t)ended);
-	meta_line(&o, "pid", (uint64_t)creator_pid);
-	meta_line(&o, "bias", bias);
-	meta_line(&o, "tsc_start", tsc_start);
-	meta_line(&o, "tsc_end", tsc_end);
-	meta_line(&o, "mono_start_ns", mono_start);
-	meta_line(&o, "mono_end_ns", mono_end);
+	meta_line(&o, META_KEY_ENDED, (uint64_t)ended);
+	meta_line(&o, META_KEY_PID, (uint64_t)creator_pid);
+	meta_line(&o, META_KEY_BIAS, bias);
+	meta_line(&o, META_KEY_TSC_START, tsc_start);
+	meta_line(&o, META_KEY_TSC_END, tsc_end);
+	meta_line(&o, META_KEY_MONO_START, mono_start);
+	meta_line(&o, META_KEY_MONO_END, mono_end);
 	/* Counts over every module's pass; each module's own follow below. */
 	struct ftrt_stats sum = { 0 };
 	for (int i = 0; ftrt_module_at(i); i++) {
@@ -933,30 +933,30 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 		sum.failed += st->failed;
 		sum.unsupported += st->unsupported;
 	}
-	meta_line(&o, "sites", sum.entries);
-	meta_line(&o, "enabled", sum.enabled);
-	meta_line(&o, "skipped", sum.skipped);
-	meta_line(&o, "failed", sum.failed);
-	meta_line(&o, "unsupported", sum.unsupported);
-	meta_line(&o, "dropped", atomic_load_explicit(&dropped, memory_order_relaxed));
-	meta_line(&o, "overflow", atomic_load_explicit(&overflow, memory_order_relaxed));
-	meta_line(&o, "unwound", atomic_load_explicit(&unwound, memory_order_relaxed));
-	meta_line(&o, "stopped", atomic_load_explicit(&stopped, memory_order_relaxed));
-	meta_line(&o, "lost_bytes", atomic_load_explicit(&lost_bytes, memory_order_relaxed));
-	meta_line(&o, "recorded_bytes", atomic_load_explicit(&recorded_bytes, memory_order_relaxed));
-	meta_line(&o, "lost_threads", atomic_load_explicit(&lost_threads, memory_order_relaxed) + gone);
-	meta_line(&o, "contexts", atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
-	meta_line(&o, "contexts_lost", atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
-	meta_line(&o, "max_depth", ftrt_max_depth);
-	meta_line(&o, "thresh_tsc", ftrt_thresh_tsc);
+	meta_line(&o, META_KEY_SITES, sum.entries);
+	meta_line(&o, META_KEY_ENABLED, sum.enabled);
+	meta_line(&o, META_KEY_SKIPPED, sum.skipped);
+	meta_line(&o, META_KEY_FAILED, sum.failed);
+	meta_line(&o, META_KEY_UNSUPPORTED, sum.unsupported);
+	meta_line(&o, META_KEY_DROPPED, atomic_load_explicit(&dropped, memory_order_relaxed));
+	meta_line(&o, META_KEY_OVERFLOW, atomic_load_explicit(&overflow, memory_order_relaxed));
+	meta_line(&o, META_KEY_UNWOUND, atomic_load_explicit(&unwound, memory_order_relaxed));
+	meta_line(&o, META_KEY_STOPPED, atomic_load_explicit(&stopped, memory_order_relaxed));
+	meta_line(&o, META_KEY_LOST_BYTES, atomic_load_explicit(&lost_bytes, memory_order_relaxed));
+	meta_line(&o, META_KEY_RECORDED_BYTES, atomic_load_explicit(&recorded_bytes, memory_order_relaxed));
+	meta_line(&o, META_KEY_LOST_THREADS, atomic_load_explicit(&lost_threads, memory_order_relaxed) + gone);
+	meta_line(&o, META_KEY_CONTEXTS, atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
+	meta_line(&o, META_KEY_CONTEXTS_LOST, atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
+	meta_line(&o, META_KEY_MAX_DEPTH, ftrt_max_depth);
+	meta_line(&o, META_KEY_THRESH_TSC, ftrt_thresh_tsc);
 	/* The subtree filters: a trace recorded with them holds only some
 	 * of the calls of the traced functions. */
 	if (ftrt_subtree) {
-		meta_setting(&o, "graph_funcs", ftrt_subtree_funcs);
-		meta_setting(&o, "graph_notrace", ftrt_subtree_notrace);
+		meta_setting(&o, META_KEY_GRAPH_FUNCS, ftrt_subtree_funcs);
+		meta_setting(&o, META_KEY_GRAPH_NOTRACE, ftrt_subtree_notrace);
 	}
 	/* config patched: the program was traced as ftpatch enable recorded */
-	meta_str(&o, "config ");
+	meta_str(&o, META_KEY_CONFIG " ");
 	meta_str(&o, ftrt_config_state(prog ? prog->stats.config : FTRT_CFG_STATE_NONE));
 	meta_str(&o, "\n");
 	meta_modules(&o);
@@ -967,7 +967,7 @@ static void write_meta(int ended, uint64_t tsc_end, uint64_t mono_end, const cha
 	if (o.failed)
 		sys(SYS_unlinkat, dir_fd, (long)tmp, 0, 0, 0, 0);
 	else
-		sys(SYS_renameat, dir_fd, (long)tmp, dir_fd, (long)"meta", 0, 0);
+		sys(SYS_renameat, dir_fd, (long)tmp, dir_fd, (long)META_FILE, 0, 0);
 }
 
 /*
@@ -1174,7 +1174,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	reserve_meta();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	const char *clk = ftrt_env("FTRACE_CLOCK");
-	clock_mono = (clk && strcmp(clk, "mono") == 0) || !tsc_trusted();
+	clock_mono = (clk && strcmp(clk, META_CLOCK_MONO) == 0) || !tsc_trusted();
 	creator_pid = trace_pid = getpid();
 	tsc_start = now();
 	mono_start = mono_ns();
@@ -1263,7 +1263,7 @@ static uint32_t record_entry(struct tbuf *b, uint64_t ts, uint64_t site)
 /* The delta of the entry record w0 (REC_ENTRY or EXT_LONGENTRY). */
 static inline uint64_t entry_delta(uint64_t w0)
 {
-	if (w0 >> 62 == REC_ENTRY)
+	if (w0 >> REC_KIND_SHIFT == REC_ENTRY)
 		return w0 >> REC_SITE_BITS & REC_DELTA_MAX;
 	return w0 & EXT_MAX;
 }
@@ -1271,7 +1271,7 @@ static inline uint64_t entry_delta(uint64_t w0)
 /* Whether w0 begins an entry record. */
 static inline int is_entry(uint64_t w0)
 {
-	return w0 >> 62 == REC_ENTRY || (w0 >> 62 == REC_EXT && EXT_SUB(w0) == EXT_LONGENTRY);
+	return w0 >> REC_KIND_SHIFT == REC_ENTRY || (w0 >> REC_KIND_SHIFT == REC_EXT && EXT_SUB(w0) == EXT_LONGENTRY);
 }
 
 /* function_graph: the innermost open entry returned. */

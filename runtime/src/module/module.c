@@ -30,15 +30,8 @@ extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hi
 
 /* This object's hooks and trampolines (x86_64/entry.S), hidden. */
 #define HIDDEN __attribute__((visibility("hidden")))
-void __fentry__(void) HIDDEN;
-void mcount(void) HIDDEN;
-void ftrace_caller5(void) HIDDEN;
-void ftrace_caller6(void) HIDDEN;
-void ftrace_mcount_caller5(void) HIDDEN;
-void ftrace_mcount_caller6(void) HIDDEN;
-void ftrace_chain_caller5(void) HIDDEN;
-void ftrace_chain_caller6(void) HIDDEN;
-void ftrace_stub(void) HIDDEN;
+#define DECLARE_HIDDEN(id, sym) void sym(void) HIDDEN;
+FTRT_TARGETS_X86_64(DECLARE_HIDDEN)
 extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
 #if defined(__x86_64__)
 _Static_assert(FTRT_SLOTS == 6, "x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");

@@ -20,6 +20,7 @@
  * only run for a site that is enabled, or before ftrt_init (constructors
  * of other objects that run first).
  */
+#include "../abi.h"
 #include "../layout.h"
 #include "args.h"
 
@@ -31,7 +32,7 @@
  * TLS: the runtime is linked into the program), NULL before its first
  * event.
  *
- * Records (trace.c, layout.h): each holds its time as a delta from the
+ * Records (trace.c, abi.h): each holds its time as a delta from the
  * last record's, last (TB_LAST). A fast path writes only a record whose
  * fields fit: delta = ts - last under 2^15 and a site under 2^47 (a
  * CALL, an ENTRY), delta under 2^62 (an EXIT). A clock that went back
@@ -208,6 +209,11 @@ mcount:
  */
 	.hidden	ftrt_fast_function
 	.hidden	ftrt_ending
+/* A CALL's kind bits are zero, an ENTRY's bit REC_KIND_SHIFT (bts), an
+ * EXIT's the bit above it: the fast paths below write no other. */
+.if REC_CALL != 0 || REC_ENTRY != 1 || REC_EXIT != 2
+.error "abi.h's record kinds changed: the fast paths set the kind bits of CALL 0, ENTRY 1 and EXIT 2"
+.endif
 /* Bits 47-63 of a 64-bit word, as bits 15-31 of its high half. */
 #define SITE_HIGH ((0xffffffff << (REC_SITE_BITS - 32)) & 0xffffffff)
 .macro FTRACE_CALLER name, len, fastparent, slot
@@ -383,6 +389,9 @@ return_to_handler:
  *   tramp+24  jmp   *leave(%rip)            ftrace_graph_leave
  *   tramp+30  jmp   body                    not graphed: as if never here
  *
+ * (abi.h names each offset: TRAMP_LEA, TRAMP_CALL_ENTER, TRAMP_ENTERED,
+ * TRAMP_DROP, TRAMP_CALL_BODY, TRAMP_HOOK, TRAMP_SKIP.)
+ *
  * body is the instruction after the site. The call at tramp+19 puts its
  * return address exactly where the caller's was, so the function sees its
  * stack arguments where it expects them; ftrace_graph_leave then returns
@@ -499,7 +508,7 @@ ftrace_graph_enter:
 	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
 	shlq	$REC_SITE_BITS, %rax
 	orq	%r11, %rax
-	btsq	$62, %rax			/* rax = REC_ENTRY << 62 | delta << 47 | site */
+	btsq	$REC_KIND_SHIFT, %rax		/* rax = REC_ENTRY (1) << 62 | delta << 47 | site */
 	movq	40(%rsp), %rdx
 	movq	%rdx, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
@@ -507,7 +516,7 @@ ftrace_graph_enter:
 	movq	%rdx, SH_SP(%rsi)		/* sp at the return */
 	movq	$0, SH_MARK(%rsi)		/* an unmarked call */
 	movq	32(%rsp), %rdx
-	addq	$11, %rdx
+	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx
 	movq	%rdx, SH_HOOK(%rsi)		/* tramp+24 */
 	incl	TB_DEPTH(%rcx)			/* pushed, once whole */
 	movq	%rdx, 40(%rsp)			/* the return slot holds the hook from now on */
@@ -579,7 +588,7 @@ ftrace_graph_enter:
 	movq	%r11, %rdi			/* arg 1: the site */
 	leaq	72(%rsp), %rsi			/* arg 2: the function's return slot */
 	movq	64(%rsp), %rdx
-	addq	$11, %rdx			/* arg 3: the hook, tramp+24 */
+	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx	/* arg 3: the hook, tramp+24 */
 	call	ftrt_graph_enter
 	testl	%eax, %eax			/* ZF=1: not graphed */
 	POP_ARGS
@@ -649,7 +658,7 @@ ftrace_graph_leave:
 	shrq	$REC_EXIT_BITS, %rdi
 	jnz	.Lleave_unbusy			/* 2^62 or more: the clock went back, C */
 	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
-	btsq	$63, %rax			/* rax = REC_EXIT << 62 | delta */
+	btsq	$REC_KIND_SHIFT+1, %rax		/* rax = REC_EXIT (2) << 62 | delta */
 	movq	SH_RET(%rsi), %rdi
 	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)

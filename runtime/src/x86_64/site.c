@@ -317,7 +317,12 @@ void ftrace_graph_leave(void);
  * pass runs and made read-only and executable at its end
  * (ftrt_arch_seal): never writable and executable at once.
  */
-#define TRAMP_SIZE 40
+/* Where abi.h says each instruction of tramp_new's starts: each is the
+ * one before's length past it. */
+_Static_assert(TRAMP_LEA == 0 && TRAMP_CALL_ENTER == TRAMP_LEA + 7 && TRAMP_ENTERED == TRAMP_CALL_ENTER + 6 &&
+		       TRAMP_DROP == TRAMP_ENTERED + 2 && TRAMP_CALL_BODY == TRAMP_DROP + 4 && TRAMP_HOOK == TRAMP_CALL_BODY + 5 &&
+		       TRAMP_SKIP == TRAMP_HOOK + 6 && TRAMP_PAD == TRAMP_SKIP + 5 && TRAMP_PAD <= TRAMP_SIZE,
+	       "abi.h's trampoline offsets: lea 7 bytes, call 6, je 2, add 4, call 5, jmp 6, jmp 5");
 #define CHUNK_SIZE (256 * 1024)
 #define CHUNK_MAX 1024
 #define CHUNK_HEAD 16 /* enter, leave */
@@ -388,26 +393,26 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	uintptr_t at = (uintptr_t)t, body = ip + (uintptr_t)len;
 	chunk_used += TRAMP_SIZE;
 	/* +0  lea site(%rip), %r11 */
-	t[0] = 0x4c, t[1] = 0x8d, t[2] = 0x1d;
-	put32(t + 3, (int64_t)(ip - (at + 7)));
+	t[TRAMP_LEA] = 0x4c, t[TRAMP_LEA + 1] = 0x8d, t[TRAMP_LEA + 2] = 0x1d;
+	put32(t + TRAMP_LEA + 3, (int64_t)(ip - (at + TRAMP_CALL_ENTER)));
 	/* +7  call *enter(%rip) */
-	t[7] = 0xff, t[8] = 0x15;
-	put32(t + 9, (int64_t)((uintptr_t)c - (at + 13)));
+	t[TRAMP_CALL_ENTER] = 0xff, t[TRAMP_CALL_ENTER + 1] = 0x15;
+	put32(t + TRAMP_CALL_ENTER + 2, (int64_t)((uintptr_t)c - (at + TRAMP_ENTERED)));
 	/* +13 je +30 */
-	t[13] = 0x74, t[14] = 30 - 15;
+	t[TRAMP_ENTERED] = 0x74, t[TRAMP_ENTERED + 1] = TRAMP_SKIP - TRAMP_DROP;
 	/* +15 add $8, %rsp */
-	t[15] = 0x48, t[16] = 0x83, t[17] = 0xc4, t[18] = 0x08;
+	t[TRAMP_DROP] = 0x48, t[TRAMP_DROP + 1] = 0x83, t[TRAMP_DROP + 2] = 0xc4, t[TRAMP_DROP + 3] = 0x08;
 	/* +19 call body */
-	t[19] = 0xe8;
-	put32(t + 20, (int64_t)(body - (at + 24)));
+	t[TRAMP_CALL_BODY] = 0xe8;
+	put32(t + TRAMP_CALL_BODY + 1, (int64_t)(body - (at + TRAMP_HOOK)));
 	/* +24 jmp *leave(%rip) */
-	t[24] = 0xff, t[25] = 0x25;
-	put32(t + 26, (int64_t)((uintptr_t)c + 8 - (at + 30)));
+	t[TRAMP_HOOK] = 0xff, t[TRAMP_HOOK + 1] = 0x25;
+	put32(t + TRAMP_HOOK + 2, (int64_t)((uintptr_t)c + 8 - (at + TRAMP_SKIP)));
 	/* +30 jmp body */
-	t[30] = 0xe9;
-	put32(t + 31, (int64_t)(body - (at + 35)));
+	t[TRAMP_SKIP] = 0xe9;
+	put32(t + TRAMP_SKIP + 1, (int64_t)(body - (at + TRAMP_PAD)));
 	/* +35 int3 padding, never run */
-	memset(t + 35, 0xcc, TRAMP_SIZE - 35);
+	memset(t + TRAMP_PAD, 0xcc, TRAMP_SIZE - TRAMP_PAD);
 	return at;
 }
 

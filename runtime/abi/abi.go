@@ -1,0 +1,231 @@
+// Package abi mirrors runtime/src/abi.h, the runtime's interface with
+// ftpatch: the records of a trace's streams and the metadata's keys
+// (which package trace reads), the config record (which package patch
+// rewrites), the names of the runtime's hooks, trampolines and entry
+// points (which sites, patch and the link flags name), and the layout of
+// the per-site graph trampolines.
+//
+// Every constant and variable here is a value of the header (or of
+// runtime/src/layout.h, the per-thread buffer the assembly addresses),
+// its comment naming the macro; nowhere else in Go is any of them
+// written down. TestHeader compiles a C program that includes the
+// headers and prints every value, size and offset, and fails naming any
+// that differs from this package's, any #define of the headers this
+// package does not mirror, and any value here it does not check: change
+// a value in both places at once.
+package abi
+
+import "fmt"
+
+// A trace directory: MetaFile, key value lines, and a stream per thread,
+// <pid>-<tid>[-<n>]StreamSuffix, a StreamHeader-byte header (StreamMagic,
+// pid, tid: u32 LE) followed by records.
+const (
+	MetaFile     = "meta"     // META_FILE
+	StreamSuffix = ".trace"   // STREAM_SUFFIX
+	StreamMagic  = "ftrtrec3" // STREAM_MAGIC: 8 bytes, format 3's records
+	StreamHeader = 16         // STREAM_HEADER: bytes
+)
+
+// Format 3's records: little-endian 64-bit words; a record's first
+// word's top two bits (from RecKindShift) are its kind.
+const (
+	RecKindShift  = 62     // REC_KIND_SHIFT
+	RecCall       = 0      // REC_CALL: w0 = delta << 47 | site; w1 = parent ip
+	RecEntry      = 1      // REC_ENTRY: w0 = 1 << 62 | delta << 47 | site
+	RecExit       = 2      // REC_EXIT: w0 = 2 << 62 | delta
+	RecExt        = 3      // REC_EXT: w0 = 3 << 62 | sub << 58 | payload
+	RecDeltaBits  = 15     // REC_DELTA_BITS: a CALL's or ENTRY's delta
+	RecSiteBits   = 47     // REC_SITE_BITS: a CALL's or ENTRY's site
+	RecDeltaMax   = 0x7fff // REC_DELTA_MAX: the largest delta a CALL or ENTRY holds
+	RecExitBits   = 62     // REC_EXIT_BITS: an EXIT's delta
+	RecExtBits    = 58     // REC_EXT_BITS: an EXT record's payload
+	RecExtSubBits = 4      // REC_EXT_SUB_BITS: an EXT record's sub-kind, above its payload
+)
+
+// RecWords are the words of a record of each kind (REC_WORDS); 0: EXT,
+// whose sub-kind says (ExtWords).
+var RecWords = [4]int{RecCall: 2, RecEntry: 1, RecExit: 1, RecExt: 0}
+
+// Format 3's EXT sub-kinds; ExtReserved up to 15 are reserved (an error
+// to read).
+const (
+	ExtUnwound   = 0 // EXT_UNWOUND: payload delta
+	ExtTime      = 1 // EXT_TIME: payload 0; w1 = the stream's clock from here on
+	ExtContext   = 2 // EXT_CONTEXT: payload delta; w1 = context id
+	ExtLongEntry = 3 // EXT_LONGENTRY: payload delta; w1 = site
+	ExtLongCall  = 4 // EXT_LONGCALL: payload delta; w1 = site, w2 = parent ip
+	ExtReserved  = 5 // EXT_RESERVED: the first reserved sub-kind
+)
+
+// ExtWords are the words of a record of each EXT sub-kind (EXT_WORDS);
+// 0: reserved.
+var ExtWords = [1 << RecExtSubBits]int{ExtUnwound: 1, ExtTime: 2, ExtContext: 2, ExtLongEntry: 2, ExtLongCall: 3}
+
+// The metadata: "key value" lines.
+const (
+	MetaFormat3      = "ftrt-trace 3" // META_FORMAT_3: MetaKeyFormat's value, streams of StreamMagic
+	MetaRecordsWords = "words"        // META_RECORDS_WORDS: MetaKeyRecords's value
+	MetaClockTSC     = "tsc"          // META_CLOCK_TSC: rdtsc ticks
+	MetaClockMono    = "mono"         // META_CLOCK_MONO: CLOCK_MONOTONIC ns
+
+	MetaKeyFormat           = "format"            // META_KEY_FORMAT
+	MetaKeyRecords          = "records"           // META_KEY_RECORDS
+	MetaKeyClock            = "clock"             // META_KEY_CLOCK
+	MetaKeyTracer           = "tracer"            // META_KEY_TRACER: TracerFunctionName or TracerGraphName
+	MetaKeyExe              = "exe"               // META_KEY_EXE
+	MetaKeyCmdline          = "cmdline"           // META_KEY_CMDLINE
+	MetaKeyBuildID          = "build_id"          // META_KEY_BUILD_ID
+	MetaKeyEnded            = "ended"             // META_KEY_ENDED
+	MetaKeyPid              = "pid"               // META_KEY_PID
+	MetaKeyBias             = "bias"              // META_KEY_BIAS
+	MetaKeyTSCStart         = "tsc_start"         // META_KEY_TSC_START
+	MetaKeyTSCEnd           = "tsc_end"           // META_KEY_TSC_END
+	MetaKeyMonoStart        = "mono_start_ns"     // META_KEY_MONO_START
+	MetaKeyMonoEnd          = "mono_end_ns"       // META_KEY_MONO_END
+	MetaKeySites            = "sites"             // META_KEY_SITES
+	MetaKeyEnabled          = "enabled"           // META_KEY_ENABLED
+	MetaKeySkipped          = "skipped"           // META_KEY_SKIPPED
+	MetaKeyFailed           = "failed"            // META_KEY_FAILED
+	MetaKeyUnsupported      = "unsupported"       // META_KEY_UNSUPPORTED
+	MetaKeyDropped          = "dropped"           // META_KEY_DROPPED
+	MetaKeyOverflow         = "overflow"          // META_KEY_OVERFLOW
+	MetaKeyUnwound          = "unwound"           // META_KEY_UNWOUND
+	MetaKeyStopped          = "stopped"           // META_KEY_STOPPED
+	MetaKeyLostBytes        = "lost_bytes"        // META_KEY_LOST_BYTES
+	MetaKeyRecordedBytes    = "recorded_bytes"    // META_KEY_RECORDED_BYTES
+	MetaKeyLostThreads      = "lost_threads"      // META_KEY_LOST_THREADS
+	MetaKeyContexts         = "contexts"          // META_KEY_CONTEXTS
+	MetaKeyContextsLost     = "contexts_lost"     // META_KEY_CONTEXTS_LOST
+	MetaKeyMaxDepth         = "max_depth"         // META_KEY_MAX_DEPTH
+	MetaKeyThreshTSC        = "thresh_tsc"        // META_KEY_THRESH_TSC
+	MetaKeyGraphFuncs       = "graph_funcs"       // META_KEY_GRAPH_FUNCS
+	MetaKeyGraphNotrace     = "graph_notrace"     // META_KEY_GRAPH_NOTRACE
+	MetaKeyConfig           = "config"            // META_KEY_CONFIG: a ConfigStateNames entry
+	MetaKeyModule           = "module"            // META_KEY_MODULE: one line per module
+	MetaKeyModulesForgotten = "modules_forgotten" // META_KEY_MODULES_FORGOTTEN
+)
+
+// The tracers: the config record's tracer field, FTRACE's values (by
+// name) and MetaKeyTracer's (function and function_graph).
+const (
+	TracerFunction     = 1                // FTRT_FUNCTION: every call recorded
+	TracerGraph        = 2                // FTRT_GRAPH: calls and returns
+	TracerNop          = 3                // FTRT_NOP: sites call ftrace_stub, nothing recorded
+	TracerFunctionName = "function"       // FTRT_TRACER_FUNCTION
+	TracerGraphName    = "function_graph" // FTRT_TRACER_GRAPH
+	TracerNopName      = "nop"            // FTRT_TRACER_NOP
+)
+
+// The config record (struct ftrt_config), in section ConfigSection:
+// fixed size, little-endian, no padding; each field at its Cfg*Off.
+const (
+	ConfigSection  = ".ftrt_config" // FTRT_CFG_SECTION
+	ConfigSize     = 312            // FTRT_CFG_SIZE: sizeof(struct ftrt_config)
+	ConfigMagic    = "ftrtcfg1"     // FTRT_CFG_MAGIC: 8 bytes, no NUL
+	TraceDirMax    = 256            // FTRT_CFG_TRACE_DIR_MAX: the trace_dir field's bytes
+	ConfigPatched  = 1              // FTRT_CFG_PATCHED: ftpatch wrote every site
+	ConfigNoTable  = 2              // FTRT_CFG_NOTABLE: the file has no site table
+	CfgMagicOff    = 0              // magic[8]
+	CfgSizeOff     = 8              // size, u32
+	CfgTracerOff   = 12             // tracer, u32
+	CfgFlagsOff    = 16             // flags, u32
+	CfgReservedOff = 20             // reserved, u32
+	CfgSitesOff    = 24             // sites, u64
+	CfgEnabledOff  = 32             // enabled, u64
+	CfgListHashOff = 40             // list_hash, u64
+	CfgTextHashOff = 48             // text_hash, u64
+	CfgTraceDirOff = 56             // trace_dir[TraceDirMax]
+)
+
+// What the load-time pass made of the config record, as MetaKeyConfig
+// names it.
+const (
+	ConfigStateNone       = "none"       // FTRT_CFG_STATE_NONE: not patched, the environment decides
+	ConfigStatePatched    = "patched"    // FTRT_CFG_STATE_PATCHED: pre-patched, sites only checked
+	ConfigStateOverridden = "overridden" // FTRT_CFG_STATE_OVERRIDDEN: pre-patched, but FTRACE or FTRACE_FILTER was set
+	ConfigStateMismatch   = "mismatch"   // FTRT_CFG_STATE_MISMATCH: a record not matching the table, ignored
+)
+
+// ConfigStateNames are the states' names by FTRT_CFG_STATE_* (the
+// runtime's FTRT_CFG_STATE_NAMES).
+var ConfigStateNames = [...]string{ConfigStateNone, ConfigStatePatched, ConfigStateOverridden, ConfigStateMismatch}
+
+// TableSection lists a module's sites, one address a word
+// (FTRT_TABLE_SECTION).
+const TableSection = "__mcount_loc"
+
+// The runtime's entry points ftpatch looks for in a linked file and
+// names on the link line.
+const (
+	Init             = "ftrt_init"              // FTRT_SYM_INIT: the load-time pass; only a program with the runtime defines it
+	ModuleInit       = "ftrt_module_init"       // FTRT_SYM_MODULE_INIT: the module stub's constructor; only a shared object with the stub
+	ModuleRegister   = "ftrt_module_register"   // FTRT_SYM_MODULE_REGISTER: exported by a program to its modules' stubs
+	ModuleUnregister = "ftrt_module_unregister" // FTRT_SYM_MODULE_UNREGISTER
+	ModuleSlots      = "ftrt_module_slots"      // FTRT_SYM_MODULE_SLOTS: the stub's jump slots
+	GraphEnter       = "ftrace_graph_enter"     // FTRT_SYM_GRAPH_ENTER: what a per-site trampoline calls
+	GraphLeave       = "ftrace_graph_leave"     // FTRT_SYM_GRAPH_LEAVE: where it jumps on the function's return
+)
+
+// A Target is one of x86-64's hooks and trampolines, by its index in a
+// module's targets[] (FTRT_T_*, from FTRT_TARGETS_X86_64).
+type Target uint8
+
+// The targets, in FTRT_TARGETS_X86_64's order.
+const (
+	TargetFentry   Target = iota // __fentry__: -mfentry's hook
+	TargetMcount                 // mcount: -pg's hook
+	TargetCaller5                // ftrace_caller5: an entry site, e8 rel32
+	TargetCaller6                // ftrace_caller6: an entry site, 67 e8 rel32
+	TargetMcaller5               // ftrace_mcount_caller5: a -pg site after the prologue
+	TargetMcaller6               // ftrace_mcount_caller6
+	TargetChain5                 // ftrace_chain_caller5: an entry site after push %r10
+	TargetChain6                 // ftrace_chain_caller6
+	TargetStub                   // ftrace_stub: the empty tracer, from any site
+	NumTargets
+)
+
+// The targets' names.
+const (
+	Fentry        = "__fentry__"
+	Mcount        = "mcount"
+	Caller5       = "ftrace_caller5"
+	Caller6       = "ftrace_caller6"
+	McountCaller5 = "ftrace_mcount_caller5"
+	McountCaller6 = "ftrace_mcount_caller6"
+	ChainCaller5  = "ftrace_chain_caller5"
+	ChainCaller6  = "ftrace_chain_caller6"
+	Stub          = "ftrace_stub"
+)
+
+var targetNames = [NumTargets]string{Fentry, Mcount, Caller5, Caller6, McountCaller5, McountCaller6, ChainCaller5, ChainCaller6, Stub}
+
+// String is the target's symbol.
+func (t Target) String() string {
+	if t < NumTargets {
+		return targetNames[t]
+	}
+	return fmt.Sprintf("target(%d)", uint8(t))
+}
+
+// arm64's hook and the trampolines its port will have (FTRT_ARM64_*);
+// its empty tracer is Stub, as on x86-64.
+const (
+	ARM64Mcount       = "_mcount"              // FTRT_ARM64_MCOUNT: -pg's hook, `bl _mcount` after the prologue
+	ARM64Caller       = "ftrace_caller"        // FTRT_ARM64_CALLER: from a patchable area's second word
+	ARM64McountCaller = "ftrace_mcount_caller" // FTRT_ARM64_MCOUNT_CALLER: from a -pg site
+)
+
+// x86-64's per-site graph trampoline: where each instruction starts, in
+// bytes from the trampoline's start (TRAMP_*).
+const (
+	TrampLea       = 0  // lea site(%rip), %r11
+	TrampCallEnter = 7  // call *enter(%rip): ftrace_graph_enter
+	TrampEntered   = 13 // je TrampSkip: ftrace_graph_enter's return address
+	TrampDrop      = 15 // add $8, %rsp
+	TrampCallBody  = 19 // call body
+	TrampHook      = 24 // jmp *leave(%rip): the body's return address, the call's hook
+	TrampSkip      = 30 // jmp body: not graphed
+	TrampPad       = 35 // int3 padding to TrampSize
+	TrampSize      = 40
+)

@@ -1,0 +1,229 @@
+/*
+ * The runtime's interface with ftpatch, defined once: what the runtime
+ * writes and what ftpatch reads or writes in its place. The records of a
+ * trace's streams, the trace directory's metadata keys, the config
+ * record that `ftpatch enable` rewrites, the names of the hooks,
+ * trampolines and entry points ftpatch looks up in a linked file, and the
+ * layout of the per-site graph trampolines.
+ *
+ * Go's package ftpatch/runtime/abi mirrors every value here (each Go
+ * name's comment names its macro); its test TestHeader compiles a
+ * program that includes this header and prints every value, size and
+ * offset, and fails on any that differs from the Go side's, or on a
+ * #define here the Go side lacks. Change a value on both sides together.
+ *
+ * Plain preprocessor values and one struct, so the assembly (entry.S)
+ * can include it too: the struct only where C reads it.
+ */
+#ifndef FTRT_ABI_H
+#define FTRT_ABI_H
+
+/*
+ * A trace directory (trace.c writes it, Go's package trace reads it):
+ * META_FILE, key value lines (the keys below), and a stream per thread,
+ * <pid>-<tid>[-<n>]STREAM_SUFFIX, a STREAM_HEADER-byte header
+ * (STREAM_MAGIC, pid, tid: u32 LE) followed by records.
+ */
+#define META_FILE "meta"
+#define STREAM_SUFFIX ".trace"
+#define STREAM_MAGIC "ftrtrec3" /* 8 bytes, no NUL: format 3's records */
+#define STREAM_HEADER 16
+
+/*
+ * Records (format 3; trace.c describes them): little-endian 64-bit
+ * words. A record's first word's top two bits (from REC_KIND_SHIFT) are
+ * its kind; CALL and ENTRY pack the time since the stream's last record
+ * (the delta) above the site, EXIT the delta alone; EXT records say what
+ * they are in the next four bits (from REC_EXT_BITS), a sub-kind, and
+ * hold a delta of up to 58 bits.
+ */
+#define REC_KIND_SHIFT 62   /* a record's kind: w0 >> 62 */
+#define REC_CALL 0          /* w0 = delta << 47 | site; parent ip */
+#define REC_ENTRY 1         /* w0 = 1 << 62 | delta << 47 | site */
+#define REC_EXIT 2          /* w0 = 2 << 62 | delta */
+#define REC_EXT 3           /* w0 = 3 << 62 | sub << 58 | payload */
+#define REC_DELTA_BITS 15   /* a CALL's or ENTRY's delta: under 2^15 */
+#define REC_SITE_BITS 47    /* a CALL's or ENTRY's site: under 2^47 */
+#define REC_DELTA_MAX 0x7fff /* 2^15 - 1: the largest delta a CALL or ENTRY holds */
+#define REC_EXIT_BITS 62    /* an EXIT's delta: under 2^62 */
+#define REC_EXT_BITS 58     /* an EXT record's payload; its sub-kind above it */
+#define REC_EXT_SUB_BITS 4  /* an EXT record's sub-kind: bits 58-61 */
+/* Words of a record of each kind; 0: EXT, whose sub-kind says. */
+#define REC_WORDS { [REC_CALL] = 2, [REC_ENTRY] = 1, [REC_EXIT] = 1, [REC_EXT] = 0 }
+
+/* EXT sub-kinds; EXT_RESERVED up to 15 are reserved (an error to read). */
+#define EXT_UNWOUND 0   /* payload delta; 1 word */
+#define EXT_TIME 1      /* payload 0; the stream's clock is set to w1; 2 words */
+#define EXT_CONTEXT 2   /* payload delta; w1 = context id; 2 words */
+#define EXT_LONGENTRY 3 /* payload delta; w1 = site; 2 words */
+#define EXT_LONGCALL 4  /* payload delta; w1 = site, w2 = parent ip; 3 words */
+#define EXT_RESERVED 5  /* the first reserved sub-kind */
+/* Words of a record of each sub-kind (1 << REC_EXT_SUB_BITS of them); 0: reserved. */
+#define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3 }
+
+/*
+ * The metadata (trace.c's write_meta): one "key value" line each, in
+ * this order; META_KEY_MODULE once per module. A reader ignores a key it
+ * does not know.
+ */
+#define META_FORMAT_3 "ftrt-trace 3" /* META_KEY_FORMAT's value: streams of STREAM_MAGIC */
+#define META_RECORDS_WORDS "words"   /* META_KEY_RECORDS's value */
+#define META_CLOCK_TSC "tsc"         /* META_KEY_CLOCK's values: rdtsc ticks... */
+#define META_CLOCK_MONO "mono"       /* ...or CLOCK_MONOTONIC ns */
+#define META_KEY_FORMAT "format"
+#define META_KEY_RECORDS "records"
+#define META_KEY_CLOCK "clock"
+#define META_KEY_TRACER "tracer" /* FTRT_TRACER_FUNCTION or FTRT_TRACER_GRAPH */
+#define META_KEY_EXE "exe"
+#define META_KEY_CMDLINE "cmdline"
+#define META_KEY_BUILD_ID "build_id"
+#define META_KEY_ENDED "ended"
+#define META_KEY_PID "pid"
+#define META_KEY_BIAS "bias"
+#define META_KEY_TSC_START "tsc_start"
+#define META_KEY_TSC_END "tsc_end"
+#define META_KEY_MONO_START "mono_start_ns"
+#define META_KEY_MONO_END "mono_end_ns"
+#define META_KEY_SITES "sites"
+#define META_KEY_ENABLED "enabled"
+#define META_KEY_SKIPPED "skipped"
+#define META_KEY_FAILED "failed"
+#define META_KEY_UNSUPPORTED "unsupported"
+#define META_KEY_DROPPED "dropped"
+#define META_KEY_OVERFLOW "overflow"
+#define META_KEY_UNWOUND "unwound"
+#define META_KEY_STOPPED "stopped"
+#define META_KEY_LOST_BYTES "lost_bytes"
+#define META_KEY_RECORDED_BYTES "recorded_bytes"
+#define META_KEY_LOST_THREADS "lost_threads"
+#define META_KEY_CONTEXTS "contexts"
+#define META_KEY_CONTEXTS_LOST "contexts_lost"
+#define META_KEY_MAX_DEPTH "max_depth"
+#define META_KEY_THRESH_TSC "thresh_tsc"
+#define META_KEY_GRAPH_FUNCS "graph_funcs"
+#define META_KEY_GRAPH_NOTRACE "graph_notrace"
+#define META_KEY_CONFIG "config" /* an FTRT_CFG_STATE_NAME_* */
+#define META_KEY_MODULE "module"
+#define META_KEY_MODULES_FORGOTTEN "modules_forgotten"
+
+/*
+ * The tracers: the config record's tracer field, FTRACE's values (by
+ * name) and META_KEY_TRACER's (function and function_graph).
+ */
+#define FTRT_FUNCTION 1 /* every call recorded */
+#define FTRT_GRAPH 2    /* calls and returns */
+#define FTRT_NOP 3      /* sites call ftrace_stub: records nothing */
+#define FTRT_TRACER_FUNCTION "function"
+#define FTRT_TRACER_GRAPH "function_graph"
+#define FTRT_TRACER_NOP "nop"
+
+/*
+ * The config record (config.c), in its own section FTRT_CFG_SECTION,
+ * which `ftpatch enable` and `ftpatch disable` rewrite in the linked file
+ * (Go: package patch). Fixed size, little-endian, no padding: 312 bytes.
+ */
+#define FTRT_CFG_SECTION ".ftrt_config"
+#define FTRT_CFG_SIZE 312
+#define FTRT_CFG_TRACE_DIR_MAX 256
+#define FTRT_CFG_MAGIC { 'f', 't', 'r', 't', 'c', 'f', 'g', '1' }
+/* ftpatch wrote every site: each is a NOP or a call to the trampoline its
+ * kind calls, so the load-time pass only checks, and writes nothing. */
+#define FTRT_CFG_PATCHED 1u
+/* The file has no site table: ftpatch found its sites by decoding function
+ * entries. The pass has nothing to check them against; it starts the
+ * recorded tracer on the record's word (ftpatch verify checks the file). */
+#define FTRT_CFG_NOTABLE 2u
+
+/* What the load-time pass made of the record (ftrt_stats.config), and its
+ * name for the trace's metadata (META_KEY_CONFIG). */
+#define FTRT_CFG_STATE_NONE 0       /* not patched: the environment decides */
+#define FTRT_CFG_STATE_PATCHED 1    /* pre-patched: sites checked, nothing written, the recorded tracer started */
+#define FTRT_CFG_STATE_OVERRIDDEN 2 /* pre-patched, but FTRACE or FTRACE_FILTER was set: the normal pass ran */
+#define FTRT_CFG_STATE_MISMATCH 3   /* the record disagrees with the table: ignored, the normal pass ran */
+#define FTRT_CFG_STATE_NAMES { "none", "patched", "overridden", "mismatch" }
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+struct ftrt_config {
+	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
+	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
+	uint32_t tracer;    /* 0: nothing baked in; else FTRT_FUNCTION, FTRT_GRAPH or FTRT_NOP */
+	uint32_t flags;     /* FTRT_CFG_PATCHED, FTRT_CFG_NOTABLE */
+	uint32_t reserved;  /* 0 */
+	uint64_t sites;     /* table entries ftpatch wrote (non-zero, distinct): the pass's own count must agree */
+	uint64_t enabled;   /* of which calls into the runtime */
+	uint64_t list_hash; /* hash of the normalised function list (ftpatch's; the runtime ignores it) */
+	uint64_t text_hash; /* hash of the executable segments with sites masked (for ftpatch verify) */
+	/* ftpatch enable --trace-dir: where the program traces, an absolute
+	 * path NUL-padded; "" for none. The only place a secure-execution
+	 * process (setuid, setgid, file capabilities) writes a trace, after
+	 * dir.c re-checks it; elsewhere FTRACE_OUT wins over it. A shared
+	 * object's is empty (its trace is its program's). */
+	char trace_dir[FTRT_CFG_TRACE_DIR_MAX];
+};
+_Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config is FTRT_CFG_SIZE bytes");
+#endif
+
+/*
+ * The site table a module's sites are listed in (one address a word),
+ * which the linker brackets with __start_ and __stop_ symbols.
+ */
+#define FTRT_TABLE_SECTION "__mcount_loc"
+
+/*
+ * The entry points ftpatch looks for in a linked file (patch.Load) and
+ * names on the link line (ftpatch flags --libs): the runtime's load-time
+ * pass, which only a program linking the runtime defines; the module
+ * stub's constructor, which only a shared object linking the stub
+ * defines; the registration a program exports to its modules' stubs.
+ */
+#define FTRT_SYM_INIT "ftrt_init"
+#define FTRT_SYM_MODULE_INIT "ftrt_module_init"
+#define FTRT_SYM_MODULE_REGISTER "ftrt_module_register"
+#define FTRT_SYM_MODULE_UNREGISTER "ftrt_module_unregister"
+#define FTRT_SYM_MODULE_SLOTS "ftrt_module_slots" /* the stub's jump slots (module/x86_64/entry.S) */
+#define FTRT_SYM_GRAPH_ENTER "ftrace_graph_enter" /* what a per-site trampoline calls... */
+#define FTRT_SYM_GRAPH_LEAVE "ftrace_graph_leave" /* ...and jumps to on the function's return */
+
+/*
+ * x86-64's hooks and trampolines, in the order of a module's targets[]
+ * (ftrt.h: FTRT_T_<id>): X(id, symbol) for each. The hooks are what the
+ * compiler calls; the trampolines what an enabled site calls (the
+ * runtime writes the calls at load time, `ftpatch enable` into the file),
+ * the one its kind, length and tracer say.
+ */
+#define FTRT_TARGETS_X86_64(X)                                                                  \
+	X(FENTRY, __fentry__)               /* -mfentry's hook: a call at a function's entry */ \
+	X(MCOUNT, mcount)                   /* -pg's hook: a call after the prologue */         \
+	X(CALLER5, ftrace_caller5)          /* an entry site, e8 rel32 */                       \
+	X(CALLER6, ftrace_caller6)          /* an entry site, 67 e8 rel32 */                    \
+	X(MCALLER5, ftrace_mcount_caller5)  /* a -pg site, e8 rel32 */                          \
+	X(MCALLER6, ftrace_mcount_caller6)  /* a -pg site, 67 e8 rel32 */                       \
+	X(CHAIN5, ftrace_chain_caller5)     /* a chain site (push %r10 first), e8 rel32 */      \
+	X(CHAIN6, ftrace_chain_caller6)     /* a chain site, 67 e8 rel32 */                     \
+	X(STUB, ftrace_stub)                /* the empty tracer (FTRACE=nop), from any site */
+
+/*
+ * arm64's hook (arm64/entry.S) and the trampolines its port will have:
+ * ftrace_caller from a patchable area's second word, ftrace_mcount_caller
+ * from a -pg site, ftrace_stub (named as on x86-64) from any.
+ */
+#define FTRT_ARM64_MCOUNT "_mcount"
+#define FTRT_ARM64_CALLER "ftrace_caller"
+#define FTRT_ARM64_MCOUNT_CALLER "ftrace_mcount_caller"
+
+/*
+ * x86-64's per-site graph trampoline (x86_64/site.c builds one per entry
+ * site; entry.S draws it and serves it): where each instruction starts.
+ */
+#define TRAMP_LEA 0          /* lea site(%rip), %r11 */
+#define TRAMP_CALL_ENTER 7   /* call *enter(%rip): ftrace_graph_enter */
+#define TRAMP_ENTERED 13     /* je TRAMP_SKIP: ftrace_graph_enter's return address */
+#define TRAMP_DROP 15        /* add $8, %rsp */
+#define TRAMP_CALL_BODY 19   /* call body */
+#define TRAMP_HOOK 24        /* jmp *leave(%rip): the body's return address, the call's hook */
+#define TRAMP_SKIP 30        /* jmp body: not graphed */
+#define TRAMP_PAD 35         /* int3 padding to TRAMP_SIZE, never run */
+#define TRAMP_SIZE 40
+
+#endif
