@@ -212,6 +212,49 @@ func TestRelas(t *testing.T) {
 	})
 }
 
+// TestAppendRela: entries AppendRela encodes read back through debug/elf
+// (Elf64_Rela, R_SYM64, R_TYPE64) as they were given, for both machines'
+// 64-bit absolute type, R_*_NONE, a symbol index using all 32 bits and a
+// negative addend; appending to a slice of existing data rewrites that
+// entry in place and leaves its neighbours as they were.
+func TestAppendRela(t *testing.T) {
+	in := []elfx.Rela{
+		{Off: 0x10, Sym: 3, Type: uint32(elf.R_X86_64_64), Addend: 0x1234},
+		{Off: 0xfffffffffffffff8, Sym: 0xffffffff, Type: uint32(elf.R_AARCH64_ABS64), Addend: -8},
+		{Off: 0x20, Sym: 0, Type: elfx.RelocNone, Addend: 0},
+	}
+	var b []byte
+	for _, r := range in {
+		b = elfx.AppendRela(b, r)
+	}
+	if len(b) != len(in)*elfx.RelaSize {
+		t.Fatalf("%d entries take %d bytes, want %d", len(in), len(b), len(in)*elfx.RelaSize)
+	}
+	decode := func(b []byte) []elfx.Rela {
+		d := make([]elf.Rela64, len(b)/elfx.RelaSize)
+		if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, d); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]elfx.Rela, len(d))
+		for i, r := range d {
+			out[i] = elfx.Rela{Off: r.Off, Sym: elf.R_SYM64(r.Info), Type: elf.R_TYPE64(r.Info), Addend: r.Addend}
+		}
+		return out
+	}
+	if got := decode(b); !slices.Equal(got, in) {
+		t.Errorf("debug/elf reads %+v, want %+v", got, in)
+	}
+
+	in[1] = elfx.Rela{Off: 0x18, Sym: 7, Type: uint32(elf.R_X86_64_PC32), Addend: -4}
+	elfx.AppendRela(b[elfx.RelaSize:][:0], in[1])
+	if len(b) != len(in)*elfx.RelaSize {
+		t.Fatalf("rewriting in place changed the length to %d", len(b))
+	}
+	if got := decode(b); !slices.Equal(got, in) {
+		t.Errorf("after rewriting entry 1 in place, debug/elf reads %+v, want %+v", got, in)
+	}
+}
+
 // TestTypedAccessorErrors: asking for the wrong kind of section is an
 // error, not garbage.
 func TestTypedAccessorErrors(t *testing.T) {

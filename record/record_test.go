@@ -631,14 +631,18 @@ func checkPreserved(t *testing.T, before *sites.Object, in, img []byte, opts rec
 		if rs.Type != elf.SHT_RELA || int(rs.Link) != inSym.Index {
 			continue
 		}
-		for j := uint64(0); j < rs.Size/24; j++ {
-			e := want[uint64(rs.Off)+j*24:]
-			info := binary.LittleEndian.Uint64(e[8:])
-			switch sym := uint32(info >> 32); {
-			case retyped[[2]int{rs.Index, int(j)}]:
-				clear(e[8:24]) // symbol 0, R_*_NONE, addend 0
-			case added > 0 && sym >= first:
-				binary.LittleEndian.PutUint64(e[8:], uint64(sym+added)<<32|info&0xffffffff)
+		relas, err := f.Relas(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range relas {
+			e := want[uint64(rs.Off)+uint64(j)*elfx.RelaSize:][:0]
+			switch {
+			case retyped[[2]int{rs.Index, j}]:
+				elfx.AppendRela(e, elfx.Rela{Off: r.Off, Type: elfx.RelocNone}) // symbol 0, R_*_NONE, addend 0
+			case added > 0 && r.Sym >= first:
+				r.Sym += added
+				elfx.AppendRela(e, r)
 			}
 		}
 	}
