@@ -17,8 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"ftpatch/elfx"
 )
 
 // toolDir holds the ftpatch binaries built once for the whole run.
@@ -187,21 +185,6 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 		objs = append(objs, obj)
 	}
 	return objs
-}
-
-// symbolAddrs returns the address of each symbol of f's symbol table, by
-// name.
-func symbolAddrs(t *testing.T, f *elfx.File) map[string]uint64 {
-	t.Helper()
-	_, syms, err := f.Symtab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := map[string]uint64{}
-	for _, s := range syms {
-		addr[s.Name] = uint64(s.Value)
-	}
-	return addr
 }
 
 func picFlag(pie bool) string {

@@ -14,9 +14,8 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	ftrt "ftpatch/runtime"
-	"ftpatch/sites"
 	"ftpatch/trace"
 )
 
@@ -95,14 +94,7 @@ func TestLoadTimeNops(t *testing.T) {
 				argv = append(append(append(argv, objs...), check), ftrt.LinkFlags(lib)...)
 				run(t, dir, argv...)
 
-				f, err := elfx.Open(prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := sites.FindLinked(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, l := sitetest.Linked(t, prog)
 				live := len(l.Sites) + l.Dead
 
 				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_NOP=" + b.nop}, prog)
@@ -211,11 +203,8 @@ func heldSites(t *testing.T, stderr string) map[uint64][]byte {
 // repeated entries.
 func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 	t.Helper()
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := symbolAddrs(t, f)
+	f := sitetest.Open(t, prog)
+	addr := sitetest.Symbols(t, f)
 
 	// What a site must hold: an instruction of len bytes, and for a
 	// call, its target.
@@ -336,11 +325,8 @@ func TestLoadTimeSymbols(t *testing.T) {
 	run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
 	stripped := filepath.Join(dir, "stripped")
 	run(t, dir, "strip", "-o", stripped, prog)
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := symbolAddrs(t, f)
+	f := sitetest.Open(t, prog)
+	addr := sitetest.Symbols(t, f)
 	// The sites, by function: where each is, and what it becomes when
 	// enabled ("" for the jump to a trampoline of its own). The one in
 	// no function is found as the site that is none of these.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/nops"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
@@ -204,7 +205,7 @@ func TestOddShapes(t *testing.T) {
 // ("nop"), or a call of the trampoline of its kind (a tracer's name).
 func checkShapeSites(t *testing.T, prog string, chain bool, enabled string) {
 	t.Helper()
-	_, l := findLinked(t, prog)
+	_, l := sitetest.Linked(t, prog)
 	seen := map[string]int{}
 	for _, s := range l.Sites {
 		seen[s.Func]++
@@ -240,13 +241,13 @@ func checkShapeSites(t *testing.T, prog string, chain bool, enabled string) {
 // a problem it names.
 func checkChainVerify(t *testing.T, dir, en string) {
 	t.Helper()
-	f, l := findLinked(t, en)
+	f, l := sitetest.Linked(t, en)
 	for _, s := range l.Sites {
 		if s.Kind != sites.X86Chain {
 			continue
 		}
 		entry := map[int]string{5: "ftrace_caller5", 6: "ftrace_caller6"}[s.Len]
-		call, err := map[int]func(site, target uint64) ([]byte, error){5: nops.X86Call, 6: nops.X86Call6}[s.Len](s.Off, symbolAddrs(t, f)[entry])
+		call, err := map[int]func(site, target uint64) ([]byte, error){5: nops.X86Call, 6: nops.X86Call6}[s.Len](s.Off, sitetest.Symbols(t, f)[entry])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +277,7 @@ func checkChainVerify(t *testing.T, dir, en string) {
 // kind and length.
 func shapeSiteLines(t *testing.T, prog string) string {
 	t.Helper()
-	_, l := findLinked(t, prog)
+	_, l := sitetest.Linked(t, prog)
 	var b strings.Builder
 	for _, s := range l.Sites {
 		fmt.Fprintf(&b, "%s+%d %v %d\n", s.Func, s.FuncOff, s.Kind, s.Len)

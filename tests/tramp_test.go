@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
@@ -51,14 +51,7 @@ func TestGraphTrampolines(t *testing.T) {
 				if out != wantOut || code != wantCode {
 					t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
 				}
-				f, err := elfx.Open(prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := sites.FindLinked(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				f, l := sitetest.Linked(t, prog)
 				_, syms, err := f.Symtab()
 				if err != nil {
 					t.Fatal(err)

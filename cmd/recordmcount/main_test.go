@@ -20,6 +20,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/sitetest"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -329,14 +330,7 @@ func copyInto(t *testing.T, dir, src, name string) string {
 // table listing n sites.
 func checkRecorded(t *testing.T, path string, n int) {
 	t.Helper()
-	f, err := elfx.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := sites.FindObject(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	_, obj := sitetest.Object(t, path)
 	if obj.Table != sites.TableOurs || len(obj.Sites) != n {
 		t.Errorf("%s: table %v with %d sites, want %v with %d", path, obj.Table, len(obj.Sites), sites.TableOurs, n)
 	}
@@ -699,10 +693,7 @@ func TestSectionSymbolValue(t *testing.T) {
 		}
 		return
 	}
-	out, err := elfx.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := sitetest.Open(t, p)
 	got, err := sites.FindObject(out)
 	if err != nil {
 		t.Fatalf("the table written does not point at the sites: %v", err)
@@ -762,14 +753,7 @@ func TestOddShapes(t *testing.T) {
 			if o.failed || !strings.Contains(o.stderr, "note: ") || !strings.Contains(o.stderr, "patchable area") {
 				t.Fatalf("failed %v, stderr %q; want success and a note on the patchable areas", o.failed, o.stderr)
 			}
-			f, err := elfx.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			obj, err := sites.FindObject(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, obj := sitetest.Object(t, p)
 			got := map[string]string{}
 			for _, s := range obj.Sites {
 				got[s.Func] = fmt.Sprintf("%v +%d", s.Kind, s.FuncOff)

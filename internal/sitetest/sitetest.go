@@ -1,0 +1,90 @@
+// Package sitetest opens ELF files and finds their sites and symbols for
+// the tests of several packages (the end-to-end tests, recordmcount's and
+// ftpatch's), failing the test with the file's name when a step fails:
+// the plumbing those tests start with, in one place.
+package sitetest
+
+import (
+	"testing"
+
+	"ftpatch/elfx"
+	"ftpatch/sites"
+)
+
+// Open parses the ELF file at path; an error fails t.
+func Open(t testing.TB, path string) *elfx.File {
+	t.Helper()
+	f, err := elfx.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Object opens the relocatable object at path and finds its sites
+// (sites.FindObject); an error fails t.
+func Object(t testing.TB, path string) (*elfx.File, *sites.Object) {
+	t.Helper()
+	f := Open(t, path)
+	obj, err := sites.FindObject(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f, obj
+}
+
+// Linked opens the linked program or shared object at path and reads its
+// site table (sites.FindLinked); an error fails t.
+func Linked(t testing.TB, path string) (*elfx.File, *sites.Linked) {
+	t.Helper()
+	f := Open(t, path)
+	l, err := sites.FindLinked(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f, l
+}
+
+// Decoded opens the linked file at path and finds its sites by decoding
+// its function entries (sites.FindDecoded); an error fails t.
+func Decoded(t testing.TB, path string) (*elfx.File, *sites.Linked) {
+	t.Helper()
+	f := Open(t, path)
+	l, err := sites.FindDecoded(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f, l
+}
+
+// Symbols returns the value of each symbol of f's symbol table, by name
+// (of several symbols with one name, the last); an error fails t.
+func Symbols(t testing.TB, f *elfx.File) map[string]uint64 {
+	t.Helper()
+	_, syms, err := f.Symtab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := make(map[string]uint64, len(syms))
+	for _, s := range syms {
+		addr[s.Name] = uint64(s.Value)
+	}
+	return addr
+}
+
+// Symbol returns the value of the first symbol of f's symbol table named
+// name; an error, or no such symbol, fails t.
+func Symbol(t testing.TB, f *elfx.File, name string) uint64 {
+	t.Helper()
+	_, syms, err := f.Symtab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			return uint64(s.Value)
+		}
+	}
+	t.Fatalf("no symbol %q", name)
+	return 0
+}
