@@ -729,13 +729,13 @@ int main(int argc, char **argv) { (void)argv; return fp_table[argc % 3](argc); }
 // to its function's address, whether the linker wrote RELA RELATIVE
 // relocations or packed them as RELR (the two builds must agree).
 func TestRelativesPIE(t *testing.T) {
-	type build struct {
+	type pieBuild struct {
 		name   string
 		cc     string
 		flags  []string
 		packed bool
 	}
-	builds := []build{
+	builds := []pieBuild{
 		{"x86_64", "gcc", []string{"-O2", "-fpie", "-pie"}, false},
 		{"x86_64-relr", "gcc", []string{"-O2", "-fpie", "-pie", "-Wl,-z,pack-relative-relocs"}, true},
 		{"arm64", "aarch64-linux-gnu-gcc", []string{"-O2", "-fpie", "-pie"}, false},
@@ -748,7 +748,7 @@ func TestRelativesPIE(t *testing.T) {
 			}
 			dir := t.TempDir()
 			src := writeFile(t, dir, "pie.c", pieSource)
-			p := buildOrFail(t, dir, b.cc, "pie", append(b.flags, src)...)
+			p := build(t, dir, b.cc, "pie", append(b.flags, src)...)
 			f, d := open(t, p)
 			if f.Type != elf.ET_DYN {
 				t.Fatalf("type %v, want ET_DYN", f.Type)
@@ -836,20 +836,9 @@ func writeFile(t *testing.T, dir, name, contents string) string {
 	return p
 }
 
-// build runs cc to make dir/out and fails the test if it cannot.
+// build runs cc (a cross toolchain included, which make deps installs
+// with its C library) to make dir/out and fails the test if it cannot.
 func build(t *testing.T, dir, cc, out string, args ...string) string {
-	t.Helper()
-	p := filepath.Join(dir, out)
-	if b, err := exec.Command(cc, append(args, "-o", p)...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, b)
-	}
-	return p
-}
-
-// buildOrFail links a program with cc (the cross toolchains included,
-// which make deps installs with their C library); a failure fails the
-// test.
-func buildOrFail(t *testing.T, dir, cc, out string, args ...string) string {
 	t.Helper()
 	p := filepath.Join(dir, out)
 	if b, err := exec.Command(cc, append(args, "-o", p)...).CombinedOutput(); err != nil {
