@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"ftpatch/internal/special"
 )
 
 // Limits on a tool run by boundedRun: a tool that waits on a FIFO or
@@ -75,34 +76,6 @@ func TestNotRegularFiles(t *testing.T) {
 	if !exeLine.Match(meta) {
 		t.Fatalf("%s/meta has no exe line:\n%s", tr, meta)
 	}
-	kinds := []struct {
-		name string
-		make func(t *testing.T, dir string) string
-		what string // in the error
-	}{
-		{"dev-zero", func(t *testing.T, dir string) string { return "/dev/zero" }, "not a regular file (a character device)"},
-		{"fifo", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "fifo")
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a FIFO)"},
-		{"directory", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "dir")
-			if err := os.Mkdir(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a directory)"},
-		{"link-to-dev-zero", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "zero")
-			if err := os.Symlink("/dev/zero", p); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a character device)"},
-	}
 	// Each command: BAD stands for the file, TRACE for a trace whose
 	// metadata names BAD as its executable. code is the exit status:
 	// ftpatch gives 2 for an input it cannot read, 1 for a bad output.
@@ -126,11 +99,11 @@ func TestNotRegularFiles(t *testing.T) {
 		{[]string{"recordmcount", "--list", "BAD"}, 1},
 		{[]string{"recordmcount", "-o", "BAD", obj}, 1},
 	}
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range special.Files {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			bad := k.make(t, dir)
+			bad := k.Make(t, filepath.Join(dir, k.Name))
 			badTrace := filepath.Join(dir, "trace")
 			if err := os.CopyFS(badTrace, os.DirFS(tr)); err != nil {
 				t.Fatal(err)
@@ -146,7 +119,7 @@ func TestNotRegularFiles(t *testing.T) {
 				}
 				what := strings.Join(c.argv, " ")
 				out, errOut, code := boundedRun(t, dir, argv...)
-				want := bad + ": " + k.what
+				want := bad + ": " + k.Want
 				if strings.Contains(what, "--list") && strings.HasPrefix(out, "OBJECT ") && strings.Count(out, "\n") == 1 {
 					out = "" // the table's header alone
 				}
@@ -156,7 +129,7 @@ func TestNotRegularFiles(t *testing.T) {
 			}
 			// The runtime's build writes into a directory: anything else
 			// there is one line too.
-			if k.name != "directory" {
+			if k.Name != "directory" {
 				_, errOut, code := boundedRun(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
 				if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, bad+": not a directory") {
 					t.Errorf("ftpatch runtime build -o BAD: exit %d, stderr:\n%s\nwant exit 1 and one line saying %q", code, errOut, bad+": not a directory")

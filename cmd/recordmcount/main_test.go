@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
 	"ftpatch/internal/sitetest"
+	"ftpatch/internal/special"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -46,42 +46,18 @@ func inProcess(t *testing.T, args ...string) outcome {
 	return outcome{stdout.String(), stderr.String(), err != nil, -1}
 }
 
-// A special case is a bad input the file system makes rather than a file
-// of testdata/bad.
-type special struct {
-	name  string
-	setup func(t *testing.T, dir string) string // returns the path to pass
-	want  string
-	// hazard: without its check, reading it would not end (a device
-	// that reads without end, a FIFO that blocks): run only as a process
-	// under limits (TestBinary), never in the test binary itself.
-	hazard bool
-}
+// specials are the bad inputs the file system makes rather than files of
+// testdata/bad: the special files, and a file that is not there.
+var specials = append(slices.Clone(special.Files), special.File{
+	Name: "missing",
+	Make: func(t testing.TB, path string) string { return path },
+	Want: "no such file or directory",
+})
 
-var specials = []special{
-	{"directory", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "directory.o")
-		if err := os.Mkdir(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a directory)", false},
-	{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "missing.o") }, "no such file or directory", false},
-	{"dev-zero", func(t *testing.T, dir string) string { return "/dev/zero" }, "not a regular file (a character device)", true},
-	{"link-to-dev-zero", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "zero.o")
-		if err := os.Symlink("/dev/zero", p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a character device)", true},
-	{"fifo", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "fifo.o")
-		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a FIFO)", true},
+// makeSpecial makes c as dir/<name>.o and returns the path to pass.
+func makeSpecial(t *testing.T, c special.File, dir string) string {
+	t.Helper()
+	return c.Make(t, filepath.Join(dir, c.Name+".o"))
 }
 
 // corpusFiles lists testdata/bad, failing if it is empty or holds a file
@@ -133,13 +109,13 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 	for _, c := range specials {
-		if c.hazard {
+		if c.Hazard {
 			continue // TestBinary runs it under limits
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := c.setup(t, dir)
-			checkBad(t, inProcess, "in-place", dir, p, c.want)
+			p := makeSpecial(t, c, dir)
+			checkBad(t, inProcess, "in-place", dir, p, c.Want)
 		})
 	}
 }
@@ -608,10 +584,10 @@ func TestBinary(t *testing.T) {
 	// hang the tool or exhaust its memory (limited kills it, failing the
 	// test).
 	for _, c := range specials {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			for _, mode := range []string{"in-place", "output", "list"} {
 				dir := t.TempDir()
-				checkBad(t, execRun, mode, dir, c.setup(t, dir), c.want)
+				checkBad(t, execRun, mode, dir, makeSpecial(t, c, dir), c.Want)
 			}
 		})
 	}
