@@ -25,36 +25,32 @@ func Open(t testing.TB, path string) *elfx.File {
 // (sites.FindObject); an error fails t.
 func Object(t testing.TB, path string) (*elfx.File, *sites.Object) {
 	t.Helper()
-	f := Open(t, path)
-	obj, err := sites.FindObject(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return f, obj
+	return find(t, path, sites.FindObject)
 }
 
 // Linked opens the linked program or shared object at path and reads its
 // site table (sites.FindLinked); an error fails t.
 func Linked(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
-	f := Open(t, path)
-	l, err := sites.FindLinked(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return f, l
+	return find(t, path, sites.FindLinked)
 }
 
 // Decoded opens the linked file at path and finds its sites by decoding
 // its function entries (sites.FindDecoded); an error fails t.
 func Decoded(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
+	return find(t, path, sites.FindDecoded)
+}
+
+// find opens path and runs one of sites' finders on it.
+func find[T any](t testing.TB, path string, finder func(*elfx.File) (T, error)) (*elfx.File, T) {
+	t.Helper()
 	f := Open(t, path)
-	l, err := sites.FindDecoded(f)
+	found, err := finder(f)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return f, l
+	return f, found
 }
 
 // Symbols returns the value of each symbol of f's symbol table, by name
