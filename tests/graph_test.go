@@ -71,65 +71,70 @@ func masked(b []byte) []byte {
 	return regexp.MustCompile(`\[ *[0-9]+\]`).ReplaceAll(b, []byte("[   TID]"))
 }
 
+// graphReplay is the replay of a function_graph trace (trace.WriteGraph).
+func graphReplay(t *testing.T, tr *trace.Trace, threads []trace.Thread) []byte {
+	t.Helper()
+	var replay bytes.Buffer
+	if err := trace.WriteGraph(&replay, tr, threads); err != nil {
+		t.Fatal(err)
+	}
+	return replay.Bytes()
+}
+
+// checkGraphGolden runs prog in dir under function_graph, fib left out
+// (its thousands of calls are counted elsewhere) so the replay stays
+// readable, and compares the masked replay with testdata/name.golden.
+func checkGraphGolden(t *testing.T, dir, prog, name string) {
+	t.Helper()
+	out := filepath.Join(dir, "nofib")
+	if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}, prog); err != nil {
+		t.Fatal(err)
+	}
+	tr, threads := graphOf(t, out)
+	golden.Check(t, filepath.Join("testdata", name+".golden"), masked(graphReplay(t, tr, threads)))
+}
+
 // TestFunctionGraph: FTRACE=function_graph keeps the program's output and
 // exit status, records every call (as many as the -finstrument-functions
 // oracle counts) nested within its caller, and replays to the golden call
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
-			for _, pie := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
-					t.Parallel()
-					need(t, tg.tools...)
-					want := oracleCounts(t, tg)
-					plainDir, dir := t.TempDir(), t.TempDir()
-					plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, "bfd", false)
-					wantOut, wantCode := execute(t, tg, plain)
-					prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
-					out := filepath.Join(dir, "ftrace.data")
-					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got != wantOut || code != wantCode {
-						t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-					}
-					_, threads := graphOf(t, out)
-					checkNesting(t, threads)
-					calls := map[string]int{}
-					for _, s := range trace.Stats(threads) {
-						calls[s.Func] = s.Calls
-						if s.Self < 0 || s.Self > s.Total {
-							t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
-						}
-					}
-					for fn, n := range want {
-						if calls[fn] != n {
-							t.Errorf("%s: graphed %d calls, the oracle counted %d", fn, calls[fn], n)
-						}
-					}
-					if len(calls) != len(want) {
-						t.Errorf("graphed functions %v, the oracle's %v", calls, want)
-					}
-					// The golden replay leaves fib out (its 22,068 calls are
-					// checked by count above) so it stays readable. One
-					// golden per compiler: the builds make the same calls at
-					// -O0, whatever the site flags.
-					out2 := filepath.Join(dir, "nofib")
-					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out2}, prog); err != nil {
-						t.Fatal(err)
-					}
-					tr2, threads2 := graphOf(t, out2)
-					var replay bytes.Buffer
-					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
-						t.Fatal(err)
-					}
-					golden.Check(t, filepath.Join("testdata", "graph-"+tg.name+".golden"), masked(replay.Bytes()))
-				})
+	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+		want := oracleCounts(t, tg)
+		dir := t.TempDir()
+		_, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
+		prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
+		out := filepath.Join(dir, "ftrace.data")
+		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != wantOut || code != wantCode {
+			t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
+		}
+		_, threads := graphOf(t, out)
+		checkNesting(t, threads)
+		calls := map[string]int{}
+		for _, s := range trace.Stats(threads) {
+			calls[s.Func] = s.Calls
+			if s.Self < 0 || s.Self > s.Total {
+				t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
 			}
 		}
-	}
+		for fn, n := range want {
+			if calls[fn] != n {
+				t.Errorf("%s: graphed %d calls, the oracle counted %d", fn, calls[fn], n)
+			}
+		}
+		if len(calls) != len(want) {
+			t.Errorf("graphed functions %v, the oracle's %v", calls, want)
+		}
+		// The golden replay leaves fib out (its 22,068 calls are
+		// checked by count above) so it stays readable. One
+		// golden per compiler: the builds make the same calls at
+		// -O0, whatever the site flags.
+		checkGraphGolden(t, dir, prog, "graph-"+tg.name)
+	})
 }
 
 // TestGraphEdges: the edge cases (longjmp out of graphed frames, a signal
@@ -185,17 +190,14 @@ func TestGraphEdges(t *testing.T) {
 				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 8 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
 					t.Errorf("graph of the edge program: %+v", stats)
 				}
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
+				replay := graphReplay(t, tr, threads)
 				for _, want := range []string{"/* unwound: longjmp or exception */", "did not return (still running at exit)"} {
-					if !bytes.Contains(replay.Bytes(), []byte(want)) {
+					if !bytes.Contains(replay, []byte(want)) {
 						t.Errorf("replay lacks %q", want)
 					}
 				}
 				if t.Failed() {
-					os.WriteFile(filepath.Join(t.TempDir(), "replay"), replay.Bytes(), 0o644)
+					os.WriteFile(filepath.Join(t.TempDir(), "replay"), replay, 0o644)
 				}
 			})
 		}
@@ -385,63 +387,46 @@ func TestClock(t *testing.T) {
 // output and exit status untraced, under function and under
 // function_graph, and the same count of calls for every function.
 func TestOptimized(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
-			for _, pie := range []bool{true, false} {
-				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
-					t.Parallel()
-					need(t, tg.tools...)
-					dir := t.TempDir()
-					prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
-					wantOut, _, wantCode, err := runStatus(dir, prog)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
-					for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
-						got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if got != wantOut || code != wantCode {
-							t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
-						}
-					}
-					counts := traceCounts(t, fn)
-					_, threads := graphOf(t, graph)
-					checkNesting(t, threads)
-					calls := map[string]int{}
-					for _, s := range trace.Stats(threads) {
-						calls[s.Func] = s.Calls
-					}
-					if len(counts) < 3 {
-						t.Errorf("only %d functions traced: %v", len(counts), counts)
-					}
-					for f, n := range counts {
-						if calls[f] != n {
-							t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
-						}
-					}
-					if len(calls) != len(counts) {
-						t.Errorf("function tracer saw %v, graph %v", counts, calls)
-					}
-					// The graph against a golden per compiler (the site flags
-					// change nothing -O2 inlines; the compiler does), fib left
-					// out as in TestFunctionGraph.
-					nofib := filepath.Join(dir, "nofib")
-					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + nofib}, prog); err != nil {
-						t.Fatal(err)
-					}
-					tr2, threads2 := graphOf(t, nofib)
-					var replay bytes.Buffer
-					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
-						t.Fatal(err)
-					}
-					golden.Check(t, filepath.Join("testdata", "graph-O2-"+tg.name+".golden"), masked(replay.Bytes()))
-				})
+	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+		dir := t.TempDir()
+		prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
+		wantOut, _, wantCode, err := runStatus(dir, prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
+		for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
+			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != wantOut || code != wantCode {
+				t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
 			}
 		}
-	}
+		counts := traceCounts(t, fn)
+		_, threads := graphOf(t, graph)
+		checkNesting(t, threads)
+		calls := map[string]int{}
+		for _, s := range trace.Stats(threads) {
+			calls[s.Func] = s.Calls
+		}
+		if len(counts) < 3 {
+			t.Errorf("only %d functions traced: %v", len(counts), counts)
+		}
+		for f, n := range counts {
+			if calls[f] != n {
+				t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
+			}
+		}
+		if len(calls) != len(counts) {
+			t.Errorf("function tracer saw %v, graph %v", counts, calls)
+		}
+		// The graph against a golden per compiler (the site flags
+		// change nothing -O2 inlines; the compiler does), fib left
+		// out as in TestFunctionGraph.
+		checkGraphGolden(t, dir, prog, "graph-O2-"+tg.name)
+	})
 }
 
 // TestExceptions: C++ exceptions thrown through graphed frames (caught
@@ -526,11 +511,7 @@ func TestClockFallback(t *testing.T) {
 				}
 			}
 		}
-		var replay bytes.Buffer
-		if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-			t.Fatal(err)
-		}
-		replays[clock] = masked(replay.Bytes())
+		replays[clock] = masked(graphReplay(t, tr, threads))
 	}
 	if !bytes.Equal(replays["tsc"], replays["mono"]) {
 		t.Errorf("the graphs differ:\ntsc:\n%s\nmono:\n%s", replays["tsc"], replays["mono"])

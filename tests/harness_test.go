@@ -152,6 +152,23 @@ var flagSets = map[string][]string{
 // x86Traced are the x86-64 site flag sets the tracer tests run over.
 var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
 
+// forTracedBuilds runs test on every build of the tracer tests' matrix,
+// both x86-64 compilers by each of x86Traced, position-independent or
+// not, as a parallel subtest named compiler/flags/-fPIE (or -fno-pie).
+func forTracedBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range x86Traced {
+			for _, pie := range []bool{true, false} {
+				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					test(t, tg, flags, pie)
+				})
+			}
+		}
+	}
+}
+
 // slug turns flags into a name usable for files and subtests.
 func slug(s string) string {
 	r := strings.NewReplacer(" ", "", "-", "_", "=", "", ",", "_")
@@ -230,6 +247,21 @@ func execute(t *testing.T, tg target, prog string) (string, int) {
 		t.Fatalf("running %s: %v\n%s", prog, err, errOut)
 	}
 	return out, code
+}
+
+// plainRun builds srcs of progs/ (by default the end-to-end program,
+// progSources) with tg's compiler and no sites, links them with ld in a
+// directory of its own, runs the program and returns it with its stdout
+// and exit status: what every traced build must print and end with.
+func plainRun(t *testing.T, tg target, pie bool, ld string, srcs ...string) (string, string, int) {
+	t.Helper()
+	if len(srcs) == 0 {
+		srcs = progSources
+	}
+	dir := t.TempDir()
+	plain, _ := link(t, tg, dir, "plain", buildSrc(t, tg, dir, "", pie, srcs...), pie, ld, false)
+	out, code := execute(t, tg, plain)
+	return plain, out, code
 }
 
 // untraced builds the program src of progs/ with tg's compiler at -O2

@@ -115,9 +115,7 @@ func TestLink(t *testing.T) {
 						t.Parallel()
 						need(t, tg.tools...)
 						dir := t.TempDir()
-						plainDir := t.TempDir()
-						plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, ld, false)
-						wantOut, wantCode := execute(t, tg, plain)
+						_, wantOut, wantCode := plainRun(t, tg, pie, ld)
 
 						objs := build(t, tg, dir, flags, pie)
 						e := expect(t, objs)

@@ -77,9 +77,8 @@ func TestLoadTimeNops(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				lib := runtimeArchive(t)
-				plainDir, dir := t.TempDir(), t.TempDir()
-				plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", b.pie), b.pie, "bfd", false)
-				wantOut, wantCode := execute(t, tg, plain)
+				dir := t.TempDir()
+				_, wantOut, wantCode := plainRun(t, tg, b.pie, "bfd")
 
 				objs := build(t, tg, dir, b.flags, b.pie)
 				if b.rec != nil {

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,13 +80,10 @@ func checkShapesGraph(t *testing.T, dir, cc string, want map[string]int) {
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("%s: graphed %v, want %v", dir, calls, want)
 	}
-	var replay bytes.Buffer
-	if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-		t.Fatal(err)
-	}
+	replay := graphReplay(t, tr, threads)
 	for _, re := range shapesNesting[cc] {
-		if n := len(re.FindAllIndex(replay.Bytes(), -1)); n != 3 {
-			t.Errorf("%s: %d times %v in the graph, want 3:\n%s", dir, n, re, replay.Bytes())
+		if n := len(re.FindAllIndex(replay, -1)); n != 3 {
+			t.Errorf("%s: %d times %v in the graph, want 3:\n%s", dir, n, re, replay)
 		}
 	}
 }
@@ -127,9 +123,8 @@ func TestOddShapes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(b.flags), picFlag(b.pie)), func(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
-			plainDir, dir := t.TempDir(), t.TempDir()
-			plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "", b.pie, "shapes.c"), b.pie, "bfd", false)
-			wantOut, wantCode := execute(t, tg, plain)
+			dir := t.TempDir()
+			_, wantOut, wantCode := plainRun(t, tg, b.pie, "bfd", "shapes.c")
 			if wantCode == 0 {
 				t.Fatalf("untraced: exit 0, want shapes.c's nonzero status:\n%s", wantOut)
 			}

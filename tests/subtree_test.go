@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -181,12 +180,9 @@ func TestSubtreeFilters(t *testing.T) {
 				if tr.Meta.GraphFuncs != "c_*,!c_never" || tr.Meta.GraphNotrace != "q_*" {
 					t.Errorf("metadata: graph_funcs %q, graph_notrace %q; want the variables' values", tr.Meta.GraphFuncs, tr.Meta.GraphNotrace)
 				}
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
+				replay := graphReplay(t, tr, threads)
 				// One golden for every build: each makes the same calls.
-				golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay.Bytes()))
+				golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay))
 
 				_, tr, threads = p.record(t, "notrace", subtreeEnv[1:]...)
 				checkSubtree(t, "FTRACE_GRAPH_NOTRACE alone", tr, full, threads, subtreeFilter{notrace: notrace}, "q_")
@@ -221,11 +217,8 @@ func TestSubtreeExceptions(t *testing.T) {
 					t.Errorf("stderr %q, want nothing", stderr)
 				}
 				checkSubtree(t, "filtered", tr, p.full, threads, subtreeFilter{funcs: true, chosen: prefixed("c_"), notrace: prefixed("q_")}, "o_", "q_", "OGuard")
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
-				golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay.Bytes()))
+				replay := graphReplay(t, tr, threads)
+				golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay))
 			})
 		}
 	}
