@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ftpatch/internal/asroot"
 )
 
 // toolDir holds the ftpatch binaries built once for the whole run.
@@ -82,9 +84,7 @@ func need(t testing.TB, names ...string) {
 // user need (CI runs the tests as root).
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (to mount a file system, make setuid programs, run one as another user): run it as root, as CI does")
-	}
+	asroot.Need(t, "needs root (to mount a file system, make setuid programs, run one as another user)")
 }
 
 // run runs a command in dir and returns its stdout and stderr; a failure

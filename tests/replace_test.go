@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ftpatch/internal/asroot"
 )
 
 // TestEnableKeepsFile: what ftpatch enable in place does to the file
@@ -85,7 +87,7 @@ func TestEnableKeepsFile(t *testing.T) {
 }
 
 // nobody is the user the unprivileged tests run ftpatch as.
-const nobody = 65534
+const nobody = asroot.Nobody
 
 // TestToolsAsUser: ftpatch enable and recordmcount run by a user who is
 // not root refuse, with exit status 1 and what to do, to replace what they
@@ -94,9 +96,7 @@ const nobody = 65534
 // rewrite the user's own file keeping its mode. Root sets the files up and
 // runs the tools as nobody.
 func TestToolsAsUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("running the tools as another user needs root: run it as root (CI does)")
-	}
+	asroot.Need(t, "runs the tools as another user")
 	need(t, x86GCC.tools...)
 	// A tree nobody can walk: t.TempDir's parent is private.
 	base, err := os.MkdirTemp("", "ftpatch-user-")
