@@ -493,36 +493,32 @@ func mainOffset(t *testing.T, path string) int {
 // trace location is refused for it (its trace is its program's), with
 // the file left as it was.
 func TestEnableShared(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			dir := t.TempDir()
-			objs := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c")
-			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-			lib := filepath.Join(dir, "libother.so")
-			run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
-			run(t, dir, tool("ftpatch"), "verify", lib)
-			before := stateOf(t, lib)
-			if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
-				t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
-			}
-			before.unchanged(t, "enable --trace-dir of a shared object")
-			out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
-			if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
-				t.Errorf("enable: %s", out)
-			}
-			out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
-			if !strings.Contains(out, "2 call the function_graph tracer") {
-				t.Errorf("verify: %s", out)
-			}
-			run(t, dir, tool("ftpatch"), "disable", lib)
-			out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
-			if !strings.Contains(out, "all NOPs") {
-				t.Errorf("verify after disable: %s", out)
-			}
-		})
-	}
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		objs := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c")
+		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+		lib := filepath.Join(dir, "libother.so")
+		run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
+		run(t, dir, tool("ftpatch"), "verify", lib)
+		before := stateOf(t, lib)
+		if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
+			t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
+		}
+		before.unchanged(t, "enable --trace-dir of a shared object")
+		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
+		if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
+			t.Errorf("enable: %s", out)
+		}
+		out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
+		if !strings.Contains(out, "2 call the function_graph tracer") {
+			t.Errorf("verify: %s", out)
+		}
+		run(t, dir, tool("ftpatch"), "disable", lib)
+		out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
+		if !strings.Contains(out, "all NOPs") {
+			t.Errorf("verify after disable: %s", out)
+		}
+	})
 }
 
 // TestEnableNoTable: a program built with -pg -mfentry (or -pg) but never

@@ -152,6 +152,18 @@ var flagSets = map[string][]string{
 // x86Traced are the x86-64 site flag sets the tracer tests run over.
 var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
 
+// forX86Compilers runs test with each x86-64 compiler, as a parallel
+// subtest named for it.
+func forX86Compilers(t *testing.T, test func(t *testing.T, tg target)) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			test(t, tg)
+		})
+	}
+}
+
 // forTracedBuilds runs test on every build of the tracer tests' matrix,
 // both x86-64 compilers by each of x86Traced, position-independent or
 // not, as a parallel subtest named compiler/flags/-fPIE (or -fno-pie).
@@ -280,6 +292,30 @@ func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 		t.Fatal(err)
 	}
 	return out, code
+}
+
+// A ccBuild is a compiler and the flags a program of progs/ is built
+// with.
+type ccBuild struct {
+	tg    target
+	flags string
+}
+
+// forProgram runs test on src of progs/ as each of builds makes it
+// (position-independent, with recordmcount's table and the runtime), as
+// a parallel subtest named compiler/flags, with the untraced program's
+// output and exit status, which every traced run must match.
+func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing.T, dir, prog, wantOut string, wantCode int)) {
+	for _, c := range builds {
+		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, c.tg, dir, src)
+			prog := traced(t, c.tg, dir, c.flags, true, src)
+			test(t, dir, prog, wantOut, wantCode)
+		})
+	}
 }
 
 // runTraced runs prog in dir under FTRACE=tracer, tracing into

@@ -39,6 +39,18 @@ var modCalls = map[string]int{
 	"plug_run": 2, "plug_step": 4,
 }
 
+// untracedModules runs the program linkModules linked, with its plugin,
+// untraced, and returns its output and exit status, which must be
+// modmain.c's 7 (any other means a module failed to load or call).
+func untracedModules(t *testing.T, dir, prog, plug string) (string, int) {
+	t.Helper()
+	out, _, code, err := runStatus(dir, prog, plug)
+	if err != nil || code != 7 {
+		t.Fatalf("untraced: exit %d, %v", code, err)
+	}
+	return out, code
+}
+
 // linkModules builds the program, its library and its plugin into dir
 // and returns the program's and the plugin's paths.
 func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug string) {
@@ -131,10 +143,7 @@ func TestSharedObjects(t *testing.T) {
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				prog, plug := linkModules(t, tg, dir, b)
-				wantOut, _, wantCode, err := runStatus(dir, prog, plug)
-				if err != nil || wantCode != 7 {
-					t.Fatalf("untraced: exit %d, %v", wantCode, err)
-				}
+				wantOut, wantCode := untracedModules(t, dir, prog, plug)
 				plugOnly := map[string]int{"plug_run": 2, "plug_step": 4}
 				for _, c := range []struct {
 					name   string
@@ -221,59 +230,55 @@ func checkModules(t *testing.T, tr *trace.Trace, dir, tracer string) {
 // launcher kills the process at the first attempt). ftpatch verify passes
 // on each file; after ftpatch disable, nothing is traced.
 func TestSharedObjectsEnabled(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			nw := nowrite(t)
-			dir := t.TempDir()
-			prog, plug := linkModules(t, tg, dir, modBuilds[0])
-			lib := filepath.Join(dir, "libmod.so")
-			wantOut, _, wantCode, err := runStatus(dir, prog, plug)
-			if err != nil {
-				t.Fatal(err)
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		nw := nowrite(t)
+		dir := t.TempDir()
+		prog, plug := linkModules(t, tg, dir, modBuilds[0])
+		lib := filepath.Join(dir, "libmod.so")
+		wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for file, funcs := range map[string][]string{prog: {"main"}, lib: {"lib_sum"}, plug: {"plug_*"}} {
+			run(t, dir, append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph", file}, funcs...)...)
+			if out, _ := run(t, dir, tool("ftpatch"), "verify", file); !strings.Contains(out, "call the function_graph tracer") {
+				t.Errorf("verify %s: %s", file, out)
 			}
-			for file, funcs := range map[string][]string{prog: {"main"}, lib: {"lib_sum"}, plug: {"plug_*"}} {
-				run(t, dir, append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph", file}, funcs...)...)
-				if out, _ := run(t, dir, tool("ftpatch"), "verify", file); !strings.Contains(out, "call the function_graph tracer") {
-					t.Errorf("verify %s: %s", file, out)
-				}
+		}
+		tdir := filepath.Join(dir, "t")
+		out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
+		if err != nil || out != wantOut || code != wantCode {
+			t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
+		}
+		want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
+		if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("traced %v, want %v", got, want)
+		}
+		tr, err := trace.Read(tdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Meta.Config != "patched" || len(tr.Meta.Modules) != 3 {
+			t.Fatalf("config %q, modules %+v", tr.Meta.Config, tr.Meta.Modules)
+		}
+		for _, m := range tr.Meta.Modules {
+			if m.Config != "patched" {
+				t.Errorf("module %s: config %q, want patched", m.Path, m.Config)
 			}
-			tdir := filepath.Join(dir, "t")
-			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
-			if err != nil || out != wantOut || code != wantCode {
-				t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
-			}
-			want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
-			if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("traced %v, want %v", got, want)
-			}
-			tr, err := trace.Read(tdir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tr.Meta.Config != "patched" || len(tr.Meta.Modules) != 3 {
-				t.Fatalf("config %q, modules %+v", tr.Meta.Config, tr.Meta.Modules)
-			}
-			for _, m := range tr.Meta.Modules {
-				if m.Config != "patched" {
-					t.Errorf("module %s: config %q, want patched", m.Path, m.Config)
-				}
-			}
-			for _, file := range []string{prog, lib, plug} {
-				run(t, dir, tool("ftpatch"), "disable", file)
-				run(t, dir, tool("ftpatch"), "verify", file)
-			}
-			tdir = filepath.Join(dir, "t-disabled")
-			out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
-			if err != nil || out != wantOut || code != wantCode {
-				t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
-			}
-			if _, err := os.Stat(tdir); !os.IsNotExist(err) {
-				t.Errorf("disabled: a trace directory was made (%v)", err)
-			}
-		})
-	}
+		}
+		for _, file := range []string{prog, lib, plug} {
+			run(t, dir, tool("ftpatch"), "disable", file)
+			run(t, dir, tool("ftpatch"), "verify", file)
+		}
+		tdir = filepath.Join(dir, "t-disabled")
+		out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
+		if err != nil || out != wantOut || code != wantCode {
+			t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
+		}
+		if _, err := os.Stat(tdir); !os.IsNotExist(err) {
+			t.Errorf("disabled: a trace directory was made (%v)", err)
+		}
+	})
 }
 
 // TestSharedObjectWithoutRuntime: a shared object with sites loaded into a
