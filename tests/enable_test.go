@@ -318,7 +318,7 @@ func nowrite(t *testing.T) string {
 	t.Helper()
 	need(t, "gcc")
 	nowriteOnce.Do(func() {
-		src, _ := filepath.Abs(filepath.Join("progs", "nowrite.c"))
+		src := progPath(t, "nowrite.c")
 		out := filepath.Join(toolDir, "nowrite")
 		if _, _, code, err := runStatus(toolDir, "gcc", "-O2", "-Wall", "-Werror", "-o", out, src); err == nil && code == 0 {
 			nowriteBin = out

@@ -190,6 +190,17 @@ func slug(s string) string {
 // progSources are the C sources of the end-to-end program.
 var progSources = []string{"main.c", "other.c"}
 
+// progPath is the absolute path of src, one of the tests' C programs in
+// progs/.
+func progPath(t testing.TB, src string) string {
+	t.Helper()
+	d, err := filepath.Abs("progs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(d, src)
+}
+
 // build compiles the program's sources with flags into dir and returns the
 // object paths. pie selects -fPIE or -fno-pie.
 func build(t *testing.T, tg target, dir, flags string, pie bool) []string {
@@ -202,10 +213,7 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 	t.Helper()
 	var objs []string
 	for _, src := range srcs {
-		abs, err := filepath.Abs(filepath.Join("progs", src))
-		if err != nil {
-			t.Fatal(err)
-		}
+		abs := progPath(t, src)
 		obj := filepath.Join(dir, strings.TrimSuffix(strings.TrimSuffix(src, ".c"), ".cc")+".o")
 		argv := append(append([]string{}, tg.cc...), "-O2", "-c", abs, "-o", obj)
 		argv = append(argv, picFlag(pie))
@@ -281,10 +289,7 @@ func plainRun(t *testing.T, tg target, pie bool, ld string, srcs ...string) (str
 // what a traced build must print and end with.
 func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("progs", src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	abs := progPath(t, src)
 	plain := filepath.Join(dir, "plain")
 	run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-pthread", abs, "-o", plain)...)
 	out, _, code, err := runStatus(dir, plain)

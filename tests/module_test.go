@@ -383,10 +383,7 @@ func TestModuleReuse(t *testing.T) {
 func TestModuleVersion(t *testing.T) {
 	need(t, "gcc")
 	dir := t.TempDir()
-	src, err := filepath.Abs(filepath.Join("progs", "modversion.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := progPath(t, "modversion.c")
 	hdr, err := filepath.Abs(filepath.Join("..", "runtime", "src"))
 	if err != nil {
 		t.Fatal(err)

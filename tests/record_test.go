@@ -23,21 +23,11 @@ import (
 func recordedProgs(t *testing.T, dir string) (traced, plain string) {
 	t.Helper()
 	need(t, "gcc")
-	src := filepath.Join(progsDir(t), "recorded.c")
+	src := progPath(t, "recorded.c")
 	traced, plain = filepath.Join(dir, "recorded"), filepath.Join(dir, "plain")
 	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-Wall", src, "-o", traced)
 	run(t, dir, "gcc", "-O2", "-Wall", src, "-o", plain)
 	return traced, plain
-}
-
-// progsDir is the absolute path of the tests' C programs.
-func progsDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.Abs("progs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // waitRun runs argv in dir with env added to the environment, and
@@ -212,7 +202,7 @@ func TestRecordRefuses(t *testing.T) {
 	// and by its .preinit_array when linked statically.
 	stripped, static := filepath.Join(dir, "stripped"), filepath.Join(dir, "static")
 	run(t, dir, "strip", "-o", stripped, traced)
-	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-static", filepath.Join(progsDir(t), "recorded.c"), "-o", static)
+	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-static", progPath(t, "recorded.c"), "-o", static)
 	run(t, dir, "strip", static)
 	for _, prog := range []string{stripped, static} {
 		_, stderr, ws := waitRun(t, dir, nil, tool("ftpatch"), "record", "-d", "st", prog, "exit", "3")

@@ -84,10 +84,7 @@ func TestLoadTimeNops(t *testing.T) {
 				if b.rec != nil {
 					run(t, dir, append(append([]string{tool("recordmcount")}, b.rec...), objs...)...)
 				}
-				check, err := filepath.Abs(filepath.Join("progs", "sitecheck.c"))
-				if err != nil {
-					t.Fatal(err)
-				}
+				check := progPath(t, "sitecheck.c")
 				prog := filepath.Join(dir, "prog")
 				argv := append(append([]string{}, tg.link...), "-o", prog, picLink(b.pie))
 				argv = append(append(append(argv, objs...), check), ftrt.LinkFlags(lib)...)

@@ -25,10 +25,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 	t.Helper()
 	dir := t.TempDir()
 	objs := build(t, tg, dir, "-O0 -finstrument-functions", false)
-	cyg, err := filepath.Abs(filepath.Join("progs", "cyg.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cyg := progPath(t, "cyg.c")
 	prog := filepath.Join(dir, "oracle")
 	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), append(objs, cyg)...)...)
 	_, errOut, _, err := runStatus(dir, prog)
