@@ -382,6 +382,27 @@ func references(t *testing.T, f *elfx.File) map[int][]string {
 	return refs
 }
 
+// addSectionSymbols adds section symbols for secs to a copy of f (read
+// from path) and returns their indices, the edited object's bytes and
+// the object parsed again; any error fails t.
+func addSectionSymbols(t *testing.T, f *elfx.File, path string, secs []int) ([]uint32, []byte, *elfx.File) {
+	t.Helper()
+	ed, err := f.Edit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := ed.AddSectionSymbols(secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := ed.Bytes()
+	g, err := elfx.Parse(path, img)
+	if err != nil {
+		t.Fatalf("re-parsing the edited object: %v", err)
+	}
+	return added, img, g
+}
+
 // TestAddSectionSymbols: after section symbols are added for every code
 // section, every relocation, group signature and address-significance
 // entry still names the same symbol; the new symbols are local section
@@ -405,19 +426,7 @@ func TestAddSectionSymbols(t *testing.T) {
 			if len(wantRefs) == 0 {
 				t.Fatal("no symbol references to check")
 			}
-			ed, err := f.Edit()
-			if err != nil {
-				t.Fatal(err)
-			}
-			added, err := ed.AddSectionSymbols(secs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img := ed.Bytes()
-			g, err := elfx.Parse(p, img)
-			if err != nil {
-				t.Fatalf("re-parsing the edited object: %v", err)
-			}
+			added, img, g := addSectionSymbols(t, f, p, secs)
 			if _, err := elf.NewFile(bytes.NewReader(img)); err != nil {
 				t.Errorf("debug/elf cannot read the edited object: %v", err)
 			}
@@ -632,21 +641,9 @@ func TestExtendedNumbering(t *testing.T) {
 				}
 			}
 
-			ed, err := f.Edit()
-			if err != nil {
-				t.Fatal(err)
-			}
 			low := f.Section(".s5").Index
 			secs := []int{high.Index, low, f.Shstrndx}
-			added, err := ed.AddSectionSymbols(secs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img := ed.Bytes()
-			g, err := elfx.Parse(p, img)
-			if err != nil {
-				t.Fatalf("re-parsing: %v", err)
-			}
+			added, img, g := addSectionSymbols(t, f, p, secs)
 			dg, err := elf.NewFile(bytes.NewReader(img))
 			if err != nil {
 				t.Fatalf("debug/elf: %v", err)
