@@ -65,9 +65,7 @@ func linkEnabled(t *testing.T, tg target, dir string, b enableBuild) string {
 	if b.record {
 		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 	}
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, b.link), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
-	return prog
+	return linkWithRuntime(t, dir, tg.link, objs, b.link)
 }
 
 // forEnableBuilds runs test on each of enableBuilds by both x86-64

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"ftpatch/internal/golden"
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -19,9 +18,7 @@ import (
 func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) string {
 	t.Helper()
 	objs := buildSrc(t, tg, dir, flags, pie, srcs...)
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie), "-pthread"), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+	prog := linkRecorded(t, dir, tg.link, objs, picLink(pie), "-pthread")
 	return prog
 }
 
@@ -444,9 +441,7 @@ func TestExceptions(t *testing.T) {
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				objs := buildSrc(t, tg.target, dir, opt+" -pg -mfentry", true, "exceptions.cc")
-				run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-				prog := filepath.Join(dir, "prog")
-				run(t, dir, append(append([]string{tg.cxx, "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+				prog := linkRecorded(t, dir, []string{tg.cxx}, objs, "-pie")
 				wantOut, wantErr, wantCode, err := runStatus(dir, prog)
 				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
 					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
@@ -531,9 +526,7 @@ func TestStaticExceptions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", false, "exceptions.cc")
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append([]string{"g++", "-o", prog, "-static"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	prog := linkRecorded(t, dir, []string{"g++"}, objs, "-static")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
 		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
@@ -581,9 +574,7 @@ func TestCxxNames(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "exceptions.cc")
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append([]string{"g++", "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	prog := linkRecorded(t, dir, []string{"g++"}, objs, "-pie")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/asroot"
+	ftrt "ftpatch/runtime"
 )
 
 // toolDir holds the ftpatch binaries built once for the whole run.
@@ -222,6 +223,25 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 		objs = append(objs, obj)
 	}
 	return objs
+}
+
+// linkRecorded runs recordmcount on objs, then links them with the
+// runtime into dir/prog (linkWithRuntime) and returns the program.
+func linkRecorded(t *testing.T, dir string, driver, objs []string, flags ...string) string {
+	t.Helper()
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	return linkWithRuntime(t, dir, driver, objs, flags...)
+}
+
+// linkWithRuntime links objs with the runtime into dir/prog, running the
+// link driver (a command and its first arguments) with flags before the
+// objects, and returns the program.
+func linkWithRuntime(t *testing.T, dir string, driver, objs []string, flags ...string) string {
+	t.Helper()
+	prog := filepath.Join(dir, "prog")
+	argv := append(append(append([]string{}, driver...), "-o", prog), flags...)
+	run(t, dir, append(append(argv, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	return prog
 }
 
 func picFlag(pie bool) string {

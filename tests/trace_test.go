@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -61,14 +60,11 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 func TestFunctionTracer(t *testing.T) {
 	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		want := oracleCounts(t, tg)
-		lib := runtimeArchive(t)
 		dir := t.TempDir()
 		plain, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
 
 		objs := build(t, tg, dir, "-O0 "+flags, pie)
-		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-		prog := filepath.Join(dir, "prog")
-		run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie)), append(objs, ftrt.LinkFlags(lib)...)...)...)
+		prog := linkRecorded(t, dir, tg.link, objs, picLink(pie))
 
 		out := filepath.Join(dir, "ftrace.data")
 		if err := os.Mkdir(out, 0o755); err != nil { // a previous trace, to be moved aside
