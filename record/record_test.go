@@ -25,13 +25,6 @@ import (
 	"ftpatch/sites"
 )
 
-// fixtureGlob matches the objects built by `make fixtures` (mk/fixtures.mk),
-// shared with package sites' tests.
-const fixtureGlob = "../sites/testdata/*.o"
-
-// fixtures lists the objects; a glob matching nothing fails the test.
-func fixtures(t *testing.T) []fixture.Object { return fixture.Objects(t, fixtureGlob) }
-
 // modes are the two ways the pass is run on every fixture.
 var modes = []struct {
 	name string
@@ -46,7 +39,7 @@ var modes = []struct {
 // testdata/<fixture>.table.golden; then checks the output's properties
 // independently of the golden.
 func TestRewrite(t *testing.T) {
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		t.Run(fx.Base, func(t *testing.T) {
 			t.Parallel()
 			in, err := os.ReadFile(fx.Path)
@@ -145,7 +138,7 @@ func TestGoldensHaveFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range goldens {
-		obj := filepath.Join(filepath.Dir(fixtureGlob), strings.TrimSuffix(filepath.Base(g), ".table.golden")+".o")
+		obj := filepath.Join("..", fixture.ObjectDir, strings.TrimSuffix(filepath.Base(g), ".table.golden")+".o")
 		if _, err := os.Stat(obj); err != nil {
 			t.Errorf("%s: no fixture %s", g, obj)
 		}
@@ -850,7 +843,7 @@ func checkTools(t *testing.T, fx fixture.Object, img []byte) {
 // TestRewriteUnchanged: an object whose compiler wrote the table
 // (-mrecord-mcount) is left alone, and the summary says why.
 func TestRewriteUnchanged(t *testing.T) {
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		if !fx.Tokens["mrecord"] {
 			continue
 		}
@@ -874,7 +867,7 @@ func TestRewriteUnchanged(t *testing.T) {
 func TestFile(t *testing.T) {
 	seen := map[arch.Arch]bool{}
 	var picked []fixture.Object
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		if !seen[fx.Arch] && !fx.Tokens["mrecord"] {
 			seen[fx.Arch] = true
 			picked = append(picked, fx)

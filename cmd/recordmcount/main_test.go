@@ -718,7 +718,7 @@ func TestHugeAlignment(t *testing.T) {
 // function's one site, a nested function's a chain site, and -v notes the
 // areas left alone; a second run changes nothing.
 func TestOddShapes(t *testing.T) {
-	for _, fx := range fixture.Objects(t, filepath.Join("..", "..", "sites", "testdata", "shapes-*.o")) {
+	for _, fx := range fixture.Corpus(t, filepath.Join("..", ".."), "shapes-*.o") {
 		if fx.Has("mrecord") {
 			continue // gcc's own table: left alone (TestGoodObject's second run)
 		}
