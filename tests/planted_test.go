@@ -31,16 +31,9 @@ func TestToolsPlantedLinks(t *testing.T) {
 	fresh := t.TempDir()
 	obj := buildSrc(t, x86GCC, fresh, "-pg -mfentry", true, "other.c")[0]
 
-	// A tree nobody can walk into (the tests' temporary directories are
-	// private), holding the shared directory and root's own files.
-	base, err := os.MkdirTemp("", "ftpatch-planted-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A tree nobody can walk into, holding the shared directory and
+	// root's own files.
+	base := asroot.PublicDir(t, "ftpatch-planted-")
 	shared := asroot.Dir(t, base, "shared", 0o777|os.ModeSticky, 0)
 	open := asroot.Dir(t, base, "open", 0o777, 0)
 	secret := asroot.Dir(t, base, "root", 0o700, 0)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,22 @@ func recordedProgs(t *testing.T, dir string) (traced, plain string) {
 	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-Wall", src, "-o", traced)
 	run(t, dir, "gcc", "-O2", "-Wall", src, "-o", plain)
 	return traced, plain
+}
+
+// startPiped starts cmd with its stdout a pipe, returned to be read, and
+// its stderr kept in a buffer.
+func startPiped(t *testing.T, cmd *exec.Cmd) (io.ReadCloser, *bytes.Buffer) {
+	t.Helper()
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return pipe, &stderr
 }
 
 // waitRun runs argv in dir with env added to the environment, and
@@ -259,15 +276,7 @@ func TestRecordSignals(t *testing.T) {
 		cmd := exec.Command(tool("ftpatch"), "record", "-d", "t", traced, "signals")
 		cmd.Dir = dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal
-		pipe, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		pipe, stderr := startPiped(t, cmd)
 		defer cmd.Process.Kill()
 		r := bufio.NewReader(pipe)
 		expect := func(want string) {
@@ -375,17 +384,9 @@ func TestLive(t *testing.T) {
 	cmd := exec.Command(tool("ftpatch"), "live", traced, "exit", "4")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pipe, errOut := startPiped(t, cmd)
 	pipe.Close()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 || strings.Contains(errOut.String(), "broken pipe") {
 		t.Errorf("live with its output closed: %v, stderr %q", err, errOut.String())

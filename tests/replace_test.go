@@ -98,15 +98,8 @@ const nobody = asroot.Nobody
 func TestToolsAsUser(t *testing.T) {
 	asroot.Need(t, "runs the tools as another user")
 	need(t, x86GCC.tools...)
-	// A tree nobody can walk: t.TempDir's parent is private.
-	base, err := os.MkdirTemp("", "ftpatch-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A tree nobody can walk.
+	base := asroot.PublicDir(t, "ftpatch-user-")
 	prog := linkEnabled(t, x86GCC, t.TempDir(), enableBuilds[0])
 	obj := buildSrc(t, x86GCC, t.TempDir(), "-pg -mfentry", true, "other.c")[0]
 	for _, name := range []string{"ftpatch", "recordmcount"} {

@@ -23,6 +23,23 @@ func Need(t testing.TB, why string) {
 	}
 }
 
+// PublicDir makes a new directory that every user can walk into (mode
+// 0755) in the system's temporary directory, named from pattern as
+// os.MkdirTemp names it, and removes it at the end of the test: another
+// user cannot reach what lies under t.TempDir, whose parent is private.
+func PublicDir(t testing.TB, pattern string) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
 // Dir makes the directory dir/name with mode (set after creation, so the
 // umask does not narrow it, and sticky and other bits stay), owned by
 // uid, and returns its path.
