@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -272,20 +271,6 @@ func runNoFtrace(t *testing.T, dir string, env []string, argv ...string) (string
 	}
 	cmd.Env = append(cmd.Env, env...)
 	return runCmd(t, cmd)
-}
-
-// runCmd runs cmd and returns its stdout, stderr and exit status; a
-// command that cannot be run at all fails the test.
-func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
-	t.Helper()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running %s: %v", cmd.Path, err)
-	}
-	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }
 
 // checkCounts compares the calls per function of the trace in dir with

@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,17 +32,11 @@ func boundedRun(t *testing.T, dir string, argv ...string) (string, string, int) 
 	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, boundMem)
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script}, argv...)...)
 	cmd.Dir = dir
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-	}
+	o, e, code := runCmd(t, cmd)
 	if ctx.Err() != nil || !cmd.ProcessState.Exited() {
-		t.Errorf("%s: killed after %v or for lack of memory (%v); stderr:\n%.2000s", strings.Join(argv, " "), boundTime, err, e.String())
+		t.Errorf("%s: killed after %v or for lack of memory (%v); stderr:\n%.2000s", strings.Join(argv, " "), boundTime, cmd.ProcessState, e)
 	}
-	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+	return o, e, code
 }
 
 // TestNotRegularFiles: every command of the tools that takes a file,

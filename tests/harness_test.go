@@ -112,6 +112,13 @@ func runStatusEnv(dir string, env []string, argv ...string) (string, string, int
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return capture(cmd)
+}
+
+// capture runs cmd, keeping its stdout and stderr, and returns them and
+// its exit status (-1 for a signal, which cmd.ProcessState says); err is
+// set only when the command could not be run at all.
+func capture(cmd *exec.Cmd) (string, string, int, error) {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -120,6 +127,17 @@ func runStatusEnv(dir string, env []string, argv ...string) (string, string, int
 		return o.String(), e.String(), ee.ExitCode(), nil
 	}
 	return o.String(), e.String(), 0, err
+}
+
+// runCmd is capture for a command that must run: one that cannot be run
+// at all fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
+	o, e, code, err := capture(cmd)
+	if err != nil {
+		t.Fatalf("running %s: %v", strings.Join(cmd.Args, " "), err)
+	}
+	return o, e, code
 }
 
 // A target is a compiler setup for one architecture.

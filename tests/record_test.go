@@ -54,14 +54,8 @@ func waitRun(t *testing.T, dir string, env []string, argv ...string) (string, st
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-	}
-	return o.String(), e.String(), cmd.ProcessState.Sys().(syscall.WaitStatus)
+	o, e, _ := runCmd(t, cmd)
+	return o, e, cmd.ProcessState.Sys().(syscall.WaitStatus)
 }
 
 // lastLine is s's last line.

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,19 +160,13 @@ func TestToolsAsUser(t *testing.T) {
 				cmd := exec.Command(filepath.Join(base, tl.name), tl.args(p)...)
 				cmd.Dir = base
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-				var o, e bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &o, &e
-				err = cmd.Run()
-				var ee *exec.ExitError
-				if err != nil && !errors.As(err, &ee) {
-					t.Fatal(err)
-				}
-				msg := e.String()
+				o, e, _ := runCmd(t, cmd)
+				msg := e
 				if c.code == 0 {
-					msg = o.String()
+					msg = o
 				}
 				if code := cmd.ProcessState.ExitCode(); code != c.code || (c.code != 0 && strings.Count(msg, "\n") != 1) {
-					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o.String(), e.String())
+					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o, e)
 				}
 				for _, w := range c.want {
 					if !strings.Contains(msg, w) {
