@@ -31,25 +31,23 @@ type decodeLink struct {
 
 // decodeLinks are the link setups: each gives the hook calls a different
 // form (direct, addr32, through the GOT with GLOB_DAT or a filled or
-// RELATIVE slot, through the PLT).
+// RELATIVE slot, through the PLT). Both architectures have the first
+// five; x86-64 adds linker relaxation turned off and the runtime itself.
 var decodeLinks = map[string][]decodeLink{
-	"x86_64": {
-		{"pie-stub", true, nil, "stub", nil},
-		{"pie-libc", true, nil, "libc", nil},
-		{"nopie-stub", false, nil, "stub", nil},
-		{"nopie-libc", false, nil, "libc", nil},
-		{"static-stub", false, []string{"-static"}, "stub", nil},
-		{"pie-stub-norelax", true, []string{"-Wl,--no-relax"}, "stub", nil},
-		{"static-norelax", false, []string{"-static", "-Wl,--no-relax"}, "stub", nil},
-		{"pie-runtime", true, nil, "runtime", nil},
-	},
-	"arm64": {
-		{"pie-stub", true, nil, "stub", nil},
-		{"pie-libc", true, nil, "libc", nil},
-		{"nopie-stub", false, nil, "stub", nil},
-		{"nopie-libc", false, nil, "libc", nil},
-		{"static-stub", false, []string{"-static"}, "stub", nil},
-	},
+	"x86_64": append(slices.Clip(decodeLinksBoth),
+		decodeLink{"pie-stub-norelax", true, []string{"-Wl,--no-relax"}, "stub", nil},
+		decodeLink{"static-norelax", false, []string{"-static", "-Wl,--no-relax"}, "stub", nil},
+		decodeLink{"pie-runtime", true, nil, "runtime", nil},
+	),
+	"arm64": decodeLinksBoth,
+}
+
+var decodeLinksBoth = []decodeLink{
+	{"pie-stub", true, nil, "stub", nil},
+	{"pie-libc", true, nil, "libc", nil},
+	{"nopie-stub", false, nil, "stub", nil},
+	{"nopie-libc", false, nil, "libc", nil},
+	{"static-stub", false, []string{"-static"}, "stub", nil},
 }
 
 // decodeFlags are the -pg builds per target, never through recordmcount.
