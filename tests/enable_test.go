@@ -168,9 +168,7 @@ func TestEnable(t *testing.T) {
 
 		// Run with nothing set: exactly the list, into ./ftrace.data.
 		got, code := execute(t, tg, enabled)
-		if got != wantOut || code != wantCode {
-			t.Errorf("enabled: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-		}
+		checkSame(t, "enabled", got, code, wantOut, wantCode)
 		checkCounts(t, filepath.Join(dir, "ftrace.data"), want, "function", "patched")
 		_, errOut, _, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "dbg")}, enabled)
 		if m := pageLine.FindStringSubmatch(errOut); err != nil || m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {

@@ -234,9 +234,7 @@ func TestExitWays(t *testing.T) {
 							if err != nil {
 								t.Fatal(err)
 							}
-							if got != wantOut || code != wantCode {
-								t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", mode, code, got, wantCode, wantOut)
-							}
+							checkSame(t, mode, got, code, wantOut, wantCode)
 							t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
 						}
 					})

@@ -106,9 +106,7 @@ func TestFunctionGraph(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != wantOut || code != wantCode {
-			t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-		}
+		checkSame(t, "traced", got, code, wantOut, wantCode)
 		_, threads := graphOf(t, out)
 		checkNesting(t, threads)
 		calls := map[string]int{}
@@ -266,9 +264,7 @@ func TestGraphLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != wantOut || code != wantCode {
-				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-			}
+			checkSame(t, "", got, code, wantOut, wantCode)
 			_, threads := graphOf(t, out)
 			checkNesting(t, threads)
 			c.check(t, threads)
@@ -397,9 +393,7 @@ func TestOptimized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != wantOut || code != wantCode {
-				t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
-			}
+			checkSame(t, c.mode, got, code, wantOut, wantCode)
 		}
 		counts := traceCounts(t, fn)
 		_, threads := graphOf(t, graph)

@@ -361,6 +361,19 @@ func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing
 	}
 }
 
+// checkSame fails t, going on, unless a run printed wantOut and exited
+// with wantCode, as the untraced program does; what, if not "", names
+// the run.
+func checkSame(t *testing.T, what, out string, code int, wantOut string, wantCode int) {
+	t.Helper()
+	if out != wantOut || code != wantCode {
+		if what != "" {
+			what += ": "
+		}
+		t.Errorf("%sexit %d, output\n%s\nwant exit %d, output\n%s", what, code, out, wantCode, wantOut)
+	}
+}
+
 // runTraced runs prog in dir under FTRACE=tracer, tracing into
 // dir/tracer, and fails the test unless it prints wantOut and exits with
 // wantCode, as the untraced program does; returns its stderr and the

@@ -131,9 +131,7 @@ func TestLink(t *testing.T) {
 							return s.State == sites.StateCall
 						})
 						out, code := execute(t, tg, prog)
-						if out != wantOut || code != wantCode {
-							t.Errorf("instrumented program: exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-						}
+						checkSame(t, "instrumented program", out, code, wantOut, wantCode)
 					})
 				}
 			}
@@ -165,9 +163,7 @@ func TestNop(t *testing.T) {
 				})
 				checkDisasmNops(t, tg, prog, l)
 				out, code := execute(t, tg, prog)
-				if out != wantOut || code != wantCode {
-					t.Errorf("--nop program: exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
+				checkSame(t, "--nop program", out, code, wantOut, wantCode)
 			})
 		}
 	}

@@ -97,9 +97,7 @@ func TestLoadTimeNops(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if out != wantOut || code != wantCode {
-					t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
+				checkSame(t, "", out, code, wantOut, wantCode)
 				m := ftrtLine.FindStringSubmatch(errOut)
 				c := sitecheckLine.FindStringSubmatch(errOut)
 				if m == nil || c == nil {

@@ -77,9 +77,7 @@ func TestFunctionTracer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != wantOut || code != wantCode {
-			t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-		}
+		checkSame(t, "traced", got, code, wantOut, wantCode)
 		if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
 			t.Errorf("the existing trace directory was not moved aside intact: %v", err)
 		}

@@ -48,9 +48,7 @@ func TestGraphTrampolines(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if out != wantOut || code != wantCode {
-					t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
+				checkSame(t, "", out, code, wantOut, wantCode)
 				f, l := sitetest.Linked(t, prog)
 				_, syms, err := f.Symtab()
 				if err != nil {
