@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -476,10 +475,7 @@ func mainOffset(t *testing.T, path string) int {
 func TestEnableShared(t *testing.T) {
 	forX86Compilers(t, func(t *testing.T, tg target) {
 		dir := t.TempDir()
-		objs := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c")
-		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-		lib := filepath.Join(dir, "libother.so")
-		run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
+		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c"))
 		run(t, dir, tool("ftpatch"), "verify", lib)
 		before := stateOf(t, lib)
 		if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {

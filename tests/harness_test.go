@@ -262,6 +262,18 @@ func linkWithRuntime(t *testing.T, dir string, driver, objs []string, flags ...s
 	return prog
 }
 
+// linkShared runs recordmcount on objs and links them, then args (the
+// libraries they need), with the module stub into the shared object
+// dir/name, with tg's driver; it returns the object's path.
+func linkShared(t *testing.T, tg target, dir, name string, objs []string, args ...string) string {
+	t.Helper()
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	so := filepath.Join(dir, name)
+	argv := append(append(append(append([]string{}, tg.link...), "-shared", "-o", so), objs...), args...)
+	run(t, dir, append(argv, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)
+	return so
+}
+
 func picFlag(pie bool) string {
 	if pie {
 		return "-fPIE"

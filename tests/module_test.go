@@ -51,20 +51,22 @@ func untracedModules(t *testing.T, dir, prog, plug string) (string, int) {
 	return out, code
 }
 
+// modLibs builds the library and the plugin of progs/modmain.c with
+// flags and their own tables into dir, libmod.so and libplug.so, and
+// returns the plugin's path.
+func modLibs(t *testing.T, tg target, dir, flags string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, flags+" -fPIC", true, "modlib.c", "modplug.c")
+	linkShared(t, tg, dir, "libmod.so", objs[:1])
+	return linkShared(t, tg, dir, "libplug.so", objs[1:], "-L"+dir, "-lmod")
+}
+
 // linkModules builds the program, its library and its plugin into dir
 // and returns the program's and the plugin's paths.
 func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug string) {
 	t.Helper()
 	lib := runtimeArchive(t)
-	var objs []string
-	for _, src := range []string{"modlib.c", "modplug.c"} {
-		o := buildSrc(t, tg, dir, b.flags+" -fPIC", true, src)
-		run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-		objs = append(objs, o...)
-	}
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), objs[0]), ftrt.ModuleLinkFlags(lib)...)...)
-	plug = filepath.Join(dir, "libplug.so")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, objs[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	plug = modLibs(t, tg, dir, b.flags)
 	main := buildSrc(t, tg, dir, b.flags, true, "modmain.c")
 	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
 	prog = filepath.Join(dir, "modmain")
@@ -289,12 +291,7 @@ func TestSharedObjectWithoutRuntime(t *testing.T) {
 	need(t, tg.tools...)
 	t.Parallel()
 	dir := t.TempDir()
-	lib := runtimeArchive(t)
-	o := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "modlib.c", "modplug.c")
-	run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), o[0]), ftrt.ModuleLinkFlags(lib)...)...)
-	plug := filepath.Join(dir, "libplug.so")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, o[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	plug := modLibs(t, tg, dir, "-pg -mfentry")
 	main := buildSrc(t, tg, dir, "", true, "modmain.c")
 	prog := filepath.Join(dir, "modmain")
 	run(t, dir, append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir)...)
@@ -326,11 +323,7 @@ func TestModuleReuse(t *testing.T) {
 	lib := runtimeArchive(t)
 	var plugins []string
 	for _, name := range []string{"reuseplum", "reusepear"} {
-		o := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, name+".c")
-		run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-		so := filepath.Join(dir, "lib"+name+".so")
-		run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", so, o[0]), ftrt.ModuleLinkFlags(lib)...)...)
-		plugins = append(plugins, so)
+		plugins = append(plugins, linkShared(t, tg, dir, "lib"+name+".so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, name+".c")))
 	}
 	main := buildSrc(t, tg, dir, "-pg -mfentry", true, "reuse.c")
 	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
