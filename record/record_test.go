@@ -21,6 +21,7 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/internal/golden"
 	"ftpatch/internal/isa"
+	"ftpatch/internal/sitetest"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -46,14 +47,7 @@ func TestRewrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inFile, err := elfx.Parse(fx.Path, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := sites.FindObject(inFile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, before := sitetest.ParseObject(t, fx.Path, in)
 			var d bytes.Buffer
 			imgs := map[bool][]byte{} // by Options.Nop
 			for _, m := range modes {

@@ -453,14 +453,7 @@ func checkAllNops(t *testing.T, prog string) {
 		s.State = sites.StateNop
 		want = append(want, fmt.Sprintf("0x%x %s", s.Off, siteLine(s)))
 	}
-	nf, err := elfx.Parse(prog, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nl, err := sites.FindLinked(nf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, nl := sitetest.ParseLinked(t, prog, data)
 	if got := siteLines(nl); !slices.Equal(got, want) {
 		t.Errorf("with every site a NOP:\n%s", diffLines(want, got))
 	}

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
 	"ftpatch/internal/sitetest"
 	"ftpatch/internal/special"
@@ -651,14 +650,7 @@ func TestSectionSymbolValue(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := elfx.Parse(p, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := sites.FindObject(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, want := sitetest.ParseObject(t, p, data)
 	before := snapshot(t, dir)
 
 	o := inProcess(t, p)

@@ -21,34 +21,57 @@ func Open(t testing.TB, path string) *elfx.File {
 	return f
 }
 
+// Parse parses data, the bytes of the ELF file named name; an error
+// fails t.
+func Parse(t testing.TB, name string, data []byte) *elfx.File {
+	t.Helper()
+	f, err := elfx.Parse(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // Object opens the relocatable object at path and finds its sites
 // (sites.FindObject); an error fails t.
 func Object(t testing.TB, path string) (*elfx.File, *sites.Object) {
 	t.Helper()
-	return find(t, path, sites.FindObject)
+	return find(t, Open(t, path), sites.FindObject)
+}
+
+// ParseObject is Object for an object's bytes, data, named name.
+func ParseObject(t testing.TB, name string, data []byte) (*elfx.File, *sites.Object) {
+	t.Helper()
+	return find(t, Parse(t, name, data), sites.FindObject)
 }
 
 // Linked opens the linked program or shared object at path and reads its
 // site table (sites.FindLinked); an error fails t.
 func Linked(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
-	return find(t, path, sites.FindLinked)
+	return find(t, Open(t, path), sites.FindLinked)
+}
+
+// ParseLinked is Linked for a linked file's bytes, data, named name.
+func ParseLinked(t testing.TB, name string, data []byte) (*elfx.File, *sites.Linked) {
+	t.Helper()
+	return find(t, Parse(t, name, data), sites.FindLinked)
 }
 
 // Decoded opens the linked file at path and finds its sites by decoding
 // its function entries (sites.FindDecoded); an error fails t.
 func Decoded(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
-	return find(t, path, sites.FindDecoded)
+	return find(t, Open(t, path), sites.FindDecoded)
 }
 
-// find opens path and runs one of sites' finders on it.
-func find[T any](t testing.TB, path string, finder func(*elfx.File) (T, error)) (*elfx.File, T) {
+// find runs one of sites' finders on f; an error fails t, naming the
+// file.
+func find[T any](t testing.TB, f *elfx.File, finder func(*elfx.File) (T, error)) (*elfx.File, T) {
 	t.Helper()
-	f := Open(t, path)
 	found, err := finder(f)
 	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("%s: %v", f.Path, err)
 	}
 	return f, found
 }
