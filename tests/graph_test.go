@@ -420,6 +420,16 @@ func TestOptimized(t *testing.T) {
 	})
 }
 
+// exceptionsProg builds progs/exceptions.cc with tg's compiler at opt
+// with -pg -mfentry sites, records it and links it with the runtime by
+// cxx (the C++ driver) as link says: -pie, or -static (objects not
+// position-independent).
+func exceptionsProg(t *testing.T, tg target, cxx, dir, opt, link string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, opt+" -pg -mfentry", link != "-static", "exceptions.cc")
+	return linkRecorded(t, dir, []string{cxx}, objs, link)
+}
+
 // TestExceptions: C++ exceptions thrown through graphed frames (caught
 // higher up, rethrown, with destructors running traced code while the
 // stack unwinds) behave exactly as untraced under both tracers; the graph
@@ -434,8 +444,7 @@ func TestExceptions(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
-				objs := buildSrc(t, tg.target, dir, opt+" -pg -mfentry", true, "exceptions.cc")
-				prog := linkRecorded(t, dir, []string{tg.cxx}, objs, "-pie")
+				prog := exceptionsProg(t, tg.target, tg.cxx, dir, opt, "-pie")
 				wantOut, wantErr, wantCode, err := runStatus(dir, prog)
 				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
 					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
@@ -519,8 +528,7 @@ func TestStaticExceptions(t *testing.T) {
 	need(t, tg.tools...)
 	t.Parallel()
 	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", false, "exceptions.cc")
-	prog := linkRecorded(t, dir, []string{"g++"}, objs, "-static")
+	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-static")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
 		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
@@ -567,8 +575,7 @@ func TestCxxNames(t *testing.T) {
 	need(t, tg.tools...)
 	t.Parallel()
 	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "exceptions.cc")
-	prog := linkRecorded(t, dir, []string{"g++"}, objs, "-pie")
+	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-pie")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {
 		t.Fatal(err)
