@@ -47,7 +47,7 @@ func TestRewrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, before := sitetest.ParseObject(t, fx.Path, in)
+			before := sitetest.Find(t, sitetest.Parse(t, fx.Path, in), sites.FindObject)
 			var d bytes.Buffer
 			imgs := map[bool][]byte{} // by Options.Nop
 			for _, m := range modes {

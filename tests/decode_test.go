@@ -453,7 +453,7 @@ func checkAllNops(t *testing.T, prog string) {
 		s.State = sites.StateNop
 		want = append(want, fmt.Sprintf("0x%x %s", s.Off, siteLine(s)))
 	}
-	_, nl := sitetest.ParseLinked(t, prog, data)
+	nl := sitetest.Find(t, sitetest.Parse(t, prog, data), sites.FindLinked)
 	if got := siteLines(nl); !slices.Equal(got, want) {
 		t.Errorf("with every site a NOP:\n%s", diffLines(want, got))
 	}

@@ -650,7 +650,7 @@ func TestSectionSymbolValue(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, want := sitetest.ParseObject(t, p, data)
+	want := sitetest.Find(t, sitetest.Parse(t, p, data), sites.FindObject)
 	before := snapshot(t, dir)
 
 	o := inProcess(t, p)

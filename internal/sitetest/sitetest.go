@@ -36,44 +36,35 @@ func Parse(t testing.TB, name string, data []byte) *elfx.File {
 // (sites.FindObject); an error fails t.
 func Object(t testing.TB, path string) (*elfx.File, *sites.Object) {
 	t.Helper()
-	return find(t, Open(t, path), sites.FindObject)
-}
-
-// ParseObject is Object for an object's bytes, data, named name.
-func ParseObject(t testing.TB, name string, data []byte) (*elfx.File, *sites.Object) {
-	t.Helper()
-	return find(t, Parse(t, name, data), sites.FindObject)
+	f := Open(t, path)
+	return f, Find(t, f, sites.FindObject)
 }
 
 // Linked opens the linked program or shared object at path and reads its
 // site table (sites.FindLinked); an error fails t.
 func Linked(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
-	return find(t, Open(t, path), sites.FindLinked)
-}
-
-// ParseLinked is Linked for a linked file's bytes, data, named name.
-func ParseLinked(t testing.TB, name string, data []byte) (*elfx.File, *sites.Linked) {
-	t.Helper()
-	return find(t, Parse(t, name, data), sites.FindLinked)
+	f := Open(t, path)
+	return f, Find(t, f, sites.FindLinked)
 }
 
 // Decoded opens the linked file at path and finds its sites by decoding
 // its function entries (sites.FindDecoded); an error fails t.
 func Decoded(t testing.TB, path string) (*elfx.File, *sites.Linked) {
 	t.Helper()
-	return find(t, Open(t, path), sites.FindDecoded)
+	f := Open(t, path)
+	return f, Find(t, f, sites.FindDecoded)
 }
 
-// find runs one of sites' finders on f; an error fails t, naming the
-// file.
-func find[T any](t testing.TB, f *elfx.File, finder func(*elfx.File) (T, error)) (*elfx.File, T) {
+// Find runs finder, one of sites' Find functions, on f (from Open or
+// Parse) and returns what it found; an error fails t, naming the file.
+func Find[T any](t testing.TB, f *elfx.File, finder func(*elfx.File) (T, error)) T {
 	t.Helper()
 	found, err := finder(f)
 	if err != nil {
 		t.Fatalf("%s: %v", f.Path, err)
 	}
-	return f, found
+	return found
 }
 
 // Symbols returns the value of each symbol of f's symbol table, by name
