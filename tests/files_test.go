@@ -1,43 +1,21 @@
 package tests
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"ftpatch/internal/bounded"
 	"ftpatch/internal/special"
 )
 
-// Limits on a tool run by boundedRun: a tool that waits on a FIFO or
-// reads a device without end fails the test instead of stalling it or
-// taking the machine's memory.
-const (
-	boundTime = 30 * time.Second
-	boundMem  = 2 << 20 // KiB of address space: 2 GiB
-)
-
-// boundedRun runs argv in dir under boundTime and boundMem and returns
-// its output and exit status; a run killed for taking too long or too
-// much memory fails the test.
-func boundedRun(t *testing.T, dir string, argv ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), boundTime)
-	defer cancel()
-	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, boundMem)
-	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script}, argv...)...)
-	cmd.Dir = dir
-	o, e, code := runCmd(t, cmd)
-	if ctx.Err() != nil || !cmd.ProcessState.Exited() {
-		t.Errorf("%s: killed after %v or for lack of memory (%v); stderr:\n%.2000s", strings.Join(argv, " "), boundTime, cmd.ProcessState, e)
-	}
-	return o, e, code
-}
+// toolLimits bound a tool given a file it must refuse: one that waits on
+// a FIFO or reads a device without end fails the test instead of
+// stalling it or taking the machine's memory.
+var toolLimits = bounded.Limits{Time: 30 * time.Second, Mem: 2 << 20}
 
 // TestNotRegularFiles: every command of the tools that takes a file,
 // given something that is not a regular file (/dev/zero, a FIFO no one
@@ -110,7 +88,7 @@ func TestNotRegularFiles(t *testing.T) {
 					argv = append(argv, strings.NewReplacer("BAD", bad, "TRACE", badTrace).Replace(a))
 				}
 				what := strings.Join(c.argv, " ")
-				out, errOut, code := boundedRun(t, dir, argv...)
+				out, errOut, code := toolLimits.Run(t, dir, argv...)
 				want := bad + ": " + k.Want
 				if strings.Contains(what, "--list") && strings.HasPrefix(out, "OBJECT ") && strings.Count(out, "\n") == 1 {
 					out = "" // the table's header alone
@@ -122,7 +100,7 @@ func TestNotRegularFiles(t *testing.T) {
 			// The runtime's build writes into a directory: anything else
 			// there is one line too.
 			if k.Name != "directory" {
-				_, errOut, code := boundedRun(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
+				_, errOut, code := toolLimits.Run(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
 				if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, bad+": not a directory") {
 					t.Errorf("ftpatch runtime build -o BAD: exit %d, stderr:\n%s\nwant exit 1 and one line saying %q", code, errOut, bad+": not a directory")
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"ftpatch/internal/bounded"
 	"ftpatch/internal/fixture"
 	"ftpatch/internal/sitetest"
 	"ftpatch/internal/special"
@@ -149,7 +149,7 @@ func probe(t *testing.T, data []byte) string {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := limited(t, os.Args[0], "-test.run=^$")
+	cmd := limits.Command(t, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), probeEnv+"="+p)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -159,29 +159,14 @@ func probe(t *testing.T, data []byte) string {
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 	if cmd.ProcessState != nil && !cmd.ProcessState.Exited() {
-		return fmt.Sprintf("killed after %v (%v): %s", limitTime, err, first)
+		return fmt.Sprintf("killed after %v (%v): %s", limits.Time, err, first)
 	}
 	return fmt.Sprintf("%v: %s", err, first)
 }
 
-// Limits for a child process, so a bug that loops or allocates without
+// limits bound a child process, so a bug that loops or allocates without
 // end fails one test instead of hanging the run or exhausting memory.
-const (
-	limitTime = 20 * time.Second
-	limitMem  = 4 << 20 // KiB of address space (4 GiB)
-)
-
-// limited returns a command running bin with args under limitTime and, if
-// there is a shell to set it, limitMem.
-func limited(t *testing.T, bin string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), limitTime)
-	t.Cleanup(cancel)
-	if sh, err := exec.LookPath("sh"); err == nil {
-		script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limitMem)
-		return exec.CommandContext(ctx, sh, append([]string{"-c", script, bin}, args...)...)
-	}
-	return exec.CommandContext(ctx, bin, args...)
-}
+var limits = bounded.Limits{Time: 20 * time.Second, Mem: 4 << 20}
 
 // checkBad runs recordmcount on the bad input p in dir and checks the run
 // failed with one error line naming p and containing want, and changed
@@ -548,19 +533,8 @@ func TestBinary(t *testing.T) {
 	}
 	execRun := func(t *testing.T, args ...string) outcome {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		cmd := limited(t, bin, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		code := cmd.ProcessState.ExitCode()
-		if !cmd.ProcessState.Exited() {
-			t.Errorf("recordmcount %s: killed after %v or for lack of memory (%v)", strings.Join(args, " "), limitTime, err)
-		}
-		return outcome{stdout.String(), stderr.String(), code != 0, code}
+		stdout, stderr, code := limits.Run(t, "", append([]string{bin}, args...)...)
+		return outcome{stdout, stderr, code != 0, code}
 	}
 
 	t.Run("good", func(t *testing.T) {
