@@ -34,10 +34,7 @@ func smallFS(t *testing.T, size string) string {
 // not write, streams cut short, a run whose end is not recorded, or
 // metadata that is empty, never "another version of the runtime".
 func TestDiskFull(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	prog := traced(t, tg, dir, "-pg -mfentry", true, progSources...)
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {

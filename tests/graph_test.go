@@ -524,10 +524,7 @@ func TestClockFallback(t *testing.T) {
 // instead: same output and exit, every call recorded; and so when
 // function_graph was baked in by ftpatch enable.
 func TestStaticExceptions(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-static")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
@@ -571,10 +568,7 @@ func TestStaticExceptions(t *testing.T) {
 // Guard calls a full trace counts, and ftpatch enable --funcs-from that
 // filtered trace's report bakes in the same functions.
 func TestCxxNames(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-pie")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {

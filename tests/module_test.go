@@ -287,10 +287,7 @@ func TestSharedObjectsEnabled(t *testing.T) {
 // program without the runtime runs untraced, says so when FTRACE asks for
 // tracing, and changes nothing of the program's behaviour.
 func TestSharedObjectWithoutRuntime(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	plug := modLibs(t, tg, dir, "-pg -mfentry")
 	main := buildSrc(t, tg, dir, "", true, "modmain.c")
 	prog := filepath.Join(dir, "modmain")
@@ -316,10 +313,7 @@ var basesLine = regexp.MustCompile(`bases (0x[0-9a-f]+) (0x[0-9a-f]+)`)
 // replay and report name each plugin's calls from its own file, as the
 // metadata's load and unload times say which was mapped when.
 func TestModuleReuse(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	lib := runtimeArchive(t)
 	var plugins []string
 	for _, name := range []string{"reuseplum", "reusepear"} {
