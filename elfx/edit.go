@@ -202,9 +202,9 @@ func (e *Editor) AddSectionSymbols(secs []int) ([]uint32, error) {
 		case elf.SHT_RELA:
 			d := append([]byte(nil), e.Data(i)...)
 			for off := 0; off+relaSize <= len(d); off += relaSize {
-				info := binary.LittleEndian.Uint64(d[off+8:])
-				sym := uint32(info >> 32)
-				binary.LittleEndian.PutUint64(d[off+8:], uint64(remap(sym))<<32|info&0xffffffff)
+				r := decodeRela(d[off:])
+				r.Sym = remap(r.Sym)
+				AppendRela(d[off:off], r) // in place
 			}
 			e.SetData(i, d)
 		case elf.SHT_GROUP:

@@ -212,6 +212,49 @@ func TestRelas(t *testing.T) {
 	})
 }
 
+// TestAppendRela: entries AppendRela encodes read back through debug/elf
+// (Elf64_Rela, R_SYM64, R_TYPE64) as they were given, for both machines'
+// 64-bit absolute type, R_*_NONE, a symbol index using all 32 bits and a
+// negative addend; appending to a slice of existing data rewrites that
+// entry in place and leaves its neighbours as they were.
+func TestAppendRela(t *testing.T) {
+	in := []elfx.Rela{
+		{Off: 0x10, Sym: 3, Type: uint32(elf.R_X86_64_64), Addend: 0x1234},
+		{Off: 0xfffffffffffffff8, Sym: 0xffffffff, Type: uint32(elf.R_AARCH64_ABS64), Addend: -8},
+		{Off: 0x20, Sym: 0, Type: elfx.RelocNone, Addend: 0},
+	}
+	var b []byte
+	for _, r := range in {
+		b = elfx.AppendRela(b, r)
+	}
+	if len(b) != len(in)*elfx.RelaSize {
+		t.Fatalf("%d entries take %d bytes, want %d", len(in), len(b), len(in)*elfx.RelaSize)
+	}
+	decode := func(b []byte) []elfx.Rela {
+		d := make([]elf.Rela64, len(b)/elfx.RelaSize)
+		if err := binary.Read(bytes.NewReader(b), binary.LittleEndian, d); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]elfx.Rela, len(d))
+		for i, r := range d {
+			out[i] = elfx.Rela{Off: r.Off, Sym: elf.R_SYM64(r.Info), Type: elf.R_TYPE64(r.Info), Addend: r.Addend}
+		}
+		return out
+	}
+	if got := decode(b); !slices.Equal(got, in) {
+		t.Errorf("debug/elf reads %+v, want %+v", got, in)
+	}
+
+	in[1] = elfx.Rela{Off: 0x18, Sym: 7, Type: uint32(elf.R_X86_64_PC32), Addend: -4}
+	elfx.AppendRela(b[elfx.RelaSize:][:0], in[1])
+	if len(b) != len(in)*elfx.RelaSize {
+		t.Fatalf("rewriting in place changed the length to %d", len(b))
+	}
+	if got := decode(b); !slices.Equal(got, in) {
+		t.Errorf("after rewriting entry 1 in place, debug/elf reads %+v, want %+v", got, in)
+	}
+}
+
 // TestTypedAccessorErrors: asking for the wrong kind of section is an
 // error, not garbage.
 func TestTypedAccessorErrors(t *testing.T) {
@@ -339,6 +382,27 @@ func references(t *testing.T, f *elfx.File) map[int][]string {
 	return refs
 }
 
+// addSectionSymbols adds section symbols for secs to a copy of f (read
+// from path) and returns their indices, the edited object's bytes and
+// the object parsed again; any error fails t.
+func addSectionSymbols(t *testing.T, f *elfx.File, path string, secs []int) ([]uint32, []byte, *elfx.File) {
+	t.Helper()
+	ed, err := f.Edit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := ed.AddSectionSymbols(secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := ed.Bytes()
+	g, err := elfx.Parse(path, img)
+	if err != nil {
+		t.Fatalf("re-parsing the edited object: %v", err)
+	}
+	return added, img, g
+}
+
 // TestAddSectionSymbols: after section symbols are added for every code
 // section, every relocation, group signature and address-significance
 // entry still names the same symbol; the new symbols are local section
@@ -362,19 +426,7 @@ func TestAddSectionSymbols(t *testing.T) {
 			if len(wantRefs) == 0 {
 				t.Fatal("no symbol references to check")
 			}
-			ed, err := f.Edit()
-			if err != nil {
-				t.Fatal(err)
-			}
-			added, err := ed.AddSectionSymbols(secs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img := ed.Bytes()
-			g, err := elfx.Parse(p, img)
-			if err != nil {
-				t.Fatalf("re-parsing the edited object: %v", err)
-			}
+			added, img, g := addSectionSymbols(t, f, p, secs)
 			if _, err := elf.NewFile(bytes.NewReader(img)); err != nil {
 				t.Errorf("debug/elf cannot read the edited object: %v", err)
 			}
@@ -589,21 +641,9 @@ func TestExtendedNumbering(t *testing.T) {
 				}
 			}
 
-			ed, err := f.Edit()
-			if err != nil {
-				t.Fatal(err)
-			}
 			low := f.Section(".s5").Index
 			secs := []int{high.Index, low, f.Shstrndx}
-			added, err := ed.AddSectionSymbols(secs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			img := ed.Bytes()
-			g, err := elfx.Parse(p, img)
-			if err != nil {
-				t.Fatalf("re-parsing: %v", err)
-			}
+			added, img, g := addSectionSymbols(t, f, p, secs)
 			dg, err := elf.NewFile(bytes.NewReader(img))
 			if err != nil {
 				t.Fatalf("debug/elf: %v", err)
@@ -686,13 +726,13 @@ int main(int argc, char **argv) { (void)argv; return fp_table[argc % 3](argc); }
 // to its function's address, whether the linker wrote RELA RELATIVE
 // relocations or packed them as RELR (the two builds must agree).
 func TestRelativesPIE(t *testing.T) {
-	type build struct {
+	type pieBuild struct {
 		name   string
 		cc     string
 		flags  []string
 		packed bool
 	}
-	builds := []build{
+	builds := []pieBuild{
 		{"x86_64", "gcc", []string{"-O2", "-fpie", "-pie"}, false},
 		{"x86_64-relr", "gcc", []string{"-O2", "-fpie", "-pie", "-Wl,-z,pack-relative-relocs"}, true},
 		{"arm64", "aarch64-linux-gnu-gcc", []string{"-O2", "-fpie", "-pie"}, false},
@@ -705,7 +745,7 @@ func TestRelativesPIE(t *testing.T) {
 			}
 			dir := t.TempDir()
 			src := writeFile(t, dir, "pie.c", pieSource)
-			p := buildOrFail(t, dir, b.cc, "pie", append(b.flags, src)...)
+			p := build(t, dir, b.cc, "pie", append(b.flags, src)...)
 			f, d := open(t, p)
 			if f.Type != elf.ET_DYN {
 				t.Fatalf("type %v, want ET_DYN", f.Type)
@@ -793,20 +833,9 @@ func writeFile(t *testing.T, dir, name, contents string) string {
 	return p
 }
 
-// build runs cc to make dir/out and fails the test if it cannot.
+// build runs cc (a cross toolchain included, which make deps installs
+// with its C library) to make dir/out and fails the test if it cannot.
 func build(t *testing.T, dir, cc, out string, args ...string) string {
-	t.Helper()
-	p := filepath.Join(dir, out)
-	if b, err := exec.Command(cc, append(args, "-o", p)...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, b)
-	}
-	return p
-}
-
-// buildOrFail links a program with cc (the cross toolchains included,
-// which make deps installs with their C library); a failure fails the
-// test.
-func buildOrFail(t *testing.T, dir, cc, out string, args ...string) string {
 	t.Helper()
 	p := filepath.Join(dir, out)
 	if b, err := exec.Command(cc, append(args, "-o", p)...).CombinedOutput(); err != nil {

@@ -119,6 +119,27 @@ type Rela struct {
 	Addend int64
 }
 
+// RelaSize is the size of an ELF64 relocation entry with addend
+// (Elf64_Rela), the only kind elfx reads and writes.
+const RelaSize = relaSize
+
+// AppendRela appends r to b as one Elf64_Rela, little-endian: r_offset,
+// r_info (symbol index in the high 32 bits, type in the low 32) and
+// r_addend. It is the one place a relocation entry is encoded; to
+// rewrite entry i of a section's data d in place, append to d[i*RelaSize:][:0].
+func AppendRela(b []byte, r Rela) []byte {
+	b = le.AppendUint64(b, r.Off)
+	b = le.AppendUint64(b, uint64(r.Sym)<<32|uint64(r.Type))
+	return le.AppendUint64(b, uint64(r.Addend))
+}
+
+// decodeRela reads the Elf64_Rela at the start of e, which holds at
+// least RelaSize bytes: the inverse of AppendRela.
+func decodeRela(e []byte) Rela {
+	info := le.Uint64(e[8:])
+	return Rela{Off: le.Uint64(e[0:]), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(e[16:]))}
+}
+
 // Relas parses the relocation section s. In ET_REL files every symbol
 // index is checked against the linked symbol table.
 func (f *File) Relas(s *Section) ([]Rela, error) {
@@ -132,9 +153,7 @@ func (f *File) Relas(s *Section) ([]Rela, error) {
 	}
 	out := make([]Rela, len(data)/relaSize)
 	for i := range out {
-		e := data[i*relaSize:]
-		info := le.Uint64(e[8:])
-		r := Rela{Off: le.Uint64(e[0:]), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(e[16:]))}
+		r := decodeRela(data[i*relaSize:])
 		if s.Link != 0 && uint64(r.Sym) >= nsyms {
 			return nil, formatErr(s.Off+Off(i*relaSize), "%s: relocation %d: symbol index %d out of range (%d symbols)", s, i, r.Sym, nsyms)
 		}
@@ -180,7 +199,5 @@ func (t RelaTable) Sym(i int) uint32 { return le.Uint32(t.data[i*relaSize+12:]) 
 
 // At decodes entry i, which must be in [0, Len()).
 func (t RelaTable) At(i int) Rela {
-	e := t.data[i*relaSize : (i+1)*relaSize]
-	info := le.Uint64(e[8:])
-	return Rela{Off: le.Uint64(e[0:]), Sym: uint32(info >> 32), Type: uint32(info), Addend: int64(le.Uint64(e[16:]))}
+	return decodeRela(t.data[i*relaSize : (i+1)*relaSize])
 }

@@ -17,50 +17,22 @@
 
 FIXTURE_DIR := sites/testdata
 
+# fixture_cross,CASE-ARCH-CC,LEVELS,VARIANTS: one object per optimization
+# level and flag variant.
+fixture_cross = $(foreach v,$(3),$(foreach o,$(2),$(1)-$(o)-$(v)))
+
+# basic: every site-producing flag set at -O0 and -O2, by both compilers
+# (-mrecord-mcount is gcc's alone; -O3 once), and on arm64 at -O2, each
+# with and without BTI.
+FIXTURE_BASIC_X86 := pg-mfentry pg-mfentry-nopie pg pfe5 pg-mfentry-cet ffs-pg-mfentry
+FIXTURE_BASIC_ARM64 := $(foreach v,pfe2 pfe4_2-align8 pfe4_2 pg,$(v) $(v)-bti)
+
 FIXTURE_OBJS := \
-	basic-x86_64-gcc-O0-pg-mfentry \
-	basic-x86_64-gcc-O2-pg-mfentry \
+	$(call fixture_cross,basic-x86_64-gcc,O0 O2,$(FIXTURE_BASIC_X86) pg-mfentry-mrecord) \
 	basic-x86_64-gcc-O3-pg-mfentry \
-	basic-x86_64-gcc-O0-pg-mfentry-nopie \
-	basic-x86_64-gcc-O2-pg-mfentry-nopie \
-	basic-x86_64-gcc-O0-pg \
-	basic-x86_64-gcc-O2-pg \
-	basic-x86_64-gcc-O0-pfe5 \
-	basic-x86_64-gcc-O2-pfe5 \
-	basic-x86_64-gcc-O0-pg-mfentry-mrecord \
-	basic-x86_64-gcc-O2-pg-mfentry-mrecord \
-	basic-x86_64-gcc-O0-pg-mfentry-cet \
-	basic-x86_64-gcc-O2-pg-mfentry-cet \
-	basic-x86_64-gcc-O0-ffs-pg-mfentry \
-	basic-x86_64-gcc-O2-ffs-pg-mfentry \
-	basic-x86_64-clang-O0-pg-mfentry \
-	basic-x86_64-clang-O2-pg-mfentry \
-	basic-x86_64-clang-O0-pg-mfentry-nopie \
-	basic-x86_64-clang-O2-pg-mfentry-nopie \
-	basic-x86_64-clang-O0-pg \
-	basic-x86_64-clang-O2-pg \
-	basic-x86_64-clang-O0-pfe5 \
-	basic-x86_64-clang-O2-pfe5 \
-	basic-x86_64-clang-O0-pg-mfentry-cet \
-	basic-x86_64-clang-O2-pg-mfentry-cet \
-	basic-x86_64-clang-O0-ffs-pg-mfentry \
-	basic-x86_64-clang-O2-ffs-pg-mfentry \
-	basic-arm64-gcc-O2-pfe2 \
-	basic-arm64-gcc-O2-pfe2-bti \
-	basic-arm64-gcc-O2-pfe4_2-align8 \
-	basic-arm64-gcc-O2-pfe4_2-align8-bti \
-	basic-arm64-gcc-O2-pfe4_2 \
-	basic-arm64-gcc-O2-pfe4_2-bti \
-	basic-arm64-gcc-O2-pg \
-	basic-arm64-gcc-O2-pg-bti \
-	basic-arm64-clang-O2-pfe2 \
-	basic-arm64-clang-O2-pfe2-bti \
-	basic-arm64-clang-O2-pfe4_2-align8 \
-	basic-arm64-clang-O2-pfe4_2-align8-bti \
-	basic-arm64-clang-O2-pfe4_2 \
-	basic-arm64-clang-O2-pfe4_2-bti \
-	basic-arm64-clang-O2-pg \
-	basic-arm64-clang-O2-pg-bti \
+	$(call fixture_cross,basic-x86_64-clang,O0 O2,$(FIXTURE_BASIC_X86)) \
+	$(call fixture_cross,basic-arm64-gcc,O2,$(FIXTURE_BASIC_ARM64)) \
+	$(call fixture_cross,basic-arm64-clang,O2,$(FIXTURE_BASIC_ARM64)) \
 	weak-x86_64-gcc-O2-ffs-nounwind-pg-mfentry \
 	weak-x86_64-gcc-O2-ffs-nounwind-pg-mfentry-nopie \
 	weak-x86_64-gcc-O2-ffs-nounwind-pg \
@@ -144,10 +116,16 @@ $(foreach o,$(FIXTURE_OBJS),$(eval $(call fixture_rule,$(o))))
 .PHONY: fixtures fixtures-check fixtures-force
 fixtures: $(FIXTURE_PATHS)
 
-fixtures-check: fixtures
-	@git diff --stat --exit-code -- $(FIXTURE_PATHS)
-	@untracked=$$(git ls-files --others -- $(FIXTURE_PATHS)); \
+# fixture_check,PATHS: the recipe that fails unless the files rebuilt are
+# byte for byte the checked-in ones, and every one is checked in.
+define fixture_check
+	@git diff --stat --exit-code -- $(1)
+	@untracked=$$(git ls-files --others -- $(1)); \
 	if [ -n "$$untracked" ]; then echo "fixtures: not checked in:" $$untracked; exit 1; fi
+endef
+
+fixtures-check: fixtures
+	$(call fixture_check,$(FIXTURE_PATHS))
 
 fixtures-force:
 
@@ -245,8 +223,6 @@ fixtures-linked: $(FIXTURE_LINKED_PATHS)
 
 fixtures-check: fixtures-check-linked
 fixtures-check-linked: fixtures-linked
-	@git diff --stat --exit-code -- $(FIXTURE_LINKED_PATHS)
-	@untracked=$$(git ls-files --others -- $(FIXTURE_LINKED_PATHS)); \
-	if [ -n "$$untracked" ]; then echo "fixtures: not checked in:" $$untracked; exit 1; fi
+	$(call fixture_check,$(FIXTURE_LINKED_PATHS))
 
 .DEFAULT_GOAL := $(fixture_saved_goal)

@@ -182,17 +182,24 @@ func getXattr(get func([]byte) (int, error)) ([]byte, error) {
 	}
 }
 
+// specialBits pairs each st_mode bit above the permission bits with the
+// os.FileMode bit that stands for it.
+var specialBits = [...]struct {
+	unix uint32
+	os   os.FileMode
+}{
+	{unix.S_ISUID, os.ModeSetuid},
+	{unix.S_ISGID, os.ModeSetgid},
+	{unix.S_ISVTX, os.ModeSticky},
+}
+
 // fileMode converts the st_mode of a regular file to Attrs.Mode.
 func fileMode(m uint32) os.FileMode {
 	fm := os.FileMode(m & 0o777)
-	if m&unix.S_ISUID != 0 {
-		fm |= os.ModeSetuid
-	}
-	if m&unix.S_ISGID != 0 {
-		fm |= os.ModeSetgid
-	}
-	if m&unix.S_ISVTX != 0 {
-		fm |= os.ModeSticky
+	for _, b := range specialBits {
+		if m&b.unix != 0 {
+			fm |= b.os
+		}
 	}
 	return fm
 }
@@ -200,14 +207,10 @@ func fileMode(m uint32) os.FileMode {
 // unixMode is fileMode backwards.
 func unixMode(fm os.FileMode) uint32 {
 	m := uint32(fm.Perm())
-	if fm&os.ModeSetuid != 0 {
-		m |= unix.S_ISUID
-	}
-	if fm&os.ModeSetgid != 0 {
-		m |= unix.S_ISGID
-	}
-	if fm&os.ModeSticky != 0 {
-		m |= unix.S_ISVTX
+	for _, b := range specialBits {
+		if fm&b.os != 0 {
+			m |= b.unix
+		}
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"ftpatch/internal/asroot"
 	"ftpatch/outfile"
 )
 
@@ -89,10 +90,8 @@ func TestResolve(t *testing.T) {
 // middle of a path, with an error naming the link, the directory and
 // why; the others are followed.
 func TestProtectedLinks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test makes links owned by another user: run it as root (CI does)")
-	}
-	const nobody = 65534
+	asroot.Need(t, "makes links owned by another user")
+	const nobody = asroot.Nobody
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -104,39 +103,14 @@ func TestProtectedLinks(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(base, "real"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// mkdir makes dir with mode, owned by uid.
-	mkdir := func(name string, mode os.FileMode, uid int) string {
-		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, uid, uid); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, mode); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	shared := mkdir("shared", 0o777|os.ModeSticky, 0)
-	theirs := mkdir("theirs", 0o777|os.ModeSticky, nobody)
-	open := mkdir("open", 0o777, 0)
-	// link makes dir/name -> to, owned by uid (lchown: the link itself).
-	link := func(dir, name, to string, uid int) string {
-		l := filepath.Join(dir, name)
-		if err := os.Symlink(to, l); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Lchown(l, uid, uid); err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	planted := link(shared, "planted", target, nobody)
-	plantedDir := link(shared, "planted-dir", filepath.Join(base, "real"), nobody)
-	mine := link(shared, "mine", target, 0)
-	owners := link(theirs, "owners", target, nobody)
-	unsticky := link(open, "planted", target, nobody)
+	shared := asroot.Dir(t, base, "shared", 0o777|os.ModeSticky, 0)
+	theirs := asroot.Dir(t, base, "theirs", 0o777|os.ModeSticky, nobody)
+	open := asroot.Dir(t, base, "open", 0o777, 0)
+	planted := asroot.Link(t, shared, "planted", target, nobody)
+	plantedDir := asroot.Link(t, shared, "planted-dir", filepath.Join(base, "real"), nobody)
+	mine := asroot.Link(t, shared, "mine", target, 0)
+	owners := asroot.Link(t, theirs, "owners", target, nobody)
+	unsticky := asroot.Link(t, open, "planted", target, nobody)
 
 	for _, c := range []struct {
 		path    string

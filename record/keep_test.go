@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ftpatch/internal/asroot"
 	"ftpatch/outfile"
 	"ftpatch/record"
 )
@@ -25,9 +26,7 @@ import (
 // as it was, nothing added to the directory. (A write-protected object,
 // refused to a user who is not root, is TestRecordmcountAsUser's.)
 func TestFileKeeps(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test gives an object another owner: run it as root (CI does)")
-	}
+	asroot.Need(t, "gives an object another owner")
 	small, err := os.ReadFile("../cmd/recordmcount/testdata/good-x86_64-pg-mfentry.o")
 	if err != nil {
 		t.Fatal(err)

@@ -184,15 +184,18 @@ func addTable(f *elfx.File, ed *elfx.Editor, ss []sites.Site) error {
 		}
 		byGroup[g] = append(byGroup[g], int32(i))
 	}
-	abs := uint64(elfx.Abs64(f.Arch))
+	abs := elfx.Abs64(f.Arch)
 	for _, g := range order {
 		gs := byGroup[g]
-		rela := make([]byte, 0, len(gs)*24)
+		rela := make([]byte, 0, len(gs)*elfx.RelaSize)
 		for i, si := range gs {
 			s := &ss[si]
-			rela = binary.LittleEndian.AppendUint64(rela, uint64(i*8))
-			rela = binary.LittleEndian.AppendUint64(rela, uint64(secSym[s.Section])<<32|abs)
-			rela = binary.LittleEndian.AppendUint64(rela, s.Off-secVal[s.Section]) // symbol + addend = the site
+			rela = elfx.AppendRela(rela, elfx.Rela{
+				Off:    uint64(i * 8),
+				Sym:    secSym[s.Section],
+				Type:   abs,
+				Addend: int64(s.Off - secVal[s.Section]), // symbol + addend = the site
+			})
 		}
 		flags := elf.SHF_ALLOC | elf.SHF_WRITE
 		rflags := elf.SHF_INFO_LINK
@@ -250,9 +253,9 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 				r = append([]byte(nil), ed.Data(int(s.Rela))...)
 				relas[int(s.Rela)] = r
 			}
-			e := r[s.RelaIdx*24:]
-			binary.LittleEndian.PutUint64(e[8:], uint64(elfx.RelocNone)) // symbol 0, R_*_NONE
-			binary.LittleEndian.PutUint64(e[16:], 0)
+			e := r[s.RelaIdx*elfx.RelaSize:]
+			// Symbol 0, R_*_NONE, addend 0, in place; the offset stays.
+			elfx.AppendRela(e[:0], elfx.Rela{Off: binary.LittleEndian.Uint64(e), Type: elfx.RelocNone})
 			s.Rela, s.RelaIdx = -1, -1
 		}
 		s.State = sites.StateNop

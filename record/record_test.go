@@ -21,16 +21,10 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/internal/golden"
 	"ftpatch/internal/isa"
+	"ftpatch/internal/sitetest"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
-
-// fixtureGlob matches the objects built by `make fixtures` (mk/fixtures.mk),
-// shared with package sites' tests.
-const fixtureGlob = "../sites/testdata/*.o"
-
-// fixtures lists the objects; a glob matching nothing fails the test.
-func fixtures(t *testing.T) []fixture.Object { return fixture.Objects(t, fixtureGlob) }
 
 // modes are the two ways the pass is run on every fixture.
 var modes = []struct {
@@ -46,21 +40,14 @@ var modes = []struct {
 // testdata/<fixture>.table.golden; then checks the output's properties
 // independently of the golden.
 func TestRewrite(t *testing.T) {
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		t.Run(fx.Base, func(t *testing.T) {
 			t.Parallel()
 			in, err := os.ReadFile(fx.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			inFile, err := elfx.Parse(fx.Path, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := sites.FindObject(inFile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := sitetest.Find(t, sitetest.Parse(t, fx.Path, in), sites.FindObject)
 			var d bytes.Buffer
 			imgs := map[bool][]byte{} // by Options.Nop
 			for _, m := range modes {
@@ -145,7 +132,7 @@ func TestGoldensHaveFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range goldens {
-		obj := filepath.Join(filepath.Dir(fixtureGlob), strings.TrimSuffix(filepath.Base(g), ".table.golden")+".o")
+		obj := filepath.Join("..", fixture.ObjectDir, strings.TrimSuffix(filepath.Base(g), ".table.golden")+".o")
 		if _, err := os.Stat(obj); err != nil {
 			t.Errorf("%s: no fixture %s", g, obj)
 		}
@@ -631,14 +618,18 @@ func checkPreserved(t *testing.T, before *sites.Object, in, img []byte, opts rec
 		if rs.Type != elf.SHT_RELA || int(rs.Link) != inSym.Index {
 			continue
 		}
-		for j := uint64(0); j < rs.Size/24; j++ {
-			e := want[uint64(rs.Off)+j*24:]
-			info := binary.LittleEndian.Uint64(e[8:])
-			switch sym := uint32(info >> 32); {
-			case retyped[[2]int{rs.Index, int(j)}]:
-				clear(e[8:24]) // symbol 0, R_*_NONE, addend 0
-			case added > 0 && sym >= first:
-				binary.LittleEndian.PutUint64(e[8:], uint64(sym+added)<<32|info&0xffffffff)
+		relas, err := f.Relas(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range relas {
+			e := want[uint64(rs.Off)+uint64(j)*elfx.RelaSize:][:0]
+			switch {
+			case retyped[[2]int{rs.Index, j}]:
+				elfx.AppendRela(e, elfx.Rela{Off: r.Off, Type: elfx.RelocNone}) // symbol 0, R_*_NONE, addend 0
+			case added > 0 && r.Sym >= first:
+				r.Sym += added
+				elfx.AppendRela(e, r)
 			}
 		}
 	}
@@ -846,7 +837,7 @@ func checkTools(t *testing.T, fx fixture.Object, img []byte) {
 // TestRewriteUnchanged: an object whose compiler wrote the table
 // (-mrecord-mcount) is left alone, and the summary says why.
 func TestRewriteUnchanged(t *testing.T) {
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		if !fx.Tokens["mrecord"] {
 			continue
 		}
@@ -870,7 +861,7 @@ func TestRewriteUnchanged(t *testing.T) {
 func TestFile(t *testing.T) {
 	seen := map[arch.Arch]bool{}
 	var picked []fixture.Object
-	for _, fx := range fixtures(t) {
+	for _, fx := range fixture.Corpus(t, "..", "*.o") {
 		if !seen[fx.Arch] && !fx.Tokens["mrecord"] {
 			seen[fx.Arch] = true
 			picked = append(picked, fx)

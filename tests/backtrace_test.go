@@ -3,8 +3,6 @@ package tests
 import (
 	"path/filepath"
 	"testing"
-
-	ftrt "ftpatch/runtime"
 )
 
 // TestBacktrace: a program that walks its own stack with backtrace
@@ -22,9 +20,7 @@ func TestBacktrace(t *testing.T) {
 				need(t, tg.tools...)
 				dir, plainDir := t.TempDir(), t.TempDir()
 				objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
-				run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-				prog := filepath.Join(dir, "prog")
-				run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(true), "-rdynamic"), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+				prog := linkRecorded(t, dir, tg.link, objs, picLink(true), "-rdynamic")
 				plain := filepath.Join(plainDir, "plain")
 				run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
 				want, _, code, err := runStatus(plainDir, plain)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/nops"
 	"ftpatch/outfile"
 	ftrt "ftpatch/runtime"
@@ -30,25 +31,23 @@ type decodeLink struct {
 
 // decodeLinks are the link setups: each gives the hook calls a different
 // form (direct, addr32, through the GOT with GLOB_DAT or a filled or
-// RELATIVE slot, through the PLT).
+// RELATIVE slot, through the PLT). Both architectures have the first
+// five; x86-64 adds linker relaxation turned off and the runtime itself.
 var decodeLinks = map[string][]decodeLink{
-	"x86_64": {
-		{"pie-stub", true, nil, "stub", nil},
-		{"pie-libc", true, nil, "libc", nil},
-		{"nopie-stub", false, nil, "stub", nil},
-		{"nopie-libc", false, nil, "libc", nil},
-		{"static-stub", false, []string{"-static"}, "stub", nil},
-		{"pie-stub-norelax", true, []string{"-Wl,--no-relax"}, "stub", nil},
-		{"static-norelax", false, []string{"-static", "-Wl,--no-relax"}, "stub", nil},
-		{"pie-runtime", true, nil, "runtime", nil},
-	},
-	"arm64": {
-		{"pie-stub", true, nil, "stub", nil},
-		{"pie-libc", true, nil, "libc", nil},
-		{"nopie-stub", false, nil, "stub", nil},
-		{"nopie-libc", false, nil, "libc", nil},
-		{"static-stub", false, []string{"-static"}, "stub", nil},
-	},
+	"x86_64": append(slices.Clip(decodeLinksBoth),
+		decodeLink{"pie-stub-norelax", true, []string{"-Wl,--no-relax"}, "stub", nil},
+		decodeLink{"static-norelax", false, []string{"-static", "-Wl,--no-relax"}, "stub", nil},
+		decodeLink{"pie-runtime", true, nil, "runtime", nil},
+	),
+	"arm64": decodeLinksBoth,
+}
+
+var decodeLinksBoth = []decodeLink{
+	{"pie-stub", true, nil, "stub", nil},
+	{"pie-libc", true, nil, "libc", nil},
+	{"nopie-stub", false, nil, "stub", nil},
+	{"nopie-libc", false, nil, "libc", nil},
+	{"static-stub", false, []string{"-static"}, "stub", nil},
 }
 
 // decodeFlags are the -pg builds per target, never through recordmcount.
@@ -115,20 +114,6 @@ func targetLines(l *sites.Linked) []string {
 	return out
 }
 
-// findLinked opens prog and finds its sites.
-func findLinked(t *testing.T, prog string) (*elfx.File, *sites.Linked) {
-	t.Helper()
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sites.FindLinked(f)
-	if err != nil {
-		t.Fatalf("%s: %v", prog, err)
-	}
-	return f, l
-}
-
 // decodeOracle links the objects (compiled into dir) twice: as they are,
 // where FindLinked must decode the function entries, and after
 // recordmcount, where it reads the table. Both must list the same sites,
@@ -157,8 +142,8 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 	decoded := linkDecode(t, tg, dir, "prog", objs, l)
 	table := linkDecode(t, tg, recDir, "prog", recObjs, l)
 
-	_, dl := findLinked(t, decoded)
-	tf, tl := findLinked(t, table)
+	_, dl := sitetest.Linked(t, decoded)
+	tf, tl := sitetest.Linked(t, table)
 	for _, s := range dl.Sites {
 		if s.Discover != sites.FromDecode {
 			t.Fatalf("%s: site %s found from %v, want decoding", decoded, s.Func, s.Discover)
@@ -173,7 +158,7 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 	if err := outfile.WriteFile(hidden, 0o755, hideTable(t, tf)); err != nil {
 		t.Fatal(err)
 	}
-	_, hl := findLinked(t, hidden)
+	_, hl := sitetest.Linked(t, hidden)
 	if got, want := siteLines(hl), siteLines(tl); !slices.Equal(got, want) {
 		t.Errorf("%s with its table hidden: decoded sites differ from the table's\n%s", table, diffLines(want, got))
 	}
@@ -252,8 +237,8 @@ func TestDecodeMrecordMcount(t *testing.T) {
 				need(t, x86GCC.tools...)
 				gccDir, dir := t.TempDir(), t.TempDir()
 				l := decodeLink{"", pie, nil, "stub", nil}
-				_, gl := findLinked(t, linkDecode(t, x86GCC, gccDir, "prog", build(t, x86GCC, gccDir, flags+" -mrecord-mcount", pie), l))
-				_, dl := findLinked(t, linkDecode(t, x86GCC, dir, "prog", build(t, x86GCC, dir, flags, pie), l))
+				_, gl := sitetest.Linked(t, linkDecode(t, x86GCC, gccDir, "prog", build(t, x86GCC, gccDir, flags+" -mrecord-mcount", pie), l))
+				_, dl := sitetest.Linked(t, linkDecode(t, x86GCC, dir, "prog", build(t, x86GCC, dir, flags, pie), l))
 				got, want := siteLines(dl), siteLines(gl)
 				if len(want) < 5 || !slices.Equal(got, want) {
 					t.Errorf("gcc's table (%d sites) and the decoded sites differ\n%s", len(want), diffLines(want, got))
@@ -291,7 +276,7 @@ func TestDecodePatched(t *testing.T) {
 			need(t, v.tg.tools...)
 			dir := t.TempDir()
 			prog := decodeOracle(t, v.tg, dir, build(t, v.tg, dir, v.flags, v.link.pie), v.link)
-			f, l := findLinked(t, prog)
+			f, l := sitetest.Linked(t, prog)
 			before := slices.Clone(f.Data)
 			data := slices.Clone(f.Data)
 			want := patchSites(t, f, l, data)
@@ -302,7 +287,7 @@ func TestDecodePatched(t *testing.T) {
 			if after, err := os.ReadFile(prog); err != nil || !slices.Equal(after, before) {
 				t.Fatalf("the input changed: %v", err)
 			}
-			_, pl := findLinked(t, patched)
+			_, pl := sitetest.Linked(t, patched)
 			if got := siteLines(pl); !slices.Equal(got, want) {
 				t.Errorf("after patching:\n%s", diffLines(want, got))
 			}
@@ -317,7 +302,7 @@ func TestDecodePatched(t *testing.T) {
 // decoding of the result must give.
 func patchSites(t *testing.T, f *elfx.File, l *sites.Linked, data []byte) []string {
 	t.Helper()
-	addr := symbolAddrs(t, f)
+	addr := sitetest.Symbols(t, f)
 	styles := []nops.X86NopStyle{nops.X86P6, nops.X86K8, nops.X86JmpPad}
 	var want []string
 	counts := map[string]int{}
@@ -428,14 +413,7 @@ func TestDecodeLua(t *testing.T) {
 				checkAllNops(t, prog)
 				return
 			}
-			f, err := elfx.Open(linkDecode(t, v.tg, dir, "lua", objs, l))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dl, err := sites.FindDecoded(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, dl := sitetest.Decoded(t, linkDecode(t, v.tg, dir, "lua", objs, l))
 			if len(dl.Sites) != 0 {
 				t.Errorf("a program built without -pg has %d decoded sites:\n%s", len(dl.Sites), strings.Join(siteLines(dl), "\n"))
 			}
@@ -454,7 +432,7 @@ func TestDecodeLua(t *testing.T) {
 // and checks that decoding finds every one again, as a NOP.
 func checkAllNops(t *testing.T, prog string) {
 	t.Helper()
-	f, l := findLinked(t, prog)
+	f, l := sitetest.Linked(t, prog)
 	data := slices.Clone(f.Data)
 	var want []string
 	for _, s := range l.Sites {
@@ -475,14 +453,7 @@ func checkAllNops(t *testing.T, prog string) {
 		s.State = sites.StateNop
 		want = append(want, fmt.Sprintf("0x%x %s", s.Off, siteLine(s)))
 	}
-	nf, err := elfx.Parse(prog, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nl, err := sites.FindLinked(nf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nl := sitetest.Find(t, sitetest.Parse(t, prog, data), sites.FindLinked)
 	if got := siteLines(nl); !slices.Equal(got, want) {
 		t.Errorf("with every site a NOP:\n%s", diffLines(want, got))
 	}

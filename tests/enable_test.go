@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -65,9 +63,32 @@ func linkEnabled(t *testing.T, tg target, dir string, b enableBuild) string {
 	if b.record {
 		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 	}
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, b.link), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
-	return prog
+	return linkWithRuntime(t, dir, tg.link, objs, b.link)
+}
+
+// forEnableBuilds runs test on each of enableBuilds by both x86-64
+// compilers (the table the compiler writes, by gcc alone), as a parallel
+// subtest named compiler/build: the program linked into a new dir, the
+// enable list written beside it as listFile.
+func forEnableBuilds(t *testing.T, test func(t *testing.T, tg target, dir, prog, listFile string)) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, b := range enableBuilds {
+			if !b.record && tg.name != "gcc" {
+				continue
+			}
+			t.Run(tg.name+"/"+b.String(), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				prog := linkEnabled(t, tg, dir, b)
+				listFile := filepath.Join(dir, "list.txt")
+				if err := os.WriteFile(listFile, []byte(enableList), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				test(t, tg, dir, prog, listFile)
+			})
+		}
+	}
 }
 
 // fileState is a file's bytes and status (inode, mode, owner,
@@ -126,88 +147,71 @@ func ftpatchStatus(t *testing.T, dir string, args ...string) (string, string, in
 // again changes nothing (not even mtime); the environment still wins;
 // disable brings back an untraced program that verify accepts.
 func TestEnable(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, b := range enableBuilds {
-			if !b.record && tg.name != "gcc" {
-				continue
-			}
-			t.Run(tg.name+"/"+b.String(), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				dir := t.TempDir()
-				prog := linkEnabled(t, tg, dir, b)
-				listFile := filepath.Join(dir, "list.txt")
-				if err := os.WriteFile(listFile, []byte(enableList), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				wantOut, wantCode := execute(t, tg, prog)
-				ref := filepath.Join(dir, "ref")
-				if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + enableFilter, "FTRACE_OUT=" + ref}, prog); err != nil {
-					t.Fatal(err)
-				}
-				want := traceCounts(t, ref)
-				if len(want) != 3 {
-					t.Fatalf("FTRACE_FILTER=%s traced %v: want fib, helper and make_pair", enableFilter, want)
-				}
-
-				// -o: the input stays as it was.
-				enabled := filepath.Join(dir, "enabled")
-				in := stateOf(t, prog)
-				run(t, dir, tool("ftpatch"), "enable", "--funcs", listFile, prog, "-o", enabled)
-				in.unchanged(t, "enable -o")
-				run(t, dir, tool("ftpatch"), "verify", enabled)
-
-				// Run with nothing set: exactly the list, into ./ftrace.data.
-				got, code := execute(t, tg, enabled)
-				if got != wantOut || code != wantCode {
-					t.Errorf("enabled: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-				}
-				checkCounts(t, filepath.Join(dir, "ftrace.data"), want, "function", "patched")
-				_, errOut, _, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "dbg")}, enabled)
-				if m := pageLine.FindStringSubmatch(errOut); err != nil || m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {
-					t.Errorf("FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
-				}
-
-				// The graph tracer, in place; then the same list again,
-				// which must not rewrite the file.
-				run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "--funcs", listFile, enabled)
-				run(t, dir, tool("ftpatch"), "verify", enabled)
-				same := stateOf(t, enabled)
-				out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", enabled, "make_*", "helper", "fib", "!main")
-				same.unchanged(t, "enable with the same list")
-				if !strings.Contains(out, "unchanged") {
-					t.Errorf("enable with the same list said %q", out)
-				}
-				graph := filepath.Join(dir, "graph")
-				if got, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + graph}, enabled); err != nil || got != wantOut || code != wantCode {
-					t.Errorf("graph: exit %d, %v", code, err)
-				}
-				checkCounts(t, graph, want, "function_graph", "patched")
-
-				// The environment wins over what is baked in.
-				over := filepath.Join(dir, "over")
-				if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=fib", "FTRACE_OUT=" + over}, enabled); err != nil {
-					t.Fatal(err)
-				}
-				checkCounts(t, over, map[string]int{"fib": want["fib"]}, "function", "overridden")
-
-				// disable: untraced, nothing written at start, verify happy.
-				run(t, dir, tool("ftpatch"), "disable", enabled)
-				run(t, dir, tool("ftpatch"), "verify", enabled)
-				os.RemoveAll(filepath.Join(dir, "ftrace.data"))
-				got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE_DEBUG=1"}, enabled)
-				if err != nil || got != wantOut || code != wantCode {
-					t.Errorf("disabled: exit %d, %v, output\n%s", code, err, got)
-				}
-				if _, err := os.Stat(filepath.Join(dir, "ftrace.data")); err == nil {
-					t.Error("the disabled program made a trace directory")
-				}
-				if m := pageLine.FindStringSubmatch(errOut); m == nil || m[1] != "0" || m[2] != "0" || m[3] != "patched" {
-					t.Errorf("disabled, FTRACE_DEBUG: want 0 traced, 0 pages written:\n%s", errOut)
-				}
-			})
+	forEnableBuilds(t, func(t *testing.T, tg target, dir, prog, listFile string) {
+		wantOut, wantCode := execute(t, tg, prog)
+		ref := filepath.Join(dir, "ref")
+		if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + enableFilter, "FTRACE_OUT=" + ref}, prog); err != nil {
+			t.Fatal(err)
 		}
-	}
+		want := traceCounts(t, ref)
+		if len(want) != 3 {
+			t.Fatalf("FTRACE_FILTER=%s traced %v: want fib, helper and make_pair", enableFilter, want)
+		}
+
+		// -o: the input stays as it was.
+		enabled := filepath.Join(dir, "enabled")
+		in := stateOf(t, prog)
+		run(t, dir, tool("ftpatch"), "enable", "--funcs", listFile, prog, "-o", enabled)
+		in.unchanged(t, "enable -o")
+		run(t, dir, tool("ftpatch"), "verify", enabled)
+
+		// Run with nothing set: exactly the list, into ./ftrace.data.
+		got, code := execute(t, tg, enabled)
+		checkSame(t, "enabled", got, code, wantOut, wantCode)
+		checkCounts(t, filepath.Join(dir, "ftrace.data"), want, "function", "patched")
+		_, errOut, _, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "dbg")}, enabled)
+		if m := pageLine.FindStringSubmatch(errOut); err != nil || m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {
+			t.Errorf("FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
+		}
+
+		// The graph tracer, in place; then the same list again,
+		// which must not rewrite the file.
+		run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "--funcs", listFile, enabled)
+		run(t, dir, tool("ftpatch"), "verify", enabled)
+		same := stateOf(t, enabled)
+		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", enabled, "make_*", "helper", "fib", "!main")
+		same.unchanged(t, "enable with the same list")
+		if !strings.Contains(out, "unchanged") {
+			t.Errorf("enable with the same list said %q", out)
+		}
+		graph := filepath.Join(dir, "graph")
+		if got, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + graph}, enabled); err != nil || got != wantOut || code != wantCode {
+			t.Errorf("graph: exit %d, %v", code, err)
+		}
+		checkCounts(t, graph, want, "function_graph", "patched")
+
+		// The environment wins over what is baked in.
+		over := filepath.Join(dir, "over")
+		if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=fib", "FTRACE_OUT=" + over}, enabled); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, over, map[string]int{"fib": want["fib"]}, "function", "overridden")
+
+		// disable: untraced, nothing written at start, verify happy.
+		run(t, dir, tool("ftpatch"), "disable", enabled)
+		run(t, dir, tool("ftpatch"), "verify", enabled)
+		os.RemoveAll(filepath.Join(dir, "ftrace.data"))
+		got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE_DEBUG=1"}, enabled)
+		if err != nil || got != wantOut || code != wantCode {
+			t.Errorf("disabled: exit %d, %v, output\n%s", code, err, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ftrace.data")); err == nil {
+			t.Error("the disabled program made a trace directory")
+		}
+		if m := pageLine.FindStringSubmatch(errOut); m == nil || m[1] != "0" || m[2] != "0" || m[3] != "patched" {
+			t.Errorf("disabled, FTRACE_DEBUG: want 0 traced, 0 pages written:\n%s", errOut)
+		}
+	})
 }
 
 // TestEnableNop: a program enabled with --tracer nop, run with no FTRACE
@@ -217,52 +221,37 @@ func TestEnable(t *testing.T) {
 // even where FTRACE_OUT points: the nop tracer only measures the cost of
 // the mechanism. Every function enabled, too, the output is the same.
 func TestEnableNop(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, b := range enableBuilds {
-			if !b.record && tg.name != "gcc" {
-				continue
-			}
-			t.Run(tg.name+"/"+b.String(), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				dir := t.TempDir()
-				prog := linkEnabled(t, tg, dir, b)
-				listFile := filepath.Join(dir, "list.txt")
-				if err := os.WriteFile(listFile, []byte(enableList), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				wantOut, _, wantCode := runNoFtrace(t, dir, nil, prog)
-				nop := filepath.Join(dir, "nop")
-				out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "--funcs", listFile, "-o", nop, prog)
-				if !strings.Contains(out, "3 sites in 3 functions calling the nop tracer") {
-					t.Errorf("enable --tracer nop said %q", out)
-				}
-				if out, _ := run(t, dir, tool("ftpatch"), "verify", nop); !strings.Contains(out, "3 call the nop tracer") {
-					t.Errorf("verify: %s", out)
-				}
-
-				got, errOut, code := runNoFtrace(t, dir, nil, nop)
-				if got != wantOut || code != wantCode || errOut != "" {
-					t.Errorf("nop: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s\nand no stderr", code, got, errOut, wantCode, wantOut)
-				}
-				_, errOut, _ = runNoFtrace(t, dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "asked")}, nop)
-				if m := pageLine.FindStringSubmatch(errOut); m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {
-					t.Errorf("nop, FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
-				}
-
-				all := filepath.Join(dir, "all")
-				run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "-o", all, prog, "*")
-				if got, errOut, code := runNoFtrace(t, dir, nil, all); got != wantOut || code != wantCode || errOut != "" {
-					t.Errorf("nop on every function: exit %d, output\n%s\nstderr\n%s", code, got, errOut)
-				}
-				for _, d := range []string{"ftrace.data", "asked"} {
-					if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
-						t.Errorf("the nop tracer made a trace directory %s (%v)", d, err)
-					}
-				}
-			})
+	forEnableBuilds(t, func(t *testing.T, tg target, dir, prog, listFile string) {
+		wantOut, _, wantCode := runNoFtrace(t, dir, nil, prog)
+		nop := filepath.Join(dir, "nop")
+		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "--funcs", listFile, "-o", nop, prog)
+		if !strings.Contains(out, "3 sites in 3 functions calling the nop tracer") {
+			t.Errorf("enable --tracer nop said %q", out)
 		}
-	}
+		if out, _ := run(t, dir, tool("ftpatch"), "verify", nop); !strings.Contains(out, "3 call the nop tracer") {
+			t.Errorf("verify: %s", out)
+		}
+
+		got, errOut, code := runNoFtrace(t, dir, nil, nop)
+		if got != wantOut || code != wantCode || errOut != "" {
+			t.Errorf("nop: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s\nand no stderr", code, got, errOut, wantCode, wantOut)
+		}
+		_, errOut, _ = runNoFtrace(t, dir, []string{"FTRACE_DEBUG=1", "FTRACE_OUT=" + filepath.Join(dir, "asked")}, nop)
+		if m := pageLine.FindStringSubmatch(errOut); m == nil || m[1] != "3" || m[2] != "0" || m[3] != "patched" {
+			t.Errorf("nop, FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
+		}
+
+		all := filepath.Join(dir, "all")
+		run(t, dir, tool("ftpatch"), "enable", "--tracer", "nop", "-o", all, prog, "*")
+		if got, errOut, code := runNoFtrace(t, dir, nil, all); got != wantOut || code != wantCode || errOut != "" {
+			t.Errorf("nop on every function: exit %d, output\n%s\nstderr\n%s", code, got, errOut)
+		}
+		for _, d := range []string{"ftrace.data", "asked"} {
+			if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
+				t.Errorf("the nop tracer made a trace directory %s (%v)", d, err)
+			}
+		}
+	})
 }
 
 // runNoFtrace runs a program in dir with none of the runtime's FTRACE*
@@ -279,20 +268,6 @@ func runNoFtrace(t *testing.T, dir string, env []string, argv ...string) (string
 	}
 	cmd.Env = append(cmd.Env, env...)
 	return runCmd(t, cmd)
-}
-
-// runCmd runs cmd and returns its stdout, stderr and exit status; a
-// command that cannot be run at all fails the test.
-func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
-	t.Helper()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running %s: %v", cmd.Path, err)
-	}
-	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }
 
 // checkCounts compares the calls per function of the trace in dir with
@@ -323,7 +298,7 @@ func nowrite(t *testing.T) string {
 	t.Helper()
 	need(t, "gcc")
 	nowriteOnce.Do(func() {
-		src, _ := filepath.Abs(filepath.Join("progs", "nowrite.c"))
+		src := progPath(t, "nowrite.c")
 		out := filepath.Join(toolDir, "nowrite")
 		if _, _, code, err := runStatus(toolDir, "gcc", "-O2", "-Wall", "-Werror", "-o", out, src); err == nil && code == 0 {
 			nowriteBin = out
@@ -498,36 +473,29 @@ func mainOffset(t *testing.T, path string) int {
 // trace location is refused for it (its trace is its program's), with
 // the file left as it was.
 func TestEnableShared(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			dir := t.TempDir()
-			objs := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c")
-			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-			lib := filepath.Join(dir, "libother.so")
-			run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", lib), append(objs, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)...)
-			run(t, dir, tool("ftpatch"), "verify", lib)
-			before := stateOf(t, lib)
-			if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
-				t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
-			}
-			before.unchanged(t, "enable --trace-dir of a shared object")
-			out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
-			if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
-				t.Errorf("enable: %s", out)
-			}
-			out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
-			if !strings.Contains(out, "2 call the function_graph tracer") {
-				t.Errorf("verify: %s", out)
-			}
-			run(t, dir, tool("ftpatch"), "disable", lib)
-			out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
-			if !strings.Contains(out, "all NOPs") {
-				t.Errorf("verify after disable: %s", out)
-			}
-		})
-	}
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c"))
+		run(t, dir, tool("ftpatch"), "verify", lib)
+		before := stateOf(t, lib)
+		if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
+			t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
+		}
+		before.unchanged(t, "enable --trace-dir of a shared object")
+		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
+		if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
+			t.Errorf("enable: %s", out)
+		}
+		out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
+		if !strings.Contains(out, "2 call the function_graph tracer") {
+			t.Errorf("verify: %s", out)
+		}
+		run(t, dir, tool("ftpatch"), "disable", lib)
+		out, _ = run(t, dir, tool("ftpatch"), "verify", lib)
+		if !strings.Contains(out, "all NOPs") {
+			t.Errorf("verify after disable: %s", out)
+		}
+	})
 }
 
 // TestEnableNoTable: a program built with -pg -mfentry (or -pg) but never

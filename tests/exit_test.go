@@ -234,9 +234,7 @@ func TestExitWays(t *testing.T) {
 							if err != nil {
 								t.Fatal(err)
 							}
-							if got != wantOut || code != wantCode {
-								t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", mode, code, got, wantCode, wantOut)
-							}
+							checkSame(t, mode, got, code, wantOut, wantCode)
 							t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
 						}
 					})
@@ -252,114 +250,110 @@ func TestExitWays(t *testing.T) {
 // goes to FTRACE_OUT.PID beside it, and nothing is moved aside. A trace
 // directory left by a finished run is still moved aside to .old.
 func TestExecChild(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
-			wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "exec")
-			if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
-				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
-			}
-			for _, mode := range []string{"function", "function_graph"} {
-				t.Run(mode, func(t *testing.T) {
-					out := filepath.Join(dir, "t-"+mode)
-					// A finished run's trace, to be moved aside.
-					if err := os.MkdirAll(out, 0o755); err != nil {
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
+		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "exec")
+		if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
+			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+		}
+		for _, mode := range []string{"function", "function_graph"} {
+			t.Run(mode, func(t *testing.T) {
+				out := filepath.Join(dir, "t-"+mode)
+				// A finished run's trace, to be moved aside.
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, "exec")
+				if err != nil || code != 0 || got != wantOut {
+					t.Fatalf("exit %d, %v, output %q; want exit 0, output %q\n%s", code, err, got, wantOut, errOut)
+				}
+				if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
+					t.Errorf("the earlier trace was not moved aside whole: %q, %v", b, err)
+				}
+				children, _ := filepath.Glob(out + ".[0-9]*")
+				if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 1 {
+					t.Fatalf("beside the trace: %v and %v; want the child's trace alone", children, olds)
+				}
+				// The parent's report names the child's trace; the
+				// child's names none.
+				for d, c := range map[string]struct {
+					want map[string]int
+					note string
+				}{
+					// The forked child's calls before its exec,
+					// around a failed one, are the parent trace's.
+					out:         {map[string]int{"main": 1, "work": 4, "twice": 10, "leaf": 20}, "ftpatch: note: " + children[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
+					children[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
+				} {
+					counts, errOut := reportCounts(t, d)
+					if !maps.Equal(counts, c.want) || errOut != c.note {
+						t.Errorf("%s: report %v, stderr %q; want %v, %q", d, counts, errOut, c.want, c.note)
+					}
+				}
+				// FTRACE_OUT with a trailing slash names the same
+				// directory: made, then moved aside beside it.
+				slash := filepath.Join(dir, "slash-"+mode)
+				for i := 0; i < 2; i++ {
+					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, prog, "exec-child"); err != nil || code != 0 {
+						t.Fatalf("FTRACE_OUT=%s/: exit %d, %v\n%s", slash, code, err, errOut)
+					}
+				}
+				for _, d := range []string{slash, slash + ".old"} {
+					if counts, errOut := reportCounts(t, d); counts["twice"] != 7 || errOut != "" {
+						t.Errorf("%s: report %v\n%s", d, counts, errOut)
+					}
+				}
+				if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
+					t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
+				}
+				// A program that execs in place, from its main
+				// thread or another: its calls before the exec end
+				// its trace (ended, no warning), which stays where
+				// it began; the exec'd program's goes beside it, to
+				// DIR.PID, which the first's report names. Nothing
+				// is moved aside. The main thread's buffer, which an
+				// exec from another thread discards, is counted.
+				for _, how := range []string{"exec-self", "exec-thread"} {
+					self := filepath.Join(dir, how+"-"+mode)
+					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, how)
+					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
+						t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
+					}
+					next, _ := filepath.Glob(self + ".*")
+					tr, err := trace.Read(self)
+					if err != nil {
 						t.Fatal(err)
 					}
-					if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
-						t.Fatal(err)
+					if len(next) != 1 || next[0] != fmt.Sprintf("%s.%d", self, tr.Meta.Pid) {
+						t.Fatalf("%s: beside the trace: %v; want the exec'd program's, DIR.PID of its pid", how, next)
 					}
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, "exec")
-					if err != nil || code != 0 || got != wantOut {
-						t.Fatalf("exit %d, %v, output %q; want exit 0, output %q\n%s", code, err, got, wantOut, errOut)
+					before := map[string]int{"main": 1, "work": 1, "twice": 1, "leaf": 2}
+					lost, warning := uint64(0), ""
+					if how == "exec-thread" { // main's calls are lost with its thread
+						before = map[string]int{"on_thread": 1, "work": 1, "twice": 1, "leaf": 2}
+						lost, warning = 1, "ftpatch: warning: "+self+": events lost: 1 thread's records were not written: its calls are missing\n"
 					}
-					if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
-						t.Errorf("the earlier trace was not moved aside whole: %q, %v", b, err)
-					}
-					children, _ := filepath.Glob(out + ".[0-9]*")
-					if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 1 {
-						t.Fatalf("beside the trace: %v and %v; want the child's trace alone", children, olds)
-					}
-					// The parent's report names the child's trace; the
-					// child's names none.
 					for d, c := range map[string]struct {
 						want map[string]int
 						note string
 					}{
-						// The forked child's calls before its exec,
-						// around a failed one, are the parent trace's.
-						out:         {map[string]int{"main": 1, "work": 4, "twice": 10, "leaf": 20}, "ftpatch: note: " + children[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
-						children[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
+						self:    {before, warning + "ftpatch: note: " + next[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
+						next[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
 					} {
-						counts, errOut := reportCounts(t, d)
-						if !maps.Equal(counts, c.want) || errOut != c.note {
+						if counts, errOut := reportCounts(t, d); !maps.Equal(counts, c.want) || errOut != c.note {
 							t.Errorf("%s: report %v, stderr %q; want %v, %q", d, counts, errOut, c.want, c.note)
 						}
 					}
-					// FTRACE_OUT with a trailing slash names the same
-					// directory: made, then moved aside beside it.
-					slash := filepath.Join(dir, "slash-"+mode)
-					for i := 0; i < 2; i++ {
-						if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, prog, "exec-child"); err != nil || code != 0 {
-							t.Fatalf("FTRACE_OUT=%s/: exit %d, %v\n%s", slash, code, err, errOut)
-						}
+					if tr.Meta.Unended || tr.Meta.LostThreads != lost {
+						t.Errorf("%s: meta: unended %v, lost_threads %d; want an ended trace, %d", how, tr.Meta.Unended, tr.Meta.LostThreads, lost)
 					}
-					for _, d := range []string{slash, slash + ".old"} {
-						if counts, errOut := reportCounts(t, d); counts["twice"] != 7 || errOut != "" {
-							t.Errorf("%s: report %v\n%s", d, counts, errOut)
-						}
-					}
-					if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
-						t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
-					}
-					// A program that execs in place, from its main
-					// thread or another: its calls before the exec end
-					// its trace (ended, no warning), which stays where
-					// it began; the exec'd program's goes beside it, to
-					// DIR.PID, which the first's report names. Nothing
-					// is moved aside. The main thread's buffer, which an
-					// exec from another thread discards, is counted.
-					for _, how := range []string{"exec-self", "exec-thread"} {
-						self := filepath.Join(dir, how+"-"+mode)
-						got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, how)
-						if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
-							t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
-						}
-						next, _ := filepath.Glob(self + ".*")
-						tr, err := trace.Read(self)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if len(next) != 1 || next[0] != fmt.Sprintf("%s.%d", self, tr.Meta.Pid) {
-							t.Fatalf("%s: beside the trace: %v; want the exec'd program's, DIR.PID of its pid", how, next)
-						}
-						before := map[string]int{"main": 1, "work": 1, "twice": 1, "leaf": 2}
-						lost, warning := uint64(0), ""
-						if how == "exec-thread" { // main's calls are lost with its thread
-							before = map[string]int{"on_thread": 1, "work": 1, "twice": 1, "leaf": 2}
-							lost, warning = 1, "ftpatch: warning: "+self+": events lost: 1 thread's records were not written: its calls are missing\n"
-						}
-						for d, c := range map[string]struct {
-							want map[string]int
-							note string
-						}{
-							self:    {before, warning + "ftpatch: note: " + next[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
-							next[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
-						} {
-							if counts, errOut := reportCounts(t, d); !maps.Equal(counts, c.want) || errOut != c.note {
-								t.Errorf("%s: report %v, stderr %q; want %v, %q", d, counts, errOut, c.want, c.note)
-							}
-						}
-						if tr.Meta.Unended || tr.Meta.LostThreads != lost {
-							t.Errorf("%s: meta: unended %v, lost_threads %d; want an ended trace, %d", how, tr.Meta.Unended, tr.Meta.LostThreads, lost)
-						}
-					}
-				})
-			}
-		})
-	}
+				}
+			})
+		}
+	})
 }
 
 // TestSpawnChild: the children a traced program starts with an
@@ -372,40 +366,36 @@ func TestExecChild(t *testing.T) {
 // (FTRACE_FILTER alone traces nothing there), and FTRACE_INHERIT=0 passes
 // nothing on.
 func TestSpawnChild(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
-			wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "spawn")
-			if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
-				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
+		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "spawn")
+		if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
+			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+		}
+		for _, inherit := range []bool{true, false} {
+			out := filepath.Join(dir, fmt.Sprintf("inherit-%v", inherit))
+			env := []string{"FTRACE=function", "FTRACE_OUT=" + out}
+			if !inherit {
+				env = append(env, "FTRACE_INHERIT=0")
 			}
-			for _, inherit := range []bool{true, false} {
-				out := filepath.Join(dir, fmt.Sprintf("inherit-%v", inherit))
-				env := []string{"FTRACE=function", "FTRACE_OUT=" + out}
-				if !inherit {
-					env = append(env, "FTRACE_INHERIT=0")
-				}
-				got, errOut, code := runNoFtrace(t, dir, env, prog, "spawn")
-				if got != wantOut || code != 0 {
-					t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
-				}
-				children, _ := filepath.Glob(out + ".[0-9]*")
-				note := ""
-				for _, c := range children {
-					note += "ftpatch: note: " + c + " holds the trace of a process that started while this one ran (one it exec'd?)\n"
-					if counts, errOut := reportCounts(t, c); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}) || errOut != "" {
-						t.Errorf("%s: report %v, stderr %q", c, counts, errOut)
-					}
-				}
-				if want := map[bool]int{true: 4, false: 0}[inherit]; len(children) != want {
-					t.Errorf("inherit %v: %d children traced beside the trace (%v), want %d", inherit, len(children), children, want)
-				}
-				if counts, errOut := reportCounts(t, out); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 2, "leaf": 4}) || errOut != note {
-					t.Errorf("%s: report %v, stderr %q; want the parent's calls, and %q", out, counts, errOut, note)
+			got, errOut, code := runNoFtrace(t, dir, env, prog, "spawn")
+			if got != wantOut || code != 0 {
+				t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
+			}
+			children, _ := filepath.Glob(out + ".[0-9]*")
+			note := ""
+			for _, c := range children {
+				note += "ftpatch: note: " + c + " holds the trace of a process that started while this one ran (one it exec'd?)\n"
+				if counts, errOut := reportCounts(t, c); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}) || errOut != "" {
+					t.Errorf("%s: report %v, stderr %q", c, counts, errOut)
 				}
 			}
-		})
-	}
+			if want := map[bool]int{true: 4, false: 0}[inherit]; len(children) != want {
+				t.Errorf("inherit %v: %d children traced beside the trace (%v), want %d", inherit, len(children), children, want)
+			}
+			if counts, errOut := reportCounts(t, out); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 2, "leaf": 4}) || errOut != note {
+				t.Errorf("%s: report %v, stderr %q; want the parent's calls, and %q", out, counts, errOut, note)
+			}
+		}
+	})
 }

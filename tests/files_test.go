@@ -1,50 +1,21 @@
 package tests
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"ftpatch/internal/bounded"
+	"ftpatch/internal/special"
 )
 
-// Limits on a tool run by boundedRun: a tool that waits on a FIFO or
-// reads a device without end fails the test instead of stalling it or
-// taking the machine's memory.
-const (
-	boundTime = 30 * time.Second
-	boundMem  = 2 << 20 // KiB of address space: 2 GiB
-)
-
-// boundedRun runs argv in dir under boundTime and boundMem and returns
-// its output and exit status; a run killed for taking too long or too
-// much memory fails the test.
-func boundedRun(t *testing.T, dir string, argv ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), boundTime)
-	defer cancel()
-	script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, boundMem)
-	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script}, argv...)...)
-	cmd.Dir = dir
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-	}
-	if ctx.Err() != nil || !cmd.ProcessState.Exited() {
-		t.Errorf("%s: killed after %v or for lack of memory (%v); stderr:\n%.2000s", strings.Join(argv, " "), boundTime, err, e.String())
-	}
-	return o.String(), e.String(), cmd.ProcessState.ExitCode()
-}
+// toolLimits bound a tool given a file it must refuse: one that waits on
+// a FIFO or reads a device without end fails the test instead of
+// stalling it or taking the machine's memory.
+var toolLimits = bounded.Limits{Time: 30 * time.Second, Mem: 2 << 20}
 
 // TestNotRegularFiles: every command of the tools that takes a file,
 // given something that is not a regular file (/dev/zero, a FIFO no one
@@ -75,34 +46,6 @@ func TestNotRegularFiles(t *testing.T) {
 	if !exeLine.Match(meta) {
 		t.Fatalf("%s/meta has no exe line:\n%s", tr, meta)
 	}
-	kinds := []struct {
-		name string
-		make func(t *testing.T, dir string) string
-		what string // in the error
-	}{
-		{"dev-zero", func(t *testing.T, dir string) string { return "/dev/zero" }, "not a regular file (a character device)"},
-		{"fifo", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "fifo")
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a FIFO)"},
-		{"directory", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "dir")
-			if err := os.Mkdir(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a directory)"},
-		{"link-to-dev-zero", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "zero")
-			if err := os.Symlink("/dev/zero", p); err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}, "not a regular file (a character device)"},
-	}
 	// Each command: BAD stands for the file, TRACE for a trace whose
 	// metadata names BAD as its executable. code is the exit status:
 	// ftpatch gives 2 for an input it cannot read, 1 for a bad output.
@@ -126,11 +69,11 @@ func TestNotRegularFiles(t *testing.T) {
 		{[]string{"recordmcount", "--list", "BAD"}, 1},
 		{[]string{"recordmcount", "-o", "BAD", obj}, 1},
 	}
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range special.Files {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			bad := k.make(t, dir)
+			bad := k.Make(t, filepath.Join(dir, k.Name))
 			badTrace := filepath.Join(dir, "trace")
 			if err := os.CopyFS(badTrace, os.DirFS(tr)); err != nil {
 				t.Fatal(err)
@@ -145,8 +88,8 @@ func TestNotRegularFiles(t *testing.T) {
 					argv = append(argv, strings.NewReplacer("BAD", bad, "TRACE", badTrace).Replace(a))
 				}
 				what := strings.Join(c.argv, " ")
-				out, errOut, code := boundedRun(t, dir, argv...)
-				want := bad + ": " + k.what
+				out, errOut, code := toolLimits.Run(t, dir, argv...)
+				want := bad + ": " + k.Want
 				if strings.Contains(what, "--list") && strings.HasPrefix(out, "OBJECT ") && strings.Count(out, "\n") == 1 {
 					out = "" // the table's header alone
 				}
@@ -156,8 +99,8 @@ func TestNotRegularFiles(t *testing.T) {
 			}
 			// The runtime's build writes into a directory: anything else
 			// there is one line too.
-			if k.name != "directory" {
-				_, errOut, code := boundedRun(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
+			if k.Name != "directory" {
+				_, errOut, code := toolLimits.Run(t, dir, tool("ftpatch"), "runtime", "build", "-o", bad)
 				if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, bad+": not a directory") {
 					t.Errorf("ftpatch runtime build -o BAD: exit %d, stderr:\n%s\nwant exit 1 and one line saying %q", code, errOut, bad+": not a directory")
 				}

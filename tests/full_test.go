@@ -1,12 +1,12 @@
 package tests
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"ftpatch/internal/asroot"
 	"ftpatch/trace"
 )
 
@@ -14,9 +14,7 @@ import (
 // it when the test ends. Mounting needs root, which CI has.
 func smallFS(t *testing.T, size string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("mounting a small filesystem needs root (CI runs the tests as root)")
-	}
+	asroot.Need(t, "mounts a small file system")
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size="+size+",mode=0700"); err != nil {
 		t.Fatalf("mount -t tmpfs -o size=%s %s: %v", size, dir, err)
@@ -36,10 +34,7 @@ func smallFS(t *testing.T, size string) string {
 // not write, streams cut short, a run whose end is not recorded, or
 // metadata that is empty, never "another version of the runtime".
 func TestDiskFull(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	prog := traced(t, tg, dir, "-pg -mfentry", true, progSources...)
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {

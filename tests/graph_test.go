@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"ftpatch/internal/golden"
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -19,9 +18,7 @@ import (
 func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) string {
 	t.Helper()
 	objs := buildSrc(t, tg, dir, flags, pie, srcs...)
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie), "-pthread"), append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+	prog := linkRecorded(t, dir, tg.link, objs, picLink(pie), "-pthread")
 	return prog
 }
 
@@ -71,65 +68,68 @@ func masked(b []byte) []byte {
 	return regexp.MustCompile(`\[ *[0-9]+\]`).ReplaceAll(b, []byte("[   TID]"))
 }
 
+// graphReplay is the replay of a function_graph trace (trace.WriteGraph).
+func graphReplay(t *testing.T, tr *trace.Trace, threads []trace.Thread) []byte {
+	t.Helper()
+	var replay bytes.Buffer
+	if err := trace.WriteGraph(&replay, tr, threads); err != nil {
+		t.Fatal(err)
+	}
+	return replay.Bytes()
+}
+
+// checkGraphGolden runs prog in dir under function_graph, fib left out
+// (its thousands of calls are counted elsewhere) so the replay stays
+// readable, and compares the masked replay with testdata/name.golden.
+func checkGraphGolden(t *testing.T, dir, prog, name string) {
+	t.Helper()
+	out := filepath.Join(dir, "nofib")
+	if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}, prog); err != nil {
+		t.Fatal(err)
+	}
+	tr, threads := graphOf(t, out)
+	golden.Check(t, filepath.Join("testdata", name+".golden"), masked(graphReplay(t, tr, threads)))
+}
+
 // TestFunctionGraph: FTRACE=function_graph keeps the program's output and
 // exit status, records every call (as many as the -finstrument-functions
 // oracle counts) nested within its caller, and replays to the golden call
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
-			for _, pie := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
-					t.Parallel()
-					need(t, tg.tools...)
-					want := oracleCounts(t, tg)
-					plainDir, dir := t.TempDir(), t.TempDir()
-					plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, "bfd", false)
-					wantOut, wantCode := execute(t, tg, plain)
-					prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
-					out := filepath.Join(dir, "ftrace.data")
-					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got != wantOut || code != wantCode {
-						t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-					}
-					_, threads := graphOf(t, out)
-					checkNesting(t, threads)
-					calls := map[string]int{}
-					for _, s := range trace.Stats(threads) {
-						calls[s.Func] = s.Calls
-						if s.Self < 0 || s.Self > s.Total {
-							t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
-						}
-					}
-					for fn, n := range want {
-						if calls[fn] != n {
-							t.Errorf("%s: graphed %d calls, the oracle counted %d", fn, calls[fn], n)
-						}
-					}
-					if len(calls) != len(want) {
-						t.Errorf("graphed functions %v, the oracle's %v", calls, want)
-					}
-					// The golden replay leaves fib out (its 22,068 calls are
-					// checked by count above) so it stays readable. One
-					// golden per compiler: the builds make the same calls at
-					// -O0, whatever the site flags.
-					out2 := filepath.Join(dir, "nofib")
-					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out2}, prog); err != nil {
-						t.Fatal(err)
-					}
-					tr2, threads2 := graphOf(t, out2)
-					var replay bytes.Buffer
-					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
-						t.Fatal(err)
-					}
-					golden.Check(t, filepath.Join("testdata", "graph-"+tg.name+".golden"), masked(replay.Bytes()))
-				})
+	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+		want := oracleCounts(t, tg)
+		dir := t.TempDir()
+		_, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
+		prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
+		out := filepath.Join(dir, "ftrace.data")
+		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, "traced", got, code, wantOut, wantCode)
+		_, threads := graphOf(t, out)
+		checkNesting(t, threads)
+		calls := map[string]int{}
+		for _, s := range trace.Stats(threads) {
+			calls[s.Func] = s.Calls
+			if s.Self < 0 || s.Self > s.Total {
+				t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
 			}
 		}
-	}
+		for fn, n := range want {
+			if calls[fn] != n {
+				t.Errorf("%s: graphed %d calls, the oracle counted %d", fn, calls[fn], n)
+			}
+		}
+		if len(calls) != len(want) {
+			t.Errorf("graphed functions %v, the oracle's %v", calls, want)
+		}
+		// The golden replay leaves fib out (its 22,068 calls are
+		// checked by count above) so it stays readable. One
+		// golden per compiler: the builds make the same calls at
+		// -O0, whatever the site flags.
+		checkGraphGolden(t, dir, prog, "graph-"+tg.name)
+	})
 }
 
 // TestGraphEdges: the edge cases (longjmp out of graphed frames, a signal
@@ -185,17 +185,14 @@ func TestGraphEdges(t *testing.T) {
 				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 8 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
 					t.Errorf("graph of the edge program: %+v", stats)
 				}
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
+				replay := graphReplay(t, tr, threads)
 				for _, want := range []string{"/* unwound: longjmp or exception */", "did not return (still running at exit)"} {
-					if !bytes.Contains(replay.Bytes(), []byte(want)) {
+					if !bytes.Contains(replay, []byte(want)) {
 						t.Errorf("replay lacks %q", want)
 					}
 				}
 				if t.Failed() {
-					os.WriteFile(filepath.Join(t.TempDir(), "replay"), replay.Bytes(), 0o644)
+					os.WriteFile(filepath.Join(t.TempDir(), "replay"), replay, 0o644)
 				}
 			})
 		}
@@ -267,9 +264,7 @@ func TestGraphLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != wantOut || code != wantCode {
-				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-			}
+			checkSame(t, "", got, code, wantOut, wantCode)
 			_, threads := graphOf(t, out)
 			checkNesting(t, threads)
 			c.check(t, threads)
@@ -385,63 +380,54 @@ func TestClock(t *testing.T) {
 // output and exit status untraced, under function and under
 // function_graph, and the same count of calls for every function.
 func TestOptimized(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
-			for _, pie := range []bool{true, false} {
-				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
-					t.Parallel()
-					need(t, tg.tools...)
-					dir := t.TempDir()
-					prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
-					wantOut, _, wantCode, err := runStatus(dir, prog)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
-					for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
-						got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if got != wantOut || code != wantCode {
-							t.Errorf("%s: exit %d, output\n%s\nwant exit %d, output\n%s", c.mode, code, got, wantCode, wantOut)
-						}
-					}
-					counts := traceCounts(t, fn)
-					_, threads := graphOf(t, graph)
-					checkNesting(t, threads)
-					calls := map[string]int{}
-					for _, s := range trace.Stats(threads) {
-						calls[s.Func] = s.Calls
-					}
-					if len(counts) < 3 {
-						t.Errorf("only %d functions traced: %v", len(counts), counts)
-					}
-					for f, n := range counts {
-						if calls[f] != n {
-							t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
-						}
-					}
-					if len(calls) != len(counts) {
-						t.Errorf("function tracer saw %v, graph %v", counts, calls)
-					}
-					// The graph against a golden per compiler (the site flags
-					// change nothing -O2 inlines; the compiler does), fib left
-					// out as in TestFunctionGraph.
-					nofib := filepath.Join(dir, "nofib")
-					if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + nofib}, prog); err != nil {
-						t.Fatal(err)
-					}
-					tr2, threads2 := graphOf(t, nofib)
-					var replay bytes.Buffer
-					if err := trace.WriteGraph(&replay, tr2, threads2); err != nil {
-						t.Fatal(err)
-					}
-					golden.Check(t, filepath.Join("testdata", "graph-O2-"+tg.name+".golden"), masked(replay.Bytes()))
-				})
+	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+		dir := t.TempDir()
+		prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
+		wantOut, _, wantCode, err := runStatus(dir, prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
+		for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
+			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, c.mode, got, code, wantOut, wantCode)
+		}
+		counts := traceCounts(t, fn)
+		_, threads := graphOf(t, graph)
+		checkNesting(t, threads)
+		calls := map[string]int{}
+		for _, s := range trace.Stats(threads) {
+			calls[s.Func] = s.Calls
+		}
+		if len(counts) < 3 {
+			t.Errorf("only %d functions traced: %v", len(counts), counts)
+		}
+		for f, n := range counts {
+			if calls[f] != n {
+				t.Errorf("%s: function tracer counted %d calls, graph %d", f, n, calls[f])
 			}
 		}
-	}
+		if len(calls) != len(counts) {
+			t.Errorf("function tracer saw %v, graph %v", counts, calls)
+		}
+		// The graph against a golden per compiler (the site flags
+		// change nothing -O2 inlines; the compiler does), fib left
+		// out as in TestFunctionGraph.
+		checkGraphGolden(t, dir, prog, "graph-O2-"+tg.name)
+	})
+}
+
+// exceptionsProg builds progs/exceptions.cc with tg's compiler at opt
+// with -pg -mfentry sites, records it and links it with the runtime by
+// cxx (the C++ driver) as link says: -pie, or -static (objects not
+// position-independent).
+func exceptionsProg(t *testing.T, tg target, cxx, dir, opt, link string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, opt+" -pg -mfentry", link != "-static", "exceptions.cc")
+	return linkRecorded(t, dir, []string{cxx}, objs, link)
 }
 
 // TestExceptions: C++ exceptions thrown through graphed frames (caught
@@ -458,10 +444,7 @@ func TestExceptions(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
-				objs := buildSrc(t, tg.target, dir, opt+" -pg -mfentry", true, "exceptions.cc")
-				run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-				prog := filepath.Join(dir, "prog")
-				run(t, dir, append(append([]string{tg.cxx, "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+				prog := exceptionsProg(t, tg.target, tg.cxx, dir, opt, "-pie")
 				wantOut, wantErr, wantCode, err := runStatus(dir, prog)
 				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
 					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
@@ -526,11 +509,7 @@ func TestClockFallback(t *testing.T) {
 				}
 			}
 		}
-		var replay bytes.Buffer
-		if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-			t.Fatal(err)
-		}
-		replays[clock] = masked(replay.Bytes())
+		replays[clock] = masked(graphReplay(t, tr, threads))
 	}
 	if !bytes.Equal(replays["tsc"], replays["mono"]) {
 		t.Errorf("the graphs differ:\ntsc:\n%s\nmono:\n%s", replays["tsc"], replays["mono"])
@@ -545,14 +524,8 @@ func TestClockFallback(t *testing.T) {
 // instead: same output and exit, every call recorded; and so when
 // function_graph was baked in by ftpatch enable.
 func TestStaticExceptions(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", false, "exceptions.cc")
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append([]string{"g++", "-o", prog, "-static"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	tg, dir := gccTest(t)
+	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-static")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
 		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
@@ -595,14 +568,8 @@ func TestStaticExceptions(t *testing.T) {
 // Guard calls a full trace counts, and ftpatch enable --funcs-from that
 // filtered trace's report bakes in the same functions.
 func TestCxxNames(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "exceptions.cc")
-	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append([]string{"g++", "-o", prog, "-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	tg, dir := gccTest(t)
+	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-pie")
 	wantOut, _, wantCode, err := runStatus(dir, prog)
 	if err != nil {
 		t.Fatal(err)

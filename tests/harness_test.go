@@ -18,7 +18,8 @@ import (
 	"strings"
 	"testing"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/asroot"
+	ftrt "ftpatch/runtime"
 )
 
 // toolDir holds the ftpatch binaries built once for the whole run.
@@ -84,9 +85,7 @@ func need(t testing.TB, names ...string) {
 // user need (CI runs the tests as root).
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (to mount a file system, make setuid programs, run one as another user): run it as root, as CI does")
-	}
+	asroot.Need(t, "needs root (to mount a file system, make setuid programs, run one as another user)")
 }
 
 // run runs a command in dir and returns its stdout and stderr; a failure
@@ -113,6 +112,13 @@ func runStatusEnv(dir string, env []string, argv ...string) (string, string, int
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return capture(cmd)
+}
+
+// capture runs cmd, keeping its stdout and stderr, and returns them and
+// its exit status (-1 for a signal, which cmd.ProcessState says); err is
+// set only when the command could not be run at all.
+func capture(cmd *exec.Cmd) (string, string, int, error) {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -121,6 +127,17 @@ func runStatusEnv(dir string, env []string, argv ...string) (string, string, int
 		return o.String(), e.String(), ee.ExitCode(), nil
 	}
 	return o.String(), e.String(), 0, err
+}
+
+// runCmd is capture for a command that must run: one that cannot be run
+// at all fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
+	o, e, code, err := capture(cmd)
+	if err != nil {
+		t.Fatalf("running %s: %v", strings.Join(cmd.Args, " "), err)
+	}
+	return o, e, code
 }
 
 // A target is a compiler setup for one architecture.
@@ -154,6 +171,44 @@ var flagSets = map[string][]string{
 // x86Traced are the x86-64 site flag sets the tracer tests run over.
 var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
 
+// gccTest starts a parallel test of a program x86-64 gcc builds: it
+// needs gcc's tools, and returns the target and a new directory.
+func gccTest(t *testing.T) (target, string) {
+	t.Helper()
+	need(t, x86GCC.tools...)
+	t.Parallel()
+	return x86GCC, t.TempDir()
+}
+
+// forX86Compilers runs test with each x86-64 compiler, as a parallel
+// subtest named for it.
+func forX86Compilers(t *testing.T, test func(t *testing.T, tg target)) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			test(t, tg)
+		})
+	}
+}
+
+// forTracedBuilds runs test on every build of the tracer tests' matrix,
+// both x86-64 compilers by each of x86Traced, position-independent or
+// not, as a parallel subtest named compiler/flags/-fPIE (or -fno-pie).
+func forTracedBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
+	for _, tg := range []target{x86GCC, x86Clang} {
+		for _, flags := range x86Traced {
+			for _, pie := range []bool{true, false} {
+				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					test(t, tg, flags, pie)
+				})
+			}
+		}
+	}
+}
+
 // slug turns flags into a name usable for files and subtests.
 func slug(s string) string {
 	r := strings.NewReplacer(" ", "", "-", "_", "=", "", ",", "_")
@@ -162,6 +217,17 @@ func slug(s string) string {
 
 // progSources are the C sources of the end-to-end program.
 var progSources = []string{"main.c", "other.c"}
+
+// progPath is the absolute path of src, one of the tests' C programs in
+// progs/.
+func progPath(t testing.TB, src string) string {
+	t.Helper()
+	d, err := filepath.Abs("progs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(d, src)
+}
 
 // build compiles the program's sources with flags into dir and returns the
 // object paths. pie selects -fPIE or -fno-pie.
@@ -175,10 +241,7 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 	t.Helper()
 	var objs []string
 	for _, src := range srcs {
-		abs, err := filepath.Abs(filepath.Join("progs", src))
-		if err != nil {
-			t.Fatal(err)
-		}
+		abs := progPath(t, src)
 		obj := filepath.Join(dir, strings.TrimSuffix(strings.TrimSuffix(src, ".c"), ".cc")+".o")
 		argv := append(append([]string{}, tg.cc...), "-O2", "-c", abs, "-o", obj)
 		argv = append(argv, picFlag(pie))
@@ -189,19 +252,35 @@ func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...stri
 	return objs
 }
 
-// symbolAddrs returns the address of each symbol of f's symbol table, by
-// name.
-func symbolAddrs(t *testing.T, f *elfx.File) map[string]uint64 {
+// linkRecorded runs recordmcount on objs, then links them with the
+// runtime into dir/prog (linkWithRuntime) and returns the program.
+func linkRecorded(t *testing.T, dir string, driver, objs []string, flags ...string) string {
 	t.Helper()
-	_, syms, err := f.Symtab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := map[string]uint64{}
-	for _, s := range syms {
-		addr[s.Name] = uint64(s.Value)
-	}
-	return addr
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	return linkWithRuntime(t, dir, driver, objs, flags...)
+}
+
+// linkWithRuntime links objs with the runtime into dir/prog, running the
+// link driver (a command and its first arguments) with flags before the
+// objects, and returns the program.
+func linkWithRuntime(t *testing.T, dir string, driver, objs []string, flags ...string) string {
+	t.Helper()
+	prog := filepath.Join(dir, "prog")
+	argv := append(append(append([]string{}, driver...), "-o", prog), flags...)
+	run(t, dir, append(append(argv, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	return prog
+}
+
+// linkShared runs recordmcount on objs and links them, then args (the
+// libraries they need), with the module stub into the shared object
+// dir/name, with tg's driver; it returns the object's path.
+func linkShared(t *testing.T, tg target, dir, name string, objs []string, args ...string) string {
+	t.Helper()
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	so := filepath.Join(dir, name)
+	argv := append(append(append(append([]string{}, tg.link...), "-shared", "-o", so), objs...), args...)
+	run(t, dir, append(argv, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)
+	return so
 }
 
 func picFlag(pie bool) string {
@@ -249,15 +328,27 @@ func execute(t *testing.T, tg target, prog string) (string, int) {
 	return out, code
 }
 
+// plainRun builds srcs of progs/ (by default the end-to-end program,
+// progSources) with tg's compiler and no sites, links them with ld in a
+// directory of its own, runs the program and returns it with its stdout
+// and exit status: what every traced build must print and end with.
+func plainRun(t *testing.T, tg target, pie bool, ld string, srcs ...string) (string, string, int) {
+	t.Helper()
+	if len(srcs) == 0 {
+		srcs = progSources
+	}
+	dir := t.TempDir()
+	plain, _ := link(t, tg, dir, "plain", buildSrc(t, tg, dir, "", pie, srcs...), pie, ld, false)
+	out, code := execute(t, tg, plain)
+	return plain, out, code
+}
+
 // untraced builds the program src of progs/ with tg's compiler at -O2
 // and no sites, in dir, runs it and returns its stdout and exit status:
 // what a traced build must print and end with.
 func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("progs", src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	abs := progPath(t, src)
 	plain := filepath.Join(dir, "plain")
 	run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-pthread", abs, "-o", plain)...)
 	out, _, code, err := runStatus(dir, plain)
@@ -265,6 +356,43 @@ func untraced(t *testing.T, tg target, dir, src string) (string, int) {
 		t.Fatal(err)
 	}
 	return out, code
+}
+
+// A ccBuild is a compiler and the flags a program of progs/ is built
+// with.
+type ccBuild struct {
+	tg    target
+	flags string
+}
+
+// forProgram runs test on src of progs/ as each of builds makes it
+// (position-independent, with recordmcount's table and the runtime), as
+// a parallel subtest named compiler/flags, with the untraced program's
+// output and exit status, which every traced run must match.
+func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing.T, dir, prog, wantOut string, wantCode int)) {
+	for _, c := range builds {
+		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, c.tg, dir, src)
+			prog := traced(t, c.tg, dir, c.flags, true, src)
+			test(t, dir, prog, wantOut, wantCode)
+		})
+	}
+}
+
+// checkSame fails t, going on, unless a run printed wantOut and exited
+// with wantCode, as the untraced program does; what, if not "", names
+// the run.
+func checkSame(t *testing.T, what, out string, code int, wantOut string, wantCode int) {
+	t.Helper()
+	if out != wantOut || code != wantCode {
+		if what != "" {
+			what += ": "
+		}
+		t.Errorf("%sexit %d, output\n%s\nwant exit %d, output\n%s", what, code, out, wantCode, wantOut)
+	}
 }
 
 // runTraced runs prog in dir under FTRACE=tracer, tracing into

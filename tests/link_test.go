@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/sites"
 )
 
@@ -27,14 +27,7 @@ func expect(t *testing.T, objs []string) expectation {
 	weak, strong := map[string]int{}, map[string]bool{}
 	set := map[string]bool{}
 	for _, o := range objs {
-		f, err := elfx.Open(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := sites.FindObject(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, obj := sitetest.Object(t, o)
 		for _, s := range obj.Sites {
 			set[s.Func] = true
 			if s.Weak {
@@ -64,14 +57,7 @@ func expect(t *testing.T, objs []string) expectation {
 // instrumented function, nothing else, and skips the dead weak one.
 func checkTable(t *testing.T, prog string, e expectation, wantState func(sites.Site) bool) *sites.Linked {
 	t.Helper()
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sites.FindLinked(f)
-	if err != nil {
-		t.Fatalf("%s: %v", prog, err)
-	}
+	_, l := sitetest.Linked(t, prog)
 	var got []string
 	for _, s := range l.Sites {
 		got = append(got, s.Func)
@@ -129,9 +115,7 @@ func TestLink(t *testing.T) {
 						t.Parallel()
 						need(t, tg.tools...)
 						dir := t.TempDir()
-						plainDir := t.TempDir()
-						plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, ld, false)
-						wantOut, wantCode := execute(t, tg, plain)
+						_, wantOut, wantCode := plainRun(t, tg, pie, ld)
 
 						objs := build(t, tg, dir, flags, pie)
 						e := expect(t, objs)
@@ -147,9 +131,7 @@ func TestLink(t *testing.T) {
 							return s.State == sites.StateCall
 						})
 						out, code := execute(t, tg, prog)
-						if out != wantOut || code != wantCode {
-							t.Errorf("instrumented program: exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-						}
+						checkSame(t, "instrumented program", out, code, wantOut, wantCode)
 					})
 				}
 			}
@@ -181,9 +163,7 @@ func TestNop(t *testing.T) {
 				})
 				checkDisasmNops(t, tg, prog, l)
 				out, code := execute(t, tg, prog)
-				if out != wantOut || code != wantCode {
-					t.Errorf("--nop program: exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
+				checkSame(t, "--nop program", out, code, wantOut, wantCode)
 			})
 		}
 	}
@@ -237,14 +217,7 @@ func TestOracle(t *testing.T) {
 
 func linkedSites(t *testing.T, prog string) []string {
 	t.Helper()
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sites.FindLinked(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := sitetest.Linked(t, prog)
 	var out []string
 	for _, s := range l.Sites {
 		out = append(out, fmt.Sprintf("0x%x %s+0x%x", s.Off, s.Func, s.FuncOff))

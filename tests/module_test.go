@@ -39,20 +39,34 @@ var modCalls = map[string]int{
 	"plug_run": 2, "plug_step": 4,
 }
 
+// untracedModules runs the program linkModules linked, with its plugin,
+// untraced, and returns its output and exit status, which must be
+// modmain.c's 7 (any other means a module failed to load or call).
+func untracedModules(t *testing.T, dir, prog, plug string) (string, int) {
+	t.Helper()
+	out, _, code, err := runStatus(dir, prog, plug)
+	if err != nil || code != 7 {
+		t.Fatalf("untraced: exit %d, %v", code, err)
+	}
+	return out, code
+}
+
+// modLibs builds the library and the plugin of progs/modmain.c with
+// flags and their own tables into dir, libmod.so and libplug.so, and
+// returns the plugin's path.
+func modLibs(t *testing.T, tg target, dir, flags string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, flags+" -fPIC", true, "modlib.c", "modplug.c")
+	linkShared(t, tg, dir, "libmod.so", objs[:1])
+	return linkShared(t, tg, dir, "libplug.so", objs[1:], "-L"+dir, "-lmod")
+}
+
 // linkModules builds the program, its library and its plugin into dir
 // and returns the program's and the plugin's paths.
 func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug string) {
 	t.Helper()
 	lib := runtimeArchive(t)
-	var objs []string
-	for _, src := range []string{"modlib.c", "modplug.c"} {
-		o := buildSrc(t, tg, dir, b.flags+" -fPIC", true, src)
-		run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-		objs = append(objs, o...)
-	}
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), objs[0]), ftrt.ModuleLinkFlags(lib)...)...)
-	plug = filepath.Join(dir, "libplug.so")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, objs[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	plug = modLibs(t, tg, dir, b.flags)
 	main := buildSrc(t, tg, dir, b.flags, true, "modmain.c")
 	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
 	prog = filepath.Join(dir, "modmain")
@@ -131,10 +145,7 @@ func TestSharedObjects(t *testing.T) {
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				prog, plug := linkModules(t, tg, dir, b)
-				wantOut, _, wantCode, err := runStatus(dir, prog, plug)
-				if err != nil || wantCode != 7 {
-					t.Fatalf("untraced: exit %d, %v", wantCode, err)
-				}
+				wantOut, wantCode := untracedModules(t, dir, prog, plug)
 				plugOnly := map[string]int{"plug_run": 2, "plug_step": 4}
 				for _, c := range []struct {
 					name   string
@@ -221,75 +232,63 @@ func checkModules(t *testing.T, tr *trace.Trace, dir, tracer string) {
 // launcher kills the process at the first attempt). ftpatch verify passes
 // on each file; after ftpatch disable, nothing is traced.
 func TestSharedObjectsEnabled(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			nw := nowrite(t)
-			dir := t.TempDir()
-			prog, plug := linkModules(t, tg, dir, modBuilds[0])
-			lib := filepath.Join(dir, "libmod.so")
-			wantOut, _, wantCode, err := runStatus(dir, prog, plug)
-			if err != nil {
-				t.Fatal(err)
+	forX86Compilers(t, func(t *testing.T, tg target) {
+		nw := nowrite(t)
+		dir := t.TempDir()
+		prog, plug := linkModules(t, tg, dir, modBuilds[0])
+		lib := filepath.Join(dir, "libmod.so")
+		wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for file, funcs := range map[string][]string{prog: {"main"}, lib: {"lib_sum"}, plug: {"plug_*"}} {
+			run(t, dir, append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph", file}, funcs...)...)
+			if out, _ := run(t, dir, tool("ftpatch"), "verify", file); !strings.Contains(out, "call the function_graph tracer") {
+				t.Errorf("verify %s: %s", file, out)
 			}
-			for file, funcs := range map[string][]string{prog: {"main"}, lib: {"lib_sum"}, plug: {"plug_*"}} {
-				run(t, dir, append([]string{tool("ftpatch"), "enable", "--tracer", "function_graph", file}, funcs...)...)
-				if out, _ := run(t, dir, tool("ftpatch"), "verify", file); !strings.Contains(out, "call the function_graph tracer") {
-					t.Errorf("verify %s: %s", file, out)
-				}
+		}
+		tdir := filepath.Join(dir, "t")
+		out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
+		if err != nil || out != wantOut || code != wantCode {
+			t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
+		}
+		want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
+		if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("traced %v, want %v", got, want)
+		}
+		tr, err := trace.Read(tdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Meta.Config != "patched" || len(tr.Meta.Modules) != 3 {
+			t.Fatalf("config %q, modules %+v", tr.Meta.Config, tr.Meta.Modules)
+		}
+		for _, m := range tr.Meta.Modules {
+			if m.Config != "patched" {
+				t.Errorf("module %s: config %q, want patched", m.Path, m.Config)
 			}
-			tdir := filepath.Join(dir, "t")
-			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
-			if err != nil || out != wantOut || code != wantCode {
-				t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
-			}
-			want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
-			if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("traced %v, want %v", got, want)
-			}
-			tr, err := trace.Read(tdir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tr.Meta.Config != "patched" || len(tr.Meta.Modules) != 3 {
-				t.Fatalf("config %q, modules %+v", tr.Meta.Config, tr.Meta.Modules)
-			}
-			for _, m := range tr.Meta.Modules {
-				if m.Config != "patched" {
-					t.Errorf("module %s: config %q, want patched", m.Path, m.Config)
-				}
-			}
-			for _, file := range []string{prog, lib, plug} {
-				run(t, dir, tool("ftpatch"), "disable", file)
-				run(t, dir, tool("ftpatch"), "verify", file)
-			}
-			tdir = filepath.Join(dir, "t-disabled")
-			out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
-			if err != nil || out != wantOut || code != wantCode {
-				t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
-			}
-			if _, err := os.Stat(tdir); !os.IsNotExist(err) {
-				t.Errorf("disabled: a trace directory was made (%v)", err)
-			}
-		})
-	}
+		}
+		for _, file := range []string{prog, lib, plug} {
+			run(t, dir, tool("ftpatch"), "disable", file)
+			run(t, dir, tool("ftpatch"), "verify", file)
+		}
+		tdir = filepath.Join(dir, "t-disabled")
+		out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
+		if err != nil || out != wantOut || code != wantCode {
+			t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
+		}
+		if _, err := os.Stat(tdir); !os.IsNotExist(err) {
+			t.Errorf("disabled: a trace directory was made (%v)", err)
+		}
+	})
 }
 
 // TestSharedObjectWithoutRuntime: a shared object with sites loaded into a
 // program without the runtime runs untraced, says so when FTRACE asks for
 // tracing, and changes nothing of the program's behaviour.
 func TestSharedObjectWithoutRuntime(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
-	lib := runtimeArchive(t)
-	o := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "modlib.c", "modplug.c")
-	run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", filepath.Join(dir, "libmod.so"), o[0]), ftrt.ModuleLinkFlags(lib)...)...)
-	plug := filepath.Join(dir, "libplug.so")
-	run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", plug, o[1], "-L"+dir, "-lmod"), ftrt.ModuleLinkFlags(lib)...)...)
+	tg, dir := gccTest(t)
+	plug := modLibs(t, tg, dir, "-pg -mfentry")
 	main := buildSrc(t, tg, dir, "", true, "modmain.c")
 	prog := filepath.Join(dir, "modmain")
 	run(t, dir, append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir)...)
@@ -314,18 +313,11 @@ var basesLine = regexp.MustCompile(`bases (0x[0-9a-f]+) (0x[0-9a-f]+)`)
 // replay and report name each plugin's calls from its own file, as the
 // metadata's load and unload times say which was mapped when.
 func TestModuleReuse(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	t.Parallel()
-	dir := t.TempDir()
+	tg, dir := gccTest(t)
 	lib := runtimeArchive(t)
 	var plugins []string
 	for _, name := range []string{"reuseplum", "reusepear"} {
-		o := buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, name+".c")
-		run(t, dir, append([]string{tool("recordmcount")}, o...)...)
-		so := filepath.Join(dir, "lib"+name+".so")
-		run(t, dir, append(append(append([]string{}, tg.link...), "-shared", "-o", so, o[0]), ftrt.ModuleLinkFlags(lib)...)...)
-		plugins = append(plugins, so)
+		plugins = append(plugins, linkShared(t, tg, dir, "lib"+name+".so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, name+".c")))
 	}
 	main := buildSrc(t, tg, dir, "-pg -mfentry", true, "reuse.c")
 	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
@@ -378,10 +370,7 @@ func TestModuleReuse(t *testing.T) {
 func TestModuleVersion(t *testing.T) {
 	need(t, "gcc")
 	dir := t.TempDir()
-	src, err := filepath.Abs(filepath.Join("progs", "modversion.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := progPath(t, "modversion.c")
 	hdr, err := filepath.Abs(filepath.Join("..", "runtime", "src"))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ftpatch/internal/asroot"
 )
 
 // TestToolsPlantedLinks: ftpatch and recordmcount run by root never
@@ -21,9 +23,7 @@ import (
 // world-writable directory without the sticky bit, is followed as the
 // README says: the file it names is written, and the link stays.
 func TestToolsPlantedLinks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test plants links as another user and runs the tools as root: run it as root (CI does)")
-	}
+	asroot.Need(t, "plants links as another user and runs the tools as root")
 	need(t, x86GCC.tools...)
 	work := t.TempDir()
 	prog := linkEnabled(t, x86GCC, work, enableBuilds[0])
@@ -31,29 +31,12 @@ func TestToolsPlantedLinks(t *testing.T) {
 	fresh := t.TempDir()
 	obj := buildSrc(t, x86GCC, fresh, "-pg -mfentry", true, "other.c")[0]
 
-	// A tree nobody can walk into (the tests' temporary directories are
-	// private), holding the shared directory and root's own files.
-	base, err := os.MkdirTemp("", "ftpatch-planted-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mkdir := func(name string, mode os.FileMode) string {
-		d := filepath.Join(base, name)
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, mode); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	shared := mkdir("shared", 0o777|os.ModeSticky)
-	open := mkdir("open", 0o777)
-	secret := mkdir("root", 0o700)
+	// A tree nobody can walk into, holding the shared directory and
+	// root's own files.
+	base := asroot.PublicDir(t, "ftpatch-planted-")
+	shared := asroot.Dir(t, base, "shared", 0o777|os.ModeSticky, 0)
+	open := asroot.Dir(t, base, "open", 0o777, 0)
+	secret := asroot.Dir(t, base, "root", 0o700, 0)
 	// rootOnly copies src into root's private directory, mode 0600.
 	rootOnly := func(src, name string) string {
 		p := filepath.Join(secret, name)
@@ -62,17 +45,6 @@ func TestToolsPlantedLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
-	}
-	// plant makes dir/name -> to, owned by uid, as that user would.
-	plant := func(dir, name, to string, uid int) string {
-		l := filepath.Join(dir, name)
-		if err := os.Symlink(to, l); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Lchown(l, uid, uid); err != nil {
-			t.Fatal(err)
-		}
-		return l
 	}
 
 	refused := []struct {
@@ -89,7 +61,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 	}
 	for i, c := range refused {
 		target := rootOnly(c.src, "target"+string(rune('a'+i)))
-		link := plant(shared, "link"+string(rune('a'+i)), target, nobody)
+		link := asroot.Link(t, shared, "link"+string(rune('a'+i)), target, nobody)
 		before := stateOf(t, target)
 		argv := c.argv(link)
 		out, errOut, code, err := runStatus(base, argv...)
@@ -124,7 +96,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 			}
 			n := string(rune('a'+i)) + string(rune('a'+j))
 			target := rootOnly(c.src, "followed"+n)
-			link := plant(where.dir, "followed"+n, target, where.uid)
+			link := asroot.Link(t, where.dir, "followed"+n, target, where.uid)
 			before := stateOf(t, target)
 			out, errOut, code, err := runStatus(base, c.argv(link)...)
 			if err != nil {

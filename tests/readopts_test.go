@@ -33,7 +33,7 @@ func TestReadOptions(t *testing.T) {
 		return n
 	}
 
-	src, _ := filepath.Abs(filepath.Join("progs", "bigtrace.c"))
+	src := progPath(t, "bigtrace.c")
 	// The function's first row: its name's line, or its brace's below.
 	fibLine := lineOf(t, src, "long fib(int n)")
 	out := ftpatch("replay", "--srcline", whole)

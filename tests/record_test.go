@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,21 +24,27 @@ import (
 func recordedProgs(t *testing.T, dir string) (traced, plain string) {
 	t.Helper()
 	need(t, "gcc")
-	src := filepath.Join(progsDir(t), "recorded.c")
+	src := progPath(t, "recorded.c")
 	traced, plain = filepath.Join(dir, "recorded"), filepath.Join(dir, "plain")
 	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-Wall", src, "-o", traced)
 	run(t, dir, "gcc", "-O2", "-Wall", src, "-o", plain)
 	return traced, plain
 }
 
-// progsDir is the absolute path of the tests' C programs.
-func progsDir(t *testing.T) string {
+// startPiped starts cmd with its stdout a pipe, returned to be read, and
+// its stderr kept in a buffer.
+func startPiped(t *testing.T, cmd *exec.Cmd) (io.ReadCloser, *bytes.Buffer) {
 	t.Helper()
-	d, err := filepath.Abs("progs")
+	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return pipe, &stderr
 }
 
 // waitRun runs argv in dir with env added to the environment, and
@@ -47,14 +54,8 @@ func waitRun(t *testing.T, dir string, env []string, argv ...string) (string, st
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-	}
-	return o.String(), e.String(), cmd.ProcessState.Sys().(syscall.WaitStatus)
+	o, e, _ := runCmd(t, cmd)
+	return o, e, cmd.ProcessState.Sys().(syscall.WaitStatus)
 }
 
 // lastLine is s's last line.
@@ -212,7 +213,7 @@ func TestRecordRefuses(t *testing.T) {
 	// and by its .preinit_array when linked statically.
 	stripped, static := filepath.Join(dir, "stripped"), filepath.Join(dir, "static")
 	run(t, dir, "strip", "-o", stripped, traced)
-	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-static", filepath.Join(progsDir(t), "recorded.c"), "-o", static)
+	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-static", progPath(t, "recorded.c"), "-o", static)
 	run(t, dir, "strip", static)
 	for _, prog := range []string{stripped, static} {
 		_, stderr, ws := waitRun(t, dir, nil, tool("ftpatch"), "record", "-d", "st", prog, "exit", "3")
@@ -269,15 +270,7 @@ func TestRecordSignals(t *testing.T) {
 		cmd := exec.Command(tool("ftpatch"), "record", "-d", "t", traced, "signals")
 		cmd.Dir = dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal
-		pipe, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		pipe, stderr := startPiped(t, cmd)
 		defer cmd.Process.Kill()
 		r := bufio.NewReader(pipe)
 		expect := func(want string) {
@@ -385,17 +378,9 @@ func TestLive(t *testing.T) {
 	cmd := exec.Command(tool("ftpatch"), "live", traced, "exit", "4")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pipe, errOut := startPiped(t, cmd)
 	pipe.Close()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 || strings.Contains(errOut.String(), "broken pipe") {
 		t.Errorf("live with its output closed: %v, stderr %q", err, errOut.String())

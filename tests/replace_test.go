@@ -2,13 +2,14 @@ package tests
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"ftpatch/internal/asroot"
 )
 
 // TestEnableKeepsFile: what ftpatch enable in place does to the file
@@ -85,7 +86,7 @@ func TestEnableKeepsFile(t *testing.T) {
 }
 
 // nobody is the user the unprivileged tests run ftpatch as.
-const nobody = 65534
+const nobody = asroot.Nobody
 
 // TestToolsAsUser: ftpatch enable and recordmcount run by a user who is
 // not root refuse, with exit status 1 and what to do, to replace what they
@@ -94,19 +95,10 @@ const nobody = 65534
 // rewrite the user's own file keeping its mode. Root sets the files up and
 // runs the tools as nobody.
 func TestToolsAsUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("running the tools as another user needs root: run it as root (CI does)")
-	}
+	asroot.Need(t, "runs the tools as another user")
 	need(t, x86GCC.tools...)
-	// A tree nobody can walk: t.TempDir's parent is private.
-	base, err := os.MkdirTemp("", "ftpatch-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// A tree nobody can walk.
+	base := asroot.PublicDir(t, "ftpatch-user-")
 	prog := linkEnabled(t, x86GCC, t.TempDir(), enableBuilds[0])
 	obj := buildSrc(t, x86GCC, t.TempDir(), "-pg -mfentry", true, "other.c")[0]
 	for _, name := range []string{"ftpatch", "recordmcount"} {
@@ -168,19 +160,13 @@ func TestToolsAsUser(t *testing.T) {
 				cmd := exec.Command(filepath.Join(base, tl.name), tl.args(p)...)
 				cmd.Dir = base
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-				var o, e bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &o, &e
-				err = cmd.Run()
-				var ee *exec.ExitError
-				if err != nil && !errors.As(err, &ee) {
-					t.Fatal(err)
-				}
-				msg := e.String()
+				o, e, _ := runCmd(t, cmd)
+				msg := e
 				if c.code == 0 {
-					msg = o.String()
+					msg = o
 				}
 				if code := cmd.ProcessState.ExitCode(); code != c.code || (c.code != 0 && strings.Count(msg, "\n") != 1) {
-					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o.String(), e.String())
+					t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, o, e)
 				}
 				for _, w := range c.want {
 					if !strings.Contains(msg, w) {

@@ -14,9 +14,8 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	ftrt "ftpatch/runtime"
-	"ftpatch/sites"
 	"ftpatch/trace"
 )
 
@@ -78,40 +77,27 @@ func TestLoadTimeNops(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				lib := runtimeArchive(t)
-				plainDir, dir := t.TempDir(), t.TempDir()
-				plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", b.pie), b.pie, "bfd", false)
-				wantOut, wantCode := execute(t, tg, plain)
+				dir := t.TempDir()
+				_, wantOut, wantCode := plainRun(t, tg, b.pie, "bfd")
 
 				objs := build(t, tg, dir, b.flags, b.pie)
 				if b.rec != nil {
 					run(t, dir, append(append([]string{tool("recordmcount")}, b.rec...), objs...)...)
 				}
-				check, err := filepath.Abs(filepath.Join("progs", "sitecheck.c"))
-				if err != nil {
-					t.Fatal(err)
-				}
+				check := progPath(t, "sitecheck.c")
 				prog := filepath.Join(dir, "prog")
 				argv := append(append([]string{}, tg.link...), "-o", prog, picLink(b.pie))
 				argv = append(append(append(argv, objs...), check), ftrt.LinkFlags(lib)...)
 				run(t, dir, argv...)
 
-				f, err := elfx.Open(prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := sites.FindLinked(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, l := sitetest.Linked(t, prog)
 				live := len(l.Sites) + l.Dead
 
 				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_NOP=" + b.nop}, prog)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if out != wantOut || code != wantCode {
-					t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
+				checkSame(t, "", out, code, wantOut, wantCode)
 				m := ftrtLine.FindStringSubmatch(errOut)
 				c := sitecheckLine.FindStringSubmatch(errOut)
 				if m == nil || c == nil {
@@ -211,11 +197,8 @@ func heldSites(t *testing.T, stderr string) map[uint64][]byte {
 // repeated entries.
 func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 	t.Helper()
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := symbolAddrs(t, f)
+	f := sitetest.Open(t, prog)
+	addr := sitetest.Symbols(t, f)
 
 	// What a site must hold: an instruction of len bytes, and for a
 	// call, its target.
@@ -336,11 +319,8 @@ func TestLoadTimeSymbols(t *testing.T) {
 	run(t, dir, append(append([]string{"gcc", "-o", prog, "-no-pie"}, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
 	stripped := filepath.Join(dir, "stripped")
 	run(t, dir, "strip", "-o", stripped, prog)
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := symbolAddrs(t, f)
+	f := sitetest.Open(t, prog)
+	addr := sitetest.Symbols(t, f)
 	// The sites, by function: where each is, and what it becomes when
 	// enabled ("" for the jump to a trampoline of its own). The one in
 	// no function is found as the site that is none of these.

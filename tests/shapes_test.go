@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/nops"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
@@ -80,13 +80,10 @@ func checkShapesGraph(t *testing.T, dir, cc string, want map[string]int) {
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("%s: graphed %v, want %v", dir, calls, want)
 	}
-	var replay bytes.Buffer
-	if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-		t.Fatal(err)
-	}
+	replay := graphReplay(t, tr, threads)
 	for _, re := range shapesNesting[cc] {
-		if n := len(re.FindAllIndex(replay.Bytes(), -1)); n != 3 {
-			t.Errorf("%s: %d times %v in the graph, want 3:\n%s", dir, n, re, replay.Bytes())
+		if n := len(re.FindAllIndex(replay, -1)); n != 3 {
+			t.Errorf("%s: %d times %v in the graph, want 3:\n%s", dir, n, re, replay)
 		}
 	}
 }
@@ -126,9 +123,8 @@ func TestOddShapes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(b.flags), picFlag(b.pie)), func(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
-			plainDir, dir := t.TempDir(), t.TempDir()
-			plain, _ := link(t, tg, plainDir, "plain", buildSrc(t, tg, plainDir, "", b.pie, "shapes.c"), b.pie, "bfd", false)
-			wantOut, wantCode := execute(t, tg, plain)
+			dir := t.TempDir()
+			_, wantOut, wantCode := plainRun(t, tg, b.pie, "bfd", "shapes.c")
 			if wantCode == 0 {
 				t.Fatalf("untraced: exit 0, want shapes.c's nonzero status:\n%s", wantOut)
 			}
@@ -204,7 +200,7 @@ func TestOddShapes(t *testing.T) {
 // ("nop"), or a call of the trampoline of its kind (a tracer's name).
 func checkShapeSites(t *testing.T, prog string, chain bool, enabled string) {
 	t.Helper()
-	_, l := findLinked(t, prog)
+	_, l := sitetest.Linked(t, prog)
 	seen := map[string]int{}
 	for _, s := range l.Sites {
 		seen[s.Func]++
@@ -240,13 +236,13 @@ func checkShapeSites(t *testing.T, prog string, chain bool, enabled string) {
 // a problem it names.
 func checkChainVerify(t *testing.T, dir, en string) {
 	t.Helper()
-	f, l := findLinked(t, en)
+	f, l := sitetest.Linked(t, en)
 	for _, s := range l.Sites {
 		if s.Kind != sites.X86Chain {
 			continue
 		}
 		entry := map[int]string{5: "ftrace_caller5", 6: "ftrace_caller6"}[s.Len]
-		call, err := map[int]func(site, target uint64) ([]byte, error){5: nops.X86Call, 6: nops.X86Call6}[s.Len](s.Off, symbolAddrs(t, f)[entry])
+		call, err := map[int]func(site, target uint64) ([]byte, error){5: nops.X86Call, 6: nops.X86Call6}[s.Len](s.Off, sitetest.Symbols(t, f)[entry])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +272,7 @@ func checkChainVerify(t *testing.T, dir, en string) {
 // kind and length.
 func shapeSiteLines(t *testing.T, prog string) string {
 	t.Helper()
-	_, l := findLinked(t, prog)
+	_, l := sitetest.Linked(t, prog)
 	var b strings.Builder
 	for _, s := range l.Sites {
 		fmt.Fprintf(&b, "%s+%d %v %d\n", s.Func, s.FuncOff, s.Kind, s.Len)
@@ -296,10 +292,7 @@ func TestOddShapesModule(t *testing.T) {
 			need(t, tg.tools...)
 			dir := t.TempDir()
 			lib := runtimeArchive(t)
-			obj := buildSrc(t, tg, dir, flags+" -fPIC -DSHAPES_LIB", true, "shapes.c")
-			run(t, dir, append([]string{tool("recordmcount")}, obj...)...)
-			so := filepath.Join(dir, "libshapes.so")
-			run(t, dir, append(append([]string{"gcc", "-shared", "-o", so}, obj...), ftrt.ModuleLinkFlags(lib)...)...)
+			so := linkShared(t, tg, dir, "libshapes.so", buildSrc(t, tg, dir, flags+" -fPIC -DSHAPES_LIB", true, "shapes.c"))
 			checkShapeSites(t, so, true, "")
 			main := buildSrc(t, tg, dir, flags, true, "shapesmain.c")
 			run(t, dir, append([]string{tool("recordmcount")}, main...)...)

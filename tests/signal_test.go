@@ -89,6 +89,24 @@ func TestSignalStress(t *testing.T) {
 	}
 }
 
+// tracedCalls counts each function's calls in a trace made by tracer:
+// function_graph's from the graph, whose nesting it checks, with each
+// function's figures; function's from its events (no figures).
+func tracedCalls(t *testing.T, tr *trace.Trace, syms *trace.Symbols, tracer string) (map[string]int, []trace.Stat) {
+	t.Helper()
+	if tracer != "function_graph" {
+		return tally(trace.Events(tr, syms)), nil
+	}
+	threads := trace.Graph(tr, syms)
+	checkNesting(t, threads)
+	stats := trace.Stats(threads)
+	calls := map[string]int{}
+	for _, s := range stats {
+		calls[s.Func] = s.Calls
+	}
+	return calls, stats
+}
+
 // checkStress checks a trace of progs/sigstress.c against the calls the
 // run says it made: the loops' exactly, the handlers' less the trace's
 // dropped events.
@@ -102,18 +120,11 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 		t.Errorf("%s: %d calls taken for left by a longjmp, %d not graphed, %d bytes lost; want none",
 			dir, tr.Meta.Unwound, tr.Meta.Overflow, tr.Meta.LostBytes)
 	}
-	got := map[string]int{}
-	if tracer == "function_graph" {
-		threads := trace.Graph(tr, syms)
-		checkNesting(t, threads)
-		for _, s := range trace.Stats(threads) {
-			got[s.Func] = s.Calls
-			if s.Unwound != 0 {
-				t.Errorf("%s: %d calls of %s unwound; nothing unwinds", dir, s.Unwound, s.Func)
-			}
+	got, stats := tracedCalls(t, tr, syms, tracer)
+	for _, s := range stats {
+		if s.Unwound != 0 {
+			t.Errorf("%s: %d calls of %s unwound; nothing unwinds", dir, s.Unwound, s.Func)
 		}
-	} else {
-		got = tally(trace.Events(tr, syms))
 	}
 	for f, n := range made {
 		if got[f] != n {
@@ -144,55 +155,30 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 // entry was traced, before its body counted it: at most one a jump), and
 // each of the handler's calls is either traced or counted as dropped.
 func TestSignalJumpOut(t *testing.T) {
-	var cases []struct {
-		tg    target
-		flags string
-	}
+	var builds []ccBuild
 	for _, flags := range x86Traced {
-		cases = append(cases, struct {
-			tg    target
-			flags string
-		}{x86GCC, "-O2 " + flags})
+		builds = append(builds, ccBuild{x86GCC, "-O2 " + flags})
 	}
-	cases = append(cases, struct {
-		tg    target
-		flags string
-	}{x86Clang, "-O2 -pg -mfentry"})
-	for _, c := range cases {
-		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
-			t.Parallel()
-			need(t, c.tg.tools...)
-			dir := t.TempDir()
-			wantOut, wantCode := untraced(t, c.tg, dir, "jumpout.c")
-			prog := traced(t, c.tg, dir, c.flags, true, "jumpout.c")
-			for _, tracer := range []string{"function", "function_graph"} {
-				stderr, out := runTraced(t, dir, prog, tracer, wantOut, wantCode)
-				made := countLine(t, stderr, "made")
-				tr, syms := readTrace(t, out)
-				traced := map[string]int{}
-				if tracer == "function_graph" {
-					threads := trace.Graph(tr, syms)
-					checkNesting(t, threads)
-					for _, s := range trace.Stats(threads) {
-						traced[s.Func] = s.Calls
-					}
-				} else {
-					traced = tally(trace.Events(tr, syms))
-				}
-				jumps := made["jumps"]
-				if jumps < 50 {
-					t.Errorf("%s: %d jumps: too few to test anything", tracer, jumps)
-				}
-				for _, f := range []string{"mid", "leaf"} {
-					if traced[f] < made[f] || traced[f] > made[f]+jumps {
-						t.Errorf("%s: %s traced %d times; the program began %d calls and jumped %d times", tracer, f, traced[f], made[f], jumps)
-					}
-				}
-				// The handler's calls: on_alarm itself and hwork, one each a jump.
-				if n := uint64(traced["on_alarm"] + traced["hwork"]); n+tr.Meta.Dropped != uint64(2*jumps) {
-					t.Errorf("%s: the handlers' calls: %d traced and %d dropped; they made %d", tracer, n, tr.Meta.Dropped, 2*jumps)
+	builds = append(builds, ccBuild{x86Clang, "-O2 -pg -mfentry"})
+	forProgram(t, "jumpout.c", builds, func(t *testing.T, dir, prog, wantOut string, wantCode int) {
+		for _, tracer := range []string{"function", "function_graph"} {
+			stderr, out := runTraced(t, dir, prog, tracer, wantOut, wantCode)
+			made := countLine(t, stderr, "made")
+			tr, syms := readTrace(t, out)
+			traced, _ := tracedCalls(t, tr, syms, tracer)
+			jumps := made["jumps"]
+			if jumps < 50 {
+				t.Errorf("%s: %d jumps: too few to test anything", tracer, jumps)
+			}
+			for _, f := range []string{"mid", "leaf"} {
+				if traced[f] < made[f] || traced[f] > made[f]+jumps {
+					t.Errorf("%s: %s traced %d times; the program began %d calls and jumped %d times", tracer, f, traced[f], made[f], jumps)
 				}
 			}
-		})
-	}
+			// The handler's calls: on_alarm itself and hwork, one each a jump.
+			if n := uint64(traced["on_alarm"] + traced["hwork"]); n+tr.Meta.Dropped != uint64(2*jumps) {
+				t.Errorf("%s: the handlers' calls: %d traced and %d dropped; they made %d", tracer, n, tr.Meta.Dropped, 2*jumps)
+			}
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -181,12 +180,9 @@ func TestSubtreeFilters(t *testing.T) {
 				if tr.Meta.GraphFuncs != "c_*,!c_never" || tr.Meta.GraphNotrace != "q_*" {
 					t.Errorf("metadata: graph_funcs %q, graph_notrace %q; want the variables' values", tr.Meta.GraphFuncs, tr.Meta.GraphNotrace)
 				}
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
+				replay := graphReplay(t, tr, threads)
 				// One golden for every build: each makes the same calls.
-				golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay.Bytes()))
+				golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay))
 
 				_, tr, threads = p.record(t, "notrace", subtreeEnv[1:]...)
 				checkSubtree(t, "FTRACE_GRAPH_NOTRACE alone", tr, full, threads, subtreeFilter{notrace: notrace}, "q_")
@@ -221,11 +217,8 @@ func TestSubtreeExceptions(t *testing.T) {
 					t.Errorf("stderr %q, want nothing", stderr)
 				}
 				checkSubtree(t, "filtered", tr, p.full, threads, subtreeFilter{funcs: true, chosen: prefixed("c_"), notrace: prefixed("q_")}, "o_", "q_", "OGuard")
-				var replay bytes.Buffer
-				if err := trace.WriteGraph(&replay, tr, threads); err != nil {
-					t.Fatal(err)
-				}
-				golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay.Bytes()))
+				replay := graphReplay(t, tr, threads)
+				golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay))
 			})
 		}
 	}
@@ -294,43 +287,34 @@ func TestSubtreeSettings(t *testing.T) {
 // each mid a root; the handler's calls are there only inside a mid, and
 // hwork and what it calls never.
 func TestSubtreeSignalStress(t *testing.T) {
-	for _, c := range []struct {
-		tg    target
-		flags string
-	}{{x86GCC, "-O2 -pg -mfentry"}, {x86GCC, "-O2 -pg"}, {x86Clang, "-O0 -fpatchable-function-entry=5"}} {
-		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
-			t.Parallel()
-			need(t, c.tg.tools...)
-			dir := t.TempDir()
-			wantOut, wantCode := untraced(t, c.tg, dir, "sigstress.c")
-			prog := traced(t, c.tg, dir, c.flags, true, "sigstress.c")
-			for i := range 2 {
-				stderr, out := runTracedEnv(t, dir, prog, "function_graph", fmt.Sprint("run", i),
-					[]string{"FTRACE_GRAPH_FUNCS=mid", "FTRACE_GRAPH_NOTRACE=hwork"}, wantOut, wantCode)
-				made := countLine(t, stderr, "made")
-				tr, syms := readTrace(t, out)
-				threads := trace.Graph(tr, syms)
-				checkNesting(t, threads)
-				if tr.Meta.Unwound != 0 || tr.Meta.Overflow != 0 {
-					t.Errorf("%d calls taken for left by a longjmp, %d not graphed; want none", tr.Meta.Unwound, tr.Meta.Overflow)
-				}
-				got := map[string]int{}
-				for _, s := range trace.Stats(threads) {
-					got[s.Func] = s.Calls
-				}
-				if got["mid"] != made["mid"] || got["leaf"] != made["leaf"] || got["hwork"]+got["hleaf"] != 0 || got["on_prof"] == 0 {
-					t.Errorf("calls recorded %v; want mid %d and leaf %d, all the loops made, on_prof's inside them, no hwork or hleaf", got, made["mid"], made["leaf"])
-				}
-				for _, th := range threads {
-					for _, n := range th.Roots {
-						if n.Func != "mid" {
-							t.Errorf("thread %d: a call of %s outside every mid", th.Tid, n.Func)
-						}
+	builds := []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86GCC, "-O2 -pg"}, {x86Clang, "-O0 -fpatchable-function-entry=5"}}
+	forProgram(t, "sigstress.c", builds, func(t *testing.T, dir, prog, wantOut string, wantCode int) {
+		for i := range 2 {
+			stderr, out := runTracedEnv(t, dir, prog, "function_graph", fmt.Sprint("run", i),
+				[]string{"FTRACE_GRAPH_FUNCS=mid", "FTRACE_GRAPH_NOTRACE=hwork"}, wantOut, wantCode)
+			made := countLine(t, stderr, "made")
+			tr, syms := readTrace(t, out)
+			threads := trace.Graph(tr, syms)
+			checkNesting(t, threads)
+			if tr.Meta.Unwound != 0 || tr.Meta.Overflow != 0 {
+				t.Errorf("%d calls taken for left by a longjmp, %d not graphed; want none", tr.Meta.Unwound, tr.Meta.Overflow)
+			}
+			got := map[string]int{}
+			for _, s := range trace.Stats(threads) {
+				got[s.Func] = s.Calls
+			}
+			if got["mid"] != made["mid"] || got["leaf"] != made["leaf"] || got["hwork"]+got["hleaf"] != 0 || got["on_prof"] == 0 {
+				t.Errorf("calls recorded %v; want mid %d and leaf %d, all the loops made, on_prof's inside them, no hwork or hleaf", got, made["mid"], made["leaf"])
+			}
+			for _, th := range threads {
+				for _, n := range th.Roots {
+					if n.Func != "mid" {
+						t.Errorf("thread %d: a call of %s outside every mid", th.Tid, n.Func)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestSubtreeModules: the subtree filters across shared objects
@@ -350,10 +334,7 @@ func TestSubtreeModules(t *testing.T) {
 			need(t, tg.tools...)
 			dir := t.TempDir()
 			prog, plug := linkModules(t, tg, dir, b)
-			wantOut, _, wantCode, err := runStatus(dir, prog, plug)
-			if err != nil || wantCode != 7 {
-				t.Fatalf("untraced: exit %d, %v", wantCode, err)
-			}
+			wantOut, wantCode := untracedModules(t, dir, prog, plug)
 			record := func(name string, env ...string) (*trace.Trace, []trace.Thread, string) {
 				out := filepath.Join(dir, name)
 				got, stderr, code, err := runStatusEnv(dir, append([]string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, env...), prog, plug)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -25,10 +24,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 	t.Helper()
 	dir := t.TempDir()
 	objs := build(t, tg, dir, "-O0 -finstrument-functions", false)
-	cyg, err := filepath.Abs(filepath.Join("progs", "cyg.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cyg := progPath(t, "cyg.c")
 	prog := filepath.Join(dir, "oracle")
 	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), append(objs, cyg)...)...)
 	_, errOut, _, err := runStatus(dir, prog)
@@ -62,124 +58,110 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 // FTRACE_FILTER narrows it; a trace directory that exists is moved aside,
 // never mixed or lost.
 func TestFunctionTracer(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
-			for _, pie := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(flags), picFlag(pie)), func(t *testing.T) {
-					t.Parallel()
-					need(t, tg.tools...)
-					want := oracleCounts(t, tg)
-					lib := runtimeArchive(t)
-					plainDir, dir := t.TempDir(), t.TempDir()
-					plain, _ := link(t, tg, plainDir, "plain", build(t, tg, plainDir, "", pie), pie, "bfd", false)
-					wantOut, wantCode := execute(t, tg, plain)
+	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+		want := oracleCounts(t, tg)
+		dir := t.TempDir()
+		plain, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
 
-					objs := build(t, tg, dir, "-O0 "+flags, pie)
-					run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-					prog := filepath.Join(dir, "prog")
-					run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, picLink(pie)), append(objs, ftrt.LinkFlags(lib)...)...)...)
+		objs := build(t, tg, dir, "-O0 "+flags, pie)
+		prog := linkRecorded(t, dir, tg.link, objs, picLink(pie))
 
-					out := filepath.Join(dir, "ftrace.data")
-					if err := os.Mkdir(out, 0o755); err != nil { // a previous trace, to be moved aside
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, prog)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got != wantOut || code != wantCode {
-						t.Errorf("traced: exit %d, output\n%s\nwant exit %d, output\n%s", code, got, wantCode, wantOut)
-					}
-					if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
-						t.Errorf("the existing trace directory was not moved aside intact: %v", err)
-					}
-					// Names come only from the binary that was traced.
-					if tr, err := trace.Read(out); err != nil || tr.Meta.BuildID == "" {
-						t.Errorf("no build-id in the trace's metadata (%v)", err)
-					} else if _, err := trace.LoadSymbols(plain, tr.Meta.BuildID); !errors.Is(err, trace.ErrBuildID) {
-						t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
-					}
-					counts := traceCounts(t, out)
-					for fn, n := range want {
-						if counts[fn] != n {
-							t.Errorf("%s: traced %d calls, the oracle counted %d", fn, counts[fn], n)
-						}
-					}
-					for fn := range counts {
-						if _, ok := want[fn]; !ok {
-							t.Errorf("%s: traced %d calls the oracle never saw", fn, counts[fn])
-						}
-					}
-					// Each record's parent ip names the call's real caller
-					// (main.c and other.c say which; main's is libc's).
-					callers := traceCallers(t, out)
-					wantCallers := map[string]map[string]int{
-						"fib":            {"main": 2, "fib": want["fib"] - 2},
-						"weak_or_strong": {"main": 1, "helper": 1},
-						"local_twice":    {"main": 1},
-						"helper":         {"main": 1},
-						"sum":            {"main": 1},
-						"scale":          {"main": 1},
-						"make_pair":      {"main": 1},
-					}
-					for fn, wc := range wantCallers {
-						if !maps.Equal(callers[fn], wc) {
-							t.Errorf("%s: called from %v, want %v", fn, callers[fn], wc)
-						}
-					}
-
-					// The empty tracer: sites call a stub; nothing is recorded.
-					nopOut := filepath.Join(t.TempDir(), "t")
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=nop", "FTRACE_DEBUG=1", "FTRACE_OUT=" + nopOut}, prog)
-					if err != nil || got != wantOut || code != wantCode {
-						t.Errorf("FTRACE=nop: exit %d, %v, output\n%s", code, err, got)
-					}
-					if _, err := os.Stat(nopOut); err == nil {
-						t.Error("FTRACE=nop made a trace directory")
-					}
-					// With no filter, calls of __fentry__ are enabled
-					// without the symbol table, the dead copy of
-					// main.c's weak weak_or_strong among them (the
-					// table lists it; no symbol covers it); -pg and NOP
-					// sites go by the table, which leaves it out.
-					enabled := len(want)
-					if strings.Contains(flags, "-mfentry") {
-						enabled++
-					}
-					if m := ftrtLine.FindStringSubmatch(errOut); m == nil || !strings.Contains(errOut, fmt.Sprintf("; %d traced,", enabled)) {
-						t.Errorf("FTRACE=nop: want %d sites enabled, every one of the %d functions' and, with -mfentry, the dead weak copy's:\n%s", enabled, len(want), errOut)
-					}
-
-					// A filter: only fib, and everything but fib.
-					for _, c := range []struct {
-						filter string
-						only   func(string) bool
-					}{
-						{"fib", func(f string) bool { return f == "fib" }},
-						{"*,!fib", func(f string) bool { return f != "fib" }},
-					} {
-						out2 := filepath.Join(t.TempDir(), "t")
-						if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + c.filter, "FTRACE_OUT=" + out2}, prog); err != nil {
-							t.Fatal(err)
-						}
-						counts := traceCounts(t, out2)
-						for fn, n := range want {
-							wantN := 0
-							if c.only(fn) {
-								wantN = n
-							}
-							if counts[fn] != wantN {
-								t.Errorf("FTRACE_FILTER=%s: %s traced %d times, want %d", c.filter, fn, counts[fn], wantN)
-							}
-						}
-					}
-				})
+		out := filepath.Join(dir, "ftrace.data")
+		if err := os.Mkdir(out, 0o755); err != nil { // a previous trace, to be moved aside
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, "traced", got, code, wantOut, wantCode)
+		if b, err := os.ReadFile(filepath.Join(out+".old", "keep")); err != nil || string(b) != "mine" {
+			t.Errorf("the existing trace directory was not moved aside intact: %v", err)
+		}
+		// Names come only from the binary that was traced.
+		if tr, err := trace.Read(out); err != nil || tr.Meta.BuildID == "" {
+			t.Errorf("no build-id in the trace's metadata (%v)", err)
+		} else if _, err := trace.LoadSymbols(plain, tr.Meta.BuildID); !errors.Is(err, trace.ErrBuildID) {
+			t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
+		}
+		counts := traceCounts(t, out)
+		for fn, n := range want {
+			if counts[fn] != n {
+				t.Errorf("%s: traced %d calls, the oracle counted %d", fn, counts[fn], n)
 			}
 		}
-	}
+		for fn := range counts {
+			if _, ok := want[fn]; !ok {
+				t.Errorf("%s: traced %d calls the oracle never saw", fn, counts[fn])
+			}
+		}
+		// Each record's parent ip names the call's real caller
+		// (main.c and other.c say which; main's is libc's).
+		callers := traceCallers(t, out)
+		wantCallers := map[string]map[string]int{
+			"fib":            {"main": 2, "fib": want["fib"] - 2},
+			"weak_or_strong": {"main": 1, "helper": 1},
+			"local_twice":    {"main": 1},
+			"helper":         {"main": 1},
+			"sum":            {"main": 1},
+			"scale":          {"main": 1},
+			"make_pair":      {"main": 1},
+		}
+		for fn, wc := range wantCallers {
+			if !maps.Equal(callers[fn], wc) {
+				t.Errorf("%s: called from %v, want %v", fn, callers[fn], wc)
+			}
+		}
+
+		// The empty tracer: sites call a stub; nothing is recorded.
+		nopOut := filepath.Join(t.TempDir(), "t")
+		got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=nop", "FTRACE_DEBUG=1", "FTRACE_OUT=" + nopOut}, prog)
+		if err != nil || got != wantOut || code != wantCode {
+			t.Errorf("FTRACE=nop: exit %d, %v, output\n%s", code, err, got)
+		}
+		if _, err := os.Stat(nopOut); err == nil {
+			t.Error("FTRACE=nop made a trace directory")
+		}
+		// With no filter, calls of __fentry__ are enabled
+		// without the symbol table, the dead copy of
+		// main.c's weak weak_or_strong among them (the
+		// table lists it; no symbol covers it); -pg and NOP
+		// sites go by the table, which leaves it out.
+		enabled := len(want)
+		if strings.Contains(flags, "-mfentry") {
+			enabled++
+		}
+		if m := ftrtLine.FindStringSubmatch(errOut); m == nil || !strings.Contains(errOut, fmt.Sprintf("; %d traced,", enabled)) {
+			t.Errorf("FTRACE=nop: want %d sites enabled, every one of the %d functions' and, with -mfentry, the dead weak copy's:\n%s", enabled, len(want), errOut)
+		}
+
+		// A filter: only fib, and everything but fib.
+		for _, c := range []struct {
+			filter string
+			only   func(string) bool
+		}{
+			{"fib", func(f string) bool { return f == "fib" }},
+			{"*,!fib", func(f string) bool { return f != "fib" }},
+		} {
+			out2 := filepath.Join(t.TempDir(), "t")
+			if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + c.filter, "FTRACE_OUT=" + out2}, prog); err != nil {
+				t.Fatal(err)
+			}
+			counts := traceCounts(t, out2)
+			for fn, n := range want {
+				wantN := 0
+				if c.only(fn) {
+					wantN = n
+				}
+				if counts[fn] != wantN {
+					t.Errorf("FTRACE_FILTER=%s: %s traced %d times, want %d", c.filter, fn, counts[fn], wantN)
+				}
+			}
+		}
+	})
 }
 
 // traceEvents reads the trace in dir and names its calls; a warning, a

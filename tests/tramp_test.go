@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
 	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
@@ -48,17 +48,8 @@ func TestGraphTrampolines(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if out != wantOut || code != wantCode {
-					t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", code, out, wantCode, wantOut)
-				}
-				f, err := elfx.Open(prog)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := sites.FindLinked(f)
-				if err != nil {
-					t.Fatal(err)
-				}
+				checkSame(t, "", out, code, wantOut, wantCode)
+				f, l := sitetest.Linked(t, prog)
 				_, syms, err := f.Symtab()
 				if err != nil {
 					t.Fatal(err)

@@ -150,9 +150,7 @@ func (c *benchCase) run(ftpatch, work string) error {
 	cmd.Dir = work
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	wall, err := measure.Run(cmd)
 	if err != nil {
 		return fmt.Errorf("ftpatch %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}

@@ -136,13 +136,9 @@ func (c *benchCase) run(work string, record bool) error {
 	}
 	exec.Command("sync").Run()
 	cmd := exec.Command(c.argv[0], append(c.argv[1:], copies...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	wall, err := measure.Run(cmd)
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, stderr.String())
+		return err
 	}
 	if record {
 		c.walls = append(c.walls, wall)

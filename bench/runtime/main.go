@@ -390,10 +390,8 @@ func run(work, bin, against string, runs int, only string) error {
 		{filepath.Join(bin, "recordmcount"), "leaf.o", "main.o"},
 		append([]string{"gcc", "leaf.o", "main.o", "-o", "ours"}, strings.Fields(string(libs))...),
 	}
-	for _, s := range steps {
-		if err := measure.Sh(work, s...); err != nil {
-			return err
-		}
+	if err := measure.Steps(work, steps...); err != nil {
+		return err
 	}
 	abs := func(p string) string { return filepath.Join(work, p) }
 	cases := []*benchCase{
@@ -601,13 +599,9 @@ func (c *benchCase) run(record bool) error {
 	}
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = append(os.Environ(), c.env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
+	wall, err := measure.Run(cmd)
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, stderr.String())
+		return err
 	}
 	if !record {
 		return nil
@@ -711,10 +705,8 @@ func startBench(work, bin string, libs []byte, runs int) error {
 		{filepath.Join(bin, "recordmcount"), "few.o"},
 		append([]string{"gcc", "few.o", "-o", "few"}, strings.Fields(string(libs))...),
 	}
-	for _, s := range steps {
-		if err := measure.Sh(work, s...); err != nil {
-			return err
-		}
+	if err := measure.Steps(work, steps...); err != nil {
+		return err
 	}
 	abs := func(p string) string { return filepath.Join(work, p) }
 	cases := []*benchCase{

@@ -293,10 +293,8 @@ func (b *bench) build(bin string) error {
 	if b.uftrace {
 		steps = append(steps, []string{"gcc", "-O2", "-pg", "prog.c", "-o", "prog-pg", "-lpthread"})
 	}
-	for _, s := range steps {
-		if err := measure.Sh(b.work, s...); err != nil {
-			return err
-		}
+	if err := measure.Steps(b.work, steps...); err != nil {
+		return err
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/sitetest"
 )
 
 // TestSitesHostile runs `ftpatch sites` on linked fixtures broken in one
@@ -75,7 +76,7 @@ func TestSitesHostile(t *testing.T) {
 			if b[off] != 0xff || b[off+1] != 0x15 {
 				t.Fatalf("bump starts % x, want ff 15", b[off:off+2])
 			}
-			site := symAddr(t, f, "bump")
+			site := sitetest.Symbol(t, f, "bump")
 			binary.LittleEndian.PutUint32(b[off+2:], uint32(uint64(f.Section(".bss").Addr)-(site+6)))
 			return b
 		}, "bump      fentry  6    direct  ?@got", true},
@@ -167,25 +168,9 @@ func putShdr(t *testing.T, f *elfx.File, b []byte, name string, field int, v uin
 // symOff returns the file offset of function name's first byte.
 func symOff(t *testing.T, f *elfx.File, name string) uint64 {
 	t.Helper()
-	off, err := f.AddrToOff(elfx.Addr(symAddr(t, f, name)), 1)
+	off, err := f.AddrToOff(elfx.Addr(sitetest.Symbol(t, f, name)), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return uint64(off)
-}
-
-// symAddr returns the address of symbol name.
-func symAddr(t *testing.T, f *elfx.File, name string) uint64 {
-	t.Helper()
-	_, syms, err := f.Symtab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
-		if s.Name == name {
-			return uint64(s.Value)
-		}
-	}
-	t.Fatalf("no symbol %q", name)
-	return 0
 }

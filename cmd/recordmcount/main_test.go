@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/json"
@@ -14,12 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"ftpatch/elfx"
+	"ftpatch/internal/bounded"
 	"ftpatch/internal/fixture"
+	"ftpatch/internal/sitetest"
+	"ftpatch/internal/special"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -45,42 +45,18 @@ func inProcess(t *testing.T, args ...string) outcome {
 	return outcome{stdout.String(), stderr.String(), err != nil, -1}
 }
 
-// A special case is a bad input the file system makes rather than a file
-// of testdata/bad.
-type special struct {
-	name  string
-	setup func(t *testing.T, dir string) string // returns the path to pass
-	want  string
-	// hazard: without its check, reading it would not end (a device
-	// that reads without end, a FIFO that blocks): run only as a process
-	// under limits (TestBinary), never in the test binary itself.
-	hazard bool
-}
+// specials are the bad inputs the file system makes rather than files of
+// testdata/bad: the special files, and a file that is not there.
+var specials = append(slices.Clone(special.Files), special.File{
+	Name: "missing",
+	Make: func(t testing.TB, path string) string { return path },
+	Want: "no such file or directory",
+})
 
-var specials = []special{
-	{"directory", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "directory.o")
-		if err := os.Mkdir(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a directory)", false},
-	{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "missing.o") }, "no such file or directory", false},
-	{"dev-zero", func(t *testing.T, dir string) string { return "/dev/zero" }, "not a regular file (a character device)", true},
-	{"link-to-dev-zero", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "zero.o")
-		if err := os.Symlink("/dev/zero", p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a character device)", true},
-	{"fifo", func(t *testing.T, dir string) string {
-		p := filepath.Join(dir, "fifo.o")
-		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}, "not a regular file (a FIFO)", true},
+// makeSpecial makes c as dir/<name>.o and returns the path to pass.
+func makeSpecial(t *testing.T, c special.File, dir string) string {
+	t.Helper()
+	return c.Make(t, filepath.Join(dir, c.Name+".o"))
 }
 
 // corpusFiles lists testdata/bad, failing if it is empty or holds a file
@@ -132,13 +108,13 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 	for _, c := range specials {
-		if c.hazard {
+		if c.Hazard {
 			continue // TestBinary runs it under limits
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := c.setup(t, dir)
-			checkBad(t, inProcess, "in-place", dir, p, c.want)
+			p := makeSpecial(t, c, dir)
+			checkBad(t, inProcess, "in-place", dir, p, c.Want)
 		})
 	}
 }
@@ -173,7 +149,7 @@ func probe(t *testing.T, data []byte) string {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := limited(t, os.Args[0], "-test.run=^$")
+	cmd := limits.Command(t, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), probeEnv+"="+p)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -183,29 +159,14 @@ func probe(t *testing.T, data []byte) string {
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 	if cmd.ProcessState != nil && !cmd.ProcessState.Exited() {
-		return fmt.Sprintf("killed after %v (%v): %s", limitTime, err, first)
+		return fmt.Sprintf("killed after %v (%v): %s", limits.Time, err, first)
 	}
 	return fmt.Sprintf("%v: %s", err, first)
 }
 
-// Limits for a child process, so a bug that loops or allocates without
+// limits bound a child process, so a bug that loops or allocates without
 // end fails one test instead of hanging the run or exhausting memory.
-const (
-	limitTime = 20 * time.Second
-	limitMem  = 4 << 20 // KiB of address space (4 GiB)
-)
-
-// limited returns a command running bin with args under limitTime and, if
-// there is a shell to set it, limitMem.
-func limited(t *testing.T, bin string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), limitTime)
-	t.Cleanup(cancel)
-	if sh, err := exec.LookPath("sh"); err == nil {
-		script := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limitMem)
-		return exec.CommandContext(ctx, sh, append([]string{"-c", script, bin}, args...)...)
-	}
-	return exec.CommandContext(ctx, bin, args...)
-}
+var limits = bounded.Limits{Time: 20 * time.Second, Mem: 4 << 20}
 
 // checkBad runs recordmcount on the bad input p in dir and checks the run
 // failed with one error line naming p and containing want, and changed
@@ -329,14 +290,7 @@ func copyInto(t *testing.T, dir, src, name string) string {
 // table listing n sites.
 func checkRecorded(t *testing.T, path string, n int) {
 	t.Helper()
-	f, err := elfx.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := sites.FindObject(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	_, obj := sitetest.Object(t, path)
 	if obj.Table != sites.TableOurs || len(obj.Sites) != n {
 		t.Errorf("%s: table %v with %d sites, want %v with %d", path, obj.Table, len(obj.Sites), sites.TableOurs, n)
 	}
@@ -579,19 +533,8 @@ func TestBinary(t *testing.T) {
 	}
 	execRun := func(t *testing.T, args ...string) outcome {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		cmd := limited(t, bin, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		code := cmd.ProcessState.ExitCode()
-		if !cmd.ProcessState.Exited() {
-			t.Errorf("recordmcount %s: killed after %v or for lack of memory (%v)", strings.Join(args, " "), limitTime, err)
-		}
-		return outcome{stdout.String(), stderr.String(), code != 0, code}
+		stdout, stderr, code := limits.Run(t, "", append([]string{bin}, args...)...)
+		return outcome{stdout, stderr, code != 0, code}
 	}
 
 	t.Run("good", func(t *testing.T) {
@@ -614,10 +557,10 @@ func TestBinary(t *testing.T) {
 	// hang the tool or exhaust its memory (limited kills it, failing the
 	// test).
 	for _, c := range specials {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			for _, mode := range []string{"in-place", "output", "list"} {
 				dir := t.TempDir()
-				checkBad(t, execRun, mode, dir, c.setup(t, dir), c.want)
+				checkBad(t, execRun, mode, dir, makeSpecial(t, c, dir), c.Want)
 			}
 		})
 	}
@@ -681,14 +624,7 @@ func TestSectionSymbolValue(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := elfx.Parse(p, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := sites.FindObject(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := sitetest.Find(t, sitetest.Parse(t, p, data), sites.FindObject)
 	before := snapshot(t, dir)
 
 	o := inProcess(t, p)
@@ -699,10 +635,7 @@ func TestSectionSymbolValue(t *testing.T) {
 		}
 		return
 	}
-	out, err := elfx.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := sitetest.Open(t, p)
 	got, err := sites.FindObject(out)
 	if err != nil {
 		t.Fatalf("the table written does not point at the sites: %v", err)
@@ -751,7 +684,7 @@ func TestHugeAlignment(t *testing.T) {
 // function's one site, a nested function's a chain site, and -v notes the
 // areas left alone; a second run changes nothing.
 func TestOddShapes(t *testing.T) {
-	for _, fx := range fixture.Objects(t, filepath.Join("..", "..", "sites", "testdata", "shapes-*.o")) {
+	for _, fx := range fixture.Corpus(t, filepath.Join("..", ".."), "shapes-*.o") {
 		if fx.Has("mrecord") {
 			continue // gcc's own table: left alone (TestGoodObject's second run)
 		}
@@ -762,14 +695,7 @@ func TestOddShapes(t *testing.T) {
 			if o.failed || !strings.Contains(o.stderr, "note: ") || !strings.Contains(o.stderr, "patchable area") {
 				t.Fatalf("failed %v, stderr %q; want success and a note on the patchable areas", o.failed, o.stderr)
 			}
-			f, err := elfx.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			obj, err := sites.FindObject(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, obj := sitetest.Object(t, p)
 			got := map[string]string{}
 			for _, s := range obj.Sites {
 				got[s.Func] = fmt.Sprintf("%v +%d", s.Kind, s.FuncOff)

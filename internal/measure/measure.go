@@ -27,6 +27,34 @@ func Sh(dir string, argv ...string) error {
 	return nil
 }
 
+// Steps runs each of steps in dir with Sh, in order, and stops at the
+// first that fails: a benchmark's build of its inputs.
+func Steps(dir string, steps ...[]string) error {
+	for _, s := range steps {
+		if err := Sh(dir, s...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run runs cmd and returns its wall time, from the start to the exit. If
+// cmd has no Stderr, what the command writes there is kept and put in
+// the error when it fails; a caller that sets Stderr reports it itself.
+func Run(cmd *exec.Cmd) (time.Duration, error) {
+	var stderr strings.Builder
+	if cmd.Stderr == nil {
+		cmd.Stderr = &stderr
+	}
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil && stderr.Len() > 0 {
+		err = fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return wall, err
+}
+
 // MaxRSS is the peak resident memory in KB of the process ps describes,
 // from the rusage wait4 returned (0 if there is none). A child started
 // by this process (Go starts children by vfork) reports at least this

@@ -1,9 +1,11 @@
 package measure
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,5 +111,36 @@ func TestMaxRSS(t *testing.T) {
 	}
 	if SelfHWM() <= 0 {
 		t.Errorf("SelfHWM = %d", SelfHWM())
+	}
+}
+
+// TestRun: a command that fails gives an error wrapping its exit status
+// and holding what it wrote to stderr; one that succeeds, its wall time
+// and no error.
+func TestRun(t *testing.T) {
+	wall, err := Run(exec.Command("sh", "-c", "sleep 0.01"))
+	if err != nil || wall <= 0 {
+		t.Errorf("a succeeding command: %v, %v", wall, err)
+	}
+	_, err = Run(exec.Command("sh", "-c", "echo broken >&2; exit 3"))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("a failing command: %v, want exit status 3 and its stderr", err)
+	}
+}
+
+// TestSteps: the steps run in order in dir, and the first that fails
+// ends the build with its command line in the error.
+func TestSteps(t *testing.T) {
+	dir := t.TempDir()
+	err := Steps(dir, []string{"touch", "first"}, []string{"false"}, []string{"touch", "third"})
+	if err == nil || !strings.Contains(err.Error(), "false") {
+		t.Errorf("a failing step: %v, want its command line", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "first")); err != nil {
+		t.Errorf("the first step did not run in dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "third")); err == nil {
+		t.Error("a step after the failing one ran")
 	}
 }

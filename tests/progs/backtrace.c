@@ -17,11 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__has_attribute) && __has_attribute(noipa)
-#define NOINLINE __attribute__((noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
+#include "attrs.h"
 
 NOINLINE void walk(const char *label)
 {

@@ -12,13 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#if defined(__has_attribute) && __has_attribute(noipa)
-#define NOINLINE __attribute__((noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
-/* No site: not -pg's, nor -fpatchable-function-entry's. */
-#define NOTRACE __attribute__((no_instrument_function, patchable_function_entry(0, 0)))
+#include "attrs.h"
 
 #define PAIRS 2000
 

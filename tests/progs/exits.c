@@ -55,13 +55,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__has_attribute) && __has_attribute(noipa)
-#define NOINLINE __attribute__((noipa)) /* no clone under another name either */
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
-/* No site: not -pg's, nor -fpatchable-function-entry's. */
-#define NOTRACE __attribute__((no_instrument_function, patchable_function_entry(0, 0)))
+#include "attrs.h"
 
 static volatile long sink;
 

@@ -40,11 +40,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#if defined(__has_attribute) && __has_attribute(noipa)
-#define NOINLINE __attribute__((noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
+#include "attrs.h"
 
 static volatile long sink;
 static jmp_buf jb;

@@ -10,11 +10,7 @@
 // what it caught; exits with status 4.
 #include <cstdio>
 
-#if defined(__has_attribute) && __has_attribute(noipa)
-#define NOINLINE __attribute__((noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
+#include "attrs.h"
 
 static volatile long sink;
 
