@@ -9,7 +9,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 )
 
 // The x86-64 site shapes (see sites and runtime/src/x86_64/site.c):
@@ -32,7 +32,7 @@ func (b *Binary) classify(s *Slot) error {
 	}
 	// ftpatch's own NOPs, the commonest case in a patched file, known
 	// without decoding (nops checks these encodings with x/arch).
-	if bytes.Equal(code, nops.X86NOP5) || bytes.Equal(code, nops.X86NOP6) {
+	if bytes.Equal(code, x86.NOP5) || bytes.Equal(code, x86.NOP6) {
 		s.Form = FormNop
 		return nil
 	}
@@ -99,7 +99,7 @@ func (b *Binary) pltTarget(a uint64) (uint64, error) {
 		return 0, nil // not in the file: not a PLT entry
 	}
 	at := 0
-	if bytes.HasPrefix(code, nops.X86Endbr64) {
+	if bytes.HasPrefix(code, x86.Endbr64) {
 		at = 4
 	}
 	if code[at] == 0xf2 { // bnd
@@ -211,15 +211,15 @@ func (b *Binary) deadLen(a uint64) (int, error) {
 func x86Want(addr uint64, n uint8, target uint64) ([]byte, error) {
 	switch {
 	case target == 0 && n == 5:
-		return bytes.Clone(nops.X86NOP5), nil
+		return bytes.Clone(x86.NOP5), nil
 	case target == 0 && n == 6:
-		return bytes.Clone(nops.X86NOP6), nil
+		return bytes.Clone(x86.NOP6), nil
 	case n == 5:
-		return nops.X86Call(addr, target)
+		return x86.Call(addr, target)
 	case n == 6:
 		// One 6-byte call, so the return address is site+6 in every
-		// state of the site (see nops.X86Call6).
-		return nops.X86Call6(addr, target)
+		// state of the site (see x86.Call6).
+		return x86.Call6(addr, target)
 	}
 	return nil, fmt.Errorf("site 0x%x: %d bytes, want 5 or 6", addr, n)
 }

@@ -22,6 +22,8 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 	"ftpatch/nops"
 	"ftpatch/outfile"
 	"ftpatch/sites"
@@ -230,11 +232,11 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 		var nop []byte
 		switch {
 		case f.Arch == arch.ARM64:
-			nop = nops.ARM64Bytes(nops.ARM64NOP)
+			nop = arm64.Bytes(arm64.NOP)
 		case s.Len == 5:
-			nop = nops.X86NOP5
+			nop = x86.NOP5
 		case s.Len == 6:
-			nop = nops.X86NOP6
+			nop = x86.NOP6
 		default:
 			return n, fmt.Errorf("section %q+0x%x: no NOP for a %d-byte site", s.SecName, s.Off, s.Len)
 		}

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
-	"ftpatch/internal/isa"
-	"ftpatch/nops"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 )
 
 // ErrBadSite: something that should be a patch site is not one (wrong
@@ -50,7 +50,7 @@ func (e *SiteError) Unwrap() error { return e.Err }
 
 // isEndbr64 reports whether b starts with endbr64, which x/arch's
 // decoder does not know (it reads a lone REP prefix).
-func isEndbr64(b []byte) bool { return bytes.HasPrefix(b, nops.X86Endbr64) }
+func isEndbr64(b []byte) bool { return bytes.HasPrefix(b, x86.Endbr64) }
 
 // x86Decode decodes one instruction at b, with endbr64 understood.
 func x86Decode(b []byte) (x86asm.Inst, error) {
@@ -148,7 +148,7 @@ func word(b []byte, off uint64) uint32 { return binary.LittleEndian.Uint32(b[off
 func arm64Op(w uint32) (arm64asm.Inst, error) {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], w)
-	return isa.DecodeARM64(b[:])
+	return arm64.Decode(b[:])
 }
 
 func arm64IsNop(w uint32) bool {

@@ -12,7 +12,8 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
 
@@ -329,7 +330,7 @@ func (d *decoder) x86Site(b []byte, pc uint64, k Kind) (int, State, bool) {
 		c.kind, ok = d.slot(pc + 6 + rel32(b[2:]))
 	case len(b) >= 5 && (b[0] == 0x0f || b[0] == 0x66 || b[0] == 0xeb) && d.defined[k.hookKind()]:
 		// The first bytes of every NOP of ours of 5 or 6 bytes.
-		if m, nop := nops.X86IsNop(b); nop && (m == 5 || m == 6) {
+		if m, nop := x86.IsNop(b); nop && (m == 5 || m == 6) {
 			return m, StateNop, true
 		}
 		return 0, 0, false
@@ -369,19 +370,19 @@ func rel32(b []byte) uint64 { return uint64(int64(int32(binary.LittleEndian.Uint
 
 // x86Func finds the site of the function fn (its bytes) at address start:
 // at the entry (after endbr64 and the NOPs of a patchable area, see
-// nops.X86SiteLead), after a nested function's `push %r10` (a chain
+// x86.SiteLead), after a nested function's `push %r10` (a chain
 // site), or, for -pg without -mfentry, the first call after `push %rbp;
 // mov %rsp,%rbp` and the rest of the prologue.
 func (d *decoder) x86Func(fn []byte, start uint64) (found, bool) {
 	code := fn[:min(len(fn), decodeWindow)]
 	e := int(x86Entry(code, 0))
-	if bytes.HasPrefix(code[e:], nops.X86PushR10) {
-		p := e + len(nops.X86PushR10)
+	if bytes.HasPrefix(code[e:], x86.PushR10) {
+		p := e + len(x86.PushR10)
 		if isEndbr64(code[p:]) {
-			p += len(nops.X86Endbr64)
+			p += len(x86.Endbr64)
 		}
 		s, _, ok := d.x86EntrySite(fn, code, start, p, X86Chain)
-		if !ok || nops.X86SiteLead(code, s.off, s.n) != nops.X86LeadChain {
+		if !ok || x86.SiteLead(code, s.off, s.n) != x86.LeadChain {
 			return found{}, false
 		}
 		return s, true
@@ -428,7 +429,7 @@ func (d *decoder) x86Func(fn []byte, start uint64) (found, bool) {
 
 // x86EntrySite finds a site of kind k at the entry of the function fn
 // (at address start; code is its first bytes): at p, or after the entry
-// NOPs (nops.X86EntryNop) from p on, which a patchable area leaves before
+// NOPs (x86.EntryNop) from p on, which a patchable area leaves before
 // the compiler's call; NOPs of ours are tried as the site before they are
 // passed over. When there is none, end is where the NOPs end.
 func (d *decoder) x86EntrySite(fn, code []byte, start uint64, p int, k Kind) (s found, end int, ok bool) {
@@ -439,7 +440,7 @@ func (d *decoder) x86EntrySite(fn, code []byte, start uint64, p int, k Kind) (s 
 			}
 			return found{uint64(p), n, k, st}, p, true
 		}
-		n := nops.X86EntryNop(code[p:])
+		n := x86.EntryNop(code[p:])
 		if n == 0 {
 			break
 		}
@@ -636,13 +637,13 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			if !frame {
 				return found{}, false
 			}
-			t, _, _ := nops.ARM64BranchTarget(start+uint64(pos), w)
+			t, _, _ := arm64.BranchTarget(start+uint64(pos), w)
 			c, ok := d.callee(t)
 			if !ok || !c.serves(ARM64Mcount, 4) || !arm64IsBL(w) {
 				return found{}, false
 			}
 			return found{uint64(pos), 4, ARM64Mcount, StateCall}, true
-		case w == nops.ARM64NOP:
+		case w == arm64.NOP:
 			if frame && fp && lr && d.defined[ARM64Mcount] && arm64IsNop(w) {
 				return found{uint64(pos), 4, ARM64Mcount, StateNop}, true
 			}
@@ -653,7 +654,7 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			frame = true
 		case w&arm64AddMask == arm64AddFPSP:
 			fp = true
-		case w == nops.ARM64MovX0X30:
+		case w == arm64.MovX0X30:
 			lr = true
 		case arm64MayWriteX0(w):
 			lr = false

@@ -10,7 +10,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 )
 
 // A Linked is what discovery found in a linked executable or shared
@@ -228,10 +228,10 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 		// one beside a call of a hook (-pg -mfentry with
 		// -fpatchable-function-entry) is not listed, and stays the
 		// user's.
-		switch lead := nops.X86SiteLead(code, off, site.Len); {
-		case lead == nops.X86LeadChain:
+		switch lead := x86.SiteLead(code, off, site.Len); {
+		case lead == x86.LeadChain:
 			site.Kind = X86Chain
-		case lead != nops.X86LeadEntry:
+		case lead != x86.LeadEntry:
 			site.Kind = X86Mcount
 		case site.State == StateNops || areas[a]:
 			site.Kind = X86Patchable

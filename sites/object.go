@@ -12,7 +12,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
 
@@ -434,9 +434,9 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 		return Site{}, false, &SiteError{t.Name, site, fun.name, "", err}
 	}
 	if k == X86Fentry {
-		switch nops.X86SiteLead(text[fun.start:], site-fun.start, n) {
-		case nops.X86LeadEntry:
-		case nops.X86LeadChain:
+		switch x86.SiteLead(text[fun.start:], site-fun.start, n) {
+		case x86.LeadEntry:
+		case x86.LeadChain:
 			k = X86Chain
 		default:
 			return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry "+
@@ -638,7 +638,7 @@ func (s *objScan) areaFunc(t *elfx.Section, e uint64) (fn, error) {
 	text := s.f.SectionData(t)
 	fun, ok := s.funcs.containing(uint32(t.Index), e)
 	if ok && e >= fun.start {
-		if s.f.Arch == arch.X86_64 && nops.X86AreaStart(text[fun.start:], e-fun.start) ||
+		if s.f.Arch == arch.X86_64 && x86.AreaStart(text[fun.start:], e-fun.start) ||
 			s.f.Arch == arch.ARM64 && (e == fun.start || e == arm64Entry(text, fun.start)) {
 			return fun, nil
 		}
@@ -776,10 +776,10 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String()), nil}
 		}
 		k := X86Mcount
-		switch nops.X86SiteLead(text[fun.start:], off-fun.start, in.Len) {
-		case nops.X86LeadEntry:
+		switch x86.SiteLead(text[fun.start:], off-fun.start, in.Len) {
+		case x86.LeadEntry:
 			k = X86Fentry
-		case nops.X86LeadChain:
+		case x86.LeadChain:
 			k = X86Chain
 		}
 		out := s.newSite(t, off, fun, k, in.Len, st)

@@ -47,7 +47,7 @@ const (
 	// X86Chain: `call __fentry__` of a GNU C nested function, which gcc
 	// brackets with `push %r10` and `pop %r10` to keep the static chain
 	// (after endbr64 and a patchable area's NOPs, if any: see
-	// nops.X86SiteLead). The stack is the entry's with one word pushed:
+	// x86.SiteLead). The stack is the entry's with one word pushed:
 	// the return address is above the saved r10, so the site calls
 	// trampolines of its own, and function_graph hijacks its return as
 	// at an mcount site. Len 5 or 6 as for X86Fentry.
