@@ -6,30 +6,15 @@ import (
 	"sort"
 
 	"ftpatch/arch"
+	"ftpatch/isa"
 )
 
-// relocNames is the one table of per-machine relocation facts elfx needs:
-// the absolute 64-bit type an object table uses, the loader's RELATIVE
-// type, and names for messages.
-var relocNames = map[arch.Arch]struct {
-	abs64, relative uint32
-	name            func(uint32) string
-}{
-	arch.X86_64: {uint32(elf.R_X86_64_64), uint32(elf.R_X86_64_RELATIVE), func(t uint32) string { return elf.R_X86_64(t).String() }},
-	arch.ARM64:  {uint32(elf.R_AARCH64_ABS64), uint32(elf.R_AARCH64_RELATIVE), func(t uint32) string { return elf.R_AARCH64(t).String() }},
-}
-
 // RelocTypeName names relocation type t of architecture a.
-func RelocTypeName(a arch.Arch, t uint32) string {
-	if r, ok := relocNames[a]; ok {
-		return r.name(t)
-	}
-	return fmt.Sprintf("reloc(%d)", t)
-}
+func RelocTypeName(a arch.Arch, t uint32) string { return isa.For(a).Relocs.Name(t) }
 
 // Abs64 is the relocation type that stores a symbol's 64-bit absolute
 // address (R_X86_64_64, R_AARCH64_ABS64).
-func Abs64(a arch.Arch) uint32 { return relocNames[a].abs64 }
+func Abs64(a arch.Arch) uint32 { return isa.For(a).Relocs.Abs64 }
 
 // RelocNone is R_X86_64_NONE / R_AARCH64_NONE: a relocation the linker
 // ignores.
@@ -84,7 +69,7 @@ func (f *File) Relatives() (*Relatives, error) {
 		v uint64
 	}
 	var all []pair
-	rel := relocNames[f.Arch].relative
+	rel := isa.For(f.Arch).Relocs.Relative
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_ALLOC == 0 {
 			continue
