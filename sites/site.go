@@ -232,13 +232,7 @@ func (s Status) String() string {
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Arch is the architecture of the site's instructions, from its kind.
-func (k Kind) Arch() arch.Arch {
-	switch k {
-	case ARM64Patchable, ARM64CallOps, ARM64Mcount:
-		return arch.ARM64
-	}
-	return arch.X86_64
-}
+func (k Kind) Arch() arch.Arch { return kindArch(k) }
 
 // Status says what the site does when it runs. A call in an object file
 // (no Call) is the compiler's call to its hook; a call in a linked file
@@ -251,11 +245,11 @@ func (s *Site) Status() Status {
 		if s.Call == nil {
 			return StatusHook
 		}
-		a := s.Kind.Arch()
-		if _, ok := hookKinds[a][s.Call.Name]; ok {
+		si := siteISAOf(s.Kind.Arch())
+		if _, ok := si.hooks[s.Call.Name]; ok {
 			return StatusHook
 		}
-		if _, ok := trampolines[a][s.Call.Name]; ok {
+		if _, ok := si.tramps[s.Call.Name]; ok {
 			return StatusTraced
 		}
 		return StatusDirect
