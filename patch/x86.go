@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/elfx"
 	"ftpatch/isa"
@@ -178,7 +177,7 @@ func (b *Binary) deadLen(a uint64) (int, error) {
 	if c, ok := x86.CallAt(code, a); ok {
 		return c.Len, nil
 	}
-	if in, err := x86.Decode(code); err == nil && in.Op == x86asm.NOP && (in.Len == 5 || in.Len == 6) {
+	if in, err := x86.Decode(code); err == nil && x86.IsNopInsn(in) && (in.Len == 5 || in.Len == 6) {
 		return in.Len, nil
 	}
 	if x86NopForm(code[:5]) != FormOther {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -209,7 +208,7 @@ func x86Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]boo
 		return nil, bad("%v", err)
 	}
 	switch {
-	case (in.Len == 5 || in.Len == 6) && in.Op == x86asm.NOP:
+	case (in.Len == 5 || in.Len == 6) && x86.IsNopInsn(in):
 		// One NOP: what x86Nops would say, without decoding it again
 		// (nor building x86.CheckCallOf's error message for it).
 		site.State, site.Len = StateNop, in.Len

@@ -44,6 +44,9 @@ func Decode(b []byte) (x86asm.Inst, error) {
 	return in, nil
 }
 
+// IsNopInsn reports whether in, decoded by Decode, is a NOP.
+func IsNopInsn(in x86asm.Inst) bool { return in.Op == x86asm.NOP }
+
 // Boundary checks that decoding text from `from` reaches `to` exactly:
 // a site at `to` starts an instruction rather than sitting inside one.
 func Boundary(text []byte, from, to uint64) error {

@@ -165,3 +165,20 @@ func TestSiteNop(t *testing.T) {
 		t.Errorf("CountNops(gcc padding) = %d, %v; want 4", k, err)
 	}
 }
+
+// TestIsNopInsn: a NOP as Decode returns it is one; endbr64, which
+// Decode returns without an Op, and a call are not.
+func TestIsNopInsn(t *testing.T) {
+	for _, c := range []struct {
+		b    []byte
+		want bool
+	}{{NOP5, true}, {NOP6, true}, {[]byte{0x90}, true}, {Endbr64, false}, {[]byte{0xe8, 0, 0, 0, 0}, false}} {
+		in, err := Decode(c.b)
+		if err != nil {
+			t.Fatalf("% x: %v", c.b, err)
+		}
+		if got := IsNopInsn(in); got != c.want {
+			t.Errorf("IsNopInsn(% x) = %v, want %v", c.b, got, c.want)
+		}
+	}
+}
