@@ -61,12 +61,3 @@ func FromELF(m elf.Machine) Arch {
 // Default is the architecture assumed where none is given: that of
 // the only runtime port so far.
 const Default = X86_64
-
-// InsnAlign is the alignment of every instruction in bytes: 1 on x86-64,
-// where instructions have any length, and 4 on arm64.
-func (a Arch) InsnAlign() int {
-	if a == ARM64 {
-		return 4
-	}
-	return 1
-}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/isa/arm64"
@@ -278,8 +277,10 @@ func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]b
 		default:
 			return nil, bad("entry holds %08x %08x, want NOPs or a call", w, w2)
 		}
-		if fun.start%8 == 0 && areas[fun.start-8] {
-			site.Kind, site.Pre = ARM64CallOps, 8
+		// A patchable area starting the literal's size before an
+		// 8-aligned function: the pre-function literal.
+		if lit := fun.start - arm64.LiteralSize; fun.start%arm64.LiteralSize == 0 && areas[lit] {
+			site.Kind, site.Pre = ARM64CallOps, arm64.LiteralSize
 		}
 	default:
 		return nil, bad("holds %08x, want bl or nop", w)

@@ -676,8 +676,8 @@ func arm64PatchSite(s *objScan, t *elfx.Section, text []byte, e, site uint64, pr
 		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", arm64.Word(text, site), arm64.Word(text, site+4)), nil}
 	}
 	k := ARM64Patchable
-	if pre == 8 {
-		if e%8 == 0 && t.Align >= 8 {
+	if pre == arm64.LiteralSize {
+		if arm64.LiteralAt(e, pre, t.Align) {
 			k = ARM64CallOps
 		} else {
 			hint := "build with -falign-functions=8"

@@ -75,6 +75,21 @@ func PLTSlot(b []byte, pc uint64) (uint64, bool) {
 	return pc&^0xfff + uint64(imm) + uint64(ldr>>10&0xfff)*8, true
 }
 
+// LiteralSize is the size of the pre-function literal: the two NOP
+// slots -fpatchable-function-entry=4,2 leaves just before a function,
+// which the runtime fills with a per-function ops pointer (the kernel's
+// CALL_OPS), so that the site's `bl` can reach a common trampoline that
+// loads the function's tracer from it.
+const LiteralSize = 8
+
+// LiteralAt reports whether the pre-function area at address (or
+// section offset) at, in a section aligned to align, can hold the
+// literal: 8 bytes, 8-byte aligned wherever the section is loaded, so
+// that one store replaces the pointer.
+func LiteralAt(at uint64, size int, align uint64) bool {
+	return size == LiteralSize && at%LiteralSize == 0 && align >= LiteralSize
+}
+
 // SiteNop returns the NOP that disables an n-byte site: one NOP word,
 // the only size of an arm64 call site.
 func SiteNop(n int) ([]byte, error) {

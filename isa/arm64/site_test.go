@@ -98,3 +98,20 @@ func TestARM64MayWriteX0(t *testing.T) {
 		}
 	}
 }
+
+// TestLiteralAt: the literal needs its 8 bytes at an 8-aligned place
+// of a section aligned to 8 at least.
+func TestLiteralAt(t *testing.T) {
+	for _, c := range []struct {
+		at    uint64
+		size  int
+		align uint64
+		want  bool
+	}{
+		{0x1000, 8, 8, true}, {0x1008, 8, 16, true}, {0x1004, 8, 8, false}, {0x1000, 8, 4, false}, {0x1000, 4, 8, false}, {0x1000, 16, 8, false},
+	} {
+		if got := LiteralAt(c.at, c.size, c.align); got != c.want {
+			t.Errorf("LiteralAt(%#x, %d, %d) = %v, want %v", c.at, c.size, c.align, got, c.want)
+		}
+	}
+}
