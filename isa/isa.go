@@ -73,7 +73,7 @@ var x86ISA = ISA{
 	Relocs: Relocs{
 		Abs64: uint32(elf.R_X86_64_64), Relative: uint32(elf.R_X86_64_RELATIVE),
 		GlobDat: uint32(elf.R_X86_64_GLOB_DAT), JumpSlot: uint32(elf.R_X86_64_JMP_SLOT), IRelative: uint32(elf.R_X86_64_IRELATIVE),
-		Name: func(t uint32) string { return elf.R_X86_64(t).String() },
+		Name: x86.RelocName,
 	},
 	PLTSlot: x86.PLTSlot,
 	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {
@@ -95,7 +95,7 @@ var arm64ISA = ISA{
 		Abs64: uint32(elf.R_AARCH64_ABS64), Relative: uint32(elf.R_AARCH64_RELATIVE),
 		GlobDat: uint32(elf.R_AARCH64_GLOB_DAT), JumpSlot: uint32(elf.R_AARCH64_JUMP_SLOT), IRelative: uint32(elf.R_AARCH64_IRELATIVE),
 		SlotAddend: true,
-		Name:       func(t uint32) string { return elf.R_AARCH64(t).String() },
+		Name:       arm64.RelocName,
 	},
 	PLTSlot: arm64.PLTSlot,
 	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {

@@ -405,21 +405,16 @@ func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st
 // R_X86_64_PLT32/PC32 at site+1, or `ff 15 disp32` with
 // R_X86_64_GOTPCRELX/GOTPCREL at site+2.
 func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string, k Kind) (Site, bool, error) {
-	var site uint64
-	var n int
-	switch elf.R_X86_64(r.Type) {
-	case elf.R_X86_64_PLT32, elf.R_X86_64_PC32:
-		site, n = r.Off-1, 5
-	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
-		site, n = r.Off-2, 6
-	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook), nil}
+	back, n, ok := x86.CallReloc(r.Type)
+	if !ok {
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", x86.RelocName(r.Type), hook), nil}
 	}
+	site := r.Off - back
 	if r.Off < uint64(n-4) || site+uint64(n) > uint64(len(text)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook), nil}
 	}
-	if r.Addend != -4 {
-		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend), nil}
+	if r.Addend != x86.CallAddend {
+		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want %d", hook, r.Addend, x86.CallAddend), nil}
 	}
 	fun, err := s.fnAt(t, site)
 	if err != nil {
@@ -448,13 +443,13 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 // with R_AARCH64_CALL26. A `b _mcount` (R_AARCH64_JUMP26) is a tail call,
 // which traces nothing of this function's own: noted, not a site.
 func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (Site, bool, error) {
-	switch elf.R_AARCH64(r.Type) {
-	case elf.R_AARCH64_CALL26:
-	case elf.R_AARCH64_JUMP26:
+	switch arm64.CallReloc(r.Type) {
+	case arm64.BLCall:
+	case arm64.TailCall:
 		s.notes = append(s.notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
 		return Site{}, false, nil
 	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook), nil}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", arm64.RelocName(r.Type), hook), nil}
 	}
 	if r.Off%4 != 0 || r.Off+4 > uint64(len(text)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook), nil}

@@ -1,6 +1,7 @@
 package arm64
 
 import (
+	"debug/elf"
 	"encoding/binary"
 
 	"fmt"
@@ -74,6 +75,32 @@ func PLTSlot(b []byte, pc uint64) (uint64, bool) {
 	imm := int64(adrp>>29&3|(adrp>>5&0x7ffff)<<2) << 43 >> 31 // immhi:immlo, sign-extended, in pages
 	return pc&^0xfff + uint64(imm) + uint64(ldr>>10&0xfff)*8, true
 }
+
+// A CallRelocKind says what an object's relocation against a hook
+// makes of the branch it fills.
+type CallRelocKind uint8
+
+// The kinds of CallReloc.
+const (
+	NotCall  CallRelocKind = iota // no branch: no site
+	BLCall                        // R_AARCH64_CALL26: `bl`, a site
+	TailCall                      // R_AARCH64_JUMP26: `b`, a tail call, which traces nothing of its own
+)
+
+// CallReloc says what an object's relocation of type t against a hook
+// fills.
+func CallReloc(t uint32) CallRelocKind {
+	switch elf.R_AARCH64(t) {
+	case elf.R_AARCH64_CALL26:
+		return BLCall
+	case elf.R_AARCH64_JUMP26:
+		return TailCall
+	}
+	return NotCall
+}
+
+// RelocName names relocation type t, for messages.
+func RelocName(t uint32) string { return elf.R_AARCH64(t).String() }
 
 // LiteralSize is the size of the pre-function literal: the two NOP
 // slots -fpatchable-function-entry=4,2 leaves just before a function,

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"debug/elf"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
@@ -112,6 +113,17 @@ func TestLiteralAt(t *testing.T) {
 	} {
 		if got := LiteralAt(c.at, c.size, c.align); got != c.want {
 			t.Errorf("LiteralAt(%#x, %d, %d) = %v, want %v", c.at, c.size, c.align, got, c.want)
+		}
+	}
+}
+
+// TestCallReloc: `bl` is a site, `b` a tail call, anything else no call.
+func TestCallReloc(t *testing.T) {
+	for r, want := range map[elf.R_AARCH64]CallRelocKind{
+		elf.R_AARCH64_CALL26: BLCall, elf.R_AARCH64_JUMP26: TailCall, elf.R_AARCH64_ABS64: NotCall, elf.R_AARCH64_ADR_PREL_PG_HI21: NotCall,
+	} {
+		if got := CallReloc(uint32(r)); got != want {
+			t.Errorf("CallReloc(%v) = %d, want %d", r, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package x86
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 
@@ -149,6 +150,28 @@ func CallAt(b []byte, pc uint64) (c CallInsn, ok bool) {
 	}
 	return CallInsn{}, false
 }
+
+// CallReloc says where the call that an object's relocation of type t
+// fills starts and how long it is: R_X86_64_PLT32 or PC32 fill the rel32
+// of `e8 rel32` (back 1 byte from the relocation, 5 bytes long),
+// R_X86_64_GOTPCRELX or GOTPCREL the disp32 of `ff 15 disp32` (back 2,
+// 6 bytes). ok is false for any other type: no call of a site.
+func CallReloc(t uint32) (back uint64, n int, ok bool) {
+	switch elf.R_X86_64(t) {
+	case elf.R_X86_64_PLT32, elf.R_X86_64_PC32:
+		return 1, 5, true
+	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
+		return 2, 6, true
+	}
+	return 0, 0, false
+}
+
+// CallAddend is the addend of a call's relocation: the displacement
+// counts from the end of the instruction, 4 bytes past the field.
+const CallAddend = -4
+
+// RelocName names relocation type t, for messages.
+func RelocName(t uint32) string { return elf.R_X86_64(t).String() }
 
 // rel32 sign-extends the little-endian 32-bit displacement at b.
 func rel32(b []byte) uint64 { return uint64(int64(int32(binary.LittleEndian.Uint32(b)))) }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"debug/elf"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -179,6 +180,26 @@ func TestIsNopInsn(t *testing.T) {
 		}
 		if got := IsNopInsn(in); got != c.want {
 			t.Errorf("IsNopInsn(% x) = %v, want %v", c.b, got, c.want)
+		}
+	}
+}
+
+// TestCallReloc: the relocations of a call of a hook in an object, and
+// where each puts the call.
+func TestCallReloc(t *testing.T) {
+	for _, c := range []struct {
+		t    elf.R_X86_64
+		back uint64
+		n    int
+		ok   bool
+	}{
+		{elf.R_X86_64_PLT32, 1, 5, true}, {elf.R_X86_64_PC32, 1, 5, true},
+		{elf.R_X86_64_GOTPCRELX, 2, 6, true}, {elf.R_X86_64_GOTPCREL, 2, 6, true},
+		{elf.R_X86_64_64, 0, 0, false}, {elf.R_X86_64_REX_GOTPCRELX, 0, 0, false},
+	} {
+		back, n, ok := CallReloc(uint32(c.t))
+		if back != c.back || n != c.n || ok != c.ok {
+			t.Errorf("CallReloc(%v) = %d, %d, %v; want %d, %d, %v", c.t, back, n, ok, c.back, c.n, c.ok)
 		}
 	}
 }
