@@ -59,6 +59,59 @@ type Relatives struct {
 	vals  []uint64
 }
 
+// A DynReloc is a dynamic relocation that fills a word with a symbol's
+// address (R_*_GLOB_DAT, R_*_JUMP_SLOT, R_*_64 and the like) or an
+// ifunc's result (R_*_IRELATIVE): what the loader puts in a pointer slot
+// unless a RELATIVE relocation (Relatives) or the file's word does.
+type DynReloc struct {
+	Type   uint32
+	Addend int64
+	// SymIndex is the relocation's symbol index, 0 when its section
+	// links no symbol table; Sym is that symbol (zero for IRELATIVE,
+	// whose addend is the resolver's address).
+	SymIndex uint32
+	Sym      Symbol
+}
+
+// DynRelocs collects the symbolic dynamic relocations of every SHF_ALLOC
+// SHT_RELA section (all but RELATIVE, which Relatives has, and NONE), by
+// the address they fill; of two for one address, the later counts.
+func (f *File) DynRelocs() (map[uint64]DynReloc, error) {
+	t := isa.For(f.Arch).Relocs
+	out := map[uint64]DynReloc{}
+	syms := map[uint32][]Symbol{}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		rs, err := f.Relas(s)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := syms[s.Link]; !ok && s.Link != 0 {
+			ss, err := f.Symbols(f.Sections[s.Link])
+			if err != nil {
+				return nil, err
+			}
+			syms[s.Link] = ss
+		}
+		for _, x := range rs {
+			if x.Type == t.Relative || x.Type == RelocNone {
+				continue
+			}
+			d := DynReloc{Type: x.Type, Addend: x.Addend}
+			if s.Link != 0 {
+				d.SymIndex = x.Sym
+				if x.Type != t.IRelative {
+					d.Sym = syms[s.Link][x.Sym] // Relas checked the index
+				}
+			}
+			out[x.Off] = d
+		}
+	}
+	return out, nil
+}
+
 // Relatives collects the R_*_RELATIVE relocations of every SHF_ALLOC
 // SHT_RELA section and the packed SHT_RELR ones (lld's and GNU ld's
 // -z pack-relative-relocs), so a table of addresses in a PIE can be read

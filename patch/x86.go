@@ -2,10 +2,8 @@ package patch
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
-
 
 	"ftpatch/elfx"
 	"ftpatch/isa"
@@ -108,25 +106,15 @@ func (b *Binary) pltTarget(a uint64) (uint64, error) {
 // value of a RELATIVE relocation; or the word as linked.
 func (b *Binary) gotValue(a uint64) (uint64, error) {
 	if b.gotSyms == nil {
+		dyn, err := b.File.DynRelocs()
+		if err != nil {
+			return 0, err
+		}
+		relocs := isa.For(b.File.Arch).Relocs
 		b.gotSyms = map[uint64]string{}
-		f := b.File
-		for _, s := range f.Sections {
-			if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Link == 0 {
-				continue
-			}
-			syms, err := f.Symbols(f.Sections[s.Link])
-			if err != nil {
-				return 0, err
-			}
-			rs, err := f.Relas(s)
-			if err != nil {
-				return 0, err
-			}
-			relocs := isa.For(f.Arch).Relocs
-			for _, r := range rs {
-				if relocs.IsSlot(r.Type) && r.Sym != 0 && int(r.Sym) < len(syms) && r.Addend == 0 {
-					b.gotSyms[r.Off] = syms[r.Sym].Name
-				}
+		for off, d := range dyn {
+			if relocs.IsSlot(d.Type) && d.SymIndex != 0 && d.Addend == 0 {
+				b.gotSyms[off] = d.Sym.Name
 			}
 		}
 	}

@@ -16,15 +16,7 @@ type callResolver struct {
 	f     *elfx.File
 	funcs *funcIndex // a cursor of its own: targets come in no order
 	rel   *elfx.Relatives
-	dyn   map[uint64]dynReloc // symbolic dynamic relocations by the address they fill; built on first use
-}
-
-// A dynReloc is a dynamic relocation that fills a word with a symbol's
-// address (GLOB_DAT, JUMP_SLOT, ABS64) or an ifunc's result (IRELATIVE).
-type dynReloc struct {
-	typ    uint32
-	sym    elfx.Symbol // from the dynamic symbol table; zero for IRELATIVE
-	addend int64
+	dyn   map[uint64]elfx.DynReloc // symbolic dynamic relocations by the address they fill; built on first use
 }
 
 // call returns the target of the n-byte call at address a, whose bytes
@@ -75,27 +67,27 @@ func (r *callResolver) slot(s uint64, via Via) (*Call, error) {
 	}
 	if d, ok := r.dyn[s]; ok {
 		t := isa.For(r.f.Arch).Relocs
-		switch d.typ {
+		switch d.Type {
 		case t.IRelative:
 			// The loader stores what the resolver at the addend returns.
-			c := r.name(&Call{Addr: uint64(d.addend)})
+			c := r.name(&Call{Addr: uint64(d.Addend)})
 			return &Call{Name: c.Name, Off: c.Off, Via: ViaIfunc}, nil
 		case t.GlobDat, t.JumpSlot, t.Abs64:
-			if !d.sym.Defined() {
+			if !d.Sym.Defined() {
 				// Bound at load to another module's definition.
-				return &Call{Name: d.sym.Name, Via: via}, nil
+				return &Call{Name: d.Sym.Name, Via: via}, nil
 			}
-			v := uint64(d.sym.Value)
-			if d.typ == t.Abs64 || t.SlotAddend {
-				v += uint64(d.addend)
+			v := uint64(d.Sym.Value)
+			if d.Type == t.Abs64 || t.SlotAddend {
+				v += uint64(d.Addend)
 			}
 			c := r.name(&Call{Addr: v, Via: via})
 			if c.Name == "" {
-				c.Name = d.sym.Name
+				c.Name = d.Sym.Name
 			}
 			return c, nil
 		}
-		return nil, fmt.Errorf("pointer slot 0x%x: filled by a %s relocation, not a pointer one", s, elfx.RelocTypeName(r.f.Arch, d.typ))
+		return nil, fmt.Errorf("pointer slot 0x%x: filled by a %s relocation, not a pointer one", s, elfx.RelocTypeName(r.f.Arch, d.Type))
 	}
 	b, err := r.f.ReadAt(elfx.Addr(s), 8)
 	if err != nil {
@@ -130,40 +122,15 @@ func (r *callResolver) name(c *Call) *Call {
 	return c
 }
 
-// loadDyn collects the symbolic dynamic relocations (those of every
-// SHF_ALLOC SHT_RELA section other than RELATIVE, which Relatives has).
+// loadDyn collects the symbolic dynamic relocations (elfx.DynRelocs).
 func (r *callResolver) loadDyn() error {
 	if r.dyn != nil {
 		return nil
 	}
-	r.dyn = map[uint64]dynReloc{}
-	t := isa.For(r.f.Arch).Relocs
-	syms := map[uint32][]elfx.Symbol{}
-	for _, s := range r.f.Sections {
-		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
-			continue
-		}
-		rs, err := r.f.Relas(s)
-		if err != nil {
-			return err
-		}
-		if _, ok := syms[s.Link]; !ok && s.Link != 0 {
-			ss, err := r.f.Symbols(r.f.Sections[s.Link])
-			if err != nil {
-				return err
-			}
-			syms[s.Link] = ss
-		}
-		for _, x := range rs {
-			if x.Type == t.Relative || x.Type == elfx.RelocNone {
-				continue
-			}
-			d := dynReloc{typ: x.Type, addend: x.Addend}
-			if x.Type != t.IRelative && s.Link != 0 {
-				d.sym = syms[s.Link][x.Sym] // Relas checked the index
-			}
-			r.dyn[x.Off] = d
-		}
+	dyn, err := r.f.DynRelocs()
+	if err != nil {
+		return err
 	}
+	r.dyn = dyn
 	return nil
 }
