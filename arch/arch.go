@@ -6,7 +6,10 @@
 // disagree.
 package arch
 
-import "fmt"
+import (
+	"debug/elf"
+	"fmt"
+)
 
 // An Arch is a supported instruction set architecture.
 type Arch uint8
@@ -41,11 +44,20 @@ func Parse(s string) (Arch, error) {
 	return Unknown, fmt.Errorf("unknown architecture %q (want x86_64 or arm64)", s)
 }
 
-// InsnAlign is the alignment of every instruction in bytes: 1 on x86-64,
-// where instructions have any length, and 4 on arm64.
-func (a Arch) InsnAlign() int {
-	if a == ARM64 {
-		return 4
+// machines are the ELF machine numbers of the architectures.
+var machines = [...]elf.Machine{X86_64: elf.EM_X86_64, ARM64: elf.EM_AARCH64}
+
+// FromELF returns the architecture of ELF machine m, or Unknown for a
+// machine ftpatch does not handle.
+func FromELF(m elf.Machine) Arch {
+	for a, am := range machines {
+		if Arch(a) != Unknown && am == m {
+			return Arch(a)
+		}
 	}
-	return 1
+	return Unknown
 }
+
+// Default is the architecture assumed where none is given: that of
+// the only runtime port so far.
+const Default = X86_64

@@ -172,12 +172,8 @@ func (f *File) parseHeader() error {
 		return formatErr(elf.EI_VERSION, "bad ELF version %d", v)
 	}
 	f.Type = elf.Type(le.Uint16(d[16:]))
-	switch m := elf.Machine(le.Uint16(d[18:])); m {
-	case elf.EM_X86_64:
-		f.Arch = arch.X86_64
-	case elf.EM_AARCH64:
-		f.Arch = arch.ARM64
-	default:
+	m := elf.Machine(le.Uint16(d[18:]))
+	if f.Arch = arch.FromELF(m); f.Arch == arch.Unknown {
 		return fmt.Errorf("%w: machine %v; ftpatch handles x86-64 and arm64", ErrUnsupported, m)
 	}
 	switch f.Type {

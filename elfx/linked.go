@@ -6,30 +6,15 @@ import (
 	"sort"
 
 	"ftpatch/arch"
+	"ftpatch/isa"
 )
 
-// relocNames is the one table of per-machine relocation facts elfx needs:
-// the absolute 64-bit type an object table uses, the loader's RELATIVE
-// type, and names for messages.
-var relocNames = map[arch.Arch]struct {
-	abs64, relative uint32
-	name            func(uint32) string
-}{
-	arch.X86_64: {uint32(elf.R_X86_64_64), uint32(elf.R_X86_64_RELATIVE), func(t uint32) string { return elf.R_X86_64(t).String() }},
-	arch.ARM64:  {uint32(elf.R_AARCH64_ABS64), uint32(elf.R_AARCH64_RELATIVE), func(t uint32) string { return elf.R_AARCH64(t).String() }},
-}
-
 // RelocTypeName names relocation type t of architecture a.
-func RelocTypeName(a arch.Arch, t uint32) string {
-	if r, ok := relocNames[a]; ok {
-		return r.name(t)
-	}
-	return fmt.Sprintf("reloc(%d)", t)
-}
+func RelocTypeName(a arch.Arch, t uint32) string { return isa.For(a).Relocs.Name(t) }
 
 // Abs64 is the relocation type that stores a symbol's 64-bit absolute
 // address (R_X86_64_64, R_AARCH64_ABS64).
-func Abs64(a arch.Arch) uint32 { return relocNames[a].abs64 }
+func Abs64(a arch.Arch) uint32 { return isa.For(a).Relocs.Abs64 }
 
 // RelocNone is R_X86_64_NONE / R_AARCH64_NONE: a relocation the linker
 // ignores.
@@ -74,6 +59,59 @@ type Relatives struct {
 	vals  []uint64
 }
 
+// A DynReloc is a dynamic relocation that fills a word with a symbol's
+// address (R_*_GLOB_DAT, R_*_JUMP_SLOT, R_*_64 and the like) or an
+// ifunc's result (R_*_IRELATIVE): what the loader puts in a pointer slot
+// unless a RELATIVE relocation (Relatives) or the file's word does.
+type DynReloc struct {
+	Type   uint32
+	Addend int64
+	// SymIndex is the relocation's symbol index, 0 when its section
+	// links no symbol table; Sym is that symbol (zero for IRELATIVE,
+	// whose addend is the resolver's address).
+	SymIndex uint32
+	Sym      Symbol
+}
+
+// DynRelocs collects the symbolic dynamic relocations of every SHF_ALLOC
+// SHT_RELA section (all but RELATIVE, which Relatives has, and NONE), by
+// the address they fill; of two for one address, the later counts.
+func (f *File) DynRelocs() (map[uint64]DynReloc, error) {
+	t := isa.For(f.Arch).Relocs
+	out := map[uint64]DynReloc{}
+	syms := map[uint32][]Symbol{}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		rs, err := f.Relas(s)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := syms[s.Link]; !ok && s.Link != 0 {
+			ss, err := f.Symbols(f.Sections[s.Link])
+			if err != nil {
+				return nil, err
+			}
+			syms[s.Link] = ss
+		}
+		for _, x := range rs {
+			if x.Type == t.Relative || x.Type == RelocNone {
+				continue
+			}
+			d := DynReloc{Type: x.Type, Addend: x.Addend}
+			if s.Link != 0 {
+				d.SymIndex = x.Sym
+				if x.Type != t.IRelative {
+					d.Sym = syms[s.Link][x.Sym] // Relas checked the index
+				}
+			}
+			out[x.Off] = d
+		}
+	}
+	return out, nil
+}
+
 // Relatives collects the R_*_RELATIVE relocations of every SHF_ALLOC
 // SHT_RELA section and the packed SHT_RELR ones (lld's and GNU ld's
 // -z pack-relative-relocs), so a table of addresses in a PIE can be read
@@ -84,7 +122,7 @@ func (f *File) Relatives() (*Relatives, error) {
 		v uint64
 	}
 	var all []pair
-	rel := relocNames[f.Arch].relative
+	rel := isa.For(f.Arch).Relocs.Relative
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_ALLOC == 0 {
 			continue

@@ -1,19 +1,22 @@
-package nops
+package nops_test
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
+	"ftpatch/nops"
 	"math"
 	"testing"
 )
 
 var errFake = errors.New("fake fault")
 
-// failingText wraps Bytes and fails or ignores chosen accesses, counting
+// failingText wraps nops.Bytes and fails or ignores chosen accesses, counting
 // writes so tests can check that a refused site was never written.
 type failingText struct {
-	Bytes
+	nops.Bytes
 	failReads  int  // fail ReadAt calls after this many have succeeded; <0: never
 	failWrites bool // WriteAt returns an error
 	dropWrites bool // WriteAt reports success but stores nothing
@@ -44,23 +47,23 @@ const siteAddr = 0x401000
 
 var (
 	siteCall  = []byte{0xe8, 0x12, 0x34, 0x56, 0x78} // call .+0x78563417
-	siteNop5  = X86NOP5
-	siteARM64 = ARM64Bytes(ARM64NOP, ARM64NOP)
+	siteNop5  = x86.NOP5
+	siteARM64 = arm64.Bytes(arm64.NOP, arm64.NOP)
 )
 
 // newText returns a text of 16 0xcc bytes at siteAddr-4 with code at siteAddr.
 func newText(code []byte) *failingText {
 	b := bytes.Repeat([]byte{0xcc}, 16) // int3
 	copy(b[4:], code)
-	return &failingText{Bytes: Bytes{Base: siteAddr - 4, B: b}, failReads: -1}
+	return &failingText{Bytes: nops.Bytes{Base: siteAddr - 4, B: b}, failReads: -1}
 }
 
 func TestModify(t *testing.T) {
-	bl, err := ARM64BL(siteAddr+4, siteAddr+0x1000)
+	bl, err := arm64.BL(siteAddr+4, siteAddr+0x1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	siteBL := ARM64Bytes(ARM64MovX9X30, bl)
+	siteBL := arm64.Bytes(arm64.MovX9X30, bl)
 
 	tests := []struct {
 		name     string
@@ -74,28 +77,28 @@ func TestModify(t *testing.T) {
 		{"x86 enable", newText(siteNop5), siteAddr, siteNop5, siteCall, nil, siteCall, true},
 		{"x86 disable", newText(siteCall), siteAddr, siteCall, siteNop5, nil, siteNop5, true},
 		{"arm64 enable", newText(siteARM64), siteAddr, siteARM64, siteBL, nil, siteBL, true},
-		{"mismatch", newText(siteCall), siteAddr, siteNop5, siteCall, ErrUnexpected, siteCall, false},
-		{"already enabled", newText(siteCall), siteAddr, siteNop5, siteCall, ErrUnexpected, siteCall, false},
+		{"mismatch", newText(siteCall), siteAddr, siteNop5, siteCall, nops.ErrUnexpected, siteCall, false},
+		{"already enabled", newText(siteCall), siteAddr, siteNop5, siteCall, nops.ErrUnexpected, siteCall, false},
 		{"read fails", func() *failingText { f := newText(siteNop5); f.failReads = 0; return f }(),
-			siteAddr, siteNop5, siteCall, ErrRead, siteNop5, false},
-		{"before text", newText(siteNop5), siteAddr - 5, siteNop5, siteCall, ErrRead, siteNop5, false},
-		{"past text", newText(siteNop5), siteAddr + 12, siteNop5, siteCall, ErrRead, siteNop5, false},
-		{"straddles end", newText(siteNop5), siteAddr + 8, siteNop5, siteCall, ErrRead, siteNop5, false},
-		{"address wraps", newText(siteNop5), math.MaxUint64 - 1, siteNop5, siteCall, ErrRead, siteNop5, false},
+			siteAddr, siteNop5, siteCall, nops.ErrRead, siteNop5, false},
+		{"before text", newText(siteNop5), siteAddr - 5, siteNop5, siteCall, nops.ErrRead, siteNop5, false},
+		{"past text", newText(siteNop5), siteAddr + 12, siteNop5, siteCall, nops.ErrRead, siteNop5, false},
+		{"straddles end", newText(siteNop5), siteAddr + 8, siteNop5, siteCall, nops.ErrRead, siteNop5, false},
+		{"address wraps", newText(siteNop5), math.MaxUint64 - 1, siteNop5, siteCall, nops.ErrRead, siteNop5, false},
 		{"write fails", func() *failingText { f := newText(siteNop5); f.failWrites = true; return f }(),
-			siteAddr, siteNop5, siteCall, ErrWrite, siteNop5, true},
+			siteAddr, siteNop5, siteCall, nops.ErrWrite, siteNop5, true},
 		{"write does not stick", func() *failingText { f := newText(siteNop5); f.dropWrites = true; return f }(),
-			siteAddr, siteNop5, siteCall, ErrWrite, siteNop5, true},
+			siteAddr, siteNop5, siteCall, nops.ErrWrite, siteNop5, true},
 		{"read back fails", func() *failingText { f := newText(siteNop5); f.failReads = 1; return f }(),
-			siteAddr, siteNop5, siteCall, ErrWrite, siteCall, true},
-		{"lengths differ", newText(siteNop5), siteAddr, siteNop5, X86NOP6, errBadArgs, siteNop5, false},
+			siteAddr, siteNop5, siteCall, nops.ErrWrite, siteCall, true},
+		{"lengths differ", newText(siteNop5), siteAddr, siteNop5, x86.NOP6, errBadArgs, siteNop5, false},
 		{"empty", newText(siteNop5), siteAddr, nil, nil, errBadArgs, siteNop5, false},
 	}
-	sentinels := []error{ErrRead, ErrUnexpected, ErrWrite, ErrRange, ErrAlign}
+	sentinels := []error{nops.ErrRead, nops.ErrUnexpected, nops.ErrWrite, nops.ErrRange, nops.ErrAlign}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := bytes.Clone(tt.text.B)
-			err := Modify(tt.text, tt.addr, tt.old, tt.new)
+			err := nops.Modify(tt.text, tt.addr, tt.old, tt.new)
 			switch tt.want {
 			case nil:
 				if err != nil {
@@ -115,8 +118,8 @@ func TestModify(t *testing.T) {
 					t.Errorf("Modify: %v also matches %v", err, s)
 				}
 			}
-			if tt.want == ErrRead && tt.text.failReads == 0 && !errors.Is(err, errFake) {
-				t.Errorf("Modify: %v does not wrap the Text's error", err)
+			if tt.want == nops.ErrRead && tt.text.failReads == 0 && !errors.Is(err, errFake) {
+				t.Errorf("Modify: %v does not wrap the nops.Text's error", err)
 			}
 			if got := tt.text.B[4 : 4+len(tt.after)]; !bytes.Equal(got, tt.after) {
 				t.Errorf("site holds % x, want % x", got, tt.after)
@@ -134,42 +137,42 @@ func TestModify(t *testing.T) {
 	}
 }
 
-// errBadArgs marks cases where Modify must fail without any sentinel.
+// errBadArgs marks cases where nops.Modify must fail without any sentinel.
 var errBadArgs = errors.New("bad arguments")
 
 // TestMismatchError checks the structured error: its text, its fields,
 // and that errors.As finds it through wrapping.
 func TestMismatchError(t *testing.T) {
 	text := newText(siteCall)
-	err := Modify(text, siteAddr, siteNop5, siteCall)
+	err := nops.Modify(text, siteAddr, siteNop5, siteCall)
 	const want = "site 0x401000: want 0f 1f 44 00 00, found e8 12 34 56 78"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Modify: %v, want %q", err, want)
 	}
 	wrapped := fmt.Errorf("function f: %w", err)
-	var me *MismatchError
+	var me *nops.MismatchError
 	if !errors.As(wrapped, &me) {
-		t.Fatalf("errors.As(%v, *MismatchError) = false", wrapped)
+		t.Fatalf("errors.As(%v, *nops.MismatchError) = false", wrapped)
 	}
 	if me.Addr != siteAddr || !bytes.Equal(me.Want, siteNop5) || !bytes.Equal(me.Got, siteCall) {
 		t.Errorf("MismatchError = %+v", *me)
 	}
-	if !errors.Is(wrapped, ErrUnexpected) {
-		t.Errorf("errors.Is(%v, ErrUnexpected) = false", wrapped)
+	if !errors.Is(wrapped, nops.ErrUnexpected) {
+		t.Errorf("errors.Is(%v, nops.ErrUnexpected) = false", wrapped)
 	}
 	// The error owns its bytes: later changes to the text or the caller's
 	// slices do not rewrite the report.
 	text.B[4] = 0x90
-	if me.Got[0] != 0xe8 || !bytes.Equal(me.Want, X86NOP5) {
+	if me.Got[0] != 0xe8 || !bytes.Equal(me.Want, x86.NOP5) {
 		t.Errorf("MismatchError changed with the text: %v", me)
 	}
 }
 
-// TestBytes checks the bounds of the slice-backed Text, and that a Bytes
+// TestBytes checks the bounds of the slice-backed nops.Text, and that a nops.Bytes
 // value (not a pointer) writes through to its slice.
 func TestBytes(t *testing.T) {
 	buf := []byte{0, 1, 2, 3, 4, 5, 6, 7}
-	var text Text = Bytes{Base: 0x1000, B: buf}
+	var text nops.Text = nops.Bytes{Base: 0x1000, B: buf}
 	tests := []struct {
 		addr uint64
 		n    int

@@ -1,14 +1,8 @@
-// Package nops holds ftpatch's instruction knowledge: the exact bytes it
-// writes at function-entry patch sites (NOPs by size and CPU, calls, jumps
-// and branches), the reach of each branch form, and Modify, the
-// verify-then-modify primitive every byte change goes through.
-//
-// Encoders are pure functions of their arguments and build on every host:
-// the x86-64 ones live in x86.go and the arm64 ones in arm64.go, named for
-// the ISA rather than with _amd64.go suffixes, because ftpatch patches
-// binaries for either architecture from either host. Every encoding this
-// package produces is checked in its tests against the golang.org/x/arch
-// decoders and, when installed, against objdump.
+// Package nops holds what every ISA shares about changing code:
+// Modify, the verify-then-modify primitive every byte change goes
+// through, the Text it works on, and the errors of the branch encoders
+// (ErrRange, ErrAlign). The instructions themselves, the bytes ftpatch
+// writes and recognises, live in the ISA packages isa/x86 and isa/arm64.
 package nops
 
 import (

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 
-	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/isa"
 	"ftpatch/runtime/abi"
 	"ftpatch/sites"
 )
@@ -157,7 +157,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	if f.Type == elf.ET_REL {
 		return nil, fmt.Errorf("a relocatable object: link it first (ftpatch patches executables and shared objects; recordmcount handles objects)")
 	}
-	if f.Arch != arch.X86_64 {
+	if !isa.For(f.Arch).Runtime {
 		return nil, fmt.Errorf("%w: %v (the runtime has no %v port yet, so there is nothing for an enabled site to call)", ErrArch, f.Arch, f.Arch)
 	}
 	_, syms, err := f.Symtab()

@@ -16,7 +16,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/funclist"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 	"ftpatch/outfile"
 	"ftpatch/runtime/abi"
 	"ftpatch/sites"
@@ -94,7 +94,7 @@ func checkSites(t *testing.T, path string, calls map[string]bool, want func(site
 			continue
 		}
 		if !calls[s.Func] {
-			if in.Op != x86asm.NOP || !(bytes.Equal(code, nops.X86NOP5) || bytes.Equal(code, nops.X86NOP6)) {
+			if in.Op != x86asm.NOP || !(bytes.Equal(code, x86.NOP5) || bytes.Equal(code, x86.NOP6)) {
 				t.Errorf("%s: site 0x%x (%s): %v (% x), want the P6 NOP", path, s.Off, s.Func, in, code)
 			}
 			continue
@@ -366,7 +366,7 @@ func TestVerifyProblems(t *testing.T) {
 	}
 	fib, mainSite := slot("fib"), slot("main")
 	call6 := func(s *Slot, target string) []byte {
-		b, err := nops.X86Call6(s.Addr, syms[target])
+		b, err := x86.Call6(s.Addr, syms[target])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -488,7 +488,7 @@ func TestErrors(t *testing.T) {
 			}
 			for _, s := range b.Slots {
 				if s.Func == "fib" {
-					call, _ := nops.X86Call6(s.Addr, s.Addr+0x40) // into fib's own body
+					call, _ := x86.Call6(s.Addr, s.Addr+0x40) // into fib's own body
 					copy(img[s.Off:], call)
 				}
 			}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 	"ftpatch/sites"
 )
 
@@ -68,9 +68,9 @@ func (b *Binary) Verify() *Report {
 		case s.Form == FormOther:
 			add(s, "holds %s", b.Detail(s))
 		case c.Patched() && s.Form == FormNop:
-			want := nops.X86NOP5
+			want := x86.NOP5
 			if s.Len == 6 {
-				want = nops.X86NOP6
+				want = x86.NOP6
 			}
 			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; !bytes.Equal(got, want) {
 				add(s, "holds the NOP % x, ftpatch writes % x", got, want)

@@ -2,14 +2,12 @@ package patch
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
 
-	"golang.org/x/arch/x86/x86asm"
-
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa"
+	"ftpatch/isa/x86"
 )
 
 // The x86-64 site shapes (see sites and runtime/src/x86_64/site.c):
@@ -32,7 +30,7 @@ func (b *Binary) classify(s *Slot) error {
 	}
 	// ftpatch's own NOPs, the commonest case in a patched file, known
 	// without decoding (nops checks these encodings with x/arch).
-	if bytes.Equal(code, nops.X86NOP5) || bytes.Equal(code, nops.X86NOP6) {
+	if bytes.Equal(code, x86.NOP5) || bytes.Equal(code, x86.NOP6) {
 		s.Form = FormNop
 		return nil
 	}
@@ -74,41 +72,30 @@ func (b *Binary) classify(s *Slot) error {
 // callTarget decodes a call site's target; ok is false for bytes that
 // are not one of the call shapes.
 func (b *Binary) callTarget(addr uint64, code []byte) (target uint64, ok bool, err error) {
-	rel32 := func(p []byte) uint64 { return uint64(int64(int32(binary.LittleEndian.Uint32(p)))) }
+	c, ok := x86.CallAt(code, addr)
 	switch {
-	case len(code) == 5 && code[0] == 0xe8: // call rel32
-		return addr + 5 + rel32(code[1:]), true, nil
-	case len(code) == 6 && code[0] == 0x67 && code[1] == 0xe8: // addr32 call rel32
-		return addr + 6 + rel32(code[2:]), true, nil
-	case len(code) == 6 && code[0] == 0xff && code[1] == 0x15: // call *disp32(%rip)
-		t, err := b.gotValue(addr + 6 + rel32(code[2:]))
+	case !ok || c.Len != len(code):
+		return 0, false, nil
+	case c.Form == x86.FormRIP:
+		t, err := b.gotValue(c.Addr)
 		return t, err == nil, err
 	}
-	return 0, false, nil
+	return c.Addr, true, nil
 }
 
 // pltTarget reads the PLT entry at a, if a holds one, and returns what
 // its GOT slot holds (gotValue); 0 for anything else. A PLT entry is an
 // indirect jump through a GOT slot, optionally after endbr64 and with a
-// bnd prefix (.plt.sec of an IBT-enabled file):
-//
-//	[f3 0f 1e fa]  [f2]  ff 25 disp32      jmp *disp32(%rip)
+// bnd prefix (x86.PLTSlot).
 func (b *Binary) pltTarget(a uint64) (uint64, error) {
 	code, err := b.File.ReadAt(elfx.Addr(a), 11)
 	if err != nil {
 		return 0, nil // not in the file: not a PLT entry
 	}
-	at := 0
-	if bytes.HasPrefix(code, nops.X86Endbr64) {
-		at = 4
-	}
-	if code[at] == 0xf2 { // bnd
-		at++
-	}
-	if at+6 > len(code) || code[at] != 0xff || code[at+1] != 0x25 {
+	slot, ok := x86.PLTSlot(code, a)
+	if !ok {
 		return 0, nil
 	}
-	slot := a + uint64(at) + 6 + uint64(int64(int32(binary.LittleEndian.Uint32(code[at+2:]))))
 	return b.gotValue(slot)
 }
 
@@ -119,25 +106,15 @@ func (b *Binary) pltTarget(a uint64) (uint64, error) {
 // value of a RELATIVE relocation; or the word as linked.
 func (b *Binary) gotValue(a uint64) (uint64, error) {
 	if b.gotSyms == nil {
+		dyn, err := b.File.DynRelocs()
+		if err != nil {
+			return 0, err
+		}
+		relocs := isa.For(b.File.Arch).Relocs
 		b.gotSyms = map[uint64]string{}
-		f := b.File
-		for _, s := range f.Sections {
-			if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Link == 0 {
-				continue
-			}
-			syms, err := f.Symbols(f.Sections[s.Link])
-			if err != nil {
-				return 0, err
-			}
-			rs, err := f.Relas(s)
-			if err != nil {
-				return 0, err
-			}
-			for _, r := range rs {
-				t := elf.R_X86_64(r.Type)
-				if (t == elf.R_X86_64_GLOB_DAT || t == elf.R_X86_64_JMP_SLOT || t == elf.R_X86_64_64) && r.Sym != 0 && int(r.Sym) < len(syms) && r.Addend == 0 {
-					b.gotSyms[r.Off] = syms[r.Sym].Name
-				}
+		for off, d := range dyn {
+			if relocs.IsSlot(d.Type) && d.SymIndex != 0 && d.Addend == 0 {
+				b.gotSyms[off] = d.Sym.Name
 			}
 		}
 	}
@@ -166,16 +143,10 @@ func (b *Binary) gotValue(a uint64) (uint64, error) {
 // x86NopForm says whether code (a whole site) is one NOP, several, or
 // neither, by decoding it with x/arch.
 func x86NopForm(code []byte) Form {
-	count := 0
-	for at := 0; at < len(code); {
-		in, err := x86asm.Decode(code[at:], 64)
-		if err != nil || in.Op != x86asm.NOP || at+in.Len > len(code) {
-			return FormOther
-		}
-		at += in.Len
-		count++
-	}
-	if count == 1 {
+	switch n, err := x86.CountNops(code, len(code)); {
+	case err != nil:
+		return FormOther
+	case n == 1:
 		return FormNop
 	}
 	return FormNops
@@ -191,13 +162,10 @@ func (b *Binary) deadLen(a uint64) (int, error) {
 			return 0, fmt.Errorf("dead site 0x%x: %w", a, err)
 		}
 	}
-	switch {
-	case code[0] == 0xe8:
-		return 5, nil
-	case len(code) == 6 && ((code[0] == 0x67 && code[1] == 0xe8) || (code[0] == 0xff && code[1] == 0x15)):
-		return 6, nil
+	if c, ok := x86.CallAt(code, a); ok {
+		return c.Len, nil
 	}
-	if in, err := x86asm.Decode(code, 64); err == nil && in.Op == x86asm.NOP && (in.Len == 5 || in.Len == 6) {
+	if in, err := x86.Decode(code); err == nil && x86.IsNopInsn(in) && (in.Len == 5 || in.Len == 6) {
 		return in.Len, nil
 	}
 	if x86NopForm(code[:5]) != FormOther {
@@ -210,16 +178,14 @@ func (b *Binary) deadLen(a uint64) (int, error) {
 // to target, or (target 0) the P6 NOP of its length.
 func x86Want(addr uint64, n uint8, target uint64) ([]byte, error) {
 	switch {
-	case target == 0 && n == 5:
-		return bytes.Clone(nops.X86NOP5), nil
-	case target == 0 && n == 6:
-		return bytes.Clone(nops.X86NOP6), nil
+	case target == 0 && (n == 5 || n == 6):
+		return x86.SiteNop(int(n))
 	case n == 5:
-		return nops.X86Call(addr, target)
+		return x86.Call(addr, target)
 	case n == 6:
 		// One 6-byte call, so the return address is site+6 in every
-		// state of the site (see nops.X86Call6).
-		return nops.X86Call6(addr, target)
+		// state of the site (see x86.Call6).
+		return x86.Call6(addr, target)
 	}
 	return nil, fmt.Errorf("site 0x%x: %d bytes, want 5 or 6", addr, n)
 }

@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"ftpatch/arch"
 	"ftpatch/elfx"
+	"ftpatch/isa"
 	"ftpatch/nops"
 	"ftpatch/outfile"
 	"ftpatch/sites"
@@ -222,21 +222,15 @@ func nopSites(f *elfx.File, ed *elfx.Editor, ss []sites.Site) (int, error) {
 	texts := map[int][]byte{}
 	relas := map[int][]byte{}
 	n := 0
+	in := isa.For(f.Arch)
 	for i := range ss {
 		s := &ss[i]
-		if s.State == sites.StateNop || (f.Arch == arch.ARM64 && s.State == sites.StateNops) {
+		if s.State == sites.StateNop || (in.NopsDisabled && s.State == sites.StateNops) {
 			continue // arm64 patchable areas are one NOP per instruction already
 		}
-		var nop []byte
-		switch {
-		case f.Arch == arch.ARM64:
-			nop = nops.ARM64Bytes(nops.ARM64NOP)
-		case s.Len == 5:
-			nop = nops.X86NOP5
-		case s.Len == 6:
-			nop = nops.X86NOP6
-		default:
-			return n, fmt.Errorf("section %q+0x%x: no NOP for a %d-byte site", s.SecName, s.Off, s.Len)
+		nop, err := in.SiteNop(s.Len)
+		if err != nil {
+			return n, fmt.Errorf("section %q+0x%x: %w", s.SecName, s.Off, err)
 		}
 		text, ok := texts[s.Section]
 		if !ok {

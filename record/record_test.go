@@ -20,8 +20,8 @@ import (
 	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/internal/golden"
-	"ftpatch/internal/isa"
 	"ftpatch/internal/sitetest"
+	"ftpatch/isa/arm64"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -766,7 +766,7 @@ func checkNops(t *testing.T, before *sites.Object, ref, out *image) {
 		where := fmt.Sprintf("%s+0x%x (%s)", s.SecName, s.Off, s.Func)
 		if out.ef.Machine == elf.EM_AARCH64 {
 			for o := 0; o < len(b); o += 4 {
-				in, err := isa.DecodeARM64(b[o:])
+				in, err := arm64.Decode(b[o:])
 				if err != nil || in.Op != arm64asm.NOP {
 					t.Errorf("%s: word %d is % x (%v), want nop", where, o/4, b[o:o+4], in)
 				}

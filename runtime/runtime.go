@@ -22,8 +22,10 @@ import (
 	"strings"
 
 	"ftpatch/arch"
+	"ftpatch/isa"
 	"ftpatch/outfile"
 	"ftpatch/runtime/abi"
+	"slices"
 )
 
 //go:embed src
@@ -49,17 +51,12 @@ var ErrUnsupported = errors.New("runtime not available for this architecture")
 // return values.
 var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror"}
 
-var archFlags = map[arch.Arch][]string{
-	arch.X86_64: {"-mgeneral-regs-only"},
-	arch.ARM64:  {"-mgeneral-regs-only"},
-}
-
 // files lists the sources of arch a: the runtime's (the common files and
 // that architecture's directory) and the module stub's (module/, its
 // architecture's directory, and the config record it shares with the
 // runtime).
 func files(a arch.Arch) (rt, mod []string, err error) {
-	if a != arch.X86_64 {
+	if !isa.For(a).Runtime {
 		return nil, nil, fmt.Errorf("%w: %v (x86_64 only, for now)", ErrUnsupported, a)
 	}
 	err = fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
@@ -106,13 +103,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Arch == arch.Unknown {
-		o.Arch = arch.X86_64
+		o.Arch = arch.Default
 	}
 	if len(o.CC) == 0 {
-		o.CC = []string{"cc"}
-		if o.Arch == arch.ARM64 {
-			o.CC = []string{"aarch64-linux-gnu-gcc"}
-		}
+		o.CC = slices.Clone(isa.For(o.Arch).CC)
 	}
 }
 
@@ -168,7 +162,7 @@ func archive(ctx context.Context, o Options, work, name string, srcs []string) e
 			continue
 		}
 		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
-		argv := append(append(append(append([]string{}, o.CC...), cflags...), archFlags[o.Arch]...), "-c", filepath.Join(work, p), "-o", obj)
+		argv := append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), "-c", filepath.Join(work, p), "-o", obj)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("compiling the runtime (%s): %v\n%s", strings.Join(argv, " "), err, out)
 		}
@@ -217,12 +211,7 @@ func Cached(ctx context.Context, o Options) (string, error) {
 
 // CFlags are the compile flags that give a program patch sites the
 // runtime handles, per architecture.
-func CFlags(a arch.Arch) []string {
-	if a == arch.ARM64 {
-		return []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"}
-	}
-	return []string{"-pg", "-mfentry"}
-}
+func CFlags(a arch.Arch) []string { return slices.Clone(isa.For(a).CFlags) }
 
 // LinkFlags are the link flags of a program for the runtime's archive at
 // lib. Naming ftrt_init undefined pulls the load-time pass out of the

@@ -11,20 +11,20 @@ import (
 	"testing"
 
 	"ftpatch/arch"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
 
-// TestNopBytes: the NOPs the C runtime writes are the ones package nops
+// TestNopBytes: the NOPs the C runtime writes are the ones package isa/x86
 // defines, whose encodings its tests check with golang.org/x/arch; and
-// the endbr64 it looks for before a site is the one nops knows.
+// the endbr64 it looks for before a site is the one isa/x86 knows.
 func TestNopBytes(t *testing.T) {
 	src, err := sources.ReadFile("src/x86_64/site.c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	style := func(n int, st nops.X86NopStyle) []byte {
-		b, err := nops.X86Nop(n, st)
+	style := func(n int, st x86.NopStyle) []byte {
+		b, err := x86.Nop(n, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,10 +34,10 @@ func TestNopBytes(t *testing.T) {
 		name string
 		want []byte
 	}{
-		{"nop5", nops.X86NOP5}, {"nop6", nops.X86NOP6},
-		{"k8nop5", style(5, nops.X86K8)}, {"k8nop6", style(6, nops.X86K8)},
-		{"jmpnop5", style(5, nops.X86JmpPad)}, {"jmpnop6", style(6, nops.X86JmpPad)},
-		{"endbr64", nops.X86Endbr64},
+		{"nop5", x86.NOP5}, {"nop6", x86.NOP6},
+		{"k8nop5", style(5, x86.K8)}, {"k8nop6", style(6, x86.K8)},
+		{"jmpnop5", style(5, x86.JmpPad)}, {"jmpnop6", style(6, x86.JmpPad)},
+		{"endbr64", x86.Endbr64},
 	} {
 		m := regexp.MustCompile(`static const unsigned char ` + c.name + `\[\d+\] = \{([^}]*)\}`).FindSubmatch(src)
 		if m == nil {
@@ -52,7 +52,7 @@ func TestNopBytes(t *testing.T) {
 			got = append(got, byte(v))
 		}
 		if !bytes.Equal(got, c.want) {
-			t.Errorf("site.c %s = % x, package nops has % x", c.name, got, c.want)
+			t.Errorf("site.c %s = % x, package isa/x86 has % x", c.name, got, c.want)
 		}
 	}
 }

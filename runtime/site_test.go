@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 )
 
 // siteHarness runs site.c's ftrt_arch_at_entry and ftrt_arch_chain on
@@ -50,8 +50,8 @@ int main(void)
 
 // TestSiteLeadMatchesNops: the runtime tells what precedes a site
 // (x86_64/site.c: at a function's entry, a chain site after push %r10)
-// exactly as package nops does for recordmcount and ftpatch (X86SiteLead,
-// X86ChainPush): compared on gcc's and clang's shapes and on generated
+// exactly as package isa/x86 does for recordmcount and ftpatch (x86.SiteLead,
+// x86.ChainPush): compared on gcc's and clang's shapes and on generated
 // code made of the pieces both look at and of others.
 func TestSiteLeadMatchesNops(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -125,14 +125,14 @@ func TestSiteLeadMatchesNops(t *testing.T) {
 		if _, err := fmt.Sscanf(sc.Text(), "%d %d", &atEntry, &chain); err != nil {
 			t.Fatalf("harness: %q: %v", sc.Text(), err)
 		}
-		lead := nops.X86SiteLead(v.fn, uint64(v.off), v.len)
-		goChain := nops.X86ChainPush(v.fn, uint64(v.off), v.len) >= 0
-		if (atEntry == 1) != (lead != nops.X86LeadNone) || (chain == 1) != goChain {
-			t.Errorf("% x, site +%d (%d bytes): site.c says at entry %d, chain %d; nops says %v, chain push %v", v.fn, v.off, v.len, atEntry, chain, lead, goChain)
+		lead := x86.SiteLead(v.fn, uint64(v.off), v.len)
+		goChain := x86.ChainPush(v.fn, uint64(v.off), v.len) >= 0
+		if (atEntry == 1) != (lead != x86.LeadNone) || (chain == 1) != goChain {
+			t.Errorf("% x, site +%d (%d bytes): site.c says at entry %d, chain %d; isa/x86 says %v, chain push %v", v.fn, v.off, v.len, atEntry, chain, lead, goChain)
 		}
-		if lead == nops.X86LeadChain {
+		if lead == x86.LeadChain {
 			chains++
-		} else if lead == nops.X86LeadEntry {
+		} else if lead == x86.LeadEntry {
 			entries++
 		}
 	}

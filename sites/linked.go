@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sort"
 
-	"golang.org/x/arch/x86/x86asm"
-
 	"ftpatch/arch"
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 )
 
 // A Linked is what discovery found in a linked executable or shared
@@ -193,82 +192,95 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 	bad := func(format string, args ...any) error {
 		return &SiteError{site.SecName, a, fun.name, fmt.Sprintf(format, args...), nil}
 	}
-	if f.Arch == arch.X86_64 {
-		if err := x86Boundary(code, 0, off); err != nil {
-			return nil, bad("%v", err)
-		}
-		in, err := x86Decode(code[off:])
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		switch {
-		case (in.Len == 5 || in.Len == 6) && in.Op == x86asm.NOP:
-			// One NOP: what x86Nops would say, without decoding it again
-			// (nor building x86CallOf's error message for it).
-			site.State, site.Len = StateNop, in.Len
-		case (in.Len == 5 || in.Len == 6) && x86CallOf(in, code[off:], in.Len) == nil:
-			site.State, site.Len = StateCall, in.Len
-			if site.Call, err = calls.x86(a, code[off:], in.Len); err != nil {
-				return nil, bad("%v", err)
-			}
-		case in.Len == 5 || in.Len == 6:
-			st, err := x86Nops(code[off:], in.Len)
-			if err != nil {
-				return nil, bad("want a call or a NOP: %v", err)
-			}
-			site.State, site.Len = st, in.Len
-		default:
-			st, err := x86Nops(code[off:], 5)
-			if err != nil {
-				return nil, bad("want a call or a NOP of 5 or 6 bytes: %v", err)
-			}
-			site.State, site.Len = st, 5
-		}
-		// The table lists a patchable area only where it is the site;
-		// one beside a call of a hook (-pg -mfentry with
-		// -fpatchable-function-entry) is not listed, and stays the
-		// user's.
-		switch lead := nops.X86SiteLead(code, off, site.Len); {
-		case lead == nops.X86LeadChain:
-			site.Kind = X86Chain
-		case lead != nops.X86LeadEntry:
-			site.Kind = X86Mcount
-		case site.State == StateNops || areas[a]:
-			site.Kind = X86Patchable
-		default:
-			site.Kind = X86Fentry
-		}
-		return site, nil
+	return siteISAOf(f.Arch).linked(code, off, fun, site, areas, calls, bad)
+}
+
+// x86Linked is classifyLinked for x86-64: code holds the function from
+// its start, the site off bytes in.
+func x86Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]bool, calls *callResolver, bad func(string, ...any) error) (*Site, error) {
+	a := site.Off
+	if err := x86.Boundary(code, 0, off); err != nil {
+		return nil, bad("%v", err)
 	}
+	in, err := x86.Decode(code[off:])
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	switch {
+	case (in.Len == 5 || in.Len == 6) && x86.IsNopInsn(in):
+		// One NOP: what x86Nops would say, without decoding it again
+		// (nor building x86.CheckCallOf's error message for it).
+		site.State, site.Len = StateNop, in.Len
+	case (in.Len == 5 || in.Len == 6) && x86.CheckCallOf(in, code[off:], in.Len) == nil:
+		site.State, site.Len = StateCall, in.Len
+		if site.Call, err = calls.call(a, code[off:], in.Len); err != nil {
+			return nil, bad("%v", err)
+		}
+	case in.Len == 5 || in.Len == 6:
+		st, err := x86Nops(code[off:], in.Len)
+		if err != nil {
+			return nil, bad("want a call or a NOP: %v", err)
+		}
+		site.State, site.Len = st, in.Len
+	default:
+		st, err := x86Nops(code[off:], 5)
+		if err != nil {
+			return nil, bad("want a call or a NOP of 5 or 6 bytes: %v", err)
+		}
+		site.State, site.Len = st, 5
+	}
+	// The table lists a patchable area only where it is the site;
+	// one beside a call of a hook (-pg -mfentry with
+	// -fpatchable-function-entry) is not listed, and stays the
+	// user's.
+	switch lead := x86.SiteLead(code, off, site.Len); {
+	case lead == x86.LeadChain:
+		site.Kind = X86Chain
+	case lead != x86.LeadEntry:
+		site.Kind = X86Mcount
+	case site.State == StateNops || areas[a]:
+		site.Kind = X86Patchable
+	default:
+		site.Kind = X86Fentry
+	}
+	return site, nil
+}
+
+// arm64Linked is classifyLinked for arm64.
+func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]bool, calls *callResolver, bad func(string, ...any) error) (*Site, error) {
+	a := site.Off
+	var err error
 	if off%4 != 0 || fun.start%4 != 0 {
 		return nil, bad("misaligned site")
 	}
-	w := word(code, off)
-	entry := off == arm64Entry(code, 0)
+	w := arm64.Word(code, off)
+	entry := off == arm64.Entry(code, 0)
 	switch {
-	case !entry && arm64IsBL(w):
+	case !entry && arm64.IsBL(w):
 		site.Kind, site.State, site.Len = ARM64Mcount, StateCall, 4
-		if site.Call, err = calls.arm64(a, w); err != nil {
+		if site.Call, err = calls.call(a, code[off:], 4); err != nil {
 			return nil, bad("%v", err)
 		}
-	case !entry && arm64IsNop(w):
+	case !entry && arm64.IsNop(w):
 		site.Kind, site.State, site.Len = ARM64Mcount, StateNop, 4
 	case entry && uint64(len(code)) >= off+8:
 		site.Kind, site.Len = ARM64Patchable, 8
-		w2 := word(code, off+4)
+		w2 := arm64.Word(code, off+4)
 		switch {
-		case arm64IsNop(w) && arm64IsNop(w2):
+		case arm64.IsNop(w) && arm64.IsNop(w2):
 			site.State = StateNops
-		case arm64IsBL(w2):
+		case arm64.IsBL(w2):
 			site.State = StateCall
-			if site.Call, err = calls.arm64(a+4, w2); err != nil {
+			if site.Call, err = calls.call(a+4, code[off+4:], 4); err != nil {
 				return nil, bad("%v", err)
 			}
 		default:
 			return nil, bad("entry holds %08x %08x, want NOPs or a call", w, w2)
 		}
-		if fun.start%8 == 0 && areas[fun.start-8] {
-			site.Kind, site.Pre = ARM64CallOps, 8
+		// A patchable area starting the literal's size before an
+		// 8-aligned function: the pre-function literal.
+		if lit := fun.start - arm64.LiteralSize; fun.start%arm64.LiteralSize == 0 && areas[lit] {
+			site.Kind, site.Pre = ARM64CallOps, arm64.LiteralSize
 		}
 	default:
 		return nil, bad("holds %08x, want bl or nop", w)

@@ -12,7 +12,8 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
-	"ftpatch/nops"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
 
@@ -24,12 +25,12 @@ const TableName = abi.TableSection
 // -fpatchable-function-entry areas.
 const PatchableName = "__patchable_function_entries"
 
-// hookKinds maps the symbols compilers call at function entry to the kind
-// of site a call to them makes, per architecture.
-var hookKinds = map[arch.Arch]map[string]Kind{
-	arch.X86_64: {abi.Fentry: X86Fentry, abi.Mcount: X86Mcount},
-	arch.ARM64:  {abi.ARM64Mcount: ARM64Mcount},
-}
+// x86HookKinds and arm64HookKinds map the symbols compilers call at
+// function entry to the kind of site a call to them makes (siteISA.hooks).
+var (
+	x86HookKinds   = map[string]Kind{abi.Fentry: X86Fentry, abi.Mcount: X86Mcount}
+	arm64HookKinds = map[string]Kind{abi.ARM64Mcount: ARM64Mcount}
+)
 
 // A TableForm says whether an object already has a site table and whose.
 type TableForm uint8
@@ -66,6 +67,7 @@ type Object struct {
 
 type objScan struct {
 	f      *elfx.File
+	isa    *siteISA
 	syms   []elfx.Symbol
 	symtab int // section index of syms
 	funcs  *funcIndex
@@ -89,7 +91,7 @@ type objScan struct {
 	areas []area
 }
 
-// checkCall decodes the n-byte call at b (see x86Call), once per distinct
+// checkCall decodes the n-byte call at b (see x86.CheckCall), once per distinct
 // byte pattern.
 func (s *objScan) checkCall(b []byte, n int) error {
 	if n == s.lastCallLen && string(b[:n]) == string(s.lastCall[:n]) {
@@ -97,7 +99,7 @@ func (s *objScan) checkCall(b []byte, n int) error {
 	}
 	// Only the n bytes are given to the decoder: a longer instruction
 	// fails rather than reading past the site.
-	if err := x86Call(b[:n], n); err != nil {
+	if err := x86.CheckCall(b[:n], n); err != nil {
 		return err
 	}
 	copy(s.lastCall[:], b[:n])
@@ -118,7 +120,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &objScan{f: f, syms: syms, symtab: symSec.Index, funcs: newFuncIndex(syms, false), groups: map[int]int{},
+	s := &objScan{f: f, isa: siteISAOf(f.Arch), syms: syms, symtab: symSec.Index, funcs: newFuncIndex(syms, false), groups: map[int]int{},
 		obj: &Object{Arch: f.Arch}}
 	for _, sec := range f.Sections {
 		if sec.Type != elf.SHT_GROUP {
@@ -229,7 +231,7 @@ func (s *objScan) relas(rs *elfx.Section) (elfx.RelaTable, error) {
 // sections.
 func (s *objScan) relocs() error {
 	f := s.f
-	hooks := hookKinds[f.Arch]
+	hooks := s.isa.hooks
 	var hookSyms []hookRef
 	for i := range s.syms {
 		// A hook is called, not defined, by an instrumented object (the
@@ -356,11 +358,7 @@ func (s *objScan) scan(rs, t *elfx.Section, rels elfx.RelaTable, hooks []hookRef
 		}
 		var st Site
 		var err error
-		if s.f.Arch == arch.X86_64 {
-			st, ok, err = s.x86Reloc(t, text, r, hook.name, hook.kind)
-		} else {
-			st, ok, err = s.arm64Reloc(t, text, r, hook.name)
-		}
+		st, ok, err = s.isa.reloc(s, t, text, r, hook)
 		if err != nil {
 			return k, err
 		}
@@ -407,21 +405,16 @@ func (s *objScan) newSite(t *elfx.Section, off uint64, fun fn, k Kind, n int, st
 // R_X86_64_PLT32/PC32 at site+1, or `ff 15 disp32` with
 // R_X86_64_GOTPCRELX/GOTPCREL at site+2.
 func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string, k Kind) (Site, bool, error) {
-	var site uint64
-	var n int
-	switch elf.R_X86_64(r.Type) {
-	case elf.R_X86_64_PLT32, elf.R_X86_64_PC32:
-		site, n = r.Off-1, 5
-	case elf.R_X86_64_GOTPCRELX, elf.R_X86_64_GOTPCREL:
-		site, n = r.Off-2, 6
-	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_X86_64(r.Type), hook), nil}
+	back, n, ok := x86.CallReloc(r.Type)
+	if !ok {
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", x86.RelocName(r.Type), hook), nil}
 	}
+	site := r.Off - back
 	if r.Off < uint64(n-4) || site+uint64(n) > uint64(len(text)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s outside its section", hook), nil}
 	}
-	if r.Addend != -4 {
-		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want -4", hook, r.Addend), nil}
+	if r.Addend != x86.CallAddend {
+		return Site{}, false, &SiteError{t.Name, site, "", fmt.Sprintf("call to %s with addend %d, want %d", hook, r.Addend, x86.CallAddend), nil}
 	}
 	fun, err := s.fnAt(t, site)
 	if err != nil {
@@ -430,13 +423,13 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	if err := s.checkCall(text[site:], n); err != nil {
 		return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s", hook), err}
 	}
-	if err := x86Boundary(text, fun.start, site); err != nil {
+	if err := x86.Boundary(text, fun.start, site); err != nil {
 		return Site{}, false, &SiteError{t.Name, site, fun.name, "", err}
 	}
 	if k == X86Fentry {
-		switch nops.X86SiteLead(text[fun.start:], site-fun.start, n) {
-		case nops.X86LeadEntry:
-		case nops.X86LeadChain:
+		switch x86.SiteLead(text[fun.start:], site-fun.start, n) {
+		case x86.LeadEntry:
+		case x86.LeadChain:
 			k = X86Chain
 		default:
 			return Site{}, false, &SiteError{t.Name, site, fun.name, fmt.Sprintf("call to %s at +0x%x, not at the function entry "+
@@ -446,36 +439,17 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 	return s.newSite(t, site, fun, k, n, StateCall), true, nil
 }
 
-// x86Entry is where an entry site starts when nothing but endbr64 comes
-// before it: the function start, or just after its endbr64
-// (-fcf-protection).
-func x86Entry(text []byte, start uint64) uint64 {
-	if start < uint64(len(text)) && isEndbr64(text[start:]) {
-		return start + 4
-	}
-	return start
-}
-
-// arm64Entry is where an entry site starts: the function start, or just
-// after its `bti c` (-mbranch-protection).
-func arm64Entry(text []byte, start uint64) uint64 {
-	if start+4 <= uint64(len(text)) && arm64IsBTI(word(text, start)) {
-		return start + 4
-	}
-	return start
-}
-
 // arm64Reloc turns a relocation against _mcount into a site: `bl _mcount`
 // with R_AARCH64_CALL26. A `b _mcount` (R_AARCH64_JUMP26) is a tail call,
 // which traces nothing of this function's own: noted, not a site.
 func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook string) (Site, bool, error) {
-	switch elf.R_AARCH64(r.Type) {
-	case elf.R_AARCH64_CALL26:
-	case elf.R_AARCH64_JUMP26:
+	switch arm64.CallReloc(r.Type) {
+	case arm64.BLCall:
+	case arm64.TailCall:
 		s.notes = append(s.notes, fmt.Sprintf("section %q+0x%x: tail call `b %s` is not a site", t.Name, r.Off, hook))
 		return Site{}, false, nil
 	default:
-		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", elf.R_AARCH64(r.Type), hook), nil}
+		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation %v against %s is not a call", arm64.RelocName(r.Type), hook), nil}
 	}
 	if r.Off%4 != 0 || r.Off+4 > uint64(len(text)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, "", fmt.Sprintf("relocation against %s is misaligned or outside its section", hook), nil}
@@ -487,8 +461,8 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 	if fun.start%4 != 0 {
 		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, "function start is not 4-byte aligned", nil}
 	}
-	if !arm64IsBL(word(text, r.Off)) {
-		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", word(text, r.Off), hook), nil}
+	if !arm64.IsBL(arm64.Word(text, r.Off)) {
+		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", arm64.Word(text, r.Off), hook), nil}
 	}
 	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall), true, nil
 }
@@ -638,8 +612,7 @@ func (s *objScan) areaFunc(t *elfx.Section, e uint64) (fn, error) {
 	text := s.f.SectionData(t)
 	fun, ok := s.funcs.containing(uint32(t.Index), e)
 	if ok && e >= fun.start {
-		if s.f.Arch == arch.X86_64 && nops.X86AreaStart(text[fun.start:], e-fun.start) ||
-			s.f.Arch == arch.ARM64 && (e == fun.start || e == arm64Entry(text, fun.start)) {
+		if s.isa.areaStart(text, fun.start, e) {
 			return fun, nil
 		}
 	}
@@ -656,47 +629,50 @@ func (s *objScan) areaFunc(t *elfx.Section, e uint64) (fn, error) {
 // makes it a site.
 func (s *objScan) patchSite(t *elfx.Section, e uint64, fun fn) (*Site, error) {
 	text := s.f.SectionData(t)
-	a := s.f.Arch
-	entry := x86Entry
-	if a == arch.ARM64 {
-		entry = arm64Entry
-	}
 	pre := 0
 	if e < fun.start {
 		pre = int(fun.start - e)
 	}
-	site := max(e, entry(text, fun.start))
-	if a == arch.X86_64 {
-		if pre > 0 {
-			if _, err := x86Nops(text[e:], pre); err != nil {
-				return nil, &SiteError{t.Name, e, fun.name, "pre-function area", err}
-			}
+	site := max(e, s.isa.entry(text, fun.start))
+	return s.isa.patchSite(s, t, text, e, site, pre, fun)
+}
+
+// x86PatchSite is patchSite for x86-64: the area from e, whose entry
+// part starts at site after pre bytes before the function.
+func x86PatchSite(s *objScan, t *elfx.Section, text []byte, e, site uint64, pre int, fun fn) (*Site, error) {
+	if pre > 0 {
+		if _, err := x86Nops(text[e:], pre); err != nil {
+			return nil, &SiteError{t.Name, e, fun.name, "pre-function area", err}
 		}
-		if site+5 > uint64(len(text)) {
-			return nil, &SiteError{t.Name, site, fun.name, "patchable area runs past the section", nil}
-		}
-		st, err := x86Nops(text[site:], 5)
-		if err != nil {
-			return nil, &SiteError{t.Name, site, fun.name, "need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5)", err}
-		}
-		out := s.newSite(t, site, fun, X86Patchable, 5, st)
-		out.Pre = int32(pre)
-		return &out, nil
 	}
+	if site+5 > uint64(len(text)) {
+		return nil, &SiteError{t.Name, site, fun.name, "patchable area runs past the section", nil}
+	}
+	st, err := x86Nops(text[site:], 5)
+	if err != nil {
+		return nil, &SiteError{t.Name, site, fun.name, "need 5 bytes of NOPs at entry for a call (-fpatchable-function-entry=5, or N,M with N-M >= 5)", err}
+	}
+	out := s.newSite(t, site, fun, X86Patchable, 5, st)
+	out.Pre = int32(pre)
+	return &out, nil
+}
+
+// arm64PatchSite is patchSite for arm64.
+func arm64PatchSite(s *objScan, t *elfx.Section, text []byte, e, site uint64, pre int, fun fn) (*Site, error) {
 	if e%4 != 0 || fun.start%4 != 0 || site+8 > uint64(len(text)) {
 		return nil, &SiteError{t.Name, e, fun.name, "patchable area misaligned or past the section", nil}
 	}
 	for o := e; o < fun.start; o += 4 {
-		if !arm64IsNop(word(text, o)) {
-			return nil, &SiteError{t.Name, o, fun.name, fmt.Sprintf("pre-function area: found %08x, want nop", word(text, o)), nil}
+		if !arm64.IsNop(arm64.Word(text, o)) {
+			return nil, &SiteError{t.Name, o, fun.name, fmt.Sprintf("pre-function area: found %08x, want nop", arm64.Word(text, o)), nil}
 		}
 	}
-	if !arm64IsNop(word(text, site)) || !arm64IsNop(word(text, site+4)) {
-		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", word(text, site), word(text, site+4)), nil}
+	if !arm64.IsNop(arm64.Word(text, site)) || !arm64.IsNop(arm64.Word(text, site+4)) {
+		return nil, &SiteError{t.Name, site, fun.name, fmt.Sprintf("need 2 NOPs at entry (-fpatchable-function-entry=2 or 4,2): found %08x %08x", arm64.Word(text, site), arm64.Word(text, site+4)), nil}
 	}
 	k := ARM64Patchable
-	if pre == 8 {
-		if e%8 == 0 && t.Align >= 8 {
+	if pre == arm64.LiteralSize {
+		if arm64.LiteralAt(e, pre, t.Align) {
 			k = ARM64CallOps
 		} else {
 			hint := "build with -falign-functions=8"
@@ -761,39 +737,46 @@ func (s *objScan) classify(t *elfx.Section, off uint64) (*Site, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.f.Arch == arch.X86_64 {
-		if err := x86Boundary(text, fun.start, off); err != nil {
-			return nil, &SiteError{t.Name, off, fun.name, "", err}
-		}
-		in, err := x86Decode(text[off:])
-		if err != nil || (in.Len != 5 && in.Len != 6) {
-			return nil, &SiteError{t.Name, off, fun.name, "table entry is not a 5- or 6-byte call or NOP", nil}
-		}
-		st := StateNop
-		if err := x86Call(text[off:], in.Len); err == nil {
-			st = StateCall
-		} else if got, err := x86Nops(text[off:], in.Len); err != nil || got != StateNop {
-			return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String()), nil}
-		}
-		k := X86Mcount
-		switch nops.X86SiteLead(text[fun.start:], off-fun.start, in.Len) {
-		case nops.X86LeadEntry:
-			k = X86Fentry
-		case nops.X86LeadChain:
-			k = X86Chain
-		}
-		out := s.newSite(t, off, fun, k, in.Len, st)
-		return &out, nil
+	return s.isa.classify(s, t, text, off, fun)
+}
+
+// x86Classify is classify for x86-64.
+func x86Classify(s *objScan, t *elfx.Section, text []byte, off uint64, fun fn) (*Site, error) {
+	if err := x86.Boundary(text, fun.start, off); err != nil {
+		return nil, &SiteError{t.Name, off, fun.name, "", err}
 	}
+	in, err := x86.Decode(text[off:])
+	if err != nil || (in.Len != 5 && in.Len != 6) {
+		return nil, &SiteError{t.Name, off, fun.name, "table entry is not a 5- or 6-byte call or NOP", nil}
+	}
+	st := StateNop
+	if err := x86.CheckCall(text[off:], in.Len); err == nil {
+		st = StateCall
+	} else if got, err := x86Nops(text[off:], in.Len); err != nil || got != StateNop {
+		return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String()), nil}
+	}
+	k := X86Mcount
+	switch x86.SiteLead(text[fun.start:], off-fun.start, in.Len) {
+	case x86.LeadEntry:
+		k = X86Fentry
+	case x86.LeadChain:
+		k = X86Chain
+	}
+	out := s.newSite(t, off, fun, k, in.Len, st)
+	return &out, nil
+}
+
+// arm64Classify is classify for arm64.
+func arm64Classify(s *objScan, t *elfx.Section, text []byte, off uint64, fun fn) (*Site, error) {
 	if off%4 != 0 || off+4 > uint64(len(text)) {
 		return nil, &SiteError{t.Name, off, fun.name, "table entry misaligned", nil}
 	}
-	w := word(text, off)
+	w := arm64.Word(text, off)
 	switch {
-	case arm64IsBL(w):
+	case arm64.IsBL(w):
 		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateCall)
 		return &out, nil
-	case arm64IsNop(w) && off != arm64Entry(text, fun.start):
+	case arm64.IsNop(w) && off != arm64.Entry(text, fun.start):
 		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop)
 		return &out, nil
 	}

@@ -47,7 +47,7 @@ const (
 	// X86Chain: `call __fentry__` of a GNU C nested function, which gcc
 	// brackets with `push %r10` and `pop %r10` to keep the static chain
 	// (after endbr64 and a patchable area's NOPs, if any: see
-	// nops.X86SiteLead). The stack is the entry's with one word pushed:
+	// x86.SiteLead). The stack is the entry's with one word pushed:
 	// the return address is above the saved r10, so the site calls
 	// trampolines of its own, and function_graph hijacks its return as
 	// at an mcount site. Len 5 or 6 as for X86Fentry.
@@ -232,13 +232,7 @@ func (s Status) String() string {
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Arch is the architecture of the site's instructions, from its kind.
-func (k Kind) Arch() arch.Arch {
-	switch k {
-	case ARM64Patchable, ARM64CallOps, ARM64Mcount:
-		return arch.ARM64
-	}
-	return arch.X86_64
-}
+func (k Kind) Arch() arch.Arch { return kindArch(k) }
 
 // Status says what the site does when it runs. A call in an object file
 // (no Call) is the compiler's call to its hook; a call in a linked file
@@ -251,11 +245,11 @@ func (s *Site) Status() Status {
 		if s.Call == nil {
 			return StatusHook
 		}
-		a := s.Kind.Arch()
-		if _, ok := hookKinds[a][s.Call.Name]; ok {
+		si := siteISAOf(s.Kind.Arch())
+		if _, ok := si.hooks[s.Call.Name]; ok {
 			return StatusHook
 		}
-		if _, ok := trampolines[a][s.Call.Name]; ok {
+		if _, ok := si.tramps[s.Call.Name]; ok {
 			return StatusTraced
 		}
 		return StatusDirect

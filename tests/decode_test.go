@@ -13,6 +13,8 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/internal/sitetest"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
 	"ftpatch/nops"
 	"ftpatch/outfile"
 	ftrt "ftpatch/runtime"
@@ -303,7 +305,7 @@ func TestDecodePatched(t *testing.T) {
 func patchSites(t *testing.T, f *elfx.File, l *sites.Linked, data []byte) []string {
 	t.Helper()
 	addr := sitetest.Symbols(t, f)
-	styles := []nops.X86NopStyle{nops.X86P6, nops.X86K8, nops.X86JmpPad}
+	styles := []x86.NopStyle{x86.P6, x86.K8, x86.JmpPad}
 	var want []string
 	counts := map[string]int{}
 	for i, s := range l.Sites {
@@ -317,11 +319,11 @@ func patchSites(t *testing.T, f *elfx.File, l *sites.Linked, data []byte) []stri
 		how := "leave"
 		switch {
 		case f.Arch.String() == "arm64" && i%2 == 0:
-			how, new = "nop", nops.ARM64Bytes(nops.ARM64NOP)
+			how, new = "nop", arm64.Bytes(arm64.NOP)
 		case f.Arch.String() == "arm64":
 		case i%4 == 0 || i%4 == 3:
 			how = "nop"
-			new, err = nops.X86Nop(s.Len, styles[counts["nop"]%len(styles)])
+			new, err = x86.Nop(s.Len, styles[counts["nop"]%len(styles)])
 		case i%4 == 1:
 			tramp := fmt.Sprintf("ftrace_caller%d", s.Len)
 			if s.Kind == sites.X86Mcount {
@@ -362,9 +364,9 @@ func x86CallTo(site uint64, n int, target uint64) ([]byte, error) {
 		return nil, fmt.Errorf("no trampoline symbol in the program")
 	}
 	if n == 6 {
-		return nops.X86Call6(site, target)
+		return x86.Call6(site, target)
 	}
-	return nops.X86Call(site, target)
+	return x86.Call(site, target)
 }
 
 // TestDecodeLua: Lua 5.4, a real program of some 700 instrumented
@@ -440,9 +442,9 @@ func checkAllNops(t *testing.T, prog string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nop := nops.ARM64Bytes(nops.ARM64NOP)
+		nop := arm64.Bytes(arm64.NOP)
 		if f.Arch.String() == "x86_64" {
-			if nop, err = nops.X86Nop(s.Len, nops.X86P6); err != nil {
+			if nop, err = x86.Nop(s.Len, x86.P6); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -468,7 +470,7 @@ func countOurNops(t *testing.T, f *elfx.File) int {
 		if s.Flags&elf.SHF_EXECINSTR == 0 {
 			continue
 		}
-		n += bytes.Count(f.SectionData(s), nops.X86NOP5) + bytes.Count(f.SectionData(s), nops.X86NOP6)
+		n += bytes.Count(f.SectionData(s), x86.NOP5) + bytes.Count(f.SectionData(s), x86.NOP6)
 	}
 	return n
 }

@@ -10,7 +10,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/internal/sitetest"
-	"ftpatch/nops"
+	"ftpatch/isa/x86"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
 	"ftpatch/trace"
@@ -242,7 +242,7 @@ func checkChainVerify(t *testing.T, dir, en string) {
 			continue
 		}
 		entry := map[int]string{5: "ftrace_caller5", 6: "ftrace_caller6"}[s.Len]
-		call, err := map[int]func(site, target uint64) ([]byte, error){5: nops.X86Call, 6: nops.X86Call6}[s.Len](s.Off, sitetest.Symbols(t, f)[entry])
+		call, err := map[int]func(site, target uint64) ([]byte, error){5: x86.Call, 6: x86.Call6}[s.Len](s.Off, sitetest.Symbols(t, f)[entry])
 		if err != nil {
 			t.Fatal(err)
 		}

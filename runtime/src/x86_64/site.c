@@ -1,6 +1,6 @@
 /*
  * x86-64 site knowledge for the runtime: what a site may hold, and the
- * NOP that replaces it. The same facts as the Go package nops, which
+ * NOP that replaces it. The same facts as the Go package isa/x86, which
  * checks its encodings against golang.org/x/arch; runtime_test.go checks
  * these bytes against that package.
  */
@@ -166,8 +166,8 @@ int ftrt_arch_entry_call(const unsigned char *ip)
 
 /*
  * What may stand between a function's entry and its call of __fentry__
- * (the Go package nops knows the same, byte for byte: X86EntryNop,
- * X86ChainPush, X86SiteLead):
+ * (the Go package isa/x86 knows the same, byte for byte: EntryNop,
+ * ChainPush, SiteLead):
  *
  *   f3 0f 1e fa             endbr64 (-fcf-protection), first
  *   NOPs                    a patchable area the user asked for
@@ -493,7 +493,7 @@ uintptr_t ftrt_arch_call_target(int len, int want)
  * bytes), at a function's entry, after its prologue (-pg) or after a
  * nested function's push %r10 (want); 0, or -1 when the target is out of
  * reach. The return address of a call, and so the instruction after the
- * site, is site + len in every form (see nops.X86Call and nops.X86Call6):
+ * site, is site + len in every form (see x86.Call and x86.Call6 in isa/x86):
  *
  *   e8 rel32         call ftrace_caller5 (ftrace_mcount_caller5,
  *                    ftrace_chain_caller5)

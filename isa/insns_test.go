@@ -1,8 +1,6 @@
-package nops
+package isa
 
 import (
-	"bufio"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -14,62 +12,15 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/arch"
-	"ftpatch/internal/isa"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/internal/insns"
+	"ftpatch/isa/x86"
 )
 
 const insnsFile = "testdata/insns.txt"
 
-// An insnLine is one line of testdata/insns.txt: one instruction.
-type insnLine struct {
-	pos  string // file:line, for messages
-	b    []byte
-	arch arch.Arch
-	asm  string // objdump's text, whitespace normalised
-}
-
-func (l insnLine) name() string { return fmt.Sprintf("%v/%x", l.arch, l.b) }
-
-// readInsns parses testdata/insns.txt; a malformed line or an empty file
-// fails the test.
-func readInsns(t testing.TB) []insnLine {
-	t.Helper()
-	f, err := os.Open(insnsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines []insnLine
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		text := sc.Text()
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		pos := fmt.Sprintf("%s:%d", insnsFile, n)
-		fields := strings.Split(text, "\t")
-		if len(fields) != 3 {
-			t.Fatalf("%s: want hex<TAB>arch<TAB>asm, got %d fields", pos, len(fields))
-		}
-		b, err := hex.DecodeString(fields[0])
-		if err != nil || len(b) == 0 {
-			t.Fatalf("%s: bad hex %q: %v", pos, fields[0], err)
-		}
-		a, err := arch.Parse(fields[1])
-		if err != nil {
-			t.Fatalf("%s: %v", pos, err)
-		}
-		lines = append(lines, insnLine{pos: pos, b: b, arch: a, asm: normAsm(fields[2])})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(lines) == 0 {
-		t.Fatalf("%s: no instructions", insnsFile)
-	}
-	return lines
-}
-
-func normAsm(s string) string { return strings.Join(strings.Fields(s), " ") }
+// readInsns reads the data file.
+func readInsns(t testing.TB) []insns.Line { return insns.Read(t, insnsFile) }
 
 // decodeLen decodes the first instruction of b with x/arch and returns its
 // length in bytes.
@@ -79,7 +30,7 @@ func decodeLen(a arch.Arch, b []byte) (int, error) {
 		inst, err := x86asm.Decode(b, 64)
 		return inst.Len, err
 	case arch.ARM64:
-		if _, err := isa.DecodeARM64(b); err != nil {
+		if _, err := arm64.Decode(b); err != nil {
 			return 0, err
 		}
 		return 4, nil
@@ -91,13 +42,13 @@ func decodeLen(a arch.Arch, b []byte) (int, error) {
 // x/arch decoders.
 func TestInsnsDecode(t *testing.T) {
 	for _, l := range readInsns(t) {
-		t.Run(l.name(), func(t *testing.T) {
-			n, err := decodeLen(l.arch, l.b)
+		t.Run(l.Name(), func(t *testing.T) {
+			n, err := decodeLen(l.Arch, l.B)
 			if err != nil {
-				t.Fatalf("%s: decode: %v", l.pos, err)
+				t.Fatalf("%s: decode: %v", l.Pos, err)
 			}
-			if n != len(l.b) {
-				t.Errorf("%s: decoded %d of %d bytes as the first instruction", l.pos, n, len(l.b))
+			if n != len(l.B) {
+				t.Errorf("%s: decoded %d of %d bytes as the first instruction", l.Pos, n, len(l.B))
 			}
 		})
 	}
@@ -124,49 +75,49 @@ func encodings(t testing.TB) []encoding {
 		}
 		out = append(out, encoding{name, a, b})
 	}
-	add("X86NOP5", arch.X86_64, X86NOP5, nil)
-	add("X86NOP6", arch.X86_64, X86NOP6, nil)
-	add("X86PushR10", arch.X86_64, X86PushR10, nil)
-	add("X86PopR10", arch.X86_64, X86PopR10, nil)
-	for _, style := range []X86NopStyle{X86P6, X86K8} {
-		for n := 1; n <= x86MaxNop; n++ {
-			b, err := X86Nop(n, style)
+	add("X86NOP5", arch.X86_64, x86.NOP5, nil)
+	add("X86NOP6", arch.X86_64, x86.NOP6, nil)
+	add("X86PushR10", arch.X86_64, x86.PushR10, nil)
+	add("X86PopR10", arch.X86_64, x86.PopR10, nil)
+	for _, style := range []x86.NopStyle{x86.P6, x86.K8} {
+		for n := 1; n <= x86.MaxNop; n++ {
+			b, err := x86.Nop(n, style)
 			add(fmt.Sprintf("X86Nop(%d, %v)", n, style), arch.X86_64, b, err)
 		}
 	}
-	// X86JmpPad: the jump only; the padding is all 0x90 (a line above).
-	for _, n := range []int{1, 2, 5, 6, x86JmpMaxNop} {
-		b, err := X86Nop(n, X86JmpPad)
+	// x86.JmpPad: the jump only; the padding is all 0x90 (a line above).
+	for _, n := range []int{1, 2, 5, 6, x86.MaxJmpNop} {
+		b, err := x86.Nop(n, x86.JmpPad)
 		add(fmt.Sprintf("X86Nop(%d, jmp) jump", n), arch.X86_64, b[:min(n, 2)], err)
 	}
 	call := func(name string, f func(site, target uint64) ([]byte, error), target uint64) {
 		b, err := f(0, target)
 		add(fmt.Sprintf("%s(0, %#x)", name, target), arch.X86_64, b, err)
 	}
-	call("X86Call", X86Call, 0x1000)
-	call("X86Call", X86Call, 5+math.MaxInt32)
-	call("X86Call", X86Call, (5-1<<31)&math.MaxUint64)
-	call("X86Jmp", X86Jmp, 0x1000)
-	call("X86Jmp", X86Jmp, -0x100&math.MaxUint64)
-	call("X86Call6", X86Call6, 0x1000)
-	call("X86Call6", X86Call6, 6+math.MaxInt32)
+	call("X86Call", x86.Call, 0x1000)
+	call("X86Call", x86.Call, 5+math.MaxInt32)
+	call("X86Call", x86.Call, (5-1<<31)&math.MaxUint64)
+	call("X86Jmp", x86.Jmp, 0x1000)
+	call("X86Jmp", x86.Jmp, -0x100&math.MaxUint64)
+	call("X86Call6", x86.Call6, 0x1000)
+	call("X86Call6", x86.Call6, 6+math.MaxInt32)
 
 	for _, c := range []struct {
 		name string
 		w    uint32
-	}{{"ARM64NOP", ARM64NOP}, {"ARM64MovX9X30", ARM64MovX9X30}, {"ARM64MovX0X30", ARM64MovX0X30}, {"ARM64BTIC", ARM64BTIC}} {
-		add(c.name, arch.ARM64, ARM64Bytes(c.w), nil)
+	}{{"ARM64NOP", arm64.NOP}, {"ARM64MovX9X30", arm64.MovX9X30}, {"ARM64MovX0X30", arm64.MovX0X30}, {"ARM64BTIC", arm64.BTIC}} {
+		add(c.name, arch.ARM64, arm64.Bytes(c.w), nil)
 	}
 	branch := func(name string, f func(pc, target uint64) (uint32, error), target uint64) {
 		w, err := f(0, target)
-		add(fmt.Sprintf("%s(0, %#x)", name, target), arch.ARM64, ARM64Bytes(w), err)
+		add(fmt.Sprintf("%s(0, %#x)", name, target), arch.ARM64, arm64.Bytes(w), err)
 	}
 	for _, target := range []uint64{0x1000, 1<<27 - 4, -1 << 27 & math.MaxUint64} {
-		branch("ARM64BL", ARM64BL, target)
-		branch("ARM64B", ARM64B, target)
+		branch("ARM64BL", arm64.BL, target)
+		branch("ARM64B", arm64.B, target)
 	}
-	branch("ARM64BL", ARM64BL, -4&math.MaxUint64)
-	branch("ARM64B", ARM64B, -8&math.MaxUint64)
+	branch("ARM64BL", arm64.BL, -4&math.MaxUint64)
+	branch("ARM64B", arm64.B, -8&math.MaxUint64)
 	return out
 }
 
@@ -176,11 +127,11 @@ func encodings(t testing.TB) []encoding {
 func TestInsnsCoverEncodings(t *testing.T) {
 	have := map[string]bool{}
 	for _, l := range readInsns(t) {
-		have[l.name()] = true
+		have[l.Name()] = true
 	}
 	for _, e := range encodings(t) {
 		t.Run(e.name, func(t *testing.T) {
-			if l := (insnLine{b: e.b, arch: e.arch}); !have[l.name()] {
+			if l := (insns.Line{B: e.b, Arch: e.arch}); !have[l.Name()] {
 				t.Errorf("%s = % x (%v) has no line in %s", e.name, e.b, e.arch, insnsFile)
 			}
 		})
@@ -219,24 +170,24 @@ func TestInsnsObjdump(t *testing.T) {
 			}
 			dir := t.TempDir()
 			for i, l := range lines {
-				if l.arch != a {
+				if l.Arch != a {
 					continue
 				}
-				t.Run(fmt.Sprintf("%x", l.b), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%x", l.B), func(t *testing.T) {
 					file := filepath.Join(dir, fmt.Sprintf("%d.bin", i))
-					if err := os.WriteFile(file, l.b, 0o644); err != nil {
+					if err := os.WriteFile(file, l.B, 0o644); err != nil {
 						t.Fatal(err)
 					}
 					out, err := exec.Command(cmd, "-D", "-b", "binary", "-m", od.machine, "--insn-width=16", file).CombinedOutput()
 					if err != nil {
 						t.Fatalf("%s: %v\n%s", cmd, err, out)
 					}
-					insns := objdumpInsns(string(out))
-					if len(insns) != 1 {
-						t.Fatalf("%s: objdump printed %d instructions, want 1:\n%s", l.pos, len(insns), out)
+					asms := objdumpInsns(string(out))
+					if len(asms) != 1 {
+						t.Fatalf("%s: objdump printed %d instructions, want 1:\n%s", l.Pos, len(asms), out)
 					}
-					if insns[0] != l.asm {
-						t.Errorf("%s: objdump says %q, file says %q", l.pos, insns[0], l.asm)
+					if asms[0] != l.Asm {
+						t.Errorf("%s: objdump says %q, file says %q", l.Pos, asms[0], l.Asm)
 					}
 				})
 			}
@@ -250,14 +201,14 @@ func TestInsnsObjdump(t *testing.T) {
 // continuation of a long instruction's bytes and counts as one more
 // instruction, so that a wrapped line is noticed.
 func objdumpInsns(out string) []string {
-	var insns []string
+	var asms []string
 	for _, line := range strings.Split(out, "\n") {
 		addr, rest, ok := strings.Cut(line, ":\t")
 		if !ok || strings.TrimLeft(strings.TrimSpace(addr), "0123456789abcdef") != "" {
 			continue
 		}
 		_, asm, _ := strings.Cut(rest, "\t")
-		insns = append(insns, normAsm(asm))
+		asms = append(asms, insns.NormAsm(asm))
 	}
-	return insns
+	return asms
 }

@@ -1,4 +1,4 @@
-package nops
+package arm64
 
 import (
 	"bytes"
@@ -11,14 +11,18 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 
 	"ftpatch/arch"
-	"ftpatch/internal/isa"
+	"ftpatch/isa/internal/insns"
+	"ftpatch/nops"
 )
+
+// insnsFile lists every instruction the ISA packages write or recognise.
+const insnsFile = "../testdata/insns.txt"
 
 func decodeARM64(t *testing.T, w uint32) arm64asm.Inst {
 	t.Helper()
-	inst, err := isa.DecodeARM64(ARM64Bytes(w))
+	inst, err := Decode(Bytes(w))
 	if err != nil {
-		t.Fatalf("isa.DecodeARM64(%08x): %v", w, err)
+		t.Fatalf("Decode(%08x): %v", w, err)
 	}
 	return inst
 }
@@ -32,11 +36,11 @@ func TestARM64Constants(t *testing.T) {
 		op   arm64asm.Op
 		text string // arm64asm's Inst.String, which ends "NOP " in a space
 	}{
-		{"ARM64NOP", ARM64NOP, arm64asm.NOP, "NOP"},
-		{"ARM64MovX9X30", ARM64MovX9X30, arm64asm.MOV, "MOV X9, X30"},
-		{"ARM64MovX0X30", ARM64MovX0X30, arm64asm.MOV, "MOV X0, X30"},
+		{"NOP", NOP, arm64asm.NOP, "NOP"},
+		{"MovX9X30", MovX9X30, arm64asm.MOV, "MOV X9, X30"},
+		{"MovX0X30", MovX0X30, arm64asm.MOV, "MOV X0, X30"},
 		// x/arch has no BTI mnemonic: bti c is HINT #34.
-		{"ARM64BTIC", ARM64BTIC, arm64asm.HINT, "HINT #0x22"},
+		{"BTIC", BTIC, arm64asm.HINT, "HINT #0x22"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +52,7 @@ func TestARM64Constants(t *testing.T) {
 	}
 }
 
-// TestARM64Branch decodes ARM64BL and ARM64B output, at the ±128 MiB edges
+// TestARM64Branch decodes BL and B output, at the ±128 MiB edges
 // and one word past them, and with misaligned addresses.
 func TestARM64Branch(t *testing.T) {
 	encoders := []struct {
@@ -57,8 +61,8 @@ func TestARM64Branch(t *testing.T) {
 		op   arm64asm.Op
 		link bool
 	}{
-		{"ARM64BL", ARM64BL, arm64asm.BL, true},
-		{"ARM64B", ARM64B, arm64asm.B, false},
+		{"BL", BL, arm64asm.BL, true},
+		{"B", B, arm64asm.B, false},
 	}
 	type want int
 	const (
@@ -91,16 +95,16 @@ func TestARM64Branch(t *testing.T) {
 					w, err := enc.f(tt.pc, tt.target)
 					switch tt.want {
 					case outOfRange:
-						var re *RangeError
-						if !errors.As(err, &re) || *re != (RangeError{From: tt.pc, To: tt.target, Max: 1 << 27}) {
-							t.Fatalf("got %08x, %v; want RangeError{%#x, %#x, 1<<27}", w, err, tt.pc, tt.target)
+						var re *nops.RangeError
+						if !errors.As(err, &re) || *re != (nops.RangeError{From: tt.pc, To: tt.target, Max: 1 << 27}) {
+							t.Fatalf("got %08x, %v; want nops.RangeError{%#x, %#x, 1<<27}", w, err, tt.pc, tt.target)
 						}
-						if !errors.Is(err, ErrRange) || errors.Is(err, ErrAlign) {
-							t.Errorf("errors.Is: %v should match ErrRange only", err)
+						if !errors.Is(err, nops.ErrRange) || errors.Is(err, nops.ErrAlign) {
+							t.Errorf("errors.Is: %v should match nops.ErrRange only", err)
 						}
 						return
 					case misaligned:
-						if !errors.Is(err, ErrAlign) || errors.Is(err, ErrRange) {
+						if !errors.Is(err, nops.ErrAlign) || errors.Is(err, nops.ErrRange) {
 							t.Fatalf("got %08x, %v; want an ErrAlign error only", w, err)
 						}
 						return
@@ -116,9 +120,9 @@ func TestARM64Branch(t *testing.T) {
 					if got := tt.pc + uint64(rel); got != tt.target {
 						t.Errorf("%08x at %#x reaches %#x (x/arch), want %#x", w, tt.pc, got, tt.target)
 					}
-					target, link, isBranch := ARM64BranchTarget(tt.pc, w)
+					target, link, isBranch := BranchTarget(tt.pc, w)
 					if !isBranch || target != tt.target || link != enc.link {
-						t.Errorf("ARM64BranchTarget(%#x, %08x) = %#x, %v, %v; want %#x, %v, true", tt.pc, w, target, link, isBranch, tt.target, enc.link)
+						t.Errorf("BranchTarget(%#x, %08x) = %#x, %v, %v; want %#x, %v, true", tt.pc, w, target, link, isBranch, tt.target, enc.link)
 					}
 				})
 			}
@@ -130,7 +134,7 @@ func TestARM64Branch(t *testing.T) {
 // an immediate branch.
 func TestARM64BranchTargetOther(t *testing.T) {
 	for _, w := range []uint32{
-		ARM64NOP, ARM64MovX9X30, ARM64MovX0X30, ARM64BTIC,
+		NOP, MovX9X30, MovX0X30, BTIC,
 		0xd61f0200, // br x16
 		0xd63f0200, // blr x16
 		0xd65f03c0, // ret
@@ -139,8 +143,8 @@ func TestARM64BranchTargetOther(t *testing.T) {
 		0x36000040, // tbz w0, #0, .+8
 		0x58000050, // ldr x16, .+8
 	} {
-		if target, link, ok := ARM64BranchTarget(0x400000, w); ok {
-			t.Errorf("ARM64BranchTarget(%08x) = %#x, %v, true; want not a branch", w, target, link)
+		if target, link, ok := BranchTarget(0x400000, w); ok {
+			t.Errorf("BranchTarget(%08x) = %#x, %v, true; want not a branch", w, target, link)
 		}
 	}
 }
@@ -151,15 +155,15 @@ func TestARM64Bytes(t *testing.T) {
 		want  []byte
 	}{
 		{nil, []byte{}},
-		{[]uint32{ARM64NOP}, []byte{0x1f, 0x20, 0x03, 0xd5}}, // nop
-		{[]uint32{ARM64BTIC, ARM64MovX9X30}, []byte{
+		{[]uint32{NOP}, []byte{0x1f, 0x20, 0x03, 0xd5}}, // nop
+		{[]uint32{BTIC, MovX9X30}, []byte{
 			0x5f, 0x24, 0x03, 0xd5, // bti c
 			0xe9, 0x03, 0x1e, 0xaa, // mov x9, x30
 		}},
 	}
 	for _, tt := range tests {
-		if got := ARM64Bytes(tt.insns...); !bytes.Equal(got, tt.want) {
-			t.Errorf("ARM64Bytes(%08x) = % x, want % x", tt.insns, got, tt.want)
+		if got := Bytes(tt.insns...); !bytes.Equal(got, tt.want) {
+			t.Errorf("Bytes(%08x) = % x, want % x", tt.insns, got, tt.want)
 		}
 	}
 }
@@ -167,20 +171,20 @@ func TestARM64Bytes(t *testing.T) {
 // FuzzARM64BranchTarget checks that every decoded B or BL re-encodes to
 // the same word, and that x/arch agrees on what it is.
 func FuzzARM64BranchTarget(f *testing.F) {
-	for _, l := range readInsns(f) {
-		if l.arch == arch.ARM64 {
-			f.Add(uint64(0x400000), uint32(l.b[0])|uint32(l.b[1])<<8|uint32(l.b[2])<<16|uint32(l.b[3])<<24)
+	for _, l := range insns.Read(f, insnsFile) {
+		if l.Arch == arch.ARM64 {
+			f.Add(uint64(0x400000), uint32(l.B[0])|uint32(l.B[1])<<8|uint32(l.B[2])<<16|uint32(l.B[3])<<24)
 		}
 	}
 	f.Fuzz(func(t *testing.T, pc uint64, w uint32) {
 		pc &^= 3
-		target, link, ok := ARM64BranchTarget(pc, w)
+		target, link, ok := BranchTarget(pc, w)
 		if !ok {
 			return
 		}
-		enc, op := ARM64B, arm64asm.B
+		enc, op := B, arm64asm.B
 		if link {
-			enc, op = ARM64BL, arm64asm.BL
+			enc, op = BL, arm64asm.BL
 		}
 		if again, err := enc(pc, target); err != nil || again != w {
 			t.Fatalf("%08x at %#x decodes to %#x, re-encodes as %08x, %v", w, pc, target, again, err)

@@ -1,4 +1,4 @@
-package nops
+package x86
 
 import (
 	"bytes"
@@ -9,17 +9,22 @@ import (
 
 	"ftpatch/arch"
 
+	"ftpatch/isa/internal/insns"
+	"ftpatch/nops"
 	"golang.org/x/arch/x86/x86asm"
 )
 
-var x86Styles = []X86NopStyle{X86P6, X86K8, X86JmpPad}
+// insnsFile lists every instruction the ISA packages write or recognise.
+const insnsFile = "../testdata/insns.txt"
 
-// x86NopSizes is the range of n X86Nop accepts for each style.
-func x86NopSizes(s X86NopStyle) (lo, hi int) {
-	if s == X86JmpPad {
-		return 1, x86JmpMaxNop
+var x86Styles = []NopStyle{P6, K8, JmpPad}
+
+// x86NopSizes is the range of n Nop accepts for each style.
+func x86NopSizes(s NopStyle) (lo, hi int) {
+	if s == JmpPad {
+		return 1, MaxJmpNop
 	}
-	return 1, x86MaxNop
+	return 1, MaxNop
 }
 
 func decodeX86(t *testing.T, b []byte) x86asm.Inst {
@@ -31,15 +36,15 @@ func decodeX86(t *testing.T, b []byte) x86asm.Inst {
 	return inst
 }
 
-// TestX86Nop decodes every NOP X86Nop makes: P6 and K8 are one NOP
-// instruction of exactly n bytes; X86JmpPad is a jump whose target is the
+// TestX86Nop decodes every NOP Nop makes: P6 and K8 are one NOP
+// instruction of exactly n bytes; JmpPad is a jump whose target is the
 // end of its n bytes, followed by 0x90 padding only.
 func TestX86Nop(t *testing.T) {
 	for _, style := range x86Styles {
 		lo, hi := x86NopSizes(style)
 		for n := lo; n <= hi; n++ {
 			t.Run(fmt.Sprintf("%v/%d", style, n), func(t *testing.T) {
-				b, err := X86Nop(n, style)
+				b, err := Nop(n, style)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -47,7 +52,7 @@ func TestX86Nop(t *testing.T) {
 					t.Fatalf("got %d bytes (% x), want %d", len(b), b, n)
 				}
 				inst := decodeX86(t, b)
-				if style != X86JmpPad || n == 1 {
+				if style != JmpPad || n == 1 {
 					if inst.Op != x86asm.NOP || inst.Len != n {
 						t.Fatalf("% x decodes as %v (%d bytes), want one NOP of %d", b, inst, inst.Len, n)
 					}
@@ -70,16 +75,16 @@ func TestX86Nop(t *testing.T) {
 func TestX86NopErrors(t *testing.T) {
 	tests := []struct {
 		n     int
-		style X86NopStyle
+		style NopStyle
 	}{
-		{0, X86P6}, {-1, X86P6}, {9, X86P6},
-		{0, X86K8}, {9, X86K8},
-		{0, X86JmpPad}, {x86JmpMaxNop + 1, X86JmpPad}, {math.MaxInt, X86JmpPad},
-		{5, X86NopStyle(3)},
+		{0, P6}, {-1, P6}, {9, P6},
+		{0, K8}, {9, K8},
+		{0, JmpPad}, {MaxJmpNop + 1, JmpPad}, {math.MaxInt, JmpPad},
+		{5, NopStyle(3)},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%v/%d", tt.style, tt.n), func(t *testing.T) {
-			if b, err := X86Nop(tt.n, tt.style); err == nil {
+			if b, err := Nop(tt.n, tt.style); err == nil {
 				t.Fatalf("got % x, want an error", b)
 			}
 		})
@@ -87,35 +92,35 @@ func TestX86NopErrors(t *testing.T) {
 }
 
 // TestX86NopConstants checks that the exported NOPs are the table's, and
-// that X86Nop hands out copies: a caller changing one must not change the
+// that Nop hands out copies: a caller changing one must not change the
 // next site's bytes.
 func TestX86NopConstants(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		b    []byte
 		n    int
-	}{{"X86NOP5", X86NOP5, 5}, {"X86NOP6", X86NOP6, 6}} {
-		b, err := X86Nop(c.n, X86P6)
+	}{{"NOP5", NOP5, 5}, {"NOP6", NOP6, 6}} {
+		b, err := Nop(c.n, P6)
 		if err != nil || !bytes.Equal(b, c.b) {
-			t.Errorf("X86Nop(%d, p6) = % x, %v; want %s = % x", c.n, b, err, c.name, c.b)
+			t.Errorf("Nop(%d, p6) = % x, %v; want %s = % x", c.n, b, err, c.name, c.b)
 		}
 	}
-	b, _ := X86Nop(5, X86P6)
+	b, _ := Nop(5, P6)
 	b[0] = 0xcc
-	if again, _ := X86Nop(5, X86P6); !bytes.Equal(again, X86NOP5) {
+	if again, _ := Nop(5, P6); !bytes.Equal(again, NOP5) {
 		t.Errorf("changing a result changed the table: % x", again)
 	}
 }
 
 func TestX86NopStyleString(t *testing.T) {
-	for s, want := range map[X86NopStyle]string{X86P6: "p6", X86K8: "k8", X86JmpPad: "jmp", 9: "X86NopStyle(9)"} {
+	for s, want := range map[NopStyle]string{P6: "p6", K8: "k8", JmpPad: "jmp", 9: "NopStyle(9)"} {
 		if got := s.String(); got != want {
-			t.Errorf("X86NopStyle(%d).String() = %q, want %q", uint8(s), got, want)
+			t.Errorf("NopStyle(%d).String() = %q, want %q", uint8(s), got, want)
 		}
 	}
 }
 
-// TestX86Rel32 decodes X86Call, X86Jmp and X86Call6 output and checks
+// TestX86Rel32 decodes Call, Jmp and Call6 output and checks
 // that the decoded displacement reaches the requested target, at the
 // ±2 GiB edges and one byte past them.
 func TestX86Rel32(t *testing.T) {
@@ -125,9 +130,9 @@ func TestX86Rel32(t *testing.T) {
 		size int
 		op   x86asm.Op
 	}{
-		{"X86Call", X86Call, 5, x86asm.CALL},
-		{"X86Jmp", X86Jmp, 5, x86asm.JMP},
-		{"X86Call6", X86Call6, 6, x86asm.CALL},
+		{"Call", Call, 5, x86asm.CALL},
+		{"Jmp", Jmp, 5, x86asm.JMP},
+		{"Call6", Call6, 6, x86asm.CALL},
 	}
 	for _, enc := range encoders {
 		for _, site := range []uint64{0, 0x401000, 0x7f0000001000, math.MaxUint64 - 0xfff} {
@@ -174,48 +179,48 @@ func TestX86Rel32(t *testing.T) {
 // TestX86Call6Form pins the 6-byte call to `67 e8`: one instruction whose
 // return address, site+6, is the end of the site in every state.
 func TestX86Call6Form(t *testing.T) {
-	b, err := X86Call6(0x401000, 0x402000)
+	b, err := Call6(0x401000, 0x402000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b[0] != 0x67 || b[1] != 0xe8 {
-		t.Errorf("X86Call6 = % x, want 67 e8 rel32", b)
+		t.Errorf("Call6 = % x, want 67 e8 rel32", b)
 	}
 }
 
 // checkRangeError checks that an encoder refused a target with a
-// *RangeError carrying the request, matching ErrRange and nothing else.
+// *nops.RangeError carrying the request, matching nops.ErrRange and nothing else.
 func checkRangeError(t *testing.T, b []byte, err error, from, to uint64, max int64) {
 	t.Helper()
 	if b != nil {
 		t.Errorf("got bytes % x with the error", b)
 	}
-	var re *RangeError
+	var re *nops.RangeError
 	if !errors.As(err, &re) {
-		t.Fatalf("err = %v, want *RangeError", err)
+		t.Fatalf("err = %v, want *nops.RangeError", err)
 	}
 	if re.From != from || re.To != to || re.Max != max {
-		t.Errorf("RangeError = %+v, want From %#x To %#x Max %#x", *re, from, to, max)
+		t.Errorf("nops.RangeError = %+v, want From %#x To %#x Max %#x", *re, from, to, max)
 	}
-	if !errors.Is(err, ErrRange) || errors.Is(err, ErrAlign) || errors.Is(err, ErrUnexpected) {
-		t.Errorf("errors.Is: %v should match ErrRange only", err)
+	if !errors.Is(err, nops.ErrRange) || errors.Is(err, nops.ErrAlign) || errors.Is(err, nops.ErrUnexpected) {
+		t.Errorf("errors.Is: %v should match nops.ErrRange only", err)
 	}
 }
 
-// TestX86IsNop checks recognition of every NOP X86Nop makes, alone and with
+// TestX86IsNop checks recognition of every NOP Nop makes, alone and with
 // code after it, and refusal of calls, other NOPs and damaged padding.
 func TestX86IsNop(t *testing.T) {
 	for _, style := range x86Styles {
 		lo, hi := x86NopSizes(style)
 		for n := lo; n <= hi; n++ {
-			nop, err := X86Nop(n, style)
+			nop, err := Nop(n, style)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, tail := range [][]byte{nil, {0xe8, 0x00}, {0x90, 0x90}} {
 				b := append(bytes.Clone(nop), tail...)
-				if got, ok := X86IsNop(b); !ok || got != n {
-					t.Errorf("X86IsNop(% x) = %d, %v; want %d, true (%v)", b, got, ok, n, style)
+				if got, ok := IsNop(b); !ok || got != n {
+					t.Errorf("IsNop(% x) = %d, %v; want %d, true (%v)", b, got, ok, n, style)
 				}
 			}
 		}
@@ -239,43 +244,43 @@ func TestX86IsNop(t *testing.T) {
 	}
 	for _, tt := range negatives {
 		t.Run(tt.name, func(t *testing.T) {
-			if n, ok := X86IsNop(tt.b); ok || n != 0 {
-				t.Errorf("X86IsNop(% x) = %d, %v; want 0, false", tt.b, n, ok)
+			if n, ok := IsNop(tt.b); ok || n != 0 {
+				t.Errorf("IsNop(% x) = %d, %v; want 0, false", tt.b, n, ok)
 			}
 		})
 	}
 }
 
-// FuzzX86IsNop checks that whatever X86IsNop accepts is exactly an output
-// of X86Nop, and decodes as such.
+// FuzzX86IsNop checks that whatever IsNop accepts is exactly an output
+// of Nop, and decodes as such.
 func FuzzX86IsNop(f *testing.F) {
-	for _, l := range readInsns(f) {
-		if l.arch == arch.X86_64 {
-			f.Add(l.b)
+	for _, l := range insns.Read(f, insnsFile) {
+		if l.Arch == arch.X86_64 {
+			f.Add(l.B)
 		}
 	}
 	for _, style := range x86Styles {
 		for _, n := range []int{1, 2, 5, 6, 8} {
-			b, _ := X86Nop(n, style)
+			b, _ := Nop(n, style)
 			f.Add(b)
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, ok := X86IsNop(b)
+		n, ok := IsNop(b)
 		if !ok {
 			if n != 0 {
-				t.Fatalf("X86IsNop(% x) = %d, false", b, n)
+				t.Fatalf("IsNop(% x) = %d, false", b, n)
 			}
 			return
 		}
 		if n < 1 || n > len(b) {
-			t.Fatalf("X86IsNop(% x) = %d, true: length out of range", b, n)
+			t.Fatalf("IsNop(% x) = %d, true: length out of range", b, n)
 		}
 		for _, style := range x86Styles {
-			if nop, err := X86Nop(n, style); err == nil && bytes.Equal(nop, b[:n]) {
+			if nop, err := Nop(n, style); err == nil && bytes.Equal(nop, b[:n]) {
 				return
 			}
 		}
-		t.Fatalf("X86IsNop(% x) = %d, true, but no style makes % x", b, n, b[:n])
+		t.Fatalf("IsNop(% x) = %d, true, but no style makes % x", b, n, b[:n])
 	})
 }

@@ -1,6 +1,4 @@
-// Package isa wraps the golang.org/x/arch decoders for the rest of the
-// module, so every caller decodes the same way.
-package isa
+package arm64
 
 import (
 	"sync"
@@ -14,9 +12,9 @@ import (
 // same, and sites decodes on several cores.
 var arm64Mu sync.Mutex
 
-// DecodeARM64 decodes one AArch64 instruction from the first 4 bytes of b;
+// Decode decodes one AArch64 instruction from the first 4 bytes of b;
 // safe for concurrent use.
-func DecodeARM64(b []byte) (arm64asm.Inst, error) {
+func Decode(b []byte) (arm64asm.Inst, error) {
 	arm64Mu.Lock()
 	defer arm64Mu.Unlock()
 	return arm64asm.Decode(b)

@@ -1,4 +1,4 @@
-package nops
+package x86
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/arch"
+	"ftpatch/isa/internal/insns"
 )
 
 // unhex reads bytes written as hex with spaces.
@@ -21,20 +22,20 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-// checkEntryNop: what X86EntryNop accepts decodes with x/arch as one NOP
+// checkEntryNop: what EntryNop accepts decodes with x/arch as one NOP
 // of exactly that length.
 func checkEntryNop(t *testing.T, b []byte) int {
 	t.Helper()
-	n := X86EntryNop(b)
+	n := EntryNop(b)
 	if n == 0 {
 		return 0
 	}
 	if n > len(b) {
-		t.Fatalf("X86EntryNop(% x) = %d, past the bytes", b, n)
+		t.Fatalf("EntryNop(% x) = %d, past the bytes", b, n)
 	}
 	in, err := x86asm.Decode(b[:n], 64)
 	if err != nil || in.Op != x86asm.NOP || in.Len != n {
-		t.Fatalf("X86EntryNop(% x) = %d, but x/arch decodes %v (%d bytes), %v", b, n, in, in.Len, err)
+		t.Fatalf("EntryNop(% x) = %d, but x/arch decodes %v (%d bytes), %v", b, n, in, in.Len, err)
 	}
 	return n
 }
@@ -55,22 +56,22 @@ func TestX86EntryNop(t *testing.T) {
 		"0f 1f c0",                // nop %eax
 		"2e 90",
 	}
-	for _, l := range readInsns(t) {
-		if in, err := x86asm.Decode(l.b, 64); l.arch == arch.X86_64 && err == nil && in.Op == x86asm.NOP {
-			yes = append(yes, hex.EncodeToString(l.b))
+	for _, l := range insns.Read(t, insnsFile) {
+		if in, err := x86asm.Decode(l.B, 64); l.Arch == arch.X86_64 && err == nil && in.Op == x86asm.NOP {
+			yes = append(yes, hex.EncodeToString(l.B))
 		}
 	}
 	for _, s := range yes {
 		b := unhex(t, s)
 		for _, tail := range [][]byte{nil, {0xe8, 0, 0, 0, 0}, {0x90}} {
 			if n := checkEntryNop(t, append(bytes.Clone(b), tail...)); n != len(b) {
-				t.Errorf("X86EntryNop(% x + % x) = %d, want %d", b, tail, n, len(b))
+				t.Errorf("EntryNop(% x + % x) = %d, want %d", b, tail, n, len(b))
 			}
 		}
 	}
 	for _, s := range []string{
 		"",
-		"f3 0f 1e fa",       // endbr64: not a NOP (X86SiteLead takes it apart)
+		"f3 0f 1e fa",       // endbr64: not a NOP (SiteLead takes it apart)
 		"f3 90",             // pause
 		"0f 1f c8",          // nop /1: not a form compilers emit
 		"0f 1f 44 00",       // cut short
@@ -83,18 +84,18 @@ func TestX86EntryNop(t *testing.T) {
 		"cc",
 		"66 66 66 66 66 66 66 66 66 66 66 66 66 66 66 90", // 16 bytes: longer than any instruction
 	} {
-		if n := X86EntryNop(unhex(t, s)); n != 0 {
-			t.Errorf("X86EntryNop(%s) = %d, want 0", s, n)
+		if n := EntryNop(unhex(t, s)); n != 0 {
+			t.Errorf("EntryNop(%s) = %d, want 0", s, n)
 		}
 	}
 }
 
-// FuzzX86EntryNop: whatever X86EntryNop accepts is one NOP of that length
+// FuzzX86EntryNop: whatever EntryNop accepts is one NOP of that length
 // to x/arch.
 func FuzzX86EntryNop(f *testing.F) {
-	for _, l := range readInsns(f) {
-		if l.arch == arch.X86_64 {
-			f.Add(l.b)
+	for _, l := range insns.Read(f, insnsFile) {
+		if l.Arch == arch.X86_64 {
+			f.Add(l.B)
 		}
 	}
 	f.Add([]byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0})
@@ -116,52 +117,52 @@ func TestX86SiteLead(t *testing.T) {
 		lead string // the bytes before the site
 		site string
 		tail string // the bytes after it
-		want X86Lead
+		want Lead
 	}{
-		{"fentry", "", call6, "8d 04 3f", X86LeadEntry},
-		{"fentry endbr", "f3 0f 1e fa", call6, "", X86LeadEntry},
-		{"gcc pfe5", "90 90 90 90 90", call6, "", X86LeadEntry},
-		{"gcc pfe5 endbr", "f3 0f 1e fa 90 90 90 90 90", call5, "", X86LeadEntry},
-		{"gcc pfe5,2", "90 90 90", call5, "", X86LeadEntry},
-		{"clang pfe5", "0f 1f 44 00 08", call5, "", X86LeadEntry},
-		{"clang pfe5 endbr", "f3 0f 1e fa 0f 1f 44 00 08", call5, "", X86LeadEntry},
-		{"clang pfe5,2", "0f 1f 00", call5, "", X86LeadEntry},
-		{"nested", "41 52", call6, pop, X86LeadChain},
-		{"nested nopie", "41 52", call5, pop + " 41 8b 02", X86LeadChain},
-		{"nested gcc12 cet", "41 52 f3 0f 1e fa", call6, pop, X86LeadChain},
-		{"nested cet", "f3 0f 1e fa 41 52", call6, pop, X86LeadChain},
-		{"nested pfe5", "41 52 90 90 90 90 90", call6, pop, X86LeadChain},
-		{"nested pfe5 cet", "41 52 f3 0f 1e fa 90 90 90 90 90", call6, pop, X86LeadChain},
-		{"nested nop6", "41 52", "66 0f 1f 44 00 00", pop, X86LeadChain},
-		{"mcount", "55 48 89 e5", call5, "", X86LeadNone},
-		{"mcount nested", "55 48 89 e5 41 52", call6, pop, X86LeadNone},
-		{"push without pop", "41 52", call6, "5d", X86LeadNone},
-		{"pop cut short", "41 52", call6, "41", X86LeadNone},
-		{"push r10 after NOPs", "90 41 52", call6, pop, X86LeadNone},
-		{"push r11", "41 53", call6, "41 5b", X86LeadNone},
-		{"long NOP in a chain", "41 52 0f 1f 00", call6, pop, X86LeadNone},
-		{"endbr after NOPs", "90 f3 0f 1e fa", call6, "", X86LeadNone},
-		{"a NOP over the site", "0f 1f 44", call6, "", X86LeadNone},
-		{"a push", "53", call5, "", X86LeadNone},
+		{"fentry", "", call6, "8d 04 3f", LeadEntry},
+		{"fentry endbr", "f3 0f 1e fa", call6, "", LeadEntry},
+		{"gcc pfe5", "90 90 90 90 90", call6, "", LeadEntry},
+		{"gcc pfe5 endbr", "f3 0f 1e fa 90 90 90 90 90", call5, "", LeadEntry},
+		{"gcc pfe5,2", "90 90 90", call5, "", LeadEntry},
+		{"clang pfe5", "0f 1f 44 00 08", call5, "", LeadEntry},
+		{"clang pfe5 endbr", "f3 0f 1e fa 0f 1f 44 00 08", call5, "", LeadEntry},
+		{"clang pfe5,2", "0f 1f 00", call5, "", LeadEntry},
+		{"nested", "41 52", call6, pop, LeadChain},
+		{"nested nopie", "41 52", call5, pop + " 41 8b 02", LeadChain},
+		{"nested gcc12 cet", "41 52 f3 0f 1e fa", call6, pop, LeadChain},
+		{"nested cet", "f3 0f 1e fa 41 52", call6, pop, LeadChain},
+		{"nested pfe5", "41 52 90 90 90 90 90", call6, pop, LeadChain},
+		{"nested pfe5 cet", "41 52 f3 0f 1e fa 90 90 90 90 90", call6, pop, LeadChain},
+		{"nested nop6", "41 52", "66 0f 1f 44 00 00", pop, LeadChain},
+		{"mcount", "55 48 89 e5", call5, "", LeadNone},
+		{"mcount nested", "55 48 89 e5 41 52", call6, pop, LeadNone},
+		{"push without pop", "41 52", call6, "5d", LeadNone},
+		{"pop cut short", "41 52", call6, "41", LeadNone},
+		{"push r10 after NOPs", "90 41 52", call6, pop, LeadNone},
+		{"push r11", "41 53", call6, "41 5b", LeadNone},
+		{"long NOP in a chain", "41 52 0f 1f 00", call6, pop, LeadNone},
+		{"endbr after NOPs", "90 f3 0f 1e fa", call6, "", LeadNone},
+		{"a NOP over the site", "0f 1f 44", call6, "", LeadNone},
+		{"a push", "53", call5, "", LeadNone},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lead, site := unhex(t, c.lead), unhex(t, c.site)
 			fn := append(append(append([]byte{}, lead...), site...), unhex(t, c.tail)...)
-			if got := X86SiteLead(fn, uint64(len(lead)), len(site)); got != c.want {
-				t.Errorf("X86SiteLead(% x, %d, %d) = %v, want %v", fn, len(lead), len(site), got, c.want)
+			if got := SiteLead(fn, uint64(len(lead)), len(site)); got != c.want {
+				t.Errorf("SiteLead(% x, %d, %d) = %v, want %v", fn, len(lead), len(site), got, c.want)
 			}
 			// Seen from the site back, with the bytes of the function
 			// before it (padding) in front: a chain site is one, and
 			// its push is where the function starts.
 			pad := unhex(t, "c3 66 2e 0f 1f 84 00 00 00 00 00")
 			code := append(append([]byte{}, pad...), fn...)
-			push := X86ChainPush(code, uint64(len(pad)+len(lead)), len(site))
-			if c.want == X86LeadChain {
-				if want := len(pad) + bytes.Index(lead, X86PushR10); push != want {
-					t.Errorf("X86ChainPush = %d, want %d", push, want)
+			push := ChainPush(code, uint64(len(pad)+len(lead)), len(site))
+			if c.want == LeadChain {
+				if want := len(pad) + bytes.Index(lead, PushR10); push != want {
+					t.Errorf("ChainPush = %d, want %d", push, want)
 				}
-			} else if c.want == X86LeadEntry && push != -1 {
-				t.Errorf("X86ChainPush = %d for an entry site, want -1", push)
+			} else if c.want == LeadEntry && push != -1 {
+				t.Errorf("ChainPush = %d for an entry site, want -1", push)
 			}
 		})
 	}
@@ -184,12 +185,12 @@ func TestX86ChainPushBounds(t *testing.T) {
 		{"wrong length", code, 2, 5, -1},
 		{"past the end", code, 20, 6, -1},
 	} {
-		if got := X86ChainPush(c.code, c.off, c.n); got != c.want {
-			t.Errorf("%s: X86ChainPush(% x, %d, %d) = %d, want %d", c.name, c.code, c.off, c.n, got, c.want)
+		if got := ChainPush(c.code, c.off, c.n); got != c.want {
+			t.Errorf("%s: ChainPush(% x, %d, %d) = %d, want %d", c.name, c.code, c.off, c.n, got, c.want)
 		}
 	}
-	if got := X86SiteLead(code, 20, 6); got != X86LeadNone {
-		t.Errorf("X86SiteLead past the function = %v", got)
+	if got := SiteLead(code, 20, 6); got != LeadNone {
+		t.Errorf("SiteLead past the function = %v", got)
 	}
 }
 
@@ -213,11 +214,11 @@ func TestX86AreaStart(t *testing.T) {
 	} {
 		lead := unhex(t, c.lead)
 		fn := append(bytes.Clone(lead), 0x90, 0x90, 0x90, 0x90, 0x90)
-		if got := X86AreaStart(fn, uint64(len(lead))); got != c.want {
-			t.Errorf("X86AreaStart(% x, %d) = %v, want %v", fn, len(lead), got, c.want)
+		if got := AreaStart(fn, uint64(len(lead))); got != c.want {
+			t.Errorf("AreaStart(% x, %d) = %v, want %v", fn, len(lead), got, c.want)
 		}
 	}
-	if X86AreaStart([]byte{0x90}, 2) {
-		t.Error("X86AreaStart past the function: true")
+	if AreaStart([]byte{0x90}, 2) {
+		t.Error("AreaStart past the function: true")
 	}
 }

@@ -1,0 +1,148 @@
+// Package isa chooses what ftpatch knows of an instruction set from a
+// file's architecture: For(a) is the one place an arch.Arch becomes
+// per-ISA behaviour, so the packages that handle files of any
+// architecture (elfx, sites, record, patch, runtime) ask it instead of
+// comparing architectures. The instructions themselves live in the ISA
+// packages isa/x86 and isa/arm64; a new ISA is a new package beside them
+// and one more entry in the table here.
+package isa
+
+import (
+	"debug/elf"
+	"fmt"
+	"strings"
+
+	"ftpatch/arch"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
+)
+
+// An ISA holds the facts and operations of one instruction set that
+// callers need without knowing which it is.
+type ISA struct {
+	Arch   arch.Arch
+	Relocs Relocs
+	// PLTSlot decodes the PLT stub at b, at address pc, and returns the
+	// pointer slot it jumps through; false for other code.
+	PLTSlot func(b []byte, pc uint64) (slot uint64, ok bool)
+	// CallTarget reads the n-byte call at b, at address pc, that a site
+	// holds: the address it names and whether that is a pointer slot
+	// the call goes through (x86-64's `ff 15`) rather than the target.
+	CallTarget func(b []byte, pc uint64, n int) (addr uint64, viaSlot bool, err error)
+	// SiteNop returns the one NOP that disables a call site of n bytes.
+	SiteNop func(n int) ([]byte, error)
+	// NopsDisabled says whether a site of several NOPs (a patchable area)
+	// already holds its disabled form: on arm64 each slot of the area is
+	// one instruction and stays a NOP; on x86-64 the compiler's padding
+	// is several NOPs that ftpatch turns into one.
+	NopsDisabled bool
+
+	// Runtime says whether the runtime has a port to the ISA, so that an
+	// enabled site has something to call.
+	Runtime bool
+	// RuntimeCFlags are the ISA's flags for compiling the runtime itself.
+	RuntimeCFlags []string
+	// CFlags are the flags that give a program patch sites the runtime
+	// handles.
+	CFlags []string
+	// CC is the default C compiler for the ISA.
+	CC []string
+}
+
+// Relocs are the relocation types of the ISA's psABI that ftpatch reads
+// or writes.
+type Relocs struct {
+	Abs64     uint32 // stores a symbol's 64-bit address: an address table's entries
+	Relative  uint32 // the loader adds the load address (R_*_RELATIVE)
+	GlobDat   uint32 // fills a GOT slot with a symbol's address
+	JumpSlot  uint32 // fills a PLT's GOT slot with a symbol's address
+	IRelative uint32 // fills a slot with what an ifunc resolver returns
+	// SlotAddend says whether GlobDat and JumpSlot add the addend: not on
+	// x86-64 (S), yes on AArch64 (S + A).
+	SlotAddend bool
+	// Name names a relocation type, for messages.
+	Name func(uint32) string
+}
+
+// IsSlot reports whether t fills a pointer slot with a symbol's address
+// (GlobDat, JumpSlot, Abs64).
+func (r Relocs) IsSlot(t uint32) bool { return t == r.GlobDat || t == r.JumpSlot || t == r.Abs64 }
+
+var x86ISA = ISA{
+	Arch: arch.X86_64,
+	Relocs: Relocs{
+		Abs64: uint32(elf.R_X86_64_64), Relative: uint32(elf.R_X86_64_RELATIVE),
+		GlobDat: uint32(elf.R_X86_64_GLOB_DAT), JumpSlot: uint32(elf.R_X86_64_JMP_SLOT), IRelative: uint32(elf.R_X86_64_IRELATIVE),
+		Name: x86.RelocName,
+	},
+	PLTSlot: x86.PLTSlot,
+	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {
+		if c, ok := x86.CallAt(b[:min(n, len(b))], pc); ok && c.Len == n {
+			return c.Addr, c.Form == x86.FormRIP, nil
+		}
+		return 0, false, fmt.Errorf("call % x: not e8, 67 e8 or ff 15", b[:min(n, len(b))])
+	},
+	SiteNop:       x86.SiteNop,
+	Runtime:       true,
+	RuntimeCFlags: []string{"-mgeneral-regs-only"},
+	CFlags:        []string{"-pg", "-mfentry"},
+	CC:            []string{"cc"},
+}
+
+var arm64ISA = ISA{
+	Arch: arch.ARM64,
+	Relocs: Relocs{
+		Abs64: uint32(elf.R_AARCH64_ABS64), Relative: uint32(elf.R_AARCH64_RELATIVE),
+		GlobDat: uint32(elf.R_AARCH64_GLOB_DAT), JumpSlot: uint32(elf.R_AARCH64_JUMP_SLOT), IRelative: uint32(elf.R_AARCH64_IRELATIVE),
+		SlotAddend: true,
+		Name:       arm64.RelocName,
+	},
+	PLTSlot: arm64.PLTSlot,
+	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {
+		if n == 4 && len(b) >= 4 {
+			if t, _, ok := arm64.BranchTarget(pc, arm64.Word(b, 0)); ok {
+				return t, false, nil
+			}
+		}
+		return 0, false, fmt.Errorf("call % x: not bl", b[:min(n, len(b))])
+	},
+	SiteNop:       arm64.SiteNop,
+	NopsDisabled:  true,
+	RuntimeCFlags: []string{"-mgeneral-regs-only"},
+	CFlags:        []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"},
+	CC:            []string{"aarch64-linux-gnu-gcc"},
+}
+
+// isas is the table: one entry per supported architecture.
+var isas = map[arch.Arch]*ISA{
+	arch.X86_64: &x86ISA,
+	arch.ARM64:  &arm64ISA,
+}
+
+// unknown answers for an architecture ftpatch does not support: no
+// relocation, stub or call is its, and names are numbers.
+var unknown = ISA{
+	Relocs:     Relocs{Name: func(t uint32) string { return fmt.Sprintf("reloc(%d)", t) }},
+	PLTSlot:    func([]byte, uint64) (uint64, bool) { return 0, false },
+	CallTarget: func([]byte, uint64, int) (uint64, bool, error) { return 0, false, fmt.Errorf("unknown architecture") },
+	SiteNop:    func(n int) ([]byte, error) { return nil, fmt.Errorf("no NOP for a %d-byte site", n) },
+}
+
+// For returns the ISA of architecture a; for arch.Unknown or another
+// unsupported value, one that recognises nothing (its Arch is a).
+func For(a arch.Arch) *ISA {
+	if i, ok := isas[a]; ok {
+		return i
+	}
+	u := unknown
+	u.Arch = a
+	return &u
+}
+
+// IsPLT reports whether a section of that name holds PLT stubs, which
+// jump through a pointer slot: GNU ld's and lld's .plt, .plt.sec (with
+// IBT), .plt.got and .plt.bnd (with -z bndplt), and .iplt in static
+// programs.
+func IsPLT(name string) bool {
+	return name == ".plt" || name == ".iplt" || strings.HasPrefix(name, ".plt.")
+}
