@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	ftrt "ftpatch/runtime"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -89,7 +90,7 @@ func TestContexts(t *testing.T) {
 }
 
 // checkContextGraph checks progs/contexts.c's function_graph trace.
-func checkContextGraph(t *testing.T, tr *trace.Trace, syms *trace.Symbols, made map[string]int) {
+func checkContextGraph(t *testing.T, tr *trace.Trace, syms *symbols.Table, made map[string]int) {
 	t.Helper()
 	if tr.Meta.Unwound != 0 {
 		t.Errorf("%d calls taken for left by a longjmp; there is none", tr.Meta.Unwound)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/golden"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -32,7 +33,7 @@ func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
 	if tr.Meta.Tracer != "function_graph" {
 		t.Fatalf("tracer %q", tr.Meta.Tracer)
 	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
 	}

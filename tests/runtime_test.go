@@ -16,6 +16,7 @@ import (
 
 	"ftpatch/internal/sitetest"
 	ftrt "ftpatch/runtime"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -284,7 +285,7 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 	if tr.Meta.Enabled != 4 || tr.Meta.Skipped != 3 {
 		t.Errorf("trace metadata: %d enabled, %d skipped; want 4 and 3", tr.Meta.Enabled, tr.Meta.Skipped)
 	}
-	tsyms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+	tsyms, err := symbols.Load(tr.Meta.Exe, tr.Meta.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +426,7 @@ func TestLoadTimeSymbols(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				syms, warns, err := trace.LoadProcess(&tr.Meta, prog)
+				syms, warns, err := symbols.LoadProcess(&tr.Meta, prog)
 				if err != nil || len(warns) > 0 {
 					t.Fatal(err, warns)
 				}

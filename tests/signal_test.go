@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -92,7 +93,7 @@ func TestSignalStress(t *testing.T) {
 // tracedCalls counts each function's calls in a trace made by tracer:
 // function_graph's from the graph, whose nesting it checks, with each
 // function's figures; function's from its events (no figures).
-func tracedCalls(t *testing.T, tr *trace.Trace, syms *trace.Symbols, tracer string) (map[string]int, []trace.Stat) {
+func tracedCalls(t *testing.T, tr *trace.Trace, syms *symbols.Table, tracer string) (map[string]int, []trace.Stat) {
 	t.Helper()
 	if tracer != "function_graph" {
 		return tally(trace.Events(tr, syms)), nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -31,7 +32,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := trace.LoadSymbols(prog)
+	syms, err := symbols.Load(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestFunctionTracer(t *testing.T) {
 		// Names come only from the binary that was traced.
 		if tr, err := trace.Read(out); err != nil || tr.Meta.BuildID == "" {
 			t.Errorf("no build-id in the trace's metadata (%v)", err)
-		} else if _, err := trace.LoadSymbols(plain, tr.Meta.BuildID); !errors.Is(err, trace.ErrBuildID) {
+		} else if _, err := symbols.Load(plain, tr.Meta.BuildID); !errors.Is(err, symbols.ErrBuildID) {
 			t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
 		}
 		counts := traceCounts(t, out)
@@ -193,13 +194,13 @@ func traceCallers(t *testing.T, dir string) map[string]map[string]int {
 
 // readTrace reads the trace in dir and the symbols of the process it
 // recorded; a warning naming them is an error of the test.
-func readTrace(t *testing.T, dir string) (*trace.Trace, *trace.Symbols) {
+func readTrace(t *testing.T, dir string) (*trace.Trace, *symbols.Table) {
 	t.Helper()
 	tr, err := trace.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ type ThreadCalls struct {
 // goroutines. Memory is bounded by the calls' depth, not the trace's
 // size. A stream that cannot be read ends the sequence; its error is
 // *err (set by the goroutine reading it).
-func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCalls] {
+func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCalls] {
 	var mu sync.Mutex
 	fail := func(e error) {
 		mu.Lock()
@@ -74,14 +74,14 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 			}
 			if t.Meta.Tracer != abi.TracerGraphName {
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
-					names := syms.Namer()
+					nm := names.Namer()
 					stop := false
 					e := t.EachRecord(i, func(recs []Record) {
 						for _, r := range recs {
 							if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
 								continue
 							}
-							fn, ns := names.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
+							fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
 							if f.callKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
 								stop = true
 							}
@@ -103,7 +103,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 				}
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
 					y := &yielder{yield: yield}
-					e := t.walkStream(i, syms.Namer(), f, func(c uint64) sink {
+					e := t.walkStream(i, names.Namer(), f, func(c uint64) sink {
 						if !known[c] {
 							known[c] = true
 							order = append(order, c)

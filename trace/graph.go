@@ -29,16 +29,16 @@ type Thread struct {
 }
 
 // Graph turns a function_graph trace into per-thread call trees, named
-// by syms (the process's, from LoadProcess: each call from the modules
-// mapped when it was recorded). An exit closes the innermost open call of
+// by names (the process's, symbols.LoadProcess: each call from the
+// modules mapped when it was recorded). An exit closes the innermost open call of
 // the context the thread runs in; unwound records close the calls a
 // longjmp left. A thread's calls in each context it ran form a Thread of
 // their own, after its own stack's. The trees are held in memory: the
 // commands walk a trace's calls without them (WriteReplayGraph,
 // ReportGraph); Graph is for small traces and tests.
-func Graph(t *Trace, syms *Symbols) []Thread {
+func Graph(t *Trace, names Naming) []Thread {
 	var out []Thread
-	names := syms.Namer()
+	nm := names.Namer()
 	for i := range t.Streams {
 		s := &t.Streams[i]
 		var trees []*treeSink
@@ -52,7 +52,7 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 			trees = append(trees, b)
 			return b
 		}
-		w := newWalker(t, names, &Filter{}, sinks)
+		w := newWalker(t, nm, &Filter{}, sinks)
 		if err := t.eachRecord(i, w.records); err != nil {
 			continue // a stream that cannot be read: Read reported it
 		}

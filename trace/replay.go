@@ -219,7 +219,7 @@ var maxSpills = 256
 // each context it ran (makecontext), in the order it first ran them.
 // Threads are printed several at once (one per CPU), in order
 // (ordered.Write).
-func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
+func WriteReplayGraph(w io.Writer, t *Trace, names Naming, f *Filter) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString(graphHead)
 	var mu sync.Mutex
@@ -232,7 +232,7 @@ func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
 		}
 	}
 	err := ordered.Write(bw, streams, 0, func(i int, out *bufio.Writer) error {
-		n, err := replayStream(out, t, i, syms.Namer(), f)
+		n, err := replayStream(out, t, i, names.Namer(), f)
 		mu.Lock()
 		events += n
 		mu.Unlock()
@@ -259,7 +259,7 @@ type spill struct {
 
 // replayStream prints stream i's calls: its own stack's to bw, each
 // context's to a spill appended after them, maxSpills contexts a pass.
-func replayStream(bw *bufio.Writer, t *Trace, i int, names *Namer, f *Filter) (int, error) {
+func replayStream(bw *bufio.Writer, t *Trace, i int, names Namer, f *Filter) (int, error) {
 	s := &t.Streams[i]
 	own := newPrinter(bw, s.Tid, f, t.Meta.Unended)
 	handled := map[uint64]bool{0: true}

@@ -138,8 +138,8 @@ func forStreams(t *Trace, f *Filter, fn func(i int) error) error {
 // most total time first, reading the streams as it goes (several at
 // once): memory is bounded by the number of functions and the depth of
 // the calls, not by the trace's size.
-func ReportGraph(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
-	return ReportAll(t, syms, f)
+func ReportGraph(t *Trace, names Naming, f *Filter) ([]Stat, error) {
+	return ReportAll(t, names, f)
 }
 
 // WriteStats prints the graph report: calls, total and self time (with
@@ -226,10 +226,10 @@ type ThreadStats struct {
 
 // ReportThreads sums each thread's kept calls per function (function
 // tracer: calls only), most total time first, threads in their order.
-func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
+func ReportThreads(t *Trace, names Naming, f *Filter) ([]ThreadStats, error) {
 	out := make([]ThreadStats, len(t.Streams))
 	err := forStreams(t, f, func(i int) error {
-		m, err := streamStats(t, i, syms.Namer(), f)
+		m, err := streamStats(t, i, names.Namer(), f)
 		out[i] = ThreadStats{Pid: t.Streams[i].Pid, Tid: t.Streams[i].Tid, Stats: statsOf(m)}
 		return err
 	})
@@ -247,7 +247,7 @@ func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
 
 // streamStats sums stream i's kept calls per function: graphed calls
 // with their times, or the function tracer's calls.
-func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, error) {
+func streamStats(t *Trace, i int, names Namer, f *Filter) (map[string]*Stat, error) {
 	m := map[string]*Stat{}
 	if t.Meta.Tracer != abi.TracerGraphName {
 		err := t.EachRecord(i, func(recs []Record) {
@@ -283,11 +283,11 @@ func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, er
 
 // ReportAll sums the trace's kept calls per function, whichever its
 // tracer (the function tracer's: calls only).
-func ReportAll(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
+func ReportAll(t *Trace, names Naming, f *Filter) ([]Stat, error) {
 	var mu sync.Mutex
 	all := map[string]*Stat{}
 	err := forStreams(t, f, func(i int) error {
-		m, err := streamStats(t, i, syms.Namer(), f)
+		m, err := streamStats(t, i, names.Namer(), f)
 		mu.Lock()
 		merge(all, m)
 		mu.Unlock()

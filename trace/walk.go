@@ -59,6 +59,24 @@ func match(globs []string, name string) bool {
 	return false
 }
 
+// A Namer names a trace's run-time addresses as they were when a record
+// was made (ts, the record's time: a shared object may have been mapped
+// there then and not later). The reader asks it for the function of each
+// call it walks; symbols.Table gives one. One per goroutine: it may
+// remember names without a lock.
+type Namer interface {
+	FuncAt(addr, ts uint64) string   // the function holding addr, or the bare address
+	NameAt(addr, ts uint64) string   // function+0xoff, or the bare address
+	SourceAt(addr, ts uint64) string // its function's source file:line, or ""
+}
+
+// Naming gives each goroutine reading a trace a Namer of its own: what
+// the reader takes to name calls, so that it needs nothing from the
+// package that reads symbol tables (which comes after it).
+type Naming interface {
+	Namer() Namer
+}
+
 // A sink receives one context's kept calls, in order: each enter is
 // closed by one close, innermost first.
 type sink interface {
@@ -95,7 +113,7 @@ type frame struct {
 // walker turns one thread's graph records into its contexts' kept calls.
 type walker struct {
 	t      *Trace
-	names  *Namer
+	names  Namer
 	f      *Filter
 	stacks map[uint64][]frame // the other contexts' open calls
 	stack  []frame            // the current context's
@@ -105,7 +123,7 @@ type walker struct {
 	last   float64 // ns of the thread's last event
 }
 
-func newWalker(t *Trace, names *Namer, f *Filter, sinks func(ctx uint64) sink) *walker {
+func newWalker(t *Trace, names Namer, f *Filter, sinks func(ctx uint64) sink) *walker {
 	w := &walker{t: t, names: names, f: f, stacks: map[uint64][]frame{}, sinks: sinks}
 	w.cur = sinks(0)
 	return w
@@ -203,7 +221,7 @@ func (w *walker) end() {
 
 // walkStream walks stream i of t through a walker, each context's kept
 // calls to the sink sinks gives for it (nil: not wanted).
-func (t *Trace) walkStream(i int, names *Namer, f *Filter, sinks func(ctx uint64) sink) error {
+func (t *Trace) walkStream(i int, names Namer, f *Filter, sinks func(ctx uint64) sink) error {
 	w := newWalker(t, names, f, sinks)
 	if err := t.EachRecord(i, w.records); err != nil {
 		return err

@@ -21,14 +21,14 @@ type Event struct {
 }
 
 // Events merges the calls (and graph entries) of all streams into one
-// list in time order, named by syms (the process's, from LoadProcess:
+// list in time order, named by names (the process's, symbols.LoadProcess:
 // each call, and its caller, from the modules mapped when it was
 // recorded). The list is held in memory: the commands merge the streams
 // as they read them (WriteReplayCalls, ReportCalls); Events is for
 // small traces and tests.
-func Events(t *Trace, syms *Symbols) []Event {
+func Events(t *Trace, names Naming) []Event {
 	var out []Event
-	names := syms.Namer()
+	nm := names.Namer()
 	for i := range t.Streams {
 		s := &t.Streams[i]
 		err := t.eachRecord(i, func(recs []Record) {
@@ -38,8 +38,8 @@ func Events(t *Trace, syms *Symbols) []Event {
 				}
 				out = append(out, Event{
 					Pid: s.Pid, Tid: s.Tid, Nanos: t.Meta.Nanos(r.TS),
-					Func:   names.FuncAt(r.IP, r.TS),
-					Caller: names.NameAt(r.Parent(), r.TS),
+					Func:   nm.FuncAt(r.IP, r.TS),
+					Caller: nm.NameAt(r.Parent(), r.TS),
 				})
 			}
 		})
@@ -242,14 +242,14 @@ func mergeCalls(t *Trace, f *Filter, fn func(s *Stream, r *Record) error) error 
 
 // WriteReplayCalls prints a function trace as WriteReplay does, merging
 // the streams by time as it reads them.
-func WriteReplayCalls(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
+func WriteReplayCalls(w io.Writer, t *Trace, names Naming, f *Filter) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	fmt.Fprintf(bw, "# %10s  %7s  %s\n", "TIME(us)", "TID", "FUNCTION <- CALLER")
-	names := syms.Namer()
+	nm := names.Namer()
 	events := 0
 	var line []byte
 	err := mergeCalls(t, f, func(s *Stream, r *Record) error {
-		fn := names.FuncAt(r.IP, r.TS)
+		fn := nm.FuncAt(r.IP, r.TS)
 		ns := t.Meta.Nanos(r.TS)
 		if !f.callKept(fn, ns) {
 			return nil
@@ -261,9 +261,9 @@ func WriteReplayCalls(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
 		line = append(line, "  "...)
 		line = append(line, fn...)
 		line = append(line, " <- "...)
-		line = append(line, names.NameAt(r.Parent(), r.TS)...)
+		line = append(line, nm.NameAt(r.Parent(), r.TS)...)
 		if f.Source {
-			line = appendSource(line, names.SourceAt(r.IP, r.TS))
+			line = appendSource(line, nm.SourceAt(r.IP, r.TS))
 		}
 		line = append(line, '\n')
 		_, err := bw.Write(line)
@@ -288,18 +288,18 @@ func appendPadded(b, v []byte, width int) []byte {
 
 // ReportCalls counts a function trace's kept calls per function, most
 // called first, reading the streams as it goes (several at once).
-func ReportCalls(t *Trace, syms *Symbols, f *Filter) ([]Count, int, error) {
+func ReportCalls(t *Trace, names Naming, f *Filter) ([]Count, int, error) {
 	var mu sync.Mutex
 	all := map[string]int{}
 	err := forStreams(t, f, func(i int) error {
-		names := syms.Namer()
+		nm := names.Namer()
 		n := map[string]int{}
 		err := t.EachRecord(i, func(recs []Record) {
 			for _, r := range recs {
 				if _, sw := r.Context(); sw || (r.Kind() != Call && r.Kind() != Entry) {
 					continue
 				}
-				fn := names.FuncAt(r.IP, r.TS)
+				fn := nm.FuncAt(r.IP, r.TS)
 				if f.callKept(fn, t.Meta.Nanos(r.TS)) {
 					n[fn]++
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/progress"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -17,7 +18,7 @@ import (
 // traced, and the warnings already said about it.
 type loaded struct {
 	t      *trace.Trace
-	syms   *trace.Symbols
+	syms   *symbols.Table
 	warned map[string]bool
 	stderr io.Writer
 	// The progress bar's goroutine: stop tells it to end, it closes
@@ -39,7 +40,7 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	}
 	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.warn()
-	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
+	syms, warns, err := symbols.LoadProcess(&t.Meta, exe)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/progress"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -218,7 +219,7 @@ It needs no symbols: the executable need not be there.`,
 			}
 			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside()}
 			var readErr error
-			err = writeView(stdout, "info", input(t, &trace.Symbols{}, &trace.Filter{}, &readErr), opt)
+			err = writeView(stdout, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
 			return cmp.Or(readErr, err)
 		},
 	}
