@@ -15,6 +15,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/internal/sitetest"
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
 	"ftpatch/symbols"
 	"ftpatch/trace"
@@ -290,7 +291,7 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
-	for _, c := range trace.Counts(trace.Events(tr, tsyms)) {
+	for _, c := range model.Counts(model.Events(tr, tsyms)) {
 		got[c.Func] = c.Calls
 	}
 	if fmt.Sprint(got) != fmt.Sprint(map[string]int{"odd_call": 2, "odd_call6": 1, "odd_nop": 1, "odd_span": 1}) {
@@ -430,8 +431,8 @@ func TestLoadTimeSymbols(t *testing.T) {
 				if err != nil || len(warns) > 0 {
 					t.Fatal(err, warns)
 				}
-				events := trace.Events(tr, syms)
-				for _, cnt := range trace.Counts(events) {
+				events := model.Events(tr, syms)
+				for _, cnt := range model.Counts(events) {
 					got[cnt.Func] = cnt.Calls
 				}
 				// function records the caller: every function is called

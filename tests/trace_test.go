@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
 	"ftpatch/symbols"
 	"ftpatch/trace"
 )
@@ -167,13 +168,13 @@ func TestFunctionTracer(t *testing.T) {
 
 // traceEvents reads the trace in dir and names its calls; a warning, a
 // dropped event or a site skipped or failed is an error of the test.
-func traceEvents(t *testing.T, dir string) []trace.Event {
+func traceEvents(t *testing.T, dir string) []model.Event {
 	t.Helper()
 	tr, syms := readTrace(t, dir)
 	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
 		t.Errorf("meta: %+v", tr.Meta)
 	}
-	return trace.Events(tr, syms)
+	return model.Events(tr, syms)
 }
 
 // traceCallers reads the function trace in dir: for each function, how
@@ -236,7 +237,7 @@ func checkClock(t *testing.T, tr *trace.Trace) {
 func traceCounts(t *testing.T, dir string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	for _, c := range trace.Counts(traceEvents(t, dir)) {
+	for _, c := range model.Counts(traceEvents(t, dir)) {
 		counts[c.Func] = c.Calls
 	}
 	return counts

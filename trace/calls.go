@@ -82,7 +82,7 @@ func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCall
 								continue
 							}
 							fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
-							if f.callKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
+							if f.CallKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
 								stop = true
 							}
 						}
@@ -103,7 +103,7 @@ func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCall
 				}
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
 					y := &yielder{yield: yield}
-					e := t.walkStream(i, names.Namer(), f, func(c uint64) sink {
+					e := t.WalkStream(i, names.Namer(), f, func(c uint64) Sink {
 						if !known[c] {
 							known[c] = true
 							order = append(order, c)
@@ -130,11 +130,13 @@ type yielder struct {
 	stop  bool
 }
 
-func (y *yielder) enter(fn, src string, ns float64, depth int) {
+// Enter yields the call's start.
+func (y *yielder) Enter(fn, src string, ns float64, depth int) {
 	y.stop = y.stop || !y.yield(CallEvent{CallEnter, fn, ns})
 }
 
-func (y *yielder) close(how EndKind, fn string, start, ns float64) {
+// Close yields the call's end, as the kind of its ending.
+func (y *yielder) Close(how EndKind, fn string, start, ns float64) {
 	k := CallExit
 	switch how {
 	case LeftEarly:

@@ -10,9 +10,6 @@ import (
 // also need the names, the model or the views, which import trace) use
 // of the package's insides and of its own tests' helpers.
 
-// MaxSpills is replay's maxSpills, for a test to lower.
-var MaxSpills = &maxSpills
-
 // MinChunk is the smallest chunk a StreamReader reads.
 const MinChunk = minChunk
 

@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"ftpatch/internal/fuzzing"
+	"ftpatch/model"
 	"ftpatch/symbols"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // FuzzRead writes arbitrary bytes as a trace directory's metadata and one
@@ -98,19 +100,19 @@ func FuzzRead(f *testing.F) {
 		limit := 64*len(stream) + 4096
 		var out bytes.Buffer
 		if tr.Meta.Tracer == "function_graph" {
-			threads := trace.Graph(tr, syms)
-			if err := trace.WriteGraph(&out, tr, threads); err != nil {
+			threads := model.Graph(tr, syms)
+			if err := views.WriteTrees(&out, tr, threads); err != nil {
 				t.Fatal(err)
 			}
-			if err := trace.WriteStats(&out, tr, trace.Stats(trace.Filter{Depth: 3, Threshold: 1}.Apply(threads))); err != nil {
+			if err := views.WriteStats(&out, tr, model.Stats(model.Apply(trace.Filter{Depth: 3, Threshold: 1}, threads))); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			events := trace.Events(tr, syms)
-			if err := trace.WriteReplay(&out, tr, events); err != nil {
+			events := model.Events(tr, syms)
+			if err := views.WriteEvents(&out, tr, events); err != nil {
 				t.Fatal(err)
 			}
-			if err := trace.WriteReport(&out, tr, trace.Counts(events), len(events)); err != nil {
+			if err := views.WriteCounts(&out, tr, model.Counts(events), len(events)); err != nil {
 				t.Fatal(err)
 			}
 		}

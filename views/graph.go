@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"ftpatch/funclist"
-	"ftpatch/trace"
 )
 
 // Graph writes the trace's call graph as `uftrace graph` does: the calls
@@ -91,7 +90,7 @@ func Graph(w io.Writer, in Input, opt Options) error {
 	fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", opt.Func, title)
 	fmt.Fprintf(bw, "=============== BACKTRACE ===============\n")
 	for i, h := range hits {
-		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.calls, trace.FormatDuration(h.n.total))
+		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.calls, FormatDuration(h.n.total))
 		for k, fn := range h.path {
 			fmt.Fprintf(bw, "   [%d] %s\n", k, fn)
 		}
@@ -165,7 +164,7 @@ func writeGraph(w *bufio.Writer, root *node) {
 	walk = func(n, parent *node, last, branch bool) {
 		depth := len(columns)
 		w.WriteString("  ")
-		w.WriteString(trace.FormatDuration(n.total))
+		w.WriteString(FormatDuration(n.total))
 		w.WriteString(" : ")
 		indent(branch)
 		fmt.Fprintf(w, "(%d) %s", n.calls, n.fn)

@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	"ftpatch/trace"
 )
 
 // The flame graph's geometry, in px.
@@ -124,11 +122,11 @@ func (g *flameGraph) frames(n *node, depth int, x float64) {
 	case depth == 0 && g.calls:
 		what = plural(int(n.total), "call", "calls")
 	case depth == 0:
-		what = strings.TrimSpace(trace.FormatDuration(n.total))
+		what = strings.TrimSpace(FormatDuration(n.total))
 	case g.calls:
 		what = fmt.Sprintf("%s here and above (%.2f%%), %d here", plural(int(n.total), "call", "calls"), pct, n.calls)
 	default:
-		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(trace.FormatDuration(n.total)), pct, plural(n.calls, "call", "calls"))
+		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(FormatDuration(n.total)), pct, plural(n.calls, "call", "calls"))
 	}
 	fmt.Fprintf(g.w, "<g><title>%s: %s</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
 		xmlText(n.fn), what, svgPad+x, y, width, svgFrame-1, frameColour(n.fn))

@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/model"
 	"ftpatch/progress"
 	"ftpatch/symbols"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // A loaded trace: the directory opened, the symbols of the process it
@@ -238,9 +240,9 @@ a warning on stderr, and the exit status is still 0.`,
 				return err
 			}
 			if l.t.Meta.Tracer == "function_graph" {
-				err = trace.WriteReplayGraph(stdout, l.t, l.syms, &f)
+				err = views.ReplayGraph(stdout, l.t, l.syms, &f)
 			} else {
-				err = trace.WriteReplayCalls(stdout, l.t, l.syms, &f)
+				err = views.ReplayCalls(stdout, l.t, l.syms, &f)
 			}
 			if srcline {
 				for _, e := range l.syms.SourceErrors() {
@@ -288,7 +290,7 @@ still 0.`,
 			if err != nil {
 				return err
 			}
-			if err := trace.SortStats(nil, sortBy); err != nil {
+			if err := model.SortStats(nil, sortBy); err != nil {
 				return usage(fmt.Errorf("--sort: %w", err))
 			}
 			l, err := load(args, exe, cmd.ErrOrStderr())
@@ -302,18 +304,18 @@ still 0.`,
 			case threads:
 				return l.finish(reportThreads(stdout, l, &f, sortBy, avg))
 			case graph:
-				stats, err := trace.ReportGraph(l.t, l.syms, &f)
+				stats, err := model.ReportGraph(l.t, l.syms, &f)
 				if err == nil {
-					err = trace.SortStats(stats, sortBy)
+					err = model.SortStats(stats, sortBy)
 				}
 				if err == nil {
-					err = trace.WriteStats(stdout, l.t, stats, avg)
+					err = views.WriteStats(stdout, l.t, stats, avg)
 				}
 				return l.finish(err)
 			}
-			counts, events, err := trace.ReportCalls(l.t, l.syms, &f)
+			counts, events, err := model.ReportCalls(l.t, l.syms, &f)
 			if err == nil {
-				err = trace.WriteReport(stdout, l.t, counts, events)
+				err = views.WriteCounts(stdout, l.t, counts, events)
 			}
 			return l.finish(err)
 		},
@@ -329,7 +331,7 @@ still 0.`,
 
 // reportThreads prints a report per thread.
 func reportThreads(w io.Writer, l *loaded, f *trace.Filter, sortBy string, avg bool) error {
-	per, err := trace.ReportThreads(l.t, l.syms, f)
+	per, err := model.ReportThreads(l.t, l.syms, f)
 	if err != nil {
 		return err
 	}
@@ -338,10 +340,10 @@ func reportThreads(w io.Writer, l *loaded, f *trace.Filter, sortBy string, avg b
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
-		if err := trace.SortStats(th.Stats, sortBy); err != nil {
+		if err := model.SortStats(th.Stats, sortBy); err != nil {
 			return err
 		}
-		if err := trace.WriteStatsTable(w, th.Stats, avg, l.t.Meta.Tracer == "function_graph"); err != nil {
+		if err := views.WriteStatsTable(w, th.Stats, avg, l.t.Meta.Tracer == "function_graph"); err != nil {
 			return err
 		}
 	}
@@ -358,14 +360,14 @@ func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, s
 		o.finish(nil)
 		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
 	}
-	a, err := trace.ReportAll(l.t, l.syms, f)
+	a, err := model.ReportAll(l.t, l.syms, f)
 	if err != nil {
 		o.finish(nil)
 		return err
 	}
-	b, err := trace.ReportAll(o.t, o.syms, f)
+	b, err := model.ReportAll(o.t, o.syms, f)
 	if err := o.finish(err); err != nil {
 		return err
 	}
-	return trace.WriteDiff(w, l.t.Dir, other, trace.Diff(a, b), l.t.Meta.Tracer == "function_graph")
+	return views.WriteDiff(w, l.t.Dir, other, model.Diff(a, b), l.t.Meta.Tracer == "function_graph")
 }

@@ -1,15 +1,16 @@
-package trace_test
+package model_test
 
 import (
 	"bytes"
-	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"ftpatch/internal/tracetest"
+	"ftpatch/model"
 	"ftpatch/symbols"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // synthetic builds a trace of one thread from (kind, function, time) steps,
@@ -43,9 +44,9 @@ func TestGraphModel(t *testing.T) {
 		{trace.Entry, "leaf", 71},
 		{trace.Exit, "leaf", 72},
 	})
-	threads := trace.Graph(tr, syms)
+	threads := model.Graph(tr, syms)
 	var out bytes.Buffer
-	if err := trace.WriteGraph(&out, tr, threads); err != nil {
+	if err := views.WriteTrees(&out, tr, threads); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -68,8 +69,8 @@ func TestGraphModel(t *testing.T) {
 			t.Errorf("line %d: %q, want suffix %q", i+1, lines[i+1], w)
 		}
 	}
-	stats := map[string]trace.Stat{}
-	for _, s := range trace.Stats(threads) {
+	stats := map[string]model.Stat{}
+	for _, s := range model.Stats(threads) {
 		stats[s.Func] = s
 	}
 	if s := stats["a"]; s.Calls != 1 || s.Total != 30 || s.Self != 25 {
@@ -93,7 +94,7 @@ func TestGraphModel(t *testing.T) {
 		{trace.Filter{Tid: 8}, 0},
 	} {
 		n := 0
-		for _, s := range trace.Stats(c.f.Apply(threads)) {
+		for _, s := range model.Stats(model.Apply(c.f, threads)) {
 			n += s.Calls
 		}
 		if n != c.funcs {
@@ -101,77 +102,65 @@ func TestGraphModel(t *testing.T) {
 		}
 	}
 
-	st := trace.Stats(threads)
+	st := model.Stats(threads)
 	for _, by := range []string{"total", "self", "calls", "name"} {
-		if err := trace.SortStats(st, by); err != nil {
+		if err := model.SortStats(st, by); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if st[0].Func != "a" || st[len(st)-1].Func != "main" {
 		t.Errorf("sorted by name: first %s, last %s", st[0].Func, st[len(st)-1].Func)
 	}
-	if err := trace.SortStats(st, "bogus"); err == nil {
+	if err := model.SortStats(st, "bogus"); err == nil {
 		t.Error("a bogus sort key was accepted")
 	}
 }
 
-// TestGraphContexts: a stream whose thread switches between contexts
-// (CONTEXT records, which Read gives as an Entry whose IP has ctxMark) pairs
-// each exit with the innermost open entry of the context it runs in, and
-// graphs each context's calls as a Thread of their own: a coroutine that
-// yields inside co (context 1) while the thread's own stack runs sched,
-// and returns there later, closes co and not sched.
+// TestGraphContexts: a thread that switches between contexts graphs
+// each context's calls as a Thread of their own, each exit closing the
+// innermost open call of the context it runs in: a coroutine that yields
+// inside f1 (context 1) while the thread's own stack runs f0, and
+// returns there later, closes f1 and not f0.
 func TestGraphContexts(t *testing.T) {
-	const sched, co, leaf = 0x1000, 0x2000, 0x3000
-	b := trace.Stream3(1, 7,
-		trace.EntryRec(10, sched),
-		trace.SwitchRec(20, 1), // into context 1
-		trace.EntryRec(30, co),
-		trace.EntryRec(40, leaf),
-		trace.ExitRec(50),      // leaf
-		trace.SwitchRec(60, 0), // yield to the thread's own stack
-		trace.ExitRec(70),      // sched, not co
-		trace.SwitchRec(80, 1),
-		trace.ExitRec(90), // co
-	)
-	meta := "format ftrt-trace 3\ntracer function_graph\nclock tsc\nended 1\npid 1\ntsc_start 0\ntsc_end 1000\nmono_start_ns 0\nmono_end_ns 1000\n"
-	tr, err := trace.Read(trace.WriteTrace(t, meta, map[string][]byte{"1-7.trace": b}))
+	steps := []tracetest.Step{
+		{K: trace.Entry, Fn: "f0", TS: 10},
+		{K: trace.Entry, TS: 20, Ctx: 2}, // into context 1
+		{K: trace.Entry, Fn: "f1", TS: 30},
+		{K: trace.Entry, Fn: "f2", TS: 40},
+		{K: trace.Exit, TS: 50},          // f2
+		{K: trace.Entry, TS: 60, Ctx: 1}, // yield to the thread's own stack
+		{K: trace.Exit, TS: 70},          // f0, not f1
+		{K: trace.Entry, TS: 80, Ctx: 2},
+		{K: trace.Exit, TS: 90}, // f1
+	}
+	tr, err := trace.Read(tracetest.WriteDir(t, "function_graph", map[int][]tracetest.Step{7: steps}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exits []uint64
-	for _, r := range tr.Streams[0].Records {
-		if r.Kind() == trace.Exit {
-			exits = append(exits, r.IP)
-		}
-	}
-	if fmt.Sprint(exits) != fmt.Sprint([]uint64{leaf, sched, co}) {
-		t.Errorf("exits name %#x, want leaf, sched, co", exits)
-	}
-	syms := symbols.New([]symbols.Func{{Start: sched, End: sched + 0x100, Name: "sched"}, {Start: co, End: co + 0x100, Name: "co"}, {Start: leaf, End: leaf + 0x100, Name: "leaf"}})
-	threads := trace.Graph(tr, syms)
+	syms := tracetest.Names(3)
+	threads := model.Graph(tr, syms)
 	if len(threads) != 2 || threads[0].Context != 0 || threads[1].Context != 1 {
 		t.Fatalf("threads %+v, want the own stack's and context 1's", threads)
 	}
 	own, ctx := threads[0].Roots, threads[1].Roots
-	if len(own) != 1 || own[0].Func != "sched" || own[0].End != 70 || len(own[0].Children) != 0 {
-		t.Errorf("own stack: %+v, want sched alone, ending at 70", own)
+	if len(own) != 1 || own[0].Func != "f0" || own[0].End != 70 || len(own[0].Children) != 0 {
+		t.Errorf("own stack: %+v, want f0 alone, ending at 70", own)
 	}
-	if len(ctx) != 1 || ctx[0].Func != "co" || ctx[0].End != 90 || len(ctx[0].Children) != 1 || ctx[0].Children[0].Func != "leaf" {
-		t.Errorf("context 1: %+v, want co(leaf), ending at 90", ctx)
+	if len(ctx) != 1 || ctx[0].Func != "f1" || ctx[0].End != 90 || len(ctx[0].Children) != 1 || ctx[0].Children[0].Func != "f2" {
+		t.Errorf("context 1: %+v, want f1(f2), ending at 90", ctx)
 	}
 	var out bytes.Buffer
-	if err := trace.WriteGraph(&out, tr, threads); err != nil {
+	if err := views.WriteTrees(&out, tr, threads); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "context 1 (makecontext), on thread 7:") {
 		t.Errorf("replay does not say where context 1 begins:\n%s", out.String())
 	}
 	var events []string
-	for _, e := range trace.Events(tr, syms) {
+	for _, e := range model.Events(tr, syms) {
 		events = append(events, e.Func)
 	}
-	if strings.Join(events, " ") != "sched co leaf" {
+	if strings.Join(events, " ") != "f0 f1 f2" {
 		t.Errorf("events %v: a switch record is not a call", events)
 	}
 }
@@ -205,23 +194,23 @@ func TestGraphDeep(t *testing.T) {
 		fn string
 		ts uint64
 	}
-	deep := "|" + strings.Repeat("  ", trace.IndentLevels) + " "
+	deep := "|" + strings.Repeat("  ", views.IndentLevels) + " "
 	for _, c := range []struct {
 		returned bool
 		want     []string
 	}{
 		{false, []string{
-			"|" + strings.Repeat("  ", trace.IndentLevels-1) + " f() {\n", // depth 64: indented
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " f() {\n", // depth 64: indented
 			deep + "[depth 65] f() {\n",
 			deep + "[depth 30000] f() {\n",
 			deep + "[depth 30000] } /* f: did not return (still running at exit) */\n",
 		}},
 		{true, []string{
-			"|" + strings.Repeat("  ", trace.IndentLevels-1) + " f() {\n",
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " f() {\n",
 			deep + "[depth 65] f() {\n",
 			deep + "[depth 30000] f();\n",
 			deep + "[depth 29999] } /* f */\n",
-			"|" + strings.Repeat("  ", trace.IndentLevels-1) + " } /* f */\n",
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " } /* f */\n",
 		}},
 	} {
 		var steps []step
@@ -234,12 +223,12 @@ func TestGraphDeep(t *testing.T) {
 			}
 		}
 		tr, syms := synthetic(steps)
-		threads := trace.Graph(tr, syms)
+		threads := model.Graph(tr, syms)
 		// Two lines a call, each at most the deepest indentation, the
 		// depth, the columns and the note: linear, where indenting every
 		// level writes 2 * depth^2 bytes of spaces (1.8 GB).
-		out := &capped{max: 2 * depth * (2*trace.IndentLevels + 150)}
-		if err := trace.WriteGraph(out, tr, threads); err != nil {
+		out := &capped{max: 2 * depth * (2*views.IndentLevels + 150)}
+		if err := views.WriteTrees(out, tr, threads); err != nil {
 			t.Fatal(err)
 		}
 		if out.n > out.max {
@@ -250,10 +239,10 @@ func TestGraphDeep(t *testing.T) {
 				t.Errorf("returned %v: no line %q in the replay", c.returned, w)
 			}
 		}
-		if s := trace.Stats(threads); len(s) != 1 || s[0].Calls != depth {
+		if s := model.Stats(threads); len(s) != 1 || s[0].Calls != depth {
 			t.Errorf("stats %+v, want %d calls of f", s, depth)
 		}
-		if s := trace.Stats(trace.Filter{Depth: 100}.Apply(threads)); len(s) != 1 || s[0].Calls != 100 {
+		if s := model.Stats(model.Apply(trace.Filter{Depth: 100}, threads)); len(s) != 1 || s[0].Calls != 100 {
 			t.Errorf("--depth 100 keeps %+v, want 100 calls", s)
 		}
 	}
