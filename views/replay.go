@@ -14,6 +14,17 @@ import (
 	"ftpatch/trace"
 )
 
+// Replay writes replay's text of the trace in.Trace, named by in.Names,
+// the calls in.Filter keeps: a function_graph trace's call graph, thread
+// by thread (ReplayGraph), or a function trace's calls in time order
+// (ReplayCalls).
+func Replay(w io.Writer, in Input, _ Options) error {
+	if in.Trace.Meta.Tracer == "function_graph" {
+		return ReplayGraph(w, in.Trace, in.Names, in.Filter)
+	}
+	return ReplayCalls(w, in.Trace, in.Names, in.Filter)
+}
+
 // printer writes one context's kept calls as replay lines: an inner call
 // as "f() {" ... "} /* f */", a leaf as "f();". A call's opening line
 // waits until the call is known to be shown and not a leaf: when its

@@ -10,6 +10,73 @@ import (
 	"ftpatch/trace"
 )
 
+// Report writes report's tables of the trace in.Trace, named by
+// in.Names, the calls in.Filter keeps: per function, its calls and, for
+// function_graph, its total and self time (with opt.Avg its average,
+// shortest and longest call), in opt.Sort's order, and the trace's
+// summary; with opt.PerThread, a table per thread and no summary.
+func Report(w io.Writer, in Input, opt Options) error {
+	t := in.Trace
+	graph := t.Meta.Tracer == "function_graph"
+	switch {
+	case opt.PerThread:
+		return reportThreads(w, in, opt)
+	case graph:
+		stats, err := model.ReportGraph(t, in.Names, in.Filter)
+		if err == nil {
+			err = model.SortStats(stats, opt.Sort)
+		}
+		if err == nil {
+			err = WriteStats(w, t, stats, opt.Avg)
+		}
+		return err
+	}
+	counts, events, err := model.ReportCalls(t, in.Names, in.Filter)
+	if err == nil {
+		err = WriteCounts(w, t, counts, events)
+	}
+	return err
+}
+
+// reportThreads writes a report per thread.
+func reportThreads(w io.Writer, in Input, opt Options) error {
+	t := in.Trace
+	per, err := model.ReportThreads(t, in.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	for i, th := range per {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
+		if err := model.SortStats(th.Stats, opt.Sort); err != nil {
+			return err
+		}
+		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == "function_graph"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Diff writes the change per function from the trace of in to that of
+// opt.Against (both read as Report reads them, through in.Filter): each
+// one's total time (function_graph) and calls, and the change, the
+// biggest first (model.Diff).
+func Diff(w io.Writer, in Input, opt Options) error {
+	a, err := model.ReportAll(in.Trace, in.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	o := opt.Against
+	b, err := model.ReportAll(o.Trace, o.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	return WriteDiff(w, in.Trace.Dir, o.Trace.Dir, model.Diff(a, b), in.Trace.Meta.Tracer == "function_graph")
+}
+
 // WriteCounts prints the calls per function.
 func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, events int) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)

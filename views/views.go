@@ -1,24 +1,30 @@
-// Package views writes the views people open of a trace: Chrome's
+// Package views writes every output made of a trace: replay's text (the
+// call graph, or the calls in time order), report's tables (per
+// function, per thread, and the diff of two traces), Chrome's
 // trace-event JSON and Perfetto's protobuf (timelines), folded stacks and
 // an SVG flame graph (where the time goes), the aggregated call graph
 // (uftrace graph's shape) and what the trace is (info).
 //
 // Every view reads the same Input: each thread's calls as a stream of
-// events, and writes its output as it reads them. What a view keeps is
-// bounded by the depth of nesting (the open calls of the thread being
-// read) and by the number of distinct functions and call paths, never by
-// the number of calls: a trace larger than memory can be viewed. How the
-// events are read (the trace's format, its reader) is not the views'
-// concern: Input is all they see.
+// events (and, for replay and report, the reader they walk through the
+// model themselves), and writes its output as it reads them. What a view
+// keeps is bounded by the depth of nesting (the open calls of the thread
+// being read) and by the number of distinct functions and call paths,
+// never by the number of calls: a trace larger than memory can be
+// viewed. How the events are read (the trace's format) is the reader's
+// concern (package trace), naming them the symbols' (package symbols),
+// summing them the model's (package model).
 //
-// One function per view, each writing to an io.Writer: Chrome, Perfetto,
-// Folded, SVG, Graph, Info.
+// One function per view, each writing to an io.Writer: Replay, Report,
+// Diff, Chrome, Perfetto, Folded, SVG, Graph, Info; Write chooses one by
+// its name, from one table (a new view is a function and a line there).
 package views
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"path/filepath"
 
@@ -49,10 +55,18 @@ type Event = trace.CallEvent
 // themselves and not with the thread's other calls.
 type Thread = trace.ThreadCalls
 
-// Input is what every view reads: the trace's metadata and its threads.
+// Input is what every view reads: the trace's metadata and its threads;
+// replay and report, which read the streams their own way (replay's
+// threads printed in parallel, report's summed in parallel, a function
+// trace's calls merged by time), read them from Trace, named by Names,
+// through Filter.
 type Input struct {
 	Meta    *trace.Meta      // the trace's metadata
 	Threads iter.Seq[Thread] // threads in (pid, tid, context) order; each Thread's Events may be iterated once
+
+	Trace  *trace.Trace  // the trace opened (replay, report, diff)
+	Names  trace.Naming  // what names its addresses (replay, report, diff)
+	Filter *trace.Filter // the calls kept (replay, report, diff)
 }
 
 // Options are what the views take besides their Input; each view reads
@@ -63,8 +77,18 @@ type Options struct {
 	// needs.
 	SampleCount bool
 	// PerThread keeps each thread's stacks apart: a first frame names
-	// the thread ("thread 123", "thread 123 context 2").
+	// the thread ("thread 123", "thread 123 context 2"); Report prints
+	// a table per thread.
 	PerThread bool
+	// Sort orders Report's rows (model.SortStats: "total", "self",
+	// "calls", "avg", "min", "max" or "name"); Avg gives each
+	// function's average, shortest and longest call instead of its self
+	// time.
+	Sort string
+	Avg  bool
+	// Against is the trace Diff compares Input with (after, Input
+	// before), named in its heading by its directory.
+	Against *Input
 	// Func roots the call graph at every call of this function, with
 	// the paths that called it (Graph).
 	Func string
@@ -75,6 +99,33 @@ type Options struct {
 	// Beside are the trace directories of processes that started while
 	// this one's ran (DIR.PID), for Info to name.
 	Beside []string
+}
+
+// ErrUnknownView: Write was asked for a view it does not have.
+var ErrUnknownView = errors.New("unknown view")
+
+// byName are the views by the names the commands choose them by: the one
+// table of them.
+var byName = map[string]func(io.Writer, Input, Options) error{
+	"replay":      Replay,
+	"report":      Report,
+	"diff":        Diff,
+	"chrome":      func(w io.Writer, in Input, _ Options) error { return Chrome(w, in) },
+	"perfetto":    func(w io.Writer, in Input, _ Options) error { return Perfetto(w, in) },
+	"flame-graph": Folded,
+	"svg":         SVG,
+	"graph":       Graph,
+	"info":        Info,
+}
+
+// Write writes the view named view of in to w: the one switch between
+// the views, which the commands use. An unknown name is ErrUnknownView.
+func Write(w io.Writer, view string, in Input, opt Options) error {
+	write := byName[view]
+	if write == nil {
+		return fmt.Errorf("%w %q", ErrUnknownView, view)
+	}
+	return write(w, in, opt)
 }
 
 // ErrNoDurations: the view weighs calls by time, and a function trace

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -239,11 +240,9 @@ a warning on stderr, and the exit status is still 0.`,
 			if err != nil {
 				return err
 			}
-			if l.t.Meta.Tracer == "function_graph" {
-				err = views.ReplayGraph(stdout, l.t, l.syms, &f)
-			} else {
-				err = views.ReplayCalls(stdout, l.t, l.syms, &f)
-			}
+			var readErr error
+			err = writeView(stdout, "replay", input(l.t, l.syms, &f, &readErr), views.Options{})
+			err = cmp.Or(readErr, err)
 			if srcline {
 				for _, e := range l.syms.SourceErrors() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "ftpatch: warning: %v\n", e)
@@ -297,27 +296,13 @@ still 0.`,
 			if err != nil {
 				return err
 			}
-			graph := l.t.Meta.Tracer == "function_graph"
-			switch {
-			case diff != "":
-				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, sortBy))
-			case threads:
-				return l.finish(reportThreads(stdout, l, &f, sortBy, avg))
-			case graph:
-				stats, err := model.ReportGraph(l.t, l.syms, &f)
-				if err == nil {
-					err = model.SortStats(stats, sortBy)
-				}
-				if err == nil {
-					err = views.WriteStats(stdout, l.t, stats, avg)
-				}
-				return l.finish(err)
+			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads}
+			if diff != "" {
+				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, opt))
 			}
-			counts, events, err := model.ReportCalls(l.t, l.syms, &f)
-			if err == nil {
-				err = views.WriteCounts(stdout, l.t, counts, events)
-			}
-			return l.finish(err)
+			var readErr error
+			err = writeView(stdout, "report", input(l.t, l.syms, &f, &readErr), opt)
+			return l.finish(cmp.Or(readErr, err))
 		},
 	}
 	exeFlag(cmd, &exe)
@@ -329,29 +314,8 @@ still 0.`,
 	return cmd
 }
 
-// reportThreads prints a report per thread.
-func reportThreads(w io.Writer, l *loaded, f *trace.Filter, sortBy string, avg bool) error {
-	per, err := model.ReportThreads(l.t, l.syms, f)
-	if err != nil {
-		return err
-	}
-	for i, th := range per {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
-		if err := model.SortStats(th.Stats, sortBy); err != nil {
-			return err
-		}
-		if err := views.WriteStatsTable(w, th.Stats, avg, l.t.Meta.Tracer == "function_graph"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reportDiff prints the per-function change from l's trace to other's.
-func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, sortBy string) error {
+func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, opt views.Options) error {
 	o, err := load([]string{other}, "", stderr)
 	if err != nil {
 		return err
@@ -360,14 +324,9 @@ func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, s
 		o.finish(nil)
 		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
 	}
-	a, err := model.ReportAll(l.t, l.syms, f)
-	if err != nil {
-		o.finish(nil)
-		return err
-	}
-	b, err := model.ReportAll(o.t, o.syms, f)
-	if err := o.finish(err); err != nil {
-		return err
-	}
-	return views.WriteDiff(w, l.t.Dir, other, model.Diff(a, b), l.t.Meta.Tracer == "function_graph")
+	var readErr, otherErr error
+	against := input(o.t, o.syms, f, &otherErr)
+	opt.Against = &against
+	err = writeView(w, "diff", input(l.t, l.syms, f, &readErr), opt)
+	return o.finish(cmp.Or(readErr, otherErr, err))
 }
