@@ -327,8 +327,8 @@ func Load(path string, buildID ...string) (*Table, error) {
 
 // A Func is a function New names: its extent [Start, End) and its name.
 type Func struct {
-	Start, End uint64
-	Name       string
+	Start, End uint64 // its extent: [Start, End), at the addresses it is named at
+	Name       string // as shown (demangled already, if it is C++)
 }
 
 // New returns a Table naming funcs at their addresses, for a trace whose

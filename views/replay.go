@@ -211,10 +211,7 @@ func WriteTrees(w io.Writer, t *trace.Trace, threads []model.Thread) error {
 		model.WalkTrees(th.Roots, wk)
 		events += p.events
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, events)
+	return flushSummary(bw, w, t, events, nil)
 }
 
 const graphHead = "# DURATION     TID     FUNCTION\n"
@@ -251,13 +248,7 @@ func ReplayGraph(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 		mu.Unlock()
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, events)
+	return flushSummary(bw, w, t, events, err)
 }
 
 // spill is a context's replay lines kept aside for after its thread's
@@ -375,10 +366,7 @@ func WriteEvents(w io.Writer, t *trace.Trace, events []model.Event) error {
 	for _, e := range events {
 		fmt.Fprintf(bw, "%12.3f  %7d  %s <- %s\n", e.Nanos/1000, e.Tid, e.Func, e.Caller)
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, len(events))
+	return flushSummary(bw, w, t, len(events), nil)
 }
 
 // ReplayCalls prints a function trace as WriteEvents does, merging
@@ -410,13 +398,7 @@ func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 		_, err := bw.Write(line)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, events)
+	return flushSummary(bw, w, t, events, err)
 }
 
 // appendPadded appends v right-aligned in width columns.

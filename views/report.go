@@ -171,6 +171,21 @@ func WriteDiff(w io.Writer, before, after string, changes []model.Change, times 
 	return bw.Flush()
 }
 
+// flushSummary ends a text view written through bw to w: unless err
+// (what writing it returned), bw flushed and the trace's summary after
+// it.
+func flushSummary(bw *bufio.Writer, w io.Writer, t *trace.Trace, events int, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return writeSummary(w, t, events)
+}
+
+// writeSummary writes the trace's summary line: the events shown, its
+// threads, the sites traced and what the runtime could not trace.
 func writeSummary(w io.Writer, t *trace.Trace, events int) error {
 	m := &t.Meta
 	threads := "threads"
