@@ -1,10 +1,10 @@
 // Package model holds what a trace's calls add up to, built from the
 // reader's walk (package trace) of the calls it names (package symbols):
-// the call trees of each thread (Graph), the figures per function
-// (Stats, ReportAll), the calls of a function trace in time order and
-// counted (Events, Counts), and the change between two traces (Diff). It
-// does no I/O of its own and prints nothing: the views write what it
-// holds.
+// the call trees of each thread (Graph), the call graph summed per call
+// path (CallGraph), the figures per function (Stats, ReportAll), the
+// calls of a function trace in time order and counted (Events, Counts),
+// and the change between two traces (Diff). It does no I/O of its own
+// and prints nothing: the views write what it holds.
 package model
 
 import "ftpatch/trace"

@@ -27,6 +27,10 @@ const (
 	CallOnly                    // the function tracer's call: no end follows
 )
 
+// Ends says whether an event of kind k ends the innermost open call
+// (CallExit, CallUnwound, CallOpen).
+func (k CallKind) Ends() bool { return k == CallExit || k == CallUnwound || k == CallOpen }
+
 var callKindNames = [...]string{CallEnter: "enter", CallExit: "exit", CallUnwound: "unwound", CallOpen: "open", CallOnly: "call"}
 
 // String names the kind: "enter", "exit", "unwound", "open", "call".

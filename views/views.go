@@ -28,6 +28,7 @@ import (
 	"iter"
 	"path/filepath"
 
+	"ftpatch/model"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
@@ -170,56 +171,14 @@ func program(m *trace.Meta) string {
 	return filepath.Base(m.Exe)
 }
 
-// A frame is an open call of the thread being read.
-type frame struct {
-	fn    string
-	start float64 // ns
-	inner float64 // ns spent in its callees that returned (or were left)
-	node  *node   // its place in a call tree, for the views that build one
-}
-
-// A stack is a thread's open calls, innermost last: what every view
-// keeps while it reads a thread, bounded by the depth of nesting.
-type stack []frame
-
-// pop closes the innermost call at ns and returns it with its duration;
-// the caller's time in callees grows by it. ok is false when no call is
-// open: an exit whose entry was not in the trace.
-func (s *stack) pop(ns float64) (f frame, dur float64, ok bool) {
-	n := len(*s)
-	if n == 0 {
-		return frame{}, 0, false
+// callTree is the call graph of in's threads (model.CallGraph), with
+// perThread each thread's paths below a Path named for it (threadName).
+func callTree(in Input, perThread bool) *model.Path {
+	var name func(Thread) string
+	if perThread {
+		name = threadName
 	}
-	f = (*s)[n-1]
-	*s = (*s)[:n-1]
-	dur = max(ns-f.start, 0)
-	if n > 1 {
-		(*s)[n-2].inner += dur
-	}
-	return f, dur, true
-}
-
-// closing says whether an event closes the innermost open call.
-func closing(k Kind) bool { return k == Exit || k == Unwound || k == Open }
-
-// events yields a thread's events, and after them an Open for every
-// call still open (one the reader did not close), at the thread's last
-// event: every view can then count on each Enter being closed.
-func events(th Thread, open func() int) iter.Seq[Event] {
-	return func(yield func(Event) bool) {
-		var last float64
-		for ev := range th.Events {
-			last = ev.NS
-			if !yield(ev) {
-				return
-			}
-		}
-		for open() > 0 {
-			if !yield(Event{Kind: Open, NS: last}) {
-				return
-			}
-		}
-	}
+	return model.CallGraph(in.Threads, in.Meta.Contexts > 0, name)
 }
 
 // checkEvery is how many events a streaming view writes between checks
@@ -238,19 +197,19 @@ func failed(w *bufio.Writer) error {
 // what ended it ("", "unwound" or "open"), instant at each call of a
 // function trace. It stops early when w has failed.
 func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64)) error {
-	var st stack
+	var st model.Stack
 	n := 0
-	for ev := range events(th, func() int { return len(st) }) {
+	for ev := range model.Closed(th, func() int { return len(st) }) {
 		switch {
 		case ev.Kind == Enter:
-			st = append(st, frame{fn: ev.Func, start: ev.NS})
+			st = append(st, model.Frame{Func: ev.Func, Start: ev.NS})
 			if begin != nil {
 				begin(ev.Func, ev.NS)
 			}
 		case ev.Kind == Call:
 			instant(ev.Func, ev.NS)
-		case closing(ev.Kind):
-			f, _, ok := st.pop(ev.NS)
+		case ev.Kind.Ends():
+			f, _, ok := st.Pop(ev.NS)
 			if !ok {
 				continue // its entry was not in the trace
 			}
@@ -261,7 +220,7 @@ func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end fu
 			case Open:
 				note = "open"
 			}
-			end(f.fn, f.start, max(ev.NS, f.start), note)
+			end(f.Func, f.Start, max(ev.NS, f.Start), note)
 		}
 		if n++; n%checkEvery == 0 && failed(w) != nil {
 			break
