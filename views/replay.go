@@ -78,22 +78,10 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	d := ns - start
 	switch {
 	case !wasOpen && how == trace.Returned:
-		p.lead(d, fr.depth)
-		p.line = appendCall(p.line, fr.fn)
-		p.line = append(p.line, ';')
-		p.line = appendSource(p.line, fr.src)
-		p.line = append(p.line, '\n')
-		p.events++
-		p.w.Write(p.line)
+		p.call(d, &fr, ";")
 		return
 	case !wasOpen && how == trace.LeftEarly:
-		p.lead(d, fr.depth)
-		p.line = appendCall(p.line, fr.fn)
-		p.line = append(p.line, "; /* unwound: longjmp or exception */"...)
-		p.line = appendSource(p.line, fr.src)
-		p.line = append(p.line, '\n')
-		p.events++
-		p.w.Write(p.line)
+		p.call(d, &fr, "; /* unwound: longjmp or exception */")
 		return
 	case !wasOpen:
 		p.open(&fr)
@@ -117,10 +105,15 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 }
 
 // open writes a call's opening line.
-func (p *printer) open(fr *pframe) {
-	p.lead(-1, fr.depth)
+func (p *printer) open(fr *pframe) { p.call(-1, fr, " {") }
+
+// call writes a line that shows a call: the duration column (d, blank
+// for d < 0), the call, mark after it (";" for a leaf, " {" for a call
+// opened), its source position; and counts it shown.
+func (p *printer) call(d float64, fr *pframe, mark string) {
+	p.lead(d, fr.depth)
 	p.line = appendCall(p.line, fr.fn)
-	p.line = append(p.line, " {"...)
+	p.line = append(p.line, mark...)
 	p.line = appendSource(p.line, fr.src)
 	p.line = append(p.line, '\n')
 	p.events++
