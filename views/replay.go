@@ -11,6 +11,7 @@ import (
 
 	"ftpatch/model"
 	"ftpatch/ordered"
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -19,7 +20,7 @@ import (
 // by thread (ReplayGraph), or a function trace's calls in time order
 // (ReplayCalls).
 func Replay(w io.Writer, in Input, _ Options) error {
-	if in.Trace.Meta.Tracer == "function_graph" {
+	if in.Trace.Meta.Tracer == abi.TracerGraphName {
 		return ReplayGraph(w, in.Trace, in.Names, in.Filter)
 	}
 	return ReplayCalls(w, in.Trace, in.Names, in.Filter)

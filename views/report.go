@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"ftpatch/model"
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -17,7 +18,7 @@ import (
 // summary; with opt.PerThread, a table per thread and no summary.
 func Report(w io.Writer, in Input, opt Options) error {
 	t := in.Trace
-	graph := t.Meta.Tracer == "function_graph"
+	graph := t.Meta.Tracer == abi.TracerGraphName
 	switch {
 	case opt.PerThread:
 		return reportThreads(w, in, opt)
@@ -53,7 +54,7 @@ func reportThreads(w io.Writer, in Input, opt Options) error {
 		if err := model.SortStats(th.Stats, opt.Sort); err != nil {
 			return err
 		}
-		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == "function_graph"); err != nil {
+		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == abi.TracerGraphName); err != nil {
 			return err
 		}
 	}
@@ -74,7 +75,7 @@ func Diff(w io.Writer, in Input, opt Options) error {
 	if err != nil {
 		return err
 	}
-	return WriteDiff(w, in.Trace.Dir, o.Trace.Dir, model.Diff(a, b), in.Trace.Meta.Tracer == "function_graph")
+	return WriteDiff(w, in.Trace.Dir, o.Trace.Dir, model.Diff(a, b), in.Trace.Meta.Tracer == abi.TracerGraphName)
 }
 
 // WriteCounts prints the calls per function.
