@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
 // shape prints a call tree as nested names: f(g(h),k).
-func shape(n *trace.Node) string {
+func shape(n *model.Node) string {
 	var b strings.Builder
 	b.WriteString(n.Func)
 	if len(n.Children) > 0 {
@@ -74,7 +76,7 @@ func TestContexts(t *testing.T) {
 				made := countLine(t, stderr, "made")
 				tr, syms := readTrace(t, out)
 				if tracer == "function" {
-					counts := tally(trace.Events(tr, syms))
+					counts := tally(model.Events(tr, syms))
 					for f, n := range made {
 						if counts[f] != n {
 							t.Errorf("function: %s traced %d times, the program made %d calls", f, counts[f], n)
@@ -89,15 +91,15 @@ func TestContexts(t *testing.T) {
 }
 
 // checkContextGraph checks progs/contexts.c's function_graph trace.
-func checkContextGraph(t *testing.T, tr *trace.Trace, syms *trace.Symbols, made map[string]int) {
+func checkContextGraph(t *testing.T, tr *trace.Trace, syms *symbols.Table, made map[string]int) {
 	t.Helper()
 	if tr.Meta.Unwound != 0 {
 		t.Errorf("%d calls taken for left by a longjmp; there is none", tr.Meta.Unwound)
 	}
-	threads := trace.Graph(tr, syms)
+	threads := model.Graph(tr, syms)
 	checkNesting(t, threads)
 	calls := map[string]int{}
-	for _, s := range trace.Stats(threads) {
+	for _, s := range model.Stats(threads) {
 		calls[s.Func] = s.Calls
 		if s.Unwound+s.Open != 0 {
 			t.Errorf("%s: %d calls unwound, %d left open; every call returns", s.Func, s.Unwound, s.Open)

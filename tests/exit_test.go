@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
 	"ftpatch/trace"
 )
 
@@ -39,21 +40,21 @@ func reportCounts(t *testing.T, dir string) (map[string]int, string) {
 // eventsByThread reads the trace in dir and names its calls (function)
 // or entries (function_graph), per thread id; every record's time must
 // lie within the run (checkClock).
-func eventsByThread(t *testing.T, dir string) (*trace.Trace, map[int][]trace.Event) {
+func eventsByThread(t *testing.T, dir string) (*trace.Trace, map[int][]model.Event) {
 	t.Helper()
 	tr, syms := readTrace(t, dir)
 	checkClock(t, tr)
-	by := map[int][]trace.Event{}
-	for _, e := range trace.Events(tr, syms) {
+	by := map[int][]model.Event{}
+	for _, e := range model.Events(tr, syms) {
 		by[e.Tid] = append(by[e.Tid], e)
 	}
 	if tr.Meta.Tracer == "function_graph" {
-		checkNesting(t, trace.Graph(tr, syms))
+		checkNesting(t, model.Graph(tr, syms))
 	}
 	return tr, by
 }
 
-func tally(events []trace.Event) map[string]int {
+func tally(events []model.Event) map[string]int {
 	n := map[string]int{}
 	for _, e := range events {
 		n[e.Func]++

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"ftpatch/internal/golden"
+	"ftpatch/model"
+	"ftpatch/symbols"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // traced builds srcs of progs/ with flags, records the sites, links the
@@ -23,7 +26,7 @@ func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string
 }
 
 // graphOf reads a function_graph trace.
-func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
+func graphOf(t *testing.T, dir string) (*trace.Trace, []model.Thread) {
 	t.Helper()
 	tr, err := trace.Read(dir)
 	if err != nil {
@@ -32,21 +35,21 @@ func graphOf(t *testing.T, dir string) (*trace.Trace, []trace.Thread) {
 	if tr.Meta.Tracer != "function_graph" {
 		t.Fatalf("tracer %q", tr.Meta.Tracer)
 	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range warns {
 		t.Error(w)
 	}
-	return tr, trace.Graph(tr, syms)
+	return tr, model.Graph(tr, syms)
 }
 
 // checkNesting: every call lies within its caller's time.
-func checkNesting(t *testing.T, threads []trace.Thread) {
+func checkNesting(t *testing.T, threads []model.Thread) {
 	t.Helper()
-	var walk func(n *trace.Node)
-	walk = func(n *trace.Node) {
+	var walk func(n *model.Node)
+	walk = func(n *model.Node) {
 		for _, c := range n.Children {
 			if c.Start < n.Start || (!n.Open && c.End > n.End) {
 				t.Errorf("%s [%.0f, %.0f] lies outside its caller %s [%.0f, %.0f]", c.Func, c.Start, c.End, n.Func, n.Start, n.End)
@@ -68,11 +71,11 @@ func masked(b []byte) []byte {
 	return regexp.MustCompile(`\[ *[0-9]+\]`).ReplaceAll(b, []byte("[   TID]"))
 }
 
-// graphReplay is the replay of a function_graph trace (trace.WriteGraph).
-func graphReplay(t *testing.T, tr *trace.Trace, threads []trace.Thread) []byte {
+// graphReplay is the replay of a function_graph trace (views.WriteTrees).
+func graphReplay(t *testing.T, tr *trace.Trace, threads []model.Thread) []byte {
 	t.Helper()
 	var replay bytes.Buffer
-	if err := trace.WriteGraph(&replay, tr, threads); err != nil {
+	if err := views.WriteTrees(&replay, tr, threads); err != nil {
 		t.Fatal(err)
 	}
 	return replay.Bytes()
@@ -110,7 +113,7 @@ func TestFunctionGraph(t *testing.T) {
 		_, threads := graphOf(t, out)
 		checkNesting(t, threads)
 		calls := map[string]int{}
-		for _, s := range trace.Stats(threads) {
+		for _, s := range model.Stats(threads) {
 			calls[s.Func] = s.Calls
 			if s.Self < 0 || s.Self > s.Total {
 				t.Errorf("%s: self %.0f ns outside [0, total %.0f ns]", s.Func, s.Self, s.Total)
@@ -178,8 +181,8 @@ func TestGraphEdges(t *testing.T) {
 				if len(tr.Streams) != 12 || len(pids) != 2 {
 					t.Errorf("%d streams from %d processes; want the main thread, eight workers, the deep recursion's and the pthread_exit thread, and the forked child", len(tr.Streams), len(pids))
 				}
-				stats := map[string]trace.Stat{}
-				for _, s := range trace.Stats(threads) {
+				stats := map[string]model.Stat{}
+				for _, s := range model.Stats(threads) {
 					stats[s.Func] = s
 				}
 				if stats["on_signal"].Calls != 1 || stats["worker"].Calls != 8 || stats["finish"].Open == 0 || stats["jumper"].Unwound == 0 {
@@ -211,10 +214,10 @@ func TestGraphLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	depthOf := func(threads []trace.Thread) int {
+	depthOf := func(threads []model.Thread) int {
 		max := 0
-		var walk func(n *trace.Node, d int)
-		walk = func(n *trace.Node, d int) {
+		var walk func(n *model.Node, d int)
+		walk = func(n *model.Node, d int) {
 			if d > max {
 				max = d
 			}
@@ -231,19 +234,19 @@ func TestGraphLimits(t *testing.T) {
 	}
 	for _, c := range []struct {
 		env   string
-		check func(t *testing.T, threads []trace.Thread)
+		check func(t *testing.T, threads []model.Thread)
 	}{
-		{"FTRACE_DEPTH=3", func(t *testing.T, threads []trace.Thread) {
+		{"FTRACE_DEPTH=3", func(t *testing.T, threads []model.Thread) {
 			if d := depthOf(threads); d != 3 {
 				t.Errorf("graph %d deep, want 3", d)
 			}
 		}},
-		{"FTRACE_THRESH=10ms", func(t *testing.T, threads []trace.Thread) {
+		{"FTRACE_THRESH=10ms", func(t *testing.T, threads []model.Thread) {
 			// Every call of this program is far shorter than 10 ms but
 			// main and the fib calls that called others: only callers
 			// remain, so no leaf may be left but ones that ran longer.
-			var walk func(n *trace.Node)
-			walk = func(n *trace.Node) {
+			var walk func(n *model.Node)
+			walk = func(n *model.Node) {
 				if len(n.Children) == 0 && !n.Open && n.Duration() < 5e6 {
 					t.Errorf("leaf %s of %.0f ns kept under a 10 ms threshold", n.Func, n.Duration())
 				}
@@ -323,15 +326,15 @@ func TestClock(t *testing.T) {
 			// The calls of leaf, in order: start and end (a call's end is
 			// its start under function).
 			var calls [][2]float64
-			var outer *trace.Node
+			var outer *model.Node
 			if c.tracer == "function" {
-				for _, e := range trace.Events(tr, syms) {
+				for _, e := range model.Events(tr, syms) {
 					if e.Func == "leaf" {
 						calls = append(calls, [2]float64{e.Nanos, e.Nanos})
 					}
 				}
 			} else {
-				threads := trace.Graph(tr, syms)
+				threads := model.Graph(tr, syms)
 				checkNesting(t, threads)
 				if len(threads) != 1 || len(threads[0].Roots) != 1 {
 					t.Fatalf("graph %+v, want main alone", threads)
@@ -399,7 +402,7 @@ func TestOptimized(t *testing.T) {
 		_, threads := graphOf(t, graph)
 		checkNesting(t, threads)
 		calls := map[string]int{}
-		for _, s := range trace.Stats(threads) {
+		for _, s := range model.Stats(threads) {
 			calls[s.Func] = s.Calls
 		}
 		if len(counts) < 3 {
@@ -461,8 +464,8 @@ func TestExceptions(t *testing.T) {
 				if tr.Meta.Unwound == 0 {
 					t.Error("no graphed call recorded as unwound by the exceptions")
 				}
-				stats := map[string]trace.Stat{}
-				for _, s := range trace.Stats(threads) {
+				stats := map[string]model.Stat{}
+				for _, s := range model.Stats(threads) {
 					stats[s.Func] = s
 				}
 				// main survives every throw: its exit must be traced.

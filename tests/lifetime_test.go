@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
@@ -112,7 +113,7 @@ func TestLifetime(t *testing.T) {
 						calls := map[string]int{}
 						if tr.Meta.Tracer == "function_graph" {
 							_, threads := graphOf(t, out)
-							for _, s := range trace.Stats(threads) {
+							for _, s := range model.Stats(threads) {
 								calls[s.Func] = s.Calls
 								if s.Open != 0 || s.Unwound != 0 {
 									t.Errorf("%s: %s: %d calls did not return", mode, s.Func, s.Open+s.Unwound)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
-	"ftpatch/trace"
 )
 
 // luaSource returns Lua 5.4's source tree, from Debian's source package,
@@ -131,7 +131,7 @@ func TestLua(t *testing.T) {
 				}
 				tr, threads := graphOf(t, out)
 				checkNesting(t, threads)
-				stats := trace.Stats(threads)
+				stats := model.Stats(threads)
 				if len(stats) < 50 {
 					t.Errorf("only %d functions of the interpreter graphed", len(stats))
 				}

@@ -12,6 +12,7 @@ import (
 	ftrt "ftpatch/runtime"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // modBuild is how the shared-object test program is built: modmain
@@ -183,7 +184,7 @@ func TestSharedObjects(t *testing.T) {
 				_, threads := graphOf(t, filepath.Join(dir, "t-function_graph"))
 				checkNesting(t, threads)
 				var w strings.Builder
-				if err := trace.WriteGraph(&w, &trace.Trace{}, threads); err != nil {
+				if err := views.WriteTrees(&w, &trace.Trace{}, threads); err != nil {
 					t.Fatal(err)
 				}
 				if !regexp.MustCompile(`(?s)plug_run\(\) \{.*plug_step\(\);.*lib_sum\(\) \{.*lib_leaf\(\);.*\} /\* lib_sum \*/.*\} /\* plug_run \*/`).MatchString(w.String()) {

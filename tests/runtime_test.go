@@ -15,7 +15,9 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/internal/sitetest"
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -284,12 +286,12 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 	if tr.Meta.Enabled != 4 || tr.Meta.Skipped != 3 {
 		t.Errorf("trace metadata: %d enabled, %d skipped; want 4 and 3", tr.Meta.Enabled, tr.Meta.Skipped)
 	}
-	tsyms, err := trace.LoadSymbols(tr.Meta.Exe, tr.Meta.BuildID)
+	tsyms, err := symbols.Load(tr.Meta.Exe, tr.Meta.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
-	for _, c := range trace.Counts(trace.Events(tr, tsyms)) {
+	for _, c := range model.Counts(model.Events(tr, tsyms)) {
 		got[c.Func] = c.Calls
 	}
 	if fmt.Sprint(got) != fmt.Sprint(map[string]int{"odd_call": 2, "odd_call6": 1, "odd_nop": 1, "odd_span": 1}) {
@@ -425,12 +427,12 @@ func TestLoadTimeSymbols(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				syms, warns, err := trace.LoadProcess(&tr.Meta, prog)
+				syms, warns, err := symbols.LoadProcess(&tr.Meta, prog)
 				if err != nil || len(warns) > 0 {
 					t.Fatal(err, warns)
 				}
-				events := trace.Events(tr, syms)
-				for _, cnt := range trace.Counts(events) {
+				events := model.Events(tr, syms)
+				for _, cnt := range model.Counts(events) {
 					got[cnt.Func] = cnt.Calls
 				}
 				// function records the caller: every function is called

@@ -11,9 +11,9 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/internal/sitetest"
 	"ftpatch/isa/x86"
+	"ftpatch/model"
 	ftrt "ftpatch/runtime"
 	"ftpatch/sites"
-	"ftpatch/trace"
 )
 
 // shapeBuilds are the builds of progs/shapes.c: gcc's nested function
@@ -74,7 +74,7 @@ func checkShapesGraph(t *testing.T, dir, cc string, want map[string]int) {
 	tr, threads := graphOf(t, dir)
 	checkNesting(t, threads)
 	calls := map[string]int{}
-	for _, s := range trace.Stats(threads) {
+	for _, s := range model.Stats(threads) {
 		calls[s.Func] = s.Calls
 	}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {

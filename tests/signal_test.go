@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -92,14 +94,14 @@ func TestSignalStress(t *testing.T) {
 // tracedCalls counts each function's calls in a trace made by tracer:
 // function_graph's from the graph, whose nesting it checks, with each
 // function's figures; function's from its events (no figures).
-func tracedCalls(t *testing.T, tr *trace.Trace, syms *trace.Symbols, tracer string) (map[string]int, []trace.Stat) {
+func tracedCalls(t *testing.T, tr *trace.Trace, syms *symbols.Table, tracer string) (map[string]int, []model.Stat) {
 	t.Helper()
 	if tracer != "function_graph" {
-		return tally(trace.Events(tr, syms)), nil
+		return tally(model.Events(tr, syms)), nil
 	}
-	threads := trace.Graph(tr, syms)
+	threads := model.Graph(tr, syms)
 	checkNesting(t, threads)
-	stats := trace.Stats(threads)
+	stats := model.Stats(threads)
 	calls := map[string]int{}
 	for _, s := range stats {
 		calls[s.Func] = s.Calls

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/golden"
+	"ftpatch/model"
 	"ftpatch/trace"
 )
 
@@ -39,12 +40,12 @@ func named(names ...string) func(string) bool {
 	return func(name string) bool { return slices.Contains(names, name) }
 }
 
-// forests renders each thread's and context's calls (trace.Graph's
+// forests renders each thread's and context's calls (model.Graph's
 // order) as shape does, a call left without returning marked "!", as
 // the filter f would have recorded them; forests left empty are left out.
-func (f subtreeFilter) forests(threads []trace.Thread) []string {
-	var prune func(n *trace.Node, inside bool, depth int, out *[]*trace.Node)
-	prune = func(n *trace.Node, inside bool, depth int, out *[]*trace.Node) {
+func (f subtreeFilter) forests(threads []model.Thread) []string {
+	var prune func(n *model.Node, inside bool, depth int, out *[]*model.Node)
+	prune = func(n *model.Node, inside bool, depth int, out *[]*model.Node) {
 		if f.notrace != nil && f.notrace(n.Func) {
 			return
 		}
@@ -60,7 +61,7 @@ func (f subtreeFilter) forests(threads []trace.Thread) []string {
 		if f.depth > 0 && depth >= f.depth {
 			return
 		}
-		kept := &trace.Node{Func: n.Func}
+		kept := &model.Node{Func: n.Func}
 		if n.Unwound {
 			kept.Func += "!"
 		}
@@ -71,7 +72,7 @@ func (f subtreeFilter) forests(threads []trace.Thread) []string {
 	}
 	var lines []string
 	for _, th := range threads {
-		var roots []*trace.Node
+		var roots []*model.Node
 		for _, n := range th.Roots {
 			prune(n, false, 0, &roots)
 		}
@@ -94,7 +95,7 @@ var everything = subtreeFilter{}
 // (full): the same calls, nested the same, that f keeps, the calls left
 // without returning (longjmp, exceptions, a thread's end) the same, as
 // many as tr counts; and none of the functions named in absent.
-func checkSubtree(t *testing.T, name string, tr *trace.Trace, full, filtered []trace.Thread, f subtreeFilter, absent ...string) {
+func checkSubtree(t *testing.T, name string, tr *trace.Trace, full, filtered []model.Thread, f subtreeFilter, absent ...string) {
 	t.Helper()
 	checkNesting(t, filtered)
 	want, got := f.forests(full), everything.forests(filtered)
@@ -104,7 +105,7 @@ func checkSubtree(t *testing.T, name string, tr *trace.Trace, full, filtered []t
 	if n := strings.Count(strings.Join(got, ""), "!"); uint64(n) != tr.Meta.Unwound {
 		t.Errorf("%s: the trace counts %d calls unwound, and holds %d", name, tr.Meta.Unwound, n)
 	}
-	for _, s := range trace.Stats(filtered) {
+	for _, s := range model.Stats(filtered) {
 		for _, p := range absent {
 			if strings.HasPrefix(s.Func, p) {
 				t.Errorf("%s: %d calls of %s recorded", name, s.Calls, s.Func)
@@ -119,7 +120,7 @@ func checkSubtree(t *testing.T, name string, tr *trace.Trace, full, filtered []t
 type subtreeProg struct {
 	dir, prog, wantOut string
 	wantCode           int
-	full               []trace.Thread
+	full               []model.Thread
 }
 
 // newSubtreeProg builds src with tg and flags into a new directory, runs
@@ -137,7 +138,7 @@ func newSubtreeProg(t *testing.T, tg target, flags, src string) *subtreeProg {
 // record traces the program under function_graph with env set, into
 // dir/name, its output and exit status the untraced build's; returns its
 // stderr, its trace and the trace's graph.
-func (p *subtreeProg) record(t *testing.T, name string, env ...string) (string, *trace.Trace, []trace.Thread) {
+func (p *subtreeProg) record(t *testing.T, name string, env ...string) (string, *trace.Trace, []model.Thread) {
 	t.Helper()
 	stderr, out := runTracedEnv(t, p.dir, p.prog, "function_graph", name, env, p.wantOut, p.wantCode)
 	tr, threads := graphOf(t, out)
@@ -294,13 +295,13 @@ func TestSubtreeSignalStress(t *testing.T) {
 				[]string{"FTRACE_GRAPH_FUNCS=mid", "FTRACE_GRAPH_NOTRACE=hwork"}, wantOut, wantCode)
 			made := countLine(t, stderr, "made")
 			tr, syms := readTrace(t, out)
-			threads := trace.Graph(tr, syms)
+			threads := model.Graph(tr, syms)
 			checkNesting(t, threads)
 			if tr.Meta.Unwound != 0 || tr.Meta.Overflow != 0 {
 				t.Errorf("%d calls taken for left by a longjmp, %d not graphed; want none", tr.Meta.Unwound, tr.Meta.Overflow)
 			}
 			got := map[string]int{}
-			for _, s := range trace.Stats(threads) {
+			for _, s := range model.Stats(threads) {
 				got[s.Func] = s.Calls
 			}
 			if got["mid"] != made["mid"] || got["leaf"] != made["leaf"] || got["hwork"]+got["hleaf"] != 0 || got["on_prof"] == 0 {
@@ -335,7 +336,7 @@ func TestSubtreeModules(t *testing.T) {
 			dir := t.TempDir()
 			prog, plug := linkModules(t, tg, dir, b)
 			wantOut, wantCode := untracedModules(t, dir, prog, plug)
-			record := func(name string, env ...string) (*trace.Trace, []trace.Thread, string) {
+			record := func(name string, env ...string) (*trace.Trace, []model.Thread, string) {
 				out := filepath.Join(dir, name)
 				got, stderr, code, err := runStatusEnv(dir, append([]string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, env...), prog, plug)
 				if err != nil || got != wantOut || code != wantCode {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/model"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 )
 
@@ -31,7 +33,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := trace.LoadSymbols(prog)
+	syms, err := symbols.Load(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestFunctionTracer(t *testing.T) {
 		// Names come only from the binary that was traced.
 		if tr, err := trace.Read(out); err != nil || tr.Meta.BuildID == "" {
 			t.Errorf("no build-id in the trace's metadata (%v)", err)
-		} else if _, err := trace.LoadSymbols(plain, tr.Meta.BuildID); !errors.Is(err, trace.ErrBuildID) {
+		} else if _, err := symbols.Load(plain, tr.Meta.BuildID); !errors.Is(err, symbols.ErrBuildID) {
 			t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
 		}
 		counts := traceCounts(t, out)
@@ -166,13 +168,13 @@ func TestFunctionTracer(t *testing.T) {
 
 // traceEvents reads the trace in dir and names its calls; a warning, a
 // dropped event or a site skipped or failed is an error of the test.
-func traceEvents(t *testing.T, dir string) []trace.Event {
+func traceEvents(t *testing.T, dir string) []model.Event {
 	t.Helper()
 	tr, syms := readTrace(t, dir)
 	if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
 		t.Errorf("meta: %+v", tr.Meta)
 	}
-	return trace.Events(tr, syms)
+	return model.Events(tr, syms)
 }
 
 // traceCallers reads the function trace in dir: for each function, how
@@ -193,13 +195,13 @@ func traceCallers(t *testing.T, dir string) map[string]map[string]int {
 
 // readTrace reads the trace in dir and the symbols of the process it
 // recorded; a warning naming them is an error of the test.
-func readTrace(t *testing.T, dir string) (*trace.Trace, *trace.Symbols) {
+func readTrace(t *testing.T, dir string) (*trace.Trace, *symbols.Table) {
 	t.Helper()
 	tr, err := trace.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, warns, err := trace.LoadProcess(&tr.Meta, "")
+	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,7 @@ func checkClock(t *testing.T, tr *trace.Trace) {
 func traceCounts(t *testing.T, dir string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	for _, c := range trace.Counts(traceEvents(t, dir)) {
+	for _, c := range model.Counts(traceEvents(t, dir)) {
 		counts[c.Func] = c.Calls
 	}
 	return counts

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ftpatch/funclist"
+	"ftpatch/model"
 	"ftpatch/trace"
 )
 
@@ -86,7 +87,7 @@ func TestUnwinding(t *testing.T) {
 // out, and checks each graph against the first.
 func checkUnwinding(t *testing.T, dir, prog, wantOut string, wantCode int, each bool) {
 	t.Helper()
-	record := func(name string, env ...string) (*trace.Trace, []trace.Thread) {
+	record := func(name string, env ...string) (*trace.Trace, []model.Thread) {
 		out := filepath.Join(dir, name)
 		got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), prog)
 		if err != nil || got != wantOut || code != wantCode {
@@ -108,8 +109,8 @@ func checkUnwinding(t *testing.T, dir, prog, wantOut string, wantCode int, each 
 
 	var names []string // every function called, by its demangled name
 	seen := map[string]bool{}
-	var walk func(parent, n *trace.Node)
-	walk = func(parent, n *trace.Node) {
+	var walk func(parent, n *model.Node)
+	walk = func(parent, n *model.Node) {
 		if !seen[n.Func] {
 			seen[n.Func] = true
 			names = append(names, n.Func)
@@ -137,7 +138,7 @@ func checkUnwinding(t *testing.T, dir, prog, wantOut string, wantCode int, each 
 		}
 	}
 	calls := map[string]int{}
-	for _, s := range trace.Stats(full) {
+	for _, s := range model.Stats(full) {
 		calls[s.Func] = s.Calls
 	}
 	if fmt.Sprint(calls) != fmt.Sprint(counts) {
@@ -177,12 +178,12 @@ func checkUnwinding(t *testing.T, dir, prog, wantOut string, wantCode int, each 
 // others taken out, their callees in their place) as text: one line per
 // call, its name, indented by its depth, and how it ended when it did not
 // return. Threads with no call chosen are left out; the rest are sorted.
-func graphShapes(threads []trace.Thread, keep func(string) bool) []string {
+func graphShapes(threads []model.Thread, keep func(string) bool) []string {
 	var shapes []string
 	for _, th := range threads {
 		var b strings.Builder
-		var walk func(n *trace.Node, depth int)
-		walk = func(n *trace.Node, depth int) {
+		var walk func(n *model.Node, depth int)
+		walk = func(n *model.Node, depth int) {
 			if keep(n.Func) {
 				fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), n.Func)
 				if n.Unwound {

@@ -27,6 +27,10 @@ const (
 	CallOnly                    // the function tracer's call: no end follows
 )
 
+// Ends says whether an event of kind k ends the innermost open call
+// (CallExit, CallUnwound, CallOpen).
+func (k CallKind) Ends() bool { return k == CallExit || k == CallUnwound || k == CallOpen }
+
 var callKindNames = [...]string{CallEnter: "enter", CallExit: "exit", CallUnwound: "unwound", CallOpen: "open", CallOnly: "call"}
 
 // String names the kind: "enter", "exit", "unwound", "open", "call".
@@ -57,7 +61,7 @@ type ThreadCalls struct {
 // goroutines. Memory is bounded by the calls' depth, not the trace's
 // size. A stream that cannot be read ends the sequence; its error is
 // *err (set by the goroutine reading it).
-func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCalls] {
+func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCalls] {
 	var mu sync.Mutex
 	fail := func(e error) {
 		mu.Lock()
@@ -74,15 +78,15 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 			}
 			if t.Meta.Tracer != abi.TracerGraphName {
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
-					names := syms.Namer()
+					nm := names.Namer()
 					stop := false
 					e := t.EachRecord(i, func(recs []Record) {
 						for _, r := range recs {
 							if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
 								continue
 							}
-							fn, ns := names.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
-							if f.callKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
+							fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
+							if f.CallKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
 								stop = true
 							}
 						}
@@ -103,7 +107,7 @@ func (t *Trace) Threads(syms *Symbols, f *Filter, err *error) iter.Seq[ThreadCal
 				}
 				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
 					y := &yielder{yield: yield}
-					e := t.walkStream(i, syms.Namer(), f, func(c uint64) sink {
+					e := t.WalkStream(i, names.Namer(), f, func(c uint64) Sink {
 						if !known[c] {
 							known[c] = true
 							order = append(order, c)
@@ -130,11 +134,13 @@ type yielder struct {
 	stop  bool
 }
 
-func (y *yielder) enter(fn, src string, ns float64, depth int) {
+// Enter yields the call's start.
+func (y *yielder) Enter(fn, src string, ns float64, depth int) {
 	y.stop = y.stop || !y.yield(CallEvent{CallEnter, fn, ns})
 }
 
-func (y *yielder) close(how EndKind, fn string, start, ns float64) {
+// Close yields the call's end, as the kind of its ending.
+func (y *yielder) Close(how EndKind, fn string, start, ns float64) {
 	k := CallExit
 	switch how {
 	case LeftEarly:

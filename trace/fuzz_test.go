@@ -1,4 +1,4 @@
-package trace
+package trace_test
 
 import (
 	"bytes"
@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"ftpatch/internal/fuzzing"
+	"ftpatch/model"
+	"ftpatch/symbols"
+	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // FuzzRead writes arbitrary bytes as a trace directory's metadata and one
@@ -43,21 +47,21 @@ func FuzzRead(f *testing.F) {
 			f.Add(meta[:len(meta)/2], b[:len(b)-3])
 		}
 	}
-	whole := streamBytes(1, 200, 300)
-	withModules := goodMeta + "module 4096 4096 8192 150 250 2 2 none - a.so\nmodule 4096 4096 8192 300 0 2 2 none ab12 b.so\nmodule 0 0 1 0 1 0 0 none - c.so\n"
-	graphMeta := strings.Replace(goodMeta, "tracer function", "tracer function_graph", 1)
+	whole := trace.StreamBytes(1, 200, 300)
+	withModules := trace.GoodMeta + "module 4096 4096 8192 150 250 2 2 none - a.so\nmodule 4096 4096 8192 300 0 2 2 none ab12 b.so\nmodule 0 0 1 0 1 0 0 none - c.so\n"
+	graphMeta := strings.Replace(trace.GoodMeta, "tracer function", "tracer function_graph", 1)
 	meta2 := strings.Replace(graphMeta, "format ftrt-trace 3", "format ftrt-trace 2", 1)
 	for _, c := range []struct{ meta, stream string }{
-		{goodMeta, string(whole)},
+		{trace.GoodMeta, string(whole)},
 		{withModules, string(whole)},
-		{graphMeta, string(stream3(7, 1, entryRec(200, 0x1000), exitRec(300)))},
-		{graphMeta, string(stream3(7, 1, everyKind...))},
+		{graphMeta, string(trace.Stream3(7, 1, trace.EntryRec(200, 0x1000), trace.ExitRec(300)))},
+		{graphMeta, string(trace.Stream3(7, 1, trace.EveryKind...))},
 		{meta2, "ftrtrec2\x07\x00\x00\x00\x01\x00\x00\x00" +
 			"\xc8\x00\x00\x00\x00\x00\x00\x40" + "\x00\x10\x00\x00\x00\x00\x00\x00" + // format 2: an entry at 200 of 0x1000
 			"\x2c\x01\x00\x00\x00\x00\x00\x80"}, // its exit at 300
-		{strings.Replace(goodMeta, "ended 1", "ended 0", 1) + "dropped 3\nlost_bytes 8\nlost_threads 1\noverflow 2\nstopped 1\n", string(whole[:len(whole)-2])},
+		{strings.Replace(trace.GoodMeta, "ended 1", "ended 0", 1) + "dropped 3\nlost_bytes 8\nlost_threads 1\noverflow 2\nstopped 1\n", string(whole[:len(whole)-2])},
 		{"", ""},
-		{goodMeta, "ftrtre"},
+		{trace.GoodMeta, "ftrtre"},
 	} {
 		f.Add([]byte(c.meta), []byte(c.stream))
 	}
@@ -75,18 +79,17 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "1-1.trace"), stream, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := Read(dir)
+		tr, err := trace.Read(dir)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), dir+"/") || !(errors.Is(err, ErrFormat) || errors.Is(err, ErrIncomplete)) {
+			if !strings.HasPrefix(err.Error(), dir+"/") || !(errors.Is(err, trace.ErrFormat) || errors.Is(err, trace.ErrIncomplete)) {
 				t.Fatalf("error %q: want ErrFormat or ErrIncomplete naming a file of %s", err, dir)
 			}
 			return
 		}
-		checkTrace(t, tr, stream)
-		syms := &Symbols{}
-		named := &Symbols{funcs: []fsym{{start: 0x100, end: 0x200, name: "f"}}}
-		named.index()
-		syms.mapModules(tr.Meta.Modules, func(md Module) *Symbols {
+		trace.CheckTrace(t, tr, stream)
+		syms := &symbols.Table{}
+		named := symbols.New([]symbols.Func{{Start: 0x100, End: 0x200, Name: "f"}})
+		syms.MapModules(tr.Meta.Modules, func(md trace.Module) *symbols.Table {
 			if md.Path == "a.so" {
 				return named
 			}
@@ -97,19 +100,19 @@ func FuzzRead(f *testing.F) {
 		limit := 64*len(stream) + 4096
 		var out bytes.Buffer
 		if tr.Meta.Tracer == "function_graph" {
-			threads := Graph(tr, syms)
-			if err := WriteGraph(&out, tr, threads); err != nil {
+			threads := model.Graph(tr, syms)
+			if err := views.WriteTrees(&out, tr, threads); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteStats(&out, tr, Stats(Filter{Depth: 3, Threshold: 1}.Apply(threads))); err != nil {
+			if err := views.WriteStats(&out, tr, model.Stats(model.Apply(trace.Filter{Depth: 3, Threshold: 1}, threads))); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			events := Events(tr, syms)
-			if err := WriteReplay(&out, tr, events); err != nil {
+			events := model.Events(tr, syms)
+			if err := views.WriteEvents(&out, tr, events); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteReport(&out, tr, Counts(events), len(events)); err != nil {
+			if err := views.WriteCounts(&out, tr, model.Counts(events), len(events)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -134,46 +137,4 @@ func readSeed(f *testing.F, path string) []byte {
 		f.Fatalf("%s: %d bytes, %v: a seed is at most %d bytes", path, len(b), err, most)
 	}
 	return b
-}
-
-// checkTrace checks the invariants of a trace Read returned whose one
-// stream was stream.
-func checkTrace(t *testing.T, tr *Trace, stream []byte) {
-	t.Helper()
-	m := &tr.Meta
-	size := len(stream)
-	if m.Format != format && m.Format != format2 || (m.Tracer != "function" && m.Tracer != "function_graph") {
-		t.Fatalf("read metadata of format %q, tracer %q", m.Format, m.Tracer)
-	}
-	if len(m.Modules) > maxModules {
-		t.Fatalf("%d modules", len(m.Modules))
-	}
-	for _, md := range m.Modules {
-		if md.Lo > md.Hi || md.Path == "" {
-			t.Fatalf("module %+v", md)
-		}
-	}
-	if len(tr.Streams) > 1 {
-		t.Fatalf("%d streams from one file", len(tr.Streams))
-	}
-	for _, s := range tr.Streams {
-		if 16+8*len(s.Records) > size {
-			t.Fatalf("%d records from a stream of %d bytes", len(s.Records), size)
-		}
-		// Format 2: a timestamp of 62 bits, and no record of zeros (its
-		// first word would be 0). Format 3's clock has 64 bits, which a
-		// TIME sets to anything.
-		if bytes.HasPrefix(stream, []byte(magic2)) {
-			for _, r := range s.Records {
-				if r.TS > tsMask || r.TS == 0 && r.Info == 0 && r.IP == 0 {
-					t.Fatalf("record %+v", r)
-				}
-			}
-		}
-	}
-	for _, w := range tr.Warnings() {
-		if !strings.HasPrefix(w.Error(), tr.Dir+": ") {
-			t.Fatalf("warning %q does not name %s", w, tr.Dir)
-		}
-	}
 }

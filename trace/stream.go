@@ -220,3 +220,15 @@ func (t *Trace) EachRecord(i int, fn func([]Record)) error {
 		fn(recs)
 	}
 }
+
+// Each hands stream i's records to fn: those Read read, when it did (or
+// those a synthetic Trace holds, with no directory), else the file's, a
+// batch at a time as EachRecord does. The model's in-memory trees read
+// through it.
+func (t *Trace) Each(i int, fn func([]Record)) error {
+	if recs := t.Streams[i].Records; recs != nil || t.Dir == "" {
+		fn(recs)
+		return nil
+	}
+	return t.EachRecord(i, fn)
+}

@@ -1,6 +1,7 @@
 // Package trace reads the trace directory the runtime writes (the one
-// reader every command uses) and names the addresses in it from the
-// traced executable's symbol table.
+// reader every command uses): its metadata, each thread's stream a chunk
+// at a time, and, through a Filter, each thread's calls. What names the
+// addresses (package symbols) comes after it, through Naming.
 //
 // A trace directory holds `meta` (key value lines) and one stream per
 // thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec3", pid and tid
@@ -246,6 +247,11 @@ func (r Record) Kind() Kind { return Kind(r.Info >> 62) }
 
 // ctxMark marks a context switch: an Entry whose site word has it set.
 const ctxMark = 1 << 63
+
+// ContextMark is ctxMark for those who write records (tests, synthetic
+// traces): a Record is a context switch when it is an Entry whose IP is
+// ContextMark | the context's id.
+const ContextMark = ctxMark
 
 // Context says whether the record is a context switch rather than a
 // call: from here on the thread runs in the context it names (made by

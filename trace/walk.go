@@ -59,17 +59,37 @@ func match(globs []string, name string) bool {
 	return false
 }
 
-// A sink receives one context's kept calls, in order: each enter is
-// closed by one close, innermost first.
-type sink interface {
-	// enter: a kept call of fn began at ns, depth levels deep (1: a
+// A Namer names a trace's run-time addresses as they were when a record
+// was made (ts, the record's time: a shared object may have been mapped
+// there then and not later). The reader asks it for the function of each
+// call it walks; symbols.Table gives one. One per goroutine: it may
+// remember names without a lock.
+type Namer interface {
+	FuncAt(addr, ts uint64) string   // the function holding addr, or the bare address
+	NameAt(addr, ts uint64) string   // function+0xoff, or the bare address
+	SourceAt(addr, ts uint64) string // its function's source file:line, or ""
+}
+
+// Naming gives each goroutine reading a trace a Namer of its own: what
+// the reader takes to name calls, so that it needs nothing from the
+// package that reads symbol tables (which comes after it).
+type Naming interface {
+	Namer() Namer
+}
+
+// A Sink receives one context's kept calls from a Walker, in order:
+// each Enter is closed by one Close, innermost first. What the model
+// sums and what replay prints are sinks: the walk and its filters are
+// the reader's, once.
+type Sink interface {
+	// Enter: a kept call of fn began at ns, depth levels deep (1: a
 	// root); src is its source position when the walk was asked for
 	// them (Filter.Source), else "".
-	enter(fn, src string, ns float64, depth int)
-	// close: the innermost kept call ended at ns, how says how (Exit,
-	// Unwound, or Open: still running at the thread's last event),
-	// having begun at start.
-	close(how EndKind, fn string, start, ns float64)
+	Enter(fn, src string, ns float64, depth int)
+	// Close: the innermost kept call ended at ns, how says how
+	// (Returned, LeftEarly, or Running: still running at the thread's
+	// last event), having begun at start.
+	Close(how EndKind, fn string, start, ns float64)
 }
 
 // An EndKind says how a graphed call ended.
@@ -92,28 +112,36 @@ type frame struct {
 	hide  bool
 }
 
-// walker turns one thread's graph records into its contexts' kept calls.
-type walker struct {
-	t      *Trace
-	names  *Namer
+// A Walker turns one thread's graph records into its contexts' kept
+// calls, through a Filter, handing them to the Sink of each context: the
+// one walk that replay, report and the views share. It keeps the open
+// calls of each context, so its memory is bounded by their depth.
+type Walker struct {
+	m      *Meta
+	names  Namer
 	f      *Filter
 	stacks map[uint64][]frame // the other contexts' open calls
 	stack  []frame            // the current context's
 	ctx    uint64
-	sinks  func(ctx uint64) sink // nil: the context is not wanted
-	cur    sink
+	sinks  func(ctx uint64) Sink // nil: the context is not wanted
+	cur    Sink
 	last   float64 // ns of the thread's last event
 }
 
-func newWalker(t *Trace, names *Namer, f *Filter, sinks func(ctx uint64) sink) *walker {
-	w := &walker{t: t, names: names, f: f, stacks: map[uint64][]frame{}, sinks: sinks}
+// NewWalker returns a Walker of a thread of the trace whose metadata is
+// m (its clock converts times to ns), naming calls with names (nil when
+// only Push and Pop are used: a walk of calls already named), keeping
+// what f keeps, and handing each context's kept calls to sinks(ctx)
+// (nil: the context is not wanted).
+func NewWalker(m *Meta, names Namer, f *Filter, sinks func(ctx uint64) Sink) *Walker {
+	w := &Walker{m: m, names: names, f: f, stacks: map[uint64][]frame{}, sinks: sinks}
 	w.cur = sinks(0)
 	return w
 }
 
-// records walks a batch of a stream's records.
-func (w *walker) records(recs []Record) {
-	m := &w.t.Meta
+// Records walks a batch of a stream's records.
+func (w *Walker) Records(recs []Record) {
+	m := w.m
 	for _, r := range recs {
 		ns := m.Nanos(r.TS)
 		w.last = ns
@@ -130,17 +158,19 @@ func (w *walker) records(recs []Record) {
 			if w.f.Source {
 				src = w.names.SourceAt(r.IP, r.TS)
 			}
-			w.push(w.names.FuncAt(r.IP, r.TS), src, ns)
+			w.Push(w.names.FuncAt(r.IP, r.TS), src, ns)
 		case Exit:
-			w.pop(Returned, ns)
+			w.Pop(Returned, ns)
 		case Unwound:
-			w.pop(LeftEarly, ns)
+			w.Pop(LeftEarly, ns)
 		}
 	}
 }
 
-// push opens a call of fn at ns in the current context.
-func (w *walker) push(fn, src string, ns float64) {
+// Push opens a call of fn at ns in the current context (src: its source
+// position, or ""): what Records does for an Entry, and a walk of calls
+// already named (a call tree's) does itself.
+func (w *Walker) Push(fn, src string, ns float64) {
 	st := w.stack
 	fr := frame{fn: fn, start: ns}
 	var parent *frame
@@ -167,13 +197,14 @@ func (w *walker) push(fn, src string, ns float64) {
 		fr.depth++
 	}
 	if fr.kept {
-		w.cur.enter(fn, src, ns, fr.depth)
+		w.cur.Enter(fn, src, ns, fr.depth)
 	}
 	w.stack = append(st, fr)
 }
 
-// pop closes the innermost call of the current context at ns.
-func (w *walker) pop(how EndKind, ns float64) {
+// Pop closes the innermost call of the current context at ns, how says
+// how: what Records does for an Exit or Unwound.
+func (w *Walker) Pop(how EndKind, ns float64) {
 	st := w.stack
 	if len(st) == 0 {
 		return // its entry was before tracing began
@@ -181,33 +212,46 @@ func (w *walker) pop(how EndKind, ns float64) {
 	fr := st[len(st)-1]
 	w.stack = st[:len(st)-1]
 	if fr.kept && w.cur != nil {
-		w.cur.close(how, fr.fn, fr.start, ns)
+		w.cur.Close(how, fr.fn, fr.start, ns)
 	}
 }
 
-// end closes every call still open, in every context, at the thread's
+// End closes every call still open, in every context, at the thread's
 // last event.
-func (w *walker) end() {
+func (w *Walker) End() {
 	w.stacks[w.ctx] = w.stack
 	w.stack = nil
 	for ctx, st := range w.stacks {
 		s := w.sinks(ctx)
 		for i := len(st) - 1; i >= 0; i-- {
 			if st[i].kept && s != nil {
-				s.close(Running, st[i].fn, st[i].start, w.last)
+				s.Close(Running, st[i].fn, st[i].start, w.last)
 			}
 		}
 	}
 	w.stacks = map[uint64][]frame{}
 }
 
-// walkStream walks stream i of t through a walker, each context's kept
+// WalkStream walks stream i of t through a Walker, each context's kept
 // calls to the sink sinks gives for it (nil: not wanted).
-func (t *Trace) walkStream(i int, names *Namer, f *Filter, sinks func(ctx uint64) sink) error {
-	w := newWalker(t, names, f, sinks)
-	if err := t.EachRecord(i, w.records); err != nil {
+func (t *Trace) WalkStream(i int, names Namer, f *Filter, sinks func(ctx uint64) Sink) error {
+	w := NewWalker(&t.Meta, names, f, sinks)
+	if err := t.EachRecord(i, w.Records); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	return nil
+}
+
+// CallKept says whether the function tracer's call of fn at ns is
+// kept: Funcs and Hide match the function itself (the function tracer
+// has no callees to follow), TimeFrom and TimeTo its time.
+func (f *Filter) CallKept(fn string, ns float64) bool {
+	switch {
+	case f.Until && ns > f.TimeTo, ns < f.TimeFrom:
+		return false
+	case len(f.Funcs) > 0 && !match(f.Funcs, fn):
+		return false
+	}
+	return len(f.Hide) == 0 || !match(f.Hide, fn)
 }

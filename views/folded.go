@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"ftpatch/model"
 )
 
 // Folded writes the folded stacks of the trace, what flamegraph.pl,
@@ -28,25 +30,25 @@ func Folded(w io.Writer, in Input, opt Options) error {
 	root := callTree(in, opt.PerThread)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var path []byte
-	var walk func(n *node)
-	walk = func(n *node) {
+	var walk func(n *model.Path)
+	walk = func(n *model.Path) {
 		mark := len(path)
 		if mark > 0 {
 			path = append(path, ';')
 		}
-		path = append(path, n.fn...)
+		path = append(path, n.Func...)
 		if weight := foldedWeight(n, opt.SampleCount); weight > 0 {
 			line := append(path, ' ')
 			line = strconv.AppendUint(line, weight, 10)
 			bw.Write(append(line, '\n'))
 			path = line[:len(path)]
 		}
-		for _, c := range n.byName() {
+		for _, c := range n.ByName() {
 			walk(c)
 		}
 		path = path[:mark]
 	}
-	for _, c := range root.byName() {
+	for _, c := range root.ByName() {
 		walk(c)
 	}
 	return bw.Flush()
@@ -54,9 +56,9 @@ func Folded(w io.Writer, in Input, opt Options) error {
 
 // foldedWeight is a path's weight in folded stacks: its calls, or its
 // self time rounded to whole ns.
-func foldedWeight(n *node, calls bool) uint64 {
+func foldedWeight(n *model.Path, calls bool) uint64 {
 	if calls {
-		return uint64(n.calls)
+		return uint64(n.Calls)
 	}
-	return uint64(math.Round(n.self))
+	return uint64(math.Round(n.Self))
 }

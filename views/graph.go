@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"ftpatch/funclist"
-	"ftpatch/trace"
+	"ftpatch/model"
 )
 
 // Graph writes the trace's call graph as `uftrace graph` does: the calls
@@ -42,15 +42,15 @@ func Graph(w io.Writer, in Input, opt Options) error {
 		return ErrNoGraph
 	}
 	root := callTree(in, false)
-	root.fn = program(in.Meta)
-	root.calls = 1
-	for _, c := range root.children {
-		root.total += c.total
+	root.Func = program(in.Meta)
+	root.Calls = 1
+	for _, c := range root.Children {
+		root.Total += c.Total
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	title := fmt.Sprintf("pid %d", in.Meta.Pid)
 	if opt.Func == "" {
-		fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", root.fn, title)
+		fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", root.Func, title)
 		writeGraph(bw, root)
 		return bw.Flush()
 	}
@@ -58,40 +58,40 @@ func Graph(w io.Writer, in Input, opt Options) error {
 	// The outermost calls of Func, and the paths to them.
 	type hit struct {
 		path []string
-		n    *node
+		n    *model.Path
 	}
 	var hits []hit
 	var names map[string]bool
 	var path []string
-	var find func(n *node)
-	find = func(n *node) {
-		path = append(path, n.fn)
+	var find func(n *model.Path)
+	find = func(n *model.Path) {
+		path = append(path, n.Func)
 		defer func() { path = path[:len(path)-1] }()
-		if n.fn == opt.Func {
+		if n.Func == opt.Func {
 			hits = append(hits, hit{slices.Clone(path), n})
 			return
 		}
-		names[n.fn] = true
-		for _, c := range n.children {
+		names[n.Func] = true
+		for _, c := range n.Children {
 			find(c)
 		}
 	}
 	names = map[string]bool{}
-	for _, c := range root.children {
+	for _, c := range root.Children {
 		find(c)
 	}
 	if len(hits) == 0 {
 		return noFunc(opt.Func, names)
 	}
-	sub := &node{fn: opt.Func}
+	sub := &model.Path{Func: opt.Func}
 	for _, h := range hits {
-		sub.add(h.n)
-		sub.merge(h.n)
+		sub.Add(h.n)
+		sub.Merge(h.n)
 	}
 	fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", opt.Func, title)
 	fmt.Fprintf(bw, "=============== BACKTRACE ===============\n")
 	for i, h := range hits {
-		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.calls, trace.FormatDuration(h.n.total))
+		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.Calls, FormatDuration(h.n.Total))
 		for k, fn := range h.path {
 			fmt.Fprintf(bw, "   [%d] %s\n", k, fn)
 		}
@@ -134,7 +134,7 @@ func joinOr(names []string) string {
 // callee, each callee branching off with "+-", a line holding only the
 // columns between two callees; a single callee continues below its
 // caller, unbranched.
-func writeGraph(w *bufio.Writer, root *node) {
+func writeGraph(w *bufio.Writer, root *model.Path) {
 	fmt.Fprintf(w, "========== FUNCTION CALL GRAPH ==========\n")
 	fmt.Fprintf(w, "# TOTAL TIME   FUNCTION\n")
 	// columns[i]: whether the i-th column still has a callee to come.
@@ -161,33 +161,33 @@ func writeGraph(w *bufio.Writer, root *node) {
 			}
 		}
 	}
-	var walk func(n, parent *node, last, branch bool)
-	walk = func(n, parent *node, last, branch bool) {
+	var walk func(n, parent *model.Path, last, branch bool)
+	walk = func(n, parent *model.Path, last, branch bool) {
 		depth := len(columns)
 		w.WriteString("  ")
-		w.WriteString(trace.FormatDuration(n.total))
+		w.WriteString(FormatDuration(n.Total))
 		w.WriteString(" : ")
 		indent(branch)
-		fmt.Fprintf(w, "(%d) %s", n.calls, n.fn)
-		if n.unwound > 0 {
-			fmt.Fprintf(w, " [%d unwound]", n.unwound)
+		fmt.Fprintf(w, "(%d) %s", n.Calls, n.Func)
+		if n.Unwound > 0 {
+			fmt.Fprintf(w, " [%d unwound]", n.Unwound)
 		}
-		if n.open > 0 {
-			fmt.Fprintf(w, " [%d open]", n.open)
+		if n.Open > 0 {
+			fmt.Fprintf(w, " [%d open]", n.Open)
 		}
 		w.WriteString("\n")
-		fork := len(n.children) > 1
+		fork := len(n.Children) > 1
 		if fork {
 			columns = append(columns, true)
 		}
 		// The last callee of a fork closes its caller's column: nothing
 		// below it hangs from that fork.
-		if last && parent != nil && len(parent.children) > 1 && depth > 0 {
+		if last && parent != nil && len(parent.Children) > 1 && depth > 0 {
 			columns[depth-1] = false
 		}
-		for i, c := range n.children {
-			walk(c, n, i == len(n.children)-1, fork)
-			if i < len(n.children)-1 {
+		for i, c := range n.Children {
+			walk(c, n, i == len(n.Children)-1, fork)
+			if i < len(n.Children)-1 {
 				w.WriteString("             : ")
 				indent(false)
 				w.WriteString("\n")

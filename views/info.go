@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"ftpatch/runtime/abi"
-	"ftpatch/trace"
 )
 
 // Info writes what the trace is, a "key: value" line each: the program
@@ -47,7 +46,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("clock", "%s", or(m.Clock, "not recorded"))
 	}
 	kv("started", "%d ns on CLOCK_MONOTONIC", m.MonoStart)
-	kv("duration", "%s", strings.TrimSpace(trace.FormatDuration(m.Nanos(m.TSCEnd))))
+	kv("duration", "%s", strings.TrimSpace(FormatDuration(m.Nanos(m.TSCEnd))))
 	if m.Unended {
 		kv("ended", "no: the program did not end through exit or _exit (killed by a signal?); the trace ends at its last event")
 	} else {
@@ -78,10 +77,10 @@ func Info(w io.Writer, in Input, opt Options) error {
 	for _, md := range m.Modules {
 		when := "loaded before tracing began"
 		if md.Load != 0 {
-			when = "loaded at " + strings.TrimSpace(trace.FormatDuration(m.Nanos(md.Load)))
+			when = "loaded at " + strings.TrimSpace(FormatDuration(m.Nanos(md.Load)))
 		}
 		if md.Unload != 0 {
-			when += ", unloaded at " + strings.TrimSpace(trace.FormatDuration(m.Nanos(md.Unload)))
+			when += ", unloaded at " + strings.TrimSpace(FormatDuration(m.Nanos(md.Unload)))
 		}
 		kv("module", "%s: build-id %s, bias 0x%x, %s; %d sites, %d traced; config %s",
 			md.Path, or(md.BuildID, "none"), md.Bias, when, md.Sites, md.Enabled, md.Config)
@@ -116,7 +115,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 		}
 		span := ""
 		if n > 0 {
-			span = fmt.Sprintf(", from %s to %s", strings.TrimSpace(trace.FormatDuration(first)), strings.TrimSpace(trace.FormatDuration(last)))
+			span = fmt.Sprintf(", from %s to %s", strings.TrimSpace(FormatDuration(first)), strings.TrimSpace(FormatDuration(last)))
 		}
 		extra := ""
 		if unwound > 0 {

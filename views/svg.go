@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"ftpatch/trace"
+	"ftpatch/model"
 )
 
 // The flame graph's geometry, in px.
@@ -43,7 +43,7 @@ func SVG(w io.Writer, in Input, opt Options) error {
 		return ErrNoDurations
 	}
 	root := callTree(in, opt.PerThread)
-	root.fn = "all"
+	root.Func = "all"
 	whole := svgWeights(root, opt.SampleCount)
 	g := flameGraph{w: bufio.NewWriterSize(w, 64<<10), calls: opt.SampleCount, whole: whole}
 	if whole > 0 {
@@ -75,15 +75,15 @@ func SVG(w io.Writer, in Input, opt Options) error {
 // its own (self time, or calls) plus its callees', so that a frame is
 // exactly as wide as what stands on it and its own part. It returns the
 // root's.
-func svgWeights(n *node, calls bool) float64 {
-	own := n.self
+func svgWeights(n *model.Path, calls bool) float64 {
+	own := n.Self
 	if calls {
-		own = float64(n.calls)
+		own = float64(n.Calls)
 	}
-	for _, c := range n.children {
+	for _, c := range n.Children {
 		own += svgWeights(c, calls)
 	}
-	n.total = own
+	n.Total = own
 	return own
 }
 
@@ -98,10 +98,10 @@ type flameGraph struct {
 
 // depth is the number of levels above n that are drawn (frames at least
 // svgMinWidth wide).
-func (g *flameGraph) depth(n *node) int {
+func (g *flameGraph) depth(n *model.Path) int {
 	d := 0
-	for _, c := range n.children {
-		if c.total*g.scale >= svgMinWidth {
+	for _, c := range n.Children {
+		if c.Total*g.scale >= svgMinWidth {
 			d = max(d, 1+g.depth(c))
 		}
 	}
@@ -109,36 +109,36 @@ func (g *flameGraph) depth(n *node) int {
 }
 
 // frames draws n's frame at level depth, from x, and those above it.
-func (g *flameGraph) frames(n *node, depth int, x float64) {
-	width := n.total * g.scale
+func (g *flameGraph) frames(n *model.Path, depth int, x float64) {
+	width := n.Total * g.scale
 	if width < svgMinWidth {
 		return
 	}
 	y := g.bottom - (depth+1)*svgFrame
 	pct := 100.0
 	if g.whole > 0 {
-		pct = 100 * n.total / g.whole
+		pct = 100 * n.Total / g.whole
 	}
 	var what string
 	switch {
 	case depth == 0 && g.calls:
-		what = plural(int(n.total), "call", "calls")
+		what = plural(int(n.Total), "call", "calls")
 	case depth == 0:
-		what = strings.TrimSpace(trace.FormatDuration(n.total))
+		what = strings.TrimSpace(FormatDuration(n.Total))
 	case g.calls:
-		what = fmt.Sprintf("%s here and above (%.2f%%), %d here", plural(int(n.total), "call", "calls"), pct, n.calls)
+		what = fmt.Sprintf("%s here and above (%.2f%%), %d here", plural(int(n.Total), "call", "calls"), pct, n.Calls)
 	default:
-		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(trace.FormatDuration(n.total)), pct, plural(n.calls, "call", "calls"))
+		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(FormatDuration(n.Total)), pct, plural(n.Calls, "call", "calls"))
 	}
 	fmt.Fprintf(g.w, "<g><title>%s: %s</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
-		xmlText(n.fn), what, svgPad+x, y, width, svgFrame-1, frameColour(n.fn))
-	if label := clip(n.fn, width); label != "" {
+		xmlText(n.Func), what, svgPad+x, y, width, svgFrame-1, frameColour(n.Func))
+	if label := clip(n.Func, width); label != "" {
 		fmt.Fprintf(g.w, "<text x=\"%.2f\" y=\"%d\">%s</text>", svgPad+x+3, y+svgFrame-4, xmlText(label))
 	}
 	g.w.WriteString("</g>\n")
-	for _, c := range n.byName() {
+	for _, c := range n.ByName() {
 		g.frames(c, depth+1, x)
-		x += c.total * g.scale
+		x += c.Total * g.scale
 	}
 }
 

@@ -1,27 +1,34 @@
-// Package views writes the views people open of a trace: Chrome's
+// Package views writes every output made of a trace: replay's text (the
+// call graph, or the calls in time order), report's tables (per
+// function, per thread, and the diff of two traces), Chrome's
 // trace-event JSON and Perfetto's protobuf (timelines), folded stacks and
 // an SVG flame graph (where the time goes), the aggregated call graph
 // (uftrace graph's shape) and what the trace is (info).
 //
 // Every view reads the same Input: each thread's calls as a stream of
-// events, and writes its output as it reads them. What a view keeps is
-// bounded by the depth of nesting (the open calls of the thread being
-// read) and by the number of distinct functions and call paths, never by
-// the number of calls: a trace larger than memory can be viewed. How the
-// events are read (the trace's format, its reader) is not the views'
-// concern: Input is all they see.
+// events (and, for replay and report, the reader they walk through the
+// model themselves), and writes its output as it reads them. What a view
+// keeps is bounded by the depth of nesting (the open calls of the thread
+// being read) and by the number of distinct functions and call paths,
+// never by the number of calls: a trace larger than memory can be
+// viewed. How the events are read (the trace's format) is the reader's
+// concern (package trace), naming them the symbols' (package symbols),
+// summing them the model's (package model).
 //
-// One function per view, each writing to an io.Writer: Chrome, Perfetto,
-// Folded, SVG, Graph, Info.
+// One function per view, each writing to an io.Writer: Replay, Report,
+// Diff, Chrome, Perfetto, Folded, SVG, Graph, Info; Write chooses one by
+// its name, from one table (a new view is a function and a line there).
 package views
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"path/filepath"
 
+	"ftpatch/model"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
@@ -49,10 +56,18 @@ type Event = trace.CallEvent
 // themselves and not with the thread's other calls.
 type Thread = trace.ThreadCalls
 
-// Input is what every view reads: the trace's metadata and its threads.
+// Input is what every view reads: the trace's metadata and its threads;
+// replay and report, which read the streams their own way (replay's
+// threads printed in parallel, report's summed in parallel, a function
+// trace's calls merged by time), read them from Trace, named by Names,
+// through Filter.
 type Input struct {
 	Meta    *trace.Meta      // the trace's metadata
 	Threads iter.Seq[Thread] // threads in (pid, tid, context) order; each Thread's Events may be iterated once
+
+	Trace  *trace.Trace  // the trace opened (replay, report, diff)
+	Names  trace.Naming  // what names its addresses (replay, report, diff)
+	Filter *trace.Filter // the calls kept (replay, report, diff)
 }
 
 // Options are what the views take besides their Input; each view reads
@@ -63,8 +78,18 @@ type Options struct {
 	// needs.
 	SampleCount bool
 	// PerThread keeps each thread's stacks apart: a first frame names
-	// the thread ("thread 123", "thread 123 context 2").
+	// the thread ("thread 123", "thread 123 context 2"); Report prints
+	// a table per thread.
 	PerThread bool
+	// Sort orders Report's rows (model.SortStats: "total", "self",
+	// "calls", "avg", "min", "max" or "name"); Avg gives each
+	// function's average, shortest and longest call instead of its self
+	// time.
+	Sort string
+	Avg  bool
+	// Against is the trace Diff compares Input with (after, Input
+	// before), named in its heading by its directory.
+	Against *Input
 	// Func roots the call graph at every call of this function, with
 	// the paths that called it (Graph).
 	Func string
@@ -75,6 +100,33 @@ type Options struct {
 	// Beside are the trace directories of processes that started while
 	// this one's ran (DIR.PID), for Info to name.
 	Beside []string
+}
+
+// ErrUnknownView: Write was asked for a view it does not have.
+var ErrUnknownView = errors.New("unknown view")
+
+// byName are the views by the names the commands choose them by: the one
+// table of them.
+var byName = map[string]func(io.Writer, Input, Options) error{
+	"replay":      Replay,
+	"report":      Report,
+	"diff":        Diff,
+	"chrome":      func(w io.Writer, in Input, _ Options) error { return Chrome(w, in) },
+	"perfetto":    func(w io.Writer, in Input, _ Options) error { return Perfetto(w, in) },
+	"flame-graph": Folded,
+	"svg":         SVG,
+	"graph":       Graph,
+	"info":        Info,
+}
+
+// Write writes the view named view of in to w: the one switch between
+// the views, which the commands use. An unknown name is ErrUnknownView.
+func Write(w io.Writer, view string, in Input, opt Options) error {
+	write := byName[view]
+	if write == nil {
+		return fmt.Errorf("%w %q", ErrUnknownView, view)
+	}
+	return write(w, in, opt)
 }
 
 // ErrNoDurations: the view weighs calls by time, and a function trace
@@ -119,56 +171,14 @@ func program(m *trace.Meta) string {
 	return filepath.Base(m.Exe)
 }
 
-// A frame is an open call of the thread being read.
-type frame struct {
-	fn    string
-	start float64 // ns
-	inner float64 // ns spent in its callees that returned (or were left)
-	node  *node   // its place in a call tree, for the views that build one
-}
-
-// A stack is a thread's open calls, innermost last: what every view
-// keeps while it reads a thread, bounded by the depth of nesting.
-type stack []frame
-
-// pop closes the innermost call at ns and returns it with its duration;
-// the caller's time in callees grows by it. ok is false when no call is
-// open: an exit whose entry was not in the trace.
-func (s *stack) pop(ns float64) (f frame, dur float64, ok bool) {
-	n := len(*s)
-	if n == 0 {
-		return frame{}, 0, false
+// callTree is the call graph of in's threads (model.CallGraph), with
+// perThread each thread's paths below a Path named for it (threadName).
+func callTree(in Input, perThread bool) *model.Path {
+	var name func(Thread) string
+	if perThread {
+		name = threadName
 	}
-	f = (*s)[n-1]
-	*s = (*s)[:n-1]
-	dur = max(ns-f.start, 0)
-	if n > 1 {
-		(*s)[n-2].inner += dur
-	}
-	return f, dur, true
-}
-
-// closing says whether an event closes the innermost open call.
-func closing(k Kind) bool { return k == Exit || k == Unwound || k == Open }
-
-// events yields a thread's events, and after them an Open for every
-// call still open (one the reader did not close), at the thread's last
-// event: every view can then count on each Enter being closed.
-func events(th Thread, open func() int) iter.Seq[Event] {
-	return func(yield func(Event) bool) {
-		var last float64
-		for ev := range th.Events {
-			last = ev.NS
-			if !yield(ev) {
-				return
-			}
-		}
-		for open() > 0 {
-			if !yield(Event{Kind: Open, NS: last}) {
-				return
-			}
-		}
-	}
+	return model.CallGraph(in.Threads, in.Meta.Contexts > 0, name)
 }
 
 // checkEvery is how many events a streaming view writes between checks
@@ -187,19 +197,19 @@ func failed(w *bufio.Writer) error {
 // what ended it ("", "unwound" or "open"), instant at each call of a
 // function trace. It stops early when w has failed.
 func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64)) error {
-	var st stack
+	var st model.Stack
 	n := 0
-	for ev := range events(th, func() int { return len(st) }) {
+	for ev := range model.Closed(th, func() int { return len(st) }) {
 		switch {
 		case ev.Kind == Enter:
-			st = append(st, frame{fn: ev.Func, start: ev.NS})
+			st = append(st, model.Frame{Func: ev.Func, Start: ev.NS})
 			if begin != nil {
 				begin(ev.Func, ev.NS)
 			}
 		case ev.Kind == Call:
 			instant(ev.Func, ev.NS)
-		case closing(ev.Kind):
-			f, _, ok := st.pop(ev.NS)
+		case ev.Kind.Ends():
+			f, _, ok := st.Pop(ev.NS)
 			if !ok {
 				continue // its entry was not in the trace
 			}
@@ -210,7 +220,7 @@ func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end fu
 			case Open:
 				note = "open"
 			}
-			end(f.fn, f.start, max(ev.NS, f.start), note)
+			end(f.Func, f.Start, max(ev.NS, f.Start), note)
 		}
 		if n++; n%checkEvery == 0 && failed(w) != nil {
 			break

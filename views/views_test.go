@@ -568,3 +568,33 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	*c += countWriter(len(p))
 	return len(p), nil
 }
+
+// TestWrite: Write chooses each view by its name, the one the function
+// of that name writes, and refuses a name no view has.
+func TestWrite(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(io.Writer, views.Input, views.Options) error
+	}{
+		{"chrome", func(w io.Writer, in views.Input, _ views.Options) error { return views.Chrome(w, in) }},
+		{"perfetto", func(w io.Writer, in views.Input, _ views.Options) error { return views.Perfetto(w, in) }},
+		{"flame-graph", views.Folded},
+		{"svg", views.SVG},
+		{"graph", views.Graph},
+		{"info", views.Info},
+	} {
+		var got, want bytes.Buffer
+		if err := views.Write(&got, c.name, known(), views.Options{}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := c.write(&want, known(), views.Options{}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("Write(%q) wrote %d bytes, differing from the view's %d", c.name, got.Len(), want.Len())
+		}
+	}
+	if err := views.Write(io.Discard, "bogus", known(), views.Options{}); !errors.Is(err, views.ErrUnknownView) || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("Write of an unknown view: %v, want ErrUnknownView naming it", err)
+	}
+}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"ftpatch/symbols"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
 
 // input is the views' Input of a trace: each thread's calls the filter
-// keeps, read from its stream as the view goes (trace.Threads); a
-// stream that cannot be read ends the input, its error in *err.
-func input(t *trace.Trace, syms *trace.Symbols, f *trace.Filter, err *error) views.Input {
-	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err)}
+// keeps, read from its stream as the view goes (trace.Threads), and the
+// trace, its names and the filter for the views that read its streams
+// their own way (replay, report); a stream that cannot be read ends the
+// input, its error in *err.
+func input(t *trace.Trace, syms *symbols.Table, f *trace.Filter, err *error) views.Input {
+	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err), Trace: t, Names: syms, Filter: f}
 }

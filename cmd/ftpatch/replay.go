@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -9,15 +10,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/model"
 	"ftpatch/progress"
+	"ftpatch/symbols"
 	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // A loaded trace: the directory opened, the symbols of the process it
 // traced, and the warnings already said about it.
 type loaded struct {
 	t      *trace.Trace
-	syms   *trace.Symbols
+	syms   *symbols.Table
 	warned map[string]bool
 	stderr io.Writer
 	// The progress bar's goroutine: stop tells it to end, it closes
@@ -39,7 +43,7 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	}
 	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.warn()
-	syms, warns, err := trace.LoadProcess(&t.Meta, exe)
+	syms, warns, err := symbols.LoadProcess(&t.Meta, exe)
 	if err != nil {
 		return nil, err
 	}
@@ -236,11 +240,9 @@ a warning on stderr, and the exit status is still 0.`,
 			if err != nil {
 				return err
 			}
-			if l.t.Meta.Tracer == "function_graph" {
-				err = trace.WriteReplayGraph(stdout, l.t, l.syms, &f)
-			} else {
-				err = trace.WriteReplayCalls(stdout, l.t, l.syms, &f)
-			}
+			var readErr error
+			err = writeView(stdout, "replay", input(l.t, l.syms, &f, &readErr), views.Options{})
+			err = cmp.Or(readErr, err)
 			if srcline {
 				for _, e := range l.syms.SourceErrors() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "ftpatch: warning: %v\n", e)
@@ -287,34 +289,20 @@ still 0.`,
 			if err != nil {
 				return err
 			}
-			if err := trace.SortStats(nil, sortBy); err != nil {
+			if err := model.SortStats(nil, sortBy); err != nil {
 				return usage(fmt.Errorf("--sort: %w", err))
 			}
 			l, err := load(args, exe, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			graph := l.t.Meta.Tracer == "function_graph"
-			switch {
-			case diff != "":
-				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, sortBy))
-			case threads:
-				return l.finish(reportThreads(stdout, l, &f, sortBy, avg))
-			case graph:
-				stats, err := trace.ReportGraph(l.t, l.syms, &f)
-				if err == nil {
-					err = trace.SortStats(stats, sortBy)
-				}
-				if err == nil {
-					err = trace.WriteStats(stdout, l.t, stats, avg)
-				}
-				return l.finish(err)
+			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads}
+			if diff != "" {
+				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, opt))
 			}
-			counts, events, err := trace.ReportCalls(l.t, l.syms, &f)
-			if err == nil {
-				err = trace.WriteReport(stdout, l.t, counts, events)
-			}
-			return l.finish(err)
+			var readErr error
+			err = writeView(stdout, "report", input(l.t, l.syms, &f, &readErr), opt)
+			return l.finish(cmp.Or(readErr, err))
 		},
 	}
 	exeFlag(cmd, &exe)
@@ -326,29 +314,8 @@ still 0.`,
 	return cmd
 }
 
-// reportThreads prints a report per thread.
-func reportThreads(w io.Writer, l *loaded, f *trace.Filter, sortBy string, avg bool) error {
-	per, err := trace.ReportThreads(l.t, l.syms, f)
-	if err != nil {
-		return err
-	}
-	for i, th := range per {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
-		if err := trace.SortStats(th.Stats, sortBy); err != nil {
-			return err
-		}
-		if err := trace.WriteStatsTable(w, th.Stats, avg, l.t.Meta.Tracer == "function_graph"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reportDiff prints the per-function change from l's trace to other's.
-func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, sortBy string) error {
+func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, opt views.Options) error {
 	o, err := load([]string{other}, "", stderr)
 	if err != nil {
 		return err
@@ -357,14 +324,9 @@ func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, s
 		o.finish(nil)
 		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
 	}
-	a, err := trace.ReportAll(l.t, l.syms, f)
-	if err != nil {
-		o.finish(nil)
-		return err
-	}
-	b, err := trace.ReportAll(o.t, o.syms, f)
-	if err := o.finish(err); err != nil {
-		return err
-	}
-	return trace.WriteDiff(w, l.t.Dir, other, trace.Diff(a, b), l.t.Meta.Tracer == "function_graph")
+	var readErr, otherErr error
+	against := input(o.t, o.syms, f, &otherErr)
+	opt.Against = &against
+	err = writeView(w, "diff", input(l.t, l.syms, f, &readErr), opt)
+	return o.finish(cmp.Or(readErr, otherErr, err))
 }

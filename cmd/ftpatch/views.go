@@ -3,38 +3,23 @@ package main
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"ftpatch/progress"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
 
-// writeView writes the view named view of in to w: the one switch
-// between the views.
+// writeView writes the view named view of in to w (views.Write, the one
+// switch between the views); an unknown view, or one the trace cannot
+// give, is a usage error.
 func writeView(w io.Writer, view string, in views.Input, opt views.Options) error {
-	var err error
-	switch view {
-	case "chrome":
-		err = views.Chrome(w, in)
-	case "perfetto":
-		err = views.Perfetto(w, in)
-	case "flame-graph":
-		err = views.Folded(w, in, opt)
-	case "svg":
-		err = views.SVG(w, in, opt)
-	case "graph":
-		err = views.Graph(w, in, opt)
-	case "info":
-		err = views.Info(w, in, opt)
-	default:
-		return usage(fmt.Errorf("unknown view %q", view))
-	}
-	if errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
+	err := views.Write(w, view, in, opt)
+	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
 		return usage(err)
 	}
 	return err
@@ -218,7 +203,7 @@ It needs no symbols: the executable need not be there.`,
 			}
 			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside()}
 			var readErr error
-			err = writeView(stdout, "info", input(t, &trace.Symbols{}, &trace.Filter{}, &readErr), opt)
+			err = writeView(stdout, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
 			return cmp.Or(readErr, err)
 		},
 	}

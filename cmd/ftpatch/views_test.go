@@ -10,6 +10,7 @@ import (
 
 	"ftpatch/internal/golden"
 	"ftpatch/internal/viewcheck"
+	"ftpatch/symbols"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -31,7 +32,7 @@ func demoInput(t *testing.T, dir string) views.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, _, err := trace.LoadProcess(&tr.Meta, demoExe)
+	syms, _, err := symbols.LoadProcess(&tr.Meta, demoExe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,13 @@
-package trace
+// Package model holds what a trace's calls add up to, built from the
+// reader's walk (package trace) of the calls it names (package symbols):
+// the call trees of each thread (Graph), the call graph summed per call
+// path (CallGraph), the figures per function (Stats, ReportAll), the
+// calls of a function trace in time order and counted (Events, Counts),
+// and the change between two traces (Diff). It does no I/O of its own
+// and prints nothing: the views write what it holds.
+package model
 
-import (
-	"fmt"
-	"strings"
-)
+import "ftpatch/trace"
 
 // A Node is one graphed call: a function's entry, and its exit if it
 // returned while traced.
@@ -29,21 +33,21 @@ type Thread struct {
 }
 
 // Graph turns a function_graph trace into per-thread call trees, named
-// by syms (the process's, from LoadProcess: each call from the modules
-// mapped when it was recorded). An exit closes the innermost open call of
+// by names (the process's, symbols.LoadProcess: each call from the
+// modules mapped when it was recorded). An exit closes the innermost open call of
 // the context the thread runs in; unwound records close the calls a
 // longjmp left. A thread's calls in each context it ran form a Thread of
 // their own, after its own stack's. The trees are held in memory: the
-// commands walk a trace's calls without them (WriteReplayGraph,
+// commands walk a trace's calls without them (views.ReplayGraph,
 // ReportGraph); Graph is for small traces and tests.
-func Graph(t *Trace, syms *Symbols) []Thread {
+func Graph(t *trace.Trace, names trace.Naming) []Thread {
 	var out []Thread
-	names := syms.Namer()
+	nm := names.Namer()
 	for i := range t.Streams {
 		s := &t.Streams[i]
 		var trees []*treeSink
 		byCtx := map[uint64]*treeSink{}
-		sinks := func(ctx uint64) sink {
+		sinks := func(ctx uint64) trace.Sink {
 			if b := byCtx[ctx]; b != nil {
 				return b
 			}
@@ -52,11 +56,11 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 			trees = append(trees, b)
 			return b
 		}
-		w := newWalker(t, names, &Filter{}, sinks)
-		if err := t.eachRecord(i, w.records); err != nil {
+		w := trace.NewWalker(&t.Meta, nm, &trace.Filter{}, sinks)
+		if err := t.Each(i, w.Records); err != nil {
 			continue // a stream that cannot be read: Read reported it
 		}
-		w.end()
+		w.End()
 		for _, b := range trees {
 			if b.th.Context == 0 || len(b.th.Roots) > 0 {
 				out = append(out, b.th)
@@ -66,22 +70,14 @@ func Graph(t *Trace, syms *Symbols) []Thread {
 	return out
 }
 
-// eachRecord is EachRecord, or the records Read read.
-func (t *Trace) eachRecord(i int, fn func([]Record)) error {
-	if recs := t.Streams[i].Records; recs != nil || t.Dir == "" {
-		fn(recs)
-		return nil
-	}
-	return t.EachRecord(i, fn)
-}
-
 // treeSink builds a context's calls as a tree.
 type treeSink struct {
 	th    Thread
 	stack []*Node
 }
 
-func (b *treeSink) enter(fn, src string, ns float64, depth int) {
+// Enter adds a call to the tree, below the innermost open one.
+func (b *treeSink) Enter(fn, src string, ns float64, depth int) {
 	n := &Node{Func: fn, Start: ns, End: ns}
 	if k := len(b.stack); k > 0 {
 		b.stack[k-1].Children = append(b.stack[k-1].Children, n)
@@ -91,15 +87,17 @@ func (b *treeSink) enter(fn, src string, ns float64, depth int) {
 	b.stack = append(b.stack, n)
 }
 
-func (b *treeSink) close(how EndKind, fn string, start, ns float64) {
+// Close ends the innermost open call.
+func (b *treeSink) Close(how trace.EndKind, fn string, start, ns float64) {
 	n := b.stack[len(b.stack)-1]
 	b.stack = b.stack[:len(b.stack)-1]
-	n.End, n.Unwound, n.Open = ns, how == LeftEarly, how == Running
+	n.End, n.Unwound, n.Open = ns, how == trace.LeftEarly, how == trace.Running
 }
 
-// walkTree drives a sink with the calls of the trees, as a walker would
-// with their records.
-func walkTree(roots []*Node, w *walker) {
+// WalkTrees drives a Walker with the calls of the trees, as their
+// records would: the trees' calls through a Filter to a Sink (a
+// printer's, to replay them).
+func WalkTrees(roots []*Node, w *trace.Walker) {
 	type item struct {
 		n    *Node
 		next int
@@ -107,45 +105,25 @@ func walkTree(roots []*Node, w *walker) {
 	var stack []item
 	for _, root := range roots {
 		stack = append(stack[:0], item{n: root})
-		w.push(root.Func, "", root.Start)
+		w.Push(root.Func, "", root.Start)
 		for len(stack) > 0 {
 			it := &stack[len(stack)-1]
 			if it.next < len(it.n.Children) {
 				c := it.n.Children[it.next]
 				it.next++
-				w.push(c.Func, "", c.Start)
+				w.Push(c.Func, "", c.Start)
 				stack = append(stack, item{n: c})
 				continue
 			}
-			how := Returned
+			how := trace.Returned
 			switch {
 			case it.n.Open:
-				how = Running
+				how = trace.Running
 			case it.n.Unwound:
-				how = LeftEarly
+				how = trace.LeftEarly
 			}
-			w.pop(how, it.n.End)
+			w.Pop(how, it.n.End)
 			stack = stack[:len(stack)-1]
 		}
 	}
-}
-
-// IndentLevels caps the indentation of WriteGraph's lines: a call
-// nested deeper is indented as deep as this and prefixed with its depth
-// ("[depth 65] f() {"), so the output stays linear in the trace however
-// deep its calls nest (each level would otherwise add two spaces to
-// every line below it).
-const IndentLevels = 64
-
-// indentation is the spaces of the deepest indentation.
-var indentation = strings.Repeat("  ", IndentLevels)
-
-// indent is the indentation of a call depth levels below a thread's
-// roots (0 for a root): two spaces a level, capped at IndentLevels with
-// the depth (counted from 1, as Filter counts it) shown beyond.
-func indent(depth int) string {
-	if depth < IndentLevels {
-		return indentation[:2*depth]
-	}
-	return fmt.Sprintf("%s[depth %d] ", indentation, depth+1)
 }

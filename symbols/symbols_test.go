@@ -1,12 +1,16 @@
-package trace
+package symbols
 
-import "testing"
+import (
+	"testing"
+
+	"ftpatch/trace"
+)
 
 // TestLookup: an address belongs to the function that holds it and
 // starts last, as the runtime's load-time pass decides; a function of
 // size 0 holds its own address only.
 func TestLookup(t *testing.T) {
-	s := &Symbols{funcs: []fsym{
+	s := &Table{funcs: []fsym{
 		{start: 0x100, end: 0x140, name: "outer"},
 		{start: 0x108, end: 0x108, name: "label"}, // size 0, inside outer
 		{start: 0x120, end: 0x130, name: "inner"}, // nested, with a size
@@ -43,22 +47,22 @@ func TestLookup(t *testing.T) {
 // whose file could not be read, bare. A time no load covers goes to the
 // last module loaded before it, or else the first loaded.
 func TestLookupAt(t *testing.T) {
-	exe := &Symbols{funcs: []fsym{{start: 0x1000, end: 0x1100, name: "main"}}}
+	exe := &Table{funcs: []fsym{{start: 0x1000, end: 0x1100, name: "main"}}}
 	exe.index()
-	file := func(name string) *Symbols {
-		s := &Symbols{funcs: []fsym{{start: 0x100, end: 0x1000, name: name}}}
+	file := func(name string) *Table {
+		s := &Table{funcs: []fsym{{start: 0x100, end: 0x1000, name: name}}}
 		s.index()
 		return s
 	}
-	files := map[string]*Symbols{"before": file("before"), "first": file("first"), "second": file("second"), "third": file("third")}
-	exe.mapModules([]Module{
+	files := map[string]*Table{"before": file("before"), "first": file("first"), "second": file("second"), "third": file("third")}
+	exe.MapModules([]trace.Module{
 		{Path: "before", Lo: 0x7000, Hi: 0x8000, Load: 0, Unload: 1, Bias: 0x7000},    // unloaded before the trace
 		{Path: "first", Lo: 0x7000, Hi: 0x8000, Load: 400, Unload: 500, Bias: 0x7000}, // loaded again
 		{Path: "second", Lo: 0x7000, Hi: 0x8000, Load: 300, Unload: 350, Bias: 0x7000},
 		{Path: "unreadable", Lo: 0x9000, Hi: 0xa000, Load: 0, Unload: 0, Bias: 0x9000},
 		{Path: "first", Lo: 0x7000, Hi: 0x8000, Load: 100, Unload: 200, Bias: 0x7000}, // a record reused: listed last
 		{Path: "third", Lo: 0x6000, Hi: 0x7800, Load: 600, Unload: 0, Bias: 0x6000},   // over part of the others
-	}, func(md Module) *Symbols { return files[md.Path] })
+	}, func(md trace.Module) *Table { return files[md.Path] })
 	for _, c := range []struct {
 		addr, ts uint64
 		want     string

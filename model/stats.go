@@ -1,16 +1,14 @@
-package trace
+package model
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
-	"io"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 
 	"ftpatch/runtime/abi"
+	"ftpatch/trace"
 )
 
 // A Stat is one function's line in the graph report.
@@ -29,16 +27,19 @@ type statSink struct {
 	stack  []float64 // per open call: the time of its kept callees
 }
 
-func (a *statSink) enter(fn, src string, ns float64, depth int) {
+// Enter opens a call: its callees' time starts at 0.
+func (a *statSink) Enter(fn, src string, ns float64, depth int) {
 	a.stack = append(a.stack, 0)
 }
 
-func (a *statSink) close(how EndKind, fn string, start, ns float64) {
+// Close adds the call to its function's figures, and its time to its
+// caller's callees'.
+func (a *statSink) Close(how trace.EndKind, fn string, start, ns float64) {
 	k := len(a.stack) - 1
 	inner := a.stack[k]
 	a.stack = a.stack[:k]
 	d := ns - start
-	if a.thresh > 0 && how != Running && d < a.thresh {
+	if a.thresh > 0 && how != trace.Running && d < a.thresh {
 		return // left out, and its callees with it
 	}
 	s := a.m[fn]
@@ -51,9 +52,9 @@ func (a *statSink) close(how EndKind, fn string, start, ns float64) {
 	s.Self += d - inner
 	s.Min, s.Max = min(s.Min, d), max(s.Max, d)
 	switch how {
-	case LeftEarly:
+	case trace.LeftEarly:
 		s.Unwound++
-	case Running:
+	case trace.Running:
 		s.Open++
 	}
 	if k > 0 {
@@ -77,7 +78,7 @@ func Stats(threads []Thread) []Stat {
 	m := map[string]*Stat{}
 	for i := range threads {
 		a := &statSink{m: m}
-		walkTree(threads[i].Roots, newWalker(&Trace{}, nil, &Filter{}, func(uint64) sink { return a }))
+		WalkTrees(threads[i].Roots, trace.NewWalker(&trace.Meta{}, nil, &trace.Filter{}, func(uint64) trace.Sink { return a }))
 	}
 	return statsOf(m)
 }
@@ -100,60 +101,12 @@ func merge(m map[string]*Stat, o map[string]*Stat) {
 	}
 }
 
-// forStreams runs fn for each stream the filter keeps, on as many
-// goroutines as there are CPUs, and returns the first error.
-func forStreams(t *Trace, f *Filter, fn func(i int) error) error {
-	var (
-		mu    sync.Mutex
-		first error
-		next  = make(chan int)
-		wg    sync.WaitGroup
-	)
-	for range min(runtime.GOMAXPROCS(0), max(1, len(t.Streams))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range t.Streams {
-		if f.Tid == 0 || t.Streams[i].Tid == f.Tid {
-			next <- i
-		}
-	}
-	close(next)
-	wg.Wait()
-	return first
-}
-
 // ReportGraph sums a function_graph trace's kept calls per function,
 // most total time first, reading the streams as it goes (several at
 // once): memory is bounded by the number of functions and the depth of
 // the calls, not by the trace's size.
-func ReportGraph(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
-	return ReportAll(t, syms, f)
-}
-
-// WriteStats prints the graph report: calls, total and self time (with
-// avg, the average, shortest and longest call instead of the self time),
-// and the trace's summary.
-func WriteStats(w io.Writer, t *Trace, stats []Stat, avg ...bool) error {
-	if err := WriteStatsTable(w, stats, len(avg) > 0 && avg[0], true); err != nil {
-		return err
-	}
-	events := 0
-	for _, s := range stats {
-		events += s.Calls
-	}
-	return writeSummary(w, t, events)
+func ReportGraph(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, error) {
+	return ReportAll(t, names, f)
 }
 
 // SortStats orders a report by "total" (the default), "self", "calls",
@@ -184,14 +137,14 @@ func SortStats(stats []Stat, by string) error {
 }
 
 // Apply returns the threads and calls the filter keeps, as trees.
-func (f Filter) Apply(threads []Thread) []Thread {
+func Apply(f trace.Filter, threads []Thread) []Thread {
 	var out []Thread
 	for _, th := range threads {
 		if f.Tid != 0 && th.Tid != f.Tid {
 			continue
 		}
 		b := &thresholdTree{treeSink: treeSink{th: Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context}}, thresh: f.Threshold}
-		walkTree(th.Roots, newWalker(&Trace{}, nil, &f, func(uint64) sink { return b }))
+		WalkTrees(th.Roots, trace.NewWalker(&trace.Meta{}, nil, &f, func(uint64) trace.Sink { return b }))
 		out = append(out, b.th)
 	}
 	return out
@@ -205,9 +158,11 @@ type thresholdTree struct {
 	thresh float64
 }
 
-func (b *thresholdTree) close(how EndKind, fn string, start, ns float64) {
-	b.treeSink.close(how, fn, start, ns)
-	if b.thresh == 0 || how == Running || ns-start >= b.thresh {
+// Close ends the call, and takes it out of the tree when the threshold
+// leaves it out.
+func (b *thresholdTree) Close(how trace.EndKind, fn string, start, ns float64) {
+	b.treeSink.Close(how, fn, start, ns)
+	if b.thresh == 0 || how == trace.Running || ns-start >= b.thresh {
 		return
 	}
 	if k := len(b.stack); k > 0 {
@@ -226,10 +181,10 @@ type ThreadStats struct {
 
 // ReportThreads sums each thread's kept calls per function (function
 // tracer: calls only), most total time first, threads in their order.
-func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
+func ReportThreads(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]ThreadStats, error) {
 	out := make([]ThreadStats, len(t.Streams))
-	err := forStreams(t, f, func(i int) error {
-		m, err := streamStats(t, i, syms.Namer(), f)
+	err := t.ForStreams(f, func(i int) error {
+		m, err := streamStats(t, i, names.Namer(), f)
 		out[i] = ThreadStats{Pid: t.Streams[i].Pid, Tid: t.Streams[i].Tid, Stats: statsOf(m)}
 		return err
 	})
@@ -247,16 +202,16 @@ func ReportThreads(t *Trace, syms *Symbols, f *Filter) ([]ThreadStats, error) {
 
 // streamStats sums stream i's kept calls per function: graphed calls
 // with their times, or the function tracer's calls.
-func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, error) {
+func streamStats(t *trace.Trace, i int, names trace.Namer, f *trace.Filter) (map[string]*Stat, error) {
 	m := map[string]*Stat{}
 	if t.Meta.Tracer != abi.TracerGraphName {
-		err := t.EachRecord(i, func(recs []Record) {
+		err := t.EachRecord(i, func(recs []trace.Record) {
 			for _, r := range recs {
-				if _, sw := r.Context(); sw || (r.Kind() != Call && r.Kind() != Entry) {
+				if _, sw := r.Context(); sw || (r.Kind() != trace.Call && r.Kind() != trace.Entry) {
 					continue
 				}
 				fn := names.FuncAt(r.IP, r.TS)
-				if !f.callKept(fn, t.Meta.Nanos(r.TS)) {
+				if !f.CallKept(fn, t.Meta.Nanos(r.TS)) {
 					continue
 				}
 				s := m[fn]
@@ -270,7 +225,7 @@ func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, er
 		return m, err
 	}
 	byCtx := map[uint64]*statSink{}
-	err := t.walkStream(i, names, f, func(ctx uint64) sink {
+	err := t.WalkStream(i, names, f, func(ctx uint64) trace.Sink {
 		a := byCtx[ctx]
 		if a == nil {
 			a = &statSink{m: m, thresh: f.Threshold}
@@ -283,11 +238,11 @@ func streamStats(t *Trace, i int, names *Namer, f *Filter) (map[string]*Stat, er
 
 // ReportAll sums the trace's kept calls per function, whichever its
 // tracer (the function tracer's: calls only).
-func ReportAll(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
+func ReportAll(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, error) {
 	var mu sync.Mutex
 	all := map[string]*Stat{}
-	err := forStreams(t, f, func(i int) error {
-		m, err := streamStats(t, i, syms.Namer(), f)
+	err := t.ForStreams(f, func(i int) error {
+		m, err := streamStats(t, i, names.Namer(), f)
 		mu.Lock()
 		merge(all, m)
 		mu.Unlock()
@@ -297,32 +252,6 @@ func ReportAll(t *Trace, syms *Symbols, f *Filter) ([]Stat, error) {
 		return nil, err
 	}
 	return statsOf(all), nil
-}
-
-// WriteStatsTable prints figures per function without the trace's
-// summary: calls, and with times (function_graph) total and self, or
-// with avg the average, shortest and longest call.
-func WriteStatsTable(w io.Writer, stats []Stat, avg, times bool) error {
-	bw := bufio.NewWriter(w)
-	switch {
-	case !times:
-		fmt.Fprintf(bw, "%8s  %s\n", "CALLS", "FUNCTION")
-	case avg:
-		fmt.Fprintf(bw, "%10s  %10s  %10s  %10s  %8s  %s\n", "TOTAL", "AVG", "MIN", "MAX", "CALLS", "FUNCTION")
-	default:
-		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "TOTAL", "SELF", "CALLS", "FUNCTION")
-	}
-	for _, s := range stats {
-		switch {
-		case !times:
-			fmt.Fprintf(bw, "%8d  %s\n", s.Calls, s.Func)
-		case avg:
-			fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %s\n", dur(s.Total), dur(s.Total/float64(max(s.Calls, 1))), dur(s.Min), dur(s.Max), s.Calls, s.Func)
-		default:
-			fmt.Fprintf(bw, "%s  %s  %8d  %s\n", dur(s.Total), dur(s.Self), s.Calls, s.Func)
-		}
-	}
-	return bw.Flush()
 }
 
 // A Change is one function's figures in two traces.
@@ -361,45 +290,4 @@ func Diff(before, after []Stat) []Change {
 			cmp.Compare(abs(float64(b.CallsChanged)), abs(float64(a.CallsChanged))), cmp.Compare(a.Func, b.Func))
 	})
 	return out
-}
-
-// WriteDiff prints a diff of two reports: per function, the total time
-// (function_graph) and calls in each trace and the change.
-func WriteDiff(w io.Writer, before, after string, changes []Change, times bool) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# before: %s\n# after:  %s\n", before, after)
-	if times {
-		fmt.Fprintf(bw, "%10s  %10s  %11s  %8s  %8s  %8s  %8s  %s\n", "TOTAL", "AFTER", "CHANGE", "", "CALLS", "AFTER", "CHANGE", "FUNCTION")
-	} else {
-		fmt.Fprintf(bw, "%8s  %8s  %8s  %s\n", "CALLS", "AFTER", "CHANGE", "FUNCTION")
-	}
-	for _, c := range changes {
-		if !times {
-			fmt.Fprintf(bw, "%8d  %8d  %+8d  %s\n", c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
-			continue
-		}
-		sign := byte('+')
-		d := c.TotalChange
-		if d < 0 {
-			sign, d = '-', -d
-		}
-		change := appendDur([]byte{' '}, d)
-		i := 0
-		for change[i+1] == ' ' {
-			i++
-		}
-		change[i] = sign
-		pct := "     new"
-		switch {
-		case c.Before.Calls == 0:
-		case c.After.Calls == 0:
-			pct = "    gone"
-		case c.Before.Total > 0:
-			pct = fmt.Sprintf("%+7.1f%%", 100*c.TotalChange/c.Before.Total)
-		default:
-			pct = "        "
-		}
-		fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %8d  %+8d  %s\n", dur(c.Before.Total), dur(c.After.Total), change, pct, c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
-	}
-	return bw.Flush()
 }

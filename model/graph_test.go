@@ -1,57 +1,52 @@
-package trace
+package model_test
 
 import (
 	"bytes"
-	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"ftpatch/internal/tracetest"
+	"ftpatch/model"
+	"ftpatch/symbols"
+	"ftpatch/trace"
+	"ftpatch/views"
 )
 
 // synthetic builds a trace of one thread from (kind, function, time) steps,
 // with functions at addresses 0x1000, 0x2000, ... and 1 tick = 1 ns.
 func synthetic(steps []struct {
-	k  Kind
+	k  trace.Kind
 	fn string
 	ts uint64
-}) (*Trace, *Symbols) {
-	syms := &Symbols{}
-	addr := map[string]uint64{}
+}) (*trace.Trace, *symbols.Table) {
+	var out []tracetest.Step
 	for _, s := range steps {
-		if _, ok := addr[s.fn]; !ok {
-			a := uint64(len(addr)+1) << 12
-			addr[s.fn] = a
-			syms.funcs = append(syms.funcs, fsym{a, a + 0x100, s.fn, true})
-		}
+		out = append(out, tracetest.Step{K: s.k, Fn: s.fn, TS: s.ts})
 	}
-	st := Stream{Pid: 1, Tid: 7}
-	for _, s := range steps {
-		st.Records = append(st.Records, Record{TS: s.ts, IP: addr[s.fn], Info: uint64(s.k) << 62})
-	}
-	t := &Trace{Meta: Meta{Tracer: "function_graph", TSCStart: 0, TSCEnd: 1000, MonoStart: 0, MonoEnd: 1000}, Streams: []Stream{st}}
-	return t, syms
+	return tracetest.InMemory(out)
 }
 
 func TestGraphModel(t *testing.T) {
 	tr, syms := synthetic([]struct {
-		k  Kind
+		k  trace.Kind
 		fn string
 		ts uint64
 	}{
-		{Entry, "main", 0},
-		{Entry, "a", 10},
-		{Entry, "leaf", 20},
-		{Exit, "leaf", 25},
-		{Exit, "a", 40},
-		{Entry, "jumper", 50},
-		{Unwound, "jumper", 60},
-		{Entry, "b", 70},
-		{Entry, "leaf", 71},
-		{Exit, "leaf", 72},
+		{trace.Entry, "main", 0},
+		{trace.Entry, "a", 10},
+		{trace.Entry, "leaf", 20},
+		{trace.Exit, "leaf", 25},
+		{trace.Exit, "a", 40},
+		{trace.Entry, "jumper", 50},
+		{trace.Unwound, "jumper", 60},
+		{trace.Entry, "b", 70},
+		{trace.Entry, "leaf", 71},
+		{trace.Exit, "leaf", 72},
 	})
-	threads := Graph(tr, syms)
+	threads := model.Graph(tr, syms)
 	var out bytes.Buffer
-	if err := WriteGraph(&out, tr, threads); err != nil {
+	if err := views.WriteTrees(&out, tr, threads); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -74,8 +69,8 @@ func TestGraphModel(t *testing.T) {
 			t.Errorf("line %d: %q, want suffix %q", i+1, lines[i+1], w)
 		}
 	}
-	stats := map[string]Stat{}
-	for _, s := range Stats(threads) {
+	stats := map[string]model.Stat{}
+	for _, s := range model.Stats(threads) {
 		stats[s.Func] = s
 	}
 	if s := stats["a"]; s.Calls != 1 || s.Total != 30 || s.Self != 25 {
@@ -89,17 +84,17 @@ func TestGraphModel(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		f     Filter
+		f     trace.Filter
 		funcs int // calls left
 	}{
-		{Filter{}, 6},
-		{Filter{Depth: 1}, 1},
-		{Filter{Depth: 2}, 4},
-		{Filter{Threshold: 9}, 4}, // main (open), a, jumper, b (open)
-		{Filter{Tid: 8}, 0},
+		{trace.Filter{}, 6},
+		{trace.Filter{Depth: 1}, 1},
+		{trace.Filter{Depth: 2}, 4},
+		{trace.Filter{Threshold: 9}, 4}, // main (open), a, jumper, b (open)
+		{trace.Filter{Tid: 8}, 0},
 	} {
 		n := 0
-		for _, s := range Stats(c.f.Apply(threads)) {
+		for _, s := range model.Stats(model.Apply(c.f, threads)) {
 			n += s.Calls
 		}
 		if n != c.funcs {
@@ -107,77 +102,65 @@ func TestGraphModel(t *testing.T) {
 		}
 	}
 
-	st := Stats(threads)
+	st := model.Stats(threads)
 	for _, by := range []string{"total", "self", "calls", "name"} {
-		if err := SortStats(st, by); err != nil {
+		if err := model.SortStats(st, by); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if st[0].Func != "a" || st[len(st)-1].Func != "main" {
 		t.Errorf("sorted by name: first %s, last %s", st[0].Func, st[len(st)-1].Func)
 	}
-	if err := SortStats(st, "bogus"); err == nil {
+	if err := model.SortStats(st, "bogus"); err == nil {
 		t.Error("a bogus sort key was accepted")
 	}
 }
 
-// TestGraphContexts: a stream whose thread switches between contexts
-// (CONTEXT records, which Read gives as an Entry whose IP has ctxMark) pairs
-// each exit with the innermost open entry of the context it runs in, and
-// graphs each context's calls as a Thread of their own: a coroutine that
-// yields inside co (context 1) while the thread's own stack runs sched,
-// and returns there later, closes co and not sched.
+// TestGraphContexts: a thread that switches between contexts graphs
+// each context's calls as a Thread of their own, each exit closing the
+// innermost open call of the context it runs in: a coroutine that yields
+// inside f1 (context 1) while the thread's own stack runs f0, and
+// returns there later, closes f1 and not f0.
 func TestGraphContexts(t *testing.T) {
-	const sched, co, leaf = 0x1000, 0x2000, 0x3000
-	b := stream3(1, 7,
-		entryRec(10, sched),
-		switchRec(20, 1), // into context 1
-		entryRec(30, co),
-		entryRec(40, leaf),
-		exitRec(50),      // leaf
-		switchRec(60, 0), // yield to the thread's own stack
-		exitRec(70),      // sched, not co
-		switchRec(80, 1),
-		exitRec(90), // co
-	)
-	meta := "format ftrt-trace 3\ntracer function_graph\nclock tsc\nended 1\npid 1\ntsc_start 0\ntsc_end 1000\nmono_start_ns 0\nmono_end_ns 1000\n"
-	tr, err := Read(writeTrace(t, meta, map[string][]byte{"1-7.trace": b}))
+	steps := []tracetest.Step{
+		{K: trace.Entry, Fn: "f0", TS: 10},
+		{K: trace.Entry, TS: 20, Ctx: 2}, // into context 1
+		{K: trace.Entry, Fn: "f1", TS: 30},
+		{K: trace.Entry, Fn: "f2", TS: 40},
+		{K: trace.Exit, TS: 50},          // f2
+		{K: trace.Entry, TS: 60, Ctx: 1}, // yield to the thread's own stack
+		{K: trace.Exit, TS: 70},          // f0, not f1
+		{K: trace.Entry, TS: 80, Ctx: 2},
+		{K: trace.Exit, TS: 90}, // f1
+	}
+	tr, err := trace.Read(tracetest.WriteDir(t, "function_graph", map[int][]tracetest.Step{7: steps}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exits []uint64
-	for _, r := range tr.Streams[0].Records {
-		if r.Kind() == Exit {
-			exits = append(exits, r.IP)
-		}
-	}
-	if fmt.Sprint(exits) != fmt.Sprint([]uint64{leaf, sched, co}) {
-		t.Errorf("exits name %#x, want leaf, sched, co", exits)
-	}
-	syms := &Symbols{funcs: []fsym{{sched, sched + 0x100, "sched", true}, {co, co + 0x100, "co", true}, {leaf, leaf + 0x100, "leaf", true}}}
-	threads := Graph(tr, syms)
+	syms := tracetest.Names(3)
+	threads := model.Graph(tr, syms)
 	if len(threads) != 2 || threads[0].Context != 0 || threads[1].Context != 1 {
 		t.Fatalf("threads %+v, want the own stack's and context 1's", threads)
 	}
 	own, ctx := threads[0].Roots, threads[1].Roots
-	if len(own) != 1 || own[0].Func != "sched" || own[0].End != 70 || len(own[0].Children) != 0 {
-		t.Errorf("own stack: %+v, want sched alone, ending at 70", own)
+	if len(own) != 1 || own[0].Func != "f0" || own[0].End != 70 || len(own[0].Children) != 0 {
+		t.Errorf("own stack: %+v, want f0 alone, ending at 70", own)
 	}
-	if len(ctx) != 1 || ctx[0].Func != "co" || ctx[0].End != 90 || len(ctx[0].Children) != 1 || ctx[0].Children[0].Func != "leaf" {
-		t.Errorf("context 1: %+v, want co(leaf), ending at 90", ctx)
+	if len(ctx) != 1 || ctx[0].Func != "f1" || ctx[0].End != 90 || len(ctx[0].Children) != 1 || ctx[0].Children[0].Func != "f2" {
+		t.Errorf("context 1: %+v, want f1(f2), ending at 90", ctx)
 	}
 	var out bytes.Buffer
-	if err := WriteGraph(&out, tr, threads); err != nil {
+	if err := views.WriteTrees(&out, tr, threads); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "context 1 (makecontext), on thread 7:") {
 		t.Errorf("replay does not say where context 1 begins:\n%s", out.String())
 	}
 	var events []string
-	for _, e := range Events(tr, syms) {
+	for _, e := range model.Events(tr, syms) {
 		events = append(events, e.Func)
 	}
-	if strings.Join(events, " ") != "sched co leaf" {
+	if strings.Join(events, " ") != "f0 f1 f2" {
 		t.Errorf("events %v: a switch record is not a call", events)
 	}
 }
@@ -207,45 +190,45 @@ func TestGraphDeep(t *testing.T) {
 	// bytes a level): the program would die of it, not fail this test.
 	defer debug.SetMaxStack(debug.SetMaxStack(2 << 20))
 	type step = struct {
-		k  Kind
+		k  trace.Kind
 		fn string
 		ts uint64
 	}
-	deep := "|" + strings.Repeat("  ", IndentLevels) + " "
+	deep := "|" + strings.Repeat("  ", views.IndentLevels) + " "
 	for _, c := range []struct {
 		returned bool
 		want     []string
 	}{
 		{false, []string{
-			"|" + strings.Repeat("  ", IndentLevels-1) + " f() {\n", // depth 64: indented
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " f() {\n", // depth 64: indented
 			deep + "[depth 65] f() {\n",
 			deep + "[depth 30000] f() {\n",
 			deep + "[depth 30000] } /* f: did not return (still running at exit) */\n",
 		}},
 		{true, []string{
-			"|" + strings.Repeat("  ", IndentLevels-1) + " f() {\n",
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " f() {\n",
 			deep + "[depth 65] f() {\n",
 			deep + "[depth 30000] f();\n",
 			deep + "[depth 29999] } /* f */\n",
-			"|" + strings.Repeat("  ", IndentLevels-1) + " } /* f */\n",
+			"|" + strings.Repeat("  ", views.IndentLevels-1) + " } /* f */\n",
 		}},
 	} {
 		var steps []step
 		for i := range depth {
-			steps = append(steps, step{Entry, "f", uint64(i)})
+			steps = append(steps, step{trace.Entry, "f", uint64(i)})
 		}
 		for i := range depth {
 			if c.returned {
-				steps = append(steps, step{Exit, "f", uint64(depth + i)})
+				steps = append(steps, step{trace.Exit, "f", uint64(depth + i)})
 			}
 		}
 		tr, syms := synthetic(steps)
-		threads := Graph(tr, syms)
+		threads := model.Graph(tr, syms)
 		// Two lines a call, each at most the deepest indentation, the
 		// depth, the columns and the note: linear, where indenting every
 		// level writes 2 * depth^2 bytes of spaces (1.8 GB).
-		out := &capped{max: 2 * depth * (2*IndentLevels + 150)}
-		if err := WriteGraph(out, tr, threads); err != nil {
+		out := &capped{max: 2 * depth * (2*views.IndentLevels + 150)}
+		if err := views.WriteTrees(out, tr, threads); err != nil {
 			t.Fatal(err)
 		}
 		if out.n > out.max {
@@ -256,10 +239,10 @@ func TestGraphDeep(t *testing.T) {
 				t.Errorf("returned %v: no line %q in the replay", c.returned, w)
 			}
 		}
-		if s := Stats(threads); len(s) != 1 || s[0].Calls != depth {
+		if s := model.Stats(threads); len(s) != 1 || s[0].Calls != depth {
 			t.Errorf("stats %+v, want %d calls of f", s, depth)
 		}
-		if s := Stats(Filter{Depth: 100}.Apply(threads)); len(s) != 1 || s[0].Calls != 100 {
+		if s := model.Stats(model.Apply(trace.Filter{Depth: 100}, threads)); len(s) != 1 || s[0].Calls != 100 {
 			t.Errorf("--depth 100 keeps %+v, want 100 calls", s)
 		}
 	}

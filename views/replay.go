@@ -1,4 +1,4 @@
-package trace
+package views
 
 import (
 	"bufio"
@@ -6,10 +6,25 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
+	"ftpatch/model"
 	"ftpatch/ordered"
+	"ftpatch/runtime/abi"
+	"ftpatch/trace"
 )
+
+// Replay writes replay's text of the trace in.Trace, named by in.Names,
+// the calls in.Filter keeps: a function_graph trace's call graph, thread
+// by thread (ReplayGraph), or a function trace's calls in time order
+// (ReplayCalls).
+func Replay(w io.Writer, in Input, _ Options) error {
+	if in.Trace.Meta.Tracer == abi.TracerGraphName {
+		return ReplayGraph(w, in.Trace, in.Names, in.Filter)
+	}
+	return ReplayCalls(w, in.Trace, in.Names, in.Filter)
+}
 
 // printer writes one context's kept calls as replay lines: an inner call
 // as "f() {" ... "} /* f */", a leaf as "f();". A call's opening line
@@ -35,20 +50,22 @@ type pframe struct {
 	depth   int
 }
 
-func newPrinter(w *bufio.Writer, tid int, f *Filter, unended bool) *printer {
+func newPrinter(w *bufio.Writer, tid int, f *trace.Filter, unended bool) *printer {
 	return &printer{w: w, tid: fmt.Appendf(nil, "[%6d]", tid), thresh: f.Threshold, unended: unended}
 }
 
-func (p *printer) enter(fn, src string, ns float64, depth int) {
+// Enter holds a call until it is known to be shown.
+func (p *printer) Enter(fn, src string, ns float64, depth int) {
 	p.stack = append(p.stack, pframe{fn, src, ns, depth})
 }
 
-func (p *printer) close(how EndKind, fn string, start, ns float64) {
+// Close prints a call that ended, with what it holds open above it.
+func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	k := len(p.stack) - 1
 	fr := p.stack[k]
 	p.stack = p.stack[:k]
 	wasOpen := p.printed > k
-	if p.thresh > 0 && how != Running && ns-start < p.thresh {
+	if p.thresh > 0 && how != trace.Running && ns-start < p.thresh {
 		return // left out, and its callees (shorter still, none shown) with it
 	}
 	if len(p.header) > 0 {
@@ -61,39 +78,27 @@ func (p *printer) close(how EndKind, fn string, start, ns float64) {
 	p.printed = k
 	d := ns - start
 	switch {
-	case !wasOpen && how == Returned:
-		p.lead(d, fr.depth)
-		p.line = appendCall(p.line, fr.fn)
-		p.line = append(p.line, ';')
-		p.line = appendSource(p.line, fr.src)
-		p.line = append(p.line, '\n')
-		p.events++
-		p.w.Write(p.line)
+	case !wasOpen && how == trace.Returned:
+		p.call(d, &fr, ";")
 		return
-	case !wasOpen && how == LeftEarly:
-		p.lead(d, fr.depth)
-		p.line = appendCall(p.line, fr.fn)
-		p.line = append(p.line, "; /* unwound: longjmp or exception */"...)
-		p.line = appendSource(p.line, fr.src)
-		p.line = append(p.line, '\n')
-		p.events++
-		p.w.Write(p.line)
+	case !wasOpen && how == trace.LeftEarly:
+		p.call(d, &fr, "; /* unwound: longjmp or exception */")
 		return
 	case !wasOpen:
 		p.open(&fr)
 	}
-	if how == Running {
+	if how == trace.Running {
 		d = -1
 	}
 	p.lead(d, fr.depth)
 	p.line = append(p.line, "} /* "...)
 	p.line = append(p.line, fr.fn...)
 	switch {
-	case how == LeftEarly:
+	case how == trace.LeftEarly:
 		p.line = append(p.line, ": unwound: longjmp or exception"...)
-	case how == Running && p.unended:
+	case how == trace.Running && p.unended:
 		p.line = append(p.line, ": did not return (still running at the trace's last event)"...)
-	case how == Running:
+	case how == trace.Running:
 		p.line = append(p.line, ": did not return (still running at exit)"...)
 	}
 	p.line = append(p.line, " */\n"...)
@@ -101,10 +106,15 @@ func (p *printer) close(how EndKind, fn string, start, ns float64) {
 }
 
 // open writes a call's opening line.
-func (p *printer) open(fr *pframe) {
-	p.lead(-1, fr.depth)
+func (p *printer) open(fr *pframe) { p.call(-1, fr, " {") }
+
+// call writes a line that shows a call: the duration column (d, blank
+// for d < 0), the call, mark after it (";" for a leaf, " {" for a call
+// opened), its source position; and counts it shown.
+func (p *printer) call(d float64, fr *pframe, mark string) {
+	p.lead(d, fr.depth)
 	p.line = appendCall(p.line, fr.fn)
-	p.line = append(p.line, " {"...)
+	p.line = append(p.line, mark...)
 	p.line = appendSource(p.line, fr.src)
 	p.line = append(p.line, '\n')
 	p.events++
@@ -142,9 +152,6 @@ func appendCall(b []byte, name string) []byte {
 	return append(b, "()"...)
 }
 
-// call is appendCall as a string.
-func call(name string) string { return string(appendCall(nil, name)) }
-
 // appendDur appends a duration for the DURATION column (10 columns:
 // "%7.3f us", ms or " s"); negative is blank.
 func appendDur(b []byte, ns float64) []byte {
@@ -181,27 +188,24 @@ func contextHeader(ctx uint64, tid int) []byte {
 	return fmt.Appendf(nil, "#                       context %d (makecontext), on thread %d:\n", ctx, tid)
 }
 
-// WriteGraph prints the call graph of every thread: a line per entry and
+// WriteTrees prints the call graph of every thread: a line per entry and
 // exit, nested by depth (up to IndentLevels, the depth shown as a number
 // beyond), with durations; a leaf takes one line (`f();`).
-func WriteGraph(w io.Writer, t *Trace, threads []Thread) error {
+func WriteTrees(w io.Writer, t *trace.Trace, threads []model.Thread) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(graphHead)
 	events := 0
 	for i := range threads {
 		th := &threads[i]
-		p := newPrinter(bw, th.Tid, &Filter{}, t.Meta.Unended)
+		p := newPrinter(bw, th.Tid, &trace.Filter{}, t.Meta.Unended)
 		if th.Context != 0 {
 			p.header = contextHeader(th.Context, th.Tid)
 		}
-		wk := newWalker(t, nil, &Filter{}, func(uint64) sink { return p })
-		walkTree(th.Roots, wk)
+		wk := trace.NewWalker(&t.Meta, nil, &trace.Filter{}, func(uint64) trace.Sink { return p })
+		model.WalkTrees(th.Roots, wk)
 		events += p.events
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, events)
+	return flushSummary(bw, w, t, events, nil)
 }
 
 const graphHead = "# DURATION     TID     FUNCTION\n"
@@ -212,14 +216,14 @@ const graphHead = "# DURATION     TID     FUNCTION\n"
 // rest.
 var maxSpills = 256
 
-// WriteReplayGraph prints a function_graph trace's call graph as
-// WriteGraph does, reading each stream as it goes: memory is bounded by
+// ReplayGraph prints a function_graph trace's call graph as
+// WriteTrees does, reading each stream as it goes: memory is bounded by
 // the depth of the calls and the number of contexts, not by the trace's
 // size. Each thread's calls on its own stack come first, then those of
 // each context it ran (makecontext), in the order it first ran them.
 // Threads are printed several at once (one per CPU), in order
 // (ordered.Write).
-func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
+func ReplayGraph(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filter) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString(graphHead)
 	var mu sync.Mutex
@@ -232,19 +236,13 @@ func WriteReplayGraph(w io.Writer, t *Trace, syms *Symbols, f *Filter) error {
 		}
 	}
 	err := ordered.Write(bw, streams, 0, func(i int, out *bufio.Writer) error {
-		n, err := replayStream(out, t, i, syms.Namer(), f)
+		n, err := replayStream(out, t, i, names.Namer(), f)
 		mu.Lock()
 		events += n
 		mu.Unlock()
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, events)
+	return flushSummary(bw, w, t, events, err)
 }
 
 // spill is a context's replay lines kept aside for after its thread's
@@ -259,7 +257,7 @@ type spill struct {
 
 // replayStream prints stream i's calls: its own stack's to bw, each
 // context's to a spill appended after them, maxSpills contexts a pass.
-func replayStream(bw *bufio.Writer, t *Trace, i int, names *Namer, f *Filter) (int, error) {
+func replayStream(bw *bufio.Writer, t *trace.Trace, i int, names trace.Namer, f *trace.Filter) (int, error) {
 	s := &t.Streams[i]
 	own := newPrinter(bw, s.Tid, f, t.Meta.Unended)
 	handled := map[uint64]bool{0: true}
@@ -269,7 +267,7 @@ func replayStream(bw *bufio.Writer, t *Trace, i int, names *Namer, f *Filter) (i
 		var spills []*spill
 		byCtx := map[uint64]*spill{}
 		var failed error
-		sinks := func(ctx uint64) sink {
+		sinks := func(ctx uint64) trace.Sink {
 			if ctx == 0 {
 				if pass == 0 {
 					return own
@@ -299,7 +297,7 @@ func replayStream(bw *bufio.Writer, t *Trace, i int, names *Namer, f *Filter) (i
 			spills = append(spills, sp)
 			return sp.p
 		}
-		err := t.walkStream(i, names, f, sinks)
+		err := t.WalkStream(i, names, f, sinks)
 		if pass == 0 {
 			events += own.events
 		}
@@ -332,4 +330,75 @@ func appendSpill(bw *bufio.Writer, sp *spill) error {
 	}
 	_, err := io.Copy(bw, sp.f)
 	return err
+}
+
+// IndentLevels caps the indentation of WriteTrees's lines: a call
+// nested deeper is indented as deep as this and prefixed with its depth
+// ("[depth 65] f() {"), so the output stays linear in the trace however
+// deep its calls nest (each level would otherwise add two spaces to
+// every line below it).
+const IndentLevels = 64
+
+// indentation is the spaces of the deepest indentation.
+var indentation = strings.Repeat("  ", IndentLevels)
+
+// indent is the indentation of a call depth levels below a thread's
+// roots (0 for a root): two spaces a level, capped at IndentLevels with
+// the depth (counted from 1, as Filter counts it) shown beyond.
+func indent(depth int) string {
+	if depth < IndentLevels {
+		return indentation[:2*depth]
+	}
+	return fmt.Sprintf("%s[depth %d] ", indentation, depth+1)
+}
+
+// WriteEvents prints the function trace: one line per call, in time
+// order, with the thread and the caller.
+func WriteEvents(w io.Writer, t *trace.Trace, events []model.Event) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# %10s  %7s  %s\n", "TIME(us)", "TID", "FUNCTION <- CALLER")
+	for _, e := range events {
+		fmt.Fprintf(bw, "%12.3f  %7d  %s <- %s\n", e.Nanos/1000, e.Tid, e.Func, e.Caller)
+	}
+	return flushSummary(bw, w, t, len(events), nil)
+}
+
+// ReplayCalls prints a function trace as WriteEvents does, merging
+// the streams by time as it reads them.
+func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filter) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	fmt.Fprintf(bw, "# %10s  %7s  %s\n", "TIME(us)", "TID", "FUNCTION <- CALLER")
+	nm := names.Namer()
+	events := 0
+	var line []byte
+	err := t.MergeCalls(f, func(s *trace.Stream, r *trace.Record) error {
+		fn := nm.FuncAt(r.IP, r.TS)
+		ns := t.Meta.Nanos(r.TS)
+		if !f.CallKept(fn, ns) {
+			return nil
+		}
+		events++
+		line = appendPadded(line[:0], strconv.AppendFloat(nil, ns/1000, 'f', 3, 64), 12)
+		line = append(line, "  "...)
+		line = appendPadded(line, strconv.AppendInt(nil, int64(s.Tid), 10), 7)
+		line = append(line, "  "...)
+		line = append(line, fn...)
+		line = append(line, " <- "...)
+		line = append(line, nm.NameAt(r.Parent(), r.TS)...)
+		if f.Source {
+			line = appendSource(line, nm.SourceAt(r.IP, r.TS))
+		}
+		line = append(line, '\n')
+		_, err := bw.Write(line)
+		return err
+	})
+	return flushSummary(bw, w, t, events, err)
+}
+
+// appendPadded appends v right-aligned in width columns.
+func appendPadded(b, v []byte, width int) []byte {
+	for i := len(v); i < width; i++ {
+		b = append(b, ' ')
+	}
+	return append(b, v...)
 }

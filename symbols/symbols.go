@@ -1,4 +1,10 @@
-package trace
+// Package symbols names the run-time addresses of a trace: the traced
+// executable's functions and those of the shared objects it loaded, each
+// over the time it was mapped (LoadProcess), from their symbol tables and
+// DWARF line tables. It comes after the trace reader (package trace),
+// whose Naming it implements, and before the model and the views, which
+// see only names.
+package symbols
 
 import (
 	"cmp"
@@ -15,12 +21,13 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/srcline"
+	"ftpatch/trace"
 )
 
-// Symbols names addresses from symbol tables: one file's at its file
-// addresses (LoadSymbols), or a traced process's at the addresses its
+// Table names addresses from symbol tables: one file's at its file
+// addresses (Load), or a traced process's at the addresses its
 // modules ran at, when they ran there (LoadProcess).
-type Symbols struct {
+type Table struct {
 	funcs []fsym   // sorted by start; one name per start (the global alias)
 	reach []uint64 // reach[i]: the greatest end of funcs[0..i]
 	// The shared objects of a process, one per file and place, sorted
@@ -50,7 +57,7 @@ type fsym struct {
 type mapping struct {
 	lo, hi  uint64 // its run-time extent
 	bias    uint64
-	file    *Symbols // at file addresses
+	file    *Table   // at file addresses
 	windows []window // sorted by load
 }
 
@@ -81,27 +88,27 @@ func (m *mapping) at(ts uint64) (rank int, key uint64) {
 // the same build. A shared object that cannot be read, or is another
 // build than the one traced, is left unnamed (its addresses show bare)
 // and reported in warnings, once per file.
-func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
+func LoadProcess(m *trace.Meta, exe string) (*Table, []error, error) {
 	if exe == "" {
 		exe = m.Exe
 	}
 	if exe == "" {
 		return nil, nil, errors.New("the trace names no executable: give the traced program with --exe")
 	}
-	s, err := LoadSymbols(exe, m.BuildID)
+	s, err := Load(exe, m.BuildID)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.rebase(m.Bias)
 	var warns []error
 	type file struct{ path, buildID string }
-	files := map[file]*Symbols{}
-	s.mapModules(m.Modules, func(md Module) *Symbols {
+	files := map[file]*Table{}
+	s.MapModules(m.Modules, func(md trace.Module) *Table {
 		k := file{md.Path, md.BuildID}
 		if fs, ok := files[k]; ok {
 			return fs
 		}
-		fs, err := LoadSymbols(md.Path, md.BuildID)
+		fs, err := Load(md.Path, md.BuildID)
 		if err != nil {
 			warns = append(warns, fmt.Errorf("shared object: %w; its functions show as addresses", err))
 		}
@@ -115,7 +122,7 @@ func LoadProcess(m *Meta, exe string) (*Symbols, []error, error) {
 }
 
 // rebase moves every function by bias: file addresses to run-time ones.
-func (s *Symbols) rebase(bias uint64) {
+func (s *Table) rebase(bias uint64) {
 	s.bias = bias
 	for i := range s.funcs {
 		s.funcs[i].start += bias
@@ -126,7 +133,7 @@ func (s *Symbols) rebase(bias uint64) {
 
 // index computes reach, for Lookup to know when no function further back
 // can hold an address.
-func (s *Symbols) index() {
+func (s *Table) index() {
 	s.reach = make([]uint64, len(s.funcs))
 	var most uint64
 	for i, f := range s.funcs {
@@ -135,15 +142,17 @@ func (s *Symbols) index() {
 	}
 }
 
-// mapModules adds the shared objects of a process, each load at its
+// MapModules adds the shared objects of a process, each load at its
 // extent and over its time, named from the symbols file gives for it
 // (nil: its addresses show bare); loads of one file at one place make
 // one mapping. They are sorted by address with mreach, for module to
-// know when no mapping further back can hold an address.
-func (s *Symbols) mapModules(mods []Module, file func(Module) *Symbols) {
+// know when no mapping further back can hold an address. LoadProcess
+// calls it with the files it reads; one who has the modules' tables in
+// hand (a synthetic trace) calls it on the executable's table itself.
+func (s *Table) MapModules(mods []trace.Module, file func(trace.Module) *Table) {
 	type place struct {
 		lo, hi, bias uint64
-		file         *Symbols
+		file         *Table
 	}
 	at := map[place]int{} // index in s.mods
 	for _, md := range mods {
@@ -174,7 +183,7 @@ func (s *Symbols) mapModules(mods []Module, file func(Module) *Symbols) {
 // last loaded before ts, or the first loaded. Where one was loaded,
 // unloaded and another loaded at the same addresses, each names its
 // own calls.
-func (s *Symbols) module(addr, ts uint64) *mapping {
+func (s *Table) module(addr, ts uint64) *mapping {
 	i := sort.Search(len(s.mods), func(i int) bool { return s.mods[i].lo > addr }) - 1
 	var best *mapping
 	var bestRank int
@@ -194,7 +203,7 @@ func (s *Symbols) module(addr, ts uint64) *mapping {
 
 // LookupAt is Lookup of a process's address at trace time ts: in the
 // shared object mapped there then, if any.
-func (s *Symbols) LookupAt(addr, ts uint64) (string, uint64, bool) {
+func (s *Table) LookupAt(addr, ts uint64) (string, uint64, bool) {
 	m := s.module(addr, ts)
 	switch {
 	case m == nil:
@@ -211,7 +220,7 @@ func (s *Symbols) LookupAt(addr, ts uint64) (string, uint64, bool) {
 // without -g) or does not cover it. The first lookup in a file reads its
 // table; one that cannot be read is left out, and reported by
 // SourceErrors.
-func (s *Symbols) SourceAt(addr, ts uint64) string {
+func (s *Table) SourceAt(addr, ts uint64) string {
 	file, at := s, addr-s.bias
 	if m := s.module(addr, ts); m != nil {
 		if m.file == nil || addr < m.bias {
@@ -238,7 +247,7 @@ func (s *Symbols) SourceAt(addr, ts uint64) string {
 
 // lineTable is the file's DWARF line table, read once; nil when it
 // cannot be read.
-func (s *Symbols) lineTable() *srcline.Table {
+func (s *Table) lineTable() *srcline.Table {
 	s.linesMu.Lock()
 	defer s.linesMu.Unlock()
 	if s.lines == nil && s.linesErr == nil {
@@ -255,10 +264,10 @@ func (s *Symbols) lineTable() *srcline.Table {
 
 // SourceErrors are the line tables SourceAt could not read, one per
 // file (a file without DWARF is none).
-func (s *Symbols) SourceErrors() []error {
+func (s *Table) SourceErrors() []error {
 	var out []error
-	seen := map[*Symbols]bool{}
-	for _, f := range append([]*Symbols{s}, s.files()...) {
+	seen := map[*Table]bool{}
+	for _, f := range append([]*Table{s}, s.files()...) {
 		if f == nil || seen[f] {
 			continue
 		}
@@ -273,8 +282,8 @@ func (s *Symbols) SourceErrors() []error {
 }
 
 // files are the shared objects' symbols.
-func (s *Symbols) files() []*Symbols {
-	var out []*Symbols
+func (s *Table) files() []*Table {
+	var out []*Table
 	for i := range s.mods {
 		out = append(out, s.mods[i].file)
 	}
@@ -285,10 +294,10 @@ func (s *Symbols) files() []*Symbols {
 // one that was traced.
 var ErrBuildID = errors.New("build-id mismatch")
 
-// LoadSymbols reads the function symbols of the executable at path. When
+// Load reads the function symbols of the executable at path. When
 // buildID is not empty, the file's GNU build-id must match it: names from
 // another build of the program would be silently wrong.
-func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
+func Load(path string, buildID ...string) (*Table, error) {
 	f, err := elfx.Open(path)
 	if err != nil {
 		return nil, err
@@ -303,7 +312,7 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: symbols are needed to name functions", path, err)
 	}
-	s := &Symbols{path: path}
+	s := &Table{path: path}
 	for i := range syms {
 		y := &syms[i]
 		if y.Type() != elf.STT_FUNC || !y.Defined() || y.Name == "" {
@@ -312,6 +321,32 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 		// C++ names are shown demangled (a C name passes unchanged).
 		s.funcs = append(s.funcs, fsym{uint64(y.Value), uint64(y.Value) + y.Size, demangle.Filter(y.Name), y.Bind() != elf.STB_LOCAL})
 	}
+	s.sort()
+	return s, nil
+}
+
+// A Func is a function New names: its extent [Start, End) and its name.
+type Func struct {
+	Start, End uint64 // its extent: [Start, End), at the addresses it is named at
+	Name       string // as shown (demangled already, if it is C++)
+}
+
+// New returns a Table naming funcs at their addresses, for a trace whose
+// names come from elsewhere than a file's symbol table (a synthetic
+// trace, in tests and benchmarks). Of functions starting at one address
+// the first by name is kept, as Load keeps one of its global aliases.
+func New(funcs []Func) *Table {
+	s := &Table{}
+	for _, f := range funcs {
+		s.funcs = append(s.funcs, fsym{f.Start, f.End, f.Name, true})
+	}
+	s.sort()
+	return s
+}
+
+// sort orders the functions by start, keeps one name per start (a
+// global one before a local alias) and indexes them for Lookup.
+func (s *Table) sort() {
 	slices.SortFunc(s.funcs, func(a, b fsym) int {
 		if a.start != b.start {
 			return cmp.Compare(a.start, b.start)
@@ -326,7 +361,6 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 	})
 	s.funcs = slices.CompactFunc(s.funcs, func(a, b fsym) bool { return a.start == b.start })
 	s.index()
-	return s, nil
 }
 
 // Lookup returns the function holding addr and the offset into it: of
@@ -335,7 +369,7 @@ func LoadSymbols(path string, buildID ...string) (*Symbols, error) {
 // pass decides (runtime/src/symbols.c). That is the one starting nearest
 // before addr, unless that one ends before addr: a zero-size label
 // typed as a function inside another function's body, say.
-func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
+func (s *Table) Lookup(addr uint64) (string, uint64, bool) {
 	i := sort.Search(len(s.funcs), func(i int) bool { return s.funcs[i].start > addr }) - 1
 	for ; i >= 0; i-- {
 		f := s.funcs[i]
@@ -350,18 +384,18 @@ func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 }
 
 // Name formats addr as function+0xoff, or as a bare address.
-func (s *Symbols) Name(addr uint64) string {
+func (s *Table) Name(addr uint64) string {
 	return formatAddr(addr, s.Lookup)
 }
 
 // NameAt is Name of a process's address at trace time ts (LookupAt).
-func (s *Symbols) NameAt(addr, ts uint64) string {
+func (s *Table) NameAt(addr, ts uint64) string {
 	return formatAddr(addr, func(a uint64) (string, uint64, bool) { return s.LookupAt(a, ts) })
 }
 
 // Func names the function holding addr (a site: at the entry, or after
 // endbr64 or the prologue), or gives the bare address.
-func (s *Symbols) Func(addr uint64) string {
+func (s *Table) Func(addr uint64) string {
 	if name, _, ok := s.Lookup(addr); ok {
 		return name
 	}
@@ -369,7 +403,7 @@ func (s *Symbols) Func(addr uint64) string {
 }
 
 // FuncAt is Func of a process's address at trace time ts (LookupAt).
-func (s *Symbols) FuncAt(addr, ts uint64) string {
+func (s *Table) FuncAt(addr, ts uint64) string {
 	if name, _, ok := s.LookupAt(addr, ts); ok {
 		return name
 	}

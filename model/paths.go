@@ -1,0 +1,271 @@
+package model
+
+import (
+	"cmp"
+	"iter"
+	"runtime"
+	"slices"
+	"sync"
+
+	"ftpatch/trace"
+)
+
+// A Path is one call path of a call graph: a function as called from
+// its parent's path, with the calls made along that path summed. The
+// graph has a Path per distinct path, whatever the number of calls: the
+// folded stacks, the flame graph and the aggregated call graph are drawn
+// from it. Its root stands for no call (Func "", no figures): its
+// Children are the threads' outermost calls. A view may set the root's
+// figures, or rewrite Total as the weight it draws by.
+type Path struct {
+	Func     string
+	Calls    int
+	Total    float64 // ns in its calls, callees included
+	Self     float64 // ns in its calls, callees not included
+	Unwound  int     // calls left without returning
+	Open     int     // calls still running when the trace ended
+	Children []*Path // in the order first called
+	index    map[string]*Path
+}
+
+// indexAt is the number of children past which child looks them up in a
+// map rather than in order.
+const indexAt = 8
+
+// Child returns n's child for fn, adding it when fn was not called from
+// n's path before.
+func (n *Path) Child(fn string) *Path {
+	if n.index != nil {
+		if c := n.index[fn]; c != nil {
+			return c
+		}
+	} else {
+		for _, c := range n.Children {
+			if c.Func == fn {
+				return c
+			}
+		}
+	}
+	c := &Path{Func: fn}
+	n.Children = append(n.Children, c)
+	switch {
+	case n.index != nil:
+		n.index[fn] = c
+	case len(n.Children) > indexAt:
+		n.index = make(map[string]*Path, len(n.Children))
+		for _, c := range n.Children {
+			n.index[c.Func] = c
+		}
+	}
+	return c
+}
+
+// Add sums o's counts and times into n.
+func (n *Path) Add(o *Path) {
+	n.Calls += o.Calls
+	n.Total += o.Total
+	n.Self += o.Self
+	n.Unwound += o.Unwound
+	n.Open += o.Open
+}
+
+// Merge adds the paths below o (its children and theirs) to those below
+// n: the same path in both is one Path, its counts and times summed.
+func (n *Path) Merge(o *Path) {
+	for _, oc := range o.Children {
+		c := n.Child(oc.Func)
+		c.Add(oc)
+		c.Merge(oc)
+	}
+}
+
+// ByName returns n's children sorted by function name.
+func (n *Path) ByName() []*Path {
+	s := slices.Clone(n.Children)
+	slices.SortFunc(s, func(a, b *Path) int { return cmp.Compare(a.Func, b.Func) })
+	return s
+}
+
+// fold adds a thread's calls to the tree below root: each call to the
+// Path of its path, its duration to the Path's total, and to its self
+// time what its callees did not take.
+func fold(root *Path, th trace.ThreadCalls) {
+	var st Stack
+	parent := func() *Path {
+		if len(st) == 0 {
+			return root
+		}
+		return st[len(st)-1].Path
+	}
+	for ev := range Closed(th, func() int { return len(st) }) {
+		switch {
+		case ev.Kind == trace.CallEnter:
+			st = append(st, Frame{Func: ev.Func, Start: ev.NS, Path: parent().Child(ev.Func)})
+		case ev.Kind == trace.CallOnly:
+			parent().Child(ev.Func).Calls++
+		case ev.Kind.Ends():
+			f, dur, ok := st.Pop(ev.NS)
+			if !ok {
+				continue // its entry was not in the trace
+			}
+			n := f.Path
+			n.Calls++
+			n.Total += dur
+			n.Self += max(dur-f.Inner, 0)
+			switch ev.Kind {
+			case trace.CallUnwound:
+				n.Unwound++
+			case trace.CallOpen:
+				n.Open++
+			}
+		}
+	}
+}
+
+// threadTree is the call tree of one thread, from its events alone:
+// threads' trees can be built in parallel, one per core, and merged.
+func threadTree(th trace.ThreadCalls) *Path {
+	t := &Path{}
+	fold(t, th)
+	return t
+}
+
+// threadTrees yields each thread with its call tree, in order. Unless
+// inOrder (a trace with contexts, whose threads are known only as the
+// one before them is read: trace.Trace.Threads) the trees are built on
+// every core, a thread each.
+func threadTrees(threads iter.Seq[trace.ThreadCalls], inOrder bool) iter.Seq2[trace.ThreadCalls, *Path] {
+	if inOrder || runtime.GOMAXPROCS(0) == 1 {
+		return func(yield func(trace.ThreadCalls, *Path) bool) {
+			for th := range threads {
+				if !yield(th, threadTree(th)) {
+					return
+				}
+			}
+		}
+	}
+	return func(yield func(trace.ThreadCalls, *Path) bool) {
+		type job struct {
+			th   trace.ThreadCalls
+			tree *Path
+			done chan struct{}
+		}
+		jobs := make(chan *job, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range jobs {
+					j.tree = threadTree(j.th)
+					close(j.done)
+				}
+			}()
+		}
+		// The threads in order, each handed to a worker; a window of
+		// them ahead of the one yielded, so the trees held wait no more
+		// than a few threads.
+		var window []*job
+		next, stop := iter.Pull(threads)
+		defer func() {
+			stop()
+			close(jobs)
+			wg.Wait()
+		}()
+		for {
+			for len(window) < 2*runtime.GOMAXPROCS(0) {
+				th, ok := next()
+				if !ok {
+					break
+				}
+				j := &job{th: th, done: make(chan struct{})}
+				jobs <- j
+				window = append(window, j)
+			}
+			if len(window) == 0 {
+				return
+			}
+			j := window[0]
+			window = window[1:]
+			<-j.done
+			if !yield(j.th, j.tree) {
+				for _, j := range window {
+					<-j.done
+				}
+				return
+			}
+		}
+	}
+}
+
+// CallGraph is the call graph of the threads (trace.Trace.Threads): each
+// thread's calls summed per call path, the threads' paths merged. With
+// perThread (not nil) each thread's paths stay below a Path named
+// perThread(thread), whose Total is theirs. Unless inOrder (a trace with
+// contexts: trace.Trace.Threads) the threads are read on every core, a
+// thread each, and merged in their order. Its size is bounded by the
+// number of distinct paths, not of calls.
+func CallGraph(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func(trace.ThreadCalls) string) *Path {
+	root := &Path{}
+	for th, t := range threadTrees(threads, inOrder) {
+		into := root
+		if perThread != nil {
+			into = root.Child(perThread(th))
+			for _, c := range t.Children {
+				into.Total += c.Total
+			}
+		}
+		into.Merge(t)
+	}
+	return root
+}
+
+// A Frame is an open call of a thread being read.
+type Frame struct {
+	Func  string
+	Start float64 // ns
+	Inner float64 // ns spent in its callees that returned (or were left)
+	Path  *Path   // its place in a call graph, for those who build one
+}
+
+// A Stack is a thread's open calls, innermost last: what every reader of
+// a thread's calls keeps, bounded by the depth of nesting.
+type Stack []Frame
+
+// Pop closes the innermost call at ns and returns it with its duration;
+// the caller's time in callees grows by it. ok is false when no call is
+// open: an exit whose entry was not in the trace.
+func (s *Stack) Pop(ns float64) (f Frame, dur float64, ok bool) {
+	n := len(*s)
+	if n == 0 {
+		return Frame{}, 0, false
+	}
+	f = (*s)[n-1]
+	*s = (*s)[:n-1]
+	dur = max(ns-f.Start, 0)
+	if n > 1 {
+		(*s)[n-2].Inner += dur
+	}
+	return f, dur, true
+}
+
+// Closed yields a thread's events, and after them an Open for every call
+// still open (open says how many are: one the reader did not close), at
+// the thread's last event: who reads them can then count on each Enter
+// being closed.
+func Closed(th trace.ThreadCalls, open func() int) iter.Seq[trace.CallEvent] {
+	return func(yield func(trace.CallEvent) bool) {
+		var last float64
+		for ev := range th.Events {
+			last = ev.NS
+			if !yield(ev) {
+				return
+			}
+		}
+		for open() > 0 {
+			if !yield(trace.CallEvent{Kind: trace.CallOpen, NS: last}) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,180 @@
+package views
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"ftpatch/internal/tracetest"
+	"ftpatch/model"
+	"ftpatch/trace"
+)
+
+type step = tracetest.Step
+
+// TestStreamingMatchesTrees: replay and report read as streams print
+// and count what the in-memory trees with the same filter do, for
+// random threads with contexts, unwound and unfinished calls.
+func TestStreamingMatchesTrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	threads := map[int][]step{}
+	for tid := 1; tid <= 3; tid++ {
+		threads[tid] = tracetest.RandomThread(r, 3000, 8, tid-1)
+	}
+	dir := tracetest.WriteDir(t, "function_graph", threads)
+	syms := tracetest.Names(8)
+	for _, f := range []trace.Filter{{}, {Depth: 2}, {Threshold: 40}, {Tid: 2}, {Depth: 3, Threshold: 20}} {
+		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
+			mem, err := trace.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got bytes.Buffer
+			if err := WriteTrees(&want, mem, model.Apply(f, model.Graph(mem, syms))); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := trace.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ReplayGraph(&got, tr, syms, &f); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("streamed replay differs from the trees':\n%s", lineDiff(got.String(), want.String()))
+			}
+			if !strings.Contains(got.String(), "context 1 (makecontext)") && f.Tid != 1 {
+				t.Errorf("no context in the replay:\n%.2000s", got.String())
+			}
+			stats, err := model.ReportGraph(tr, syms, &f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStats := model.Stats(model.Apply(f, model.Graph(mem, syms)))
+			if len(stats) != len(wantStats) {
+				t.Fatalf("%d functions reported, the trees give %d", len(stats), len(wantStats))
+			}
+			for i := range stats {
+				a, b := stats[i], wantStats[i]
+				if a.Func != b.Func || a.Calls != b.Calls || a.Unwound != b.Unwound || a.Open != b.Open || !near(a.Total, b.Total) || !near(a.Self, b.Self) {
+					t.Errorf("reported %+v, the trees give %+v", a, b)
+				}
+			}
+		})
+	}
+}
+
+// near: equal but for the order floating-point sums were made in.
+func near(a, b float64) bool { return a-b < 1e-6*max(1, b) && b-a < 1e-6*max(1, b) }
+
+// lineDiff shows the first line where two outputs differ.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf("line %d:\n got %q\nwant %q", i+1, g[i], w[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
+}
+
+// TestContextPasses: a thread that ran more contexts than one pass
+// keeps aside is read again for the rest, and prints them in the order
+// it first ran them, as the trees do.
+func TestContextPasses(t *testing.T) {
+	defer func(n int) { maxSpills = n }(maxSpills)
+	maxSpills = 2
+	r := rand.New(rand.NewPCG(5, 6))
+	dir := tracetest.WriteDir(t, "function_graph", map[int][]step{1: tracetest.RandomThread(r, 4000, 5, 7)})
+	syms := tracetest.Names(5)
+	mem, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := WriteTrees(&want, mem, model.Graph(mem, syms)); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplayGraph(&got, tr, syms, &trace.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(got.String(), "(makecontext)"); n < 5 {
+		t.Errorf("%d contexts replayed, want at least 5", n)
+	}
+	if got.String() != want.String() {
+		t.Errorf("replay in passes differs from the trees':\n%s", lineDiff(got.String(), want.String()))
+	}
+}
+
+// TestMergeCalls: a function trace's streams replay merged by time, a
+// stream before the next at equal times, and filters keep the calls of
+// the chosen functions and time.
+func TestMergeCalls(t *testing.T) {
+	dir := tracetest.WriteDir(t, "function", map[int][]step{
+		1: {{K: trace.Call, Fn: "f0", TS: 10}, {K: trace.Call, Fn: "f1", TS: 30}, {K: trace.Call, Fn: "f2", TS: 50}},
+		2: {{K: trace.Call, Fn: "f1", TS: 20}, {K: trace.Call, Fn: "f0", TS: 30}, {K: trace.Call, Fn: "f0", TS: 60}},
+	})
+	syms := tracetest.Names(3)
+	for _, c := range []struct {
+		f    trace.Filter
+		want string
+	}{
+		{trace.Filter{}, "1:f0 2:f1 1:f1 2:f0 1:f2 2:f0"},
+		{trace.Filter{Funcs: []string{"f0"}}, "1:f0 2:f0 2:f0"},
+		{trace.Filter{Hide: []string{"f0"}, Tid: 1}, "1:f1 1:f2"},
+		{trace.Filter{TimeFrom: 25, TimeTo: 55, Until: true}, "1:f1 2:f0 1:f2"},
+	} {
+		tr, err := trace.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		f := c.f
+		if err := ReplayCalls(&out, tr, syms, &f); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if fs := strings.Fields(line); len(fs) >= 3 && !strings.HasPrefix(line, "#") {
+				got = append(got, fs[1]+":"+fs[2])
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%+v: %v, want %s\n%s", c.f, got, c.want, out.String())
+		}
+		counts, events, err := model.ReportCalls(tr, syms, &f)
+		if err != nil || events != len(got) {
+			t.Errorf("%+v: report counts %d calls (%v), replay shows %d", c.f, events, err, len(got))
+		}
+		_ = counts
+	}
+}
+
+// TestDiff: a diff pairs functions by name, with the ones only one
+// trace has, biggest change first.
+func TestDiff(t *testing.T) {
+	before := []model.Stat{{Func: "a", Calls: 2, Total: 100}, {Func: "b", Calls: 1, Total: 50}, {Func: "gone", Calls: 1, Total: 5}}
+	after := []model.Stat{{Func: "a", Calls: 2, Total: 40}, {Func: "b", Calls: 3, Total: 70}, {Func: "new", Calls: 1, Total: 1}}
+	var got []string
+	for _, c := range model.Diff(before, after) {
+		got = append(got, fmt.Sprintf("%s:%+g:%+d", c.Func, c.TotalChange, c.CallsChanged))
+	}
+	if want := "a:-60:+0 b:+20:+2 gone:-5:-1 new:+1:+1"; strings.Join(got, " ") != want {
+		t.Errorf("diff %v, want %s", got, want)
+	}
+	var out bytes.Buffer
+	if err := WriteDiff(&out, "A", "B", model.Diff(before, after), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-0.060 us", "-60.0%", "+0.020 us", "gone", "new"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"ftpatch/model"
+	"ftpatch/runtime/abi"
+	"ftpatch/trace"
+)
+
+// Report writes report's tables of the trace in.Trace, named by
+// in.Names, the calls in.Filter keeps: per function, its calls and, for
+// function_graph, its total and self time (with opt.Avg its average,
+// shortest and longest call), in opt.Sort's order, and the trace's
+// summary; with opt.PerThread, a table per thread and no summary.
+func Report(w io.Writer, in Input, opt Options) error {
+	t := in.Trace
+	graph := t.Meta.Tracer == abi.TracerGraphName
+	switch {
+	case opt.PerThread:
+		return reportThreads(w, in, opt)
+	case graph:
+		stats, err := model.ReportGraph(t, in.Names, in.Filter)
+		if err == nil {
+			err = model.SortStats(stats, opt.Sort)
+		}
+		if err == nil {
+			err = WriteStats(w, t, stats, opt.Avg)
+		}
+		return err
+	}
+	counts, events, err := model.ReportCalls(t, in.Names, in.Filter)
+	if err == nil {
+		err = WriteCounts(w, t, counts, events)
+	}
+	return err
+}
+
+// reportThreads writes a report per thread.
+func reportThreads(w io.Writer, in Input, opt Options) error {
+	t := in.Trace
+	per, err := model.ReportThreads(t, in.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	for i, th := range per {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "# thread %d (process %d)\n", th.Tid, th.Pid)
+		if err := model.SortStats(th.Stats, opt.Sort); err != nil {
+			return err
+		}
+		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == abi.TracerGraphName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Diff writes the change per function from the trace of in to that of
+// opt.Against (both read as Report reads them, through in.Filter): each
+// one's total time (function_graph) and calls, and the change, the
+// biggest first (model.Diff).
+func Diff(w io.Writer, in Input, opt Options) error {
+	a, err := model.ReportAll(in.Trace, in.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	o := opt.Against
+	b, err := model.ReportAll(o.Trace, o.Names, in.Filter)
+	if err != nil {
+		return err
+	}
+	return WriteDiff(w, in.Trace.Dir, o.Trace.Dir, model.Diff(a, b), in.Trace.Meta.Tracer == abi.TracerGraphName)
+}
+
+// WriteCounts prints the calls per function.
+func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, events int) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALLS\tFUNCTION")
+	for _, c := range counts {
+		fmt.Fprintf(tw, "%d\t%s\n", c.Calls, c.Func)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeSummary(w, t, events)
+}
+
+// WriteStats prints the graph report: calls, total and self time (with
+// avg, the average, shortest and longest call instead of the self time),
+// and the trace's summary.
+func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg ...bool) error {
+	if err := WriteStatsTable(w, stats, len(avg) > 0 && avg[0], true); err != nil {
+		return err
+	}
+	events := 0
+	for _, s := range stats {
+		events += s.Calls
+	}
+	return writeSummary(w, t, events)
+}
+
+// WriteStatsTable prints figures per function without the trace's
+// summary: calls, and with times (function_graph) total and self, or
+// with avg the average, shortest and longest call.
+func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times bool) error {
+	bw := bufio.NewWriter(w)
+	switch {
+	case !times:
+		fmt.Fprintf(bw, "%8s  %s\n", "CALLS", "FUNCTION")
+	case avg:
+		fmt.Fprintf(bw, "%10s  %10s  %10s  %10s  %8s  %s\n", "TOTAL", "AVG", "MIN", "MAX", "CALLS", "FUNCTION")
+	default:
+		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "TOTAL", "SELF", "CALLS", "FUNCTION")
+	}
+	for _, s := range stats {
+		switch {
+		case !times:
+			fmt.Fprintf(bw, "%8d  %s\n", s.Calls, s.Func)
+		case avg:
+			fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %s\n", dur(s.Total), dur(s.Total/float64(max(s.Calls, 1))), dur(s.Min), dur(s.Max), s.Calls, s.Func)
+		default:
+			fmt.Fprintf(bw, "%s  %s  %8d  %s\n", dur(s.Total), dur(s.Self), s.Calls, s.Func)
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteDiff prints a diff of two reports: per function, the total time
+// (function_graph) and calls in each trace and the change.
+func WriteDiff(w io.Writer, before, after string, changes []model.Change, times bool) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# before: %s\n# after:  %s\n", before, after)
+	if times {
+		fmt.Fprintf(bw, "%10s  %10s  %11s  %8s  %8s  %8s  %8s  %s\n", "TOTAL", "AFTER", "CHANGE", "", "CALLS", "AFTER", "CHANGE", "FUNCTION")
+	} else {
+		fmt.Fprintf(bw, "%8s  %8s  %8s  %s\n", "CALLS", "AFTER", "CHANGE", "FUNCTION")
+	}
+	for _, c := range changes {
+		if !times {
+			fmt.Fprintf(bw, "%8d  %8d  %+8d  %s\n", c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
+			continue
+		}
+		sign := byte('+')
+		d := c.TotalChange
+		if d < 0 {
+			sign, d = '-', -d
+		}
+		change := appendDur([]byte{' '}, d)
+		i := 0
+		for change[i+1] == ' ' {
+			i++
+		}
+		change[i] = sign
+		pct := "     new"
+		switch {
+		case c.Before.Calls == 0:
+		case c.After.Calls == 0:
+			pct = "    gone"
+		case c.Before.Total > 0:
+			pct = fmt.Sprintf("%+7.1f%%", 100*c.TotalChange/c.Before.Total)
+		default:
+			pct = "        "
+		}
+		fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %8d  %+8d  %s\n", dur(c.Before.Total), dur(c.After.Total), change, pct, c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
+	}
+	return bw.Flush()
+}
+
+// flushSummary ends a text view written through bw to w: unless err
+// (what writing it returned), bw flushed and the trace's summary after
+// it.
+func flushSummary(bw *bufio.Writer, w io.Writer, t *trace.Trace, events int, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return writeSummary(w, t, events)
+}
+
+// writeSummary writes the trace's summary line: the events shown, its
+// threads, the sites traced and what the runtime could not trace.
+func writeSummary(w io.Writer, t *trace.Trace, events int) error {
+	m := &t.Meta
+	threads := "threads"
+	if len(t.Streams) == 1 {
+		threads = "thread"
+	}
+	_, err := fmt.Fprintf(w, "# %d events in %d %s; %d of %d sites traced", events, len(t.Streams), threads, m.Enabled, m.Sites)
+	if m.Unsupported > 0 {
+		_, err = fmt.Fprintf(w, ", %d matched but not traceable yet (sites after the prologue: -pg without -mfentry)", m.Unsupported)
+	}
+	if m.Skipped+m.Failed > 0 {
+		_, err = fmt.Fprintf(w, ", %d skipped (unexpected bytes), %d could not be written", m.Skipped, m.Failed)
+	}
+	if m.Overflow > 0 {
+		_, err = fmt.Fprintf(w, "; %d calls too deep to graph (shadow stack full)", m.Overflow)
+	}
+	if m.Unwound > 0 {
+		_, err = fmt.Fprintf(w, "; %d graphed calls unwound by longjmp or an exception (no exit time)", m.Unwound)
+	}
+	if m.Dropped > 0 {
+		_, err = fmt.Fprintf(w, "; %d events DROPPED (see the warnings)", m.Dropped)
+	}
+	fmt.Fprintln(w)
+	return err
+}
