@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
@@ -238,18 +237,24 @@ func streamStats(t *trace.Trace, i int, names trace.Namer, f *trace.Filter) (map
 
 // ReportAll sums the trace's kept calls per function, whichever its
 // tracer (the function tracer's: calls only).
+//
+// The streams are summed on every core, each on its own, and their sums
+// added in the streams' order, never in the order they finish: floating
+// point addition is not associative, and the same trace must report the
+// same figures on every run.
 func ReportAll(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, error) {
-	var mu sync.Mutex
-	all := map[string]*Stat{}
+	per := make([]map[string]*Stat, len(t.Streams))
 	err := t.ForStreams(f, func(i int) error {
 		m, err := streamStats(t, i, names.Namer(), f)
-		mu.Lock()
-		merge(all, m)
-		mu.Unlock()
+		per[i] = m
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	all := map[string]*Stat{}
+	for _, m := range per {
+		merge(all, m)
 	}
 	return statsOf(all), nil
 }
