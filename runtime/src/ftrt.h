@@ -228,7 +228,7 @@ void ftrt_symbols_close(void);
  * (lifetime.c). */
 void ftrt_graph_funcs_check(void) __attribute__((visibility("hidden")));
 
-/* The tracers (trace.c). */
+/* The tracers (tracer.h says which file holds what). */
 extern int ftrt_mode;
 extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
@@ -255,7 +255,7 @@ uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
-/* Walks of the stack (trace.c says how): an exception's (unwind.c) or,
+/* Walks of the stack (walk.c says how): an exception's (unwind.c) or,
  * exc NULL, a backtrace's (backtrace.c). Suspend gives the unwinder the
  * real return addresses (1: a level opened, which resume closes); land
  * drops the calls made by the frame whose landing pad runs next, by the

@@ -2,7 +2,7 @@
  * Raw system calls for the runtime's writers: no errno (a failure comes
  * back as -errno), no lock, nothing of libc's, so they are safe in a
  * signal handler that interrupted the program, or libc, anywhere, and in
- * a child of vfork. The trace's files are written with these (trace.c,
+ * a child of vfork. The trace's files are written with these (stream.c, meta.c,
  * dir.c).
  */
 #ifndef FTRT_SYS_H

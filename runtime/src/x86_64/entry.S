@@ -32,7 +32,7 @@
  * TLS: the runtime is linked into the program), NULL before its first
  * event.
  *
- * Records (trace.c, abi.h): each holds its time as a delta from the
+ * Records (tracer.h, abi.h): each holds its time as a delta from the
  * last record's, last (TB_LAST). A fast path writes only a record whose
  * fields fit: delta = ts - last under 2^15 and a site under 2^47 (a
  * CALL, an ENTRY), delta under 2^62 (an EXIT). A clock that went back
@@ -51,7 +51,7 @@
  * or a signal handler, is in ftrt_trace_end, flushing every buffer) it
  * clears busy and leaves the work to C, which records nothing. The end
  * sets ftrt_ending and then waits for each busy buffer to be let go
- * (C's side of the handshake is in trace.c); n goes up only after the
+ * (C's side of the handshake is in end.c); n goes up only after the
  * words it counts are written, so the end reads whole records.
  *
  * Signal handlers: busy is tested and set before anything else of the
@@ -96,7 +96,7 @@
  * TAKE_BUF slow, unbusy, ref: the graph hooks' start. rcx = the thread's
  * struct tbuf, its busy set to the traced call's stack pointer (ref: the
  * function's at its entry or return, which tells a holder a longjmp left
- * from a signal handler's call, see trace.c's take), then rdx = rdtsc
+ * from a signal handler's call, see take.h's take), then rdx = rdtsc
  * (64 bits; rax clobbered): the time is
  * taken under busy, so no record a signal handler writes meanwhile goes
  * into the stream after this one with a later time. To \slow when the
