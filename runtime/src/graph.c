@@ -3,7 +3,7 @@
  * pointer at return, hook} on the thread's shadow stack. At a site at a
  * function's entry the site jumps to a trampoline of its own that calls
  * the function body, so it returns into the trampoline (its hook) and
- * the return stack predicts every return (entry.S); elsewhere (-pg's
+ * the return stack predicts every return (x86_64/graph.S); elsewhere (-pg's
  * mcount sites) the return address is replaced with return_to_handler.
  * Either way the exit is recorded and the call returns where it really
  * returns. A thread whose calls nest deeper than SHADOW_MAX stops
@@ -99,7 +99,7 @@ int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hoo
 
 /*
  * The hot path of a per-site graph trampoline (ftrace_graph_enter, see
- * x86_64/entry.S): push the call, whose return slot is slot; the
+ * x86_64/graph.S): push the call, whose return slot is slot; the
  * trampoline then calls the function itself, so it returns to hook
  * inside the trampoline. 1 if graphed; 0 and the trampoline just jumps
  * into the function.
@@ -138,7 +138,7 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	struct tbuf *b = tb;
 	if (__builtin_expect(!b, 0))
 		lost_return();
-	/* Set before the shadow stack is read, or the time (see entry.S);
+	/* Set before the shadow stack is read, or the time (see x86_64/graph.S);
 	 * and given back as it was: a return is never dropped, even inside
 	 * a signal handler that interrupted the tracer. */
 	uintptr_t was_busy = b->busy;

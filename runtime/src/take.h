@@ -57,7 +57,7 @@ static inline int take(struct tbuf *b, uintptr_t ref)
  * it. While an exception is being unwound the slots hold the real return
  * addresses (suspended): only the stack pointer tells then. The slot
  * holds the hook from the moment the call is pushed until it is popped
- * (see entry.S), so a signal handler's call, whatever it interrupted,
+ * (see x86_64/graph.S), so a signal handler's call, whatever it interrupted,
  * never takes a live call for a left one; nor does a handler's call on
  * an alternate stack above the thread's own (elsewhere).
  */

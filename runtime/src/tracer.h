@@ -76,7 +76,7 @@
  * forked child's, and after a flush that had no stream to write to (its
  * records lost; the next flush makes the stream anew). So a stream's
  * first record holds its time whole: a TIME before it, or, an exit's
- * fast path being first (entry.S), an EXIT whose delta from 0, of up to
+ * fast path being first (x86_64/graph.S), an EXIT whose delta from 0, of up to
  * 62 bits, is the reading itself.
  *
  * No record's first word is 0 (a site is never 0; an EXIT has its kind

@@ -308,7 +308,7 @@ void ftrace_graph_enter(void);
 void ftrace_graph_leave(void);
 
 /*
- * Per-site graph trampolines (the layout is drawn in entry.S), in chunks
+ * Per-site graph trampolines (the layout is drawn in graph.S), in chunks
  * mapped near the code they serve: a site reaches its trampoline with a
  * rel32 jump, so the chunk must lie within ±2 GiB of it. A chunk starts
  * with the addresses of ftrace_graph_enter and ftrace_graph_leave, which
