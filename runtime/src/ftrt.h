@@ -139,6 +139,18 @@ int ftrt_register_self(const struct ftrt_module *self);
  * keeps what was built for it, as other threads may still run it. */
 void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));
 
+/* What registry.c sets off when its records change, which it calls
+ * through these, never by name: the load-time pass's start (init, before
+ * a shared object registers), a module's pass (pass), and the trace's
+ * metadata rewritten (changed). Given once, by lifetime.c, before the
+ * program's pass. */
+struct ftrt_modules_calls {
+	void (*init)(void);
+	void (*pass)(struct ftrt_mod *md);
+	void (*changed)(void);
+};
+void ftrt_modules_wire(const struct ftrt_modules_calls *c) __attribute__((visibility("hidden")));
+
 /* Exported from the program (ftpatch flags --libs makes the linker
  * export them), called by each module's stub. 0, or -1 when the
  * description is one this runtime cannot serve (the module then runs
@@ -236,6 +248,10 @@ uint64_t ftrt_ns_to_tsc(uint64_t ns);
 /* Open the trace in the directory dir (recorded: the binary's recorded
  * location); -1 with *why (what is wrong with dir) when it cannot be made. */
 int ftrt_trace_start(const char *dir, int recorded, const char **why);
+/* What ftrt_trace_start calls to arm the trace's end at exit (lifetime.c's
+ * ftrt_exit_watch), given before the trace can start: the trace's opening
+ * names nothing above it. */
+void ftrt_trace_arm(void (*at_exit)(void)) __attribute__((visibility("hidden")));
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);

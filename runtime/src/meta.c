@@ -24,6 +24,14 @@
 
 #include "tracer.h"
 
+/* The config record's state's name, for the metadata (`config <name>`)
+ * and the pass's FTRACE_DEBUG report (ftrt.h). */
+const char *ftrt_config_state(uint64_t state)
+{
+	static const char *const names[] = FTRT_CFG_STATE_NAMES;
+	return state < sizeof names / sizeof names[0] ? names[state] : "none";
+}
+
 /*
  * A metadata file being written: lines gathered in a buffer (a write
  * system call each would be most of the metadata's cost), each write

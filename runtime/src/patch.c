@@ -127,12 +127,6 @@ static const struct ftrt_config *config(const struct ftrt_config *c)
 	return c;
 }
 
-const char *ftrt_config_state(uint64_t state)
-{
-	static const char *const names[] = FTRT_CFG_STATE_NAMES;
-	return state < sizeof names / sizeof names[0] ? names[state] : "none";
-}
-
 /* A loaded segment: [start, end) with the protection its program header
  * gives it. */
 struct segment {

@@ -1,8 +1,9 @@
 /*
  * The trace's opening: the directory made (dir.c), the clock chosen,
- * the end armed (at exit: lifetime.c; at quick_exit: end.c), and, once
- * the tracer's options are set, the fast paths let run. Calls dir.c,
- * thread.c, meta.c, end.c, lifetime.c and the architecture's clock.
+ * the end armed (at exit: lifetime.c's, given through ftrt_trace_arm; at
+ * quick_exit: end.c), and, once the tracer's options are set, the fast
+ * paths let run. Calls dir.c, thread.c, meta.c, end.c and the
+ * architecture's clock.
  * How a trace is recorded: tracer.h.
  */
 #define _GNU_SOURCE
@@ -23,6 +24,14 @@
 #include <unistd.h>
 
 #include "tracer.h"
+
+/* How the end is armed at exit (ftrt_trace_arm). */
+static void (*arm_exit)(void);
+
+void ftrt_trace_arm(void (*at_exit)(void))
+{
+	arm_exit = at_exit;
+}
 
 /*
  * Open the trace: make its directory (dir.c; recorded: dir is the
@@ -50,7 +59,8 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_creator_pid = ftrt_trace_pid = getpid();
 	ftrt_tsc_start = now();
 	ftrt_mono_start = mono_ns();
-	ftrt_exit_watch();
+	if (arm_exit)
+		arm_exit();
 	at_quick_exit(ftrt_trace_end);
 	return 0;
 }
