@@ -19,8 +19,8 @@
 
 #include "abi.h"
 
-/* What the load-time pass did to the table; read by tests and, later,
- * written into the trace's metadata. */
+/* What the load-time pass did to a module's table: kept in its record
+ * (struct ftrt_mod), written into the trace's metadata. */
 struct ftrt_stats {
 	uint64_t entries;  /* words in the table, zero words included */
 	uint64_t zero;     /* zero words: padding, or sites in discarded sections */
@@ -35,8 +35,6 @@ struct ftrt_stats {
 	uint64_t pages;    /* code pages made writable (and written): 0 for a pre-patched file */
 	uint64_t config;   /* what the pass made of .ftrt_config: an FTRT_CFG_STATE_* */
 };
-
-extern struct ftrt_stats ftrt_stats;
 
 /* The config record (abi.h lays it out), in section FTRT_CFG_SECTION. */
 extern const struct ftrt_config ftrt_config __attribute__((visibility("hidden")));
