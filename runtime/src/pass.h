@@ -34,6 +34,11 @@ enum {
 	RECHECK,   /* starts within 6 bytes of the site before it: classified again after that one is written */
 };
 
+/* The architecture's (x86_64/tramp.c): whether the site at ip calls one
+ * of the module's trampolines that a site of the tracer `mode` may call
+ * (mode 0: any of them), as `ftpatch enable` writes them; sets *len. */
+int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode) __attribute__((visibility("hidden")));
+
 /* Glob lists (filter.c). */
 const char *ftrt_glob_next(const char *p, char glob[static 256]) __attribute__((visibility("hidden")));
 int ftrt_filter_match(const char *list, const char *name, const char *dem, uint64_t *hits) __attribute__((visibility("hidden")));

@@ -3,7 +3,7 @@
  * each site's bytes read and classified, the runtime's own calls
  * counted as calls, then each made what the pass wants (a NOP, or a call
  * into the tracer), code pages made writable only around the writes.
- * Calls the architecture's site.c, and pass.h's counts.
+ * Calls the architecture's site.c and tramp.c, and pass.h's counts.
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -25,60 +25,11 @@
 
 struct ftrt_stats *ftrt_pass_stats;
 
-/*
- * Calls into the runtime that `ftpatch enable` writes (x86-64; the other
- * ports have none yet), to the module's own trampolines (ftrt_targets: in
- * the program, the runtime's; in a shared object, its stub's, which jump
- * into the runtime):
- *   e8 rel32      call ftrace_caller5 / ftrace_mcount_caller5 / ftrace_chain_caller5 / ftrace_stub   5 bytes
- *   67 e8 rel32   addr32 call ftrace_caller6 / ftrace_mcount_caller6 / ftrace_chain_caller6 / ftrace_stub  6
- * ftrt_arch_classify knows only the compiler's calls to the hooks; these
- * are recognised here so that the check of a pre-patched file can accept
- * them and the normal pass can turn them back into NOPs or other calls.
- *
- * Which of caller5, mcount_caller5 and chain_caller5 a site must call
- * depends on where it is in its function, which needs the symbol table:
- * ftpatch verify checks that; here any is accepted, as all are ours.
- */
-#if defined(__x86_64__)
-/* Whether the site at ip calls one of the module's trampolines that a
- * site of the tracer `mode` may call (mode 0: any of them); sets *len. */
-static int tramp_call(const unsigned char *ip, int *len, int mode)
-{
-	int32_t rel;
-	uintptr_t target;
-	const uintptr_t *t = ftrt_targets;
-	if (ip[0] == 0xe8) { /* call rel32 */
-		__builtin_memcpy(&rel, ip + 1, 4);
-		*len = 5;
-	} else if (ip[0] == 0x67 && ip[1] == 0xe8) { /* addr32 call rel32 */
-		__builtin_memcpy(&rel, ip + 2, 4);
-		*len = 6;
-	} else {
-		return 0;
-	}
-	target = (uintptr_t)ip + (uintptr_t)*len + (uintptr_t)(intptr_t)rel;
-	if (target == t[FTRT_T_STUB])
-		return mode == 0 || mode == FTRT_NOP;
-	if (mode == FTRT_NOP)
-		return 0;
-	if (*len == 5)
-		return target == t[FTRT_T_CALLER5] || target == t[FTRT_T_MCALLER5] || target == t[FTRT_T_CHAIN5];
-	return target == t[FTRT_T_CALLER6] || target == t[FTRT_T_MCALLER6] || target == t[FTRT_T_CHAIN6];
-}
-#else
-static int tramp_call(const unsigned char *ip, int *len, int mode)
-{
-	(void)ip, (void)len, (void)mode;
-	return 0;
-}
-#endif
-
 /* What a site holds, with the runtime's own calls counted as calls. */
 static enum ftrt_site_state classify(const unsigned char *ip, int *len)
 {
 	enum ftrt_site_state st = ftrt_arch_classify(ip, len);
-	if (st == FTRT_SITE_UNKNOWN && tramp_call(ip, len, 0))
+	if (st == FTRT_SITE_UNKNOWN && ftrt_arch_tramp_call(ip, len, 0))
 		return FTRT_SITE_CALL;
 	return st;
 }
@@ -416,7 +367,7 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
 		int len;
 		if (ftrt_arch_classify(ip, &len) == FTRT_SITE_NOP)
 			ftrt_pass_stats->nops++;
-		else if (mode > 0 && tramp_call(ip, &len, mode))
+		else if (mode > 0 && ftrt_arch_tramp_call(ip, &len, mode))
 			ftrt_pass_stats->enabled++;
 		else
 			ftrt_pass_stats->skipped++;
