@@ -233,7 +233,7 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 		      int (*pick)(const char *name));
 void ftrt_symbols_close(void);
 /* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
- * of the modules registered so far (patch.c): once, when the program's
+ * of the modules registered so far (options.c): once, when the program's
  * initialisers begin, the shared objects loaded with it registered
  * (lifetime.c). */
 void ftrt_graph_funcs_check(void) __attribute__((visibility("hidden")));

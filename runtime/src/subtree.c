@@ -10,7 +10,7 @@
  *                                  call nor anything it calls (it wins
  *                                  over FTRACE_GRAPH_FUNCS inside it)
  *
- * Globs and `!` exclusions are FTRACE_FILTER's, matched by patch.c at the
+ * Globs and `!` exclusions are FTRACE_FILTER's, matched by filter.c at the
  * load-time pass (also of a file pre-patched by ftpatch enable, whose
  * sites it only reads), which marks each traced site of a named function
  * (MARK_CHOSEN or MARK_NOTRACE, layout.h) in a table per module kept

@@ -66,7 +66,7 @@ extern __typeof__(raise_hook) _Unwind_RaiseException WEAK __attribute__((alias("
  * unwinder is linked whole, and its strong definitions win over these
  * weak ones: a throw through a graphed frame would find a hook in a
  * return slot and end the program (std::terminate). The runtime then
- * does not graph (patch.c).
+ * does not graph (options.c).
  */
 int ftrt_unwind_hooked(void)
 {

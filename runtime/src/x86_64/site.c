@@ -107,7 +107,7 @@ static inline int is_hook(uintptr_t target)
 /*
  * A site's bytes as one little-endian integer (ftrt_quick_load). Every
  * site the load-time pass reads has 8 bytes of its segment from its
- * address on (walk() in patch.c checks), so a site costs one load, and
+ * address on (ftrt_sites_walk in sites.c checks), so a site costs one load, and
  * each shape below is a compare of its first n bytes under a mask rather
  * than a byte loop or a libc call: the whole pass has a budget of 20 ns
  * per site.
