@@ -8,7 +8,7 @@ import (
 )
 
 // Settings are what a recording asks of the runtime, each one of the
-// runtime's FTRACE* variables (runtime/src: patch.c, trace.c, dir.c).
+// runtime's FTRACE* variables (runtime/src: options.c, patch.c, trace.c, dir.c).
 // The zero value of a field leaves its variable unset.
 type Settings struct {
 	Tracer       string        // FTRACE: function, function_graph or nop; "" for a pre-patched program's recorded tracer

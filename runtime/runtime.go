@@ -214,11 +214,12 @@ func Cached(ctx context.Context, o Options) (string, error) {
 func CFlags(a arch.Arch) []string { return slices.Clone(isa.For(a).CFlags) }
 
 // LinkFlags are the link flags of a program for the runtime's archive at
-// lib. Naming ftrt_init undefined pulls the load-time pass out of the
-// archive even when no object calls a hook (-fpatchable-function-entry
-// sites call nothing). The registration entry points are exported, so
-// shared objects with sites, linked at start or loaded with dlopen, find
-// the program's runtime. So is the runtime's _exit (and _Exit), named
+// lib. Naming ftrt_init and ftrt_preinit undefined pulls the load-time
+// pass and its caller in the program's .preinit_array (src/lifetime.c,
+// which nothing below it names) out of the archive even when no object
+// calls a hook (-fpatchable-function-entry sites call nothing). The
+// registration entry points are exported, so shared objects with sites,
+// linked at start or loaded with dlopen, find the program's runtime. So is the runtime's _exit (and _Exit), named
 // undefined to pull it in: a program or shared object that ends with
 // _exit still flushes its trace (src/exit.c). The program's calls of
 // the exec functions are wrapped, so a process writes its buffer out
@@ -227,7 +228,7 @@ func CFlags(a arch.Arch) []string { return slices.Clone(isa.For(a).CFlags) }
 // (src/exec.c); so are its calls of backtrace, which then see through
 // graphed frames (src/backtrace.c), and of makecontext (src/context.c).
 func LinkFlags(lib string) []string {
-	flags := []string{"-Wl,-u," + abi.Init, "-Wl,--export-dynamic-symbol=" + abi.ModuleRegister,
+	flags := []string{"-Wl,-u," + abi.Init, "-Wl,-u," + abi.Preinit, "-Wl,--export-dynamic-symbol=" + abi.ModuleRegister,
 		"-Wl,--export-dynamic-symbol=" + abi.ModuleUnregister,
 		"-Wl,-u,_exit", "-Wl,--export-dynamic-symbol=_exit", "-Wl,--export-dynamic-symbol=_Exit"}
 	for _, f := range wrapped {

@@ -159,6 +159,7 @@ const TableSection = "__mcount_loc"
 // names on the link line.
 const (
 	Init             = "ftrt_init"              // FTRT_SYM_INIT: the load-time pass; only a program with the runtime defines it
+	Preinit          = "ftrt_preinit"           // FTRT_SYM_PREINIT: the program's .preinit_array function, which starts the pass
 	ModuleInit       = "ftrt_module_init"       // FTRT_SYM_MODULE_INIT: the module stub's constructor; only a shared object with the stub
 	ModuleRegister   = "ftrt_module_register"   // FTRT_SYM_MODULE_REGISTER: exported by a program to its modules' stubs
 	ModuleUnregister = "ftrt_module_unregister" // FTRT_SYM_MODULE_UNREGISTER

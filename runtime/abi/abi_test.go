@@ -142,6 +142,7 @@ func mirrors() []mirror {
 
 		{"FTRT_TABLE_SECTION", "TableSection", abi.TableSection},
 		{"FTRT_SYM_INIT", "Init", abi.Init},
+		{"FTRT_SYM_PREINIT", "Preinit", abi.Preinit},
 		{"FTRT_SYM_MODULE_INIT", "ModuleInit", abi.ModuleInit},
 		{"FTRT_SYM_MODULE_REGISTER", "ModuleRegister", abi.ModuleRegister},
 		{"FTRT_SYM_MODULE_UNREGISTER", "ModuleUnregister", abi.ModuleUnregister},

@@ -178,6 +178,7 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
  * defines; the registration a program exports to its modules' stubs.
  */
 #define FTRT_SYM_INIT "ftrt_init"
+#define FTRT_SYM_PREINIT "ftrt_preinit" /* the program's .preinit_array function (lifetime.c), which starts the pass */
 #define FTRT_SYM_MODULE_INIT "ftrt_module_init"
 #define FTRT_SYM_MODULE_REGISTER "ftrt_module_register"
 #define FTRT_SYM_MODULE_UNREGISTER "ftrt_module_unregister"

@@ -7,7 +7,7 @@
  * coroutines' calls have come and gone. One shadow stack per thread
  * would mix their calls and pop one coroutine's calls at another's
  * returns. So each context gets a shadow stack of its own, found from
- * the stack pointer of the code that runs (graph.h, trace.c's stack_at).
+ * the stack pointer of the code that runs (graph.h, shadow.c's ftrt_stack_at).
  *
  * The program's calls of makecontext are wrapped (--wrap=makecontext, as
  * the exec functions are: see exec.c): the wrapper, in assembly

@@ -3,7 +3,7 @@
  * and a child it starts with an environment of its own is traced.
  *
  * A thread's records wait in its buffer until it fills, the thread
- * exits or the process ends (trace.c). exec ends none of those: it
+ * exits or the process ends (thread.c, end.c). exec ends none of those: it
  * replaces the process's memory, buffers and all. A forked child that
  * execs, as most do, lost every event it had between fork and exec; a
  * program that execs in place, everything since its last flush. So the

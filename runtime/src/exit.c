@@ -42,21 +42,12 @@
  * waits on no lock longer than a bounded time.
  */
 #include "ftrt.h"
-
-#if !defined(__x86_64__)
-#error "exit.c: the runtime is x86-64 only for now"
-#endif
-
-__attribute__((noreturn)) static void exit_group(int status)
-{
-	for (;;) /* exit_group does not return; exit (60) would end just this thread */
-		__asm__ volatile("syscall" : : "a"(231 /* SYS_exit_group */), "D"(status) : "rcx", "r11", "memory");
-}
+#include "sys.h"
 
 __attribute__((weak, noreturn)) void _exit(int status)
 {
 	ftrt_trace_end();
-	exit_group(status);
+	sys_exit_group(status);
 }
 
 /* C99's name for the same. */

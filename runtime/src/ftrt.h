@@ -19,8 +19,8 @@
 
 #include "abi.h"
 
-/* What the load-time pass did to the table; read by tests and, later,
- * written into the trace's metadata. */
+/* What the load-time pass did to a module's table: kept in its record
+ * (struct ftrt_mod), written into the trace's metadata. */
 struct ftrt_stats {
 	uint64_t entries;  /* words in the table, zero words included */
 	uint64_t zero;     /* zero words: padding, or sites in discarded sections */
@@ -35,8 +35,6 @@ struct ftrt_stats {
 	uint64_t pages;    /* code pages made writable (and written): 0 for a pre-patched file */
 	uint64_t config;   /* what the pass made of .ftrt_config: an FTRT_CFG_STATE_* */
 };
-
-extern struct ftrt_stats ftrt_stats;
 
 /* The config record (abi.h lays it out), in section FTRT_CFG_SECTION. */
 extern const struct ftrt_config ftrt_config __attribute__((visibility("hidden")));
@@ -139,6 +137,18 @@ int ftrt_register_self(const struct ftrt_module *self);
  * keeps what was built for it, as other threads may still run it. */
 void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));
 
+/* What registry.c sets off when its records change, which it calls
+ * through these, never by name: the load-time pass's start (init, before
+ * a shared object registers), a module's pass (pass), and the trace's
+ * metadata rewritten (changed). Given once, by lifetime.c, before the
+ * program's pass. */
+struct ftrt_modules_calls {
+	void (*init)(void);
+	void (*pass)(struct ftrt_mod *md);
+	void (*changed)(void);
+};
+void ftrt_modules_wire(const struct ftrt_modules_calls *c) __attribute__((visibility("hidden")));
+
 /* Exported from the program (ftpatch flags --libs makes the linker
  * export them), called by each module's stub. 0, or -1 when the
  * description is one this runtime cannot serve (the module then runs
@@ -223,12 +233,12 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 		      int (*pick)(const char *name));
 void ftrt_symbols_close(void);
 /* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
- * of the modules registered so far (patch.c): once, when the program's
+ * of the modules registered so far (options.c): once, when the program's
  * initialisers begin, the shared objects loaded with it registered
  * (lifetime.c). */
 void ftrt_graph_funcs_check(void) __attribute__((visibility("hidden")));
 
-/* The tracers (trace.c). */
+/* The tracers (tracer.h says which file holds what). */
 extern int ftrt_mode;
 extern unsigned ftrt_max_depth __attribute__((visibility("hidden")));
 extern uint64_t ftrt_thresh_tsc __attribute__((visibility("hidden")));
@@ -236,6 +246,10 @@ uint64_t ftrt_ns_to_tsc(uint64_t ns);
 /* Open the trace in the directory dir (recorded: the binary's recorded
  * location); -1 with *why (what is wrong with dir) when it cannot be made. */
 int ftrt_trace_start(const char *dir, int recorded, const char **why);
+/* What ftrt_trace_start calls to arm the trace's end at exit (lifetime.c's
+ * ftrt_exit_watch), given before the trace can start: the trace's opening
+ * names nothing above it. */
+void ftrt_trace_arm(void (*at_exit)(void)) __attribute__((visibility("hidden")));
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
@@ -255,7 +269,7 @@ uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
-/* Walks of the stack (trace.c says how): an exception's (unwind.c) or,
+/* Walks of the stack (walk.c says how): an exception's (unwind.c) or,
  * exc NULL, a backtrace's (backtrace.c). Suspend gives the unwinder the
  * real return addresses (1: a level opened, which resume closes); land
  * drops the calls made by the frame whose landing pad runs next, by the

@@ -5,7 +5,7 @@
  * its return, which it makes through the tracer's hook: the shadow entry
  * holds where it really returns. Calls and returns on one stack nest, so
  * each stack the program runs code on needs a shadow stack of its own:
- * a thread's own stack has the one in its buffer (trace.c), and each
+ * a thread's own stack has the one in its buffer (tracer.h), and each
  * context made by makecontext (coroutines: their stacks are the
  * program's, and swapcontext switches between them in any order) has
  * one in its record here (context.c). A frame's stack pointer says which
@@ -107,10 +107,10 @@ static inline int ftrt_subtree_mark(uintptr_t ip)
 	return ftrt_subtree_lookup(ip);
 }
 
-/* trace.c: a context exists now: the graph fast paths, which know only
+/* state.c: a context exists now: the graph fast paths, which know only
  * the thread's own shadow stack, stay off from here on. */
 void ftrt_graph_contexts(void) __attribute__((visibility("hidden")));
-/* trace.c: a context could not be registered: its stack is unknown, so
+/* state.c: a context could not be registered: its stack is unknown, so
  * no new call anywhere is graphed (each is recorded as a call). */
 void ftrt_graph_ungraphed(void) __attribute__((visibility("hidden")));
 

@@ -13,8 +13,8 @@
  * functions that the program's own objects bring come before (they are
  * linked first). Only an executable has a .preinit_array (the linker
  * refuses one in a shared object, which links the module stub instead of
- * the runtime); this file comes with the trace (trace.c calls
- * ftrt_exit_watch).
+ * the runtime); this file comes with the trace (the link names
+ * ftrt_preinit undefined: runtime.LinkFlags).
  *
  * The C library is relocated and its early initialisation done by then,
  * but in a dynamic program its own initialiser, which sets environ from
@@ -73,6 +73,15 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 	(void)argv;
 	if (!environ)
 		environ = envp;
+	/* The runtime's parts below call up only through what they are
+	 * given here. */
+	static const struct ftrt_modules_calls calls = {
+		.init = ftrt_init,
+		.pass = ftrt_pass,
+		.changed = ftrt_trace_meta_update,
+	};
+	ftrt_modules_wire(&calls);
+	ftrt_trace_arm(ftrt_exit_watch);
 	ftrt_init();
 }
 

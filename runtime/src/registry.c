@@ -31,6 +31,14 @@ static int nmods;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int exiting; /* the process is exiting: destructors run, nothing is unmapped */
 uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
+/* What the records' changes set off above this file (ftrt.h): given by
+ * lifetime.c before the first pass, so this file names none of it. */
+static struct ftrt_modules_calls up;
+
+void ftrt_modules_wire(const struct ftrt_modules_calls *c)
+{
+	up = *c;
+}
 
 const struct ftrt_mod *ftrt_module_at(int i)
 {
@@ -176,10 +184,12 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 	if (!self && m->slots && nmods > 0 && mods[0].desc)
 		for (int i = 0; i < FTRT_SLOTS; i++)
 			m->slots[i] = mods[0].desc->targets[FTRT_T_CALLER5 + i];
-	ftrt_pass(md);
+	if (up.pass)
+		up.pass(md);
 	/* The metadata of a run still going names the module now (and, after
 	 * the pass that opened the trace, is written for the first time). */
-	ftrt_trace_meta_update();
+	if (up.changed)
+		up.changed();
 	return md;
 }
 
@@ -202,7 +212,8 @@ int ftrt_module_register(struct ftrt_module *m)
 {
 	if (!m || m->size < sizeof *m || m->version != FTRT_MODULE_VERSION || m->handle)
 		return -1;
-	ftrt_init();
+	if (up.init)
+		up.init();
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[FTRT_T_FENTRY], 0);
 	if (md)
@@ -234,7 +245,8 @@ void ftrt_module_unregister(struct ftrt_module *m)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
 		ftrt_arch_release(md->owner);
 		ftrt_subtree_release(md->owner);
-		ftrt_trace_meta_update();
+		if (up.changed)
+			up.changed();
 	}
 	m->handle = 0;
 	pthread_mutex_unlock(&lock);

@@ -10,11 +10,11 @@
  *                                  call nor anything it calls (it wins
  *                                  over FTRACE_GRAPH_FUNCS inside it)
  *
- * Globs and `!` exclusions are FTRACE_FILTER's, matched by patch.c at the
+ * Globs and `!` exclusions are FTRACE_FILTER's, matched by filter.c at the
  * load-time pass (also of a file pre-patched by ftpatch enable, whose
  * sites it only reads), which marks each traced site of a named function
  * (MARK_CHOSEN or MARK_NOTRACE, layout.h) in a table per module kept
- * here. The tracer (trace.c's graph_push) asks for a site's mark at each
+ * here. The tracer (graph.c's ftrt_graph_push) asks for a site's mark at each
  * call it sees (ftrt_subtree_mark) and keeps, per shadow stack, how many
  * chosen and notrace calls are live on it (struct shadow_stack's chosen
  * and notrace): a count, not a flag, so that recursion and a chosen

@@ -2,30 +2,16 @@
  * Raw system calls for the runtime's writers: no errno (a failure comes
  * back as -errno), no lock, nothing of libc's, so they are safe in a
  * signal handler that interrupted the program, or libc, anywhere, and in
- * a child of vfork. The trace's files are written with these (trace.c,
- * dir.c).
+ * a child of vfork. The trace's files are written with these (stream.c, meta.c,
+ * dir.c). The system call itself, sys(n, a, b, c, d, e, f), and
+ * sys_exit_group are the architecture's (arch.h: x86_64/sys.h).
  */
 #ifndef FTRT_SYS_H
 #define FTRT_SYS_H
 
-#if !defined(__x86_64__)
-#error "sys.h: the runtime is x86-64 only for now"
-#endif
+#include <sys/syscall.h>
 
-/* x86-64's syscall: the number in rax, the arguments in rdi, rsi, rdx,
- * r10, r8, r9; the result in rax; rcx and r11 clobbered. */
-static inline long sys(long n, long a, long b, long c, long d, long e, long f)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+#include "arch.h" /* sys(): the architecture's system call */
 
 /* Whether a raw call's result is an error (-4095..-1). */
 static inline int sys_failed(long r)
@@ -50,14 +36,14 @@ static inline void sys_sigs_hold(unsigned long *old)
 #define FTRT_SIG(n) (1ul << ((n) - 1))
 	unsigned long hold = ~(FTRT_SIG(4) | FTRT_SIG(5) | FTRT_SIG(7) | FTRT_SIG(8) | FTRT_SIG(11) | FTRT_SIG(31));
 #undef FTRT_SIG
-	if (sys(14 /* SYS_rt_sigprocmask */, 0 /* SIG_BLOCK */, (long)&hold, (long)old, sizeof hold, 0, 0) != 0)
+	if (sys(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)&hold, (long)old, sizeof hold, 0, 0) != 0)
 		*old = ~0ul; /* nothing held: nothing to give back */
 }
 
 static inline void sys_sigs_release(const unsigned long *old)
 {
 	if (*old != ~0ul)
-		sys(14 /* SYS_rt_sigprocmask */, 2 /* SIG_SETMASK */, (long)old, 0, sizeof *old, 0, 0);
+		sys(SYS_rt_sigprocmask, 2 /* SIG_SETMASK */, (long)old, 0, sizeof *old, 0, 0);
 }
 
 #endif

@@ -5,7 +5,7 @@
  * the unwinder reads return addresses to find each frame's unwind info,
  * and would find the hook instead and give up (std::terminate). So the
  * unwinder's entry points are interposed, and tell the graph tracer what
- * the unwinder does (trace.c, "Walks of the stack"):
+ * the unwinder does (walk.c):
  *
  *   _Unwind_RaiseException, _Unwind_Resume_or_Rethrow, _Unwind_ForcedUnwind
  *       before unwinding, write every graphed frame's real return address
@@ -66,7 +66,7 @@ extern __typeof__(raise_hook) _Unwind_RaiseException WEAK __attribute__((alias("
  * unwinder is linked whole, and its strong definitions win over these
  * weak ones: a throw through a graphed frame would find a hook in a
  * return slot and end the program (std::terminate). The runtime then
- * does not graph (patch.c).
+ * does not graph (options.c).
  */
 int ftrt_unwind_hooked(void)
 {
@@ -111,7 +111,7 @@ WEAK void *__cxa_begin_catch(void *e)
 {
 	catch_fn real = NEXT(catch_fn, "__cxa_begin_catch");
 	/* The catching frame's stack pointer when it called us (this
-	 * frame's CFA): a fallback for trace.c, should no landing pad have
+	 * frame's CFA): a fallback for walk.c, should no landing pad have
 	 * been seen. */
 	ftrt_graph_resume(e, (uintptr_t)__builtin_frame_address(0) + 16);
 	return real(e);

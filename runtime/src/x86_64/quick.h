@@ -1,5 +1,5 @@
 /*
- * The load-time pass's common site, recognised inline (patch.c's hot
+ * The load-time pass's common site, recognised inline (sites.c's hot
  * loop): a 5-byte `call rel32` (e8) to one of the module's two hooks,
  * which is what nearly every site of a freshly linked program holds, and
  * the 5 bytes that replace it: the NOP, or a `call rel32` of the tracer. Everything else goes through
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The 8 bytes at p (walk() in patch.c makes sure a site has them). */
+/* The 8 bytes at p (ftrt_sites_walk in sites.c makes sure a site has them). */
 static inline uint64_t ftrt_quick_load(uintptr_t p)
 {
 	uint64_t v;

@@ -107,7 +107,7 @@ static inline int is_hook(uintptr_t target)
 /*
  * A site's bytes as one little-endian integer (ftrt_quick_load). Every
  * site the load-time pass reads has 8 bytes of its segment from its
- * address on (walk() in patch.c checks), so a site costs one load, and
+ * address on (ftrt_sites_walk in sites.c checks), so a site costs one load, and
  * each shape below is a compare of its first n bytes under a mask rather
  * than a byte loop or a libc call: the whole pass has a budget of 20 ns
  * per site.
@@ -308,7 +308,7 @@ void ftrace_graph_enter(void);
 void ftrace_graph_leave(void);
 
 /*
- * Per-site graph trampolines (the layout is drawn in entry.S), in chunks
+ * Per-site graph trampolines (the layout is drawn in graph.S), in chunks
  * mapped near the code they serve: a site reaches its trampoline with a
  * rel32 jump, so the chunk must lie within ±2 GiB of it. A chunk starts
  * with the addresses of ftrace_graph_enter and ftrace_graph_leave, which

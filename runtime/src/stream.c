@@ -1,0 +1,232 @@
+/*
+ * Streams: each thread's records (tracer.h's struct tbuf), one record
+ * per event, are written to that thread's stream in the
+ * trace directory when full, when the thread exits, when the process
+ * ends through exit or quick_exit (handlers of both) or _exit (exit.c),
+ * and, the calling thread's, before an exec (exec.c).
+ *
+ * Hot path (ftrt_entry): no lock, no allocation, no libc call: a
+ * thread-local buffer (initial-exec TLS), a recursion guard (a signal
+ * handler that calls traced functions while the tracer runs has those
+ * calls dropped and counted, never corrupted), a timestamp from rdtsc.
+ * Flushing uses raw system calls, so errno is never touched and the
+ * writer is async-signal-safe.
+ *
+ * Layout of the trace directory (made by dir.c; read by the Go package
+ * trace):
+ *   meta                     key value lines: written when the trace opens
+ *                            ("ended 0"), again when a module comes or
+ *                            goes, and at the end ("ended 1"); a run
+ *                            killed by a signal leaves the "ended 0" one
+ *   <pid>-<tid>.trace        one stream per thread: a 16-byte header
+ *                            ("ftrtrec3", pid, tid: u32 LE) then records
+ *
+ * Every file is created with O_EXCL|O_NOFOLLOW in the directory's own
+ * descriptor (dir.c). Nothing is fsynced: a trace must survive the
+ * program's death, by any signal, which needs only that each write is
+ * done (the page cache outlives the process) and that meta is replaced by
+ * a rename; an fsync would add only survival of a power loss, for
+ * milliseconds of every traced process's life under disk load. Nothing
+ * is written past RLIMIT_FSIZE, whose SIGXFSZ would kill the program:
+ * what does not fit is counted (lost_bytes), as is what a full disk
+ * refuses; a stream that lost a write takes no more (it ends with whole
+ * records), and a metadata file not written whole never replaces meta.
+ *
+ * This file writes a buffer to its thread's stream: the stream made at
+ * the first flush, each record at its own offset, within RLIMIT_FSIZE.
+ * Calls dir.c (to make a file) and raw system calls only.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracer.h"
+
+/* Decimal digits of v at p; returns the end. */
+char *ftrt_utoa(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/*
+ * How many bytes a file may grow to past offset off under RLIMIT_FSIZE,
+ * read now, as the program may change it (UINT64_MAX: no limit). A write
+ * that starts at the limit raises SIGXFSZ, which would kill the program;
+ * one that crosses it is cut short there.
+ */
+uint64_t ftrt_fsize_room(uint64_t off)
+{
+	struct {
+		uint64_t cur, max;
+	} lim;
+	if (sys(SYS_prlimit64, 0, RLIMIT_FSIZE, 0, (long)&lim, 0, 0) != 0 || lim.cur == (uint64_t)RLIM_INFINITY)
+		return UINT64_MAX;
+	return lim.cur > off ? lim.cur - off : 0;
+}
+
+/*
+ * Write buf[0, len) at offset off of fd: the bytes written, len unless a
+ * write failed (a full disk, an I/O error). The caller keeps within
+ * RLIMIT_FSIZE (fsize_room).
+ */
+size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		long w = sys(SYS_pwrite64, fd, (long)buf + (long)done, (long)(len - done), (long)(off + done), 0, 0);
+		if (w == -EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	return done;
+}
+
+/* Of words[0, n), which start with a record, the words of the whole
+ * records that fit in room bytes. */
+static uint32_t fit(const uint64_t *words, uint32_t n, uint64_t room)
+{
+	uint32_t k = 0;
+	while (k < n && (uint64_t)(k + rec_words(words[k])) * 8 <= room)
+		k += rec_words(words[k]);
+	return k < n ? k : n;
+}
+
+/* The stream's name: <pid>-<tid>.trace, or <pid>-<tid>-<i>.trace when an
+ * earlier thread of the process had the same id (ids are reused) and
+ * its stream holds the first. */
+static void stream_name(char *name, const struct tbuf *b, int i)
+{
+	char *p = ftrt_utoa(name, (uint64_t)b->pid);
+	*p++ = '-';
+	p = ftrt_utoa(p, (uint64_t)b->tid);
+	if (i) {
+		*p++ = '-';
+		p = ftrt_utoa(p, (uint64_t)i);
+	}
+	memcpy(p, STREAM_SUFFIX, sizeof STREAM_SUFFIX);
+}
+
+/*
+ * Make the thread's stream and write its header, at a flush of words[]
+ * (not empty). b->fd says where a flush this one interrupted had got to
+ * (see flush): FD_MAKING - i, it was making stream i, which may exist
+ * already, made by it. 0, or -1 when the stream could not be made (no
+ * room for its header and first record under RLIMIT_FSIZE, a full disk,
+ * no descriptor left): a later flush tries again.
+ */
+static int make_stream(struct tbuf *b)
+{
+	int i = 0, again = 0;
+	if (b->fd <= FD_MAKING) {
+		i = FD_MAKING - b->fd;
+		again = 1;
+	}
+	if (ftrt_fsize_room(0) < 16 + (uint64_t)rec_words(b->words[0]) * 8)
+		goto none;
+	for (; i < 1000; i++) {
+		char name[80];
+		stream_name(name, b, i);
+		__atomic_store_n(&b->fd, FD_MAKING - i, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the file exists */
+		long fd = ftrt_file_create(ftrt_trace_fd, name);
+		if (fd == -EEXIST && again) { /* made by the flush this one interrupted? */
+			struct stat st;
+			fd = sys(SYS_openat, ftrt_trace_fd, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+			/* Not if it holds records: it did not get that far, so the
+			 * stream is an earlier thread's of the same id. */
+			if (!sys_failed(fd) && (sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16)) {
+				sys(SYS_close, fd, 0, 0, 0, 0, 0);
+				fd = -EEXIST;
+			}
+		}
+		again = 0;
+		if (fd == -EEXIST)
+			continue;
+		if (sys_failed(fd))
+			break;
+		unsigned char hdr[STREAM_HEADER] = STREAM_MAGIC;
+		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
+		memcpy(hdr + 8, ids, 8);
+		if (ftrt_put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
+			/* Not a stream: a reader must not find it. */
+			sys(SYS_unlinkat, ftrt_trace_fd, (long)name, 0, 0, 0, 0);
+			sys(SYS_close, fd, 0, 0, 0, 0, 0);
+			break;
+		}
+		b->skip = b->base;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
+		__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
+		return 0;
+	}
+none:
+	__atomic_store_n(&b->fd, FD_NONE, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/*
+ * Write the buffer's records to the thread's stream (made, and its
+ * header written, at the first flush) and empty it.
+ *
+ * A flush of this buffer may have been interrupted anywhere by a signal
+ * handler whose trace's end flushes it again: each record goes at an
+ * offset of its own (16 + (base - skip) * 8 for words[0]), so the second
+ * writes what the first did, or would have, at the same place, and a
+ * stream half made says how far (b->fd, make_stream). n is emptied
+ * before base moves on, so a flush that wrote is never taken for one
+ * that had not begun. Nobody else may be writing the buffer meanwhile
+ * (claim).
+ *
+ * Within RLIMIT_FSIZE (read at every flush: the program may change it),
+ * the whole records that fit are written and the stream ends there;
+ * after a failed write too. What is not written is counted (lost_bytes).
+ */
+void ftrt_flush(struct tbuf *b)
+{
+	uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+	if (n == 0)
+		return;
+	size_t len = (size_t)n * 8, done = 0;
+	unsigned long mask;
+	sys_sigs_hold(&mask); /* the write is done whole, whatever handlers do */
+	if (b->fd != FD_LOST && b->fd < 0)
+		make_stream(b);
+	if (b->fd >= 0) {
+		uint64_t off = 16 + (b->base - b->skip) * 8, room = ftrt_fsize_room(off);
+		size_t want = len <= room ? len : (size_t)fit(b->words, n, room) * 8;
+		done = ftrt_put(b->fd, b->words, want, off);
+		if (done < len) { /* the stream ends here */
+			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+			b->fd = FD_LOST;
+		}
+	}
+	if (done < len)
+		atomic_fetch_add_explicit(&ftrt_lost_bytes, len - done, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ftrt_recorded_bytes, len, memory_order_relaxed);
+	if (b->fd < 0 && b->fd != FD_LOST)
+		b->last = 0; /* no stream had them: the one a later flush makes starts with a TIME */
+	publish(b, 0);
+	b->base += n;
+	sys_sigs_release(&mask);
+}

@@ -1,0 +1,371 @@
+/*
+ * function_graph's hooks for x86-64: return_to_handler, where a call
+ * hijacked at an mcount or chain site (ftrt_entry) returns, and the
+ * per-site graph trampolines' entry and return, ftrace_graph_enter and
+ * ftrace_graph_leave (the trampolines themselves are built by site.c).
+ * The call-site trampolines and the hooks the compiler calls are in
+ * entry.S; the pieces both share in fast.h.
+ */
+#include "../abi.h"
+#include "../layout.h"
+#include "args.h"
+#include "fast.h"
+
+/*
+ * return_to_handler: where a function graphed by ftrt_entry returns to,
+ * in place of its caller.
+ *
+ * On entry the function has just executed `ret`: rsp is what it was
+ * before the call into the function (16-byte aligned), and the return
+ * value is live in rax and rdx (integers, small structs), xmm0 and xmm1
+ * (floating point) or st0 (long double). The C exit hook is built with
+ * -mgeneral-regs-only and touches neither the vector nor the x87
+ * registers; rax and rdx are saved here:
+ *
+ *     24(%rsp) the function's return slot: still return_to_handler
+ *     16(%rsp) padding
+ *      8(%rsp) rdx
+ *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ *
+ * The slot is left as the function's `ret` found it until
+ * ftrt_graph_exit has popped the call: a signal handler's traced call in
+ * between must find the hook there, or it would take the call for one a
+ * longjmp left (see ftrace_graph_enter).
+ *
+ * ftrt_graph_exit(sp) records the exit and returns the original return
+ * address, which we jump to (through r11, which no return value uses).
+ */
+	.text
+	.globl	return_to_handler
+	.type	return_to_handler, @function
+	.p2align 4
+return_to_handler:
+	.cfi_startproc
+	.cfi_undefined rip			/* the unwinder cannot see past a hijacked return */
+	subq	$32, %rsp
+	movq	%rax, 0(%rsp)
+	movq	%rdx, 8(%rsp)
+	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	call	ftrt_graph_exit			/* rax = ftrt_graph_exit(sp): the original return address */
+	movq	%rax, %r11
+	movq	8(%rsp), %rdx
+	movq	0(%rsp), %rax
+	addq	$32, %rsp
+	jmp	*%r11
+	.cfi_endproc
+	.size	return_to_handler, .-return_to_handler
+
+/*
+ * Per-site graph trampolines (function_graph at entry sites).
+ *
+ * Hijacking a return address costs a mispredicted return on every traced
+ * call: the CPU's return stack says "back to the caller", the function
+ * goes to return_to_handler instead. So at sites at a function's entry
+ * (-mfentry, -fpatchable-function-entry) the graph tracer does not
+ * hijack: the site becomes `jmp` to a trampoline of its own, built at
+ * load time (x86_64/site.c) in a page near the code, which *calls* the
+ * function's body, so that every call has its matching return:
+ *
+ *   tramp+0   lea   site(%rip), %r11        the site, for the record
+ *   tramp+7   call  *enter(%rip)            ftrace_graph_enter; ZF=1: not graphed
+ *   tramp+13  je    tramp+30
+ *   tramp+15  add   $8, %rsp                drop the caller's return address
+ *                                           (saved on the shadow stack)...
+ *   tramp+19  call  body                    ...and call the body in its place:
+ *                                           it returns to tramp+24, its hook
+ *   tramp+24  jmp   *leave(%rip)            ftrace_graph_leave
+ *   tramp+30  jmp   body                    not graphed: as if never here
+ *
+ * (abi.h names each offset: TRAMP_LEA, TRAMP_CALL_ENTER, TRAMP_ENTERED,
+ * TRAMP_DROP, TRAMP_CALL_BODY, TRAMP_HOOK, TRAMP_SKIP.)
+ *
+ * body is the instruction after the site. The call at tramp+19 puts its
+ * return address exactly where the caller's was, so the function sees its
+ * stack arguments where it expects them; ftrace_graph_leave then returns
+ * to the caller with a `ret` the return stack predicts. r11 is free at a
+ * function's entry (no argument uses it); flags are not live there.
+ *
+ * The return slot holds the hook (tramp+24) for as long as the call is
+ * on the shadow stack: ftrace_graph_enter writes it there together with
+ * the shadow entry, under busy, before the trampoline drops the caller's
+ * return address; the call at tramp+19 writes the same value again; and
+ * once the function has returned, the slot, below the stack pointer now,
+ * lies in the red zone, which a signal frame never overwrites, until
+ * ftrace_graph_leave has popped the entry. So a signal handler's traced
+ * call, whatever instruction it interrupts, finds every live call's slot
+ * holding its hook, and never takes one for a frame a longjmp left.
+ *
+ * ftrace_graph_enter: called from tramp+7, with r11 = the site. The
+ * common case is written out here, without a C call: the trace is open
+ * on the TSC with no FTRACE_THRESH (ftrt_fast_graph), the thread has a
+ * buffer with room, is not in the tracer already (a signal handler), has
+ * not overflowed or gone past FTRACE_DEPTH, no exception is being
+ * unwound, the call on top of the shadow stack is still live (its
+ * frame is above ours and its return slot still holds its hook), and
+ * the record fits (the site, checked first, under 2^47; the delta from
+ * last under 2^15, checked last, before anything changes). Anything
+ * else goes to the C path (.Lenter_slow), which handles it all.
+ *
+ * With the subtree filters on (ftrt_subtree, see subtree.c) a site may be
+ * marked chosen or notrace: its bit in ftrt_subtree_maybe says it may be,
+ * and then C looks it up (.Lenter_subtree). An unmarked site's call is
+ * decided by the thread's counts: outside every chosen call
+ * (FTRACE_GRAPH_FUNCS set, own.chosen 0) it is not graphed, without
+ * taking busy or the time: nothing of the buffer is touched, and a count
+ * read before busy is never too low (a call a longjmp left leaves its
+ * count up until C pops it, never down), so the worst a race with a
+ * signal handler can do is leave out a handler's call made while the
+ * tracer it interrupted was still pushing a chosen one. Inside a notrace
+ * call (own.notrace, read under busy once the top call is seen live) it
+ * is not graphed either.
+ * Where the timestamp is taken matters: on the machines measured, the
+ * work that follows an rdtsc waits for it, so a chain of dependent loads
+ * after the timestamp adds its latency to every call. The thread's buffer
+ * pointer, which depends on nothing, is loaded just before the timestamp
+ * (4 ns a graphed call faster than just after it); the checks come after
+ * it: they read what the previous hook stored, and moved before it they
+ * gained nothing. Fast path frame:
+ *
+ *     40(%rsp) the function's return slot: the caller's return address
+ *     32(%rsp) return into the trampoline = tramp+13 (the hook is +11)
+ *     24(%rsp) rax  (number of vector registers, for varargs)
+ *     16(%rsp) rcx  (argument 4)
+ *      8(%rsp) rdx  (argument 3)
+ *      0(%rsp) rsi  (argument 2)
+ *
+ * Registers: r11 = the site; rdx = the timestamp, then scratch; rcx =
+ * the thread's struct tbuf (layout.h); eax = depth d, then scratch, then
+ * the record's word; rsi = &shadow[d]. The entry record is one word,
+ * words[n] = REC_ENTRY << 62 | delta << 47 | site; the shadow entry
+ * {caller's return address, site, sp, hook, no mark} (its stream
+ * position is for FTRACE_THRESH, whose runs take the C path), and the
+ * hook written into the return slot. busy is held across the reads and
+ * the updates, so a signal handler's traced calls cannot interleave
+ * (they take the C path, which drops them).
+ */
+	.hidden	ftrt_fast_graph
+	.hidden	ftrt_max_depth
+	.hidden	ftrt_subtree
+	.hidden	ftrt_subtree_maybe
+.if SH_SIZE != 48
+.error "the shadow stack's index below multiplies by 48 (3 << 4): struct shadow changed size"
+.endif
+	.text
+	.globl	ftrace_graph_enter
+	.type	ftrace_graph_enter, @function
+	.p2align 4
+ftrace_graph_enter:
+	.cfi_startproc
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Lenter_c			/* no trace open, or a clock or option C handles */
+	SAVE_SCRATCH
+	cmpl	$0, ftrt_subtree(%rip)
+	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
+.Lenter_take:
+	movq	%r11, %rax
+	shrq	$REC_SITE_BITS, %rax
+	jnz	.Lenter_slow			/* a site of 2^47 or more: the long form (C) */
+	TAKE_BUF .Lenter_slow, .Lenter_unbusy, 48(%rsp)
+	movl	TB_STOPPED(%rcx), %eax
+	orl	TB_SUSPENDED(%rcx), %eax
+	jnz	.Lenter_unbusy
+	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
+	ja	.Lenter_unbusy			/* no room for the record: C flushes */
+	movl	TB_DEPTH(%rcx), %eax		/* d */
+	cmpl	ftrt_max_depth(%rip), %eax
+	jae	.Lenter_unbusy			/* FTRACE_DEPTH, or the shadow stack full */
+	leaq	(%rax,%rax,2), %rsi
+	shlq	$4, %rsi			/* d * SH_SIZE (48) */
+	leaq	TB_SHADOW(%rcx,%rsi), %rsi	/* &shadow[d] */
+	testl	%eax, %eax
+	jz	1f
+	leaq	48(%rsp), %rax			/* our sp: the function will return with it */
+	cmpq	%rax, SH_SP-SH_SIZE(%rsi)
+	jb	.Lenter_unbusy			/* shadow[d-1]'s frame is below ours: it was left */
+	movq	SH_SP-SH_SIZE(%rsi), %rax
+	movq	-8(%rax), %rax			/* shadow[d-1]'s return slot... */
+	cmpq	%rax, SH_HOOK-SH_SIZE(%rsi)
+	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
+	cmpl	$0, TB_NOTRACE(%rcx)
+	jne	.Lenter_skip			/* inside a notrace call (0 unless the subtree filters are on) */
+1:	movq	%rdx, %rax
+	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
+	cmpq	$REC_DELTA_MAX, %rax
+	ja	.Lenter_unbusy			/* 2^15 or more, or the clock went back: C */
+	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
+	shlq	$REC_SITE_BITS, %rax
+	orq	%r11, %rax
+	btsq	$REC_KIND_SHIFT, %rax		/* rax = REC_ENTRY (1) << 62 | delta << 47 | site */
+	movq	40(%rsp), %rdx
+	movq	%rdx, SH_RET(%rsi)		/* the caller's return address */
+	movq	%r11, SH_IP(%rsi)		/* the site */
+	leaq	48(%rsp), %rdx
+	movq	%rdx, SH_SP(%rsi)		/* sp at the return */
+	movq	$0, SH_MARK(%rsi)		/* an unmarked call */
+	movq	32(%rsp), %rdx
+	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx
+	movq	%rdx, SH_HOOK(%rsi)		/* tramp+24 */
+	incl	TB_DEPTH(%rcx)			/* pushed, once whole */
+	movq	%rdx, 40(%rsp)			/* the return slot holds the hook from now on */
+	movl	TB_N(%rcx), %edx		/* n */
+	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
+	incl	TB_N(%rcx)			/* n += 1, after the word */
+	movq	$0, TB_BUSY(%rcx)
+	testq	%rsp, %rsp			/* ZF=0: graphed */
+	RESTORE_SCRATCH
+	ret
+	.cfi_adjust_cfa_offset 32
+/*
+ * The subtree filters' check, before busy (see above): r11 = the site;
+ * rax, rcx, rdx, rsi free. The site's bit is (site >> 4) % SUBTREE_BITS
+ * of ftrt_subtree_maybe (subtree.c's ftrt_subtree_mark): the word
+ * ((site >> 4) >> 6) % (SUBTREE_BITS / 64), and bt takes the bit number
+ * mod 64 from rax itself.
+ */
+.Lenter_subtree:
+	movq	%r11, %rax
+	shrq	$4, %rax
+	movl	%eax, %edx
+	shrl	$6, %edx
+	andl	$SUBTREE_BITS/64-1, %edx
+	leaq	ftrt_subtree_maybe(%rip), %rsi
+	movq	(%rsi,%rdx,8), %rdx		/* the site's word */
+	btq	%rax, %rdx
+	jc	.Lenter_slow			/* the site may be marked: C looks it up */
+	testl	$SUBTREE_FUNCS, ftrt_subtree(%rip)
+	jz	.Lenter_take			/* FTRACE_GRAPH_NOTRACE alone: only own.notrace decides, under busy */
+	TBUF_RCX
+	testq	%rcx, %rcx
+	jz	.Lenter_slow			/* the thread's first event */
+	cmpl	$0, TB_CHOSEN(%rcx)
+	jne	.Lenter_take			/* a chosen call is live (or was left: the checks under busy see it) */
+	jmp	.Lenter_out			/* outside every chosen call: not graphed */
+.Lenter_skip:
+	movq	$0, TB_BUSY(%rcx)		/* inside a notrace call: not graphed */
+.Lenter_out:
+	RESTORE_SCRATCH
+	cmpq	%rsp, %rsp			/* ZF=1: not graphed */
+	ret
+	.cfi_adjust_cfa_offset 32
+.Lenter_unbusy:
+	movq	$0, TB_BUSY(%rcx)
+.Lenter_slow:
+	RESTORE_SCRATCH
+.Lenter_c:
+/*
+ * The C path, with the frame as at ftrace_graph_enter's entry:
+ *
+ *     72(%rsp) the function's return slot: the caller's return address
+ *     64(%rsp) return into the trampoline = tramp+13 (the hook is +11)
+ *     56(%rsp) rax  (number of vector registers, for varargs)
+ *     48(%rsp) rdi
+ *     40(%rsp) rsi
+ *     32(%rsp) rdx
+ *     24(%rsp) rcx
+ *     16(%rsp) r8
+ *      8(%rsp) r9
+ *      0(%rsp) r10  (static chain)       <- rsp, 16-byte aligned
+ *
+ * At the function's entry rsp was 8 mod 16; the call made it 0, and eight
+ * pushes keep it so for the C call. ftrt_graph_enter(ip, slot, hook)
+ * returns 1 when it pushed the call on the shadow stack; the test sets
+ * ZF for the trampoline, and the pops leave the flags alone.
+ */
+	PUSH_ARGS
+	movq	%r11, %rdi			/* arg 1: the site */
+	leaq	72(%rsp), %rsi			/* arg 2: the function's return slot */
+	movq	64(%rsp), %rdx
+	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx	/* arg 3: the hook, tramp+24 */
+	call	ftrt_graph_enter
+	testl	%eax, %eax			/* ZF=1: not graphed */
+	POP_ARGS
+	ret
+	.cfi_endproc
+	.size	ftrace_graph_enter, .-ftrace_graph_enter
+
+/*
+ * ftrace_graph_leave: jumped to from tramp+24 when the function has
+ * returned there. rsp is what it was before the caller's call (16-byte
+ * aligned); the return value is live in rax and rdx, xmm0 and xmm1, or
+ * st0. Nothing here touches the vector or x87 registers (nor does the C
+ * exit hook, built -mgeneral-regs-only); rax and rdx are saved; rcx, rsi,
+ * rdi and r8-r11 are dead after a return.
+ *
+ *     24(%rsp) the function's old return slot: gets the real return address
+ *     16(%rsp) padding
+ *      8(%rsp) rdx
+ *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ *
+ * The common case is written out: the trace is on the TSC with no
+ * threshold (ftrt_fast_graph), the call on top of the shadow stack is the
+ * one returning (its sp is ours) and carries no mark of the subtree
+ * filters (a chosen or notrace call's return gives back its count in C),
+ * the buffer has room, the delta from last is under 2^62 (not so when
+ * the clock went back). The buffer pointer is loaded before the
+ * timestamp, the checks after it, as at entry. rdx = the timestamp, then
+ * n; rcx = the thread's struct tbuf; rsi = &shadow[depth-1]; rax = the
+ * delta, then the record's word; rdi scratch. The exit record is one
+ * word, REC_EXIT << 62 | delta; busy is set before the shadow stack and
+ * the buffer are read, and held while they change. The old return slot, at
+ * 24(%rsp), still holds the hook until the real address is written there:
+ * the stores above go below it.
+ * Anything else goes to ftrt_graph_exit(sp), which records the exit (and
+ * any calls a longjmp left) and gives the real return address. Either
+ * way the final `ret` goes there, as the caller's call predicted.
+ */
+	.text
+	.globl	ftrace_graph_leave
+	.type	ftrace_graph_leave, @function
+	.p2align 4
+ftrace_graph_leave:
+	.cfi_startproc
+	.cfi_undefined rip			/* the caller's return address is on the shadow stack */
+	subq	$32, %rsp
+	movq	%rax, 0(%rsp)
+	movq	%rdx, 8(%rsp)
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Lleave_slow
+	TAKE_BUF .Lleave_slow, .Lleave_unbusy, 32(%rsp)
+	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
+	ja	.Lleave_unbusy
+	movl	TB_DEPTH(%rcx), %eax
+	testl	%eax, %eax
+	jz	.Lleave_unbusy
+	leaq	(%rax,%rax,2), %rsi
+	shlq	$4, %rsi			/* d * SH_SIZE (48) */
+	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi), %rsi	/* &shadow[d-1] */
+	leaq	32(%rsp), %rdi
+	cmpq	%rdi, SH_SP(%rsi)
+	jne	.Lleave_unbusy			/* not the call on top: a longjmp left some */
+	cmpq	$0, SH_MARK(%rsi)
+	jne	.Lleave_unbusy			/* a chosen or notrace call: C gives back its count */
+	movq	%rdx, %rax
+	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
+	movq	%rax, %rdi
+	shrq	$REC_EXIT_BITS, %rdi
+	jnz	.Lleave_unbusy			/* 2^62 or more: the clock went back, C */
+	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
+	btsq	$REC_KIND_SHIFT+1, %rax		/* rax = REC_EXIT (2) << 62 | delta */
+	movq	SH_RET(%rsi), %rdi
+	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
+	decl	TB_DEPTH(%rcx)
+	movl	TB_N(%rcx), %edx
+	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
+	incl	TB_N(%rcx)			/* n += 1, after the word */
+	movq	$0, TB_BUSY(%rcx)
+	jmp	.Lleave_done
+.Lleave_unbusy:
+	movq	$0, TB_BUSY(%rcx)		/* anything but the common case: C pops the call */
+.Lleave_slow:
+	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	call	ftrt_graph_exit			/* rax = the real return address */
+	movq	%rax, 24(%rsp)
+.Lleave_done:
+	movq	8(%rsp), %rdx
+	movq	0(%rsp), %rax
+	addq	$24, %rsp
+	ret
+	.cfi_endproc
+	.size	ftrace_graph_leave, .-ftrace_graph_leave
+
+	.section .note.GNU-stack, "", @progbits
