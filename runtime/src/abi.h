@@ -134,7 +134,7 @@
  * recorded tracer on the record's word (ftpatch verify checks the file). */
 #define FTRT_CFG_NOTABLE 2u
 
-/* What the load-time pass made of the record (ftrt_stats.config), and its
+/* What the load-time pass made of the record (the config field of its struct ftrt_stats), and its
  * name for the trace's metadata (META_KEY_CONFIG). */
 #define FTRT_CFG_STATE_NONE 0       /* not patched: the environment decides */
 #define FTRT_CFG_STATE_PATCHED 1    /* pre-patched: sites checked, nothing written, the recorded tracer started */
