@@ -489,7 +489,7 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 		}
 		fun := funcs.fn(e)
 		site := Site{Off: e.start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
-			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Discover: FromDecode}
+			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Origin: FromDecode}
 		if s.state == StateCall {
 			// A site in a linked file that holds a call always says where
 			// it leads (Site.Status names it by its target).

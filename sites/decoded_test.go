@@ -362,7 +362,7 @@ func TestFindDecoded(t *testing.T) {
 					} else if s.Call != nil {
 						t.Errorf("%s: a %v site with a call target %v", s.Func, s.State, s.Call)
 					}
-					if s.Discover != sites.FromDecode || s.Off != s.FuncOff+symAddr(t, f, s.Func) {
+					if s.Origin != sites.FromDecode || s.Off != s.FuncOff+symAddr(t, f, s.Func) {
 						t.Errorf("%s: site %+v: wrong source or address", s.Func, s)
 					}
 					got[s.Func] = fmt.Sprintf("%v %v %d +%d", s.Kind, s.State, s.Len, s.FuncOff)
@@ -514,7 +514,7 @@ func FuzzFindDecoded(f *testing.F) {
 			if i > 0 && s.Off-s.FuncOff <= l.Sites[i-1].Off-l.Sites[i-1].FuncOff {
 				t.Errorf("site %d at %#x (%s) is not in a function after the previous one's", i, s.Off, s.Func)
 			}
-			if s.Len < 4 || s.Len > 6 || s.FuncOff >= 256 || s.Discover != sites.FromDecode {
+			if s.Len < 4 || s.Len > 6 || s.FuncOff >= 256 || s.Origin != sites.FromDecode {
 				t.Errorf("site %+v", s)
 			}
 		}

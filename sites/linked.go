@@ -188,7 +188,7 @@ func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls
 	}
 	off := a - fun.start
 	site := &Site{Off: a, Func: fun.name, FuncOff: off, SecName: sectionOf(f, a), Rela: -1, RelaIdx: -1,
-		Weak: fun.bind == elf.STB_WEAK, Discover: FromTable}
+		Weak: fun.bind == elf.STB_WEAK, Origin: FromTable}
 	bad := func(format string, args ...any) error {
 		return &SiteError{site.SecName, a, fun.name, fmt.Sprintf(format, args...), nil}
 	}

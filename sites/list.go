@@ -95,7 +95,7 @@ type linkedSite struct {
 	Source   *jsonPos  `json:"source,omitempty"`
 	Pre      int32     `json:"pre,omitempty"`
 	Weak     bool      `json:"weak,omitempty"`
-	Found    Source    `json:"found_in"`
+	Found    Origin    `json:"found_in"`
 }
 
 type jsonCall struct {
@@ -125,7 +125,7 @@ func WriteLinkedJSON(w io.Writer, l *Linked) error {
 		s := &l.Sites[i]
 		js := linkedSite{
 			Addr: fmt.Sprintf("0x%x", s.Off), Function: s.Func, FuncOff: s.FuncOff, Section: s.SecName,
-			Kind: s.Kind, Len: s.Len, State: s.Status(), Pre: s.Pre, Weak: s.Weak, Found: s.Discover,
+			Kind: s.Kind, Len: s.Len, State: s.Status(), Pre: s.Pre, Weak: s.Weak, Found: s.Origin,
 		}
 		if c := s.Call; c != nil {
 			js.Target = &jsonCall{Name: c.Name, Off: c.Off, Via: c.Via.String()}

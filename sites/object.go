@@ -145,7 +145,7 @@ func FindObject(f *elfx.File) (*Object, error) {
 	for i := 1; i < len(s.found); i++ {
 		a, b := &s.found[i-1], &s.found[i]
 		if a.Section == b.Section && a.Off == b.Off {
-			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Discover, b.Discover), nil}
+			return nil, &SiteError{b.SecName, b.Off, b.Func, fmt.Sprintf("found twice: from %v and from %v", a.Origin, b.Origin), nil}
 		}
 	}
 	s.obj.Notes = append(s.obj.Notes, s.notes...)
@@ -365,7 +365,7 @@ func (s *objScan) scan(rs, t *elfx.Section, rels elfx.RelaTable, hooks []hookRef
 		if !ok {
 			continue
 		}
-		st.Rela, st.RelaIdx, st.Discover = int32(rs.Index), int32(i), FromReloc
+		st.Rela, st.RelaIdx, st.Origin = int32(rs.Index), int32(i), FromReloc
 		if len(s.groups) > 0 {
 			st.Group = int32(s.groups[st.Section])
 		}
@@ -485,7 +485,7 @@ func (s *objScan) patchable() error {
 			s.areas = append(s.areas, area{sec, fun, err})
 			return nil
 		}
-		st.Discover = FromPatchable
+		st.Origin = FromPatchable
 		s.add(*st)
 		return nil
 	})
@@ -511,7 +511,7 @@ type area struct {
 // read, so that a call a table lists counts too (an object whose calls
 // an earlier `recordmcount --nop` turned into NOPs).
 func (s *objScan) dropAreas() error {
-	if len(s.areas) == 0 && !slices.ContainsFunc(s.found, func(st Site) bool { return st.Discover == FromPatchable }) {
+	if len(s.areas) == 0 && !slices.ContainsFunc(s.found, func(st Site) bool { return st.Origin == FromPatchable }) {
 		return nil // no area: the common object, and its sites need no index
 	}
 	type key struct {
@@ -521,7 +521,7 @@ func (s *objScan) dropAreas() error {
 	hooked := map[key]bool{}
 	for _, ss := range [][]Site{s.found, s.obj.Sites} {
 		for i := range ss {
-			if ss[i].Discover != FromPatchable {
+			if ss[i].Origin != FromPatchable {
 				hooked[key{ss[i].Section, ss[i].Off - ss[i].FuncOff}] = true
 			}
 		}
@@ -536,7 +536,7 @@ func (s *objScan) dropAreas() error {
 	k := 0
 	for i := range s.found {
 		st := &s.found[i]
-		if st.Discover == FromPatchable && !s.listed[i] && hooked[key{st.Section, st.Off - st.FuncOff}] {
+		if st.Origin == FromPatchable && !s.listed[i] && hooked[key{st.Section, st.Off - st.FuncOff}] {
 			left = append(left, st.Func)
 			continue
 		}
@@ -717,7 +717,7 @@ func (s *objScan) table() error {
 			if err != nil {
 				return err
 			}
-			st.Discover = FromTable
+			st.Origin = FromTable
 			st.Group = int32(s.groups[sec])
 			s.obj.Sites = append(s.obj.Sites, *st)
 			return nil

@@ -51,7 +51,7 @@ func dump(obj *sites.Object, f *elfx.File) []byte {
 			group = fmt.Sprintf("[%d] %s", s.Group, f.Sections[s.Group].Name)
 		}
 		fmt.Fprintf(tw, "[%d] %s\t0x%x\t%s+0x%x\t%v\t%d\t%v\t%d\t%v\t%v\t%s\t%s\n",
-			s.Section, s.SecName, s.Off, s.Func, s.FuncOff, s.Kind, s.Len, s.State, s.Pre, s.Weak, s.Discover, hook, group)
+			s.Section, s.SecName, s.Off, s.Func, s.FuncOff, s.Kind, s.Len, s.State, s.Pre, s.Weak, s.Origin, hook, group)
 	}
 	tw.Flush()
 	for _, n := range obj.Notes {

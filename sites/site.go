@@ -114,20 +114,20 @@ func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // so the fields are ordered and sized to keep a Site small (120 bytes);
 // what only linked files have (Call, Source) costs objects 32 bytes.
 type Site struct {
-	Off      uint64 // offset of the site in its section (objects) or its address (linked files)
-	FuncOff  uint64 // bytes from the function's symbol to the site
-	SecName  string // name of the section holding the site
-	Func     string // the function the site belongs to
-	Section  int    // index of that section (objects)
-	Len      int    // bytes that patching may change
-	Rela     int32  // index of the SHT_RELA section holding the hook relocation, or -1
-	RelaIdx  int32  // index of that relocation in its section
-	Group    int32  // index of the SHT_GROUP the site's section belongs to, or 0
-	Pre      int32  // bytes of NOPs before the function symbol (-fpatchable-function-entry=N,M)
-	Kind     Kind
-	State    State
-	Weak     bool   // the function is weak: a linker may discard it for a strong one
-	Discover Source // where the site was found
+	Off     uint64 // offset of the site in its section (objects) or its address (linked files)
+	FuncOff uint64 // bytes from the function's symbol to the site
+	SecName string // name of the section holding the site
+	Func    string // the function the site belongs to
+	Section int    // index of that section (objects)
+	Len     int    // bytes that patching may change
+	Rela    int32  // index of the SHT_RELA section holding the hook relocation, or -1
+	RelaIdx int32  // index of that relocation in its section
+	Group   int32  // index of the SHT_GROUP the site's section belongs to, or 0
+	Pre     int32  // bytes of NOPs before the function symbol (-fpatchable-function-entry=N,M)
+	Kind    Kind
+	State   State
+	Weak    bool   // the function is weak: a linker may discard it for a strong one
+	Origin  Origin // where the site was found
 	// Call is where the site's call leads, in linked files (nil for NOPs
 	// and in objects, where the call is the compiler's, to its hook).
 	Call *Call
@@ -281,12 +281,12 @@ func (s *Site) Hook() string {
 	return ""
 }
 
-// A Source says where a site was found.
-type Source uint8
+// An Origin says where a site was found (beside Site.Source, its source line).
+type Origin uint8
 
-// The sources of sites.
+// The origins of sites.
 const (
-	FromReloc     Source = iota + 1 // a relocation against a hook symbol
+	FromReloc     Origin = iota + 1 // a relocation against a hook symbol
 	FromPatchable                   // __patchable_function_entries
 	FromTable                       // an existing __mcount_loc table
 	// FromDecode: decoding each function's entry in a linked file that has
@@ -294,17 +294,17 @@ const (
 	FromDecode
 )
 
-var sourceNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc", FromDecode: "decode"}
+var originNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc", FromDecode: "decode"}
 
-func (s Source) String() string {
-	if int(s) < len(sourceNames) {
-		return sourceNames[s]
+func (s Origin) String() string {
+	if int(s) < len(originNames) {
+		return originNames[s]
 	}
 	return fmt.Sprintf("source(%d)", uint8(s))
 }
 
-// MarshalText makes sources print by name in JSON.
-func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+// MarshalText makes origins print by name in JSON.
+func (s Origin) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // MarshalJSON writes a site with the fields users read, in a stable form.
 func (s Site) MarshalJSON() ([]byte, error) {
@@ -319,6 +319,6 @@ func (s Site) MarshalJSON() ([]byte, error) {
 		Hook     string `json:"hook,omitempty"`
 		Pre      int32  `json:"pre,omitempty"`
 		Weak     bool   `json:"weak,omitempty"`
-		Source   Source `json:"source"`
-	}{s.SecName, s.Off, s.Len, s.Kind, s.State, s.Func, s.FuncOff, s.Hook(), s.Pre, s.Weak, s.Discover})
+		Source   Origin `json:"source"`
+	}{s.SecName, s.Off, s.Len, s.Kind, s.State, s.Func, s.FuncOff, s.Hook(), s.Pre, s.Weak, s.Origin})
 }

@@ -147,8 +147,8 @@ func decodeOracle(t *testing.T, tg target, dir string, objs []string, l decodeLi
 	_, dl := sitetest.Linked(t, decoded)
 	tf, tl := sitetest.Linked(t, table)
 	for _, s := range dl.Sites {
-		if s.Discover != sites.FromDecode {
-			t.Fatalf("%s: site %s found from %v, want decoding", decoded, s.Func, s.Discover)
+		if s.Origin != sites.FromDecode {
+			t.Fatalf("%s: site %s found from %v, want decoding", decoded, s.Func, s.Origin)
 		}
 	}
 	if want := funcLines(tl); len(want) < 5 {

@@ -149,7 +149,7 @@ error or a file that cannot be read.`,
 			if asJSON {
 				return sites.WriteLinkedJSON(stdout, l)
 			}
-			if len(l.Sites) > 0 && l.Sites[0].Discover == sites.FromDecode {
+			if len(l.Sites) > 0 && l.Sites[0].Origin == sites.FromDecode {
 				fmt.Fprintln(stdout, "(found by decoding function entries: no __mcount_loc)")
 			}
 			return sites.WriteLinked(stdout, l)
