@@ -22,7 +22,7 @@ func TestParseReport(t *testing.T) {
 	}
 	var graph bytes.Buffer
 	tr.Meta.Tracer = "function_graph"
-	if err := views.WriteStats(&graph, tr, []model.Stat{{Func: "main", Calls: 1, Total: 2.5e6, Self: 1e3}, {Func: "helper", Calls: 7, Total: 900, Self: 900}}); err != nil {
+	if err := views.WriteStats(&graph, tr, []model.Stat{{Func: "main", Calls: 1, Total: 2.5e6, Self: 1e3}, {Func: "helper", Calls: 7, Total: 900, Self: 900}}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -104,7 +104,7 @@ func FuzzRead(f *testing.F) {
 			if err := views.WriteTrees(&out, tr, threads); err != nil {
 				t.Fatal(err)
 			}
-			if err := views.WriteStats(&out, tr, model.Stats(model.Apply(trace.Filter{Depth: 3, Threshold: 1}, threads))); err != nil {
+			if err := views.WriteStats(&out, tr, model.Stats(model.Apply(trace.Filter{Depth: 3, Threshold: 1}, threads)), false); err != nil {
 				t.Fatal(err)
 			}
 		} else {

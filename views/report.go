@@ -94,8 +94,8 @@ func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, events int) 
 // WriteStats prints the graph report: calls, total and self time (with
 // avg, the average, shortest and longest call instead of the self time),
 // and the trace's summary.
-func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg ...bool) error {
-	if err := WriteStatsTable(w, stats, len(avg) > 0 && avg[0], true); err != nil {
+func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg bool) error {
+	if err := WriteStatsTable(w, stats, avg, true); err != nil {
 		return err
 	}
 	events := 0
