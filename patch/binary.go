@@ -162,7 +162,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	}
 	_, syms, err := f.Symtab()
 	if errors.Is(err, elfx.ErrNoSection) {
-		return nil, fmt.Errorf("%w: ftpatch names functions from .symtab; patch before stripping, or strip with --strip-debug, which keeps it", ErrStripped)
+		return nil, fmt.Errorf("%w; ftpatch names functions from .symtab, so patch before stripping, or strip with --strip-debug, which keeps it", ErrStripped)
 	}
 	if err != nil {
 		return nil, err

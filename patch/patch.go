@@ -29,6 +29,7 @@ package patch
 import (
 	"errors"
 	"fmt"
+	"ftpatch/sites"
 
 	"ftpatch/runtime/abi"
 )
@@ -41,8 +42,9 @@ var (
 	// have a config record.
 	ErrNoRuntime = errors.New("the ftpatch runtime is not linked")
 	// ErrStripped: the file has no symbol table, which names the
-	// functions a list chooses and the runtime's trampolines.
-	ErrStripped = errors.New("no symbol table (stripped)")
+	// functions a list chooses and the runtime's trampolines. The same
+	// error as sites', which refuses such a file for the same reason.
+	ErrStripped = sites.ErrStripped
 	// ErrArch: the runtime has no port to the file's architecture, so
 	// there is nothing for an enabled site to call.
 	ErrArch = errors.New("post-link patching is not available for this architecture")

@@ -382,7 +382,7 @@ func TestEnableCommand(t *testing.T) {
 		{"from a report", []string{"enable", "--funcs-from", report, "-o", filepath.Join(dir, "o2"), prog}, 0, "2 sites in 2 functions calling the function tracer"},
 		{"a report that is not one", []string{"enable", "--funcs-from", write("notreport", "fib\n"), prog}, 1, "notreport:1: not an `ftpatch report` output"},
 		{"no runtime", []string{"enable", plain, "fib"}, 1, "link the runtime: cc ... $(ftpatch flags --libs)"},
-		{"stripped", []string{"enable", stripped, "fib"}, 1, "no symbol table (stripped)"},
+		{"stripped", []string{"enable", stripped, "fib"}, 1, "no symbol table (.symtab): the file is stripped; ftpatch names functions from .symtab"},
 		{"truncated", []string{"enable", truncated, "fib"}, 1, "truncated: malformed ELF"},
 		{"missing file", []string{"enable", filepath.Join(dir, "nosuch"), "fib"}, 2, "no such file"},
 		{"missing list", []string{"enable", "--funcs", filepath.Join(dir, "nolist"), prog}, 2, "no such file"},
