@@ -2,14 +2,18 @@
  * The architecture's part of the runtime (tracer.h, sys.h): one folder per
  * architecture, whose cpu.h gives rdtsc (the cycle counter) and
  * cpu_relax (a spin-wait's step), whose cpu.c says whether the counter
- * can be the clock (ftrt_tsc_trusted), and whose sys.h makes the raw
- * system calls (sys.h's sys and sys_exit_group).
+ * can be the clock (ftrt_tsc_trusted), whose sys.h makes the raw
+ * system calls (sys.h's sys and sys_exit_group), and whose quick.h
+ * recognises and writes the load-time pass's common site inline
+ * (sites.c's loop: ftrt_quick_load, _hook, _target, _nop, _call_insn,
+ * _put, FTRT_QUICK_LEN).
  */
 #ifndef FTRT_ARCH_H
 #define FTRT_ARCH_H
 
 #if defined(__x86_64__)
 #include "x86_64/cpu.h"
+#include "x86_64/quick.h"
 #include "x86_64/sys.h"
 #else
 #error "ftrt: no runtime port to this architecture"

@@ -413,11 +413,7 @@ static const struct ftrt_module self = {
 	.start = __start___mcount_loc,
 	.stop = __stop___mcount_loc,
 	.config = &ftrt_config,
-#if defined(__x86_64__)
 	.targets = FTRT_TARGETS,
-#else
-	.targets = { [FTRT_T_FENTRY] = (uintptr_t)__fentry__, [FTRT_T_MCOUNT] = (uintptr_t)mcount },
-#endif
 };
 
 /*

@@ -16,12 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "ftrt.h"
 #include "graph.h"
 #include "pass.h"
-#if defined(__x86_64__)
-#include "x86_64/quick.h"
-#endif
 
 struct ftrt_stats *ftrt_pass_stats;
 
@@ -182,26 +180,23 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	unsigned char verdict[BLOCK], lens[BLOCK];
 	/* No site is at an address below 6: prev = 0 compares as far away. */
 	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
-#if defined(__x86_64__)
 	const uintptr_t fentry = ftrt_targets[FTRT_T_FENTRY], mcount = ftrt_targets[FTRT_T_MCOUNT];
-#endif
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t ip = sites[i];
 		int len = 6, a = RECHECK;
 		if (ip - prev >= 6) {
-#if defined(__x86_64__)
-			/* The common site, without a call: a 5-byte call of a
-			 * hook (not one of a nested function, before pop %r10:
-			 * enable_as tells that on the general path). */
+			/* The common site, without a call: the compiler's call
+			 * of a hook, recognised inline (the architecture's
+			 * quick.h; a nested function's chain site is left to
+			 * the general path, which tells it apart). */
 			uint64_t v = ftrt_quick_load(ip);
-			if (ftrt_quick_call(ip, v, fentry, mcount) && !ftrt_quick_pops_r10(v)) {
-				len = 5, a = QUICK;
+			if (ftrt_quick_hook(ip, v, fentry, mcount)) {
+				len = FTRT_QUICK_LEN, a = QUICK;
 				if (want[i] == WANT_AUTO && ftrt_quick_target(ip, v) == fentry)
 					want[i] = WANT_ENTRY; /* resolve's answer, from the call at hand */
 				else if (want[i] == WANT_AUTO)
 					want[i] = WANT_UNKNOWN, a = DEFER;
 			} else
-#endif
 				a = ftrt_sites_resolve(&want[i], action(classify((const unsigned char *)ip, &len), ip, len, want[i]),
 					    (const unsigned char *)ip);
 		}
@@ -226,25 +221,19 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	 * through a pointer (ftrt_pass_stats), in memory. */
 	uint64_t patched = 0, enabled = 0, failed = 0;
 	const unsigned char *nop5 = ftrt_arch_nop(5), *nop6 = ftrt_arch_nop(6);
-#if defined(__x86_64__)
-	uint64_t nop5v = 0;
-	memcpy(&nop5v, nop5, 5);
+	const uint64_t quick_nop = ftrt_quick_nop();
 	/* What an enabled QUICK site calls (0: it jumps to a trampoline of
 	 * its own, which the general path below builds). */
-	const uintptr_t quick_entry = ftrt_arch_call_target(5, WANT_ENTRY), quick_mcount = ftrt_arch_call_target(5, WANT_MCOUNT);
-#endif
+	const uintptr_t quick_entry = ftrt_arch_call_target(FTRT_QUICK_LEN, WANT_ENTRY),
+			quick_mcount = ftrt_arch_call_target(FTRT_QUICK_LEN, WANT_MCOUNT);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *ip = (unsigned char *)sites[i];
 		int len = lens[i], a = verdict[i];
-#if defined(__x86_64__)
 		if (a == QUICK) {
-			uint64_t insn = nop5v;
+			uint64_t insn = quick_nop;
 			uintptr_t target = want[i] == WANT_ENTRY ? quick_entry : quick_mcount;
-			int64_t rel = (int64_t)(target - (sites[i] + 5));
-			if (want[i])
-				insn = 0xe8 | (uint64_t)(uint32_t)(int32_t)rel << 8; /* e8 rel32: call rel32 */
-			if (!want[i] || (target && rel == (int32_t)rel)) {
-				if (!ftrt_quick_put5(sites[i], insn))
+			if (!want[i] || ftrt_quick_call_insn(sites[i], target, &insn)) {
+				if (!ftrt_quick_put(sites[i], insn))
 					failed++;
 				else if (want[i])
 					enabled++;
@@ -254,7 +243,6 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 			}
 			a = WRITE; /* a trampoline to build, or a tracer out of reach: below */
 		}
-#endif
 		if (a == RECHECK) {
 			a = ftrt_sites_resolve(&want[i], action(classify(ip, &len), sites[i], len, want[i]), ip);
 			if (a >= WRITE && (sites[i] < plo || sites[i] + (uintptr_t)len > phi))

@@ -2,15 +2,19 @@
  * The load-time pass's common site, recognised inline (sites.c's hot
  * loop): a 5-byte `call rel32` (e8) to one of the module's two hooks,
  * which is what nearly every site of a freshly linked program holds, and
- * the 5 bytes that replace it: the NOP, or a `call rel32` of the tracer. Everything else goes through
- * ftrt_arch_classify (site.c), which knows every shape; these must agree
- * with it and with ftrt_arch_nop(5) (runtime_test.go checks the NOP).
+ * the 5 bytes that replace it: the NOP, or a `call rel32` of the tracer.
+ * Everything else goes through ftrt_arch_classify (site.c), which knows
+ * every shape; these must agree with it and with ftrt_arch_nop(5)
+ * (runtime_test.go checks the NOP). Each architecture's folder has a
+ * quick.h with these names (arch.h picks it).
  */
 #ifndef FTRT_X86_64_QUICK_H
 #define FTRT_X86_64_QUICK_H
 
 #include <stdint.h>
 #include <string.h>
+
+#include "../ftrt.h"
 
 /* The 8 bytes at p (ftrt_sites_walk in sites.c makes sure a site has them). */
 static inline uint64_t ftrt_quick_load(uintptr_t p)
@@ -43,9 +47,41 @@ static inline int ftrt_quick_pops_r10(uint64_t v)
 	return (v >> 40 & 0xffff) == 0x5a41;
 }
 
+/* The quick site's length: a 5-byte call, or the 5-byte NOP. */
+#define FTRT_QUICK_LEN 5
+
+/* Whether v, the 8 bytes at ip, hold the quick site: a 5-byte call of
+ * fentry or mcount that is not a nested function's chain site (which
+ * pops %r10 after it: the general path tells those apart). */
+static inline int ftrt_quick_hook(uintptr_t ip, uint64_t v, uintptr_t fentry, uintptr_t mcount)
+{
+	return ftrt_quick_call(ip, v, fentry, mcount) && !ftrt_quick_pops_r10(v);
+}
+
+/* The 5-byte NOP the quick site becomes (ftrt_arch_nop(5)), as an
+ * integer, little-endian. */
+static inline uint64_t ftrt_quick_nop(void)
+{
+	uint64_t v = 0;
+	memcpy(&v, ftrt_arch_nop(FTRT_QUICK_LEN), FTRT_QUICK_LEN);
+	return v;
+}
+
+/* The 5-byte `call rel32` (e8) at ip of target, as an integer,
+ * little-endian, into *insn; 0 when target is out of rel32's reach (or
+ * 0: no trampoline to call directly), for the general path. */
+static inline int ftrt_quick_call_insn(uintptr_t ip, uintptr_t target, uint64_t *insn)
+{
+	int64_t rel = (int64_t)(target - (ip + FTRT_QUICK_LEN));
+	if (!target || rel != (int32_t)rel)
+		return 0;
+	*insn = 0xe8 | (uint64_t)(uint32_t)(int32_t)rel << 8; /* e8 rel32: call rel32 */
+	return 1;
+}
+
 /* Write the 5-byte instruction insn (its bytes as an integer,
  * little-endian) at ip, then read it back: 1 if the site now holds it. */
-static inline int ftrt_quick_put5(uintptr_t ip, uint64_t insn)
+static inline int ftrt_quick_put(uintptr_t ip, uint64_t insn)
 {
 	uint32_t lo = (uint32_t)insn;
 	unsigned char hi = (unsigned char)(insn >> 32);
