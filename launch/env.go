@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"ftpatch/runtime/abi"
 )
 
 // Settings are what a recording asks of the runtime, each one of the
@@ -24,8 +26,8 @@ type Settings struct {
 // environment it is given before setting those the settings ask for,
 // so a recording is what its command line says, whatever the caller's
 // environment held.
-var Variables = []string{"FTRACE", "FTRACE_OUT", "FTRACE_FILTER", "FTRACE_DEPTH", "FTRACE_THRESH",
-	"FTRACE_GRAPH_FUNCS", "FTRACE_GRAPH_NOTRACE"}
+var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -35,17 +37,17 @@ func (s Settings) vars() []string {
 			out = append(out, name+"="+val)
 		}
 	}
-	add("FTRACE", s.Tracer)
-	add("FTRACE_OUT", s.Out)
-	add("FTRACE_FILTER", strings.Join(s.Filter, ","))
+	add(abi.EnvTracer, s.Tracer)
+	add(abi.EnvOut, s.Out)
+	add(abi.EnvFilter, strings.Join(s.Filter, ","))
 	if s.Depth > 0 {
-		add("FTRACE_DEPTH", strconv.Itoa(s.Depth))
+		add(abi.EnvDepth, strconv.Itoa(s.Depth))
 	}
 	if s.Threshold > 0 {
-		add("FTRACE_THRESH", fmt.Sprintf("%dns", s.Threshold.Nanoseconds()))
+		add(abi.EnvThresh, fmt.Sprintf("%dns", s.Threshold.Nanoseconds()))
 	}
-	add("FTRACE_GRAPH_FUNCS", strings.Join(s.GraphFuncs, ","))
-	add("FTRACE_GRAPH_NOTRACE", strings.Join(s.GraphNotrace, ","))
+	add(abi.EnvGraphFuncs, strings.Join(s.GraphFuncs, ","))
+	add(abi.EnvGraphNotrace, strings.Join(s.GraphNotrace, ","))
 	return out
 }
 

@@ -63,6 +63,24 @@ const (
 var ExtWords = [1 << RecExtSubBits]int{ExtUnwound: 1, ExtTime: 2, ExtContext: 2, ExtLongEntry: 2, ExtLongCall: 3}
 
 // The metadata: "key value" lines.
+// The runtime's environment variables: abi.h's ENV_*. The runtime reads
+// none of them in a secure-execution process; package launch sets them.
+const (
+	EnvPrefix       = "FTRACE"               // ENV_PREFIX: what every variable of the runtime's starts with (env.c passes them on across exec)
+	EnvTracer       = "FTRACE"               // ENV_TRACER: the tracer: FTRT_TRACER_*_NAME
+	EnvOut          = "FTRACE_OUT"           // ENV_OUT: the trace directory
+	EnvFilter       = "FTRACE_FILTER"        // ENV_FILTER: globs of the functions whose sites are enabled
+	EnvDepth        = "FTRACE_DEPTH"         // ENV_DEPTH: at most this many nested calls graphed
+	EnvThresh       = "FTRACE_THRESH"        // ENV_THRESH: no call shorter than this that called nothing traced
+	EnvGraphFuncs   = "FTRACE_GRAPH_FUNCS"   // ENV_GRAPH_FUNCS: only the subtrees of these functions' calls
+	EnvGraphNotrace = "FTRACE_GRAPH_NOTRACE" // ENV_GRAPH_NOTRACE: nothing inside these functions' calls
+	EnvClock        = "FTRACE_CLOCK"         // ENV_CLOCK: META_CLOCK_MONO: CLOCK_MONOTONIC instead of the TSC
+	EnvMode         = "FTRACE_MODE"          // ENV_MODE: who may read the trace: 0640 its group, 0644 everyone (0600 unset)
+	EnvInherit      = "FTRACE_INHERIT"       // ENV_INHERIT: 0: exec and spawn do not pass the settings on
+	EnvDebug        = "FTRACE_DEBUG"         // ENV_DEBUG: print what the load-time pass did
+	EnvNop          = "FTRACE_NOP"           // ENV_NOP: the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks)
+)
+
 const (
 	MetaFormat3      = "ftrt-trace 3" // META_FORMAT_3: MetaKeyFormat's value, streams of StreamMagic
 	MetaRecordsWords = "words"        // META_RECORDS_WORDS: MetaKeyRecords's value

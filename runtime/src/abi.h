@@ -62,7 +62,25 @@
 #define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3 }
 
 /*
- * The metadata (trace.c's write_meta): one "key value" line each, in
+ * The runtime's environment variables (env.c reads each, and none in a
+ * secure-execution process; `ftpatch record` sets them: package launch).
+ */
+#define ENV_PREFIX "FTRACE" /* what every variable of the runtime's starts with (env.c passes them on across exec) */
+#define ENV_TRACER "FTRACE" /* the tracer: FTRT_TRACER_*_NAME */
+#define ENV_OUT "FTRACE_OUT" /* the trace directory */
+#define ENV_FILTER "FTRACE_FILTER" /* globs of the functions whose sites are enabled */
+#define ENV_DEPTH "FTRACE_DEPTH" /* at most this many nested calls graphed */
+#define ENV_THRESH "FTRACE_THRESH" /* no call shorter than this that called nothing traced */
+#define ENV_GRAPH_FUNCS "FTRACE_GRAPH_FUNCS" /* only the subtrees of these functions' calls */
+#define ENV_GRAPH_NOTRACE "FTRACE_GRAPH_NOTRACE" /* nothing inside these functions' calls */
+#define ENV_CLOCK "FTRACE_CLOCK" /* META_CLOCK_MONO: CLOCK_MONOTONIC instead of the TSC */
+#define ENV_MODE "FTRACE_MODE" /* who may read the trace: 0640 its group, 0644 everyone (0600 unset) */
+#define ENV_INHERIT "FTRACE_INHERIT" /* 0: exec and spawn do not pass the settings on */
+#define ENV_DEBUG "FTRACE_DEBUG" /* print what the load-time pass did */
+#define ENV_NOP "FTRACE_NOP" /* the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks) */
+
+/*
+ * The metadata (meta.c's writer): one "key value" line each, in
  * this order; META_KEY_MODULE once per module. A reader ignores a key it
  * does not know.
  */

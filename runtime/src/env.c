@@ -57,11 +57,11 @@ void ftrt_env_capture(void)
 	if (done)
 		return;
 	done = 1;
-	const char *inherit = ftrt_env("FTRACE_INHERIT");
+	const char *inherit = ftrt_env(ENV_INHERIT);
 	if (ftrt_secure() || (inherit && strcmp(inherit, "0") == 0) || !environ)
 		return;
 	for (char **e = environ; *e && nsettings < SETTINGS_MAX; e++)
-		if (strncmp(*e, "FTRACE", 6) == 0 && strchr(*e, '='))
+		if (strncmp(*e, ENV_PREFIX, sizeof ENV_PREFIX - 1) == 0 && strchr(*e, '='))
 			settings[nsettings++] = *e;
 }
 
@@ -76,7 +76,7 @@ size_t ftrt_child_env_size(char *const envp[])
 	if (nsettings == 0)
 		return 0;
 	for (; envp && envp[n]; n++) {
-		if (strncmp(envp[n], "FTRACE", 6) == 0)
+		if (strncmp(envp[n], ENV_PREFIX, sizeof ENV_PREFIX - 1) == 0)
 			return 0; /* the program chose the child's settings */
 		if (n >= CHILD_ENV_MAX)
 			return 0;

@@ -80,7 +80,7 @@ void ftrt_say(const char *msg)
  * with us/ms/s): keep no call shorter than T that called nothing traced. */
 void ftrt_tracer_options(void)
 {
-	const char *depth = ftrt_env("FTRACE_DEPTH"), *thresh = ftrt_env("FTRACE_THRESH");
+	const char *depth = ftrt_env(ENV_DEPTH), *thresh = ftrt_env(ENV_THRESH);
 	if (depth && *depth) {
 		long d = strtol(depth, NULL, 10);
 		if (d > 0 && d < (long)ftrt_max_depth)
@@ -119,11 +119,11 @@ void ftrt_read_env(void)
 		return;
 	ftrt_opts.read = 1;
 	ftrt_env_capture();
-	ftrt_opts.mode = ftrt_env("FTRACE");
-	ftrt_opts.filter = ftrt_env("FTRACE_FILTER");
+	ftrt_opts.mode = ftrt_env(ENV_TRACER);
+	ftrt_opts.filter = ftrt_env(ENV_FILTER);
 	ftrt_opts.env = (ftrt_opts.mode && *ftrt_opts.mode) || (ftrt_opts.filter && *ftrt_opts.filter);
-	ftrt_opts.graph_funcs = ftrt_env("FTRACE_GRAPH_FUNCS");
-	ftrt_opts.graph_notrace = ftrt_env("FTRACE_GRAPH_NOTRACE");
+	ftrt_opts.graph_funcs = ftrt_env(ENV_GRAPH_FUNCS);
+	ftrt_opts.graph_notrace = ftrt_env(ENV_GRAPH_NOTRACE);
 	if (ftrt_opts.graph_funcs && !*ftrt_opts.graph_funcs)
 		ftrt_opts.graph_funcs = NULL;
 	if (ftrt_opts.graph_notrace && !*ftrt_opts.graph_notrace)

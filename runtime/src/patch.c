@@ -63,7 +63,7 @@ static int cmp_addr(const void *a, const void *b)
 static int start_trace(void)
 {
 	if (!ftrt_opts.trace) {
-		const char *out = ftrt_env("FTRACE_OUT"), *rec = ftrt_recorded_dir(), *why = "";
+		const char *out = ftrt_env(ENV_OUT), *rec = ftrt_recorded_dir(), *why = "";
 		const char *dir = out && *out ? out : rec ? rec : "ftrace.data";
 		if (ftrt_secure() && !rec)
 			ftrt_opts.trace = -1;
@@ -369,7 +369,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	}
 	if (!ftrt_opts.probed) {
 		ftrt_opts.probed = 1;
-		ftrt_nop_style = ftrt_arch_probe(ftrt_env("FTRACE_NOP"));
+		ftrt_nop_style = ftrt_arch_probe(ftrt_env(ENV_NOP));
 	}
 
 	/* What to trace: FTRACE=function, function_graph or nop (or, when
@@ -399,7 +399,7 @@ out:
 	ftrt_pass_stats->init_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	md->stats = counts;
 	ftrt_pass_stats = NULL;
-	if (ftrt_env("FTRACE_DEBUG"))
+	if (ftrt_env(ENV_DEBUG))
 		report(md, m);
 }
 

@@ -42,7 +42,7 @@ void ftrt_trace_arm(void (*at_exit)(void))
  */
 int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
-	ftrt_dir_set_mode(ftrt_env("FTRACE_MODE"));
+	ftrt_dir_set_mode(ftrt_env(ENV_MODE));
 	int fd = ftrt_dir_make(dir, recorded, why);
 	if (fd < 0)
 		return -1;
@@ -54,7 +54,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_trace_fd = fd;
 	ftrt_meta_reserve();
 	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
-	const char *clk = ftrt_env("FTRACE_CLOCK");
+	const char *clk = ftrt_env(ENV_CLOCK);
 	ftrt_clock_mono = (clk && strcmp(clk, META_CLOCK_MONO) == 0) || !ftrt_tsc_trusted();
 	ftrt_creator_pid = ftrt_trace_pid = getpid();
 	ftrt_tsc_start = now();

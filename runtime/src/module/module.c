@@ -66,7 +66,7 @@ __attribute__((visibility("hidden"))) void ftrt_module_init(void)
 		ftrt_module_register(&self);
 		return;
 	}
-	const char *mode = secure_getenv("FTRACE"); /* none in a secure-execution process */
+	const char *mode = secure_getenv(ENV_TRACER); /* none in a secure-execution process */
 	if (mode && *mode) {
 		static const char msg[] = "ftrt: a shared object with sites is loaded into a program without the ftpatch "
 					  "runtime (link the program with $(ftpatch flags --libs)); it runs untraced\n";
