@@ -539,7 +539,7 @@ func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
 			return 0, false, fmt.Errorf("%s:%d: %w: want `key value`", path, lines, ErrFormat)
 		}
 		if err := m.set(key, val); err != nil {
-			return 0, false, fmt.Errorf("%s:%d: %w: %s", path, lines, ErrFormat, err)
+			return 0, false, fmt.Errorf("%s:%d: %w: %w", path, lines, ErrFormat, err)
 		}
 		seen[key] = true
 	}
@@ -579,7 +579,7 @@ func (m *Meta) set(key, val string) error {
 	case abi.MetaKeyCmdline:
 		args, err := unescapeArgs(val)
 		if err != nil {
-			return fmt.Errorf("cmdline: %v", err)
+			return fmt.Errorf("cmdline: %w", err)
 		}
 		m.Cmdline = args
 	case abi.MetaKeyBuildID:
@@ -603,7 +603,7 @@ func (m *Meta) set(key, val string) error {
 		}
 		md, err := parseModule(val)
 		if err != nil {
-			return fmt.Errorf("module: %v", err)
+			return fmt.Errorf("module: %w", err)
 		}
 		m.Modules = append(m.Modules, md)
 	case abi.MetaKeyPid:

@@ -54,7 +54,7 @@ func Boundary(text []byte, from, to uint64) error {
 	for at := from; at < to; {
 		in, err := Decode(text[at:])
 		if err != nil {
-			return fmt.Errorf("decoding at +0x%x from the function start: %v", at-from, err)
+			return fmt.Errorf("decoding at +0x%x from the function start: %w", at-from, err)
 		}
 		at += uint64(in.Len)
 		if at > to {
