@@ -164,14 +164,14 @@ func archive(ctx context.Context, o Options, work, name string, srcs []string) e
 		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
 		argv := append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), "-c", filepath.Join(work, p), "-o", obj)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("compiling the runtime (%s): %v\n%s", strings.Join(argv, " "), err, out)
+			return fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
 		}
 		objs = append(objs, obj)
 	}
 	lib := filepath.Join(work, name)
 	ar := append([]string{"ar", "rcsD", lib}, objs...)
 	if out, err := exec.CommandContext(ctx, ar[0], ar[1:]...).CombinedOutput(); err != nil {
-		return fmt.Errorf("archiving %s: %v\n%s", name, err, out)
+		return fmt.Errorf("archiving %s: %w\n%s", name, err, out)
 	}
 	b, err := os.ReadFile(lib)
 	if err != nil {

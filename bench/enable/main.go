@@ -85,7 +85,7 @@ func program(bin string, s shape) (string, error) {
 	}
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
 	if err != nil {
-		return "", fmt.Errorf("ftpatch flags --libs: %v", err)
+		return "", fmt.Errorf("ftpatch flags --libs: %w", err)
 	}
 	for _, step := range [][]string{
 		{"as", "-o", "many.o", "many.s"},
@@ -152,7 +152,7 @@ func (c *benchCase) run(ftpatch, work string) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	wall, err := measure.Run(cmd)
 	if err != nil {
-		return fmt.Errorf("ftpatch %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return fmt.Errorf("ftpatch %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
 	c.walls = append(c.walls, wall)
 	c.rss = max(c.rss, measure.MaxRSS(cmd.ProcessState))

@@ -188,7 +188,7 @@ func bigObject(dir string) (string, error) {
 	}
 	fmt.Fprintf(os.Stderr, "generating %s (gcc takes about a minute; cached afterwards)\n", obj)
 	if out, err := exec.Command("gcc", "-O1", "-fno-pie", "-pg", "-mfentry", "-c", src, "-o", obj+".tmp").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("gcc: %v\n%s", err, out)
+		return "", fmt.Errorf("gcc: %w\n%s", err, out)
 	}
 	return obj, os.Rename(obj+".tmp", obj)
 }
@@ -225,7 +225,7 @@ func manyObjects(dir string) ([]string, error) {
 					var out []byte
 					out, err = exec.Command("gcc", "-O2", "-pg", "-mfentry", "-c", src, "-o", objs[i]+".tmp").CombinedOutput()
 					if err != nil {
-						err = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
+						err = fmt.Errorf("gcc %s: %w\n%s", src, err, out)
 					} else {
 						err = os.Rename(objs[i]+".tmp", objs[i])
 					}

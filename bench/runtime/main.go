@@ -368,7 +368,7 @@ func run(work, bin, against string, runs int, only string) error {
 	}
 	libs, err := exec.Command(filepath.Join(bin, "ftpatch"), "flags", "--libs").Output()
 	if err != nil {
-		return fmt.Errorf("ftpatch flags --libs: %v", err)
+		return fmt.Errorf("ftpatch flags --libs: %w", err)
 	}
 	fmt.Printf("machine: %s; load average at start %s\n", machine.Name(), machine.LoadAvg())
 	switch only {
@@ -414,7 +414,7 @@ func run(work, bin, against string, runs int, only string) error {
 	if against != "" {
 		other, err := exec.Command(filepath.Join(against, "ftpatch"), "flags", "--libs").Output()
 		if err != nil {
-			return fmt.Errorf("%s flags --libs: %v", filepath.Join(against, "ftpatch"), err)
+			return fmt.Errorf("%s flags --libs: %w", filepath.Join(against, "ftpatch"), err)
 		}
 		if err := measure.Sh(work, append([]string{"gcc", "leaf.o", "main.o", "-o", "against"}, strings.Fields(string(other))...)...); err != nil {
 			return err
@@ -447,7 +447,7 @@ func run(work, bin, against string, runs int, only string) error {
 	for i := 0; i < runs; i++ {
 		out, err := exec.Command(abs("tsc")).Output()
 		if err != nil {
-			return fmt.Errorf("tsc: %v", err)
+			return fmt.Errorf("tsc: %w", err)
 		}
 		var f float64
 		fmt.Sscan(string(out), &f)
@@ -656,7 +656,7 @@ func patchBench(work, bin string, libs []byte, runs int) error {
 			cmd.Env = append(append(os.Environ(), "FTRACE_DEBUG=1"), c.env...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				return fmt.Errorf("many: %v\n%s", err, out)
+				return fmt.Errorf("many: %w\n%s", err, out)
 			}
 			m := re.FindSubmatch(out)
 			if m == nil {

@@ -208,7 +208,7 @@ func (b *bench) run(ctx context.Context, bin, parent string, funcs, threads int,
 	plain := b.measure(ctx, []string{filepath.Join(b.work, "plain")}, nil, out, false)
 	want, err := os.ReadFile(out)
 	if err != nil || plain.failed != "" {
-		return fmt.Errorf("the untraced program: %s%v", plain.failed, err)
+		return fmt.Errorf("the untraced program: %s%w", plain.failed, err)
 	}
 	b.print("untraced", "", plain, result{})
 	rec := b.record(ctx, "ftpatch", []string{filepath.Join(b.work, "prog-ftpatch")}, []string{"FTRACE=function_graph", "FTRACE_OUT=" + b.dir("ftpatch")}, want)
