@@ -15,6 +15,7 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/internal/fixture"
 	"ftpatch/internal/fuzzing"
+	"ftpatch/internal/sitetest"
 	"ftpatch/sites"
 )
 
@@ -362,7 +363,7 @@ func TestFindDecoded(t *testing.T) {
 					} else if s.Call != nil {
 						t.Errorf("%s: a %v site with a call target %v", s.Func, s.State, s.Call)
 					}
-					if s.Origin != sites.FromDecode || s.Off != s.FuncOff+symAddr(t, f, s.Func) {
+					if s.Origin != sites.FromDecode || s.Off != s.FuncOff+sitetest.Symbol(t, f, s.Func) {
 						t.Errorf("%s: site %+v: wrong source or address", s.Func, s)
 					}
 					got[s.Func] = fmt.Sprintf("%v %v %d +%d", s.Kind, s.State, s.Len, s.FuncOff)
@@ -404,21 +405,6 @@ func TestFindDecoded(t *testing.T) {
 
 func indent(asm string) string {
 	return "\t" + strings.ReplaceAll(asm, "\n", "\n\t")
-}
-
-func symAddr(t *testing.T, f *elfx.File, name string) uint64 {
-	t.Helper()
-	_, syms, err := f.Symtab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
-		if s.Name == name {
-			return uint64(s.Value)
-		}
-	}
-	t.Fatalf("no symbol %s", name)
-	return 0
 }
 
 // TestFindDecodedSpeed: a program of 200,000 functions, half in gcc's -pg
