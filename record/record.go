@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"ftpatch/elfx"
+	"ftpatch/infile"
 	"ftpatch/isa"
 	"ftpatch/nops"
 	"ftpatch/outfile"
@@ -299,7 +300,7 @@ func file(path, out string, opts Options) (res Result) {
 		o.DeferDirSync = true
 		in = o.In
 	}
-	m, err := elfx.Map(in)
+	m, err := infile.Map(in)
 	if err != nil {
 		return Result{Path: path, Err: err}
 	}

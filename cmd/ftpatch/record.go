@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/elfx"
+	"ftpatch/infile"
 	"ftpatch/launch"
 	"ftpatch/patch"
 )
@@ -129,7 +130,7 @@ func findTarget(args []string) (*target, error) {
 	if fi, err := os.Stat(path); err == nil {
 		t.setid = fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0
 	}
-	m, err := elfx.Map(path)
+	m, err := infile.Map(path)
 	if err != nil {
 		return nil, &exitError{code: exitNoExec, err: err}
 	}

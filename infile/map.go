@@ -1,10 +1,6 @@
-package elfx
+package infile
 
-import (
-	"syscall"
-
-	"ftpatch/infile"
-)
+import "syscall"
 
 // A Mapped is a file's contents mapped read-only into memory. Reading a
 // large object through a mapping costs neither a copy nor a page fault per
@@ -19,14 +15,14 @@ const mapMin = 1 << 20
 
 // Map maps the regular file at path read-only if it is large, and reads
 // it otherwise or when it cannot be mapped. Only a regular file is read
-// (see infile.Open), and no more than the size it had when opened. Close
+// (see Open), and no more than the size it had when opened. Close
 // releases the mapping; Data must not be used after it.
 //
 // The mapping is private and populated at once: if another process
 // truncates the file while it is mapped, reading the lost part would fault,
 // so callers parse and copy what they need before writing anything back.
 func Map(path string) (*Mapped, error) {
-	f, fi, err := infile.Open(path)
+	f, fi, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +31,7 @@ func Map(path string) (*Mapped, error) {
 	// Small files are read: a mapping costs two system calls and, in a
 	// multi-threaded process, a TLB shootdown on every core at unmap.
 	if size < mapMin || size != int64(int(size)) {
-		data, err := infile.ReadAll(f, fi)
+		data, err := ReadAll(f, fi)
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +39,7 @@ func Map(path string) (*Mapped, error) {
 	}
 	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
 	if err != nil {
-		data, err = infile.ReadAll(f, fi)
+		data, err = ReadAll(f, fi)
 		if err != nil {
 			return nil, err
 		}
