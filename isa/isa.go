@@ -31,6 +31,9 @@ type ISA struct {
 	CallTarget func(b []byte, pc uint64, n int) (addr uint64, viaSlot bool, err error)
 	// SiteNop returns the one NOP that disables a call site of n bytes.
 	SiteNop func(n int) ([]byte, error)
+	// SiteCall returns the call that enables a site of n bytes at pc,
+	// to target; a target out of the call's reach is a *nops.RangeError.
+	SiteCall func(pc, target uint64, n int) ([]byte, error)
 	// NopsDisabled says whether a site of several NOPs (a patchable area)
 	// already holds its disabled form: on arm64 each slot of the area is
 	// one instruction and stays a NOP; on x86-64 the compiler's padding
@@ -83,6 +86,7 @@ var x86ISA = ISA{
 		return 0, false, fmt.Errorf("call % x: not e8, 67 e8 or ff 15", b[:min(n, len(b))])
 	},
 	SiteNop:       x86.SiteNop,
+	SiteCall:      x86.SiteCall,
 	Runtime:       true,
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-pg", "-mfentry"},
@@ -107,6 +111,7 @@ var arm64ISA = ISA{
 		return 0, false, fmt.Errorf("call % x: not bl", b[:min(n, len(b))])
 	},
 	SiteNop:       arm64.SiteNop,
+	SiteCall:      arm64.SiteCall,
 	NopsDisabled:  true,
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"},
@@ -126,6 +131,9 @@ var unknown = ISA{
 	PLTSlot:    func([]byte, uint64) (uint64, bool) { return 0, false },
 	CallTarget: func([]byte, uint64, int) (uint64, bool, error) { return 0, false, fmt.Errorf("unknown architecture") },
 	SiteNop:    func(n int) ([]byte, error) { return nil, fmt.Errorf("no NOP for a %d-byte site", n) },
+	SiteCall: func(pc, _ uint64, n int) ([]byte, error) {
+		return nil, fmt.Errorf("site 0x%x: no call for a %d-byte site of an unknown architecture", pc, n)
+	},
 }
 
 // For returns the ISA of architecture a; for arch.Unknown or another

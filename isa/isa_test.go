@@ -2,9 +2,13 @@ package isa
 
 import (
 	"debug/elf"
+	"errors"
 	"testing"
 
 	"ftpatch/arch"
+	"ftpatch/isa/arm64"
+	"ftpatch/isa/x86"
+	"ftpatch/nops"
 )
 
 // TestIsPLT: every section the linkers put PLT stubs in, and nothing
@@ -92,5 +96,55 @@ func TestSiteNop(t *testing.T) {
 		if (err == nil) != c.ok || (c.ok && len(b) != c.n) {
 			t.Errorf("%v SiteNop(%d) = % x, %v", c.a, c.n, b, err)
 		}
+	}
+}
+
+// TestSiteCall: the enabled form of each ISA's call site, decoded back
+// with x/arch as the one call instruction of the site's length, reaching
+// the target (read again by CallTarget); a site of another length and a
+// target out of reach are errors, never a truncated call.
+func TestSiteCall(t *testing.T) {
+	const pc, target = 0x401000, 0x402000
+	for _, c := range []struct {
+		a  arch.Arch
+		n  int
+		op string
+	}{{arch.X86_64, 5, "CALL"}, {arch.X86_64, 6, "CALL"}, {arch.ARM64, 4, "BL"}} {
+		i := For(c.a)
+		b, err := i.SiteCall(pc, target, c.n)
+		if err != nil || len(b) != c.n {
+			t.Errorf("%v SiteCall(%d) = % x, %v", c.a, c.n, b, err)
+			continue
+		}
+		var op string
+		var n int
+		if c.a == arch.X86_64 {
+			in, err := x86.Decode(b)
+			op, n = in.Op.String(), in.Len
+			if err != nil {
+				t.Errorf("%v % x: %v", c.a, b, err)
+			}
+		} else {
+			in, err := arm64.Decode(b)
+			op, n = in.Op.String(), 4
+			if err != nil {
+				t.Errorf("%v % x: %v", c.a, b, err)
+			}
+		}
+		if op != c.op || n != c.n {
+			t.Errorf("%v SiteCall(%d) = % x decodes as %s of %d bytes, want %s", c.a, c.n, b, op, n, c.op)
+		}
+		if got, via, err := i.CallTarget(b, pc, c.n); err != nil || via || got != target {
+			t.Errorf("%v % x reaches %#x (via slot %v, %v), want %#x", c.a, b, got, via, err, uint64(target))
+		}
+		if b, err := i.SiteCall(pc, target, c.n+2); err == nil {
+			t.Errorf("%v SiteCall(%d) = % x, want an error", c.a, c.n+2, b)
+		}
+		if b, err := i.SiteCall(pc, pc+1<<40, c.n); !errors.Is(err, nops.ErrRange) {
+			t.Errorf("%v SiteCall out of reach = % x, %v; want ErrRange", c.a, b, err)
+		}
+	}
+	if b, err := For(arch.Unknown).SiteCall(pc, target, 5); err == nil {
+		t.Errorf("For(Unknown).SiteCall = % x", b)
 	}
 }

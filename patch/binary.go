@@ -138,8 +138,6 @@ type Binary struct {
 	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
 	hooks     map[uint64]Hook   // hook address -> which
 	details   map[uint64]string // for FormOther slots, by address: what was found
-	rel       *elfx.Relatives   // loaded on first need
-	gotSyms   map[uint64]string // GOT slot -> the symbol a dynamic relocation fills it with
 }
 
 // The symbols the patcher needs from the runtime: its hooks, its two
@@ -228,18 +226,23 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		}
 		return nil, err
 	}
-	b.Slots = make([]Slot, 0, len(l.Sites)+l.Dead)
+	// The sites come classified: patching plans from what discovery read
+	// (the bytes, and where each call leads through the GOT, the PLT and
+	// the RELATIVE relocations), never reading them again.
+	b.Slots = make([]Slot, 0, len(l.Sites)+len(l.Dead))
 	for i := range l.Sites {
-		s := &l.Sites[i]
-		b.Slots = append(b.Slots, Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind})
+		b.Slots = append(b.Slots, b.slot(&l.Sites[i]))
 	}
 	b.Live = len(b.Slots)
-	if l.Dead > 0 {
-		dead, err := b.deadSlots(l)
-		if err != nil {
-			return nil, err
+	for i := range l.Dead {
+		d := &l.Dead[i]
+		if d.State == sites.StateUnknown {
+			code, _ := f.ReadAt(elfx.Addr(d.Off), 6)
+			return nil, &SiteError{Addr: d.Off, Msg: fmt.Sprintf("table entry outside every function holds % x, neither a call nor NOPs", code)}
 		}
-		b.Slots = append(b.Slots, dead...)
+		b.Slots = append(b.Slots, b.slot(d))
+	}
+	if len(l.Dead) > 0 {
 		sort.Slice(b.Slots, func(i, j int) bool { return b.Slots[i].Addr < b.Slots[j].Addr })
 	}
 	for i := range b.Slots {
@@ -247,9 +250,6 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		s.Off, err = f.AddrToOff(elfx.Addr(s.Addr), uint64(max(s.Len, 1)))
 		if err != nil {
 			return nil, fmt.Errorf("site 0x%x: %w", s.Addr, err)
-		}
-		if err := b.classify(s); err != nil {
-			return nil, err
 		}
 		if progress != nil && i%4096 == 0 {
 			progress(i, len(b.Slots))
@@ -261,47 +261,59 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	return b, nil
 }
 
-// deadSlots finds the table entries outside every function that
-// FindLinked counted but did not return.
-func (b *Binary) deadSlots(l *sites.Linked) ([]Slot, error) {
-	rel, err := b.relatives()
-	if err != nil {
-		return nil, err
-	}
-	words, err := b.File.Words(b.File.Section(sites.TableName), rel)
-	if err != nil {
-		return nil, err
-	}
-	live := make(map[uint64]bool, len(l.Sites))
-	for i := range l.Sites {
-		live[l.Sites[i].Off] = true
-	}
-	seen := map[uint64]bool{}
-	var out []Slot
-	for _, w := range words {
-		if w == 0 || live[w] || seen[w] {
-			continue
+// slot is the Slot of a site discovery classified: its Form from what
+// the site holds, and for a call, which hook or trampoline it reaches.
+// A call is the compiler's (FormHook) when it reaches __fentry__ or
+// mcount, directly or through a GOT slot or PLT stub the loader fills
+// with one of them; ftpatch's (FormCall) when it reaches a trampoline
+// directly (or through a GOT slot); anything else is FormOther, which
+// patching never overwrites.
+func (b *Binary) slot(s *sites.Site) Slot {
+	sl := Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind}
+	switch s.State {
+	case sites.StateNop:
+		sl.Form = FormNop
+	case sites.StateNops:
+		sl.Form = FormNops
+	case sites.StateCall:
+		c := s.Call
+		if c == nil {
+			c = &sites.Call{}
 		}
-		seen[w] = true
-		n, err := b.deadLen(w)
-		if err != nil {
-			return nil, err
+		if h, ok := b.hooks[c.Addr]; ok && c.Addr != 0 {
+			sl.Form, sl.Hook = FormHook, h
+			return sl
 		}
-		out = append(out, Slot{Addr: w, Len: uint8(n)})
+		if h := hookNamed(c.Name); c.Addr == 0 && h != HookNone && (c.Via == sites.ViaGOT || c.Via == sites.ViaPLT) {
+			// A slot the loader binds to a hook by name.
+			sl.Form, sl.Hook = FormHook, h
+			return sl
+		}
+		if c.Via == sites.ViaDirect || c.Via == sites.ViaGOT {
+			for t := Caller5; t < numTramps; t++ {
+				if b.tramps[t] == c.Addr && c.Addr != 0 {
+					sl.Form, sl.Target = FormCall, t
+					return sl
+				}
+			}
+		}
+		to := c.String()
+		if c.Addr != 0 && (c.Name != "" || c.Via != sites.ViaDirect) {
+			to = fmt.Sprintf("0x%x (%s)", c.Addr, c)
+		}
+		sl.Form, b.details[sl.Addr] = FormOther, fmt.Sprintf("a call to %s, which is neither a hook nor a trampoline of the runtime", to)
+	default:
+		sl.Form, b.details[sl.Addr] = FormOther, "neither a call nor NOPs"
 	}
-	if len(out) != l.Dead {
-		return nil, fmt.Errorf("%s: %d dead entries found, site discovery counted %d", sites.TableName, len(out), l.Dead)
-	}
-	return out, nil
+	return sl
 }
 
-func (b *Binary) relatives() (*elfx.Relatives, error) {
-	if b.rel == nil {
-		r, err := b.File.Relatives()
-		if err != nil {
-			return nil, err
+// hookNamed is the hook of that name; HookNone for any other.
+func hookNamed(name string) Hook {
+	for h := HookFentry; int(h) < len(hookNames); h++ {
+		if hookNames[h] == name {
+			return h
 		}
-		b.rel = r
 	}
-	return b.rel, nil
+	return HookNone
 }

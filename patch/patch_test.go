@@ -494,6 +494,12 @@ func TestErrors(t *testing.T) {
 			}
 			return img
 		}), enable("fib"), ErrSite, "in fib: a call to 0x"},
+		{"garbage at a dead entry", copyOf(func(t *testing.T, img []byte) []byte {
+			return overwriteDead(t, img, func(s Slot) []byte { return bytes.Repeat([]byte{0xcc}, int(s.Len)) })
+		}), enable("fib"), ErrSite, "outside every function holds cc cc cc cc cc"},
+		{"a dead entry calling elsewhere", copyOf(func(t *testing.T, img []byte) []byte {
+			return overwriteDead(t, img, func(s Slot) []byte { call, _ := x86.Call(s.Addr, s.Addr+0x40); return call })
+		}), enable("fib"), ErrSite, "a call to 0x"},
 		{"trace location not absolute", copyOf(func(t *testing.T, b []byte) []byte { return b }),
 			Request{Op: Enable, List: list(t, "fib"), Inputs: "list", TraceDir: "traces/prog"}, ErrTraceDir, `"traces/prog" is not an absolute path`},
 		{"relocatable object", func(t *testing.T, dir string) string {
@@ -656,4 +662,26 @@ func TestTracerNames(t *testing.T) {
 	if !slices.Contains(tracerNames[:], "function_graph") {
 		t.Error("no function_graph")
 	}
+}
+
+// overwriteDead writes what with returns over every dead slot of the
+// program image img (the weak function the fixture's linker discards),
+// failing t when there is none.
+func overwriteDead(t *testing.T, img []byte, with func(Slot) []byte) []byte {
+	f, _ := elfx.Parse("p", img)
+	b, err := Load(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range b.Slots {
+		if s.Dead() {
+			copy(img[s.Off:], with(s))
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no dead slot in the fixture")
+	}
+	return img
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ianlancetaylor/demangle"
 
 	"ftpatch/funclist"
+	"ftpatch/isa"
 	"ftpatch/nops"
 	"ftpatch/sites"
 )
@@ -165,7 +166,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			target = b.tramps[trampFor(s.Kind, s.Len, tracer)]
 			enabled++
 		}
-		want, err := x86Want(s.Addr, s.Len, target)
+		want, err := b.want(s, target)
 		if errors.Is(err, nops.ErrRange) {
 			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: fmt.Sprintf("%v: the trampoline is out of call range; link the runtime into the same executable or shared object as the function", err)}
 		}
@@ -258,4 +259,14 @@ func demangled(names []string) []string {
 		out[i] = d
 	}
 	return out
+}
+
+// want returns the bytes slot s becomes: a call to target, or (target
+// 0) the one NOP of its length.
+func (b *Binary) want(s *Slot, target uint64) ([]byte, error) {
+	i := isa.For(b.File.Arch)
+	if target == 0 {
+		return i.SiteNop(int(s.Len))
+	}
+	return i.SiteCall(s.Addr, target, int(s.Len))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 
-	"ftpatch/isa/x86"
 	"ftpatch/sites"
 )
 
@@ -68,11 +67,8 @@ func (b *Binary) Verify() *Report {
 		case s.Form == FormOther:
 			add(s, "holds %s", b.Detail(s))
 		case c.Patched() && s.Form == FormNop:
-			want := x86.NOP5
-			if s.Len == 6 {
-				want = x86.NOP6
-			}
-			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; !bytes.Equal(got, want) {
+			want, err := b.want(s, 0)
+			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; err != nil || !bytes.Equal(got, want) {
 				add(s, "holds the NOP % x, ftpatch writes % x", got, want)
 			}
 		case c.Patched() && s.Form == FormCall && s.Dead():

@@ -32,6 +32,8 @@ type siteISA struct {
 	classify func(s *objScan, t *elfx.Section, text []byte, off uint64, fun fn) (*Site, error)
 	// linked reads a linked file's table entry (see classifyLinked).
 	linked func(code []byte, off uint64, fun fn, site *Site, areas map[uint64]bool, calls *callResolver, bad func(string, ...any) error) (*Site, error)
+	// dead reads a table entry outside every function (see classifyDead).
+	dead func(code []byte, site *Site, calls *callResolver)
 	// findFunc finds the site of a function by decoding its entry (see
 	// FindDecoded).
 	findFunc func(d *decoder, fn []byte, start uint64) (found, bool)
@@ -51,6 +53,7 @@ var x86Sites = siteISA{
 	patchSite: x86PatchSite,
 	classify:  x86Classify,
 	linked:    x86Linked,
+	dead:      x86Dead,
 	findFunc:  (*decoder).x86Func,
 }
 
@@ -68,6 +71,7 @@ var arm64Sites = siteISA{
 	patchSite: arm64PatchSite,
 	classify:  arm64Classify,
 	linked:    arm64Linked,
+	dead:      arm64Dead,
 	findFunc:  (*decoder).arm64Func,
 }
 

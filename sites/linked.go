@@ -20,10 +20,11 @@ type Linked struct {
 	// Zero counts table words that are 0: padding between the tables of
 	// different objects, or entries of sections the linker discarded.
 	Zero int
-	// Dead counts entries outside every function symbol: sites in a weak
-	// function the linker replaced by a strong one, whose bytes stay in
-	// the file but are never run.
-	Dead int
+	// Dead are the entries outside every function symbol: sites in a
+	// weak function the linker replaced by a strong one, whose bytes stay
+	// in the file but are never run. Each holds what it was found to hold
+	// (classifyDead), with no Func or Kind; sorted by address.
+	Dead []Site
 	// Dups counts entries listed twice (an object whose table was
 	// written by both the compiler and recordmcount).
 	Dups int
@@ -122,7 +123,7 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 		}
 		fun, ok := funcs.containing(0, a)
 		if !ok {
-			out.Dead++
+			out.Dead = append(out.Dead, classifyDead(f, a, calls))
 			continue
 		}
 		st, err := classifyLinked(f, fun, a, areas, calls)
@@ -286,6 +287,67 @@ func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]b
 		return nil, bad("holds %08x, want bl or nop", w)
 	}
 	return site, nil
+}
+
+// classifyDead reads the table entry at a that lies outside every
+// function: the bytes of a weak function the linker discarded, which
+// nothing runs. Patching keeps them NOPs, so what they hold is read as a
+// live site's is, without the checks against a function: the State and
+// Len of the one call, NOP or run of NOPs found there, with the call's
+// target (Call{} when it cannot be resolved); StateUnknown and Len 0 for
+// anything else, which patching refuses to touch.
+func classifyDead(f *elfx.File, a uint64, calls *callResolver) Site {
+	site := Site{Off: a, SecName: sectionOf(f, a), Rela: -1, RelaIdx: -1, Origin: FromTable}
+	var code []byte
+	for n := uint64(16); n > 0 && code == nil; n-- {
+		code, _ = f.ReadAt(elfx.Addr(a), n) // the code may end within the window
+	}
+	if dead := siteISAOf(f.Arch).dead; dead != nil && len(code) > 0 {
+		dead(code, &site, calls)
+	}
+	return site
+}
+
+// x86Dead is classifyDead for x86-64: a call of 5 or 6 bytes, one NOP of
+// 5 or 6, or NOPs over 5 bytes.
+func x86Dead(code []byte, site *Site, calls *callResolver) {
+	if c, ok := x86.CallAt(code[:min(len(code), 6)], site.Off); ok {
+		site.State, site.Len = StateCall, c.Len
+		site.Call = deadCall(calls, site.Off, code, c.Len)
+		return
+	}
+	if in, err := x86.Decode(code); err == nil && x86.IsNopInsn(in) && (in.Len == 5 || in.Len == 6) {
+		site.State, site.Len = StateNop, in.Len
+		return
+	}
+	if st, err := x86Nops(code, 5); err == nil {
+		site.State, site.Len = st, 5
+	}
+}
+
+// arm64Dead is classifyDead for arm64: one bl or NOP.
+func arm64Dead(code []byte, site *Site, calls *callResolver) {
+	if len(code) < 4 || site.Off%4 != 0 {
+		return
+	}
+	switch w := arm64.Word(code, 0); {
+	case arm64.IsBL(w):
+		site.State, site.Len = StateCall, 4
+		site.Call = deadCall(calls, site.Off, code, 4)
+	case arm64.IsNop(w):
+		site.State, site.Len = StateNop, 4
+	}
+}
+
+// deadCall resolves a dead site's call, or says its target is unknown:
+// a dead entry's bytes never run, so what its call cannot be resolved to
+// is no error of the file's.
+func deadCall(calls *callResolver, a uint64, code []byte, n int) *Call {
+	c, err := calls.call(a, code, n)
+	if err != nil {
+		return &Call{}
+	}
+	return c
 }
 
 // sectionOf names the section holding address a, for messages and lists.

@@ -64,8 +64,8 @@ func TestLinkedStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(l.Sites) == 0 || len(l.Sites)+l.Dead+l.Zero+l.Dups != len(words) {
-				t.Errorf("%d sites, %d dead, %d zero, %d duplicates from %d table entries", len(l.Sites), l.Dead, l.Zero, l.Dups, len(words))
+			if len(l.Sites) == 0 || len(l.Sites)+len(l.Dead)+l.Zero+l.Dups != len(words) {
+				t.Errorf("%d sites, %d dead, %d zero, %d duplicates from %d table entries", len(l.Sites), len(l.Dead), l.Zero, l.Dups, len(words))
 			}
 			for _, s := range l.Sites {
 				want, hook := sites.StatusUnknown, ""

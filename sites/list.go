@@ -74,7 +74,7 @@ func WriteLinked(w io.Writer, l *Linked) error {
 	}
 	fmt.Fprintf(w, "%d sites: %d %s, %d %s, %d %s, %d %s; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n",
 		len(l.Sites), count[StatusNop], StatusNop, count[StatusHook], StatusHook, count[StatusTraced], StatusTraced, count[StatusDirect], StatusDirect,
-		l.Dead, l.Zero, l.Dups)
+		len(l.Dead), l.Zero, l.Dups)
 	for _, n := range l.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -120,7 +120,7 @@ func WriteLinkedJSON(w io.Writer, l *Linked) error {
 		Zero  int          `json:"zero"`
 		Dups  int          `json:"duplicates"`
 		Notes []string     `json:"notes,omitempty"`
-	}{Arch: l.Arch.String(), Sites: make([]linkedSite, 0, len(l.Sites)), Dead: l.Dead, Zero: l.Zero, Dups: l.Dups, Notes: l.Notes}
+	}{Arch: l.Arch.String(), Sites: make([]linkedSite, 0, len(l.Sites)), Dead: len(l.Dead), Zero: l.Zero, Dups: l.Dups, Notes: l.Notes}
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		js := linkedSite{

@@ -69,8 +69,16 @@ func checkTable(t *testing.T, prog string, e expectation, wantState func(sites.S
 	if strings.Join(got, " ") != strings.Join(e.funcs, " ") {
 		t.Errorf("%s: table lists functions\n  %v\nwant exactly\n  %v", prog, got, e.funcs)
 	}
-	if l.Dead != e.dead || l.Dups != 0 {
-		t.Errorf("%s: %d dead entries, %d duplicates; want %d dead, 0 duplicates", prog, l.Dead, l.Dups, e.dead)
+	if len(l.Dead) != e.dead || l.Dups != 0 {
+		t.Errorf("%s: %d dead entries, %d duplicates; want %d dead, 0 duplicates", prog, len(l.Dead), l.Dups, e.dead)
+	}
+	// A dead entry still holds the bytes its weak function was compiled
+	// with (or the NOP the runtime's pass or ftpatch wrote): read like a
+	// live site's, for patching to keep it a NOP.
+	for _, d := range l.Dead {
+		if d.Func != "" || d.Len < 4 || d.Len > 6 || d.State == sites.StateUnknown {
+			t.Errorf("%s: dead entry at 0x%x holds %v of %d bytes (function %q)", prog, d.Off, d.State, d.Len, d.Func)
+		}
 	}
 	return l
 }

@@ -93,7 +93,7 @@ func TestLoadTimeNops(t *testing.T) {
 				run(t, dir, argv...)
 
 				_, l := sitetest.Linked(t, prog)
-				live := len(l.Sites) + l.Dead
+				live := len(l.Sites) + len(l.Dead)
 
 				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_DEBUG=1", "FTRACE_NOP=" + b.nop}, prog)
 				if err != nil {
@@ -107,7 +107,7 @@ func TestLoadTimeNops(t *testing.T) {
 				}
 				total, patched, already, skipped, failed := atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4]), atoi(m[5])
 				if total != live || patched+already != live || skipped != 0 || failed != 0 {
-					t.Errorf("runtime: %s; the table lists %d sites (%d in live functions, %d dead)", m[0], live, len(l.Sites), l.Dead)
+					t.Errorf("runtime: %s; the table lists %d sites (%d in live functions, %d dead)", m[0], live, len(l.Sites), len(l.Dead))
 				}
 				if b.nop == "" && len(b.rec) > 0 && b.rec[0] == "--nop" && patched != 0 {
 					t.Errorf("a program recorded with --nop had %d sites written at load; want none", patched)

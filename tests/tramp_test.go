@@ -114,8 +114,8 @@ func checkTrampolines(t *testing.T, l *sites.Linked, enter uint64, report string
 			wx = int(num(f[1]))
 		}
 	}
-	if len(ss) != len(l.Sites)+l.Dead || wx < 0 || enter == 0 {
-		t.Fatalf("trampdump reported %d sites (want %d, %d of them dead) and wx %d; ftrace_graph_enter at %#x:\n%s", len(ss), len(l.Sites)+l.Dead, l.Dead, wx, enter, report)
+	if len(ss) != len(l.Sites)+len(l.Dead) || wx < 0 || enter == 0 {
+		t.Fatalf("trampdump reported %d sites (want %d, %d of them dead) and wx %d; ftrace_graph_enter at %#x:\n%s", len(ss), len(l.Sites)+len(l.Dead), len(l.Dead), wx, enter, report)
 	}
 	if wx != 0 {
 		t.Errorf("%d mappings writable and executable", wx)
@@ -175,8 +175,8 @@ func checkTrampolines(t *testing.T, l *sites.Linked, enter uint64, report string
 			}
 		}
 	}
-	if dead != l.Dead {
-		t.Errorf("%d reported sites are not in the file's list, want the %d dead ones", dead, l.Dead)
+	if dead != len(l.Dead) {
+		t.Errorf("%d reported sites are not in the file's list, want the %d dead ones", dead, len(l.Dead))
 	}
 	if jumps == 0 && l.Sites[0].Kind.AtEntry() {
 		t.Error("no site jumps to a trampoline")

@@ -117,6 +117,19 @@ func LiteralAt(at uint64, size int, align uint64) bool {
 	return size == LiteralSize && at%LiteralSize == 0 && align >= LiteralSize
 }
 
+// SiteCall returns the call an enabled 4-byte site holds, from site to
+// target: `bl target` (BL says what it refuses).
+func SiteCall(site, target uint64, n int) ([]byte, error) {
+	if n != 4 {
+		return nil, fmt.Errorf("site 0x%x: %d bytes, want 4", site, n)
+	}
+	w, err := BL(site, target)
+	if err != nil {
+		return nil, err
+	}
+	return Bytes(w), nil
+}
+
 // SiteNop returns the NOP that disables an n-byte site: one NOP word,
 // the only size of an arm64 call site.
 func SiteNop(n int) ([]byte, error) {

@@ -207,6 +207,19 @@ func SiteNop(n int) ([]byte, error) {
 	return nil, fmt.Errorf("no NOP for a %d-byte site", n)
 }
 
+// SiteCall returns the call an enabled site of n bytes holds, from site
+// to target: `e8 rel32` for 5 bytes, `67 e8 rel32` for 6 (Call6 says why
+// one instruction). A target beyond rel32's reach is a *nops.RangeError.
+func SiteCall(site, target uint64, n int) ([]byte, error) {
+	switch n {
+	case 5:
+		return Call(site, target)
+	case 6:
+		return Call6(site, target)
+	}
+	return nil, fmt.Errorf("site 0x%x: %d bytes, want 5 or 6", site, n)
+}
+
 // SiteNopAt reports whether b starts with a NOP this package writes
 // that is 5 or 6 bytes long, the length of a site, and returns its
 // length.
