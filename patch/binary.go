@@ -238,7 +238,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 		d := &l.Dead[i]
 		if d.State == sites.StateUnknown {
 			code, _ := f.ReadAt(elfx.Addr(d.Off), 6)
-			return nil, &SiteError{Addr: d.Off, Msg: fmt.Sprintf("table entry outside every function holds % x, neither a call nor NOPs", code)}
+			return nil, &SiteError{Off: d.Off, Msg: fmt.Sprintf("table entry outside every function holds % x, neither a call nor NOPs", code)}
 		}
 		b.Slots = append(b.Slots, b.slot(d))
 	}

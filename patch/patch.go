@@ -51,8 +51,9 @@ var (
 	// ErrNoMatch: the list chooses no function that has a site.
 	ErrNoMatch = errors.New("the list chooses no function")
 	// ErrSite: a site holds bytes that are neither the compiler's nor
-	// ftpatch's: it is reported, never overwritten. Returned as *SiteError.
-	ErrSite = errors.New("unexpected bytes at a patch site")
+	// ftpatch's: it is reported, never overwritten. The same error as
+	// sites', returned as its *SiteError.
+	ErrSite = sites.ErrBadSite
 	// ErrConfig: the config record is malformed or of another version.
 	ErrConfig = errors.New("bad .ftrt_config record")
 	// ErrTraceDir: a trace location (Request.TraceDir) that cannot be
@@ -61,24 +62,9 @@ var (
 	ErrTraceDir = errors.New("bad trace location")
 )
 
-// A SiteError is a site whose bytes ftpatch will not touch. It matches
-// ErrSite.
-type SiteError struct {
-	Addr uint64 // the site's address (before any load bias)
-	Func string // the function holding it; "" for a table entry outside every function
-	Msg  string
-}
-
-func (e *SiteError) Error() string {
-	where := fmt.Sprintf("site 0x%x", e.Addr)
-	if e.Func != "" {
-		where += " in " + e.Func
-	}
-	return fmt.Sprintf("%s: %s", where, e.Msg)
-}
-
-// Is makes errors.Is(err, ErrSite) true.
-func (e *SiteError) Is(target error) bool { return target == ErrSite }
+// A SiteError is a site whose bytes ftpatch will not touch, placed by its
+// address (Section ""): sites' error type, which matches ErrSite.
+type SiteError = sites.SiteError
 
 // A Tracer is what the enabled sites of a patched file feed: the
 // runtime's FTRT_* values, stored in the config record.

@@ -151,7 +151,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			k++
 		}
 		if s.Form == FormOther {
-			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
+			return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
 		}
 		var call bool
 		switch r.Op {
@@ -168,7 +168,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		}
 		want, err := b.want(s, target)
 		if errors.Is(err, nops.ErrRange) {
-			return nil, &SiteError{Addr: s.Addr, Func: s.Func, Msg: fmt.Sprintf("%v: the trampoline is out of call range; link the runtime into the same executable or shared object as the function", err)}
+			return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: fmt.Sprintf("%v: the trampoline is out of call range; link the runtime into the same executable or shared object as the function", err)}
 		}
 		if err != nil {
 			return nil, err

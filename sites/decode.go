@@ -8,15 +8,18 @@ import (
 )
 
 // ErrBadSite: something that should be a patch site is not one (wrong
-// instruction, not at an instruction boundary, outside every function).
-// Returned wrapped in a *SiteError.
+// instruction, not at an instruction boundary, outside every function),
+// or holds bytes that neither the compiler nor ftpatch writes, which
+// patching reports and never overwrites. Returned wrapped in a
+// *SiteError.
 var ErrBadSite = errors.New("bad patch site")
 
-// A SiteError places a bad site: section, offset and, when known, the
-// function.
+// A SiteError places a bad site, in an object or a linked file, for
+// discovery and patching alike: in an object, its section and offset
+// there; in a linked file, its address; and, when known, the function.
 type SiteError struct {
-	Section string
-	Off     uint64
+	Section string // the section holding the site, in an object; "" in a linked file
+	Off     uint64 // the site's offset in Section, or (Section "") its address
 	Func    string
 	Msg     string
 	Err     error // the cause, when another error is one: shown after Msg
@@ -30,7 +33,12 @@ func (e *SiteError) Error() string {
 		}
 		msg += e.Err.Error()
 	}
-	if e.Func != "" {
+	switch {
+	case e.Section == "" && e.Func != "":
+		return fmt.Sprintf("site 0x%x in %s: %s", e.Off, e.Func, msg)
+	case e.Section == "":
+		return fmt.Sprintf("site 0x%x: %s", e.Off, msg)
+	case e.Func != "":
 		return fmt.Sprintf("section %q+0x%x (in %s): %s", e.Section, e.Off, e.Func, msg)
 	}
 	return fmt.Sprintf("section %q+0x%x: %s", e.Section, e.Off, msg)

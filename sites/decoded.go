@@ -495,7 +495,7 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 			// it leads (Site.Status names it by its target).
 			var err error
 			if site.Call, err = calls.call(site.Off, fn[s.off:], s.n); err != nil {
-				return nil, &SiteError{sec.Name, site.Off, fun.name, "", err}
+				return nil, &SiteError{"", site.Off, fun.name, "", err}
 			}
 		}
 		out.Sites = append(out.Sites, site)

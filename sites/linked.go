@@ -177,21 +177,21 @@ const maxSiteOff = 4096
 func classifyLinked(f *elfx.File, fun fn, a uint64, areas map[uint64]bool, calls *callResolver) (*Site, error) {
 	const window = 16
 	if a-fun.start > maxSiteOff {
-		return nil, &SiteError{sectionOf(f, a), a, fun.name, fmt.Sprintf("0x%x bytes into its function, past the %d bytes a prologue can take", a-fun.start, maxSiteOff), nil}
+		return nil, &SiteError{"", a, fun.name, fmt.Sprintf("0x%x bytes into its function, past the %d bytes a prologue can take", a-fun.start, maxSiteOff), nil}
 	}
 	code, err := f.ReadAt(elfx.Addr(fun.start), a-fun.start+window)
 	if err != nil {
 		// The function may end within the window; read what there is.
 		code, err = f.ReadAt(elfx.Addr(fun.start), a-fun.start+8)
 		if err != nil {
-			return nil, &SiteError{".text", a, fun.name, "", err}
+			return nil, &SiteError{"", a, fun.name, "", err}
 		}
 	}
 	off := a - fun.start
 	site := &Site{Off: a, Func: fun.name, FuncOff: off, SecName: sectionOf(f, a), Rela: -1, RelaIdx: -1,
 		Weak: fun.bind == elf.STB_WEAK, Origin: FromTable}
 	bad := func(format string, args ...any) error {
-		return &SiteError{site.SecName, a, fun.name, fmt.Sprintf(format, args...), nil}
+		return &SiteError{"", a, fun.name, fmt.Sprintf(format, args...), nil}
 	}
 	return siteISAOf(f.Arch).linked(code, off, fun, site, areas, calls, bad)
 }

@@ -7,8 +7,8 @@ import (
 	"ftpatch/sites"
 )
 
-// TestSiteError: a SiteError reads as its place, then Msg, then its
-// cause; it is ErrBadSite, and errors.Is and errors.As see through it to
+// TestSiteError: a SiteError reads as its place (section and offset in
+// an object, the address in a linked file), then Msg, then its cause; it is ErrBadSite, and errors.Is and errors.As see through it to
 // the cause, which is wrapped rather than flattened into the message.
 func TestSiteError(t *testing.T) {
 	cause := errors.New("found \"ret\" at +0, want NOPs")
@@ -23,6 +23,10 @@ func TestSiteError(t *testing.T) {
 			`section ".text"+0x10 (in f): found "ret" at +0, want NOPs`},
 		{"message and cause", &sites.SiteError{Section: ".text", Off: 0x10, Msg: "pre-function area", Err: cause},
 			`section ".text"+0x10: pre-function area: found "ret" at +0, want NOPs`},
+		{"linked", &sites.SiteError{Off: 0x401136, Func: "fib", Msg: "a call to 0x401176 (fib+0x40)"},
+			`site 0x401136 in fib: a call to 0x401176 (fib+0x40)`},
+		{"linked, outside every function", &sites.SiteError{Off: 0x401136, Err: cause},
+			`site 0x401136: found "ret" at +0, want NOPs`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error = c.err
