@@ -12,27 +12,6 @@ import (
 	"ftpatch/sites"
 )
 
-// A Form is what a site's bytes hold.
-type Form uint8
-
-// The forms of a site.
-const (
-	FormOther Form = iota // anything else: never written
-	FormNop               // one NOP instruction covering the site
-	FormNops              // several NOPs covering the site (gcc's -fpatchable-function-entry padding)
-	FormHook              // the compiler's call to __fentry__ or mcount
-	FormCall              // a call to one of the runtime's trampolines (what ftpatch enable writes)
-)
-
-var formNames = [...]string{FormOther: "other", FormNop: "nop", FormNops: "nops", FormHook: "hook call", FormCall: "trampoline call"}
-
-func (f Form) String() string {
-	if int(f) < len(formNames) {
-		return formNames[f]
-	}
-	return fmt.Sprintf("form(%d)", uint8(f))
-}
-
 // A Tramp is one of the runtime's entry points an enabled site calls.
 type Tramp uint8
 
@@ -89,14 +68,14 @@ func trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
 // A program holds 100k slots or more: a Slot is 40 bytes, and what only a
 // bad site needs (the description of its bytes) is kept aside.
 type Slot struct {
-	Addr   uint64     // the site's address (before any load bias)
-	Off    elfx.Off   // its offset in the file
-	Func   string     // the function holding it; "" for a dead slot
-	Len    uint8      // bytes: 5 or 6
-	Kind   sites.Kind // KindUnknown for a dead slot
-	Form   Form       // what it holds now
-	Target Tramp      // for FormCall: which trampoline
-	Hook   Hook       // for FormHook: which hook
+	Addr   uint64      // the site's address (before any load bias)
+	Off    elfx.Off    // its offset in the file
+	Func   string      // the function holding it; "" for a dead slot
+	Len    uint8       // bytes: 5 or 6
+	Kind   sites.Kind  // KindUnknown for a dead slot
+	State  sites.State // what it holds now (see slot)
+	Target Tramp       // for StateTraced: which trampoline
+	Hook   Hook        // for StateHook: which hook
 }
 
 // A Hook is one of the compiler's entry hooks, which the runtime defines.
@@ -121,7 +100,24 @@ func (h Hook) String() string {
 // Dead reports whether the slot lies outside every live function.
 func (s *Slot) Dead() bool { return s.Func == "" }
 
-// Detail describes what a FormOther slot holds, for messages.
+// Other reports whether the slot holds something patching never
+// overwrites: neither NOPs, nor a call to a hook or a trampoline.
+func (s *Slot) Other() bool { return s.State == sites.StateDirect || s.State == sites.StateUnknown }
+
+// holds says what a slot that patching may write holds, for messages.
+func (s *Slot) holds() string {
+	switch s.State {
+	case sites.StateHook:
+		return fmt.Sprintf("the compiler's call to %s", s.Hook)
+	case sites.StateTraced:
+		return fmt.Sprintf("a call to %s", s.Target)
+	case sites.StateNops:
+		return "several NOPs"
+	}
+	return "a NOP"
+}
+
+// Detail describes what an Other slot holds, for messages.
 func (b *Binary) Detail(s *Slot) string { return b.details[s.Addr] }
 
 // A Binary is a linked file read for patching.
@@ -137,7 +133,7 @@ type Binary struct {
 	configOff elfx.Off
 	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
 	hooks     map[uint64]Hook   // hook address -> which
-	details   map[uint64]string // for FormOther slots, by address: what was found
+	details   map[uint64]string // for Other slots, by address: what was found
 }
 
 // The symbols the patcher needs from the runtime: its hooks, its two
@@ -261,38 +257,37 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	return b, nil
 }
 
-// slot is the Slot of a site discovery classified: its Form from what
-// the site holds, and for a call, which hook or trampoline it reaches.
-// A call is the compiler's (FormHook) when it reaches __fentry__ or
-// mcount, directly or through a GOT slot or PLT stub the loader fills
-// with one of them; ftpatch's (FormCall) when it reaches a trampoline
-// directly (or through a GOT slot); anything else is FormOther, which
-// patching never overwrites.
+// slot is the Slot of a site discovery classified, which patching
+// plans from. Discovery read what each site holds, and where each call
+// leads through GOT slots, PLT stubs and RELATIVE relocations; slot
+// checks a call against the addresses of this file's runtime: the
+// compiler's (StateHook) when it reaches __fentry__ or mcount, directly
+// or through a GOT slot or PLT stub the loader fills with one of them;
+// ftpatch's (StateTraced) when it reaches a trampoline directly (or
+// through a GOT slot); anything else is StateDirect, which patching
+// never overwrites, nor StateUnknown.
 func (b *Binary) slot(s *sites.Site) Slot {
-	sl := Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind}
-	switch s.State {
-	case sites.StateNop:
-		sl.Form = FormNop
-	case sites.StateNops:
-		sl.Form = FormNops
-	case sites.StateCall:
+	sl := Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind, State: s.State}
+	switch {
+	case s.State == sites.StateNop || s.State == sites.StateNops:
+	case s.State.IsCall():
 		c := s.Call
 		if c == nil {
 			c = &sites.Call{}
 		}
 		if h, ok := b.hooks[c.Addr]; ok && c.Addr != 0 {
-			sl.Form, sl.Hook = FormHook, h
+			sl.State, sl.Hook = sites.StateHook, h
 			return sl
 		}
 		if h := hookNamed(c.Name); c.Addr == 0 && h != HookNone && (c.Via == sites.ViaGOT || c.Via == sites.ViaPLT) {
 			// A slot the loader binds to a hook by name.
-			sl.Form, sl.Hook = FormHook, h
+			sl.State, sl.Hook = sites.StateHook, h
 			return sl
 		}
 		if c.Via == sites.ViaDirect || c.Via == sites.ViaGOT {
 			for t := Caller5; t < numTramps; t++ {
 				if b.tramps[t] == c.Addr && c.Addr != 0 {
-					sl.Form, sl.Target = FormCall, t
+					sl.State, sl.Target = sites.StateTraced, t
 					return sl
 				}
 			}
@@ -301,9 +296,9 @@ func (b *Binary) slot(s *sites.Site) Slot {
 		if c.Addr != 0 && (c.Name != "" || c.Via != sites.ViaDirect) {
 			to = fmt.Sprintf("0x%x (%s)", c.Addr, c)
 		}
-		sl.Form, b.details[sl.Addr] = FormOther, fmt.Sprintf("a call to %s, which is neither a hook nor a trampoline of the runtime", to)
+		sl.State, b.details[sl.Addr] = sites.StateDirect, fmt.Sprintf("a call to %s, which is neither a hook nor a trampoline of the runtime", to)
 	default:
-		sl.Form, b.details[sl.Addr] = FormOther, "neither a call nor NOPs"
+		sl.State, b.details[sl.Addr] = sites.StateUnknown, "neither a call nor NOPs"
 	}
 	return sl
 }

@@ -245,8 +245,8 @@ func TestEnable(t *testing.T) {
 			// Dead entries (the weak function other.c overrides) are NOPs
 			// too: the runtime must find nothing unexpected in the table.
 			for _, s := range nb.Slots {
-				if s.Form != FormNop {
-					t.Errorf("after disable, slot 0x%x (%q) holds a %v", s.Addr, s.Func, s.Form)
+				if s.State != sites.StateNop {
+					t.Errorf("after disable, slot 0x%x (%q) holds a %v", s.Addr, s.Func, s.State)
 				}
 			}
 		})
@@ -388,7 +388,7 @@ func TestVerifyProblems(t *testing.T) {
 		{"wrong trampoline", func(img []byte) { copy(img[fib.Off:], call6(fib, "ftrace_mcount_caller6")) },
 			[]string{"in fib: calls ftrace_mcount_caller6; a 6-byte fentry site traced by function calls ftrace_caller6"}},
 		{"hook call left", func(img []byte) { copy(img[mainSite.Off:], call6(mainSite, "__fentry__")) },
-			[]string{"in main: holds a hook call (__fentry__)"}},
+			[]string{"in main: holds the compiler's call to __fentry__"}},
 		{"K8 NOP", func(img []byte) { copy(img[mainSite.Off:], []byte{0x66, 0x66, 0x66, 0x66, 0x66, 0x90}) },
 			[]string{"in main: holds the NOP 66 66 66 66 66 90, ftpatch writes 66 0f 1f 44 00 00"}},
 		{"enabled count", cfg(func(c *Config) { c.Enabled = 5 }), []string{"records 5 enabled sites, 2 call the runtime"}},

@@ -150,7 +150,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			in = chosen == nil || chosen[k]
 			k++
 		}
-		if s.Form == FormOther {
+		if s.Other() {
 			return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
 		}
 		var call bool
@@ -159,7 +159,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			call = in
 		case Disable:
 			// Kept: a site that calls the runtime in a patched file.
-			call = !in && !s.Dead() && s.Form == FormCall && b.Config.Patched()
+			call = !in && !s.Dead() && s.State == sites.StateTraced && b.Config.Patched()
 		}
 		var target uint64
 		if call {

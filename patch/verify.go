@@ -60,26 +60,26 @@ func (b *Binary) Verify() *Report {
 	}
 	for i := range b.Slots {
 		s := &b.Slots[i]
-		if s.Form == FormCall {
+		if s.State == sites.StateTraced {
 			r.Enabled++
 		}
 		switch {
-		case s.Form == FormOther:
+		case s.Other():
 			add(s, "holds %s", b.Detail(s))
-		case c.Patched() && s.Form == FormNop:
+		case c.Patched() && s.State == sites.StateNop:
 			want, err := b.want(s, 0)
 			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; err != nil || !bytes.Equal(got, want) {
 				add(s, "holds the NOP % x, ftpatch writes % x", got, want)
 			}
-		case c.Patched() && s.Form == FormCall && s.Dead():
+		case c.Patched() && s.State == sites.StateTraced && s.Dead():
 			add(s, "calls %s, but it lies in no live function: ftpatch leaves such entries NOPs", s.Target)
-		case c.Patched() && s.Form == FormCall:
+		case c.Patched() && s.State == sites.StateTraced:
 			if want := trampFor(s.Kind, s.Len, c.Tracer); s.Target != want {
 				add(s, "calls %s; a %d-byte %s site traced by %s calls %s", s.Target, s.Len, s.Kind, c.Tracer, want)
 			}
 		case c.Patched():
-			add(s, "holds a %s (%s), which ftpatch does not leave in a patched file: want a NOP or a trampoline call", s.Form, s.Hook)
-		case s.Form == FormCall:
+			add(s, "holds %s, which ftpatch does not leave in a patched file: want a NOP or a trampoline call", s.holds())
+		case s.State == sites.StateTraced:
 			add(s, "calls %s, but the config record says the file is not patched", s.Target)
 		}
 	}

@@ -71,7 +71,7 @@ func WriteList(w io.Writer, results []Result) error {
 			if s.FuncOff != 0 {
 				fn = fmt.Sprintf("%s+0x%x", s.Func, s.FuncOff)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t0x%x\t%s\t%s\t%d\t%s\n", r.Path, s.SecName, s.Off, fn, s.Kind, s.Len, s.State)
+			fmt.Fprintf(tw, "%s\t%s\t0x%x\t%s\t%s\t%d\t%s\n", r.Path, s.SecName, s.Off, fn, s.Kind, s.Len, s.State.Insn())
 		}
 	}
 	return tw.Flush()

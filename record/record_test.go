@@ -552,7 +552,7 @@ var (
 // nopped reports whether --nop rewrites site s: every call, and on x86-64
 // a patchable area of several NOPs.
 func nopped(s sites.Site, a arch.Arch) bool {
-	return s.State == sites.StateCall || s.State == sites.StateNops && a == arch.X86_64
+	return s.State.IsCall() || s.State == sites.StateNops && a == arch.X86_64
 }
 
 // checkPreserved computes, from the input alone, what the output's first

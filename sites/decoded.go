@@ -41,6 +41,15 @@ func (c callee) serves(k Kind, n int) bool {
 	return kind && (c.n == 0 || c.n == n)
 }
 
+// state is the state of a site calling c: the compiler's call to its
+// hook, or an enabled one's to a trampoline.
+func (c callee) state() State {
+	if c.tramp {
+		return StateTraced
+	}
+	return StateHook
+}
+
 // hookKind is the kind of site whose hook a site of kind k calls while it
 // holds the compiler's call: X86Fentry for a chain site, k for the rest.
 func (k Kind) hookKind() Kind {
@@ -51,8 +60,8 @@ func (k Kind) hookKind() Kind {
 }
 
 // trampolines are the runtime's entry points that an enabled site calls
-// (runtime/src/<arch>/entry.S): a site calling one is traced (see
-// Site.Status). Each serves one kind and length of site, as the runtime
+// (runtime/src/<arch>/entry.S): a site calling one is traced
+// (StateTraced). Each serves one kind and length of site, as the runtime
 // writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
 // ftrace_caller6, the mcount and chain variants after the prologue and
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
@@ -291,7 +300,7 @@ func (d *decoder) x86Site(b []byte, pc uint64, k Kind) (int, State, bool) {
 	if !ok || !c.serves(k, call.Len) || (c.tramp && call.Form == x86.FormRIP) || !d.x86CallDecodes(b, call) {
 		return 0, 0, false
 	}
-	return call.Len, StateCall, true
+	return call.Len, c.state(), true
 }
 
 // x86CallDecodes checks with x/arch's decoder that b is the call its
@@ -412,7 +421,7 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			if !ok || !c.serves(ARM64Mcount, 4) || !arm64.IsBL(w) {
 				return found{}, false
 			}
-			return found{uint64(pos), 4, ARM64Mcount, StateCall}, true
+			return found{uint64(pos), 4, ARM64Mcount, c.state()}, true
 		case w == arm64.NOP:
 			if frame && fp && lr && d.defined[ARM64Mcount] && arm64.IsNop(w) {
 				return found{uint64(pos), 4, ARM64Mcount, StateNop}, true
@@ -490,9 +499,9 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 		fun := funcs.fn(e)
 		site := Site{Off: e.start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
 			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Origin: FromDecode}
-		if s.state == StateCall {
+		if s.state.IsCall() {
 			// A site in a linked file that holds a call always says where
-			// it leads (Site.Status names it by its target).
+			// it leads.
 			var err error
 			if site.Call, err = calls.call(site.Off, fn[s.off:], s.n); err != nil {
 				return nil, &SiteError{"", site.Off, fun.name, "", err}

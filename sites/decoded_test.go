@@ -330,8 +330,8 @@ func buildCases(t testing.TB, a decodeArch, hooks string, args []string) string 
 // hooks and trampolines defined in the program (static, and PIE), with
 // the hooks imported from the C library (PIE and not), and with no hook
 // at all, where nothing is a site and FindLinked says there is no table.
-// A call site says where it leads, the hook (status hook) or trampoline
-// (status traced) the case calls, as a table's site does.
+// A call site says where it leads, the hook (StateHook) or trampoline
+// (StateTraced) the case calls, as a table's site does.
 func TestFindDecoded(t *testing.T) {
 	for _, a := range decodeArches {
 		for _, bld := range caseBuilds {
@@ -352,13 +352,13 @@ func TestFindDecoded(t *testing.T) {
 					byName[c.name] = c
 				}
 				for _, s := range l.Sites {
-					if s.State == sites.StateCall {
-						want, status := byName[s.Func].wantTarget(), sites.StatusHook
+					if s.State.IsCall() {
+						want, state := byName[s.Func].wantTarget(), sites.StateHook
 						if strings.HasPrefix(want, "ftrace_") {
-							status = sites.StatusTraced
+							state = sites.StateTraced
 						}
-						if s.Call == nil || s.Call.Name != want || s.Status() != status {
-							t.Errorf("%s: call site leads to %v, status %v; want %s, status %v", s.Func, s.Call, s.Status(), want, status)
+						if s.Call == nil || s.Call.Name != want || s.State != state {
+							t.Errorf("%s: call site leads to %v, state %v; want %s, state %v", s.Func, s.Call, s.State, want, state)
 						}
 					} else if s.Call != nil {
 						t.Errorf("%s: a %v site with a call target %v", s.Func, s.State, s.Call)
@@ -366,7 +366,7 @@ func TestFindDecoded(t *testing.T) {
 					if s.Origin != sites.FromDecode || s.Off != s.FuncOff+sitetest.Symbol(t, f, s.Func) {
 						t.Errorf("%s: site %+v: wrong source or address", s.Func, s)
 					}
-					got[s.Func] = fmt.Sprintf("%v %v %d +%d", s.Kind, s.State, s.Len, s.FuncOff)
+					got[s.Func] = fmt.Sprintf("%v %v %d +%d", s.Kind, s.State.Insn(), s.Len, s.FuncOff)
 				}
 				cases := 0
 				for _, c := range a.cases {

@@ -166,10 +166,10 @@ func checkLinked(t *testing.T, f *elfx.File, l *sites.Linked) {
 		if !code {
 			t.Fatalf("site %d at 0x%x is in no code section", i, s.Off)
 		}
-		if s.Len <= 0 || s.FuncOff > s.Off || s.Kind == sites.KindUnknown || s.State == sites.StateUnknown || s.Status() == sites.StatusUnknown {
-			t.Fatalf("site %d %+v: no length, kind, state or status", i, s)
+		if s.Len <= 0 || s.FuncOff > s.Off || s.Kind == sites.KindUnknown || s.State == sites.StateUnknown {
+			t.Fatalf("site %d %+v: no length, kind or state", i, s)
 		}
-		if (s.Call != nil) != (s.State == sites.StateCall) {
+		if (s.Call != nil) != s.State.IsCall() {
 			t.Fatalf("site %d at 0x%x: state %v, call %+v", i, s.Off, s.State, s.Call)
 		}
 	}

@@ -213,10 +213,11 @@ func x86Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]boo
 		// (nor building x86.CheckCallOf's error message for it).
 		site.State, site.Len = StateNop, in.Len
 	case (in.Len == 5 || in.Len == 6) && x86.CheckCallOf(in, code[off:], in.Len) == nil:
-		site.State, site.Len = StateCall, in.Len
+		site.Len = in.Len
 		if site.Call, err = calls.call(a, code[off:], in.Len); err != nil {
 			return nil, bad("%v", err)
 		}
+		site.State = callState(x86HookKinds, x86Trampolines, site.Call)
 	case in.Len == 5 || in.Len == 6:
 		st, err := x86Nops(code[off:], in.Len)
 		if err != nil {
@@ -258,10 +259,11 @@ func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]b
 	entry := off == arm64.Entry(code, 0)
 	switch {
 	case !entry && arm64.IsBL(w):
-		site.Kind, site.State, site.Len = ARM64Mcount, StateCall, 4
+		site.Kind, site.Len = ARM64Mcount, 4
 		if site.Call, err = calls.call(a, code[off:], 4); err != nil {
 			return nil, bad("%v", err)
 		}
+		site.State = callState(arm64HookKinds, arm64Trampolines, site.Call)
 	case !entry && arm64.IsNop(w):
 		site.Kind, site.State, site.Len = ARM64Mcount, StateNop, 4
 	case entry && uint64(len(code)) >= off+8:
@@ -271,10 +273,10 @@ func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]b
 		case arm64.IsNop(w) && arm64.IsNop(w2):
 			site.State = StateNops
 		case arm64.IsBL(w2):
-			site.State = StateCall
 			if site.Call, err = calls.call(a+4, code[off+4:], 4); err != nil {
 				return nil, bad("%v", err)
 			}
+			site.State = callState(arm64HookKinds, arm64Trampolines, site.Call)
 		default:
 			return nil, bad("entry holds %08x %08x, want NOPs or a call", w, w2)
 		}
@@ -312,8 +314,9 @@ func classifyDead(f *elfx.File, a uint64, calls *callResolver) Site {
 // 5 or 6, or NOPs over 5 bytes.
 func x86Dead(code []byte, site *Site, calls *callResolver) {
 	if c, ok := x86.CallAt(code[:min(len(code), 6)], site.Off); ok {
-		site.State, site.Len = StateCall, c.Len
+		site.Len = c.Len
 		site.Call = deadCall(calls, site.Off, code, c.Len)
+		site.State = callState(x86HookKinds, x86Trampolines, site.Call)
 		return
 	}
 	if in, err := x86.Decode(code); err == nil && x86.IsNopInsn(in) && (in.Len == 5 || in.Len == 6) {
@@ -332,8 +335,9 @@ func arm64Dead(code []byte, site *Site, calls *callResolver) {
 	}
 	switch w := arm64.Word(code, 0); {
 	case arm64.IsBL(w):
-		site.State, site.Len = StateCall, 4
+		site.Len = 4
 		site.Call = deadCall(calls, site.Off, code, 4)
+		site.State = callState(arm64HookKinds, arm64Trampolines, site.Call)
 	case arm64.IsNop(w):
 		site.State, site.Len = StateNop, 4
 	}

@@ -29,19 +29,19 @@ func findLinked(t *testing.T, o fixture.Object) (*elfx.File, *sites.Linked) {
 	return f, l
 }
 
-// wantStatus is the status each function of the hand-written fixtures
+// wantStatus is the state each function of the hand-written fixtures
 // (callsx86.S, callsarm64.S) is built to have, by name prefix.
 var wantStatus = []struct {
 	prefix string
-	status sites.Status
+	state  sites.State
 }{
-	{"nop", sites.StatusNop},
-	{"mcount_nop", sites.StatusNop},
-	{"hook", sites.StatusHook},
-	{"mcount_plt", sites.StatusHook},
-	{"traced", sites.StatusTraced},
-	{"callops", sites.StatusTraced},
-	{"direct", sites.StatusDirect},
+	{"nop", sites.StateNop},
+	{"mcount_nop", sites.StateNop},
+	{"hook", sites.StateHook},
+	{"mcount_plt", sites.StateHook},
+	{"traced", sites.StateTraced},
+	{"callops", sites.StateTraced},
+	{"direct", sites.StateDirect},
 }
 
 // TestLinkedStatus checks every site's status against how its fixture
@@ -68,28 +68,28 @@ func TestLinkedStatus(t *testing.T) {
 				t.Errorf("%d sites, %d dead, %d zero, %d duplicates from %d table entries", len(l.Sites), len(l.Dead), l.Zero, l.Dups, len(words))
 			}
 			for _, s := range l.Sites {
-				want, hook := sites.StatusUnknown, ""
+				want, hook := sites.StateUnknown, ""
 				switch {
 				case strings.HasPrefix(o.Case, "calls"):
 					for _, w := range wantStatus {
 						if strings.HasPrefix(s.Func, w.prefix) {
-							want = w.status
+							want = w.state
 							break
 						}
 					}
 				case !o.Has("pg") && (o.Has("pfe5") || o.Has("pfe2") || o.Has("pfe4_2")):
-					want = sites.StatusNop
+					want = sites.StateNop
 				default:
-					want = sites.StatusHook
+					want = sites.StateHook
 					hook = hooks[o.Arch]["pg"]
 					if o.Has("mfentry") {
 						hook = hooks[o.Arch]["mfentry"]
 					}
 				}
-				if got := s.Status(); got != want {
+				if got := s.State; got != want && !(want == sites.StateNop && got == sites.StateNops) {
 					t.Errorf("%s at 0x%x: status %v, want %v", s.Func, s.Off, got, want)
 				}
-				if (s.Call != nil) != (s.State == sites.StateCall) {
+				if (s.Call != nil) != s.State.IsCall() {
 					t.Errorf("%s at 0x%x: state %v with call %+v", s.Func, s.Off, s.State, s.Call)
 				}
 				if hook != "" && s.Hook() != hook {

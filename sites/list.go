@@ -53,7 +53,7 @@ func AddSources(f *elfx.File, l *Linked) error {
 func WriteLinked(w io.Writer, l *Linked) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ADDRESS\tFUNCTION\tKIND\tLEN\tSTATE\tTARGET\tSOURCE")
-	var count [len(statusNames)]int
+	var count [numStates]int
 	for i := range l.Sites {
 		s := &l.Sites[i]
 		fn := s.Func
@@ -64,16 +64,19 @@ func WriteLinked(w io.Writer, l *Linked) error {
 		if s.Call != nil {
 			target = s.Call.String()
 		}
-		st := s.Status()
+		st := s.State
+		if st == StateNops {
+			st = StateNop // counted, and shown, as NOPs
+		}
 		count[st]++
 		// A trailing tab would pad the last column with spaces.
-		fmt.Fprintf(tw, "0x%x\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Off, fn, s.Kind, s.Len, st, target, s.Source)
+		fmt.Fprintf(tw, "0x%x\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Off, fn, s.Kind, s.Len, st.Effect(), target, s.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%d sites: %d %s, %d %s, %d %s, %d %s; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n",
-		len(l.Sites), count[StatusNop], StatusNop, count[StatusHook], StatusHook, count[StatusTraced], StatusTraced, count[StatusDirect], StatusDirect,
+		len(l.Sites), count[StateNop], StateNop, count[StateHook], StateHook, count[StateTraced], StateTraced, count[StateDirect], StateDirect,
 		len(l.Dead), l.Zero, l.Dups)
 	for _, n := range l.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -90,7 +93,7 @@ type linkedSite struct {
 	Section  string    `json:"section"`
 	Kind     Kind      `json:"kind"`
 	Len      int       `json:"len"`
-	State    Status    `json:"state"`
+	State    string    `json:"state"` // State.Effect
 	Target   *jsonCall `json:"target,omitempty"`
 	Source   *jsonPos  `json:"source,omitempty"`
 	Pre      int32     `json:"pre,omitempty"`
@@ -125,7 +128,7 @@ func WriteLinkedJSON(w io.Writer, l *Linked) error {
 		s := &l.Sites[i]
 		js := linkedSite{
 			Addr: fmt.Sprintf("0x%x", s.Off), Function: s.Func, FuncOff: s.FuncOff, Section: s.SecName,
-			Kind: s.Kind, Len: s.Len, State: s.Status(), Pre: s.Pre, Weak: s.Weak, Found: s.Origin,
+			Kind: s.Kind, Len: s.Len, State: s.State.Effect(), Pre: s.Pre, Weak: s.Weak, Found: s.Origin,
 		}
 		if c := s.Call; c != nil {
 			js.Target = &jsonCall{Name: c.Name, Off: c.Off, Via: c.Via.String()}

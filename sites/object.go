@@ -436,7 +436,7 @@ func (s *objScan) x86Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook strin
 				"(only endbr64, NOPs, or a nested function's `push %%r10` may come before it)", hook, site-fun.start), nil}
 		}
 	}
-	return s.newSite(t, site, fun, k, n, StateCall), true, nil
+	return s.newSite(t, site, fun, k, n, StateHook), true, nil
 }
 
 // arm64Reloc turns a relocation against _mcount into a site: `bl _mcount`
@@ -464,7 +464,7 @@ func (s *objScan) arm64Reloc(t *elfx.Section, text []byte, r elfx.Rela, hook str
 	if !arm64.IsBL(arm64.Word(text, r.Off)) {
 		return Site{}, false, &SiteError{t.Name, r.Off, fun.name, fmt.Sprintf("found %08x, want `bl %s`", arm64.Word(text, r.Off), hook), nil}
 	}
-	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateCall), true, nil
+	return s.newSite(t, r.Off, fun, ARM64Mcount, 4, StateHook), true, nil
 }
 
 // patchable finds the areas recorded in __patchable_function_entries.
@@ -751,7 +751,7 @@ func x86Classify(s *objScan, t *elfx.Section, text []byte, off uint64, fun fn) (
 	}
 	st := StateNop
 	if err := x86.CheckCall(text[off:], in.Len); err == nil {
-		st = StateCall
+		st = StateHook
 	} else if got, err := x86Nops(text[off:], in.Len); err != nil || got != StateNop {
 		return nil, &SiteError{t.Name, off, fun.name, fmt.Sprintf("table entry is neither a call nor a NOP: %q", in.String()), nil}
 	}
@@ -774,7 +774,7 @@ func arm64Classify(s *objScan, t *elfx.Section, text []byte, off uint64, fun fn)
 	w := arm64.Word(text, off)
 	switch {
 	case arm64.IsBL(w):
-		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateCall)
+		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateHook)
 		return &out, nil
 	case arm64.IsNop(w) && off != arm64.Entry(text, fun.start):
 		out := s.newSite(t, off, fun, ARM64Mcount, 4, StateNop)

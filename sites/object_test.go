@@ -51,7 +51,7 @@ func dump(obj *sites.Object, f *elfx.File) []byte {
 			group = fmt.Sprintf("[%d] %s", s.Group, f.Sections[s.Group].Name)
 		}
 		fmt.Fprintf(tw, "[%d] %s\t0x%x\t%s+0x%x\t%v\t%d\t%v\t%d\t%v\t%v\t%s\t%s\n",
-			s.Section, s.SecName, s.Off, s.Func, s.FuncOff, s.Kind, s.Len, s.State, s.Pre, s.Weak, s.Origin, hook, group)
+			s.Section, s.SecName, s.Off, s.Func, s.FuncOff, s.Kind, s.Len, s.State.Insn(), s.Pre, s.Weak, s.Origin, hook, group)
 	}
 	tw.Flush()
 	for _, n := range obj.Notes {
@@ -286,7 +286,7 @@ func checkBytes(t *testing.T, fx fixture.Object, f *elfx.File, obj *sites.Object
 		default:
 			t.Errorf("%s: kind %v on %v", where, s.Kind, fx.Arch)
 		}
-		if s.State != sites.StateCall && (s.Kind == sites.X86Fentry || s.Kind == sites.X86Mcount || s.Kind == sites.X86Chain || s.Kind == sites.ARM64Mcount) {
+		if s.State != sites.StateHook && (s.Kind == sites.X86Fentry || s.Kind == sites.X86Mcount || s.Kind == sites.X86Chain || s.Kind == sites.ARM64Mcount) {
 			t.Errorf("%s: state %v, want call", where, s.State)
 		}
 	}

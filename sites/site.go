@@ -80,35 +80,66 @@ func (k Kind) AtEntry() bool { return k != X86Mcount && k != ARM64Mcount && k !=
 // MarshalText makes kinds print by name in JSON.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// A State is what a site's bytes hold now.
+// A State is what a site's bytes hold now, and so what the site does
+// when it runs: the one word for it that discovery, recordmcount's
+// listing and patching share.
 type State uint8
 
 // The states of a site.
 const (
 	StateUnknown State = iota
-	// StateCall: the compiler's call to the hook (or, in a linked file,
-	// any call or branch-with-link).
-	StateCall
 	// StateNop: one NOP instruction covering the whole site, ready to be
-	// patched.
+	// patched; the site costs (almost) nothing until it is enabled.
 	StateNop
 	// StateNops: several NOPs covering the site, as the compiler emits for
 	// -fpatchable-function-entry on x86-64; they must become one NOP
 	// before any thread can run them while the site is being enabled.
 	StateNops
+	// StateHook: the compiler's call to its hook (__fentry__, mcount or
+	// _mcount); the runtime turns it into a NOP at load. Every call of a
+	// site in an object is one.
+	StateHook
+	// StateTraced: a call into one of the runtime's trampolines
+	// (trampolines in decoded.go: ftrace_caller5, ftrace_stub, ...): the
+	// site is enabled for the runtime's tracers.
+	StateTraced
+	// StateDirect: a call to any other function: a user trampoline
+	// called directly, bypassing the runtime's tracers.
+	StateDirect
+	numStates
 )
 
-var stateNames = [...]string{StateUnknown: "unknown", StateCall: "call", StateNop: "nop", StateNops: "nops"}
+var stateNames = [...]string{StateUnknown: "unknown", StateNop: "nop", StateNops: "nops", StateHook: "hook", StateTraced: "traced", StateDirect: "direct"}
 
 func (s State) String() string {
-	if int(s) < len(stateNames) {
+	if s < numStates {
 		return stateNames[s]
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
-// MarshalText makes states print by name in JSON.
-func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+// IsCall reports whether the site holds a call (to a hook, a trampoline
+// or elsewhere).
+func (s State) IsCall() bool { return s == StateHook || s == StateTraced || s == StateDirect }
+
+// Insn names the instruction a site holds, as object listings and the
+// JSON of Site print it: "call" for any call, else the state's name.
+func (s State) Insn() string {
+	if s.IsCall() {
+		return "call"
+	}
+	return s.String()
+}
+
+// Effect names what the site does when it runs, as the STATE column of a
+// linked file's listing prints it: "nop" for NOPs of any count, else the
+// state's name.
+func (s State) Effect() string {
+	if s == StateNops {
+		return StateNop.String()
+	}
+	return s.String()
+}
 
 // A Site is one function-entry patch site. Objects hold 100k of them,
 // so the fields are ordered and sized to keep a Site small (120 bytes);
@@ -195,80 +226,33 @@ func (c *Call) String() string {
 	return s
 }
 
-// A Status is what a site of a linked file does when it runs, in the
-// words users read: whether the runtime will find the compiler's call,
-// a NOP, or a call someone enabled.
-type Status uint8
-
-// The statuses of a site.
-const (
-	StatusUnknown Status = iota
-	// StatusNop: one NOP, or the compiler's NOP padding: the site costs
-	// (almost) nothing until it is enabled.
-	StatusNop
-	// StatusHook: still the compiler's call to __fentry__, mcount or
-	// _mcount; the runtime turns it into a NOP at load.
-	StatusHook
-	// StatusTraced: a call into one of the runtime's trampolines (the
-	// trampolines table in decoded.go: ftrace_caller5, ftrace_stub, ...):
-	// the site is enabled for the runtime's tracers.
-	StatusTraced
-	// StatusDirect: a call to any other function: a user trampoline
-	// called directly, bypassing the runtime's tracers.
-	StatusDirect
-)
-
-var statusNames = [...]string{StatusUnknown: "unknown", StatusNop: "nop", StatusHook: "hook", StatusTraced: "traced", StatusDirect: "direct"}
-
-// String names the status as the STATE column shows it.
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
-}
-
-// MarshalText makes statuses print by name in JSON.
-func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
 // Arch is the architecture of the site's instructions, from its kind.
 func (k Kind) Arch() arch.Arch { return kindArch(k) }
 
-// Status says what the site does when it runs. A call in an object file
-// (no Call) is the compiler's call to its hook; a call in a linked file
-// is named by its target.
-func (s *Site) Status() Status {
-	switch s.State {
-	case StateNop, StateNops:
-		return StatusNop
-	case StateCall:
-		if s.Call == nil {
-			return StatusHook
+// callState is the state of a linked file's site that holds call c, of
+// an architecture whose hooks and trampolines these are (siteISA's): a
+// call to the start of a hook or a trampoline, or elsewhere.
+func callState(hooks map[string]Kind, tramps map[string]callee, c *Call) State {
+	if c.Off == 0 {
+		if _, ok := hooks[c.Name]; ok {
+			return StateHook
 		}
-		si := siteISAOf(s.Kind.Arch())
-		if _, ok := si.hooks[s.Call.Name]; ok {
-			return StatusHook
+		if _, ok := tramps[c.Name]; ok {
+			return StateTraced
 		}
-		if _, ok := si.tramps[s.Call.Name]; ok {
-			return StatusTraced
-		}
-		return StatusDirect
 	}
-	return StatusUnknown
+	return StateDirect
 }
 
 // Hook is the symbol a site calls while it holds the compiler's call:
 // __fentry__, mcount or _mcount; "" for NOPs, patchable areas and (in a
 // linked file) calls elsewhere.
 func (s *Site) Hook() string {
-	if s.State != StateCall {
+	if s.State != StateHook {
 		return ""
 	}
 	if s.Call != nil {
-		if s.Status() == StatusHook {
-			return s.Call.Name
-		}
-		return ""
+		return s.Call.Name
 	}
 	switch s.Kind {
 	case X86Fentry, X86Chain:
@@ -306,19 +290,20 @@ func (s Origin) String() string {
 // MarshalText makes origins print by name in JSON.
 func (s Origin) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// MarshalJSON writes a site with the fields users read, in a stable form.
+// MarshalJSON writes a site with the fields users read, in a stable form;
+// "state" is the instruction the site holds (State.Insn).
 func (s Site) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Section  string `json:"section"`
 		Offset   uint64 `json:"offset"`
 		Len      int    `json:"len"`
 		Kind     Kind   `json:"kind"`
-		State    State  `json:"state"`
+		State    string `json:"state"`
 		Function string `json:"function"`
 		FuncOff  uint64 `json:"func_offset"`
 		Hook     string `json:"hook,omitempty"`
 		Pre      int32  `json:"pre,omitempty"`
 		Weak     bool   `json:"weak,omitempty"`
 		Source   Origin `json:"source"`
-	}{s.SecName, s.Off, s.Len, s.Kind, s.State, s.Func, s.FuncOff, s.Hook(), s.Pre, s.Weak, s.Origin})
+	}{s.SecName, s.Off, s.Len, s.Kind, s.State.Insn(), s.Func, s.FuncOff, s.Hook(), s.Pre, s.Weak, s.Origin})
 }

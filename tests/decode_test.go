@@ -111,7 +111,7 @@ func targetLines(l *sites.Linked) []string {
 		if s.Call != nil {
 			target = s.Call.String()
 		}
-		out = append(out, fmt.Sprintf("0x%x %v %s", s.Off, s.Status(), target))
+		out = append(out, fmt.Sprintf("0x%x %v %s", s.Off, s.State.Effect(), target))
 	}
 	return out
 }
@@ -346,7 +346,7 @@ func patchSites(t *testing.T, f *elfx.File, l *sites.Linked, data []byte) []stri
 			if how == "nop" {
 				state = sites.StateNop
 			} else {
-				state = sites.StateCall
+				state = sites.StateTraced
 			}
 		}
 		counts[how]++

@@ -136,7 +136,7 @@ func TestLink(t *testing.T) {
 							if s.Kind == sites.X86Patchable || s.Kind == sites.ARM64Patchable || s.Kind == sites.ARM64CallOps {
 								return s.State == sites.StateNops || s.State == sites.StateNop
 							}
-							return s.State == sites.StateCall
+							return s.State == sites.StateHook
 						})
 						out, code := execute(t, tg, prog)
 						checkSame(t, "instrumented program", out, code, wantOut, wantCode)

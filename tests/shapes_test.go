@@ -210,13 +210,13 @@ func checkShapeSites(t *testing.T, prog string, chain bool, enabled string) {
 		if (s.Func == "padded" || s.Func == "padded_pre") && s.Kind != sites.X86Fentry && s.Kind != sites.X86Mcount {
 			t.Errorf("%s: %s's site is a %v site at +%d: want the compiler's call", prog, s.Func, s.Kind, s.FuncOff)
 		}
-		st := s.Status()
+		st := s.State
 		switch {
-		case enabled == "" && st != sites.StatusHook,
-			enabled == "nop" && st != sites.StatusNop,
-			enabled != "" && enabled != "nop" && st != sites.StatusTraced:
+		case enabled == "" && st != sites.StateHook,
+			enabled == "nop" && st != sites.StateNop && st != sites.StateNops,
+			enabled != "" && enabled != "nop" && st != sites.StateTraced:
 			t.Errorf("%s: %s's site %v (%v), want it %q", prog, s.Func, st, s.Call, enabled)
-		case st == sites.StatusTraced && s.Kind == sites.X86Chain && !strings.HasPrefix(s.Call.Name, "ftrace_chain_caller"):
+		case st == sites.StateTraced && s.Kind == sites.X86Chain && !strings.HasPrefix(s.Call.Name, "ftrace_chain_caller"):
 			t.Errorf("%s: chain site of %s calls %v, want ftrace_chain_caller%d", prog, s.Func, s.Call, s.Len)
 		}
 	}

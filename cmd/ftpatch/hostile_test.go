@@ -70,7 +70,7 @@ func TestSitesHostile(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint32(b[off+2:], 0x40000000)
 			return b
-		}, "(in hook_got): pointer slot: address 0x40000466 is not in any loaded segment", false},
+		}, "in hook_got: pointer slot: address 0x40000466 is not in any loaded segment", false},
 		{"call through a slot in bss", shared, func(t *testing.T, f *elfx.File, b []byte) []byte {
 			off := symOff(t, f, "bump")
 			if b[off] != 0xff || b[off+1] != 0x15 {
