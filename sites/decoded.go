@@ -3,7 +3,6 @@ package sites
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,12 +89,12 @@ var (
 type decoder struct {
 	f   *elfx.File
 	isa *siteISA
-	rel *elfx.Relatives
 	// callees are the hooks and trampolines the file defines, by address.
 	callees map[uint64]callee
-	// slots are the pointer slots (GOT entries) a dynamic relocation
-	// fills with an imported hook's address, with the hook's kind.
-	slots map[uint64]Kind
+	// calls resolves pointer slots as the loader fills them, as for the
+	// sites' calls; slots remembers what each slot was found to hold.
+	calls *callResolver
+	slots map[uint64]pltEntry
 	// defined says, per kind, whether the file defines that kind's hook.
 	// A NOP of ours counts as a site only then: a program that can run a
 	// site's hook call is one ftpatch may have rewritten.
@@ -121,8 +120,8 @@ func hookName(name string) string {
 	return name
 }
 
-func newDecoder(f *elfx.File, syms []elfx.Symbol, rel *elfx.Relatives) (*decoder, error) {
-	d := &decoder{f: f, isa: siteISAOf(f.Arch), rel: rel, callees: map[uint64]callee{}, slots: map[uint64]Kind{}, viaPLT: map[uint64]pltEntry{}}
+func newDecoder(f *elfx.File, syms []elfx.Symbol, calls *callResolver) *decoder {
+	d := &decoder{f: f, isa: siteISAOf(f.Arch), calls: calls, callees: map[uint64]callee{}, slots: map[uint64]pltEntry{}, viaPLT: map[uint64]pltEntry{}}
 	hooks, tramps := d.isa.hooks, d.isa.tramps
 	for i := range syms {
 		s := &syms[i]
@@ -139,47 +138,12 @@ func newDecoder(f *elfx.File, syms []elfx.Symbol, rel *elfx.Relatives) (*decoder
 			}
 		}
 	}
-	// Imported hooks: the slots the loader fills with their addresses
-	// (R_*_GLOB_DAT, R_*_JUMP_SLOT, R_*_64 against the hook).
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_RELA || s.Flags&elf.SHF_ALLOC == 0 || s.Link == 0 || int(s.Link) >= len(f.Sections) {
-			continue
-		}
-		dynsym := f.Sections[s.Link]
-		if dynsym.Type != elf.SHT_DYNSYM {
-			continue
-		}
-		dsyms, err := f.Symbols(dynsym)
-		if err != nil {
-			return nil, err
-		}
-		kinds := map[uint32]Kind{}
-		for i := range dsyms {
-			if k, ok := hooks[hookName(dsyms[i].Name)]; ok {
-				kinds[uint32(i)] = k
-			}
-		}
-		if len(kinds) == 0 {
-			continue
-		}
-		rt, err := f.RelaTable(s)
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < rt.Len(); i++ {
-			if k, ok := kinds[rt.Sym(i)]; ok {
-				if r := rt.At(i); r.Addend == 0 && r.Type != elfx.RelocNone {
-					d.slots[r.Off] = k
-				}
-			}
-		}
-	}
 	for _, s := range f.Sections {
 		if isa.IsPLT(s.Name) && s.Flags&elf.SHF_EXECINSTR != 0 && s.Type == elf.SHT_PROGBITS {
 			d.plts = append(d.plts, s)
 		}
 	}
-	return d, nil
+	return d
 }
 
 // usesHooks reports whether f defines or imports a tracing hook (in
@@ -243,27 +207,26 @@ func (d *decoder) plt(t uint64) pltEntry {
 	return pltEntry{}
 }
 
-// slot reports whether the pointer slot at s holds a hook once loaded: a
-// dynamic relocation against the hook fills it, a RELATIVE relocation
-// stores the hook's address (a static PIE), or a static link wrote the
-// address into the file.
+// slot reports whether the pointer slot at s holds a hook once loaded,
+// as the sites' calls are resolved (callResolver.slot): a RELATIVE
+// relocation or a dynamic one against a symbol this file defines stores
+// the hook's address, a dynamic one against an undefined hook binds it
+// to another module's, or a static link wrote the address into the file.
 func (d *decoder) slot(s uint64) (Kind, bool) {
-	if k, ok := d.slots[s]; ok {
-		return k, true
+	if e, ok := d.slots[s]; ok {
+		return e.kind, e.ok
 	}
-	v, ok := d.rel.Lookup(elfx.Addr(s))
-	if !ok {
-		b, err := d.f.ReadAt(elfx.Addr(s), 8)
-		if err != nil {
-			return 0, false
+	var e pltEntry
+	if c, err := d.calls.slot(s, ViaGOT); err == nil {
+		if c.Addr != 0 {
+			cl, ok := d.callees[c.Addr]
+			e = pltEntry{cl.kind, ok && !cl.tramp}
+		} else if k, ok := d.isa.hooks[hookName(c.Name)]; ok && c.Name != "" {
+			e = pltEntry{k, true}
 		}
-		v = binary.LittleEndian.Uint64(b)
 	}
-	c, ok := d.callees[v]
-	if !ok || c.tramp {
-		return 0, false
-	}
-	return c.kind, true
+	d.slots[s] = e
+	return e.kind, e.ok
 }
 
 // A found site, relative to its function.
@@ -471,14 +434,11 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding function entries: %w", err)
 	}
-	d, err := newDecoder(f, syms, rel)
-	if err != nil {
-		return nil, fmt.Errorf("decoding function entries: %w", err)
-	}
 	funcs := newFuncIndex(syms, true)
 	// The decoder knows a call reaches a hook or trampoline; where it
 	// leads, as TARGET shows it, is read as for a table's sites.
 	calls := &callResolver{f: f, funcs: funcs.cursor(), rel: rel}
+	d := newDecoder(f, syms, calls)
 	out := &Linked{Arch: f.Arch}
 	for _, e := range funcs.section(0) {
 		sym := &syms[e.sym]
