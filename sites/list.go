@@ -1,10 +1,12 @@
 package sites
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
+	"unicode/utf8"
 
 	"ftpatch/elfx"
 	"ftpatch/srcline"
@@ -50,38 +52,76 @@ func AddSources(f *elfx.File, l *Linked) error {
 // WriteLinked prints a linked file's sites as a table (address,
 // function, kind, length, state, call target, source line), a closing
 // count line, and the notes.
+//
+// The table is aligned as text/tabwriter aligns it (each column as wide
+// as its widest cell, two spaces apart), in two passes over the sites:
+// one measuring the cells, one writing them through a buffer. Nothing is
+// held but the widths, so a program of 200,000 sites lists in little
+// more memory than its sites take.
 func WriteLinked(w io.Writer, l *Linked) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tFUNCTION\tKIND\tLEN\tSTATE\tTARGET\tSOURCE")
+	header := [linkedCols]string{"ADDRESS", "FUNCTION", "KIND", "LEN", "STATE", "TARGET", "SOURCE"}
+	var width [linkedCols]int
+	measure := func(cells *[linkedCols]string) {
+		for i, c := range cells[:linkedCols-1] { // the last column is not padded
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	measure(&header)
+	var cells [linkedCols]string
 	var count [numStates]int
 	for i := range l.Sites {
-		s := &l.Sites[i]
-		fn := s.Func
-		if s.FuncOff != 0 {
-			fn = fmt.Sprintf("%s+0x%x", s.Func, s.FuncOff)
-		}
-		target := ""
-		if s.Call != nil {
-			target = s.Call.String()
-		}
-		st := s.State
-		if st == StateNops {
-			st = StateNop // counted, and shown, as NOPs
-		}
-		count[st]++
-		// A trailing tab would pad the last column with spaces.
-		fmt.Fprintf(tw, "0x%x\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Off, fn, s.Kind, s.Len, st.Effect(), target, s.Source)
+		linkedCells(&l.Sites[i], &cells)
+		measure(&cells)
+		count[effect(l.Sites[i].State)]++
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	bw := bufio.NewWriterSize(w, 64<<10)
+	write := func(cells *[linkedCols]string) {
+		for i, c := range cells[:linkedCols-1] {
+			bw.WriteString(c)
+			for n := utf8.RuneCountInString(c); n < width[i]+2; n++ {
+				bw.WriteByte(' ')
+			}
+		}
+		bw.WriteString(cells[linkedCols-1])
+		bw.WriteByte('\n')
 	}
-	fmt.Fprintf(w, "%d sites: %d %s, %d %s, %d %s, %d %s; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n",
+	write(&header)
+	for i := range l.Sites {
+		linkedCells(&l.Sites[i], &cells)
+		write(&cells)
+	}
+	fmt.Fprintf(bw, "%d sites: %d %s, %d %s, %d %s, %d %s; skipped: %d in discarded weak functions, %d empty entries, %d duplicates\n",
 		len(l.Sites), count[StateNop], StateNop, count[StateHook], StateHook, count[StateTraced], StateTraced, count[StateDirect], StateDirect,
 		len(l.Dead), l.Zero, l.Dups)
 	for _, n := range l.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(bw, "note: %s\n", n)
 	}
-	return nil
+	return bw.Flush()
+}
+
+// linkedCols is the number of columns of WriteLinked's table.
+const linkedCols = 7
+
+// linkedCells fills cells with site s's row of WriteLinked's table.
+func linkedCells(s *Site, cells *[linkedCols]string) {
+	fn := s.Func
+	if s.FuncOff != 0 {
+		fn = fmt.Sprintf("%s+0x%x", s.Func, s.FuncOff)
+	}
+	target := ""
+	if s.Call != nil {
+		target = s.Call.String()
+	}
+	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), fn, s.Kind.String(), strconv.Itoa(s.Len), s.State.Effect(), target, s.Source.String()}
+}
+
+// effect is the state a site is counted under in WriteLinked's closing
+// line: NOPs of any count as NOPs, as the STATE column shows them.
+func effect(st State) State {
+	if st == StateNops {
+		return StateNop
+	}
+	return st
 }
 
 // A linkedSite is how a linked file's site is written as JSON: the

@@ -135,6 +135,7 @@ error or a file that cannot be read.`,
   ftpatch sites --json ./prog | jq -r '.sites[] | select(.state == "traced") | .function'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			limitMemory(args[0])
 			f, err := elfx.Open(args[0])
 			if err != nil {
 				return fileError(err)
