@@ -407,10 +407,11 @@ func indent(asm string) string {
 	return "\t" + strings.ReplaceAll(asm, "\n", "\n\t")
 }
 
-// TestFindDecodedSpeed: a program of 200,000 functions, half in gcc's -pg
-// shape (the scan after the prologue) and half -mfentry, is decoded in
-// well under a second.
-func TestFindDecodedSpeed(t *testing.T) {
+// TestFindDecodedMany: in a program of 200,000 functions, half in gcc's
+// -pg shape (the scan after the prologue) and half -mfentry, every
+// function's site is found. How long that takes is a target of `make
+// bench` (bench/enable, "sites decoded"); the CPU time is logged here.
+func TestFindDecodedMany(t *testing.T) {
 	needCC(t, "gcc", "gcc")
 	const n = 200_000
 	dir := t.TempDir()
@@ -438,27 +439,18 @@ func TestFindDecodedSpeed(t *testing.T) {
 	if out, err := exec.Command("gcc", "-nostdlib", "-static", "-no-pie", "-Wl,-e,main", src, "-o", prog).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	// CPU time, the best of three: the machine is shared, and wall time
-	// says more about the other processes on it than about this code.
-	best := time.Hour
-	for range 3 {
-		before := cpuTime(t)
-		f, err := elfx.Open(prog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := sites.FindDecoded(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		best = min(best, cpuTime(t)-before)
-		if len(l.Sites) != n {
-			t.Fatalf("%d sites, want %d", len(l.Sites), n)
-		}
+	before := cpuTime(t)
+	f, err := elfx.Open(prog)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d functions: opened and decoded in %v of CPU time", n, best)
-	if best > 500*time.Millisecond {
-		t.Errorf("%d functions took %v of CPU time to decode, want well under a second", n, best)
+	l, err := sites.FindDecoded(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d functions: opened and decoded in %v of CPU time", n, cpuTime(t)-before)
+	if len(l.Sites) != n {
+		t.Fatalf("%d sites, want %d", len(l.Sites), n)
 	}
 }
 

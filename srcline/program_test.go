@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A unit assembles a .debug_line unit for the tests: header fields, the
@@ -342,13 +341,11 @@ func bigTable(n int) []byte {
 	return unit{version: 5, dirs: []string{"."}, files: []string{"big.c"}, prog: prog}.bytes()
 }
 
-// TestLargeTableFast reads a 200,000-function line table and looks up
-// every function's entry. It takes tens of milliseconds; the bound only
-// catches a lookup that rereads the program (quadratic: minutes).
-func TestLargeTableFast(t *testing.T) {
+// TestLargeTable reads a 200,000-function line table and finds every
+// function's entry line (BenchmarkRead200k times it).
+func TestLargeTable(t *testing.T) {
 	const n = 200000
 	data := bigTable(n)
-	start := time.Now()
 	tab := &Table{}
 	if err := tab.read(".debug_line", data, nil, [][2]uint64{{0x10000, 0x10000 + n*64}}); err != nil {
 		t.Fatal(err)
@@ -357,9 +354,6 @@ func TestLargeTableFast(t *testing.T) {
 		if _, ok := tab.LookupIn(0x10000+uint64(i)*64, 0x10000+uint64(i)*64, 0x10000+uint64(i+1)*64); !ok {
 			t.Fatalf("function %d: no line", i)
 		}
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("reading %d bytes and %d lookups took %v", len(data), n, d)
 	}
 }
 

@@ -9,6 +9,9 @@
 //	enable again  the same list on the enabled file: nothing to write
 //	verify        every site decoded, the text hashed
 //	disable       every site back to a NOP
+//	sites         the site list, read from the table (__mcount_loc)
+//	sites decoded the site list of a copy without the table, found by
+//	              decoding every function's entry (sites.FindDecoded)
 //
 // Targets: under 1 s wall and under 10x the file's size in memory, for
 // each. The program is generated as assembly (a C compiler takes minutes
@@ -130,6 +133,7 @@ type benchCase struct {
 	name  string
 	args  []string // ftpatch arguments; PROG is replaced by the copy
 	input string   // the file copied before each run
+	quiet bool     // its standard output is discarded (a listing of every site)
 	walls []time.Duration
 	cpus  []time.Duration // user + system
 	rss   int64           // KB, the largest of the runs
@@ -150,6 +154,9 @@ func (c *benchCase) run(ftpatch, work string) error {
 	cmd.Dir = work
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if c.quiet {
+		cmd.Stdout = io.Discard
+	}
 	wall, err := measure.Run(cmd)
 	if err != nil {
 		return fmt.Errorf("ftpatch %s: %w\n%s", strings.Join(args, " "), err, out.String())
@@ -210,12 +217,18 @@ func run(bin string, runs int) error {
 		if err := measure.Sh(work, ftpatch, "enable", "--funcs", list, "-o", enabled, prog); err != nil {
 			return err
 		}
+		noTable := filepath.Join(work, "notable-"+s.name)
+		if err := measure.Sh(work, "objcopy", "--remove-section", "__mcount_loc", prog, noTable); err != nil {
+			return err
+		}
 		cases := []*benchCase{
 			{name: "enable 10%", args: []string{"enable", "--funcs", list, "PROG"}, input: prog},
 			{name: "enable all", args: []string{"enable", "PROG", "*"}, input: prog},
 			{name: "enable again", args: []string{"enable", "--funcs", list, "PROG"}, input: enabled},
 			{name: "verify", args: []string{"verify", "PROG"}, input: enabled},
 			{name: "disable", args: []string{"disable", "PROG"}, input: enabled},
+			{name: "sites", args: []string{"sites", "PROG"}, input: prog, quiet: true},
+			{name: "sites decoded", args: []string{"sites", "PROG"}, input: noTable, quiet: true},
 		}
 		for i := 0; i < runs+1; i++ {
 			for _, c := range cases {
