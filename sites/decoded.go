@@ -441,23 +441,23 @@ func FindDecoded(f *elfx.File) (*Linked, error) {
 	d := newDecoder(f, syms, calls)
 	out := &Linked{Arch: f.Arch}
 	for _, e := range funcs.section(0) {
-		sym := &syms[e.sym]
+		sym := &syms[e.ID]
 		sec := f.Sections[sym.Shndx]
-		if e.end <= e.start || sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_EXECINSTR == 0 || e.start < uint64(sec.Addr) {
+		if e.End <= e.Start || sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_EXECINSTR == 0 || e.Start < uint64(sec.Addr) {
 			continue
 		}
 		data := f.SectionData(sec)
-		lo := e.start - uint64(sec.Addr)
+		lo := e.Start - uint64(sec.Addr)
 		if lo >= uint64(len(data)) {
 			continue
 		}
-		fn := data[lo:min(uint64(len(data)), e.end-uint64(sec.Addr))]
-		s, ok := d.isa.findFunc(d, fn, e.start)
+		fn := data[lo:min(uint64(len(data)), e.End-uint64(sec.Addr))]
+		s, ok := d.isa.findFunc(d, fn, e.Start)
 		if !ok {
 			continue
 		}
 		fun := funcs.fn(e)
-		site := Site{Off: e.start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
+		site := Site{Off: e.Start + s.off, FuncOff: s.off, Func: fun.name, SecName: sec.Name,
 			Len: s.n, Kind: s.kind, State: s.state, Rela: -1, RelaIdx: -1, Weak: fun.bind == elf.STB_WEAK, Origin: FromDecode}
 		if s.state.IsCall() {
 			// A site in a linked file that holds a call always says where

@@ -20,6 +20,7 @@ import (
 	"github.com/ianlancetaylor/demangle"
 
 	"ftpatch/elfx"
+	"ftpatch/funcs"
 	"ftpatch/srcline"
 	"ftpatch/trace"
 )
@@ -28,8 +29,8 @@ import (
 // addresses (Load), or a traced process's at the addresses its
 // modules ran at, when they ran there (LoadProcess).
 type Table struct {
-	funcs []fsym   // sorted by start; one name per start (the global alias)
-	reach []uint64 // reach[i]: the greatest end of funcs[0..i]
+	names []string     // the functions' names (demangled), by funcs.Entry.ID
+	funcs *funcs.Index // one per start, by package funcs' rule
 	// The shared objects of a process, one per file and place, sorted
 	// by lo; an address in one of them is named from it, not from funcs.
 	mods   []mapping
@@ -42,12 +43,6 @@ type Table struct {
 	linesMu  sync.Mutex
 	lines    *srcline.Table
 	linesErr error
-}
-
-type fsym struct {
-	start, end uint64
-	name       string
-	global     bool
 }
 
 // A mapping is a shared object mapped at one place: its extent, its
@@ -124,22 +119,12 @@ func LoadProcess(m *trace.Meta, exe string) (*Table, []error, error) {
 // rebase moves every function by bias: file addresses to run-time ones.
 func (s *Table) rebase(bias uint64) {
 	s.bias = bias
-	for i := range s.funcs {
-		s.funcs[i].start += bias
-		s.funcs[i].end += bias
+	es := slices.Clone(s.funcs.Entries())
+	for i := range es {
+		es[i].Start += bias
+		es[i].End += bias
 	}
-	s.index()
-}
-
-// index computes reach, for Lookup to know when no function further back
-// can hold an address.
-func (s *Table) index() {
-	s.reach = make([]uint64, len(s.funcs))
-	var most uint64
-	for i, f := range s.funcs {
-		most = max(most, f.end)
-		s.reach[i] = most
-	}
+	s.funcs = funcs.New(es)
 }
 
 // MapModules adds the shared objects of a process, each load at its
@@ -234,8 +219,8 @@ func (s *Table) SourceAt(addr, ts uint64) string {
 	}
 	var pos srcline.Pos
 	var ok bool
-	if i := sort.Search(len(file.funcs), func(i int) bool { return file.funcs[i].start > at }) - 1; i >= 0 && at < max(file.funcs[i].end, file.funcs[i].start+1) {
-		pos, ok = t.LookupIn(at, file.funcs[i].start, max(file.funcs[i].end, file.funcs[i].start+1))
+	if e, in := file.funcs.Before(at); in && at < max(e.End, e.Start+1) {
+		pos, ok = t.LookupIn(at, e.Start, max(e.End, e.Start+1))
 	} else {
 		pos, ok = t.Lookup(at)
 	}
@@ -313,15 +298,17 @@ func Load(path string, buildID ...string) (*Table, error) {
 		return nil, fmt.Errorf("%s: %w: symbols are needed to name functions", path, err)
 	}
 	s := &Table{path: path}
+	var es []funcs.Entry
 	for i := range syms {
 		y := &syms[i]
-		if y.Type() != elf.STT_FUNC || !y.Defined() || y.Name == "" {
+		if !funcs.IsFunc(y) {
 			continue
 		}
 		// C++ names are shown demangled (a C name passes unchanged).
-		s.funcs = append(s.funcs, fsym{uint64(y.Value), uint64(y.Value) + y.Size, demangle.Filter(y.Name), y.Bind() != elf.STB_LOCAL})
+		es = append(es, funcs.Entry{Start: uint64(y.Value), End: uint64(y.Value) + y.Size, ID: int32(len(s.names)), Rank: funcs.Rank(y.Bind())})
+		s.names = append(s.names, demangle.Filter(y.Name))
 	}
-	s.sort()
+	s.funcs = funcs.New(es)
 	return s, nil
 }
 
@@ -331,54 +318,30 @@ type Func struct {
 	Name       string // as shown (demangled already, if it is C++)
 }
 
-// New returns a Table naming funcs at their addresses, for a trace whose
+// New returns a Table naming fs at their addresses, for a trace whose
 // names come from elsewhere than a file's symbol table (a synthetic
 // trace, in tests and benchmarks). Of functions starting at one address
-// the first by name is kept, as Load keeps one of its global aliases.
-func New(funcs []Func) *Table {
-	s := &Table{}
-	for _, f := range funcs {
-		s.funcs = append(s.funcs, fsym{f.Start, f.End, f.Name, true})
+// the larger is kept, then the first by name.
+func New(fs []Func) *Table {
+	fs = slices.Clone(fs)
+	slices.SortStableFunc(fs, func(a, b Func) int { return cmp.Compare(a.Name, b.Name) })
+	s := &Table{names: make([]string, len(fs))}
+	es := make([]funcs.Entry, len(fs))
+	for i, f := range fs {
+		s.names[i] = f.Name
+		es[i] = funcs.Entry{Start: f.Start, End: f.End, ID: int32(i)}
 	}
-	s.sort()
+	s.funcs = funcs.New(es)
 	return s
-}
-
-// sort orders the functions by start, keeps one name per start (a
-// global one before a local alias) and indexes them for Lookup.
-func (s *Table) sort() {
-	slices.SortFunc(s.funcs, func(a, b fsym) int {
-		if a.start != b.start {
-			return cmp.Compare(a.start, b.start)
-		}
-		if a.global != b.global {
-			if a.global {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.name, b.name)
-	})
-	s.funcs = slices.CompactFunc(s.funcs, func(a, b fsym) bool { return a.start == b.start })
-	s.index()
 }
 
 // Lookup returns the function holding addr and the offset into it: of
 // the functions whose extent holds it (a function of size 0 holds its
 // own address), the one that starts last, as the runtime's load-time
-// pass decides (runtime/src/symbols.c). That is the one starting nearest
-// before addr, unless that one ends before addr: a zero-size label
-// typed as a function inside another function's body, say.
+// pass decides (funcs.Index.Containing).
 func (s *Table) Lookup(addr uint64) (string, uint64, bool) {
-	i := sort.Search(len(s.funcs), func(i int) bool { return s.funcs[i].start > addr }) - 1
-	for ; i >= 0; i-- {
-		f := s.funcs[i]
-		if addr < f.end || addr == f.start {
-			return f.name, addr - f.start, true
-		}
-		if i == 0 || s.reach[i-1] <= addr {
-			break // no function further back reaches addr
-		}
+	if e, ok := s.funcs.Containing(addr); ok {
+		return s.names[e.ID], addr - e.Start, true
 	}
 	return "", 0, false
 }

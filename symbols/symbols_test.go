@@ -10,13 +10,12 @@ import (
 // starts last, as the runtime's load-time pass decides; a function of
 // size 0 holds its own address only.
 func TestLookup(t *testing.T) {
-	s := &Table{funcs: []fsym{
-		{start: 0x100, end: 0x140, name: "outer"},
-		{start: 0x108, end: 0x108, name: "label"}, // size 0, inside outer
-		{start: 0x120, end: 0x130, name: "inner"}, // nested, with a size
-		{start: 0x200, end: 0x210, name: "next"},
-	}}
-	s.index()
+	s := New([]Func{
+		{Start: 0x100, End: 0x140, Name: "outer"},
+		{Start: 0x108, End: 0x108, Name: "label"}, // size 0, inside outer
+		{Start: 0x120, End: 0x130, Name: "inner"}, // nested, with a size
+		{Start: 0x200, End: 0x210, Name: "next"},
+	})
 	for _, c := range []struct {
 		addr uint64
 		name string
@@ -47,12 +46,9 @@ func TestLookup(t *testing.T) {
 // whose file could not be read, bare. A time no load covers goes to the
 // last module loaded before it, or else the first loaded.
 func TestLookupAt(t *testing.T) {
-	exe := &Table{funcs: []fsym{{start: 0x1000, end: 0x1100, name: "main"}}}
-	exe.index()
+	exe := New([]Func{{Start: 0x1000, End: 0x1100, Name: "main"}})
 	file := func(name string) *Table {
-		s := &Table{funcs: []fsym{{start: 0x100, end: 0x1000, name: name}}}
-		s.index()
-		return s
+		return New([]Func{{Start: 0x100, End: 0x1000, Name: name}})
 	}
 	files := map[string]*Table{"before": file("before"), "first": file("first"), "second": file("second"), "third": file("third")}
 	exe.MapModules([]trace.Module{
