@@ -440,14 +440,7 @@ func TestFindDecodedMany(t *testing.T) {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	before := cpuTime(t)
-	f, err := elfx.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sites.FindDecoded(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := sitetest.Decoded(t, prog)
 	t.Logf("%d functions: opened and decoded in %v of CPU time", n, cpuTime(t)-before)
 	if len(l.Sites) != n {
 		t.Fatalf("%d sites, want %d", len(l.Sites), n)
