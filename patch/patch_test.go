@@ -16,6 +16,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/funclist"
+	"ftpatch/internal/untouched"
 	"ftpatch/isa/x86"
 	"ftpatch/outfile"
 	"ftpatch/runtime/abi"
@@ -125,51 +126,6 @@ func trampName(tr Tracer) func(sites.Kind, int) string {
 	}
 }
 
-// unchanged records a file's bytes and status, to check later that
-// nothing touched it.
-type unchanged struct {
-	path string
-	data []byte
-	st   outfile.Stamp
-}
-
-// stampOf is the status of the file at path, symbolic links followed.
-func stampOf(path string) (outfile.Stamp, error) {
-	p, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return outfile.Stamp{}, err
-	}
-	return outfile.StampOf(p)
-}
-
-func snapshot(t testing.TB, path string) unchanged {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stampOf(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return unchanged{path, b, st}
-}
-
-func (u unchanged) check(t testing.TB) {
-	t.Helper()
-	b, err := os.ReadFile(u.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stampOf(u.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b, u.data) || st != u.st {
-		t.Errorf("%s changed (bytes equal: %v, status %+v, was %+v)", u.path, bytes.Equal(b, u.data), st, u.st)
-	}
-}
-
 // TestEnable: for every build and tracer, enable writes exactly the
 // listed functions' sites as calls to their trampolines and every other
 // site as a NOP (decoded with x/arch), records it, passes Verify; doing it
@@ -181,7 +137,7 @@ func TestEnable(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			prog := b.make(t, dir)
-			in := snapshot(t, prog)
+			in := untouched.Take(t, prog)
 			bin := load(t, prog)
 			if r := bin.Verify(); !r.OK() || r.Config.Patched() || r.Sites != len(bin.Slots) {
 				t.Errorf("as linked: %+v", r)
@@ -193,7 +149,7 @@ func TestEnable(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				in.check(t)
+				in.Check(t, "the patcher")
 				if res.Written != out || len(res.Plan.Unmatched) != 0 || res.Plan.Funcs != 3 {
 					t.Errorf("%v: result %+v, plan %+v", tr, res, res.Plan)
 				}
@@ -210,12 +166,12 @@ func TestEnable(t *testing.T) {
 				}
 				// The same list again, in place: nothing to write, and
 				// nothing written.
-				same := snapshot(t, out)
+				same := untouched.Take(t, out)
 				res, err = Run(Options{Path: out, Request: Request{Op: Enable, Tracer: tr, List: list(t, "!main\nmake_*\nhelper\nfib\n"), Inputs: "list"}})
 				if err != nil || res.Written != "" || !res.Plan.Unchanged {
 					t.Errorf("%v: enabling again: %v, %+v", tr, err, res)
 				}
-				same.check(t)
+				same.Check(t, "the patcher")
 			}
 
 			// Disable one function, then everything.
@@ -512,14 +468,14 @@ func TestErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := c.in(t, dir)
-			before := snapshot(t, p)
+			before := untouched.Take(t, p)
 			ents, _ := os.ReadDir(dir)
 			for _, out := range []string{"", filepath.Join(dir, "out")} {
 				_, err := Run(Options{Path: p, Out: out, Request: c.req})
 				if err == nil || (c.is != nil && !errors.Is(err, c.is)) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), p) {
 					t.Errorf("-o %q: error %v\nwant one starting with the path, matching %v, containing %q", out, err, c.is, c.want)
 				}
-				before.check(t)
+				before.Check(t, "the patcher")
 				if after, _ := os.ReadDir(dir); len(after) != len(ents) {
 					t.Errorf("the directory held %d entries, now %d", len(ents), len(after))
 				}
@@ -539,12 +495,12 @@ func TestArm64(t *testing.T) {
 	sh(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-fpatchable-function-entry=2", "-c", src, "-o", obj)
 	lib := filepath.Join(dir, "lib.so")
 	sh(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-o", lib, obj, hooks)
-	before := snapshot(t, lib)
+	before := untouched.Take(t, lib)
 	_, err := Run(Options{Path: lib, Request: Request{Op: Enable, List: list(t, "helper"), Inputs: "list"}})
 	if !errors.Is(err, ErrArch) || !strings.Contains(err.Error(), "no arm64 port") {
 		t.Errorf("arm64: %v", err)
 	}
-	before.check(t)
+	before.Check(t, "the patcher")
 }
 
 // TestChangedUnderUs: a file written by someone else while ftpatch
@@ -591,13 +547,13 @@ func TestFiles(t *testing.T) {
 	if err := os.Chmod(prog, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	in := snapshot(t, prog)
+	in := untouched.Take(t, prog)
 	req := Request{Op: Enable, Tracer: TracerGraph, List: list(t, "fib"), Inputs: "list"}
 	out := filepath.Join(dir, "out")
 	if _, err := Run(Options{Path: prog, Out: out, Request: req}); err != nil {
 		t.Fatal(err)
 	}
-	in.check(t)
+	in.Check(t, "the patcher")
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink("prog", link); err != nil {
 		t.Fatal(err)
@@ -618,11 +574,11 @@ func TestFiles(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o750 {
 		t.Errorf("mode %v, want 0750", fi.Mode())
 	}
-	again := snapshot(t, prog)
+	again := untouched.Take(t, prog)
 	if res, err := Run(Options{Path: prog, Request: req}); err != nil || res.Written != "" {
 		t.Errorf("again: %v, wrote %q", err, res.Written)
 	}
-	again.check(t)
+	again.Check(t, "the patcher")
 	// With -o, the output is written even when nothing changes.
 	out2 := filepath.Join(dir, "out2")
 	if res, err := Run(Options{Path: prog, Out: out2, Request: req}); err != nil || res.Written != out2 {

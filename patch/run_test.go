@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"ftpatch/internal/untouched"
 	"ftpatch/outfile"
 )
 
@@ -64,7 +65,7 @@ func modeOf(t *testing.T, p string) os.FileMode {
 func TestWriteThroughLinks(t *testing.T) {
 	dir := t.TempDir()
 	prog := progCopy(t, dir, "prog", 0o755)
-	in := snapshot(t, prog)
+	in := untouched.Take(t, prog)
 	isLink := func(p string) {
 		t.Helper()
 		if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -82,7 +83,7 @@ func TestWriteThroughLinks(t *testing.T) {
 		t.Fatalf("-o a link: %v, wrote %q, want %q", err, res.Written, target)
 	}
 	isLink(outLink)
-	in.check(t)
+	in.Check(t, "the patcher")
 	if m := modeOf(t, target); m != 0o700 {
 		t.Errorf("-o a link: the file it names has mode %v, want its own 0700", m)
 	}
@@ -98,23 +99,23 @@ func TestWriteThroughLinks(t *testing.T) {
 		t.Fatalf("-o naming the input: %v, wrote %q, want %q", err, res.Written, prog)
 	}
 	isLink(progLink)
-	again := snapshot(t, prog)
+	again := untouched.Take(t, prog)
 	if res, err := Run(Options{Path: progLink, Out: prog, Request: enableFib(t)}); err != nil || res.Written != "" {
 		t.Errorf("-o naming the input, already as asked: %v, wrote %q", err, res.Written)
 	}
-	again.check(t)
+	again.Check(t, "the patcher")
 
 	dangling := filepath.Join(dir, "dangling")
 	if err := os.Symlink("nowhere/prog", dangling); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, prog)
+	before := untouched.Take(t, prog)
 	_, err = Run(Options{Path: prog, Out: dangling, Request: enableFib(t)})
 	if err == nil || !strings.HasPrefix(err.Error(), dangling+": a symbolic link to nowhere/prog, which does not exist") {
 		t.Errorf("-o a dangling link: %v", err)
 	}
 	isLink(dangling)
-	before.check(t)
+	before.Check(t, "the patcher")
 	if _, err := os.Stat(filepath.Join(dir, "nowhere")); err == nil {
 		t.Error("-o a dangling link created its target")
 	}
@@ -167,14 +168,13 @@ func TestKeepsOwner(t *testing.T) {
 	if _, err := Run(Options{Path: prog, Request: enableFib(t)}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := stampOf(prog)
+	fi, err := os.Stat(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, _ := os.Stat(prog)
 	sys := fi.Sys().(*syscall.Stat_t)
-	if sys.Uid != 1234 || sys.Gid != 5678 || st.Mode != 0o755|os.ModeSetuid {
-		t.Errorf("in place as root: owner %d:%d mode %v, want 1234:5678 u+s,0755", sys.Uid, sys.Gid, st.Mode)
+	if sys.Uid != 1234 || sys.Gid != 5678 || fi.Mode() != 0o755|os.ModeSetuid {
+		t.Errorf("in place as root: owner %d:%d mode %v, want 1234:5678 u+s,0755", sys.Uid, sys.Gid, fi.Mode())
 	}
 }
 
@@ -236,9 +236,9 @@ func TestRefused(t *testing.T) {
 			dir := t.TempDir()
 			prog := progCopy(t, dir, "prog", 0o755)
 			out, keep := c.setup(t, dir, prog)
-			var snaps []unchanged
+			var snaps []untouched.File
 			for _, p := range append([]string{prog}, keep...) {
-				snaps = append(snaps, snapshot(t, p))
+				snaps = append(snaps, untouched.Take(t, p))
 			}
 			ents, _ := os.ReadDir(dir)
 			_, err := Run(Options{Path: prog, Out: out, Request: enableFib(t)})
@@ -255,7 +255,7 @@ func TestRefused(t *testing.T) {
 				}
 			}
 			for _, s := range snaps {
-				s.check(t)
+				s.Check(t, "the patcher")
 			}
 			if after, _ := os.ReadDir(dir); len(after) != len(ents) {
 				t.Errorf("the directory held %d entries, now %d", len(ents), len(after))

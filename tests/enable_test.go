@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,9 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
+	"ftpatch/internal/untouched"
 	"ftpatch/trace"
 )
 
@@ -91,45 +90,6 @@ func forEnableBuilds(t *testing.T, test func(t *testing.T, tg target, dir, prog,
 	}
 }
 
-// fileState is a file's bytes and status (inode, mode, owner,
-// modification time), to check that a command left it alone.
-type fileState struct {
-	path string
-	data []byte
-	fi   os.FileInfo
-}
-
-func stateOf(t *testing.T, path string) fileState {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fileState{path, b, fi}
-}
-
-func (s fileState) unchanged(t *testing.T, what string) {
-	t.Helper()
-	if !s.same(t) {
-		now := stateOf(t, s.path)
-		t.Errorf("%s: %s changed (bytes equal %v, mtime %v -> %v, mode %v -> %v)", what, s.path, bytes.Equal(now.data, s.data),
-			s.fi.ModTime(), now.fi.ModTime(), s.fi.Mode(), now.fi.Mode())
-	}
-}
-
-// same reports whether the file is as s found it.
-func (s fileState) same(t *testing.T) bool {
-	t.Helper()
-	now := stateOf(t, s.path)
-	st, st0 := now.fi.Sys().(*syscall.Stat_t), s.fi.Sys().(*syscall.Stat_t)
-	return bytes.Equal(now.data, s.data) && now.fi.ModTime().Equal(s.fi.ModTime()) && os.SameFile(now.fi, s.fi) &&
-		now.fi.Mode() == s.fi.Mode() && st.Uid == st0.Uid && st.Gid == st0.Gid
-}
-
 // ftpatchStatus runs the ftpatch binary and returns its output and exit
 // status.
 func ftpatchStatus(t *testing.T, dir string, args ...string) (string, string, int) {
@@ -160,9 +120,9 @@ func TestEnable(t *testing.T) {
 
 		// -o: the input stays as it was.
 		enabled := filepath.Join(dir, "enabled")
-		in := stateOf(t, prog)
+		in := untouched.Take(t, prog)
 		run(t, dir, tool("ftpatch"), "enable", "--funcs", listFile, prog, "-o", enabled)
-		in.unchanged(t, "enable -o")
+		in.Check(t, "enable -o")
 		run(t, dir, tool("ftpatch"), "verify", enabled)
 
 		// Run with nothing set: exactly the list, into ./ftrace.data.
@@ -178,9 +138,9 @@ func TestEnable(t *testing.T) {
 		// which must not rewrite the file.
 		run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "--funcs", listFile, enabled)
 		run(t, dir, tool("ftpatch"), "verify", enabled)
-		same := stateOf(t, enabled)
+		same := untouched.Take(t, enabled)
 		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", enabled, "make_*", "helper", "fib", "!main")
-		same.unchanged(t, "enable with the same list")
+		same.Check(t, "enable with the same list")
 		if !strings.Contains(out, "unchanged") {
 			t.Errorf("enable with the same list said %q", out)
 		}
@@ -363,7 +323,7 @@ func TestEnableCommand(t *testing.T) {
 	stripped := filepath.Join(dir, "stripped")
 	run(t, dir, "cp", prog, stripped)
 	run(t, dir, "strip", stripped)
-	truncated := write("truncated", string(stateOf(t, prog).data[:300]))
+	truncated := write("truncated", string(untouched.Take(t, prog).Data[:300]))
 	report := write("report.txt", "CALLS  FUNCTION\n21891  fib\n1      helper\n2      0x1234\n# 21892 events in 1 thread; 2 of 9 sites traced\n")
 	for _, c := range []struct {
 		name string
@@ -399,9 +359,9 @@ func TestEnableCommand(t *testing.T) {
 		{"disable a typo", []string{"disable", prog, "mian"}, 1, "did you mean main?"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := map[string]fileState{}
+			before := map[string]untouched.File{}
 			for _, p := range []string{prog, plain, stripped, truncated} {
-				before[p] = stateOf(t, p)
+				before[p] = untouched.Take(t, p)
 			}
 			out, errOut, code := ftpatchStatus(t, dir, c.args...)
 			msg := errOut
@@ -412,7 +372,7 @@ func TestEnableCommand(t *testing.T) {
 				t.Errorf("ftpatch %s: exit %d, stdout\n%s\nstderr\n%s\nwant exit %d and %q", strings.Join(c.args, " "), code, out, errOut, c.code, c.want)
 			}
 			for _, s := range before {
-				s.unchanged(t, c.name)
+				s.Check(t, c.name)
 			}
 		})
 	}
@@ -420,7 +380,7 @@ func TestEnableCommand(t *testing.T) {
 	// A binary changed behind ftpatch's back fails verify with exit 1.
 	enabled := filepath.Join(dir, "enabled")
 	run(t, dir, tool("ftpatch"), "enable", "-o", enabled, prog, "fib")
-	img := stateOf(t, enabled).data
+	img := untouched.Take(t, enabled).Data
 	tampered := filepath.Join(dir, "tampered")
 	img[mainOffset(t, enabled)+20] ^= 0x01 // a byte of main's code, past its site
 	if err := os.WriteFile(tampered, img, 0o755); err != nil {
@@ -477,11 +437,11 @@ func TestEnableShared(t *testing.T) {
 		dir := t.TempDir()
 		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c"))
 		run(t, dir, tool("ftpatch"), "verify", lib)
-		before := stateOf(t, lib)
+		before := untouched.Take(t, lib)
 		if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {
 			t.Errorf("enable --trace-dir of a shared object: exit %d, %s", code, errOut)
 		}
-		before.unchanged(t, "enable --trace-dir of a shared object")
+		before.Check(t, "enable --trace-dir of a shared object")
 		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", lib, "helper", "scale")
 		if !strings.Contains(out, "2 sites in 2 functions calling the function_graph tracer") {
 			t.Errorf("enable: %s", out)

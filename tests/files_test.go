@@ -10,6 +10,7 @@ import (
 
 	"ftpatch/internal/bounded"
 	"ftpatch/internal/special"
+	"ftpatch/internal/untouched"
 )
 
 // toolLimits bound a tool given a file it must refuse: one that waits on
@@ -81,7 +82,7 @@ func TestNotRegularFiles(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(badTrace, "meta"), exeLine.ReplaceAll(meta, []byte("exe "+bad)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			keep := []fileState{stateOf(t, prog), stateOf(t, obj)}
+			keep := []untouched.File{untouched.Take(t, prog), untouched.Take(t, obj)}
 			for _, c := range commands {
 				argv := []string{tool(c.argv[0])}
 				for _, a := range c.argv[1:] {
@@ -106,7 +107,7 @@ func TestNotRegularFiles(t *testing.T) {
 				}
 			}
 			for _, s := range keep {
-				s.unchanged(t, "after every command")
+				s.Check(t, "after every command")
 			}
 			want := 1 // the trace
 			if filepath.Dir(bad) == dir {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/asroot"
+	"ftpatch/internal/untouched"
 )
 
 // TestToolsPlantedLinks: ftpatch and recordmcount run by root never
@@ -62,7 +63,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 	for i, c := range refused {
 		target := rootOnly(c.src, "target"+string(rune('a'+i)))
 		link := asroot.Link(t, shared, "link"+string(rune('a'+i)), target, nobody)
-		before := stateOf(t, target)
+		before := untouched.Take(t, target)
 		argv := c.argv(link)
 		out, errOut, code, err := runStatus(base, argv...)
 		if err != nil {
@@ -77,7 +78,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 				t.Errorf("%s: stderr %q does not say %q", c.name, errOut, w)
 			}
 		}
-		before.unchanged(t, c.name+": the root-only file the link names")
+		before.Check(t, c.name+": the root-only file the link names")
 		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Errorf("%s: the link %s was replaced (%v)", c.name, link, err)
 		}
@@ -97,7 +98,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 			n := string(rune('a'+i)) + string(rune('a'+j))
 			target := rootOnly(c.src, "followed"+n)
 			link := asroot.Link(t, where.dir, "followed"+n, target, where.uid)
-			before := stateOf(t, target)
+			before := untouched.Take(t, target)
 			out, errOut, code, err := runStatus(base, c.argv(link)...)
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +107,7 @@ func TestToolsPlantedLinks(t *testing.T) {
 				t.Errorf("%s, %s: exit %d\n%s%s", where.name, c.name, code, out, errOut)
 				continue
 			}
-			if before.same(t) {
+			if before.Same(t) {
 				t.Errorf("%s, %s: %s, which the link names, was not written", where.name, c.name, target)
 			}
 			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/asroot"
+	"ftpatch/internal/untouched"
 )
 
 // TestEnableKeepsFile: what ftpatch enable in place does to the file
@@ -53,14 +54,18 @@ func TestEnableKeepsFile(t *testing.T) {
 		if err := os.Link(a, b); err != nil {
 			t.Fatal(err)
 		}
-		before := stateOf(t, a)
+		before := untouched.Take(t, a)
+		fa, err := os.Stat(a)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, args := range [][]string{{"enable", a, "fib"}, {"disable", b}, {"enable", "-o", b, prog, "fib"}} {
 			_, errOut, code := ftpatchStatus(t, dir, args...)
 			if code != 1 || !strings.Contains(errOut, "the file has other hard links (2 names for one file)") || !strings.Contains(errOut, "OUT") {
 				t.Errorf("ftpatch %s: exit %d\n%s\nwant exit 1 and the link count", strings.Join(args, " "), code, errOut)
 			}
-			before.unchanged(t, strings.Join(args, " "))
-			if fi, err := os.Stat(b); err != nil || !os.SameFile(fi, before.fi) {
+			before.Check(t, strings.Join(args, " "))
+			if fi, err := os.Stat(b); err != nil || !os.SameFile(fi, fa) {
 				t.Errorf("ftpatch %s: %s is no longer a link to %s", strings.Join(args, " "), b, a)
 			}
 		}
