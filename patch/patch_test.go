@@ -16,6 +16,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/funclist"
+	"ftpatch/internal/sitetest"
 	"ftpatch/internal/untouched"
 	"ftpatch/isa/x86"
 	"ftpatch/outfile"
@@ -74,14 +75,7 @@ func symbols(t testing.TB, path string) map[string]uint64 {
 // length. It returns the number of calls.
 func checkSites(t *testing.T, path string, calls map[string]bool, want func(sites.Kind, int) string) int {
 	t.Helper()
-	f, err := elfx.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sites.FindLinked(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, l := sitetest.Linked(t, path)
 	syms := symbols(t, path)
 	n := 0
 	for _, s := range l.Sites {
