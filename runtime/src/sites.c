@@ -72,7 +72,7 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 const char *ftrt_nop_style = "p6";
 static int runnable_nop(uintptr_t ip, int len)
 {
-	return ftrt_nop_style[0] == 'p' || __builtin_memcmp((const void *)ip, ftrt_arch_nop(len), len == 6 ? 6 : 5) == 0;
+	return ftrt_nop_style[0] == 'p' || ftrt_site_holds((const unsigned char *)ip, ftrt_arch_nop(len), len);
 }
 
 static int action(enum ftrt_site_state st, uintptr_t ip, int len, unsigned char want)
@@ -165,8 +165,8 @@ static void populate(uintptr_t lo, uintptr_t hi)
  * Write the sites sites[0..n) (n <= BLOCK) that need it, in the pages
  * [plo, phi), writable now. The block's sites are classified first, so
  * the pages they will write can be faulted in by runs (populate); then
- * each is written and read back. A site that starts within 6 bytes of
- * the one before (sites do not overlap: the table is bogus) is classified
+ * each is written and read back. A site that starts within FTRT_SITE_MAX
+ * bytes of the one before (sites do not overlap: the table is bogus) is classified
  * again just before it is written, as the write before may have changed
  * it, and is written only if it lies inside [plo, phi); every other site
  * to write does, as it lies between the first and the last that
@@ -178,13 +178,14 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 			uintptr_t phi, uintptr_t page, uintptr_t seg_lo)
 {
 	unsigned char verdict[BLOCK], lens[BLOCK];
-	/* No site is at an address below 6: prev = 0 compares as far away. */
+	/* No site is at an address below FTRT_SITE_MAX: prev = 0 compares as
+	 * far away. */
 	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
 	const uintptr_t fentry = ftrt_targets[FTRT_T_FENTRY], mcount = ftrt_targets[FTRT_T_MCOUNT];
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t ip = sites[i];
-		int len = 6, a = RECHECK;
-		if (ip - prev >= 6) {
+		int len = FTRT_SITE_MAX, a = RECHECK;
+		if (ip - prev >= FTRT_SITE_MAX) {
 			/* The common site, without a call: the compiler's call
 			 * of a hook, recognised inline (the architecture's
 			 * quick.h; a nested function's chain site is left to
@@ -220,8 +221,11 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	/* Counted here and added once: the pass's counts are reached
 	 * through a pointer (ftrt_pass_stats), in memory. */
 	uint64_t patched = 0, enabled = 0, failed = 0;
-	const unsigned char *nop5 = ftrt_arch_nop(5), *nop6 = ftrt_arch_nop(6);
 	const uint64_t quick_nop = ftrt_quick_nop();
+	/* The NOP of each site length, asked once a block. */
+	const unsigned char *nop_of[FTRT_SITE_MAX + 1];
+	for (int k = 0; k <= FTRT_SITE_MAX; k++)
+		nop_of[k] = ftrt_arch_nop(k);
 	/* What an enabled QUICK site calls (0: it jumps to a trampoline of
 	 * its own, which the general path below builds). */
 	const uintptr_t quick_entry = ftrt_arch_call_target(FTRT_QUICK_LEN, WANT_ENTRY),
@@ -255,7 +259,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 			continue;
 		}
 		unsigned char call[8];
-		const unsigned char *bytes = len == 6 ? nop6 : nop5;
+		const unsigned char *bytes = nop_of[len];
 		if (want[i]) {
 			if (ftrt_arch_call((uintptr_t)ip, len, enable_as(want[i], sites[i], len, seg_lo), call) == 0) {
 				bytes = call;
@@ -267,19 +271,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 				}
 			}
 		}
-		/* Constant sizes, so the copy and the check compile to a few
-		 * moves (a libc call per site costs more than the pass's budget). */
-		int ok;
-		if (len == 6) {
-			__builtin_memcpy(ip, bytes, 6);
-			__asm__ volatile("" ::: "memory"); /* read back what was written */
-			ok = __builtin_memcmp(ip, bytes, 6) == 0;
-		} else {
-			__builtin_memcpy(ip, bytes, 5);
-			__asm__ volatile("" ::: "memory");
-			ok = __builtin_memcmp(ip, bytes, 5) == 0;
-		}
-		if (!ok)
+		if (!ftrt_site_put(ip, bytes, len))
 			failed++;
 		else if (bytes == call)
 			enabled++;

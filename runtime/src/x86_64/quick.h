@@ -50,6 +50,11 @@ static inline int ftrt_quick_pops_r10(uint64_t v)
 /* The quick site's length: a 5-byte call, or the 5-byte NOP. */
 #define FTRT_QUICK_LEN 5
 
+/* The longest site: 6 bytes (`ff 15 disp32`, `67 e8 rel32`, the 6-byte
+ * NOP). A site that starts closer than this to the one before may lie in
+ * what writing that one changed (sites.c classifies it again). */
+#define FTRT_SITE_MAX 6
+
 /* Whether v, the 8 bytes at ip, hold the quick site: a 5-byte call of
  * fentry or mcount that is not a nested function's chain site (which
  * pops %r10 after it: the general path tells those apart). */
@@ -96,6 +101,26 @@ static inline int ftrt_quick_put(uintptr_t ip, uint64_t insn)
 	memcpy(&lo2, (const void *)ip, 4);
 	memcpy(&hi2, (const void *)(ip + 4), 1);
 	return lo2 == lo && hi2 == hi;
+}
+
+/* Whether the len-byte site at ip (5 or 6) holds the bytes b. Constant
+ * sizes, so the check compiles to a few compares (a libc call per site
+ * costs more than the pass's budget). */
+static inline int ftrt_site_holds(const unsigned char *ip, const unsigned char *b, int len)
+{
+	return len == 6 ? __builtin_memcmp(ip, b, 6) == 0 : __builtin_memcmp(ip, b, 5) == 0;
+}
+
+/* Write the len-byte instruction b (5 or 6 bytes) over the site at ip,
+ * then read it back: 1 if the site now holds it. */
+static inline int ftrt_site_put(unsigned char *ip, const unsigned char *b, int len)
+{
+	if (len == 6)
+		__builtin_memcpy(ip, b, 6);
+	else
+		__builtin_memcpy(ip, b, 5);
+	__asm__ volatile("" ::: "memory"); /* read back what was written */
+	return ftrt_site_holds(ip, b, len);
 }
 
 #endif
