@@ -2,7 +2,9 @@
  * The architecture's part of the runtime (tracer.h, sys.h): one folder per
  * architecture, whose cpu.h gives rdtsc (the cycle counter) and
  * cpu_relax (a spin-wait's step), whose cpu.c says whether the counter
- * can be the clock (ftrt_tsc_trusted), whose sys.h makes the raw
+ * can be the clock (ftrt_tsc_trusted), whose dwarf.h numbers the
+ * registers the graph hooks' unwind info names (frames.c: FTRT_DWARF_SP,
+ * FTRT_DWARF_RA), whose sys.h makes the raw
  * system calls (sys.h's sys and sys_exit_group), and whose quick.h
  * recognises and writes the load-time pass's common site inline
  * (sites.c's loop: ftrt_quick_load, _hook, _target, _nop, _call_insn,
@@ -13,6 +15,7 @@
 
 #if defined(__x86_64__)
 #include "x86_64/cpu.h"
+#include "x86_64/dwarf.h"
 #include "x86_64/quick.h"
 #include "x86_64/sys.h"
 #else

@@ -31,7 +31,7 @@
  * return address), it answers with unwind info of its own, describing
  * the hook as a frame of its own:
  *
- *   CFA          = rsp + 0: the graphed call has just returned into the
+ *   CFA          = sp + 0: the graphed call has just returned into the
  *                  hook, so the stack pointer is the call's own stack
  *                  pointer at return, its shadow entry's sp
  *   return addr  = the real return address: the ret of the innermost
@@ -72,6 +72,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch.h"
 #include "ftrt.h"
 #include "layout.h"
 
@@ -105,11 +106,12 @@ enum {
 	DW_OP_skip = 0x2f,
 	DW_OP_lit0 = 0x30,
 	DW_OP_lit1 = 0x31,
-	DW_OP_breg16 = 0x80,
+	DW_OP_breg0 = 0x70, /* + the register number */
 	DW_OP_deref_size = 0x94,
 	DW_EH_PE_absptr = 0x00,
-	REG_RSP = 7,
-	REG_RA = 16,
+	/* The architecture's register numbers (arch.h). */
+	REG_SP = FTRT_DWARF_SP,
+	REG_RA = FTRT_DWARF_RA,
 };
 
 struct out {
@@ -179,15 +181,16 @@ static uint32_t close_entry(struct out *o, unsigned char *start)
  * returns the FDE.
  *
  *   CIE  length, id 0, version 1, "zR", code alignment 1, data alignment
- *        -8, return address column 16, augmentation data: the FDE's
- *        pointer encoding (absolute); DW_CFA_def_cfa rsp, 0
+ *        -8, return address column FTRT_DWARF_RA (the architecture's:
+ *        arch.h), augmentation data: the FDE's pointer encoding
+ *        (absolute); DW_CFA_def_cfa FTRT_DWARF_SP, 0
  *   FDE  length, offset back to the CIE, pc_begin and pc_range (absolute,
  *        unused: the lookup sets the function's start itself), no
  *        augmentation data; DW_CFA_val_expression ra, the search:
  *
  *        (the unwinder pushes the CFA first)      CFA
  *        dup                                       CFA CFA      (libgcc's pick reaches all but the bottom)
- *        breg16 0                                  CFA H        H: the hook, this frame's return address
+ *        breg(RA) 0                                CFA H        H: the hook, this frame's return address
  *        const8u &depth; deref_size 4              CFA H i      i: entries left to look at
  *   loop: dup; bra body                            (i != 0)
  *        lit0; skip end                            CFA H i 0    none: the walk ends
@@ -216,7 +219,7 @@ static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
 	put1(&o, 1); /* augmentation data: one byte */
 	put1(&o, DW_EH_PE_absptr);
 	put1(&o, DW_CFA_def_cfa);
-	put1(&o, REG_RSP);
+	put1(&o, REG_SP);
 	put1(&o, 0);
 	uint32_t cie_len = close_entry(&o, cie);
 
@@ -231,7 +234,7 @@ static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
 	unsigned char *len = o.p++; /* the expression's length: one byte, below */
 	unsigned char *expr = o.p;
 	put1(&o, DW_OP_dup); /* libgcc's pick cannot reach the bottom of the stack */
-	put1(&o, DW_OP_breg16);
+	put1(&o, DW_OP_breg0 + REG_RA);
 	put1(&o, 0);
 	put1(&o, DW_OP_const8u);
 	put8(&o, depth);

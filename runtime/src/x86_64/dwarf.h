@@ -1,0 +1,12 @@
+/*
+ * x86-64's DWARF register numbers (the psABI's DWARF register mapping),
+ * for the unwind info the runtime writes for its graph hooks (frames.c,
+ * through arch.h).
+ */
+#ifndef FTRT_X86_64_DWARF_H
+#define FTRT_X86_64_DWARF_H
+
+#define FTRT_DWARF_SP 7  /* rsp: the hook frame's CFA is the stack pointer */
+#define FTRT_DWARF_RA 16 /* the return address column (rip): read as the hook's address */
+
+#endif
