@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"ftpatch/internal/untouched"
 	"ftpatch/trace"
 )
 
@@ -39,81 +40,6 @@ func mkdirOwned(t *testing.T, path string, perm os.FileMode, uid int) {
 	}
 	if err := os.Lchown(path, uid, uid); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// An entry is what a snapshot keeps of a file: enough to tell that it
-// was not created, renamed, written or replaced.
-type entry struct {
-	mode         fs.FileMode
-	uid, gid     uint32
-	ino          uint64
-	size         int64
-	mtime, ctime int64
-	data         string // a regular file's bytes, a link's target
-}
-
-// snapshot records every entry under root, by path relative to it,
-// leaving out the subtrees named in skip.
-func snapshot(t *testing.T, root string, skip ...string) map[string]entry {
-	t.Helper()
-	tree := map[string]entry{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		for _, s := range skip {
-			if rel == s || strings.HasPrefix(rel, s+"/") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil {
-			return err
-		}
-		e := entry{mode: fs.FileMode(st.Mode), uid: st.Uid, gid: st.Gid, ino: st.Ino, size: st.Size,
-			mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
-		switch {
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			e.data = string(b)
-		case d.Type()&fs.ModeSymlink != 0:
-			e.data, err = os.Readlink(p)
-			if err != nil {
-				return err
-			}
-		}
-		tree[rel] = e
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree
-}
-
-// sameTree fails the test for every entry created, removed or changed
-// between two snapshots.
-func sameTree(t *testing.T, what string, before, after map[string]entry) {
-	t.Helper()
-	for p, e := range after {
-		if b, ok := before[p]; !ok {
-			t.Errorf("%s: %s was created (%v, uid %d)", what, p, e.mode, e.uid)
-		} else if b != e {
-			t.Errorf("%s: %s changed: %+v, was %+v", what, p, e, b)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("%s: %s was removed or renamed", what, p)
-		}
 	}
 }
 
@@ -233,7 +159,7 @@ func TestSetuid(t *testing.T) {
 		{"recorded and trusted, hostile FTRACE", good, hostile, "", true},
 	} {
 		t.Run(slug(c.name), func(t *testing.T) {
-			before := snapshot(t, base, "traces")
+			before := untouched.TakeTree(t, base, "traces")
 			out, errOut, code := asNobody(t, home, c.env, c.prog, "rights")
 			if out != worked+"\neuid 0 secure 1\n" || code != 0 {
 				t.Fatalf("exit %d, output %q; want exit 0, %q then a secure run's euid 0 secure 1 (a file system mounted nosuid runs no setuid program)\n%s", code, out, worked, errOut)
@@ -241,7 +167,7 @@ func TestSetuid(t *testing.T) {
 			if c.stderr == "" && errOut != "" || !strings.Contains(errOut, c.stderr) {
 				t.Errorf("stderr %q, want %q", errOut, c.stderr)
 			}
-			sameTree(t, c.name, before, snapshot(t, base, "traces"))
+			before.Check(t, c.name)
 			made, _ := filepath.Glob(filepath.Join(traces, "*"))
 			if !c.traced {
 				if len(made) != 0 {
@@ -415,7 +341,7 @@ func TestTraceDirRace(t *testing.T) {
 			if c.swap == "" {
 				plant(out)
 			}
-			before := snapshot(t, rootonly)
+			before := untouched.TakeTree(t, rootonly)
 			swapped := 0
 			swap := func() {
 				made, _ := filepath.Glob(out + ".tmp-*")
@@ -449,7 +375,7 @@ func TestTraceDirRace(t *testing.T) {
 			if c.swap != "" && swapped != 1 {
 				t.Fatalf("no trace directory was made to swap (%d swaps)", swapped)
 			}
-			sameTree(t, c.name, before, snapshot(t, rootonly))
+			before.Check(t, c.name)
 			if !c.trace {
 				if !strings.Contains(errOut, "was replaced by another user's while it was being made; tracing nothing") {
 					t.Errorf("stderr %q; want the runtime's refusal", errOut)

@@ -20,6 +20,7 @@ import (
 	"ftpatch/internal/fixture"
 	"ftpatch/internal/sitetest"
 	"ftpatch/internal/special"
+	"ftpatch/internal/untouched"
 	"ftpatch/record"
 	"ftpatch/sites"
 )
@@ -173,7 +174,7 @@ var limits = bounded.Limits{Time: 20 * time.Second, Mem: 4 << 20}
 // nothing on disk.
 func checkBad(t *testing.T, run runner, mode, dir, p, want string) {
 	t.Helper()
-	before := snapshot(t, dir)
+	before := untouched.TakeTree(t, dir)
 	var args []string
 	out := filepath.Join(t.TempDir(), "out.o")
 	switch mode {
@@ -205,9 +206,7 @@ func checkBad(t *testing.T, run runner, mode, dir, p, want string) {
 		}
 	}
 	checkErrLine(t, o.stderr, p, want)
-	if after := snapshot(t, dir); !after.equal(before) {
-		t.Errorf("the input's directory changed:\nbefore %v\nafter  %v", before, after)
-	}
+	before.Check(t, "the input's directory changed")
 	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("-o %s: output written for a failed input (stat: %v)", out, err)
 	}
@@ -232,33 +231,6 @@ func checkErrLine(t *testing.T, stderr, path, want string) {
 		t.Errorf("error line %q does not say %q", line, want)
 	}
 }
-
-// A dirState is every entry of a directory: name, mode and, for regular
-// files, the SHA-256 of the contents.
-type dirState map[string]string
-
-func snapshot(t *testing.T, dir string) dirState {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := dirState{}
-	for _, e := range ents {
-		info, err := e.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := info.Mode().String()
-		if info.Mode().IsRegular() {
-			v += " " + sha256File(t, filepath.Join(dir, e.Name()))
-		}
-		st[e.Name()] = v
-	}
-	return st
-}
-
-func (s dirState) equal(o dirState) bool { return fmt.Sprint(s) == fmt.Sprint(o) }
 
 func sha256File(t *testing.T, path string) string {
 	t.Helper()
@@ -318,9 +290,14 @@ func TestGoodObject(t *testing.T) {
 		t.Fatal("first run left the object unchanged")
 	}
 	checkRecorded(t, p, goodSites)
-	want := snapshot(t, dir)
-	if len(want) != 1 || !strings.HasPrefix(want["good.o"], "-rwxr-x--x ") {
-		t.Errorf("after the first run the directory holds %v, want good.o alone, mode -rwxr-x--x", want)
+	want := untouched.TakeTree(t, dir)
+	ents, _ := os.ReadDir(dir)
+	var mode os.FileMode
+	if fi, err := os.Stat(p); err == nil {
+		mode = fi.Mode()
+	}
+	if len(ents) != 1 || mode != 0o751 {
+		t.Errorf("after the first run the directory holds %d entries, good.o with mode %v; want good.o alone, mode -rwxr-x--x", len(ents), mode)
 	}
 	b, _ := os.ReadFile(p)
 	if r, _ := os.ReadFile(recordedObj); !bytes.Equal(b, r) {
@@ -334,9 +311,7 @@ func TestGoodObject(t *testing.T) {
 	if strings.Count(o.stderr, "\n") != 1 || !strings.Contains(o.stderr, p) || !strings.Contains(o.stderr, "unchanged") {
 		t.Errorf("second run: stderr %q, want one line naming %s and saying it is unchanged", o.stderr, p)
 	}
-	if got := snapshot(t, dir); !got.equal(want) {
-		t.Errorf("second run changed the directory:\nbefore %v\nafter  %v", want, got)
-	}
+	want.Check(t, "second run changed the directory")
 }
 
 // TestOutputFlag: -o writes the result to OUT with the input's mode and
@@ -349,16 +324,14 @@ func TestOutputFlag(t *testing.T) {
 			if err := os.Chmod(p, 0o640); err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, in)
+			before := untouched.TakeTree(t, in)
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "out.o")
 			o := inProcess(t, "-o", out, p)
 			if o.failed || o.stdout != "" {
 				t.Fatalf("failed %v, stdout %q, stderr %q", o.failed, o.stdout, o.stderr)
 			}
-			if got := snapshot(t, in); !got.equal(before) {
-				t.Errorf("input directory changed:\nbefore %v\nafter  %v", before, got)
-			}
+			before.Check(t, "input directory changed")
 			st, err := os.Stat(out)
 			if err != nil {
 				t.Fatal(err)
@@ -383,7 +356,7 @@ func TestOutputFlag(t *testing.T) {
 func TestList(t *testing.T) {
 	dir := t.TempDir()
 	p := copyInto(t, dir, goodObj, "good.o")
-	before := snapshot(t, dir)
+	before := untouched.TakeTree(t, dir)
 
 	o := inProcess(t, "--list", p)
 	if o.failed || o.stderr != "" {
@@ -434,7 +407,7 @@ func TestList(t *testing.T) {
 
 	// A failed file is in the JSON with its error, and the run fails.
 	bad := copyInto(t, dir, filepath.Join(badDir, "elf32.o"), "elf32.o")
-	before = snapshot(t, dir)
+	before = untouched.TakeTree(t, dir)
 	o = inProcess(t, "--list", "--json", bad)
 	if !o.failed {
 		t.Error("--list --json on a bad file succeeded")
@@ -443,9 +416,7 @@ func TestList(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.stdout), &files); err != nil || len(files) != 1 || !strings.Contains(files[0].Error, "32-bit") {
 		t.Errorf("--list --json on a bad file: %v, %+v; want one entry with its error", err, files)
 	}
-	if got := snapshot(t, dir); !got.equal(before) {
-		t.Errorf("--list changed the directory:\nbefore %v\nafter  %v", before, got)
-	}
+	before.Check(t, "--list changed the directory")
 }
 
 // TestManyFiles: one bad file among good ones is reported and fails the
@@ -497,7 +468,7 @@ func TestUsageErrors(t *testing.T) {
 			dir := t.TempDir()
 			a := copyInto(t, dir, goodObj, "a.o")
 			b := copyInto(t, dir, goodObj, "b.o")
-			before := snapshot(t, dir)
+			before := untouched.TakeTree(t, dir)
 			out := filepath.Join(t.TempDir(), "out.o")
 			o := inProcess(t, c.args(a, b, out)...)
 			if !o.failed || o.stdout != "" {
@@ -506,9 +477,7 @@ func TestUsageErrors(t *testing.T) {
 			if o.stderr != "recordmcount: "+c.want+"\n" {
 				t.Errorf("stderr = %q, want %q", o.stderr, "recordmcount: "+c.want+"\n")
 			}
-			if got := snapshot(t, dir); !got.equal(before) {
-				t.Errorf("inputs changed:\nbefore %v\nafter  %v", before, got)
-			}
+			before.Check(t, "inputs changed")
 			if _, err := os.Stat(out); err == nil {
 				t.Error("-o output written despite the usage error")
 			}
@@ -580,7 +549,7 @@ func TestBinary(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			p := copyInto(t, dir, goodObj, "good.o")
-			before := snapshot(t, dir)
+			before := untouched.TakeTree(t, dir)
 			args := slices.Clone(c.args)
 			if i := slices.Index(args, "OBJ"); i >= 0 {
 				args[i] = p
@@ -592,9 +561,7 @@ func TestBinary(t *testing.T) {
 			if !strings.Contains(o.stderr, c.want) {
 				t.Errorf("stderr = %q, want a message saying %q", o.stderr, c.want)
 			}
-			if got := snapshot(t, dir); !got.equal(before) {
-				t.Errorf("the input changed:\nbefore %v\nafter  %v", before, got)
-			}
+			before.Check(t, "the input changed")
 		})
 	}
 }
@@ -625,14 +592,12 @@ func TestSectionSymbolValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sitetest.Find(t, sitetest.Parse(t, p, data), sites.FindObject)
-	before := snapshot(t, dir)
+	before := untouched.TakeTree(t, dir)
 
 	o := inProcess(t, p)
 	if o.failed {
 		checkErrLine(t, o.stderr, p, "")
-		if got := snapshot(t, dir); !got.equal(before) {
-			t.Errorf("refused, but the directory changed:\nbefore %v\nafter  %v", before, got)
-		}
+		before.Check(t, "refused, but the directory changed")
 		return
 	}
 	out := sitetest.Open(t, p)
