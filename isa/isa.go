@@ -43,6 +43,10 @@ type ISA struct {
 	// Runtime says whether the runtime has a port to the ISA, so that an
 	// enabled site has something to call.
 	Runtime bool
+	// PostLink says whether ftpatch enable and disable write the ISA's
+	// sites into a linked file (the runtime's load-time pass writes them
+	// wherever Runtime says).
+	PostLink bool
 	// RuntimeCFlags are the ISA's flags for compiling the runtime itself.
 	RuntimeCFlags []string
 	// CFlags are the flags that give a program patch sites the runtime
@@ -88,6 +92,7 @@ var x86ISA = ISA{
 	SiteNop:       x86.SiteNop,
 	SiteCall:      x86.SiteCall,
 	Runtime:       true,
+	PostLink:      true,
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-pg", "-mfentry"},
 	CC:            []string{"cc"},
@@ -113,6 +118,7 @@ var arm64ISA = ISA{
 	SiteNop:       arm64.SiteNop,
 	SiteCall:      arm64.SiteCall,
 	NopsDisabled:  true,
+	Runtime:       true,
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"},
 	CC:            []string{"aarch64-linux-gnu-gcc"},

@@ -36,7 +36,7 @@ func TestFor(t *testing.T) {
 		runtime  bool
 	}{
 		{arch.X86_64, uint32(elf.R_X86_64_64), uint32(elf.R_X86_64_RELATIVE), true},
-		{arch.ARM64, uint32(elf.R_AARCH64_ABS64), uint32(elf.R_AARCH64_RELATIVE), false},
+		{arch.ARM64, uint32(elf.R_AARCH64_ABS64), uint32(elf.R_AARCH64_RELATIVE), true},
 	} {
 		i := For(c.a)
 		if i.Arch != c.a || i.Relocs.Abs64 != c.abs64 || i.Relocs.Relative != c.relative || i.Runtime != c.runtime {

@@ -151,8 +151,8 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	if f.Type == elf.ET_REL {
 		return nil, fmt.Errorf("a relocatable object: link it first (ftpatch patches executables and shared objects; recordmcount handles objects)")
 	}
-	if !isa.For(f.Arch).Runtime {
-		return nil, fmt.Errorf("%w: %v (the runtime has no %v port yet, so there is nothing for an enabled site to call)", ErrArch, f.Arch, f.Arch)
+	if !isa.For(f.Arch).PostLink {
+		return nil, fmt.Errorf("%w: %v (ftpatch enable does not write %v sites yet; the runtime's load-time pass does, from FTRACE at start)", ErrArch, f.Arch, f.Arch)
 	}
 	_, syms, err := f.Symtab()
 	if errors.Is(err, elfx.ErrNoSection) {

@@ -57,7 +57,7 @@ var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-f
 // runtime).
 func files(a arch.Arch) (rt, mod []string, err error) {
 	if !isa.For(a).Runtime {
-		return nil, nil, fmt.Errorf("%w: %v (x86_64 only, for now)", ErrUnsupported, a)
+		return nil, nil, fmt.Errorf("%w: %v (ports: x86_64, arm64)", ErrUnsupported, a)
 	}
 	err = fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

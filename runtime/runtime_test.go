@@ -3,14 +3,17 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"ftpatch/arch"
+	"ftpatch/isa/arm64"
 	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
@@ -61,55 +64,108 @@ func TestNopBytes(t *testing.T) {
 // load-time pass; a compiler that fails gives an error naming the
 // command and its output.
 func TestBuild(t *testing.T) {
-	dir := t.TempDir()
-	lib, err := Build(context.Background(), Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte(abi.ConfigSection+"\x00")) {
-		t.Errorf("%s has no config record (section %s)", lib, abi.ConfigSection)
-	}
 	// The names package abi gives (and its test checks against the
 	// header) are the symbols the runtime and the module stub define.
-	var targets []string
+	var x86 []string
 	for i := range abi.NumTargets {
-		targets = append(targets, i.String())
+		x86 = append(x86, i.String())
 	}
-	for _, c := range []struct {
-		lib  string
-		syms []string
-	}{
-		{lib, append([]string{abi.Init, abi.ModuleRegister, abi.ModuleUnregister, abi.GraphEnter, abi.GraphLeave}, targets...)},
-		{ModulePath(lib), append([]string{abi.ModuleInit, abi.ModuleSlots}, targets...)},
-	} {
-		out, err := exec.Command("nm", "--defined-only", c.lib).Output()
+	arm64 := []string{abi.ARM64Mcount, abi.ARM64Caller, abi.ARM64McountCaller, abi.Stub}
+	dir := t.TempDir()
+	for _, a := range []struct {
+		arch    arch.Arch
+		targets []string
+	}{{arch.X86_64, x86}, {arch.ARM64, arm64}} {
+		lib, err := Build(context.Background(), Options{Dir: filepath.Join(dir, a.arch.String()), Arch: a.arch})
 		if err != nil {
-			t.Fatalf("nm %s (binutils: scripts/deps.sh installs it): %v", c.lib, err)
+			t.Fatalf("%v: %v", a.arch, err)
 		}
-		defined := map[string]bool{}
-		for line := range strings.Lines(string(out)) {
-			if f := strings.Fields(line); len(f) == 3 && (f[1] == "T" || f[1] == "t" || f[1] == "D" || f[1] == "d") {
-				defined[f[2]] = true
+		b, err := os.ReadFile(lib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(abi.ConfigSection+"\x00")) {
+			t.Errorf("%s has no config record (section %s)", lib, abi.ConfigSection)
+		}
+		rt := append([]string{abi.Init, abi.ModuleRegister, abi.ModuleUnregister}, a.targets...)
+		if a.arch == arch.X86_64 {
+			rt = append(rt, abi.GraphEnter, abi.GraphLeave) // x86-64's per-site graph trampolines
+		}
+		for _, c := range []struct {
+			lib  string
+			syms []string
+		}{
+			{lib, rt},
+			{ModulePath(lib), append([]string{abi.ModuleInit, abi.ModuleSlots}, a.targets...)},
+		} {
+			out, err := exec.Command("nm", "--defined-only", c.lib).Output()
+			if err != nil {
+				t.Fatalf("nm %s (binutils: scripts/deps.sh installs it): %v", c.lib, err)
 			}
-		}
-		for _, sym := range c.syms {
-			if !defined[sym] {
-				t.Errorf("%s does not define %s", c.lib, sym)
+			defined := map[string]bool{}
+			for line := range strings.Lines(string(out)) {
+				if f := strings.Fields(line); len(f) == 3 && (f[1] == "T" || f[1] == "t" || f[1] == "D" || f[1] == "d") {
+					defined[f[2]] = true
+				}
+			}
+			for _, sym := range c.syms {
+				if !defined[sym] {
+					t.Errorf("%v: %s does not define %s", a.arch, c.lib, sym)
+				}
 			}
 		}
 	}
-	_, err = Build(context.Background(), Options{Dir: dir, CC: []string{"false"}})
+	_, err := Build(context.Background(), Options{Dir: dir, CC: []string{"false"}})
 	if err == nil || !strings.Contains(err.Error(), "compiling the runtime (false ") {
 		t.Errorf("a failing compiler gave %v", err)
 	}
-	if _, err := Build(context.Background(), Options{Dir: dir, Arch: arch.ARM64}); err == nil {
-		t.Error("arm64 built, but the runtime has no arm64 port yet: the error should say so")
+	if _, err := Build(context.Background(), Options{Dir: dir, Arch: arch.Unknown + 99}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("an architecture without a port gave %v, want ErrUnsupported", err)
 	}
 	if Version() != Version() || len(Version()) != 16 {
 		t.Errorf("Version() = %q, want a stable 16-digit hash", Version())
+	}
+}
+
+// TestArm64Words: the arm64 instructions the C runtime reads and writes
+// (arm64/insn.h) are the ones package isa/arm64 defines, decoded back
+// with golang.org/x/arch as what their names say; and the bl the runtime
+// encodes is the one package isa/arm64 encodes.
+func TestArm64Words(t *testing.T) {
+	src, err := sources.ReadFile("src/arm64/insn.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := arm64.BL(0x1000, 0x1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want uint32
+		asm  string // as arm64asm prints it (the BTI hints by number)
+	}{
+		{"ARM64_NOP", arm64.NOP, "NOP "},
+		{"ARM64_MOV_X9_X30", arm64.MovX9X30, "MOV X9, X30"},
+		{"ARM64_MOV_X0_X30", arm64.MovX0X30, "MOV X0, X30"},
+		{"ARM64_BTI_C", arm64.BTIC, "HINT #0x22"},   // bti c: x/arch prints the hint's number
+		{"ARM64_BTI_JC", arm64.BTIJC, "HINT #0x26"}, // bti jc
+		{"ARM64_BL_OP", bl, "BL .+0x0"},
+	} {
+		m := regexp.MustCompile(`#define ` + c.name + ` (0x[0-9a-f]+)u`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("arm64/insn.h defines no %s", c.name)
+		}
+		got, err := strconv.ParseUint(string(m[1]), 0, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint32(got) != c.want {
+			t.Errorf("arm64/insn.h %s = %#x, package isa/arm64 has %#x", c.name, got, c.want)
+		}
+		in, err := arm64.DecodeWord(uint32(got))
+		if err != nil || in.String() != c.asm {
+			t.Errorf("%s = %#x decodes as %q (%v), want %q", c.name, got, in.String(), err, c.asm)
+		}
 	}
 }

@@ -24,6 +24,7 @@ const siteHarness = `#include <stdio.h>
 #include "x86_64/site.c"
 
 int ftrt_mode;
+const uintptr_t *ftrt_targets;
 void ftrace_graph_enter(void) {}
 void ftrace_graph_leave(void) {}
 

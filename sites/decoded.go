@@ -65,8 +65,7 @@ func (k Kind) hookKind() Kind {
 // ftrace_caller6, the mcount and chain variants after the prologue and
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
 // site; on arm64, ftrace_caller from a patchable area's second word and
-// ftrace_mcount_caller from a -pg site, the names runtime/src/abi.h gives
-// the runtime's arm64 port, which does not exist yet.
+// ftrace_mcount_caller from a -pg site (runtime/src/arm64/entry.S).
 var (
 	x86Trampolines = map[string]callee{
 		abi.Caller5:       {X86Fentry, 5, true},

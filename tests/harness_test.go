@@ -196,10 +196,28 @@ func forX86Compilers(t *testing.T, test func(t *testing.T, tg target)) {
 // both x86-64 compilers by each of x86Traced, position-independent or
 // not, as a parallel subtest named compiler/flags/-fPIE (or -fno-pie).
 func forTracedBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range x86Traced {
+	forBuilds(t, []target{x86GCC, x86Clang}, test)
+}
+
+// forTracedArchBuilds is forTracedBuilds on every architecture the
+// runtime has a port to: x86-64's builds, and arm64's with both
+// compilers by each of its site flags (flagSets), run under qemu.
+func forTracedArchBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
+	forBuilds(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, test)
+}
+
+// forBuilds runs test on each target's builds: by each of its
+// architecture's traced flags, position-independent or not, as a
+// parallel subtest named [arch/]compiler/flags/-fPIE (or -fno-pie).
+func forBuilds(t *testing.T, tgs []target, test func(t *testing.T, tg target, flags string, pie bool)) {
+	for _, tg := range tgs {
+		sets, prefix := x86Traced, ""
+		if tg.arch != "x86_64" {
+			sets, prefix = flagSets[tg.arch], tg.arch+"/"
+		}
+		for _, flags := range sets {
 			for _, pie := range []bool{true, false} {
-				t.Run(tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
+				t.Run(prefix+tg.name+"/"+slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
 					t.Parallel()
 					need(t, tg.tools...)
 					test(t, tg, flags, pie)
@@ -260,15 +278,35 @@ func linkRecorded(t *testing.T, dir string, driver, objs []string, flags ...stri
 	return linkWithRuntime(t, dir, driver, objs, flags...)
 }
 
+// linkRecordedOn is linkRecorded for target tg: its link driver and its
+// architecture's runtime.
+func linkRecordedOn(t *testing.T, tg target, dir string, objs []string, flags ...string) string {
+	t.Helper()
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	return linkLib(t, dir, tg.link, runtimeArchiveFor(t, tg.arch), objs, flags...)
+}
+
 // linkWithRuntime links objs with the runtime into dir/prog, running the
 // link driver (a command and its first arguments) with flags before the
 // objects, and returns the program.
 func linkWithRuntime(t *testing.T, dir string, driver, objs []string, flags ...string) string {
 	t.Helper()
+	return linkLib(t, dir, driver, runtimeArchive(t), objs, flags...)
+}
+
+// linkLib is linkWithRuntime with the runtime's archive lib.
+func linkLib(t *testing.T, dir string, driver []string, lib string, objs []string, flags ...string) string {
+	t.Helper()
 	prog := filepath.Join(dir, "prog")
 	argv := append(append(append([]string{}, driver...), "-o", prog), flags...)
-	run(t, dir, append(append(argv, objs...), ftrt.LinkFlags(runtimeArchive(t))...)...)
+	run(t, dir, append(append(argv, objs...), ftrt.LinkFlags(lib)...)...)
 	return prog
+}
+
+// on is the command line that runs prog with args on target tg: under
+// qemu for arm64.
+func (tg target) on(prog string, args ...string) []string {
+	return append(append(append([]string{}, tg.exec...), prog), args...)
 }
 
 // linkShared runs recordmcount on objs and links them, then args (the

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"ftpatch/arch"
 	"ftpatch/internal/sitetest"
 	"ftpatch/model"
 	ftrt "ftpatch/runtime"
@@ -21,22 +22,41 @@ import (
 	"ftpatch/trace"
 )
 
-var (
-	runtimeOnce sync.Once
-	runtimeLib  string
-	runtimeErr  error
-)
+// runtimes are the runtime's archives, one per architecture, each built
+// once for the whole test run.
+var runtimes = map[string]*struct {
+	once sync.Once
+	lib  string
+	err  error
+}{"x86_64": {}, "arm64": {}}
 
-// runtimeArchive builds libftrt.a once for the whole test run.
+// runtimeArchive builds x86-64's libftrt.a once for the whole test run.
 func runtimeArchive(t *testing.T) string {
 	t.Helper()
-	runtimeOnce.Do(func() {
-		runtimeLib, runtimeErr = ftrt.Build(context.Background(), ftrt.Options{Dir: filepath.Join(toolDir, "ftrt")})
-	})
-	if runtimeErr != nil {
-		t.Fatal(runtimeErr)
+	return runtimeArchiveFor(t, "x86_64")
+}
+
+// runtimeArchiveFor builds the runtime's archive for the architecture
+// arch ("x86_64" or "arm64", as a target names it) once for the whole
+// test run, with that architecture's compiler.
+func runtimeArchiveFor(t *testing.T, name string) string {
+	t.Helper()
+	r, ok := runtimes[name]
+	if !ok {
+		t.Fatalf("no runtime for architecture %q", name)
 	}
-	return runtimeLib
+	r.once.Do(func() {
+		a, err := arch.Parse(name)
+		if err != nil {
+			r.err = err
+			return
+		}
+		r.lib, r.err = ftrt.Build(context.Background(), ftrt.Options{Dir: filepath.Join(toolDir, "ftrt", name), Arch: a})
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.lib
 }
 
 var (

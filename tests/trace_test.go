@@ -29,7 +29,7 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 	cyg := progPath(t, "cyg.c")
 	prog := filepath.Join(dir, "oracle")
 	run(t, dir, append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), append(objs, cyg)...)...)
-	_, errOut, _, err := runStatus(dir, prog)
+	_, errOut, _, err := runStatus(dir, tg.on(prog)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +60,13 @@ func oracleCounts(t *testing.T, tg target) map[string]int {
 // FTRACE_FILTER narrows it; a trace directory that exists is moved aside,
 // never mixed or lost.
 func TestFunctionTracer(t *testing.T) {
-	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		want := oracleCounts(t, tg)
 		dir := t.TempDir()
 		plain, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
 
 		objs := build(t, tg, dir, "-O0 "+flags, pie)
-		prog := linkRecorded(t, dir, tg.link, objs, picLink(pie))
+		prog := linkRecordedOn(t, tg, dir, objs, picLink(pie))
 
 		out := filepath.Join(dir, "ftrace.data")
 		if err := os.Mkdir(out, 0o755); err != nil { // a previous trace, to be moved aside
@@ -75,7 +75,7 @@ func TestFunctionTracer(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, prog)
+		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, tg.on(prog)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestFunctionTracer(t *testing.T) {
 
 		// The empty tracer: sites call a stub; nothing is recorded.
 		nopOut := filepath.Join(t.TempDir(), "t")
-		got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=nop", "FTRACE_DEBUG=1", "FTRACE_OUT=" + nopOut}, prog)
+		got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=nop", "FTRACE_DEBUG=1", "FTRACE_OUT=" + nopOut}, tg.on(prog)...)
 		if err != nil || got != wantOut || code != wantCode {
 			t.Errorf("FTRACE=nop: exit %d, %v, output\n%s", code, err, got)
 		}
@@ -149,7 +149,7 @@ func TestFunctionTracer(t *testing.T) {
 			{"*,!fib", func(f string) bool { return f != "fib" }},
 		} {
 			out2 := filepath.Join(t.TempDir(), "t")
-			if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + c.filter, "FTRACE_OUT=" + out2}, prog); err != nil {
+			if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + c.filter, "FTRACE_OUT=" + out2}, tg.on(prog)...); err != nil {
 				t.Fatal(err)
 			}
 			counts := traceCounts(t, out2)

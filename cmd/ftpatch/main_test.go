@@ -84,8 +84,13 @@ func TestFlags(t *testing.T) {
 	if _, err := ftpatch("flags", "--arch", "sparc"); err == nil || !strings.Contains(err.Error(), "unknown architecture") {
 		t.Errorf("flags --arch sparc: %v", err)
 	}
-	if _, err := ftpatch("flags", "--libs", "--arch", "arm64"); err == nil || !strings.Contains(err.Error(), "arm64") {
-		t.Errorf("flags --libs --arch arm64: %v, want an error naming arm64", err)
+	if out, err := ftpatch("flags", "--cflags", "--arch", "arm64"); err != nil || strings.TrimSpace(out) != "-fpatchable-function-entry=4,2 -falign-functions=8" {
+		t.Errorf("flags --cflags --arch arm64: %q, %v", out, err)
+	}
+	// arm64's runtime is built with the cross compiler, and linked by
+	// its archive's path.
+	if out, err := ftpatch("flags", "--libs", "--arch", "arm64"); err != nil || !strings.Contains(out, "-arm64-") || !strings.HasSuffix(strings.TrimSpace(out), "/libftrt.a") {
+		t.Errorf("flags --libs --arch arm64: %q, %v", out, err)
 	}
 }
 

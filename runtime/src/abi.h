@@ -223,10 +223,26 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 	X(STUB, ftrace_stub)                /* the empty tracer (FTRACE=nop), from any site */
 
 /*
- * arm64's hook (arm64/entry.S) and the trampolines its port will have:
- * ftrace_caller from a patchable area's second word, ftrace_mcount_caller
- * from a -pg site, ftrace_stub (named as on x86-64) from any.
+ * arm64's hook and trampolines (arm64/entry.S), in the order of a
+ * module's targets[]: X(id, symbol) for each. -pg's hook; ftrace_caller,
+ * which a patchable area calls from its second word (`mov x9, x30; bl
+ * ftrace_caller`); ftrace_mcount_caller, which a -pg site calls in place
+ * of _mcount; ftrace_stub (named as on x86-64), from any site.
  */
+#define FTRT_TARGETS_ARM64(X)                                                                    \
+	X(MCOUNT, _mcount)                /* -pg's hook: `mov x0, x30; bl _mcount` after the prologue */ \
+	X(CALLER, ftrace_caller)          /* a patchable entry site: mov x9, x30; bl ftrace_caller */    \
+	X(MCALLER, ftrace_mcount_caller)  /* a -pg site: bl ftrace_mcount_caller */                      \
+	X(STUB, ftrace_stub)              /* the empty tracer (FTRACE=nop), from any site */
+
+/* The targets of the architecture the runtime is built for. */
+#if defined(__aarch64__)
+#define FTRT_TARGETS_ARCH(X) FTRT_TARGETS_ARM64(X)
+#else
+#define FTRT_TARGETS_ARCH(X) FTRT_TARGETS_X86_64(X)
+#endif
+
+/* The names of arm64's targets, for the tools. */
 #define FTRT_ARM64_MCOUNT "_mcount"
 #define FTRT_ARM64_CALLER "ftrace_caller"
 #define FTRT_ARM64_MCOUNT_CALLER "ftrace_mcount_caller"

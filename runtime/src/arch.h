@@ -18,6 +18,21 @@
 #include "x86_64/dwarf.h"
 #include "x86_64/quick.h"
 #include "x86_64/sys.h"
+/* function_graph: the return address is a word on the stack at a call's
+ * entry (its slot: take.h, unwind.c, frames.c). */
+#define FTRT_ARCH_GRAPH 1
+#elif defined(__aarch64__)
+#include "arm64/cpu.h"
+#include "arm64/dwarf.h"
+#include "arm64/quick.h"
+#include "arm64/sys.h"
+/* function_graph is not yet: at a patchable entry the return address is
+ * in x30, and where the function saves it is its own prologue's choice,
+ * so the graph tracer's slots (take.h's check that a call is still live,
+ * the exception and backtrace walks that put return addresses back) have
+ * no word to read or write. FTRACE=function_graph traces with function,
+ * and says so (options.c). */
+#define FTRT_ARCH_GRAPH 0
 #else
 #error "ftrt: no runtime port to this architecture"
 #endif

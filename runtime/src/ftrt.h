@@ -71,20 +71,27 @@ void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
  * which the runtime fills with its own entry points at registration.
  */
 #define FTRT_T_ENUM(id, sym) FTRT_T_##id, /* sym */
-enum { FTRT_TARGETS_X86_64(FTRT_T_ENUM) FTRT_T_N };
+enum { FTRT_TARGETS_ARCH(FTRT_T_ENUM) FTRT_T_N };
 #undef FTRT_T_ENUM
 /* The hooks and trampolines (entry.S; a shared object's in module/). */
 #define FTRT_T_DECLARE(id, sym) void sym(void);
-FTRT_TARGETS_X86_64(FTRT_T_DECLARE)
+FTRT_TARGETS_ARCH(FTRT_T_DECLARE)
 #undef FTRT_T_DECLARE
 /* targets[] of a module whose hooks and trampolines go by their usual
  * names (the program's are the runtime's; a shared object's are its
  * stub's hidden copies). */
 #define FTRT_T_INIT(id, sym) [FTRT_T_##id] = (uintptr_t)sym,
-#define FTRT_TARGETS { FTRT_TARGETS_X86_64(FTRT_T_INIT) }
+#define FTRT_TARGETS { FTRT_TARGETS_ARCH(FTRT_T_INIT) }
+/* The first trampoline among the targets: the hooks come before it, the
+ * stub last. */
+#if defined(__aarch64__)
+enum { FTRT_T_FIRST_TRAMP = FTRT_T_CALLER };
+#else
+enum { FTRT_T_FIRST_TRAMP = FTRT_T_CALLER5 };
+#endif
 /* The slots a module's trampolines jump through, in targets[] order from
- * FTRT_T_CALLER5. */
-#define FTRT_SLOTS (FTRT_T_STUB - FTRT_T_CALLER5)
+ * FTRT_T_FIRST_TRAMP. */
+#define FTRT_SLOTS (FTRT_T_STUB - FTRT_T_FIRST_TRAMP)
 
 /* A stub and a runtime of different versions do not serve each other:
  * 2 added the chain trampolines (targets[] and slots grew). */
@@ -169,6 +176,11 @@ enum ftrt_site_state {
 /* The module whose sites the pass is over: its targets decide which calls
  * are hooks and which are the runtime's (site.c, patch.c). */
 extern const uintptr_t *ftrt_targets __attribute__((visibility("hidden")));
+
+/* Where the segment whose sites are being classified begins (sites.c's
+ * walk sets it): the architecture may read before a site, but not
+ * before this. */
+extern uintptr_t ftrt_walk_seg_lo __attribute__((visibility("hidden")));
 
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len);
 const unsigned char *ftrt_arch_nop(int len);

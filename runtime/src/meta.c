@@ -252,7 +252,7 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 		return;
 	struct meta_out o = { .fd = (int)fd };
 	char exe[4096];
-	long n = sys(SYS_readlink, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0, 0);
+	long n = sys(SYS_readlinkat, AT_FDCWD, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
 	/* The program: the first module, registered by ftrt_init. */
 	const struct ftrt_mod *prog = ftrt_module_at(0);

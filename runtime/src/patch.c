@@ -268,6 +268,9 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 	munmap(s2, bytes);
 }
 
+/* The module whose sites the pass is over (ftrt.h). */
+const uintptr_t *ftrt_targets;
+
 /*
  * The pass over one module's table (the program's, or a shared object's
  * at its registration): sort it, then either only check it (a file

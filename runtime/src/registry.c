@@ -183,7 +183,7 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 	/* The module's trampolines jump through its slots into ours. */
 	if (!self && m->slots && nmods > 0 && mods[0].desc)
 		for (int i = 0; i < FTRT_SLOTS; i++)
-			m->slots[i] = mods[0].desc->targets[FTRT_T_CALLER5 + i];
+			m->slots[i] = mods[0].desc->targets[FTRT_T_FIRST_TRAMP + i];
 	if (up.pass)
 		up.pass(md);
 	/* The metadata of a run still going names the module now (and, after
@@ -196,7 +196,8 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 int ftrt_register_self(const struct ftrt_module *self)
 {
 	pthread_mutex_lock(&lock);
-	struct ftrt_mod *md = add(self, (uintptr_t)self->targets[FTRT_T_FENTRY], 1);
+	/* targets[0], its first hook, is an address inside the module. */
+	struct ftrt_mod *md = add(self, (uintptr_t)self->targets[0], 1);
 	pthread_mutex_unlock(&lock);
 	return md ? 0 : -1;
 }
@@ -215,7 +216,7 @@ int ftrt_module_register(struct ftrt_module *m)
 	if (up.init)
 		up.init();
 	pthread_mutex_lock(&lock);
-	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[FTRT_T_FENTRY], 0);
+	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[0], 0);
 	if (md)
 		m->handle = (uintptr_t)md->owner;
 	pthread_mutex_unlock(&lock);

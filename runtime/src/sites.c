@@ -181,7 +181,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	/* No site is at an address below FTRT_SITE_MAX: prev = 0 compares as
 	 * far away. */
 	uintptr_t rlo = 0, rhi = 0, prev = first ? 0 : sites[-1];
-	const uintptr_t fentry = ftrt_targets[FTRT_T_FENTRY], mcount = ftrt_targets[FTRT_T_MCOUNT];
+	const uintptr_t fentry = ftrt_targets[FTRT_QUICK_ENTRY], mcount = ftrt_targets[FTRT_QUICK_OTHER];
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t ip = sites[i];
 		int len = FTRT_SITE_MAX, a = RECHECK;
@@ -360,6 +360,8 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
  * becomes) or, when check_mode is a tracer (or -1 for none), to
  * check_segment. Sites outside every executable segment are skipped.
  */
+uintptr_t ftrt_walk_seg_lo;
+
 void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int check_mode)
 {
 	for (size_t i = 0; i < m;) {
@@ -386,6 +388,7 @@ void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int chec
 			i++;
 			continue;
 		}
+		ftrt_walk_seg_lo = q.seg.start;
 		if (check_mode)
 			check_segment(s + i, j - i, check_mode);
 		else

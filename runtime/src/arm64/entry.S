@@ -1,17 +1,211 @@
 /*
- * Entry hook for arm64 -pg builds: `mov x0, x30; bl _mcount` after the
- * prologue. x0 holds the caller's return address, x30 ours; every
- * argument register is live. Return at once.
+ * Entry hooks and call-site trampolines for arm64.
  *
- * (The arm64 load-time pass and tracers are still to come: this object
- * only lets arm64 programs link.)
+ * Call-site shapes (see sites/ for how recordmcount finds them, site.c
+ * for what the runtime writes):
+ *   -fpatchable-function-entry=2    two NOPs at the function's entry
+ *   (or =4,2)                       (after bti c), enabled as
+ *                                       mov x9, x30
+ *                                       bl  ftrace_caller
+ *                                   before the frame is built: x9 holds
+ *                                   the caller's return address (the
+ *                                   parent ip), x30 the return into the
+ *                                   function (site + 8)
+ *   -pg                             `mov x0, x30; bl _mcount` after the
+ *                                   prologue (stp x29, x30, [sp, #-N]!;
+ *                                   mov x29, sp), enabled as
+ *                                       bl  ftrace_mcount_caller
+ *                                   x0 holds the parent ip, x30 the return
+ *                                   into the function (site + 4), and the
+ *                                   function's frame record its saved x30
+ *                                   at 8(x29)
+ * Every argument register (x0-x7, x8 for an indirect result) is live at
+ * an entry site and must be preserved; x9-x15 are temporaries no caller
+ * keeps anything in across a call, x16 and x17 may be changed by any
+ * branch (veneers, PLT stubs). The C side is built -mgeneral-regs-only,
+ * so the vector registers (q0-q7: floating-point arguments) are never
+ * touched and need no saving.
+ *
+ * Each entry point starts with `bti c` (hint #34: a NOP without BTI), so
+ * a module stub's indirect branch may land on it in a program built with
+ * -mbranch-protection=standard.
  */
+#include "../abi.h"
+
 	.text
+
+/* _mcount: -pg's hook; returns at once, touching nothing, until the
+ * load-time pass turns the site into a NOP or a call of a tracer. */
 	.globl	_mcount
 	.type	_mcount, %function
 	.p2align 2
 _mcount:
+	.cfi_startproc
+	hint	#34
 	ret
+	.cfi_endproc
 	.size	_mcount, .-_mcount
+
+/*
+ * ftrace_caller: where an enabled patchable site calls. On entry:
+ *     x9   the parent ip (the caller's return address, as the function
+ *          got it in x30)
+ *     x30  the return into the function (site + 8)
+ *     sp   the function's at entry (16-byte aligned), nothing pushed
+ *
+ * Frame (FRAME bytes below the entry sp, a frame record at its bottom so
+ * the unwinder and a debugger see the call):
+ *     104  parent ip (x9): the slot ftrt_entry reads, and function_graph
+ *          replaces with return_to_handler; slot + 8 is the entry sp
+ *      96  padding
+ *     16-88 x0-x8 (x0 at 16)
+ *       8  x30: the return into the function
+ *       0  x29
+ * ftrt_entry(ip, &slot) with ip = x30 - 8, the site. On the way out x30
+ * is the slot's (the parent ip, or return_to_handler) and the function
+ * goes on at site + 8, through x9.
+ */
+#define FRAME 112
+#define SLOT 104
+	.globl	ftrace_caller
+	.type	ftrace_caller, %function
+	.p2align 2
+ftrace_caller:
+	.cfi_startproc
+	hint	#34
+	stp	x29, x30, [sp, #-FRAME]!
+	.cfi_def_cfa_offset FRAME
+	.cfi_offset x29, -FRAME
+	.cfi_offset x30, -FRAME + 8
+	mov	x29, sp
+	stp	x0, x1, [sp, #16]
+	stp	x2, x3, [sp, #32]
+	stp	x4, x5, [sp, #48]
+	stp	x6, x7, [sp, #64]
+	str	x8, [sp, #80]
+	str	x9, [sp, #SLOT]
+	sub	x0, x30, #8			/* arg 1: ip = the site */
+	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
+	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
+	ldp	x0, x1, [sp, #16]
+	ldp	x2, x3, [sp, #32]
+	ldp	x4, x5, [sp, #48]
+	ldp	x6, x7, [sp, #64]
+	ldr	x8, [sp, #80]
+	ldr	x9, [sp, #8]			/* the return into the function */
+	ldr	x30, [sp, #SLOT]		/* the parent ip, or return_to_handler */
+	ldr	x29, [sp], #FRAME
+	.cfi_def_cfa_offset 0
+	ret	x9
+	.cfi_endproc
+	.size	ftrace_caller, .-ftrace_caller
+
+/*
+ * ftrace_mcount_caller: where an enabled -pg site calls. On entry x30 is
+ * the return into the function (site + 4) and x29 the function's frame
+ * record, whose saved x30 at 8(x29) is the function's return address:
+ * the parent ip. (gcc also puts it in x0 with `mov x0, x30`; clang does
+ * not.) With -mbranch-protection=standard the saved copy is signed
+ * (paciasp before the prologue's stp), so it is read into x30 and its
+ * authentication code stripped (xpaclri, hint #7: a NOP on a CPU without
+ * pointer authentication) into a slot of this frame, whose address
+ * ftrt_entry gets; the function's own saved copy is never written. The
+ * argument registers are saved as at ftrace_caller (the compiler takes
+ * the call of _mcount for an ordinary call, but keeping them costs
+ * little and holds for every compiler). Frame as ftrace_caller's, the
+ * slot holding the stripped parent ip.
+ */
+	.globl	ftrace_mcount_caller
+	.type	ftrace_mcount_caller, %function
+	.p2align 2
+ftrace_mcount_caller:
+	.cfi_startproc
+	hint	#34
+	stp	x29, x30, [sp, #-FRAME]!
+	.cfi_def_cfa_offset FRAME
+	.cfi_offset x29, -FRAME
+	.cfi_offset x30, -FRAME + 8
+	stp	x0, x1, [sp, #16]
+	stp	x2, x3, [sp, #32]
+	stp	x4, x5, [sp, #48]
+	stp	x6, x7, [sp, #64]
+	str	x8, [sp, #80]
+	sub	x0, x30, #4			/* arg 1: ip = the site */
+	ldr	x30, [x29, #8]			/* the function's saved return address, perhaps signed */
+	hint	#7				/* xpaclri: x30 without its authentication code */
+	str	x30, [sp, #SLOT]
+	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
+	mov	x29, sp
+	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
+	ldp	x0, x1, [sp, #16]
+	ldp	x2, x3, [sp, #32]
+	ldp	x4, x5, [sp, #48]
+	ldp	x6, x7, [sp, #64]
+	ldr	x8, [sp, #80]
+	ldp	x29, x30, [sp], #FRAME
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size	ftrace_mcount_caller, .-ftrace_mcount_caller
+
+/*
+ * ftrace_stub: the empty tracer (FTRACE=nop), which enabled sites call
+ * directly: the cost of a patched site and nothing else. From a
+ * patchable area x9 holds the function's own return address, which goes
+ * back into x30; from a -pg site x30 is no longer live (the prologue
+ * saved it) and x9 is a temporary, so the same three instructions serve.
+ */
+	.globl	ftrace_stub
+	.type	ftrace_stub, %function
+	.p2align 2
+ftrace_stub:
+	.cfi_startproc
+	hint	#34
+	mov	x10, x30
+	mov	x30, x9
+	ret	x10
+	.cfi_endproc
+	.size	ftrace_stub, .-ftrace_stub
+
+/*
+ * return_to_handler: where a function graphed by ftrt_entry returns to,
+ * in place of its caller. On entry the function has just returned: sp is
+ * what it was at the function's entry, and the return value is live in
+ * x0-x7 (integers, small structs), x8 (an indirect result's address) and
+ * q0-q7 (floating point, HFA/HVA), which the C side never touches.
+ *
+ * Frame (96 bytes): x29 and x30 at 0 (a frame record), x0-x7 at 16-72,
+ * x8 at 80, padding at 88.
+ * ftrt_graph_exit(sp) records the exit and returns the original return
+ * address, which becomes x30 for the ret.
+ */
+	.globl	return_to_handler
+	.type	return_to_handler, %function
+	.p2align 2
+return_to_handler:
+	.cfi_startproc
+	.cfi_undefined x30			/* the unwinder cannot see past a hijacked return */
+	hint	#34
+	stp	x29, x30, [sp, #-96]!
+	.cfi_def_cfa_offset 96
+	mov	x29, sp
+	stp	x0, x1, [sp, #16]
+	stp	x2, x3, [sp, #32]
+	stp	x4, x5, [sp, #48]
+	stp	x6, x7, [sp, #64]
+	str	x8, [sp, #80]
+	add	x0, sp, #96			/* arg 1: the stack pointer the function returned with */
+	bl	ftrt_graph_exit			/* x0 = the original return address */
+	mov	x30, x0
+	ldp	x0, x1, [sp, #16]
+	ldp	x2, x3, [sp, #32]
+	ldp	x4, x5, [sp, #48]
+	ldp	x6, x7, [sp, #64]
+	ldr	x8, [sp, #80]
+	ldr	x29, [sp], #96
+	.cfi_def_cfa_offset 0
+	ret
+	.cfi_endproc
+	.size	return_to_handler, .-return_to_handler
 
 	.section .note.GNU-stack, "", %progbits

@@ -28,13 +28,15 @@
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
 
-/* This object's hooks and trampolines (x86_64/entry.S), hidden. */
+/* This object's hooks and trampolines (the architecture's entry.S), hidden. */
 #define HIDDEN __attribute__((visibility("hidden")))
 #define DECLARE_HIDDEN(id, sym) void sym(void) HIDDEN;
-FTRT_TARGETS_X86_64(DECLARE_HIDDEN)
+FTRT_TARGETS_ARCH(DECLARE_HIDDEN)
 extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
 #if defined(__x86_64__)
 _Static_assert(FTRT_SLOTS == 6, "x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");
+#elif defined(__aarch64__)
+_Static_assert(FTRT_SLOTS == 2, "arm64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER..FTRT_T_STUB");
 #endif
 
 /* The program's runtime, if it has one and exports it. Weak: the object

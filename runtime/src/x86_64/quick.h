@@ -47,6 +47,11 @@ static inline int ftrt_quick_pops_r10(uint64_t v)
 	return (v >> 40 & 0xffff) == 0x5a41;
 }
 
+/* The two hooks a quick site calls, by their index in targets[]: the
+ * entry hook (a site calling it is at a function's entry) and the other. */
+#define FTRT_QUICK_ENTRY FTRT_T_FENTRY
+#define FTRT_QUICK_OTHER FTRT_T_MCOUNT
+
 /* The quick site's length: a 5-byte call, or the 5-byte NOP. */
 #define FTRT_QUICK_LEN 5
 

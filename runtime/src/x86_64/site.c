@@ -96,8 +96,6 @@ const char *ftrt_arch_probe(const char *force)
 	return "jmp";
 }
 
-const uintptr_t *ftrt_targets;
-
 /* Whether a call to target is a call to one of the module's hooks. */
 static inline int is_hook(uintptr_t target)
 {

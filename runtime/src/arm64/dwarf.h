@@ -1,0 +1,11 @@
+/*
+ * arm64's DWARF register numbers (the AArch64 DWARF ABI), for the unwind
+ * info the runtime writes for its graph hooks (frames.c, through arch.h).
+ */
+#ifndef FTRT_ARM64_DWARF_H
+#define FTRT_ARM64_DWARF_H
+
+#define FTRT_DWARF_SP 31 /* sp: the hook frame's CFA is the stack pointer */
+#define FTRT_DWARF_RA 30 /* the return address column (x30, the link register) */
+
+#endif

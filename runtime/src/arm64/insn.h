@@ -1,0 +1,51 @@
+/*
+ * The arm64 instructions the runtime reads and writes at sites, as 32-bit
+ * words: the same as the Go package isa/arm64's, which checks them
+ * against golang.org/x/arch (runtime_test.go checks these against that
+ * package). Calls nothing.
+ */
+#ifndef FTRT_ARM64_INSN_H
+#define FTRT_ARM64_INSN_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define ARM64_NOP 0xd503201fu        /* nop (hint #0) */
+#define ARM64_MOV_X9_X30 0xaa1e03e9u /* mov x9, x30 (orr x9, xzr, x30) */
+#define ARM64_MOV_X0_X30 0xaa1e03e0u /* mov x0, x30: what gcc -pg puts before bl _mcount */
+#define ARM64_BTI_C 0xd503245fu      /* bti c (hint #34) */
+#define ARM64_BTI_JC 0xd50324dfu     /* bti jc (hint #38) */
+#define ARM64_BL_OP 0x94000000u      /* bl: the opcode; the low 26 bits count words, signed */
+#define ARM64_BL_MASK 0xfc000000u
+
+/* The word at p (any alignment). */
+static inline uint32_t arm64_word(const unsigned char *p)
+{
+	uint32_t w;
+	memcpy(&w, p, 4);
+	return w;
+}
+
+/* Whether w is a bl. */
+static inline int arm64_is_bl(uint32_t w)
+{
+	return (w & ARM64_BL_MASK) == ARM64_BL_OP;
+}
+
+/* Where the bl w at ip goes: imm26 words from ip, signed. */
+static inline uintptr_t arm64_bl_target(uintptr_t ip, uint32_t w)
+{
+	return ip + (uintptr_t)((intptr_t)((int32_t)(w << 6) >> 6) * 4);
+}
+
+/* `bl target` at ip, or 0 when target is beyond bl's ±128 MiB (or not a
+ * word apart). */
+static inline uint32_t arm64_bl(uintptr_t ip, uintptr_t target)
+{
+	int64_t d = (int64_t)(target - ip);
+	if (d & 3 || d < -(1ll << 27) || d >= (1ll << 27))
+		return 0;
+	return ARM64_BL_OP | ((uint32_t)(d >> 2) & 0x3ffffffu);
+}
+
+#endif

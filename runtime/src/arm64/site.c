@@ -1,0 +1,164 @@
+/*
+ * arm64 site knowledge for the runtime: what a site may hold, the NOPs
+ * that disable it and the calls that enable it. The same facts as the Go
+ * package isa/arm64, which checks its encodings against
+ * golang.org/x/arch; runtime_test.go checks these words against that
+ * package.
+ *
+ * The sites (sites/ says how recordmcount finds them):
+ *   -fpatchable-function-entry=2 (or =4,2: two more NOPs before the
+ *   function, the ops literal's slot), at the function's entry, after
+ *   `bti c` if it has one; 8 bytes:
+ *       nop; nop                       disabled (as the compiler leaves it)
+ *       mov x9, x30; bl ftrace_caller  enabled: x9 keeps the caller's
+ *                                      return address, which the bl
+ *                                      overwrites in x30
+ *   -pg, after the prologue, right after `mov x0, x30`; 4 bytes:
+ *       bl _mcount                     the compiler's call of the hook
+ *       nop                            disabled
+ *       bl ftrace_mcount_caller        enabled
+ * and, at either, `bl ftrace_stub` for the empty tracer (FTRACE=nop).
+ * Every instruction is one aligned 32-bit word: writing one is one store.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../ftrt.h"
+#include "insn.h"
+#include "quick.h"
+
+static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
+
+const unsigned char *ftrt_arch_nop(int len)
+{
+	(void)len; /* one NOP per instruction of the site: a prefix of nops */
+	return (const unsigned char *)nops;
+}
+
+/* One NOP only: every arm64 CPU runs it. */
+const char *ftrt_arch_probe(const char *force)
+{
+	(void)force;
+	return "nop";
+}
+
+/* Whether the site at ip follows gcc -pg's `mov x0, x30`. */
+static int after_mov_x0(const unsigned char *ip)
+{
+	return (uintptr_t)ip >= ftrt_walk_seg_lo + 4 && arm64_word(ip - 4) == ARM64_MOV_X0_X30; /* inside the segment */
+}
+
+/*
+ * What the site at ip holds (reading 8 bytes from ip; and the word
+ * before it, when inside the segment, to tell a -pg site from a
+ * patchable area):
+ *   bl _mcount                 the compiler's call (-pg): CALL, 4 bytes
+ *   nop after mov x0, x30      a disabled -pg site: NOP, 4
+ *   nop; nop                   a patchable area: NOP, 8 (the area is
+ *                              its disabled form already: one NOP per
+ *                              instruction)
+ * Our own calls (mov x9, x30; bl ..., or bl ...) are ftrt_arch_tramp_call's.
+ */
+enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
+{
+	uint32_t w0 = arm64_word(ip), w1 = arm64_word(ip + 4);
+	if (arm64_is_bl(w0)) {
+		if (arm64_bl_target((uintptr_t)ip, w0) != ftrt_targets[FTRT_T_MCOUNT])
+			return FTRT_SITE_UNKNOWN;
+		*len = 4;
+		return FTRT_SITE_CALL;
+	}
+	if (w0 != ARM64_NOP)
+		return FTRT_SITE_UNKNOWN;
+	if (after_mov_x0(ip)) {
+		*len = 4;
+		return FTRT_SITE_NOP;
+	}
+	if (w1 != ARM64_NOP)
+		return FTRT_SITE_UNKNOWN;
+	*len = 8;
+	return FTRT_SITE_NOP;
+}
+
+/* The trampoline an enabled site of len bytes calls where want says. */
+static uintptr_t caller(int len, int want)
+{
+	const uintptr_t *t = ftrt_targets;
+	if (ftrt_mode == FTRT_NOP)
+		return t[FTRT_T_STUB];
+	if (len == 8 && want == WANT_ENTRY)
+		return t[FTRT_T_CALLER];
+	if (len == 4 && want == WANT_MCOUNT)
+		return t[FTRT_T_MCALLER];
+	return 0; /* a shape no site has: never written */
+}
+
+uintptr_t ftrt_arch_call_target(int len, int want)
+{
+	return caller(len, want);
+}
+
+/*
+ * The words that enable the site at ip of len bytes (into buf, 8 bytes):
+ *   mov x9, x30; bl ftrace_caller        a patchable area (8)
+ *   bl ftrace_mcount_caller              a -pg site (4)
+ *   [mov x9, x30;] bl ftrace_stub        the empty tracer
+ * 0, or -1 when the trampoline is beyond bl's reach or the site is of no
+ * shape the tracer serves.
+ */
+int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
+{
+	uintptr_t target = caller(len, want);
+	uint32_t w[2] = { ARM64_MOV_X9_X30, 0 };
+	if (!target)
+		return -1;
+	uintptr_t at = ip + (uintptr_t)len - 4; /* the bl is the site's last word */
+	uint32_t call = arm64_bl(at, target);
+	if (!call)
+		return -1;
+	w[len == 8] = call;
+	memcpy(buf, w, 8);
+	return 0;
+}
+
+/* No per-site trampolines on arm64: nothing to own, seal or release. */
+void ftrt_arch_begin(int o)
+{
+	(void)o;
+}
+
+void ftrt_arch_seal(void)
+{
+}
+
+void ftrt_arch_release(int o)
+{
+	(void)o;
+}
+
+/* arm64 has no -mfentry: no site calls an entry hook. */
+int ftrt_arch_entry_call(const unsigned char *ip)
+{
+	(void)ip;
+	return 0;
+}
+
+/* Nor GNU C nested functions' chain sites (the static chain is x18's,
+ * no push around a call). */
+int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo)
+{
+	(void)ip, (void)len, (void)lo;
+	return 0;
+}
+
+/* A site is at its function's entry when it is the function's first
+ * word, or the second after a landing pad (bti c, bti jc). */
+int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end)
+{
+	if (ip < start || ip >= end)
+		return 0;
+	if (ip == start)
+		return 1;
+	uint32_t w = arm64_word((const unsigned char *)start);
+	return ip == start + 4 && (w == ARM64_BTI_C || w == ARM64_BTI_JC);
+}

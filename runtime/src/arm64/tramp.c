@@ -1,0 +1,39 @@
+/*
+ * arm64's calls into the runtime that a pre-patched site may hold
+ * (sites.c asks). Calls nothing.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../ftrt.h"
+#include "../pass.h"
+#include "insn.h"
+
+/*
+ * Calls into the module's trampolines (ftrt_targets) as the runtime, or
+ * `ftpatch enable`, writes them (see site.c):
+ *   mov x9, x30; bl ftrace_caller / ftrace_stub    a patchable area, 8 bytes
+ *   bl ftrace_mcount_caller / ftrace_stub           a -pg site, 4
+ * Whether the site at ip holds one that a site of the tracer `mode` may
+ * call (mode 0: any of them); sets *len.
+ */
+int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
+{
+	uint32_t w0 = arm64_word(ip), w1 = arm64_word(ip + 4);
+	const uintptr_t *t = ftrt_targets;
+	uintptr_t at = (uintptr_t)ip;
+	uint32_t w = w0;
+	*len = 4;
+	if (w0 == ARM64_MOV_X9_X30) {
+		at += 4, w = w1;
+		*len = 8;
+	}
+	if (!arm64_is_bl(w))
+		return 0;
+	uintptr_t target = arm64_bl_target(at, w);
+	if (target == t[FTRT_T_STUB])
+		return mode == 0 || mode == FTRT_NOP;
+	if (mode == FTRT_NOP)
+		return 0;
+	return target == (*len == 8 ? t[FTRT_T_CALLER] : t[FTRT_T_MCALLER]);
+}
