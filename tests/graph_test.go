@@ -21,8 +21,7 @@ import (
 func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) string {
 	t.Helper()
 	objs := buildSrc(t, tg, dir, flags, pie, srcs...)
-	prog := linkRecorded(t, dir, tg.link, objs, picLink(pie), "-pthread")
-	return prog
+	return linkRecordedOn(t, tg, dir, objs, picLink(pie), "-pthread")
 }
 
 // graphOf reads a function_graph trace.

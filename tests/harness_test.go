@@ -382,14 +382,14 @@ func plainRun(t *testing.T, tg target, pie bool, ld string, srcs ...string) (str
 }
 
 // untraced builds the program src of progs/ with tg's compiler at -O2
-// and no sites, in dir, runs it and returns its stdout and exit status:
+// (and flags, defines the program takes) and no sites, in dir, runs it and returns its stdout and exit status:
 // what a traced build must print and end with.
-func untraced(t *testing.T, tg target, dir, src string) (string, int) {
+func untraced(t *testing.T, tg target, dir, src string, flags ...string) (string, int) {
 	t.Helper()
 	abs := progPath(t, src)
 	plain := filepath.Join(dir, "plain")
-	run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-pthread", abs, "-o", plain)...)
-	out, _, code, err := runStatus(dir, plain)
+	run(t, dir, append(append(append([]string{}, tg.cc...), flags...), "-O2", "-pthread", abs, "-o", plain)...)
+	out, _, code, err := runStatus(dir, tg.on(plain)...)
 	if err != nil {
 		t.Fatal(err)
 	}
