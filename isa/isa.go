@@ -15,6 +15,7 @@ import (
 	"ftpatch/arch"
 	"ftpatch/isa/arm64"
 	"ftpatch/isa/x86"
+	"ftpatch/runtime/abi"
 )
 
 // An ISA holds the facts and operations of one instruction set that
@@ -47,6 +48,15 @@ type ISA struct {
 	// sites into a linked file (the runtime's load-time pass writes them
 	// wherever Runtime says).
 	PostLink bool
+	// Hooks are the compiler's hooks the runtime defines, and Tramps the
+	// trampolines an enabled site calls (runtime/abi's names: the
+	// runtime's entry points on this ISA).
+	Hooks, Tramps []string
+	// Tramp is the index in Tramps of the trampoline an enabled site of
+	// n bytes calls: at a function's entry (entry) or after its prologue,
+	// a nested function's chain site (chain), or the empty tracer's
+	// (nop), as the runtime writes them.
+	Tramp func(entry, chain bool, n int, nop bool) int
 	// RuntimeCFlags are the ISA's flags for compiling the runtime itself.
 	RuntimeCFlags []string
 	// CFlags are the flags that give a program patch sites the runtime
@@ -89,10 +99,27 @@ var x86ISA = ISA{
 		}
 		return 0, false, fmt.Errorf("call % x: not e8, 67 e8 or ff 15", b[:min(n, len(b))])
 	},
-	SiteNop:       x86.SiteNop,
-	SiteCall:      x86.SiteCall,
-	Runtime:       true,
-	PostLink:      true,
+	SiteNop:  x86.SiteNop,
+	SiteCall: x86.SiteCall,
+	Runtime:  true,
+	PostLink: true,
+	Hooks:    []string{abi.Fentry, abi.Mcount},
+	Tramps:   []string{abi.Caller5, abi.Caller6, abi.McountCaller5, abi.McountCaller6, abi.ChainCaller5, abi.ChainCaller6, abi.Stub},
+	Tramp: func(entry, chain bool, n int, nop bool) int {
+		six := 0
+		if n == 6 {
+			six = 1
+		}
+		switch {
+		case nop:
+			return 6
+		case chain:
+			return 4 + six
+		case entry:
+			return six
+		}
+		return 2 + six
+	},
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-pg", "-mfentry"},
 	CC:            []string{"cc"},
@@ -115,10 +142,22 @@ var arm64ISA = ISA{
 		}
 		return 0, false, fmt.Errorf("call % x: not bl", b[:min(n, len(b))])
 	},
-	SiteNop:       arm64.SiteNop,
-	SiteCall:      arm64.SiteCall,
-	NopsDisabled:  true,
-	Runtime:       true,
+	SiteNop:      arm64.SiteNop,
+	SiteCall:     arm64.SiteCall,
+	NopsDisabled: true,
+	Runtime:      true,
+	PostLink:     true,
+	Hooks:        []string{abi.ARM64Mcount},
+	Tramps:       []string{abi.ARM64Caller, abi.ARM64McountCaller, abi.Stub},
+	Tramp: func(entry, chain bool, n int, nop bool) int {
+		switch {
+		case nop:
+			return 2
+		case entry:
+			return 0
+		}
+		return 1
+	},
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"},
 	CC:            []string{"aarch64-linux-gnu-gcc"},
@@ -137,6 +176,7 @@ var unknown = ISA{
 	PLTSlot:    func([]byte, uint64) (uint64, bool) { return 0, false },
 	CallTarget: func([]byte, uint64, int) (uint64, bool, error) { return 0, false, fmt.Errorf("unknown architecture") },
 	SiteNop:    func(n int) ([]byte, error) { return nil, fmt.Errorf("no NOP for a %d-byte site", n) },
+	Tramp:      func(bool, bool, int, bool) int { return -1 },
 	SiteCall: func(pc, _ uint64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("site 0x%x: no call for a %d-byte site of an unknown architecture", pc, n)
 	},

@@ -91,7 +91,7 @@ func TestSiteNop(t *testing.T) {
 		a  arch.Arch
 		n  int
 		ok bool
-	}{{arch.X86_64, 5, true}, {arch.X86_64, 6, true}, {arch.X86_64, 4, false}, {arch.ARM64, 4, true}, {arch.ARM64, 8, false}} {
+	}{{arch.X86_64, 5, true}, {arch.X86_64, 6, true}, {arch.X86_64, 4, false}, {arch.ARM64, 4, true}, {arch.ARM64, 8, true}, {arch.ARM64, 12, false}} {
 		b, err := For(c.a).SiteNop(c.n)
 		if (err == nil) != c.ok || (c.ok && len(b) != c.n) {
 			t.Errorf("%v SiteNop(%d) = % x, %v", c.a, c.n, b, err)
@@ -100,41 +100,51 @@ func TestSiteNop(t *testing.T) {
 }
 
 // TestSiteCall: the enabled form of each ISA's call site, decoded back
-// with x/arch as the one call instruction of the site's length, reaching
+// with x/arch as the one call instruction of the site's length (on
+// arm64's 8-byte entry site, `mov x9, x30` and then the call), reaching
 // the target (read again by CallTarget); a site of another length and a
 // target out of reach are errors, never a truncated call.
 func TestSiteCall(t *testing.T) {
 	const pc, target = 0x401000, 0x402000
 	for _, c := range []struct {
-		a  arch.Arch
-		n  int
-		op string
-	}{{arch.X86_64, 5, "CALL"}, {arch.X86_64, 6, "CALL"}, {arch.ARM64, 4, "BL"}} {
+		a    arch.Arch
+		n    int
+		lead string // what comes before the call, as x/arch prints it
+		op   string
+	}{{arch.X86_64, 5, "", "CALL"}, {arch.X86_64, 6, "", "CALL"}, {arch.ARM64, 4, "", "BL"}, {arch.ARM64, 8, "MOV X9, X30", "BL"}} {
 		i := For(c.a)
 		b, err := i.SiteCall(pc, target, c.n)
 		if err != nil || len(b) != c.n {
 			t.Errorf("%v SiteCall(%d) = % x, %v", c.a, c.n, b, err)
 			continue
 		}
+		call, at := b, uint64(pc)
+		if c.lead != "" {
+			in, err := arm64.Decode(b)
+			if err != nil || in.String() != c.lead {
+				t.Errorf("%v SiteCall(%d) = % x starts %q (%v), want %q", c.a, c.n, b, in.String(), err, c.lead)
+			}
+			call, at = b[4:], pc+4
+		}
 		var op string
 		var n int
 		if c.a == arch.X86_64 {
-			in, err := x86.Decode(b)
+			in, err := x86.Decode(call)
 			op, n = in.Op.String(), in.Len
 			if err != nil {
-				t.Errorf("%v % x: %v", c.a, b, err)
+				t.Errorf("%v % x: %v", c.a, call, err)
 			}
 		} else {
-			in, err := arm64.Decode(b)
+			in, err := arm64.Decode(call)
 			op, n = in.Op.String(), 4
 			if err != nil {
-				t.Errorf("%v % x: %v", c.a, b, err)
+				t.Errorf("%v % x: %v", c.a, call, err)
 			}
 		}
-		if op != c.op || n != c.n {
-			t.Errorf("%v SiteCall(%d) = % x decodes as %s of %d bytes, want %s", c.a, c.n, b, op, n, c.op)
+		if op != c.op || n != len(call) {
+			t.Errorf("%v SiteCall(%d) = % x: the call decodes as %s of %d bytes, want %s of %d", c.a, c.n, b, op, n, c.op, len(call))
 		}
-		if got, via, err := i.CallTarget(b, pc, c.n); err != nil || via || got != target {
+		if got, via, err := i.CallTarget(call, at, len(call)); err != nil || via || got != target {
 			t.Errorf("%v % x reaches %#x (via slot %v, %v), want %#x", c.a, b, got, via, err, uint64(target))
 		}
 		if b, err := i.SiteCall(pc, target, c.n+2); err == nil {

@@ -12,52 +12,24 @@ import (
 	"ftpatch/sites"
 )
 
-// A Tramp is one of the runtime's entry points an enabled site calls.
+// A Tramp is one of the runtime's entry points an enabled site calls:
+// 1 + its index among the file's ISA's trampolines (isa.ISA.Tramps), 0
+// for none. Which one a site calls is fixed by its kind, its length and
+// the tracer (isa.ISA.Tramp).
 type Tramp uint8
-
-// The trampolines (runtime/src/x86_64/entry.S). Which one a site calls
-// is fixed by its kind, its length and the tracer.
-const (
-	TrampNone     Tramp = iota
-	Caller5             // ftrace_caller5: 5-byte site at a function's entry
-	Caller6             // ftrace_caller6: 6-byte site at a function's entry
-	McountCaller5       // ftrace_mcount_caller5: 5-byte site after the prologue (-pg)
-	McountCaller6       // ftrace_mcount_caller6: 6-byte site after the prologue
-	ChainCaller5        // ftrace_chain_caller5: 5-byte site after a nested function's push %r10
-	ChainCaller6        // ftrace_chain_caller6: 6-byte site after a nested function's push %r10
-	Stub                // ftrace_stub: the empty tracer (nop), any site
-	numTramps
-)
-
-var trampNames = [...]string{TrampNone: "", Caller5: abi.Caller5, Caller6: abi.Caller6,
-	McountCaller5: abi.McountCaller5, McountCaller6: abi.McountCaller6,
-	ChainCaller5: abi.ChainCaller5, ChainCaller6: abi.ChainCaller6, Stub: abi.Stub}
-
-func (t Tramp) String() string {
-	if int(t) < len(trampNames) && t != TrampNone {
-		return trampNames[t]
-	}
-	return fmt.Sprintf("tramp(%d)", uint8(t))
-}
 
 // trampFor is the trampoline a site of kind k and length n calls when
 // enabled for tracer tr.
-func trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
-	switch {
-	case tr == TracerNop:
-		return Stub
-	case k == sites.X86Chain && n == 6:
-		return ChainCaller6
-	case k == sites.X86Chain:
-		return ChainCaller5
-	case k.AtEntry() && n == 6:
-		return Caller6
-	case k.AtEntry():
-		return Caller5
-	case n == 6:
-		return McountCaller6
+func (b *Binary) trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
+	return Tramp(b.isa.Tramp(k.AtEntry(), k == sites.X86Chain, int(n), tr == TracerNop) + 1)
+}
+
+// trampName names trampoline t.
+func (b *Binary) trampName(t Tramp) string {
+	if t > 0 && int(t) <= len(b.isa.Tramps) {
+		return b.isa.Tramps[t-1]
 	}
-	return McountCaller5
+	return fmt.Sprintf("tramp(%d)", uint8(t))
 }
 
 // A Slot is one entry of the site table that ftpatch writes: a live site
@@ -71,28 +43,21 @@ type Slot struct {
 	Addr   uint64      // the site's address (before any load bias)
 	Off    elfx.Off    // its offset in the file
 	Func   string      // the function holding it; "" for a dead slot
-	Len    uint8       // bytes: 5 or 6
+	Len    uint8       // bytes: 5 or 6 (x86-64), 4 or 8 (arm64)
 	Kind   sites.Kind  // KindUnknown for a dead slot
 	State  sites.State // what it holds now (see slot)
 	Target Tramp       // for StateTraced: which trampoline
 	Hook   Hook        // for StateHook: which hook
 }
 
-// A Hook is one of the compiler's entry hooks, which the runtime defines.
+// A Hook is one of the compiler's entry hooks, which the runtime defines:
+// 1 + its index among the file's ISA's hooks (isa.ISA.Hooks), 0 for none.
 type Hook uint8
 
-// The hooks.
-const (
-	HookNone Hook = iota
-	HookFentry
-	HookMcount
-)
-
-var hookNames = [...]string{HookNone: "", HookFentry: abi.Fentry, HookMcount: abi.Mcount}
-
-func (h Hook) String() string {
-	if int(h) < len(hookNames) {
-		return hookNames[h]
+// hookName names hook h.
+func (b *Binary) hookName(h Hook) string {
+	if h > 0 && int(h) <= len(b.isa.Hooks) {
+		return b.isa.Hooks[h-1]
 	}
 	return fmt.Sprintf("hook(%d)", uint8(h))
 }
@@ -105,12 +70,12 @@ func (s *Slot) Dead() bool { return s.Func == "" }
 func (s *Slot) Other() bool { return s.State == sites.StateDirect || s.State == sites.StateUnknown }
 
 // holds says what a slot that patching may write holds, for messages.
-func (s *Slot) holds() string {
+func (b *Binary) holds(s *Slot) string {
 	switch s.State {
 	case sites.StateHook:
-		return fmt.Sprintf("the compiler's call to %s", s.Hook)
+		return fmt.Sprintf("the compiler's call to %s", b.hookName(s.Hook))
 	case sites.StateTraced:
-		return fmt.Sprintf("a call to %s", s.Target)
+		return fmt.Sprintf("a call to %s", b.trampName(s.Target))
 	case sites.StateNops:
 		return "several NOPs"
 	}
@@ -131,14 +96,11 @@ type Binary struct {
 	Module bool
 
 	configOff elfx.Off
-	tramps    [numTramps]uint64 // trampoline addresses; 0: absent
+	isa       *isa.ISA          // the file's: its runtime's hooks and trampolines
+	tramps    []uint64          // trampoline addresses, by Tramp-1
 	hooks     map[uint64]Hook   // hook address -> which
 	details   map[uint64]string // for Other slots, by address: what was found
 }
-
-// The symbols the patcher needs from the runtime: its hooks, its two
-// entry points (the runtime's, the module stub's) and the trampolines.
-var runtimeSyms = append([]string{abi.Fentry, abi.Mcount, abi.Init, abi.ModuleInit}, trampNames[Caller5:]...)
 
 // hintLink is how to link the runtime in: into a program, or the module
 // stub into a shared object.
@@ -151,7 +113,8 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	if f.Type == elf.ET_REL {
 		return nil, fmt.Errorf("a relocatable object: link it first (ftpatch patches executables and shared objects; recordmcount handles objects)")
 	}
-	if !isa.For(f.Arch).PostLink {
+	in := isa.For(f.Arch)
+	if !in.PostLink {
 		return nil, fmt.Errorf("%w: %v (ftpatch enable does not write %v sites yet; the runtime's load-time pass does, from FTRACE at start)", ErrArch, f.Arch, f.Arch)
 	}
 	_, syms, err := f.Symtab()
@@ -161,7 +124,10 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Binary{File: f, hooks: map[uint64]Hook{}, details: map[uint64]string{}}
+	b := &Binary{File: f, isa: in, tramps: make([]uint64, len(in.Tramps)), hooks: map[uint64]Hook{}, details: map[uint64]string{}}
+	// The symbols the patcher needs from the runtime: its hooks, its two
+	// entry points (the runtime's, the module stub's) and the trampolines.
+	runtimeSyms := append(append(append([]string{}, in.Hooks...), abi.Init, abi.ModuleInit), in.Tramps...)
 	found := map[string]uint64{}
 	for i := range syms {
 		s := &syms[i]
@@ -197,20 +163,20 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	case !rt && !b.Module:
 		return nil, fmt.Errorf("%w: %s section present but neither %s nor %s: %s", ErrNoRuntime, ConfigSection, abi.Init, abi.ModuleInit, hintLink)
 	}
-	for _, n := range hookNames[HookFentry:] {
-		if _, ok := found[n]; !ok {
+	for i, n := range in.Hooks {
+		a, ok := found[n]
+		if !ok {
 			return nil, fmt.Errorf("%w: %s section present but no %s symbol: %s", ErrNoRuntime, ConfigSection, n, hintLink)
 		}
+		b.hooks[a] = Hook(i + 1)
 	}
-	for t := Caller5; t < numTramps; t++ {
-		a, ok := found[t.String()]
+	for i, n := range in.Tramps {
+		a, ok := found[n]
 		if !ok {
-			return nil, fmt.Errorf("%w: the linked runtime has no %s, which enabled sites call: relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, t)
+			return nil, fmt.Errorf("%w: the linked runtime has no %s, which enabled sites call: relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, n)
 		}
-		b.tramps[t] = a
+		b.tramps[i] = a
 	}
-	b.hooks[found[abi.Fentry]] = HookFentry
-	b.hooks[found[abi.Mcount]] = HookMcount
 
 	if tab := f.Section(sites.TableName); tab != nil && progress != nil {
 		progress(0, int(tab.Size/8)) // reading the table is most of the time: show the bar now
@@ -279,15 +245,15 @@ func (b *Binary) slot(s *sites.Site) Slot {
 			sl.State, sl.Hook = sites.StateHook, h
 			return sl
 		}
-		if h := hookNamed(c.Name); c.Addr == 0 && h != HookNone && (c.Via == sites.ViaGOT || c.Via == sites.ViaPLT) {
+		if h := b.hookNamed(c.Name); c.Addr == 0 && h != 0 && (c.Via == sites.ViaGOT || c.Via == sites.ViaPLT) {
 			// A slot the loader binds to a hook by name.
 			sl.State, sl.Hook = sites.StateHook, h
 			return sl
 		}
 		if c.Via == sites.ViaDirect || c.Via == sites.ViaGOT {
-			for t := Caller5; t < numTramps; t++ {
-				if b.tramps[t] == c.Addr && c.Addr != 0 {
-					sl.State, sl.Target = sites.StateTraced, t
+			for i, a := range b.tramps {
+				if a == c.Addr && c.Addr != 0 {
+					sl.State, sl.Target = sites.StateTraced, Tramp(i+1)
 					return sl
 				}
 			}
@@ -303,12 +269,12 @@ func (b *Binary) slot(s *sites.Site) Slot {
 	return sl
 }
 
-// hookNamed is the hook of that name; HookNone for any other.
-func hookNamed(name string) Hook {
-	for h := HookFentry; int(h) < len(hookNames); h++ {
-		if hookNames[h] == name {
-			return h
+// hookNamed is the hook of that name; 0 for any other.
+func (b *Binary) hookNamed(name string) Hook {
+	for i, n := range b.isa.Hooks {
+		if n == name {
+			return Hook(i + 1)
 		}
 	}
-	return HookNone
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"ftpatch/arch"
 	"ftpatch/record"
 	ftrt "ftpatch/runtime"
 )
@@ -23,6 +24,10 @@ var (
 	libPath string
 	libErr  error
 	libDir  string
+
+	a64Once sync.Once
+	a64Path string
+	a64Err  error
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +53,19 @@ func runtimeLib(t testing.TB) string {
 	return libPath
 }
 
-var packages = map[string]string{"gcc": "gcc", "clang": "clang"}
+// runtimeLibArm64 builds arm64's libftrt.a once per test run.
+func runtimeLibArm64(t testing.TB) string {
+	t.Helper()
+	a64Once.Do(func() {
+		a64Path, a64Err = ftrt.Build(context.Background(), ftrt.Options{Dir: filepath.Join(libDir, "arm64"), Arch: arch.ARM64})
+	})
+	if a64Err != nil {
+		t.Fatal(a64Err)
+	}
+	return a64Path
+}
+
+var packages = map[string]string{"gcc": "gcc", "clang": "clang", "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu"}
 
 func need(t testing.TB, tool string) {
 	t.Helper()
@@ -74,6 +91,15 @@ type build struct {
 	link   string // -pie, -no-pie, -static or -shared
 	record bool   // run recordmcount (else the compiler wrote the table)
 	noRT   bool   // link without the runtime (the stub hooks instead)
+}
+
+// arm64Builds are the arm64 programs the patcher must handle: each site
+// form, a program and a shared object.
+var arm64Builds = []build{
+	{"arm64-patchable-pie", "aarch64-linux-gnu-gcc", "-fpatchable-function-entry=2", "-pie", true, false},
+	{"arm64-callops-nopie", "aarch64-linux-gnu-gcc", "-fpatchable-function-entry=4,2 -falign-functions=8", "-no-pie", true, false},
+	{"arm64-mcount-pie", "aarch64-linux-gnu-gcc", "-pg -mbranch-protection=standard", "-pie", true, false},
+	{"arm64-patchable-shared", "aarch64-linux-gnu-gcc", "-fpatchable-function-entry=2", "-shared", true, false},
 }
 
 // builds are the ways the patcher must handle.
@@ -106,6 +132,10 @@ func (b build) make(t testing.TB, dir string) string {
 	case "-shared":
 		pic = "-fPIC"
 	}
+	lib := runtimeLib
+	if strings.HasPrefix(b.cc, "aarch64-") {
+		lib = runtimeLibArm64
+	}
 	var objs []string
 	for _, src := range progSrc {
 		abs, err := filepath.Abs(filepath.Join("..", "tests", "progs", src))
@@ -137,9 +167,9 @@ func (b build) make(t testing.TB, dir string) string {
 	} else if b.link == "-shared" {
 		// A shared object links the module stub; the runtime, whose start
 		// is in the .preinit_array, links into a program only.
-		argv = append(argv, ftrt.ModuleLinkFlags(runtimeLib(t))...)
+		argv = append(argv, ftrt.ModuleLinkFlags(lib(t))...)
 	} else {
-		argv = append(argv, ftrt.LinkFlags(runtimeLib(t))...)
+		argv = append(argv, ftrt.LinkFlags(lib(t))...)
 	}
 	sh(t, dir, argv...)
 	return out

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/elfx"
@@ -478,23 +479,89 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestArm64: ftpatch enable does not write arm64 sites yet (the
-// runtime's load-time pass does): a clear error, and the file untouched.
+// TestArm64: on every arm64 build, enable writes exactly the listed
+// functions' sites as calls of their trampolines, decoded back with
+// x/arch: a patchable entry `mov x9, x30; bl ftrace_caller`, a -pg site
+// `bl ftrace_mcount_caller`; every other site holds its NOPs. The file
+// passes Verify; enabling again changes nothing; disable leaves every
+// site NOPs and Verify passes.
 func TestArm64(t *testing.T) {
-	need(t, "aarch64-linux-gnu-gcc")
-	dir := t.TempDir()
-	src, _ := filepath.Abs(filepath.Join("..", "tests", "progs", "other.c"))
-	hooks, _ := filepath.Abs(filepath.Join("..", "runtime", "stub", "hooks_arm64.S"))
-	obj := filepath.Join(dir, "other.o")
-	sh(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-fpatchable-function-entry=2", "-c", src, "-o", obj)
-	lib := filepath.Join(dir, "lib.so")
-	sh(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-o", lib, obj, hooks)
-	before := untouched.Take(t, lib)
-	_, err := Run(Options{Path: lib, Request: Request{Op: Enable, List: list(t, "helper"), Inputs: "list"}})
-	if !errors.Is(err, ErrArch) || !strings.Contains(err.Error(), "does not write arm64 sites yet") {
-		t.Errorf("arm64: %v", err)
+	for _, b := range arm64Builds {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			prog := b.make(t, dir)
+			enabled := filepath.Join(dir, "enabled")
+			req := Request{Op: Enable, List: list(t, "fib\nhelper\n"), Inputs: "list"}
+			if _, err := Run(Options{Path: prog, Out: enabled, Request: req}); err != nil {
+				t.Fatal(err)
+			}
+			chosen := map[string]bool{"fib": true, "helper": true}
+			if n := checkArm64Sites(t, enabled, chosen); n < 2 {
+				t.Errorf("%d sites call the runtime, want fib's and helper's", n)
+			}
+			eb := load(t, enabled)
+			if r := eb.Verify(); !r.OK() || eb.Config.Tracer != TracerFunction {
+				t.Errorf("after enable: config %+v, %v", eb.Config, r.Problems)
+			}
+			if res, err := Run(Options{Path: enabled, Request: req}); err != nil || res.Written != "" {
+				t.Errorf("enable again: %v, wrote %q", err, res.Written)
+			}
+			none := filepath.Join(dir, "none")
+			if _, err := Run(Options{Path: enabled, Out: none, Request: Request{Op: Disable}}); err != nil {
+				t.Fatal(err)
+			}
+			if n := checkArm64Sites(t, none, nil); n != 0 {
+				t.Errorf("after disable, %d sites call the runtime", n)
+			}
+			if nb := load(t, none); !nb.Verify().OK() || nb.Config.Enabled != 0 {
+				t.Errorf("after disable: config %+v, %v", nb.Config, nb.Verify().Problems)
+			}
+		})
 	}
-	before.Check(t, "the patcher")
+}
+
+// checkArm64Sites decodes every site of the arm64 file at path with
+// x/arch: those of the functions in calls must call their trampoline
+// (an entry site `mov x9, x30; bl ftrace_caller`, a -pg site `bl
+// ftrace_mcount_caller`), every other one hold NOPs. It returns the
+// number of calls.
+func checkArm64Sites(t *testing.T, path string, calls map[string]bool) int {
+	t.Helper()
+	f, l := sitetest.Linked(t, path)
+	syms := symbols(t, path)
+	n := 0
+	for _, s := range l.Sites {
+		code, err := f.ReadAt(elfx.Addr(s.Off), uint64(s.Len))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var words []string
+		for i := 0; i < len(code); i += 4 {
+			in, err := arm64asm.Decode(code[i:])
+			if err != nil {
+				t.Fatalf("%s: site 0x%x (%s): % x: %v", path, s.Off, s.Func, code, err)
+			}
+			words = append(words, in.String())
+		}
+		got := strings.Join(words, "; ")
+		want := strings.TrimSuffix(strings.Repeat("NOP ; ", s.Len/4), "; ")
+		if calls[s.Func] {
+			name, bl := abi.ARM64Caller, s.Off+4
+			if s.Kind == sites.ARM64Mcount {
+				name, bl = abi.ARM64McountCaller, s.Off
+			}
+			want = fmt.Sprintf("BL .%+#x", int64(syms[name]-bl))
+			if s.Len == 8 {
+				want = "MOV X9, X30; " + want
+			}
+			n++
+		}
+		if got != want {
+			t.Errorf("%s: site 0x%x (%s, %v): %s, want %s", path, s.Off, s.Func, s.Kind, got, want)
+		}
+	}
+	return n
 }
 
 // TestChangedUnderUs: a file written by someone else while ftpatch
@@ -588,7 +655,7 @@ func TestFiles(t *testing.T) {
 func TestOutOfRange(t *testing.T) {
 	dir := t.TempDir()
 	b := load(t, builds[0].make(t, dir))
-	for tr := Caller5; tr < numTramps; tr++ {
+	for tr := range b.tramps {
 		b.tramps[tr] += 1 << 40
 	}
 	_, err := b.Plan(Request{Op: Enable, List: list(t, "fib"), Inputs: "list"})

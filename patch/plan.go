@@ -49,8 +49,9 @@ type Write struct {
 	New  [maxSite]byte
 }
 
-// maxSite is the longest site, in bytes.
-const maxSite = 6
+// maxSite is the longest site, in bytes: arm64's patchable entry (two
+// words); x86-64's are 5 or 6.
+const maxSite = 8
 
 // Bytes returns the bytes the site gets.
 func (w *Write) Bytes() []byte { return w.New[:w.Slot.Len] }
@@ -163,7 +164,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		}
 		var target uint64
 		if call {
-			target = b.tramps[trampFor(s.Kind, s.Len, tracer)]
+			target = b.tramps[b.trampFor(s.Kind, s.Len, tracer)-1]
 			enabled++
 		}
 		want, err := b.want(s, target)

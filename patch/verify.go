@@ -66,21 +66,21 @@ func (b *Binary) Verify() *Report {
 		switch {
 		case s.Other():
 			add(s, "holds %s", b.Detail(s))
-		case c.Patched() && s.State == sites.StateNop:
+		case c.Patched() && (s.State == sites.StateNop || s.State == sites.StateNops && b.isa.NopsDisabled):
 			want, err := b.want(s, 0)
 			if got := b.File.Data[s.Off : int(s.Off)+int(s.Len)]; err != nil || !bytes.Equal(got, want) {
 				add(s, "holds the NOP % x, ftpatch writes % x", got, want)
 			}
 		case c.Patched() && s.State == sites.StateTraced && s.Dead():
-			add(s, "calls %s, but it lies in no live function: ftpatch leaves such entries NOPs", s.Target)
+			add(s, "calls %s, but it lies in no live function: ftpatch leaves such entries NOPs", b.trampName(s.Target))
 		case c.Patched() && s.State == sites.StateTraced:
-			if want := trampFor(s.Kind, s.Len, c.Tracer); s.Target != want {
-				add(s, "calls %s; a %d-byte %s site traced by %s calls %s", s.Target, s.Len, s.Kind, c.Tracer, want)
+			if want := b.trampFor(s.Kind, s.Len, c.Tracer); s.Target != want {
+				add(s, "calls %s; a %d-byte %s site traced by %s calls %s", b.trampName(s.Target), s.Len, s.Kind, c.Tracer, b.trampName(want))
 			}
 		case c.Patched():
-			add(s, "holds %s, which ftpatch does not leave in a patched file: want a NOP or a trampoline call", s.holds())
+			add(s, "holds %s, which ftpatch does not leave in a patched file: want a NOP or a trampoline call", b.holds(s))
 		case s.State == sites.StateTraced:
-			add(s, "calls %s, but the config record says the file is not patched", s.Target)
+			add(s, "calls %s, but the config record says the file is not patched", b.trampName(s.Target))
 		}
 	}
 	switch {

@@ -328,16 +328,31 @@ func x86Dead(code []byte, site *Site, calls *callResolver) {
 	}
 }
 
-// arm64Dead is classifyDead for arm64: one bl or NOP.
+// arm64Dead is classifyDead for arm64: a patchable entry's two words
+// (`mov x9, x30; bl ...` enabled, two NOPs disabled: 8 bytes), or one bl
+// or NOP (a -pg site: 4). Two NOPs are taken for an entry: were they a
+// -pg site's NOP and the NOP after it, writing NOPs over both changes
+// nothing.
 func arm64Dead(code []byte, site *Site, calls *callResolver) {
 	if len(code) < 4 || site.Off%4 != 0 {
 		return
 	}
-	switch w := arm64.Word(code, 0); {
+	w := arm64.Word(code, 0)
+	var w1 uint32
+	if len(code) >= 8 {
+		w1 = arm64.Word(code, 4)
+	}
+	switch {
+	case len(code) >= 8 && w == arm64.MovX9X30 && arm64.IsBL(w1):
+		site.Len = 8
+		site.Call = deadCall(calls, site.Off+4, code[4:], 4)
+		site.State = callState(arm64HookKinds, arm64Trampolines, site.Call)
 	case arm64.IsBL(w):
 		site.Len = 4
 		site.Call = deadCall(calls, site.Off, code, 4)
 		site.State = callState(arm64HookKinds, arm64Trampolines, site.Call)
+	case len(code) >= 8 && arm64.IsNop(w) && arm64.IsNop(w1):
+		site.State, site.Len = StateNops, 8
 	case arm64.IsNop(w):
 		site.State, site.Len = StateNop, 4
 	}

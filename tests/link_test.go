@@ -76,7 +76,7 @@ func checkTable(t *testing.T, prog string, e expectation, wantState func(sites.S
 	// with (or the NOP the runtime's pass or ftpatch wrote): read like a
 	// live site's, for patching to keep it a NOP.
 	for _, d := range l.Dead {
-		if d.Func != "" || d.Len < 4 || d.Len > 6 || d.State == sites.StateUnknown {
+		if d.Func != "" || d.Len < 4 || d.Len > 8 || d.State == sites.StateUnknown {
 			t.Errorf("%s: dead entry at 0x%x holds %v of %d bytes (function %q)", prog, d.Off, d.State, d.Len, d.Func)
 		}
 	}

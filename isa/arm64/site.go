@@ -117,26 +117,39 @@ func LiteralAt(at uint64, size int, align uint64) bool {
 	return size == LiteralSize && at%LiteralSize == 0 && align >= LiteralSize
 }
 
-// SiteCall returns the call an enabled 4-byte site holds, from site to
-// target: `bl target` (BL says what it refuses).
+// SiteCall returns what an enabled site of n bytes at site holds, to
+// call target: a -pg site (4 bytes) `bl target`; a patchable entry (8
+// bytes, two NOPs disabled) `mov x9, x30; bl target`, x9 keeping the
+// caller's return address that the bl overwrites in x30. BL says what it
+// refuses.
 func SiteCall(site, target uint64, n int) ([]byte, error) {
-	if n != 4 {
-		return nil, fmt.Errorf("site 0x%x: %d bytes, want 4", site, n)
+	switch n {
+	case 4:
+		w, err := BL(site, target)
+		if err != nil {
+			return nil, err
+		}
+		return Bytes(w), nil
+	case 8:
+		w, err := BL(site+4, target)
+		if err != nil {
+			return nil, err
+		}
+		return Bytes(MovX9X30, w), nil
 	}
-	w, err := BL(site, target)
-	if err != nil {
-		return nil, err
-	}
-	return Bytes(w), nil
+	return nil, fmt.Errorf("site 0x%x: %d bytes, want 4 or 8", site, n)
 }
 
-// SiteNop returns the NOP that disables an n-byte site: one NOP word,
-// the only size of an arm64 call site.
+// SiteNop returns what disables an n-byte site: one NOP word for a -pg
+// site (4 bytes), two for a patchable entry (8), one per instruction.
 func SiteNop(n int) ([]byte, error) {
-	if n != 4 {
-		return nil, fmt.Errorf("no NOP for a %d-byte site", n)
+	switch n {
+	case 4:
+		return Bytes(NOP), nil
+	case 8:
+		return Bytes(NOP, NOP), nil
 	}
-	return Bytes(NOP), nil
+	return nil, fmt.Errorf("no NOP for a %d-byte site", n)
 }
 
 // arm64 instructions the scan of a -pg prologue knows, as mask and value.

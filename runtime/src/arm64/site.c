@@ -53,10 +53,15 @@ static int after_mov_x0(const unsigned char *ip)
  * before it, when inside the segment, to tell a -pg site from a
  * patchable area):
  *   bl _mcount                 the compiler's call (-pg): CALL, 4 bytes
- *   nop after mov x0, x30      a disabled -pg site: NOP, 4
+ *   nop after mov x0, x30      a disabled -pg site (gcc's): NOP, 4
+ *   nop, then no nop           a disabled -pg site (clang's: no mov x0,
+ *                              x30 before it; a patchable area is two
+ *                              NOPs): NOP, 4
  *   nop; nop                   a patchable area: NOP, 8 (the area is
  *                              its disabled form already: one NOP per
- *                              instruction)
+ *                              instruction); or a disabled -pg site
+ *                              and a NOP after it, which ftrt_arch_call
+ *                              tells apart by where the site is
  * Our own calls (mov x9, x30; bl ..., or bl ...) are ftrt_arch_tramp_call's.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
@@ -70,27 +75,24 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 	}
 	if (w0 != ARM64_NOP)
 		return FTRT_SITE_UNKNOWN;
-	if (after_mov_x0(ip)) {
-		*len = 4;
-		return FTRT_SITE_NOP;
-	}
-	if (w1 != ARM64_NOP)
-		return FTRT_SITE_UNKNOWN;
-	*len = 8;
+	*len = after_mov_x0(ip) || w1 != ARM64_NOP ? 4 : 8;
 	return FTRT_SITE_NOP;
 }
 
-/* The trampoline an enabled site of len bytes calls where want says. */
+/* The trampoline an enabled site of len bytes calls where want says: a
+ * patchable area (8 bytes, at the entry) ftrace_caller, a -pg site
+ * (after the prologue; 4 bytes, or 8 when a NOP follows its own)
+ * ftrace_mcount_caller. */
 static uintptr_t caller(int len, int want)
 {
 	const uintptr_t *t = ftrt_targets;
+	if (want != WANT_ENTRY && want != WANT_MCOUNT)
+		return 0; /* no other place has a site: never written */
 	if (ftrt_mode == FTRT_NOP)
 		return t[FTRT_T_STUB];
 	if (len == 8 && want == WANT_ENTRY)
 		return t[FTRT_T_CALLER];
-	if (len == 4 && want == WANT_MCOUNT)
-		return t[FTRT_T_MCALLER];
-	return 0; /* a shape no site has: never written */
+	return want == WANT_MCOUNT ? t[FTRT_T_MCALLER] : 0;
 }
 
 uintptr_t ftrt_arch_call_target(int len, int want)
@@ -100,8 +102,10 @@ uintptr_t ftrt_arch_call_target(int len, int want)
 
 /*
  * The words that enable the site at ip of len bytes (into buf, 8 bytes):
- *   mov x9, x30; bl ftrace_caller        a patchable area (8)
- *   bl ftrace_mcount_caller              a -pg site (4)
+ *   mov x9, x30; bl ftrace_caller        a patchable area (8), at the entry
+ *   bl ftrace_mcount_caller              a -pg site (4), after the prologue
+ *   bl ftrace_mcount_caller; nop         a -pg site classified with the
+ *                                        NOP after it (8): that NOP stays
  *   [mov x9, x30;] bl ftrace_stub        the empty tracer
  * 0, or -1 when the trampoline is beyond bl's reach or the site is of no
  * shape the tracer serves.
@@ -109,14 +113,20 @@ uintptr_t ftrt_arch_call_target(int len, int want)
 int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
 	uintptr_t target = caller(len, want);
-	uint32_t w[2] = { ARM64_MOV_X9_X30, 0 };
 	if (!target)
 		return -1;
-	uintptr_t at = ip + (uintptr_t)len - 4; /* the bl is the site's last word */
-	uint32_t call = arm64_bl(at, target);
-	if (!call)
-		return -1;
-	w[len == 8] = call;
+	uint32_t w[2];
+	if (want == WANT_ENTRY) { /* len 8: the bl is the second word */
+		w[0] = ARM64_MOV_X9_X30;
+		w[1] = arm64_bl(ip + 4, target);
+		if (!w[1])
+			return -1;
+	} else {
+		w[0] = arm64_bl(ip, target);
+		w[1] = ARM64_NOP;
+		if (!w[0])
+			return -1;
+	}
 	memcpy(buf, w, 8);
 	return 0;
 }
