@@ -89,6 +89,13 @@ func TestFunctionTracer(t *testing.T) {
 		} else if _, err := symbols.Load(plain, tr.Meta.BuildID); !errors.Is(err, symbols.ErrBuildID) {
 			t.Errorf("naming the trace from another binary: %v, want ErrBuildID", err)
 		}
+		// arm64's counter gives its rate (cntfrq_el0), which the
+		// metadata records; x86-64's TSC does not.
+		if tr, err := trace.Read(out); err != nil {
+			t.Error(err)
+		} else if (tr.Meta.TSCHz != 0) != (tg.arch == "arm64") {
+			t.Errorf("%s: tsc_hz %d in the metadata", tg.arch, tr.Meta.TSCHz)
+		}
 		counts := traceCounts(t, out)
 		for fn, n := range want {
 			if counts[fn] != n {

@@ -119,6 +119,10 @@ type Meta struct {
 	// timestamp and MonoEnd follows it at the rate the metadata's own
 	// clock pair (taken when it was written) gives.
 	TSCStart, TSCEnd, MonoStart, MonoEnd uint64
+	// TSCHz is the counter's rate where the architecture gives it
+	// (arm64's cntfrq_el0), which converts its ticks to nanoseconds
+	// exactly; 0 elsewhere, and the clock pairs give the rate.
+	TSCHz uint64
 	// What the runtime did: sites in the table, enabled, skipped for
 	// unexpected bytes, failed to write, not traceable yet; events dropped;
 	// calls not graphed because their thread's shadow stack overflowed,
@@ -208,6 +212,8 @@ func (m *Meta) endAt(ts uint64) {
 	switch {
 	case m.Clock == abi.MetaClockMono:
 		m.MonoEnd = m.MonoStart + (ts - m.TSCStart)
+	case m.TSCHz > 0:
+		m.MonoEnd = m.MonoStart + uint64(float64(ts-m.TSCStart)*1e9/float64(m.TSCHz))
 	case m.TSCEnd > m.TSCStart && m.MonoEnd >= m.MonoStart:
 		m.MonoEnd = m.MonoStart + uint64(float64(ts-m.TSCStart)*float64(m.MonoEnd-m.MonoStart)/float64(m.TSCEnd-m.TSCStart))
 	default:
@@ -218,6 +224,9 @@ func (m *Meta) endAt(ts uint64) {
 
 // Nanos converts a timestamp to nanoseconds since tracing started.
 func (m *Meta) Nanos(ts uint64) float64 {
+	if m.TSCHz > 0 && m.Clock != abi.MetaClockMono && ts >= m.TSCStart {
+		return float64(ts-m.TSCStart) * 1e9 / float64(m.TSCHz)
+	}
 	if m.TSCEnd <= m.TSCStart || ts < m.TSCStart {
 		return 0
 	}
@@ -663,6 +672,8 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.TSCStart
 	case abi.MetaKeyTSCEnd:
 		return &m.TSCEnd
+	case abi.MetaKeyTSCHz:
+		return &m.TSCHz
 	case abi.MetaKeyMonoStart:
 		return &m.MonoStart
 	case abi.MetaKeyMonoEnd:

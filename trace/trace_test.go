@@ -38,6 +38,7 @@ func TestUnended(t *testing.T) {
 		tscEnd   uint64
 		monoEnd  uint64
 		errIsFmt bool
+		nanos    float64 // Nanos(last), when not 0
 	}{
 		{name: "no-ended-line", lines: "clock tsc\n", last: 1500, tscEnd: 600, monoEnd: 2000},
 		{name: "ended", lines: "clock tsc\nended 1\n", last: 1500, tscEnd: 600, monoEnd: 2000},
@@ -48,6 +49,9 @@ func TestUnended(t *testing.T) {
 		{name: "unended-before-mark", lines: "clock tsc\nended 0\n", last: 400, unended: true, tscEnd: 600, monoEnd: 2000},
 		// On the mono clock records are ns: no rate needed.
 		{name: "unended-mono", lines: "clock mono\nended 0\n", last: 1500, unended: true, tscEnd: 1500, monoEnd: 2400},
+		// A rate the architecture gave (arm64): 250 MHz, 4 ns a tick, so
+		// 1400 ticks in is 5600 ns in, whatever the pair says.
+		{name: "unended-hz", lines: "clock tsc\nended 0\ntsc_hz 250000000\n", last: 1500, unended: true, tscEnd: 1500, monoEnd: 6600, nanos: 5600},
 		{name: "ended-garbage", lines: "clock tsc\nended yes\n", errIsFmt: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,6 +76,9 @@ func TestUnended(t *testing.T) {
 			m := tr.Meta
 			if m.Unended != c.unended || m.TSCEnd != c.tscEnd || m.MonoEnd != c.monoEnd {
 				t.Errorf("unended %v, tsc_end %d, mono_end_ns %d; want %v, %d, %d", m.Unended, m.TSCEnd, m.MonoEnd, c.unended, c.tscEnd, c.monoEnd)
+			}
+			if got := m.Nanos(c.last); c.nanos != 0 && got != c.nanos {
+				t.Errorf("Nanos(%d) = %v, want %v", c.last, got, c.nanos)
 			}
 			warns := tr.Warnings()
 			switch {

@@ -99,6 +99,7 @@ const (
 	MetaKeyBias             = "bias"              // META_KEY_BIAS
 	MetaKeyTSCStart         = "tsc_start"         // META_KEY_TSC_START
 	MetaKeyTSCEnd           = "tsc_end"           // META_KEY_TSC_END
+	MetaKeyTSCHz            = "tsc_hz"            // META_KEY_TSC_HZ: the counter's rate, where the architecture gives it
 	MetaKeyMonoStart        = "mono_start_ns"     // META_KEY_MONO_START
 	MetaKeyMonoEnd          = "mono_end_ns"       // META_KEY_MONO_END
 	MetaKeySites            = "sites"             // META_KEY_SITES

@@ -109,6 +109,7 @@ func mirrors() []mirror {
 		{"META_KEY_BIAS", "MetaKeyBias", abi.MetaKeyBias},
 		{"META_KEY_TSC_START", "MetaKeyTSCStart", abi.MetaKeyTSCStart},
 		{"META_KEY_TSC_END", "MetaKeyTSCEnd", abi.MetaKeyTSCEnd},
+		{"META_KEY_TSC_HZ", "MetaKeyTSCHz", abi.MetaKeyTSCHz},
 		{"META_KEY_MONO_START", "MetaKeyMonoStart", abi.MetaKeyMonoStart},
 		{"META_KEY_MONO_END", "MetaKeyMonoEnd", abi.MetaKeyMonoEnd},
 		{"META_KEY_SITES", "MetaKeySites", abi.MetaKeySites},

@@ -100,6 +100,7 @@
 #define META_KEY_BIAS "bias"
 #define META_KEY_TSC_START "tsc_start"
 #define META_KEY_TSC_END "tsc_end"
+#define META_KEY_TSC_HZ "tsc_hz" /* the counter's rate, where the architecture gives it (arm64's cntfrq_el0) */
 #define META_KEY_MONO_START "mono_start_ns"
 #define META_KEY_MONO_END "mono_end_ns"
 #define META_KEY_SITES "sites"

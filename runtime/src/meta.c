@@ -273,6 +273,9 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 	meta_line(&o, META_KEY_BIAS, bias);
 	meta_line(&o, META_KEY_TSC_START, ftrt_tsc_start);
 	meta_line(&o, META_KEY_TSC_END, tsc_end);
+	uint64_t hz = ftrt_clock_mono ? 0 : ftrt_tsc_hz();
+	if (hz)
+		meta_line(&o, META_KEY_TSC_HZ, hz);
 	meta_line(&o, META_KEY_MONO_START, ftrt_mono_start);
 	meta_line(&o, META_KEY_MONO_END, mono_end);
 	/* Counts over every module's pass; each module's own follow below. */

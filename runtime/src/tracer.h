@@ -200,6 +200,10 @@ extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
 extern int ftrt_clock_mono HIDDEN;
 extern uint64_t ftrt_tsc_start HIDDEN, ftrt_mono_start HIDDEN;
 int ftrt_tsc_trusted(void) HIDDEN; /* the architecture's: arch.h */
+/* The counter's rate in Hz where the architecture gives it (arm64's
+ * cntfrq_el0), else 0: the reader then takes the rate from the clock
+ * pairs of the trace's start and end. The architecture's: arch.h. */
+uint64_t ftrt_tsc_hz(void) HIDDEN;
 
 /* Whether the trace is ending; called with the thread's busy set. */
 static inline int ended(void)

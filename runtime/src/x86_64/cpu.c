@@ -1,7 +1,7 @@
 /*
  * x86-64's identification of the CPU for the tracers' clock: whether its
- * time stamp counter can be the clock (clock.c). Calls only the C
- * library's open, read and close.
+ * time stamp counter can be the clock (clock.c), and its rate (meta.c).
+ * Calls only the C library's open, read and close.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -17,6 +17,13 @@
  * invariant (CPUID 0x80000007, EDX bit 8), or Linux chose it as its
  * clocksource after checking it.
  */
+/* x86-64 gives the TSC's rate nowhere a process can read it (CPUID's
+ * leaf 0x15 is often absent or zero): the reader takes it from the run. */
+uint64_t ftrt_tsc_hz(void)
+{
+	return 0;
+}
+
 int ftrt_tsc_trusted(void)
 {
 	unsigned a, b, c, d;
