@@ -31,20 +31,15 @@
  * -mbranch-protection=standard.
  */
 #include "../abi.h"
+#include "args.h"
 
 	.text
 
 /* _mcount: -pg's hook; returns at once, touching nothing, until the
  * load-time pass turns the site into a NOP or a call of a tracer. */
-	.globl	_mcount
-	.type	_mcount, %function
-	.p2align 2
-_mcount:
-	.cfi_startproc
-	hint	#34
+	ENTRY	_mcount
 	ret
-	.cfi_endproc
-	.size	_mcount, .-_mcount
+	END	_mcount
 
 /*
  * ftrace_caller: where an enabled patchable site calls. On entry:
@@ -67,38 +62,24 @@ _mcount:
  */
 #define FRAME 112
 #define SLOT 104
-	.globl	ftrace_caller
-	.type	ftrace_caller, %function
-	.p2align 2
-ftrace_caller:
-	.cfi_startproc
-	hint	#34
+	ENTRY	ftrace_caller
 	stp	x29, x30, [sp, #-FRAME]!
 	.cfi_def_cfa_offset FRAME
 	.cfi_offset x29, -FRAME
 	.cfi_offset x30, -FRAME + 8
 	mov	x29, sp
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
-	str	x8, [sp, #80]
+	SAVE_ARGS				/* x0-x8 at 16-80 */
 	str	x9, [sp, #SLOT]
 	sub	x0, x30, #8			/* arg 1: ip = the site */
 	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
 	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldr	x8, [sp, #80]
+	RESTORE_ARGS
 	ldr	x9, [sp, #8]			/* the return into the function */
 	ldr	x30, [sp, #SLOT]		/* the parent ip, or return_to_handler */
 	ldr	x29, [sp], #FRAME
 	.cfi_def_cfa_offset 0
 	ret	x9
-	.cfi_endproc
-	.size	ftrace_caller, .-ftrace_caller
+	END	ftrace_caller
 
 /*
  * ftrace_mcount_caller: where an enabled -pg site calls. On entry x30 is
@@ -115,21 +96,12 @@ ftrace_caller:
  * little and holds for every compiler). Frame as ftrace_caller's, the
  * slot holding the stripped parent ip.
  */
-	.globl	ftrace_mcount_caller
-	.type	ftrace_mcount_caller, %function
-	.p2align 2
-ftrace_mcount_caller:
-	.cfi_startproc
-	hint	#34
+	ENTRY	ftrace_mcount_caller
 	stp	x29, x30, [sp, #-FRAME]!
 	.cfi_def_cfa_offset FRAME
 	.cfi_offset x29, -FRAME
 	.cfi_offset x30, -FRAME + 8
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
-	str	x8, [sp, #80]
+	SAVE_ARGS				/* x0-x8 at 16-80 */
 	sub	x0, x30, #4			/* arg 1: ip = the site */
 	ldr	x30, [x29, #8]			/* the function's saved return address, perhaps signed */
 	hint	#7				/* xpaclri: x30 without its authentication code */
@@ -137,16 +109,11 @@ ftrace_mcount_caller:
 	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
 	mov	x29, sp
 	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldr	x8, [sp, #80]
+	RESTORE_ARGS
 	ldp	x29, x30, [sp], #FRAME
 	.cfi_def_cfa_offset 0
 	ret
-	.cfi_endproc
-	.size	ftrace_mcount_caller, .-ftrace_mcount_caller
+	END	ftrace_mcount_caller
 
 /*
  * ftrace_stub: the empty tracer (FTRACE=nop), which enabled sites call
@@ -155,21 +122,16 @@ ftrace_mcount_caller:
  * back into x30; from a -pg site x30 is no longer live (the prologue
  * saved it) and x9 is a temporary, so the same three instructions serve.
  */
-	.globl	ftrace_stub
-	.type	ftrace_stub, %function
-	.p2align 2
-ftrace_stub:
-	.cfi_startproc
-	hint	#34
+	ENTRY	ftrace_stub
 	mov	x10, x30
 	mov	x30, x9
 	ret	x10
-	.cfi_endproc
-	.size	ftrace_stub, .-ftrace_stub
+	END	ftrace_stub
 
 /*
  * return_to_handler: where a function graphed by ftrt_entry returns to,
- * in place of its caller. On entry the function has just returned: sp is
+ * in place of its caller (the graph tracer's, which the portable C
+ * names; arm64 has none yet, arch.h: FTRT_ARCH_GRAPH). On entry the function has just returned: sp is
  * what it was at the function's entry, and the return value is live in
  * x0-x7 (integers, small structs), x8 (an indirect result's address) and
  * q0-q7 (floating point, HFA/HVA), which the C side never touches.
@@ -179,33 +141,19 @@ ftrace_stub:
  * ftrt_graph_exit(sp) records the exit and returns the original return
  * address, which becomes x30 for the ret.
  */
-	.globl	return_to_handler
-	.type	return_to_handler, %function
-	.p2align 2
-return_to_handler:
-	.cfi_startproc
+	ENTRY	return_to_handler
 	.cfi_undefined x30			/* the unwinder cannot see past a hijacked return */
-	hint	#34
 	stp	x29, x30, [sp, #-96]!
 	.cfi_def_cfa_offset 96
 	mov	x29, sp
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
-	str	x8, [sp, #80]
+	SAVE_ARGS				/* x0-x8 at 16-80 */
 	add	x0, sp, #96			/* arg 1: the stack pointer the function returned with */
 	bl	ftrt_graph_exit			/* x0 = the original return address */
 	mov	x30, x0
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldr	x8, [sp, #80]
+	RESTORE_ARGS
 	ldr	x29, [sp], #96
 	.cfi_def_cfa_offset 0
 	ret
-	.cfi_endproc
-	.size	return_to_handler, .-return_to_handler
+	END	return_to_handler
 
 	.section .note.GNU-stack, "", %progbits

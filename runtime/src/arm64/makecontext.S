@@ -8,35 +8,26 @@
  * function_graph knows each context's stack (context.c) before the
  * context can run. makecontext(ucp, func, argc, ...): x0 = ucp, x1 =
  * func, w2 = argc, the arguments for func in x3-x7 and on the stack, as
- * many as argc says. The wrapper saves x0-x7 and x30 (32 bytes a pair:
- * 80 bytes, 16-aligned), calls ftrt_context_made(ucp), restores them and
- * branches to the C library's makecontext with the stack as it found it.
+ * many as argc says. The wrapper saves x29 and x30 (a frame record) and
+ * the argument registers (SAVE_ARGS: 96 bytes, 16-aligned), calls
+ * ftrt_context_made(ucp), restores them and branches to the C library's
+ * makecontext with the stack as it found it.
  */
+#include "args.h"
+
 	.text
-	.globl	__wrap_makecontext
-	.type	__wrap_makecontext, %function
-	.p2align 2
-__wrap_makecontext:
-	.cfi_startproc
-	hint	#34
-	stp	x29, x30, [sp, #-80]!
-	.cfi_def_cfa_offset 80
-	.cfi_offset x29, -80
-	.cfi_offset x30, -72
+	ENTRY	__wrap_makecontext
+	stp	x29, x30, [sp, #-96]!
+	.cfi_def_cfa_offset 96
+	.cfi_offset x29, -96
+	.cfi_offset x30, -88
 	mov	x29, sp
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
+	SAVE_ARGS				/* x0-x8 at 16-80 */
 	bl	ftrt_context_made		/* ftrt_context_made(ucp): x0 is ucp already */
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldp	x29, x30, [sp], #80
+	RESTORE_ARGS
+	ldp	x29, x30, [sp], #96
 	.cfi_def_cfa_offset 0
 	b	__real_makecontext		/* as if called directly */
-	.cfi_endproc
-	.size	__wrap_makecontext, .-__wrap_makecontext
+	END	__wrap_makecontext
 
 	.section .note.GNU-stack, "", %progbits

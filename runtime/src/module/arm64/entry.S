@@ -18,16 +18,13 @@
  *     address and then its value. Until registration (and for good in a
  *     program without the runtime) a slot holds ftrace_stub.
  */
+#include "../../arm64/args.h"
+
 	.text
 
 .macro STUB name
-	.globl	\name
+	ENTRY	\name
 	.hidden	\name
-	.type	\name, %function
-	.p2align 2
-\name:
-	.cfi_startproc
-	hint	#34				/* bti c */
 	.ifc \name, ftrace_stub
 	mov	x10, x30
 	mov	x30, x9
@@ -35,26 +32,19 @@
 	.else
 	ret
 	.endif
-	.cfi_endproc
-	.size	\name, .-\name
+	END	\name
 .endm
 
 	STUB _mcount
 	STUB ftrace_stub
 
 .macro JUMP name, slot
-	.globl	\name
+	ENTRY	\name
 	.hidden	\name
-	.type	\name, %function
-	.p2align 2
-\name:
-	.cfi_startproc
-	hint	#34				/* bti c */
 	adrp	x16, ftrt_module_slots
 	ldr	x16, [x16, #:lo12:ftrt_module_slots + \slot]
 	br	x16
-	.cfi_endproc
-	.size	\name, .-\name
+	END	\name
 .endm
 
 	/* In FTRT_T_FIRST_TRAMP.. order (ftrt.h): slot i serves targets[FTRT_T_CALLER + i]. */
