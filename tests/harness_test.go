@@ -317,7 +317,7 @@ func linkShared(t *testing.T, tg target, dir, name string, objs []string, args .
 	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 	so := filepath.Join(dir, name)
 	argv := append(append(append(append([]string{}, tg.link...), "-shared", "-o", so), objs...), args...)
-	run(t, dir, append(argv, ftrt.ModuleLinkFlags(runtimeArchive(t))...)...)
+	run(t, dir, append(argv, ftrt.ModuleLinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
 	return so
 }
 

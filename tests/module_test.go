@@ -30,6 +30,12 @@ var modBuilds = []modBuild{
 	{"-fpatchable-function-entry=5", true},
 }
 
+// arm64ModBuilds are arm64's.
+var arm64ModBuilds = []modBuild{
+	{"-fpatchable-function-entry=2", true},
+	{"-pg", false},
+}
+
 // modCalls are the calls the program makes, by reading modmain.c,
 // modlib.c and modplug.c: main calls lib_sum (3 lib_leaf each) and
 // lib_scale, and anon_exec four times; each of the two loads
@@ -43,9 +49,9 @@ var modCalls = map[string]int{
 // untracedModules runs the program linkModules linked, with its plugin,
 // untraced, and returns its output and exit status, which must be
 // modmain.c's 7 (any other means a module failed to load or call).
-func untracedModules(t *testing.T, dir, prog, plug string) (string, int) {
+func untracedModules(t *testing.T, tg target, dir, prog, plug string) (string, int) {
 	t.Helper()
-	out, _, code, err := runStatus(dir, prog, plug)
+	out, _, code, err := runStatus(dir, tg.on(prog, plug)...)
 	if err != nil || code != 7 {
 		t.Fatalf("untraced: exit %d, %v", code, err)
 	}
@@ -66,27 +72,30 @@ func modLibs(t *testing.T, tg target, dir, flags string) string {
 // and returns the program's and the plugin's paths.
 func linkModules(t *testing.T, tg target, dir string, b modBuild) (prog, plug string) {
 	t.Helper()
-	lib := runtimeArchive(t)
+	lib := runtimeArchiveFor(t, tg.arch)
 	plug = modLibs(t, tg, dir, b.flags)
 	main := buildSrc(t, tg, dir, b.flags, true, "modmain.c")
 	run(t, dir, append([]string{tool("recordmcount")}, main...)...)
 	prog = filepath.Join(dir, "modmain")
 	run(t, dir, append(append(append([]string{}, tg.link...), "-pie", "-o", prog, main[0], "-L"+dir, "-lmod", "-Wl,-rpath,"+dir), ftrt.LinkFlags(lib)...)...)
-	checkExports(t, filepath.Join(dir, "libmod.so"), nil, stubNames)
-	checkExports(t, plug, nil, stubNames)
+	checkExports(t, filepath.Join(dir, "libmod.so"), nil, stubNames(tg.arch))
+	checkExports(t, plug, nil, stubNames(tg.arch))
 	checkExports(t, prog, []string{abi.ModuleRegister, abi.ModuleUnregister}, nil)
 	return prog, plug
 }
 
 // stubNames are the module stub's symbols: hidden, so that no shared
 // object's hooks or trampolines are bound to another's (or the program's).
-var stubNames = func() []string {
+func stubNames(arch string) []string {
 	names := []string{abi.ModuleSlots, abi.ModuleInit, "ftrt_config"}
+	if arch == "arm64" {
+		return append(names, abi.ARM64Mcount, abi.ARM64Caller, abi.ARM64McountCaller, abi.Stub)
+	}
 	for t := range abi.NumTargets {
 		names = append(names, t.String())
 	}
 	return names
-}()
+}
 
 // checkExports: the file's dynamic symbol table defines every name of
 // want and none of never.
@@ -139,16 +148,20 @@ func anonExec(t *testing.T, stderr string) (before, loaded, after int) {
 // module's functions with exact counts; each module's trampolines go when
 // it is unloaded; and the metadata lists each load of each module.
 func TestSharedObjects(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, b := range modBuilds {
-			t.Run(tg.name+"/"+slug(b.flags), func(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		builds, prefix := modBuilds, ""
+		if tg.arch != "x86_64" {
+			builds, prefix = arm64ModBuilds, tg.arch+"/"
+		}
+		for _, b := range builds {
+			t.Run(prefix+tg.name+"/"+slug(b.flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				prog, plug := linkModules(t, tg, dir, b)
-				wantOut, wantCode := untracedModules(t, dir, prog, plug)
+				wantOut, wantCode := untracedModules(t, tg, dir, prog, plug)
 				plugOnly := map[string]int{"plug_run": 2, "plug_step": 4}
-				for _, c := range []struct {
+				cases := []struct {
 					name   string
 					env    []string
 					tracer string
@@ -157,9 +170,15 @@ func TestSharedObjects(t *testing.T) {
 					{"function", []string{"FTRACE=function"}, "function", modCalls},
 					{"function_graph", []string{"FTRACE=function_graph"}, "function_graph", modCalls},
 					{"filter", []string{"FTRACE=function_graph", "FTRACE_FILTER=plug_*"}, "function_graph", plugOnly},
-				} {
+				}
+				if tg.arch != "x86_64" {
+					// arm64's runtime has no graph tracer yet.
+					cases = append(cases[:1], cases[2])
+					cases[1].env[0], cases[1].tracer = "FTRACE=function", "function"
+				}
+				for _, c := range cases {
 					tdir := filepath.Join(dir, "t-"+c.name)
-					out, errOut, code, err := runStatusEnv(dir, append(c.env, "FTRACE_OUT="+tdir), prog, plug)
+					out, errOut, code, err := runStatusEnv(dir, append(c.env, "FTRACE_OUT="+tdir), tg.on(prog, plug)...)
 					if err != nil || out != wantOut || code != wantCode {
 						t.Fatalf("%s: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", c.name, code, err, out, wantCode, wantOut, errOut)
 					}
@@ -181,6 +200,9 @@ func TestSharedObjects(t *testing.T) {
 				}
 				// The graph: the plugin's call back into the library nests
 				// under plug_run, across three modules.
+				if tg.arch != "x86_64" {
+					return
+				}
 				_, threads := graphOf(t, filepath.Join(dir, "t-function_graph"))
 				checkNesting(t, threads)
 				var w strings.Builder

@@ -335,7 +335,7 @@ func TestSubtreeModules(t *testing.T) {
 			need(t, tg.tools...)
 			dir := t.TempDir()
 			prog, plug := linkModules(t, tg, dir, b)
-			wantOut, wantCode := untracedModules(t, dir, prog, plug)
+			wantOut, wantCode := untracedModules(t, tg, dir, prog, plug)
 			record := func(name string, env ...string) (*trace.Trace, []model.Thread, string) {
 				out := filepath.Join(dir, name)
 				got, stderr, code, err := runStatusEnv(dir, append([]string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, env...), prog, plug)
