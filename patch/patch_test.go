@@ -70,20 +70,33 @@ func symbols(t testing.TB, path string) map[string]uint64 {
 	return out
 }
 
+// siteBytes reads the sites of the linked file at path, the bytes each
+// holds, by site, and its symbols' addresses (debug/elf's: an account
+// independent of the patcher's).
+func siteBytes(t *testing.T, path string) (*sites.Linked, [][]byte, map[string]uint64) {
+	t.Helper()
+	f, l := sitetest.Linked(t, path)
+	codes := make([][]byte, len(l.Sites))
+	for i, s := range l.Sites {
+		code, err := f.ReadAt(elfx.Addr(s.Off), uint64(s.Len))
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[i] = code
+	}
+	return l, codes, symbols(t, path)
+}
+
 // checkSites decodes every table entry of the file at path with x/arch:
 // the sites of the functions in calls must be one call to the trampoline
 // named by want(kind, len), every other one a single P6 NOP of its
 // length. It returns the number of calls.
 func checkSites(t *testing.T, path string, calls map[string]bool, want func(sites.Kind, int) string) int {
 	t.Helper()
-	f, l := sitetest.Linked(t, path)
-	syms := symbols(t, path)
+	l, codes, syms := siteBytes(t, path)
 	n := 0
-	for _, s := range l.Sites {
-		code, err := f.ReadAt(elfx.Addr(s.Off), uint64(s.Len))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, s := range l.Sites {
+		code := codes[i]
 		in, err := x86asm.Decode(code, 64)
 		if err != nil || in.Len != s.Len {
 			t.Errorf("%s: site 0x%x (%s): % x decodes as %v (%d bytes), want one %d-byte instruction", path, s.Off, s.Func, code, in, in.Len, s.Len)
@@ -528,14 +541,10 @@ func TestArm64(t *testing.T) {
 // number of calls.
 func checkArm64Sites(t *testing.T, path string, calls map[string]bool) int {
 	t.Helper()
-	f, l := sitetest.Linked(t, path)
-	syms := symbols(t, path)
+	l, codes, syms := siteBytes(t, path)
 	n := 0
-	for _, s := range l.Sites {
-		code, err := f.ReadAt(elfx.Addr(s.Off), uint64(s.Len))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, s := range l.Sites {
+		code := codes[i]
 		var words []string
 		for i := 0; i < len(code); i += 4 {
 			in, err := arm64asm.Decode(code[i:])
