@@ -83,10 +83,10 @@ func graphReplay(t *testing.T, tr *trace.Trace, threads []model.Thread) []byte {
 // checkGraphGolden runs prog in dir under function_graph, fib left out
 // (its thousands of calls are counted elsewhere) so the replay stays
 // readable, and compares the masked replay with testdata/name.golden.
-func checkGraphGolden(t *testing.T, dir, prog, name string) {
+func checkGraphGolden(t *testing.T, tg target, dir, prog, name string) {
 	t.Helper()
 	out := filepath.Join(dir, "nofib")
-	if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}, prog); err != nil {
+	if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}, tg.on(prog)...); err != nil {
 		t.Fatal(err)
 	}
 	tr, threads := graphOf(t, out)
@@ -98,13 +98,13 @@ func checkGraphGolden(t *testing.T, dir, prog, name string) {
 // oracle counts) nested within its caller, and replays to the golden call
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
-	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		want := oracleCounts(t, tg)
 		dir := t.TempDir()
 		_, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
 		prog := traced(t, tg, dir, "-O0 "+flags, pie, progSources...)
 		out := filepath.Join(dir, "ftrace.data")
-		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, prog)
+		got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, tg.on(prog)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestFunctionGraph(t *testing.T) {
 		// checked by count above) so it stays readable. One
 		// golden per compiler: the builds make the same calls at
 		// -O0, whatever the site flags.
-		checkGraphGolden(t, dir, prog, "graph-"+tg.name)
+		checkGraphGolden(t, tg, dir, prog, "graph-"+tg.name)
 	})
 }
 
@@ -140,15 +140,19 @@ func TestFunctionGraph(t *testing.T) {
 // graph) behave identically untraced and under both tracers, and the
 // graph says what happened.
 func TestGraphEdges(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, v := range []struct{ opt, flags string }{{"-O0", "-pg -mfentry"}, {"-O2", "-pg -mfentry"}, {"-O0", "-pg"}, {"-O2", "-pg"}} {
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		sites := []string{"-pg -mfentry", "-pg"}
+		if tg.arch == "arm64" {
+			sites = []string{"-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg -mbranch-protection=standard"}
+		}
+		for _, v := range []struct{ opt, flags string }{{"-O0", sites[0]}, {"-O2", sites[0]}, {"-O0", sites[1]}, {"-O2", sites[1]}} {
 			opt := v.opt
-			t.Run(tg.name+"/"+opt+"/"+slug(v.flags), func(t *testing.T) {
+			t.Run(tg.arch+"/"+tg.name+"/"+opt+"/"+slug(v.flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				prog := traced(t, tg, dir, opt+" "+v.flags, true, "edge.c")
-				wantOut, _, wantCode, err := runStatus(dir, prog)
+				wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -157,7 +161,7 @@ func TestGraphEdges(t *testing.T) {
 				}
 				for _, mode := range []string{"function", "function_graph"} {
 					out := filepath.Join(dir, mode)
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog)
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog)...)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -418,7 +422,7 @@ func TestOptimized(t *testing.T) {
 		// The graph against a golden per compiler (the site flags
 		// change nothing -O2 inlines; the compiler does), fib left
 		// out as in TestFunctionGraph.
-		checkGraphGolden(t, dir, prog, "graph-O2-"+tg.name)
+		checkGraphGolden(t, tg, dir, prog, "graph-O2-"+tg.name)
 	})
 }
 

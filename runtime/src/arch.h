@@ -18,21 +18,32 @@
 #include "x86_64/dwarf.h"
 #include "x86_64/quick.h"
 #include "x86_64/sys.h"
-/* function_graph: the return address is a word on the stack at a call's
- * entry (its slot: take.h, unwind.c, frames.c). */
+/* function_graph runs here. */
 #define FTRT_ARCH_GRAPH 1
+/* A call's return address is a word on the stack at its entry, just
+ * below its stack pointer at return (its slot): the graph tracer may
+ * read it to tell a live call from one left (take.h's left), and put the
+ * real return address back into it for the unwinder (walk.c). */
+#define FTRT_ARCH_SLOTS 1
 #elif defined(__aarch64__)
 #include "arm64/cpu.h"
 #include "arm64/dwarf.h"
 #include "arm64/quick.h"
 #include "arm64/sys.h"
-/* function_graph is not yet: at a patchable entry the return address is
- * in x30, and where the function saves it is its own prologue's choice,
- * so the graph tracer's slots (take.h's check that a call is still live,
- * the exception and backtrace walks that put return addresses back) have
- * no word to read or write. FTRACE=function_graph traces with function,
- * and says so (options.c). */
-#define FTRT_ARCH_GRAPH 0
+/* function_graph runs here, at the patchable entries: ftrace_caller
+ * hands the function return_to_handler in x30 in place of its return
+ * address, before the function saves it (and signs it, with pointer
+ * authentication). -pg sites come after the prologue has saved (and
+ * perhaps signed) it: their calls are recorded as calls, not graphed
+ * (function.c: ftrt_entry_call). */
+#define FTRT_ARCH_GRAPH 1
+/* No slots: at the entry the return address is in x30, and where the
+ * function saves it is its own prologue's choice. So the graph tracer
+ * tells a live call from a left one by stack pointers alone (take.h's
+ * left), never writes into a graphed function's frame, and lets the
+ * unwinder through the hooks with the unwind info frames.c gives them
+ * (walk.c, backtrace.c). */
+#define FTRT_ARCH_SLOTS 0
 #else
 #error "ftrt: no runtime port to this architecture"
 #endif

@@ -25,7 +25,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch.h"
 #include "ftrt.h"
+
+void return_to_handler(void);
 
 /* Frames a walk takes into a buffer of its own, so that this wrapper's
  * frame (the first the walk finds) is dropped without losing the last
@@ -50,6 +53,14 @@ int __wrap_backtrace(void **buffer, int size)
 	 * walk[1], as the C library's does without the wrapper. */
 	if (n <= 0)
 		return n;
-	memmove(buffer, walk + 1, (size_t)(n - 1) * sizeof *walk);
-	return n - 1;
+	/* Where return addresses have no slots (arch.h), nothing was put
+	 * back: the walk went through each graphed call's hook as a frame of
+	 * its own (frames.c), whose return address is the real one. Those
+	 * frames go. A walk that filled the buffer with them ends a little
+	 * short. */
+	int m = 0;
+	for (int i = 1; i < n; i++)
+		if (FTRT_ARCH_SLOTS || walk[i] != (void *)return_to_handler)
+			buffer[m++] = walk[i];
+	return m;
 }

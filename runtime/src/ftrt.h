@@ -279,6 +279,7 @@ void ftrt_trace_exec(void) __attribute__((visibility("hidden")));
 int ftrt_tracing(void);
 uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent);
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
 /* Walks of the stack (walk.c says how): an exception's (unwind.c) or,

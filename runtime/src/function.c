@@ -40,8 +40,9 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 		return;
 	if (ftrt_mode != FTRT_GRAPH) {
 		record_call(b, now(), ip, *parent_slot);
-	} else if (ftrt_graph_push(b, ip, parent_slot, (uintptr_t)return_to_handler)) {
+	} else if (ftrt_graph_push(b, ip, (uintptr_t)(parent_slot + 1), *parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
 	unbusy(b, 0);
 }
+

@@ -37,8 +37,9 @@
 #include "take.h"
 
 /*
- * Push a graphed call: the site ip, its return slot and what the slot
- * will hold while it runs (hook). 0 when the call is not graphed: deeper
+ * Push a graphed call: the site ip, the stack pointer sp it will return
+ * with, where it really returns (ret) and what its return address will
+ * be while it runs (hook). 0 when the call is not graphed: deeper
  * than FTRACE_DEPTH, or its stack's shadow stack overflowed (that stack
  * then stops graphing for good, counted, never a crash); or the subtree
  * filters leave it out (subtree.c says which, and why a notrace call is
@@ -48,21 +49,20 @@
  * function's own (FTRACE_GRAPH_FUNCS), or any but a notrace function's
  * (FTRACE_GRAPH_NOTRACE alone).
  */
-int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook)
+int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret, uintptr_t hook)
 {
 	uint64_t ts = now();
-	uintptr_t sp = (uintptr_t)(slot + 1);
 	int sub = ftrt_subtree, mark = sub ? ftrt_subtree_mark(ip) : 0;
 	if (__builtin_expect(__atomic_load_n(&ftrt_graph_off, __ATOMIC_RELAXED), 0)) {
 		if (sub && mark != MARK_CHOSEN && (mark == MARK_NOTRACE || (sub & SUBTREE_FUNCS)))
 			return 0;
-		record_call(b, ts, ip, *slot);
+		record_call(b, ts, ip, ret);
 		return 0;
 	}
 	struct shadow_stack *s = ftrt_stack_at(b, sp, ts, 1);
 	uint32_t d = s->depth;
-	if (__builtin_expect(d > 0 && left(b, &s->e[d - 1], sp), 0))
-		d = unwind_to(b, s, ts, sp, 1);
+	if (__builtin_expect(d > 0 && left(b, &s->e[d - 1], sp, ret), 0))
+		d = unwind_to(b, s, ts, sp, ret, 1);
 	if (__builtin_expect(d >= ftrt_max_depth || s->stopped, 0)) {
 		if (d >= SHADOW_MAX && !s->stopped) {
 			s->stopped = 1;
@@ -81,7 +81,7 @@ int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hoo
 	/* A notrace call is graphed for its return, never recorded. */
 	uint32_t n = mark == MARK_NOTRACE ? b->n : record_entry(b, ts, ip);
 	struct shadow *sh = &s->e[d];
-	sh->ret = *slot;
+	sh->ret = ret;
 	sh->ip = ip;
 	sh->sp = sp;
 	sh->hook = hook;
@@ -98,6 +98,29 @@ int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hoo
 }
 
 /*
+ * A call at the site ip, whose frame is at sp and which returns to ret,
+ * that function_graph cannot hook (arm64's -pg sites: the prologue has
+ * saved, perhaps signed, the return address before the site runs, arch.h)
+ * is recorded as a call, where the subtree filters would have recorded
+ * it: not inside a notrace call, and with FTRACE_GRAPH_FUNCS inside a
+ * chosen call or at a chosen function.
+ */
+void ftrt_graph_call(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret)
+{
+	uint64_t ts = now();
+	int sub = ftrt_subtree;
+	if (__builtin_expect(sub != 0, 0)) {
+		int mark = ftrt_subtree_mark(ip);
+		const struct shadow_stack *s = ftrt_stack_at(b, sp, ts, 1);
+		if (mark == MARK_NOTRACE || s->notrace)
+			return;
+		if ((sub & SUBTREE_FUNCS) && mark != MARK_CHOSEN && !s->chosen)
+			return;
+	}
+	record_call(b, ts, ip, ret);
+}
+
+/*
  * The hot path of a per-site graph trampoline (ftrace_graph_enter, see
  * x86_64/graph.S): push the call, whose return slot is slot; the
  * trampoline then calls the function itself, so it returns to hook
@@ -109,7 +132,7 @@ int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 	struct tbuf *b = enter((uintptr_t)(slot + 1));
 	if (!b)
 		return 0;
-	int graphed = ftrt_graph_push(b, ip, slot, hook);
+	int graphed = ftrt_graph_push(b, ip, (uintptr_t)(slot + 1), *slot, hook);
 	if (graphed)
 		*slot = hook; /* with the entry, under busy: see left() */
 	unbusy(b, 0);

@@ -48,31 +48,42 @@ static inline int take(struct tbuf *b, uintptr_t ref)
 
 /*
  * Whether the graphed call sh was left without returning (longjmp, or an
- * exception the unwinder hooks did not see), seen from a new call or a
- * return whose stack pointer is sp on the same shadow stack: its frame
- * is below sp; or its return slot no longer holds its hook (the frame is
- * gone and the stack was written over: a longjmp, then a call that
- * pushed stack arguments). At the same sp with the hook still in place,
- * the caller tail-called the new function: it stays, and returns after
- * it. While an exception is being unwound the slots hold the real return
- * addresses (suspended): only the stack pointer tells then. The slot
- * holds the hook from the moment the call is pushed until it is popped
- * (see x86_64/graph.S), so a signal handler's call, whatever it interrupted,
- * never takes a live call for a left one; nor does a handler's call on
- * an alternate stack above the thread's own (elsewhere).
+ * exception the unwinder hooks did not see), seen from a new call whose
+ * stack pointer is sp and return address ret, on the same shadow stack:
+ * its frame is below sp; or, at the same sp, ret is not its hook (the
+ * caller of a call that was left made a new one: with the hook still its
+ * return address the caller tail-called the new function, which stays
+ * and returns after it). Where a call's return address has a slot on the
+ * stack (arch.h: FTRT_ARCH_SLOTS), also when its slot no longer holds
+ * its hook (the frame is gone and the stack was written over: a longjmp,
+ * then a call that pushed stack arguments or from a frame grown by
+ * alloca); where it has none, such a call is popped when a call or
+ * return above it is seen. While an exception is being unwound the
+ * slots hold the real return addresses (suspended): only the stack
+ * pointer tells then. The slot holds the hook from the moment the call
+ * is pushed until it is popped (see x86_64/graph.S), so a signal
+ * handler's call, whatever it interrupted, never takes a live call for a
+ * left one (its frame is below every live call's); nor does a handler's
+ * call on an alternate stack above the thread's own (elsewhere).
  */
-static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t sp)
+static inline int left(const struct tbuf *b, const struct shadow *sh, uintptr_t sp, uintptr_t ret)
 {
 	if (__builtin_expect(sh->sp < sp, 0) && !elsewhere(sh->sp))
 		return 1;
+#if FTRT_ARCH_SLOTS
+	(void)ret; /* at sh->sp == sp, ret is what the slot holds */
 	return !b->suspended && ((const uintptr_t *)sh->sp)[-1] != sh->hook;
+#else
+	(void)b;
+	return sh->sp == sp && ret != sh->hook;
+#endif
 }
 
-/* Pop the calls of s left without returning (pop_left); returns the new
- * depth. */
-static inline uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_t ts, uintptr_t sp, int rec)
+/* Pop the calls of s left without returning (pop_left), seen from a new
+ * call at sp returning to ret; returns the new depth. */
+static inline uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_t ts, uintptr_t sp, uintptr_t ret, int rec)
 {
-	while (s->depth > 0 && left(b, &s->e[s->depth - 1], sp))
+	while (s->depth > 0 && left(b, &s->e[s->depth - 1], sp, ret))
 		pop_left(b, s, ts, rec);
 	return s->depth;
 }

@@ -292,6 +292,8 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 
 /* The graph tracer's push (graph.c), for the function tracer's entry,
  * whose -pg mcount sites graph too. */
-int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t *slot, uintptr_t hook) HIDDEN;
+int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret, uintptr_t hook) HIDDEN;
+/* A call function_graph cannot hook, recorded as a call (graph.c). */
+void ftrt_graph_call(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret) HIDDEN;
 
 #endif

@@ -69,9 +69,14 @@ static struct tbuf *walk_begin(void)
 }
 
 /* Every hooked slot of s gets its entry's real return address, innermost
- * first. */
+ * first. Where return addresses have no slots (arch.h: FTRT_ARCH_SLOTS)
+ * nothing is written: the walk goes through each hook with the unwind
+ * info frames.c gives it, and finds the real return address on the
+ * shadow stack. */
 static void unhook(struct shadow_stack *s)
 {
+	if (!FTRT_ARCH_SLOTS)
+		return;
 	for (uint32_t i = s->depth; i-- > 0;) {
 		const struct shadow *sh = &s->e[i];
 		uintptr_t *slot = (uintptr_t *)sh->sp - 1;
@@ -84,6 +89,8 @@ static void unhook(struct shadow_stack *s)
  * real return address gets its hook back, outermost first. */
 static void rehook(struct shadow_stack *s, uint32_t keep)
 {
+	if (!FTRT_ARCH_SLOTS)
+		return;
 	for (uint32_t i = keep; i < s->depth; i++) {
 		const struct shadow *sh = &s->e[i];
 		uintptr_t *slot = (uintptr_t *)sh->sp - 1;

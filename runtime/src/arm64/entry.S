@@ -87,30 +87,38 @@
  * record, whose saved x30 at 8(x29) is the function's return address:
  * the parent ip. (gcc also puts it in x0 with `mov x0, x30`; clang does
  * not.) With -mbranch-protection=standard the saved copy is signed
- * (paciasp before the prologue's stp), so it is read into x30 and its
+ * (paciasp before the prologue's stp): it is read into x30 and its
  * authentication code stripped (xpaclri, hint #7: a NOP on a CPU without
- * pointer authentication) into a slot of this frame, whose address
- * ftrt_entry gets; the function's own saved copy is never written. The
+ * pointer authentication). ftrt_entry_frame (mcount.c) records the call,
+ * or, at function_graph, pushes it and writes the hook into the frame
+ * record itself, signed as the prologue signed what it replaces. The
  * argument registers are saved as at ftrace_caller (the compiler takes
  * the call of _mcount for an ordinary call, but keeping them costs
- * little and holds for every compiler). Frame as ftrace_caller's, the
- * slot holding the stripped parent ip.
+ * little and holds for every compiler).
+ *
+ * Frame (MFRAME bytes, a frame record at its bottom):
+ *     16-88 x0-x8 (x0 at 16)
+ *       8  x30: the return into the function
+ *       0  x29: the function's frame record
+ * ftrt_entry_frame(ip, fp, parent) with ip = x30 - 4, the site; fp the
+ * function's x29; parent the stripped return address.
  */
+#define MFRAME 96
 	ENTRY	ftrace_mcount_caller
-	stp	x29, x30, [sp, #-FRAME]!
-	.cfi_def_cfa_offset FRAME
-	.cfi_offset x29, -FRAME
-	.cfi_offset x30, -FRAME + 8
+	stp	x29, x30, [sp, #-MFRAME]!
+	.cfi_def_cfa_offset MFRAME
+	.cfi_offset x29, -MFRAME
+	.cfi_offset x30, -MFRAME + 8
 	SAVE_ARGS				/* x0-x8 at 16-80 */
 	sub	x0, x30, #4			/* arg 1: ip = the site */
+	mov	x1, x29				/* arg 2: the function's frame record */
 	ldr	x30, [x29, #8]			/* the function's saved return address, perhaps signed */
 	hint	#7				/* xpaclri: x30 without its authentication code */
-	str	x30, [sp, #SLOT]
-	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
+	mov	x2, x30				/* arg 3: the parent ip */
 	mov	x29, sp
-	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
+	bl	ftrt_entry_frame		/* ftrt_entry_frame(ip, fp, parent_ip) */
 	RESTORE_ARGS
-	ldp	x29, x30, [sp], #FRAME
+	ldp	x29, x30, [sp], #MFRAME
 	.cfi_def_cfa_offset 0
 	ret
 	END	ftrace_mcount_caller
@@ -130,8 +138,10 @@
 
 /*
  * return_to_handler: where a function graphed by ftrt_entry returns to,
- * in place of its caller (the graph tracer's, which the portable C
- * names; arm64 has none yet, arch.h: FTRT_ARCH_GRAPH). On entry the function has just returned: sp is
+ * in place of its caller: ftrace_caller handed it to the function in x30
+ * (ftrt_entry wrote it into the slot), so the function saved it, signed
+ * it with paciasp and authenticated it again like its own return
+ * address. On entry the function has just returned: sp is
  * what it was at the function's entry, and the return value is live in
  * x0-x7 (integers, small structs), x8 (an indirect result's address) and
  * q0-q7 (floating point, HFA/HVA), which the C side never touches.
@@ -140,9 +150,22 @@
  * x8 at 80, padding at 88.
  * ftrt_graph_exit(sp) records the exit and returns the original return
  * address, which becomes x30 for the ret.
+ *
+ * The unwinder looks a return address up by the word before it: for a
+ * frame that returns here, the nop before return_to_handler, covered by
+ * return_to_handler's own unwind info, whose return address is
+ * undefined. A walk that frames.c does not see (a C program's forced
+ * unwind: pthread_exit) so ends at the innermost graphed call, rather
+ * than taking the code before for the caller and going round for ever.
  */
-	ENTRY	return_to_handler
+	.globl	return_to_handler
+	.type	return_to_handler, %function
+	.p2align 3
+	.cfi_startproc
 	.cfi_undefined x30			/* the unwinder cannot see past a hijacked return */
+	nop					/* the word before: see above */
+return_to_handler:
+	hint	#34				/* bti c */
 	stp	x29, x30, [sp, #-96]!
 	.cfi_def_cfa_offset 96
 	mov	x29, sp

@@ -1,0 +1,66 @@
+/*
+ * arm64's -pg sites: the C entry of ftrace_mcount_caller (entry.S).
+ *
+ * A -pg site runs after the prologue: the function's return address is
+ * no longer in x30 but saved in its frame record (x29 + 8), and signed
+ * there when the function was built with pointer authentication. The
+ * function tracer records the call. function_graph reads from the
+ * prologue where the frame is (frame.h): the stack pointer the function
+ * will return with (the shadow entry's key), and whether and with which
+ * key the saved address is signed; it pushes the call and writes
+ * return_to_handler into the frame record, signed as the prologue signed
+ * the real address (the same key, the entry sp as the modifier), so the
+ * function's own autiasp accepts it and returns into the hook. A
+ * prologue it cannot read is recorded as a call (graph.c:
+ * ftrt_graph_call); so is an address signed by a prologue whose
+ * signing instruction is not found. Calls graph.c and what tracer.h inlines.
+ */
+#include <stdint.h>
+
+#include "../tracer.h"
+#include "../take.h"
+#include "frame.h"
+
+void return_to_handler(void);
+
+/* p signed for the return address slot of a frame whose entry sp is
+ * modifier, with key (FRAME_KEY_A or _B): pacia1716 / pacib1716 (hint #8,
+ * #10: x17 signed with x16 the modifier; NOPs without pointer
+ * authentication, where nothing was signed either). */
+static inline uintptr_t sign_with(uintptr_t p, uintptr_t modifier, int key)
+{
+	register uintptr_t x17 __asm__("x17") = p;
+	register uintptr_t x16 __asm__("x16") = modifier;
+	if (key == FRAME_KEY_A)
+		__asm__("hint #8" : "+r"(x17) : "r"(x16));
+	else
+		__asm__("hint #10" : "+r"(x17) : "r"(x16));
+	return x17;
+}
+
+/*
+ * The -pg site ip was called from a function whose frame record is at fp
+ * (fp[0]: its caller's x29, fp[1]: its return address as saved, perhaps
+ * signed) and whose return address, stripped of any signature, is
+ * parent.
+ */
+void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent)
+{
+	struct tbuf *b = enter((uintptr_t)(fp + 2));
+	if (!b)
+		return;
+	struct frame_shape fs;
+	if (ftrt_mode != FTRT_GRAPH) {
+		record_call(b, now(), ip, parent);
+	} else if (!arm64_frame_shape(ip, &fs) || (fp[1] != parent && fs.key == FRAME_UNSIGNED)) {
+		ftrt_graph_call(b, ip, (uintptr_t)(fp + 2), parent);
+	} else {
+		uintptr_t sp = (uintptr_t)fp + fs.cfa, hook = (uintptr_t)return_to_handler;
+		/* Signed when the prologue signed, whatever the saved copy
+		 * looks like: a signature may be all zero bits, and without
+		 * pointer authentication both instructions do nothing. */
+		if (ftrt_graph_push(b, ip, sp, parent, hook))
+			fp[1] = fs.key == FRAME_UNSIGNED ? hook : sign_with(hook, sp, fs.key);
+	}
+	unbusy(b, 0);
+}
