@@ -25,6 +25,7 @@ declare -A pkg=(
 	[ld.lld]=lld
 	[llvm-readelf]=llvm
 	[aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu
+	[aarch64-linux-gnu-g++]=g++-aarch64-linux-gnu
 	[aarch64-linux-gnu-objdump]=binutils-aarch64-linux-gnu
 	[qemu-aarch64]=qemu-user
 	[rsvg-convert]=librsvg2-bin

@@ -17,6 +17,10 @@ import (
 var (
 	x86GXX     = target{"gcc", "x86_64", []string{"gcc"}, []string{"g++"}, nil, "objdump", []string{"gcc", "g++", "readelf", "objdump", "ld.lld"}}
 	x86ClangXX = target{"clang", "x86_64", []string{"clang"}, []string{"clang++"}, nil, "objdump", []string{"clang", "clang++", "readelf", "objdump", "ld.lld"}}
+	a64GXX     = target{"gcc", "arm64", a64GCC.cc, []string{"aarch64-linux-gnu-g++"}, a64GCC.exec, a64GCC.objdump,
+		append(slices.Clone(a64GCC.tools), "aarch64-linux-gnu-g++")}
+	a64ClangXX = target{"clang", "arm64", a64Clang.cc, []string{"aarch64-linux-gnu-g++"}, a64Clang.exec, a64Clang.objdump,
+		append(slices.Clone(a64Clang.tools), "aarch64-linux-gnu-g++")}
 )
 
 // localDtor is the destructor of a local of the function it names
@@ -41,7 +45,8 @@ var unwindFilters = []string{
 
 // TestUnwinding: progs/unwind.cc throws through traced frames in every
 // shape it knows (see there), built by both compilers at -O0 and -O2,
-// with every x86-64 site kind, PIE and not. Under function_graph, with
+// with every x86-64 site kind, PIE and not, and every arm64 one (PIE,
+// under qemu). Under function_graph, with
 // every function chosen and with unwindFilters, and, in the builds whose
 // sites differ in their hooks (a trampoline per site at -pg -mfentry,
 // return_to_handler at -pg), with each function alone and each left out,
@@ -54,25 +59,30 @@ var unwindFilters = []string{
 // graph of a filtered run is that graph with the functions the filter
 // leaves out taken away.
 func TestUnwinding(t *testing.T) {
-	for _, tg := range []target{x86GXX, x86ClangXX} {
+	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
+		sets, pies, prefix := x86Traced, []bool{true, false}, ""
+		if tg.arch != "x86_64" {
+			sets, pies, prefix = flagSets[tg.arch], []bool{true}, tg.arch+"/"
+		}
 		for _, opt := range []string{"-O0", "-O2"} {
-			t.Run(tg.name+"/"+opt, func(t *testing.T) {
+			t.Run(prefix+tg.name+"/"+opt, func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				objs := buildSrc(t, tg, dir, opt, true, "unwind.cc")
 				plain := filepath.Join(dir, "plain")
 				run(t, dir, append(append(append([]string{}, tg.link...), "-o", plain, "-pie", "-pthread"), objs...)...)
-				wantOut, _, wantCode, err := runStatus(dir, plain)
+				wantOut, _, wantCode, err := runStatus(dir, tg.on(plain)...)
 				if err != nil || !strings.Contains(wantOut, "thread_catcher caught bottom") {
 					t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
 				}
-				for _, flags := range x86Traced {
-					for _, pie := range []bool{true, false} {
+				for _, flags := range sets {
+					for _, pie := range pies {
 						t.Run(slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
 							dir := t.TempDir()
 							prog := traced(t, tg, dir, opt+" "+flags, pie, "unwind.cc")
-							checkUnwinding(t, dir, prog, wantOut, wantCode, pie && (flags == "-pg -mfentry" || flags == "-pg"))
+							each := tg.arch == "x86_64" && pie && (flags == "-pg -mfentry" || flags == "-pg")
+							checkUnwinding(t, tg, dir, prog, wantOut, wantCode, each)
 						})
 					}
 				}
@@ -85,11 +95,11 @@ func TestUnwinding(t *testing.T) {
 // every function of the program chosen and checks its graph, then with
 // unwindFilters and, if each, with each function alone and with each left
 // out, and checks each graph against the first.
-func checkUnwinding(t *testing.T, dir, prog, wantOut string, wantCode int, each bool) {
+func checkUnwinding(t *testing.T, tg target, dir, prog, wantOut string, wantCode int, each bool) {
 	t.Helper()
 	record := func(name string, env ...string) (*trace.Trace, []model.Thread) {
 		out := filepath.Join(dir, name)
-		got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), prog)
+		got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), tg.on(prog)...)
 		if err != nil || got != wantOut || code != wantCode {
 			t.Fatalf("%s: exit %d, %v, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", env, code, err, got, errOut, wantCode, wantOut)
 		}

@@ -31,14 +31,24 @@
  * return address), it answers with unwind info of its own, describing
  * the hook as a frame of its own:
  *
- *   CFA          = sp + 0: the graphed call has just returned into the
+ *   CFA          = sp + 1: the graphed call has just returned into the
  *                  hook, so the stack pointer is the call's own stack
- *                  pointer at return, its shadow entry's sp
+ *                  pointer at return, its shadow entry's sp; one more,
+ *                  as the unwinder tells frames apart by their CFAs (the
+ *                  frame that catches is found again by its callee's
+ *                  CFA), and the hook's frame and the graphed call's
+ *                  would otherwise share one: the walk would take the
+ *                  hook's frame for the catching one and abort. No real
+ *                  frame's CFA is odd.
+ *   sp           = CFA - 1, said explicitly: the caller's stack pointer
+ *                  (where its landing pad runs) is the stack pointer at
+ *                  return
  *   return addr  = the real return address: the ret of the innermost
- *                  shadow entry whose sp is that CFA and whose hook is
- *                  that address (a DWARF expression that searches the
- *                  thread's shadow stack when the unwinder evaluates
- *                  it); 0, the walk's end, when none is
+ *                  shadow entry whose sp is CFA - 1 and whose hook is
+ *                  that address but not its return address (a DWARF
+ *                  expression that searches the thread's shadow stack
+ *                  when the unwinder evaluates it); 0, the walk's end,
+ *                  when none is
  *   other regs   = unchanged
  *
  * The walk then goes on into the caller, as untraced, with one frame
@@ -46,9 +56,13 @@
  * there). Nothing on the stack or in the shadow stack changes, so the
  * calls the walk passed still return through their hooks. A call and
  * the graphed function it tail-called share one slot: the callee's
- * entry's real return address is the caller's hook, which is looked up
- * in turn, as a second frame at the same CFA; the search tells them
- * apart by hook.
+ * entry's real return address is the caller's hook. The search skips
+ * such an entry when its hook is the caller's (return_to_handler, for
+ * both), and goes on to the caller's, whose return address is real: the
+ * chain is one frame of the walk, as it is one frame on the stack.
+ * (With different hooks, x86-64's per-site trampolines, the callee's
+ * return address, the caller's hook, is looked up in turn, as a second
+ * frame at the same CFA; the search tells them apart by hook.)
  *
  * The info is built once per thread, in an area of its trace buffer: it
  * names the addresses of the thread's shadow stack and depth, and
@@ -102,6 +116,7 @@ enum {
 	DW_OP_plus = 0x22,
 	DW_OP_plus_uconst = 0x23,
 	DW_OP_bra = 0x28,
+	DW_OP_eq = 0x29,
 	DW_OP_ne = 0x2e,
 	DW_OP_skip = 0x2f,
 	DW_OP_lit0 = 0x30,
@@ -153,9 +168,10 @@ static void jump_to(unsigned char *at, const unsigned char *to)
 }
 
 /* A branch (jump_to sets its target) taken when the word at offset off
- * of the shadow entry p at the top of the stack differs from the value
- * `pick` places below p: dup; plus_uconst off; deref; pick n; ne; bra. */
-static unsigned char *differs(struct out *o, unsigned off, unsigned pick)
+ * of the shadow entry p at the top of the stack compares by cmp
+ * (DW_OP_ne: differs; DW_OP_eq: equals) with the value `pick` places
+ * below p: dup; plus_uconst off; deref; pick n; cmp; bra. */
+static unsigned char *compare(struct out *o, unsigned off, unsigned pick, unsigned cmp)
 {
 	put1(o, DW_OP_dup);
 	put1(o, DW_OP_plus_uconst);
@@ -163,7 +179,7 @@ static unsigned char *differs(struct out *o, unsigned off, unsigned pick)
 	put1(o, DW_OP_deref);
 	put1(o, DW_OP_pick);
 	put1(o, pick);
-	put1(o, DW_OP_ne);
+	put1(o, cmp);
 	return jump(o, DW_OP_bra);
 }
 
@@ -183,24 +199,28 @@ static uint32_t close_entry(struct out *o, unsigned char *start)
  *   CIE  length, id 0, version 1, "zR", code alignment 1, data alignment
  *        -8, return address column FTRT_DWARF_RA (the architecture's:
  *        arch.h), augmentation data: the FDE's pointer encoding
- *        (absolute); DW_CFA_def_cfa FTRT_DWARF_SP, 0
+ *        (absolute); DW_CFA_def_cfa FTRT_DWARF_SP, 1
  *   FDE  length, offset back to the CIE, pc_begin and pc_range (absolute,
  *        unused: the lookup sets the function's start itself), no
- *        augmentation data; DW_CFA_val_expression ra, the search:
+ *        augmentation data; DW_CFA_val_expression sp, (CFA) lit1 minus;
+ *        DW_CFA_val_expression ra, the search:
  *
  *        (the unwinder pushes the CFA first)      CFA
- *        dup                                       CFA CFA      (libgcc's pick reaches all but the bottom)
- *        breg(RA) 0                                CFA H        H: the hook, this frame's return address
- *        const8u &depth; deref_size 4              CFA H i      i: entries left to look at
+ *        dup; lit1; minus                          CFA S        S = CFA - 1, the stack pointer at return
+ *                                                               (libgcc's pick reaches all but the bottom)
+ *        breg(RA) 0                                CFA S H      H: the hook, this frame's return address
+ *          (or const8u return_to_handler, where that may be signed: FTRT_DWARF_RA_SIGNED)
+ *        const8u &depth; deref_size 4              CFA S H i    i: entries left to look at
  *   loop: dup; bra body                            (i != 0)
- *        lit0; skip end                            CFA H i 0    none: the walk ends
- *   body: lit1; minus                              CFA H i      i: the entry looked at
+ *        lit0; skip end                            CFA S H i 0  none: the walk ends
+ *   body: lit1; minus                              CFA S H i    i: the entry looked at
  *        dup; const1u SH_SIZE; mul;
- *        const8u &shadow[0]; plus                  CFA H i p    p = &shadow[i]
- *        dup; plus_uconst SH_SP; deref; pick 4; ne; bra next
- *        dup; plus_uconst SH_HOOK; deref; pick 3; ne; bra next
- *        plus_uconst SH_RET; deref; skip end       CFA H i ret
- *   next: drop; skip loop                          CFA H i
+ *        const8u &shadow[0]; plus                  CFA S H i p  p = &shadow[i]
+ *        dup; plus_uconst SH_SP; deref; pick 4; ne; bra next    (its sp is not S)
+ *        dup; plus_uconst SH_HOOK; deref; pick 3; ne; bra next  (its hook is not H)
+ *        dup; plus_uconst SH_RET; deref; pick 3; eq; bra next   (tail-called: returns to H)
+ *        plus_uconst SH_RET; deref; skip end       CFA S H i ret
+ *   next: drop; skip loop                          CFA S H i
  *   end:                                           the top is the return address
  */
 static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
@@ -220,7 +240,7 @@ static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
 	put1(&o, DW_EH_PE_absptr);
 	put1(&o, DW_CFA_def_cfa);
 	put1(&o, REG_SP);
-	put1(&o, 0);
+	put1(&o, 1); /* CFA = sp + 1: see the top */
 	uint32_t cie_len = close_entry(&o, cie);
 
 	unsigned char *fde = o.p;
@@ -229,13 +249,25 @@ static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
 	put8(&o, 0);                              /* pc_begin */
 	put8(&o, 0);                              /* pc_range */
 	put1(&o, 0);                              /* augmentation data: none */
+	put1(&o, DW_CFA_val_expression);          /* sp = CFA - 1 */
+	put1(&o, REG_SP);
+	put1(&o, 2);
+	put1(&o, DW_OP_lit1);
+	put1(&o, DW_OP_minus);
 	put1(&o, DW_CFA_val_expression);
 	put1(&o, REG_RA);
 	unsigned char *len = o.p++; /* the expression's length: one byte, below */
 	unsigned char *expr = o.p;
 	put1(&o, DW_OP_dup); /* libgcc's pick cannot reach the bottom of the stack */
-	put1(&o, DW_OP_breg0 + REG_RA);
+	put1(&o, DW_OP_lit1);
+	put1(&o, DW_OP_minus);
+#if FTRT_DWARF_RA_SIGNED
+	put1(&o, DW_OP_const8u); /* the hook: the one there is (arch.h's dwarf.h) */
+	put8(&o, (uintptr_t)return_to_handler);
+#else
+	put1(&o, DW_OP_breg0 + REG_RA); /* the hook: this frame's return address */
 	put1(&o, 0);
+#endif
 	put1(&o, DW_OP_const8u);
 	put8(&o, depth);
 	put1(&o, DW_OP_deref_size);
@@ -255,19 +287,21 @@ static const void *build(unsigned char *area, uintptr_t shadow, uintptr_t depth)
 	put1(&o, DW_OP_const8u);
 	put8(&o, shadow);
 	put1(&o, DW_OP_plus);
-	unsigned char *sp_differs = differs(&o, SH_SP, 4);
-	unsigned char *hook_differs = differs(&o, SH_HOOK, 3);
+	unsigned char *sp_differs = compare(&o, SH_SP, 4, DW_OP_ne);
+	unsigned char *hook_differs = compare(&o, SH_HOOK, 3, DW_OP_ne);
+	unsigned char *tail_called = compare(&o, SH_RET, 3, DW_OP_eq);
 	put1(&o, DW_OP_plus_uconst);
 	put1(&o, SH_RET);
 	put1(&o, DW_OP_deref);
 	unsigned char *found_to_end = jump(&o, DW_OP_skip);
 	jump_to(sp_differs, o.p);
 	jump_to(hook_differs, o.p);
+	jump_to(tail_called, o.p);
 	put1(&o, DW_OP_drop);
 	jump_to(jump(&o, DW_OP_skip), loop);
 	jump_to(none_to_end, o.p);
 	jump_to(found_to_end, o.p);
-	*len = (unsigned char)(o.p - expr);
+	*len = (unsigned char)(o.p - expr); /* under 128 (a one-byte ULEB128): about 100 */
 	uint32_t fde_len = close_entry(&o, fde);
 	memcpy(fde, &fde_len, 4);
 	/* The CIE's length last: until it is set, the info is not built (a

@@ -8,7 +8,9 @@
  *   [bti c] [paciasp | pacibsp]      the function's start
  *   sub  sp, sp, #M                  any number of these, and of
  *   stp  x29, x30, [sp, #-N]!        stores to the stack, with or
- *   stp  x19, x20, [sp, #K]          without writeback, in any order
+ *   stp  x19, x20, [sp, #K]          without writeback, in any order,
+ *   sub  x9, sp, #N                  and reckonings from sp into another
+ *                                    register
  *   add  x29, sp, #F                 (mov x29, sp: F = 0)
  *   ...                              (gcc: mov x0, x30; spills)
  *   bl   _mcount                     the site
@@ -113,6 +115,15 @@ static inline int frame_is_store(uint32_t w, intptr_t *wb, intptr_t *fp_rec)
 	return 0;
 }
 
+/* add or sub xN, sp, #imm12 {, lsl #12} into a register other than sp
+ * and x29: a prologue's reckoning that leaves both alone (clang's of a
+ * realigned frame: sub x9, sp, #N, and sp with it after x29 is set). */
+static inline int frame_is_from_sp(uint32_t w)
+{
+	uint32_t rd = w & 31;
+	return (w & 0x9f8003e0u) == 0x910003e0u && rd != 31 && rd != 29;
+}
+
 /* Whether w may lie between the add that sets x29 and the site: not a
  * branch, a return or anything else that leaves the straight line. */
 static inline int frame_is_straight(uint32_t w)
@@ -160,7 +171,7 @@ static inline int arm64_frame_shape(uintptr_t site, struct frame_shape *fs)
 		}
 		if (w == ARM64_BTI_C || w == ARM64_BTI_JC)
 			break;
-		if (!frame_is_sub_sp(w, &dec) && !frame_is_store(w, &wb, &rec))
+		if (!frame_is_sub_sp(w, &dec) && !frame_is_store(w, &wb, &rec) && !frame_is_from_sp(w))
 			break;
 		start = i;
 	}
@@ -178,7 +189,7 @@ static inline int arm64_frame_shape(uintptr_t site, struct frame_shape *fs)
 			sp += wb;
 			if (rec >= 0)
 				record = sp + rec;
-		} else {
+		} else if (!frame_is_from_sp(w)) {
 			return 0;
 		}
 	}

@@ -12,8 +12,9 @@
  * the real address (the same key, the entry sp as the modifier), so the
  * function's own autiasp accepts it and returns into the hook. A
  * prologue it cannot read is recorded as a call (graph.c:
- * ftrt_graph_call); so is an address signed by a prologue whose
- * signing instruction is not found. Calls graph.c and what tracer.h inlines.
+ * ftrt_graph_call); so is a saved address that is not the real one
+ * signed as the prologue says (a signing instruction not found, or a
+ * frame misread). Calls graph.c and what tracer.h inlines.
  */
 #include <stdint.h>
 
@@ -38,6 +39,19 @@ static inline uintptr_t sign_with(uintptr_t p, uintptr_t modifier, int key)
 	return x17;
 }
 
+/* Whether saved, the return address as the prologue saved it, is
+ * parent signed with key and modifier sp (unsigned: the same): the frame
+ * read from the prologue is the one the function signed with, checked
+ * by signing again (which never faults, as a failed authentication may),
+ * so the hook is never written with a signature the function's own
+ * authentication would refuse. */
+static inline int signed_as(uintptr_t saved, uintptr_t parent, uintptr_t sp, int key)
+{
+	if (key == FRAME_UNSIGNED)
+		return saved == parent;
+	return saved == sign_with(parent, sp, key);
+}
+
 /*
  * The -pg site ip was called from a function whose frame record is at fp
  * (fp[0]: its caller's x29, fp[1]: its return address as saved, perhaps
@@ -52,7 +66,7 @@ void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent)
 	struct frame_shape fs;
 	if (ftrt_mode != FTRT_GRAPH) {
 		record_call(b, now(), ip, parent);
-	} else if (!arm64_frame_shape(ip, &fs) || (fp[1] != parent && fs.key == FRAME_UNSIGNED)) {
+	} else if (!arm64_frame_shape(ip, &fs) || !signed_as(fp[1], parent, (uintptr_t)fp + fs.cfa, fs.key)) {
 		ftrt_graph_call(b, ip, (uintptr_t)(fp + 2), parent);
 	} else {
 		uintptr_t sp = (uintptr_t)fp + fs.cfa, hook = (uintptr_t)return_to_handler;
