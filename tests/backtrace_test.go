@@ -7,29 +7,35 @@ import (
 
 // TestBacktrace: a program that walks its own stack with backtrace
 // (progs/backtrace.c), from calls graphed at entry sites (trampolines)
-// and at -pg's (hijacked returns), prints the same frames untraced and
-// under both tracers, and its calls return as before. Under
-// function_graph the frames' return slots hold the tracer's hooks; the
-// runtime's wrapper of backtrace (src/backtrace.c) puts the real return
-// addresses back for the walk.
+// and at -pg's (hijacked returns), on x86-64 and on arm64 (under qemu,
+// with and without pointer authentication), prints the same frames
+// untraced and under both tracers, and its calls return as before.
+// Under function_graph the frames' return addresses are the tracer's
+// hooks; the runtime's wrapper of backtrace (src/backtrace.c) puts the
+// real ones back for the walk on x86-64, and takes the hooks' own frames
+// out of the walk on arm64.
 func TestBacktrace(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"} {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+	sites := map[string][]string{
+		"x86_64": {"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"},
+		"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg", "-pg -mbranch-protection=standard"},
+	}
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		for _, flags := range sites[tg.arch] {
+			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir, plainDir := t.TempDir(), t.TempDir()
 				objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
-				prog := linkRecorded(t, dir, tg.link, objs, picLink(true), "-rdynamic")
+				prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-rdynamic")
 				plain := filepath.Join(plainDir, "plain")
 				run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
-				want, _, code, err := runStatus(plainDir, plain)
+				want, _, code, err := runStatus(plainDir, tg.on(plain)...)
 				const frames = "inner: walk inner middle outer main\ninner: walk inner middle outer main\ndeeper: walk deeper deeper deeper deeper main\n"
 				if err != nil || code != 0 || want[:len(frames)] != frames {
 					t.Fatalf("untraced: exit %d, %v, output\n%s\nwant it to start\n%s", code, err, want, frames)
 				}
 				for _, mode := range []string{"", "function", "function_graph"} {
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + filepath.Join(dir, "t-"+mode)}, prog)
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + filepath.Join(dir, "t-"+mode)}, tg.on(prog)...)
 					if err != nil || code != 0 || got != want {
 						t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\n%s", mode, code, err, got, want, errOut)
 					}

@@ -30,6 +30,15 @@
 
 void return_to_handler(void);
 
+#if !FTRT_ARCH_SLOTS
+/* Where return addresses have no slots the walk goes through each hook
+ * with the unwind info frames.c gives it: a program that walks its
+ * stack links frames.c, whatever else it links. */
+struct dwarf_eh_bases;
+const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+__attribute__((used)) static const void *(*const frames_lookup)(void *, struct dwarf_eh_bases *) = _Unwind_Find_FDE;
+#endif
+
 /* Frames a walk takes into a buffer of its own, so that this wrapper's
  * frame (the first the walk finds) is dropped without losing the last
  * the caller asked for. A larger request fills the caller's buffer and
