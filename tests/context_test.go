@@ -33,7 +33,8 @@ func shape(n *model.Node) string {
 // (progs/contexts.c: each yields from two traced calls deep, two hand
 // over to each other directly, one is made again on a finished one's
 // stack, one's function takes eight arguments, two of them on its stack)
-// keep their output and exit status under both tracers, every site kind,
+// keep their output and exit status under both tracers, every site kind
+// of x86-64 and of arm64 (under qemu),
 // both compilers, PIE or not and linked statically; every call is in the
 // trace, and function_graph graphs each context's calls as they nest on
 // its own stack: the thread's own stack holds main, schedule and make,
@@ -47,14 +48,18 @@ func TestContexts(t *testing.T) {
 		static bool
 	}
 	var builds []build
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for i, flags := range x86Traced {
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		sets := x86Traced
+		if tg.arch != "x86_64" {
+			sets = flagSets[tg.arch]
+		}
+		for i, flags := range sets {
 			builds = append(builds, build{tg, flags, i%2 == 0, false})
 		}
 	}
 	builds = append(builds, build{x86GCC, "-pg -mfentry", false, true})
 	for _, b := range builds {
-		name := fmt.Sprintf("%s/%s/%s", b.tg.name, slug(b.flags), picFlag(b.pie))
+		name := fmt.Sprintf("%s/%s/%s/%s", b.tg.arch, b.tg.name, slug(b.flags), picFlag(b.pie))
 		if b.static {
 			name += "/static"
 		}
@@ -70,9 +75,9 @@ func TestContexts(t *testing.T) {
 			if b.static {
 				argv = append(argv, "-static")
 			}
-			run(t, dir, append(argv, append(objs, ftrt.LinkFlags(runtimeArchive(t))...)...)...)
+			run(t, dir, append(argv, append(objs, ftrt.LinkFlags(runtimeArchiveFor(t, b.tg.arch))...)...)...)
 			for _, tracer := range []string{"function", "function_graph"} {
-				stderr, out := runTraced(t, dir, prog, tracer, wantOut, wantCode)
+				stderr, out := runTracedOn(t, b.tg, dir, prog, tracer, wantOut, wantCode)
 				made := countLine(t, stderr, "made")
 				tr, syms := readTrace(t, out)
 				if tracer == "function" {

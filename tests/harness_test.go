@@ -407,15 +407,21 @@ type ccBuild struct {
 // (position-independent, with recordmcount's table and the runtime), as
 // a parallel subtest named compiler/flags, with the untraced program's
 // output and exit status, which every traced run must match.
-func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing.T, dir, prog, wantOut string, wantCode int)) {
+func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing.T, tg target, dir, prog, wantOut string, wantCode int)) {
 	for _, c := range builds {
-		t.Run(c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
-			wantOut, wantCode := untraced(t, c.tg, dir, src)
+			var defines []string // the program's own settings, untraced too
+			for _, f := range strings.Fields(c.flags) {
+				if strings.HasPrefix(f, "-D") {
+					defines = append(defines, f)
+				}
+			}
+			wantOut, wantCode := untraced(t, c.tg, dir, src, defines...)
 			prog := traced(t, c.tg, dir, c.flags, true, src)
-			test(t, dir, prog, wantOut, wantCode)
+			test(t, c.tg, dir, prog, wantOut, wantCode)
 		})
 	}
 }
@@ -442,13 +448,26 @@ func runTraced(t *testing.T, dir, prog, tracer, wantOut string, wantCode int) (s
 	return runTracedEnv(t, dir, prog, tracer, tracer, nil, wantOut, wantCode)
 }
 
+// runTracedOn is runTraced for a program of target tg (run under qemu
+// for arm64).
+func runTracedOn(t *testing.T, tg target, dir, prog, tracer, wantOut string, wantCode int) (string, string) {
+	t.Helper()
+	return runTracedArgv(t, dir, tg.on(prog), tracer, tracer, nil, wantOut, wantCode)
+}
+
 // runTracedEnv is runTraced tracing into dir/name, with the variables
 // env ("NAME=value") set besides.
 func runTracedEnv(t *testing.T, dir, prog, tracer, name string, env []string, wantOut string, wantCode int) (string, string) {
 	t.Helper()
+	return runTracedArgv(t, dir, []string{prog}, tracer, name, env, wantOut, wantCode)
+}
+
+// runTracedArgv is runTracedEnv running the command argv.
+func runTracedArgv(t *testing.T, dir string, argv []string, tracer, name string, env []string, wantOut string, wantCode int) (string, string) {
+	t.Helper()
 	out := filepath.Join(dir, name)
 	env = append([]string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, env...)
-	got, stderr, code, err := runStatusEnv(dir, env, prog)
+	got, stderr, code, err := runStatusEnv(dir, env, argv...)
 	if err != nil {
 		t.Fatal(err)
 	}

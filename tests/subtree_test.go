@@ -289,7 +289,7 @@ func TestSubtreeSettings(t *testing.T) {
 // hwork and what it calls never.
 func TestSubtreeSignalStress(t *testing.T) {
 	builds := []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86GCC, "-O2 -pg"}, {x86Clang, "-O0 -fpatchable-function-entry=5"}}
-	forProgram(t, "sigstress.c", builds, func(t *testing.T, dir, prog, wantOut string, wantCode int) {
+	forProgram(t, "sigstress.c", builds, func(t *testing.T, _ target, dir, prog, wantOut string, wantCode int) {
 		for i := range 2 {
 			stderr, out := runTracedEnv(t, dir, prog, "function_graph", fmt.Sprint("run", i),
 				[]string{"FTRACE_GRAPH_FUNCS=mid", "FTRACE_GRAPH_NOTRACE=hwork"}, wantOut, wantCode)

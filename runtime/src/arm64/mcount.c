@@ -60,16 +60,23 @@ static inline int signed_as(uintptr_t saved, uintptr_t parent, uintptr_t sp, int
  */
 void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent)
 {
-	struct tbuf *b = enter((uintptr_t)(fp + 2));
+	/* The call's reference for busy (take.h) is its entry sp, as every
+	 * other site's and every return's is: a return a signal handler
+	 * jumped out of leaves busy at that, and only a call at or above it
+	 * takes busy back. fp + 16, a bound from below, for a prologue not
+	 * understood. */
+	struct frame_shape fs = { 0, FRAME_UNSIGNED };
+	int known = arm64_frame_shape(ip, &fs);
+	uintptr_t sp = known ? (uintptr_t)fp + fs.cfa : (uintptr_t)(fp + 2);
+	struct tbuf *b = enter(sp);
 	if (!b)
 		return;
-	struct frame_shape fs;
 	if (ftrt_mode != FTRT_GRAPH) {
 		record_call(b, now(), ip, parent);
-	} else if (!arm64_frame_shape(ip, &fs) || !signed_as(fp[1], parent, (uintptr_t)fp + fs.cfa, fs.key)) {
-		ftrt_graph_call(b, ip, (uintptr_t)(fp + 2), parent);
+	} else if (!known || !signed_as(fp[1], parent, sp, fs.key)) {
+		ftrt_graph_call(b, ip, sp, parent);
 	} else {
-		uintptr_t sp = (uintptr_t)fp + fs.cfa, hook = (uintptr_t)return_to_handler;
+		uintptr_t hook = (uintptr_t)return_to_handler;
 		/* Signed when the prologue signed, whatever the saved copy
 		 * looks like: a signature may be all zero bits, and without
 		 * pointer authentication both instructions do nothing. */
