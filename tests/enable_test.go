@@ -155,24 +155,21 @@ func TestEnable(t *testing.T) {
 			t.Errorf("FTRACE_DEBUG: want 3 traced, 0 code pages written, config patched:\n%s", errOut)
 		}
 
-		// The graph tracer (not on arm64 yet: its runtime traces with
-		// function instead), in place; then the same list again, which
+		// The graph tracer, in place; then the same list again, which
 		// must not rewrite the file.
-		if tg.arch == "x86_64" {
-			run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "--funcs", listFile, enabled)
-			run(t, dir, tool("ftpatch"), "verify", enabled)
-			same := untouched.Take(t, enabled)
-			out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", enabled, "make_*", "helper", "fib", "!main")
-			same.Check(t, "enable with the same list")
-			if !strings.Contains(out, "unchanged") {
-				t.Errorf("enable with the same list said %q", out)
-			}
-			graph := filepath.Join(dir, "graph")
-			if got, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + graph}, tg.on(enabled)...); err != nil || got != wantOut || code != wantCode {
-				t.Errorf("graph: exit %d, %v", code, err)
-			}
-			checkCounts(t, graph, want, "function_graph", "patched")
+		run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "--funcs", listFile, enabled)
+		run(t, dir, tool("ftpatch"), "verify", enabled)
+		same := untouched.Take(t, enabled)
+		out, _ := run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", enabled, "make_*", "helper", "fib", "!main")
+		same.Check(t, "enable with the same list")
+		if !strings.Contains(out, "unchanged") {
+			t.Errorf("enable with the same list said %q", out)
 		}
+		graph := filepath.Join(dir, "graph")
+		if got, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + graph}, tg.on(enabled)...); err != nil || got != wantOut || code != wantCode {
+			t.Errorf("graph: exit %d, %v", code, err)
+		}
+		checkCounts(t, graph, want, "function_graph", "patched")
 
 		// The environment wins over what is baked in.
 		over := filepath.Join(dir, "over")

@@ -18,8 +18,6 @@
 #include "x86_64/dwarf.h"
 #include "x86_64/quick.h"
 #include "x86_64/sys.h"
-/* function_graph runs here. */
-#define FTRT_ARCH_GRAPH 1
 /* A call's return address is a word on the stack at its entry, just
  * below its stack pointer at return (its slot): the graph tracer may
  * read it to tell a live call from one left (take.h's left), and put the
@@ -30,13 +28,11 @@
 #include "arm64/dwarf.h"
 #include "arm64/quick.h"
 #include "arm64/sys.h"
-/* function_graph runs here, at the patchable entries: ftrace_caller
- * hands the function return_to_handler in x30 in place of its return
- * address, before the function saves it (and signs it, with pointer
- * authentication). -pg sites come after the prologue has saved (and
- * perhaps signed) it: their calls are recorded as calls, not graphed
- * (function.c: ftrt_entry_call). */
-#define FTRT_ARCH_GRAPH 1
+/* function_graph: at a patchable entry ftrace_caller hands the function
+ * return_to_handler in x30 in place of its return address, before the
+ * function saves it (and signs it, with pointer authentication); a -pg
+ * site comes after the prologue has saved (and perhaps signed) it, and
+ * the frame record gets the hook, signed alike (arm64/mcount.c). */
 /* No slots: at the entry the return address is in x30, and where the
  * function saves it is its own prologue's choice. So the graph tracer
  * tells a live call from a left one by stack pointers alone (take.h's

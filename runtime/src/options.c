@@ -99,19 +99,14 @@ void ftrt_tracer_options(void)
 struct ftrt_opts ftrt_opts;
 
 /*
- * Whether function_graph can run here: not on an architecture whose port
- * has no graph tracer yet (arch.h: FTRT_ARCH_GRAPH). And whether it keeps
- * the program's exceptions working: not when the program has C++'s unwinder linked in statically, which the
+ * Whether function_graph can run here: whether it keeps the program's
+ * exceptions working: not when the program has C++'s unwinder linked in statically, which the
  * runtime cannot hook (unwind.c), and a throw through a graphed frame
  * would end it. Then it is traced with function instead, and told so.
  * A program without unwind.c (no C++ catch) has no such throw.
  */
 int ftrt_graph_safe(void)
 {
-	if (!FTRT_ARCH_GRAPH) {
-		ftrt_say("ftrt: function_graph is not available on this architecture yet; tracing with function instead\n");
-		return 0;
-	}
 	if (!ftrt_unwind_hooked || ftrt_unwind_hooked())
 		return 1;
 	ftrt_say("ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; "
