@@ -118,6 +118,7 @@ func checkSubtree(t *testing.T, name string, tr *trace.Trace, full, filtered []m
 // untraced build prints and exits with, and the graph of its unfiltered
 // trace.
 type subtreeProg struct {
+	tg                 target
 	dir, prog, wantOut string
 	wantCode           int
 	full               []model.Thread
@@ -127,10 +128,10 @@ type subtreeProg struct {
 // its untraced build, and traces it unfiltered.
 func newSubtreeProg(t *testing.T, tg target, flags, src string) *subtreeProg {
 	t.Helper()
-	p := &subtreeProg{dir: t.TempDir()}
+	p := &subtreeProg{tg: tg, dir: t.TempDir()}
 	p.wantOut, p.wantCode = untraced(t, tg, p.dir, src)
 	p.prog = traced(t, tg, p.dir, flags, true, src)
-	_, out := runTraced(t, p.dir, p.prog, "function_graph", p.wantOut, p.wantCode)
+	_, out := runTracedOn(t, tg, p.dir, p.prog, "function_graph", p.wantOut, p.wantCode)
 	_, p.full = graphOf(t, out)
 	return p
 }
@@ -140,7 +141,7 @@ func newSubtreeProg(t *testing.T, tg target, flags, src string) *subtreeProg {
 // stderr, its trace and the trace's graph.
 func (p *subtreeProg) record(t *testing.T, name string, env ...string) (string, *trace.Trace, []model.Thread) {
 	t.Helper()
-	stderr, out := runTracedEnv(t, p.dir, p.prog, "function_graph", name, env, p.wantOut, p.wantCode)
+	stderr, out := runTracedArgv(t, p.dir, p.tg.on(p.prog), "function_graph", name, env, p.wantOut, p.wantCode)
 	tr, threads := graphOf(t, out)
 	return stderr, tr, threads
 }
@@ -157,7 +158,8 @@ func subtreeMasked(b []byte) []byte {
 // alternate stack, a thread inside a chosen call while another calls
 // outside, a thread ending inside a notrace call inside a chosen one, a
 // coroutine yielding inside a chosen call), built by both compilers
-// with every kind of entry site and with -pg's (the C path): the
+// with every kind of entry site and with -pg's (the C path), on x86-64
+// and on arm64 (under qemu): the
 // program's output and exit status are the untraced build's, and the
 // trace holds exactly what the unfiltered trace of the same program
 // holds inside chosen calls and outside notrace ones, also with
@@ -165,9 +167,13 @@ func subtreeMasked(b []byte) []byte {
 // outermost chosen call; it replays to the golden graph, and its
 // metadata names the filters.
 func TestSubtreeFilters(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-O2 -pg -mfentry", "-O2 -fpatchable-function-entry=5", "-O2 -pg", "-O0 -pg -mfentry -fcf-protection"} {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+	sites := map[string][]string{
+		"x86_64": {"-O2 -pg -mfentry", "-O2 -fpatchable-function-entry=5", "-O2 -pg", "-O0 -pg -mfentry -fcf-protection"},
+		"arm64":  {"-O2 -fpatchable-function-entry=4,2 -falign-functions=8", "-O2 -pg -mbranch-protection=standard"},
+	}
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		for _, flags := range sites[tg.arch] {
+			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				p := newSubtreeProg(t, tg, flags, "subtree.c")
@@ -198,18 +204,28 @@ func TestSubtreeFilters(t *testing.T) {
 // TestSubtreeExceptions: the subtree filters on progs/subtree.cc, whose
 // C++ exceptions leave chosen and notrace calls (their locals'
 // destructors making traced calls as the stack unwinds), built by g++
-// and clang++ at -O0 and -O2, with entry sites and -pg's: the program's
+// and clang++ at -O0 and -O2, with entry sites and -pg's, for x86-64 and
+// for arm64 (under qemu): the program's
 // output and exit status are the untraced build's, and the trace holds
 // what the unfiltered trace holds inside chosen calls and outside
 // notrace ones, as the golden graph shows. C++ functions are chosen by
 // their demangled names, as FTRACE_FILTER chooses them.
 func TestSubtreeExceptions(t *testing.T) {
+	sites := map[string][]string{
+		"x86_64": {"-O0 -pg -mfentry", "-O2 -pg -mfentry", "-O2 -pg"},
+		"arm64":  {"-O2 -fpatchable-function-entry=2 -mbranch-protection=standard", "-O2 -pg"},
+	}
+	// The C++ drivers compile and link (untraced builds in one step).
+	a64GXXOnly := target{"g++", "arm64", a64GXX.link, a64GXX.link, a64GXX.exec, a64GXX.objdump, a64GXX.tools}
+	a64ClangXXOnly := target{"clang++", "arm64", []string{"clang++", "--target=aarch64-linux-gnu"}, []string{"clang++", "--target=aarch64-linux-gnu"},
+		a64ClangXX.exec, a64ClangXX.objdump, a64ClangXX.tools}
 	for _, tg := range []target{
 		{"g++", "x86_64", []string{"g++"}, []string{"g++"}, nil, "objdump", []string{"g++"}},
 		{"clang++", "x86_64", []string{"clang++"}, []string{"clang++"}, nil, "objdump", []string{"clang++"}},
+		a64GXXOnly, a64ClangXXOnly,
 	} {
-		for _, flags := range []string{"-O0 -pg -mfentry", "-O2 -pg -mfentry", "-O2 -pg"} {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+		for _, flags := range sites[tg.arch] {
+			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				p := newSubtreeProg(t, tg, flags, "subtree.cc")
