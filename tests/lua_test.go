@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"ftpatch/model"
@@ -64,31 +66,45 @@ func debianSource(t *testing.T, pkg, orig, top string) string {
 	return src
 }
 
-// buildLua compiles the interpreter into dir with extra flags; traced
-// builds go through recordmcount and link the runtime.
-func buildLua(t *testing.T, src, dir string, flags []string, traced bool) string {
+// buildLua compiles the interpreter into dir with tg's compiler and extra
+// flags; traced builds go through recordmcount and link tg's runtime.
+// The files compile in parallel.
+func buildLua(t *testing.T, tg target, src, dir string, flags []string, traced bool) string {
 	t.Helper()
 	srcs, err := filepath.Glob(filepath.Join(src, "*.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var objs []string
+	var wg sync.WaitGroup
+	errs := make(chan error, len(srcs))
 	for _, c := range srcs {
 		if filepath.Base(c) == "luac.c" {
 			continue
 		}
 		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(c), ".c")+".o")
 		objs = append(objs, obj)
-		argv := append([]string{"gcc", "-O2", "-std=gnu99", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX", "-c", c, "-o", obj}, flags...)
-		run(t, dir, argv...)
+		argv := append(append(append([]string{}, tg.cc...), "-O2", "-std=gnu99", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX", "-c", c, "-o", obj), flags...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 	if traced {
 		run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
 	}
 	lua := filepath.Join(dir, "lua")
-	argv := append(append([]string{"gcc", "-o", lua}, objs...), "-lm", "-ldl")
+	argv := append(append(append(append([]string{}, tg.link...), "-o", lua), objs...), "-lm", "-ldl")
 	if traced {
-		argv = append(argv, ftrt.LinkFlags(runtimeArchive(t))...)
+		argv = append(argv, ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)
 	}
 	run(t, dir, argv...)
 	return lua
@@ -98,56 +114,77 @@ func buildLua(t *testing.T, src, dir string, flags []string, traced bool) string
 // instrumented and run under function_graph, prints the same as the
 // untraced build for scripts that compute, raise and catch errors (which
 // Lua unwinds with longjmp) and run coroutines; the trace reads back as a
-// consistent graph that records the longjmp unwinding.
+// consistent graph that records the longjmp unwinding. On x86-64 with
+// -pg -mfentry; on arm64 (under qemu) with the preferred entry sites and
+// with -pg and pointer authentication.
 func TestLua(t *testing.T) {
-	need(t, "gcc")
 	src := luaSource(t)
-	plainDir, tracedDir := t.TempDir(), t.TempDir()
-	plain := buildLua(t, src, plainDir, nil, false)
-	traced := buildLua(t, src, tracedDir, []string{"-pg", "-mfentry"}, true)
 	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
 	if err != nil || len(scripts) == 0 {
 		t.Fatalf("no Lua scripts: %v", err)
 	}
-	for _, script := range scripts {
-		script, _ := filepath.Abs(script)
-		t.Run(filepath.Base(script), func(t *testing.T) {
-			wantOut, wantErr, wantCode, err := runStatus(plainDir, plain, script)
-			if err != nil || wantCode != 0 {
-				t.Fatalf("untraced lua: exit %d, %v\n%s", wantCode, err, wantErr)
-			}
-			for _, mode := range []string{"", "function", "function_graph"} {
-				out := filepath.Join(t.TempDir(), "t")
-				env := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}
-				got, gotErr, code, err := runStatusEnv(tracedDir, env, traced, script)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != wantOut || code != wantCode {
-					t.Errorf("FTRACE=%s: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", mode, code, got, gotErr, wantCode, wantOut)
-				}
-				if mode != "function_graph" {
-					continue
-				}
-				tr, threads := graphOf(t, out)
-				checkNesting(t, threads)
-				stats := model.Stats(threads)
-				if len(stats) < 50 {
-					t.Errorf("only %d functions of the interpreter graphed", len(stats))
-				}
-				if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
-					t.Errorf("meta: %+v", tr.Meta)
-				}
-				if filepath.Base(script) == "errors.lua" && tr.Meta.Unwound == 0 {
-					t.Error("Lua's error handling longjmps out of graphed calls, but none was recorded as unwound")
-				}
-				// The user's commands read it too.
-				for _, cmd := range []string{"replay", "report"} {
-					if _, stderr, code, err := runStatus(tracedDir, tool("ftpatch"), cmd, out); err != nil || code != 0 {
-						t.Errorf("ftpatch %s: exit %d, %v\n%s", cmd, code, err, stderr)
-					}
-				}
+	for _, b := range []struct {
+		tg    target
+		flags []string
+	}{
+		{x86GCC, []string{"-pg", "-mfentry"}},
+		{a64GCC, []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"}},
+		{a64GCC, []string{"-pg", "-mbranch-protection=standard"}},
+	} {
+		t.Run(b.tg.arch+"/"+slug(strings.Join(b.flags, " ")), func(t *testing.T) {
+			t.Parallel()
+			need(t, b.tg.tools...)
+			plainDir, tracedDir := t.TempDir(), t.TempDir()
+			plain := buildLua(t, b.tg, src, plainDir, nil, false)
+			traced := buildLua(t, b.tg, src, tracedDir, b.flags, true)
+			for _, script := range scripts {
+				script, _ := filepath.Abs(script)
+				t.Run(filepath.Base(script), func(t *testing.T) {
+					checkLua(t, b.tg, plainDir, plain, tracedDir, traced, script)
+				})
 			}
 		})
+	}
+}
+
+// checkLua runs script with the untraced interpreter plain and with the
+// traced one under each tracer, and checks the graph.
+func checkLua(t *testing.T, tg target, plainDir, plain, tracedDir, traced, script string) {
+	t.Helper()
+	wantOut, wantErr, wantCode, err := runStatus(plainDir, tg.on(plain, script)...)
+	if err != nil || wantCode != 0 {
+		t.Fatalf("untraced lua: exit %d, %v\n%s", wantCode, err, wantErr)
+	}
+	for _, mode := range []string{"", "function", "function_graph"} {
+		out := filepath.Join(t.TempDir(), "t")
+		env := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}
+		got, gotErr, code, err := runStatusEnv(tracedDir, env, tg.on(traced, script)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != wantOut || code != wantCode {
+			t.Errorf("FTRACE=%s: exit %d, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", mode, code, got, gotErr, wantCode, wantOut)
+		}
+		if mode != "function_graph" {
+			continue
+		}
+		tr, threads := graphOf(t, out)
+		checkNesting(t, threads)
+		stats := model.Stats(threads)
+		if len(stats) < 50 {
+			t.Errorf("only %d functions of the interpreter graphed", len(stats))
+		}
+		if tr.Meta.Dropped != 0 || tr.Meta.Skipped != 0 || tr.Meta.Failed != 0 {
+			t.Errorf("meta: %+v", tr.Meta)
+		}
+		if filepath.Base(script) == "errors.lua" && tr.Meta.Unwound == 0 {
+			t.Error("Lua's error handling longjmps out of graphed calls, but none was recorded as unwound")
+		}
+		// The user's commands read it too.
+		for _, cmd := range []string{"replay", "report"} {
+			if _, stderr, code, err := runStatus(tracedDir, tool("ftpatch"), cmd, out); err != nil || code != 0 {
+				t.Errorf("ftpatch %s: exit %d, %v\n%s", cmd, code, err, stderr)
+			}
+		}
 	}
 }
