@@ -151,6 +151,8 @@ func TestArm64Words(t *testing.T) {
 		{"ARM64_BTI_C", arm64.BTIC, "HINT #0x22"},   // bti c: x/arch prints the hint's number
 		{"ARM64_BTI_JC", arm64.BTIJC, "HINT #0x26"}, // bti jc
 		{"ARM64_BL_OP", bl, "BL .+0x0"},
+		{"ARM64_LDR_X16_8", arm64.LdrX16Lit8, "LDR X16, .+0x8"}, // a veneer's (veneer.c)
+		{"ARM64_BR_X16", arm64.BrX16, "BR X16"},
 	} {
 		m := regexp.MustCompile(`#define ` + c.name + ` (0x[0-9a-f]+)u`).FindSubmatch(src)
 		if m == nil {

@@ -28,6 +28,14 @@ const (
 	// BTIC is the branch-target landing pad a BTI-enabled function
 	// starts with; patch slots then begin after it.
 	BTIC uint32 = 0xd503245f // bti c
+	// LdrX16Lit8 and BrX16 begin a veneer of the runtime's
+	// (runtime/src/arm64/veneer.c), which takes a site's bl to a
+	// trampoline beyond its reach: x16 gets the target from the
+	// 8-byte literal after the two, and the br goes there (x16 is
+	// the register a branch may change, and a `br x16` may land on
+	// `bti c`). The linkers' veneers end with BrX16 too.
+	LdrX16Lit8 uint32 = 0x58000050 // ldr x16, .+8
+	BrX16      uint32 = 0xd61f0200 // br x16
 )
 
 // arm64BranchMax is the reach of B and BL: a signed 26-bit count of words.

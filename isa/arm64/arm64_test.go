@@ -41,6 +41,8 @@ func TestARM64Constants(t *testing.T) {
 		{"MovX0X30", MovX0X30, arm64asm.MOV, "MOV X0, X30"},
 		// x/arch has no BTI mnemonic: bti c is HINT #34.
 		{"BTIC", BTIC, arm64asm.HINT, "HINT #0x22"},
+		{"LdrX16Lit8", LdrX16Lit8, arm64asm.LDR, "LDR X16, .+0x8"},
+		{"BrX16", BrX16, arm64asm.BR, "BR X16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,7 +23,8 @@
  * of its stack pointer decrements up to the add, less F. The walk goes
  * back from the site to the add (at most FRAME_SCAN words, none of them
  * a branch), then back over the prologue's own instructions to the
- * first one that is not (the previous function's last, or padding),
+ * first one that is not (the previous function's last, or padding;
+ * never into a page that is not there: FRAME_READABLE),
  * and then forward, adding up. It answers only when the frame record it
  * finds stored (stp x29, x30) is where x29 points; anything else (a
  * prologue it does not know, a frame grown by a loop or by alloca
@@ -37,6 +38,15 @@
 #include "insn.h"
 
 #define FRAME_SCAN 32 /* words looked at either side of the add: a prologue is shorter */
+
+/* Whether the word at a, the first of its page, may be read: the one
+ * before a prologue that starts a page may be in no mapping at all (code
+ * placed at a segment's start). The includer says how to ask (mcount.c:
+ * a read by process_vm_readv, which fails rather than faults); 1 where
+ * the code is known to be there. */
+#ifndef FRAME_READABLE
+#define FRAME_READABLE(a) 1
+#endif
 
 /* How a prologue signed its return address (struct frame_shape). */
 enum { FRAME_UNSIGNED, FRAME_KEY_A, FRAME_KEY_B };
@@ -161,6 +171,8 @@ static inline int arm64_frame_shape(uintptr_t site, struct frame_shape *fs)
 	/* Back over the prologue to its first instruction. */
 	int start = at, key = FRAME_UNSIGNED;
 	for (int i = at + 1; i <= at + FRAME_SCAN; i++) {
+		if (((uintptr_t)(p - 4 * i) & 0xfff) == 0xffc && !FRAME_READABLE((uintptr_t)(p - 4 * i)))
+			break; /* the prologue starts its page, and nothing is before it */
 		uint32_t w = arm64_word(p - 4 * i);
 		uintptr_t dec;
 		intptr_t wb, rec;

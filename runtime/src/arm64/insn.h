@@ -38,6 +38,35 @@ static inline uintptr_t arm64_bl_target(uintptr_t ip, uint32_t w)
 	return ip + (uintptr_t)((intptr_t)((int32_t)(w << 6) >> 6) * 4);
 }
 
+/*
+ * Where a branch to t really goes when t is a veneer, a stub that takes
+ * a bl beyond its reach the rest of the way through x16:
+ *   adrp x16, T; add x16, x16, #:lo12:T; br x16    the linkers' (ld, lld)
+ *   ldr x16, .+8; br x16; .quad T                  the runtime's (veneer.c)
+ * T then; t itself when it holds neither.
+ */
+#define ARM64_BR_X16 0xd61f0200u      /* br x16 */
+#define ARM64_LDR_X16_8 0x58000050u   /* ldr x16, .+8 (a literal 8 bytes on) */
+static inline uintptr_t arm64_through_veneer(uintptr_t t)
+{
+	const unsigned char *p = (const unsigned char *)t;
+	uint32_t w0 = arm64_word(p), w1 = arm64_word(p + 4);
+	if (w0 == ARM64_LDR_X16_8 && w1 == ARM64_BR_X16) {
+		uint64_t to;
+		memcpy(&to, p + 8, 8);
+		return (uintptr_t)to;
+	}
+	uint32_t w2 = arm64_word(p + 8);
+	if ((w0 & 0x9f00001fu) == 0x90000010u && (w1 & 0xff8003ffu) == 0x91000210u && w2 == ARM64_BR_X16) {
+		/* adrp: a signed 21-bit count of 4 KiB pages from t's page */
+		uint64_t imm = (uint64_t)((((w0 >> 5) & 0x7ffffu) << 2) | ((w0 >> 29) & 3u));
+		int64_t pages = (int64_t)(imm << 43) >> 43;
+		uintptr_t lo = ((w1 >> 10) & 0xfffu) << ((w1 >> 22) & 1 ? 12 : 0);
+		return (t & ~(uintptr_t)0xfff) + (uintptr_t)(pages * 4096) + lo;
+	}
+	return t;
+}
+
 /* `bl target` at ip, or 0 when target is beyond bl's ±128 MiB (or not a
  * word apart). */
 static inline uint32_t arm64_bl(uintptr_t ip, uintptr_t target)

@@ -26,6 +26,7 @@
 #include "../ftrt.h"
 #include "insn.h"
 #include "quick.h"
+#include "veneer.h"
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
 
@@ -68,7 +69,9 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
 	uint32_t w0 = arm64_word(ip), w1 = arm64_word(ip + 4);
 	if (arm64_is_bl(w0)) {
-		if (arm64_bl_target((uintptr_t)ip, w0) != ftrt_targets[FTRT_T_MCOUNT])
+		/* directly, or through the linker's veneer from code beyond
+		 * bl's reach of _mcount */
+		if (arm64_through_veneer(arm64_bl_target((uintptr_t)ip, w0)) != ftrt_targets[FTRT_T_MCOUNT])
 			return FTRT_SITE_UNKNOWN;
 		*len = 4;
 		return FTRT_SITE_CALL;
@@ -107,8 +110,9 @@ uintptr_t ftrt_arch_call_target(int len, int want)
  *   bl ftrace_mcount_caller; nop         a -pg site classified with the
  *                                        NOP after it (8): that NOP stays
  *   [mov x9, x30;] bl ftrace_stub        the empty tracer
- * 0, or -1 when the trampoline is beyond bl's reach or the site is of no
- * shape the tracer serves.
+ * A trampoline beyond bl's reach of the site is called through a veneer
+ * placed within it (veneer.c). 0, or -1 when no veneer can be placed or
+ * the site is of no shape the tracer serves.
  */
 int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
@@ -116,16 +120,20 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 	if (!target)
 		return -1;
 	uint32_t w[2];
-	if (want == WANT_ENTRY) { /* len 8: the bl is the second word */
+	uintptr_t at = want == WANT_ENTRY ? ip + 4 : ip; /* the bl: the second word of a patchable area */
+	uint32_t bl = arm64_bl(at, target);
+	if (!bl) {
+		uintptr_t v = ftrt_arm64_veneer(at, target);
+		bl = v ? arm64_bl(at, v) : 0;
+		if (!bl)
+			return -1;
+	}
+	if (want == WANT_ENTRY) {
 		w[0] = ARM64_MOV_X9_X30;
-		w[1] = arm64_bl(ip + 4, target);
-		if (!w[1])
-			return -1;
+		w[1] = bl;
 	} else {
-		w[0] = arm64_bl(ip, target);
+		w[0] = bl;
 		w[1] = ARM64_NOP;
-		if (!w[0])
-			return -1;
 	}
 	memcpy(buf, w, 8);
 	return 0;

@@ -14,7 +14,7 @@
  * `ftpatch enable`, writes them (see site.c):
  *   mov x9, x30; bl ftrace_caller / ftrace_stub    a patchable area, 8 bytes
  *   bl ftrace_mcount_caller / ftrace_stub           a -pg site, 4
- * Whether the site at ip holds one that a site of the tracer `mode` may
+ * (directly, or through a veneer from code beyond bl's reach). Whether the site at ip holds one that a site of the tracer `mode` may
  * call (mode 0: any of them); sets *len.
  */
 int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
@@ -30,7 +30,7 @@ int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 	}
 	if (!arm64_is_bl(w))
 		return 0;
-	uintptr_t target = arm64_bl_target(at, w);
+	uintptr_t target = arm64_through_veneer(arm64_bl_target(at, w)); /* veneer.c's, for code far away */
 	if (target == t[FTRT_T_STUB])
 		return mode == 0 || mode == FTRT_NOP;
 	if (mode == FTRT_NOP)
