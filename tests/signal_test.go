@@ -164,8 +164,8 @@ func TestSignalJumpOut(t *testing.T) {
 	}
 	builds = append(builds, ccBuild{x86Clang, "-O2 -pg -mfentry"})
 	// qemu-user runs the arm64 builds, and falls over at 20,000 jumps a
-	// second, untraced too: a timer of 200 us there.
-	const slower = "-DPERIOD_NS=200000 "
+	// second, untraced too, and now and then at 5,000: a timer of 1 ms there.
+	const slower = "-DPERIOD_NS=1000000 "
 	for _, flags := range flagSets["arm64"] {
 		builds = append(builds, ccBuild{a64GCC, slower + "-O2 " + flags})
 	}

@@ -76,20 +76,28 @@ static inline int signed_as(uintptr_t saved, uintptr_t parent, uintptr_t sp, int
  */
 void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent)
 {
-	/* The call's reference for busy (take.h) is its entry sp, as every
-	 * other site's and every return's is: a return a signal handler
-	 * jumped out of leaves busy at that, and only a call at or above it
-	 * takes busy back. fp + 16, a bound from below, for a prologue not
+	/* The call's reference for busy (take.h). Under function_graph, its
+	 * entry sp, as every return's is: a return a signal handler jumped
+	 * out of leaves busy at that, and only a call at or above it takes
+	 * busy back. Under function, which has no returns, fp + 16, a bound
+	 * from below, without reading the prologue (three times the
+	 * instructions of the call's record); so too for a prologue not
 	 * understood. */
+	if (ftrt_mode != FTRT_GRAPH) {
+		struct tbuf *b = enter((uintptr_t)(fp + 2));
+		if (b) {
+			record_call(b, now(), ip, parent);
+			unbusy(b, 0);
+		}
+		return;
+	}
 	struct frame_shape fs = { 0, FRAME_UNSIGNED };
 	int known = arm64_frame_shape(ip, &fs);
 	uintptr_t sp = known ? (uintptr_t)fp + fs.cfa : (uintptr_t)(fp + 2);
 	struct tbuf *b = enter(sp);
 	if (!b)
 		return;
-	if (ftrt_mode != FTRT_GRAPH) {
-		record_call(b, now(), ip, parent);
-	} else if (!known || !signed_as(fp[1], parent, sp, fs.key)) {
+	if (!known || !signed_as(fp[1], parent, sp, fs.key)) {
 		ftrt_graph_call(b, ip, sp, parent);
 	} else {
 		uintptr_t hook = (uintptr_t)return_to_handler;
