@@ -23,12 +23,14 @@ deps:
 	@scripts/deps.sh
 
 # test: formatting and vet, the checked-in fixtures rebuild identically
-# from their sources, then every test (packages in parallel).
+# from their sources, then every test (packages in parallel). The
+# end-to-end package runs every arm64 program under qemu and takes some
+# minutes on two cores: its time limit is 30 minutes, not go test's 10.
 test: deps
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) vet ./...
 	@$(MAKE) --no-print-directory -s fixtures-check
-	$(GO) test ./...
+	$(GO) test -timeout 30m ./...
 
 bench: build
 	@scripts/deps.sh bench
