@@ -82,7 +82,8 @@ var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
 // threads run (their buffers flushed whole, the interrupted thread's up to
 // its last whole record, nothing twice); a vfork child's _exit and
 // posix_spawn's leave the parent's buffers alone; a program killed by
-// SIGKILL leaves a trace replay and report read, warning once.
+// SIGKILL leaves a trace replay and report read, warning once. On x86-64
+// and on arm64 (under qemu).
 // workedThousand checks the trace of a run that called work(1000) and
 // ended without exit: every call is there, and the run ended.
 func workedThousand(t *testing.T, out, _ string) {
@@ -211,9 +212,13 @@ func TestExitWays(t *testing.T) {
 			}
 		}},
 	}
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-fpatchable-function-entry=5"} {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+	sites := map[string][]string{
+		"x86_64": {"-pg -mfentry", "-fpatchable-function-entry=5"},
+		"arm64":  {"-fpatchable-function-entry=2", "-pg -mbranch-protection=standard"},
+	}
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		for _, flags := range sites[tg.arch] {
+			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
@@ -225,13 +230,13 @@ func TestExitWays(t *testing.T) {
 				}
 				for _, c := range cases {
 					t.Run(c.how, func(t *testing.T) {
-						wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, c.how)
+						wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.on(plain, c.how)...)
 						if err != nil || wantCode != c.code {
 							t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
 						}
 						for _, mode := range []string{"function", "function_graph"} {
 							out := filepath.Join(dir, c.how+"-"+mode)
-							got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, c.how)
+							got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
 							if err != nil {
 								t.Fatal(err)
 							}
