@@ -207,13 +207,23 @@ func TestGraphEdges(t *testing.T) {
 
 // TestGraphLimits: FTRACE_DEPTH bounds the graph's depth, and
 // FTRACE_THRESH drops calls shorter than the threshold that called
-// nothing traced, without changing the program.
+// nothing traced, without changing the program; on x86-64 and on arm64
+// (under qemu).
 func TestGraphLimits(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
+	for _, b := range []ccBuild{{x86GCC, "-O0 -pg -mfentry"}, {a64GCC, "-O0 -fpatchable-function-entry=4,2 -falign-functions=8"}, {a64Clang, "-O0 -pg"}} {
+		t.Run(b.tg.arch+"/"+b.tg.name+"/"+slug(b.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, b.tg.tools...)
+			checkGraphLimits(t, b.tg, b.flags)
+		})
+	}
+}
+
+// checkGraphLimits is TestGraphLimits for one build.
+func checkGraphLimits(t *testing.T, tg target, flags string) {
 	dir := t.TempDir()
-	prog := traced(t, tg, dir, "-O0 -pg -mfentry", true, progSources...)
-	wantOut, _, wantCode, err := runStatus(dir, prog)
+	prog := traced(t, tg, dir, flags, true, progSources...)
+	wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +276,7 @@ func TestGraphLimits(t *testing.T) {
 	} {
 		t.Run(c.env, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "t")
-			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", c.env, "FTRACE_OUT=" + out}, prog)
+			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", c.env, "FTRACE_OUT=" + out}, tg.on(prog)...)
 			if err != nil {
 				t.Fatal(err)
 			}
