@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -55,18 +54,8 @@ func TestFrameShape(t *testing.T) {
 			t.Fatalf("%s is not installed: run `make deps`", tool)
 		}
 	}
+	bin := buildHarness(t, frameHarness)
 	dir := t.TempDir()
-	src, err := filepath.Abs("src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "harness.c"), []byte(frameHarness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "harness")
-	if out, err := exec.Command("gcc", "-O2", "-I", src, "-o", bin, filepath.Join(dir, "harness.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building the harness: %v\n%s", err, out)
-	}
 	progs, err := filepath.Abs(filepath.Join("..", "tests", "progs"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,29 @@ import (
 	"ftpatch/isa/x86"
 )
 
+// buildHarness compiles a C program of the runtime's tests, source,
+// which includes runtime sources by their path under src/, with the host
+// compiler, and returns it.
+func buildHarness(t *testing.T, source string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is not installed: run `make deps` or `apt-get install gcc`")
+	}
+	dir := t.TempDir()
+	src, err := filepath.Abs("src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "harness.c"), []byte(source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "harness")
+	if out, err := exec.Command("gcc", "-O2", "-I", src, "-o", bin, filepath.Join(dir, "harness.c")).CombinedOutput(); err != nil {
+		t.Fatalf("building the harness: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // siteHarness runs site.c's ftrt_arch_at_entry and ftrt_arch_chain on
 // code read from stdin, a line per case: hex bytes (the function from its
 // start, which ends 8 bytes of int3 later: no real chain site ends its
@@ -55,21 +78,7 @@ int main(void)
 // x86.ChainPush): compared on gcc's and clang's shapes and on generated
 // code made of the pieces both look at and of others.
 func TestSiteLeadMatchesNops(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc is not installed: run `make deps` or `apt-get install gcc`")
-	}
-	dir := t.TempDir()
-	src, err := filepath.Abs("src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "harness.c"), []byte(siteHarness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "harness")
-	if out, err := exec.Command("gcc", "-O2", "-I", src, "-o", bin, filepath.Join(dir, "harness.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building the harness: %v\n%s", err, out)
-	}
+	bin := buildHarness(t, siteHarness)
 
 	// The pieces: what may come before a site (endbr64, push %r10, the
 	// NOPs of gcc, clang and ftpatch), what may not (a prologue, other
