@@ -396,6 +396,18 @@ func untraced(t *testing.T, tg target, dir, src string, flags ...string) (string
 	return out, code
 }
 
+// defines are the -D flags among flags: a program's own settings, which
+// its untraced build takes too.
+func defines(flags string) []string {
+	var d []string
+	for _, f := range strings.Fields(flags) {
+		if strings.HasPrefix(f, "-D") {
+			d = append(d, f)
+		}
+	}
+	return d
+}
+
 // A ccBuild is a compiler and the flags a program of progs/ is built
 // with.
 type ccBuild struct {
@@ -413,13 +425,7 @@ func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
-			var defines []string // the program's own settings, untraced too
-			for _, f := range strings.Fields(c.flags) {
-				if strings.HasPrefix(f, "-D") {
-					defines = append(defines, f)
-				}
-			}
-			wantOut, wantCode := untraced(t, c.tg, dir, src, defines...)
+			wantOut, wantCode := untraced(t, c.tg, dir, src, defines(c.flags)...)
 			prog := traced(t, c.tg, dir, c.flags, true, src)
 			test(t, c.tg, dir, prog, wantOut, wantCode)
 		})
