@@ -19,31 +19,25 @@ func TestBacktrace(t *testing.T) {
 		"x86_64": {"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"},
 		"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg", "-pg -mbranch-protection=standard"},
 	}
-	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
-		for _, flags := range sites[tg.arch] {
-			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				dir, plainDir := t.TempDir(), t.TempDir()
-				objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
-				prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-rdynamic")
-				plain := filepath.Join(plainDir, "plain")
-				run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
-				want, _, code, err := runStatus(plainDir, tg.on(plain)...)
-				const frames = "inner: walk inner middle outer main\ninner: walk inner middle outer main\ndeeper: walk deeper deeper deeper deeper main\n"
-				if err != nil || code != 0 || want[:len(frames)] != frames {
-					t.Fatalf("untraced: exit %d, %v, output\n%s\nwant it to start\n%s", code, err, want, frames)
-				}
-				for _, mode := range []string{"", "function", "function_graph"} {
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + filepath.Join(dir, "t-"+mode)}, tg.on(prog)...)
-					if err != nil || code != 0 || got != want {
-						t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\n%s", mode, code, err, got, want, errOut)
-					}
-				}
-				if counts, _ := reportCounts(t, filepath.Join(dir, "t-function_graph")); counts["walk"] != 3 || counts["deeper"] != 4 || counts["inner"] != 2 {
-					t.Errorf("function_graph report: %v; want walk 3, deeper 4, inner 2 calls", counts)
-				}
-			})
+	forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites, func(t *testing.T, tg target, flags string) {
+		dir, plainDir := t.TempDir(), t.TempDir()
+		objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
+		prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-rdynamic")
+		plain := filepath.Join(plainDir, "plain")
+		run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
+		want, _, code, err := runStatus(plainDir, tg.on(plain)...)
+		const frames = "inner: walk inner middle outer main\ninner: walk inner middle outer main\ndeeper: walk deeper deeper deeper deeper main\n"
+		if err != nil || code != 0 || want[:len(frames)] != frames {
+			t.Fatalf("untraced: exit %d, %v, output\n%s\nwant it to start\n%s", code, err, want, frames)
 		}
-	}
+		for _, mode := range []string{"", "function", "function_graph"} {
+			got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + filepath.Join(dir, "t-"+mode)}, tg.on(prog)...)
+			if err != nil || code != 0 || got != want {
+				t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\n%s", mode, code, err, got, want, errOut)
+			}
+		}
+		if counts, _ := reportCounts(t, filepath.Join(dir, "t-function_graph")); counts["walk"] != 3 || counts["deeper"] != 4 || counts["inner"] != 2 {
+			t.Errorf("function_graph report: %v; want walk 3, deeper 4, inner 2 calls", counts)
+		}
+	})
 }

@@ -216,38 +216,32 @@ func TestExitWays(t *testing.T) {
 		"x86_64": {"-pg -mfentry", "-fpatchable-function-entry=5"},
 		"arm64":  {"-fpatchable-function-entry=2", "-pg -mbranch-protection=standard"},
 	}
-	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
-		for _, flags := range sites[tg.arch] {
-			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
-				// The program's _exit is the runtime's, exported for shared
-				// objects to bind to.
-				syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
-				if !regexp.MustCompile(`FUNC +WEAK +DEFAULT +[0-9]+ _exit\n`).MatchString(syms) {
-					t.Errorf("the program exports no _exit of its own:\n%s", syms)
+	forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites, func(t *testing.T, tg target, flags string) {
+		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
+		// The program's _exit is the runtime's, exported for shared
+		// objects to bind to.
+		syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
+		if !regexp.MustCompile(`FUNC +WEAK +DEFAULT +[0-9]+ _exit\n`).MatchString(syms) {
+			t.Errorf("the program exports no _exit of its own:\n%s", syms)
+		}
+		for _, c := range cases {
+			t.Run(c.how, func(t *testing.T) {
+				wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.on(plain, c.how)...)
+				if err != nil || wantCode != c.code {
+					t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
 				}
-				for _, c := range cases {
-					t.Run(c.how, func(t *testing.T) {
-						wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.on(plain, c.how)...)
-						if err != nil || wantCode != c.code {
-							t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
-						}
-						for _, mode := range []string{"function", "function_graph"} {
-							out := filepath.Join(dir, c.how+"-"+mode)
-							got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
-							if err != nil {
-								t.Fatal(err)
-							}
-							checkSame(t, mode, got, code, wantOut, wantCode)
-							t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
-						}
-					})
+				for _, mode := range []string{"function", "function_graph"} {
+					out := filepath.Join(dir, c.how+"-"+mode)
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSame(t, mode, got, code, wantOut, wantCode)
+					t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
 				}
 			})
 		}
-	}
+	})
 }
 
 // TestExecChild: a traced program whose forked child execs a traced

@@ -227,6 +227,20 @@ func forBuilds(t *testing.T, tgs []target, test func(t *testing.T, tg target, fl
 	}
 }
 
+// forSites runs test on each of tgs by each of the site flags sites gives
+// its architecture, as a parallel subtest named arch/compiler/flags.
+func forSites(t *testing.T, tgs []target, sites map[string][]string, test func(t *testing.T, tg target, flags string)) {
+	for _, tg := range tgs {
+		for _, flags := range sites[tg.arch] {
+			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				test(t, tg, flags)
+			})
+		}
+	}
+}
+
 // slug turns flags into a name usable for files and subtests.
 func slug(s string) string {
 	r := strings.NewReplacer(" ", "", "-", "_", "=", "", ",", "_")

@@ -171,34 +171,28 @@ func TestSubtreeFilters(t *testing.T) {
 		"x86_64": {"-O2 -pg -mfentry", "-O2 -fpatchable-function-entry=5", "-O2 -pg", "-O0 -pg -mfentry -fcf-protection"},
 		"arm64":  {"-O2 -fpatchable-function-entry=4,2 -falign-functions=8", "-O2 -pg -mbranch-protection=standard"},
 	}
-	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
-		for _, flags := range sites[tg.arch] {
-			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				p := newSubtreeProg(t, tg, flags, "subtree.c")
-				full := p.full
-				stderr, tr, threads := p.record(t, "filtered", subtreeEnv...)
-				if stderr != "" {
-					t.Errorf("stderr %q, want nothing: every glob names a traced function", stderr)
-				}
-				chosen, notrace := prefixed("c_", "c_never"), prefixed("q_")
-				checkSubtree(t, "FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE", tr, full, threads, subtreeFilter{funcs: true, chosen: chosen, notrace: notrace}, "o_", "q_")
-				if tr.Meta.GraphFuncs != "c_*,!c_never" || tr.Meta.GraphNotrace != "q_*" {
-					t.Errorf("metadata: graph_funcs %q, graph_notrace %q; want the variables' values", tr.Meta.GraphFuncs, tr.Meta.GraphNotrace)
-				}
-				replay := graphReplay(t, tr, threads)
-				// One golden for every build: each makes the same calls.
-				golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay))
-
-				_, tr, threads = p.record(t, "notrace", subtreeEnv[1:]...)
-				checkSubtree(t, "FTRACE_GRAPH_NOTRACE alone", tr, full, threads, subtreeFilter{notrace: notrace}, "q_")
-
-				_, tr, threads = p.record(t, "depth", append([]string{"FTRACE_DEPTH=2"}, subtreeEnv...)...)
-				checkSubtree(t, "FTRACE_DEPTH=2", tr, full, threads, subtreeFilter{funcs: true, chosen: chosen, notrace: notrace, depth: 2}, "o_", "q_")
-			})
+	forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites, func(t *testing.T, tg target, flags string) {
+		p := newSubtreeProg(t, tg, flags, "subtree.c")
+		full := p.full
+		stderr, tr, threads := p.record(t, "filtered", subtreeEnv...)
+		if stderr != "" {
+			t.Errorf("stderr %q, want nothing: every glob names a traced function", stderr)
 		}
-	}
+		chosen, notrace := prefixed("c_", "c_never"), prefixed("q_")
+		checkSubtree(t, "FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE", tr, full, threads, subtreeFilter{funcs: true, chosen: chosen, notrace: notrace}, "o_", "q_")
+		if tr.Meta.GraphFuncs != "c_*,!c_never" || tr.Meta.GraphNotrace != "q_*" {
+			t.Errorf("metadata: graph_funcs %q, graph_notrace %q; want the variables' values", tr.Meta.GraphFuncs, tr.Meta.GraphNotrace)
+		}
+		replay := graphReplay(t, tr, threads)
+		// One golden for every build: each makes the same calls.
+		golden.Check(t, filepath.Join("testdata", "subtree.golden"), subtreeMasked(replay))
+
+		_, tr, threads = p.record(t, "notrace", subtreeEnv[1:]...)
+		checkSubtree(t, "FTRACE_GRAPH_NOTRACE alone", tr, full, threads, subtreeFilter{notrace: notrace}, "q_")
+
+		_, tr, threads = p.record(t, "depth", append([]string{"FTRACE_DEPTH=2"}, subtreeEnv...)...)
+		checkSubtree(t, "FTRACE_DEPTH=2", tr, full, threads, subtreeFilter{funcs: true, chosen: chosen, notrace: notrace, depth: 2}, "o_", "q_")
+	})
 }
 
 // TestSubtreeExceptions: the subtree filters on progs/subtree.cc, whose
@@ -219,26 +213,20 @@ func TestSubtreeExceptions(t *testing.T) {
 	a64GXXOnly := target{"g++", "arm64", a64GXX.link, a64GXX.link, a64GXX.exec, a64GXX.objdump, a64GXX.tools}
 	a64ClangXXOnly := target{"clang++", "arm64", []string{"clang++", "--target=aarch64-linux-gnu"}, []string{"clang++", "--target=aarch64-linux-gnu"},
 		a64ClangXX.exec, a64ClangXX.objdump, a64ClangXX.tools}
-	for _, tg := range []target{
+	forSites(t, []target{
 		{"g++", "x86_64", []string{"g++"}, []string{"g++"}, nil, "objdump", []string{"g++"}},
 		{"clang++", "x86_64", []string{"clang++"}, []string{"clang++"}, nil, "objdump", []string{"clang++"}},
 		a64GXXOnly, a64ClangXXOnly,
-	} {
-		for _, flags := range sites[tg.arch] {
-			t.Run(tg.arch+"/"+tg.name+"/"+slug(flags), func(t *testing.T) {
-				t.Parallel()
-				need(t, tg.tools...)
-				p := newSubtreeProg(t, tg, flags, "subtree.cc")
-				stderr, tr, threads := p.record(t, "filtered", "FTRACE_GRAPH_FUNCS=c_*(*", "FTRACE_GRAPH_NOTRACE=q_*(*")
-				if stderr != "" {
-					t.Errorf("stderr %q, want nothing", stderr)
-				}
-				checkSubtree(t, "filtered", tr, p.full, threads, subtreeFilter{funcs: true, chosen: prefixed("c_"), notrace: prefixed("q_")}, "o_", "q_", "OGuard")
-				replay := graphReplay(t, tr, threads)
-				golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay))
-			})
+	}, sites, func(t *testing.T, tg target, flags string) {
+		p := newSubtreeProg(t, tg, flags, "subtree.cc")
+		stderr, tr, threads := p.record(t, "filtered", "FTRACE_GRAPH_FUNCS=c_*(*", "FTRACE_GRAPH_NOTRACE=q_*(*")
+		if stderr != "" {
+			t.Errorf("stderr %q, want nothing", stderr)
 		}
-	}
+		checkSubtree(t, "filtered", tr, p.full, threads, subtreeFilter{funcs: true, chosen: prefixed("c_"), notrace: prefixed("q_")}, "o_", "q_", "OGuard")
+		replay := graphReplay(t, tr, threads)
+		golden.Check(t, filepath.Join("testdata", "subtree-cc.golden"), masked(replay))
+	})
 }
 
 // TestSubtreeSettings: what the runtime says of the subtree filters and
