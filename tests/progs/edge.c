@@ -2,7 +2,8 @@
  * The edge cases of tracing, in one deterministic program: longjmp out of
  * graphed frames, a signal handler that calls traced functions, threads,
  * fork, recursion deeper than the runtime's shadow stack (1024), float,
- * double, long double and struct returns, varargs, and exit() called deep
+ * double, long double, struct and four-double (arm64: vector register)
+ * returns, varargs, and exit() called deep
  * in the graph. Prints what it computed; exits with status 3 from deep
  * inside a call chain.
  */
@@ -38,6 +39,10 @@ NOINLINE long double ldsq(long double x) { return x * x; }
 
 struct big { long a, b, c, d; };
 NOINLINE struct big mkbig(long x) { struct big b = { x, x + 1, x + 2, x + 3 }; return b; }
+/* Four doubles: on arm64 a homogeneous aggregate, returned in d0-d3
+ * (the vector registers return_to_handler must keep). */
+struct quad { double a, b, c, d; };
+NOINLINE struct quad mkquad(double x) { struct quad q = { x, x * 2, x * 3, x * 4 }; return q; }
 
 NOINLINE long vsum(int n, ...)
 {
@@ -107,6 +112,8 @@ int main(void)
 	printf("float %.2f double %.2f long double %.2Lf\n", fsq(1.5f), dsq(2.5), ldsq(3.5L));
 	struct big b = mkbig(10);
 	printf("struct %ld %ld %ld %ld\n", b.a, b.b, b.c, b.d);
+	struct quad h = mkquad(1.25);
+	printf("quad %.2f %.2f %.2f %.2f\n", h.a, h.b, h.c, h.d);
 	printf("varargs %ld\n", vsum(4, 1L, 2L, 3L, 4L));
 
 	signal(SIGUSR1, on_signal);
