@@ -45,7 +45,7 @@ int main(void)
 // unwind info says (the saved x30's place in each function's frame, as
 // readelf interprets .eh_frame at the site), for every -pg function
 // gcc and clang make of the tests' C and C++ programs, at -O0 and -O2,
-// with and without pointer authentication; a prologue it does not
+// without pointer authentication and with it by either key; a prologue it does not
 // understand would be a call recorded unhooked, and may be no more than
 // a few.
 func TestFrameShape(t *testing.T) {
@@ -66,15 +66,13 @@ func TestFrameShape(t *testing.T) {
 	}
 	for name, cc := range compilers {
 		for _, opt := range []string{"-O0", "-O2"} {
-			for _, pac := range []bool{false, true} {
-				flags := []string{opt, "-pg", "-pthread"}
-				if pac {
-					flags = append(flags, "-mbranch-protection=standard")
-				}
-				t.Run(fmt.Sprintf("%s/%s/pac=%v", name, opt, pac), func(t *testing.T) {
+			// The key each build signs with: none, A (paciasp), B (pacibsp).
+			for key, protect := range []string{"none", "standard", "pac-ret+b-key"} {
+				flags := []string{opt, "-pg", "-pthread", "-mbranch-protection=" + protect}
+				t.Run(fmt.Sprintf("%s/%s/%s", name, opt, protect), func(t *testing.T) {
 					t.Parallel()
-					prog := filepath.Join(dir, fmt.Sprintf("%s%s%v", name, opt, pac))
-					checkFrames(t, bin, cc, flags, prog, progs, pac)
+					prog := filepath.Join(dir, fmt.Sprintf("%s%s%d", name, opt, key))
+					checkFrames(t, bin, cc, flags, prog, progs, key)
 				})
 			}
 		}
@@ -83,7 +81,7 @@ func TestFrameShape(t *testing.T) {
 
 // checkFrames builds each of the tests' programs with cc and flags, and
 // compares the harness's answer at each -pg site with the unwind info.
-func checkFrames(t *testing.T, harness string, cc, flags []string, prog, progs string, pac bool) {
+func checkFrames(t *testing.T, harness string, cc, flags []string, prog, progs string, key int) {
 	t.Helper()
 	total, unknown := 0, 0
 	for _, srcs := range [][]string{{"unwind.cc"}, {"-xc", "edge.c"}, {"-xc", "contexts.c"}, {"-xc", "backtrace.c", "-ldl"}} {
@@ -111,10 +109,6 @@ func checkFrames(t *testing.T, harness string, cc, flags []string, prog, progs s
 		if len(got) != len(sites) {
 			t.Fatalf("%s: %d answers for %d sites", srcs, len(got), len(sites))
 		}
-		key := "0"
-		if pac {
-			key = "1"
-		}
 		for i, site := range sites {
 			total++
 			if got[i] == "-" {
@@ -122,7 +116,7 @@ func checkFrames(t *testing.T, harness string, cc, flags []string, prog, progs s
 				t.Logf("%s: site %#x: prologue not understood", srcs, site)
 				continue
 			}
-			if w := fmt.Sprintf("%d:%s", want[i], key); got[i] != w {
+			if w := fmt.Sprintf("%d:%d", want[i], key); got[i] != w {
 				t.Errorf("%s: site %#x: the runtime reads %s (cfa:key), the unwind info says %s", srcs, site, got[i], w)
 			}
 		}

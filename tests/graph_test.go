@@ -145,7 +145,11 @@ func TestGraphEdges(t *testing.T) {
 		if tg.arch == "arm64" {
 			sites = []string{"-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg -mbranch-protection=standard"}
 		}
-		for _, v := range []struct{ opt, flags string }{{"-O0", sites[0]}, {"-O2", sites[0]}, {"-O0", sites[1]}, {"-O2", sites[1]}} {
+		builds := []struct{ opt, flags string }{{"-O0", sites[0]}, {"-O2", sites[0]}, {"-O0", sites[1]}, {"-O2", sites[1]}}
+		if tg.arch == "arm64" { // and the other key
+			builds = append(builds, struct{ opt, flags string }{"-O2", "-pg -mbranch-protection=pac-ret+b-key"})
+		}
+		for _, v := range builds {
 			opt := v.opt
 			t.Run(tg.arch+"/"+tg.name+"/"+opt+"/"+slug(v.flags), func(t *testing.T) {
 				t.Parallel()
