@@ -16,7 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"ftpatch/internal/asroot"
 	ftrt "ftpatch/runtime"
@@ -115,13 +117,33 @@ func runStatusEnv(dir string, env []string, argv ...string) (string, string, int
 	return capture(cmd)
 }
 
+// commandLimit bounds each command a test runs: one that runs longer
+// (a program that hangs, or qemu-user, which hangs now and then on
+// programs that mix threads, forks and signals) is killed, and the test
+// fails saying so, rather than the whole package waiting for its time
+// limit.
+const commandLimit = 5 * time.Minute
+
 // capture runs cmd, keeping its stdout and stderr, and returns them and
 // its exit status (-1 for a signal, which cmd.ProcessState says); err is
-// set only when the command could not be run at all.
+// set only when the command could not be run at all, or ran longer than
+// commandLimit.
 func capture(cmd *exec.Cmd) (string, string, int, error) {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return "", "", 0, err
+	}
+	var killed atomic.Bool
+	timer := time.AfterFunc(commandLimit, func() {
+		killed.Store(true)
+		cmd.Process.Kill()
+	})
+	err := cmd.Wait()
+	timer.Stop()
+	if killed.Load() {
+		return o.String(), e.String(), -1, fmt.Errorf("%s ran longer than %v: killed", strings.Join(cmd.Args, " "), commandLimit)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return o.String(), e.String(), ee.ExitCode(), nil

@@ -37,9 +37,9 @@ func countLine(t *testing.T, stderr, what string) map[string]int {
 // of their own sends each SIGPROF at 20 kHz, whose handler makes traced
 // calls, nesting (SA_NODEFER) and, on half the threads, on an alternate
 // stack above the thread's (progs/sigstress.c); threads are created and
-// exit, and threads fork children that make traced calls. Thirty-two
-// runs over every x86-64 site kind and arm64's (under qemu), both
-// compilers, pre-patched programs and both tracers: each run's output and exit status are the untraced
+// exit, and threads fork children that make traced calls. Twenty runs
+// over every x86-64 site kind, both compilers, a pre-patched program and
+// both tracers: each run's output and exit status are the untraced
 // program's, every call of the loops is in the trace, the handlers' calls
 // are there but for those the trace counts as dropped (a handler that
 // interrupted the tracer), no call is taken for one a longjmp left (there
@@ -57,13 +57,13 @@ func TestSignalStress(t *testing.T) {
 		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false},
 		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true},
 		{x86Clang, "-O2 -pg -mfentry", false, "function", false},
-		// arm64, under qemu-user, which falls over at 20,000 signals a
-		// second, untraced too: 2,000 there.
-		{a64GCC, "-DPERIOD_NS=500000 -O2 -fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", true, "function_graph", false},
-		{a64Clang, "-DPERIOD_NS=500000 -O2 -pg", false, "function_graph", false},
-		{a64GCC, "-DPERIOD_NS=500000 -O2 -fpatchable-function-entry=2", true, "function", true},
+		// Not arm64: qemu-user runs its builds, and with threads, forks
+		// and signals together it crashes (at 20,000 signals a second)
+		// or hangs (now and then at 2,000) running this program
+		// untraced. TestSignalJumpOut and TestGraphEdges take signals
+		// there, a handler's traced calls included.
 	}
-	const runs = 4 // each: thirty-two in all
+	const runs = 4 // each: twenty in all
 	for _, c := range cases {
 		name := fmt.Sprintf("%s/%s/%s/%s/%s", c.tg.arch, c.tg.name, slug(c.flags), picFlag(c.pie), c.tracer)
 		if c.enable {

@@ -104,10 +104,9 @@ NOINLINE void *work(void *arg)
 			exit(2);
 		}
 	}
-	/* SIGPROF to this thread every PERIOD_NS (50 us; the arm64 builds,
-	 * which qemu-user runs, ask for less: it falls over at that rate,
-	 * untraced too): a timer on CLOCK_MONOTONIC, since one on the
-	 * thread's CPU time fires only at the scheduler's tick. */
+	/* SIGPROF to this thread every PERIOD_NS (50 us): a timer on
+	 * CLOCK_MONOTONIC, since one on the thread's CPU time fires only at
+	 * the scheduler's tick. */
 	struct sigevent ev;
 	memset(&ev, 0, sizeof ev);
 	ev.sigev_notify = SIGEV_THREAD_ID;
