@@ -17,6 +17,7 @@ type Node struct {
 	End      float64 // ns; when Unwound, when the unwinding was seen; when Open, the thread's last event
 	Unwound  bool    // left without returning (longjmp or an exception out of it)
 	Open     bool    // still running when tracing ended (exit() called below it, or the program killed)
+	Untimed  bool    // recorded without its return (trace.Untimed): End is Start
 	Children []*Node
 }
 
@@ -91,7 +92,7 @@ func (b *treeSink) Enter(fn, src string, ns float64, depth int) {
 func (b *treeSink) Close(how trace.EndKind, fn string, start, ns float64) {
 	n := b.stack[len(b.stack)-1]
 	b.stack = b.stack[:len(b.stack)-1]
-	n.End, n.Unwound, n.Open = ns, how == trace.LeftEarly, how == trace.Running
+	n.End, n.Unwound, n.Open, n.Untimed = ns, how == trace.LeftEarly, how == trace.Running, how == trace.Untimed
 }
 
 // WalkTrees drives a Walker with the calls of the trees, as their
@@ -121,6 +122,8 @@ func WalkTrees(roots []*Node, w *trace.Walker) {
 				how = trace.Running
 			case it.n.Unwound:
 				how = trace.LeftEarly
+			case it.n.Untimed:
+				how = trace.Untimed
 			}
 			w.Pop(how, it.n.End)
 			stack = stack[:len(stack)-1]

@@ -15,8 +15,9 @@ type Stat struct {
 	Func          string
 	Calls         int
 	Total, Self   float64 // ns
-	Min, Max      float64 // ns: the shortest and the longest call
+	Min, Max      float64 // ns: the shortest and the longest timed call (0 when none was)
 	Unwound, Open int
+	Untimed       int // calls whose return was not traced (trace.Untimed): in Calls, not in the times
 }
 
 // statSink sums a context's kept calls per function into m.
@@ -47,6 +48,16 @@ func (a *statSink) Close(how trace.EndKind, fn string, start, ns float64) {
 		a.m[fn] = s
 	}
 	s.Calls++
+	if how == trace.Untimed {
+		s.Untimed++ // counted, of no time
+		if s.Calls == s.Untimed {
+			s.Min, s.Max = 0, 0
+		}
+		return
+	}
+	if s.Calls == s.Untimed+1 { // its first timed call: the untimed ones set no bounds
+		s.Min, s.Max = math.Inf(1), math.Inf(-1)
+	}
 	s.Total += d
 	s.Self += d - inner
 	s.Min, s.Max = min(s.Min, d), max(s.Max, d)
@@ -91,12 +102,19 @@ func merge(m map[string]*Stat, o map[string]*Stat) {
 			m[fn] = &c
 			continue
 		}
+		switch { // the bounds of the timed calls (trace.Untimed ones have none)
+		case s.Calls == s.Untimed:
+		case t.Calls == t.Untimed:
+			t.Min, t.Max = s.Min, s.Max
+		default:
+			t.Min, t.Max = min(t.Min, s.Min), max(t.Max, s.Max)
+		}
 		t.Calls += s.Calls
 		t.Total += s.Total
 		t.Self += s.Self
-		t.Min, t.Max = min(t.Min, s.Min), max(t.Max, s.Max)
 		t.Unwound += s.Unwound
 		t.Open += s.Open
+		t.Untimed += s.Untimed
 	}
 }
 

@@ -148,5 +148,6 @@ func (y *yielder) Close(how EndKind, fn string, start, ns float64) {
 	case Running:
 		k = CallOpen
 	}
+	// Untimed: its exit where it began, a call of no length.
 	y.stop = y.stop || !y.yield(CallEvent{k, fn, ns})
 }

@@ -87,8 +87,9 @@ type Sink interface {
 	// them (Filter.Source), else "".
 	Enter(fn, src string, ns float64, depth int)
 	// Close: the innermost kept call ended at ns, how says how
-	// (Returned, LeftEarly, or Running: still running at the thread's
-	// last event), having begun at start.
+	// (Returned, LeftEarly, Running: still running at the thread's
+	// last event, or Untimed: a call whose return was not traced, closed
+	// where it began), having begun at start.
 	Close(how EndKind, fn string, start, ns float64)
 }
 
@@ -100,6 +101,7 @@ const (
 	Returned  EndKind = iota // it returned
 	LeftEarly                // its frame was left without returning: longjmp or an exception
 	Running                  // it had not returned when its thread's trace ended
+	Untimed                  // recorded as a plain call in a graph trace: the tracer could not hook its return, so when it returned is not known
 )
 
 // frame is an open call as the walk sees it.
@@ -163,6 +165,17 @@ func (w *Walker) Records(recs []Record) {
 			w.Pop(Returned, ns)
 		case Unwound:
 			w.Pop(LeftEarly, ns)
+		case Call:
+			// In a graph trace: a call the tracer recorded without
+			// hooking its return (arm64's -pg site whose prologue it
+			// could not read; any call while a context's stack was
+			// unknown). It is shown where it was made, untimed.
+			src := ""
+			if w.f.Source {
+				src = w.names.SourceAt(r.IP, r.TS)
+			}
+			w.Push(w.names.FuncAt(r.IP, r.TS), src, ns)
+			w.Pop(Untimed, ns)
 		}
 	}
 }

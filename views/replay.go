@@ -84,6 +84,9 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	case !wasOpen && how == trace.LeftEarly:
 		p.call(d, &fr, "; /* unwound: longjmp or exception */")
 		return
+	case how == trace.Untimed: // never open: it has no callees
+		p.call(-1, &fr, "; /* not timed: its return was not traced */")
+		return
 	case !wasOpen:
 		p.open(&fr)
 	}

@@ -178,3 +178,73 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestUntimedCalls: a plain call in a function_graph trace (one the graph
+// tracer recorded without hooking its return: an arm64 -pg site whose
+// prologue it could not read, or any call while a context's stack was
+// unknown) is shown where it was made, untimed, by the streamed replay
+// and the trees alike, and counted in the report with no time, also
+// when the report merges threads.
+func TestUntimedCalls(t *testing.T) {
+	dir := tracetest.WriteDir(t, "function_graph", map[int][]step{1: {
+		{K: trace.Entry, Fn: "f0", TS: 100},
+		{K: trace.Call, Fn: "f1", TS: 150},
+		{K: trace.Entry, Fn: "f1", TS: 200},
+		{K: trace.Exit, TS: 260},
+		{K: trace.Call, Fn: "f2", TS: 300},
+		{K: trace.Exit, TS: 400},
+	}, 2: {
+		{K: trace.Entry, Fn: "f2", TS: 500},
+		{K: trace.Exit, TS: 530},
+	}})
+	syms := tracetest.Names(3)
+	tr, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := ReplayGraph(&got, tr, syms, &trace.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"| f0() {",
+		"|   f1(); /* not timed: its return was not traced */",
+		"|   f1();",
+		"|   f2(); /* not timed: its return was not traced */",
+		"| } /* f0 */",
+	}
+	var body []string // thread 1's calls
+	for _, l := range strings.Split(strings.TrimSpace(got.String()), "\n") {
+		if _, rest, ok := strings.Cut(l, "[     1] "); ok {
+			body = append(body, rest)
+		}
+	}
+	if strings.Join(body, "\n") != strings.Join(want, "\n") {
+		t.Errorf("replay:\n%s\nwant the calls\n%s", got.String(), strings.Join(want, "\n"))
+	}
+	mem, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trees bytes.Buffer
+	if err := WriteTrees(&trees, mem, model.Graph(mem, syms)); err != nil {
+		t.Fatal(err)
+	}
+	if trees.String() != got.String() {
+		t.Errorf("the trees' replay differs from the stream's:\n%s", lineDiff(trees.String(), got.String()))
+	}
+	stats, err := model.ReportGraph(tr, syms, &trace.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]model.Stat{}
+	for _, s := range stats {
+		by[s.Func] = s
+	}
+	if f1 := by["f1"]; f1.Calls != 2 || f1.Untimed != 1 || f1.Total != 60 || f1.Min != 60 || f1.Max != 60 {
+		t.Errorf("f1: %+v; want 2 calls, 1 untimed, 60 ns in the timed one", f1)
+	}
+	if f2 := by["f2"]; f2.Calls != 2 || f2.Untimed != 1 || f2.Total != 30 || f2.Min != 30 || f2.Max != 30 {
+		t.Errorf("f2: %+v; want 2 calls, 1 untimed (thread 1), 30 ns in the timed one (thread 2)", f2)
+	}
+}
