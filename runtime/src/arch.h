@@ -28,13 +28,13 @@
 #include "arm64/dwarf.h"
 #include "arm64/quick.h"
 #include "arm64/sys.h"
-/* function_graph: at a patchable entry ftrace_caller hands the function
- * return_to_handler in x30 in place of its return address, before the
- * function saves it (and signs it, with pointer authentication); a -pg
- * site comes after the prologue has saved (and perhaps signed) it, and
- * the frame record gets the hook, signed alike (arm64/mcount.c). */
 /* No slots: at the entry the return address is in x30, and where the
- * function saves it is its own prologue's choice. So the graph tracer
+ * function saves it is its own prologue's choice. function_graph hands
+ * the function return_to_handler in x30 in place of its return address
+ * (ftrace_caller), before the function saves it (and signs it, with
+ * pointer authentication); a -pg site comes after the prologue has saved
+ * (and perhaps signed) it, and the frame record gets the hook, signed
+ * alike (arm64/mcount.c). So the graph tracer
  * tells a live call from a left one by stack pointers alone (take.h's
  * left), never writes into a graphed function's frame, and lets the
  * unwinder through the hooks with the unwind info frames.c gives them

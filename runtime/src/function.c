@@ -45,4 +45,3 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 	}
 	unbusy(b, 0);
 }
-

@@ -101,9 +101,9 @@ int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret, u
  * A call at the site ip, whose frame is at sp and which returns to ret,
  * that function_graph cannot hook (an arm64 -pg site whose prologue
  * says too little of where the return address was saved, or how it was
- * signed: arm64/mcount.c) is recorded as a call, where the subtree filters would have recorded
- * it: not inside a notrace call, and with FTRACE_GRAPH_FUNCS inside a
- * chosen call or at a chosen function.
+ * signed: arm64/mcount.c) is recorded as a call, where the subtree
+ * filters would have recorded it: not inside a notrace call, and with
+ * FTRACE_GRAPH_FUNCS inside a chosen call or at a chosen function.
  */
 void ftrt_graph_call(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret)
 {

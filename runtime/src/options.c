@@ -100,9 +100,9 @@ struct ftrt_opts ftrt_opts;
 
 /*
  * Whether function_graph can run here: whether it keeps the program's
- * exceptions working: not when the program has C++'s unwinder linked in statically, which the
- * runtime cannot hook (unwind.c), and a throw through a graphed frame
- * would end it. Then it is traced with function instead, and told so.
+ * exceptions working: not when the program has C++'s unwinder linked
+ * in statically, which the runtime cannot hook (unwind.c), and a throw
+ * through a graphed frame would end it. Then it is traced with function instead, and told so.
  * A program without unwind.c (no C++ catch) has no such throw.
  */
 int ftrt_graph_safe(void)

@@ -49,15 +49,18 @@ static inline uintptr_t arm64_bl_target(uintptr_t ip, uint32_t w)
 #define ARM64_LDR_X16_8 0x58000050u   /* ldr x16, .+8 (a literal 8 bytes on) */
 static inline uintptr_t arm64_through_veneer(uintptr_t t)
 {
+	/* Each word is read only when those before it are a veneer's: a
+	 * branch target may be a function one word long at a mapping's end. */
 	const unsigned char *p = (const unsigned char *)t;
-	uint32_t w0 = arm64_word(p), w1 = arm64_word(p + 4);
-	if (w0 == ARM64_LDR_X16_8 && w1 == ARM64_BR_X16) {
+	uint32_t w0 = arm64_word(p);
+	if (w0 == ARM64_LDR_X16_8 && arm64_word(p + 4) == ARM64_BR_X16) {
 		uint64_t to;
 		memcpy(&to, p + 8, 8);
 		return (uintptr_t)to;
 	}
-	uint32_t w2 = arm64_word(p + 8);
-	if ((w0 & 0x9f00001fu) == 0x90000010u && (w1 & 0xff8003ffu) == 0x91000210u && w2 == ARM64_BR_X16) {
+	if ((w0 & 0x9f00001fu) == 0x90000010u && (arm64_word(p + 4) & 0xff8003ffu) == 0x91000210u &&
+	    arm64_word(p + 8) == ARM64_BR_X16) {
+		uint32_t w1 = arm64_word(p + 4);
 		/* adrp: a signed 21-bit count of 4 KiB pages from t's page */
 		uint64_t imm = (uint64_t)((((w0 >> 5) & 0x7ffffu) << 2) | ((w0 >> 29) & 3u));
 		int64_t pages = (int64_t)(imm << 43) >> 43;

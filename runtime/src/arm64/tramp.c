@@ -14,8 +14,9 @@
  * `ftpatch enable`, writes them (see site.c):
  *   mov x9, x30; bl ftrace_caller / ftrace_stub    a patchable area, 8 bytes
  *   bl ftrace_mcount_caller / ftrace_stub           a -pg site, 4
- * (directly, or through a veneer from code beyond bl's reach). Whether the site at ip holds one that a site of the tracer `mode` may
- * call (mode 0: any of them); sets *len.
+ * (directly, or through a veneer from code beyond bl's reach). Whether
+ * the site at ip holds one that a site of the tracer `mode` may call
+ * (mode 0: any of them); sets *len.
  */
 int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 {
