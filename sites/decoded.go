@@ -64,7 +64,8 @@ func (k Kind) hookKind() Kind {
 // writes them: `e8 rel32` to ftrace_caller5, `67 e8 rel32` to
 // ftrace_caller6, the mcount and chain variants after the prologue and
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
-// site; on arm64, ftrace_caller from a patchable area's second word and
+// site; on arm64, ftrace_caller from a patchable area's second word,
+// ftrace_ops_caller from one with a pre-function literal, and
 // ftrace_mcount_caller from a -pg site (runtime/src/arm64/entry.S).
 var (
 	x86Trampolines = map[string]callee{
@@ -79,6 +80,7 @@ var (
 	arm64Trampolines = map[string]callee{
 		abi.ARM64Caller:       {ARM64Patchable, 4, true},
 		abi.ARM64McountCaller: {ARM64Mcount, 4, true},
+		abi.ARM64OpsCaller:    {ARM64CallOps, 4, true},
 		abi.Stub:              {KindUnknown, 4, true},
 	}
 )

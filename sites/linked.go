@@ -2,6 +2,7 @@ package sites
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -284,6 +285,11 @@ func arm64Linked(code []byte, off uint64, fun fn, site *Site, areas map[uint64]b
 		// 8-aligned function: the pre-function literal.
 		if lit := fun.start - arm64.LiteralSize; fun.start%arm64.LiteralSize == 0 && areas[lit] {
 			site.Kind, site.Pre = ARM64CallOps, arm64.LiteralSize
+			// The runtime fills it at load; in a file it holds the
+			// compiler's NOPs, unless something wrote there.
+			if b, err := calls.f.ReadAt(elfx.Addr(lit), arm64.LiteralSize); err == nil && !(arm64.IsNop(arm64.Word(b, 0)) && arm64.IsNop(arm64.Word(b, 4))) {
+				site.Literal = binary.LittleEndian.Uint64(b)
+			}
 		}
 	default:
 		return nil, bad("holds %08x, want bl or nop", w)

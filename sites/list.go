@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"ftpatch/elfx"
@@ -112,6 +113,9 @@ func linkedCells(s *Site, cells *[linkedCols]string) {
 	if s.Call != nil {
 		target = s.Call.String()
 	}
+	if s.Literal != 0 {
+		target = strings.TrimSpace(target + " literal=0x" + strconv.FormatUint(s.Literal, 16))
+	}
 	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), fn, s.Kind.String(), strconv.Itoa(s.Len), s.State.Effect(), target, s.Source.String()}
 }
 
@@ -137,6 +141,7 @@ type linkedSite struct {
 	Target   *jsonCall `json:"target,omitempty"`
 	Source   *jsonPos  `json:"source,omitempty"`
 	Pre      int32     `json:"pre,omitempty"`
+	Literal  string    `json:"literal,omitempty"` // arm64 callops: what the pre-function literal holds, when not its NOPs
 	Weak     bool      `json:"weak,omitempty"`
 	Found    Origin    `json:"found_in"`
 }
@@ -178,6 +183,9 @@ func WriteLinkedJSON(w io.Writer, l *Linked) error {
 		}
 		if !s.Source.IsZero() {
 			js.Source = &jsonPos{s.Source.File, s.Source.Line}
+		}
+		if s.Literal != 0 {
+			js.Literal = fmt.Sprintf("0x%x", s.Literal)
 		}
 		out.Sites = append(out.Sites, js)
 	}

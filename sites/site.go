@@ -142,8 +142,9 @@ func (s State) Effect() string {
 }
 
 // A Site is one function-entry patch site. Objects hold 100k of them,
-// so the fields are ordered and sized to keep a Site small (120 bytes);
-// what only linked files have (Call, Source) costs objects 32 bytes.
+// so the fields are ordered and sized to keep a Site small (128 bytes);
+// what only linked files have (Call, Literal, Source) costs objects 40
+// bytes.
 type Site struct {
 	Off     uint64 // offset of the site in its section (objects) or its address (linked files)
 	FuncOff uint64 // bytes from the function's symbol to the site
@@ -162,6 +163,11 @@ type Site struct {
 	// Call is where the site's call leads, in linked files (nil for NOPs
 	// and in objects, where the call is the compiler's, to its hook).
 	Call *Call
+	// Literal is what an arm64 callops site's pre-function literal holds
+	// in a linked file (the address of an ops record, once written); 0
+	// while it holds the compiler's two NOPs, as every file does until
+	// the runtime fills it at load.
+	Literal uint64
 	// Source is the site's file and line from the file's DWARF line
 	// table (linked files, see AddSources); zero when unknown.
 	Source srcline.Pos

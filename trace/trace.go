@@ -129,6 +129,12 @@ type Meta struct {
 	// and such threads; graphed frames left by longjmp; bytes of records
 	// the runtime could not write.
 	Sites, Enabled, Skipped, Failed, Unsupported, Dropped, Overflow, Stopped, Unwound, LostBytes uint64
+	// Literal counts the enabled sites served through their pre-function
+	// literal (arm64 -fpatchable-function-entry=4,2: the function's own
+	// ops record), and Misaligned the sites whose slot for one was not
+	// 8-byte aligned, which took the shared path instead (0 from a
+	// runtime that does not count them, and on x86-64).
+	Literal, Misaligned uint64
 	// LostThreads counts threads whose buffered records were not written
 	// (0 from a runtime that does not count them).
 	LostThreads uint64
@@ -688,6 +694,10 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.Failed
 	case abi.MetaKeyUnsupported:
 		return &m.Unsupported
+	case abi.MetaKeyLiteral:
+		return &m.Literal
+	case abi.MetaKeyMisaligned:
+		return &m.Misaligned
 	case abi.MetaKeyDropped:
 		return &m.Dropped
 	case abi.MetaKeyOverflow:

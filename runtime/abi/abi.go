@@ -107,6 +107,8 @@ const (
 	MetaKeySkipped          = "skipped"           // META_KEY_SKIPPED
 	MetaKeyFailed           = "failed"            // META_KEY_FAILED
 	MetaKeyUnsupported      = "unsupported"       // META_KEY_UNSUPPORTED
+	MetaKeyLiteral          = "literal"           // META_KEY_LITERAL: enabled sites served through their pre-function literal
+	MetaKeyMisaligned       = "misaligned"        // META_KEY_MISALIGNED: sites whose pre-function slot is not 8-byte aligned
 	MetaKeyDropped          = "dropped"           // META_KEY_DROPPED
 	MetaKeyOverflow         = "overflow"          // META_KEY_OVERFLOW
 	MetaKeyUnwound          = "unwound"           // META_KEY_UNWOUND
@@ -228,12 +230,13 @@ func (t Target) String() string {
 	return fmt.Sprintf("target(%d)", uint8(t))
 }
 
-// arm64's hook and the trampolines its port will have (FTRT_ARM64_*);
-// its empty tracer is Stub, as on x86-64.
+// arm64's hook and trampolines (FTRT_ARM64_*); its empty tracer is
+// Stub, as on x86-64.
 const (
 	ARM64Mcount       = "_mcount"              // FTRT_ARM64_MCOUNT: -pg's hook, `bl _mcount` after the prologue
 	ARM64Caller       = "ftrace_caller"        // FTRT_ARM64_CALLER: from a patchable area's second word
 	ARM64McountCaller = "ftrace_mcount_caller" // FTRT_ARM64_MCOUNT_CALLER: from a -pg site
+	ARM64OpsCaller    = "ftrace_ops_caller"    // FTRT_ARM64_OPS_CALLER: from a patchable area with a pre-function literal
 )
 
 // x86-64's per-site graph trampoline: where each instruction starts, in

@@ -117,6 +117,8 @@ func mirrors() []mirror {
 		{"META_KEY_SKIPPED", "MetaKeySkipped", abi.MetaKeySkipped},
 		{"META_KEY_FAILED", "MetaKeyFailed", abi.MetaKeyFailed},
 		{"META_KEY_UNSUPPORTED", "MetaKeyUnsupported", abi.MetaKeyUnsupported},
+		{"META_KEY_LITERAL", "MetaKeyLiteral", abi.MetaKeyLiteral},
+		{"META_KEY_MISALIGNED", "MetaKeyMisaligned", abi.MetaKeyMisaligned},
 		{"META_KEY_DROPPED", "MetaKeyDropped", abi.MetaKeyDropped},
 		{"META_KEY_OVERFLOW", "MetaKeyOverflow", abi.MetaKeyOverflow},
 		{"META_KEY_UNWOUND", "MetaKeyUnwound", abi.MetaKeyUnwound},
@@ -166,6 +168,7 @@ func mirrors() []mirror {
 		{"FTRT_ARM64_MCOUNT", "ARM64Mcount", abi.ARM64Mcount},
 		{"FTRT_ARM64_CALLER", "ARM64Caller", abi.ARM64Caller},
 		{"FTRT_ARM64_MCOUNT_CALLER", "ARM64McountCaller", abi.ARM64McountCaller},
+		{"FTRT_ARM64_OPS_CALLER", "ARM64OpsCaller", abi.ARM64OpsCaller},
 		{"FTRT_T_N", "NumTargets", int(abi.NumTargets)},
 
 		{"TRAMP_LEA", "TrampLea", abi.TrampLea},

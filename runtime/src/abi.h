@@ -108,6 +108,8 @@
 #define META_KEY_SKIPPED "skipped"
 #define META_KEY_FAILED "failed"
 #define META_KEY_UNSUPPORTED "unsupported"
+#define META_KEY_LITERAL "literal"       /* enabled sites served through their pre-function literal (arm64 =4,2) */
+#define META_KEY_MISALIGNED "misaligned" /* sites with a pre-function slot not 8-byte aligned: the shared path */
 #define META_KEY_DROPPED "dropped"
 #define META_KEY_OVERFLOW "overflow"
 #define META_KEY_UNWOUND "unwound"
@@ -228,12 +230,15 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
  * module's targets[]: X(id, symbol) for each. -pg's hook; ftrace_caller,
  * which a patchable area calls from its second word (`mov x9, x30; bl
  * ftrace_caller`); ftrace_mcount_caller, which a -pg site calls in place
- * of _mcount; ftrace_stub (named as on x86-64), from any site.
+ * of _mcount; ftrace_ops_caller, which a patchable area with a
+ * pre-function literal calls (the literal says which ops record serves
+ * the function); ftrace_stub (named as on x86-64), from any site.
  */
 #define FTRT_TARGETS_ARM64(X)                                                                    \
 	X(MCOUNT, _mcount)                /* -pg's hook: `mov x0, x30; bl _mcount` after the prologue */ \
 	X(CALLER, ftrace_caller)          /* a patchable entry site: mov x9, x30; bl ftrace_caller */    \
 	X(MCALLER, ftrace_mcount_caller)  /* a -pg site: bl ftrace_mcount_caller */                      \
+	X(OPS, ftrace_ops_caller)         /* a patchable entry with a literal: mov x9, x30; bl ftrace_ops_caller */ \
 	X(STUB, ftrace_stub)              /* the empty tracer (FTRACE=nop), from any site */
 
 /* The targets of the architecture the runtime is built for. */
@@ -247,6 +252,7 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 #define FTRT_ARM64_MCOUNT "_mcount"
 #define FTRT_ARM64_CALLER "ftrace_caller"
 #define FTRT_ARM64_MCOUNT_CALLER "ftrace_mcount_caller"
+#define FTRT_ARM64_OPS_CALLER "ftrace_ops_caller"
 
 /*
  * x86-64's per-site graph trampoline (x86_64/site.c builds one per entry

@@ -23,6 +23,8 @@
  * read it to tell a live call from one left (take.h's left), and put the
  * real return address back into it for the unwinder (walk.c). */
 #define FTRT_ARCH_SLOTS 1
+/* Bytes before a site that enabling it may write: none. */
+#define FTRT_ARCH_LEAD 0
 #elif defined(__aarch64__)
 #include "arm64/cpu.h"
 #include "arm64/dwarf.h"
@@ -40,6 +42,9 @@
  * unwinder through the hooks with the unwind info frames.c gives them
  * (walk.c, backtrace.c). */
 #define FTRT_ARCH_SLOTS 0
+/* Bytes before a site that enabling it may write: its pre-function
+ * literal, 8 or 12 bytes before it (arm64/literal.c). */
+#define FTRT_ARCH_LEAD 16
 #else
 #error "ftrt: no runtime port to this architecture"
 #endif

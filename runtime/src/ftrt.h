@@ -31,6 +31,8 @@ struct ftrt_stats {
 	uint64_t failed;   /* sites that could not be written */
 	uint64_t enabled;  /* sites made to call the tracer */
 	uint64_t unsupported; /* sites the filter chose that the tracer cannot serve */
+	uint64_t literal;  /* enabled sites served through their pre-function literal (arm64: ftrace_ops_caller) */
+	uint64_t misaligned; /* sites with a pre-function slot that is not 8-byte aligned: the shared path */
 	uint64_t init_ns;  /* time the load-time pass took */
 	uint64_t pages;    /* code pages made writable (and written): 0 for a pre-patched file */
 	uint64_t config;   /* what the pass made of .ftrt_config: an FTRT_CFG_STATE_* */
@@ -94,12 +96,18 @@ enum { FTRT_T_FIRST_TRAMP = FTRT_T_CALLER5 };
 #define FTRT_SLOTS (FTRT_T_STUB - FTRT_T_FIRST_TRAMP)
 
 /* A stub and a runtime of different versions do not serve each other:
- * 2 added the chain trampolines (targets[] and slots grew). */
-#define FTRT_MODULE_VERSION 2
+ * 2 added the chain trampolines (targets[] and slots grew); 3 the
+ * patchable areas, and arm64's ftrace_ops_caller. */
+#define FTRT_MODULE_VERSION 3
 struct ftrt_module {
 	uint32_t size;                   /* sizeof(struct ftrt_module) */
 	uint32_t version;                /* FTRT_MODULE_VERSION */
 	const uintptr_t *start, *stop;   /* the module's __mcount_loc, relocated */
+	/* The compiler's list of where each patchable area starts
+	 * (__patchable_function_entries, relocated; empty without
+	 * -fpatchable-function-entry): on arm64, an area that starts 8
+	 * bytes before an 8-byte aligned function holds its literal. */
+	const uintptr_t *areas, *areas_end;
 	const struct ftrt_config *config; /* the module's own record (.ftrt_config) */
 	uintptr_t targets[FTRT_T_N];     /* the module's hooks and trampolines */
 	uintptr_t *slots;                /* FTRT_SLOTS jump slots: filled by the runtime */
@@ -196,6 +204,15 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf);
  * pass's inline path; 0 when it does not call (function_graph's jump to
  * an entry site's own trampoline). */
 uintptr_t ftrt_arch_call_target(int len, int want);
+/* For a module's pass: the starts of its patchable areas [start, end)
+ * (its __patchable_function_entries, relocated; any order), which the
+ * architecture may need to tell what a site's area holds (arm64's
+ * literal.c); (NULL, NULL) after the pass. */
+void ftrt_arch_areas(const uintptr_t *start, const uintptr_t *end);
+/* What the site at ip of len bytes holds while not enabled: a NOP (or
+ * NOPs) of len bytes, or, at an arm64 patchable area, `mov x9, x30;
+ * nop`. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len);
 /* Before a module's pass: what ftrt_arch_call builds from now on
  * (per-site trampolines) belongs to module `owner` (never shared with
  * another module, so it can go when the module does). */
@@ -280,6 +297,18 @@ int ftrt_tracing(void);
 uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent);
+/*
+ * An ops record, as the kernel's struct ftrace_ops: what serves a
+ * function whose site reaches it through the function's own pre-function
+ * literal (arm64's ftrace_ops_caller loads the record's address from the
+ * literal and calls func with it). func gets the site and where the
+ * parent ip is, as ftrt_entry does, and the record. One per tracer of the
+ * runtime (function.c); ftrt_ops_nop's does nothing.
+ */
+struct ftrt_ops {
+	void (*func)(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops);
+};
+extern const struct ftrt_ops ftrt_ops_nop, ftrt_ops_function, ftrt_ops_graph;
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
 uintptr_t ftrt_graph_exit(uintptr_t sp);
 /* Walks of the stack (walk.c says how): an exception's (unwind.c) or,

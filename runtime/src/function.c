@@ -33,15 +33,46 @@ void return_to_handler(void);
  * function_graph: push the call and hijack its return through
  * return_to_handler.
  */
-void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
+static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, int graph)
 {
 	struct tbuf *b = enter((uintptr_t)(parent_slot + 1));
 	if (!b)
 		return;
-	if (ftrt_mode != FTRT_GRAPH) {
+	if (!graph) {
 		record_call(b, now(), ip, *parent_slot);
 	} else if (ftrt_graph_push(b, ip, (uintptr_t)(parent_slot + 1), *parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
 	unbusy(b, 0);
 }
+
+void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
+{
+	entry(ip, parent_slot, ftrt_mode == FTRT_GRAPH);
+}
+
+/*
+ * The tracers' ops records: a site with a pre-function literal calls its
+ * function's record's handler (arm64's ftrace_ops_caller), which is
+ * ftrt_entry for one tracer, without asking which tracer runs.
+ */
+static void ops_function(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+{
+	(void)ops;
+	entry(ip, parent_slot, 0);
+}
+
+static void ops_graph(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+{
+	(void)ops;
+	entry(ip, parent_slot, 1);
+}
+
+static void ops_nop(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+{
+	(void)ip, (void)parent_slot, (void)ops;
+}
+
+const struct ftrt_ops ftrt_ops_nop = { .func = ops_nop };
+const struct ftrt_ops ftrt_ops_function = { .func = ops_function };
+const struct ftrt_ops ftrt_ops_graph = { .func = ops_graph };

@@ -287,12 +287,16 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 		sum.skipped += st->skipped;
 		sum.failed += st->failed;
 		sum.unsupported += st->unsupported;
+		sum.literal += st->literal;
+		sum.misaligned += st->misaligned;
 	}
 	meta_line(&o, META_KEY_SITES, sum.entries);
 	meta_line(&o, META_KEY_ENABLED, sum.enabled);
 	meta_line(&o, META_KEY_SKIPPED, sum.skipped);
 	meta_line(&o, META_KEY_FAILED, sum.failed);
 	meta_line(&o, META_KEY_UNSUPPORTED, sum.unsupported);
+	meta_line(&o, META_KEY_LITERAL, sum.literal);
+	meta_line(&o, META_KEY_MISALIGNED, sum.misaligned);
 	meta_line(&o, META_KEY_DROPPED, atomic_load_explicit(&ftrt_dropped, memory_order_relaxed));
 	meta_line(&o, META_KEY_OVERFLOW, atomic_load_explicit(&ftrt_overflow, memory_order_relaxed));
 	meta_line(&o, META_KEY_UNWOUND, atomic_load_explicit(&ftrt_unwound, memory_order_relaxed));

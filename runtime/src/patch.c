@@ -45,6 +45,10 @@
 /* Weak: a program with no instrumented object has no table at all. */
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+/* The compiler's list of patchable areas (-fpatchable-function-entry),
+ * which the linker brackets alike; empty without it. */
+extern const uintptr_t __start___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
 
 static int cmp_addr(const void *a, const void *b)
 {
@@ -109,14 +113,15 @@ static void report(const struct ftrt_mod *md, size_t nsites)
 	int n = snprintf(buf, sizeof buf,
 			 "ftrt: %s%s%llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
 			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns; "
-			 "%llu code pages written; config %s\n",
+			 "%llu code pages written; config %s; %llu through their literal, %llu with a misaligned one\n",
 			 md->path ? md->path : "", md->path ? ": " : "", (unsigned long long)nsites,
 			 (unsigned long long)md->stats.patched, (unsigned long long)md->stats.nops,
 			 (unsigned long long)md->stats.skipped, (unsigned long long)md->stats.failed,
 			 (unsigned long long)md->stats.zero, (unsigned long long)md->stats.dups,
 			 (unsigned long long)md->stats.enabled, (unsigned long long)md->stats.unsupported, ftrt_nop_style,
 			 (unsigned long long)md->stats.init_ns, (unsigned long long)md->stats.pages,
-			 ftrt_config_state(md->stats.config));
+			 ftrt_config_state(md->stats.config), (unsigned long long)md->stats.literal,
+			 (unsigned long long)md->stats.misaligned);
 	if (n > 0)
 		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -289,6 +294,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	ftrt_pass_stats = &counts;
 	ftrt_targets = mod->targets;
 	ftrt_arch_begin(md->owner);
+	ftrt_arch_areas(mod->areas, mod->areas_end);
 	ftrt_read_env();
 	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0, m = 0;
 	const uintptr_t *s = NULL;
@@ -394,6 +400,7 @@ void ftrt_pass(struct ftrt_mod *md)
 		settle(md, s, m, want);
 	ftrt_arch_seal();
 out:
+	ftrt_arch_areas(NULL, NULL);
 	if (want)
 		munmap(want, m ? m : 1);
 	if (copy)
@@ -415,6 +422,8 @@ static const struct ftrt_module self = {
 	.version = FTRT_MODULE_VERSION,
 	.start = __start___mcount_loc,
 	.stop = __stop___mcount_loc,
+	.areas = __start___patchable_function_entries,
+	.areas_end = __stop___patchable_function_entries,
 	.config = &ftrt_config,
 	.targets = FTRT_TARGETS,
 };

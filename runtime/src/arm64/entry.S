@@ -82,6 +82,43 @@
 	END	ftrace_caller
 
 /*
+ * ftrace_ops_caller: where an enabled patchable site with a pre-function
+ * literal calls (literal.c). On entry as at ftrace_caller, and:
+ *     x30 & ~7 - 16   the function's literal: an ops record's address,
+ *                     8-byte aligned, read with one load (the pass
+ *                     stores it with one before it writes the bl). The
+ *                     bl is at F+4, or F+8 after bti c, F 8-byte
+ *                     aligned: x30 is F+8 or F+12, and either way the
+ *                     literal is at F-8.
+ * Same frame as ftrace_caller; the record's handler is called as
+ * ops->func(ip, &slot, ops) in place of ftrt_entry (function.c), so the
+ * tracer is the function's own choice, made by its literal. x10 holds
+ * the literal's address, x16 the handler (blr: the runtime's C is not
+ * built with landing pads, and a program linking it is not BTI-guarded).
+ */
+	ENTRY	ftrace_ops_caller
+	stp	x29, x30, [sp, #-FRAME]!
+	.cfi_def_cfa_offset FRAME
+	.cfi_offset x29, -FRAME
+	.cfi_offset x30, -FRAME + 8
+	mov	x29, sp
+	SAVE_ARGS				/* x0-x8 at 16-80 */
+	str	x9, [sp, #SLOT]
+	and	x10, x30, #~7			/* the literal: (x30 & ~7) - 16 */
+	ldur	x2, [x10, #-16]			/* arg 3: the ops record */
+	ldr	x16, [x2]			/* its handler: ops->func */
+	sub	x0, x30, #8			/* arg 1: ip = the site */
+	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
+	blr	x16				/* ops->func(ip, &parent_ip, ops) */
+	RESTORE_ARGS
+	ldr	x9, [sp, #8]			/* the return into the function */
+	ldr	x30, [sp, #SLOT]		/* the parent ip, or return_to_handler */
+	ldr	x29, [sp], #FRAME
+	.cfi_def_cfa_offset 0
+	ret	x9
+	END	ftrace_ops_caller
+
+/*
  * ftrace_mcount_caller: where an enabled -pg site calls. On entry x30 is
  * the return into the function (site + 4) and x29 the function's frame
  * record, whose saved x30 at 8(x29) is the function's return address:

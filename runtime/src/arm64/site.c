@@ -19,16 +19,35 @@
  *       bl ftrace_mcount_caller        enabled
  * and, at either, `bl ftrace_stub` for the empty tracer (FTRACE=nop).
  * Every instruction is one aligned 32-bit word: writing one is one store.
+ *
+ * A patchable area with a pre-function literal calls ftrace_ops_caller
+ * (literal.c says which areas have one); a patchable area the pass
+ * leaves disabled becomes `mov x9, x30; nop` (the kernel's
+ * ftrace_init_nop), so that enabling it later is one store of the bl.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "../ftrt.h"
+#include "../pass.h"
+#include "../tracer.h"
 #include "insn.h"
+#include "literal.h"
 #include "quick.h"
 #include "veneer.h"
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
+static const uint32_t area_off[2] = { ARM64_MOV_X9_X30, ARM64_NOP };
+
+/* A site not enabled: a patchable area the compiler listed is `mov x9,
+ * x30; nop`; any other site its NOPs. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
+{
+	uintptr_t lit;
+	if (len == 8 && ftrt_arm64_area(ip, &lit) != AREA_NONE)
+		return (const unsigned char *)area_off;
+	return (const unsigned char *)nops;
+}
 
 const unsigned char *ftrt_arch_nop(int len)
 {
@@ -63,6 +82,7 @@ static int after_mov_x0(const unsigned char *ip)
  *                              instruction); or a disabled -pg site
  *                              and a NOP after it, which ftrt_arch_call
  *                              tells apart by where the site is
+ *   mov x9, x30; nop           a patchable area the pass disabled: NOP, 8
  * Our own calls (mov x9, x30; bl ..., or bl ...) are ftrt_arch_tramp_call's.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
@@ -75,6 +95,10 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 			return FTRT_SITE_UNKNOWN;
 		*len = 4;
 		return FTRT_SITE_CALL;
+	}
+	if (w0 == ARM64_MOV_X9_X30 && w1 == ARM64_NOP) {
+		*len = 8; /* a patchable area as the pass leaves it disabled */
+		return FTRT_SITE_NOP;
 	}
 	if (w0 != ARM64_NOP)
 		return FTRT_SITE_UNKNOWN;
@@ -105,6 +129,8 @@ uintptr_t ftrt_arch_call_target(int len, int want)
 
 /*
  * The words that enable the site at ip of len bytes (into buf, 8 bytes):
+ *   mov x9, x30; bl ftrace_ops_caller    a patchable area with a literal,
+ *                                        which is written here first
  *   mov x9, x30; bl ftrace_caller        a patchable area (8), at the entry
  *   bl ftrace_mcount_caller              a -pg site (4), after the prologue
  *   bl ftrace_mcount_caller; nop         a -pg site classified with the
@@ -116,9 +142,18 @@ uintptr_t ftrt_arch_call_target(int len, int want)
  */
 int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
-	uintptr_t target = caller(len, want);
+	uintptr_t target = caller(len, want), lit = 0;
 	if (!target)
 		return -1;
+	if (target == ftrt_targets[FTRT_T_CALLER]) {
+		/* A patchable area with a literal calls ftrace_ops_caller,
+		 * once the literal points at the tracer's ops record. */
+		int k = ftrt_arm64_area(ip, &lit);
+		if (k == AREA_LITERAL)
+			target = ftrt_targets[FTRT_T_OPS];
+		else if (k == AREA_MISALIGNED && ftrt_pass_stats)
+			ftrt_pass_stats->misaligned++;
+	}
 	uint32_t w[2];
 	uintptr_t at = want == WANT_ENTRY ? ip + 4 : ip; /* the bl: the second word of a patchable area */
 	uint32_t bl = arm64_bl(at, target);
@@ -127,6 +162,12 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		bl = v ? arm64_bl(at, v) : 0;
 		if (!bl)
 			return -1;
+	}
+	if (target == ftrt_targets[FTRT_T_OPS]) {
+		/* One aligned 64-bit store, before the bl that reads it. */
+		__atomic_store_n((uintptr_t *)lit, (uintptr_t)ftrt_arm64_mode_ops(), __ATOMIC_RELEASE);
+		if (ftrt_pass_stats)
+			ftrt_pass_stats->literal++;
 	}
 	if (want == WANT_ENTRY) {
 		w[0] = ARM64_MOV_X9_X30;

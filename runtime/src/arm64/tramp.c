@@ -8,11 +8,15 @@
 #include "../ftrt.h"
 #include "../pass.h"
 #include "insn.h"
+#include "literal.h"
 
 /*
  * Calls into the module's trampolines (ftrt_targets) as the runtime, or
  * `ftpatch enable`, writes them (see site.c):
  *   mov x9, x30; bl ftrace_caller / ftrace_stub    a patchable area, 8 bytes
+ *   mov x9, x30; bl ftrace_ops_caller              one with a literal, 8,
+ *                                                  the literal pointing at
+ *                                                  the tracer's ops record
  *   bl ftrace_mcount_caller / ftrace_stub           a -pg site, 4
  * (directly, or through a veneer from code beyond bl's reach). Whether
  * the site at ip holds one that a site of the tracer `mode` may call
@@ -36,5 +40,12 @@ int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 		return mode == 0 || mode == FTRT_NOP;
 	if (mode == FTRT_NOP)
 		return 0;
+	if (*len == 8 && target == t[FTRT_T_OPS]) {
+		uintptr_t lit = ftrt_arm64_literal(at - 4);
+		const struct ftrt_ops *ops = lit ? ftrt_arm64_literal_ops(lit) : NULL;
+		if (!ops)
+			return 0; /* no literal, or one pointing elsewhere: never ours */
+		return mode == 0 || ops == (mode == FTRT_GRAPH ? &ftrt_ops_graph : &ftrt_ops_function);
+	}
 	return target == (*len == 8 ? t[FTRT_T_CALLER] : t[FTRT_T_MCALLER]);
 }

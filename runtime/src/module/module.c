@@ -27,6 +27,10 @@
 
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+/* The compiler's list of patchable areas (-fpatchable-function-entry),
+ * which the linker brackets alike; empty without it. */
+extern const uintptr_t __start___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
 
 /* This object's hooks and trampolines (the architecture's entry.S), hidden. */
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -36,7 +40,7 @@ extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
 #if defined(__x86_64__)
 _Static_assert(FTRT_SLOTS == 6, "x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");
 #elif defined(__aarch64__)
-_Static_assert(FTRT_SLOTS == 2, "arm64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER..FTRT_T_STUB");
+_Static_assert(FTRT_SLOTS == 3, "arm64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER..FTRT_T_STUB");
 #endif
 
 /* The program's runtime, if it has one and exports it. Weak: the object
@@ -50,6 +54,8 @@ static struct ftrt_module self = {
 	.version = FTRT_MODULE_VERSION,
 	.start = __start___mcount_loc,
 	.stop = __stop___mcount_loc,
+	.areas = __start___patchable_function_entries,
+	.areas_end = __stop___patchable_function_entries,
 	.config = &ftrt_config,
 	.targets = FTRT_TARGETS,
 	.slots = ftrt_module_slots,

@@ -414,6 +414,20 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	return at;
 }
 
+/* x86-64 has no pre-function literal: a patchable area is read by its
+ * bytes alone. */
+void ftrt_arch_areas(const uintptr_t *start, const uintptr_t *end)
+{
+	(void)start, (void)end;
+}
+
+/* A site not enabled is one NOP of its length. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
+{
+	(void)ip;
+	return ftrt_arch_nop(len);
+}
+
 void ftrt_arch_begin(int o)
 {
 	owner = o;

@@ -10,6 +10,10 @@
  *   callops            traced: `mov x9, x30; bl ftrace_caller` after the
  *                      8-byte pre-function slot of =4,2 (listed in
  *                      __patchable_function_entries)
+ *   callops_set        traced: `mov x9, x30; bl ftrace_ops_caller`, its
+ *                      slot holding a literal (what the runtime writes
+ *                      at load, here a made-up address), which
+ *                      `ftpatch sites` shows
  *   direct, direct_plt direct: a user trampoline, local and global (bl to
  *                      its PLT stub, whose slot a JUMP_SLOT fills)
  *   mcount_plt         hook: `bl _mcount` after the prologue, through the
@@ -51,6 +55,14 @@ callops_pre:
 	bl	ftrace_caller
 	END callops
 
+	.p2align 3
+callops_set_pre:
+	.quad	0x4000123458		/* the literal: an ops record's address */
+	FUNC callops_set, 2
+	mov	x9, x30
+	bl	ftrace_ops_caller
+	END callops_set
+
 	FUNC direct
 	mov	x9, x30
 	bl	my_tramp
@@ -80,10 +92,12 @@ mcount_nop_site:
 	END mcount_nop
 
 	/* The trampolines. */
-	.hidden	ftrace_caller, my_tramp
-	.globl	ftrace_caller, my_tramp, user_tramp
+	.hidden	ftrace_caller, ftrace_ops_caller, my_tramp
+	.globl	ftrace_caller, ftrace_ops_caller, my_tramp, user_tramp
 	FUNC ftrace_caller
 	END ftrace_caller
+	FUNC ftrace_ops_caller
+	END ftrace_ops_caller
 	FUNC my_tramp
 	END my_tramp
 	FUNC user_tramp
@@ -92,9 +106,12 @@ mcount_nop_site:
 	.section __patchable_function_entries, "awo", %progbits, callops_pre
 	.p2align 3
 	.quad	callops_pre
+	.section __patchable_function_entries, "awo", %progbits, callops_set_pre
+	.p2align 3
+	.quad	callops_set_pre
 
 	.section __mcount_loc, "aw"
 	.p2align 3
-	.quad	nops, bti_site, callops, direct, direct_plt, mcount_site, mcount_nop_site
+	.quad	nops, bti_site, callops, callops_set, direct, direct_plt, mcount_site, mcount_nop_site
 
 	.section .note.GNU-stack, "", %progbits

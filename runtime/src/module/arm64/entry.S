@@ -8,7 +8,7 @@
  *     as the runtime's (arm64/entry.S): the hook returns at once; the
  *     empty tracer puts a patchable area's x9 back into x30 and returns.
  *
- * ftrace_caller, ftrace_mcount_caller
+ * ftrace_caller, ftrace_mcount_caller, ftrace_ops_caller
  *     what an enabled site of this object calls. Each branches through
  *     its slot in ftrt_module_slots to the runtime's trampoline of the
  *     same name, which the runtime wrote there when the object
@@ -50,6 +50,7 @@
 	/* In FTRT_T_FIRST_TRAMP.. order (ftrt.h): slot i serves targets[FTRT_T_CALLER + i]. */
 	JUMP ftrace_caller, 0
 	JUMP ftrace_mcount_caller, 8
+	JUMP ftrace_ops_caller, 16
 
 /*
  * The slots: written once by the runtime at registration, while no code
@@ -62,6 +63,7 @@
 	.hidden	ftrt_module_slots
 	.type	ftrt_module_slots, %object
 ftrt_module_slots:				/* FTRT_SLOTS of them */
+	.quad	ftrace_stub
 	.quad	ftrace_stub
 	.quad	ftrace_stub
 	.size	ftrt_module_slots, .-ftrt_module_slots
