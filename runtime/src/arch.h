@@ -25,10 +25,14 @@
 #define FTRT_ARCH_SLOTS 1
 /* Bytes before a site that enabling it may write: none. */
 #define FTRT_ARCH_LEAD 0
+/* The entry trampolines hand the C side the parent ip's slot
+ * (ftrt_entry), not a struct ftrace_regs. */
+#define FTRT_ARCH_FREGS 0
 #elif defined(__aarch64__)
 #include "arm64/cpu.h"
 #include "arm64/dwarf.h"
 #include "arm64/quick.h"
+#include "arm64/regs.h"
 #include "arm64/sys.h"
 /* No slots: at the entry the return address is in x30, and where the
  * function saves it is its own prologue's choice. function_graph hands
@@ -45,6 +49,10 @@
 /* Bytes before a site that enabling it may write: its pre-function
  * literal, 8 or 12 bytes before it (arm64/literal.c). */
 #define FTRT_ARCH_LEAD 16
+/* The entry trampolines save a struct ftrace_regs (arm64/regs.h) and
+ * call ftrt_entry_regs, or the handler of the ops record a literal
+ * points at, with it. */
+#define FTRT_ARCH_FREGS 1
 #else
 #error "ftrt: no runtime port to this architecture"
 #endif

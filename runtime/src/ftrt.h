@@ -296,17 +296,23 @@ void ftrt_trace_exec(void) __attribute__((visibility("hidden")));
 int ftrt_tracing(void);
 uint64_t ftrt_now(void);
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+struct ftrace_regs; /* the architecture's (arm64/regs.h) */
+/* ftrt_entry for the trampolines that save a struct ftrace_regs
+ * (FTRT_ARCH_FREGS: arm64's ftrace_caller). */
+void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs);
 void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent);
 /*
  * An ops record, as the kernel's struct ftrace_ops: what serves a
  * function whose site reaches it through the function's own pre-function
  * literal (arm64's ftrace_ops_caller loads the record's address from the
- * literal and calls func with it). func gets the site and where the
- * parent ip is, as ftrt_entry does, and the record. One per tracer of the
- * runtime (function.c); ftrt_ops_nop's does nothing.
+ * literal and calls func with it). func gets, as the kernel's does, the
+ * site, the parent ip, the record and the function's registers at the
+ * site (its return address in fregs->lr, which function_graph
+ * replaces). One per tracer of the runtime (function.c); ftrt_ops_nop's
+ * does nothing.
  */
 struct ftrt_ops {
-	void (*func)(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops);
+	void (*func)(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs);
 };
 extern const struct ftrt_ops ftrt_ops_nop, ftrt_ops_function, ftrt_ops_graph;
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);

@@ -33,46 +33,57 @@ void return_to_handler(void);
  * function_graph: push the call and hijack its return through
  * return_to_handler.
  */
-static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, int graph)
+/* ip: the site; parent_slot: where the function's return address is,
+ * which function_graph replaces; sp: the stack pointer at the site. */
+static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp, int graph)
 {
-	struct tbuf *b = enter((uintptr_t)(parent_slot + 1));
+	struct tbuf *b = enter(sp);
 	if (!b)
 		return;
 	if (!graph) {
 		record_call(b, now(), ip, *parent_slot);
-	} else if (ftrt_graph_push(b, ip, (uintptr_t)(parent_slot + 1), *parent_slot, (uintptr_t)return_to_handler)) {
+	} else if (ftrt_graph_push(b, ip, sp, *parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
 	}
 	unbusy(b, 0);
 }
 
+/* x86-64: the slot is the return address on the stack, just below the
+ * stack pointer the function returns with. */
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 {
-	entry(ip, parent_slot, ftrt_mode == FTRT_GRAPH);
+	entry(ip, parent_slot, (uintptr_t)(parent_slot + 1), ftrt_mode == FTRT_GRAPH);
+}
+
+#if FTRT_ARCH_FREGS
+void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs)
+{
+	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, ftrt_mode == FTRT_GRAPH);
 }
 
 /*
  * The tracers' ops records: a site with a pre-function literal calls its
  * function's record's handler (arm64's ftrace_ops_caller), which is
- * ftrt_entry for one tracer, without asking which tracer runs.
+ * ftrt_entry_regs for one tracer, without asking which tracer runs.
  */
-static void ops_function(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+static void ops_function(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)
 {
-	(void)ops;
-	entry(ip, parent_slot, 0);
+	(void)parent_ip, (void)ops;
+	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, 0);
 }
 
-static void ops_graph(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+static void ops_graph(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)
 {
-	(void)ops;
-	entry(ip, parent_slot, 1);
+	(void)parent_ip, (void)ops;
+	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, 1);
 }
 
-static void ops_nop(uintptr_t ip, uintptr_t *parent_slot, const struct ftrt_ops *ops)
+static void ops_nop(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)
 {
-	(void)ip, (void)parent_slot, (void)ops;
+	(void)ip, (void)parent_ip, (void)ops, (void)fregs;
 }
 
 const struct ftrt_ops ftrt_ops_nop = { .func = ops_nop };
 const struct ftrt_ops ftrt_ops_function = { .func = ops_function };
 const struct ftrt_ops ftrt_ops_graph = { .func = ops_graph };
+#endif

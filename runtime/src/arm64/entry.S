@@ -32,6 +32,7 @@
  */
 #include "../abi.h"
 #include "args.h"
+#include "regs.h"
 
 	.text
 
@@ -42,80 +43,91 @@
 	END	_mcount
 
 /*
- * ftrace_caller: where an enabled patchable site calls. On entry:
+ * The frame of the entry trampolines, ftrace_caller and ftrace_ops_caller
+ * (FRAME bytes below the site's sp; a frame record at its bottom, so the
+ * unwinder and a debugger see the call):
+ *     16-127  struct ftrace_regs (regs.h), at REGS:
+ *               x0-x8 at 16-80 (SAVE_ARGS), fp at 88, lr at 96 (the
+ *               parent ip: function_graph writes return_to_handler
+ *               there), sp at 104 (the site's), pc at 112 (the return
+ *               into the function), padding at 120
+ *       8     x30: the return into the function (site + 8)
+ *       0     x29
+ * On entry to either:
  *     x9   the parent ip (the caller's return address, as the function
  *          got it in x30)
  *     x30  the return into the function (site + 8)
  *     sp   the function's at entry (16-byte aligned), nothing pushed
- *
- * Frame (FRAME bytes below the entry sp, a frame record at its bottom so
- * the unwinder and a debugger see the call):
- *     104  parent ip (x9): the slot ftrt_entry reads, and function_graph
- *          replaces with return_to_handler; slot + 8 is the entry sp
- *      96  padding
- *     16-88 x0-x8 (x0 at 16)
- *       8  x30: the return into the function
- *       0  x29
- * ftrt_entry(ip, &slot) with ip = x30 - 8, the site. On the way out x30
- * is the slot's (the parent ip, or return_to_handler) and the function
- * goes on at site + 8, through x9.
+ * x10 is a temporary (no caller keeps anything in x9-x15 across the
+ * call the site is). On the way out every argument register, x29 and
+ * x30 are the ftrace_regs' (x30: lr, the parent ip or
+ * return_to_handler), and the function goes on at pc.
  */
-#define FRAME 112
-#define SLOT 104
-	ENTRY	ftrace_caller
+#define REGS 16
+#define FRAME (REGS + FREGS_SIZE)
+.if REGS + FREGS_X0 != 16
+.error "SAVE_ARGS puts x0 at 16(sp): the ftrace_regs must start there"
+.endif
+
+.macro SAVE_REGS
 	stp	x29, x30, [sp, #-FRAME]!
 	.cfi_def_cfa_offset FRAME
 	.cfi_offset x29, -FRAME
 	.cfi_offset x30, -FRAME + 8
-	mov	x29, sp
 	SAVE_ARGS				/* x0-x8 at 16-80 */
-	str	x9, [sp, #SLOT]
-	sub	x0, x30, #8			/* arg 1: ip = the site */
-	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
-	bl	ftrt_entry			/* ftrt_entry(ip, &parent_ip) */
+	add	x10, sp, #FRAME			/* the site's sp */
+	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
+	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
+	mov	x29, sp
+.endm
+
+.macro RESTORE_REGS_RET
 	RESTORE_ARGS
-	ldr	x9, [sp, #8]			/* the return into the function */
-	ldr	x30, [sp, #SLOT]		/* the parent ip, or return_to_handler */
-	ldr	x29, [sp], #FRAME
+	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr: the parent ip, or return_to_handler */
+	ldr	x9, [sp, #REGS + FREGS_PC]	/* where the function goes on */
+	add	sp, sp, #FRAME
 	.cfi_def_cfa_offset 0
 	ret	x9
+.endm
+
+/*
+ * ftrace_caller: where an enabled patchable site calls (the shared path:
+ * every tracer's). ftrt_entry_regs(ip, fregs) with ip = x30 - 8, the
+ * site.
+ */
+	ENTRY	ftrace_caller
+	SAVE_REGS
+	sub	x0, x30, #8			/* arg 1: ip = the site */
+	add	x1, sp, #REGS			/* arg 2: the ftrace_regs */
+	bl	ftrt_entry_regs			/* ftrt_entry_regs(ip, fregs) */
+	RESTORE_REGS_RET
 	END	ftrace_caller
 
 /*
  * ftrace_ops_caller: where an enabled patchable site with a pre-function
- * literal calls (literal.c). On entry as at ftrace_caller, and:
+ * literal calls (literal.c). As ftrace_caller, and:
  *     x30 & ~7 - 16   the function's literal: an ops record's address,
  *                     8-byte aligned, read with one load (the pass
  *                     stores it with one before it writes the bl). The
  *                     bl is at F+4, or F+8 after bti c, F 8-byte
  *                     aligned: x30 is F+8 or F+12, and either way the
  *                     literal is at F-8.
- * Same frame as ftrace_caller; the record's handler is called as
- * ops->func(ip, &slot, ops) in place of ftrt_entry (function.c), so the
- * tracer is the function's own choice, made by its literal. x10 holds
- * the literal's address, x16 the handler (blr: the runtime's C is not
- * built with landing pads, and a program linking it is not BTI-guarded).
+ * The record's handler is called as the kernel calls an ops's,
+ * ops->func(ip, parent_ip, ops, fregs) (function.c), so the tracer is
+ * the function's own choice, made by its literal. x10 holds the
+ * literal's address, x16 the handler (blr: the runtime's C is not built
+ * with landing pads, and a program linking it is not BTI-guarded).
  */
 	ENTRY	ftrace_ops_caller
-	stp	x29, x30, [sp, #-FRAME]!
-	.cfi_def_cfa_offset FRAME
-	.cfi_offset x29, -FRAME
-	.cfi_offset x30, -FRAME + 8
-	mov	x29, sp
-	SAVE_ARGS				/* x0-x8 at 16-80 */
-	str	x9, [sp, #SLOT]
+	SAVE_REGS
 	and	x10, x30, #~7			/* the literal: (x30 & ~7) - 16 */
 	ldur	x2, [x10, #-16]			/* arg 3: the ops record */
 	ldr	x16, [x2]			/* its handler: ops->func */
 	sub	x0, x30, #8			/* arg 1: ip = the site */
-	add	x1, sp, #SLOT			/* arg 2: where the parent ip is */
-	blr	x16				/* ops->func(ip, &parent_ip, ops) */
-	RESTORE_ARGS
-	ldr	x9, [sp, #8]			/* the return into the function */
-	ldr	x30, [sp, #SLOT]		/* the parent ip, or return_to_handler */
-	ldr	x29, [sp], #FRAME
-	.cfi_def_cfa_offset 0
-	ret	x9
+	mov	x1, x9				/* arg 2: the parent ip */
+	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
+	blr	x16				/* ops->func(ip, parent_ip, ops, fregs) */
+	RESTORE_REGS_RET
 	END	ftrace_ops_caller
 
 /*
