@@ -244,15 +244,24 @@ func TestExitWays(t *testing.T) {
 	})
 }
 
+// execFlags are the site flags the exec tests build with, per
+// architecture: arm64's the preferred form, with the literal.
+var execFlags = map[string]string{
+	"x86_64": "-O2 -pg -mfentry",
+	"arm64":  "-O2 -fpatchable-function-entry=4,2 -falign-functions=8",
+}
+
 // TestExecChild: a traced program whose forked child execs a traced
 // program (progs/exits.c exec) keeps its own trace whole in FTRACE_OUT,
 // which the child, finding it in use, leaves alone: the child's trace
 // goes to FTRACE_OUT.PID beside it, and nothing is moved aside. A trace
-// directory left by a finished run is still moved aside to .old.
+// directory left by a finished run is still moved aside to .old. On
+// x86-64 and on arm64 (under qemu, the program execing itself through
+// qemu again: onSelf).
 func TestExecChild(t *testing.T) {
-	forX86Compilers(t, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
-		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "exec")
+	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
+		dir, prog, plain := exitsBuilds(t, tg, execFlags[tg.arch])
+		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "exec")...)
 		if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 		}
@@ -266,7 +275,7 @@ func TestExecChild(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog, "exec")
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.onSelf(t, prog, "exec")...)
 				if err != nil || code != 0 || got != wantOut {
 					t.Fatalf("exit %d, %v, output %q; want exit 0, output %q\n%s", code, err, got, wantOut, errOut)
 				}
@@ -297,7 +306,7 @@ func TestExecChild(t *testing.T) {
 				// directory: made, then moved aside beside it.
 				slash := filepath.Join(dir, "slash-"+mode)
 				for i := 0; i < 2; i++ {
-					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, prog, "exec-child"); err != nil || code != 0 {
+					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, tg.onSelf(t, prog, "exec-child")...); err != nil || code != 0 {
 						t.Fatalf("FTRACE_OUT=%s/: exit %d, %v\n%s", slash, code, err, errOut)
 					}
 				}
@@ -318,7 +327,7 @@ func TestExecChild(t *testing.T) {
 				// exec from another thread discards, is counted.
 				for _, how := range []string{"exec-self", "exec-thread"} {
 					self := filepath.Join(dir, how+"-"+mode)
-					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, prog, how)
+					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, tg.onSelf(t, prog, how)...)
 					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
 						t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
 					}
@@ -366,9 +375,9 @@ func TestExecChild(t *testing.T) {
 // (FTRACE_FILTER alone traces nothing there), and FTRACE_INHERIT=0 passes
 // nothing on.
 func TestSpawnChild(t *testing.T) {
-	forX86Compilers(t, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, "-O2 -pg -mfentry")
-		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "spawn")
+	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
+		dir, prog, plain := exitsBuilds(t, tg, execFlags[tg.arch])
+		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "spawn")...)
 		if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 		}
@@ -378,7 +387,7 @@ func TestSpawnChild(t *testing.T) {
 			if !inherit {
 				env = append(env, "FTRACE_INHERIT=0")
 			}
-			got, errOut, code := runNoFtrace(t, dir, env, prog, "spawn")
+			got, errOut, code := runNoFtrace(t, dir, env, tg.onSelf(t, prog, "spawn")...)
 			if got != wantOut || code != 0 {
 				t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
 			}

@@ -205,8 +205,18 @@ func gccTest(t *testing.T) (target, string) {
 // forX86Compilers runs test with each x86-64 compiler, as a parallel
 // subtest named for it.
 func forX86Compilers(t *testing.T, test func(t *testing.T, tg target)) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
+	forCompilers(t, []target{x86GCC, x86Clang}, test)
+}
+
+// forCompilers runs test with each of tgs, as a parallel subtest named
+// for its compiler (and, on arm64, "arm64/" first).
+func forCompilers(t *testing.T, tgs []target, test func(t *testing.T, tg target)) {
+	for _, tg := range tgs {
+		name := tg.name
+		if tg.arch != "x86_64" {
+			name = tg.arch + "/" + name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
 			test(t, tg)
@@ -343,6 +353,29 @@ func linkLib(t *testing.T, dir string, driver []string, lib string, objs []strin
 // qemu for arm64.
 func (tg target) on(prog string, args ...string) []string {
 	return append(append(append([]string{}, tg.exec...), prog), args...)
+}
+
+// onSelf is on for a program that execs itself by its argv[0]
+// (progs/exits.c): under qemu, argv[0] is made a script beside prog
+// (prog.run, written here) that runs prog under qemu again, so that
+// what it execs is a file this host can run, in the same process (the
+// script execs qemu, which runs prog). Natively, on.
+func (tg target) onSelf(t *testing.T, prog string, args ...string) []string {
+	t.Helper()
+	if len(tg.exec) == 0 {
+		return tg.on(prog, args...)
+	}
+	script := prog + ".run"
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\nexec")
+	for _, a := range append(append([]string{}, tg.exec...), "-0", script, prog) {
+		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	b.WriteString(` "$@"` + "\n")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(append(append([]string{}, tg.exec...), "-0", script, prog), args...)
 }
 
 // linkShared runs recordmcount on objs and links them, then args (the

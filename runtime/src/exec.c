@@ -159,13 +159,17 @@ static long count_args(const char *arg, va_list ap)
 	return argc;
 }
 
-/* argv[0, argc] from arg and ap: the arguments, then the null pointer. */
-static void fill_args(char **argv, long argc, const char *arg, va_list ap)
+/* argv[0, argc] from arg and *ap: the arguments, then the null pointer.
+ * By pointer: *ap must be left after them for execle's environment. (A
+ * va_list passed by value is the caller's own on x86-64, an array, but a
+ * copy on arm64, a struct, which the C standard allows: then execle read
+ * its environment from the first argument.) */
+static void fill_args(char **argv, long argc, const char *arg, va_list *ap)
 {
 	if (argc > 0)
 		argv[0] = (char *)arg;
 	for (long i = 1; i < argc; i++)
-		argv[i] = va_arg(ap, char *);
+		argv[i] = va_arg(*ap, char *);
 	argv[argc] = NULL;
 }
 
@@ -182,7 +186,7 @@ static void fill_args(char **argv, long argc, const char *arg, va_list ap)
 		return -1;                    \
 	char *argv[argc + 1];                 \
 	va_start(ap, arg);                    \
-	fill_args(argv, argc, arg, ap)
+	fill_args(argv, argc, arg, &ap)
 
 int __wrap_execl(const char *path, const char *arg, ...)
 {
