@@ -454,9 +454,9 @@ func mainOffset(t *testing.T, path string) int {
 // trace location is refused for it (its trace is its program's), with
 // the file left as it was.
 func TestEnableShared(t *testing.T) {
-	forX86Compilers(t, func(t *testing.T, tg target) {
+	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
-		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, "-pg -mfentry -fPIC", true, "other.c"))
+		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, preferred[tg.arch]+" -fPIC", true, "other.c"))
 		run(t, dir, tool("ftpatch"), "verify", lib)
 		before := untouched.Take(t, lib)
 		if _, errOut, code := ftpatchStatus(t, dir, "enable", "--trace-dir", "/var/trace/x", lib, "helper"); code != 1 || !strings.Contains(errOut, "bad trace location: a shared object traces where its program does") {

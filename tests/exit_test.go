@@ -244,13 +244,6 @@ func TestExitWays(t *testing.T) {
 	})
 }
 
-// execFlags are the site flags the exec tests build with, per
-// architecture: arm64's the preferred form, with the literal.
-var execFlags = map[string]string{
-	"x86_64": "-O2 -pg -mfentry",
-	"arm64":  "-O2 -fpatchable-function-entry=4,2 -falign-functions=8",
-}
-
 // TestExecChild: a traced program whose forked child execs a traced
 // program (progs/exits.c exec) keeps its own trace whole in FTRACE_OUT,
 // which the child, finding it in use, leaves alone: the child's trace
@@ -260,7 +253,7 @@ var execFlags = map[string]string{
 // qemu again: onSelf).
 func TestExecChild(t *testing.T) {
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, execFlags[tg.arch])
+		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "exec")...)
 		if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
@@ -376,7 +369,7 @@ func TestExecChild(t *testing.T) {
 // nothing on.
 func TestSpawnChild(t *testing.T) {
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, execFlags[tg.arch])
+		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "spawn")...)
 		if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)

@@ -190,6 +190,14 @@ var flagSets = map[string][]string{
 	"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8", "-pg", "-pg -mbranch-protection=standard"},
 }
 
+// preferred are the site flags each architecture's users are told to
+// build with (ftpatch flags --cflags): arm64's with the pre-function
+// literal.
+var preferred = map[string]string{
+	"x86_64": "-pg -mfentry",
+	"arm64":  "-fpatchable-function-entry=4,2 -falign-functions=8",
+}
+
 // x86Traced are the x86-64 site flag sets the tracer tests run over.
 var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
 
