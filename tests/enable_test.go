@@ -275,6 +275,40 @@ var (
 
 // nowrite builds progs/nowrite.c, the launcher that kills a program at
 // its first attempt to make a page writable.
+// noWrite is the command that runs prog with args where no page can be
+// made writable: natively, under the nowrite launcher, which kills the
+// process at the first attempt; under qemu (whose own code buffer the
+// launcher's filter would refuse), with qemu logging the program's
+// system calls to stderr, which checkNoWrite then reads.
+func noWrite(t *testing.T, tg target, prog string, args ...string) []string {
+	t.Helper()
+	if len(tg.exec) == 0 {
+		return append([]string{nowrite(t), prog}, args...)
+	}
+	return append(append(append([]string{}, tg.exec...), "-strace", prog), args...)
+}
+
+// writableCode is a system call, as qemu -strace logs it, that nowrite
+// refuses: an mprotect asking for PROT_WRITE, or an mmap asking for
+// PROT_WRITE and PROT_EXEC.
+var writableCode = regexp.MustCompile(`(?m)^\d+ (?:(?:pkey_)?mprotect\([^)]*PROT_WRITE|mmap\([^)]*(?:PROT_WRITE[^)]*PROT_EXEC|PROT_EXEC[^)]*PROT_WRITE))`)
+
+// checkNoWrite checks the stderr of a run under noWrite: under qemu, its
+// log of system calls (which must be there) holds none that nowrite
+// refuses.
+func checkNoWrite(t *testing.T, tg target, stderr string) {
+	t.Helper()
+	if len(tg.exec) == 0 {
+		return // the launcher would have killed the run
+	}
+	if !strings.Contains(stderr, " exit_group(") {
+		t.Fatalf("no system call log from qemu -strace in stderr:\n%s", stderr)
+	}
+	if m := writableCode.FindString(stderr); m != "" {
+		t.Errorf("a page was made writable: %s", m)
+	}
+}
+
 func nowrite(t *testing.T) string {
 	t.Helper()
 	need(t, "gcc")

@@ -33,6 +33,7 @@ var modBuilds = []modBuild{
 // arm64ModBuilds are arm64's.
 var arm64ModBuilds = []modBuild{
 	{"-fpatchable-function-entry=2", true},
+	{"-fpatchable-function-entry=4,2 -falign-functions=8", true},
 	{"-pg", false},
 }
 
@@ -185,6 +186,12 @@ func TestSharedObjects(t *testing.T) {
 						t.Fatal(err)
 					}
 					checkModules(t, tr, dir, c.tracer)
+					// Every module's =4,2 sites through their
+					// literals (a shared object's through its
+					// stub's ftrace_ops_caller).
+					if literal := strings.Contains(b.flags, "=4,2"); literal && (tr.Meta.Literal != tr.Meta.Enabled || tr.Meta.Misaligned != 0) || !literal && tr.Meta.Literal != 0 {
+						t.Errorf("%s: %d sites enabled, %d through their literal, %d misaligned", c.name, tr.Meta.Enabled, tr.Meta.Literal, tr.Meta.Misaligned)
+					}
 					before, loaded, after := anonExec(t, errOut)
 					if after != before {
 						t.Errorf("%s: %d bytes of anonymous code before the plugin's load, %d after its unload: its trampolines were not unmapped", c.name, before, after)
@@ -249,12 +256,11 @@ func checkModules(t *testing.T, tr *trace.Trace, dir, tracer string) {
 // launcher kills the process at the first attempt). ftpatch verify passes
 // on each file; after ftpatch disable, nothing is traced.
 func TestSharedObjectsEnabled(t *testing.T) {
-	forX86Compilers(t, func(t *testing.T, tg target) {
-		nw := nowrite(t)
+	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
-		prog, plug := linkModules(t, tg, dir, modBuilds[0])
+		prog, plug := linkModules(t, tg, dir, modBuild{preferred[tg.arch], true})
 		lib := filepath.Join(dir, "libmod.so")
-		wantOut, _, wantCode, err := runStatus(dir, prog, plug)
+		wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, plug)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,10 +271,11 @@ func TestSharedObjectsEnabled(t *testing.T) {
 			}
 		}
 		tdir := filepath.Join(dir, "t")
-		out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog, plug)
+		out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, noWrite(t, tg, prog, plug)...)
 		if err != nil || out != wantOut || code != wantCode {
 			t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
 		}
+		checkNoWrite(t, tg, errOut)
 		want := map[string]int{"main": 1, "lib_sum": 3, "plug_run": 2, "plug_step": 4}
 		if got := traceCounts(t, tdir); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("traced %v, want %v", got, want)
@@ -290,7 +297,7 @@ func TestSharedObjectsEnabled(t *testing.T) {
 			run(t, dir, tool("ftpatch"), "verify", file)
 		}
 		tdir = filepath.Join(dir, "t-disabled")
-		out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, prog, plug)
+		out, _, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, tg.on(prog, plug)...)
 		if err != nil || out != wantOut || code != wantCode {
 			t.Fatalf("disabled: exit %d (%v), output\n%s", code, err, out)
 		}
