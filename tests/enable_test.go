@@ -72,16 +72,11 @@ func linkEnabled(t *testing.T, tg target, dir string, b enableBuild) string {
 	return linkLib(t, dir, tg.link, runtimeArchiveFor(t, tg.arch), objs, b.link)
 }
 
-// forEnableBuilds runs test on each of enableBuilds by both x86-64
-// compilers (the table the compiler writes, by gcc alone), as a parallel
-// subtest named compiler/build: the program linked into a new dir, the
-// enable list written beside it as listFile.
-func forEnableBuilds(t *testing.T, test func(t *testing.T, tg target, dir, prog, listFile string)) {
-	forEnableTargets(t, []target{x86GCC, x86Clang}, test)
-}
-
-// forEnableArchBuilds is forEnableBuilds on every architecture: arm64's
-// arm64EnableBuilds by both its compilers too, run under qemu.
+// forEnableArchBuilds runs test on each of enableBuilds by both x86-64
+// compilers (the table the compiler writes, by gcc alone), and on each
+// of arm64EnableBuilds by both arm64 compilers, run under qemu, as a
+// parallel subtest named [arch/]compiler/build: the program linked into
+// a new dir, the enable list written beside it as listFile.
 func forEnableArchBuilds(t *testing.T, test func(t *testing.T, tg target, dir, prog, listFile string)) {
 	forEnableTargets(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, test)
 }

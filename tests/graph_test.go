@@ -394,22 +394,22 @@ func TestClock(t *testing.T) {
 	}
 }
 
-// TestOptimized: the -O2 builds of the matrix. The oracle cannot count
+// TestOptimized: the -O2 builds of the matrix, on both architectures. The oracle cannot count
 // the same calls at -O2 (its instrumentation changes what the optimiser
 // does), so here the two tracers check each other on one binary: the same
 // output and exit status untraced, under function and under
 // function_graph, and the same count of calls for every function.
 func TestOptimized(t *testing.T) {
-	forTracedBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
+	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		dir := t.TempDir()
 		prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
-		wantOut, _, wantCode, err := runStatus(dir, prog)
+		wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fn, graph := filepath.Join(dir, "fn"), filepath.Join(dir, "graph")
 		for _, c := range []struct{ mode, out string }{{"function", fn}, {"function_graph", graph}} {
-			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+			got, _, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, tg.on(prog)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,20 +434,20 @@ func TestOptimized(t *testing.T) {
 			t.Errorf("function tracer saw %v, graph %v", counts, calls)
 		}
 		// The graph against a golden per compiler (the site flags
-		// change nothing -O2 inlines; the compiler does), fib left
-		// out as in TestFunctionGraph.
+		// change nothing -O2 inlines; the compiler does, alike for
+		// both architectures), fib left out as in TestFunctionGraph.
 		checkGraphGolden(t, tg, dir, prog, "graph-O2-"+tg.name)
 	})
 }
 
 // exceptionsProg builds progs/exceptions.cc with tg's compiler at opt
-// with -pg -mfentry sites, records it and links it with the runtime by
-// cxx (the C++ driver) as link says: -pie, or -static (objects not
-// position-independent).
-func exceptionsProg(t *testing.T, tg target, cxx, dir, opt, link string) string {
+// with its architecture's preferred sites, records it and links it with
+// the runtime by tg's driver (a C++ one: x86GXX, a64GXX, ...) as link
+// says: -pie, or -static (objects not position-independent).
+func exceptionsProg(t *testing.T, tg target, dir, opt, link string) string {
 	t.Helper()
-	objs := buildSrc(t, tg, dir, opt+" -pg -mfentry", link != "-static", "exceptions.cc")
-	return linkRecorded(t, dir, []string{cxx}, objs, link)
+	objs := buildSrc(t, tg, dir, opt+" "+preferred[tg.arch], link != "-static", "exceptions.cc")
+	return linkRecordedOn(t, tg, dir, objs, link)
 }
 
 // TestExceptions: C++ exceptions thrown through graphed frames (caught
@@ -455,23 +455,24 @@ func exceptionsProg(t *testing.T, tg target, cxx, dir, opt, link string) string 
 // stack unwinds) behave exactly as untraced under both tracers; the graph
 // records the unwound calls and keeps tracing the frames that survive.
 func TestExceptions(t *testing.T) {
-	for _, tg := range []struct {
-		target
-		cxx string
-	}{{x86GCC, "g++"}, {x86Clang, "clang++"}} {
+	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
+		prefix := ""
+		if tg.arch != "x86_64" {
+			prefix = tg.arch + "/"
+		}
 		for _, opt := range []string{"-O0", "-O2"} {
-			t.Run(tg.name+"/"+opt, func(t *testing.T) {
+			t.Run(prefix+tg.name+"/"+opt, func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
-				prog := exceptionsProg(t, tg.target, tg.cxx, dir, opt, "-pie")
-				wantOut, wantErr, wantCode, err := runStatus(dir, prog)
+				prog := exceptionsProg(t, tg, dir, opt, "-pie")
+				wantOut, wantErr, wantCode, err := runStatus(dir, tg.on(prog)...)
 				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
 					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
 				}
 				graph := filepath.Join(dir, "graph")
 				for _, c := range []struct{ mode, out string }{{"function", filepath.Join(dir, "fn")}, {"function_graph", graph}} {
-					got, gotErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, prog)
+					got, gotErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, tg.on(prog)...)
 					if err != nil || got != wantOut || code != wantCode {
 						t.Errorf("%s: exit %d, %v, output\n%s\nstderr\n%s\nwant\n%s", c.mode, code, err, got, gotErr, wantOut)
 					}
@@ -544,87 +545,92 @@ func TestClockFallback(t *testing.T) {
 // instead: same output and exit, every call recorded; and so when
 // function_graph was baked in by ftpatch enable.
 func TestStaticExceptions(t *testing.T) {
-	tg, dir := gccTest(t)
-	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-static")
-	wantOut, _, wantCode, err := runStatus(dir, prog)
-	if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
-		t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
-	}
-	const told = "ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; tracing with function instead\n"
-	// The same program with function_graph baked in by ftpatch enable,
-	// run with nothing set, falls back alike.
-	enabled := filepath.Join(dir, "enabled")
-	run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "-o", enabled, prog, "*")
-	var counts [3]map[string]int
-	for i, mode := range []string{"function", "function_graph", ""} {
-		out := filepath.Join(dir, "t-"+mode)
-		env, bin := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog
-		if mode == "" {
-			env, bin = env[1:], enabled
+	forCompilers(t, []target{x86GXX, a64GXX}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		prog := exceptionsProg(t, tg, dir, "-O2", "-static")
+		wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+		if err != nil || wantCode != 0 || !strings.Contains(wantOut, "caught") {
+			t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
 		}
-		got, errOut, code, err := runStatusEnv(dir, env, bin)
-		if err != nil || code != wantCode || got != wantOut {
-			t.Fatalf("FTRACE=%s: exit %d, %v, output\n%s\nstderr\n%s", mode, code, err, got, errOut)
+		const told = "ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; tracing with function instead\n"
+		// The same program with function_graph baked in by ftpatch enable,
+		// run with nothing set, falls back alike.
+		enabled := filepath.Join(dir, "enabled")
+		run(t, dir, tool("ftpatch"), "enable", "--tracer", "function_graph", "-o", enabled, prog, "*")
+		var counts [3]map[string]int
+		for i, mode := range []string{"function", "function_graph", ""} {
+			out := filepath.Join(dir, "t-"+mode)
+			env, bin := []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog
+			if mode == "" {
+				env, bin = env[1:], enabled
+			}
+			got, errOut, code, err := runStatusEnv(dir, env, tg.on(bin)...)
+			if err != nil || code != wantCode || got != wantOut {
+				t.Fatalf("FTRACE=%s: exit %d, %v, output\n%s\nstderr\n%s", mode, code, err, got, errOut)
+			}
+			if want := map[bool]string{true: "", false: told}[mode == "function"]; errOut != want {
+				t.Errorf("FTRACE=%s: stderr %q, want %q", mode, errOut, want)
+			}
+			tr, err := trace.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Meta.Tracer != "function" {
+				t.Errorf("FTRACE=%s: the trace says tracer %q, want function", mode, tr.Meta.Tracer)
+			}
+			counts[i] = traceCounts(t, out)
 		}
-		if want := map[bool]string{true: "", false: told}[mode == "function"]; errOut != want {
-			t.Errorf("FTRACE=%s: stderr %q, want %q", mode, errOut, want)
+		if fmt.Sprint(counts[0]) != fmt.Sprint(counts[1]) || fmt.Sprint(counts[0]) != fmt.Sprint(counts[2]) || counts[0]["thrower(int)"] == 0 {
+			t.Errorf("calls traced: function %v, function_graph's fallback %v, enabled's %v; want the same, thrower's among them", counts[0], counts[1], counts[2])
 		}
-		tr, err := trace.Read(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tr.Meta.Tracer != "function" {
-			t.Errorf("FTRACE=%s: the trace says tracer %q, want function", mode, tr.Meta.Tracer)
-		}
-		counts[i] = traceCounts(t, out)
-	}
-	if fmt.Sprint(counts[0]) != fmt.Sprint(counts[1]) || fmt.Sprint(counts[0]) != fmt.Sprint(counts[2]) || counts[0]["thrower(int)"] == 0 {
-		t.Errorf("calls traced: function %v, function_graph's fallback %v, enabled's %v; want the same, thrower's among them", counts[0], counts[1], counts[2])
-	}
+	})
 }
 
 // TestCxxNames: C++ functions are chosen by their demangled names, as
 // ftpatch report prints them: FTRACE_FILTER='Guard::*' traces exactly the
 // Guard calls a full trace counts, and ftpatch enable --funcs-from that
-// filtered trace's report bakes in the same functions.
+// filtered trace's report bakes in the same functions. On both
+// architectures.
 func TestCxxNames(t *testing.T) {
-	tg, dir := gccTest(t)
-	prog := exceptionsProg(t, tg, "g++", dir, "-O2", "-pie")
-	wantOut, _, wantCode, err := runStatus(dir, prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	record := func(name string, env ...string) map[string]int {
-		out := filepath.Join(dir, name)
-		got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), prog)
-		if err != nil || got != wantOut || code != wantCode {
-			t.Fatalf("%s: exit %d, %v, output\n%s\nstderr\n%s", name, code, err, got, errOut)
+	forCompilers(t, []target{x86GXX, a64GXX}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		prog := exceptionsProg(t, tg, dir, "-O2", "-pie")
+		wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return traceCounts(t, out)
-	}
-	guards := map[string]int{}
-	for f, n := range record("all", "FTRACE=function") {
-		if strings.HasPrefix(f, "Guard::") {
-			guards[f] = n
+		record := func(name string, env ...string) map[string]int {
+			out := filepath.Join(dir, "t-"+name) // not the enabled program's own name
+			got, errOut, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), tg.on(prog)...)
+			if err != nil || got != wantOut || code != wantCode {
+				t.Fatalf("%s: exit %d, %v, output\n%s\nstderr\n%s", name, code, err, got, errOut)
+			}
+			return traceCounts(t, out)
 		}
-	}
-	if len(guards) != 2 {
-		t.Fatalf("the full trace has Guard calls %v, want the constructor and the destructor", guards)
-	}
-	if got := record("filtered", "FTRACE=function", "FTRACE_FILTER=Guard::*"); fmt.Sprint(got) != fmt.Sprint(guards) {
-		t.Errorf("FTRACE_FILTER=Guard::*: traced %v, want %v", got, guards)
-	}
-	if got := record("excluded", "FTRACE=function", "FTRACE_FILTER=*,!Guard::~*"); got["Guard::~Guard()"] != 0 || got["Guard::Guard(int)"] != guards["Guard::Guard(int)"] {
-		t.Errorf("FTRACE_FILTER=*,!Guard::~*: traced %v", got)
-	}
-	report, _ := run(t, dir, tool("ftpatch"), "report", filepath.Join(dir, "filtered"))
-	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	enabled := filepath.Join(dir, "enabled")
-	run(t, dir, tool("ftpatch"), "enable", "--tracer", "function", "--funcs-from", "report.txt", "-o", enabled, prog)
-	prog = enabled
-	if got := record("enabled"); fmt.Sprint(got) != fmt.Sprint(guards) {
-		t.Errorf("enabled from the report:\n%s\ntraced %v, want %v", report, got, guards)
-	}
+		guards := map[string]int{}
+		for f, n := range record("all", "FTRACE=function") {
+			if strings.HasPrefix(f, "Guard::") {
+				guards[f] = n
+			}
+		}
+		if len(guards) != 2 {
+			t.Fatalf("the full trace has Guard calls %v, want the constructor and the destructor", guards)
+		}
+		if got := record("filtered", "FTRACE=function", "FTRACE_FILTER=Guard::*"); fmt.Sprint(got) != fmt.Sprint(guards) {
+			t.Errorf("FTRACE_FILTER=Guard::*: traced %v, want %v", got, guards)
+		}
+		if got := record("excluded", "FTRACE=function", "FTRACE_FILTER=*,!Guard::~*"); got["Guard::~Guard()"] != 0 || got["Guard::Guard(int)"] != guards["Guard::Guard(int)"] {
+			t.Errorf("FTRACE_FILTER=*,!Guard::~*: traced %v", got)
+		}
+		report, _ := run(t, dir, tool("ftpatch"), "report", filepath.Join(dir, "t-filtered"))
+		if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		enabled := filepath.Join(dir, "enabled")
+		run(t, dir, tool("ftpatch"), "enable", "--tracer", "function", "--funcs-from", "report.txt", "-o", enabled, prog)
+		prog = enabled
+		if got := record("enabled"); fmt.Sprint(got) != fmt.Sprint(guards) {
+			t.Errorf("enabled from the report:\n%s\ntraced %v, want %v", report, got, guards)
+		}
+	})
 }

@@ -232,16 +232,10 @@ func forCompilers(t *testing.T, tgs []target, test func(t *testing.T, tg target)
 	}
 }
 
-// forTracedBuilds runs test on every build of the tracer tests' matrix,
-// both x86-64 compilers by each of x86Traced, position-independent or
-// not, as a parallel subtest named compiler/flags/-fPIE (or -fno-pie).
-func forTracedBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
-	forBuilds(t, []target{x86GCC, x86Clang}, test)
-}
-
-// forTracedArchBuilds is forTracedBuilds on every architecture the
-// runtime has a port to: x86-64's builds, and arm64's with both
-// compilers by each of its site flags (flagSets), run under qemu.
+// forTracedArchBuilds runs test on every build of the tracer tests'
+// matrix: both x86-64 compilers by each of x86Traced, and both arm64
+// compilers by each of its site flags (flagSets), run under qemu;
+// position-independent or not.
 func forTracedArchBuilds(t *testing.T, test func(t *testing.T, tg target, flags string, pie bool)) {
 	forBuilds(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, test)
 }
