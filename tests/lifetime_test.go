@@ -50,12 +50,17 @@ var lifeLinks = []struct {
 // shared object makes in its own constructor, destructor and atexit
 // function: under both tracers, built by both compilers, linked
 // dynamically and statically, every one is in the trace, once, and the
-// program's output and exit status are the untraced build's.
+// program's output and exit status are the untraced build's. On x86-64
+// and on arm64, each with its preferred sites.
 func TestLifetime(t *testing.T) {
-	for _, tg := range []target{x86GXX, x86ClangXX} {
+	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
+		prefix := ""
+		if tg.arch != "x86_64" {
+			prefix = tg.arch + "/"
+		}
 		for _, p := range lifePrograms {
 			for _, ln := range lifeLinks {
-				t.Run(fmt.Sprintf("%s/%s/%s", tg.name, p.src, ln.name), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s%s/%s/%s", prefix, tg.name, p.src, ln.name), func(t *testing.T) {
 					t.Parallel()
 					need(t, tg.tools...)
 					link := tg.cc
@@ -74,7 +79,7 @@ func TestLifetime(t *testing.T) {
 						if ln.shared {
 							argv := append(append([]string{}, tg.cc...), "-shared", "-o", filepath.Join(dir, "liblifelib.so"))
 							if flags != "" {
-								argv = append(append(argv, lib...), ftrt.ModuleLinkFlags(runtimeArchive(t))...)
+								argv = append(append(argv, lib...), ftrt.ModuleLinkFlags(runtimeArchiveFor(t, tg.arch))...)
 							} else {
 								argv = append(argv, lib...)
 							}
@@ -88,18 +93,18 @@ func TestLifetime(t *testing.T) {
 						return prog
 					}
 					plainDir, dir := t.TempDir(), t.TempDir()
-					wantOut, _, wantCode, err := runStatus(plainDir, build(plainDir, ""))
+					wantOut, _, wantCode, err := runStatus(plainDir, tg.on(build(plainDir, ""))...)
 					if err != nil || wantCode != 3 || !strings.Contains(wantOut, "main ") {
 						t.Fatalf("untraced: exit %d, %v, output\n%s", wantCode, err, wantOut)
 					}
-					prog := build(dir, "-O2 -pg -mfentry", ftrt.LinkFlags(runtimeArchive(t))...)
+					prog := build(dir, "-O2 "+preferred[tg.arch], ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)
 					want := map[string]int{}
 					for _, f := range append(append([]string{}, p.calls...), lifeLib...) {
 						want[f] = 1
 					}
 					for _, mode := range []string{"function", "function_graph"} {
 						out := filepath.Join(dir, mode)
-						got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, prog)
+						got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog)...)
 						if err != nil || got != wantOut || code != wantCode {
 							t.Errorf("%s: exit %d, %v, output\n%s\nstderr\n%s\nwant exit %d, output\n%s", mode, code, err, got, errOut, wantCode, wantOut)
 						}
