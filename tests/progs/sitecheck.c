@@ -1,8 +1,9 @@
 /*
  * Linked into test programs to check, from inside the process, what the
  * runtime's load-time pass left: at exit, every site listed in the table
- * must hold a NOP (P6 `0f 1f 44 00 xx` or `66 0f 1f 44 00 00`, or a
- * fallback: K8 `66 .. 90`, or a jump over padding), and no mapping may be
+ * must hold a NOP (x86-64: P6 `0f 1f 44 00 xx` or `66 0f 1f 44 00 00`,
+ * or a fallback: K8 `66 .. 90`, or a jump over padding; arm64: `nop`),
+ * and no mapping may be
  * both writable and executable. Prints one
  * line to stderr for the test to read; changes nothing else.
  */
@@ -12,6 +13,16 @@
 extern const unsigned long __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const unsigned long __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
 
+#if defined(__aarch64__)
+/* arm64: nop (hint #0), at a -pg site and as a patchable area's first
+ * word alike. */
+static int is_nop(const unsigned char *p)
+{
+	unsigned int w;
+	memcpy(&w, p, 4);
+	return w == 0xd503201fu;
+}
+#else
 static int is_nop(const unsigned char *p)
 {
 	static const unsigned char nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }; /* P6 */
@@ -20,6 +31,7 @@ static int is_nop(const unsigned char *p)
 	       memcmp(p, k8, 5) == 0 || memcmp(p + 1, k8, 5) == 0 ||
 	       (p[0] == 0xeb && (p[1] == 3 || p[1] == 4) && p[2] == 0x90); /* jump over padding */
 }
+#endif
 
 __attribute__((destructor)) static void sitecheck(void)
 {
