@@ -63,7 +63,8 @@ static int after_mov_x0(const unsigned char *ip)
 /*
  * What the site at ip holds (reading 8 bytes from ip; and the word
  * before it, when inside the segment, to tell a -pg site from a
- * patchable area):
+ * patchable area; nothing when ip is not 4-byte aligned, which is no
+ * site):
  *   bl _mcount                 the compiler's call (-pg): CALL, 4 bytes
  *   nop after mov x0, x30      a disabled -pg site (gcc's): NOP, 4
  *   nop, then no nop           a disabled -pg site (clang's: no mov x0,
@@ -80,6 +81,8 @@ static int after_mov_x0(const unsigned char *ip)
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 {
+	if ((uintptr_t)ip & 3)
+		return FTRT_SITE_UNKNOWN; /* no instruction starts there: a bogus table entry */
 	uint32_t w0 = arm64_word(ip), w1 = arm64_word(ip + 4);
 	if (arm64_is_bl(w0)) {
 		/* directly, or through the linker's veneer from code beyond

@@ -24,6 +24,8 @@
  */
 int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 {
+	if ((uintptr_t)ip & 3)
+		return 0; /* no instruction starts there */
 	uint32_t w0 = arm64_word(ip), w1 = arm64_word(ip + 4);
 	const uintptr_t *t = ftrt_targets;
 	uintptr_t at = (uintptr_t)ip;

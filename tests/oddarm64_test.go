@@ -1,0 +1,158 @@
+package tests
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/arm64/arm64asm"
+
+	"ftpatch/elfx"
+	"ftpatch/internal/sitetest"
+	"ftpatch/isa/arm64"
+	"ftpatch/model"
+	ftrt "ftpatch/runtime"
+)
+
+// literalLine is the load-time report's count of sites enabled through
+// their literal, and of those with a misaligned slot.
+var literalLine = regexp.MustCompile(`; (\d+) through their literal, (\d+) with a misaligned one`)
+
+// TestLoadTimeOddSitesARM64: the sites of progs/oddarm64.S, whose site
+// table and list of patchable areas are written by hand (see there),
+// read from inside the process (oddarm64.c) and decoded with x/arch,
+// with nothing set and with FTRACE=function: a site is a literal's only
+// where the compiler's list says its slot is, 8-byte aligned; NOPs before
+// a function that are not listed are never written, nor is a slot that
+// is not aligned (that function takes ftrace_caller, counted); an entry
+// that is not 4-byte aligned, a call of no hook and other instructions
+// are skipped, counted, never written; the counts are exact and no
+// mapping is left writable and executable.
+func TestLoadTimeOddSitesARM64(t *testing.T) {
+	tg := a64GCC
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	objs := buildSrc(t, tg, dir, "", false, "oddarm64.S", "oddarm64.c")
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), objs...), ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
+	f := sitetest.Open(t, prog)
+	addr := sitetest.Symbols(t, f)
+	name := map[uint64]string{}
+	for n, a := range addr {
+		name[a] = n
+	}
+	// The words at a site as x/arch decodes them (GNU syntax), a bl as
+	// "bl SYMBOL".
+	words := func(b []byte, at uint64) []string {
+		var out []string
+		for i := 0; i < len(b); i += 4 {
+			in, err := arm64.Decode(b[i:])
+			switch {
+			case err != nil:
+				out = append(out, fmt.Sprintf("%08x", binary.LittleEndian.Uint32(b[i:])))
+			case in.Op == arm64asm.BL:
+				out = append(out, "bl "+name[at+uint64(i)+uint64(int64(in.Args[0].(arm64asm.PCRel)))])
+			default:
+				out = append(out, strings.TrimSpace(arm64asm.GNUSyntax(in)))
+			}
+		}
+		return out
+	}
+	const nop = "nop"
+	const enter = "mov x9, x30"
+	// What the 16 bytes around each site hold (8 before it, 8 from it),
+	// by the site's symbol and offset.
+	type site struct {
+		fn   string
+		off  uint64
+		want [4]string // "" for a word unchanged from the file; "=SYMBOL", "=": a literal holding SYMBOL's address
+	}
+	for _, c := range []struct {
+		name                                       string
+		env                                        []string
+		patched, already, skipped, failed, enabled int
+		literal, misaligned                        int
+		sites                                      []site
+	}{
+		{"nothing set", nil, 1, 4, 3, 0, 0, 0, 0, []site{
+			{"odd_nop", 12, [4]string{"", "", nop, ""}},
+			{"odd_call", 12, [4]string{"", "", nop, ""}},
+			{"odd_area", 0, [4]string{nop, nop, nop, nop}},
+			{"odd_literal", 0, [4]string{nop, nop, nop, nop}},
+			{"odd_skew", 0, [4]string{nop, nop, nop, nop}},
+			{"odd_half", 6, [4]string{"", "", "", ""}},
+			{"odd_other", 12, [4]string{"", "", "bl odd_leaf", ""}},
+			{"odd_mov", 0, [4]string{"", "", "", ""}},
+		}},
+		{"FTRACE=function", []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, 0, 0, 3, 0, 5, 1, 1, []site{
+			{"odd_nop", 12, [4]string{"", "", "bl ftrace_mcount_caller", ""}},
+			{"odd_call", 12, [4]string{"", "", "bl ftrace_mcount_caller", ""}},
+			{"odd_area", 0, [4]string{nop, nop, enter, "bl ftrace_caller"}}, // the padding before it untouched
+			{"odd_literal", 0, [4]string{"=ftrt_ops_function", "=", enter, "bl ftrace_ops_caller"}},
+			{"odd_skew", 0, [4]string{nop, nop, enter, "bl ftrace_caller"}}, // its slot untouched
+			{"odd_half", 6, [4]string{"", "", "", ""}},
+			{"odd_other", 12, [4]string{"", "", "bl odd_leaf", ""}},
+			{"odd_mov", 0, [4]string{"", "", "", ""}},
+		}},
+	} {
+		t.Run(slug(c.name), func(t *testing.T) {
+			out, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_DEBUG=1"}, c.env...), tg.on(prog)...)
+			if err != nil || code != 0 || out != "1 2 3 4 5 6 7 8\n" {
+				t.Fatalf("exit %d, %v, output %q; want 1 2 3 4 5 6 7 8\n%s", code, err, out, errOut)
+			}
+			m, p, l := ftrtLine.FindStringSubmatch(errOut), pageLine.FindStringSubmatch(errOut), literalLine.FindStringSubmatch(errOut)
+			if m == nil || p == nil || l == nil {
+				t.Fatalf("no report from the runtime:\n%s", errOut)
+			}
+			if atoi(m[1]) != 8 || atoi(m[2]) != c.patched || atoi(m[3]) != c.already || atoi(m[4]) != c.skipped || atoi(m[5]) != c.failed || atoi(p[1]) != c.enabled || atoi(l[1]) != c.literal || atoi(l[2]) != c.misaligned {
+				t.Errorf("runtime: %s; %s traced; %s\nwant 8 sites: %d patched, %d NOPs already, %d skipped, %d failed; %d traced; %d through their literal, %d misaligned",
+					m[0], p[1], l[0], c.patched, c.already, c.skipped, c.failed, c.enabled, c.literal, c.misaligned)
+			}
+			held := heldSites(t, errOut)
+			if len(held) != len(c.sites) {
+				t.Fatalf("the program reported %d sites, want %d:\n%s", len(held), len(c.sites), errOut)
+			}
+			for _, s := range c.sites {
+				at := addr[s.fn] + s.off
+				b, ok := held[at]
+				if !ok || addr[s.fn] == 0 || len(b) != 16 {
+					t.Fatalf("%s+%d: no site reported at %#x", s.fn, s.off, at)
+				}
+				file, err := f.ReadAt(elfx.Addr(at-8), 16)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, orig := words(b, at-8), words(file, at-8)
+				for i, w := range s.want {
+					switch {
+					case w == "" && got[i] != orig[i]:
+						t.Errorf("%s+%d, word %d: %s, want it unchanged (%s)", s.fn, s.off, i-2, got[i], orig[i])
+					case w == "=":
+					case strings.HasPrefix(w, "="):
+						lit := binary.LittleEndian.Uint64(b[:8])
+						if name[lit] != w[1:] {
+							t.Errorf("%s+%d: the literal holds %#x (%s), want %s", s.fn, s.off, lit, name[lit], w[1:])
+						}
+					case w != "" && got[i] != w:
+						t.Errorf("%s+%d, word %d: %s, want %s", s.fn, s.off, i-2, got[i], w)
+					}
+				}
+			}
+			if c.enabled > 0 {
+				want := map[string]int{"odd_nop": 1, "odd_call": 1, "odd_area": 1, "odd_literal": 1, "odd_skew": 1}
+				tr, syms := readTrace(t, filepath.Join(dir, "t")) // skipped sites are this test's point: not traceCounts
+				got := map[string]int{}
+				for _, c := range model.Counts(model.Events(tr, syms)) {
+					got[c.Func] = c.Calls
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("traced %v, want %v", got, want)
+				}
+			}
+		})
+	}
+}
