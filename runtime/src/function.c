@@ -34,12 +34,17 @@ void return_to_handler(void);
  * return_to_handler.
  */
 /* ip: the site; parent_slot: where the function's return address is,
- * which function_graph replaces; sp: the stack pointer at the site. */
+ * which function_graph replaces; sp: the stack pointer at the site;
+ * graph: 1 function_graph, 0 function, BY_MODE the tracer running
+ * (ftrt_mode, read only once the call is to be recorded). */
+enum { BY_MODE = -1 };
 static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp, int graph)
 {
 	struct tbuf *b = enter(sp);
 	if (!b)
 		return;
+	if (graph == BY_MODE)
+		graph = ftrt_mode == FTRT_GRAPH;
 	if (!graph) {
 		record_call(b, now(), ip, *parent_slot);
 	} else if (ftrt_graph_push(b, ip, sp, *parent_slot, (uintptr_t)return_to_handler)) {
@@ -52,13 +57,13 @@ static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t 
  * stack pointer the function returns with. */
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 {
-	entry(ip, parent_slot, (uintptr_t)(parent_slot + 1), ftrt_mode == FTRT_GRAPH);
+	entry(ip, parent_slot, (uintptr_t)(parent_slot + 1), BY_MODE);
 }
 
 #if FTRT_ARCH_FREGS
 void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs)
 {
-	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, ftrt_mode == FTRT_GRAPH);
+	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, BY_MODE);
 }
 
 /*
