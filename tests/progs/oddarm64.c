@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "wxmaps.h"
+
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
 
@@ -27,17 +29,8 @@ __attribute__((destructor)) static void dump(void)
 			fprintf(stderr, "%02x", p[i]);
 		fprintf(stderr, "\n");
 	}
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[512];
-	int wx = 0;
-	while (maps && fgets(line, sizeof line, maps)) {
-		char perms[8];
-		if (sscanf(line, "%*s %7s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x')
-			wx++;
-	}
-	if (maps)
-		fclose(maps);
-	fprintf(stderr, "wx %d\n", wx);
+	long wx = wx_mappings();
+	fprintf(stderr, "wx %ld\n", wx);
 }
 
 int main(void)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wxmaps.h"
+
 extern const unsigned long __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const unsigned long __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
 
@@ -48,14 +50,6 @@ __attribute__((destructor)) static void sitecheck(void)
 			fprintf(stderr, "sitecheck: site %p holds %02x %02x %02x %02x %02x %02x\n", (void *)p, p[0], p[1], p[2], p[3], p[4], p[5]);
 		}
 	}
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[512];
-	while (maps && fgets(line, sizeof line, maps)) {
-		char perms[8];
-		if (sscanf(line, "%*s %7s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x')
-			wx++;
-	}
-	if (maps)
-		fclose(maps);
+	wx = wx_mappings();
 	fprintf(stderr, "sitecheck: %ld sites, %ld nops, %ld other, %ld writable code mappings\n", sites, nops, other, wx);
 }

@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wxmaps.h"
+
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
 void ftrace_graph_enter(void);
@@ -62,15 +64,6 @@ __attribute__((destructor)) static void trampdump(void)
 			(unsigned long)leave, (unsigned long)*(const uintptr_t *)leave);
 	}
 	fprintf(f, "hooks %#lx %#lx\n", (unsigned long)(uintptr_t)ftrace_graph_enter, (unsigned long)(uintptr_t)ftrace_graph_leave);
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[512];
-	long wx = 0;
-	while (maps && fgets(line, sizeof line, maps)) {
-		char perms[8];
-		if (sscanf(line, "%*s %7s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x')
-			wx++;
-	}
-	if (maps)
-		fclose(maps);
+	long wx = wx_mappings();
 	fprintf(f, "wx %ld\n", wx);
 }
