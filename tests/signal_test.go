@@ -33,13 +33,17 @@ func countLine(t *testing.T, stderr, what string) map[string]int {
 	return counts
 }
 
+// a64Stress are the settings of progs/sigstress.c under qemu (see
+// TestSignalStress).
+const a64Stress = " -DFORK_EVERY=1000000 -DSTACK=4194304 -DALTSTACK=1048576 -DPERIOD_NS=100000"
+
 // TestSignalStress: eight threads calling traced functions while a timer
 // of their own sends each SIGPROF at 20 kHz, whose handler makes traced
 // calls, nesting (SA_NODEFER) and, on half the threads, on an alternate
 // stack above the thread's (progs/sigstress.c); threads are created and
 // exit, and threads fork children that make traced calls. Twenty runs
 // over every x86-64 site kind, both compilers, a pre-patched program and
-// both tracers: each run's output and exit status are the untraced
+// both tracers, and sixteen over arm64's (under qemu: settings below): each run's output and exit status are the untraced
 // program's, every call of the loops is in the trace, the handlers' calls
 // are there but for those the trace counts as dropped (a handler that
 // interrupted the tracer), no call is taken for one a longjmp left (there
@@ -57,11 +61,18 @@ func TestSignalStress(t *testing.T) {
 		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false},
 		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true},
 		{x86Clang, "-O2 -pg -mfentry", false, "function", false},
-		// Not arm64: qemu-user runs its builds, and with threads, forks
-		// and signals together it crashes (at 20,000 signals a second)
-		// or hangs (now and then at 2,000) running this program
-		// untraced. TestSignalJumpOut and TestGraphEdges take signals
-		// there, a handler's traced calls included.
+		// arm64, under qemu-user: 10,000 signals a second per thread,
+		// no fork (qemu-user crashes now and then forking a
+		// multi-threaded program that takes signals, untraced too), and
+		// thread stacks of 4 MiB and alternate signal stacks of 1 MiB:
+		// qemu's signal frames, with the SVE registers, are large, and
+		// its handlers slow, so they nest deeper (at 64 KiB, nested
+		// handlers on the alternate stack overran it into the thread's
+		// TLS below it).
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false},
+		{a64Clang, "-O2 -pg -mbranch-protection=standard" + a64Stress, true, "function_graph", false},
+		{a64GCC, "-O0 -fpatchable-function-entry=2 -mbranch-protection=standard" + a64Stress, false, "function", false},
+		{a64GCC, "-O2 -pg" + a64Stress, true, "function_graph", true},
 	}
 	const runs = 4 // each: twenty in all
 	for _, c := range cases {

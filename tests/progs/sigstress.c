@@ -35,13 +35,19 @@
 
 #define THREADS 8
 #define ITERS 12000    /* loop iterations per thread */
-#define FORK_EVERY 4000 /* a fork per this many iterations */
+#ifndef FORK_EVERY
+#define FORK_EVERY 4000 /* a fork per this many iterations (more than ITERS: none) */
+#endif
 #define SPAWN_EVERY 3000 /* a short-lived thread per this many */
 #ifndef PERIOD_NS
 #define PERIOD_NS 50000 /* SIGPROF's period, per thread */
 #endif
-#define STACK (256 * 1024)
-#define ALTSTACK (64 * 1024)
+#ifndef STACK
+#define STACK (256 * 1024) /* each thread's: nested handlers run there on the threads without an alternate stack */
+#endif
+#ifndef ALTSTACK
+#define ALTSTACK (64 * 1024) /* nested handlers' frames: qemu's arm64 ones are larger, and need more */
+#endif
 
 static atomic_long hwork_calls, hleaf_calls;
 
