@@ -26,6 +26,10 @@ type ISA struct {
 	// PLTSlot decodes the PLT stub at b, at address pc, and returns the
 	// pointer slot it jumps through; false for other code.
 	PLTSlot func(b []byte, pc uint64) (slot uint64, ok bool)
+	// Veneer decodes the linker's (or the runtime's) veneer at b, at
+	// address pc, a stub that takes a branch beyond its reach the rest
+	// of the way, and returns where it leads; nil where calls need none.
+	Veneer func(b []byte, pc uint64) (target uint64, ok bool)
 	// CallTarget reads the n-byte call at b, at address pc, that a site
 	// holds: the address it names and whether that is a pointer slot
 	// the call goes through (x86-64's `ff 15`) rather than the target.
@@ -134,6 +138,7 @@ var arm64ISA = ISA{
 		Name:       arm64.RelocName,
 	},
 	PLTSlot: arm64.PLTSlot,
+	Veneer:  arm64.Veneer,
 	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {
 		if n == 4 && len(b) >= 4 {
 			if t, _, ok := arm64.BranchTarget(pc, arm64.Word(b, 0)); ok {

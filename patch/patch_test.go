@@ -659,17 +659,30 @@ func TestFiles(t *testing.T) {
 	}
 }
 
-// TestOutOfRange: a trampoline beyond a call's reach is an error naming
-// the site and what to do, never a truncated call.
+// TestOutOfRange: a site the list chooses whose call cannot reach the
+// trampoline is left a NOP and named (OutOfReach), never a truncated
+// call, and counts neither as enabled nor as a function traced.
 func TestOutOfRange(t *testing.T) {
 	dir := t.TempDir()
 	b := load(t, builds[0].make(t, dir))
 	for tr := range b.tramps {
 		b.tramps[tr] += 1 << 40
 	}
-	_, err := b.Plan(Request{Op: Enable, List: list(t, "fib"), Inputs: "list"})
-	if !errors.Is(err, ErrSite) || !errors.Is(err, ErrSite) || !strings.Contains(err.Error(), "in fib") || !strings.Contains(err.Error(), "out of call range") {
-		t.Errorf("%v", err)
+	p, err := b.Plan(Request{Op: Enable, List: list(t, "fib"), Inputs: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.OutOfReach) == 0 || slices.ContainsFunc(p.OutOfReach, func(f string) bool { return f != "fib" }) || p.Config.Enabled != 0 || p.Funcs != 0 {
+		t.Errorf("out of reach %v, %d sites enabled in %d functions; want fib's sites alone out of reach, none enabled", p.OutOfReach, p.Config.Enabled, p.Funcs)
+	}
+	for _, w := range p.Writes {
+		nop, err := b.isa.SiteNop(int(w.Slot.Len))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.New[:w.Slot.Len]; !bytes.Equal(got, nop) {
+			t.Errorf("site %#x (%s) written % x, want a NOP", w.Slot.Addr, w.Slot.Func, got)
+		}
 	}
 }
 

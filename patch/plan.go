@@ -78,6 +78,12 @@ type Plan struct {
 	Config    Config      // the record to write
 	Funcs     int         // functions the list chose (Enable) or disabled (Disable)
 	Unmatched []Unmatched // include globs that matched nothing
+	// OutOfReach are the functions (one entry per site, in address
+	// order) whose sites the list chose but no call from them reaches
+	// the runtime's trampolines (arm64's bl: ±128 MiB): left NOPs, not
+	// counted enabled. The runtime reaches them at load, through
+	// veneers, when the environment asks (FTRACE).
+	OutOfReach []string
 	// Unchanged: the file already is what the request asks (same sites,
 	// same record): nothing needs writing.
 	Unchanged bool
@@ -89,7 +95,8 @@ const maxSuggestions = 3
 // Plan computes the bytes each site gets and the new config record. A
 // site holding anything but a NOP, the compiler's call or a trampoline
 // call is an error (*SiteError); so is a list that chooses nothing
-// (ErrNoMatch, with corrections for its globs).
+// (ErrNoMatch, with corrections for its globs). A chosen site no call
+// reaches the trampolines from is left a NOP and named in OutOfReach.
 func (b *Binary) Plan(r Request) (*Plan, error) {
 	if r.Op == Enable && r.Tracer == TracerNone {
 		r.Tracer = TracerFunction
@@ -107,11 +114,12 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	}
 	p := &Plan{}
 	var chosen []bool
+	var names []string
 	if r.List != nil {
 		if err := r.List.Check(r.Inputs); err != nil {
 			return nil, err
 		}
-		names := make([]string, b.Live)
+		names = make([]string, b.Live)
 		for i, k := 0, 0; i < len(b.Slots); i++ {
 			if !b.Slots[i].Dead() {
 				names[k] = b.Slots[i].Func
@@ -154,6 +162,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		if s.Other() {
 			return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: b.Detail(s) + ": not a site ftpatch or the compiler wrote; run ftpatch verify"}
 		}
+		kk := k - 1 // s's index among the live sites (when live)
 		var call bool
 		switch r.Op {
 		case Enable:
@@ -165,14 +174,21 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		var target uint64
 		if call {
 			target = b.tramps[b.trampFor(s.Kind, s.Len, tracer)-1]
-			enabled++
 		}
 		want, err := b.want(s, target)
-		if errors.Is(err, nops.ErrRange) {
-			return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: fmt.Sprintf("%v: the trampoline is out of call range; link the runtime into the same executable or shared object as the function", err)}
+		if errors.Is(err, nops.ErrRange) && call {
+			p.OutOfReach = append(p.OutOfReach, s.Func)
+			call = false
+			want, err = b.want(s, 0)
+			if chosen != nil {
+				chosen[kk] = false // not counted among the functions traced
+			}
 		}
 		if err != nil {
 			return nil, err
+		}
+		if call {
+			enabled++
 		}
 		if !bytes.Equal(b.File.Data[s.Off:int(s.Off)+int(s.Len)], want) {
 			w := Write{Slot: s}
@@ -181,6 +197,9 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		}
 	}
 
+	if len(p.OutOfReach) > 0 && chosen != nil {
+		p.Funcs = countFuncs(names, chosen)
+	}
 	c := Config{Flags: FlagPatched, Sites: uint64(len(b.Slots)), Enabled: uint64(enabled), TextHash: b.textHash()}
 	if b.File.Section(sites.TableName) == nil {
 		c.Flags |= FlagNoTable

@@ -34,12 +34,19 @@ func (r *callResolver) call(a uint64, b []byte, n int) (*Call, error) {
 }
 
 // direct names the function at t; when t is a PLT stub, the call goes on
-// through the stub's slot.
+// through the stub's slot; when a veneer, to where the veneer leads.
 func (r *callResolver) direct(t uint64) (*Call, error) {
 	if isa.IsPLT(sectionOf(r.f, t)) {
 		slot, ok := r.pltSlot(t)
 		if ok {
 			return r.slot(slot, ViaPLT)
+		}
+	}
+	if veneer := isa.For(r.f.Arch).Veneer; veneer != nil {
+		if code, err := r.f.ReadAt(elfx.Addr(t), 16); err == nil {
+			if to, ok := veneer(code, t); ok {
+				return r.name(&Call{Addr: to, Via: ViaVeneer}), nil
+			}
 		}
 	}
 	return r.name(&Call{Addr: t}), nil

@@ -198,9 +198,10 @@ const (
 	ViaGOT               // through a pointer slot (`ff 15`)
 	ViaPLT               // through a PLT stub and its slot
 	ViaIfunc             // through a slot that an ifunc resolver (Call.Name) fills at load
+	ViaVeneer            // through the linker's veneer (arm64: a target beyond bl's reach)
 )
 
-var viaNames = [...]string{ViaDirect: "", ViaGOT: "got", ViaPLT: "plt", ViaIfunc: "ifunc"}
+var viaNames = [...]string{ViaDirect: "", ViaGOT: "got", ViaPLT: "plt", ViaIfunc: "ifunc", ViaVeneer: "veneer"}
 
 // String names the path as TARGET shows it after an @; "" for a direct
 // call.

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"debug/elf"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +62,33 @@ func TestFarCode(t *testing.T) {
 					}
 					if got := traceCounts(t, out); !maps.Equal(got, want) {
 						t.Errorf("%s: traced %v, want %v", tracer, got, want)
+					}
+				}
+				// ftpatch enable: the far functions' sites stay NOPs,
+				// named in a warning; the file traces the near ones with
+				// nothing set, and all of them with FTRACE set (the
+				// runtime's veneers).
+				enabled := filepath.Join(dir, "enabled")
+				_, errOut, code := ftpatchStatus(t, dir, "enable", "--tracer", "function", "-o", enabled, prog, "*")
+				if code != 0 || !strings.Contains(errOut, "2 sites (far_mid, far_leaf) too far from the runtime's trampolines") && !strings.Contains(errOut, "2 sites (far_leaf, far_mid) too far from the runtime's trampolines") {
+					t.Fatalf("enable: exit %d, stderr %q; want a warning naming far_mid and far_leaf", code, errOut)
+				}
+				run(t, dir, tool("ftpatch"), "verify", enabled)
+				for _, c := range []struct {
+					env  []string
+					want map[string]int
+				}{
+					{nil, map[string]int{"main": 1, "near_fn": 10}},
+					{[]string{"FTRACE=function"}, want},
+				} {
+					out := filepath.Join(dir, fmt.Sprintf("enabled-%d", len(c.env)))
+					got, stderr, code, err := runStatusEnv(dir, append(c.env, "FTRACE_OUT="+out), tg.on(enabled)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSame(t, "enabled", got, code, wantOut, wantCode)
+					if counts := traceCounts(t, out); !maps.Equal(counts, c.want) {
+						t.Errorf("enabled, %v: traced %v, want %v\n%s", c.env, counts, c.want, stderr)
 					}
 				}
 			})

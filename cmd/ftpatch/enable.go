@@ -277,6 +277,10 @@ func runPatch(stdout, stderr io.Writer, o patch.Options) error {
 		return fileError(err)
 	}
 	p, c := res.Plan, res.Plan.Config
+	if n := len(p.OutOfReach); n > 0 {
+		fmt.Fprintf(stderr, "ftpatch: warning: %s: %s (%s) too far from the runtime's trampolines for a call to reach (arm64's bl: ±128 MiB): left NOPs, so this file does not trace them; set FTRACE (and FTRACE_FILTER) when running it to trace them, through veneers the runtime maps near them\n",
+			o.Path, count(n, "site"), names(p.OutOfReach, 5))
+	}
 	what := "no site calls the runtime"
 	switch {
 	case c.Enabled > 0 && o.Request.Op == patch.Disable:
@@ -296,6 +300,27 @@ func runPatch(stdout, stderr io.Writer, o patch.Options) error {
 		_, err = fmt.Fprintf(stdout, "%s: %s; %d of %s rewritten\n", o.Path, what, len(p.Writes), count(int(c.Sites), "site"))
 	}
 	return err
+}
+
+// names lists the distinct names of ns (in order), the first max of
+// them and how many more.
+func names(ns []string, max int) string {
+	var out []string
+	more := 0
+	for i, n := range ns {
+		if i > 0 && n == ns[i-1] {
+			continue
+		}
+		if len(out) == max {
+			more++
+			continue
+		}
+		out = append(out, n)
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(out, ", ")
 }
 
 // count writes n things, in the singular for one.

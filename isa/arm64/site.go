@@ -76,6 +76,32 @@ func PLTSlot(b []byte, pc uint64) (uint64, bool) {
 	return pc&^0xfff + uint64(imm) + uint64(ldr>>10&0xfff)*8, true
 }
 
+// Veneer decodes a veneer at b (address pc), a stub that takes a branch
+// beyond bl's reach the rest of the way through x16, and returns where
+// it leads: the linkers' (ld, lld) `adrp x16, T; add x16, x16,
+// #:lo12:T; br x16`, or the runtime's `ldr x16, .+8; br x16; .quad T`
+// (runtime/src/arm64/insn.h reads the same two).
+func Veneer(b []byte, pc uint64) (uint64, bool) {
+	if len(b) < 12 {
+		return 0, false
+	}
+	w0, w1, w2 := Word(b, 0), Word(b, 4), Word(b, 8)
+	if w0 == LdrX16Lit8 && w1 == BrX16 && len(b) >= 16 {
+		return binary.LittleEndian.Uint64(b[8:]), true
+	}
+	// adrp x16: 1 immlo:2 10000 immhi:19 Rd=16; add x16, x16, #imm12
+	// (lsl 0 or 12): 1001000100 sh imm12 Rn=16 Rd=16.
+	if w0&0x9f00001f != 0x90000010 || w1&0xff8003ff != 0x91000210 || w2 != BrX16 {
+		return 0, false
+	}
+	pages := int64(w0>>29&3|(w0>>5&0x7ffff)<<2) << 43 >> 31 // immhi:immlo, sign-extended, in pages
+	lo := uint64(w1 >> 10 & 0xfff)
+	if w1>>22&1 != 0 {
+		lo <<= 12
+	}
+	return pc&^0xfff + uint64(pages) + lo, true
+}
+
 // A CallRelocKind says what an object's relocation against a hook
 // makes of the branch it fills.
 type CallRelocKind uint8

@@ -33,6 +33,41 @@ func TestPLTSlot(t *testing.T) {
 	}
 }
 
+// TestVeneer follows the veneers GNU ld writes for a bl beyond its reach
+// (adrp x16; add x16; br x16: here ld's ___mcount_veneer, 768 MiB below
+// _mcount) and the runtime's (ldr x16, .+8; br x16; .quad), each
+// instruction as x/arch decodes it, and refuses other code.
+func TestVeneer(t *testing.T) {
+	for _, c := range []struct {
+		hex  string
+		pc   uint64
+		to   uint64 // 0: not a veneer
+		insn []string
+	}{
+		{"1020e8b010422691" + "00021fd6" + "00000000", 0x30000078, 0x401990, []string{"ADRP X16, .+0xffffffffd0401000", "ADD X16, X16, #0x990", "BR X16"}},
+		{"50000058" + "00021fd6" + "8877665544332211", 0x7f0000001000, 0x1122334455667788, []string{"LDR X16, .+0x8", "BR X16"}},
+		{"1020e8b010422691" + "00021fd6", 0x30000ffc, 0x401990, nil}, // from pc's page, not pc
+		{"1120e8b031422691" + "20021fd6", 0x30000078, 0, nil},        // through x17
+		{"1020e8b010422691" + "1f2003d5", 0x30000078, 0, nil},        // no br
+		{"50000058" + "00021fd6" + "8877", 0x1000, 0, nil},           // truncated
+		{"1f2003d5", 0x1000, 0, nil},
+	} {
+		b, err := hex.DecodeString(c.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if to, ok := Veneer(b, c.pc); ok != (c.to != 0) || to != c.to {
+			t.Errorf("%s at %#x: leads to %#x %v, want %#x", c.hex, c.pc, to, ok, c.to)
+		}
+		for i, want := range c.insn {
+			in, err := arm64asm.Decode(b[4*i:])
+			if err != nil || in.String() != want {
+				t.Errorf("%s: word %d decodes as %q (%v), want %q", c.hex, i, in.String(), err, want)
+			}
+		}
+	}
+}
+
 // TestARM64IsStore: the stores gcc puts between `mov x0, x30` and `bl
 // _mcount` are stores, as x/arch decodes them, and nothing else is.
 func TestARM64IsStore(t *testing.T) {
