@@ -24,8 +24,11 @@ var literalLine = regexp.MustCompile(`; (\d+) through their literal, (\d+) with 
 // TestLoadTimeOddSitesARM64: the sites of progs/oddarm64.S, whose site
 // table and list of patchable areas are written by hand (see there),
 // read from inside the process (oddarm64.c) and decoded with x/arch,
-// with nothing set and with FTRACE=function: a site is a literal's only
-// where the compiler's list says its slot is, 8-byte aligned; NOPs before
+// with nothing set, with FTRACE=function, and traced with the patchable
+// areas left disabled (each then `mov x9, x30; nop`, so that enabling
+// it is one store; nothing is written in a run not traced): a site is a
+// literal's only where the compiler's list says its slot is, 8-byte
+// aligned; NOPs before
 // a function that are not listed are never written, nor is a slot that
 // is not aligned (that function takes ftrace_caller, counted); an entry
 // that is not 4-byte aligned, a call of no hook and other instructions
@@ -77,6 +80,7 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 		patched, already, skipped, failed, enabled int
 		literal, misaligned                        int
 		sites                                      []site
+		traced                                     map[string]int
 	}{
 		{"nothing set", nil, 1, 4, 3, 0, 0, 0, 0, []site{
 			{"odd_nop", 12, [4]string{"", "", nop, ""}},
@@ -87,7 +91,7 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 			{"odd_half", 6, [4]string{"", "", "", ""}},
 			{"odd_other", 12, [4]string{"", "", "bl odd_leaf", ""}},
 			{"odd_mov", 0, [4]string{"", "", "", ""}},
-		}},
+		}, nil},
 		{"FTRACE=function", []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, 0, 0, 3, 0, 5, 1, 1, []site{
 			{"odd_nop", 12, [4]string{"", "", "bl ftrace_mcount_caller", ""}},
 			{"odd_call", 12, [4]string{"", "", "bl ftrace_mcount_caller", ""}},
@@ -97,7 +101,20 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 			{"odd_half", 6, [4]string{"", "", "", ""}},
 			{"odd_other", 12, [4]string{"", "", "bl odd_leaf", ""}},
 			{"odd_mov", 0, [4]string{"", "", "", ""}},
-		}},
+		}, map[string]int{"odd_nop": 1, "odd_call": 1, "odd_area": 1, "odd_literal": 1, "odd_skew": 1}},
+		// Traced, with the patchable areas left disabled: each becomes
+		// mov x9, x30; nop, so that enabling it is one store; no
+		// literal is written.
+		{"filtered", []string{"FTRACE=function", "FTRACE_FILTER=odd_call", "FTRACE_OUT=" + filepath.Join(dir, "t-filtered")}, 3, 1, 3, 0, 1, 0, 0, []site{
+			{"odd_nop", 12, [4]string{"", "", nop, ""}},
+			{"odd_call", 12, [4]string{"", "", "bl ftrace_mcount_caller", ""}},
+			{"odd_area", 0, [4]string{nop, nop, enter, nop}},
+			{"odd_literal", 0, [4]string{nop, nop, enter, nop}},
+			{"odd_skew", 0, [4]string{nop, nop, enter, nop}},
+			{"odd_half", 6, [4]string{"", "", "", ""}},
+			{"odd_other", 12, [4]string{"", "", "bl odd_leaf", ""}},
+			{"odd_mov", 0, [4]string{"", "", "", ""}},
+		}, map[string]int{"odd_call": 1}},
 	} {
 		t.Run(slug(c.name), func(t *testing.T) {
 			out, errOut, code, err := runStatusEnv(dir, append([]string{"FTRACE_DEBUG=1"}, c.env...), tg.on(prog)...)
@@ -142,9 +159,9 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 					}
 				}
 			}
-			if c.enabled > 0 {
-				want := map[string]int{"odd_nop": 1, "odd_call": 1, "odd_area": 1, "odd_literal": 1, "odd_skew": 1}
-				tr, syms := readTrace(t, filepath.Join(dir, "t")) // skipped sites are this test's point: not traceCounts
+			if c.traced != nil {
+				want := c.traced
+				tr, syms := readTrace(t, strings.TrimPrefix(c.env[len(c.env)-1], "FTRACE_OUT=")) // skipped sites are this test's point: not traceCounts
 				got := map[string]int{}
 				for _, c := range model.Counts(model.Events(tr, syms)) {
 					got[c.Func] = c.Calls

@@ -209,6 +209,10 @@ uintptr_t ftrt_arch_call_target(int len, int want);
  * architecture may need to tell what a site's area holds (arm64's
  * literal.c); (NULL, NULL) after the pass. */
 void ftrt_arch_areas(const uintptr_t *start, const uintptr_t *end);
+/* What the site at ip of len bytes becomes when the pass leaves it
+ * disabled: its NOP (ftrt_arch_nop), or, in a traced run, at an arm64
+ * patchable area, `mov x9, x30; nop`. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len);
 /* Before a module's pass: what ftrt_arch_call builds from now on
  * (per-site trampolines) belongs to module `owner` (never shared with
  * another module, so it can go when the module does). */

@@ -66,13 +66,14 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-/* Whether the NOP at a site is one this CPU runs: any NOP when the P6
- * form was chosen (it is the most general); otherwise exactly the chosen
- * fallback. */
+/* Whether a site not to enable holds what it should: any NOP when the
+ * P6 form was chosen (it is the most general); otherwise exactly what
+ * ftrt_arch_off says (the chosen fallback; on arm64, in a traced run, a
+ * patchable area's `mov x9, x30; nop`). */
 const char *ftrt_nop_style = "p6";
 static int runnable_nop(uintptr_t ip, int len)
 {
-	return ftrt_nop_style[0] == 'p' || ftrt_site_holds((const unsigned char *)ip, ftrt_arch_nop(len), len);
+	return ftrt_nop_style[0] == 'p' || ftrt_site_holds((const unsigned char *)ip, ftrt_arch_off(ip, len), len);
 }
 
 static int action(enum ftrt_site_state st, uintptr_t ip, int len, unsigned char want)
@@ -222,10 +223,6 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 	 * through a pointer (ftrt_pass_stats), in memory. */
 	uint64_t patched = 0, enabled = 0, failed = 0;
 	const uint64_t quick_nop = ftrt_quick_nop();
-	/* The NOP of each site length, asked once a block. */
-	const unsigned char *nop_of[FTRT_SITE_MAX + 1];
-	for (int k = 0; k <= FTRT_SITE_MAX; k++)
-		nop_of[k] = ftrt_arch_nop(k);
 	/* What an enabled QUICK site calls (0: it jumps to a trampoline of
 	 * its own, which the general path below builds). */
 	const uintptr_t quick_entry = ftrt_arch_call_target(FTRT_QUICK_LEN, WANT_ENTRY),
@@ -259,7 +256,7 @@ static void patch_block(const uintptr_t *sites, unsigned char *want, size_t n, i
 			continue;
 		}
 		unsigned char call[8];
-		const unsigned char *bytes = nop_of[len];
+		const unsigned char *bytes = ftrt_arch_off(sites[i], len);
 		if (want[i]) {
 			if (ftrt_arch_call((uintptr_t)ip, len, enable_as(want[i], sites[i], len, seg_lo), call) == 0) {
 				bytes = call;

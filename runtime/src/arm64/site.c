@@ -21,12 +21,12 @@
  * Every instruction is one aligned 32-bit word: writing one is one store.
  *
  * A patchable area with a pre-function literal calls ftrace_ops_caller
- * (literal.c says which areas have one). A patchable area the pass does
- * not enable keeps (or gets back) its two NOPs: the kernel makes the
- * first `mov x9, x30` at boot (ftrace_init_nop), so that enabling is one
- * store, but here that would write, and make private, every code page
- * with a site in every process run untraced. `mov x9, x30; nop` is read
- * as disabled all the same.
+ * (literal.c says which areas have one). In a traced run, a patchable
+ * area the pass leaves disabled becomes `mov x9, x30; nop`, as the
+ * kernel's ftrace_init_nop makes it, so that enabling it later is the
+ * store of one word. In a run not traced the pass writes nothing, and
+ * the areas keep their two NOPs: writing there would make every code
+ * page with a site private to every process, traced or not.
  */
 #include <stdint.h>
 #include <string.h>
@@ -40,6 +40,17 @@
 #include "veneer.h"
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
+static const uint32_t area_off[2] = { ARM64_MOV_X9_X30, ARM64_NOP };
+
+/* A site left disabled: in a traced run, a patchable area the compiler
+ * listed is `mov x9, x30; nop`; otherwise the site's NOPs. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
+{
+	uintptr_t lit;
+	if (len == 8 && ftrt_mode && ftrt_arm64_area(ip, &lit) != AREA_NONE)
+		return (const unsigned char *)area_off;
+	return (const unsigned char *)nops;
+}
 
 const unsigned char *ftrt_arch_nop(int len)
 {
@@ -75,8 +86,8 @@ static int after_mov_x0(const unsigned char *ip)
  *                              instruction); or a disabled -pg site
  *                              and a NOP after it, which ftrt_arch_call
  *                              tells apart by where the site is
- *   mov x9, x30; nop           a patchable area disabled as the kernel
- *                              does it: NOP, 8 (made two NOPs again)
+ *   mov x9, x30; nop           a patchable area disabled in a traced
+ *                              run: NOP, 8
  * Our own calls (mov x9, x30; bl ..., or bl ...) are ftrt_arch_tramp_call's.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)

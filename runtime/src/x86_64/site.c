@@ -421,6 +421,13 @@ void ftrt_arch_areas(const uintptr_t *start, const uintptr_t *end)
 	(void)start, (void)end;
 }
 
+/* A site left disabled is one NOP of its length. */
+const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
+{
+	(void)ip;
+	return ftrt_arch_nop(len);
+}
+
 void ftrt_arch_begin(int o)
 {
 	owner = o;
