@@ -171,8 +171,11 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 			return -1;
 	}
 	if (target == ftrt_targets[FTRT_T_OPS]) {
-		/* One aligned 64-bit store, before the bl that reads it. */
-		__atomic_store_n((uintptr_t *)lit, (uintptr_t)ftrt_arm64_mode_ops(), __ATOMIC_RELEASE);
+		/* One aligned 64-bit store, made visible before the bl that
+		 * reads it is stored (a release store orders what comes before
+		 * it, not the store after: the fence does, dmb ish). */
+		__atomic_store_n((uintptr_t *)lit, (uintptr_t)ftrt_arm64_mode_ops(), __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		if (ftrt_pass_stats)
 			ftrt_pass_stats->literal++;
 	}
