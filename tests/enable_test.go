@@ -515,16 +515,23 @@ func TestEnableShared(t *testing.T) {
 // nothing set and no code page written, and under FTRACE too; verify
 // passes; disable leaves it untraced.
 func TestEnableNoTable(t *testing.T) {
-	for _, tg := range []target{x86GCC, x86Clang} {
-		for _, flags := range []string{"-pg -mfentry", "-pg"} {
-			t.Run(tg.name+"/"+slug(flags), func(t *testing.T) {
+	// Not arm64 clang: its -pg sites have no `mov x0, x30` before them,
+	// so once NOP'd, decoding no longer tells them from code, and verify
+	// finds fewer sites than enable recorded (left open: see the note of
+	// 2026-11-27).
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
+		sets, prefix := []string{"-pg -mfentry", "-pg"}, ""
+		if tg.arch != "x86_64" {
+			sets, prefix = []string{"-pg", "-pg -mbranch-protection=standard"}, tg.arch+"/"
+		}
+		for _, flags := range sets {
+			t.Run(prefix+tg.name+"/"+slug(flags), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
-				nw := nowrite(t)
 				dir := t.TempDir()
 				withTable := linkEnabled(t, tg, dir, enableBuild{flags, "-pie", true})
 				ref := filepath.Join(dir, "ref")
-				if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + enableFilter, "FTRACE_OUT=" + ref}, withTable); err != nil {
+				if _, _, _, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_FILTER=" + enableFilter, "FTRACE_OUT=" + ref}, tg.on(withTable)...); err != nil {
 					t.Fatal(err)
 				}
 				want := traceCounts(t, ref)
@@ -542,23 +549,26 @@ func TestEnableNoTable(t *testing.T) {
 					t.Errorf("verify: %s", out)
 				}
 				tdir := filepath.Join(dir, "t")
-				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, nw, prog)
+				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + tdir}, noWrite(t, tg, prog)...)
 				if err != nil || out != wantOut || code != wantCode {
 					t.Fatalf("enabled under nowrite: exit %d (%v), output\n%s\nstderr\n%s", code, err, out, errOut)
 				}
+				checkNoWrite(t, tg, errOut)
 				checkCounts(t, tdir, want, "function", "patched")
 				// FTRACE picks the tracer; the enabled sites stay as enabled.
 				graph := filepath.Join(dir, "graph")
-				if out, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + graph}, prog); err != nil || out != wantOut || code != wantCode {
+				if out, _, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + graph}, tg.on(prog)...); err != nil || out != wantOut || code != wantCode {
 					t.Fatalf("FTRACE=function_graph: exit %d (%v)", code, err)
 				}
 				checkCounts(t, graph, want, "function_graph", "overridden")
 				run(t, dir, tool("ftpatch"), "disable", prog)
 				run(t, dir, tool("ftpatch"), "verify", prog)
 				off := filepath.Join(dir, "off")
-				if out, _, code, err := runStatusEnv(dir, []string{"FTRACE_OUT=" + off}, nw, prog); err != nil || out != wantOut || code != wantCode {
+				out, errOut, code, err = runStatusEnv(dir, []string{"FTRACE_OUT=" + off}, noWrite(t, tg, prog)...)
+				if err != nil || out != wantOut || code != wantCode {
 					t.Fatalf("disabled under nowrite: exit %d (%v)", code, err)
 				}
+				checkNoWrite(t, tg, errOut)
 				if _, err := os.Stat(off); !os.IsNotExist(err) {
 					t.Errorf("the disabled program made a trace directory (%v)", err)
 				}

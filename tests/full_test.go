@@ -34,33 +34,35 @@ func smallFS(t *testing.T, size string) string {
 // not write, streams cut short, a run whose end is not recorded, or
 // metadata that is empty, never "another version of the runtime".
 func TestDiskFull(t *testing.T) {
-	tg, dir := gccTest(t)
-	prog := traced(t, tg, dir, "-pg -mfentry", true, progSources...)
-	wantOut, _, wantCode, err := runStatus(dir, prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tracer := range []string{"function", "function_graph"} {
-		t.Run(tracer, func(t *testing.T) {
-			tdir := filepath.Join(smallFS(t, "64k"), "t")
-			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + tdir}, prog)
-			if err != nil || out != wantOut || code != wantCode {
-				t.Fatalf("exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
-			}
-			for _, cmd := range []string{"replay", "report"} {
-				_, stderr, code, err := runStatus(dir, tool("ftpatch"), cmd, tdir)
-				if err != nil {
-					t.Fatal(err)
+	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		prog := traced(t, tg, dir, preferred[tg.arch], true, progSources...)
+		wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tracer := range []string{"function", "function_graph"} {
+			t.Run(tracer, func(t *testing.T) {
+				tdir := filepath.Join(smallFS(t, "64k"), "t")
+				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + tdir}, tg.on(prog)...)
+				if err != nil || out != wantOut || code != wantCode {
+					t.Fatalf("exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, out, wantCode, wantOut, errOut)
 				}
-				said := strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+trace.ErrUnended.Error())
-				for _, what := range []string{"events lost: ", "incomplete trace: "} {
-					said = said || strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+what) ||
-						(code != 0 && strings.Contains(stderr, tdir+"/meta: "+what))
+				for _, cmd := range []string{"replay", "report"} {
+					_, stderr, code, err := runStatus(dir, tool("ftpatch"), cmd, tdir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					said := strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+trace.ErrUnended.Error())
+					for _, what := range []string{"events lost: ", "incomplete trace: "} {
+						said = said || strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+what) ||
+							(code != 0 && strings.Contains(stderr, tdir+"/meta: "+what))
+					}
+					if !said || strings.Contains(stderr, "another version") {
+						t.Errorf("%s: exit %d, stderr\n%s\nwant a warning, or an error about the metadata, saying what is missing from %s", cmd, code, stderr, tdir)
+					}
 				}
-				if !said || strings.Contains(stderr, "another version") {
-					t.Errorf("%s: exit %d, stderr\n%s\nwant a warning, or an error about the metadata, saying what is missing from %s", cmd, code, stderr, tdir)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }

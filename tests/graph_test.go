@@ -501,40 +501,41 @@ func TestExceptions(t *testing.T) {
 // TestClockFallback: where the TSC is not trusted (forced here with
 // FTRACE_CLOCK=mono) the records carry CLOCK_MONOTONIC nanoseconds, the
 // metadata says so, and the graph is the same as with the TSC: same
-// calls, same nesting, durations that add up within the run's time.
+// calls, same nesting, durations that add up within the run's time. On
+// x86-64 (the TSC) and on arm64 (the generic timer, cntvct_el0).
 func TestClockFallback(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	dir := t.TempDir()
-	prog := traced(t, tg, dir, "-O0 -pg -mfentry", true, progSources...)
-	replays := map[string][]byte{}
-	for _, clock := range []string{"tsc", "mono"} {
-		out := filepath.Join(dir, clock)
-		env := []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}
-		if clock == "mono" {
-			env = append(env, "FTRACE_CLOCK=mono")
-		}
-		if _, _, _, err := runStatusEnv(dir, env, prog); err != nil {
-			t.Fatal(err)
-		}
-		tr, threads := graphOf(t, out)
-		if tr.Meta.Clock != clock {
-			t.Errorf("FTRACE_CLOCK=%s: the metadata says clock %q", clock, tr.Meta.Clock)
-		}
-		checkNesting(t, threads)
-		run := float64(tr.Meta.MonoEnd - tr.Meta.MonoStart)
-		for _, th := range threads {
-			for _, n := range th.Roots {
-				if n.Duration() < 0 || n.Duration() > run {
-					t.Errorf("%s: %s lasted %.0f ns, outside the run's %.0f ns", clock, n.Func, n.Duration(), run)
+	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		prog := traced(t, tg, dir, "-O0 "+preferred[tg.arch], true, progSources...)
+		replays := map[string][]byte{}
+		for _, clock := range []string{"tsc", "mono"} {
+			out := filepath.Join(dir, clock)
+			env := []string{"FTRACE=function_graph", "FTRACE_FILTER=*,!fib", "FTRACE_OUT=" + out}
+			if clock == "mono" {
+				env = append(env, "FTRACE_CLOCK=mono")
+			}
+			if _, _, _, err := runStatusEnv(dir, env, tg.on(prog)...); err != nil {
+				t.Fatal(err)
+			}
+			tr, threads := graphOf(t, out)
+			if tr.Meta.Clock != clock {
+				t.Errorf("FTRACE_CLOCK=%s: the metadata says clock %q", clock, tr.Meta.Clock)
+			}
+			checkNesting(t, threads)
+			run := float64(tr.Meta.MonoEnd - tr.Meta.MonoStart)
+			for _, th := range threads {
+				for _, n := range th.Roots {
+					if n.Duration() < 0 || n.Duration() > run {
+						t.Errorf("%s: %s lasted %.0f ns, outside the run's %.0f ns", clock, n.Func, n.Duration(), run)
+					}
 				}
 			}
+			replays[clock] = masked(graphReplay(t, tr, threads))
 		}
-		replays[clock] = masked(graphReplay(t, tr, threads))
-	}
-	if !bytes.Equal(replays["tsc"], replays["mono"]) {
-		t.Errorf("the graphs differ:\ntsc:\n%s\nmono:\n%s", replays["tsc"], replays["mono"])
-	}
+		if !bytes.Equal(replays["tsc"], replays["mono"]) {
+			t.Errorf("the graphs differ:\ntsc:\n%s\nmono:\n%s", replays["tsc"], replays["mono"])
+		}
+	})
 }
 
 // TestStaticExceptions: a statically linked C++ program whose exceptions
