@@ -26,6 +26,10 @@ type ISA struct {
 	// PLTSlot decodes the PLT stub at b, at address pc, and returns the
 	// pointer slot it jumps through; false for other code.
 	PLTSlot func(b []byte, pc uint64) (slot uint64, ok bool)
+	// NopFoundAgain reports whether a site after the prologue (-pg's) at
+	// offset off of code, once made a NOP, is still found by decoding a
+	// file that has no site table; nil: always.
+	NopFoundAgain func(code []byte, off uint64) bool
 	// Veneer decodes the linker's (or the runtime's) veneer at b, at
 	// address pc, a stub that takes a branch beyond its reach the rest
 	// of the way, and returns where it leads; nil where calls need none.
@@ -137,8 +141,9 @@ var arm64ISA = ISA{
 		SlotAddend: true,
 		Name:       arm64.RelocName,
 	},
-	PLTSlot: arm64.PLTSlot,
-	Veneer:  arm64.Veneer,
+	PLTSlot:       arm64.PLTSlot,
+	Veneer:        arm64.Veneer,
+	NopFoundAgain: arm64.McountNopFound,
 	CallTarget: func(b []byte, pc uint64, n int) (uint64, bool, error) {
 		if n == 4 && len(b) >= 4 {
 			if t, _, ok := arm64.BranchTarget(pc, arm64.Word(b, 0)); ok {

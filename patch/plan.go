@@ -112,6 +112,18 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 			return nil, err
 		}
 	}
+	// Without a site table the sites are found by decoding, every time:
+	// one that decoding would not find again once a NOP cannot be
+	// written (it would be lost to verify and to the next enable).
+	if found := b.isa.NopFoundAgain; found != nil && b.File.Section(sites.TableName) == nil {
+		for i := range b.Slots {
+			s := &b.Slots[i]
+			if !s.Dead() && !s.Kind.AtEntry() && s.State != sites.StateNop && !found(b.File.Data, uint64(s.Off)) {
+				return nil, &SiteError{Off: s.Addr, Func: s.Func, Msg: "a -pg site with no `mov x0, x30` before it (clang's), in a file without a site table: " +
+					"once a NOP it could not be found again; run recordmcount on the objects before linking, so that the file lists its sites"}
+			}
+		}
+	}
 	p := &Plan{}
 	var chosen []bool
 	var names []string

@@ -515,11 +515,10 @@ func TestEnableShared(t *testing.T) {
 // nothing set and no code page written, and under FTRACE too; verify
 // passes; disable leaves it untraced.
 func TestEnableNoTable(t *testing.T) {
-	// Not arm64 clang: its -pg sites have no `mov x0, x30` before them,
-	// so once NOP'd, decoding no longer tells them from code, and verify
-	// finds fewer sites than enable recorded (left open: see the note of
-	// 2026-11-27).
-	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
+	// arm64 clang's -pg sites have no `mov x0, x30` before them: once
+	// NOP'd, decoding could not tell them from code again. ftpatch
+	// refuses such a file, naming the site, and leaves it as it was.
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		sets, prefix := []string{"-pg -mfentry", "-pg"}, ""
 		if tg.arch != "x86_64" {
 			sets, prefix = []string{"-pg", "-pg -mbranch-protection=standard"}, tg.arch+"/"
@@ -540,6 +539,15 @@ func TestEnableNoTable(t *testing.T) {
 					t.Fatal(err)
 				}
 				prog := linkEnabled(t, tg, bare, enableBuild{flags, "-pie", false})
+				if tg.arch == "arm64" && tg.name == "clang" {
+					before := untouched.Take(t, prog)
+					_, errOut, code := ftpatchStatus(t, dir, "enable", prog, "fib", "helper", "make_*", "!main")
+					if code != 1 || !strings.Contains(errOut, "a -pg site with no `mov x0, x30` before it (clang's), in a file without a site table") {
+						t.Errorf("enable: exit %d, stderr %q; want a refusal naming the site", code, errOut)
+					}
+					before.Check(t, "a refused enable")
+					return
+				}
 				wantOut, wantCode := execute(t, tg, prog)
 				if out, _ := run(t, dir, tool("ftpatch"), "sites", prog); !strings.Contains(out, "found by decoding") {
 					t.Fatalf("ftpatch sites does not say the sites were decoded:\n%s", out)

@@ -235,6 +235,24 @@ func IsStore(w uint32) bool {
 		w&0x3b600000 == 0x38000000 // stur, str pre/post-index, opc<0>=0
 }
 
+// McountNopFound reports whether the -pg site at offset off of code,
+// once a NOP, is still told from code by what comes before it, as
+// decoding a file without a site table tells it (sites' arm64Func):
+// gcc's `mov x0, x30` before it, with nothing between that may write
+// x0. clang puts none there.
+func McountNopFound(code []byte, off uint64) bool {
+	for i := 1; i <= 32 && off >= uint64(4*i); i++ {
+		w := Word(code, off-uint64(4*i))
+		switch {
+		case w == MovX0X30:
+			return true
+		case MayWriteX0(w), EndsPrologue(w), StoresFrameRecord(w):
+			return false
+		}
+	}
+	return false
+}
+
 // StoresFrameRecord reports whether w is `stp x29, x30, [sp, #imm]` with
 // a signed offset or pre-indexed: a prologue storing the frame record.
 func StoresFrameRecord(w uint32) bool {

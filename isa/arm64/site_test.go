@@ -68,6 +68,29 @@ func TestVeneer(t *testing.T) {
 	}
 }
 
+// TestMcountNopFound: a NOP'd -pg site is found again after gcc's `mov
+// x0, x30` (stores between allowed), never after clang's prologue, which
+// has none, nor past an instruction that may write x0.
+func TestMcountNopFound(t *testing.T) {
+	const stp, movFP, str, movX0w1 = 0xa9bf7bfd, 0x910003fd, 0xf9000bf3, 0xaa0103e0 // stp x29, x30, [sp, #-16]!; mov x29, sp; str x19, [sp, #16]; mov x0, x1
+	for _, c := range []struct {
+		name  string
+		words []uint32 // the last is the site
+		found bool
+	}{
+		{"gcc", []uint32{stp, movFP, MovX0X30, NOP}, true},
+		{"gcc, a store between", []uint32{stp, movFP, MovX0X30, str, NOP}, true},
+		{"clang", []uint32{0xd503233f, stp, movFP, NOP}, false}, // paciasp first,
+		{"x0 written between", []uint32{stp, movFP, MovX0X30, movX0w1, NOP}, false},
+		{"at the start", []uint32{NOP}, false},
+	} {
+		b := Bytes(c.words...)
+		if got := McountNopFound(b, uint64(len(b)-4)); got != c.found {
+			t.Errorf("%s: %v, want %v", c.name, got, c.found)
+		}
+	}
+}
+
 // TestARM64IsStore: the stores gcc puts between `mov x0, x30` and `bl
 // _mcount` are stores, as x/arch decodes them, and nothing else is.
 func TestARM64IsStore(t *testing.T) {
