@@ -369,10 +369,12 @@ func (d *decoder) x86EntrySite(fn, code []byte, start uint64, p int, k Kind) (s 
 // a site as a call to the hook is, counts only in gcc's whole shape: the
 // frame record and frame pointer set up, then `mov x0, x30` (the return
 // address as mcount's argument, which code not built with -pg has no
-// reason to write) and nothing after it that may overwrite x0.
+// reason to write) and nothing after it that may overwrite x0
+// (arm64.McountNopFound, the rule ftpatch enable asks before it makes a
+// site of a file without a table a NOP).
 func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 	code := fn[:min(len(fn), decodeWindow)]
-	var frame, fp, lr bool
+	var frame, fp bool
 	for pos := 0; pos+4 <= len(code) && pos/4 < maxPrologue; pos += 4 {
 		w := arm64.Word(code, uint64(pos))
 		switch {
@@ -387,7 +389,7 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			}
 			return found{uint64(pos), 4, ARM64Mcount, c.state()}, true
 		case w == arm64.NOP:
-			if frame && fp && lr && d.defined[ARM64Mcount] && arm64.IsNop(w) {
+			if frame && fp && d.defined[ARM64Mcount] && arm64.McountNopFound(code, uint64(pos)) {
 				return found{uint64(pos), 4, ARM64Mcount, StateNop}, true
 			}
 			return found{}, false
@@ -397,10 +399,6 @@ func (d *decoder) arm64Func(fn []byte, start uint64) (found, bool) {
 			frame = true
 		case arm64.SetsFramePointer(w):
 			fp = true
-		case w == arm64.MovX0X30:
-			lr = true
-		case arm64.MayWriteX0(w):
-			lr = false
 		}
 	}
 	return found{}, false

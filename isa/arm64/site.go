@@ -67,13 +67,22 @@ func PLTSlot(b []byte, pc uint64) (uint64, bool) {
 		return 0, false
 	}
 	adrp, ldr := Word(b, 0), Word(b, 4)
-	// adrp x16: 1 immlo:2 10000 immhi:19 Rd=16; ldr x17, [x16, #imm12*8]:
-	// 1111100101 imm12 Rn=16 Rt=17.
-	if adrp&0x9f00001f != 0x90000010 || ldr&0xffc003ff != 0xf9400211 {
+	// ldr x17, [x16, #imm12*8]: 1111100101 imm12 Rn=16 Rt=17.
+	if !isAdrpX16(adrp) || ldr&0xffc003ff != 0xf9400211 {
 		return 0, false
 	}
-	imm := int64(adrp>>29&3|(adrp>>5&0x7ffff)<<2) << 43 >> 31 // immhi:immlo, sign-extended, in pages
-	return pc&^0xfff + uint64(imm) + uint64(ldr>>10&0xfff)*8, true
+	return adrpPage(adrp, pc) + uint64(ldr>>10&0xfff)*8, true
+}
+
+// isAdrpX16 reports whether w is `adrp x16, ...`: 1 immlo:2 10000
+// immhi:19 Rd=16.
+func isAdrpX16(w uint32) bool { return w&0x9f00001f == 0x90000010 }
+
+// adrpPage is the page the adrp w at pc names: pc's page plus its
+// immhi:immlo, sign-extended, in 4 KiB pages.
+func adrpPage(w uint32, pc uint64) uint64 {
+	pages := int64(w>>29&3|(w>>5&0x7ffff)<<2) << 43 >> 31
+	return pc&^0xfff + uint64(pages)
 }
 
 // Veneer decodes a veneer at b (address pc), a stub that takes a branch
@@ -89,17 +98,15 @@ func Veneer(b []byte, pc uint64) (uint64, bool) {
 	if w0 == LdrX16Lit8 && w1 == BrX16 && len(b) >= 16 {
 		return binary.LittleEndian.Uint64(b[8:]), true
 	}
-	// adrp x16: 1 immlo:2 10000 immhi:19 Rd=16; add x16, x16, #imm12
-	// (lsl 0 or 12): 1001000100 sh imm12 Rn=16 Rd=16.
-	if w0&0x9f00001f != 0x90000010 || w1&0xff8003ff != 0x91000210 || w2 != BrX16 {
+	// add x16, x16, #imm12 (lsl 0 or 12): 1001000100 sh imm12 Rn=16 Rd=16.
+	if !isAdrpX16(w0) || w1&0xff8003ff != 0x91000210 || w2 != BrX16 {
 		return 0, false
 	}
-	pages := int64(w0>>29&3|(w0>>5&0x7ffff)<<2) << 43 >> 31 // immhi:immlo, sign-extended, in pages
 	lo := uint64(w1 >> 10 & 0xfff)
 	if w1>>22&1 != 0 {
 		lo <<= 12
 	}
-	return pc&^0xfff + uint64(pages) + lo, true
+	return adrpPage(w0, pc) + lo, true
 }
 
 // A CallRelocKind says what an object's relocation against a hook

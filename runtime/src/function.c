@@ -27,16 +27,14 @@
 void return_to_handler(void);
 
 /*
- * The hot path of the call-site trampolines (ftrace_caller5/6 and the
- * mcount ones), with the site's address and where the function's return
- * address (the parent ip) is on the stack. function: one record.
- * function_graph: push the call and hijack its return through
- * return_to_handler.
+ * The hot path of the call-site trampolines (x86-64's ftrace_caller5/6
+ * and the mcount ones, arm64's ftrace_caller and the ops records), with
+ * the site (ip), where the function's return address (the parent ip) is
+ * (parent_slot), and the stack pointer at the site (sp). function: one
+ * record. function_graph: push the call and hijack its return through
+ * return_to_handler. graph: 1 function_graph, 0 function, BY_MODE the
+ * tracer running (ftrt_mode, read only once the call is to be recorded).
  */
-/* ip: the site; parent_slot: where the function's return address is,
- * which function_graph replaces; sp: the stack pointer at the site;
- * graph: 1 function_graph, 0 function, BY_MODE the tracer running
- * (ftrt_mode, read only once the call is to be recorded). */
 enum { BY_MODE = -1 };
 static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp, int graph)
 {
@@ -61,9 +59,15 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 }
 
 #if FTRT_ARCH_FREGS
+/* entry for a struct ftrace_regs: the return address is its lr. */
+static inline __attribute__((always_inline)) void regs_entry(uintptr_t ip, struct ftrace_regs *fregs, int graph)
+{
+	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, graph);
+}
+
 void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs)
 {
-	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, BY_MODE);
+	regs_entry(ip, fregs, BY_MODE);
 }
 
 /*
@@ -74,13 +78,13 @@ void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs)
 static void ops_function(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)
 {
 	(void)parent_ip, (void)ops;
-	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, 0);
+	regs_entry(ip, fregs, 0);
 }
 
 static void ops_graph(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)
 {
 	(void)parent_ip, (void)ops;
-	entry(ip, (uintptr_t *)&fregs->lr, (uintptr_t)fregs->sp, 1);
+	regs_entry(ip, fregs, 1);
 }
 
 static void ops_nop(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *ops, struct ftrace_regs *fregs)

@@ -118,10 +118,11 @@ int ftrt_arm64_area(uintptr_t ip, uintptr_t *lit)
 	return AREA_NONE;
 }
 
-/* The ops record that serves the tracer now (ftrt_mode). */
-const struct ftrt_ops *ftrt_arm64_mode_ops(void)
+/* The runtime's ops record for tracer (FTRT_FUNCTION, FTRT_GRAPH;
+ * ftrt_ops_nop for any other). */
+const struct ftrt_ops *ftrt_arm64_tracer_ops(int tracer)
 {
-	return ftrt_mode == FTRT_GRAPH ? &ftrt_ops_graph : ftrt_mode == FTRT_FUNCTION ? &ftrt_ops_function : &ftrt_ops_nop;
+	return tracer == FTRT_GRAPH ? &ftrt_ops_graph : tracer == FTRT_FUNCTION ? &ftrt_ops_function : &ftrt_ops_nop;
 }
 
 /* The ops record the literal at lit points at, when it is one of the
@@ -129,12 +130,9 @@ const struct ftrt_ops *ftrt_arm64_mode_ops(void)
 const struct ftrt_ops *ftrt_arm64_literal_ops(uintptr_t lit)
 {
 	uintptr_t v = __atomic_load_n((const uintptr_t *)lit, __ATOMIC_RELAXED);
-	if (v == (uintptr_t)&ftrt_ops_function)
-		return &ftrt_ops_function;
-	if (v == (uintptr_t)&ftrt_ops_graph)
-		return &ftrt_ops_graph;
-	if (v == (uintptr_t)&ftrt_ops_nop)
-		return &ftrt_ops_nop;
+	for (int tracer = 0; tracer <= FTRT_NOP; tracer++)
+		if (v == (uintptr_t)ftrt_arm64_tracer_ops(tracer))
+			return ftrt_arm64_tracer_ops(tracer);
 	return NULL;
 }
 
@@ -144,4 +142,3 @@ uintptr_t ftrt_arm64_literal(uintptr_t ip)
 	uintptr_t lit = 0;
 	return ftrt_arm64_area(ip, &lit) == AREA_LITERAL ? lit : 0;
 }
-

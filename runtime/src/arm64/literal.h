@@ -24,7 +24,8 @@ uintptr_t ftrt_arm64_literal(uintptr_t ip) __attribute__((visibility("hidden")))
 /* The ops record the literal at lit points at when it is one of the
  * runtime's, else NULL. */
 const struct ftrt_ops *ftrt_arm64_literal_ops(uintptr_t lit) __attribute__((visibility("hidden")));
-/* The runtime's ops record for the tracer now (ftrt_mode). */
-const struct ftrt_ops *ftrt_arm64_mode_ops(void) __attribute__((visibility("hidden")));
+/* The runtime's ops record for tracer (FTRT_FUNCTION, FTRT_GRAPH;
+ * ftrt_ops_nop for any other). */
+const struct ftrt_ops *ftrt_arm64_tracer_ops(int tracer) __attribute__((visibility("hidden")));
 
 #endif

@@ -152,15 +152,11 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 	uintptr_t target = caller(len, want), lit = 0;
 	if (!target)
 		return -1;
-	if (target == ftrt_targets[FTRT_T_CALLER]) {
-		/* A patchable area with a literal calls ftrace_ops_caller,
-		 * once the literal points at the tracer's ops record. */
-		int k = ftrt_arm64_area(ip, &lit);
-		if (k == AREA_LITERAL)
-			target = ftrt_targets[FTRT_T_OPS];
-		else if (k == AREA_MISALIGNED && ftrt_pass_stats)
-			ftrt_pass_stats->misaligned++;
-	}
+	/* A patchable area with a literal calls ftrace_ops_caller, once the
+	 * literal points at the tracer's ops record. */
+	int area = target == ftrt_targets[FTRT_T_CALLER] ? ftrt_arm64_area(ip, &lit) : AREA_NONE;
+	if (area == AREA_LITERAL)
+		target = ftrt_targets[FTRT_T_OPS];
 	uint32_t w[2];
 	uintptr_t at = want == WANT_ENTRY ? ip + 4 : ip; /* the bl: the second word of a patchable area */
 	uint32_t bl = arm64_bl(at, target);
@@ -170,15 +166,17 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		if (!bl)
 			return -1;
 	}
-	if (target == ftrt_targets[FTRT_T_OPS]) {
+	if (area == AREA_LITERAL) {
 		/* One aligned 64-bit store, made visible before the bl that
 		 * reads it is stored (a release store orders what comes before
 		 * it, not the store after: the fence does, dmb ish). */
-		__atomic_store_n((uintptr_t *)lit, (uintptr_t)ftrt_arm64_mode_ops(), __ATOMIC_RELAXED);
+		__atomic_store_n((uintptr_t *)lit, (uintptr_t)ftrt_arm64_tracer_ops(ftrt_mode), __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-		if (ftrt_pass_stats)
-			ftrt_pass_stats->literal++;
 	}
+	if (ftrt_pass_stats && area == AREA_LITERAL)
+		ftrt_pass_stats->literal++;
+	else if (ftrt_pass_stats && area == AREA_MISALIGNED)
+		ftrt_pass_stats->misaligned++;
 	if (want == WANT_ENTRY) {
 		w[0] = ARM64_MOV_X9_X30;
 		w[1] = bl;

@@ -47,7 +47,7 @@ int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 		const struct ftrt_ops *ops = lit ? ftrt_arm64_literal_ops(lit) : NULL;
 		if (!ops)
 			return 0; /* no literal, or one pointing elsewhere: never ours */
-		return mode == 0 || ops == (mode == FTRT_GRAPH ? &ftrt_ops_graph : &ftrt_ops_function);
+		return mode == 0 || ops == ftrt_arm64_tracer_ops(mode);
 	}
 	return target == (*len == 8 ? t[FTRT_T_CALLER] : t[FTRT_T_MCALLER]);
 }
