@@ -150,8 +150,27 @@ func Build(ctx context.Context, o Options) (string, error) {
 			return "", err
 		}
 	}
+	hdr, err := sources.ReadFile("src/" + Header)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(IncludeDir(o.Dir), 0o755); err != nil {
+		return "", err
+	}
+	if err := outfile.WriteFile(filepath.Join(IncludeDir(o.Dir), Header), 0o644, hdr); err != nil {
+		return "", err
+	}
 	return filepath.Join(o.Dir, LibName), nil
 }
+
+// Header is the runtime's API for the programs that link it (live
+// patching, tracing_on and _off), installed into IncludeDir beside the
+// archives.
+const Header = "ftrace.h"
+
+// IncludeDir is where Build puts Header: dir/include, for the runtime
+// built into dir; `ftpatch flags --cflags` names it with -I.
+func IncludeDir(dir string) string { return filepath.Join(dir, "include") }
 
 // archive compiles srcs (laid out under work) and writes the archive
 // Dir/name atomically.
@@ -203,7 +222,9 @@ func Cached(ctx context.Context, o Options) (string, error) {
 	lib := filepath.Join(o.Dir, LibName)
 	if _, err := os.Stat(lib); err == nil {
 		if _, err := os.Stat(ModulePath(lib)); err == nil {
-			return lib, nil
+			if _, err := os.Stat(filepath.Join(IncludeDir(o.Dir), Header)); err == nil {
+				return lib, nil
+			}
 		}
 	}
 	return Build(ctx, o)
@@ -238,10 +259,11 @@ func LinkFlags(lib string) []string {
 }
 
 // wrapped are the C library's functions the runtime wraps in the program:
-// the exec and spawn functions (src/exec.c), backtrace (src/backtrace.c)
-// and makecontext (src/context.c).
+// the exec and spawn functions (src/exec.c), backtrace (src/backtrace.c),
+// makecontext (src/context.c), and those that set SIGTRAP's action or
+// block it (src/trap.c: live patching's traps come first).
 var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat",
-	"posix_spawn", "posix_spawnp", "backtrace", "makecontext"}
+	"posix_spawn", "posix_spawnp", "backtrace", "makecontext", "sigaction", "signal", "sigprocmask", "pthread_sigmask"}
 
 // ModuleLinkFlags are the link flags of a shared object with sites, for
 // the runtime's archive at lib: the module stub beside it, pulled in by

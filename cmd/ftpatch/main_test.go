@@ -78,13 +78,16 @@ func TestSites(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	out, err := ftpatch("flags", "--cflags")
-	if err != nil || strings.TrimSpace(out) != "-pg -mfentry" {
-		t.Errorf("flags --cflags: %q, %v", out, err)
+	f := strings.Fields(out)
+	if err != nil || len(f) != 3 || f[0] != "-pg" || f[1] != "-mfentry" || !strings.HasPrefix(f[2], "-I") {
+		t.Errorf("flags --cflags: %q, %v; want -pg -mfentry -IDIR", out, err)
+	} else if _, err := os.Stat(filepath.Join(f[2][2:], "ftrace.h")); err != nil {
+		t.Errorf("flags --cflags: %q names no directory of ftrace.h: %v", out, err)
 	}
 	if _, err := ftpatch("flags", "--arch", "sparc"); err == nil || !strings.Contains(err.Error(), "unknown architecture") {
 		t.Errorf("flags --arch sparc: %v", err)
 	}
-	if out, err := ftpatch("flags", "--cflags", "--arch", "arm64"); err != nil || strings.TrimSpace(out) != "-fpatchable-function-entry=4,2 -falign-functions=8" {
+	if out, err := ftpatch("flags", "--cflags", "--arch", "arm64"); err != nil || !strings.HasPrefix(out, "-fpatchable-function-entry=4,2 -falign-functions=8 -I") {
 		t.Errorf("flags --cflags --arch arm64: %q, %v", out, err)
 	}
 	// arm64's runtime is built with the cross compiler, and linked by

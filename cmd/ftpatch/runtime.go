@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,8 +51,15 @@ needs nothing but ftpatch and a compiler. The link flags also wrap the
 program's calls of the exec functions (so a process writes its trace
 buffer out before an exec discards it), of posix_spawn and posix_spawnp
 (they and the exec functions pass the tracing settings on to a child
-given an environment without them; FTRACE_INHERIT=0 says not to) and of
-backtrace (so a walk of the stack sees through function_graph's hooks).
+given an environment without them; FTRACE_INHERIT=0 says not to), of
+backtrace (so a walk of the stack sees through function_graph's hooks),
+and of sigaction, signal, sigprocmask and pthread_sigmask (a program that
+calls the live API of ftrace.h keeps SIGTRAP for the sites being
+changed: its own traps still reach its handler, and it cannot block it).
+
+--cflags names the directory of ftrace.h, the runtime's API (enable and
+disable functions while the program runs, change the tracer, pause and
+resume recording): #include <ftrace.h>. So it builds the runtime too.
 
 A shared object with sites links the module stub instead (--shared): one
 runtime, the program's, serves the whole process, and each shared object
@@ -74,18 +82,19 @@ shared object with sites runs untraced.`,
 			if !cflags && !libs {
 				cflags, libs = true, true
 			}
+			lib, err := ftrt.Cached(context.Background(), o)
+			if err != nil {
+				return err
+			}
 			var out []string
 			if cflags {
 				out = append(out, ftrt.CFlags(o.Arch)...)
 				if shared {
 					out = append(out, "-fPIC")
 				}
+				out = append(out, "-I"+ftrt.IncludeDir(filepath.Dir(lib)))
 			}
 			if libs {
-				lib, err := ftrt.Cached(context.Background(), o)
-				if err != nil {
-					return err
-				}
 				if shared {
 					out = append(out, ftrt.ModuleLinkFlags(lib)...)
 				} else {
@@ -96,7 +105,7 @@ shared object with sites runs untraced.`,
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&cflags, "cflags", false, "print the compile flags")
+	cmd.Flags().BoolVar(&cflags, "cflags", false, "print the compile flags (with -I of ftrace.h's directory)")
 	cmd.Flags().BoolVar(&libs, "libs", false, "print the link flags (building the runtime into the cache if needed)")
 	cmd.Flags().BoolVar(&shared, "shared", false, "for a shared object: --cflags adds -fPIC, --libs links the module stub, not the runtime")
 	bf.register(cmd)

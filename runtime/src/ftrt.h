@@ -146,6 +146,9 @@ const struct ftrt_mod *ftrt_module_at(int i);
  * not let go within a second (the metadata is written anyway). */
 int ftrt_modules_hold(void);
 void ftrt_modules_release(void);
+/* Hold them, waiting as long as it takes (the live API, live.c: a module's
+ * pass and a live change never write code at once). */
+void ftrt_modules_lock(void) __attribute__((visibility("hidden")));
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self);
 /* The process is exiting (lifetime.c): a module unregistered from now on
@@ -161,7 +164,10 @@ struct ftrt_modules_calls {
 	void (*init)(void);
 	void (*pass)(struct ftrt_mod *md);
 	void (*changed)(void);
+	void (*gone)(int owner); /* a module was unloaded: what the live part kept of it goes */
 };
+/* The live part's index of module owner's sites goes (live.c). */
+void ftrt_live_forget(int owner) __attribute__((visibility("hidden")));
 void ftrt_modules_wire(const struct ftrt_modules_calls *c) __attribute__((visibility("hidden")));
 
 /* Exported from the program (ftpatch flags --libs makes the linker
@@ -254,12 +260,14 @@ enum {
  * WANT_ENTRY or WANT_MCOUNT, or, when pick is given and its verdict on
  * the function's name lacks PICK_TRACE, WANT_NOP; and marks[i] (when
  * given) the verdict's mark (its low byte: MARK_CHOSEN, MARK_NOTRACE or
- * 0, layout.h). The sites in no function are left alone. Without pick no
- * name is read. ftrt_symbols_close unmaps the file. */
+ * 0, layout.h); and names[i] (when given, with pick) the function's
+ * name, in the mapped file (valid until ftrt_symbols_close). The sites
+ * in no function are left alone. Without pick no name is read.
+ * ftrt_symbols_close unmaps the file. */
 #define PICK_TRACE 0x100
 int ftrt_symbols_open(const char *path);
 int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
-		      int (*pick)(const char *name));
+		      int (*pick)(const char *name), const char **names);
 void ftrt_symbols_close(void);
 /* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
  * of the modules registered so far (options.c): once, when the program's

@@ -38,11 +38,19 @@ void return_to_handler(void);
 enum { BY_MODE = -1 };
 static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp, int graph)
 {
+	if (paused())
+		return;
 	struct tbuf *b = enter(sp);
 	if (!b)
 		return;
-	if (graph == BY_MODE)
-		graph = ftrt_mode == FTRT_GRAPH;
+	if (graph == BY_MODE) {
+		int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+		if (mode != FTRT_FUNCTION && mode != FTRT_GRAPH) {
+			unbusy(b, 0); /* nop: a site enabled live calls the caller, which serves every tracer */
+			return;
+		}
+		graph = mode == FTRT_GRAPH;
+	}
 	if (!graph) {
 		record_call(b, now(), ip, *parent_slot);
 	} else if (ftrt_graph_push(b, ip, sp, *parent_slot, (uintptr_t)return_to_handler)) {

@@ -129,6 +129,10 @@ void ftrt_graph_call(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret)
  */
 int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
 {
+	/* Paused, or the tracer changed live (live.c moves these sites to
+	 * the caller, but a thread may be in the trampoline already). */
+	if (paused() || __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED) != FTRT_GRAPH)
+		return 0;
 	struct tbuf *b = enter((uintptr_t)(slot + 1));
 	if (!b)
 		return 0;

@@ -63,6 +63,7 @@
 #include <sys/auxv.h>
 
 #include "ftrt.h"
+#include "live.h"
 
 extern char **environ;
 
@@ -79,9 +80,11 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 		.init = ftrt_init,
 		.pass = ftrt_pass,
 		.changed = ftrt_trace_meta_update,
+		.gone = ftrt_live_forget,
 	};
 	ftrt_modules_wire(&calls);
 	ftrt_trace_arm(ftrt_exit_watch);
+	ftrt_trap_start();
 	ftrt_init();
 }
 

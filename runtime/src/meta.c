@@ -259,7 +259,7 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 	uintptr_t bias = prog ? prog->bias : 0;
 	meta_str(&o, META_KEY_FORMAT " " META_FORMAT_3 "\n" META_KEY_RECORDS " " META_RECORDS_WORDS "\n" META_KEY_CLOCK " ");
 	meta_str(&o, ftrt_clock_mono ? META_CLOCK_MONO "\n" META_KEY_TRACER " " : META_CLOCK_TSC "\n" META_KEY_TRACER " ");
-	meta_str(&o, ftrt_mode == FTRT_GRAPH ? FTRT_TRACER_GRAPH "\n" META_KEY_EXE " " : FTRT_TRACER_FUNCTION "\n" META_KEY_EXE " ");
+	meta_str(&o, ftrt_graph_used || ftrt_mode == FTRT_GRAPH ? FTRT_TRACER_GRAPH "\n" META_KEY_EXE " " : FTRT_TRACER_FUNCTION "\n" META_KEY_EXE " ");
 	meta_str(&o, exe);
 	meta_str(&o, "\n");
 	meta_cmdline(&o);

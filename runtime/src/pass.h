@@ -68,4 +68,10 @@ int ftrt_pick(const char *name) __attribute__((visibility("hidden")));
 void ftrt_subtree_setup(void) __attribute__((visibility("hidden")));
 const char *ftrt_recorded_dir(void) __attribute__((visibility("hidden")));
 
+/* Open the trace, once (patch.c): the directory FTRACE_OUT names, else
+ * the recorded one, else ./ftrace.data, and the tracer's options. 0, or
+ * -1 when it cannot be (said on stderr). The load-time pass's, and the
+ * first live enable's (live.c). */
+int ftrt_trace_open(void) __attribute__((visibility("hidden")));
+
 #endif

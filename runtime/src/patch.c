@@ -64,7 +64,7 @@ static int cmp_addr(const void *a, const void *b)
  * location, which dir.c re-checks; with none, it writes nothing, and
  * says nothing (its stderr is another user's).
  */
-static int start_trace(void)
+int ftrt_trace_open(void)
 {
 	if (!ftrt_opts.trace) {
 		const char *out = ftrt_env(ENV_OUT), *rec = ftrt_recorded_dir(), *why = "";
@@ -145,7 +145,7 @@ static void no_table(struct ftrt_mod *md)
 	int tracer = adopt(ftrt_opts.tracer ? ftrt_opts.tracer : (int)cfg->tracer, md->path ? md->path : "the program");
 	ftrt_subtree_setup();
 	if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
-		start_trace();
+		ftrt_trace_open();
 }
 
 /* The symbol table could not be read: say so, and what is traced. */
@@ -172,7 +172,7 @@ static int by_name(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsi
 		if (marks == MAP_FAILED)
 			return -1;
 	}
-	int r = ftrt_symbols_mark(md->bias, s, m, want, marks, ftrt_pick);
+	int r = ftrt_symbols_mark(md->bias, s, m, want, marks, ftrt_pick, NULL);
 	if (r == 0 && marks)
 		r = ftrt_subtree_add(md->owner, md->lo, md->hi, s, want, marks, m);
 	if (marks)
@@ -206,13 +206,13 @@ static int choose(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsig
 	const char *filter = ftrt_opts.filter && *ftrt_opts.filter ? ftrt_opts.filter : NULL;
 	ftrt_subtree_setup();
 	if (!filter && !ftrt_subtree) {
-		int go = ftrt_mode == FTRT_NOP || start_trace() == 0;
+		int go = ftrt_mode == FTRT_NOP || ftrt_trace_open() == 0;
 		memset(want, go ? WANT_AUTO : WANT_NOP, m);
 		return go;
 	}
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		unreadable(md, "none of it");
-	else if ((ftrt_mode == FTRT_NOP || start_trace() == 0) && by_name(md, s, m, want) != 0) {
+	else if ((ftrt_mode == FTRT_NOP || ftrt_trace_open() == 0) && by_name(md, s, m, want) != 0) {
 		ftrt_say("ftrt: no memory for the load-time pass's site index; tracing nothing\n");
 		memset(want, WANT_NOP, m);
 	}
@@ -263,7 +263,7 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 			s2[j] = s[i], w2[j++] = WANT_UNKNOWN;
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		unreadable(md, ftrt_pass_stats->enabled ? "only its sites that call __fentry__" : "none of it");
-	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, NULL) != 0)
+	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, NULL, NULL) != 0)
 		ftrt_say("ftrt: no memory for the load-time pass's site index; tracing its sites that call __fentry__ alone\n");
 	ftrt_symbols_close();
 	for (size_t j = 0; j < k; j++)
@@ -371,7 +371,7 @@ void ftrt_pass(struct ftrt_mod *md)
 				ftrt_subtree_setup();
 				if (ftrt_subtree)
 					mark_patched(md, s, m);
-				start_trace();
+				ftrt_trace_open();
 			}
 			goto out;
 		}

@@ -58,6 +58,11 @@ int ftrt_modules_hold(void)
 	return 0;
 }
 
+void ftrt_modules_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
 void ftrt_modules_release(void)
 {
 	pthread_mutex_unlock(&lock);
@@ -246,6 +251,8 @@ void ftrt_module_unregister(struct ftrt_module *m)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
 		ftrt_arch_release(md->owner);
 		ftrt_subtree_release(md->owner);
+		if (up.gone)
+			up.gone(md->owner);
 		if (up.changed)
 			up.changed();
 	}

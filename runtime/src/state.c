@@ -58,6 +58,14 @@ __attribute__((visibility("hidden"))) int ftrt_fast_graph;
  */
 __attribute__((visibility("hidden"))) int ftrt_ending;
 
+/* Recording is paused (ftrace.h's tracing_off): the C paths record
+ * nothing, and the fast paths' flags are off (ftrt_trace_go). */
+int ftrt_paused;
+/* function_graph has been the tracer: graphed calls may be under way,
+ * whatever the tracer is now, and the unwinder's hooks (walk.c) must
+ * mind them. */
+int ftrt_graph_used;
+
 /* Process-wide choices of the graph tracer made while it runs. */
 int ftrt_graph_slow; /* a context exists: every call takes the C path (stack_at) */
 int ftrt_graph_off;  /* a context's stack is unknown: calls are recorded, not graphed */

@@ -153,7 +153,7 @@ static const char *name_of(const Elf64_Sym *s)
  * the greatest address covering it does.
  */
 int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
-		      int (*pick)(const char *name))
+		      int (*pick)(const char *name), const char **names)
 {
 	if (!file_map || m == 0)
 		return 0;
@@ -227,6 +227,8 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 					verdict = pick(name);
 				if (marks)
 					marks[i] = (unsigned char)verdict;
+				if (names)
+					names[i] = name;
 				if (!(verdict & PICK_TRACE)) {
 					want[i] = WANT_NOP;
 					continue;

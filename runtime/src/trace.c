@@ -65,8 +65,19 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	return 0;
 }
 
+/* Also after a change of tracer, and at a resume (live.c): the flags are
+ * written, then paused read, so a pause racing this one never finds them
+ * left on (see ftrt_live_pause). */
 void ftrt_trace_go(void)
 {
-	ftrt_fast_function = ftrt_mode == FTRT_FUNCTION && !ftrt_clock_mono;
-	ftrt_fast_graph = ftrt_mode == FTRT_GRAPH && !ftrt_clock_mono && !ftrt_thresh_tsc && !ftrt_graph_slow;
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+	if (mode == FTRT_GRAPH)
+		ftrt_graph_used = 1;
+	__atomic_store_n(&ftrt_fast_function, mode == FTRT_FUNCTION && !ftrt_clock_mono, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ftrt_fast_graph, mode == FTRT_GRAPH && !ftrt_clock_mono && !ftrt_thresh_tsc && !ftrt_graph_slow,
+			 __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ftrt_paused, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&ftrt_fast_function, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ftrt_fast_graph, 0, __ATOMIC_SEQ_CST);
+	}
 }

@@ -195,6 +195,14 @@ extern _Atomic uint64_t ftrt_lost_bytes HIDDEN, ftrt_recorded_bytes HIDDEN, ftrt
 extern int ftrt_trace_fd HIDDEN, ftrt_creator_pid HIDDEN, ftrt_trace_pid HIDDEN, ftrt_membarrier_state HIDDEN;
 extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN;
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
+extern int ftrt_paused HIDDEN, ftrt_graph_used HIDDEN;
+
+/* Whether recording is paused (tracing_off): read by the C entry paths,
+ * as the fast paths read their flags. */
+static inline int paused(void)
+{
+	return __builtin_expect(__atomic_load_n(&ftrt_paused, __ATOMIC_RELAXED), 0);
+}
 
 /* The clock (clock.c). */
 extern int ftrt_clock_mono HIDDEN;

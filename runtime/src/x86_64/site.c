@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "../ftrt.h"
+#include "insn.h"
 #include "quick.h"
 
 /* One instruction per size: a thread stopped inside a multi-NOP site
@@ -452,14 +453,6 @@ void ftrt_arch_release(int o)
 		}
 }
 
-/* An instruction: opcode bytes op (oplen of them, little-endian), then
- * rel32, into buf as one 8-byte store: the caller copies it out in
- * pieces, which a store of the same bytes in pieces would stall. */
-static void put_insn(unsigned char *buf, uint64_t op, int oplen, int64_t rel)
-{
-	uint64_t v = op | (uint64_t)(uint32_t)(int32_t)rel << 8 * oplen;
-	memcpy(buf, &v, sizeof v);
-}
 
 /* function_graph at an entry: a jump to the site's own trampoline; -1
  * when none could be had. Out of line, so that the common path of
@@ -478,7 +471,7 @@ static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned 
 /* The tracer's call for a site of len bytes, where want says (at a
  * function's entry, after its prologue, after push %r10): the module's
  * own trampolines, in reach of its code. */
-static uintptr_t caller(int len, int want)
+uintptr_t ftrt_arch_caller(int len, int want)
 {
 	const uintptr_t *t = ftrt_targets;
 	int six = len == 6;
@@ -497,7 +490,7 @@ uintptr_t ftrt_arch_call_target(int len, int want)
 		return ftrt_targets[FTRT_T_STUB]; /* the empty tracer: call and return */
 	if (ftrt_mode == FTRT_GRAPH && want == WANT_ENTRY)
 		return 0; /* a jump to the site's own trampoline */
-	return caller(len, want);
+	return ftrt_arch_caller(len, want);
 }
 
 /*
@@ -524,7 +517,7 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 	if (!target) {
 		if (graph_jump(ip, len, buf) == 0)
 			return 0;
-		target = caller(len, want); /* no trampoline: graph hijacks the return instead */
+		target = ftrt_arch_caller(len, want); /* no trampoline: graph hijacks the return instead */
 	}
 	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
 	if (rel != (int32_t)rel)
@@ -553,4 +546,26 @@ int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end)
 		ftrt_arch_classify(site, &len); /* a call's or a NOP's length; 0 for other bytes */
 	uintptr_t push = len ? chain_push(ip, len, start) : 0;
 	return push && (push == start || (endbr && push == start + 4));
+}
+
+/*
+ * For the live part (poke.c): the length of the site at ip whose jump
+ * goes to t, when t is a graph trampoline of ours (its call of the body
+ * says where the site ends); 0 when it is not.
+ */
+int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip)
+{
+	for (int i = 0; i < CHUNK_MAX; i++) {
+		uintptr_t base = (uintptr_t)chunks[i].base;
+		if (!base || t < base + CHUNK_HEAD || t >= base + CHUNK_SIZE)
+			continue;
+		const unsigned char *c = (const unsigned char *)t + TRAMP_CALL_BODY;
+		int32_t rel;
+		if (c[0] != 0xe8)
+			return 0;
+		memcpy(&rel, c + 1, 4);
+		uintptr_t body = t + TRAMP_HOOK + (uintptr_t)(intptr_t)rel;
+		return body == ip + 5 || body == ip + 6 ? (int)(body - ip) : 0;
+	}
+	return 0;
 }

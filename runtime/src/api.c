@@ -1,0 +1,73 @@
+/*
+ * ftrace.h's functions: errno and ftrace_error() around live.c's work.
+ * In an object of its own, so a program links it only when it calls the
+ * API; trap.c tells by a weak reference whether it did (SIGTRAP is then
+ * the runtime's from the start).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "ftrace.h"
+#include "live.h"
+#include "tracer.h"
+
+static __thread const char *why __attribute__((tls_model("initial-exec")));
+
+static int result(int r)
+{
+	if (r >= 0)
+		return r;
+	why = ftrt_live_why();
+	errno = -r;
+	return -1;
+}
+
+int ftrace_set_functions(const char *globs)
+{
+	return result(ftrt_live_set(globs));
+}
+
+int ftrace_enable_functions(const char *globs)
+{
+	return result(ftrt_live_enable(globs));
+}
+
+int ftrace_disable_functions(const char *globs)
+{
+	return result(ftrt_live_disable(globs));
+}
+
+int ftrace_set_tracer(const char *name)
+{
+	return result(ftrt_live_tracer(name));
+}
+
+const char *ftrace_current_tracer(void)
+{
+	return ftrt_live_tracer_name();
+}
+
+void tracing_off(void)
+{
+	ftrt_live_pause(1);
+}
+
+void tracing_on(void)
+{
+	ftrt_live_pause(0);
+}
+
+int tracing_is_on(void)
+{
+	return !__atomic_load_n(&ftrt_paused, __ATOMIC_RELAXED);
+}
+
+long ftrace_enabled_sites(void)
+{
+	return (long)ftrt_live_enabled();
+}
+
+const char *ftrace_error(void)
+{
+	return why ? why : "";
+}

@@ -1,0 +1,504 @@
+/*
+ * The live part's work (ftrace.h's API, api.c; live.h says who does
+ * what): enable and disable sites by function name while the program's
+ * threads run them, change the tracer, pause and resume recording.
+ *
+ * The sites of each module are indexed at the first live call: its
+ * table sorted, each site's function name (from its symbol table, kept
+ * in a pool of its own) and whether the site is at the function's entry
+ * or after its prologue, and the sites sorted by name, so that a plain
+ * name is found by binary search and a toggle of one function costs its
+ * patch alone. A glob list (FTRACE_FILTER's syntax: `a*,b,!c*`) is
+ * matched against every name. A module loaded later is indexed at the
+ * next live call; its index goes when it is unloaded (ftrt_live_forget).
+ *
+ * Every change goes through one lock, the module registry's: a module's
+ * load-time pass and a live batch never write code at once, and a
+ * module is never unloaded under a batch. The batch itself is the
+ * architecture's (poke.c). A site enabled live calls its module's caller
+ * trampoline, which serves every tracer (ftrt_entry asks which runs), so
+ * a change of tracer writes no code but for the sites the load-time pass
+ * gave function_graph's per-site trampolines, which go back to the
+ * caller first.
+ *
+ * The first enable opens the trace when none is (a process started with
+ * no FTRACE); the tracer is then the one asked for (ftrace_tracer), by
+ * default function_graph.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "live.h"
+#include "pass.h"
+#include "tracer.h"
+
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
+
+/* One module's sites, by address and by name. */
+struct live_mod {
+	const struct ftrt_mod *md; /* its record; NULL: not indexed */
+	size_t n;                  /* sites */
+	uintptr_t *site;           /* sorted, unique */
+	unsigned char *kind;       /* WANT_ENTRY, WANT_MCOUNT; WANT_NOP: in no named function */
+	uint32_t *name;            /* offset of the site's function's name in names; NONAME: none */
+	uint32_t *byname;          /* the named sites' indices, by name */
+	size_t nnamed;
+	char *names;
+	void *mem;
+	size_t mem_size;
+};
+#define NONAME UINT32_MAX
+static struct live_mod mods[FTRT_MOD_MAX]; /* by owner - 1 */
+
+/* The tracer the first enable starts, when no trace is open. */
+static int want_tracer = FTRT_GRAPH;
+
+static void *zalloc(size_t bytes)
+{
+	void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_name(const void *a, const void *b, void *arg)
+{
+	const struct live_mod *l = arg;
+	return strcmp(l->names + l->name[*(const uint32_t *)a], l->names + l->name[*(const uint32_t *)b]);
+}
+
+static int pick_all(const char *name)
+{
+	(void)name;
+	return PICK_TRACE;
+}
+
+/* Index module md's sites into l: 0, or -errno. */
+static int index_module(const struct ftrt_mod *md, struct live_mod *l)
+{
+	const struct ftrt_module *mod = md->desc;
+	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0;
+	uintptr_t *s = zalloc(n * sizeof *s);
+	unsigned char *kind = zalloc(n);
+	const char **nm = zalloc(n * sizeof *nm);
+	int err = -ENOMEM;
+	if (!s || !kind || !nm)
+		goto out;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (mod->start[i])
+			s[m++] = mod->start[i];
+	qsort(s, m, sizeof *s, cmp_addr);
+	size_t k = 0;
+	for (size_t i = 0; i < m; i++)
+		if (k == 0 || s[k - 1] != s[i])
+			s[k++] = s[i];
+	m = k;
+	err = -ENOENT;
+	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
+		goto out;
+	err = ftrt_symbols_mark(md->bias, s, m, kind, NULL, pick_all, nm) == 0 ? 0 : -ENOMEM;
+	size_t pool = 0, named = 0;
+	for (size_t i = 0; i < m && !err; i++)
+		if (nm[i] && kind[i] != WANT_NOP)
+			pool += strlen(nm[i]) + 1, named++;
+	size_t bytes = m * (sizeof(uintptr_t) + 1 + 2 * sizeof(uint32_t)) + pool;
+	char *mem = err ? NULL : zalloc(bytes);
+	if (!mem) {
+		ftrt_symbols_close();
+		err = err ? err : -ENOMEM;
+		goto out;
+	}
+	l->mem = mem;
+	l->mem_size = bytes;
+	l->site = (uintptr_t *)mem;
+	l->name = (uint32_t *)(l->site + m);
+	l->byname = l->name + m;
+	l->kind = (unsigned char *)(l->byname + m);
+	l->names = (char *)(l->kind + m);
+	memcpy(l->site, s, m * sizeof *s);
+	memcpy(l->kind, kind, m);
+	size_t off = 0, j = 0;
+	for (size_t i = 0; i < m; i++) {
+		l->name[i] = NONAME;
+		if (!nm[i] || kind[i] == WANT_NOP)
+			continue;
+		size_t len = strlen(nm[i]) + 1;
+		memcpy(l->names + off, nm[i], len);
+		l->name[i] = (uint32_t)off;
+		l->byname[j++] = (uint32_t)i;
+		off += len;
+	}
+	ftrt_symbols_close();
+	l->nnamed = j;
+	qsort_r(l->byname, j, sizeof *l->byname, cmp_name, l);
+	l->n = m;
+	__atomic_store_n(&l->md, md, __ATOMIC_RELEASE);
+out:
+	if (s)
+		munmap(s, n ? n * sizeof *s : 1);
+	if (kind)
+		munmap(kind, n ? n : 1);
+	if (nm)
+		munmap(nm, n ? n * sizeof *nm : 1);
+	return err;
+}
+
+/* Index every loaded module not indexed yet; with the registry held. */
+static int index_all(void)
+{
+	const struct ftrt_mod *md;
+	for (int i = 0; (md = ftrt_module_at(i)) != NULL; i++) {
+		struct live_mod *l = &mods[md->owner - 1];
+		if (!md->live || l->md == md)
+			continue;
+		int err = index_module(md, l);
+		if (err && err != -ENOENT)
+			return err;
+	}
+	return 0;
+}
+
+void ftrt_live_forget(int owner)
+{
+	struct live_mod *l = &mods[owner - 1];
+	if (!l->md)
+		return;
+	__atomic_store_n(&l->n, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->md, NULL, __ATOMIC_RELEASE);
+	munmap(l->mem, l->mem_size);
+	memset(l, 0, sizeof *l);
+}
+
+int ftrt_live_is_site(uintptr_t ip)
+{
+	for (int i = 0; i < FTRT_MOD_MAX; i++) {
+		const struct live_mod *l = &mods[i];
+		size_t n = __atomic_load_n(&l->n, __ATOMIC_ACQUIRE);
+		if (!n || ip < l->site[0] || ip > l->site[n - 1])
+			continue;
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (l->site[mid] < ip)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && l->site[lo] == ip)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether a glob list is one plain name (found by binary search). */
+static int plain(const char *list)
+{
+	return *list && !strpbrk(list, "*?[],!") && !ftrt_cxx_globs(list);
+}
+
+/* Whether the list chooses the function name (C++: or its demangled
+ * name, when the list has C++ punctuation: cxx). */
+static int chooses(const char *list, const char *name, int cxx)
+{
+	char *dem = NULL;
+	int status;
+	if (cxx && __cxa_demangle && name[0] == '_' && name[1] == 'Z') {
+		dem = __cxa_demangle(name, NULL, NULL, &status);
+		if (status != 0) {
+			free(dem);
+			dem = NULL;
+		}
+	}
+	int r = ftrt_filter_match(list, name, dem, NULL);
+	free(dem);
+	return r;
+}
+
+/* The batch being built, sorted by address (modules are disjoint and
+ * visited in address order within each). */
+static struct ftrt_poke *batch;
+static size_t nbatch, capbatch;
+
+static int batch_add(const struct ftrt_poke *p)
+{
+	if (nbatch == capbatch) {
+		size_t cap = capbatch ? 2 * capbatch : 1024;
+		struct ftrt_poke *b = zalloc(cap * sizeof *b);
+		if (!b)
+			return -ENOMEM;
+		/* The old array is not unmapped: a trap handler may be reading
+		 * the batch published last (poke.c); it is this size at most. */
+		if (batch)
+			memcpy(b, batch, nbatch * sizeof *b);
+		batch = b;
+		capbatch = cap;
+	}
+	batch[nbatch++] = *p;
+	return 0;
+}
+
+static int cmp_poke(const void *a, const void *b)
+{
+	const struct ftrt_poke *x = a, *y = b;
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+/* Add site i of l to the batch, to be on or off; counted in *changed
+ * when it is not that already. */
+static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
+{
+	uintptr_t ip = l->site[i];
+	int len, st = ftrt_arch_live_state(ip, &len);
+	if (st < 0 || st == on)
+		return 0;
+	struct ftrt_poke p = { .ip = ip, .len = (unsigned char)len };
+	memcpy(p.old, (const void *)ip, (size_t)len);
+	if (on) {
+		int want = l->kind[i];
+		if (want == WANT_ENTRY && ftrt_arch_chain(ip, len, l->md->lo))
+			want = WANT_CHAIN;
+		if (ftrt_arch_live_call(ip, len, want, p.new) != 0)
+			return 0; /* out of reach: stays off */
+	} else {
+		memcpy(p.new, ftrt_arch_off(ip, len), (size_t)len);
+	}
+	(*changed)++;
+	return batch_add(&p);
+}
+
+/* How a filter changes the sites it chooses (and the others). */
+enum { OP_SET, OP_ENABLE, OP_DISABLE };
+
+/* Build the batch of op with list over module l. */
+static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
+{
+	ftrt_targets = l->md->desc->targets;
+	int err = 0;
+	if (op != OP_SET && plain(list)) {
+		size_t lo = 0, hi = l->nnamed;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp(l->names + l->name[l->byname[mid]], list) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < l->nnamed && !err && strcmp(l->names + l->name[l->byname[lo]], list) == 0; lo++)
+			err = want_site(l, l->byname[lo], op == OP_ENABLE, changed);
+		return err;
+	}
+	int cxx = ftrt_cxx_globs(list);
+	for (size_t i = 0; i < l->n && !err; i++) {
+		if (l->name[i] == NONAME)
+			continue;
+		int hit = chooses(list, l->names + l->name[i], cxx);
+		if (op == OP_SET)
+			err = want_site(l, i, hit, changed);
+		else if (hit)
+			err = want_site(l, i, op == OP_ENABLE, changed);
+	}
+	return err;
+}
+
+static const char *last_why = "";
+
+const char *ftrt_live_why(void)
+{
+	return last_why;
+}
+
+/* Ready to patch: SIGTRAP taken, the writer open. 0, or -errno. */
+static int ready(void)
+{
+	int err = ftrt_trap_install();
+	if (err) {
+		last_why = "SIGTRAP's handler cannot be installed";
+		return err;
+	}
+	err = ftrt_text_open();
+	if (err)
+		last_why = ftrt_text_why();
+	return err;
+}
+
+/* Apply the batch built, sorted. */
+static int apply(void)
+{
+	qsort(batch, nbatch, sizeof *batch, cmp_poke);
+	int err = ftrt_arch_poke(batch, nbatch);
+	if (err)
+		last_why = ftrt_text_why();
+	nbatch = 0;
+	return err;
+}
+
+/* Open the trace for the first enable of a process started untraced. */
+static int open_trace(void)
+{
+	if (ftrt_tracing() || ftrt_mode == FTRT_NOP)
+		return 0;
+	if (!ftrt_mode)
+		ftrt_mode = want_tracer == FTRT_GRAPH && !ftrt_graph_safe() ? FTRT_FUNCTION : want_tracer;
+	if (ftrt_trace_open() != 0) {
+		last_why = "the trace directory cannot be made";
+		return -EACCES;
+	}
+	ftrt_trace_meta_update();
+	return 0;
+}
+
+static void lock(void)
+{
+	ftrt_modules_lock();
+}
+
+int ftrt_live_filter(int op, const char *list)
+{
+	if (!list)
+		list = "";
+	lock();
+	size_t changed = 0;
+	int err = ready();
+	if (!err)
+		err = index_all();
+	if (!err && op != OP_DISABLE)
+		err = open_trace();
+	for (int i = 0; i < FTRT_MOD_MAX && !err; i++)
+		if (mods[i].md && mods[i].md->live)
+			err = plan(&mods[i], op, list, &changed);
+	if (!err)
+		err = apply();
+	nbatch = 0;
+	ftrt_modules_release();
+	return err ? err : (int)(changed > INT32_MAX ? INT32_MAX : changed);
+}
+
+int ftrt_live_set(const char *list)
+{
+	return ftrt_live_filter(OP_SET, list);
+}
+
+int ftrt_live_enable(const char *list)
+{
+	return ftrt_live_filter(OP_ENABLE, list);
+}
+
+int ftrt_live_disable(const char *list)
+{
+	return ftrt_live_filter(OP_DISABLE, list);
+}
+
+/* The sites function_graph's load-time pass gave trampolines of their
+ * own, moved to the caller, which serves every tracer. */
+static int untrampoline(void)
+{
+	size_t changed = 0;
+	int err = 0;
+	for (int i = 0; i < FTRT_MOD_MAX && !err; i++) {
+		struct live_mod *l = &mods[i];
+		if (!l->md || !l->md->live)
+			continue;
+		ftrt_targets = l->md->desc->targets;
+		for (size_t k = 0; k < l->n && !err; k++) {
+			int len;
+			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_tramp_call((const unsigned char *)l->site[k], &len, 0))
+				continue;
+			/* Enabled, not by a call of a caller: a jump to a trampoline. */
+			struct ftrt_poke p = { .ip = l->site[k], .len = (unsigned char)len };
+			memcpy(p.old, (const void *)p.ip, (size_t)len);
+			int want = l->kind[k] ? l->kind[k] : WANT_ENTRY;
+			if (ftrt_arch_live_call(p.ip, len, want, p.new) != 0)
+				continue;
+			changed++;
+			err = batch_add(&p);
+		}
+	}
+	return err ? err : apply();
+}
+
+int ftrt_live_tracer(const char *name)
+{
+	int t = !name ? 0
+		: strcmp(name, FTRT_TRACER_FUNCTION) == 0 ? FTRT_FUNCTION
+		: strcmp(name, FTRT_TRACER_GRAPH) == 0	  ? FTRT_GRAPH
+		: strcmp(name, FTRT_TRACER_NOP) == 0	  ? FTRT_NOP
+							  : 0;
+	if (!t) {
+		last_why = "the tracers are function, function_graph and nop";
+		return -EINVAL;
+	}
+	if (t == FTRT_GRAPH && !ftrt_graph_safe()) {
+		last_why = "function_graph cannot follow this program's C++ exceptions (its unwinder is linked in statically)";
+		return -ENOTSUP;
+	}
+	lock();
+	int err = 0;
+	want_tracer = t;
+	if (ftrt_mode && ftrt_mode != t) {
+		err = ready();
+		if (!err)
+			err = index_all();
+		if (!err)
+			err = untrampoline();
+		if (!err) {
+			if (ftrt_mode == FTRT_NOP && t != FTRT_NOP && !ftrt_tracing()) {
+				ftrt_mode = t;
+				err = open_trace();
+			}
+			__atomic_store_n(&ftrt_mode, t, __ATOMIC_RELAXED);
+			if (ftrt_tracing() && !ftrt_paused)
+				ftrt_trace_go();
+		}
+	}
+	ftrt_modules_release();
+	return err;
+}
+
+const char *ftrt_live_tracer_name(void)
+{
+	int t = ftrt_mode ? ftrt_mode : want_tracer;
+	return t == FTRT_FUNCTION ? FTRT_TRACER_FUNCTION : t == FTRT_GRAPH ? FTRT_TRACER_GRAPH : FTRT_TRACER_NOP;
+}
+
+/* No lock: tracing_on and tracing_off are async-signal-safe. The fast
+ * paths' flags are cleared after paused is set, and ftrt_trace_go clears
+ * them again when it finds paused set after writing them, so a resume
+ * or a change of tracer racing a pause never leaves them on. */
+void ftrt_live_pause(int pause)
+{
+	if (pause) {
+		__atomic_store_n(&ftrt_paused, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ftrt_fast_function, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ftrt_fast_graph, 0, __ATOMIC_SEQ_CST);
+	} else if (__atomic_exchange_n(&ftrt_paused, 0, __ATOMIC_SEQ_CST) && ftrt_tracing()) {
+		ftrt_trace_go();
+	}
+}
+
+size_t ftrt_live_enabled(void)
+{
+	lock();
+	size_t k = 0;
+	if (index_all() == 0)
+		for (int i = 0; i < FTRT_MOD_MAX; i++) {
+			struct live_mod *l = &mods[i];
+			if (!l->md || !l->md->live)
+				continue;
+			ftrt_targets = l->md->desc->targets;
+			for (size_t j = 0; j < l->n; j++) {
+				int len;
+				k += ftrt_arch_live_state(l->site[j], &len) == 1;
+			}
+		}
+	ftrt_modules_release();
+	return k;
+}

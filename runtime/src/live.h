@@ -1,0 +1,97 @@
+/*
+ * Changing sites while the program's threads run them (the live part,
+ * ftrace.h's API): what live.c, text.c, trap.c and the architecture's
+ * poke.c share.
+ *
+ *   live.c   the sites of every module by function name, the API's
+ *            work (filter, tracer, pause), one batch of changes at a time
+ *   poke.c   the architecture's protocol for one batch (x86-64: int3 on
+ *            each site's first byte, sync every core, the rest, sync,
+ *            the first byte), and what a thread that meets a site being
+ *            changed does (x86-64: the SIGTRAP it takes)
+ *   text.c   writing code that may be running: through /proc/self/mem,
+ *            never by making a page writable; syncing every core
+ *            (membarrier)
+ *   trap.c   SIGTRAP: the runtime's handler first, the program's after
+ *            it, and the program's calls that would block or take it
+ */
+#ifndef FTRT_LIVE_H
+#define FTRT_LIVE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* One site to change: from old to new, len bytes at ip (x86-64: 5 or 6,
+ * one instruction either side). */
+struct ftrt_poke {
+	uintptr_t ip;
+	unsigned char len;
+	unsigned char old[8], new[8];
+};
+
+/* text.c. Open what writes code (/proc/self/mem) and register for the
+ * core-serialising membarrier: 0, or -errno (ENOSYS: no membarrier;
+ * EACCES or EPERM: /proc/self/mem refused). Again after a fork: the
+ * child's registration is its own. */
+int ftrt_text_open(void) HIDDEN;
+/* Queue a write of len (at most 8) bytes at addr, in address order
+ * after the last queued; ftrt_text_flush writes the queued writes: each
+ * run of them close together in one write of its span, the bytes
+ * between them as they are. 0, or -errno. */
+int ftrt_text_queue(uintptr_t addr, const void *bytes, size_t len) HIDDEN;
+int ftrt_text_flush(void) HIDDEN;
+/* Make every thread of the process serialise its instruction stream
+ * before it runs another instruction (membarrier SYNC_CORE). */
+void ftrt_text_sync(void) HIDDEN;
+/* Why ftrt_text_open failed, for the API's caller. */
+const char *ftrt_text_why(void) HIDDEN;
+
+/* poke.c. Apply the batch p[0, n), sorted by ip, while threads run. 0,
+ * or -errno with nothing changed (a write refused before the first
+ * site's first byte), or with the batch half applied (a write refused
+ * later: each site is its old or its new instruction, and a thread
+ * meeting one runs it). */
+int ftrt_arch_poke(struct ftrt_poke *p, size_t n) HIDDEN;
+/* The SIGTRAP the runtime handles (trap.c asks): 1 when the trap is a
+ * site being changed, or one just changed, and the thread will go on
+ * (uc adjusted); 0 when it is the program's. */
+int ftrt_arch_trap(const siginfo_t *si, void *uc) HIDDEN;
+/* What the site at ip holds: 1 enabled (a call of the runtime, or a jump
+ * to a trampoline of its own), 0 disabled (a NOP), -1 anything else; its
+ * length in *len. ftrt_targets is its module's. */
+int ftrt_arch_live_state(uintptr_t ip, int *len) HIDDEN;
+/* The bytes that enable the site at ip of len bytes, at a function's
+ * entry or after its prologue (want), into buf: a call of the module's
+ * caller trampoline, which serves every tracer (ftrt_targets). 0, or -1
+ * out of reach. */
+int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf) HIDDEN;
+
+/* live.c: the API's work (api.c), each 0 or more, or -errno with
+ * ftrt_live_why saying why. The filters return the sites changed. */
+int ftrt_live_set(const char *globs) HIDDEN;
+int ftrt_live_enable(const char *globs) HIDDEN;
+int ftrt_live_disable(const char *globs) HIDDEN;
+int ftrt_live_tracer(const char *name) HIDDEN;
+const char *ftrt_live_tracer_name(void) HIDDEN;
+void ftrt_live_pause(int pause) HIDDEN;
+size_t ftrt_live_enabled(void) HIDDEN;
+const char *ftrt_live_why(void) HIDDEN;
+
+/* live.c, for the trap: whether ip is a site of a module the live index
+ * holds (read without a lock: a module's sites stay while it runs). */
+int ftrt_live_is_site(uintptr_t ip) HIDDEN;
+
+/* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
+ * and run for every trap that is not the runtime's. 0, or -errno. */
+int ftrt_trap_install(void) HIDDEN;
+/* At start, before any thread: arm the wrappers when the program links
+ * the API. */
+void ftrt_trap_start(void) HIDDEN;
+/* Whether SIGTRAP is kept out of every mask the program sets from now
+ * on (live patching may happen in this process). */
+extern int ftrt_trap_armed HIDDEN;
+
+#endif

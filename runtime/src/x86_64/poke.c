@@ -1,0 +1,237 @@
+/*
+ * Changing x86-64 sites while other threads run them (live.h): the
+ * breakpoint protocol of the kernel's text_poke_bp, for a batch.
+ *
+ * An instruction of several bytes cannot be replaced in one store that
+ * every core is sure to fetch whole: a core may have fetched the first
+ * bytes of the old one and go on to fetch the rest of the new. So, for
+ * every site of the batch at once:
+ *
+ *   1. int3 (cc) over the site's first byte; sync every core
+ *      (membarrier SYNC_CORE: each serialises its instruction stream,
+ *      so none runs the old instruction past this point). A thread
+ *      that reaches a site now traps.
+ *   2. the new instruction's other bytes, where they differ; sync.
+ *   3. its first byte over the int3; sync.
+ *
+ * A thread that traps on a site's int3 meanwhile goes on as if the site
+ * held its new instruction (ftrt_arch_trap emulates it): a NOP is
+ * stepped over, a call pushes its return address and goes to its
+ * target, a jump goes to its target. One that trapped on the int3 just
+ * before step 3 replaced it, and reaches the handler after, finds the
+ * site's new first byte there, and runs the site again.
+ *
+ * The handler finds a site in the batch published for it (batch, nbatch)
+ * by binary search; the batch is read without a lock while the patcher
+ * may publish the next, so it is bracketed by a sequence count (odd
+ * while it changes), and a read that straddles a change is done again.
+ * The patcher holds every signal it may hold back while it publishes, so
+ * no handler on its own thread waits for it.
+ *
+ * The bytes are written through text.c (/proc/self/mem: the code is
+ * never writable), each step's writes in as few writes as the sites'
+ * spread allows.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "../ftrt.h"
+#include "../live.h"
+#include "../pass.h"
+#include "../sys.h"
+#include "insn.h"
+
+#define INT3 0xcc
+
+static const struct ftrt_poke *volatile batch; /* the sites being changed, by ip */
+static volatile size_t nbatch;
+static volatile unsigned seq; /* odd while batch and nbatch change */
+
+static void publish(const struct ftrt_poke *p, size_t n)
+{
+	__atomic_fetch_add(&seq, 1, __ATOMIC_SEQ_CST);
+	batch = p;
+	nbatch = n;
+	__atomic_fetch_add(&seq, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Queue byte (or bytes) of each site and write them all. */
+static int step(struct ftrt_poke *p, size_t n, int what)
+{
+	int err = 0, any = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		if (what == 0) {
+			static const unsigned char int3 = INT3;
+			err = ftrt_text_queue(p[i].ip, &int3, 1);
+		} else if (what == 1) {
+			if (p[i].len > 1 && memcmp(p[i].old + 1, p[i].new + 1, p[i].len - 1u) != 0)
+				err = ftrt_text_queue(p[i].ip + 1, p[i].new + 1, p[i].len - 1u);
+			else
+				continue;
+		} else {
+			err = ftrt_text_queue(p[i].ip, p[i].new, 1);
+		}
+		any = 1;
+	}
+	if (err) {
+		ftrt_text_flush();
+		return err;
+	}
+	if (!any)
+		return 1; /* nothing to write: no sync either */
+	return ftrt_text_flush();
+}
+
+int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	unsigned long mask;
+	sys_sigs_hold(&mask);
+	publish(p, n);
+	sys_sigs_release(&mask);
+	int err = step(p, n, 0);
+	if (err < 0) {
+		/* Some sites may hold the int3: give them their old first byte
+		 * back (the handler serves them until then). */
+		for (size_t i = 0; i < n; i++)
+			memcpy(p[i].new, p[i].old, p[i].len);
+		step(p, n, 2);
+		ftrt_text_sync();
+	} else {
+		ftrt_text_sync();
+		err = step(p, n, 1);
+		if (err == 0)
+			ftrt_text_sync();
+		if (err >= 0)
+			err = step(p, n, 2);
+		ftrt_text_sync();
+		err = err < 0 ? err : 0;
+	}
+	sys_sigs_hold(&mask);
+	publish(NULL, 0);
+	sys_sigs_release(&mask);
+	return err;
+}
+
+/* The batch's entry for the site at ip into *e: 1 found, 0 not, -1 the
+ * batch changed while it was read. */
+static int lookup(uintptr_t ip, struct ftrt_poke *e)
+{
+	unsigned s = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
+	if (s & 1)
+		return -1;
+	const struct ftrt_poke *p = batch;
+	size_t lo = 0, hi = nbatch;
+	while (p && lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int found = p && lo < nbatch && p[lo].ip == ip;
+	if (found)
+		*e = p[lo];
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&seq, __ATOMIC_RELAXED) != s)
+		return -1;
+	return found;
+}
+
+static int32_t rel32(const unsigned char *p)
+{
+	int32_t r;
+	memcpy(&r, p, 4);
+	return r;
+}
+
+/* Go on as if the site e held its new instruction: the forms live.c
+ * writes (x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls, whose return
+ * address is the site's end), e9 rel32 (a jump), else a NOP. */
+static void emulate(greg_t *g, const struct ftrt_poke *e)
+{
+	uintptr_t ip = e->ip, end = ip + e->len;
+	const unsigned char *n = e->new;
+	if (n[0] == 0xe8 || (n[0] == 0x67 && n[1] == 0xe8)) {
+		uintptr_t target = end + (uintptr_t)(intptr_t)rel32(n[0] == 0xe8 ? n + 1 : n + 2);
+		g[REG_RSP] -= 8;
+		*(uintptr_t *)g[REG_RSP] = end; /* below the stack pointer at an entry: free */
+		g[REG_RIP] = (greg_t)target;
+	} else if (n[0] == 0xe9) {
+		g[REG_RIP] = (greg_t)(ip + 5 + (uintptr_t)(intptr_t)rel32(n + 1));
+	} else {
+		g[REG_RIP] = (greg_t)end;
+	}
+}
+
+int ftrt_arch_trap(const siginfo_t *si, void *ctx)
+{
+	if (si->si_code != SI_KERNEL) /* not an int3: raise, kill, a debugger's trap */
+		return 0;
+	greg_t *g = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+	uintptr_t ip = (uintptr_t)g[REG_RIP] - 1;
+	for (int tries = 0; tries < 1000000; tries++) {
+		if (*(const volatile unsigned char *)ip != INT3) {
+			/* Step 3 wrote the site since: run it again as it is. */
+			if (!ftrt_live_is_site(ip))
+				return 0;
+			g[REG_RIP] = (greg_t)ip;
+			return 1;
+		}
+		struct ftrt_poke e;
+		int r = lookup(ip, &e);
+		if (r > 0) {
+			emulate(g, &e);
+			return 1;
+		}
+		if (r == 0 && !ftrt_live_is_site(ip))
+			return 0; /* the program's own int3 */
+		/* The batch is changing, or was retired after this thread
+		 * read the int3: look again. */
+	}
+	return 0;
+}
+
+/*
+ * What a site holds (live.h): enabled (a call of one of the module's
+ * trampolines, or function_graph's jump to a trampoline of its own),
+ * disabled (a NOP, or gcc's five 90s), or anything else.
+ */
+int ftrt_arch_live_state(uintptr_t ip, int *len)
+{
+	const unsigned char *p = (const unsigned char *)ip;
+	int l = 0;
+	enum ftrt_site_state st = ftrt_arch_classify(p, &l);
+	if (st == FTRT_SITE_NOP || st == FTRT_SITE_NOPS) {
+		*len = l;
+		return 0;
+	}
+	if (ftrt_arch_tramp_call(p, &l, 0)) {
+		*len = l;
+		return 1;
+	}
+	if (p[0] != 0xe9 || !(l = ftrt_arch_tramp_site(ip + 5 + (uintptr_t)(intptr_t)rel32(p + 1), ip)))
+		return -1;
+	*len = l;
+	return 1;
+}
+
+/* A site enabled live calls its module's caller for where it is (at the
+ * entry, after the prologue, after push %r10), which serves every
+ * tracer: no trampoline is built while threads run. */
+int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
+{
+	int64_t rel = (int64_t)(ftrt_arch_caller(len, want) - (ip + (uintptr_t)len));
+	if (rel != (int32_t)rel)
+		return -1;
+	if (len == 6)
+		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
+	else
+		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
+	return 0;
+}

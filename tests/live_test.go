@@ -1,0 +1,158 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+)
+
+// apiFlags are the compile flags of a program that includes ftrace.h:
+// the include directory beside tg's runtime.
+func apiFlags(t *testing.T, tg target) string {
+	t.Helper()
+	return " -I" + ftrt.IncludeDir(filepath.Dir(runtimeArchiveFor(t, tg.arch)))
+}
+
+// TestLiveStress: eight threads call traced functions while a timer of
+// their own sends each SIGPROF at 20 kHz, whose handler makes traced
+// calls, and a ninth thread disables and enables two of those functions
+// through ftrace.h's API, 10,000 times each way (progs/livestress.c).
+// Ten runs, five with each tracer, of a gcc -mfentry build with
+// endbr64 and of a clang -pg one (the other site kinds change alike): the
+// output and exit status are the untraced program's every time; the
+// function whose site never changes has every call in the trace, the
+// toggled ones at most as many as were made and some; the handlers'
+// calls are there but for those the trace counts as dropped; and every
+// graphed call is whole: no call open at the end, none left without its
+// return, each within its caller.
+func TestLiveStress(t *testing.T) {
+	builds := []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry -fcf-protection"},
+		{x86Clang, "-O2 -pg"},
+	}
+	const runs = 5 // per tracer
+	for _, c := range builds {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, c.tg, dir, "livestress.c", "-DUNTRACED")
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livestress.c")
+			for _, tracer := range []string{"function", "function_graph"} {
+				for i := range runs {
+					out := filepath.Join(dir, fmt.Sprintf("%s-%d", tracer, i))
+					got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, c.tg.on(prog)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Fatalf("%s run %d: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, i, code, got, wantCode, wantOut, stderr)
+					}
+					checkLive(t, out, tracer, countLine(t, stderr, "made"), countLine(t, stderr, "handler"), countLine(t, stderr, "flipped"))
+				}
+			}
+		})
+	}
+}
+
+// checkLive checks a trace of progs/livestress.c against the calls the
+// run says it made.
+func checkLive(t *testing.T, dir, tracer string, made, handler, flipped map[string]int) {
+	t.Helper()
+	tr, syms := readTrace(t, dir)
+	if tr.Meta.Tracer != tracer || tr.Meta.Unended {
+		t.Fatalf("%s: tracer %q, unended %v", dir, tr.Meta.Tracer, tr.Meta.Unended)
+	}
+	if tr.Meta.Unwound != 0 || tr.Meta.Overflow != 0 || tr.Meta.LostBytes != 0 {
+		t.Errorf("%s: %d calls taken for left by a longjmp, %d not graphed, %d bytes lost; want none",
+			dir, tr.Meta.Unwound, tr.Meta.Overflow, tr.Meta.LostBytes)
+	}
+	got, stats := tracedCalls(t, tr, syms, tracer)
+	for _, s := range stats {
+		if s.Unwound != 0 || s.Open != 0 || s.Untimed != 0 {
+			t.Errorf("%s: %s: %d calls unwound, %d open at the end, %d without their return; want every call whole",
+				dir, s.Func, s.Unwound, s.Open, s.Untimed)
+		}
+	}
+	if got["steady"] != made["steady"] {
+		t.Errorf("%s: steady, whose site never changes, traced %d times; the program made %d calls", dir, got["steady"], made["steady"])
+	}
+	for _, f := range []string{"mid", "leaf"} {
+		if got[f] > made[f] || got[f] == 0 || got[f] == made[f] {
+			t.Errorf("%s: %s traced %d times of %d calls made; want some, not all", dir, f, got[f], made[f])
+		}
+	}
+	if got["hflip"] > flipped["hflip"] || got["hflip"] == 0 {
+		t.Errorf("%s: hflip traced %d times of %d calls made; want some", dir, got["hflip"], flipped["hflip"])
+	}
+	missing := 0
+	for f, n := range handler {
+		if got[f] > n {
+			t.Errorf("%s: %s traced %d times, more than the %d calls the handlers made", dir, f, got[f], n)
+		}
+		missing += n - got[f]
+	}
+	// hflip's calls not traced were dropped or made while it was off.
+	if maybe := flipped["hflip"] - got["hflip"]; uint64(missing) > tr.Meta.Dropped || tr.Meta.Dropped > uint64(missing+maybe) {
+		t.Errorf("%s: the handlers' calls missing from the trace: %d, and hflip's %d; the trace says it dropped %d",
+			dir, missing, maybe, tr.Meta.Dropped)
+	}
+	if handler["hwork"] < 100 {
+		t.Errorf("%s: the handlers ran %d times: too few to test anything", dir, handler["hwork"])
+	}
+}
+
+// TestLiveTraps: the program's own SIGTRAP handler, installed before the
+// runtime took SIGTRAP and after, receives every trap it raises and every
+// int3 it runs while a thread toggles a function through the API and
+// threads that block every signal call it; SIGTRAP's action reads back
+// as the program's; a child with the default action dies of SIGTRAP
+// (progs/livetrap.c). Without FTRACE (the first enable opens the trace)
+// and under both tracers, the output is the untraced program's.
+func TestLiveTraps(t *testing.T) {
+	builds := []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry"},
+		{x86Clang, "-O0 -fpatchable-function-entry=5"},
+	}
+	for _, c := range builds {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, c.tg, dir, "livetrap.c", "-DUNTRACED")
+			if !strings.Contains(wantOut, "killed by signal 5") {
+				t.Fatalf("the untraced program's child did not die of SIGTRAP:\n%s", wantOut)
+			}
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livetrap.c")
+			for _, tracer := range []string{"", "function", "function_graph"} {
+				out := filepath.Join(dir, "trace-"+tracer)
+				env := []string{"FTRACE_OUT=" + out}
+				if tracer != "" {
+					env = append(env, "FTRACE="+tracer)
+				}
+				got, stderr, code, err := runStatusEnv(dir, env, c.tg.on(prog)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != wantOut || code != wantCode {
+					t.Fatalf("FTRACE=%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
+				}
+				if m := regexp.MustCompile(`(?m)^toggles (\d+)$`).FindStringSubmatch(stderr); m == nil {
+					t.Fatalf("FTRACE=%s: no toggles line in stderr:\n%s", tracer, stderr)
+				} else if n, _ := strconv.Atoi(m[1]); n < 10 {
+					t.Errorf("FTRACE=%s: busy toggled %d times while the traps were taken: too few to test anything", tracer, n)
+				}
+				tr, syms := readTrace(t, out)
+				calls, _ := tracedCalls(t, tr, syms, tr.Meta.Tracer)
+				if calls["busy"] == 0 {
+					t.Errorf("FTRACE=%s: busy never traced", tracer)
+				}
+			}
+		})
+	}
+}
