@@ -2,10 +2,13 @@ package tests
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	ftrt "ftpatch/runtime"
@@ -155,4 +158,68 @@ func TestLiveTraps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFlightRecorder: a program that makes 400,000 traced calls (more
+// than a ring of 1 MiB a thread holds) while a second thread spins on
+// traced calls, then dies of SIGABRT (abort), of SIGSEGV, or exits,
+// under FTRACE_BUFFER=ring:1m (progs/crash.c). Under both tracers it
+// ends as the untraced program does: the same output, killed by the
+// same signal, with a core dump where the untraced one dumps core (the
+// runs allow core files). Its trace is ended, says the ring wrapped
+// (replay warns so), and holds the last calls before the death, and the
+// spinning thread's calls.
+func TestFlightRecorder(t *testing.T) {
+	forProgram(t, "crash.c", []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -fpatchable-function-entry=5"}},
+		func(t *testing.T, tg target, dir, prog, _ string, _ int) {
+			plain := filepath.Join(dir, "plain")
+			for _, how := range []string{"abort", "segv", "exit"} {
+				want := dies(t, dir, nil, plain, how)
+				for _, tracer := range []string{"function", "function_graph"} {
+					out := filepath.Join(dir, how+"-"+tracer)
+					got := dies(t, dir, []string{"FTRACE=" + tracer, "FTRACE_BUFFER=ring:1m", "FTRACE_OUT=" + out}, prog, how)
+					if got != want {
+						t.Errorf("%s under %s: %s; untraced: %s", how, tracer, got, want)
+					}
+					tr, syms := readTrace(t, out)
+					if tr.Meta.Unended || tr.Meta.Buffer != "ring" || tr.Meta.Overwritten == 0 {
+						t.Errorf("%s under %s: unended %v, buffer %q, %d bytes overwritten; want an ended trace of a ring that wrapped",
+							how, tracer, tr.Meta.Unended, tr.Meta.Buffer, tr.Meta.Overwritten)
+					}
+					calls, _ := tracedCalls(t, tr, syms, tracer)
+					for _, f := range []string{"dying", "last_words", "spin", "leaf"} {
+						if calls[f] == 0 {
+							t.Errorf("%s under %s: no call of %s in the trace; want the last calls before the end", how, tracer, f)
+						}
+					}
+					if calls["leaf"] >= 400000 {
+						t.Errorf("%s under %s: %d calls of leaf kept by a ring of 1 MiB", how, tracer, calls["leaf"])
+					}
+					stdout, stderr := run(t, dir, tool("ftpatch"), "replay", out)
+					if !strings.Contains(stderr, "ring wrapped") || !strings.Contains(stdout, "last_words") {
+						t.Errorf("%s under %s: replay says nothing of the ring's wrap, or shows no last_words:\n%s", how, tracer, stderr)
+					}
+				}
+			}
+		})
+}
+
+// dies runs prog how (progs/crash.c) in dir with env and core files
+// allowed (ulimit -c unlimited), and says how it ended: its output, and
+// its exit status or the signal that killed it and whether it dumped
+// core.
+func dies(t *testing.T, dir string, env []string, prog, how string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `ulimit -c unlimited; exec "$0" "$1"`, prog, how)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, _ := cmd.Output()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok {
+		t.Fatalf("%s %s: no wait status", prog, how)
+	}
+	if ws.Signaled() {
+		return fmt.Sprintf("output %q, killed by %v, core dumped %v", out, ws.Signal(), ws.CoreDump())
+	}
+	return fmt.Sprintf("output %q, exit %d", out, ws.ExitStatus())
 }

@@ -26,8 +26,9 @@ var errZeroWord = errors.New("a zero word where a record starts")
 // the stream's clock (each record's time is the one before's plus its
 // delta), kept from one chunk of the stream to the next.
 type decoder struct {
-	format int    // 2 or 3
-	clock  uint64 // format 3: the time of the last record decoded
+	format  int    // 2 or 3
+	clock   uint64 // format 3: the time of the last record decoded
+	wrapped uint64 // format 3: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
 }
 
 // newDecoder returns the decoder of a stream whose header starts with
@@ -115,6 +116,10 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 				d.clock = w1
 				used += 16
 				continue // no record
+			case abi.ExtWrapped:
+				d.wrapped += delta
+				used += 8
+				continue // no record: the stream's records start after a gap
 			case abi.ExtContext:
 				if w1&ctxMark != 0 {
 					return n, used, fmt.Errorf("%w: a context switch to context %#x, of 2^63 or more", ErrFormat, w1)

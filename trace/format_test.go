@@ -252,7 +252,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"zero word", 3, []uint64{0, 2<<62 | 1}, errZeroWord, ""},
 		{"zero word, format 2", 2, []uint64{0}, errZeroWord, ""},
-		{"reserved 5", 3, []uint64{3<<62 | 5<<58}, ErrFormat, "reserved kind 3.5"},
+		{"reserved 6", 3, []uint64{3<<62 | 6<<58}, ErrFormat, "reserved kind 3.6"},
 		{"reserved 15", 3, []uint64{3<<62 | 15<<58 | 7, 0, 0}, ErrFormat, "reserved kind 3.15"},
 		{"time with a payload", 3, []uint64{3<<62 | 1<<58 | 1, 5}, ErrFormat, "TIME record with a payload"},
 		{"entry of a marked site", 3, []uint64{3<<62 | 3<<58, 1<<63 | 0x1000}, ErrFormat, "an entry of site 0x8000000000001000"},
@@ -325,5 +325,34 @@ func TestReadBadRecord(t *testing.T) {
 	want := fmt.Sprintf("%s: offset %d: malformed trace: a record of reserved kind 3.9", filepath.Join(dir, "7-1.trace"), off)
 	if _, err := Read(dir); !errors.Is(err, ErrFormat) || !strings.HasPrefix(fmt.Sprint(err), want) {
 		t.Errorf("Read: %v, want %q...", err, want)
+	}
+}
+
+// TestDecodeWrapped: the flight recorder's EXT_WRAPPED record, where a
+// ring's kept records start, makes no record and counts the words
+// overwritten before it; the records after it decode from the TIME that
+// starts the ring's oldest segment.
+func TestDecodeWrapped(t *testing.T) {
+	le := binary.LittleEndian
+	var b []byte
+	for _, w := range []uint64{
+		abi.RecExt<<abi.RecKindShift | abi.ExtWrapped<<abi.RecExtBits | 12345,
+		abi.RecExt<<abi.RecKindShift | abi.ExtTime<<abi.RecExtBits, 1000,
+		abi.RecEntry<<abi.RecKindShift | 3<<abi.RecSiteBits | 0x401000,
+		abi.RecExit<<abi.RecKindShift | 4,
+	} {
+		b = le.AppendUint64(b, w)
+	}
+	d := &decoder{format: 3}
+	out := make([]Record, 8)
+	n, used, err := d.decode(b, out)
+	if err != nil || n != 2 || used != len(b) {
+		t.Fatalf("decode: %d records, %d of %d bytes, %v; want 2 records, every byte", n, used, len(b), err)
+	}
+	if d.wrapped != 12345 {
+		t.Errorf("wrapped %d words, want 12345", d.wrapped)
+	}
+	if out[0].Kind() != Entry || out[0].TS != 1003 || out[0].IP != 0x401000 || out[1].Kind() != Exit || out[1].TS != 1007 {
+		t.Errorf("records %+v, %+v; want the entry at 1003 of 0x401000 and its exit at 1007", out[0], out[1])
 	}
 }

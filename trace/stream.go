@@ -133,6 +133,14 @@ func (r *StreamReader) Next() ([]Record, error) {
 		case err != nil:
 			return nil, fmt.Errorf("%s: offset %d: %w", filepath.Join(r.t.Dir, r.s.Name), r.off, err)
 		}
+		if r.dec.wrapped > 0 {
+			r.t.mu.Lock()
+			if r.t.wrapped == nil {
+				r.t.wrapped = map[string]bool{}
+			}
+			r.t.wrapped[r.s.Name] = true
+			r.t.mu.Unlock()
+		}
 		if n > 0 {
 			r.fill(r.recs[:n])
 			return r.recs[:n], nil

@@ -96,6 +96,11 @@ var ErrIncomplete = errors.New("incomplete trace")
 // written, not graphed), and counted them in the metadata.
 var ErrLost = errors.New("events lost")
 
+// ErrWrapped: the flight recorder (FTRACE_BUFFER=ring:SIZE) kept each
+// thread's last records, and some threads made more: their earlier
+// records were overwritten, as asked.
+var ErrWrapped = errors.New("the flight recorder's ring wrapped")
+
 // Meta is the trace's metadata.
 type Meta struct {
 	Format string // "ftrt-trace 3" (or 2: the previous runtime's)
@@ -166,6 +171,13 @@ type Meta struct {
 	// ModulesForgotten counts modules whose records the runtime reused
 	// (more loads than it keeps): their addresses show unnamed.
 	ModulesForgotten uint64
+	// Buffer is how the runtime kept each thread's records: "stream"
+	// (every record written), "ring" (the flight recorder: each thread's
+	// last RingBytes kept in memory, written at the end or a snapshot);
+	// "" from a runtime before the flight recorder. Overwritten counts
+	// the bytes of records the rings overwrote, not in the trace.
+	Buffer                 string
+	RingBytes, Overwritten uint64
 }
 
 // Module is a shared object with sites, as the runtime saw it loaded.
@@ -302,7 +314,8 @@ type Trace struct {
 	metaEnd int      // the metadata's whole lines
 	short   []string // streams shorter than their header
 	mu      sync.Mutex
-	cut     []string // streams whose last record is partial, or that end in zeros
+	cut     []string        // streams whose last record is partial, or that end in zeros
+	wrapped map[string]bool // streams that begin where the flight recorder's ring wrapped (EXT_WRAPPED)
 
 	// BytesRead counts the bytes of streams the stream readers have read, for
 	// a progress bar.
@@ -366,6 +379,20 @@ func (t *Trace) Warnings() []error {
 	if m.LostThreads > 0 {
 		add(ErrLost, "%d %s records were not written: %s calls are missing",
 			m.LostThreads, plural(m.LostThreads, "thread's", "threads'"), plural(m.LostThreads, "its", "their"))
+	}
+	if m.Overwritten > 0 {
+		t.mu.Lock()
+		var wrapped []string
+		for name := range t.wrapped {
+			wrapped = append(wrapped, name)
+		}
+		t.mu.Unlock()
+		slices.Sort(wrapped)
+		where := "each thread's calls start where its ring did"
+		if len(wrapped) > 0 {
+			where = "the calls of " + fileList(wrapped) + " start where the ring wrapped (a call begun before shows from its return on, or not at all)"
+		}
+		add(ErrWrapped, "%d bytes of earlier records overwritten (rings of %d bytes a thread): %s", m.Overwritten, m.RingBytes, where)
 	}
 	if m.Overflow > 0 || m.Stopped > 0 {
 		add(ErrLost, "%d calls not graphed: %d %s nested calls deeper than the shadow stack holds, and stopped graphing", m.Overflow, m.Stopped,
@@ -438,7 +465,7 @@ func Open(dir string) (*Trace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory: a trace is the directory the traced program wrote (FTRACE_OUT)", dir)
 	}
-	t := &Trace{Dir: dir}
+	t := &Trace{Dir: dir, wrapped: map[string]bool{}}
 	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, abi.MetaFile), &t.Meta); err != nil {
 		return nil, err
 	}
@@ -605,6 +632,8 @@ func (m *Meta) set(key, val string) error {
 		m.GraphFuncs = val
 	case abi.MetaKeyGraphNotrace:
 		m.GraphNotrace = val
+	case abi.MetaKeyBuffer:
+		m.Buffer = val
 	case abi.MetaKeyEnded: // none: a runtime that wrote meta only at the end
 		switch val {
 		case "0", "1":
@@ -718,6 +747,10 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.RecordedBytes
 	case abi.MetaKeyModulesForgotten:
 		return &m.ModulesForgotten
+	case abi.MetaKeyRingBytes:
+		return &m.RingBytes
+	case abi.MetaKeyOverwritten:
+		return &m.Overwritten
 	}
 	return nil
 }

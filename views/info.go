@@ -135,6 +135,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 	}
 	kv("threads", "%d, %s in all (a makecontext context's calls count as a thread of their own)", threads, plural(calls, "call", "calls"))
 
+	if m.Buffer == "ring" {
+		kv("buffer", "the flight recorder: each thread's last %d bytes of records kept in memory, written at the end; %d bytes of earlier records overwritten", m.RingBytes, m.Overwritten)
+	} else if m.Buffer != "" {
+		kv("buffer", "%s (every record written)", m.Buffer)
+	}
 	kv("dropped", "%d events (traced calls made while the tracer itself ran on their thread, or on a thread without a buffer)", m.Dropped)
 	kv("lost bytes", "%d (records the runtime could not write: a full disk, the file size limit)", m.LostBytes)
 	kv("lost threads", "%d (threads whose buffered records were not written)", m.LostThreads)

@@ -54,6 +54,11 @@
 // site a NOP, under each tracer, and under `uftrace record`, interleaved;
 // the added wall time per process is its median less the untraced one's.
 // `-only start` runs that part alone.
+//
+// And live patching (liveBench): toggling one function through ftrace.h's
+// API while eight threads call it, and a batch of 10,000 functions, with
+// XRay's patching of one function beside it. `-only live` runs that part
+// alone.
 package main
 
 import (
@@ -327,11 +332,11 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
-	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass) or start (a process's start and end); default all")
+	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end) or live (patching while threads run); default all")
 	against := flag.String("against", "", "a directory holding another build's ftpatch: the function and function_graph cases run with its runtime too, interleaved with this one's, to compare the two in one run")
 	flag.Parse()
-	if *only != "" && *only != "calls" && *only != "load" && *only != "start" {
-		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load or start\n", *only)
+	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start or live\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*work, *bin, *against, *runs, *only); err != nil {
@@ -376,6 +381,8 @@ func run(work, bin, against string, runs int, only string) error {
 		return patchBench(work, bin, libs, runs)
 	case "start":
 		return startBench(work, bin, libs, runs)
+	case "live":
+		return liveBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -531,6 +538,9 @@ func run(work, bin, against string, runs int, only string) error {
 			return err
 		}
 		if err := startBench(work, bin, libs, runs); err != nil {
+			return err
+		}
+		if err := liveBench(work, bin, libs, runs); err != nil {
 			return err
 		}
 	}

@@ -55,12 +55,13 @@ const (
 	ExtContext   = 2 // EXT_CONTEXT: payload delta; w1 = context id
 	ExtLongEntry = 3 // EXT_LONGENTRY: payload delta; w1 = site
 	ExtLongCall  = 4 // EXT_LONGCALL: payload delta; w1 = site, w2 = parent ip
-	ExtReserved  = 5 // EXT_RESERVED: the first reserved sub-kind
+	ExtWrapped   = 5 // EXT_WRAPPED: payload = words of earlier records the flight recorder's ring overwrote
+	ExtReserved  = 6 // EXT_RESERVED: the first reserved sub-kind
 )
 
 // ExtWords are the words of a record of each EXT sub-kind (EXT_WORDS);
 // 0: reserved.
-var ExtWords = [1 << RecExtSubBits]int{ExtUnwound: 1, ExtTime: 2, ExtContext: 2, ExtLongEntry: 2, ExtLongCall: 3}
+var ExtWords = [1 << RecExtSubBits]int{ExtUnwound: 1, ExtTime: 2, ExtContext: 2, ExtLongEntry: 2, ExtLongCall: 3, ExtWrapped: 1}
 
 // The metadata: "key value" lines.
 // The runtime's environment variables: abi.h's ENV_*. The runtime reads
@@ -79,6 +80,7 @@ const (
 	EnvInherit      = "FTRACE_INHERIT"       // ENV_INHERIT: 0: exec and spawn do not pass the settings on
 	EnvDebug        = "FTRACE_DEBUG"         // ENV_DEBUG: print what the load-time pass did
 	EnvNop          = "FTRACE_NOP"           // ENV_NOP: the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks)
+	EnvBuffer       = "FTRACE_BUFFER"        // ENV_BUFFER: BufferStream (default), BufferRing ":SIZE" (the flight recorder) or BufferWriter
 )
 
 const (
@@ -125,6 +127,17 @@ const (
 	MetaKeyConfig           = "config"            // META_KEY_CONFIG: a ConfigStateNames entry
 	MetaKeyModule           = "module"            // META_KEY_MODULE: one line per module
 	MetaKeyModulesForgotten = "modules_forgotten" // META_KEY_MODULES_FORGOTTEN
+	MetaKeyBuffer           = "buffer"            // META_KEY_BUFFER: BufferStream, BufferRing or BufferWriter
+	MetaKeyRingBytes        = "ring_bytes"        // META_KEY_RING_BYTES: a thread's ring
+	MetaKeyOverwritten      = "overwritten_bytes" // META_KEY_OVERWRITTEN: records the rings overwrote
+)
+
+// How the runtime keeps a thread's records (FTRACE_BUFFER, and the
+// metadata's buffer line): abi.h's BUFFER_*.
+const (
+	BufferStream = "stream" // BUFFER_STREAM: full buffers written by the threads themselves
+	BufferRing   = "ring"   // BUFFER_RING: the flight recorder, each thread's last records kept in memory
+	BufferWriter = "writer" // BUFFER_WRITER: full buffers written by a writer thread
 )
 
 // The tracers: the config record's tracer field, FTRACE's values (by

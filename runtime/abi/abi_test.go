@@ -77,6 +77,7 @@ func mirrors() []mirror {
 		{"EXT_CONTEXT", "ExtContext", abi.ExtContext},
 		{"EXT_LONGENTRY", "ExtLongEntry", abi.ExtLongEntry},
 		{"EXT_LONGCALL", "ExtLongCall", abi.ExtLongCall},
+		{"EXT_WRAPPED", "ExtWrapped", abi.ExtWrapped},
 		{"EXT_RESERVED", "ExtReserved", abi.ExtReserved},
 		{"EXT_WORDS", "ExtWords", abi.ExtWords[:]},
 
@@ -100,6 +101,7 @@ func mirrors() []mirror {
 		{"ENV_INHERIT", "EnvInherit", abi.EnvInherit},
 		{"ENV_DEBUG", "EnvDebug", abi.EnvDebug},
 		{"ENV_NOP", "EnvNop", abi.EnvNop},
+		{"ENV_BUFFER", "EnvBuffer", abi.EnvBuffer},
 		{"META_KEY_TRACER", "MetaKeyTracer", abi.MetaKeyTracer},
 		{"META_KEY_EXE", "MetaKeyExe", abi.MetaKeyExe},
 		{"META_KEY_CMDLINE", "MetaKeyCmdline", abi.MetaKeyCmdline},
@@ -135,6 +137,12 @@ func mirrors() []mirror {
 		{"META_KEY_CONFIG", "MetaKeyConfig", abi.MetaKeyConfig},
 		{"META_KEY_MODULE", "MetaKeyModule", abi.MetaKeyModule},
 		{"META_KEY_MODULES_FORGOTTEN", "MetaKeyModulesForgotten", abi.MetaKeyModulesForgotten},
+		{"META_KEY_BUFFER", "MetaKeyBuffer", abi.MetaKeyBuffer},
+		{"META_KEY_RING_BYTES", "MetaKeyRingBytes", abi.MetaKeyRingBytes},
+		{"META_KEY_OVERWRITTEN", "MetaKeyOverwritten", abi.MetaKeyOverwritten},
+		{"BUFFER_STREAM", "BufferStream", abi.BufferStream},
+		{"BUFFER_RING", "BufferRing", abi.BufferRing},
+		{"BUFFER_WRITER", "BufferWriter", abi.BufferWriter},
 
 		{"FTRT_FUNCTION", "TracerFunction", abi.TracerFunction},
 		{"FTRT_GRAPH", "TracerGraph", abi.TracerGraph},

@@ -57,9 +57,10 @@
 #define EXT_CONTEXT 2   /* payload delta; w1 = context id; 2 words */
 #define EXT_LONGENTRY 3 /* payload delta; w1 = site; 2 words */
 #define EXT_LONGCALL 4  /* payload delta; w1 = site, w2 = parent ip; 3 words */
-#define EXT_RESERVED 5  /* the first reserved sub-kind */
+#define EXT_WRAPPED 5   /* payload: words of earlier records the flight recorder's ring overwrote; no time; 1 word */
+#define EXT_RESERVED 6  /* the first reserved sub-kind */
 /* Words of a record of each sub-kind (1 << REC_EXT_SUB_BITS of them); 0: reserved. */
-#define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3 }
+#define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3, [EXT_WRAPPED] = 1 }
 
 /*
  * The runtime's environment variables (env.c reads each, and none in a
@@ -78,6 +79,7 @@
 #define ENV_INHERIT "FTRACE_INHERIT" /* 0: exec and spawn do not pass the settings on */
 #define ENV_DEBUG "FTRACE_DEBUG" /* print what the load-time pass did */
 #define ENV_NOP "FTRACE_NOP" /* the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks) */
+#define ENV_BUFFER "FTRACE_BUFFER" /* BUFFER_STREAM (default), BUFFER_RING ":SIZE" (the flight recorder) or BUFFER_WRITER */
 
 /*
  * The metadata (meta.c's writer): one "key value" line each, in
@@ -126,6 +128,12 @@
 #define META_KEY_CONFIG "config" /* an FTRT_CFG_STATE_NAME_* */
 #define META_KEY_MODULE "module"
 #define META_KEY_MODULES_FORGOTTEN "modules_forgotten"
+#define META_KEY_BUFFER "buffer"                /* BUFFER_STREAM, BUFFER_RING or BUFFER_WRITER */
+#define META_KEY_RING_BYTES "ring_bytes"        /* a thread's ring, when the buffer is BUFFER_RING */
+#define META_KEY_OVERWRITTEN "overwritten_bytes" /* records the rings overwrote: not in the trace */
+#define BUFFER_STREAM "stream" /* full buffers written to the threads' streams by the threads themselves */
+#define BUFFER_RING "ring"     /* the flight recorder: each thread's last records kept in memory */
+#define BUFFER_WRITER "writer" /* full buffers written by a writer thread */
 
 /*
  * The tracers: the config record's tracer field, FTRACE's values (by

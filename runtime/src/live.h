@@ -87,6 +87,9 @@ int ftrt_live_is_site(uintptr_t ip) HIDDEN;
 /* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
  * and run for every trap that is not the runtime's. 0, or -errno. */
 int ftrt_trap_install(void) HIDDEN;
+/* Take the signals a fault raises, and SIGABRT (the flight recorder,
+ * at the trace's start): a death of one writes the rings first. */
+void ftrt_trap_fatal(void) HIDDEN;
 /* At start, before any thread: arm the wrappers when the program links
  * the API. */
 void ftrt_trap_start(void) HIDDEN;

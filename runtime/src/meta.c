@@ -306,6 +306,12 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 	meta_line(&o, META_KEY_LOST_THREADS, atomic_load_explicit(&ftrt_lost_threads, memory_order_relaxed) + gone);
 	meta_line(&o, META_KEY_CONTEXTS, atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
 	meta_line(&o, META_KEY_CONTEXTS_LOST, atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
+	meta_str(&o, META_KEY_BUFFER " ");
+	meta_str(&o, ftrt_ring_slots ? BUFFER_RING "\n" : BUFFER_STREAM "\n");
+	if (ftrt_ring_slots) {
+		meta_line(&o, META_KEY_RING_BYTES, ftrt_ring_bytes());
+		meta_line(&o, META_KEY_OVERWRITTEN, atomic_load_explicit(&ftrt_overwritten, memory_order_relaxed));
+	}
 	meta_line(&o, META_KEY_MAX_DEPTH, ftrt_max_depth);
 	meta_line(&o, META_KEY_THRESH_TSC, ftrt_thresh_tsc);
 	/* The subtree filters: a trace recorded with them holds only some

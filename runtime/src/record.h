@@ -10,12 +10,15 @@
 #include "tracer.h"
 
 /* Room for a record of up to REC_MAX_WORDS words: flush when the buffer
- * is full. */
+ * is full (the flight recorder: into the thread's ring). */
 static inline uint32_t room(struct tbuf *b)
 {
 	uint32_t n = b->n;
 	if (__builtin_expect(n > TBUF_WORDS - REC_MAX_WORDS, 0)) {
-		ftrt_flush(b);
+		if (ftrt_ring_slots)
+			ftrt_ring_push(b);
+		else
+			ftrt_flush(b);
 		n = 0;
 	}
 	return n;

@@ -105,7 +105,7 @@ size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off)
 
 /* Of words[0, n), which start with a record, the words of the whole
  * records that fit in room bytes. */
-static uint32_t fit(const uint64_t *words, uint32_t n, uint64_t room)
+uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room)
 {
 	uint32_t k = 0;
 	while (k < n && (uint64_t)(k + rec_words(words[k])) * 8 <= room)
@@ -131,12 +131,12 @@ static void stream_name(char *name, const struct tbuf *b, int i)
 /*
  * Make the thread's stream and write its header, at a flush of words[]
  * (not empty). b->fd says where a flush this one interrupted had got to
- * (see flush): FD_MAKING - i, it was making stream i, which may exist
+ * (see ftrt_flush): FD_MAKING - i, it was making stream i, which may exist
  * already, made by it. 0, or -1 when the stream could not be made (no
  * room for its header and first record under RLIMIT_FSIZE, a full disk,
  * no descriptor left): a later flush tries again.
  */
-static int make_stream(struct tbuf *b)
+int ftrt_stream_make(struct tbuf *b)
 {
 	int i = 0, again = 0;
 	if (b->fd <= FD_MAKING) {
@@ -204,6 +204,10 @@ none:
  */
 void ftrt_flush(struct tbuf *b)
 {
+	if (ftrt_ring_slots) {
+		ftrt_ring_write(b);
+		return;
+	}
 	uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	if (n == 0)
 		return;
@@ -211,10 +215,10 @@ void ftrt_flush(struct tbuf *b)
 	unsigned long mask;
 	sys_sigs_hold(&mask); /* the write is done whole, whatever handlers do */
 	if (b->fd != FD_LOST && b->fd < 0)
-		make_stream(b);
+		ftrt_stream_make(b);
 	if (b->fd >= 0) {
 		uint64_t off = 16 + (b->base - b->skip) * 8, room = ftrt_fsize_room(off);
-		size_t want = len <= room ? len : (size_t)fit(b->words, n, room) * 8;
+		size_t want = len <= room ? len : (size_t)ftrt_fit(b->words, n, room) * 8;
 		done = ftrt_put(b->fd, b->words, want, off);
 		if (done < len) { /* the stream ends here */
 			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);

@@ -125,6 +125,7 @@ static void ftrt_thread_exit(void *p)
 	sys_sigs_release(&mask);
 	if (b->fd >= 0)
 		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+	ftrt_ring_free(b);
 	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
 }
 
@@ -146,8 +147,10 @@ void ftrt_after_fork_child(void)
 		next = b->next;
 		if (b->fd >= 0) /* the parent's stream, open here too */
 			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
-		if (b != keep)
+		if (b != keep) {
+			ftrt_ring_free(b);
 			sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
+		}
 	}
 	ftrt_bufs = keep;
 	atomic_store_explicit(&ftrt_nbufs, keep ? 1 : 0, memory_order_relaxed);
@@ -164,6 +167,7 @@ void ftrt_after_fork_child(void)
 		keep->n = 0;
 		keep->last = 0;
 		keep->fd = FD_NONE;
+		ftrt_ring_forget(keep);
 		keep->pid = ftrt_trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	}

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "live.h"
 #include "tracer.h"
 
 /* How the end is armed at exit (ftrt_trace_arm). */
@@ -54,6 +55,15 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_trace_fd = fd;
 	ftrt_meta_reserve();
 	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
+	const char *buf = ftrt_env(ENV_BUFFER);
+	if (buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 && ftrt_ring_parse(buf + sizeof BUFFER_RING)) {
+		ftrt_ring_slots = ftrt_ring_parse(buf + sizeof BUFFER_RING);
+		ftrt_trap_fatal(); /* the rings written out when the program dies of a fault */
+	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {
+		static const char msg[] = "ftrt: FTRACE_BUFFER: want stream, or ring:SIZE (the flight recorder: ring:64m keeps each "
+					  "thread's last 64 MiB of records); writing every record\n";
+		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+	}
 	const char *clk = ftrt_env(ENV_CLOCK);
 	ftrt_clock_mono = (clk && strcmp(clk, META_CLOCK_MONO) == 0) || !ftrt_tsc_trusted();
 	ftrt_creator_pid = ftrt_trace_pid = getpid();

@@ -157,6 +157,8 @@ struct tbuf {
 	struct level level[LEVEL_MAX];
 	unsigned char frame_info[FTRT_FRAME_INFO]; /* frames.c's, see ftrt_graph_hook_info */
 	struct shadow_stack *frame_info_for;       /* the shadow stack frame_info was built for */
+	struct ring *ring; /* the flight recorder's (ring.c): NULL until the buffer first fills */
+	uint64_t written;  /* ring mode: words written to the stream so far */
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
@@ -251,11 +253,27 @@ static inline uint64_t now(void)
 	return rdtsc();
 }
 
-/* Streams (stream.c). */
+/* Streams (stream.c). ftrt_flush writes the buffer out (in ring mode,
+ * the ring too: ftrt_ring_write); ftrt_stream_make makes the thread's
+ * stream (0, or -1); ftrt_fit says how many of words[0, n) are the whole
+ * records that fit in room bytes. */
 char *ftrt_utoa(char *p, uint64_t v) HIDDEN;
 uint64_t ftrt_fsize_room(uint64_t off) HIDDEN;
 size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
 void ftrt_flush(struct tbuf *b) HIDDEN;
+int ftrt_stream_make(struct tbuf *b) HIDDEN;
+uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;
+
+/* The flight recorder (ring.c): the segments of a thread's ring (0:
+ * stream mode), and the bytes of records the rings overwrote. */
+extern uint32_t ftrt_ring_slots HIDDEN;
+extern _Atomic uint64_t ftrt_overwritten HIDDEN;
+uint32_t ftrt_ring_parse(const char *size) HIDDEN;
+uint64_t ftrt_ring_bytes(void) HIDDEN;
+void ftrt_ring_push(struct tbuf *b) HIDDEN;
+void ftrt_ring_write(struct tbuf *b) HIDDEN;
+void ftrt_ring_free(struct tbuf *b) HIDDEN;
+void ftrt_ring_forget(struct tbuf *b) HIDDEN;
 
 /* b->fd before the thread's stream is open (FD_NONE); while the stream
  * named by i (stream_name) is being made (FD_MAKING - i); after a write

@@ -1,8 +1,14 @@
 /*
- * SIGTRAP, shared with the program (live.h): a thread that meets a site
- * being changed traps (x86-64's int3, poke.c), and the runtime's handler
- * must see that trap first; every other trap is the program's, and goes
- * to the action the program set, whenever it set it.
+ * Signals the runtime takes first, shared with the program (live.h):
+ *   - SIGTRAP, for live patching: a thread that meets a site being
+ *     changed traps (x86-64's int3, poke.c), and the runtime's handler
+ *     must see that trap first;
+ *   - the signals a fault raises, SIGSEGV, SIGBUS, SIGILL, SIGFPE, and
+ *     SIGABRT, under the flight recorder (ring.c): a program that dies of
+ *     one has its threads' rings written out first (the trace's end),
+ *     then dies of it as it would have, core dump included.
+ * Every other trap, and every one of those signals the program handles
+ * itself, goes to the action the program set, whenever it set it.
  *
  * So once live patching may happen in the process (ftrt_trap_armed: the
  * program links ftrace.h's API), the program's calls that set SIGTRAP's
@@ -32,7 +38,7 @@
 #include <sys/syscall.h>
 
 #include "live.h"
-#include "sys.h"
+#include "tracer.h"
 
 int ftrt_trap_armed;
 
@@ -45,34 +51,59 @@ int __real_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
  * start in a program that may patch itself. */
 extern int ftrace_enable_functions(const char *globs) __attribute__((weak));
 
-static int installed;        /* the runtime's handler is SIGTRAP's */
-static struct sigaction prog; /* the program's action, while it is */
+#define SIGS 65
+/* Per signal: the runtime's handler is its action, and the program's
+ * action while it is. */
+static struct {
+	int installed;
+	struct sigaction prog;
+} taken[SIGS];
 
-/* The program's action for a trap that is not the runtime's. */
+/* Whether the default action of sig, a signal the runtime takes, ends the
+ * process with a core dump: all of them do. */
+static void die(int sig, const siginfo_t *si)
+{
+	/* Under the flight recorder, the rings first: the last calls before
+	 * a crash are what its trace is for. */
+	if (ftrt_ring_slots)
+		ftrt_trace_end();
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	__real_sigaction(sig, &dfl, NULL);
+	/* A fault the instruction raised (si_code > 0) is raised again when
+	 * the handler returns to it, now with the default action, so the
+	 * core shows the fault itself; but not an int3's, past which the
+	 * thread would go on. Sent signals (kill, raise, abort) are sent
+	 * again. */
+	if (si->si_code > 0 && !(sig == SIGTRAP && si->si_code == SI_KERNEL))
+		return;
+	sys(SYS_tgkill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), sys(SYS_gettid, 0, 0, 0, 0, 0, 0), sig, 0, 0, 0);
+}
+
+/* The program's action for a signal that is not the runtime's. */
 static void pass_on(int sig, siginfo_t *si, void *uc)
 {
-	struct sigaction a = prog;
+	struct sigaction a = taken[sig].prog;
 	void (*h)(int) = a.sa_handler;
-	if (h == SIG_IGN && si->si_code != SI_KERNEL && si->si_code <= 0)
+	if (h == SIG_IGN && si->si_code <= 0)
 		return; /* sent by a process (kill, raise, sigqueue), ignored */
 	if (h == SIG_DFL || h == SIG_IGN) {
-		/* Die of it, as without the runtime: the default action, the
-		 * signal raised again, delivered when this handler returns. */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		__real_sigaction(SIGTRAP, &dfl, NULL);
-		sys(SYS_tgkill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), sys(SYS_gettid, 0, 0, 0, 0, 0, 0), SIGTRAP, 0, 0, 0);
+		/* The default action; or a fault ignored, which the kernel would
+		 * end the process for too. */
+		die(sig, si);
 		return;
 	}
 	if (a.sa_flags & SA_RESETHAND) {
-		memset(&prog, 0, sizeof prog);
-		prog.sa_handler = SIG_DFL;
+		memset(&taken[sig].prog, 0, sizeof taken[sig].prog);
+		taken[sig].prog.sa_handler = SIG_DFL;
 	}
 	/* Its mask for the length of its handler (the kernel's sigreturn
 	 * gives the interrupted code's back); SIGTRAP is never in it. */
 	sigset_t m = a.sa_mask;
 	sigdelset(&m, SIGTRAP);
+	if (!(a.sa_flags & SA_NODEFER))
+		sigaddset(&m, sig);
 	sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&m, 0, 8, 0, 0);
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, si, uc);
@@ -80,26 +111,43 @@ static void pass_on(int sig, siginfo_t *si, void *uc)
 		h(sig);
 }
 
-static void on_trap(int sig, siginfo_t *si, void *uc)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (!ftrt_arch_trap(si, uc))
-		pass_on(sig, si, uc);
+	if (sig == SIGTRAP && ftrt_arch_trap(si, uc))
+		return;
+	pass_on(sig, si, uc);
+}
+
+/* Take sig (flags: the runtime's handler's, beyond SA_SIGINFO and
+ * SA_ONSTACK), keeping the program's action. */
+static int take_sig(int sig, int flags)
+{
+	if (taken[sig].installed)
+		return 0;
+	struct sigaction a;
+	memset(&a, 0, sizeof a);
+	a.sa_sigaction = on_signal;
+	a.sa_flags = SA_SIGINFO | SA_ONSTACK | flags;
+	sigemptyset(&a.sa_mask);
+	if (__real_sigaction(sig, &a, &taken[sig].prog) != 0)
+		return -errno;
+	taken[sig].installed = 1;
+	return 0;
 }
 
 int ftrt_trap_install(void)
 {
-	if (installed)
-		return 0;
-	struct sigaction a;
-	memset(&a, 0, sizeof a);
-	a.sa_sigaction = on_trap;
-	a.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
-	sigemptyset(&a.sa_mask);
-	if (__real_sigaction(SIGTRAP, &a, &prog) != 0)
-		return -errno;
-	installed = 1;
-	ftrt_trap_armed = 1;
-	return 0;
+	int err = take_sig(SIGTRAP, SA_RESTART | SA_NODEFER);
+	if (!err)
+		ftrt_trap_armed = 1;
+	return err;
+}
+
+void ftrt_trap_fatal(void)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+		take_sig(fatal[i], SA_RESTART);
 }
 
 /* At start (lifetime.c): a program that links the API has SIGTRAP the
@@ -128,11 +176,11 @@ int __wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		sigdelset(&copy.sa_mask, SIGTRAP);
 		act = &copy;
 	}
-	if (sig == SIGTRAP && installed) {
+	if (sig > 0 && sig < SIGS && taken[sig].installed) {
 		if (old)
-			*old = prog;
+			*old = taken[sig].prog;
 		if (act)
-			prog = *act;
+			taken[sig].prog = *act;
 		return 0;
 	}
 	return __real_sigaction(sig, act, old);
@@ -140,12 +188,12 @@ int __wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 
 sighandler_t __wrap_signal(int sig, sighandler_t handler)
 {
-	if (sig != SIGTRAP || !installed)
+	if (sig <= 0 || sig >= SIGS || !taken[sig].installed)
 		return __real_signal(sig, handler);
-	struct sigaction was = prog;
-	memset(&prog, 0, sizeof prog);
-	prog.sa_handler = handler;
-	prog.sa_flags = SA_RESTART; /* glibc's signal: BSD semantics */
+	struct sigaction was = taken[sig].prog;
+	memset(&taken[sig].prog, 0, sizeof taken[sig].prog);
+	taken[sig].prog.sa_handler = handler;
+	taken[sig].prog.sa_flags = SA_RESTART; /* glibc's signal: BSD semantics */
 	return was.sa_flags & SA_SIGINFO ? (sighandler_t)(void *)was.sa_sigaction : was.sa_handler;
 }
 
