@@ -85,7 +85,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
 		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout),
 		newDump(stdout), newGraph(stdout), newInfo(stdout),
-		newRecord(stderr), newLive(stdout, stderr), newCC("cc", stderr), newCC("c++", stderr))
+		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr))
 	return root
 }
 

@@ -80,6 +80,7 @@ const (
 	EnvInherit      = "FTRACE_INHERIT"       // ENV_INHERIT: 0: exec and spawn do not pass the settings on
 	EnvDebug        = "FTRACE_DEBUG"         // ENV_DEBUG: print what the load-time pass did
 	EnvNop          = "FTRACE_NOP"           // ENV_NOP: the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks)
+	EnvCtl          = "FTRACE_CTL"           // ENV_CTL: 1: listen on a control socket for ftpatch ctl (ctl.c)
 	EnvBuffer       = "FTRACE_BUFFER"        // ENV_BUFFER: BufferStream (default), BufferRing ":SIZE" (the flight recorder) or BufferWriter
 )
 

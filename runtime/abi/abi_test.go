@@ -101,6 +101,7 @@ func mirrors() []mirror {
 		{"ENV_INHERIT", "EnvInherit", abi.EnvInherit},
 		{"ENV_DEBUG", "EnvDebug", abi.EnvDebug},
 		{"ENV_NOP", "EnvNop", abi.EnvNop},
+		{"ENV_CTL", "EnvCtl", abi.EnvCtl},
 		{"ENV_BUFFER", "EnvBuffer", abi.EnvBuffer},
 		{"META_KEY_TRACER", "MetaKeyTracer", abi.MetaKeyTracer},
 		{"META_KEY_EXE", "MetaKeyExe", abi.MetaKeyExe},

@@ -79,6 +79,7 @@
 #define ENV_INHERIT "FTRACE_INHERIT" /* 0: exec and spawn do not pass the settings on */
 #define ENV_DEBUG "FTRACE_DEBUG" /* print what the load-time pass did */
 #define ENV_NOP "FTRACE_NOP" /* the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks) */
+#define ENV_CTL "FTRACE_CTL" /* 1: listen on a control socket for ftpatch ctl (ctl.c) */
 #define ENV_BUFFER "FTRACE_BUFFER" /* BUFFER_STREAM (default), BUFFER_RING ":SIZE" (the flight recorder) or BUFFER_WRITER */
 
 /*

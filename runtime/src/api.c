@@ -62,6 +62,18 @@ int tracing_is_on(void)
 	return !__atomic_load_n(&ftrt_paused, __ATOMIC_RELAXED);
 }
 
+int ftrace_snapshot(const char *dir, char *made, size_t size)
+{
+	char buf[4096];
+	int r = ftrt_snapshot(dir, made ? made : buf, made ? size : sizeof buf);
+	if (r < 0) {
+		why = ftrt_snapshot_why();
+		errno = -r;
+		return -1;
+	}
+	return 0;
+}
+
 long ftrace_enabled_sites(void)
 {
 	return (long)ftrt_live_enabled();

@@ -31,6 +31,8 @@
 #ifndef FTPATCH_FTRACE_H
 #define FTPATCH_FTRACE_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -68,6 +70,15 @@ const char *ftrace_current_tracer(void);
 void tracing_off(void);
 void tracing_on(void);
 int tracing_is_on(void);
+
+/* A snapshot of the flight recorder (FTRACE_BUFFER=ring:SIZE): what
+ * every thread's ring holds now, written as a whole trace directory
+ * (ftpatch replay reads it) into dir, or, dir NULL or "", into
+ * snapshot-N inside the trace's directory; tracing goes on. The
+ * directory made goes into made (size bytes), when given. ENOTSUP: the
+ * trace is not a flight recorder's (it is written as it goes); ENOENT:
+ * no trace is open; EACCES: the directory cannot be made. */
+int ftrace_snapshot(const char *dir, char *made, size_t size);
 
 /* How many sites are enabled now, in every module. */
 long ftrace_enabled_sites(void);

@@ -80,6 +80,16 @@ void ftrt_live_pause(int pause) HIDDEN;
 size_t ftrt_live_enabled(void) HIDDEN;
 const char *ftrt_live_why(void) HIDDEN;
 
+/* snapshot.c: a snapshot of the flight recorder into dir (NULL or "":
+ * snapshot-N in the trace's directory), the directory made into made
+ * (size bytes). 0, or -errno with ftrt_snapshot_why saying why. */
+int ftrt_snapshot(const char *dir, char *made, size_t size) HIDDEN;
+const char *ftrt_snapshot_why(void) HIDDEN;
+
+/* ctl.c: listen for ftpatch ctl when FTRACE_CTL=1 (lifetime.c, when the
+ * program's initialisers begin). */
+void ftrt_ctl_start(void) HIDDEN;
+
 /* live.c, for the trap: whether ip is a site of a module the live index
  * holds (read without a lock: a module's sites stay while it runs). */
 int ftrt_live_is_site(uintptr_t ip) HIDDEN;

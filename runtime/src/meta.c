@@ -234,18 +234,25 @@ void ftrt_meta_reserve(void)
 
 void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
+	ftrt_meta_write_in(ftrt_trace_fd, ended, tsc_end, mono_end, tmp, gone);
+}
+
+/* ftrt_meta_write into the directory dir: the trace's, or a snapshot's
+ * (ring.c), which has no room set aside. */
+void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
+{
 	long fd = -EEXIST;
-	int reserved = meta_reserved && strcmp(tmp, META_END) == 0;
+	int reserved = dir == ftrt_trace_fd && meta_reserved && strcmp(tmp, META_END) == 0;
 	if (reserved) { /* into the room set aside: see reserve_meta */
 		meta_reserved = 0;
-		fd = sys(SYS_openat, ftrt_trace_fd, (long)tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+		fd = sys(SYS_openat, dir, (long)tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
 		reserved = !sys_failed(fd);
 	}
 	if (!reserved) {
-		fd = ftrt_file_create(ftrt_trace_fd, tmp);
+		fd = ftrt_file_create(dir, tmp);
 		if (fd == -EEXIST) { /* left by a writer a signal handler's end interrupted */
-			sys(SYS_unlinkat, ftrt_trace_fd, (long)tmp, 0, 0, 0, 0);
-			fd = ftrt_file_create(ftrt_trace_fd, tmp);
+			sys(SYS_unlinkat, dir, (long)tmp, 0, 0, 0, 0);
+			fd = ftrt_file_create(dir, tmp);
 		}
 	}
 	if (sys_failed(fd))
@@ -330,9 +337,9 @@ void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char 
 		o.failed = 1;
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	if (o.failed)
-		sys(SYS_unlinkat, ftrt_trace_fd, (long)tmp, 0, 0, 0, 0);
+		sys(SYS_unlinkat, dir, (long)tmp, 0, 0, 0, 0);
 	else
-		sys(SYS_renameat, ftrt_trace_fd, (long)tmp, ftrt_trace_fd, (long)META_FILE, 0, 0);
+		sys(SYS_renameat, dir, (long)tmp, dir, (long)META_FILE, 0, 0);
 }
 
 /*

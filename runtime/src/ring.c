@@ -37,20 +37,30 @@ _Atomic uint64_t ftrt_overwritten; /* bytes of records the rings overwrote */
 #define SEGMENT ((uint64_t)TBUF_WORDS * 8)
 #define PAGE 4096
 
+/* A segment's state: seq is the number of the push that filled it (0
+ * while it is written, or empty), len its words. A snapshot (another
+ * thread's) reads seq before and after copying the segment, and keeps
+ * the copy only if it did not change. */
+struct seg {
+	uint64_t seq;
+	uint32_t len;
+};
+
 struct ring {
 	uint32_t slots;       /* segments */
 	uint32_t next;        /* the segment to fill next */
 	uint32_t used;        /* segments holding records */
 	uint64_t overwritten; /* words overwritten since the ring was last written out */
-	uint32_t len[];       /* words in each segment; the segments follow, page-aligned */
+	uint64_t pushes;      /* segments filled, ever */
+	struct seg seg[];     /* each segment's; the segments follow, page-aligned */
 };
 
 static size_t head_bytes(uint32_t slots)
 {
-	return (sizeof(struct ring) + slots * sizeof(uint32_t) + PAGE - 1) & ~(size_t)(PAGE - 1);
+	return (sizeof(struct ring) + slots * sizeof(struct seg) + PAGE - 1) & ~(size_t)(PAGE - 1);
 }
 
-static uint64_t *segment(struct ring *r, uint32_t i)
+static uint64_t *segment(const struct ring *r, uint32_t i)
 {
 	return (uint64_t *)((char *)r + head_bytes(r->slots) + (size_t)i * SEGMENT);
 }
@@ -110,14 +120,18 @@ void ftrt_ring_push(struct tbuf *b)
 	}
 	if (r) {
 		uint32_t i = r->next;
-		memcpy(segment(r, i), b->words, (size_t)n * 8);
+		struct seg *sg = &r->seg[i];
 		if (r->used == r->slots) {
-			r->overwritten += r->len[i];
-			atomic_fetch_add_explicit(&ftrt_overwritten, (uint64_t)r->len[i] * 8, memory_order_relaxed);
+			r->overwritten += sg->len;
+			atomic_fetch_add_explicit(&ftrt_overwritten, (uint64_t)sg->len * 8, memory_order_relaxed);
 		} else {
 			r->used++;
 		}
-		r->len[i] = n;
+		__atomic_store_n(&sg->seq, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE); /* seq 0 before the segment changes */
+		memcpy(segment(r, i), b->words, (size_t)n * 8);
+		sg->len = n;
+		__atomic_store_n(&sg->seq, ++r->pushes, __ATOMIC_RELEASE);
 		r->next = i + 1 == r->slots ? 0 : i + 1;
 	} else {
 		atomic_fetch_add_explicit(&ftrt_overwritten, (uint64_t)n * 8, memory_order_relaxed);
@@ -176,9 +190,9 @@ void ftrt_ring_write(struct tbuf *b)
 	for (uint32_t k = 0; k < used; k++) {
 		uint32_t i = (used == r->slots ? r->next : 0) + k;
 		i = i >= r->slots ? i - r->slots : i;
-		if (!(ok = ok && put(b, segment(r, i), r->len[i], &off)))
-			lost += r->len[i];
-		total += r->len[i];
+		if (!(ok = ok && put(b, segment(r, i), r->seg[i].len, &off)))
+			lost += r->seg[i].len;
+		total += r->seg[i].len;
 	}
 	if (!(ok = ok && put(b, b->words, n, &off)))
 		lost += n;
@@ -187,8 +201,11 @@ void ftrt_ring_write(struct tbuf *b)
 		atomic_fetch_add_explicit(&ftrt_lost_bytes, lost * 8, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ftrt_recorded_bytes, (uint64_t)n * 8, memory_order_relaxed);
 	b->written += total;
-	if (r)
+	if (r) {
+		for (uint32_t i = 0; i < r->slots; i++)
+			__atomic_store_n(&r->seg[i].seq, 0, __ATOMIC_RELAXED);
 		r->used = r->next = 0, r->overwritten = 0;
+	}
 	b->last = 0;
 	publish(b, 0);
 	b->base += n;
@@ -207,7 +224,69 @@ void ftrt_ring_free(struct tbuf *b)
 /* A forked child's ring: the parent's records are the parent's. */
 void ftrt_ring_forget(struct tbuf *b)
 {
-	if (b->ring)
-		b->ring->used = b->ring->next = 0, b->ring->overwritten = 0;
+	struct ring *r = b->ring;
+	if (r) {
+		for (uint32_t i = 0; i < r->slots; i++)
+			r->seg[i].seq = 0;
+		r->used = r->next = 0, r->overwritten = 0;
+	}
 	b->written = 0;
+}
+
+/*
+ * Copy, from another thread, what b's ring and buffer hold now into out
+ * (ftrt_ring_snapshot_bytes of room): an EXT_WRAPPED record when
+ * anything before is missing, the segments oldest first, the buffer.
+ * The owner goes on recording meanwhile: a segment it refilled while it
+ * was copied is left out (the oldest: the wrap moves), and so is the
+ * buffer when it was pushed meanwhile (the newest segment then has its
+ * records). The words copied, 0 when there is nothing. Under the list's
+ * lock (the buffer stays).
+ */
+size_t ftrt_ring_snapshot(const struct tbuf *b, uint64_t *out)
+{
+	uint64_t base = __atomic_load_n(&b->base, __ATOMIC_ACQUIRE);
+	const struct ring *r = __atomic_load_n(&b->ring, __ATOMIC_ACQUIRE);
+	size_t k = 1; /* out[0]: the wrap, filled last */
+	uint64_t missing = r ? __atomic_load_n(&r->overwritten, __ATOMIC_RELAXED) : 0, prev = 0;
+	/* The segments in push order: each pass takes the lowest seq above
+	 * the last taken (a few segments: a scan each). */
+	for (uint32_t taken = 0; r && taken < r->slots; taken++) {
+		uint64_t best = 0;
+		uint32_t at = 0;
+		for (uint32_t i = 0; i < r->slots; i++) {
+			uint64_t q = __atomic_load_n(&r->seg[i].seq, __ATOMIC_ACQUIRE);
+			if (q > prev && (!best || q < best))
+				best = q, at = i;
+		}
+		if (!best)
+			break;
+		uint32_t len = r->seg[at].len;
+		memcpy(out + k, segment(r, at), (size_t)len * 8);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->seg[at].seq, __ATOMIC_RELAXED) == best)
+			k += len;
+		else
+			missing += len; /* refilled under the copy */
+		prev = best;
+	}
+	uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+	memcpy(out + k, b->words, (size_t)n * 8);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&b->base, __ATOMIC_RELAXED) == base)
+		k += n;
+	if (k == 1)
+		return 0;
+	if (!missing) {
+		memmove(out, out + 1, (k - 1) * 8);
+		return k - 1;
+	}
+	out[0] = W_EXT(EXT_WRAPPED, missing < EXT_MAX ? missing : EXT_MAX);
+	return k;
+}
+
+/* Room ftrt_ring_snapshot needs: every segment, the buffer, a word. */
+size_t ftrt_ring_snapshot_bytes(void)
+{
+	return ((size_t)ftrt_ring_slots + 1) * SEGMENT + 8;
 }

@@ -274,6 +274,8 @@ void ftrt_ring_push(struct tbuf *b) HIDDEN;
 void ftrt_ring_write(struct tbuf *b) HIDDEN;
 void ftrt_ring_free(struct tbuf *b) HIDDEN;
 void ftrt_ring_forget(struct tbuf *b) HIDDEN;
+size_t ftrt_ring_snapshot(const struct tbuf *b, uint64_t *out) HIDDEN;
+size_t ftrt_ring_snapshot_bytes(void) HIDDEN;
 
 /* b->fd before the thread's stream is open (FD_NONE); while the stream
  * named by i (stream_name) is being made (FD_MAKING - i); after a write
@@ -315,6 +317,7 @@ int ftrt_abandoned(struct tbuf *b, uintptr_t held, uintptr_t sp) HIDDEN;
 #define META_END "meta.end"
 void ftrt_meta_reserve(void) HIDDEN;
 void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone) HIDDEN;
+void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone) HIDDEN;
 
 /* The graph tracer's push (graph.c), for the function tracer's entry,
  * whose -pg mcount sites graph too. */

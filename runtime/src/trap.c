@@ -150,11 +150,13 @@ void ftrt_trap_fatal(void)
 		take_sig(fatal[i], SA_RESTART);
 }
 
-/* At start (lifetime.c): a program that links the API has SIGTRAP the
- * runtime's from the start, before any thread could block it. */
+/* At start (lifetime.c): a program that links the API, or listens for
+ * ftpatch ctl (FTRACE_CTL=1), has SIGTRAP the runtime's from the start,
+ * before any thread could block it. */
 void ftrt_trap_start(void)
 {
-	if (ftrace_enable_functions)
+	const char *ctl = ftrt_env(ENV_CTL);
+	if (ftrace_enable_functions || (ctl && strcmp(ctl, "1") == 0))
 		ftrt_trap_armed = 1;
 }
 

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"ftpatch/control"
+)
+
+func newCtl(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR]",
+		Short: "Control the tracing of a running process started with FTRACE_CTL=1",
+		Long: `ctl asks a running process to change its tracing, while its threads go on
+running. The process must have been started with FTRACE_CTL=1: it then
+listens on a socket in a directory only its user may enter
+($XDG_RUNTIME_DIR, else /tmp/ftpatch-UID), and answers only its own user
+or root. Without FTRACE it starts with every site a NOP; the first enable
+opens its trace (FTRACE_OUT, else ./ftrace.data in its directory) with
+the tracer chosen (by default function_graph).
+
+  status          its pid, tracer, whether it records (on, off, or none:
+                  no trace yet), its trace directory, its buffer (stream,
+                  or ring: the flight recorder) and its enabled sites
+  enable GLOB...  trace the functions the globs choose too (FTRACE_FILTER's
+                  syntax: shell globs, !glob excluding), changing their
+                  sites while threads run them
+  disable GLOB... trace them no more
+  tracer NAME     record with function, function_graph or nop from now on
+                  (calls under way keep the tracer they began with)
+  on, off         resume or pause recording without changing a site
+  snapshot [DIR]  write what the flight recorder (FTRACE_BUFFER=ring:SIZE)
+                  holds now as a whole trace into DIR (by default
+                  snapshot-N inside the trace's directory); tracing goes on
+
+Exit status: 0 done, 1 the process refused (the reason is printed) or is
+not listening, 2 a usage error.`,
+		Example: `  FTRACE_CTL=1 ./server &
+  ftpatch ctl $! enable 'handle_*' '!handle_ping'
+  ftpatch ctl $! status
+  ftpatch ctl $! disable '*'
+  FTRACE_CTL=1 FTRACE=function_graph FTRACE_BUFFER=ring:64m ./server &
+  ftpatch ctl $! snapshot /tmp/before-the-crash && ftpatch replay /tmp/before-the-crash`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := strconv.Atoi(args[0])
+			if err != nil || pid <= 0 {
+				return usage(fmt.Errorf("ctl: %q is not a process id", args[0]))
+			}
+			req, err := request(args[1], args[2:])
+			if err != nil {
+				return usage(err)
+			}
+			reply, err := control.Do(pid, req)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(stdout, reply)
+			return err
+		},
+	}
+}
+
+// request is the protocol's line for the command verb with args,
+// checked: a snapshot's directory made absolute (the process has its
+// own working directory).
+func request(verb string, args []string) (string, error) {
+	switch verb {
+	case "status", "on", "off":
+		if len(args) != 0 {
+			return "", fmt.Errorf("ctl %s takes no argument", verb)
+		}
+		return verb, nil
+	case "enable", "disable":
+		if len(args) == 0 {
+			return "", fmt.Errorf("ctl %s: name the functions: one or more globs", verb)
+		}
+		for _, a := range args {
+			if a == "" || strings.ContainsAny(a, " \n,") {
+				return "", fmt.Errorf("ctl %s: %q: a glob has no space, comma or newline (give each as an argument of its own)", verb, a)
+			}
+		}
+		return verb + " " + strings.Join(args, " "), nil
+	case "tracer":
+		if len(args) != 1 {
+			return "", fmt.Errorf("ctl tracer: name one tracer: function, function_graph or nop")
+		}
+		return "tracer " + args[0], nil
+	case "snapshot":
+		if len(args) > 1 {
+			return "", fmt.Errorf("ctl snapshot: at most one directory")
+		}
+		if len(args) == 0 {
+			return "snapshot", nil
+		}
+		abs, err := filepath.Abs(args[0])
+		if err != nil || strings.ContainsAny(abs, "\n") {
+			return "", fmt.Errorf("ctl snapshot: %q: not a directory name", args[0])
+		}
+		return "snapshot " + abs, nil
+	}
+	return "", fmt.Errorf("ctl: unknown request %q: want status, enable, disable, tracer, on, off or snapshot", verb)
+}

@@ -1,0 +1,245 @@
+package tests
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCtl: ftpatch ctl against a running program of four threads
+// (progs/ctlserve.c) started with FTRACE_CTL=1 and no FTRACE: every site
+// a NOP and no trace until the first enable; then 100 rounds of enabling
+// and disabling alpha (and beta, every tenth), each saying what it
+// changed; a change of tracer, a pause and a resume; errors for a
+// snapshot of a trace that is not a flight recorder's and for a function
+// that is not there. The program's output and exit status are the
+// untraced one's, and its trace holds only the functions enabled, every
+// call whole. Another user is refused: by the socket's directory, and,
+// with that opened up, by the runtime itself (SO_PEERCRED).
+func TestCtl(t *testing.T) {
+	needRoot(t)
+	tg := x86GCC
+	need(t, tg.tools...)
+	need(t, "setpriv")
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "trace")
+	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
+	ctl, pid := srv.ctl, srv.pid
+	status, err := ctl("status")
+	if err != nil || !strings.Contains(status, "tracing none") || !strings.Contains(status, "enabled 0") {
+		t.Fatalf("status before any enable: %v\n%s; want no trace and no site enabled", err, status)
+	}
+	must := func(want string, args ...string) {
+		t.Helper()
+		got, err := ctl(args...)
+		if err != nil || !strings.Contains(got, want) {
+			t.Fatalf("ctl %s: %v\n%s; want %q", strings.Join(args, " "), err, got, want)
+		}
+	}
+	for i := range 100 {
+		if i%10 == 0 {
+			must("2 sites enabled", "enable", "alpha", "be*")
+			must("2 sites disabled", "disable", "alpha", "beta")
+		} else {
+			must("1 sites enabled", "enable", "alpha")
+			must("1 sites disabled", "disable", "al*")
+		}
+	}
+	must("tracer function", "tracer", "function")
+	must("tracer function_graph", "tracer", "function_graph")
+	must("1 sites enabled", "enable", "alpha")
+	must("0 sites enabled", "enable", "alpha")
+	must("tracing off", "off")
+	must("tracing on", "on")
+	if got, err := ctl("snapshot"); err == nil || !strings.Contains(got, "not a flight recorder") {
+		t.Errorf("ctl snapshot of a trace written as it goes: %v\n%s; want refused, not a flight recorder", err, got)
+	}
+	if got, err := ctl("enable", "no_such_function"); err != nil || !strings.Contains(got, "0 sites enabled") {
+		t.Errorf("ctl enable no_such_function: %v\n%s; want 0 sites enabled", err, got)
+	}
+	status, _ = ctl("status")
+	if !strings.Contains(status, "tracing on") || !strings.Contains(status, "enabled 1") || !strings.Contains(status, "trace "+out) {
+		t.Errorf("status: %s; want tracing on, 1 site enabled, trace %s", status, out)
+	}
+	checkRefused(t, xdg, pid)
+	time.Sleep(50 * time.Millisecond)
+	srv.stop(wantOut, wantCode)
+	if _, err := os.Stat(filepath.Join(xdg, "ftpatch-"+pid+".sock")); err == nil {
+		t.Errorf("the control socket is left after the program's exit")
+	}
+	tr, syms := readTrace(t, out)
+	calls, stats := tracedCalls(t, tr, syms, "function_graph")
+	for f, n := range calls {
+		if f != "alpha" && f != "beta" {
+			t.Errorf("%s traced %d times; only alpha and beta were enabled", f, n)
+		}
+	}
+	if calls["alpha"] == 0 {
+		t.Errorf("alpha never traced")
+	}
+	for _, s := range stats {
+		if s.Unwound != 0 || s.Open != 0 {
+			t.Errorf("%s: %d calls unwound, %d open at the end; want every call whole", s.Func, s.Unwound, s.Open)
+		}
+	}
+}
+
+// checkRefused: another user (nobody) cannot control the process: the
+// socket's directory keeps it out, and, opened up, the runtime refuses
+// it by its credentials.
+func checkRefused(t *testing.T, xdg, pid string) {
+	t.Helper()
+	// A copy of ftpatch nobody may run (the tools' directory is private).
+	pub, err := os.MkdirTemp("", "ftpatch-ctl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(pub)
+	os.Chmod(pub, 0o755)
+	bin := filepath.Join(pub, "ftpatch")
+	src, err := os.Open(tool("ftpatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(dst, src)
+	src.Close()
+	dst.Close()
+	asNobody := func() (string, error) {
+		c := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "ctl", pid, "status")
+		c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+		o, err := c.CombinedOutput()
+		return string(o), err
+	}
+	if o, err := asNobody(); err == nil || !strings.Contains(o, "permission denied") {
+		t.Errorf("ctl by another user: %v\n%s; want refused (permission denied)", err, o)
+	}
+	sock := filepath.Join(xdg, "ftpatch-"+pid+".sock")
+	// Open the way to the socket: the directories of the test's, up to
+	// the system's temporary directory.
+	for d := xdg; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	os.Chmod(sock, 0o777)
+	defer os.Chmod(xdg, 0o700)
+	if o, err := asNobody(); err == nil || !strings.Contains(o, "refused: permission denied") {
+		t.Errorf("ctl by another user, the directory opened: %v\n%s; want refused by the runtime", err, o)
+	}
+}
+
+// A server is progs/ctlserve.c running under FTRACE_CTL=1.
+type server struct {
+	pid  string
+	ctl  func(args ...string) (string, error) // ftpatch ctl PID args...: its stdout, or its stderr and error
+	stop func(wantOut string, wantCode int)   // end it, and check it ended as the untraced program
+}
+
+// startServer starts prog in dir with FTRACE_CTL=1, its socket in xdg,
+// and env, and waits until it answers ftpatch ctl.
+func startServer(t *testing.T, dir, prog, xdg string, env ...string) *server {
+	t.Helper()
+	cmd := exec.Command(prog)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "FTRACE_CTL=1", "XDG_RUNTIME_DIR="+xdg), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s := &server{pid: fmt.Sprint(cmd.Process.Pid)}
+	s.ctl = func(args ...string) (string, error) {
+		c := exec.Command(tool("ftpatch"), append([]string{"ctl", s.pid}, args...)...)
+		var o, e strings.Builder
+		c.Stdout, c.Stderr = &o, &e
+		if err := c.Run(); err != nil {
+			return e.String(), err
+		}
+		return o.String(), nil
+	}
+	s.stop = func(wantOut string, wantCode int) {
+		t.Helper()
+		stdin.Close()
+		err := cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		if stdout.String() != wantOut || code != wantCode {
+			t.Fatalf("exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, stdout.String(), wantCode, wantOut, stderr.String())
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err = s.ctl("status"); err == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ftpatch ctl %s status: %v; stderr:\n%s", s.pid, err, stderr.String())
+		}
+	}
+}
+
+// TestCtlSnapshot: a program traced into the flight recorder
+// (FTRACE_BUFFER=ring:1m) answers ftpatch ctl snapshot with a whole
+// trace of what its threads' rings hold, into a directory asked for and
+// into snapshot-N inside its trace's, while it goes on; the trace at its
+// exit is whole too.
+func TestCtlSnapshot(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "trace")
+	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_FILTER=alpha,beta", "FTRACE_BUFFER=ring:1m")
+	time.Sleep(200 * time.Millisecond) /* some calls made */
+	asked := filepath.Join(dir, "snap")
+	for _, args := range [][]string{{"snapshot", asked}, {"snapshot"}} {
+		got, err := srv.ctl(args...)
+		if err != nil {
+			t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, got)
+		}
+		where := strings.TrimSpace(strings.TrimPrefix(got, "snapshot "))
+		if want := asked; len(args) == 1 {
+			want = filepath.Join(out, "snapshot-1")
+			if where != want {
+				t.Errorf("ctl snapshot: made %q, want %q", where, want)
+			}
+		} else if where != want {
+			t.Errorf("ctl snapshot %s: made %q", asked, where)
+		}
+		tr, syms := readTrace(t, where)
+		if tr.Meta.Unended || tr.Meta.Buffer != "ring" {
+			t.Errorf("%s: unended %v, buffer %q; want a whole trace of the flight recorder", where, tr.Meta.Unended, tr.Meta.Buffer)
+		}
+		calls, _ := tracedCalls(t, tr, syms, "function_graph")
+		if calls["alpha"] == 0 || calls["beta"] == 0 || calls["gamma_"] != 0 {
+			t.Errorf("%s: alpha %d, beta %d, gamma_ %d calls; want alpha's and beta's", where, calls["alpha"], calls["beta"], calls["gamma_"])
+		}
+	}
+	srv.stop(wantOut, wantCode)
+	tr, syms := readTrace(t, out)
+	calls, _ := tracedCalls(t, tr, syms, "function_graph")
+	if tr.Meta.Unended || calls["alpha"] == 0 {
+		t.Errorf("%s: unended %v, %d calls of alpha; want the rings written at exit", out, tr.Meta.Unended, calls["alpha"])
+	}
+}
