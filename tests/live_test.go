@@ -223,3 +223,43 @@ func dies(t *testing.T, dir string, env []string, prog, how string) string {
 	}
 	return fmt.Sprintf("output %q, exit %d", out, ws.ExitStatus())
 }
+
+// TestWriterThread: four threads making 4.6 million calls (progs/
+// bigtrace.c), each filling its buffer a dozen times, under
+// FTRACE_BUFFER=writer: the full buffers are handed to the runtime's
+// writer thread (or written by their own thread when the writer is
+// behind), and the trace holds every call the program counted, under
+// both tracers, with nothing lost.
+func TestWriterThread(t *testing.T) {
+	need(t, "gcc")
+	for _, tracer := range []string{"function_graph", "function"} {
+		t.Run(tracer, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")
+			trace := filepath.Join(dir, "t")
+			out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + trace, "FTRACE_BUFFER=writer"}, prog, "1000")
+			if err != nil || code != 0 {
+				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+			}
+			tr, syms := readTrace(t, trace)
+			if tr.Meta.Buffer != "writer" || tr.Meta.Unended || tr.Meta.LostBytes != 0 || tr.Meta.Dropped != 0 {
+				t.Errorf("buffer %q, unended %v, %d bytes lost, %d dropped; want the writer's whole trace",
+					tr.Meta.Buffer, tr.Meta.Unended, tr.Meta.LostBytes, tr.Meta.Dropped)
+			}
+			calls, _ := tracedCalls(t, tr, syms, tracer)
+			n := 0
+			for _, line := range strings.Split(out, "\n")[1:] {
+				if f := strings.Fields(line); len(f) == 2 {
+					n++
+					if fmt.Sprint(calls[f[0]]) != f[1] {
+						t.Errorf("%s traced %d times; the program counted %s calls", f[0], calls[f[0]], f[1])
+					}
+				}
+			}
+			if n == 0 {
+				t.Fatalf("no counts in the program's output:\n%s", out)
+			}
+		})
+	}
+}

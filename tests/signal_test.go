@@ -54,13 +54,19 @@ func TestSignalStress(t *testing.T) {
 		flags  string
 		pie    bool
 		tracer string
-		enable bool // pre-patched by ftpatch enable, run with no FTRACE
+		enable bool   // pre-patched by ftpatch enable, run with no FTRACE
+		buffer string // FTRACE_BUFFER: writer (a thread of the runtime's writes), or ring:SIZE (the flight recorder); "": stream
 	}{
-		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false},
-		{x86GCC, "-O2 -pg", false, "function_graph", false},
-		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false},
-		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true},
-		{x86Clang, "-O2 -pg -mfentry", false, "function", false},
+		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, ""},
+		{x86GCC, "-O2 -pg", false, "function_graph", false, ""},
+		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false, ""},
+		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true, ""},
+		{x86Clang, "-O2 -pg -mfentry", false, "function", false, ""},
+		// The writer thread, and the flight recorder with a ring no
+		// thread fills: every record kept, written at each thread's
+		// exit (forked children's too) and at the end.
+		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, "writer"},
+		{x86GCC, "-O2 -pg -mfentry", true, "function", false, "ring:256m"},
 		// arm64, under qemu-user: 10,000 signals a second per thread,
 		// no fork (qemu-user crashes now and then forking a
 		// multi-threaded program that takes signals, untraced too), and
@@ -69,16 +75,19 @@ func TestSignalStress(t *testing.T) {
 		// its handlers slow, so they nest deeper (at 64 KiB, nested
 		// handlers on the alternate stack overran it into the thread's
 		// TLS below it).
-		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false},
-		{a64Clang, "-O2 -pg -mbranch-protection=standard" + a64Stress, true, "function_graph", false},
-		{a64GCC, "-O0 -fpatchable-function-entry=2 -mbranch-protection=standard" + a64Stress, false, "function", false},
-		{a64GCC, "-O2 -pg" + a64Stress, true, "function_graph", true},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false, ""},
+		{a64Clang, "-O2 -pg -mbranch-protection=standard" + a64Stress, true, "function_graph", false, ""},
+		{a64GCC, "-O0 -fpatchable-function-entry=2 -mbranch-protection=standard" + a64Stress, false, "function", false, ""},
+		{a64GCC, "-O2 -pg" + a64Stress, true, "function_graph", true, ""},
 	}
 	const runs = 4 // each: twenty in all
 	for _, c := range cases {
 		name := fmt.Sprintf("%s/%s/%s/%s/%s", c.tg.arch, c.tg.name, slug(c.flags), picFlag(c.pie), c.tracer)
 		if c.enable {
 			name += "/enabled"
+		}
+		if c.buffer != "" {
+			name += "/" + c.buffer
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -91,6 +100,9 @@ func TestSignalStress(t *testing.T) {
 				run(t, dir, tool("ftpatch"), "enable", "--tracer", c.tracer, prog, "*")
 			} else {
 				env = []string{"FTRACE=" + c.tracer}
+			}
+			if c.buffer != "" {
+				env = append(env, "FTRACE_BUFFER="+c.buffer)
 			}
 			for i := range runs {
 				out := filepath.Join(dir, fmt.Sprintf("run%d", i))

@@ -407,6 +407,12 @@ func run(work, bin, against string, runs int, only string) error {
 		{name: "ftpatch: empty tracer (FTRACE=nop)", argv: []string{abs("ours")}, env: []string{"FTRACE=nop", "FTRACE_FILTER=leaf"}, target: 2},
 		{name: "ftpatch: FTRACE=function", argv: []string{abs("ours")}, env: []string{"FTRACE=function", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-function")}, outDir: abs("t-function"), target: 11, bytesTarget: 16},
 		{name: "ftpatch: FTRACE=function_graph", argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_OUT=" + abs("t-graph")}, outDir: abs("t-graph"), target: 20, bytesTarget: 16},
+		// The flight recorder: the last 64 MiB of records kept in
+		// memory, written at the end (the same loop's last calls).
+		{name: ringName, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_BUFFER=ring:64m", "FTRACE_OUT=" + abs("t-ring")}, outDir: abs("t-ring")},
+		// Full buffers written by the runtime's writer thread, on the
+		// second core: the traced thread makes no write.
+		{name: writerName, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_BUFFER=writer", "FTRACE_OUT=" + abs("t-writer")}, outDir: abs("t-writer")},
 		// The subtree filters: every call inside main, chosen (each
 		// recorded) or notrace (none), and every call outside a chosen
 		// function, main being left untraced (none recorded).
@@ -499,6 +505,20 @@ func run(work, bin, against string, runs int, only string) error {
 			}
 			fmt.Printf("       the floor's scheme made to keep every record, each full ring written to a file as function_graph does: %.2f ns/call, %.2fx the floor;\n", o, o/f)
 			fmt.Printf("       function_graph is %.2fx that, the floor on its own terms; target 1.10x: %s\n", g/o, verdict)
+		}
+		if r, ok := byName[ringName]; ok {
+			verdict := "met"
+			if r > 1.1*f {
+				verdict = "MISSED"
+			}
+			fmt.Printf("       function_graph into the flight recorder (FTRACE_BUFFER=ring:64m: the last 64 MiB a thread in memory): %.2f ns/call, %.2fx the floor; target 1.10x: %s\n", r, r/f, verdict)
+		}
+		if w, ok := byName[writerName]; ok {
+			verdict := "met"
+			if w > 1.15*f {
+				verdict = "MISSED"
+			}
+			fmt.Printf("       function_graph writing every record through the writer thread (FTRACE_BUFFER=writer): %.2f ns/call, %.2fx the floor; target 1.15x: %s\n", w, w/f, verdict)
 		}
 		if k, ok := byName[skeletonName]; ok {
 			fmt.Printf("       function_graph's skeleton (its trampoline and the floor's records, no checks, nothing written out): %.2f ns/call, %.2fx the floor;\n", k, k/f)
@@ -596,6 +616,8 @@ const (
 	floorName    = "floor: funtrace's scheme (TLS ring)"
 	floorOutName = "floor, every record written out"
 	skeletonName = "graph's skeleton (trampoline only)"
+	ringName     = "ftpatch: function_graph, ring:64m"
+	writerName   = "ftpatch: function_graph, writer"
 	boundName    = "hijack's skeleton (-pg sites)"
 )
 

@@ -91,6 +91,7 @@ void ftrt_trace_end(void)
 	ftrt_thread_busy = 1;
 	__atomic_store_n(&ftrt_ending, 1, __ATOMIC_SEQ_CST);
 	uint64_t tsc_end = now(), mono_end = mono_ns(), deadline = mono_end + END_WAIT_NS;
+	ftrt_writer_drain(deadline); /* the hand-offs written first (writer mode) */
 	int held = ftrt_bufs_take(me, deadline);
 	/* Another thread's buffer is flushed only once that thread is seen
 	 * out of its tracer (settled), which needs a barrier on every CPU:
@@ -147,6 +148,7 @@ void ftrt_trace_exec(void)
 	if (ftrt_trace_fd < 0 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != ftrt_trace_pid)
 		return;
 	struct tbuf *b = tb;
+	ftrt_writer_drain(mono_ns() + END_WAIT_NS); /* the exec ends the writer: what it holds first */
 	if (b && take(b, (uintptr_t)__builtin_frame_address(0))) {
 		if (!ended()) /* the end, on another thread, takes it otherwise */
 			ftrt_flush(b);

@@ -73,3 +73,68 @@ int ftrt_cxx_globs(const char *list)
 {
 	return list && strpbrk(list, ":(<~ ") != NULL;
 }
+
+/* Whether glob g (of len bytes) has fnmatch's special characters. */
+static int special(const char *g, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (g[i] == '*' || g[i] == '?' || g[i] == '[' || g[i] == '\\')
+			return 1;
+	return 0;
+}
+
+/*
+ * A list of globs compiled once, to match many names (the live API's
+ * walk over every site): each glob kept as exact (no special
+ * character), a prefix (`abc*`, none before), or general (fnmatch).
+ * -1 when the list has more globs than fit: match it with
+ * ftrt_filter_match.
+ */
+int ftrt_globs_compile(const char *list, struct ftrt_globs *g)
+{
+	g->n = 0;
+	g->plain = 0;
+	char glob[256];
+	for (const char *p = list ? list : ""; (p = ftrt_glob_next(p, glob)) != NULL;) {
+		if (!glob[0])
+			continue;
+		if (g->n == FTRT_GLOBS_MAX)
+			return -1;
+		struct ftrt_glob *e = &g->e[g->n++];
+		e->neg = glob[0] == '!';
+		const char *s = glob + e->neg;
+		size_t len = strlen(s);
+		memcpy(e->pat, s, len + 1);
+		e->len = len;
+		e->kind = !special(s, len) ? GLOB_EXACT : len > 0 && s[len - 1] == '*' && !special(s, len - 1) ? GLOB_PREFIX : GLOB_GENERAL;
+		g->plain += !e->neg;
+	}
+	return 0;
+}
+
+static int glob_hit(const struct ftrt_glob *e, const char *name)
+{
+	switch (e->kind) {
+	case GLOB_EXACT:
+		return strcmp(e->pat, name) == 0;
+	case GLOB_PREFIX:
+		return strncmp(e->pat, name, e->len - 1) == 0;
+	}
+	return fnmatch(e->pat, name, 0) == 0;
+}
+
+/* ftrt_filter_match's verdict, with the list compiled. */
+int ftrt_globs_match(const struct ftrt_globs *g, const char *name, const char *dem)
+{
+	int plain_hit = 0;
+	for (int i = 0; i < g->n; i++) {
+		const struct ftrt_glob *e = &g->e[i];
+		if (e->neg ? 0 : plain_hit)
+			continue; /* decided: only an exclusion changes it */
+		int hit = glob_hit(e, name) || (dem && glob_hit(e, dem));
+		if (hit && e->neg)
+			return 0;
+		plain_hit |= hit;
+	}
+	return !g->plain || plain_hit;
+}

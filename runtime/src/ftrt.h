@@ -290,6 +290,9 @@ void ftrt_trace_arm(void (*at_exit)(void)) __attribute__((visibility("hidden")))
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
+/* FTRACE_BUFFER=writer: start the writer thread (writer.c), when the
+ * program's initialisers begin (lifetime.c). */
+void ftrt_writer_start(void) __attribute__((visibility("hidden")));
 /* The module records changed; the caller holds them (registry.c): while
  * the run goes on, rewrite the trace's metadata ("ended 0"). */
 void ftrt_trace_meta_update(void) __attribute__((visibility("hidden")));

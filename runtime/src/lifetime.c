@@ -99,6 +99,7 @@ static void begin(void)
 	began = 1;
 	ftrt_graph_funcs_check();
 	ftrt_ctl_start();
+	ftrt_writer_start();
 }
 
 static void end_handler(void *unused)

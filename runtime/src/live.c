@@ -205,10 +205,13 @@ static int plain(const char *list)
 	return *list && !strpbrk(list, "*?[],!") && !ftrt_cxx_globs(list);
 }
 
-/* Whether the list chooses the function name (C++: or its demangled
- * name, when the list has C++ punctuation: cxx). */
-static int chooses(const char *list, const char *name, int cxx)
+/* Whether the list (compiled into g when it fits, else g NULL) chooses
+ * the function name (C++: or its demangled name, when the list has C++
+ * punctuation: cxx). */
+static int chooses(const char *list, const struct ftrt_globs *g, const char *name, int cxx)
 {
+	if (!cxx && g)
+		return ftrt_globs_match(g, name, NULL);
 	char *dem = NULL;
 	int status;
 	if (cxx && __cxa_demangle && name[0] == '_' && name[1] == 'Z') {
@@ -218,10 +221,12 @@ static int chooses(const char *list, const char *name, int cxx)
 			dem = NULL;
 		}
 	}
-	int r = ftrt_filter_match(list, name, dem, NULL);
+	int r = g ? ftrt_globs_match(g, name, dem) : ftrt_filter_match(list, name, dem, NULL);
 	free(dem);
 	return r;
 }
+
+static struct ftrt_globs compiled; /* the list of the call under way (the live lock held) */
 
 /* The batch being built, sorted by address (modules are disjoint and
  * visited in address order within each). */
@@ -297,10 +302,11 @@ static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
 		return err;
 	}
 	int cxx = ftrt_cxx_globs(list);
+	const struct ftrt_globs *g = ftrt_globs_compile(list, &compiled) == 0 ? &compiled : NULL;
 	for (size_t i = 0; i < l->n && !err; i++) {
 		if (l->name[i] == NONAME)
 			continue;
-		int hit = chooses(list, l->names + l->name[i], cxx);
+		int hit = chooses(list, g, l->names + l->name[i], cxx);
 		if (op == OP_SET)
 			err = want_site(l, i, hit, changed);
 		else if (hit)
@@ -333,7 +339,12 @@ static int ready(void)
 /* Apply the batch built, sorted. */
 static int apply(void)
 {
-	qsort(batch, nbatch, sizeof *batch, cmp_poke);
+	/* In address order already, but for modules loaded out of it. */
+	for (size_t i = 1; i < nbatch; i++)
+		if (batch[i - 1].ip > batch[i].ip) {
+			qsort(batch, nbatch, sizeof *batch, cmp_poke);
+			break;
+		}
 	int err = ftrt_arch_poke(batch, nbatch);
 	if (err)
 		last_why = ftrt_text_why();

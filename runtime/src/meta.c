@@ -314,7 +314,7 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	meta_line(&o, META_KEY_CONTEXTS, atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed));
 	meta_line(&o, META_KEY_CONTEXTS_LOST, atomic_load_explicit(&ftrt_ctx_lost, memory_order_relaxed));
 	meta_str(&o, META_KEY_BUFFER " ");
-	meta_str(&o, ftrt_ring_slots ? BUFFER_RING "\n" : BUFFER_STREAM "\n");
+	meta_str(&o, ftrt_ring_slots ? BUFFER_RING "\n" : ftrt_writer ? BUFFER_WRITER "\n" : BUFFER_STREAM "\n");
 	if (ftrt_ring_slots) {
 		meta_line(&o, META_KEY_RING_BYTES, ftrt_ring_bytes());
 		meta_line(&o, META_KEY_OVERWRITTEN, atomic_load_explicit(&ftrt_overwritten, memory_order_relaxed));

@@ -10,13 +10,16 @@
 #include "tracer.h"
 
 /* Room for a record of up to REC_MAX_WORDS words: flush when the buffer
- * is full (the flight recorder: into the thread's ring). */
+ * is full (the flight recorder: into the thread's ring; writer mode: to
+ * the writer thread). */
 static inline uint32_t room(struct tbuf *b)
 {
 	uint32_t n = b->n;
 	if (__builtin_expect(n > TBUF_WORDS - REC_MAX_WORDS, 0)) {
 		if (ftrt_ring_slots)
 			ftrt_ring_push(b);
+		else if (ftrt_writer)
+			ftrt_writer_handoff(b);
 		else
 			ftrt_flush(b);
 		n = 0;

@@ -40,9 +40,8 @@ static int put_stream(int dir, const struct tbuf *b, const uint64_t *words, size
 	long fd = ftrt_file_create(dir, name);
 	if (sys_failed(fd))
 		return (int)fd;
-	unsigned char hdr[STREAM_HEADER] = STREAM_MAGIC;
-	uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
-	memcpy(hdr + 8, ids, 8);
+	unsigned char hdr[STREAM_HEADER];
+	ftrt_stream_header(hdr, b);
 	int err = ftrt_put((int)fd, hdr, sizeof hdr, 0) == sizeof hdr && ftrt_put((int)fd, words, n * 8, sizeof hdr) == n * 8 ? 0 : -EIO;
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	return err;

@@ -134,9 +134,10 @@ static void stream_name(char *name, const struct tbuf *b, int i)
  * (see ftrt_flush): FD_MAKING - i, it was making stream i, which may exist
  * already, made by it. 0, or -1 when the stream could not be made (no
  * room for its header and first record under RLIMIT_FSIZE, a full disk,
- * no descriptor left): a later flush tries again.
+ * no descriptor left): a later flush tries again. header 0: the header
+ * is left to the caller (the writer thread writes it: writer.c).
  */
-int ftrt_stream_make(struct tbuf *b)
+int ftrt_stream_make_as(struct tbuf *b, int header)
 {
 	int i = 0, again = 0;
 	if (b->fd <= FD_MAKING) {
@@ -166,10 +167,9 @@ int ftrt_stream_make(struct tbuf *b)
 			continue;
 		if (sys_failed(fd))
 			break;
-		unsigned char hdr[STREAM_HEADER] = STREAM_MAGIC;
-		uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
-		memcpy(hdr + 8, ids, 8);
-		if (ftrt_put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
+		unsigned char hdr[STREAM_HEADER];
+		ftrt_stream_header(hdr, b);
+		if (header && ftrt_put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
 			/* Not a stream: a reader must not find it. */
 			sys(SYS_unlinkat, ftrt_trace_fd, (long)name, 0, 0, 0, 0);
 			sys(SYS_close, fd, 0, 0, 0, 0, 0);
@@ -183,6 +183,20 @@ int ftrt_stream_make(struct tbuf *b)
 none:
 	__atomic_store_n(&b->fd, FD_NONE, __ATOMIC_RELAXED);
 	return -1;
+}
+
+int ftrt_stream_make(struct tbuf *b)
+{
+	return ftrt_stream_make_as(b, 1);
+}
+
+/* The header of b's stream: its magic, its pid and tid. */
+void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b)
+{
+	static const unsigned char magic[8] = STREAM_MAGIC;
+	uint32_t ids[2] = { (uint32_t)b->pid, (uint32_t)b->tid };
+	memcpy(hdr, magic, 8);
+	memcpy(hdr + 8, ids, 8);
 }
 
 /*

@@ -105,6 +105,7 @@ static void ftrt_thread_exit(void *p)
 	ftrt_thread_busy = 1; /* nothing of this thread is traced from here on */
 	unsigned long mask;
 	sys_sigs_hold(&mask);
+	ftrt_writer_wait(b, mono_ns() + END_WAIT_NS); /* its hand-offs written before its stream closes */
 	ftrt_bufs_lock(b->tid);
 	b->busy = BUSY_HELD;
 	if (!ended()) {
@@ -156,6 +157,7 @@ void ftrt_after_fork_child(void)
 	atomic_store_explicit(&ftrt_nbufs, keep ? 1 : 0, memory_order_relaxed);
 	atomic_store_explicit(&ftrt_bufs_owner, 0, memory_order_relaxed);
 	ftrt_membarrier_state = 0; /* a registration is the parent's memory's, not this copy's */
+	ftrt_writer_forget();      /* no writer thread here */
 	ftrt_trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
@@ -167,6 +169,7 @@ void ftrt_after_fork_child(void)
 		keep->n = 0;
 		keep->last = 0;
 		keep->fd = FD_NONE;
+		keep->pending = 0;
 		ftrt_ring_forget(keep);
 		keep->pid = ftrt_trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);

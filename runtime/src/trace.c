@@ -59,9 +59,12 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	if (buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 && ftrt_ring_parse(buf + sizeof BUFFER_RING)) {
 		ftrt_ring_slots = ftrt_ring_parse(buf + sizeof BUFFER_RING);
 		ftrt_trap_fatal(); /* the rings written out when the program dies of a fault */
+	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
+		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */
 	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {
-		static const char msg[] = "ftrt: FTRACE_BUFFER: want stream, or ring:SIZE (the flight recorder: ring:64m keeps each "
-					  "thread's last 64 MiB of records); writing every record\n";
+		static const char msg[] = "ftrt: FTRACE_BUFFER: want stream, writer (full buffers written by a thread of the "
+					  "runtime's), or ring:SIZE (the flight recorder: ring:64m keeps each thread's last 64 MiB of "
+					  "records); writing every record\n";
 		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
 	}
 	const char *clk = ftrt_env(ENV_CLOCK);

@@ -159,6 +159,7 @@ struct tbuf {
 	struct shadow_stack *frame_info_for;       /* the shadow stack frame_info was built for */
 	struct ring *ring; /* the flight recorder's (ring.c): NULL until the buffer first fills */
 	uint64_t written;  /* ring mode: words written to the stream so far */
+	uint32_t pending;  /* writer mode: segments handed to the writer and not yet written (writer.c) */
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
@@ -262,7 +263,17 @@ uint64_t ftrt_fsize_room(uint64_t off) HIDDEN;
 size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
 void ftrt_flush(struct tbuf *b) HIDDEN;
 int ftrt_stream_make(struct tbuf *b) HIDDEN;
+int ftrt_stream_make_as(struct tbuf *b, int header) HIDDEN;
+void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b) HIDDEN;
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;
+
+/* The writer thread (writer.c): FTRACE_BUFFER=writer. */
+extern int ftrt_writer HIDDEN;
+void ftrt_writer_handoff(struct tbuf *b) HIDDEN;
+void ftrt_writer_wait(struct tbuf *b, uint64_t deadline) HIDDEN;
+void ftrt_writer_drain(uint64_t deadline) HIDDEN;
+void ftrt_writer_forget(void) HIDDEN;
+uint64_t ftrt_writer_self_written(void) HIDDEN;
 
 /* The flight recorder (ring.c): the segments of a thread's ring (0:
  * stream mode), and the bytes of records the rings overwrote. */
