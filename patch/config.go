@@ -27,6 +27,10 @@ const FlagPatched uint32 = abi.ConfigPatched
 // record's word (ftpatch verify is where such a file is checked).
 const FlagNoTable uint32 = abi.ConfigNoTable
 
+// FlagCtl (FTRT_CFG_CTL) says the program listens for ftpatch ctl, as
+// with FTRACE_CTL=1 (ftpatch enable --ctl).
+const FlagCtl uint32 = abi.ConfigCtl
+
 // configSize is sizeof(struct ftrt_config): the record's size field must
 // say exactly this. A runtime with a larger record is newer than this
 // ftpatch, one with a smaller record older; either way ftpatch would not

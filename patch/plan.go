@@ -40,6 +40,9 @@ type Request struct {
 	// an absolute path (CheckTraceDir); "" records none. Disable keeps
 	// the recorded one while some site still calls the runtime.
 	TraceDir string
+	// Ctl (Enable, an executable): the program listens for ftpatch ctl,
+	// as with FTRACE_CTL=1 (FlagCtl). Disable keeps what was recorded.
+	Ctl bool
 }
 
 // A Write is one site whose bytes change: from what the file holds at
@@ -103,6 +106,9 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	}
 	if r.Op == Enable && r.List == nil {
 		return nil, fmt.Errorf("enable: no function list")
+	}
+	if r.Ctl && b.Module {
+		return nil, fmt.Errorf("--ctl: a shared object is controlled through its program: record it in the program")
 	}
 	if r.TraceDir != "" {
 		if b.Module {
@@ -215,6 +221,9 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	c := Config{Flags: FlagPatched, Sites: uint64(len(b.Slots)), Enabled: uint64(enabled), TextHash: b.textHash()}
 	if b.File.Section(sites.TableName) == nil {
 		c.Flags |= FlagNoTable
+	}
+	if (r.Op == Enable && r.Ctl) || (r.Op != Enable && b.Config.Flags&FlagCtl != 0) {
+		c.Flags |= FlagCtl
 	}
 	switch {
 	case enabled == 0:

@@ -84,7 +84,7 @@ func (b *Binary) Verify() *Report {
 		}
 	}
 	switch {
-	case c.Reserved != 0 || c.Flags&^(FlagPatched|FlagNoTable) != 0:
+	case c.Reserved != 0 || c.Flags&^(FlagPatched|FlagNoTable|FlagCtl) != 0:
 		add(nil, "%s: unknown flags 0x%x or reserved field 0x%x", ConfigSection, c.Flags, c.Reserved)
 	case c.Patched() && (c.Flags&FlagNoTable != 0) != (b.File.Section(sites.TableName) == nil):
 		if c.Flags&FlagNoTable != 0 {

@@ -243,3 +243,55 @@ func TestCtlSnapshot(t *testing.T) {
 		t.Errorf("%s: unended %v, %d calls of alpha; want the rings written at exit", out, tr.Meta.Unended, calls["alpha"])
 	}
 }
+
+// TestCtlBaked: a program ftpatch enable --ctl recorded listens with
+// nothing set, tracing what the record enables (gamma_) and what ctl
+// enables then (alpha); ftpatch verify takes the record; FTRACE_CTL=0
+// says not to listen.
+func TestCtlBaked(t *testing.T) {
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	baked := filepath.Join(dir, "baked")
+	run(t, dir, tool("ftpatch"), "enable", "--ctl", "--tracer", "function_graph", "-o", baked, prog, "gamma_")
+	run(t, dir, tool("ftpatch"), "verify", baked)
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "trace")
+	srv := startServer(t, dir, baked, xdg, "FTRACE_OUT="+out, "FTRACE_CTL=")
+	if st, err := srv.ctl("status"); err != nil || !strings.Contains(st, "tracing on") || !strings.Contains(st, "enabled 1") {
+		t.Errorf("status: %v\n%s; want tracing on, the record's 1 site enabled", err, st)
+	}
+	if got, err := srv.ctl("enable", "alpha"); err != nil || !strings.Contains(got, "1 sites enabled") {
+		t.Errorf("ctl enable alpha: %v\n%s", err, got)
+	}
+	time.Sleep(50 * time.Millisecond)
+	srv.stop(wantOut, wantCode)
+	tr, syms := readTrace(t, out)
+	calls, _ := tracedCalls(t, tr, syms, "function_graph")
+	if calls["gamma_"] == 0 || calls["alpha"] == 0 || calls["beta"] != 0 {
+		t.Errorf("gamma_ %d, alpha %d, beta %d calls traced; want gamma_'s and alpha's", calls["gamma_"], calls["alpha"], calls["beta"])
+	}
+
+	// FTRACE_CTL=0: no socket.
+	cmd := exec.Command(baked)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_CTL=0", "XDG_RUNTIME_DIR="+xdg, "FTRACE_OUT="+filepath.Join(dir, "t0"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if o, err := exec.Command(tool("ftpatch"), "ctl", fmt.Sprint(cmd.Process.Pid), "status").CombinedOutput(); err == nil || !strings.Contains(string(o), "not listening") {
+		t.Errorf("ctl of a process run with FTRACE_CTL=0: %v\n%s; want not listening", err, o)
+	}
+	stdin.Close()
+	cmd.Wait()
+}

@@ -163,21 +163,23 @@ func TestLiveTraps(t *testing.T) {
 // TestFlightRecorder: a program that makes 400,000 traced calls (more
 // than a ring of 1 MiB a thread holds) while a second thread spins on
 // traced calls, then dies of SIGABRT (abort), of SIGSEGV, or exits,
-// under FTRACE_BUFFER=ring:1m (progs/crash.c). Under both tracers it
+// under FTRACE_BUFFER=ring:1m (progs/crash.c), on x86-64 and on arm64
+// (under qemu, whose own death by a guest's signal is compared alike). Under both tracers it
 // ends as the untraced program does: the same output, killed by the
 // same signal, with a core dump where the untraced one dumps core (the
 // runs allow core files). Its trace is ended, says the ring wrapped
 // (replay warns so), and holds the last calls before the death, and the
 // spinning thread's calls.
 func TestFlightRecorder(t *testing.T) {
-	forProgram(t, "crash.c", []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -fpatchable-function-entry=5"}},
+	forProgram(t, "crash.c", []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -fpatchable-function-entry=5"},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}},
 		func(t *testing.T, tg target, dir, prog, _ string, _ int) {
 			plain := filepath.Join(dir, "plain")
 			for _, how := range []string{"abort", "segv", "exit"} {
-				want := dies(t, dir, nil, plain, how)
+				want := dies(t, tg, dir, nil, plain, how)
 				for _, tracer := range []string{"function", "function_graph"} {
 					out := filepath.Join(dir, how+"-"+tracer)
-					got := dies(t, dir, []string{"FTRACE=" + tracer, "FTRACE_BUFFER=ring:1m", "FTRACE_OUT=" + out}, prog, how)
+					got := dies(t, tg, dir, []string{"FTRACE=" + tracer, "FTRACE_BUFFER=ring:1m", "FTRACE_OUT=" + out}, prog, how)
 					if got != want {
 						t.Errorf("%s under %s: %s; untraced: %s", how, tracer, got, want)
 					}
@@ -208,9 +210,9 @@ func TestFlightRecorder(t *testing.T) {
 // allowed (ulimit -c unlimited), and says how it ended: its output, and
 // its exit status or the signal that killed it and whether it dumped
 // core.
-func dies(t *testing.T, dir string, env []string, prog, how string) string {
+func dies(t *testing.T, tg target, dir string, env []string, prog, how string) string {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `ulimit -c unlimited; exec "$0" "$1"`, prog, how)
+	cmd := exec.Command("sh", append([]string{"-c", `ulimit -c unlimited; exec "$@"`, "sh"}, tg.on(prog, how)...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	out, _ := cmd.Output()
@@ -231,35 +233,53 @@ func dies(t *testing.T, dir string, env []string, prog, how string) string {
 // behind), and the trace holds every call the program counted, under
 // both tracers, with nothing lost.
 func TestWriterThread(t *testing.T) {
-	need(t, "gcc")
-	for _, tracer := range []string{"function_graph", "function"} {
-		t.Run(tracer, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")
-			trace := filepath.Join(dir, "t")
-			out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + trace, "FTRACE_BUFFER=writer"}, prog, "1000")
-			if err != nil || code != 0 {
-				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	cases := []struct {
+		tg     target
+		flags  string
+		rounds string
+	}{
+		{x86GCC, "-O2 -fno-optimize-sibling-calls -pg -mfentry", "1000"},
+		// Under qemu: 1.4 million calls, each thread's buffer filling
+		// three or four times.
+		{a64GCC, "-O2 -fno-optimize-sibling-calls -fpatchable-function-entry=4,2 -falign-functions=8", "300"},
+	}
+	for _, c := range cases {
+		for _, tracer := range []string{"function_graph", "function"} {
+			t.Run(c.tg.arch+"/"+tracer, func(t *testing.T) {
+				t.Parallel()
+				need(t, c.tg.tools...)
+				writerRun(t, c.tg, c.flags, tracer, c.rounds)
+			})
+		}
+	}
+}
+
+// writerRun runs progs/bigtrace.c for rounds under FTRACE_BUFFER=writer
+// and checks its trace (TestWriterThread).
+func writerRun(t *testing.T, tg target, flags, tracer, rounds string) {
+	dir := t.TempDir()
+	prog := traced(t, tg, dir, flags, true, "bigtrace.c")
+	trace := filepath.Join(dir, "t")
+	out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + trace, "FTRACE_BUFFER=writer"}, tg.on(prog, rounds)...)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+	tr, syms := readTrace(t, trace)
+	if tr.Meta.Buffer != "writer" || tr.Meta.Unended || tr.Meta.LostBytes != 0 || tr.Meta.Dropped != 0 {
+		t.Errorf("buffer %q, unended %v, %d bytes lost, %d dropped; want the writer's whole trace",
+			tr.Meta.Buffer, tr.Meta.Unended, tr.Meta.LostBytes, tr.Meta.Dropped)
+	}
+	calls, _ := tracedCalls(t, tr, syms, tracer)
+	n := 0
+	for _, line := range strings.Split(out, "\n")[1:] {
+		if f := strings.Fields(line); len(f) == 2 {
+			n++
+			if fmt.Sprint(calls[f[0]]) != f[1] {
+				t.Errorf("%s traced %d times; the program counted %s calls", f[0], calls[f[0]], f[1])
 			}
-			tr, syms := readTrace(t, trace)
-			if tr.Meta.Buffer != "writer" || tr.Meta.Unended || tr.Meta.LostBytes != 0 || tr.Meta.Dropped != 0 {
-				t.Errorf("buffer %q, unended %v, %d bytes lost, %d dropped; want the writer's whole trace",
-					tr.Meta.Buffer, tr.Meta.Unended, tr.Meta.LostBytes, tr.Meta.Dropped)
-			}
-			calls, _ := tracedCalls(t, tr, syms, tracer)
-			n := 0
-			for _, line := range strings.Split(out, "\n")[1:] {
-				if f := strings.Fields(line); len(f) == 2 {
-					n++
-					if fmt.Sprint(calls[f[0]]) != f[1] {
-						t.Errorf("%s traced %d times; the program counted %s calls", f[0], calls[f[0]], f[1])
-					}
-				}
-			}
-			if n == 0 {
-				t.Fatalf("no counts in the program's output:\n%s", out)
-			}
-		})
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no counts in the program's output:\n%s", out)
 	}
 }

@@ -119,8 +119,9 @@ cannot be read.`
 func newEnable(stdout, stderr io.Writer) *cobra.Command {
 	var lf listFlags
 	var tracer, out, traceDir string
+	var ctl bool
 	cmd := &cobra.Command{
-		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [--trace-dir DIR] [-o OUT] BIN [FUNC-GLOB...]",
+		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [--trace-dir DIR] [--ctl] [-o OUT] BIN [FUNC-GLOB...]",
 		Short: "Bake tracing of chosen functions into a linked executable or shared object",
 		Long: `enable patches a linked executable or shared object so that it traces the
 chosen functions with no environment set: their sites become calls into
@@ -160,6 +161,10 @@ for DIR's own parent). Without --trace-dir it traces nothing and writes
 nothing. DIR is made as FTRACE_OUT's is: a finished run's moved aside to
 DIR.old, private to its owner (0700).
 
+--ctl records that the program listens for ftpatch ctl, as with
+FTRACE_CTL=1 (FTRACE_CTL=0 when it runs says not to; a secure-execution
+process never listens): its tracing can then be changed while it runs.
+
 ` + writingHelp + `
 
 ` + exitHelp,
@@ -196,12 +201,13 @@ DIR.old, private to its owner (0700).
 				return usage(errors.New("enable: name the functions: --funcs LIST, --funcs-from REPORT or FUNC-GLOB arguments"))
 			}
 			return runPatch(stdout, stderr, patch.Options{Path: args[0], Out: out,
-				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs, TraceDir: traceDir}})
+				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs, TraceDir: traceDir, Ctl: ctl}})
 		},
 	}
 	lf.register(cmd)
 	cmd.Flags().StringVar(&tracer, "tracer", patch.TracerFunction.String(), "the `TRACER` enabled sites call: function, function_graph or nop")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "record `DIR`, an absolute path, as where the program traces (the only place a setuid program does)")
+	cmd.Flags().BoolVar(&ctl, "ctl", false, "record that the program listens for ftpatch ctl, as with FTRACE_CTL=1")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd
 }

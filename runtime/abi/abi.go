@@ -161,6 +161,7 @@ const (
 	TraceDirMax    = 256            // FTRT_CFG_TRACE_DIR_MAX: the trace_dir field's bytes
 	ConfigPatched  = 1              // FTRT_CFG_PATCHED: ftpatch wrote every site
 	ConfigNoTable  = 2              // FTRT_CFG_NOTABLE: the file has no site table
+	ConfigCtl      = 4              // FTRT_CFG_CTL: the program listens for ftpatch ctl (ftpatch enable --ctl)
 	CfgMagicOff    = 0              // magic[8]
 	CfgSizeOff     = 8              // size, u32
 	CfgTracerOff   = 12             // tracer, u32

@@ -159,6 +159,7 @@ func mirrors() []mirror {
 		{"FTRT_CFG_MAGIC", "ConfigMagic", abi.ConfigMagic},
 		{"FTRT_CFG_PATCHED", "ConfigPatched", abi.ConfigPatched},
 		{"FTRT_CFG_NOTABLE", "ConfigNoTable", abi.ConfigNoTable},
+		{"FTRT_CFG_CTL", "ConfigCtl", abi.ConfigCtl},
 		{"FTRT_CFG_STATE_NONE", "ConfigStateNone", slices.Index(abi.ConfigStateNames[:], abi.ConfigStateNone)},
 		{"FTRT_CFG_STATE_PATCHED", "ConfigStatePatched", slices.Index(abi.ConfigStateNames[:], abi.ConfigStatePatched)},
 		{"FTRT_CFG_STATE_OVERRIDDEN", "ConfigStateOverridden", slices.Index(abi.ConfigStateNames[:], abi.ConfigStateOverridden)},

@@ -163,6 +163,10 @@
  * entries. The pass has nothing to check them against; it starts the
  * recorded tracer on the record's word (ftpatch verify checks the file). */
 #define FTRT_CFG_NOTABLE 2u
+/* ftpatch enable --ctl: the program listens for ftpatch ctl as with
+ * FTRACE_CTL=1 (which FTRACE_CTL=0 overrides), never in a secure-execution
+ * process. */
+#define FTRT_CFG_CTL 4u
 
 /* What the load-time pass made of the record (the config field of its struct ftrt_stats), and its
  * name for the trace's metadata (META_KEY_CONFIG). */
@@ -178,7 +182,7 @@ struct ftrt_config {
 	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
 	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
 	uint32_t tracer;    /* 0: nothing baked in; else FTRT_FUNCTION, FTRT_GRAPH or FTRT_NOP */
-	uint32_t flags;     /* FTRT_CFG_PATCHED, FTRT_CFG_NOTABLE */
+	uint32_t flags;     /* FTRT_CFG_PATCHED, FTRT_CFG_NOTABLE, FTRT_CFG_CTL */
 	uint32_t reserved;  /* 0 */
 	uint64_t sites;     /* table entries ftpatch wrote (non-zero, distinct): the pass's own count must agree */
 	uint64_t enabled;   /* of which calls into the runtime */

@@ -4,10 +4,10 @@
  * snapshot its flight recorder (live.c and snapshot.c do the work, as
  * for ftrace.h's API).
  *
- * Only when asked at start: FTRACE_CTL=1 in the environment, read once
- * when the program's initialisers begin (lifetime.c), never in a
- * secure-execution process (ftrt_env reads nothing there); otherwise no
- * thread and no socket. The socket is ftpatch-PID.sock in a directory
+ * Only when asked at start: FTRACE_CTL=1 in the environment, or the
+ * program's config record (ftpatch enable --ctl) unless FTRACE_CTL=0,
+ * read once when the program's initialisers begin (lifetime.c), never in
+ * a secure-execution process; otherwise no thread and no socket. The socket is ftpatch-PID.sock in a directory
  * only this user can enter: $XDG_RUNTIME_DIR when it is one, else
  * /tmp/ftpatch-UID, made 0700 and checked (a directory, this user's,
  * nobody else's to enter) before anything is made in it, so nobody else
@@ -197,8 +197,7 @@ static void ctl_end(void)
 
 void ftrt_ctl_start(void)
 {
-	const char *v = ftrt_env(ENV_CTL);
-	if (!v || strcmp(v, "1") != 0 || listen_fd >= 0)
+	if (!ftrt_ctl_wanted() || listen_fd >= 0)
 		return;
 	char dir[sizeof sock_path];
 	const char *why = "";

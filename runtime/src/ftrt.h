@@ -290,6 +290,9 @@ void ftrt_trace_arm(void (*at_exit)(void)) __attribute__((visibility("hidden")))
 /* The tracer's options are set (after ftrt_trace_start): the assembly
  * fast paths may run from here on. */
 void ftrt_trace_go(void);
+/* Whether the process listens for ftpatch ctl: FTRACE_CTL=1, or its
+ * config record's FTRT_CFG_CTL (options.c). */
+int ftrt_ctl_wanted(void) __attribute__((visibility("hidden")));
 /* FTRACE_BUFFER=writer: start the writer thread (writer.c), when the
  * program's initialisers begin (lifetime.c). */
 void ftrt_writer_start(void) __attribute__((visibility("hidden")));

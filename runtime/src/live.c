@@ -228,6 +228,12 @@ static int chooses(const char *list, const struct ftrt_globs *g, const char *nam
 
 static struct ftrt_globs compiled; /* the list of the call under way (the live lock held) */
 
+/* Sites enabled less sites disabled by the batch being built. */
+static long delta;
+/* ... and by every batch applied: the metadata's count of enabled sites
+ * is the load-time passes' and this (meta.c). */
+long ftrt_live_enabled_delta;
+
 /* The batch being built, sorted by address (modules are disjoint and
  * visited in address order within each). */
 static struct ftrt_poke *batch;
@@ -277,6 +283,7 @@ static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
 		memcpy(p.new, ftrt_arch_off(ip, len), (size_t)len);
 	}
 	(*changed)++;
+	delta += on ? 1 : -1;
 	return batch_add(&p);
 }
 
@@ -325,6 +332,10 @@ const char *ftrt_live_why(void)
 /* Ready to patch: SIGTRAP taken, the writer open. 0, or -errno. */
 static int ready(void)
 {
+	if (ftrt_arch_live_refused()) {
+		last_why = ftrt_arch_live_refused();
+		return -ENOSYS;
+	}
 	int err = ftrt_trap_install();
 	if (err) {
 		last_why = "SIGTRAP's handler cannot be installed";
@@ -348,7 +359,10 @@ static int apply(void)
 	int err = ftrt_arch_poke(batch, nbatch);
 	if (err)
 		last_why = ftrt_text_why();
+	else
+		__atomic_fetch_add(&ftrt_live_enabled_delta, delta, __ATOMIC_RELAXED);
 	nbatch = 0;
+	delta = 0;
 	return err;
 }
 
@@ -389,6 +403,7 @@ int ftrt_live_filter(int op, const char *list)
 	if (!err)
 		err = apply();
 	nbatch = 0;
+	delta = 0;
 	ftrt_modules_release();
 	return err ? err : (int)(changed > INT32_MAX ? INT32_MAX : changed);
 }

@@ -55,6 +55,9 @@ const char *ftrt_text_why(void) HIDDEN;
  * later: each site is its old or its new instruction, and a thread
  * meeting one runs it). */
 int ftrt_arch_poke(struct ftrt_poke *p, size_t n) HIDDEN;
+/* Why this architecture's port cannot change sites while threads run,
+ * or NULL when it can. */
+const char *ftrt_arch_live_refused(void) HIDDEN;
 /* The SIGTRAP the runtime handles (trap.c asks): 1 when the trap is a
  * site being changed, or one just changed, and the thread will go on
  * (uc adjusted); 0 when it is the program's. */

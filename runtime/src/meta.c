@@ -298,7 +298,8 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 		sum.misaligned += st->misaligned;
 	}
 	meta_line(&o, META_KEY_SITES, sum.entries);
-	meta_line(&o, META_KEY_ENABLED, sum.enabled);
+	long live = __atomic_load_n(&ftrt_live_enabled_delta, __ATOMIC_RELAXED); /* changed since, by ftrace.h's API */
+	meta_line(&o, META_KEY_ENABLED, (long)sum.enabled + live > 0 ? (uint64_t)((long)sum.enabled + live) : 0);
 	meta_line(&o, META_KEY_SKIPPED, sum.skipped);
 	meta_line(&o, META_KEY_FAILED, sum.failed);
 	meta_line(&o, META_KEY_UNSUPPORTED, sum.unsupported);

@@ -222,3 +222,17 @@ const char *ftrt_recorded_dir(void)
 		return NULL;
 	return c->trace_dir;
 }
+
+/* Whether the process listens for ftpatch ctl (ctl.c): FTRACE_CTL=1, or
+ * the program's config record says so (ftpatch enable --ctl) and
+ * FTRACE_CTL is not 0; never in a secure-execution process. */
+int ftrt_ctl_wanted(void)
+{
+	if (ftrt_secure())
+		return 0;
+	const char *v = ftrt_env(ENV_CTL);
+	if (v && *v)
+		return strcmp(v, "1") == 0;
+	const struct ftrt_config *c = ftrt_config_check(&ftrt_config);
+	return c && (c->flags & FTRT_CFG_CTL);
+}

@@ -267,6 +267,9 @@ int ftrt_stream_make_as(struct tbuf *b, int header) HIDDEN;
 void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b) HIDDEN;
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;
 
+/* Sites the live API enabled less those it disabled (live.c). */
+extern long ftrt_live_enabled_delta HIDDEN;
+
 /* The writer thread (writer.c): FTRACE_BUFFER=writer. */
 extern int ftrt_writer HIDDEN;
 void ftrt_writer_handoff(struct tbuf *b) HIDDEN;

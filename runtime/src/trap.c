@@ -155,8 +155,7 @@ void ftrt_trap_fatal(void)
  * before any thread could block it. */
 void ftrt_trap_start(void)
 {
-	const char *ctl = ftrt_env(ENV_CTL);
-	if (ftrace_enable_functions || (ctl && strcmp(ctl, "1") == 0))
+	if (ftrace_enable_functions || ftrt_ctl_wanted())
 		ftrt_trap_armed = 1;
 }
 

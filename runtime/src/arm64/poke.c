@@ -11,6 +11,11 @@
 
 #include "../live.h"
 
+const char *ftrt_arch_live_refused(void)
+{
+	return "sites cannot yet be changed while threads run on arm64 (set FTRACE and FTRACE_FILTER at start, or use ftpatch enable)";
+}
+
 int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 {
 	(void)p;

@@ -86,6 +86,11 @@ static int step(struct ftrt_poke *p, size_t n, int what)
 	return ftrt_text_flush();
 }
 
+const char *ftrt_arch_live_refused(void)
+{
+	return NULL;
+}
+
 int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 {
 	if (n == 0)
