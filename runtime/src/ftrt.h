@@ -149,6 +149,7 @@ void ftrt_modules_release(void);
 /* Hold them, waiting as long as it takes (the live API, live.c: a module's
  * pass and a live change never write code at once). */
 void ftrt_modules_lock(void) __attribute__((visibility("hidden")));
+void ftrt_modules_after_fork(void) __attribute__((visibility("hidden")));
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self);
 /* The process is exiting (lifetime.c): a module unregistered from now on

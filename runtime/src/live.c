@@ -329,9 +329,30 @@ const char *ftrt_live_why(void)
 	return last_why;
 }
 
+/* In a child after fork: the lock the parent's thread may have held,
+ * and its batch finished. */
+static void after_fork(void)
+{
+	ftrt_modules_after_fork();
+	ftrt_arch_poke_after_fork();
+	nbatch = 0;
+	delta = 0;
+}
+
+/* At start, in a process that may patch itself (trap.c): a child forked
+ * while a thread holds the lock, perhaps in the middle of a batch, gets
+ * both put right (registered before any thread could hold the lock). */
+void ftrt_live_arm(void)
+{
+	static int done;
+	if (!done && pthread_atfork(NULL, NULL, after_fork) == 0)
+		done = 1;
+}
+
 /* Ready to patch: SIGTRAP taken, the writer open. 0, or -errno. */
 static int ready(void)
 {
+	ftrt_live_arm();
 	if (ftrt_arch_live_refused()) {
 		last_why = ftrt_arch_live_refused();
 		return -ENOSYS;

@@ -58,6 +58,10 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n) HIDDEN;
 /* Why this architecture's port cannot change sites while threads run,
  * or NULL when it can. */
 const char *ftrt_arch_live_refused(void) HIDDEN;
+/* In a child after fork (single-threaded): finish the batch a thread of
+ * the parent was applying when it forked, each site given its new
+ * instruction whole, so no site of the child keeps an int3. */
+void ftrt_arch_poke_after_fork(void) HIDDEN;
 /* The SIGTRAP the runtime handles (trap.c asks): 1 when the trap is a
  * site being changed, or one just changed, and the thread will go on
  * (uc adjusted); 0 when it is the program's. */
@@ -92,6 +96,9 @@ const char *ftrt_snapshot_why(void) HIDDEN;
 /* ctl.c: listen for ftpatch ctl when FTRACE_CTL=1 (lifetime.c, when the
  * program's initialisers begin). */
 void ftrt_ctl_start(void) HIDDEN;
+
+/* live.c: at start, in a process that may patch itself (trap.c). */
+void ftrt_live_arm(void) HIDDEN;
 
 /* live.c, for the trap: whether ip is a site of a module the live index
  * holds (read without a lock: a module's sites stay while it runs). */

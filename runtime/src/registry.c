@@ -63,6 +63,13 @@ void ftrt_modules_lock(void)
 	pthread_mutex_lock(&lock);
 }
 
+/* In a child after fork, where only the forking thread runs: the lock as
+ * new, whoever held it in the parent (a live batch, a module's pass). */
+void ftrt_modules_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
+
 void ftrt_modules_release(void)
 {
 	pthread_mutex_unlock(&lock);

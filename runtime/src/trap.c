@@ -155,8 +155,10 @@ void ftrt_trap_fatal(void)
  * before any thread could block it. */
 void ftrt_trap_start(void)
 {
-	if (ftrace_enable_functions || ftrt_ctl_wanted())
+	if (ftrace_enable_functions || ftrt_ctl_wanted()) {
 		ftrt_trap_armed = 1;
+		ftrt_live_arm();
+	}
 }
 
 /* set, less SIGTRAP when it is armed, in *copy. */

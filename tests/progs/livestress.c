@@ -13,7 +13,7 @@
  * stderr says how many calls were made of each function (they vary with
  * how long the toggling took):
  *
- *   made steady N mid N leaf N
+ *   made steady N mid N leaf N             (mid's and leaf's with the children's)
  *   handler on_prof N hwork N hleaf N
  *   flipped hflip N
  *   toggles N
@@ -21,6 +21,10 @@
  * so a test can check the trace: steady's calls all there (its site never
  * changes), mid's, leaf's and hflip's at most as made, the handlers'
  * others as made less what the trace dropped, every graphed call whole.
+ *
+ * Worker 0 forks a child now and then, whose exit status goes into the
+ * output: 99 if a site of the child holds an int3 the parent's batch
+ * left, 98 if the API failed in it.
  *
  * Built with -DUNTRACED (no runtime), the API is stubbed: the output is
  * what every traced run must print.
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +57,9 @@ static const char *ftrace_error(void) { return ""; }
 #define ITERS 20000
 #ifndef TOGGLES
 #define TOGGLES 10000
+#endif
+#ifndef FORK_EVERY
+#define FORK_EVERY 1000 /* worker 0 forks a child per this many iterations */
 #endif
 #ifndef PERIOD_NS
 #define PERIOD_NS 50000
@@ -90,6 +98,26 @@ NOINLINE void on_prof(int sig)
 	errno = e;
 }
 
+/* A child of fork, made while sites change: no site of its may hold an
+ * int3 (the runtime finishes the batch the parent was applying), and the
+ * API works in it (the lock a parent's thread held is the child's to
+ * take). Its exit status is what it computed, or 99 for an int3 seen,
+ * 98 for a failed call of the API. */
+NOINLINE void child(long seed)
+{
+	const unsigned char *fns[] = { (const unsigned char *)mid, (const unsigned char *)leaf, (const unsigned char *)hflip };
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 8; k++)
+			if (fns[i][k] == 0xcc)
+				_exit(99);
+	if (ftrace_disable_functions("hflip") < 0)
+		_exit(98);
+	long s = 0;
+	for (long i = 0; i < 100; i++)
+		s += mid(seed + i);
+	_exit((int)(s & 0x3f));
+}
+
 NOINLINE void *work(void *arg)
 {
 	long id = (long)arg, s = 0, extra = 0, k = 0;
@@ -109,6 +137,16 @@ NOINLINE void *work(void *arg)
 		for (volatile int i = 0; i < 400; i++) /* time for a signal to land anywhere */
 			;
 		long v = mid(k * THREADS + id) + steady(k);
+		if (id == 0 && k < ITERS && k % FORK_EVERY == FORK_EVERY - 1) {
+			pid_t pid = fork();
+			if (pid == 0)
+				child(k);
+			int st;
+			while (waitpid(pid, &st, 0) < 0)
+				;
+			v += WIFEXITED(st) ? WEXITSTATUS(st) : -1000;
+			atomic_fetch_add(&mid_calls, 100); /* the child's */
+		}
 		if (k < ITERS)
 			s += v;
 		else

@@ -22,6 +22,10 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 	return n ? -ENOSYS : 0;
 }
 
+void ftrt_arch_poke_after_fork(void)
+{
+}
+
 int ftrt_arch_trap(const siginfo_t *si, void *uc)
 {
 	(void)si, (void)uc;

@@ -123,6 +123,18 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 	return err;
 }
 
+void ftrt_arch_poke_after_fork(void)
+{
+	const struct ftrt_poke *p = batch;
+	size_t n = nbatch;
+	if (!p || !n || ftrt_text_open() != 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		ftrt_text_queue(p[i].ip, p[i].new, p[i].len);
+	ftrt_text_flush();
+	publish(NULL, 0);
+}
+
 /* The batch's entry for the site at ip into *e: 1 found, 0 not, -1 the
  * batch changed while it was read. */
 static int lookup(uintptr_t ip, struct ftrt_poke *e)
