@@ -20,6 +20,8 @@ type Settings struct {
 	Threshold    time.Duration // FTRACE_THRESH: no call shorter than this that called nothing traced
 	GraphFuncs   []string      // FTRACE_GRAPH_FUNCS: only calls made while one of these is on the thread's stack
 	GraphNotrace []string      // FTRACE_GRAPH_NOTRACE: nothing inside one of these
+	Buffer       string        // FTRACE_BUFFER: stream, writer, or ring:SIZE (the flight recorder); "" the default
+	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
 }
 
 // Variables are the variables Settings owns: Env removes each from the
@@ -27,7 +29,7 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace}
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -40,6 +42,10 @@ func (s Settings) vars() []string {
 	add(abi.EnvTracer, s.Tracer)
 	add(abi.EnvOut, s.Out)
 	add(abi.EnvFilter, strings.Join(s.Filter, ","))
+	add(abi.EnvBuffer, s.Buffer)
+	if s.Ctl {
+		add(abi.EnvCtl, "1")
+	}
 	if s.Depth > 0 {
 		add(abi.EnvDepth, strconv.Itoa(s.Depth))
 	}

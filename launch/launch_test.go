@@ -73,10 +73,11 @@ func TestForeground(t *testing.T) {
 // TestEnv: the settings replace every variable they own, set or not,
 // and leave the others; the replaced ones are named.
 func TestEnv(t *testing.T) {
-	s := Settings{Tracer: "function_graph", Out: "t", Filter: []string{"a*", "!ab"}, Depth: 3, GraphFuncs: []string{"main"}}
-	env, dropped := s.Env([]string{"PATH=/bin", "FTRACE=function", "FTRACE_THRESH=5us", "FTRACE_CLOCK=mono", "FTRACEX=1"})
+	s := Settings{Tracer: "function_graph", Out: "t", Filter: []string{"a*", "!ab"}, Depth: 3, GraphFuncs: []string{"main"},
+		Buffer: "ring:64m", Ctl: true}
+	env, dropped := s.Env([]string{"PATH=/bin", "FTRACE=function", "FTRACE_THRESH=5us", "FTRACE_CLOCK=mono", "FTRACEX=1", "FTRACE_CTL=0"})
 	want := []string{"PATH=/bin", "FTRACE_CLOCK=mono", "FTRACEX=1", "FTRACE=function_graph", "FTRACE_OUT=t",
-		"FTRACE_FILTER=a*,!ab", "FTRACE_DEPTH=3", "FTRACE_GRAPH_FUNCS=main"}
+		"FTRACE_FILTER=a*,!ab", "FTRACE_BUFFER=ring:64m", "FTRACE_CTL=1", "FTRACE_DEPTH=3", "FTRACE_GRAPH_FUNCS=main"}
 	if !slices.Equal(env, want) || !slices.Equal(dropped, []string{"FTRACE_THRESH=5us"}) {
 		t.Errorf("env %q, dropped %q\nwant %q, dropped [FTRACE_THRESH=5us]", env, dropped, want)
 	}

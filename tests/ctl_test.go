@@ -23,16 +23,8 @@ import (
 // with that opened up, by the runtime itself (SO_PEERCRED).
 func TestCtl(t *testing.T) {
 	needRoot(t)
-	tg := x86GCC
-	need(t, tg.tools...)
 	need(t, "setpriv")
-	dir := t.TempDir()
-	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
-	xdg := filepath.Join(dir, "xdg")
-	if err := os.Mkdir(xdg, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	out := filepath.Join(dir, "trace")
 	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
 	ctl, pid := srv.ctl, srv.pid
@@ -200,15 +192,7 @@ func startServer(t *testing.T, dir, prog, xdg string, env ...string) *server {
 // into snapshot-N inside its trace's, while it goes on; the trace at its
 // exit is whole too.
 func TestCtlSnapshot(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	dir := t.TempDir()
-	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
-	xdg := filepath.Join(dir, "xdg")
-	if err := os.Mkdir(xdg, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	out := filepath.Join(dir, "trace")
 	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_FILTER=alpha,beta", "FTRACE_BUFFER=ring:1m")
 	time.Sleep(200 * time.Millisecond) /* some calls made */
@@ -249,18 +233,10 @@ func TestCtlSnapshot(t *testing.T) {
 // enables then (alpha); ftpatch verify takes the record; FTRACE_CTL=0
 // says not to listen.
 func TestCtlBaked(t *testing.T) {
-	tg := x86GCC
-	need(t, tg.tools...)
-	dir := t.TempDir()
-	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	baked := filepath.Join(dir, "baked")
 	run(t, dir, tool("ftpatch"), "enable", "--ctl", "--tracer", "function_graph", "-o", baked, prog, "gamma_")
 	run(t, dir, tool("ftpatch"), "verify", baked)
-	xdg := filepath.Join(dir, "xdg")
-	if err := os.Mkdir(xdg, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "trace")
 	srv := startServer(t, dir, baked, xdg, "FTRACE_OUT="+out, "FTRACE_CTL=")
 	if st, err := srv.ctl("status"); err != nil || !strings.Contains(st, "tracing on") || !strings.Contains(st, "enabled 1") {
@@ -294,4 +270,21 @@ func TestCtlBaked(t *testing.T) {
 	}
 	stdin.Close()
 	cmd.Wait()
+}
+
+// ctlSetup builds progs/ctlserve.c untraced (its output and exit status
+// are wantOut and wantCode) and traced (prog), and makes xdg, a private
+// directory for the control socket, all in dir.
+func ctlSetup(t *testing.T) (dir, prog, xdg, wantOut string, wantCode int) {
+	t.Helper()
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir = t.TempDir()
+	wantOut, wantCode = untraced(t, tg, dir, "ctlserve.c")
+	prog = traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	xdg = filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, prog, xdg, wantOut, wantCode
 }

@@ -137,10 +137,10 @@ func tracedCalls(t *testing.T, tr *trace.Trace, syms *symbols.Table, tracer stri
 	return calls, stats
 }
 
-// checkStress checks a trace of progs/sigstress.c against the calls the
-// run says it made: the loops' exactly, the handlers' less the trace's
-// dropped events.
-func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int) {
+// readWhole reads the trace in dir, recorded by tracer, and fails the
+// test unless it ended and lost nothing: no call taken for one a
+// longjmp left, none not graphed, no byte unwritten.
+func readWhole(t *testing.T, dir, tracer string) (*trace.Trace, *symbols.Table) {
 	t.Helper()
 	tr, syms := readTrace(t, dir)
 	if tr.Meta.Tracer != tracer || tr.Meta.Unended {
@@ -150,6 +150,15 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 		t.Errorf("%s: %d calls taken for left by a longjmp, %d not graphed, %d bytes lost; want none",
 			dir, tr.Meta.Unwound, tr.Meta.Overflow, tr.Meta.LostBytes)
 	}
+	return tr, syms
+}
+
+// checkStress checks a trace of progs/sigstress.c against the calls the
+// run says it made: the loops' exactly, the handlers' less the trace's
+// dropped events.
+func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int) {
+	t.Helper()
+	tr, syms := readWhole(t, dir, tracer)
 	got, stats := tracedCalls(t, tr, syms, tracer)
 	for _, s := range stats {
 		if s.Unwound != 0 {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,8 @@ type recordFlags struct {
 	depth                  int
 	threshold              time.Duration
 	tracer                 string
+	buffer                 string
+	ctl                    bool
 }
 
 func (r *recordFlags) register(cmd *cobra.Command) {
@@ -54,13 +57,22 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.DurationVarP(&r.threshold, "threshold", "t", 0, "keep no call shorter than `DURATION` (2us, 1.5ms) that called nothing traced (FTRACE_THRESH; function_graph)")
 	f.StringVar(&r.tracer, "tracer", "", "`TRACER`: function_graph (default: calls and returns, with durations), function (each call) or nop (the mechanism alone, no trace)")
 	f.StringArrayVar(&r.filter, "filter", nil, "trace only the functions `GLOBS` choose (FTRACE_FILTER: globs separated by commas, !glob excludes; repeat to add)")
+	f.StringVar(&r.buffer, "buffer", "", "how records are kept (FTRACE_BUFFER): `MODE` stream (each thread writes its own, the default), writer (a thread of the runtime's writes them) or ring:SIZE (the flight recorder: each thread's last SIZE, like 64m, kept in memory and written at the end or a crash)")
+	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
 }
+
+// ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
+// reads it (ring.c).
+var ringSize = regexp.MustCompile(`^ring:[1-9][0-9]*[kKmMgG]?$`)
 
 // settings are the runtime's settings the flags ask for, for a program
 // pre-patched by ftpatch enable (prepatched) or not.
 func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, error) {
 	s := launch.Settings{Tracer: r.tracer, Out: out, Filter: r.filter, Depth: r.depth, Threshold: r.threshold,
-		GraphFuncs: r.funcs, GraphNotrace: r.notrace}
+		GraphFuncs: r.funcs, GraphNotrace: r.notrace, Buffer: r.buffer, Ctl: r.ctl}
+	if b := r.buffer; b != "" && b != "stream" && b != "writer" && !ringSize.MatchString(b) {
+		return s, usage(fmt.Errorf("--buffer %q: want stream, writer or ring:SIZE (SIZE in bytes, or with k, m or g: ring:64m)", b))
+	}
 	graphOnly := ""
 	switch {
 	case len(r.funcs) > 0:

@@ -223,18 +223,7 @@ void ftrt_ctl_start(void)
 	listen_fd = fd;
 	owner = getpid();
 	memcpy(sock_path, a.sun_path, sizeof sock_path);
-	/* The thread blocks every signal: the program's go to its own. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int err = pthread_create(&t, &at, serve, NULL);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
+	if (ftrt_spawn(serve) != 0) {
 		close(fd);
 		listen_fd = -1;
 		unlink(sock_path);

@@ -175,3 +175,21 @@ void ftrt_after_fork_child(void)
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	}
 }
+
+/* A thread of the runtime's own (ctl.c's server, writer.c's writer):
+ * detached, every signal blocked (the program's go to its own threads),
+ * running fn. 0, or an error number. */
+int ftrt_spawn(void *(*fn)(void *))
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int err = pthread_create(&t, &at, fn, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}

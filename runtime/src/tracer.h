@@ -321,6 +321,7 @@ int ftrt_bufs_take(int me, uint64_t deadline) HIDDEN;
 struct tbuf *ftrt_tbuf_new(void) HIDDEN;
 int ftrt_thread_start(void) HIDDEN;
 void ftrt_after_fork_child(void) HIDDEN;
+int ftrt_spawn(void *(*fn)(void *)) HIDDEN;
 
 /* Shadow stacks (shadow.c). */
 struct shadow_stack *ftrt_find_stack(struct tbuf *b, uintptr_t sp, uint64_t *id) HIDDEN;

@@ -128,17 +128,7 @@ void ftrt_writer_start(void)
 	for (int i = 0; i < SEGMENTS; i++)
 		free_segs[i] = (uint64_t *)(m + (long)(i * SEGMENT));
 	nfree = SEGMENTS;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int err = pthread_create(&t, &at, writer_main, NULL);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
+	if (ftrt_spawn(writer_main) != 0) {
 		sys(SYS_munmap, m, (long)(SEGMENTS * SEGMENT), 0, 0, 0, 0);
 		nfree = 0;
 		return;
