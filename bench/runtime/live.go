@@ -31,7 +31,14 @@ const liveC = `/* Live patching's cost: see liveC in bench/runtime/live.go. */
 #include <string.h>
 #include <time.h>
 #ifdef XRAY
-#include <xray/xray_interface.h>
+/* XRay's interface (xray/xray_interface.h is C++): its extern "C" calls. */
+#include <stdint.h>
+enum { XRAY_SUCCESS = 1 };
+int __xray_patch_function(int32_t id);
+int __xray_unpatch_function(int32_t id);
+uintptr_t __xray_function_address(int32_t id);
+size_t __xray_max_function_id(void);
+int __xray_set_handler(void (*entry)(int32_t, int));
 #else
 #include <ftrace.h>
 void batch_anchor(void);
@@ -91,8 +98,8 @@ int main(void)
 	for (int i = 0; i < TOGGLES; i++) {
 		long t0 = ns();
 #ifdef XRAY
-		must(__xray_patch_function(id) == SUCCESS ? 0 : -1, "patch");
-		must(__xray_unpatch_function(id) == SUCCESS ? 0 : -1, "unpatch");
+		must(__xray_patch_function(id) == XRAY_SUCCESS ? 0 : -1, "patch");
+		must(__xray_unpatch_function(id) == XRAY_SUCCESS ? 0 : -1, "unpatch");
 #else
 		must(ftrace_enable_functions("hot"), "enable hot");
 		must(ftrace_disable_functions("hot"), "disable hot");
