@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/internal/sitetest"
 	ftrt "ftpatch/runtime"
 )
 
@@ -279,5 +283,82 @@ func writerRun(t *testing.T, tg target, flags, tracer, rounds string) {
 	}
 	if n == 0 {
 		t.Fatalf("no counts in the program's output:\n%s", out)
+	}
+}
+
+// TestLiveBytes: what the live API writes into each site, decoded with
+// golang.org/x/arch (progs/livebytes.c dumps the sites after each step):
+// under function_graph the load-time pass gave the entry sites jumps to
+// trampolines of their own; a change of tracer to function makes each a
+// call of its caller trampoline (ftrace_caller5 or 6, by the site's
+// length: 5-byte sites in a fixed-address program, 6 in a PIE); disabling
+// every function makes each a NOP of its length, enabling them again a
+// call; no mapping is ever writable and executable.
+func TestLiveBytes(t *testing.T) {
+	for _, pie := range []bool{false, true} {
+		t.Run(picFlag(pie), func(t *testing.T) {
+			t.Parallel()
+			need(t, x86GCC.tools...)
+			dir := t.TempDir()
+			prog := traced(t, x86GCC, dir, "-O2 -pg -mfentry"+apiFlags(t, x86GCC), pie, "livebytes.c")
+			out, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_OUT=" + filepath.Join(dir, "t")}, prog)
+			if err != nil || code != 0 {
+				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+			}
+			addr := sitetest.Symbols(t, sitetest.Open(t, prog))
+			var bias uint64
+			steps := map[string]map[uint64][]byte{}
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.Fields(line)
+				switch {
+				case len(f) == 2 && f[0] == "f1":
+					a, _ := strconv.ParseUint(f[1], 0, 64)
+					bias = a - addr["f1"]
+				case len(f) == 3 && f[0] == "wx" && f[2] != "0":
+					t.Errorf("after %s: %s mappings writable and executable", f[1], f[2])
+				case len(f) == 3 && f[0] != "wx":
+					a, err := strconv.ParseUint(f[1], 0, 64)
+					b, err2 := hex.DecodeString(f[2])
+					if err != nil || err2 != nil {
+						t.Fatalf("%q", line)
+					}
+					if steps[f[0]] == nil {
+						steps[f[0]] = map[uint64][]byte{}
+					}
+					steps[f[0]][a] = b
+				}
+			}
+			n, caller := 5, "ftrace_caller5"
+			if pie {
+				n, caller = 6, "ftrace_caller6"
+			}
+			for _, step := range []string{"start", "function", "off", "on"} {
+				if len(steps[step]) < 3 {
+					t.Fatalf("%s: %d sites dumped, want f1's, f2's and main's", step, len(steps[step]))
+				}
+				for at, b := range steps[step] {
+					in, err := x86asm.Decode(b, 64)
+					if err != nil {
+						t.Errorf("%s: site %#x holds % x: %v", step, at, b, err)
+						continue
+					}
+					switch step {
+					case "start":
+						if in.Op != x86asm.JMP && in.Op != x86asm.CALL {
+							t.Errorf("%s: site %#x holds %v; want function_graph's jump or call", step, at, in)
+						}
+					case "off":
+						if in.Op != x86asm.NOP || in.Len != n {
+							t.Errorf("%s: site %#x holds %v (%d bytes); want a %d-byte NOP", step, at, in, in.Len, n)
+						}
+					default:
+						rel, ok := in.Args[0].(x86asm.Rel)
+						if in.Op != x86asm.CALL || in.Len != n || !ok || at+uint64(in.Len)+uint64(int64(rel)) != addr[caller]+bias {
+							t.Errorf("%s: site %#x holds %v (%d bytes); want a call of %s", step, at, in, in.Len, caller)
+						}
+					}
+				}
+			}
+		})
 	}
 }

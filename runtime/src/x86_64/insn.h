@@ -18,6 +18,21 @@ static inline void put_insn(unsigned char *buf, uint64_t op, int oplen, int64_t 
 	memcpy(buf, &v, sizeof v);
 }
 
+/* A site of len bytes at ip that calls target, into buf (8 bytes): e8
+ * rel32 (5 bytes) or 67 e8 rel32 (addr32 call, 6), either returning to
+ * ip + len. 0, or -1 when target is out of rel32's reach. */
+static inline int put_call(uintptr_t ip, int len, uintptr_t target, unsigned char *buf)
+{
+	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
+	if (rel != (int32_t)rel)
+		return -1;
+	if (len == 6)
+		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
+	else
+		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
+	return 0;
+}
+
 /* The module's trampoline (ftrt_targets) a site of len bytes calls,
  * where want says: at a function's entry, after its prologue, after
  * push %r10 (site.c). */

@@ -243,12 +243,5 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
  * tracer: no trampoline is built while threads run. */
 int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
-	int64_t rel = (int64_t)(ftrt_arch_caller(len, want) - (ip + (uintptr_t)len));
-	if (rel != (int32_t)rel)
-		return -1;
-	if (len == 6)
-		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
-	else
-		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
-	return 0;
+	return put_call(ip, len, ftrt_arch_caller(len, want), buf);
 }

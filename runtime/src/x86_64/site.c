@@ -519,14 +519,7 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 			return 0;
 		target = ftrt_arch_caller(len, want); /* no trampoline: graph hijacks the return instead */
 	}
-	int64_t rel = (int64_t)(target - (ip + (uintptr_t)len));
-	if (rel != (int32_t)rel)
-		return -1;
-	if (len == 6)
-		put_insn(buf, 0xe867, 2, rel); /* 67 e8 rel32: addr32 call rel32 */
-	else
-		put_insn(buf, 0xe8, 1, rel); /* e8 rel32: call rel32 */
-	return 0;
+	return put_call(ip, len, target, buf);
 }
 
 int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end)
