@@ -183,7 +183,9 @@ func liveBench(work, bin string, libs []byte, runs int) error {
 	var toggles, xtoggles, enables, disables []float64
 	sites := 0
 	for range runs {
-		out, err := measureOut(filepath.Join(work, "live"))
+		// The first enable opens the trace: into the work directory.
+		os.RemoveAll(filepath.Join(work, "t-live"))
+		out, err := measureOut("env", "FTRACE_OUT="+filepath.Join(work, "t-live"), filepath.Join(work, "live"))
 		if err != nil {
 			return err
 		}
