@@ -13,13 +13,19 @@
 
 static __thread const char *why __attribute__((tls_model("initial-exec")));
 
-static int result(int r)
+/* r, or -1 with errno and the reason (what failed says) for r < 0. */
+static int fail(int r, const char *(*what)(void))
 {
 	if (r >= 0)
 		return r;
-	why = ftrt_live_why();
+	why = what();
 	errno = -r;
 	return -1;
+}
+
+static int result(int r)
+{
+	return fail(r, ftrt_live_why);
 }
 
 int ftrace_set_functions(const char *globs)
@@ -65,13 +71,7 @@ int tracing_is_on(void)
 int ftrace_snapshot(const char *dir, char *made, size_t size)
 {
 	char buf[4096];
-	int r = ftrt_snapshot(dir, made ? made : buf, made ? size : sizeof buf);
-	if (r < 0) {
-		why = ftrt_snapshot_why();
-		errno = -r;
-		return -1;
-	}
-	return 0;
+	return fail(ftrt_snapshot(dir, made ? made : buf, made ? size : sizeof buf), ftrt_snapshot_why);
 }
 
 long ftrace_enabled_sites(void)

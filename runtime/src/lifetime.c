@@ -98,7 +98,15 @@ static void begin(void)
 {
 	began = 1;
 	ftrt_graph_funcs_check();
-	ftrt_ctl_start();
+}
+
+/* Right after: the runtime's own threads, when asked for (ftpatch ctl's
+ * server, the writer thread), once the C library's initialisers have
+ * run. */
+static void threads(void)
+{
+	if (ftrt_ctl_wanted())
+		ftrt_ctl_start();
 	ftrt_writer_start();
 }
 
@@ -124,6 +132,7 @@ static void end_fini(void)
  * are). */
 __attribute__((used, section(".preinit_array"))) static void (*preinit_entry)(int, char **, char **) = ftrt_preinit;
 __attribute__((used, section(".init_array.00000"))) static void (*init_entry)(void) = begin;
+__attribute__((used, section(".init_array.00001"))) static void (*threads_entry)(void) = threads;
 __attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = end_fini;
 
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);

@@ -402,16 +402,11 @@ static int open_trace(void)
 	return 0;
 }
 
-static void lock(void)
-{
-	ftrt_modules_lock();
-}
-
 int ftrt_live_filter(int op, const char *list)
 {
 	if (!list)
 		list = "";
-	lock();
+	ftrt_modules_lock();
 	size_t changed = 0;
 	int err = ready();
 	if (!err)
@@ -448,7 +443,6 @@ int ftrt_live_disable(const char *list)
  * own, moved to the caller, which serves every tracer. */
 static int untrampoline(void)
 {
-	size_t changed = 0;
 	int err = 0;
 	for (int i = 0; i < FTRT_MOD_MAX && !err; i++) {
 		struct live_mod *l = &mods[i];
@@ -465,7 +459,6 @@ static int untrampoline(void)
 			int want = l->kind[k] ? l->kind[k] : WANT_ENTRY;
 			if (ftrt_arch_live_call(p.ip, len, want, p.new) != 0)
 				continue;
-			changed++;
 			err = batch_add(&p);
 		}
 	}
@@ -487,7 +480,7 @@ int ftrt_live_tracer(const char *name)
 		last_why = "function_graph cannot follow this program's C++ exceptions (its unwinder is linked in statically)";
 		return -ENOTSUP;
 	}
-	lock();
+	ftrt_modules_lock();
 	int err = 0;
 	want_tracer = t;
 	if (ftrt_mode && ftrt_mode != t) {
@@ -533,7 +526,7 @@ void ftrt_live_pause(int pause)
 
 size_t ftrt_live_enabled(void)
 {
-	lock();
+	ftrt_modules_lock();
 	size_t k = 0;
 	if (index_all() == 0)
 		for (int i = 0; i < FTRT_MOD_MAX; i++) {

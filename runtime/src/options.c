@@ -228,11 +228,11 @@ const char *ftrt_recorded_dir(void)
  * FTRACE_CTL is not 0; never in a secure-execution process. */
 int ftrt_ctl_wanted(void)
 {
-	if (ftrt_secure())
-		return 0;
-	const char *v = ftrt_env(ENV_CTL);
-	if (v && *v)
-		return strcmp(v, "1") == 0;
-	const struct ftrt_config *c = ftrt_config_check(&ftrt_config);
-	return c && (c->flags & FTRT_CFG_CTL);
+	static int wanted = -1; /* decided once, at start (lifetime.c's preinit, through trap.c) */
+	if (wanted < 0) {
+		const char *v = ftrt_secure() ? NULL : ftrt_env(ENV_CTL);
+		const struct ftrt_config *c = ftrt_config_check(&ftrt_config);
+		wanted = ftrt_secure() ? 0 : v && *v ? strcmp(v, "1") == 0 : c && (c->flags & FTRT_CFG_CTL);
+	}
+	return wanted;
 }

@@ -153,11 +153,9 @@ static int put(struct tbuf *b, const uint64_t *words, uint32_t n, uint64_t *off)
 {
 	if (b->fd < 0 || n == 0)
 		return b->fd >= 0;
-	uint64_t room = ftrt_fsize_room(*off), len = (uint64_t)n * 8;
-	size_t want = len <= room ? (size_t)len : (size_t)ftrt_fit(words, n, room) * 8;
-	size_t done = ftrt_put(b->fd, words, want, *off);
+	size_t done = ftrt_put_records(b->fd, words, n, *off);
 	*off += done;
-	if (done < len) {
+	if (done < (size_t)n * 8) {
 		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
 		b->fd = FD_LOST;
 		return 0;

@@ -42,7 +42,7 @@ static int put_stream(int dir, const struct tbuf *b, const uint64_t *words, size
 		return (int)fd;
 	unsigned char hdr[STREAM_HEADER];
 	ftrt_stream_header(hdr, b);
-	int err = ftrt_put((int)fd, hdr, sizeof hdr, 0) == sizeof hdr && ftrt_put((int)fd, words, n * 8, sizeof hdr) == n * 8 ? 0 : -EIO;
+	int err = ftrt_put((int)fd, hdr, sizeof hdr, 0) == sizeof hdr && ftrt_put_records((int)fd, words, (uint32_t)n, sizeof hdr) == n * 8 ? 0 : -EIO;
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	return err;
 }

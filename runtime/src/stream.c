@@ -103,6 +103,17 @@ size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off)
 	return done;
 }
 
+/* Write the whole records of words[0, n) at offset off of fd that fit
+ * under RLIMIT_FSIZE (read now): the bytes written, n * 8 unless the
+ * limit or a failed write cut them short. Stream mode's flush, the
+ * flight recorder's and the writer thread's. */
+size_t ftrt_put_records(int fd, const uint64_t *words, uint32_t n, uint64_t off)
+{
+	uint64_t room = ftrt_fsize_room(off), len = (uint64_t)n * 8;
+	size_t want = len <= room ? (size_t)len : (size_t)ftrt_fit(words, n, room) * 8;
+	return ftrt_put(fd, words, want, off);
+}
+
 /* Of words[0, n), which start with a record, the words of the whole
  * records that fit in room bytes. */
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room)
@@ -231,9 +242,7 @@ void ftrt_flush(struct tbuf *b)
 	if (b->fd != FD_LOST && b->fd < 0)
 		ftrt_stream_make(b);
 	if (b->fd >= 0) {
-		uint64_t off = 16 + (b->base - b->skip) * 8, room = ftrt_fsize_room(off);
-		size_t want = len <= room ? len : (size_t)ftrt_fit(b->words, n, room) * 8;
-		done = ftrt_put(b->fd, b->words, want, off);
+		done = ftrt_put_records(b->fd, b->words, n, 16 + (b->base - b->skip) * 8);
 		if (done < len) { /* the stream ends here */
 			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
 			b->fd = FD_LOST;

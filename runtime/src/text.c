@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "live.h"
-#include "sys.h"
+#include "tracer.h"
 
 #define SPAN_GAP 4096          /* writes closer than this share one write */
 #define SPAN_MAX (1u << 20)    /* the most one write covers: the scratch buffer */
@@ -125,18 +125,10 @@ int ftrt_text_queue(uintptr_t addr, const void *bytes, size_t len)
 /* Write [lo, hi) from scratch, which holds it. */
 static int put(uintptr_t lo, uintptr_t hi)
 {
-	size_t done = 0, len = hi - lo;
-	while (done < len) {
-		long w = sys(SYS_pwrite64, mem_fd, (long)(scratch + done), (long)(len - done), (long)(lo + done), 0, 0);
-		if (w == -EINTR)
-			continue;
-		if (w <= 0) {
-			why = "/proc/self/mem refuses writes to code (a kernel booted with proc_mem.force_override=never?)";
-			return w < 0 ? (int)w : -EIO;
-		}
-		done += (size_t)w;
-	}
-	return 0;
+	if (ftrt_put(mem_fd, scratch, hi - lo, lo) == hi - lo)
+		return 0;
+	why = "/proc/self/mem refuses writes to code (a kernel booted with proc_mem.force_override=never?)";
+	return -EPERM;
 }
 
 int ftrt_text_flush(void)

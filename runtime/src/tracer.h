@@ -257,7 +257,7 @@ static inline uint64_t now(void)
 /* Streams (stream.c). ftrt_flush writes the buffer out (in ring mode,
  * the ring too: ftrt_ring_write); ftrt_stream_make makes the thread's
  * stream (0, or -1); ftrt_fit says how many of words[0, n) are the whole
- * records that fit in room bytes. */
+ * records that fit in room bytes, and ftrt_put_records writes those. */
 char *ftrt_utoa(char *p, uint64_t v) HIDDEN;
 uint64_t ftrt_fsize_room(uint64_t off) HIDDEN;
 size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
@@ -266,6 +266,7 @@ int ftrt_stream_make(struct tbuf *b) HIDDEN;
 int ftrt_stream_make_as(struct tbuf *b, int header) HIDDEN;
 void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b) HIDDEN;
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;
+size_t ftrt_put_records(int fd, const uint64_t *words, uint32_t n, uint64_t off) HIDDEN;
 
 /* Sites the live API enabled less those it disabled (live.c). */
 extern long ftrt_live_enabled_delta HIDDEN;

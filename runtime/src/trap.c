@@ -59,8 +59,8 @@ static struct {
 	struct sigaction prog;
 } taken[SIGS];
 
-/* Whether the default action of sig, a signal the runtime takes, ends the
- * process with a core dump: all of them do. */
+/* The program dies of sig, as its default action says (a core dump, for
+ * every signal the runtime takes). */
 static void die(int sig, const siginfo_t *si)
 {
 	/* Under the flight recorder, the rings first: the last calls before

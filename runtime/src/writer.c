@@ -99,9 +99,7 @@ static void *writer_main(void *arg)
 				ftrt_stream_header(hdr, b);
 				ftrt_put(fd, hdr, sizeof hdr, 0);
 			}
-			uint64_t room = ftrt_fsize_room(h.off);
-			size_t want = len <= room ? len : (size_t)ftrt_fit(h.seg, h.n, room) * 8;
-			done = ftrt_put(fd, h.seg, want, h.off);
+			done = ftrt_put_records(fd, h.seg, h.n, h.off);
 		}
 		if (done < len)
 			atomic_fetch_add_explicit(&ftrt_lost_bytes, len - done, memory_order_relaxed);
