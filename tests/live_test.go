@@ -1,17 +1,20 @@
 package tests
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/internal/sitetest"
@@ -360,5 +363,131 @@ func TestLiveBytes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLiveBytesARM64: what the live API writes into arm64 sites
+// (progs/livebytes.c), read back and decoded with golang.org/x/arch:
+// each change is one word, a NOP or a bl, so a thread running the site
+// meanwhile runs the old word or the new. A patchable area keeps its
+// `mov x9, x30` throughout, written by the load-time pass in a process
+// that may patch itself even when it starts untraced; enabled live, a
+// site calls the shared trampoline (ftrace_caller, ftrace_mcount_caller),
+// not its literal's ftrace_ops_caller, and a change of tracer moves the
+// literal's calls there. qemu-user runs the program: it does not run
+// code written through /proc/self/mem (TestLiveARM64 runs that under
+// a kernel), but it shows the bytes.
+func TestLiveBytesARM64(t *testing.T) {
+	builds := []ccBuild{
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
+		{a64GCC, "-O2 -pg"},
+		{a64Clang, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"},
+	}
+	for _, c := range builds {
+		for _, traced0 := range []bool{true, false} {
+			name := c.tg.name + "/" + slug(c.flags) + "/untraced"
+			if traced0 {
+				name = c.tg.name + "/" + slug(c.flags) + "/function_graph"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				need(t, c.tg.tools...)
+				dir := t.TempDir()
+				prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livebytes.c")
+				env := []string{"FTRACE_OUT=" + filepath.Join(dir, "t")}
+				if traced0 {
+					env = append(env, "FTRACE=function_graph")
+				}
+				out, stderr, code, err := runStatusEnv(dir, env, c.tg.on(prog)...)
+				if err != nil || code != 0 {
+					t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+				}
+				checkLiveBytesARM64(t, prog, out, traced0, strings.Contains(c.flags, "patchable"))
+			})
+		}
+	}
+}
+
+// checkLiveBytesARM64 checks livebytes.c's output: traced0 when it ran
+// traced from the start, areas when its sites are patchable areas.
+func checkLiveBytesARM64(t *testing.T, prog, out string, traced0, areas bool) {
+	t.Helper()
+	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
+	var bias uint64
+	steps := map[string]map[uint64][]byte{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "f1":
+			a, _ := strconv.ParseUint(f[1], 0, 64)
+			bias = a - addr["f1"]
+		case len(f) == 3 && f[0] == "wx" && f[2] != "0":
+			t.Errorf("after %s: %s mappings writable and executable", f[1], f[2])
+		case len(f) == 3 && f[0] != "wx":
+			a, err := strconv.ParseUint(f[1], 0, 64)
+			b, err2 := hex.DecodeString(f[2])
+			if err != nil || err2 != nil || len(b) != 8 {
+				t.Fatalf("%q", line)
+			}
+			if steps[f[0]] == nil {
+				steps[f[0]] = map[uint64][]byte{}
+			}
+			steps[f[0]][a] = b
+		}
+	}
+	name := map[uint64]string{}
+	for _, s := range []string{"ftrace_caller", "ftrace_mcount_caller", "ftrace_ops_caller"} {
+		if addr[s] == 0 {
+			t.Fatalf("no symbol %s in %s", s, prog)
+		}
+		name[addr[s]+bias] = s
+	}
+	// Each site's words as text: "mov x9, x30; bl ftrace_caller", "nop".
+	show := func(at uint64, b []byte) string {
+		var words []string
+		for i := 0; i < 8; i += 4 {
+			in, err := arm64asm.Decode(b[i : i+4])
+			switch {
+			case err != nil:
+				words = append(words, fmt.Sprintf("?%x", b[i:i+4]))
+			case in.Op == arm64asm.BL:
+				to := at + uint64(i) + uint64(int64(in.Args[0].(arm64asm.PCRel)))
+				words = append(words, "bl "+cmp.Or(name[to], fmt.Sprintf("%#x", to)))
+			case in.Op == arm64asm.MOV && in.String() == "MOV X9, X30":
+				words = append(words, "mov x9, x30")
+			case in.Op == arm64asm.NOP:
+				words = append(words, "nop")
+			default:
+				words = append(words, in.String())
+			}
+			if i == 0 && words[0] != "mov x9, x30" {
+				break // a -pg site: one word
+			}
+		}
+		return strings.Join(words, "; ")
+	}
+	for _, step := range []string{"start", "function", "off", "on"} {
+		if len(steps[step]) < 3 {
+			t.Fatalf("%s: %d sites dumped, want f1's, f2's and main's", step, len(steps[step]))
+		}
+		for at, b := range steps[step] {
+			got := show(at, b)
+			area := strings.HasPrefix(got, "mov x9, x30")
+			var want []string
+			switch {
+			case step == "off" || !traced0 && step != "on":
+				want = []string{"nop", "mov x9, x30; nop"}
+			case step == "start":
+				want = []string{"bl ftrace_mcount_caller", "mov x9, x30; bl ftrace_caller", "mov x9, x30; bl ftrace_ops_caller"}
+			default:
+				want = []string{"bl ftrace_mcount_caller", "mov x9, x30; bl ftrace_caller"}
+			}
+			if !slices.Contains(want, got) {
+				t.Errorf("%s: site %#x holds %s; want one of %q", step, at, got, want)
+			}
+			if area != areas {
+				t.Errorf("%s: site %#x holds %s; want a %s", step, at, got, map[bool]string{true: "patchable area, mov x9, x30 first", false: "-pg site"}[areas])
+			}
+		}
 	}
 }

@@ -280,7 +280,7 @@ static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
 		if (ftrt_arch_live_call(ip, len, want, p.new) != 0)
 			return 0; /* out of reach: stays off */
 	} else {
-		memcpy(p.new, ftrt_arch_off(ip, len), (size_t)len);
+		ftrt_arch_live_off(ip, len, p.new);
 	}
 	(*changed)++;
 	delta += on ? 1 : -1;
@@ -439,8 +439,9 @@ int ftrt_live_disable(const char *list)
 	return ftrt_live_filter(OP_DISABLE, list);
 }
 
-/* The sites function_graph's load-time pass gave trampolines of their
- * own, moved to the caller, which serves every tracer. */
+/* Before a change of tracer: the enabled sites whose tracer is not the
+ * process-wide one (ftrt_arch_live_shared) moved to the module's caller,
+ * which serves every tracer. */
 static int untrampoline(void)
 {
 	int err = 0;
@@ -451,9 +452,11 @@ static int untrampoline(void)
 		ftrt_targets = l->md->desc->targets;
 		for (size_t k = 0; k < l->n && !err; k++) {
 			int len;
-			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_tramp_call((const unsigned char *)l->site[k], &len, 0))
+			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_live_shared(l->site[k], len))
 				continue;
-			/* Enabled, not by a call of a caller: a jump to a trampoline. */
+			/* Enabled, not by a call of a shared caller: x86-64's jump to
+			 * a trampoline of its own, arm64's call of its literal's ops,
+			 * a call of the empty tracer's stub. */
 			struct ftrt_poke p = { .ip = l->site[k], .len = (unsigned char)len };
 			memcpy(p.old, (const void *)p.ip, (size_t)len);
 			int want = l->kind[k] ? l->kind[k] : WANT_ENTRY;

@@ -76,6 +76,14 @@ int ftrt_arch_live_state(uintptr_t ip, int *len) HIDDEN;
  * out of reach. */
 int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf) HIDDEN;
 
+/* The bytes that disable the enabled site at ip of len bytes, into buf
+ * (x86-64: the load-time pass's NOP; arm64: its bl a NOP, an area's
+ * `mov x9, x30` kept). */
+void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf) HIDDEN;
+/* Whether the enabled site at ip calls a trampoline that follows the
+ * process-wide tracer, which a change of tracer need not rewrite. */
+int ftrt_arch_live_shared(uintptr_t ip, int len) HIDDEN;
+
 /* live.c: the API's work (api.c), each 0 or more, or -errno with
  * ftrt_live_why saying why. The filters return the sites changed. */
 int ftrt_live_set(const char *globs) HIDDEN;

@@ -105,11 +105,13 @@ NOINLINE void on_prof(int sig)
  * 98 for a failed call of the API. */
 NOINLINE void child(long seed)
 {
+#if defined(__x86_64__) /* arm64 changes a site by one word, with no breakpoint */
 	const unsigned char *fns[] = { (const unsigned char *)mid, (const unsigned char *)leaf, (const unsigned char *)hflip };
 	for (int i = 0; i < 3; i++)
 		for (int k = 0; k < 8; k++)
 			if (fns[i][k] == 0xcc)
 				_exit(99);
+#endif
 	if (ftrace_disable_functions("hflip") < 0)
 		_exit(98);
 	long s = 0;

@@ -21,17 +21,20 @@
  * Every instruction is one aligned 32-bit word: writing one is one store.
  *
  * A patchable area with a pre-function literal calls ftrace_ops_caller
- * (literal.c says which areas have one). In a traced run, a patchable
- * area the pass leaves disabled becomes `mov x9, x30; nop`, as the
- * kernel's ftrace_init_nop makes it, so that enabling it later is the
- * store of one word. In a run not traced the pass writes nothing, and
- * the areas keep their two NOPs: writing there would make every code
- * page with a site private to every process, traced or not.
+ * (literal.c says which areas have one). In a traced run, and in a
+ * process that may patch itself while its threads run (ftrt_trap_armed:
+ * the API linked, or FTRACE_CTL), a patchable area the pass leaves
+ * disabled becomes `mov x9, x30; nop`, as the kernel's ftrace_init_nop
+ * makes it, so that enabling it later is the store of one word (poke.c).
+ * In any other run the pass writes nothing, and the areas keep their
+ * two NOPs: writing there would make every code page with a site
+ * private to every process, traced or not.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "../ftrt.h"
+#include "../live.h"
 #include "../pass.h"
 #include "../tracer.h"
 #include "insn.h"
@@ -42,12 +45,13 @@
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
 static const uint32_t area_off[2] = { ARM64_MOV_X9_X30, ARM64_NOP };
 
-/* A site left disabled: in a traced run, a patchable area the compiler
- * listed is `mov x9, x30; nop`; otherwise the site's NOPs. */
+/* A site left disabled: in a traced run or one that may patch itself, a
+ * patchable area the compiler listed is `mov x9, x30; nop`; otherwise
+ * the site's NOPs. */
 const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
 {
 	uintptr_t lit;
-	if (len == 8 && ftrt_mode && ftrt_arm64_area(ip, &lit) != AREA_NONE)
+	if (len == 8 && (ftrt_mode || ftrt_trap_armed) && ftrt_arm64_area(ip, &lit) != AREA_NONE)
 		return (const unsigned char *)area_off;
 	return (const unsigned char *)nops;
 }

@@ -245,3 +245,17 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
 	return put_call(ip, len, ftrt_arch_caller(len, want), buf);
 }
+
+/* The bytes that disable the site: the load-time pass's NOP. */
+void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf)
+{
+	memcpy(buf, ftrt_arch_off(ip, len), (size_t)len);
+}
+
+/* Whether the enabled site at ip calls a trampoline that follows the
+ * process-wide tracer: one of the module's callers, not the empty
+ * tracer's stub nor function_graph's jump to a trampoline of its own. */
+int ftrt_arch_live_shared(uintptr_t ip, int len)
+{
+	return ftrt_arch_tramp_call((const unsigned char *)ip, &len, FTRT_FUNCTION);
+}
