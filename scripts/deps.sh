@@ -64,11 +64,37 @@ SRC
 	update=1
 fi
 
-if [ ${#missing[@]} -eq 0 ] && [ -z "$update" ]; then
+# qemu-user 10, from bookworm-backports: it drops what it translated
+# from code at the program's `ic ivau`, so an arm64 program that changes
+# its own code while it runs (the live tests) runs as on a kernel;
+# bookworm's 7.2 keeps running the old code.
+backports=
+qemu_major=$(qemu-aarch64 --version 2>/dev/null | sed -n 's/^qemu-aarch64 version \([0-9]*\).*/\1/p')
+if [ "${qemu_major:-0}" -lt 10 ]; then
+	backports=qemu-user
+	missing=("${missing[@]/qemu-user/}")
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list.d/ /etc/apt/sources.list; then
+		echo "adding bookworm-backports (for qemu-user 10)"
+		$sudo tee /etc/apt/sources.list.d/ftpatch-backports.sources >/dev/null <<'BPO'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+BPO
+		update=1
+	fi
+fi
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | grep . | sort -u)
+
+if [ ${#missing[@]} -eq 0 ] && [ -z "$update" ] && [ -z "$backports" ]; then
 	exit 0
 fi
 $sudo apt-get update -qq
+if [ -n "$backports" ]; then
+	echo "installing from bookworm-backports: $backports"
+	$sudo apt-get install -y -qq --no-install-recommends -t bookworm-backports $backports >/dev/null
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 echo "installing: ${missing[*]}"
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

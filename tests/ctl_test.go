@@ -21,12 +21,27 @@ import (
 // untraced one's, and its trace holds only the functions enabled, every
 // call whole. Another user is refused: by the socket's directory, and,
 // with that opened up, by the runtime itself (SO_PEERCRED).
+//
+// On x86-64, and on arm64 under qemu-user (whose process is the
+// program's: its pid, its socket).
 func TestCtl(t *testing.T) {
 	needRoot(t)
 	need(t, "setpriv")
-	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
+	for _, c := range []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry"},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
+	} {
+		t.Run(c.tg.arch, func(t *testing.T) {
+			t.Parallel()
+			testCtl(t, c)
+		})
+	}
+}
+
+func testCtl(t *testing.T, c ccBuild) {
+	dir, prog, xdg, wantOut, wantCode := ctlSetupOn(t, c)
 	out := filepath.Join(dir, "trace")
-	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
+	srv := startServer(t, c.tg, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
 	ctl, pid := srv.ctl, srv.pid
 	status, err := ctl("status")
 	if err != nil || !strings.Contains(status, "tracing none") || !strings.Contains(status, "enabled 0") {
@@ -140,11 +155,12 @@ type server struct {
 	stop func(wantOut string, wantCode int)   // end it, and check it ended as the untraced program
 }
 
-// startServer starts prog in dir with FTRACE_CTL=1, its socket in xdg,
+// startServer starts prog (of tg) in dir with FTRACE_CTL=1, its socket in xdg,
 // and env, and waits until it answers ftpatch ctl.
-func startServer(t *testing.T, dir, prog, xdg string, env ...string) *server {
+func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) *server {
 	t.Helper()
-	cmd := exec.Command(prog)
+	argv := tg.on(prog)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "FTRACE_CTL=1", "XDG_RUNTIME_DIR="+xdg), env...)
 	stdin, err := cmd.StdinPipe()
@@ -194,7 +210,7 @@ func startServer(t *testing.T, dir, prog, xdg string, env ...string) *server {
 func TestCtlSnapshot(t *testing.T) {
 	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	out := filepath.Join(dir, "trace")
-	srv := startServer(t, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_FILTER=alpha,beta", "FTRACE_BUFFER=ring:1m")
+	srv := startServer(t, x86GCC, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_FILTER=alpha,beta", "FTRACE_BUFFER=ring:1m")
 	time.Sleep(200 * time.Millisecond) /* some calls made */
 	asked := filepath.Join(dir, "snap")
 	for _, args := range [][]string{{"snapshot", asked}, {"snapshot"}} {
@@ -238,7 +254,7 @@ func TestCtlBaked(t *testing.T) {
 	run(t, dir, tool("ftpatch"), "enable", "--ctl", "--tracer", "function_graph", "-o", baked, prog, "gamma_")
 	run(t, dir, tool("ftpatch"), "verify", baked)
 	out := filepath.Join(dir, "trace")
-	srv := startServer(t, dir, baked, xdg, "FTRACE_OUT="+out, "FTRACE_CTL=")
+	srv := startServer(t, x86GCC, dir, baked, xdg, "FTRACE_OUT="+out, "FTRACE_CTL=")
 	if st, err := srv.ctl("status"); err != nil || !strings.Contains(st, "tracing on") || !strings.Contains(st, "enabled 1") {
 		t.Errorf("status: %v\n%s; want tracing on, the record's 1 site enabled", err, st)
 	}
@@ -277,11 +293,17 @@ func TestCtlBaked(t *testing.T) {
 // directory for the control socket, all in dir.
 func ctlSetup(t *testing.T) (dir, prog, xdg, wantOut string, wantCode int) {
 	t.Helper()
-	tg := x86GCC
+	return ctlSetupOn(t, ccBuild{x86GCC, "-O2 -pg -mfentry"})
+}
+
+// ctlSetupOn is ctlSetup for the build c.
+func ctlSetupOn(t *testing.T, c ccBuild) (dir, prog, xdg, wantOut string, wantCode int) {
+	t.Helper()
+	tg := c.tg
 	need(t, tg.tools...)
 	dir = t.TempDir()
 	wantOut, wantCode = untraced(t, tg, dir, "ctlserve.c")
-	prog = traced(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	prog = traced(t, tg, dir, c.flags, true, "ctlserve.c")
 	xdg = filepath.Join(dir, "xdg")
 	if err := os.Mkdir(xdg, 0o700); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,10 @@
  *
  * Built with -DUNTRACED (no runtime), the API is stubbed: the output is
  * what every traced run must print.
+ *
+ * On arm64 the program's own breakpoint is `brk #0`, which leaves the
+ * PC at itself: the SA_SIGINFO handler steps over it, and signal()'s
+ * handler, which has no context to do so with, gets raises alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +33,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifdef UNTRACED
@@ -49,13 +54,25 @@ static volatile long sink;
 
 NOINLINE long busy(long x) { return x * 5 + 1; }
 
+#if defined(__aarch64__)
+#define BREAKPOINT() __asm__ volatile("brk #0")
+#define OWN_TRAP TRAP_BRKPT /* si_code of a brk */
+#else
+#define BREAKPOINT() __asm__ volatile("int3")
+#define OWN_TRAP SI_KERNEL /* si_code of an int3 */
+#endif
+
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig, (void)uc;
-	if (si->si_code == SI_KERNEL)
+	if (si->si_code == OWN_TRAP) {
 		int3s++;
-	else
+#if defined(__aarch64__)
+		((ucontext_t *)uc)->uc_mcontext.pc += 4; /* past the brk */
+#endif
+	} else {
 		raised++;
+	}
 }
 
 /* signal()'s handler has no siginfo: it tells an int3 by a flag main sets. */
@@ -106,9 +123,13 @@ static void rounds(int sa)
 		sink += busy(i);
 		raise(SIGTRAP);
 		sink += busy(i);
+#if defined(__aarch64__)
+		if (!sa)
+			continue;
+#endif
 		if (!sa)
 			expect_int3 = 1;
-		__asm__ volatile("int3");
+		BREAKPOINT();
 		expect_int3 = 0;
 	}
 }

@@ -30,10 +30,11 @@
  * The words go through text.c (/proc/self/mem: the code is never
  * writable). The kernel's write there cleans the data cache and
  * invalidates the instruction cache for the lines it wrote, when the
- * mapping is executable (arm64's copy_to_user_page); one membarrier
- * SYNC_CORE after the batch then makes every thread discard what it
- * fetched before (an exception return is context-synchronising), so
- * when ftrt_arch_poke returns, no thread runs a site's old word again.
+ * mapping is executable (arm64's copy_to_user_page), and the patcher
+ * does it again by the program's addresses; one membarrier SYNC_CORE
+ * after the batch then makes every thread discard what it fetched
+ * before (an exception return is context-synchronising), so when
+ * ftrt_arch_poke returns, no thread runs a site's old word again.
  * A span that covers several sites writes the words between them with
  * the values they hold: a store of the same value changes no
  * instruction.
@@ -74,6 +75,14 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 		err = ftrt_text_flush();
 	else
 		ftrt_text_flush();
+	/* The kernel's write cleaned and invalidated the lines through its
+	 * own mapping of the pages; this does it through the program's (dc
+	 * cvau, ic ivau by address, broadcast to every core), which is what
+	 * an instruction cache indexed by virtual address needs, and what
+	 * an emulator watches for (qemu-user drops what it translated from
+	 * a line at ic ivau, from version 10). */
+	for (size_t i = 0; i < n; i++)
+		__builtin___clear_cache((char *)p[i].ip, (char *)p[i].ip + p[i].len);
 	/* Even after a refused write: the spans written before it. */
 	ftrt_text_sync();
 	nbatch = 0;
