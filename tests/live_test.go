@@ -309,8 +309,9 @@ func writerRun(t *testing.T, tg target, flags, tracer, rounds string) {
 // trampolines of their own; a change of tracer to function makes each a
 // call of its caller trampoline (ftrace_caller5 or 6, by the site's
 // length: 5-byte sites in a fixed-address program, 6 in a PIE); disabling
-// every function makes each a NOP of its length, enabling them again a
-// call; no mapping is ever writable and executable.
+// every function makes each call a compare with the call's own rel32
+// (cmp $rel32, %eax: only the opcode changes, both ways), enabling them
+// again the call; no mapping is ever writable and executable.
 func TestLiveBytes(t *testing.T) {
 	for _, pie := range []bool{false, true} {
 		t.Run(picFlag(pie), func(t *testing.T) {
@@ -365,8 +366,12 @@ func TestLiveBytes(t *testing.T) {
 							t.Errorf("%s: site %#x holds %v; want function_graph's jump or call", step, at, in)
 						}
 					case "off":
-						if in.Op != x86asm.NOP || in.Len != n {
-							t.Errorf("%s: site %#x holds %v (%d bytes); want a %d-byte NOP", step, at, in, in.Len, n)
+						// The call's first byte alone changed: cmp $rel32, %eax,
+						// its immediate the call's rel32.
+						imm, ok := in.Args[1].(x86asm.Imm)
+						if in.Op != x86asm.CMP || in.Args[0] != x86asm.EAX || in.Len != n || !ok ||
+							at+uint64(in.Len)+uint64(int64(int32(imm))) != addr[caller]+bias {
+							t.Errorf("%s: site %#x holds %v (%d bytes); want a cmp of %%eax with the rel32 of the call of %s", step, at, in, in.Len, caller)
 						}
 					default:
 						rel, ok := in.Args[0].(x86asm.Rel)

@@ -12,7 +12,11 @@
  *      so none runs the old instruction past this point). A thread
  *      that reaches a site now traps.
  *   2. the new instruction's other bytes, where they differ; sync.
- *   3. its first byte over the int3; sync.
+ *   3. its first byte over the int3. No sync: the kernel's text_poke_bp
+ *      syncs here so that no core is still in its int3 handler when the
+ *      batch's array goes; a thread here that fetches the int3 late
+ *      traps, and its handler runs the site again (below), whether the
+ *      batch is still published or not: the patcher does not wait.
  *
  * A thread that traps on a site's int3 meanwhile goes on as if the site
  * held its new instruction (ftrt_arch_trap emulates it): a NOP is
@@ -46,6 +50,7 @@
 #include "insn.h"
 
 #define INT3 0xcc
+#define CMP_EAX 0x3d /* cmp $imm32, %eax: a site disabled live (ftrt_arch_live_off) */
 
 static const struct ftrt_poke *volatile batch; /* the sites being changed, by ip */
 static volatile size_t nbatch;
@@ -114,7 +119,10 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 			ftrt_text_sync();
 		if (err >= 0)
 			err = step(p, n, 2);
-		ftrt_text_sync();
+		/* No sync after step 3: a thread that still fetches a site's
+		 * int3 traps, and its handler, finding the new first byte there,
+		 * runs the site again (ftrt_arch_trap), batch published or not.
+		 * No thread runs a site's old instruction after step 1's sync. */
 		err = err < 0 ? err : 0;
 	}
 	sys_sigs_hold(&mask);
@@ -217,7 +225,8 @@ int ftrt_arch_trap(const siginfo_t *si, void *ctx)
 /*
  * What a site holds (live.h): enabled (a call of one of the module's
  * trampolines, or function_graph's jump to a trampoline of its own),
- * disabled (a NOP, or gcc's five 90s), or anything else.
+ * disabled (a NOP, or gcc's five 90s; or the compare a live disable
+ * leaves), or anything else.
  */
 int ftrt_arch_live_state(uintptr_t ip, int *len)
 {
@@ -226,6 +235,10 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 	enum ftrt_site_state st = ftrt_arch_classify(p, &l);
 	if (st == FTRT_SITE_NOP || st == FTRT_SITE_NOPS) {
 		*len = l;
+		return 0;
+	}
+	if (p[0] == CMP_EAX || (p[0] == 0x67 && p[1] == CMP_EAX)) {
+		*len = p[0] == CMP_EAX ? 5 : 6; /* disabled live (ftrt_arch_live_off) */
 		return 0;
 	}
 	if (ftrt_arch_tramp_call(p, &l, 0)) {
@@ -246,9 +259,26 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 	return put_call(ip, len, ftrt_arch_caller(len, want), buf);
 }
 
-/* The bytes that disable the site: the load-time pass's NOP. */
+/*
+ * The bytes that disable the site. A call (e8 rel32, 67 e8 rel32)
+ * becomes a compare that keeps its rel32 as an immediate, 3d imm32
+ * (cmp $imm32, %eax; 67 3d: the prefix changes nothing without a memory
+ * operand): the first byte alone changes, both ways, so the protocol's
+ * step 2 writes nothing and needs no sync. The compare only sets flags,
+ * which no site's code needs: at a function's entry and in place of a
+ * call of mcount they hold nothing the calling convention keeps (the
+ * direction flag, which it does, is left alone). Anything else (a jump
+ * to a trampoline of the site's own) becomes the load-time pass's NOP.
+ */
 void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf)
 {
+	const unsigned char *p = (const unsigned char *)ip;
+	int l;
+	memcpy(buf, p, (size_t)len);
+	if (ftrt_arch_tramp_call(p, &l, 0) && l == len) {
+		buf[len - 5] = CMP_EAX; /* the e8 */
+		return;
+	}
 	memcpy(buf, ftrt_arch_off(ip, len), (size_t)len);
 }
 
