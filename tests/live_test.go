@@ -323,29 +323,7 @@ func TestLiveBytes(t *testing.T) {
 			if err != nil || code != 0 {
 				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
 			}
-			addr := sitetest.Symbols(t, sitetest.Open(t, prog))
-			var bias uint64
-			steps := map[string]map[uint64][]byte{}
-			for _, line := range strings.Split(out, "\n") {
-				f := strings.Fields(line)
-				switch {
-				case len(f) == 2 && f[0] == "f1":
-					a, _ := strconv.ParseUint(f[1], 0, 64)
-					bias = a - addr["f1"]
-				case len(f) == 3 && f[0] == "wx" && f[2] != "0":
-					t.Errorf("after %s: %s mappings writable and executable", f[1], f[2])
-				case len(f) == 3 && f[0] != "wx":
-					a, err := strconv.ParseUint(f[1], 0, 64)
-					b, err2 := hex.DecodeString(f[2])
-					if err != nil || err2 != nil {
-						t.Fatalf("%q", line)
-					}
-					if steps[f[0]] == nil {
-						steps[f[0]] = map[uint64][]byte{}
-					}
-					steps[f[0]][a] = b
-				}
-			}
+			addr, bias, steps := liveDump(t, prog, out)
 			n, caller := 5, "ftrace_caller5"
 			if pie {
 				n, caller = 6, "ftrace_caller6"
@@ -431,29 +409,7 @@ func TestLiveBytesARM64(t *testing.T) {
 // traced from the start, areas when its sites are patchable areas.
 func checkLiveBytesARM64(t *testing.T, prog, out string, traced0, areas bool) {
 	t.Helper()
-	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
-	var bias uint64
-	steps := map[string]map[uint64][]byte{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 2 && f[0] == "f1":
-			a, _ := strconv.ParseUint(f[1], 0, 64)
-			bias = a - addr["f1"]
-		case len(f) == 3 && f[0] == "wx" && f[2] != "0":
-			t.Errorf("after %s: %s mappings writable and executable", f[1], f[2])
-		case len(f) == 3 && f[0] != "wx":
-			a, err := strconv.ParseUint(f[1], 0, 64)
-			b, err2 := hex.DecodeString(f[2])
-			if err != nil || err2 != nil || len(b) != 8 {
-				t.Fatalf("%q", line)
-			}
-			if steps[f[0]] == nil {
-				steps[f[0]] = map[uint64][]byte{}
-			}
-			steps[f[0]][a] = b
-		}
-	}
+	addr, bias, steps := liveDump(t, prog, out)
 	name := map[uint64]string{}
 	for _, s := range []string{"ftrace_caller", "ftrace_mcount_caller", "ftrace_ops_caller"} {
 		if addr[s] == 0 {
@@ -509,4 +465,34 @@ func checkLiveBytesARM64(t *testing.T, prog, out string, traced0, areas bool) {
 			}
 		}
 	}
+}
+
+// liveDump reads progs/livebytes.c's output: prog's symbols, its load
+// bias, and each step's sites (address to 8 bytes); a mapping writable
+// and executable after a step is an error.
+func liveDump(t *testing.T, prog, out string) (addr map[string]uint64, bias uint64, steps map[string]map[uint64][]byte) {
+	t.Helper()
+	addr = sitetest.Symbols(t, sitetest.Open(t, prog))
+	steps = map[string]map[uint64][]byte{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "f1":
+			a, _ := strconv.ParseUint(f[1], 0, 64)
+			bias = a - addr["f1"]
+		case len(f) == 3 && f[0] == "wx" && f[2] != "0":
+			t.Errorf("after %s: %s mappings writable and executable", f[1], f[2])
+		case len(f) == 3 && f[0] != "wx":
+			a, err := strconv.ParseUint(f[1], 0, 64)
+			b, err2 := hex.DecodeString(f[2])
+			if err != nil || err2 != nil || len(b) != 8 {
+				t.Fatalf("%q", line)
+			}
+			if steps[f[0]] == nil {
+				steps[f[0]] = map[uint64][]byte{}
+			}
+			steps[f[0]][a] = b
+		}
+	}
+	return addr, bias, steps
 }

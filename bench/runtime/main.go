@@ -410,6 +410,11 @@ func run(work, bin, against string, runs int, only string) error {
 		// The flight recorder: the last 64 MiB of records kept in
 		// memory, written at the end (the same loop's last calls).
 		{name: ringName, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_BUFFER=ring:64m", "FTRACE_OUT=" + abs("t-ring")}, outDir: abs("t-ring")},
+		// A ring the floor's size (it keeps 65,536 records, 1 MiB; a
+		// ring keeps at least one 1.5 MiB segment): what the graph
+		// tracer costs with nothing written out and no first pass over
+		// fresh memory.
+		{name: ringSmallName, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_BUFFER=ring:1m", "FTRACE_OUT=" + abs("t-ring1")}, outDir: abs("t-ring1")},
 		// Full buffers written by the runtime's writer thread, on the
 		// second core: the traced thread makes no write.
 		{name: writerName, argv: []string{abs("ours")}, env: []string{"FTRACE=function_graph", "FTRACE_FILTER=leaf", "FTRACE_BUFFER=writer", "FTRACE_OUT=" + abs("t-writer")}, outDir: abs("t-writer")},
@@ -513,6 +518,13 @@ func run(work, bin, against string, runs int, only string) error {
 			}
 			fmt.Printf("       function_graph into the flight recorder (FTRACE_BUFFER=ring:64m: the last 64 MiB a thread in memory): %.2f ns/call, %.2fx the floor; target 1.10x: %s\n", r, r/f, verdict)
 		}
+		if r, ok := byName[ringSmallName]; ok {
+			verdict := "met"
+			if r > 1.1*f {
+				verdict = "MISSED"
+			}
+			fmt.Printf("       the same into a ring the floor's size (ring:1m: one 1.5 MiB segment): %.2f ns/call, %.2fx the floor; target 1.10x: %s\n", r, r/f, verdict)
+		}
 		if w, ok := byName[writerName]; ok {
 			verdict := "met"
 			if w > 1.15*f {
@@ -613,12 +625,13 @@ const (
 )
 
 const (
-	floorName    = "floor: funtrace's scheme (TLS ring)"
-	floorOutName = "floor, every record written out"
-	skeletonName = "graph's skeleton (trampoline only)"
-	ringName     = "ftpatch: function_graph, ring:64m"
-	writerName   = "ftpatch: function_graph, writer"
-	boundName    = "hijack's skeleton (-pg sites)"
+	floorName     = "floor: funtrace's scheme (TLS ring)"
+	floorOutName  = "floor, every record written out"
+	skeletonName  = "graph's skeleton (trampoline only)"
+	ringName      = "ftpatch: function_graph, ring:64m"
+	ringSmallName = "ftpatch: function_graph, ring:1m"
+	writerName    = "ftpatch: function_graph, writer"
+	boundName     = "hijack's skeleton (-pg sites)"
 )
 
 func (c *benchCase) run(record bool) error {

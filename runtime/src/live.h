@@ -43,6 +43,9 @@ int ftrt_text_open(void) HIDDEN;
  * between them as they are. 0, or -errno. */
 int ftrt_text_queue(uintptr_t addr, const void *bytes, size_t len) HIDDEN;
 int ftrt_text_flush(void) HIDDEN;
+/* Queue and write every site's new bytes whole (ftrt_text_queue,
+ * ftrt_text_flush): 0, or the first -errno. */
+int ftrt_text_put_new(const struct ftrt_poke *p, size_t n) HIDDEN;
 /* Make every thread of the process serialise its instruction stream
  * before it runs another instruction (membarrier SYNC_CORE). */
 void ftrt_text_sync(void) HIDDEN;

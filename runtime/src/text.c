@@ -154,3 +154,12 @@ int ftrt_text_flush(void)
 	nqueue = 0;
 	return err;
 }
+
+int ftrt_text_put_new(const struct ftrt_poke *p, size_t n)
+{
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++)
+		err = ftrt_text_queue(p[i].ip, p[i].new, p[i].len);
+	int flushed = ftrt_text_flush();
+	return err ? err : flushed;
+}

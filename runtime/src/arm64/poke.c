@@ -68,13 +68,7 @@ int ftrt_arch_poke(struct ftrt_poke *p, size_t n)
 		return 0;
 	batch = p;
 	nbatch = n;
-	int err = 0;
-	for (size_t i = 0; i < n && !err; i++)
-		err = ftrt_text_queue(p[i].ip, p[i].new, p[i].len);
-	if (!err)
-		err = ftrt_text_flush();
-	else
-		ftrt_text_flush();
+	int err = ftrt_text_put_new(p, n);
 	/* The kernel's write cleaned and invalidated the lines through its
 	 * own mapping of the pages; this does it through the program's (dc
 	 * cvau, ic ivau by address, broadcast to every core), which is what
@@ -99,9 +93,7 @@ void ftrt_arch_poke_after_fork(void)
 	size_t n = nbatch;
 	if (!p || !n || ftrt_text_open() != 0)
 		return;
-	for (size_t i = 0; i < n; i++)
-		ftrt_text_queue(p[i].ip, p[i].new, p[i].len);
-	ftrt_text_flush();
+	ftrt_text_put_new(p, n);
 	nbatch = 0;
 	batch = NULL;
 }
@@ -178,13 +170,9 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 	}
 	if (w[k] != ARM64_NOP && !arm64_is_bl(w[k]))
 		return -1;
-	uint32_t bl = arm64_bl(at, target);
-	if (!bl) {
-		uintptr_t v = ftrt_arm64_veneer(at, target);
-		bl = v ? arm64_bl(at, v) : 0;
-		if (!bl)
-			return -1;
-	}
+	uint32_t bl = ftrt_arm64_bl_to(at, target);
+	if (!bl)
+		return -1;
 	w[k] = bl;
 	memcpy(buf, w, (size_t)len);
 	return 0;

@@ -163,13 +163,9 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		target = ftrt_targets[FTRT_T_OPS];
 	uint32_t w[2];
 	uintptr_t at = want == WANT_ENTRY ? ip + 4 : ip; /* the bl: the second word of a patchable area */
-	uint32_t bl = arm64_bl(at, target);
-	if (!bl) {
-		uintptr_t v = ftrt_arm64_veneer(at, target);
-		bl = v ? arm64_bl(at, v) : 0;
-		if (!bl)
-			return -1;
-	}
+	uint32_t bl = ftrt_arm64_bl_to(at, target);
+	if (!bl)
+		return -1;
 	if (area == AREA_LITERAL) {
 		/* One aligned 64-bit store, made visible before the bl that
 		 * reads it is stored (a release store orders what comes before

@@ -127,3 +127,13 @@ uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target)
 			return at + (uintptr_t)k * VENEER;
 	return 0;
 }
+
+uint32_t ftrt_arm64_bl_to(uintptr_t at, uintptr_t target)
+{
+	uint32_t bl = arm64_bl(at, target);
+	if (!bl) {
+		uintptr_t v = ftrt_arm64_veneer(at, target);
+		bl = v ? arm64_bl(at, v) : 0;
+	}
+	return bl;
+}

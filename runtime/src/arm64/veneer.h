@@ -8,7 +8,14 @@
 #include <stdint.h>
 
 /* A veneer to target within bl's reach of from (a site's bl), made on
- * first use; 0 when none can be placed there. Load-time pass only. */
+ * first use; 0 when none can be placed there. Under the registry's
+ * lock: the load-time pass, and live changes (poke.c), which threads
+ * may race only to the page once it is executable, and through a site
+ * written after. */
 uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target) __attribute__((visibility("hidden")));
+
+/* `bl target` at `at`, through a veneer when target is beyond its reach;
+ * 0 when none can be placed. */
+uint32_t ftrt_arm64_bl_to(uintptr_t at, uintptr_t target) __attribute__((visibility("hidden")));
 
 #endif

@@ -137,9 +137,7 @@ void ftrt_arch_poke_after_fork(void)
 	size_t n = nbatch;
 	if (!p || !n || ftrt_text_open() != 0)
 		return;
-	for (size_t i = 0; i < n; i++)
-		ftrt_text_queue(p[i].ip, p[i].new, p[i].len);
-	ftrt_text_flush();
+	ftrt_text_put_new(p, n);
 	publish(NULL, 0);
 }
 
