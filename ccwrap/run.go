@@ -147,13 +147,20 @@ func (c *Command) rewrite(drop func(string) bool, input func(Input) []string) []
 }
 
 // cflags are the compile flags for the compiler's target, and the
-// options they make the command drop.
-func (w *Wrapper) cflags(c *Command) ([]string, func(string) bool, error) {
+// options they make the command drop. They name the directory of the
+// runtime's header, ftrace.h, with -idirafter: searched after the
+// command's own directories and the system's, so that a header of that
+// name of the program's own wins.
+func (w *Wrapper) cflags(ctx context.Context, c *Command) ([]string, func(string) bool, error) {
 	a, err := w.target(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	flags := ftrt.CFlags(a)
+	lib, err := ftrt.Cached(ctx, ftrt.Options{CC: w.runtimeCC(), Arch: a})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the runtime: %w", err)
+	}
+	flags := append(ftrt.CFlags(a), "-idirafter", ftrt.IncludeDir(filepath.Dir(lib)))
 	pg := slices.Contains(flags, "-pg")
 	return flags, func(o string) bool { return lto(o) || (pg && o == "-fomit-frame-pointer") }, nil
 }
@@ -207,7 +214,7 @@ func (w *Wrapper) run(c *Command, dir string, args []string) (launch.Status, err
 }
 
 func (w *Wrapper) compile(ctx context.Context, c *Command) (launch.Status, error) {
-	flags, drop, err := w.cflags(c)
+	flags, drop, err := w.cflags(ctx, c)
 	if err != nil {
 		return launch.Status{}, err
 	}
@@ -262,7 +269,7 @@ func (w *Wrapper) link(ctx context.Context, c *Command) (launch.Status, error) {
 	defer os.RemoveAll(dir)
 	objOf := map[int]string{}
 	if len(srcs) > 0 {
-		flags, drop, err := w.cflags(c)
+		flags, drop, err := w.cflags(ctx, c)
 		if err != nil {
 			return launch.Status{}, err
 		}

@@ -64,7 +64,7 @@ func TestRunCommands(t *testing.T) {
 	}
 	rt := strings.Join(ftrt.LinkFlags(lib), " ")
 	mod := strings.Join(ftrt.ModuleLinkFlags(lib), " ")
-	cf := strings.Join(ftrt.CFlags(arch.X86_64), " ")
+	cf := strings.Join(ftrt.CFlags(arch.X86_64), " ") + " -idirafter " + ftrt.IncludeDir(filepath.Dir(lib))
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "objs.rsp"), []byte("a.o 'b c.o'\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "flags.rsp"), []byte("-flto -O2\n"), 0o644)

@@ -496,3 +496,16 @@ func liveDump(t *testing.T, prog, out string) (addr map[string]uint64, bias uint
 	}
 	return addr, bias, steps
 }
+
+// TestLiveCc: a program that uses ftrace.h builds with ftpatch cc alone
+// (it names the header's directory, after the program's own), and its
+// API calls work: livebytes.c toggles every function and exits 0.
+func TestLiveCc(t *testing.T) {
+	need(t, x86GCC.tools...)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "livebytes")
+	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-I"+filepath.Dir(progPath(t, "livebytes.c")), progPath(t, "livebytes.c"), "-o", prog)
+	if _, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, prog); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+}

@@ -44,7 +44,9 @@ What it does with each command:
 
   compile (-c): the compile flags ftpatch flags --cflags gives for the
       compiler's target (-dumpmachine: -pg -mfentry on x86-64) are added
-      before the command's own, then the object pass (recordmcount's)
+      before the command's own, the directory of ftrace.h (the runtime's
+      API) with -idirafter, searched after the command's own and the
+      system's, then the object pass (recordmcount's)
       runs on every object the compiler wrote: -o's, or each source's
       default .o in the working directory for -c of several sources. A
       dependency file (-MD, -MMD, -MF) is the compiler's, untouched. A
