@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -507,5 +508,50 @@ func TestLiveCc(t *testing.T) {
 	run(t, dir, tool("ftpatch"), "cc", "gcc", "-O2", "-I"+filepath.Dir(progPath(t, "livebytes.c")), progPath(t, "livebytes.c"), "-o", prog)
 	if _, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + filepath.Join(dir, "t")}, prog); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+}
+
+// TestLiveLoadedLater: live filter calls made before a shared object
+// was loaded apply to it at its load, in order, each function as the
+// latest call that chose it says, and again when it is loaded anew
+// (progs/livedl.c): plug_a traced at both loads, other at the second
+// alone, plug_off never. On x86-64 and arm64, started untraced (the first
+// enable opens the trace) and under function.
+func TestLiveLoadedLater(t *testing.T) {
+	for _, c := range []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry"},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
+	} {
+		t.Run(c.tg.arch, func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, c.tg, dir, c.flags+" -fPIC", true, "livedlplug.c")
+			plug := linkShared(t, c.tg, dir, "libplug.so", objs)
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livedl.c")
+			for _, tracer := range []string{"", "function"} {
+				out := filepath.Join(dir, "t-"+tracer)
+				env := []string{"FTRACE_OUT=" + out, "FTRACE_FILTER=main"}
+				if tracer != "" {
+					env = append(env, "FTRACE="+tracer)
+				}
+				got, stderr, code, err := runStatusEnv(dir, env, c.tg.on(prog, plug)...)
+				if err != nil || code != 0 {
+					t.Fatalf("FTRACE=%s: exit %d, %v\n%s", tracer, code, err, stderr)
+				}
+				if want := "enable plug_* 0\ndisable plug_off 0\nenable other 0\nsum 16\n"; got != want {
+					t.Errorf("FTRACE=%s: output\n%s\nwant\n%s", tracer, got, want)
+				}
+				tr, syms := readTrace(t, out)
+				calls, _ := tracedCalls(t, tr, syms, tr.Meta.Tracer)
+				want := map[string]int{"plug_a": 2, "other": 1}
+				if tracer != "" {
+					want["main"] = 1 // FTRACE_FILTER's, at start
+				}
+				if !maps.Equal(calls, want) {
+					t.Errorf("FTRACE=%s: traced %v, want %v", tracer, calls, want)
+				}
+			}
+		})
 	}
 }

@@ -67,6 +67,14 @@
 
 extern char **environ;
 
+/* A module's load-time pass, then what live calls chose before it was
+ * loaded. */
+static void pass(struct ftrt_mod *md)
+{
+	ftrt_pass(md);
+	ftrt_live_added(md);
+}
+
 /* In the program's .preinit_array; called with main's arguments. */
 void ftrt_preinit(int argc, char **argv, char **envp)
 {
@@ -78,7 +86,7 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 	 * given here. */
 	static const struct ftrt_modules_calls calls = {
 		.init = ftrt_init,
-		.pass = ftrt_pass,
+		.pass = pass,
 		.changed = ftrt_trace_meta_update,
 		.gone = ftrt_live_forget,
 	};

@@ -10,7 +10,9 @@
  * name is found by binary search and a toggle of one function costs its
  * patch alone. A glob list (FTRACE_FILTER's syntax: `a*,b,!c*`) is
  * matched against every name. A module loaded later is indexed at the
- * next live call; its index goes when it is unloaded (ftrt_live_forget).
+ * next live call, or at its registration when live calls chose functions
+ * before (ftrt_live_added: those calls are replayed on it); its index goes
+ * when it is unloaded (ftrt_live_forget).
  *
  * Every change goes through one lock, the module registry's: a module's
  * load-time pass and a live batch never write code at once, and a
@@ -402,6 +404,83 @@ static int open_trace(void)
 	return 0;
 }
 
+/*
+ * The filter calls since the last set (ftrace_set_functions), in order,
+ * each list once, with the latest call that gave it: what a module
+ * loaded later gets (ftrt_live_added), so that a function enabled
+ * before its shared object was loaded is enabled in it too. A site's
+ * state is the last call whose list chooses its function (a set's
+ * chooses every function, on or off), which dropping an earlier call
+ * with the same list leaves as it is. Under the registry's lock.
+ */
+struct logged {
+	int op;
+	char *list;
+};
+static struct logged *flog;
+static size_t nflog, capflog;
+
+static void log_op(int op, const char *list)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < nflog; i++) {
+		if (op == OP_SET || strcmp(flog[i].list, list) == 0)
+			free(flog[i].list);
+		else
+			flog[j++] = flog[i];
+	}
+	nflog = j;
+	if (nflog == capflog) {
+		size_t cap = capflog ? 2 * capflog : 16;
+		struct logged *f = realloc(flog, cap * sizeof *f);
+		if (!f)
+			return; /* a module loaded later misses this call */
+		flog = f, capflog = cap;
+	}
+	char *copy = strdup(list);
+	if (copy)
+		flog[nflog++] = (struct logged){ op, copy };
+}
+
+void ftrt_live_added(const struct ftrt_mod *md)
+{
+	if (!nflog || !md->live || md->owner < 1)
+		return;
+	struct live_mod *l = &mods[md->owner - 1];
+	if (ready() != 0 || (l->md != md && index_module(md, l) != 0) || !l->n)
+		return;
+	/* Each site's state after the calls, in order: 0 as the load-time
+	 * pass left it, 1 on, 2 off. */
+	unsigned char *want = zalloc(l->n);
+	if (!want)
+		return;
+	for (size_t k = 0; k < nflog; k++) {
+		const char *list = flog[k].list;
+		int cxx = ftrt_cxx_globs(list);
+		const struct ftrt_globs *g = ftrt_globs_compile(list, &compiled) == 0 ? &compiled : NULL;
+		for (size_t i = 0; i < l->n; i++) {
+			if (l->name[i] == NONAME)
+				continue;
+			int hit = chooses(list, g, l->names + l->name[i], cxx);
+			if (flog[k].op == OP_SET)
+				want[i] = hit ? 1 : 2;
+			else if (hit)
+				want[i] = flog[k].op == OP_ENABLE ? 1 : 2;
+		}
+	}
+	ftrt_targets = md->desc->targets;
+	size_t changed = 0;
+	int err = 0;
+	for (size_t i = 0; i < l->n && !err; i++)
+		if (want[i])
+			err = want_site(l, i, want[i] == 1, &changed);
+	munmap(want, l->n);
+	if (!err)
+		apply();
+	nbatch = 0;
+	delta = 0;
+}
+
 int ftrt_live_filter(int op, const char *list)
 {
 	if (!list)
@@ -418,6 +497,8 @@ int ftrt_live_filter(int op, const char *list)
 			err = plan(&mods[i], op, list, &changed);
 	if (!err)
 		err = apply();
+	if (!err)
+		log_op(op, list);
 	nbatch = 0;
 	delta = 0;
 	ftrt_modules_release();

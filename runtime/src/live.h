@@ -108,6 +108,12 @@ const char *ftrt_snapshot_why(void) HIDDEN;
  * program's initialisers begin). */
 void ftrt_ctl_start(void) HIDDEN;
 
+/* live.c: after a module's load-time pass (lifetime.c wires it), the
+ * live filter calls made so far applied to its sites. With the
+ * registry's lock held. */
+struct ftrt_mod;
+void ftrt_live_added(const struct ftrt_mod *md) HIDDEN;
+
 /* live.c: at start, in a process that may patch itself (trap.c). */
 void ftrt_live_arm(void) HIDDEN;
 
