@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -171,5 +172,51 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrologueStraddlesPageARM64: a -pg function whose prologue begins
+// on one page and ends on the next (progs/straddle.S) is graphed whole:
+// the tracer reads its prologue across the page boundary, knowing from
+// the module's executable segment that the page before is there (qemu-
+// user, which runs this, has no process_vm_readv to ask). Each call has
+// its return; under FTRACE_GRAPH_NOTRACE=straddle, nothing it calls is
+// recorded.
+func TestPrologueStraddlesPageARM64(t *testing.T) {
+	tg := a64GCC
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	objs := buildSrc(t, tg, dir, "", false, "straddle.S", "straddle.c")
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), objs...), ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
+	if a := sitetest.Symbols(t, sitetest.Open(t, prog))["straddle"]; a&0xfff != 0xff8 {
+		t.Fatalf("straddle at %#x; want its prologue across a page boundary (at 0x...ff8)", a)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want map[string]int
+	}{
+		{"graph", nil, map[string]int{"straddle": 3, "straddle_leaf": 3}},
+		{"notrace", []string{"FTRACE_GRAPH_NOTRACE=straddle"}, map[string]int{}},
+	} {
+		out := filepath.Join(dir, tc.name)
+		env := append([]string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, tc.env...)
+		got, stderr, code, err := runStatusEnv(dir, env, tg.on(prog)...)
+		if err != nil || code != 0 || got != "126\n" {
+			t.Fatalf("%s: exit %d, %v, output %q\n%s", tc.name, code, err, got, stderr)
+		}
+		tr, syms := readTrace(t, out)
+		calls, stats := tracedCalls(t, tr, syms, "function_graph")
+		delete(calls, "main")
+		if !maps.Equal(calls, tc.want) {
+			t.Errorf("%s: traced %v, want %v", tc.name, calls, tc.want)
+		}
+		for _, s := range stats {
+			if s.Untimed != 0 || s.Open != 0 {
+				t.Errorf("%s: %s: %d calls without their return, %d open; want every call whole", tc.name, s.Func, s.Untimed, s.Open)
+			}
+		}
 	}
 }

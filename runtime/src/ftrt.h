@@ -125,6 +125,8 @@ struct ftrt_mod {
 	const char *path;   /* the file, as the loader named it; NULL: the program */
 	uintptr_t bias;     /* run-time address - file address */
 	uintptr_t lo, hi;   /* its loaded segments' run-time extent */
+	uintptr_t text_lo, text_hi; /* its executable segment's, from the start of its first page
+			     * (mapped and readable while it is loaded); 0, 0 with several */
 	char build_id[129]; /* hex GNU build-id, "" when it has none */
 	uint64_t load;      /* trace timestamp of registration; 0: before the trace began */
 	uint64_t unload;    /* of unregistration; 0: loaded until the end */
@@ -139,6 +141,11 @@ struct ftrt_mod {
 extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 /* Run the load-time pass over one module's table (patch.c). */
 void ftrt_pass(struct ftrt_mod *md);
+/* Whether a is in the executable segment of the loaded module whose
+ * executable segment holds in: code there can be read (frame.h reads a
+ * prologue across a page boundary). Lock-free and async-signal-safe:
+ * in is code a thread runs, so its module stays loaded meanwhile. */
+int ftrt_module_text_holds(uintptr_t in, uintptr_t a) __attribute__((visibility("hidden")));
 /* The records, for the trace's metadata: NULL past the last. */
 const struct ftrt_mod *ftrt_module_at(int i);
 /* Hold the records still (a thread may dlopen or dlclose while the

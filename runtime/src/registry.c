@@ -40,6 +40,18 @@ void ftrt_modules_wire(const struct ftrt_modules_calls *c)
 	up = *c;
 }
 
+int ftrt_module_text_holds(uintptr_t in, uintptr_t a)
+{
+	int n = __atomic_load_n(&nmods, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		const struct ftrt_mod *md = &mods[i];
+		uintptr_t lo = __atomic_load_n(&md->text_lo, __ATOMIC_RELAXED), hi = __atomic_load_n(&md->text_hi, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&md->live, __ATOMIC_ACQUIRE) && in >= lo && in < hi)
+			return a >= lo && a < hi;
+	}
+	return 0;
+}
+
 const struct ftrt_mod *ftrt_module_at(int i)
 {
 	return i >= 0 && i < nmods ? &mods[i] : NULL;
@@ -117,7 +129,8 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct where *w = data;
 	(void)size;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0, text_lo = 0, text_hi = 0;
+	int texts = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
@@ -127,6 +140,11 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 			lo = s;
 		if (s + ph->p_memsz > hi)
 			hi = s + ph->p_memsz;
+		if (ph->p_flags & PF_X) {
+			texts++;
+			text_lo = s & ~(uintptr_t)4095; /* the loader maps whole pages */
+			text_hi = s + ph->p_memsz;
+		}
 	}
 	if (w->addr < lo || w->addr >= hi)
 		return 0;
@@ -134,6 +152,8 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 	md->bias = info->dlpi_addr;
 	md->lo = lo;
 	md->hi = hi;
+	if (texts == 1)
+		md->text_lo = text_lo, md->text_hi = text_hi;
 	/* Absolute, so the trace can be read from another directory: the
 	 * loader names an object as dlopen was given it. */
 	if (info->dlpi_name && info->dlpi_name[0]) {

@@ -21,16 +21,23 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "../ftrt.h"
 #include "../tracer.h"
 #include "../take.h"
 
-/* Whether the word at a can be read: copied by process_vm_readv from
- * this process, which fails (EFAULT) where a load would fault. Asked
- * only for the word before a prologue that starts its page (frame.h);
- * a system call that is refused (seccomp) says no, and the prologue is
- * taken to start there. */
+/* Whether the word at a can be read: in the executable segment of the
+ * module whose code follows it (the registry's record), or else copied
+ * by process_vm_readv from this process, which fails (EFAULT) where a
+ * load would fault. Asked only for the word before a prologue that
+ * starts its page, or crosses into it (frame.h); where neither says yes
+ * (a system call refused by seccomp), the prologue is taken to start
+ * there, and a prologue that crossed is not understood. */
 static int readable(uintptr_t a)
 {
+	/* Inside the executable segment of the module whose code follows:
+	 * there (no system call; qemu-user has no process_vm_readv). */
+	if (ftrt_module_text_holds(a + 4, a))
+		return 1;
 	uint32_t w;
 	struct iovec local = { &w, 4 }, remote = { (void *)a, 4 };
 	return sys(SYS_process_vm_readv, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&local, 1, (long)&remote, 1, 0) == 4;
