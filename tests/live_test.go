@@ -189,7 +189,8 @@ func TestLiveTraps(t *testing.T) {
 // same signal, with a core dump where the untraced one dumps core (the
 // runs allow core files). Its trace is ended, says the ring wrapped
 // (replay warns so), and holds the last calls before the death, and the
-// spinning thread's calls.
+// spinning thread's calls; its metadata, and ftpatch info, name the
+// signal that ended it.
 func TestFlightRecorder(t *testing.T) {
 	forProgram(t, "crash.c", []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -fpatchable-function-entry=5"},
 		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}},
@@ -207,6 +208,13 @@ func TestFlightRecorder(t *testing.T) {
 					if tr.Meta.Unended || tr.Meta.Buffer != "ring" || tr.Meta.Overwritten == 0 {
 						t.Errorf("%s under %s: unended %v, buffer %q, %d bytes overwritten; want an ended trace of a ring that wrapped",
 							how, tracer, tr.Meta.Unended, tr.Meta.Buffer, tr.Meta.Overwritten)
+					}
+					wantSig := map[string]uint64{"abort": uint64(syscall.SIGABRT), "segv": uint64(syscall.SIGSEGV)}[how]
+					if tr.Meta.Signal != wantSig {
+						t.Errorf("%s under %s: the metadata says signal %d ended the trace; want %d", how, tracer, tr.Meta.Signal, wantSig)
+					}
+					if info, _ := run(t, dir, tool("ftpatch"), "info", out); wantSig != 0 && !regexp.MustCompile(`ended:\s+by signal `+strconv.FormatUint(wantSig, 10)+` `).MatchString(info) {
+						t.Errorf("%s under %s: ftpatch info does not say a signal ended it:\n%s", how, tracer, info)
 					}
 					calls, _ := tracedCalls(t, tr, syms, tracer)
 					for _, f := range []string{"dying", "last_words", "spin", "leaf"} {

@@ -178,6 +178,10 @@ type Meta struct {
 	// the bytes of records the rings overwrote, not in the trace.
 	Buffer                 string
 	RingBytes, Overwritten uint64
+	// Signal is the fatal signal whose handler ended the trace: the
+	// flight recorder's rings written as the program died of it; 0 when
+	// it ended otherwise.
+	Signal uint64
 }
 
 // Module is a shared object with sites, as the runtime saw it loaded.
@@ -751,6 +755,8 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.RingBytes
 	case abi.MetaKeyOverwritten:
 		return &m.Overwritten
+	case abi.MetaKeySignal:
+		return &m.Signal
 	}
 	return nil
 }

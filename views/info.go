@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"ftpatch/runtime/abi"
 )
@@ -49,6 +50,8 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("duration", "%s", strings.TrimSpace(FormatDuration(m.Nanos(m.TSCEnd))))
 	if m.Unended {
 		kv("ended", "no: the program did not end through exit or _exit (killed by a signal?); the trace ends at its last event")
+	} else if m.Signal != 0 {
+		kv("ended", "by signal %d (%v), whose handler wrote every thread's ring: the program then died of it", m.Signal, syscall.Signal(m.Signal))
 	} else {
 		kv("ended", "through exit or _exit: every thread's buffered events were written")
 	}

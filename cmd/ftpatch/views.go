@@ -185,7 +185,8 @@ func newInfo(stdout io.Writer) *cobra.Command {
 it is, a "key: value" line each: the program (path, command line when
 tracing began, build-id, pid), the tracer and clock, when tracing began
 and how long it lasted, whether the program ended through exit (or was
-killed), how its sites were chosen and how many were traced, the shared
+killed; or died of a fatal signal whose handler wrote the flight
+recorder's rings), how its sites were chosen and how many were traced, the shared
 objects with sites it loaded, each thread with its calls and the time
 they span, and what the runtime dropped or could not write (each count
 given, 0 included). Then a "warning:" line for each thing the trace

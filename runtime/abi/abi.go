@@ -131,6 +131,7 @@ const (
 	MetaKeyBuffer           = "buffer"            // META_KEY_BUFFER: BufferStream, BufferRing or BufferWriter
 	MetaKeyRingBytes        = "ring_bytes"        // META_KEY_RING_BYTES: a thread's ring
 	MetaKeyOverwritten      = "overwritten_bytes" // META_KEY_OVERWRITTEN: records the rings overwrote
+	MetaKeySignal           = "signal"            // META_KEY_SIGNAL: the fatal signal whose handler ended the trace
 )
 
 // How the runtime keeps a thread's records (FTRACE_BUFFER, and the

@@ -141,6 +141,7 @@ func mirrors() []mirror {
 		{"META_KEY_BUFFER", "MetaKeyBuffer", abi.MetaKeyBuffer},
 		{"META_KEY_RING_BYTES", "MetaKeyRingBytes", abi.MetaKeyRingBytes},
 		{"META_KEY_OVERWRITTEN", "MetaKeyOverwritten", abi.MetaKeyOverwritten},
+		{"META_KEY_SIGNAL", "MetaKeySignal", abi.MetaKeySignal},
 		{"BUFFER_STREAM", "BufferStream", abi.BufferStream},
 		{"BUFFER_RING", "BufferRing", abi.BufferRing},
 		{"BUFFER_WRITER", "BufferWriter", abi.BufferWriter},

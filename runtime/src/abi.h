@@ -132,6 +132,7 @@
 #define META_KEY_BUFFER "buffer"                /* BUFFER_STREAM, BUFFER_RING or BUFFER_WRITER */
 #define META_KEY_RING_BYTES "ring_bytes"        /* a thread's ring, when the buffer is BUFFER_RING */
 #define META_KEY_OVERWRITTEN "overwritten_bytes" /* records the rings overwrote: not in the trace */
+#define META_KEY_SIGNAL "signal"                /* the fatal signal whose handler ended the trace (ring) */
 #define BUFFER_STREAM "stream" /* full buffers written to the threads' streams by the threads themselves */
 #define BUFFER_RING "ring"     /* the flight recorder: each thread's last records kept in memory */
 #define BUFFER_WRITER "writer" /* full buffers written by a writer thread */

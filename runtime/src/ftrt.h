@@ -311,6 +311,9 @@ void ftrt_trace_meta_update(void) __attribute__((visibility("hidden")));
  * that made the trace, write the final metadata. From exit (atexit) and
  * _exit (exit.c); async-signal-safe. Nothing when no trace is open. */
 void ftrt_trace_end(void) __attribute__((visibility("hidden")));
+/* The fatal signal whose handler ends the trace (trap.c: the flight
+ * recorder's rings written as the program dies), for the metadata. */
+extern int ftrt_end_signal __attribute__((visibility("hidden")));
 /* Before an exec (exec.c): write this thread's buffer out; tracing goes
  * on if the exec fails. Async-signal-safe. */
 void ftrt_trace_exec(void) __attribute__((visibility("hidden")));

@@ -320,6 +320,8 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 		meta_line(&o, META_KEY_RING_BYTES, ftrt_ring_bytes());
 		meta_line(&o, META_KEY_OVERWRITTEN, atomic_load_explicit(&ftrt_overwritten, memory_order_relaxed));
 	}
+	if (ended && ftrt_end_signal)
+		meta_line(&o, META_KEY_SIGNAL, (uint64_t)ftrt_end_signal);
 	meta_line(&o, META_KEY_MAX_DEPTH, ftrt_max_depth);
 	meta_line(&o, META_KEY_THRESH_TSC, ftrt_thresh_tsc);
 	/* The subtree filters: a trace recorded with them holds only some

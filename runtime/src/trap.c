@@ -41,6 +41,7 @@
 #include "tracer.h"
 
 int ftrt_trap_armed;
+int ftrt_end_signal;
 
 int __real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 sighandler_t __real_signal(int sig, sighandler_t handler);
@@ -65,8 +66,10 @@ static void die(int sig, const siginfo_t *si)
 {
 	/* Under the flight recorder, the rings first: the last calls before
 	 * a crash are what its trace is for. */
-	if (ftrt_ring_slots)
+	if (ftrt_ring_slots) {
+		ftrt_end_signal = sig;
 		ftrt_trace_end();
+	}
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
