@@ -3,11 +3,9 @@
  * what): enable and disable sites by function name while the program's
  * threads run them, change the tracer, pause and resume recording.
  *
- * The sites of each module are indexed at the first live call: its
- * table sorted, each site's function name (from its symbol table, kept
- * in a pool of its own) and whether the site is at the function's entry
- * or after its prologue, and the sites sorted by name, so that a plain
- * name is found by binary search and a toggle of one function costs its
+ * The sites of each module are indexed at the first live call
+ * (liveindex.c: by address and by function name), so that a plain name
+ * is found by binary search and a toggle of one function costs its
  * patch alone. A glob list (FTRACE_FILTER's syntax: `a*,b,!c*`) is
  * matched against every name. A module loaded later is indexed at the
  * next live call, or at its registration when live calls chose functions
@@ -35,171 +33,14 @@
 #include <sys/mman.h>
 
 #include "live.h"
+#include "liveindex.h"
 #include "pass.h"
 #include "tracer.h"
-
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
-
-/* One module's sites, by address and by name. */
-struct live_mod {
-	const struct ftrt_mod *md; /* its record; NULL: not indexed */
-	size_t n;                  /* sites */
-	uintptr_t *site;           /* sorted, unique */
-	unsigned char *kind;       /* WANT_ENTRY, WANT_MCOUNT; WANT_NOP: in no named function */
-	uint32_t *name;            /* offset of the site's function's name in names; NONAME: none */
-	uint32_t *byname;          /* the named sites' indices, by name */
-	size_t nnamed;
-	char *names;
-	void *mem;
-	size_t mem_size;
-};
-#define NONAME UINT32_MAX
-static struct live_mod mods[FTRT_MOD_MAX]; /* by owner - 1 */
 
 /* The tracer the first enable starts, when no trace is open. */
 static int want_tracer = FTRT_GRAPH;
 
-static void *zalloc(size_t bytes)
-{
-	void *m = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return m == MAP_FAILED ? NULL : m;
-}
-
-static int cmp_addr(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_name(const void *a, const void *b, void *arg)
-{
-	const struct live_mod *l = arg;
-	return strcmp(l->names + l->name[*(const uint32_t *)a], l->names + l->name[*(const uint32_t *)b]);
-}
-
-static int pick_all(const char *name)
-{
-	(void)name;
-	return PICK_TRACE;
-}
-
-/* Index module md's sites into l: 0, or -errno. */
-static int index_module(const struct ftrt_mod *md, struct live_mod *l)
-{
-	const struct ftrt_module *mod = md->desc;
-	size_t n = mod->start && mod->stop > mod->start ? (size_t)(mod->stop - mod->start) : 0;
-	uintptr_t *s = zalloc(n * sizeof *s);
-	unsigned char *kind = zalloc(n);
-	const char **nm = zalloc(n * sizeof *nm);
-	int err = -ENOMEM;
-	if (!s || !kind || !nm)
-		goto out;
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (mod->start[i])
-			s[m++] = mod->start[i];
-	qsort(s, m, sizeof *s, cmp_addr);
-	size_t k = 0;
-	for (size_t i = 0; i < m; i++)
-		if (k == 0 || s[k - 1] != s[i])
-			s[k++] = s[i];
-	m = k;
-	err = -ENOENT;
-	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
-		goto out;
-	err = ftrt_symbols_mark(md->bias, s, m, kind, NULL, pick_all, nm) == 0 ? 0 : -ENOMEM;
-	size_t pool = 0, named = 0;
-	for (size_t i = 0; i < m && !err; i++)
-		if (nm[i] && kind[i] != WANT_NOP)
-			pool += strlen(nm[i]) + 1, named++;
-	size_t bytes = m * (sizeof(uintptr_t) + 1 + 2 * sizeof(uint32_t)) + pool;
-	char *mem = err ? NULL : zalloc(bytes);
-	if (!mem) {
-		ftrt_symbols_close();
-		err = err ? err : -ENOMEM;
-		goto out;
-	}
-	l->mem = mem;
-	l->mem_size = bytes;
-	l->site = (uintptr_t *)mem;
-	l->name = (uint32_t *)(l->site + m);
-	l->byname = l->name + m;
-	l->kind = (unsigned char *)(l->byname + m);
-	l->names = (char *)(l->kind + m);
-	memcpy(l->site, s, m * sizeof *s);
-	memcpy(l->kind, kind, m);
-	size_t off = 0, j = 0;
-	for (size_t i = 0; i < m; i++) {
-		l->name[i] = NONAME;
-		if (!nm[i] || kind[i] == WANT_NOP)
-			continue;
-		size_t len = strlen(nm[i]) + 1;
-		memcpy(l->names + off, nm[i], len);
-		l->name[i] = (uint32_t)off;
-		l->byname[j++] = (uint32_t)i;
-		off += len;
-	}
-	ftrt_symbols_close();
-	l->nnamed = j;
-	qsort_r(l->byname, j, sizeof *l->byname, cmp_name, l);
-	l->n = m;
-	__atomic_store_n(&l->md, md, __ATOMIC_RELEASE);
-out:
-	if (s)
-		munmap(s, n ? n * sizeof *s : 1);
-	if (kind)
-		munmap(kind, n ? n : 1);
-	if (nm)
-		munmap(nm, n ? n * sizeof *nm : 1);
-	return err;
-}
-
-/* Index every loaded module not indexed yet; with the registry held. */
-static int index_all(void)
-{
-	const struct ftrt_mod *md;
-	for (int i = 0; (md = ftrt_module_at(i)) != NULL; i++) {
-		struct live_mod *l = &mods[md->owner - 1];
-		if (!md->live || l->md == md)
-			continue;
-		int err = index_module(md, l);
-		if (err && err != -ENOENT)
-			return err;
-	}
-	return 0;
-}
-
-void ftrt_live_forget(int owner)
-{
-	struct live_mod *l = &mods[owner - 1];
-	if (!l->md)
-		return;
-	__atomic_store_n(&l->n, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&l->md, NULL, __ATOMIC_RELEASE);
-	munmap(l->mem, l->mem_size);
-	memset(l, 0, sizeof *l);
-}
-
-int ftrt_live_is_site(uintptr_t ip)
-{
-	for (int i = 0; i < FTRT_MOD_MAX; i++) {
-		const struct live_mod *l = &mods[i];
-		size_t n = __atomic_load_n(&l->n, __ATOMIC_ACQUIRE);
-		if (!n || ip < l->site[0] || ip > l->site[n - 1])
-			continue;
-		size_t lo = 0, hi = n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (l->site[mid] < ip)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < n && l->site[lo] == ip)
-			return 1;
-	}
-	return 0;
-}
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status) __attribute__((weak));
 
 /* Whether a glob list is one plain name (found by binary search). */
 static int plain(const char *list)
@@ -245,7 +86,7 @@ static int batch_add(const struct ftrt_poke *p)
 {
 	if (nbatch == capbatch) {
 		size_t cap = capbatch ? 2 * capbatch : 1024;
-		struct ftrt_poke *b = zalloc(cap * sizeof *b);
+		struct ftrt_poke *b = live_zalloc(cap * sizeof *b);
 		if (!b)
 			return -ENOMEM;
 		/* The old array is not unmapped: a trap handler may be reading
@@ -446,12 +287,12 @@ void ftrt_live_added(const struct ftrt_mod *md)
 {
 	if (!nflog || !md->live || md->owner < 1)
 		return;
-	struct live_mod *l = &mods[md->owner - 1];
-	if (ready() != 0 || (l->md != md && index_module(md, l) != 0) || !l->n)
+	struct live_mod *l = &ftrt_live_mods[md->owner - 1];
+	if (ready() != 0 || (l->md != md && ftrt_live_index(md, l) != 0) || !l->n)
 		return;
 	/* Each site's state after the calls, in order: 0 as the load-time
 	 * pass left it, 1 on, 2 off. */
-	unsigned char *want = zalloc(l->n);
+	unsigned char *want = live_zalloc(l->n);
 	if (!want)
 		return;
 	for (size_t k = 0; k < nflog; k++) {
@@ -489,12 +330,12 @@ int ftrt_live_filter(int op, const char *list)
 	size_t changed = 0;
 	int err = ready();
 	if (!err)
-		err = index_all();
+		err = ftrt_live_index_all();
 	if (!err && op != OP_DISABLE)
 		err = open_trace();
 	for (int i = 0; i < FTRT_MOD_MAX && !err; i++)
-		if (mods[i].md && mods[i].md->live)
-			err = plan(&mods[i], op, list, &changed);
+		if (ftrt_live_mods[i].md && ftrt_live_mods[i].md->live)
+			err = plan(&ftrt_live_mods[i], op, list, &changed);
 	if (!err)
 		err = apply();
 	if (!err)
@@ -527,7 +368,7 @@ static int untrampoline(void)
 {
 	int err = 0;
 	for (int i = 0; i < FTRT_MOD_MAX && !err; i++) {
-		struct live_mod *l = &mods[i];
+		struct live_mod *l = &ftrt_live_mods[i];
 		if (!l->md || !l->md->live)
 			continue;
 		ftrt_targets = l->md->desc->targets;
@@ -570,7 +411,7 @@ int ftrt_live_tracer(const char *name)
 	if (ftrt_mode && ftrt_mode != t) {
 		err = ready();
 		if (!err)
-			err = index_all();
+			err = ftrt_live_index_all();
 		if (!err)
 			err = untrampoline();
 		if (!err) {
@@ -612,9 +453,9 @@ size_t ftrt_live_enabled(void)
 {
 	ftrt_modules_lock();
 	size_t k = 0;
-	if (index_all() == 0)
+	if (ftrt_live_index_all() == 0)
 		for (int i = 0; i < FTRT_MOD_MAX; i++) {
-			struct live_mod *l = &mods[i];
+			struct live_mod *l = &ftrt_live_mods[i];
 			if (!l->md || !l->md->live)
 				continue;
 			ftrt_targets = l->md->desc->targets;

@@ -3,8 +3,9 @@
  * ftrace.h's API): what live.c, text.c, trap.c and the architecture's
  * poke.c share.
  *
- *   live.c   the sites of every module by function name, the API's
- *            work (filter, tracer, pause), one batch of changes at a time
+ *   live.c   the API's work (filter, tracer, pause), one batch of
+ *            changes at a time
+ *   liveindex.c  the sites of every module by function name
  *   poke.c   the architecture's protocol for one batch (x86-64: int3 on
  *            each site's first byte, sync every core, the rest, sync,
  *            the first byte), and what a thread that meets a site being
