@@ -37,12 +37,9 @@ var literalLine = regexp.MustCompile(`; (\d+) through their literal, (\d+) with 
 // mapping is left writable and executable.
 func TestLoadTimeOddSitesARM64(t *testing.T) {
 	tg := a64GCC
-	need(t, tg.tools...)
 	t.Parallel()
 	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "", false, "oddarm64.S", "oddarm64.c")
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), objs...), ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
+	prog := linkHandTables(t, tg, dir, "oddarm64.S", "oddarm64.c")
 	f := sitetest.Open(t, prog)
 	addr := sitetest.Symbols(t, f)
 	name := map[uint64]string{}
@@ -184,12 +181,9 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 // recorded.
 func TestPrologueStraddlesPageARM64(t *testing.T) {
 	tg := a64GCC
-	need(t, tg.tools...)
 	t.Parallel()
 	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, "", false, "straddle.S", "straddle.c")
-	prog := filepath.Join(dir, "prog")
-	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), objs...), ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
+	prog := linkHandTables(t, tg, dir, "straddle.S", "straddle.c")
 	if a := sitetest.Symbols(t, sitetest.Open(t, prog))["straddle"]; a&0xfff != 0xff8 {
 		t.Fatalf("straddle at %#x; want its prologue across a page boundary (at 0x...ff8)", a)
 	}
@@ -219,4 +213,16 @@ func TestPrologueStraddlesPageARM64(t *testing.T) {
 			}
 		}
 	}
+}
+
+// linkHandTables builds srcs of progs/ (assembler whose site tables are
+// written by hand, and C built without sites) into dir/prog, linked at
+// a fixed address with the runtime, and returns its path.
+func linkHandTables(t *testing.T, tg target, dir string, srcs ...string) string {
+	t.Helper()
+	need(t, tg.tools...)
+	objs := buildSrc(t, tg, dir, "", false, srcs...)
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog, "-no-pie"), objs...), ftrt.LinkFlags(runtimeArchiveFor(t, tg.arch))...)...)
+	return prog
 }

@@ -20,13 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifdef UNTRACED
-static int ftrace_enable_functions(const char *g) { (void)g; return 0; }
-static int ftrace_disable_functions(const char *g) { (void)g; return 0; }
-static const char *ftrace_error(void) { return ""; }
-#else
-#include <ftrace.h>
-#endif
+#include "api.h"
 
 static int must(int r, const char *what)
 {

@@ -42,14 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef UNTRACED
-static int ftrace_enable_functions(const char *g) { (void)g; return 0; }
-static int ftrace_disable_functions(const char *g) { (void)g; return 0; }
-static int ftrace_set_functions(const char *g) { (void)g; return 0; }
-static const char *ftrace_error(void) { return ""; }
-#else
-#include <ftrace.h>
-#endif
+#include "api.h"
 
 #define NOINLINE __attribute__((noinline))
 

@@ -28,26 +28,7 @@
  */
 	.text
 
-	.macro	FUNC name
-	.globl	\name
-	.type	\name, %function
-\name:
-	.endm
-	.macro	END name
-	.size	\name, .-\name
-	.endm
-	.macro	SITE at
-	.pushsection __mcount_loc, "a", %progbits
-	.p2align 3
-	.quad	\at
-	.popsection
-	.endm
-	.macro	AREA at
-	.pushsection __patchable_function_entries, "aw", %progbits
-	.p2align 3
-	.quad	\at
-	.popsection
-	.endm
+#include "sitetables.h"
 
 	.p2align 4
 	FUNC odd_nop

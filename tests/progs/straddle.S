@@ -11,24 +11,15 @@
  */
 	.text
 
-	.macro	SITE at
-	.pushsection __mcount_loc, "a", %progbits
-	.p2align 3
-	.quad	\at
-	.popsection
-	.endm
+#include "sitetables.h"
 
 	.p2align 12
-	.globl	straddle_pad
-	.type	straddle_pad, %function
-straddle_pad:
+	FUNC	straddle_pad
 	ret
 	.skip	4084			/* to the page's last 8 bytes */
-	.size	straddle_pad, .-straddle_pad
+	END	straddle_pad
 
-	.globl	straddle
-	.type	straddle, %function
-straddle:
+	FUNC	straddle
 	stp	x29, x30, [sp, #-32]!
 	str	x19, [sp, #16]		/* the page's last word */
 	mov	x29, sp			/* the next page's first */
@@ -39,13 +30,11 @@ straddle:
 	ldr	x19, [sp, #16]
 	ldp	x29, x30, [sp], #32
 	ret
-	.size	straddle, .-straddle
+	END	straddle
 	SITE	1b
 
 	.p2align 4
-	.globl	straddle_leaf
-	.type	straddle_leaf, %function
-straddle_leaf:
+	FUNC	straddle_leaf
 	stp	x29, x30, [sp, #-16]!
 	mov	x29, sp
 	mov	x0, x30
@@ -53,7 +42,7 @@ straddle_leaf:
 	mov	w0, #41
 	ldp	x29, x30, [sp], #16
 	ret
-	.size	straddle_leaf, .-straddle_leaf
+	END	straddle_leaf
 	SITE	2b
 
 	.section .note.GNU-stack, "", %progbits
