@@ -29,8 +29,9 @@ the tracer chosen (by default function_graph).
                   or ring: the flight recorder) and its enabled sites
   enable GLOB...  trace the functions the globs choose too (FTRACE_FILTER's
                   syntax: shell globs, !glob excluding), changing their
-                  sites while threads run them
-  disable GLOB... trace them no more
+                  sites while threads run them; a shared object the
+                  process loads later gets them too
+  disable GLOB... trace them no more (nor in a shared object loaded later)
   tracer NAME     record with function, function_graph or nop from now on
                   (calls under way keep the tracer they began with)
   on, off         resume or pause recording without changing a site

@@ -38,13 +38,14 @@ extern "C" {
 #endif
 
 /*
- * Trace exactly the functions globs chooses (the others' sites become
- * NOPs), or add them to those traced (enable), or take them out
- * (disable). Returns how many sites changed. The first that enables a
- * site in a process started without FTRACE opens the trace (FTRACE_OUT,
- * else ./ftrace.data) with the tracer ftrace_set_tracer chose, by default
- * function_graph. The functions of a shared object loaded later are not
- * chosen by an earlier call.
+ * Trace exactly the functions globs chooses (the others' sites are
+ * disabled: an instruction that does nothing the program sees), or add
+ * them to those traced (enable), or take them out (disable). Returns how
+ * many sites changed. The first that enables a site in a process started
+ * without FTRACE opens the trace (FTRACE_OUT, else ./ftrace.data) with
+ * the tracer ftrace_set_tracer chose, by default function_graph. A
+ * shared object loaded later gets the calls made before, in order (the
+ * latest call choosing a function decides), when it is loaded.
  *
  * Errors: ENOSYS, the system allows no safe change of running code (no
  * membarrier; /proc/self/mem refused); ENOMEM; EACCES, the trace
