@@ -316,8 +316,8 @@ func writerRun(t *testing.T, tg target, flags, tracer, rounds string) {
 // golang.org/x/arch (progs/livebytes.c dumps the sites after each step):
 // under function_graph the load-time pass gave the entry sites jumps to
 // trampolines of their own; a change of tracer to function makes each a
-// call of its caller trampoline (ftrace_caller5 or 6, by the site's
-// length: 5-byte sites in a fixed-address program, 6 in a PIE); disabling
+// call of its caller trampoline (ftrace_caller5: a PIE's 6-byte sites
+// become that 5-byte call and a NOP); disabling
 // every function makes each call a compare with the call's own rel32
 // (cmp $rel32, %eax: only the opcode changes, both ways), enabling them
 // again the call; no mapping is ever writable and executable.
@@ -333,10 +333,10 @@ func TestLiveBytes(t *testing.T) {
 				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
 			}
 			addr, bias, steps := liveDump(t, prog, out)
+			// Every site changed live is a 5-byte instruction calling
+			// ftrace_caller5 (or its compare), a PIE's 6-byte sites with a
+			// NOP after it.
 			n, caller := 5, "ftrace_caller5"
-			if pie {
-				n, caller = 6, "ftrace_caller6"
-			}
 			for _, step := range []string{"start", "function", "off", "on"} {
 				if len(steps[step]) < 3 {
 					t.Fatalf("%s: %d sites dumped, want f1's, f2's and main's", step, len(steps[step]))
@@ -365,6 +365,9 @@ func TestLiveBytes(t *testing.T) {
 						if in.Op != x86asm.CALL || in.Len != n || !ok || at+uint64(in.Len)+uint64(int64(rel)) != addr[caller]+bias {
 							t.Errorf("%s: site %#x holds %v (%d bytes); want a call of %s", step, at, in, in.Len, caller)
 						}
+					}
+					if nop, err := x86asm.Decode(b[5:], 64); pie && step != "start" && (err != nil || nop.Op != x86asm.NOP || nop.Len != 1) {
+						t.Errorf("%s: site %#x holds % x: want a one-byte NOP after its first 5 bytes (a 6-byte site)", step, at, b)
 					}
 				}
 			}

@@ -19,7 +19,8 @@
  *      batch is still published or not: the patcher does not wait.
  *
  * A thread that traps on a site's int3 meanwhile goes on as if the site
- * held its new instruction (ftrt_arch_trap emulates it): a NOP is
+ * held its new instruction (ftrt_arch_trap emulates it; or its old one,
+ * before step 2 wrote the new one's other bytes): a NOP is
  * stepped over, a call pushes its return address and goes to its
  * target, a jump goes to its target. One that trapped on the int3 just
  * before step 3 replaced it, and reaches the handler after, finds the
@@ -173,17 +174,19 @@ static int32_t rel32(const unsigned char *p)
 	return r;
 }
 
-/* Go on as if the site e held its new instruction: the forms live.c
- * writes (x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls, whose return
- * address is the site's end), e9 rel32 (a jump), else a NOP. */
-static void emulate(greg_t *g, const struct ftrt_poke *e)
+/* Go on as if the site at ip, len bytes, held the instruction n: the
+ * forms live.c writes (x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls,
+ * returning past themselves: to the site's end, or to the NOP that ends
+ * a 6-byte site called by e8), e9 rel32 (a jump), else a NOP (the whole
+ * site). */
+static void emulate(greg_t *g, uintptr_t ip, int len, const unsigned char *n)
 {
-	uintptr_t ip = e->ip, end = ip + e->len;
-	const unsigned char *n = e->new;
+	uintptr_t end = ip + (uintptr_t)len;
 	if (n[0] == 0xe8 || (n[0] == 0x67 && n[1] == 0xe8)) {
-		uintptr_t target = end + (uintptr_t)(intptr_t)rel32(n[0] == 0xe8 ? n + 1 : n + 2);
+		uintptr_t ret = ip + (n[0] == 0xe8 ? 5 : 6);
+		uintptr_t target = ret + (uintptr_t)(intptr_t)rel32(n[0] == 0xe8 ? n + 1 : n + 2);
 		g[REG_RSP] -= 8;
-		*(uintptr_t *)g[REG_RSP] = end; /* below the stack pointer at an entry: free */
+		*(uintptr_t *)g[REG_RSP] = ret; /* below the stack pointer at an entry: free */
 		g[REG_RIP] = (greg_t)target;
 	} else if (n[0] == 0xe9) {
 		g[REG_RIP] = (greg_t)(ip + 5 + (uintptr_t)(intptr_t)rel32(n + 1));
@@ -209,8 +212,22 @@ int ftrt_arch_trap(const siginfo_t *si, void *ctx)
 		struct ftrt_poke e;
 		int r = lookup(ip, &e);
 		if (r > 0) {
-			emulate(g, &e);
-			return 1;
+			/* The new instruction once its other bytes are written
+			 * (step 2), the old one before: a call of a 6-byte site's e8
+			 * form returns to the site's last byte, which must be the
+			 * new one's NOP by then. Half written: look again. */
+			const volatile unsigned char *m = (const volatile unsigned char *)ip;
+			int is_new = 1, is_old = 1;
+			for (int k = 1; k < e.len; k++) {
+				unsigned char c = m[k];
+				is_new &= c == e.new[k];
+				is_old &= c == e.old[k];
+			}
+			if (is_new || is_old) {
+				emulate(g, ip, e.len, is_new ? e.new : e.old);
+				return 1;
+			}
+			continue;
 		}
 		if (r == 0 && !ftrt_live_is_site(ip))
 			return 0; /* the program's own int3 */
@@ -249,11 +266,25 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 	return 1;
 }
 
-/* A site enabled live calls its module's caller for where it is (at the
+/*
+ * A site enabled live calls its module's caller for where it is (at the
  * entry, after the prologue, after push %r10), which serves every
- * tracer: no trampoline is built while threads run. */
+ * tracer: no trampoline is built while threads run. A 6-byte site (a
+ * PIE's `call *__fentry__@GOTPCREL(%rip)`) becomes a 5-byte call of the
+ * caller for 5-byte sites (it returns to site + 5, the site's address
+ * to the tracer either way) and a NOP: then the site is a 5-byte site to
+ * every change after this one, which the compare form (live_off) makes
+ * a change of its first byte alone, one sync, where `67 e8` and `67 3d`
+ * differ in the second byte too.
+ */
 int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
+	if (len == 6) {
+		if (put_call(ip, 5, ftrt_arch_caller(5, want), buf) != 0)
+			return -1;
+		buf[5] = 0x90; /* nop */
+		return 0;
+	}
 	return put_call(ip, len, ftrt_arch_caller(len, want), buf);
 }
 
