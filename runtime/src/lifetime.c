@@ -113,8 +113,7 @@ static void begin(void)
  * run. */
 static void threads(void)
 {
-	if (ftrt_ctl_wanted())
-		ftrt_ctl_start();
+	ftrt_ctl_start(); /* when FTRACE_CTL asks (ftrt_ctl_wanted) */
 	ftrt_writer_start();
 }
 

@@ -130,14 +130,16 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 {
 	if (ip & 3)
 		return -1;
-	const uintptr_t *t = ftrt_targets;
 	uintptr_t at;
 	int l;
+	if (ftrt_arch_tramp_call((const unsigned char *)ip, &l, 0)) {
+		*len = l;
+		return 1;
+	}
+	/* A call of ftrace_ops_caller, which tramp.c takes for ours only
+	 * with the module's list of areas, the load-time pass's alone. */
 	uintptr_t target = bl_target(ip, &at, &l);
-	if (target && (target == t[FTRT_T_CALLER] || target == t[FTRT_T_OPS] || target == t[FTRT_T_STUB] ||
-		       target == t[FTRT_T_MCALLER])) {
-		if (l == 8 && target == t[FTRT_T_MCALLER])
-			return -1;
+	if (target && l == 8 && target == ftrt_targets[FTRT_T_OPS]) {
 		*len = l;
 		return 1;
 	}

@@ -269,8 +269,8 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 /*
  * A site enabled live calls its module's caller for where it is (at the
  * entry, after the prologue, after push %r10), which serves every
- * tracer: no trampoline is built while threads run. A 6-byte site (a
- * PIE's `call *__fentry__@GOTPCREL(%rip)`) becomes a 5-byte call of the
+ * tracer: no trampoline is built while threads run. A 6-byte site (gcc's
+ * `addr32 call __fentry__` in a PIE) becomes a 5-byte call of the
  * caller for 5-byte sites (it returns to site + 5, the site's address
  * to the tracer either way) and a NOP: then the site is a 5-byte site to
  * every change after this one, which the compare form (live_off) makes
@@ -292,8 +292,10 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
  * The bytes that disable the site. A call (e8 rel32, 67 e8 rel32)
  * becomes a compare that keeps its rel32 as an immediate, 3d imm32
  * (cmp $imm32, %eax; 67 3d: the prefix changes nothing without a memory
- * operand): the first byte alone changes, both ways, so the protocol's
- * step 2 writes nothing and needs no sync. The compare only sets flags,
+ * operand): the opcode alone changes, both ways. For e8, the first
+ * byte, so the protocol's step 2 writes nothing and needs no sync; a
+ * 67 e8 site is enabled again as e8 and a NOP (ftrt_arch_live_call),
+ * and is such a site from then on. The compare only sets flags,
  * which no site's code needs: at a function's entry and in place of a
  * call of mcount they hold nothing the calling convention keeps (the
  * direction flag, which it does, is left alone). Anything else (a jump
