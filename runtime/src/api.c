@@ -9,6 +9,7 @@
 
 #include "ftrace.h"
 #include "live.h"
+#include "ops.h"
 #include "tracer.h"
 
 static __thread const char *why __attribute__((tls_model("initial-exec")));
@@ -72,6 +73,31 @@ int ftrace_snapshot(const char *dir, char *made, size_t size)
 {
 	char buf[4096];
 	return fail(ftrt_snapshot(dir, made ? made : buf, made ? size : sizeof buf), ftrt_snapshot_why);
+}
+
+static int ops_result(int r)
+{
+	return fail(r, ftrt_ops_why);
+}
+
+int register_ftrace_function(struct ftrace_ops *ops)
+{
+	return ops_result(ftrt_ops_register(ops));
+}
+
+int unregister_ftrace_function(struct ftrace_ops *ops)
+{
+	return ops_result(ftrt_ops_unregister(ops));
+}
+
+int ftrace_set_filter(struct ftrace_ops *ops, const char *globs, int reset)
+{
+	return ops_result(ftrt_ops_filter(ops, globs, reset, 0));
+}
+
+int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset)
+{
+	return ops_result(ftrt_ops_filter(ops, globs, reset, 1));
 }
 
 long ftrace_enabled_sites(void)

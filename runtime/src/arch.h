@@ -17,6 +17,7 @@
 #include "x86_64/cpu.h"
 #include "x86_64/dwarf.h"
 #include "x86_64/quick.h"
+#include "x86_64/regs.h"
 #include "x86_64/sys.h"
 /* A call's return address is a word on the stack at its entry, just
  * below its stack pointer at return (its slot): the graph tracer may

@@ -81,6 +81,108 @@ int tracing_is_on(void);
  * no trace is open; EACCES: the directory cannot be made. */
 int ftrace_snapshot(const char *dir, char *made, size_t size);
 
+/*
+ * ops: code of the program's own, called at the entry of the functions
+ * it chooses, as the kernel's struct ftrace_ops. func is called with the
+ * function's site (ip: its first instruction, or, -pg, its call of
+ * mcount), its caller's return address (parent_ip), the ops and the
+ * function's registers at the site (fregs: read and changed with the
+ * ftrace_regs_* functions below). Callbacks run in the traced thread,
+ * perhaps in a signal handler, at any function the filter chooses: they
+ * must be async-signal-safe and keep errno. A callback's own calls of
+ * traced functions are called back too, unless flags has
+ * FTRACE_OPS_FL_RECURSION.
+ *
+ * One ops alone on a function is called directly (x86-64: the site
+ * calls a trampoline made for the ops; arm64: through the function's
+ * literal), so ops registered for other functions cost a function
+ * nothing; several ops on one function, or an ops and the tracer, go
+ * through a list. The registers a callback may clobber under the C
+ * calling convention (the argument registers, the vector registers that
+ * carry floating-point arguments) are kept for the function: x86-64
+ * keeps xmm0-7 whole, not the upper halves of ymm and zmm registers.
+ *
+ * Fields of the runtime's own (internal) are zero before the first
+ * register, and left alone by the program until the ops is unregistered.
+ */
+struct ftrace_ops;
+struct ftrace_regs;
+typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op, struct ftrace_regs *fregs);
+
+/* Set by the runtime while the ops is registered. */
+#define FTRACE_OPS_FL_ENABLED (1ul << 0)
+/* The runtime keeps the callback from being called again while it runs
+ * in the same thread: by its own traced calls, or by a signal handler's
+ * (the kernel's flag of the same name). */
+#define FTRACE_OPS_FL_RECURSION (1ul << 1)
+/* The callback may change where the function goes on
+ * (ftrace_regs_set_instruction_pointer). Accepted for the kernel's
+ * sake: every ops may. */
+#define FTRACE_OPS_FL_IPMODIFY (1ul << 2)
+
+struct ftrace_ops {
+	ftrace_func_t func;
+	unsigned long flags;
+	void *private;
+	unsigned long internal[4]; /* the runtime's */
+};
+
+/*
+ * The functions ops calls back: globs (FTRACE_FILTER's syntax: `!glob`
+ * excludes) added to those set before, or, reset, in their place.
+ * ftrace_set_notrace: functions never called back, whatever the filter
+ * says. An ops with no filter is called for every function with a site;
+ * one whose filter chooses no function, for none. May be called before
+ * and while the ops is registered (the sites change at once). Returns
+ * how many sites the filter chooses now.
+ */
+int ftrace_set_filter(struct ftrace_ops *ops, const char *globs, int reset);
+int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset);
+
+/*
+ * Start and stop calling ops back, while other threads run. After
+ * unregister_ftrace_function returns, the callback is never called
+ * again, and no thread is inside it (but the caller, when the callback
+ * itself unregisters): the ops may then be freed. At most 64 ops are
+ * registered at once, and 256 ops structures over the life of the
+ * process (ENOSPC). EBUSY: registered already (register), or not
+ * (unregister); ENOSYS, EACCES and ENOENT as ftrace_set_functions.
+ */
+int register_ftrace_function(struct ftrace_ops *ops);
+int unregister_ftrace_function(struct ftrace_ops *ops);
+
+/*
+ * A function's registers, as a callback sees them (the kernel's
+ * accessors of the same names). Argument n counts from 0 among the
+ * integer and pointer arguments (x86-64: rdi rsi rdx rcx r8 r9, then the
+ * stack; arm64: x0-x7, then the stack), fp argument n among the
+ * floating-point ones (xmm0-7; d0-d7). The instruction pointer is where
+ * the function goes on; setting it at a function's entry runs another
+ * function in its place, with the same arguments, returning to the same
+ * caller (a fixed version of the function: a live patch); -1 where that
+ * cannot be done (a site after the prologue, -pg, or a GNU C nested
+ * function's). ftrace_override_function_with_return makes the function
+ * return at once to its caller, with the return value set (0, unless
+ * ftrace_regs_set_return_value set one).
+ */
+unsigned long ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n);
+unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *fregs, unsigned int n);
+unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *fregs);
+unsigned long ftrace_regs_get_instruction_pointer(struct ftrace_regs *fregs);
+unsigned long ftrace_regs_get_return_value(struct ftrace_regs *fregs);
+void ftrace_regs_set_return_value(struct ftrace_regs *fregs, unsigned long ret);
+int ftrace_regs_set_instruction_pointer(struct ftrace_regs *fregs, unsigned long ip);
+int ftrace_override_function_with_return(struct ftrace_regs *fregs);
+
+/* fp argument n as a double. */
+static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsigned int n)
+{
+	unsigned long long bits = ftrace_regs_get_fp_argument_bits(fregs, n);
+	double d;
+	__builtin_memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
 /* How many sites are enabled now, in every module. */
 long ftrace_enabled_sites(void);
 

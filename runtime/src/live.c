@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "grace.h"
 #include "live.h"
 #include "liveindex.h"
 #include "pass.h"
@@ -50,8 +51,8 @@ static int plain(const char *list)
 
 /* Whether the list (compiled into g when it fits, else g NULL) chooses
  * the function name (C++: or its demangled name, when the list has C++
- * punctuation: cxx). */
-static int chooses(const char *list, const struct ftrt_globs *g, const char *name, int cxx)
+ * punctuation: cxx). For ops.c's filters too. */
+int ftrt_live_chooses(const char *list, const struct ftrt_globs *g, const char *name, int cxx)
 {
 	if (!cxx && g)
 		return ftrt_globs_match(g, name, NULL);
@@ -106,28 +107,60 @@ static int cmp_poke(const void *a, const void *b)
 	return x->ip < y->ip ? -1 : x->ip > y->ip;
 }
 
-/* Add site i of l to the batch, to be on or off; counted in *changed
- * when it is not that already. */
-static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
+/* Where site i of l is, for the call that enables it: at a function's
+ * entry, after its prologue, or after a nested function's push %r10. */
+static int site_kind(const struct live_mod *l, size_t i, int len)
+{
+	int want = l->kind[i];
+	if (want == WANT_ENTRY && ftrt_arch_chain(l->site[i], len, l->md->lo))
+		want = WANT_CHAIN;
+	return want;
+}
+
+/*
+ * Add site i of l to the batch when it does not call what it should: the
+ * ops record ops.c says (one ops's, or the module's list's), or, with
+ * none, the tracer when l->traced says so, else nothing. A site the
+ * tracer has in any of its forms (function_graph's jump to a trampoline
+ * of the site's own, the empty tracer's stub) is left in it.
+ */
+static int resite(struct live_mod *l, size_t i)
 {
 	uintptr_t ip = l->site[i];
 	int len, st = ftrt_arch_live_state(ip, &len);
-	if (st < 0 || st == on)
+	if (st < 0)
 		return 0;
+	const struct ftrt_ops *want = ftrt_ops_site(l, i);
+	const struct ftrt_ops *cur = st == 1 ? ftrt_arch_live_ops_rec(ip, len) : NULL;
 	struct ftrt_poke p = { .ip = ip, .len = (unsigned char)len };
 	memcpy(p.old, (const void *)ip, (size_t)len);
-	if (on) {
-		int want = l->kind[i];
-		if (want == WANT_ENTRY && ftrt_arch_chain(ip, len, l->md->lo))
-			want = WANT_CHAIN;
-		if (ftrt_arch_live_call(ip, len, want, p.new) != 0)
-			return 0; /* out of reach: stays off */
+	if (want) {
+		if (cur == want || ftrt_arch_live_ops(ip, len, site_kind(l, i, len), want, l->md->owner, p.new) != 0)
+			return 0; /* no trampoline in reach: the site stays as it is */
+	} else if (l->traced[i]) {
+		if ((st == 1 && !cur) || ftrt_arch_live_call(ip, len, site_kind(l, i, len), p.new) != 0)
+			return 0;
 	} else {
+		if (st == 0)
+			return 0;
 		ftrt_arch_live_off(ip, len, p.new);
 	}
-	(*changed)++;
-	delta += on ? 1 : -1;
 	return batch_add(&p);
+}
+
+/* Site i of l traced or not (on), as a filter call says; counted in
+ * *changed when it was not. */
+static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
+{
+	if (l->traced[i] != on) {
+		int len;
+		if (ftrt_arch_live_state(l->site[i], &len) < 0)
+			return 0;
+		l->traced[i] = (unsigned char)on;
+		(*changed)++;
+		delta += on ? 1 : -1;
+	}
+	return resite(l, i);
 }
 
 /* How a filter changes the sites it chooses (and the others). */
@@ -156,7 +189,7 @@ static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
 	for (size_t i = 0; i < l->n && !err; i++) {
 		if (l->name[i] == NONAME)
 			continue;
-		int hit = chooses(list, g, l->names + l->name[i], cxx);
+		int hit = ftrt_live_chooses(list, g, l->names + l->name[i], cxx);
 		if (op == OP_SET)
 			err = want_site(l, i, hit, changed);
 		else if (hit)
@@ -178,6 +211,7 @@ static void after_fork(void)
 {
 	ftrt_modules_after_fork();
 	ftrt_arch_poke_after_fork();
+	ftrt_grace_after_fork();
 	nbatch = 0;
 	delta = 0;
 }
@@ -285,7 +319,7 @@ static void log_op(int op, const char *list)
 
 void ftrt_live_added(const struct ftrt_mod *md)
 {
-	if (!nflog || !md->live || md->owner < 1)
+	if ((!nflog && !ftrt_ops_registered()) || !md->live || md->owner < 1)
 		return;
 	struct live_mod *l = &ftrt_live_mods[md->owner - 1];
 	if (ready() != 0 || (l->md != md && ftrt_live_index(md, l) != 0) || !l->n)
@@ -302,7 +336,7 @@ void ftrt_live_added(const struct ftrt_mod *md)
 		for (size_t i = 0; i < l->n; i++) {
 			if (l->name[i] == NONAME)
 				continue;
-			int hit = chooses(list, g, l->names + l->name[i], cxx);
+			int hit = ftrt_live_chooses(list, g, l->names + l->name[i], cxx);
 			if (flog[k].op == OP_SET)
 				want[i] = hit ? 1 : 2;
 			else if (hit)
@@ -320,6 +354,30 @@ void ftrt_live_added(const struct ftrt_mod *md)
 		apply();
 	nbatch = 0;
 	delta = 0;
+	ftrt_ops_added(md); /* the ops that choose its functions */
+}
+
+int ftrt_live_prepare(void)
+{
+	int err = ready();
+	return err ? err : ftrt_live_index_all();
+}
+
+int ftrt_live_resite(int owner)
+{
+	int err = 0;
+	for (int i = 0; i < FTRT_MOD_MAX && !err; i++) {
+		struct live_mod *l = &ftrt_live_mods[i];
+		if (!l->md || !l->md->live || (owner && l->md->owner != owner))
+			continue;
+		ftrt_targets = l->md->desc->targets;
+		for (size_t k = 0; k < l->n && !err; k++)
+			err = resite(l, k);
+	}
+	err = err ? err : apply();
+	nbatch = 0;
+	delta = 0;
+	return err;
 }
 
 int ftrt_live_filter(int op, const char *list)
@@ -374,7 +432,8 @@ static int untrampoline(void)
 		ftrt_targets = l->md->desc->targets;
 		for (size_t k = 0; k < l->n && !err; k++) {
 			int len;
-			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_live_shared(l->site[k], len))
+			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_live_shared(l->site[k], len) ||
+			    ftrt_arch_live_ops_rec(l->site[k], len))
 				continue;
 			/* Enabled, not by a call of a shared caller: x86-64's jump to
 			 * a trampoline of its own, arm64's call of its literal's ops,
@@ -458,11 +517,8 @@ size_t ftrt_live_enabled(void)
 			struct live_mod *l = &ftrt_live_mods[i];
 			if (!l->md || !l->md->live)
 				continue;
-			ftrt_targets = l->md->desc->targets;
-			for (size_t j = 0; j < l->n; j++) {
-				int len;
-				k += ftrt_arch_live_state(l->site[j], &len) == 1;
-			}
+			for (size_t j = 0; j < l->n; j++)
+				k += l->traced[j];
 		}
 	ftrt_modules_release();
 	return k;

@@ -88,6 +88,42 @@ void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf) HIDDEN;
  * process-wide tracer, which a change of tracer need not rewrite. */
 int ftrt_arch_live_shared(uintptr_t ip, int len) HIDDEN;
 
+/* The bytes that make the site at ip of len bytes (want: where it is,
+ * as ftrt_arch_live_call's) call the ops record rec (ops.c: one ops's,
+ * or module owner's list), through a trampoline made for the record
+ * and the module (x86-64), into buf. 0, or -1 (no trampoline in reach,
+ * or none could be made). */
+struct ftrt_ops;
+int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *rec, int owner, unsigned char *buf) HIDDEN;
+/* The ops record the enabled site at ip of len bytes calls through its
+ * trampoline; NULL when it calls none (the tracer's forms). */
+const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len) HIDDEN;
+/* The tracer, from a list of ops that has it (ops.c): the function at
+ * ip, with its registers as the ops caller saved them. */
+struct ftrace_regs;
+void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *fregs) HIDDEN;
+
+/* ops.c. The record site i of l should call (one ops's, or its module's
+ * list's), or NULL: no ops wants it. */
+struct live_mod;
+const struct ftrt_ops *ftrt_ops_site(const struct live_mod *l, size_t i) HIDDEN;
+/* Whether any ops is registered. */
+int ftrt_ops_registered(void) HIDDEN;
+/* A module's pass is done (live.c's ftrt_live_added): the registered
+ * ops that choose its functions get them. With the registry's lock. */
+struct ftrt_mod;
+void ftrt_ops_added(const struct ftrt_mod *md) HIDDEN;
+
+/* live.c, for ops.c (with the registry's lock held): ready to patch
+ * (SIGTRAP, the writer, every module indexed), 0 or -errno; every
+ * site of module owner (0: of every module) made to call what the
+ * tracer and the ops want (0, or -errno); whether a glob list (compiled
+ * into g, or g NULL) chooses a function's name (C++: cxx). */
+int ftrt_live_prepare(void) HIDDEN;
+int ftrt_live_resite(int owner) HIDDEN;
+struct ftrt_globs;
+int ftrt_live_chooses(const char *list, const struct ftrt_globs *g, const char *name, int cxx) HIDDEN;
+
 /* live.c: the API's work (api.c), each 0 or more, or -errno with
  * ftrt_live_why saying why. The filters return the sites changed. */
 int ftrt_live_set(const char *globs) HIDDEN;

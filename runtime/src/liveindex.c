@@ -70,7 +70,7 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	for (size_t i = 0; i < m && !err; i++)
 		if (nm[i] && kind[i] != WANT_NOP)
 			pool += strlen(nm[i]) + 1, named++;
-	size_t bytes = m * (sizeof(uintptr_t) + 1 + 2 * sizeof(uint32_t)) + pool;
+	size_t bytes = m * (sizeof(uintptr_t) + 2 + 2 * sizeof(uint32_t)) + pool;
 	char *mem = err ? NULL : live_zalloc(bytes);
 	if (!mem) {
 		ftrt_symbols_close();
@@ -83,9 +83,17 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	l->name = (uint32_t *)(l->site + m);
 	l->byname = l->name + m;
 	l->kind = (unsigned char *)(l->byname + m);
-	l->names = (char *)(l->kind + m);
+	l->traced = l->kind + m;
+	l->names = (char *)(l->traced + m);
 	memcpy(l->site, s, m * sizeof *s);
 	memcpy(l->kind, kind, m);
+	/* What the tracer has now: every site enabled, as no ops has a
+	 * module not indexed yet. */
+	ftrt_targets = mod->targets;
+	for (size_t i = 0; i < m; i++) {
+		int len;
+		l->traced[i] = ftrt_arch_live_state(s[i], &len) == 1;
+	}
 	size_t off = 0, j = 0;
 	for (size_t i = 0; i < m; i++) {
 		l->name[i] = NONAME;
@@ -125,6 +133,30 @@ int ftrt_live_index_all(void)
 			return err;
 	}
 	return 0;
+}
+
+const char *ftrt_live_name_at(const struct live_mod *l, uintptr_t addr)
+{
+	uintptr_t s[1] = { addr };
+	unsigned char want[1] = { 0 };
+	const char *nm[1] = { NULL };
+	const char *r = NULL;
+	if (!l->md || ftrt_symbols_open(l->md->path ? l->md->path : "/proc/self/exe") != 0)
+		return NULL;
+	if (ftrt_symbols_mark(l->md->bias, s, 1, want, NULL, pick_all, nm) == 0 && nm[0]) {
+		size_t lo = 0, hi = l->nnamed;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (strcmp(l->names + l->name[l->byname[mid]], nm[0]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < l->nnamed && strcmp(l->names + l->name[l->byname[lo]], nm[0]) == 0)
+			r = l->names + l->name[l->byname[lo]];
+	}
+	ftrt_symbols_close();
+	return r;
 }
 
 void ftrt_live_forget(int owner)

@@ -17,6 +17,7 @@ struct live_mod {
 	size_t n;                  /* sites */
 	uintptr_t *site;           /* sorted, unique */
 	unsigned char *kind;       /* WANT_ENTRY, WANT_MCOUNT; WANT_NOP: in no named function */
+	unsigned char *traced;     /* the tracer wants the site (ops may want it besides, ops.c) */
 	uint32_t *name;            /* offset of the site's function's name in names; NONAME: none */
 	uint32_t *byname;          /* the named sites' indices, by name */
 	size_t nnamed;
@@ -32,6 +33,11 @@ extern struct live_mod ftrt_live_mods[FTRT_MOD_MAX] __attribute__((visibility("h
 int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l) __attribute__((visibility("hidden")));
 /* Index every loaded module not indexed yet; with the registry held. */
 int ftrt_live_index_all(void) __attribute__((visibility("hidden")));
+
+/* The name of the function whose code holds addr, as l's index keeps
+ * it (valid while l is); NULL when no site of l is in that function.
+ * Reads the module's symbol table. */
+const char *ftrt_live_name_at(const struct live_mod *l, uintptr_t addr) __attribute__((visibility("hidden")));
 
 /* Zeroed memory of the live part's own (mmap): never the program's
  * allocator, which a thread may hold. */

@@ -42,4 +42,29 @@ uintptr_t ftrt_arch_caller(int len, int want) __attribute__((visibility("hidden"
  * function_graph's per-site trampolines; 0 when it is not (site.c). */
 int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip) __attribute__((visibility("hidden")));
 
+/*
+ * Chunks of trampolines (site.c), mapped near the code they serve so
+ * that a site reaches them with rel32: function_graph's per-site ones
+ * (written during a load-time pass, sealed at its end) and the ops
+ * trampolines (opstramp.c: executable from the start, written through
+ * /proc/self/mem). A chunk starts with CHUNK_HEAD bytes of addresses
+ * (ftrace_graph_enter, ftrace_graph_leave). A module's chunks are its
+ * own (owner), unmapped when it is unloaded (ftrt_arch_release).
+ */
+#define CHUNK_SIZE (256 * 1024)
+#define CHUNK_MAX 1024
+#define CHUNK_HEAD 16
+struct ftrt_chunk {
+	unsigned char *base; /* NULL: a free entry */
+	int owner;
+	size_t ops_used;     /* an ops chunk: bytes used; 0: a graph chunk */
+};
+extern struct ftrt_chunk ftrt_chunks[CHUNK_MAX] __attribute__((visibility("hidden")));
+/* Whether a chunk at a serves code at b. */
+int ftrt_chunk_near(uintptr_t a, uintptr_t b) __attribute__((visibility("hidden")));
+/* A new chunk near ip, for module o, read-write: its index, or -1. */
+int ftrt_chunk_new(uintptr_t ip, int o) __attribute__((visibility("hidden")));
+/* v as a little-endian 32-bit field at p. */
+void ftrt_put32(unsigned char *p, int64_t v) __attribute__((visibility("hidden")));
+
 #endif

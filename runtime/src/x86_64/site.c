@@ -322,42 +322,38 @@ _Static_assert(TRAMP_LEA == 0 && TRAMP_CALL_ENTER == TRAMP_LEA + 7 && TRAMP_ENTE
 		       TRAMP_DROP == TRAMP_ENTERED + 2 && TRAMP_CALL_BODY == TRAMP_DROP + 4 && TRAMP_HOOK == TRAMP_CALL_BODY + 5 &&
 		       TRAMP_SKIP == TRAMP_HOOK + 6 && TRAMP_PAD == TRAMP_SKIP + 5 && TRAMP_PAD <= TRAMP_SIZE,
 	       "abi.h's trampoline offsets: lea 7 bytes, call 6, je 2, add 4, call 5, jmp 6, jmp 5");
-#define CHUNK_SIZE (256 * 1024)
-#define CHUNK_MAX 1024
-#define CHUNK_HEAD 16 /* enter, leave */
 
 /* Every chunk, with the module it serves (0: a free entry). A module's
  * chunks are its own, so they can be unmapped when it is unloaded. */
-static struct {
-	unsigned char *base;
-	int owner;
-} chunks[CHUNK_MAX];
+struct ftrt_chunk ftrt_chunks[CHUNK_MAX];
+#define chunks ftrt_chunks
 static int owner;          /* the module whose pass is running */
 static int cur = -1;       /* its chunk being filled, or -1 */
 static size_t chunk_used;  /* bytes used of chunks[cur] */
 
-static int near(uintptr_t a, uintptr_t b)
+int ftrt_chunk_near(uintptr_t a, uintptr_t b)
 {
 	int64_t d = (int64_t)(a - b);
 	return d > -(1ll << 31) + CHUNK_SIZE && d < (1ll << 31) - CHUNK_SIZE;
 }
 
-/* A new chunk within reach of ip: ask for places above and below it,
- * 64 MiB apart, until the kernel grants one in reach. */
-static unsigned char *chunk_near(uintptr_t ip)
+/* A new chunk within reach of ip for module o, read-write: ask for
+ * places above and below it, 64 MiB apart, until the kernel grants one
+ * in reach. Its index, or -1. */
+int ftrt_chunk_new(uintptr_t ip, int o)
 {
 	int slot = 0;
 	while (slot < CHUNK_MAX && chunks[slot].base)
 		slot++;
 	if (slot == CHUNK_MAX)
-		return NULL;
+		return -1;
 	for (int k = 1; k < 30; k++) {
 		int64_t step = (int64_t)(k / 2 + 1) * (64ll << 20);
 		uintptr_t hint = ((k & 1) ? ip + (uintptr_t)step : ip - (uintptr_t)step) & ~(uintptr_t)0xffff;
 		void *m = mmap((void *)hint, CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
 			continue;
-		if (!near((uintptr_t)m, ip)) {
+		if (!ftrt_chunk_near((uintptr_t)m, ip)) {
 			munmap(m, CHUNK_SIZE);
 			continue;
 		}
@@ -365,15 +361,24 @@ static unsigned char *chunk_near(uintptr_t ip)
 		uintptr_t fns[2] = { (uintptr_t)ftrace_graph_enter, (uintptr_t)ftrace_graph_leave };
 		memcpy(c, fns, sizeof fns);
 		chunks[slot].base = c;
-		chunks[slot].owner = owner;
-		cur = slot;
-		chunk_used = CHUNK_HEAD;
-		return c;
+		chunks[slot].owner = o;
+		return slot;
 	}
-	return NULL;
+	return -1;
 }
 
-static void put32(unsigned char *p, int64_t v)
+/* The pass's next chunk, near ip. */
+static unsigned char *chunk_near(uintptr_t ip)
+{
+	int slot = ftrt_chunk_new(ip, owner);
+	if (slot < 0)
+		return NULL;
+	cur = slot;
+	chunk_used = CHUNK_HEAD;
+	return chunks[slot].base;
+}
+
+void ftrt_put32(unsigned char *p, int64_t v)
 {
 	int32_t r = (int32_t)v;
 	memcpy(p, &r, 4);
@@ -384,7 +389,7 @@ static void put32(unsigned char *p, int64_t v)
 static uintptr_t tramp_new(uintptr_t ip, int len)
 {
 	unsigned char *c = cur >= 0 ? chunks[cur].base : NULL;
-	if (!c || !near((uintptr_t)c, ip) || chunk_used + TRAMP_SIZE > CHUNK_SIZE)
+	if (!c || !ftrt_chunk_near((uintptr_t)c, ip) || chunk_used + TRAMP_SIZE > CHUNK_SIZE)
 		c = chunk_near(ip);
 	if (!c)
 		return 0;
@@ -393,23 +398,23 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	chunk_used += TRAMP_SIZE;
 	/* +0  lea site(%rip), %r11 */
 	t[TRAMP_LEA] = 0x4c, t[TRAMP_LEA + 1] = 0x8d, t[TRAMP_LEA + 2] = 0x1d;
-	put32(t + TRAMP_LEA + 3, (int64_t)(ip - (at + TRAMP_CALL_ENTER)));
+	ftrt_put32(t + TRAMP_LEA + 3, (int64_t)(ip - (at + TRAMP_CALL_ENTER)));
 	/* +7  call *enter(%rip) */
 	t[TRAMP_CALL_ENTER] = 0xff, t[TRAMP_CALL_ENTER + 1] = 0x15;
-	put32(t + TRAMP_CALL_ENTER + 2, (int64_t)((uintptr_t)c - (at + TRAMP_ENTERED)));
+	ftrt_put32(t + TRAMP_CALL_ENTER + 2, (int64_t)((uintptr_t)c - (at + TRAMP_ENTERED)));
 	/* +13 je +30 */
 	t[TRAMP_ENTERED] = 0x74, t[TRAMP_ENTERED + 1] = TRAMP_SKIP - TRAMP_DROP;
 	/* +15 add $8, %rsp */
 	t[TRAMP_DROP] = 0x48, t[TRAMP_DROP + 1] = 0x83, t[TRAMP_DROP + 2] = 0xc4, t[TRAMP_DROP + 3] = 0x08;
 	/* +19 call body */
 	t[TRAMP_CALL_BODY] = 0xe8;
-	put32(t + TRAMP_CALL_BODY + 1, (int64_t)(body - (at + TRAMP_HOOK)));
+	ftrt_put32(t + TRAMP_CALL_BODY + 1, (int64_t)(body - (at + TRAMP_HOOK)));
 	/* +24 jmp *leave(%rip) */
 	t[TRAMP_HOOK] = 0xff, t[TRAMP_HOOK + 1] = 0x25;
-	put32(t + TRAMP_HOOK + 2, (int64_t)((uintptr_t)c + 8 - (at + TRAMP_SKIP)));
+	ftrt_put32(t + TRAMP_HOOK + 2, (int64_t)((uintptr_t)c + 8 - (at + TRAMP_SKIP)));
 	/* +30 jmp body */
 	t[TRAMP_SKIP] = 0xe9;
-	put32(t + TRAMP_SKIP + 1, (int64_t)(body - (at + TRAMP_PAD)));
+	ftrt_put32(t + TRAMP_SKIP + 1, (int64_t)(body - (at + TRAMP_PAD)));
 	/* +35 int3 padding, never run */
 	memset(t + TRAMP_PAD, 0xcc, TRAMP_SIZE - TRAMP_PAD);
 	return at;
@@ -450,6 +455,7 @@ void ftrt_arch_release(int o)
 			munmap(chunks[i].base, CHUNK_SIZE);
 			chunks[i].base = NULL;
 			chunks[i].owner = 0;
+			chunks[i].ops_used = 0;
 		}
 }
 
@@ -550,7 +556,7 @@ int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip)
 {
 	for (int i = 0; i < CHUNK_MAX; i++) {
 		uintptr_t base = (uintptr_t)chunks[i].base;
-		if (!base || t < base + CHUNK_HEAD || t >= base + CHUNK_SIZE)
+		if (!base || chunks[i].ops_used || t < base + CHUNK_HEAD || t >= base + CHUNK_SIZE)
 			continue;
 		const unsigned char *c = (const unsigned char *)t + TRAMP_CALL_BODY;
 		int32_t rel;
@@ -562,3 +568,4 @@ int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip)
 	}
 	return 0;
 }
+

@@ -1,0 +1,75 @@
+/*
+ * ftrace.h's accessors of a struct ftrace_regs (regs.h), for x86-64,
+ * and the tracer's call from a list of ops (ops.c). Async-signal-safe:
+ * they run in callbacks.
+ */
+#include <stdint.h>
+
+#include "../ftrace.h"
+#include "../ftrt.h"
+#include "../live.h"
+#include "regs.h"
+
+void ftrace_stub(void);
+
+unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)
+{
+	switch (n) {
+	case 0: return f->di;
+	case 1: return f->si;
+	case 2: return f->dx;
+	case 3: return f->cx;
+	case 4: return f->r8;
+	case 5: return f->r9;
+	}
+	/* The stack's, above the return address. */
+	return ((const unsigned long *)f->sp)[1 + (n - 6)];
+}
+
+unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *f, unsigned int n)
+{
+	return n < 8 ? f->xmm[n][0] : 0;
+}
+
+unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *f)
+{
+	return f->sp;
+}
+
+unsigned long ftrace_regs_get_instruction_pointer(struct ftrace_regs *f)
+{
+	return f->ip;
+}
+
+unsigned long ftrace_regs_get_return_value(struct ftrace_regs *f)
+{
+	return f->ax;
+}
+
+void ftrace_regs_set_return_value(struct ftrace_regs *f, unsigned long ret)
+{
+	f->ax = ret;
+}
+
+/* Only at an entry site: the stack there is as the function got it, so
+ * the ops caller's ret enters ip as the function would have been. */
+int ftrace_regs_set_instruction_pointer(struct ftrace_regs *f, unsigned long ip)
+{
+	if (f->kind != FREGS_ENTRY)
+		return -1;
+	f->ip = ip;
+	return 0;
+}
+
+/* ftrace_stub is a lone ret: entered with the function's stack, it
+ * returns to the caller. */
+int ftrace_override_function_with_return(struct ftrace_regs *f)
+{
+	return ftrace_regs_set_instruction_pointer(f, (unsigned long)(uintptr_t)ftrace_stub);
+}
+
+/* The function's return slot is where its stack pointer was at entry. */
+void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
+{
+	ftrt_entry(ip, (uintptr_t *)f->sp);
+}

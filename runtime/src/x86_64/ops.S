@@ -1,0 +1,123 @@
+/*
+ * The ops callers of x86-64: where a site that an ops wants (ftrace.h's
+ * struct ftrace_ops) goes, through a trampoline made for the ops and the
+ * site's module (site.c's ops_tramp), which loads the runtime's record
+ * of the ops, or of the module's list of ops, and jumps here:
+ *
+ *     49 bb imm64     movabs $record, %r11
+ *     ff 25 00000000  jmp *0(%rip)
+ *     .quad           ftrace_ops_caller (_mcount_, _chain_)
+ *
+ * r11 is free at a function's entry (no argument is passed in it, and a
+ * call may change it), and the site is always a 5-byte call: a 6-byte
+ * site is enabled live as `e8 rel32; nop`. On entry here:
+ *
+ *     r11       the record: a struct ftrt_ops, whose handler is called
+ *     0(%rsp)   the return into the function (site + 5)
+ *     8(%rsp)   the parent ip (an entry site); a chain site's saved r10,
+ *               the parent ip at 16(%rsp); at an mcount site (-pg) the
+ *               parent ip is at 8(%rbp), the function's frame
+ *
+ * The handler is called as the kernel calls an ops's,
+ * handler(ip, parent_ip, record, fregs), with a struct ftrace_regs
+ * (regs.h) at an aligned stack pointer. It runs code of the program's
+ * (an ops's callback), built with the full calling convention, so every
+ * register the convention lets it change that may hold an argument is
+ * saved: rdi rsi rdx rcx r8 r9 rax r10 and xmm0-7 (r11 holds nothing
+ * of the function's). Flags are not live at a site.
+ *
+ * Frame: rbp is our frame pointer (a debugger and the unwinder see the
+ * call), the ftrace_regs below it, aligned down to 16:
+ *
+ *     8(%rbp)   the return into the function: fregs->ip goes back here,
+ *               so a callback that changes it (at an entry site) sends
+ *               the function's `ret` there, with the stack as at the
+ *               function's entry
+ *     0(%rbp)   the function's rbp
+ *     (%rsp)    struct ftrace_regs
+ *
+ * Every register comes back from the ftrace_regs (a callback may change
+ * an argument) but rbp and rsp, which are ours to restore.
+ */
+#include "regs.h"
+
+.macro OPS_CALLER name, kind
+	.text
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbp, 0
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register rbp
+	subq	$FREGS_SIZE, %rsp
+	andq	$-16, %rsp
+	movq	%rdi, FREGS_DI(%rsp)
+	movq	%rsi, FREGS_SI(%rsp)
+	movq	%rdx, FREGS_DX(%rsp)
+	movq	%rcx, FREGS_CX(%rsp)
+	movq	%r8, FREGS_R8(%rsp)
+	movq	%r9, FREGS_R9(%rsp)
+	movq	%rax, FREGS_AX(%rsp)
+	movq	%r10, FREGS_R10(%rsp)
+	movaps	%xmm0, FREGS_XMM+0*16(%rsp)
+	movaps	%xmm1, FREGS_XMM+1*16(%rsp)
+	movaps	%xmm2, FREGS_XMM+2*16(%rsp)
+	movaps	%xmm3, FREGS_XMM+3*16(%rsp)
+	movaps	%xmm4, FREGS_XMM+4*16(%rsp)
+	movaps	%xmm5, FREGS_XMM+5*16(%rsp)
+	movaps	%xmm6, FREGS_XMM+6*16(%rsp)
+	movaps	%xmm7, FREGS_XMM+7*16(%rsp)
+	movq	0(%rbp), %rax			/* the function's rbp */
+	movq	%rax, FREGS_BP(%rsp)
+.if \kind == FREGS_ENTRY
+	leaq	16(%rbp), %rsi			/* the return slot: just above the return into the function */
+.elseif \kind == FREGS_CHAIN
+	leaq	24(%rbp), %rsi			/* above it and the saved r10 */
+.else
+	leaq	8(%rax), %rsi			/* 8(function's rbp) */
+.endif
+	movq	%rsi, FREGS_SP(%rsp)
+	movq	8(%rbp), %rdi
+	movq	%rdi, FREGS_IP(%rsp)
+	movl	$\kind, FREGS_KIND(%rsp)
+	subq	$5, %rdi			/* arg 1: ip = the site */
+	movq	(%rsi), %rsi			/* arg 2: the parent ip */
+	movq	%r11, %rdx			/* arg 3: the record */
+	movq	%rsp, %rcx			/* arg 4: the ftrace_regs */
+	call	*(%r11)				/* record->func(ip, parent_ip, record, fregs) */
+	movq	FREGS_IP(%rsp), %rax		/* where the function goes on */
+	movq	%rax, 8(%rbp)
+	movaps	FREGS_XMM+0*16(%rsp), %xmm0
+	movaps	FREGS_XMM+1*16(%rsp), %xmm1
+	movaps	FREGS_XMM+2*16(%rsp), %xmm2
+	movaps	FREGS_XMM+3*16(%rsp), %xmm3
+	movaps	FREGS_XMM+4*16(%rsp), %xmm4
+	movaps	FREGS_XMM+5*16(%rsp), %xmm5
+	movaps	FREGS_XMM+6*16(%rsp), %xmm6
+	movaps	FREGS_XMM+7*16(%rsp), %xmm7
+	movq	FREGS_DI(%rsp), %rdi
+	movq	FREGS_SI(%rsp), %rsi
+	movq	FREGS_DX(%rsp), %rdx
+	movq	FREGS_CX(%rsp), %rcx
+	movq	FREGS_R8(%rsp), %r8
+	movq	FREGS_R9(%rsp), %r9
+	movq	FREGS_AX(%rsp), %rax
+	movq	FREGS_R10(%rsp), %r10
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa rsp, 8
+	ret
+	.cfi_endproc
+	.size	\name, .-\name
+.endm
+
+	OPS_CALLER ftrace_ops_caller, FREGS_ENTRY
+	OPS_CALLER ftrace_ops_mcount_caller, FREGS_MCOUNT
+	OPS_CALLER ftrace_ops_chain_caller, FREGS_CHAIN
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,121 @@
+/*
+ * x86-64's ops trampolines (ops.S draws them, ops.c chooses which a site
+ * calls): one per ops record, module and kind of site, OPS_TRAMP bytes,
+ * in chunks of their own near the module's code (insn.h's chunks, with
+ * ops_used), made while threads run: such a chunk is executable and
+ * read-only from the start, and a trampoline is written into its unused
+ * part through /proc/self/mem (text.c) before any site calls it. They
+ * stay until the module is unloaded (ftrt_arch_release): a thread may
+ * be on its way into one that no site calls any longer.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../ftrt.h"
+#include "../live.h"
+#include "../pass.h"
+#include "insn.h"
+
+#define chunks ftrt_chunks
+
+void ftrace_ops_caller(void);
+void ftrace_ops_mcount_caller(void);
+void ftrace_ops_chain_caller(void);
+
+#define OPS_TRAMP 32
+#define OPS_MOVABS 0 /* 49 bb imm64: movabs $record, %r11 */
+#define OPS_JMP 10   /* ff 25 00000000: jmp *0(%rip) */
+#define OPS_SLOT 16  /* .quad the ops caller */
+#define OPS_PAD 24   /* int3 */
+
+static uintptr_t ops_caller(int want)
+{
+	return want == WANT_MCOUNT ? (uintptr_t)ftrace_ops_mcount_caller
+	     : want == WANT_CHAIN ? (uintptr_t)ftrace_ops_chain_caller
+				  : (uintptr_t)ftrace_ops_caller;
+}
+
+/* The record an ops trampoline at t loads, when t is one; else 0. */
+static uintptr_t ops_tramp_rec(uintptr_t t)
+{
+	for (int i = 0; i < CHUNK_MAX; i++) {
+		uintptr_t base = (uintptr_t)chunks[i].base;
+		if (!base || !chunks[i].ops_used || t < base + CHUNK_HEAD || t >= base + chunks[i].ops_used ||
+		    (t - base - CHUNK_HEAD) % OPS_TRAMP)
+			continue;
+		uintptr_t rec;
+		memcpy(&rec, (const void *)(t + OPS_MOVABS + 2), sizeof rec);
+		return rec;
+	}
+	return 0;
+}
+
+/* The trampoline that takes a site at ip, of module o, where want says,
+ * to record rec: found, or made; 0 when none can be had. With the
+ * registry's lock held (ops.c). */
+static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
+{
+	uintptr_t caller = ops_caller(want);
+	int c = -1;
+	for (int i = 0; i < CHUNK_MAX; i++) {
+		if (!chunks[i].base || !chunks[i].ops_used || chunks[i].owner != o || !ftrt_chunk_near((uintptr_t)chunks[i].base, ip))
+			continue;
+		uintptr_t base = (uintptr_t)chunks[i].base;
+		for (uintptr_t t = base + CHUNK_HEAD; t < base + chunks[i].ops_used; t += OPS_TRAMP) {
+			uintptr_t r, k;
+			memcpy(&r, (const void *)(t + OPS_MOVABS + 2), sizeof r);
+			memcpy(&k, (const void *)(t + OPS_SLOT), sizeof k);
+			if (r == rec && k == caller)
+				return t;
+		}
+		if (chunks[i].ops_used + OPS_TRAMP <= CHUNK_SIZE)
+			c = i;
+	}
+	if (c < 0) {
+		c = ftrt_chunk_new(ip, o);
+		if (c < 0)
+			return 0;
+		chunks[c].ops_used = CHUNK_HEAD;
+		mprotect(chunks[c].base, CHUNK_SIZE, PROT_READ | PROT_EXEC);
+	}
+	uintptr_t t = (uintptr_t)chunks[c].base + chunks[c].ops_used;
+	unsigned char b[OPS_TRAMP];
+	memset(b, 0xcc, sizeof b);
+	b[OPS_MOVABS] = 0x49, b[OPS_MOVABS + 1] = 0xbb;
+	memcpy(b + OPS_MOVABS + 2, &rec, 8);
+	b[OPS_JMP] = 0xff, b[OPS_JMP + 1] = 0x25;
+	ftrt_put32(b + OPS_JMP + 2, OPS_SLOT - (OPS_JMP + 6));
+	memcpy(b + OPS_SLOT, &caller, 8);
+	int err = 0;
+	for (int k = 0; k < OPS_TRAMP && !err; k += 8)
+		err = ftrt_text_queue(t + (uintptr_t)k, b + k, 8);
+	if (ftrt_text_flush() != 0 || err)
+		return 0;
+	chunks[c].ops_used += OPS_TRAMP;
+	return t;
+}
+
+int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *rec, int o, unsigned char *buf)
+{
+	uintptr_t t = ops_tramp(ip, want, (uintptr_t)rec, o);
+	if (!t)
+		return -1;
+	/* A 6-byte site becomes a 5-byte call and a NOP, as live_call's. */
+	if (put_call(ip, 5, t, buf) != 0)
+		return -1;
+	if (len == 6)
+		buf[5] = 0x90;
+	return 0;
+}
+
+const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
+{
+	const unsigned char *p = (const unsigned char *)ip;
+	(void)len;
+	if (p[0] != 0xe8)
+		return NULL;
+	int32_t rel;
+	memcpy(&rel, p + 1, 4);
+	return (const struct ftrt_ops *)ops_tramp_rec(ip + 5 + (uintptr_t)(intptr_t)rel);
+}

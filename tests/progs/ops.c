@@ -1,0 +1,372 @@
+/*
+ * ftrace.h's ops, as the kernel's ftrace self-tests try them
+ * (trace_selftest.c): each step prints the callback counts it made, so
+ * the output is exact and the same in every run and mode (FTRACE unset,
+ * function, function_graph, nop):
+ *
+ *   filters    three ops with filters of their own and one with none
+ *              (global), registered together; counts after each call of
+ *              the four functions, after a filter changes, after a
+ *              notrace list is set, after each unregisters (then zero)
+ *   recursion  a callback that calls the function it watches: once with
+ *              FTRACE_OPS_FL_RECURSION (the runtime keeps it from
+ *              recursing), twice without (it guards itself after one)
+ *   regs       the arguments a callback reads (integers, a pointer, a
+ *              string, doubles, the seventh and eighth integers on the
+ *              stack), a function's floating-point arguments and result
+ *              kept across a callback that computes in the same
+ *              registers
+ *   redirect   a callback that sends a function to a fixed version of
+ *              it (a live patch), and one that makes a function return
+ *              at once with a value of its own
+ *   unregister eight threads call a function while the main thread
+ *              registers and unregisters its ops ROUNDS times: no
+ *              callback begins after unregister returns
+ *
+ * Every test function takes a tag as its first argument, which the
+ * global ops counts by: a call of another function with the same first
+ * argument is not likely.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ftrace.h>
+
+/* Not inlined, and no caller assumes anything of what it returns (each
+ * result reads zero besides, which clang cannot know to be 0). */
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noipa))
+#endif
+#define TAG 0x7e57a90000000000ul
+
+#ifndef ROUNDS
+#define ROUNDS 200
+#endif
+#define THREADS 8
+
+static volatile long sink, zero;
+
+NOINLINE long t_one(unsigned long tag) { sink += (long)tag; return 1; }
+NOINLINE long t_two(unsigned long tag) { sink += (long)tag; return 2; }
+NOINLINE long t_three(unsigned long tag) { sink += (long)tag; return 3; }
+NOINLINE long t_other(unsigned long tag) { sink += (long)tag; return 4; }
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "ops: %s: %s\n", what, ftrace_error());
+	exit(2);
+}
+
+/* ---- filters ---- */
+
+static _Atomic long cnt_a, cnt_b, cnt_c, cnt_g[4];
+
+static void cb_count(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)fregs;
+	atomic_fetch_add((_Atomic long *)op->private, 1);
+}
+
+static void cb_global(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op;
+	unsigned long tag = ftrace_regs_get_argument(fregs, 0);
+	if ((tag & ~0xfful) == TAG && (tag & 0xff) < 4)
+		atomic_fetch_add(&cnt_g[tag & 0xff], 1);
+}
+
+static struct ftrace_ops ops_a = { .func = cb_count, .private = &cnt_a };
+static struct ftrace_ops ops_b = { .func = cb_count, .private = &cnt_b };
+static struct ftrace_ops ops_c = { .func = cb_count, .private = &cnt_c };
+static struct ftrace_ops ops_g = { .func = cb_global };
+
+static void call_all(const char *step)
+{
+	t_one(TAG | 0);
+	t_two(TAG | 1);
+	t_three(TAG | 2);
+	t_other(TAG | 3);
+	printf("%-22s a=%ld b=%ld c=%ld global=%ld,%ld,%ld,%ld\n", step, cnt_a, cnt_b, cnt_c, cnt_g[0], cnt_g[1], cnt_g[2], cnt_g[3]);
+	cnt_a = cnt_b = cnt_c = 0;
+	for (int i = 0; i < 4; i++)
+		cnt_g[i] = 0;
+}
+
+static void filters(void)
+{
+	int n;
+	if ((n = ftrace_set_filter(&ops_a, "t_one", 1)) < 0)
+		fail("set_filter a");
+	printf("filter a chooses %d\n", n);
+	if (ftrace_set_filter(&ops_b, "t_two", 1) < 0 || ftrace_set_filter(&ops_c, "t_one", 1) < 0)
+		fail("set_filter b c");
+	if ((n = ftrace_set_filter(&ops_c, "t_three", 0)) < 0) /* added to t_one */
+		fail("set_filter c");
+	printf("filter c chooses %d\n", n);
+	call_all("none registered");
+	if (register_ftrace_function(&ops_a) || register_ftrace_function(&ops_b) || register_ftrace_function(&ops_c) ||
+	    register_ftrace_function(&ops_g))
+		fail("register");
+	printf("registered flags %lu\n", ops_a.flags & FTRACE_OPS_FL_ENABLED);
+	if (register_ftrace_function(&ops_a) == 0 || errno != EBUSY)
+		fail("register twice");
+	call_all("all registered");
+	call_all("again");
+	if (ftrace_set_filter(&ops_b, "t_three,t_other", 1) < 0)
+		fail("set_filter b again");
+	call_all("b: three, other");
+	if (ftrace_set_filter(&ops_b, "!t_three", 0) < 0)
+		fail("set_filter b !three");
+	call_all("b: !three");
+	if (ftrace_set_notrace(&ops_c, "t_three", 1) < 0)
+		fail("set_notrace c");
+	call_all("c: notrace three");
+	if (ftrace_set_filter(&ops_g, "t_nothing_by_this_name", 1) != 0)
+		fail("set_filter g nothing");
+	call_all("global: nothing");
+	if (ftrace_set_filter(&ops_g, NULL, 1) < 0)
+		fail("set_filter g every");
+	call_all("global: every");
+	if (unregister_ftrace_function(&ops_a))
+		fail("unregister a");
+	call_all("a gone");
+	if (unregister_ftrace_function(&ops_a) == 0 || errno != EINVAL)
+		fail("unregister twice");
+	if (unregister_ftrace_function(&ops_b) || unregister_ftrace_function(&ops_c) || unregister_ftrace_function(&ops_g))
+		fail("unregister");
+	call_all("all gone");
+	if (register_ftrace_function(&ops_c))
+		fail("register c again");
+	call_all("c again");
+	if (unregister_ftrace_function(&ops_c))
+		fail("unregister c again");
+	call_all("c gone again");
+}
+
+/* ---- recursion ---- */
+
+static int rec_cnt;
+NOINLINE long t_rec(unsigned long tag) { sink += (long)tag; return 5; }
+
+static void cb_rec_guarded(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op, (void)fregs;
+	if (rec_cnt++ > 10)
+		return; /* would be a crash without the runtime's guard */
+	t_rec(TAG | 9);
+}
+
+static void cb_rec_self(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op, (void)fregs;
+	if (rec_cnt++)
+		return;
+	t_rec(TAG | 9);
+}
+
+static void recursion(void)
+{
+	struct ftrace_ops guarded = { .func = cb_rec_guarded, .flags = FTRACE_OPS_FL_RECURSION };
+	struct ftrace_ops self = { .func = cb_rec_self };
+	ftrace_set_filter(&guarded, "t_rec", 1);
+	ftrace_set_filter(&self, "t_rec", 1);
+	rec_cnt = 0;
+	if (register_ftrace_function(&guarded))
+		fail("register guarded");
+	t_rec(TAG);
+	unregister_ftrace_function(&guarded);
+	printf("recursion guarded: %d\n", rec_cnt);
+	rec_cnt = 0;
+	if (register_ftrace_function(&self))
+		fail("register self");
+	t_rec(TAG);
+	unregister_ftrace_function(&self);
+	printf("recursion unguarded: %d\n", rec_cnt);
+}
+
+/* ---- regs ---- */
+
+struct pair {
+	long x, y;
+};
+
+NOINLINE long t_args(unsigned long tag, long a, const char *s, struct pair *p, long e, long f, long g, long h)
+{
+	return (long)(tag & 0xff) + a + (long)strlen(s) + p->x + e + f + g + h;
+}
+
+NOINLINE double t_fp(double a, double b, float c)
+{
+	return a * b + c;
+}
+
+static char seen[256];
+
+static void cb_args(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op;
+	const struct pair *p = (const struct pair *)ftrace_regs_get_argument(fregs, 3);
+	snprintf(seen, sizeof seen, "a=%ld s=%s p={%ld,%ld} g=%ld h=%ld", (long)ftrace_regs_get_argument(fregs, 1),
+		 (const char *)ftrace_regs_get_argument(fregs, 2), p->x, p->y, (long)ftrace_regs_get_argument(fregs, 6),
+		 (long)ftrace_regs_get_argument(fregs, 7));
+}
+
+static volatile double fp_noise;
+
+static void cb_fp(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op;
+	double a = ftrace_regs_get_fp_argument(fregs, 0), b = ftrace_regs_get_fp_argument(fregs, 1);
+	/* Computing in the registers that carry the function's arguments. */
+	fp_noise = a * 3.5 + b * 7.25 + fp_noise * 0.5;
+	snprintf(seen, sizeof seen, "fp a=%g b=%g", a, b);
+}
+
+static void regs(void)
+{
+	struct ftrace_ops args = { .func = cb_args }, fp = { .func = cb_fp };
+	struct pair p = { 11, 12 };
+	ftrace_set_filter(&args, "t_args", 1);
+	ftrace_set_filter(&fp, "t_fp", 1);
+	if (register_ftrace_function(&args) || register_ftrace_function(&fp))
+		fail("register regs");
+	long r = t_args(TAG, 5, "hello", &p, 50, 60, 70, 80);
+	printf("args: %s = %ld\n", seen, r);
+	double d = t_fp(1.5, 4.0, 0.25f);
+	printf("args: %s = %g\n", seen, d);
+	unregister_ftrace_function(&args);
+	unregister_ftrace_function(&fp);
+}
+
+/* ---- redirect ---- */
+
+NOINLINE long buggy(unsigned long tag, long n)
+{
+	(void)tag;
+	return n - 1 + zero; /* the bug: should be n + 1 */
+}
+
+NOINLINE long fixed(unsigned long tag, long n)
+{
+	(void)tag;
+	return n + 1 + zero;
+}
+
+NOINLINE long t_skip(unsigned long tag)
+{
+	sink += (long)tag;
+	return 7 + zero;
+}
+
+static void cb_patch(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op;
+	if (ftrace_regs_set_instruction_pointer(fregs, (unsigned long)fixed) != 0)
+		printf("redirect refused\n");
+}
+
+static void cb_skip(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op;
+	ftrace_regs_set_return_value(fregs, 42);
+	if (ftrace_override_function_with_return(fregs) != 0)
+		printf("override refused\n");
+}
+
+static void redirect(int entry)
+{
+	struct ftrace_ops patch = { .func = cb_patch }, skip = { .func = cb_skip };
+	ftrace_set_filter(&patch, "buggy", 1);
+	ftrace_set_filter(&skip, "t_skip", 1);
+	printf("buggy(5) = %ld before\n", buggy(TAG, 5));
+	if (register_ftrace_function(&patch) || register_ftrace_function(&skip))
+		fail("register patch");
+	if (entry) {
+		printf("buggy(5) = %ld patched\n", buggy(TAG, 5));
+		printf("t_skip = %ld skipped\n", t_skip(TAG));
+	} else {
+		buggy(TAG, 5);
+		t_skip(TAG);
+	}
+	unregister_ftrace_function(&patch);
+	unregister_ftrace_function(&skip);
+	printf("buggy(5) = %ld after\n", buggy(TAG, 5));
+}
+
+/* ---- unregister while threads call ---- */
+
+NOINLINE long t_hot(unsigned long tag) { sink += (long)tag; return 6; }
+
+static atomic_int gone, stop, late;
+static _Atomic long hot_calls;
+
+static void cb_hot(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	(void)ip, (void)pip, (void)op, (void)fregs;
+	if (atomic_load(&gone))
+		atomic_fetch_add(&late, 1);
+	atomic_fetch_add(&hot_calls, 1);
+	for (volatile int i = 0; i < 200; i++)
+		;
+	if (atomic_load(&gone)) /* still running after unregister returned */
+		atomic_fetch_add(&late, 1);
+}
+
+static void *hot(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop))
+		t_hot(TAG);
+	return NULL;
+}
+
+static void unregister_busy(void)
+{
+	struct ftrace_ops *ops = calloc(1, sizeof *ops);
+	ops->func = cb_hot;
+	ftrace_set_filter(ops, "t_hot", 1);
+	pthread_t th[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, hot, NULL);
+	long calls = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		atomic_store(&gone, 0);
+		if (register_ftrace_function(ops))
+			fail("register hot");
+		while (atomic_load(&hot_calls) < 10)
+			;
+		if (unregister_ftrace_function(ops))
+			fail("unregister hot");
+		atomic_store(&gone, 1);
+		calls += atomic_exchange(&hot_calls, 0);
+		for (volatile int i = 0; i < 2000; i++)
+			;
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	long after = atomic_load(&hot_calls);
+	/* The ops is freed: a call now would read freed memory. */
+	memset(ops, 0xa5, sizeof *ops);
+	free(ops);
+	printf("unregister: %d rounds, calls made %s, after unregister %d and %ld\n", ROUNDS, calls >= 10L * ROUNDS ? "yes" : "no",
+	       atomic_load(&late), after);
+}
+
+int main(int argc, char **argv)
+{
+	int entry = argc > 1 && strcmp(argv[1], "entry") == 0;
+	filters();
+	recursion();
+	regs();
+	redirect(entry);
+	unregister_busy();
+	return 0;
+}
