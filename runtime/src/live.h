@@ -98,6 +98,8 @@ int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *r
 /* The ops record the enabled site at ip of len bytes calls through its
  * trampoline; NULL when it calls none (the tracer's forms). */
 const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len) HIDDEN;
+/* Why this architecture's port cannot serve ops yet, or NULL. */
+const char *ftrt_arch_ops_refused(void) HIDDEN;
 /* The tracer, from a list of ops that has it (ops.c): the function at
  * ip, with its registers as the ops caller saved them. */
 struct ftrace_regs;

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,7 +306,10 @@ static void redirect(int entry)
 NOINLINE long t_hot(unsigned long tag) { sink += (long)tag; return 6; }
 
 static atomic_int gone, stop, late;
-static _Atomic long hot_calls;
+static _Atomic long hot_calls, budget;
+/* Calls the threads make in a round, all told: enough to meet every
+ * change, few enough that a trace of them all stays small. */
+#define BUDGET (THREADS * 1000)
 
 static void cb_hot(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
@@ -313,7 +317,7 @@ static void cb_hot(unsigned long ip, unsigned long pip, struct ftrace_ops *op, s
 	if (atomic_load(&gone))
 		atomic_fetch_add(&late, 1);
 	atomic_fetch_add(&hot_calls, 1);
-	for (volatile int i = 0; i < 200; i++)
+	for (volatile int i = 0; i < 20000; i++) /* some microseconds: a callback under way as unregister begins */
 		;
 	if (atomic_load(&gone)) /* still running after unregister returned */
 		atomic_fetch_add(&late, 1);
@@ -323,7 +327,10 @@ static void *hot(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&stop))
-		t_hot(TAG);
+		if (atomic_fetch_sub(&budget, 1) > 0)
+			t_hot(TAG);
+		else
+			sched_yield();
 	return NULL;
 }
 
@@ -340,12 +347,14 @@ static void unregister_busy(void)
 		atomic_store(&gone, 0);
 		if (register_ftrace_function(ops))
 			fail("register hot");
-		while (atomic_load(&hot_calls) < 10)
+		atomic_store(&budget, BUDGET);
+		while (atomic_load(&hot_calls) < 10 && atomic_load(&budget) > 0)
 			;
 		if (unregister_ftrace_function(ops))
 			fail("unregister hot");
 		atomic_store(&gone, 1);
 		calls += atomic_exchange(&hot_calls, 0);
+		atomic_store(&budget, 0);
 		for (volatile int i = 0; i < 2000; i++)
 			;
 	}
@@ -360,8 +369,40 @@ static void unregister_busy(void)
 	       atomic_load(&late), after);
 }
 
+/* `ops dump`: t_one's address and first 8 bytes and, when they call,
+ * the 32 bytes called, with one ops on t_one registered and then not:
+ * what the runtime wrote, for a test to decode. */
+static void dump_at(const char *what, const unsigned char *p, int n)
+{
+	printf("%s %lx", what, (unsigned long)p);
+	for (int i = 0; i < n; i++)
+		printf("%s%02x", i ? "" : " ", p[i]);
+	printf("\n");
+}
+
+static void dump(void)
+{
+	const unsigned char *f = (const unsigned char *)t_one;
+	ftrace_set_filter(&ops_a, "t_one", 1);
+	if (register_ftrace_function(&ops_a))
+		fail("register");
+	dump_at("site", f, 8);
+	if (f[0] == 0xe8) {
+		int rel;
+		memcpy(&rel, f + 1, 4);
+		dump_at("tramp", f + 5 + rel, 32);
+	}
+	if (unregister_ftrace_function(&ops_a))
+		fail("unregister");
+	dump_at("site", f, 8);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "dump") == 0) {
+		dump();
+		return 0;
+	}
 	int entry = argc > 1 && strcmp(argv[1], "entry") == 0;
 	filters();
 	recursion();

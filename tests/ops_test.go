@@ -1,0 +1,154 @@
+package tests
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/internal/sitetest"
+)
+
+// TestOps: ftrace.h's ops, modelled on the kernel's ftrace self-tests
+// (progs/ops.c): exact callback counts for three ops with filters of
+// their own and one global ops, after each filter change and unregister
+// (then all zero); a callback that recurses, guarded by the runtime and
+// by itself; the arguments a callback reads (integers, a pointer, a
+// string, doubles, the stack's) and the floating-point registers kept
+// across it; a live patch (the function sent to a fixed version) and a
+// function made to return at once; eight threads calling a function
+// while its ops is registered and unregistered 200 times, no callback
+// beginning or running after unregister returned. The output is
+// testdata/ops.golden in every mode: no FTRACE (the sites enabled by the
+// first register), and under each tracer, where the ops and the tracer
+// share the sites (the module's list); at an -pg site after the
+// prologue the redirects are refused, as they must be. Under the
+// function tracer the trace has every call of t_one, whose site went
+// from the tracer to the list and back.
+func TestOps(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "ops.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := []struct {
+		ccBuild
+		pie   bool
+		entry bool // sites at the function's entry: redirects work
+	}{
+		{ccBuild{x86GCC, "-O2 -pg -mfentry"}, true, true},
+		{ccBuild{x86GCC, "-O2 -pg -mfentry -fcf-protection"}, false, true},
+		{ccBuild{x86GCC, "-O2 -pg"}, true, false},
+		{ccBuild{x86Clang, "-O2 -pg -mfentry"}, true, true},
+		{ccBuild{x86Clang, "-O2 -fpatchable-function-entry=5"}, false, true},
+		{ccBuild{x86Clang, "-O2 -pg"}, true, false},
+	}
+	for _, c := range builds {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags)+"/"+picFlag(c.pie), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			want := string(golden)
+			if !c.entry {
+				want = strings.Replace(want, "buggy(5) = 6 patched\nt_skip = 42 skipped\n", "redirect refused\noverride refused\n", 1)
+			}
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), c.pie, "ops.c")
+			argv := c.tg.on(prog)
+			if c.entry {
+				argv = append(argv, "entry")
+			}
+			out, stderr, code, err := runStatusEnv(dir, nil, argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != want || code != 0 {
+				t.Fatalf("untraced start: exit %d, output\n%s\nwant exit 0, output\n%s\nstderr:\n%s", code, out, want, stderr)
+			}
+			for _, tracer := range []string{"function", "function_graph", "nop"} {
+				_, tdir := runTracedArgv(t, dir, argv, tracer, tracer, nil, want, 0)
+				if tracer == "nop" {
+					continue
+				}
+				tr, syms := readWhole(t, tdir, tracer)
+				got, stats := tracedCalls(t, tr, syms, tracer)
+				if got["t_one"] != 12 || got["t_hot"] == 0 {
+					t.Errorf("%s: t_one traced %d times, t_hot %d; want 12 (every call), and some", tracer, got["t_one"], got["t_hot"])
+				}
+				for _, s := range stats {
+					if s.Unwound != 0 || s.Open != 0 || s.Untimed != 0 {
+						t.Errorf("%s: %s: %d calls unwound, %d open, %d without their return", tracer, s.Func, s.Unwound, s.Open, s.Untimed)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestOpsBytes: what registering one ops on one function writes, decoded
+// with x/arch (progs/ops.c's dump): the site calls a trampoline made for
+// the ops, `movabs $record, %r11; jmp *0(%rip)`, whose slot holds
+// ftrace_ops_caller and whose padding is int3; the record is the
+// runtime's first (ops.c's recs); unregistering leaves the site the
+// compare a disabled call becomes.
+func TestOpsBytes(t *testing.T) {
+	tg, dir := gccTest(t)
+	prog := traced(t, tg, dir, "-O2 -pg -mfentry"+apiFlags(t, tg), true, "ops.c")
+	out, stderr, code, err := runStatusEnv(dir, nil, prog, "dump")
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
+	var lines [][]string
+	for l := range strings.Lines(out) {
+		lines = append(lines, strings.Fields(l))
+	}
+	if len(lines) != 3 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" {
+		t.Fatalf("dump:\n%s", out)
+	}
+	word := func(f []string) (uint64, []byte) {
+		a, err1 := strconv.ParseUint(f[1], 16, 64)
+		b, err2 := hex.DecodeString(f[2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("dump line %q", f)
+		}
+		return a, b
+	}
+	site, on := word(lines[0])
+	bias := site - addr["t_one"]
+	tramp, tb := word(lines[1])
+	_, off := word(lines[2])
+
+	call, err := x86asm.Decode(on, 64)
+	rel, ok := call.Args[0].(x86asm.Rel)
+	if err != nil || call.Op != x86asm.CALL || call.Len != 5 || !ok || site+5+uint64(int64(rel)) != tramp {
+		t.Errorf("site: %v (%x), want a 5-byte call of the trampoline at %#x", call, on[:5], tramp)
+	}
+	mov, err := x86asm.Decode(tb, 64)
+	imm, ok := mov.Args[1].(x86asm.Imm)
+	if err != nil || mov.Op != x86asm.MOV || mov.Args[0] != x86asm.R11 || mov.Len != 10 || !ok || uint64(imm) != addr["recs"]+bias {
+		t.Errorf("trampoline +0: %v, want movabs $%#x (recs), %%r11", mov, addr["recs"]+bias)
+	}
+	jmp, err := x86asm.Decode(tb[10:], 64)
+	mem, ok := jmp.Args[0].(x86asm.Mem)
+	if err != nil || jmp.Op != x86asm.JMP || jmp.Len != 6 || !ok || mem.Base != x86asm.RIP || mem.Disp != 0 {
+		t.Errorf("trampoline +10: %v, want jmp *0(%%rip)", jmp)
+	}
+	if slot := binary.LittleEndian.Uint64(tb[16:]); slot != addr["ftrace_ops_caller"]+bias {
+		t.Errorf("trampoline slot %#x, want ftrace_ops_caller at %#x", slot, addr["ftrace_ops_caller"]+bias)
+	}
+	for k := 24; k < 32; k++ {
+		if in, err := x86asm.Decode(tb[k:], 64); err != nil || in.Op != x86asm.INT || in.Len != 1 {
+			t.Errorf("trampoline +%d: %v, want int3", k, in)
+		}
+	}
+	cmp, err := x86asm.Decode(off, 64)
+	cimm, ok := cmp.Args[1].(x86asm.Imm)
+	if err != nil || cmp.Op != x86asm.CMP || cmp.Args[0] != x86asm.EAX || cmp.Len != 5 || !ok ||
+		site+5+uint64(int64(int32(cimm))) != tramp {
+		t.Errorf("site after unregister: %v, want cmp $rel32, %%eax keeping the call's rel32", cmp)
+	}
+}
