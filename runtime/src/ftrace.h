@@ -102,6 +102,12 @@ int ftrace_snapshot(const char *dir, char *made, size_t size);
  * carry floating-point arguments) are kept for the function: x86-64
  * keeps xmm0-7 whole, not the upper halves of ymm and zmm registers.
  *
+ * A callback is never called back for its own function (the kernel's
+ * are notrace; a program's usually have a site); functions it calls are
+ * best kept out of the filter (ftrace_set_notrace), or guarded with
+ * FTRACE_OPS_FL_RECURSION. Only x86-64 serves ops yet: on arm64,
+ * register_ftrace_function fails with ENOTSUP.
+ *
  * Fields of the runtime's own (internal) are zero before the first
  * register, and left alone by the program until the ops is unregistered.
  */
@@ -145,8 +151,9 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset);
  * again, and no thread is inside it (but the caller, when the callback
  * itself unregisters): the ops may then be freed. At most 64 ops are
  * registered at once, and 256 ops structures over the life of the
- * process (ENOSPC). EBUSY: registered already (register), or not
- * (unregister); ENOSYS, EACCES and ENOENT as ftrace_set_functions.
+ * process (ENOSPC). EBUSY: registered already (register); EINVAL: not
+ * registered (unregister), or no callback; ENOSYS and ENOENT as
+ * ftrace_set_functions. Registering opens no trace.
  */
 int register_ftrace_function(struct ftrace_ops *ops);
 int unregister_ftrace_function(struct ftrace_ops *ops);
@@ -162,8 +169,8 @@ int unregister_ftrace_function(struct ftrace_ops *ops);
  * caller (a fixed version of the function: a live patch); -1 where that
  * cannot be done (a site after the prologue, -pg, or a GNU C nested
  * function's). ftrace_override_function_with_return makes the function
- * return at once to its caller, with the return value set (0, unless
- * ftrace_regs_set_return_value set one).
+ * return at once to its caller, with the value ftrace_regs_set_return_value
+ * set (call it first). Async-signal-safe, all: they run in callbacks.
  */
 unsigned long ftrace_regs_get_argument(struct ftrace_regs *fregs, unsigned int n);
 unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *fregs, unsigned int n);

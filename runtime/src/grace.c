@@ -27,8 +27,7 @@ static struct ftrt_grace overflow = { .shared = 1 };
 __thread struct ftrt_grace *ftrt_grace_mine __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static pthread_key_t key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static int key_ok;
+static int key_ok; /* made by ftrt_grace_init, before any walk */
 
 /* At the thread's exit: its slot goes back, empty. */
 static void give_back(void *v)
@@ -42,17 +41,17 @@ static void give_back(void *v)
 	}
 }
 
-static void make_key(void)
+void ftrt_grace_init(void)
 {
-	key_ok = pthread_key_create(&key, give_back) == 0;
+	if (!key_ok)
+		key_ok = pthread_key_create(&key, give_back) == 0;
 }
 
 struct ftrt_grace *ftrt_grace_claim(void)
 {
 	int me = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	struct ftrt_grace *g = &overflow;
-	pthread_once(&key_once, make_key);
-	if (key_ok && pthread_setspecific(key, (void *)1) == 0)
+	if (__atomic_load_n(&key_ok, __ATOMIC_ACQUIRE) && pthread_setspecific(key, (void *)1) == 0)
 		for (int i = 0; i < GRACE_SLOTS; i++) {
 			int free = 0;
 			if (__atomic_load_n(&slots[i].owner, __ATOMIC_RELAXED) == 0 &&

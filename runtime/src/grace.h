@@ -73,6 +73,10 @@ static inline void ftrt_grace_exit(struct ftrt_grace *g)
 	__atomic_store_n(&g->w, w, __ATOMIC_RELEASE);
 }
 
+/* Before the first walk can begin (the first ops registered): the key
+ * whose destructor gives a thread's slot back (a first walk may be a
+ * signal handler's, where no pthread_once may run). */
+void ftrt_grace_init(void) __attribute__((visibility("hidden")));
 /* Wait until no thread but the caller is inside a walk that began
  * before this call; the change to wait for published before it. */
 void ftrt_grace_wait(void) __attribute__((visibility("hidden")));

@@ -309,6 +309,7 @@ int ftrt_ops_register(struct ftrace_ops *ops)
 	int err = begin();
 	if (err)
 		return err;
+	ftrt_grace_init();
 	struct ops_rec *r = rec_of(ops, 1);
 	if (!r)
 		return fail(-ENOSPC, "256 ops structures were registered already");

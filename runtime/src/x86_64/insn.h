@@ -60,6 +60,8 @@ struct ftrt_chunk {
 	size_t ops_used;     /* an ops chunk: bytes used; 0: a graph chunk */
 };
 extern struct ftrt_chunk ftrt_chunks[CHUNK_MAX] __attribute__((visibility("hidden")));
+/* One past the highest entry ever used: where a search may stop. */
+extern int ftrt_chunks_hi __attribute__((visibility("hidden")));
 /* Whether a chunk at a serves code at b. */
 int ftrt_chunk_near(uintptr_t a, uintptr_t b) __attribute__((visibility("hidden")));
 /* A new chunk near ip, for module o, read-write: its index, or -1. */

@@ -39,7 +39,7 @@ static uintptr_t ops_caller(int want)
 /* The record an ops trampoline at t loads, when t is one; else 0. */
 static uintptr_t ops_tramp_rec(uintptr_t t)
 {
-	for (int i = 0; i < CHUNK_MAX; i++) {
+	for (int i = 0; i < ftrt_chunks_hi; i++) {
 		uintptr_t base = (uintptr_t)chunks[i].base;
 		if (!base || !chunks[i].ops_used || t < base + CHUNK_HEAD || t >= base + chunks[i].ops_used ||
 		    (t - base - CHUNK_HEAD) % OPS_TRAMP)
@@ -58,7 +58,7 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 {
 	uintptr_t caller = ops_caller(want);
 	int c = -1;
-	for (int i = 0; i < CHUNK_MAX; i++) {
+	for (int i = 0; i < ftrt_chunks_hi; i++) {
 		if (!chunks[i].base || !chunks[i].ops_used || chunks[i].owner != o || !ftrt_chunk_near((uintptr_t)chunks[i].base, ip))
 			continue;
 		uintptr_t base = (uintptr_t)chunks[i].base;

@@ -326,6 +326,7 @@ _Static_assert(TRAMP_LEA == 0 && TRAMP_CALL_ENTER == TRAMP_LEA + 7 && TRAMP_ENTE
 /* Every chunk, with the module it serves (0: a free entry). A module's
  * chunks are its own, so they can be unmapped when it is unloaded. */
 struct ftrt_chunk ftrt_chunks[CHUNK_MAX];
+int ftrt_chunks_hi;
 #define chunks ftrt_chunks
 static int owner;          /* the module whose pass is running */
 static int cur = -1;       /* its chunk being filled, or -1 */
@@ -362,6 +363,8 @@ int ftrt_chunk_new(uintptr_t ip, int o)
 		memcpy(c, fns, sizeof fns);
 		chunks[slot].base = c;
 		chunks[slot].owner = o;
+		if (slot >= ftrt_chunks_hi)
+			ftrt_chunks_hi = slot + 1;
 		return slot;
 	}
 	return -1;
