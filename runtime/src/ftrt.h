@@ -19,6 +19,21 @@
 
 #include "abi.h"
 
+/* The first index of the sorted a[0, n) whose value is key or more (n:
+ * none): the runtime's searches of sorted addresses. */
+static inline size_t ftrt_lower_bound(const uintptr_t *a, size_t n, uintptr_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* What the load-time pass did to a module's table: kept in its record
  * (struct ftrt_mod), written into the trace's metadata. */
 struct ftrt_stats {

@@ -177,14 +177,7 @@ int ftrt_live_is_site(uintptr_t ip)
 		size_t n = __atomic_load_n(&l->n, __ATOMIC_ACQUIRE);
 		if (!n || ip < l->site[0] || ip > l->site[n - 1])
 			continue;
-		size_t lo = 0, hi = n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (l->site[mid] < ip)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = ftrt_lower_bound(l->site, n, ip);
 		if (lo < n && l->site[lo] == ip)
 			return 1;
 	}

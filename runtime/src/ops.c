@@ -114,14 +114,7 @@ static void list(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, 
 	int o = lr->owner - 1;
 	if (v && v->n[o]) {
 		const uintptr_t *s = v->site[o];
-		size_t lo = 0, hi = v->n[o];
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (s[mid] < ip)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = ftrt_lower_bound(s, v->n[o], ip);
 		uint64_t m = lo < v->n[o] && s[lo] == ip ? v->mask[o][lo] : 0;
 		while (m) {
 			int k = __builtin_ctzll(m);

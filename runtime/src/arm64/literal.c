@@ -74,14 +74,7 @@ void ftrt_arch_areas(const uintptr_t *start, const uintptr_t *end)
 /* Whether a patchable area starts at a. */
 static int area_at(uintptr_t a)
 {
-	size_t lo = 0, hi = nareas;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (areas[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ftrt_lower_bound(areas, nareas, a);
 	return lo < nareas && areas[lo] == a;
 }
 
