@@ -21,7 +21,9 @@
  * unregister: a handler reads both inside a walk. A record's ops is
  * cleared before the grace period, and the record never goes away, so a
  * thread that reaches it later (it was between a site and its walk)
- * finds no ops and calls nothing.
+ * finds no ops and calls nothing; but for a thread held there across an
+ * unregister and a register of the same structure, which calls the ops
+ * once for the site it came from, chosen or not by its new filter.
  *
  * Calls live.c (index, names, batches), grace.c and the C library's
  * allocator (the filters' strings, outside the hot path).
