@@ -3,12 +3,14 @@ package tests
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
 	"ftpatch/internal/sitetest"
@@ -27,7 +29,9 @@ import (
 // testdata/ops.golden in every mode: no FTRACE (the sites enabled by the
 // first register), and under each tracer, where the ops and the tracer
 // share the sites (the module's list); at an -pg site after the
-// prologue the redirects are refused, as they must be. Under the
+// prologue the redirects are refused, as they must be. On x86-64
+// natively, and on arm64 under qemu: a patchable area with the
+// pre-function literal, one with BTI and pointer authentication, -pg. Under the
 // function tracer the trace has every call of t_one, whose site went
 // from the tracer to the list and back.
 func TestOps(t *testing.T) {
@@ -46,6 +50,9 @@ func TestOps(t *testing.T) {
 		{ccBuild{x86Clang, "-O2 -pg -mfentry"}, true, true},
 		{ccBuild{x86Clang, "-O2 -fpatchable-function-entry=5"}, false, true},
 		{ccBuild{x86Clang, "-O2 -pg"}, true, false},
+		{ccBuild{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}, true, true},
+		{ccBuild{a64Clang, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"}, true, true},
+		{ccBuild{a64GCC, "-O2 -pg"}, true, false},
 	}
 	for _, c := range builds {
 		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags)+"/"+picFlag(c.pie), func(t *testing.T) {
@@ -150,5 +157,84 @@ func TestOpsBytes(t *testing.T) {
 	if err != nil || cmp.Op != x86asm.CMP || cmp.Args[0] != x86asm.EAX || cmp.Len != 5 || !ok ||
 		site+5+uint64(int64(int32(cimm))) != tramp {
 		t.Errorf("site after unregister: %v, want cmp $rel32, %%eax keeping the call's rel32", cmp)
+	}
+}
+
+// TestOpsBytesARM64: the same on arm64 (a patchable area with BTI, run
+// under qemu), decoded with x/arch: the area's bl goes to a trampoline
+// `ldr x11, .+16; ldr x16, .+20; br x16; brk #0`, whose words after
+// are the runtime's first record and ftrace_ops_regs_caller; after
+// unregister the bl is a NOP again and the area keeps `mov x9, x30`.
+func TestOpsBytesARM64(t *testing.T) {
+	tg := a64Clang
+	need(t, tg.tools...)
+	t.Parallel()
+	dir := t.TempDir()
+	prog := traced(t, tg, dir, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"+apiFlags(t, tg), true, "ops.c")
+	out, stderr, code, err := runStatusEnv(dir, nil, tg.on(prog, "dump")...)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
+	var lines [][]string
+	for l := range strings.Lines(out) {
+		lines = append(lines, strings.Fields(l))
+	}
+	if len(lines) != 3 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" {
+		t.Fatalf("dump:\n%s", out)
+	}
+	word := func(f []string) (uint64, []byte) {
+		a, err1 := strconv.ParseUint(f[1], 16, 64)
+		b, err2 := hex.DecodeString(f[2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("dump line %q", f)
+		}
+		return a, b
+	}
+	site, on := word(lines[0])
+	bias := site - addr["t_one"]
+	tramp, tb := word(lines[1])
+	_, off := word(lines[2])
+	decode := func(b []byte, at uint64) string {
+		in, err := arm64asm.Decode(b)
+		if err != nil {
+			return "?"
+		}
+		return arm64asm.GNUSyntax(in) + fmt.Sprintf(" @%x", at)
+	}
+	// bti c; mov x9, x30; bl tramp (or the NOP after unregister).
+	k := 0
+	for k < 8 && binary.LittleEndian.Uint32(on[k:]) != 0xaa1e03e9 {
+		k += 4
+	}
+	if k == 8 {
+		t.Fatalf("site %x: no mov x9, x30", on)
+	}
+	bl, err := arm64asm.Decode(on[k+4:])
+	rel, ok := bl.Args[0].(arm64asm.PCRel)
+	if err != nil || bl.Op != arm64asm.BL || !ok || site+uint64(k+4)+uint64(int64(rel)) != tramp {
+		t.Errorf("site: %s, want bl to the trampoline at %#x", decode(on[k+4:], site+uint64(k+4)), tramp)
+	}
+	if nop, err := arm64asm.Decode(off[k+4:]); err != nil || nop.Op != arm64asm.NOP || binary.LittleEndian.Uint32(off[k:]) != 0xaa1e03e9 {
+		t.Errorf("site after unregister: %x, want mov x9, x30; nop", off)
+	}
+	want := []string{"ldr x11, ", "ldr x16, ", "br x16", "brk "}
+	for i, w := range want {
+		in, err := arm64asm.Decode(tb[4*i:])
+		if got := arm64asm.GNUSyntax(in); err != nil || !strings.HasPrefix(got, w) {
+			t.Errorf("trampoline +%d: %q, want %q", 4*i, got, w)
+		}
+		if i < 2 {
+			lit, ok := in.Args[1].(arm64asm.PCRel)
+			if !ok || int64(lit) != int64(16+4*i) { /* +16 from +0, +20 from +4: the words at 16 and 24 */
+				t.Errorf("trampoline +%d: %v, want a literal at +%d", 4*i, in, 16+8*i)
+			}
+		}
+	}
+	if rec := binary.LittleEndian.Uint64(tb[16:]); rec != addr["recs"]+bias {
+		t.Errorf("trampoline record %#x, want recs at %#x", rec, addr["recs"]+bias)
+	}
+	if c := binary.LittleEndian.Uint64(tb[24:]); c != addr["ftrace_ops_regs_caller"]+bias {
+		t.Errorf("trampoline caller %#x, want ftrace_ops_regs_caller at %#x", c, addr["ftrace_ops_regs_caller"]+bias)
 	}
 }

@@ -93,20 +93,19 @@ int ftrace_snapshot(const char *dir, char *made, size_t size);
  * traced functions are called back too, unless flags has
  * FTRACE_OPS_FL_RECURSION.
  *
- * One ops alone on a function is called directly (x86-64: the site
- * calls a trampoline made for the ops; arm64: through the function's
- * literal), so ops registered for other functions cost a function
- * nothing; several ops on one function, or an ops and the tracer, go
- * through a list. The registers a callback may clobber under the C
- * calling convention (the argument registers, the vector registers that
- * carry floating-point arguments) are kept for the function: x86-64
- * keeps xmm0-7 whole, not the upper halves of ymm and zmm registers.
+ * One ops alone on a function is called directly (the site calls a
+ * trampoline made for the ops, near its code), so ops registered for
+ * other functions cost a function nothing; several ops on one function,
+ * or an ops and the tracer, go through a list. The registers a callback
+ * may clobber under the C calling convention (the argument registers,
+ * the vector registers that carry floating-point arguments) are kept
+ * for the function: x86-64 keeps xmm0-7 whole, not the upper halves of
+ * ymm and zmm registers; arm64 keeps q0-q7 (not the SVE state).
  *
  * A callback is never called back for its own function (the kernel's
  * are notrace; a program's usually have a site); functions it calls are
  * best kept out of the filter (ftrace_set_notrace), or guarded with
- * FTRACE_OPS_FL_RECURSION. Only x86-64 serves ops yet: on arm64,
- * register_ftrace_function fails with ENOTSUP.
+ * FTRACE_OPS_FL_RECURSION.
  *
  * Fields of the runtime's own (internal) are zero before the first
  * register, and left alone by the program until the ops is unregistered.
@@ -153,7 +152,9 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset);
  * registered at once, and 256 ops structures over the life of the
  * process (ENOSPC). EBUSY: registered already (register); EINVAL: not
  * registered (unregister), or no callback; ENOSYS and ENOENT as
- * ftrace_set_functions. Registering opens no trace.
+ * ftrace_set_functions. Registering opens no trace. A site the ops
+ * cannot reach (an arm64 area still `nop; nop`, no trampoline in
+ * reach) stays as it was.
  */
 int register_ftrace_function(struct ftrace_ops *ops);
 int unregister_ftrace_function(struct ftrace_ops *ops);
@@ -163,7 +164,9 @@ int unregister_ftrace_function(struct ftrace_ops *ops);
  * accessors of the same names). Argument n counts from 0 among the
  * integer and pointer arguments (x86-64: rdi rsi rdx rcx r8 r9, then the
  * stack; arm64: x0-x7, then the stack), fp argument n among the
- * floating-point ones (xmm0-7; d0-d7). The instruction pointer is where
+ * floating-point ones (xmm0-7; d0-d7). At an arm64 -pg site, after the
+ * prologue, x0 holds the return address gcc hands _mcount, not the
+ * first argument, and the stack's arguments read as 0. The instruction pointer is where
  * the function goes on; setting it at a function's entry runs another
  * function in its place, with the same arguments, returning to the same
  * caller (a fixed version of the function: a live patch); -1 where that

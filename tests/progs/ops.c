@@ -23,9 +23,10 @@
  *              registers and unregisters its ops ROUNDS times: no
  *              callback begins after unregister returns
  *
- * Every test function takes a tag as its first argument, which the
- * global ops counts by: a call of another function with the same first
- * argument is not likely.
+ * Every test function takes a tag as its second argument, which the
+ * global ops counts by (a call of another function with the same second
+ * argument is not likely): at an arm64 -pg site the first argument
+ * register holds the return address gcc hands _mcount.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,10 +55,10 @@
 
 static volatile long sink, zero;
 
-NOINLINE long t_one(unsigned long tag) { sink += (long)tag; return 1; }
-NOINLINE long t_two(unsigned long tag) { sink += (long)tag; return 2; }
-NOINLINE long t_three(unsigned long tag) { sink += (long)tag; return 3; }
-NOINLINE long t_other(unsigned long tag) { sink += (long)tag; return 4; }
+NOINLINE long t_one(unsigned long n, unsigned long tag) { sink += (long)(tag + n); return 1; }
+NOINLINE long t_two(unsigned long n, unsigned long tag) { sink += (long)(tag + n); return 2; }
+NOINLINE long t_three(unsigned long n, unsigned long tag) { sink += (long)(tag + n); return 3; }
+NOINLINE long t_other(unsigned long n, unsigned long tag) { sink += (long)(tag + n); return 4; }
 
 static void fail(const char *what)
 {
@@ -78,7 +79,7 @@ static void cb_count(unsigned long ip, unsigned long pip, struct ftrace_ops *op,
 static void cb_global(unsigned long ip, unsigned long pip, struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	(void)ip, (void)pip, (void)op;
-	unsigned long tag = ftrace_regs_get_argument(fregs, 0);
+	unsigned long tag = ftrace_regs_get_argument(fregs, 1);
 	if ((tag & ~0xfful) == TAG && (tag & 0xff) < 4)
 		atomic_fetch_add(&cnt_g[tag & 0xff], 1);
 }
@@ -90,10 +91,10 @@ static struct ftrace_ops ops_g = { .func = cb_global };
 
 static void call_all(const char *step)
 {
-	t_one(TAG | 0);
-	t_two(TAG | 1);
-	t_three(TAG | 2);
-	t_other(TAG | 3);
+	t_one(0, TAG | 0);
+	t_two(0, TAG | 1);
+	t_three(0, TAG | 2);
+	t_other(0, TAG | 3);
 	printf("%-22s a=%ld b=%ld c=%ld global=%ld,%ld,%ld,%ld\n", step, cnt_a, cnt_b, cnt_c, cnt_g[0], cnt_g[1], cnt_g[2], cnt_g[3]);
 	cnt_a = cnt_b = cnt_c = 0;
 	for (int i = 0; i < 4; i++)
@@ -369,7 +370,7 @@ static void unregister_busy(void)
 	       atomic_load(&late), after);
 }
 
-/* `ops dump`: t_one's address and first 8 bytes and, when they call,
+/* `ops dump`: t_one's address and first 16 bytes and, when they call,
  * the 32 bytes called, with one ops on t_one registered and then not:
  * what the runtime wrote, for a test to decode. */
 static void dump_at(const char *what, const unsigned char *p, int n)
@@ -386,15 +387,28 @@ static void dump(void)
 	ftrace_set_filter(&ops_a, "t_one", 1);
 	if (register_ftrace_function(&ops_a))
 		fail("register");
-	dump_at("site", f, 8);
+	dump_at("site", f, 16);
+#if defined(__x86_64__)
 	if (f[0] == 0xe8) {
 		int rel;
 		memcpy(&rel, f + 1, 4);
 		dump_at("tramp", f + 5 + rel, 32);
 	}
+#elif defined(__aarch64__)
+	/* The area's bl, after `mov x9, x30` (and bti c). */
+	for (int k = 0; k < 16; k += 4) {
+		unsigned w;
+		memcpy(&w, f + k, 4);
+		if ((w & 0xfc000000u) == 0x94000000u) {
+			long off = (long)(int)(w << 6) >> 4; /* imm26 * 4, signed */
+			dump_at("tramp", f + k + off, 32);
+			break;
+		}
+	}
+#endif
 	if (unregister_ftrace_function(&ops_a))
 		fail("unregister");
-	dump_at("site", f, 8);
+	dump_at("site", f, 16);
 }
 
 int main(int argc, char **argv)

@@ -46,11 +46,11 @@
  * The frame of the entry trampolines, ftrace_caller and ftrace_ops_caller
  * (FRAME bytes below the site's sp; a frame record at its bottom, so the
  * unwinder and a debugger see the call):
- *     16-127  struct ftrace_regs (regs.h), at REGS:
- *               x0-x8 at 16-80 (SAVE_ARGS), fp at 88, lr at 96 (the
- *               parent ip: function_graph writes return_to_handler
- *               there), sp at 104 (the site's), pc at 112 (the return
- *               into the function), padding at 120
+ *     16-127  struct ftrace_regs (regs.h), at REGS, its first
+ *               FREGS_BASE bytes: x0-x8 at 16-80 (SAVE_ARGS), fp at
+ *               88, lr at 96 (the parent ip: function_graph writes
+ *               return_to_handler there), sp at 104 (the site's), pc at
+ *               112 (the return into the function); padding at 120
  *       8     x30: the return into the function (site + 8)
  *       0     x29
  * On entry to either:
@@ -64,7 +64,7 @@
  * return_to_handler), and the function goes on at pc.
  */
 #define REGS 16
-#define FRAME (REGS + FREGS_SIZE)
+#define FRAME (REGS + ((FREGS_BASE + 15) & ~15))
 .if REGS + FREGS_X0 != 16
 .error "SAVE_ARGS puts x0 at 16(sp): the ftrace_regs must start there"
 .endif

@@ -1,9 +1,7 @@
 /*
- * ftrace.h's ops on arm64: not yet. The ops callers that keep q0-q7 for
- * a callback of the program's, and the trampolines near a module's
- * code, are still to come, so registering an ops is refused (ops.c asks
- * ftrt_arch_ops_refused); the accessors read what struct ftrace_regs
- * (regs.h) holds.
+ * ftrace.h's accessors of a struct ftrace_regs (regs.h), for arm64, and
+ * the tracer's call from a list of ops (ops.c). Async-signal-safe: they
+ * run in callbacks.
  */
 #include <stdint.h>
 
@@ -12,20 +10,24 @@
 #include "../live.h"
 #include "regs.h"
 
+/* arm64 serves ops (ops.S, opstramp.c). */
 const char *ftrt_arch_ops_refused(void)
 {
-	return "ops are not supported on arm64 yet";
+	return NULL;
 }
 
+/* x0-x7, then the stack's at the function's entry: not known at a -pg
+ * site, after the prologue (0). */
 unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)
 {
-	return n < 8 ? f->x[n] : ((const unsigned long *)f->sp)[n - 8];
+	if (n < 8)
+		return f->x[n];
+	return f->kind == FREGS_ENTRY ? ((const unsigned long *)f->sp)[n - 8] : 0;
 }
 
 unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *f, unsigned int n)
 {
-	(void)f, (void)n;
-	return 0;
+	return n < 8 ? f->q[n][0] : 0;
 }
 
 unsigned long ftrace_regs_get_stack_pointer(struct ftrace_regs *f)
@@ -48,31 +50,29 @@ void ftrace_regs_set_return_value(struct ftrace_regs *f, unsigned long ret)
 	f->x[0] = ret;
 }
 
+/* At a patchable area's site, before the prologue: the ops caller
+ * returns to pc with x30 the caller's return address and sp as at the
+ * entry, so the function at ip runs in its place. */
 int ftrace_regs_set_instruction_pointer(struct ftrace_regs *f, unsigned long ip)
 {
-	(void)f, (void)ip;
-	return -1;
+	if (f->kind != FREGS_ENTRY)
+		return -1;
+	f->pc = ip;
+	return 0;
 }
 
+void ftrt_ops_return(void);
+
+/* Going on at a lone ret (ops.S) returns to whatever lr is then. */
 int ftrace_override_function_with_return(struct ftrace_regs *f)
 {
-	(void)f;
-	return -1;
-}
-
-int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *rec, int owner, unsigned char *buf)
-{
-	(void)ip, (void)len, (void)want, (void)rec, (void)owner, (void)buf;
-	return -1;
-}
-
-const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
-{
-	(void)ip, (void)len;
-	return NULL;
+	return ftrace_regs_set_instruction_pointer(f, (unsigned long)(uintptr_t)ftrt_ops_return);
 }
 
 void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
 {
-	ftrt_entry_regs(ip, f);
+	if (f->kind == FREGS_ENTRY)
+		ftrt_entry_regs(ip, f);
+	else
+		ftrt_entry_frame(ip, (uintptr_t *)f->fp, f->lr);
 }

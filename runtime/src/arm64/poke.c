@@ -143,6 +143,10 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 		*len = l;
 		return 1;
 	}
+	if (target && ftrt_arch_live_ops_rec(ip, l)) {
+		*len = l; /* a call of an ops trampoline (opstramp.c) */
+		return 1;
+	}
 	if (target)
 		return -1;
 	enum ftrt_site_state st = ftrt_arch_classify((const unsigned char *)ip, &l);

@@ -13,8 +13,18 @@
  *   sp     the stack pointer at the site
  *   pc     where the function goes on (x30 at the trampoline's entry:
  *          the site + 8); the trampoline returns there
+ *   kind   FREGS_ENTRY (a patchable area: pc may change) or
+ *          FREGS_MCOUNT (a -pg site, after the prologue: fp is the
+ *          function's frame record, sp that too, and x0-x7 are not its
+ *          arguments, which gcc keeps elsewhere around _mcount); set by
+ *          the ops callers (ops.S) alone
+ *   q      q0-q7: the floating-point arguments, saved by the ops
+ *          callers alone (the tracer's C never touches them)
  *
- * The FREGS_* offsets are for the assembly, which cannot see the struct;
+ * The tracer's trampolines (entry.S) lay out the part before kind
+ * (FREGS_BASE bytes, in a frame of FREGS_BASE rounded up to 16); a
+ * struct ftrace_regs a program's callback sees is always an ops
+ * caller's, whole. The FREGS_* offsets are for the assembly, which cannot see the struct;
  * the struct checks them.
  */
 #ifndef FTRT_ARM64_REGS_H
@@ -25,7 +35,13 @@
 #define FREGS_LR 80
 #define FREGS_SP 88
 #define FREGS_PC 96
-#define FREGS_SIZE 112
+#define FREGS_BASE 104 /* the part the tracer's trampolines save (entry.S), to pc */
+#define FREGS_KIND 104
+#define FREGS_Q 112
+#define FREGS_SIZE 240
+
+#define FREGS_ENTRY 0
+#define FREGS_MCOUNT 1
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
@@ -37,13 +53,15 @@ struct ftrace_regs {
 	uint64_t lr;
 	uint64_t sp;
 	uint64_t pc;
-	uint64_t pad; /* to a multiple of 16 */
+	uint64_t kind;
+	uint64_t q[8][2];
 };
 _Static_assert(offsetof(struct ftrace_regs, x) == FREGS_X0, "FREGS_X0");
 _Static_assert(offsetof(struct ftrace_regs, fp) == FREGS_FP, "FREGS_FP");
 _Static_assert(offsetof(struct ftrace_regs, lr) == FREGS_LR, "FREGS_LR");
 _Static_assert(offsetof(struct ftrace_regs, sp) == FREGS_SP, "FREGS_SP");
 _Static_assert(offsetof(struct ftrace_regs, pc) == FREGS_PC, "FREGS_PC");
+_Static_assert(offsetof(struct ftrace_regs, kind) == FREGS_KIND && offsetof(struct ftrace_regs, q) == FREGS_Q, "FREGS_Q");
 _Static_assert(sizeof(struct ftrace_regs) == FREGS_SIZE && FREGS_SIZE % 16 == 0, "FREGS_SIZE");
 #endif
 

@@ -51,7 +51,7 @@ static struct page {
 } pages[PAGES];
 
 /* Whether a bl at from reaches to. */
-static int reaches(uintptr_t from, uintptr_t to)
+int ftrt_arm64_reaches(uintptr_t from, uintptr_t to)
 {
 	intptr_t d = (intptr_t)(to - from);
 	return d >= -REACH && d < REACH;
@@ -61,7 +61,7 @@ static int reaches(uintptr_t from, uintptr_t to)
  * growing distances either side of from (MAP_FIXED_NOREPLACE never takes
  * a place in use; a kernel without it takes the address as a hint,
  * and a page it puts out of reach is given back). */
-static uintptr_t map_near(uintptr_t from)
+uintptr_t ftrt_arm64_map_near(uintptr_t from)
 {
 	for (uintptr_t d = 1ul << 20; d < (uintptr_t)REACH / 2; d <<= 1) {
 		for (int side = 0; side < 2; side++) {
@@ -71,7 +71,7 @@ static uintptr_t map_near(uintptr_t from)
 			long m = sys(SYS_mmap, (long)hint, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 			if (m < 0 && m > -4096)
 				continue;
-			if (reaches(from, (uintptr_t)m) && reaches(from, (uintptr_t)m + PAGE - VENEER))
+			if (ftrt_arm64_reaches(from, (uintptr_t)m) && ftrt_arm64_reaches(from, (uintptr_t)m + PAGE - VENEER))
 				return (uintptr_t)m;
 			sys(SYS_munmap, m, PAGE, 0, 0, 0, 0);
 		}
@@ -94,7 +94,7 @@ uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target)
 	for (int i = 0; i < PAGES && pages[i].at; i++)
 		for (int k = 0; k < pages[i].n; k++) {
 			uintptr_t v = pages[i].at + (uintptr_t)k * VENEER;
-			if (reaches(from, v) && arm64_through_veneer(v) == target)
+			if (ftrt_arm64_reaches(from, v) && arm64_through_veneer(v) == target)
 				return v;
 		}
 	int i = 0;
@@ -102,7 +102,7 @@ uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target)
 		i++;
 	if (i == PAGES)
 		return 0;
-	uintptr_t at = map_near(from);
+	uintptr_t at = ftrt_arm64_map_near(from);
 	if (!at)
 		return 0;
 	/* This module's trampolines, all at once (the page is not written

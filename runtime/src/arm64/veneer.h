@@ -18,4 +18,10 @@ uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target) __attribute__((vis
  * 0 when none can be placed. */
 uint32_t ftrt_arm64_bl_to(uintptr_t at, uintptr_t target) __attribute__((visibility("hidden")));
 
+/* A page (4096 bytes) within bl's reach of from, mapped read-write (a
+ * veneer page, or ops trampolines': opstramp.c); 0 when none can be. */
+uintptr_t ftrt_arm64_map_near(uintptr_t from) __attribute__((visibility("hidden")));
+/* Whether a bl at from reaches to. */
+int ftrt_arm64_reaches(uintptr_t from, uintptr_t to) __attribute__((visibility("hidden")));
+
 #endif

@@ -1,0 +1,149 @@
+/*
+ * The ops callers of arm64: where a site that an ops wants (ftrace.h's
+ * struct ftrace_ops) goes, through a trampoline made for the ops
+ * (opstramp.c), within bl's reach of the site:
+ *
+ *     ldr  x11, .+16      the record: one ops's, or a module's list
+ *     ldr  x16, .+20      the caller below for the site's kind
+ *     br   x16            (x16: a landing pad's `bti c` accepts it)
+ *     brk  #0             never run
+ *     .quad record
+ *     .quad caller
+ *
+ * x11 and x16 are temporaries no caller keeps anything in across the
+ * call the site is. The record's handler is called as the kernel calls
+ * an ops's, handler(ip, parent_ip, record, fregs), with a whole struct
+ * ftrace_regs (regs.h): the handler runs a program's callback, built
+ * with the full calling convention, so q0-q7 (floating-point arguments)
+ * are saved besides x0-x8, and every one comes back from the
+ * ftrace_regs.
+ *
+ * Frame (FRAME bytes below the site's sp, a frame record at its bottom,
+ * so the unwinder and a debugger see the call):
+ *     16-255  struct ftrace_regs, at REGS: x0-x8 at 16-80, fp at 88,
+ *             lr at 96, sp at 104, pc at 112, kind at 120, q0-q7 at
+ *             128-255
+ *       8     x30 on entry (the return into the function)
+ *       0     x29 on entry
+ */
+#include "../abi.h"
+#include "args.h"
+#include "regs.h"
+
+#define REGS 16
+#define FRAME (REGS + FREGS_SIZE)
+.if REGS + FREGS_X0 != 16 || FRAME > 504 || (REGS + FREGS_Q) % 16
+.error "the ops callers' frame: x0 at 16, q0 16-byte aligned, stp's reach"
+.endif
+
+.macro SAVE_Q
+	stp	q0, q1, [sp, #REGS + FREGS_Q]
+	stp	q2, q3, [sp, #REGS + FREGS_Q + 32]
+	stp	q4, q5, [sp, #REGS + FREGS_Q + 64]
+	stp	q6, q7, [sp, #REGS + FREGS_Q + 96]
+.endm
+
+.macro RESTORE_Q
+	ldp	q0, q1, [sp, #REGS + FREGS_Q]
+	ldp	q2, q3, [sp, #REGS + FREGS_Q + 32]
+	ldp	q4, q5, [sp, #REGS + FREGS_Q + 64]
+	ldp	q6, q7, [sp, #REGS + FREGS_Q + 96]
+.endm
+
+/*
+ * ftrace_ops_regs_caller: a patchable area's site, `mov x9, x30; bl`
+ * to the trampoline. On entry x9 is the parent ip, x30 the return into
+ * the function (site + 8), sp the function's at entry. On the way out
+ * x0-x8 and q0-q7 are the ftrace_regs', x29 its fp, x30 its lr (the
+ * parent ip, or function_graph's return_to_handler), and the function
+ * goes on at its pc: a callback that changed it sends the function
+ * elsewhere, with its arguments and its caller.
+ */
+	ENTRY	ftrace_ops_regs_caller
+	stp	x29, x30, [sp, #-FRAME]!
+	.cfi_def_cfa_offset FRAME
+	.cfi_offset x29, -FRAME
+	.cfi_offset x30, -FRAME + 8
+	SAVE_ARGS				/* x0-x8 at 16-80 */
+	SAVE_Q
+	add	x10, sp, #FRAME			/* the site's sp */
+	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
+	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
+	mov	x10, #FREGS_ENTRY
+	str	x10, [sp, #REGS + FREGS_KIND]
+	mov	x29, sp
+	sub	x0, x30, #8			/* arg 1: ip = the site */
+	mov	x1, x9				/* arg 2: the parent ip */
+	mov	x2, x11				/* arg 3: the record */
+	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
+	ldr	x16, [x11]			/* record->func */
+	blr	x16
+	RESTORE_Q
+	RESTORE_ARGS
+	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr */
+	ldr	x9, [sp, #REGS + FREGS_PC]	/* where the function goes on */
+	add	sp, sp, #FRAME
+	.cfi_def_cfa_offset 0
+	ret	x9
+	END	ftrace_ops_regs_caller
+
+/*
+ * ftrace_ops_regs_mcount_caller: a -pg site, `bl` to the trampoline in
+ * place of `bl _mcount`, after the prologue. On entry x30 is the return
+ * into the function (site + 4) and x29 its frame record, whose saved x30
+ * (8(x29), perhaps signed: xpaclri strips it) is the parent ip. The
+ * ftrace_regs' fp and sp are the frame record (the function's sp at
+ * entry is its own prologue's to know), lr the parent ip, pc the return
+ * into the function, which does not change: every register but x29 and
+ * x30 comes back from the ftrace_regs, and the function goes on after
+ * the site. The tracer, from a list, hooks the return in the frame
+ * record itself (mcount.c).
+ */
+	ENTRY	ftrace_ops_regs_mcount_caller
+	stp	x29, x30, [sp, #-FRAME]!
+	.cfi_def_cfa_offset FRAME
+	.cfi_offset x29, -FRAME
+	.cfi_offset x30, -FRAME + 8
+	SAVE_ARGS
+	SAVE_Q
+	ldr	x9, [x29, #8]			/* the function's saved return address */
+	mov	x10, x30
+	mov	x30, x9
+	hint	#7				/* xpaclri: x30 without its authentication code */
+	mov	x9, x30
+	mov	x30, x10
+	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp: the frame record; lr: the parent ip */
+	stp	x29, x30, [sp, #REGS + FREGS_SP]	/* sp: the frame record too; pc */
+	mov	x10, #FREGS_MCOUNT
+	str	x10, [sp, #REGS + FREGS_KIND]
+	mov	x29, sp
+	sub	x0, x30, #4			/* arg 1: ip = the site */
+	mov	x1, x9				/* arg 2: the parent ip */
+	mov	x2, x11				/* arg 3: the record */
+	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
+	ldr	x16, [x11]			/* record->func */
+	blr	x16
+	RESTORE_Q
+	RESTORE_ARGS
+	ldp	x29, x30, [sp], #FRAME		/* x29, x30 as on entry */
+	.cfi_def_cfa_offset 0
+	ret
+	END	ftrace_ops_regs_mcount_caller
+
+/*
+ * ftrt_ops_return: where a function made to return at once goes on
+ * (ftrace_override_function_with_return): its `ret`, to x30, the lr the
+ * ops caller restored (the caller's return address, or, the tracer having
+ * hooked the call, return_to_handler, which closes it).
+ */
+	.globl	ftrt_ops_return
+	.hidden	ftrt_ops_return
+	.type	ftrt_ops_return, %function
+	.p2align 2
+ftrt_ops_return:
+	.cfi_startproc
+	ret
+	.cfi_endproc
+	.size	ftrt_ops_return, .-ftrt_ops_return
+
+	.section .note.GNU-stack, "", %progbits
