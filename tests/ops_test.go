@@ -29,13 +29,23 @@ import (
 // testdata/ops.golden in every mode: no FTRACE (the sites enabled by the
 // first register), and under each tracer, where the ops and the tracer
 // share the sites (the module's list); at an -pg site after the
-// prologue the redirects are refused, as they must be. On x86-64
+// prologue the redirects are refused and direct trampolines never
+// called, as they must be (testdata/ops-pg.golden). Direct calls: a
+// direct trampoline alone (called by the site), modified, with a
+// callback ops and with each tracer on the same function (the list
+// calls them, then branches to it), a second one refused, one out of
+// reach (the ops trampoline branches to it), unregistered. On x86-64
 // natively, and on arm64 under qemu: a patchable area with the
-// pre-function literal, one with BTI and pointer authentication, -pg. Under the
-// function tracer the trace has every call of t_one, whose site went
-// from the tracer to the list and back.
+// pre-function literal, one with BTI and pointer authentication, -pg.
+// Under each tracer the trace has every call of t_one, whose site went
+// from the tracer to the list and back, and of t_dir, with its direct
+// trampolines.
 func TestOps(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "ops.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldenPg, err := os.ReadFile(filepath.Join("testdata", "ops-pg.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +71,7 @@ func TestOps(t *testing.T) {
 			dir := t.TempDir()
 			want := string(golden)
 			if !c.entry {
-				want = strings.Replace(want, "buggy(5) = 6 patched\nt_skip = 42 skipped\n", "redirect refused\noverride refused\n", 1)
+				want = string(goldenPg)
 			}
 			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), c.pie, "ops.c")
 			argv := c.tg.on(prog)
@@ -82,8 +92,9 @@ func TestOps(t *testing.T) {
 				}
 				tr, syms := readWhole(t, tdir, tracer)
 				got, stats := tracedCalls(t, tr, syms, tracer)
-				if got["t_one"] != 12 || got["t_hot"] == 0 {
-					t.Errorf("%s: t_one traced %d times, t_hot %d; want 12 (every call), and some", tracer, got["t_one"], got["t_hot"])
+				if got["t_one"] != 12 || got["t_dir"] != 13 || got["t_hot"] == 0 {
+					t.Errorf("%s: t_one traced %d times, t_dir %d, t_hot %d; want 12 and 13 (every call), and some",
+						tracer, got["t_one"], got["t_dir"], got["t_hot"])
 				}
 				for _, s := range stats {
 					if s.Unwound != 0 || s.Open != 0 || s.Untimed != 0 {
@@ -113,7 +124,7 @@ func TestOpsBytes(t *testing.T) {
 	for l := range strings.Lines(out) {
 		lines = append(lines, strings.Fields(l))
 	}
-	if len(lines) != 3 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" {
+	if len(lines) != 4 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" || lines[3][0] != "direct" {
 		t.Fatalf("dump:\n%s", out)
 	}
 	word := func(f []string) (uint64, []byte) {
@@ -128,7 +139,12 @@ func TestOpsBytes(t *testing.T) {
 	bias := site - addr["t_one"]
 	tramp, tb := word(lines[1])
 	_, off := word(lines[2])
+	_, db := word(lines[3])
 
+	if call, err := x86asm.Decode(db, 64); err != nil || call.Op != x86asm.CALL || call.Len != 5 ||
+		site+5+uint64(int64(call.Args[0].(x86asm.Rel))) != addr["tramp_a"]+bias {
+		t.Errorf("site with a direct trampoline: %v (%x), want a 5-byte call of tramp_a at %#x", call, db[:5], addr["tramp_a"]+bias)
+	}
 	call, err := x86asm.Decode(on, 64)
 	rel, ok := call.Args[0].(x86asm.Rel)
 	if err != nil || call.Op != x86asm.CALL || call.Len != 5 || !ok || site+5+uint64(int64(rel)) != tramp {
@@ -164,7 +180,8 @@ func TestOpsBytes(t *testing.T) {
 // under qemu), decoded with x/arch: the area's bl goes to a trampoline
 // `ldr x11, .+16; ldr x16, .+20; br x16; brk #0`, whose words after
 // are the runtime's first record and ftrace_ops_regs_caller; after
-// unregister the bl is a NOP again and the area keeps `mov x9, x30`.
+// unregister the bl is a NOP again and the area keeps `mov x9, x30`; a
+// direct trampoline in reach is the area's bl's own target.
 func TestOpsBytesARM64(t *testing.T) {
 	tg := a64Clang
 	need(t, tg.tools...)
@@ -180,7 +197,7 @@ func TestOpsBytesARM64(t *testing.T) {
 	for l := range strings.Lines(out) {
 		lines = append(lines, strings.Fields(l))
 	}
-	if len(lines) != 3 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" {
+	if len(lines) != 4 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" || lines[3][0] != "direct" {
 		t.Fatalf("dump:\n%s", out)
 	}
 	word := func(f []string) (uint64, []byte) {
@@ -195,6 +212,7 @@ func TestOpsBytesARM64(t *testing.T) {
 	bias := site - addr["t_one"]
 	tramp, tb := word(lines[1])
 	_, off := word(lines[2])
+	_, db := word(lines[3])
 	decode := func(b []byte, at uint64) string {
 		in, err := arm64asm.Decode(b)
 		if err != nil {
@@ -214,6 +232,10 @@ func TestOpsBytesARM64(t *testing.T) {
 	rel, ok := bl.Args[0].(arm64asm.PCRel)
 	if err != nil || bl.Op != arm64asm.BL || !ok || site+uint64(k+4)+uint64(int64(rel)) != tramp {
 		t.Errorf("site: %s, want bl to the trampoline at %#x", decode(on[k+4:], site+uint64(k+4)), tramp)
+	}
+	if d, err := arm64asm.Decode(db[k+4:]); err != nil || d.Op != arm64asm.BL ||
+		site+uint64(k+4)+uint64(int64(d.Args[0].(arm64asm.PCRel))) != addr["tramp_a"]+bias {
+		t.Errorf("site with a direct trampoline: %s, want bl tramp_a at %#x", decode(db[k+4:], site+uint64(k+4)), addr["tramp_a"]+bias)
 	}
 	if nop, err := arm64asm.Decode(off[k+4:]); err != nil || nop.Op != arm64asm.NOP || binary.LittleEndian.Uint32(off[k:]) != 0xaa1e03e9 {
 		t.Errorf("site after unregister: %x, want mov x9, x30; nop", off)

@@ -90,6 +90,21 @@ int unregister_ftrace_function(struct ftrace_ops *ops)
 	return ops_result(ftrt_ops_unregister(ops));
 }
 
+int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	return ops_result(ftrt_ops_direct(ops, addr));
+}
+
+int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	return ops_result(ftrt_ops_direct_modify(ops, addr));
+}
+
+int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int free_filters)
+{
+	return ops_result(ftrt_ops_direct_unregister(ops, addr, free_filters));
+}
+
 int ftrace_set_filter(struct ftrace_ops *ops, const char *globs, int reset)
 {
 	return ops_result(ftrt_ops_filter(ops, globs, reset, 0));

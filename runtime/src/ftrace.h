@@ -125,10 +125,14 @@ typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip, struct 
  * sake: every ops may. */
 #define FTRACE_OPS_FL_IPMODIFY (1ul << 2)
 
+/* Set by register_ftrace_direct: the ops calls direct_call. */
+#define FTRACE_OPS_FL_DIRECT (1ul << 3)
+
 struct ftrace_ops {
 	ftrace_func_t func;
 	unsigned long flags;
 	void *private;
+	unsigned long direct_call; /* register_ftrace_direct's trampoline */
 	unsigned long internal[4]; /* the runtime's */
 };
 
@@ -158,6 +162,35 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset);
  */
 int register_ftrace_function(struct ftrace_ops *ops);
 int unregister_ftrace_function(struct ftrace_ops *ops);
+
+/*
+ * Direct calls (the kernel's): a trampoline of the program's own, addr,
+ * called at the entry of each function ops's filter chooses, as if the
+ * function's first instruction called it. x86-64: entered by a call,
+ * the return into the function on top of the stack and the caller's
+ * return address above it; every register but r11 and the flags as the
+ * function got them, which the trampoline keeps (but for what it means
+ * to change) before it returns. arm64: entered by a bl, with x30 the
+ * return into the function and x9 the caller's return address (its x30
+ * at entry); x16 and x17 may be changed; it returns with `mov x10, x30;
+ * mov x30, x9; ret x10` or the like, and starts with `bti c` in a
+ * BTI-guarded program. A function whose site reaches addr (rel32; bl)
+ * and that nothing else wants calls it directly; else the ops list (or
+ * the ops's trampoline) calls the tracer and the callbacks, then
+ * branches to addr. Only at entry sites: not at -pg sites after the
+ * prologue. One direct trampoline per function: EBUSY when another
+ * registered one chooses a function this one does. ops->func may be
+ * NULL, or a callback called before the trampoline.
+ *
+ * modify_ftrace_direct: addr in place of the trampoline, at every
+ * function, at once. unregister_ftrace_direct (addr must be the one
+ * registered): as unregister_ftrace_function, and free_filters resets
+ * the filters. A trampoline may still be running in a thread when
+ * these return: keep its code in place.
+ */
+int register_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+int modify_ftrace_direct(struct ftrace_ops *ops, unsigned long addr);
+int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int free_filters);
 
 /*
  * A function's registers, as a callback sees them (the kernel's

@@ -130,15 +130,21 @@ static int resite(struct live_mod *l, size_t i)
 	int len, st = ftrt_arch_live_state(ip, &len);
 	if (st < 0)
 		return 0;
-	const struct ftrt_ops *want = ftrt_ops_site(l, i);
-	const struct ftrt_ops *cur = st == 1 ? ftrt_arch_live_ops_rec(ip, len) : NULL;
+	uintptr_t direct = 0;
+	const struct ftrt_ops *want = ftrt_ops_site(l, i, &direct);
 	struct ftrt_poke p = { .ip = ip, .len = (unsigned char)len };
 	memcpy(p.old, (const void *)ip, (size_t)len);
 	if (want) {
-		if (cur == want || ftrt_arch_live_ops(ip, len, site_kind(l, i, len), want, l->md->owner, p.new) != 0)
+		int kind = site_kind(l, i, len);
+		if (!(direct && ftrt_arch_live_direct(ip, len, kind, direct, p.new) == 0) &&
+		    ftrt_arch_live_ops(ip, len, kind, want, l->md->owner, p.new) != 0)
 			return 0; /* no trampoline in reach: the site stays as it is */
+		if (memcmp(p.new, p.old, (size_t)len) == 0)
+			return 0;
 	} else if (l->traced[i]) {
-		if ((st == 1 && !cur) || ftrt_arch_live_call(ip, len, site_kind(l, i, len), p.new) != 0)
+		/* Any of the tracer's forms, not an ops's. */
+		if ((st == 1 && !ftrt_arch_live_ops_rec(ip, len) && !ftrt_ops_direct_known(ftrt_arch_live_target(ip, len))) ||
+		    ftrt_arch_live_call(ip, len, site_kind(l, i, len), p.new) != 0)
 			return 0;
 	} else {
 		if (st == 0)
@@ -432,9 +438,10 @@ static int untrampoline(void)
 		ftrt_targets = l->md->desc->targets;
 		for (size_t k = 0; k < l->n && !err; k++) {
 			int len;
+			uintptr_t direct;
 			if (ftrt_arch_live_state(l->site[k], &len) != 1 || ftrt_arch_live_shared(l->site[k], len) ||
-			    ftrt_arch_live_ops_rec(l->site[k], len))
-				continue;
+			    ftrt_ops_site(l, k, &direct))
+				continue; /* not the tracer's, or an ops's */
 			/* Enabled, not by a call of a shared caller: x86-64's jump to
 			 * a trampoline of its own, arm64's call of its literal's ops,
 			 * a call of the empty tracer's stub. */

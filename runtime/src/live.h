@@ -98,6 +98,9 @@ int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *r
 /* The ops record the enabled site at ip of len bytes calls through its
  * trampoline; NULL when it calls none (the tracer's forms). */
 const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len) HIDDEN;
+/* Where the site at ip of len bytes calls (its call's target, through a
+ * veneer), or 0 when it calls nothing. */
+uintptr_t ftrt_arch_live_target(uintptr_t ip, int len) HIDDEN;
 /* Why this architecture's port cannot serve ops yet, or NULL. */
 const char *ftrt_arch_ops_refused(void) HIDDEN;
 /* The tracer, from a list of ops that has it (ops.c): the function at
@@ -106,9 +109,18 @@ struct ftrace_regs;
 void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *fregs) HIDDEN;
 
 /* ops.c. The record site i of l should call (one ops's, or its module's
- * list's), or NULL: no ops wants it. */
+ * list's), or NULL: no ops wants it; and in *direct the direct
+ * trampoline it should call instead when in reach (one direct ops with
+ * no callback alone wants it), else 0. */
 struct live_mod;
-const struct ftrt_ops *ftrt_ops_site(const struct live_mod *l, size_t i) HIDDEN;
+const struct ftrt_ops *ftrt_ops_site(const struct live_mod *l, size_t i, uintptr_t *direct) HIDDEN;
+/* Whether a is, or was, a direct trampoline of an ops: a site that calls
+ * it is enabled (poke.c). */
+int ftrt_ops_direct_known(uintptr_t a) HIDDEN;
+/* The bytes that make the site at ip of len bytes (want: where it is)
+ * call the direct trampoline addr, into buf: 0, or -1 (out of reach, or
+ * not an entry site). */
+int ftrt_arch_live_direct(uintptr_t ip, int len, int want, uintptr_t addr, unsigned char *buf) HIDDEN;
 /* Whether any ops is registered. */
 int ftrt_ops_registered(void) HIDDEN;
 /* A module's pass is done (live.c's ftrt_live_added): the registered

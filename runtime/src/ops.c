@@ -81,12 +81,20 @@ static uint64_t used;     /* slots of registered ops */
 
 static __thread int recursing __attribute__((tls_model("initial-exec")));
 
-/* Call the ops of record r back, if it still has one. */
+/* Call the ops of record r back, if it still has one; a direct ops's
+ * trampoline is where the ops caller goes next (at an entry site). */
 static inline void call(struct ops_rec *r, uintptr_t ip, uintptr_t parent_ip, struct ftrace_regs *fregs)
 {
 	struct ftrace_ops *ops = __atomic_load_n(&r->user, __ATOMIC_ACQUIRE);
 	if (!ops)
 		return;
+	if (__builtin_expect(r->flags & FTRACE_OPS_FL_DIRECT, 0)) {
+		unsigned long d = __atomic_load_n(&ops->direct_call, __ATOMIC_RELAXED);
+		if (fregs->kind != FREGS_MCOUNT)
+			fregs->direct = d;
+		if (!ops->func)
+			return;
+	}
 	if (!(r->flags & FTRACE_OPS_FL_RECURSION)) {
 		ops->func(ip, parent_ip, ops, fregs);
 		return;
@@ -134,15 +142,21 @@ int ftrt_ops_registered(void)
 	return used != 0;
 }
 
-const struct ftrt_ops *ftrt_ops_site(const struct live_mod *l, size_t i)
+const struct ftrt_ops *ftrt_ops_site(const struct live_mod *l, size_t i, uintptr_t *direct)
 {
 	const struct view *v = view;
 	int o = l->md->owner - 1;
 	uint64_t m = v && v->md[o] == l->md && i < v->n[o] ? v->mask[o][i] : 0;
+	*direct = 0;
 	if (!m)
 		return NULL;
-	if (!(m & (m - 1)) && !l->traced[i])
-		return &v->slot[__builtin_ctzll(m)]->head;
+	if (!(m & (m - 1)) && !l->traced[i]) {
+		struct ops_rec *r = v->slot[__builtin_ctzll(m)];
+		struct ftrace_ops *ops = r->user;
+		if (ops && (r->flags & FTRACE_OPS_FL_DIRECT) && !ops->func)
+			*direct = ops->direct_call;
+		return &r->head;
+	}
 	struct list_rec *lr = &lists[o][l->traced[i] ? 1 : 0];
 	lr->head.func = list;
 	lr->owner = l->md->owner;
@@ -232,6 +246,48 @@ static struct view *build(void)
 	return v;
 }
 
+/* Every direct trampoline registered (or modified to), for live_state:
+ * a site that calls one is enabled. Never forgotten: a site may still
+ * call one until it is written. */
+static uintptr_t directs[RECS_MAX * 2];
+static int ndirects;
+
+int ftrt_ops_direct_known(uintptr_t a)
+{
+	for (int i = 0; a && i < ndirects; i++)
+		if (directs[i] == a)
+			return 1;
+	return 0;
+}
+
+static int direct_note(uintptr_t a)
+{
+	if (ftrt_ops_direct_known(a))
+		return 0;
+	if (ndirects == (int)(sizeof directs / sizeof *directs))
+		return -ENOSPC;
+	directs[ndirects++] = a;
+	return 0;
+}
+
+/* Whether a site of the view v is chosen by two direct ops. */
+static int direct_clash(const struct view *v)
+{
+	uint64_t d = 0;
+	for (int k = 0; k < OPS_MAX; k++)
+		if (v->slot[k] && (v->slot[k]->flags & FTRACE_OPS_FL_DIRECT))
+			d |= 1ull << k;
+	if (!(d & (d - 1)))
+		return 0;
+	for (int o = 0; o < FTRT_MOD_MAX; o++)
+		for (size_t i = 0; v->md[o] && i < v->n[o]; i++) {
+			uint64_t m = v->mask[o][i] & d;
+			if (m & (m - 1))
+				return 1;
+		}
+	return 0;
+}
+
 /* Put a new view in place and the sites of module owner (0: every
  * module) where it says, then unmap the old view after a grace period.
  * The records changed before are seen by every walk after this. 0, or
@@ -242,6 +298,10 @@ static int update(int owner)
 	struct view *old = view, *v = build();
 	if (used && !v)
 		return -ENOMEM;
+	if (v && direct_clash(v)) {
+		munmap(v, v->bytes);
+		return -EBUSY;
+	}
 	__atomic_store_n(&view, v, __ATOMIC_RELEASE);
 	int err = ftrt_live_resite(owner);
 	ftrt_grace_wait();
@@ -295,10 +355,15 @@ static int fail(int err, const char *w)
 	return err;
 }
 
-int ftrt_ops_register(struct ftrace_ops *ops)
+/* Register ops (direct: with its direct trampoline, addr). */
+static int reg(struct ftrace_ops *ops, int direct, unsigned long addr)
 {
-	if (!ops || !ops->func) {
-		why = "the ops has no callback";
+	if (!ops || (!ops->func && !direct)) {
+		why = ops ? "the ops has no callback" : "no ops";
+		return -EINVAL;
+	}
+	if (direct && !addr) {
+		why = "no direct trampoline";
 		return -EINVAL;
 	}
 	int err = begin();
@@ -312,6 +377,12 @@ int ftrt_ops_register(struct ftrace_ops *ops)
 		return fail(-EBUSY, "the ops is registered already");
 	if (!~used)
 		return fail(-ENOSPC, "64 ops are registered already");
+	if (direct && direct_note(addr) != 0)
+		return fail(-ENOSPC, "512 direct trampolines were registered already");
+	if (direct) {
+		ops->direct_call = addr;
+		ops->flags |= FTRACE_OPS_FL_DIRECT;
+	}
 	r->slot = __builtin_ctzll(~used);
 	r->flags = ops->flags;
 	/* The callback's own function, when it has a site: calling the ops
@@ -331,10 +402,69 @@ int ftrt_ops_register(struct ftrace_ops *ops)
 	ops->flags |= FTRACE_OPS_FL_ENABLED;
 	__atomic_store_n(&r->user, ops, __ATOMIC_RELEASE);
 	err = update(0);
+	if (err == -EBUSY) {
+		/* Another direct trampoline has one of its functions: undone. */
+		__atomic_store_n(&r->user, NULL, __ATOMIC_RELEASE);
+		used &= ~(1ull << r->slot);
+		r->slot = -1;
+		ops->flags &= ~(FTRACE_OPS_FL_ENABLED | (direct ? FTRACE_OPS_FL_DIRECT : 0));
+		why = "another direct trampoline is registered at one of its functions";
+	} else if (err) {
+		why = ftrt_live_why();
+	}
+	ftrt_modules_release();
+	return err;
+}
+
+int ftrt_ops_register(struct ftrace_ops *ops)
+{
+	return reg(ops, 0, 0);
+}
+
+int ftrt_ops_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	return reg(ops, 1, addr);
+}
+
+int ftrt_ops_direct_modify(struct ftrace_ops *ops, unsigned long addr)
+{
+	if (!ops || !addr) {
+		why = "no ops, or no trampoline";
+		return -EINVAL;
+	}
+	int err = begin();
+	if (err)
+		return err;
+	struct ops_rec *r = rec_of(ops, 0);
+	if (!r || !r->user || !(r->flags & FTRACE_OPS_FL_DIRECT))
+		return fail(-EINVAL, "the ops is not a registered direct one");
+	if (direct_note(addr) != 0)
+		return fail(-ENOSPC, "512 direct trampolines were registered already");
+	/* The lists and trampolines read it at each call; the sites that
+	 * call the old one directly are rewritten. */
+	__atomic_store_n(&ops->direct_call, addr, __ATOMIC_RELEASE);
+	err = ftrt_live_resite(0);
 	if (err)
 		why = ftrt_live_why();
 	ftrt_modules_release();
 	return err;
+}
+
+int ftrt_ops_direct_unregister(struct ftrace_ops *ops, unsigned long addr, int free)
+{
+	if (!ops || !(ops->flags & FTRACE_OPS_FL_DIRECT) || ops->direct_call != addr) {
+		why = "the ops is not registered with that direct trampoline";
+		return -EINVAL;
+	}
+	int err = ftrt_ops_unregister(ops);
+	if (err)
+		return err;
+	ops->flags &= ~FTRACE_OPS_FL_DIRECT;
+	if (free) {
+		ftrt_ops_filter(ops, NULL, 1, 0);
+		ftrt_ops_filter(ops, NULL, 1, 1);
+	}
+	return 0;
 }
 
 int ftrt_ops_unregister(struct ftrace_ops *ops)

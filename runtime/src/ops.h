@@ -11,6 +11,11 @@ int ftrt_ops_register(struct ftrace_ops *ops) __attribute__((visibility("hidden"
 int ftrt_ops_unregister(struct ftrace_ops *ops) __attribute__((visibility("hidden")));
 /* The sites ops's filter (notrace: its notrace list) now chooses. */
 int ftrt_ops_filter(struct ftrace_ops *ops, const char *globs, int reset, int notrace) __attribute__((visibility("hidden")));
+/* Direct calls: register (addr the trampoline), modify (to addr),
+ * unregister (addr the one registered; free: reset the filters). */
+int ftrt_ops_direct(struct ftrace_ops *ops, unsigned long addr) __attribute__((visibility("hidden")));
+int ftrt_ops_direct_modify(struct ftrace_ops *ops, unsigned long addr) __attribute__((visibility("hidden")));
+int ftrt_ops_direct_unregister(struct ftrace_ops *ops, unsigned long addr, int free) __attribute__((visibility("hidden")));
 const char *ftrt_ops_why(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -19,6 +19,12 @@
  *   redirect   a callback that sends a function to a fixed version of
  *              it (a live patch), and one that makes a function return
  *              at once with a value of its own
+ *   direct     a direct trampoline of the program's (the site calls it),
+ *              modified to another, with a callback ops on the same
+ *              function (the list calls the callback, then branches to
+ *              the trampoline), a second direct trampoline refused,
+ *              one beyond a call's reach (the ops trampoline branches
+ *              to it), unregistered; at -pg sites never called
  *   unregister eight threads call a function while the main thread
  *              registers and unregisters its ops ROUNDS times: no
  *              callback begins after unregister returns
@@ -36,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <ftrace.h>
 
@@ -302,6 +309,101 @@ static void redirect(int entry)
 	printf("buggy(5) = %ld after\n", buggy(TAG, 5));
 }
 
+/* ---- direct calls ---- */
+
+/* Trampolines of the program's own: each counts its calls and returns
+ * into the function, keeping every register a function's entry holds
+ * (x86-64: the flags and r11 aside; arm64: x10, x11 and x16, x17). */
+__attribute__((visibility("hidden"))) long hits_a, hits_b, hits_far;
+void tramp_a(void);
+void tramp_b(void);
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl tramp_a\n.hidden tramp_a\ntramp_a: lock incq hits_a(%rip); ret\n"
+	".globl tramp_b\n.hidden tramp_b\ntramp_b: lock incq hits_b(%rip); ret\n");
+/* movabs $hits_far, %r11; lock incq (%r11); ret */
+static const unsigned char far_code[] = { 0x49, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x49, 0xff, 0x03, 0xc3 };
+#define FAR_ADDR 2
+#define FAR_REACH (1ul << 32)
+#elif defined(__aarch64__)
+#define TRAMP(name, hits)                                                                                  \
+	".globl " name "\n.hidden " name "\n.p2align 2\n" name ":\n"                                        \
+	"hint #34\n adrp x10, " hits "\n add x10, x10, :lo12:" hits "\n ldr x11, [x10]\n add x11, x11, #1\n" \
+	"str x11, [x10]\n mov x10, x30\n mov x30, x9\n ret x10\n"
+__asm__(".text\n" TRAMP("tramp_a", "hits_a") TRAMP("tramp_b", "hits_b"));
+/* bti c; ldr x10, .+28; ldr x11, [x10]; add x11, x11, #1; str x11,
+ * [x10]; mov x10, x30; mov x30, x9; ret x10; .quad hits_far */
+static const unsigned int far_code[] = { 0xd503245f, 0x580000ea, 0xf940014b, 0x9100056b, 0xf900014b, 0xaa1e03ea, 0xaa0903fe, 0xd65f0140, 0, 0 };
+#define FAR_ADDR 32
+#define FAR_REACH (1ul << 28)
+#endif
+
+NOINLINE long t_dir(unsigned long n, unsigned long tag) { sink += (long)tag; return (long)n * 3 + zero; }
+
+static long cnt_x;
+
+/* A trampoline beyond the reach of a call from t_dir: a page mapped far
+ * away, holding far_code. */
+static unsigned long far_tramp(void)
+{
+	unsigned long at = ((unsigned long)t_dir + 4 * FAR_REACH) & ~0xffful;
+	unsigned char *m = mmap((void *)at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		fail("mmap far");
+	long d = (long)((unsigned long)m - (unsigned long)t_dir);
+	if (d < (long)FAR_REACH && d > -(long)FAR_REACH)
+		fail("far page in reach");
+	memcpy(m, far_code, sizeof far_code);
+	long *h = &hits_far;
+	memcpy(m + FAR_ADDR, &h, sizeof h);
+	__builtin___clear_cache((char *)m, (char *)m + sizeof far_code);
+	if (mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0)
+		fail("mprotect far");
+	return (unsigned long)m;
+}
+
+static void direct_step(const char *step, int calls, int entry)
+{
+	long r = 0;
+	for (int i = 0; i < calls; i++)
+		r += t_dir((unsigned long)i, TAG);
+	if (entry)
+		printf("%-24s t_dir=%ld a=%ld b=%ld far=%ld x=%ld\n", step, r, hits_a, hits_b, hits_far, cnt_x);
+	else
+		printf("%-24s t_dir=%ld direct=%s x=%ld\n", step, r, hits_a + hits_b + hits_far ? "called" : "never", cnt_x);
+	hits_a = hits_b = hits_far = cnt_x = 0;
+}
+
+static void direct(int entry)
+{
+	static struct ftrace_ops d1, d2, x = { .func = cb_count, .private = &cnt_x };
+	ftrace_set_filter(&d1, "t_dir", 1);
+	ftrace_set_filter(&d2, "t_dir,t_one", 1);
+	ftrace_set_filter(&x, "t_dir", 1);
+	if (register_ftrace_direct(&d1, (unsigned long)tramp_a))
+		fail("register_ftrace_direct");
+	direct_step("direct a", 3, entry);
+	if (modify_ftrace_direct(&d1, (unsigned long)tramp_b))
+		fail("modify_ftrace_direct");
+	direct_step("modified to b", 3, entry);
+	if (register_ftrace_function(&x))
+		fail("register x");
+	direct_step("b and a callback", 2, entry);
+	if (register_ftrace_direct(&d2, (unsigned long)tramp_a) == 0 || errno != EBUSY)
+		fail("a second direct trampoline on t_dir");
+	direct_step("a second refused", 1, entry);
+	if (unregister_ftrace_function(&x))
+		fail("unregister x");
+	if (modify_ftrace_direct(&d1, far_tramp()))
+		fail("modify_ftrace_direct far");
+	direct_step("far away", 2, entry);
+	if (unregister_ftrace_direct(&d1, (unsigned long)tramp_a, 1) == 0 || errno != EINVAL)
+		fail("unregister_ftrace_direct, another trampoline");
+	if (unregister_ftrace_direct(&d1, d1.direct_call, 1))
+		fail("unregister_ftrace_direct");
+	direct_step("unregistered", 2, entry);
+}
+
 /* ---- unregister while threads call ---- */
 
 NOINLINE long t_hot(unsigned long tag) { sink += (long)tag; return 6; }
@@ -409,6 +511,13 @@ static void dump(void)
 	if (unregister_ftrace_function(&ops_a))
 		fail("unregister");
 	dump_at("site", f, 16);
+	static struct ftrace_ops d;
+	ftrace_set_filter(&d, "t_one", 1);
+	if (register_ftrace_direct(&d, (unsigned long)tramp_a))
+		fail("register_ftrace_direct");
+	dump_at("direct", f, 16);
+	if (unregister_ftrace_direct(&d, (unsigned long)tramp_a, 1))
+		fail("unregister_ftrace_direct");
 }
 
 int main(int argc, char **argv)
@@ -422,6 +531,7 @@ int main(int argc, char **argv)
 	recursion();
 	regs();
 	redirect(entry);
+	direct(entry);
 	unregister_busy();
 	return 0;
 }

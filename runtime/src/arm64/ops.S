@@ -16,13 +16,15 @@
  * ftrace_regs (regs.h): the handler runs a program's callback, built
  * with the full calling convention, so q0-q7 (floating-point arguments)
  * are saved besides x0-x8, and every one comes back from the
- * ftrace_regs.
+ * ftrace_regs. A handler that sets fregs->direct sends the function
+ * through a direct trampoline on the way out (the kernel's arm64
+ * direct calls: x16 holds it).
  *
  * Frame (FRAME bytes below the site's sp, a frame record at its bottom,
  * so the unwinder and a debugger see the call):
- *     16-255  struct ftrace_regs, at REGS: x0-x8 at 16-80, fp at 88,
- *             lr at 96, sp at 104, pc at 112, kind at 120, q0-q7 at
- *             128-255
+ *     16-271  struct ftrace_regs, at REGS: x0-x8 at 16-80, fp at 88,
+ *             lr at 96, sp at 104, pc at 112, kind at 120, direct at
+ *             128, q0-q7 at 144-271
  *       8     x30 on entry (the return into the function)
  *       0     x29 on entry
  */
@@ -70,7 +72,7 @@
 	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
 	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
 	mov	x10, #FREGS_ENTRY
-	str	x10, [sp, #REGS + FREGS_KIND]
+	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none */
 	mov	x29, sp
 	sub	x0, x30, #8			/* arg 1: ip = the site */
 	mov	x1, x9				/* arg 2: the parent ip */
@@ -80,11 +82,23 @@
 	blr	x16
 	RESTORE_Q
 	RESTORE_ARGS
+	ldr	x16, [sp, #REGS + FREGS_DIRECT]	/* a direct trampoline, or 0 */
+	cbnz	x16, 1f
 	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr */
 	ldr	x9, [sp, #REGS + FREGS_PC]	/* where the function goes on */
 	add	sp, sp, #FRAME
 	.cfi_def_cfa_offset 0
 	ret	x9
+	.cfi_def_cfa_offset FRAME
+	/* The direct trampoline, entered as the site's bl would have:
+	 * x30 the return into the function, x9 the parent ip (lr: the
+	 * tracer of a list may have hooked it). br x16: its landing pad's
+	 * `bti c` accepts it. */
+1:	ldp	x29, x9, [sp, #REGS + FREGS_FP]
+	ldr	x30, [sp, #REGS + FREGS_PC]
+	add	sp, sp, #FRAME
+	.cfi_def_cfa_offset 0
+	br	x16
 	END	ftrace_ops_regs_caller
 
 /*
@@ -115,7 +129,7 @@
 	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp: the frame record; lr: the parent ip */
 	stp	x29, x30, [sp, #REGS + FREGS_SP]	/* sp: the frame record too; pc */
 	mov	x10, #FREGS_MCOUNT
-	str	x10, [sp, #REGS + FREGS_KIND]
+	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none (never taken here) */
 	mov	x29, sp
 	sub	x0, x30, #4			/* arg 1: ip = the site */
 	mov	x1, x9				/* arg 2: the parent ip */

@@ -115,13 +115,33 @@ int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *r
 	return 0;
 }
 
-const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
+uintptr_t ftrt_arch_live_target(uintptr_t ip, int len)
 {
 	uintptr_t at = ip;
 	uint32_t w = arm64_word((const unsigned char *)ip);
 	if (len == 8 && w == ARM64_MOV_X9_X30)
 		at = ip + 4, w = arm64_word((const unsigned char *)at);
-	if (!arm64_is_bl(w))
-		return NULL;
-	return (const struct ftrt_ops *)tramp_rec(arm64_bl_target(at, w));
+	return arm64_is_bl(w) ? arm64_through_veneer(arm64_bl_target(at, w)) : 0;
+}
+
+const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
+{
+	uintptr_t t = ftrt_arch_live_target(ip, len);
+	return t ? (const struct ftrt_ops *)tramp_rec(t) : NULL;
+}
+
+/* A patchable area's bl, after `mov x9, x30`, to addr in reach: the
+ * trampoline is entered with x30 the return into the function and x9
+ * the caller's return address. */
+int ftrt_arch_live_direct(uintptr_t ip, int len, int want, uintptr_t addr, unsigned char *buf)
+{
+	uint32_t w[2] = { arm64_word((const unsigned char *)ip), len == 8 ? arm64_word((const unsigned char *)ip + 4) : ARM64_NOP };
+	if (want != WANT_ENTRY || len != 8 || w[0] != ARM64_MOV_X9_X30 || (w[1] != ARM64_NOP && !arm64_is_bl(w[1])))
+		return -1;
+	uint32_t bl = arm64_bl(ip + 4, addr);
+	if (!bl)
+		return -1;
+	w[1] = bl;
+	memcpy(buf, w, sizeof w);
+	return 0;
 }

@@ -143,8 +143,8 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 		*len = l;
 		return 1;
 	}
-	if (target && ftrt_arch_live_ops_rec(ip, l)) {
-		*len = l; /* a call of an ops trampoline (opstramp.c) */
+	if (target && (ftrt_arch_live_ops_rec(ip, l) || ftrt_ops_direct_known(target))) {
+		*len = l; /* a call of an ops trampoline (opstramp.c), or of a direct one */
 		return 1;
 	}
 	if (target)

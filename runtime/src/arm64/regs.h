@@ -18,6 +18,10 @@
  *          function's frame record, sp that too, and x0-x7 are not its
  *          arguments, which gcc keeps elsewhere around _mcount); set by
  *          the ops callers (ops.S) alone
+ *   direct 0, or a direct trampoline (ops.c's handlers set it): the
+ *          ops caller branches there on its way out, with x30 the
+ *          return into the function and x9 the parent ip, as the
+ *          site's bl would have entered it
  *   q      q0-q7: the floating-point arguments, saved by the ops
  *          callers alone (the tracer's C never touches them)
  *
@@ -37,8 +41,9 @@
 #define FREGS_PC 96
 #define FREGS_BASE 104 /* the part the tracer's trampolines save (entry.S), to pc */
 #define FREGS_KIND 104
-#define FREGS_Q 112
-#define FREGS_SIZE 240
+#define FREGS_DIRECT 112
+#define FREGS_Q 128
+#define FREGS_SIZE 256
 
 #define FREGS_ENTRY 0
 #define FREGS_MCOUNT 1
@@ -54,6 +59,7 @@ struct ftrace_regs {
 	uint64_t sp;
 	uint64_t pc;
 	uint64_t kind;
+	uint64_t direct, pad;
 	uint64_t q[8][2];
 };
 _Static_assert(offsetof(struct ftrace_regs, x) == FREGS_X0, "FREGS_X0");
@@ -61,7 +67,9 @@ _Static_assert(offsetof(struct ftrace_regs, fp) == FREGS_FP, "FREGS_FP");
 _Static_assert(offsetof(struct ftrace_regs, lr) == FREGS_LR, "FREGS_LR");
 _Static_assert(offsetof(struct ftrace_regs, sp) == FREGS_SP, "FREGS_SP");
 _Static_assert(offsetof(struct ftrace_regs, pc) == FREGS_PC, "FREGS_PC");
-_Static_assert(offsetof(struct ftrace_regs, kind) == FREGS_KIND && offsetof(struct ftrace_regs, q) == FREGS_Q, "FREGS_Q");
+_Static_assert(offsetof(struct ftrace_regs, kind) == FREGS_KIND && offsetof(struct ftrace_regs, direct) == FREGS_DIRECT &&
+		       offsetof(struct ftrace_regs, q) == FREGS_Q,
+	       "FREGS_Q");
 _Static_assert(sizeof(struct ftrace_regs) == FREGS_SIZE && FREGS_SIZE % 16 == 0, "FREGS_SIZE");
 #endif
 

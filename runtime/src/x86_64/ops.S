@@ -37,7 +37,13 @@
  *     (%rsp)    struct ftrace_regs
  *
  * Every register comes back from the ftrace_regs (a callback may change
- * an argument) but rbp and rsp, which are ours to restore.
+ * an argument) but rbp and rsp, which are ours to restore, and r11,
+ * which holds fregs->direct on the way out: when a handler set it (a
+ * direct trampoline of ops.c's), the caller jumps there instead of
+ * returning, the return into the function on top of the stack, so the
+ * trampoline runs as if the site had called it (the kernel's
+ * ftrace_regs_caller with ORIG_RAX set). Flags are not live: the test
+ * of r11 may change them.
  */
 #include "regs.h"
 
@@ -85,6 +91,7 @@
 	movq	8(%rbp), %rdi
 	movq	%rdi, FREGS_IP(%rsp)
 	movl	$\kind, FREGS_KIND(%rsp)
+	movq	$0, FREGS_DIRECT(%rsp)
 	subq	$5, %rdi			/* arg 1: ip = the site */
 	movq	(%rsi), %rsi			/* arg 2: the parent ip */
 	movq	%r11, %rdx			/* arg 3: the record */
@@ -106,12 +113,16 @@
 	movq	FREGS_CX(%rsp), %rcx
 	movq	FREGS_R8(%rsp), %r8
 	movq	FREGS_R9(%rsp), %r9
-	movq	FREGS_AX(%rsp), %rax
 	movq	FREGS_R10(%rsp), %r10
+	movq	FREGS_DIRECT(%rsp), %r11	/* a direct trampoline, or 0 */
+	movq	FREGS_AX(%rsp), %rax
 	movq	%rbp, %rsp
 	popq	%rbp
 	.cfi_def_cfa rsp, 8
-	ret
+	testq	%r11, %r11
+	jnz	1f
+	ret					/* into the function (or where fregs->ip said) */
+1:	jmp	*%r11				/* the direct trampoline, as if the site had called it */
 	.cfi_endproc
 	.size	\name, .-\name
 .endm

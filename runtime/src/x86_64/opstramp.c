@@ -109,13 +109,35 @@ int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *r
 	return 0;
 }
 
-const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
+uintptr_t ftrt_arch_live_target(uintptr_t ip, int len)
 {
 	const unsigned char *p = (const unsigned char *)ip;
-	(void)len;
-	if (p[0] != 0xe8)
-		return NULL;
 	int32_t rel;
-	memcpy(&rel, p + 1, 4);
-	return (const struct ftrt_ops *)ops_tramp_rec(ip + 5 + (uintptr_t)(intptr_t)rel);
+	if (p[0] == 0xe8) { /* call rel32 (a 6-byte site enabled live: and a nop) */
+		memcpy(&rel, p + 1, 4);
+		return ip + 5 + (uintptr_t)(intptr_t)rel;
+	}
+	if (len == 6 && p[0] == 0x67 && p[1] == 0xe8) {
+		memcpy(&rel, p + 2, 4);
+		return ip + 6 + (uintptr_t)(intptr_t)rel;
+	}
+	return 0;
+}
+
+const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
+{
+	uintptr_t t = ftrt_arch_live_target(ip, len);
+	return t && ((const unsigned char *)ip)[0] == 0xe8 ? (const struct ftrt_ops *)ops_tramp_rec(t) : NULL;
+}
+
+/* A direct trampoline is entered as the site's call: only where the
+ * function's stack is as at its entry, or a chain site's (the saved
+ * r10 below the return address is the function's, popped after). */
+int ftrt_arch_live_direct(uintptr_t ip, int len, int want, uintptr_t addr, unsigned char *buf)
+{
+	if (want == WANT_MCOUNT || put_call(ip, 5, addr, buf) != 0)
+		return -1;
+	if (len == 6)
+		buf[5] = 0x90;
+	return 0;
 }

@@ -260,8 +260,8 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 		*len = l;
 		return 1;
 	}
-	if (ftrt_arch_live_ops_rec(ip, 5)) {
-		*len = 5; /* e8 rel32: an ops trampoline's call (a 6-byte site's NOP after it) */
+	if (p[0] == 0xe8 && (ftrt_arch_live_ops_rec(ip, 5) || ftrt_ops_direct_known(ftrt_arch_live_target(ip, 5)))) {
+		*len = 5; /* e8 rel32: a call of an ops trampoline or a direct one (a 6-byte site's NOP after it) */
 		return 1;
 	}
 	if (p[0] != 0xe9 || !(l = ftrt_arch_tramp_site(ip + 5 + (uintptr_t)(intptr_t)rel32(p + 1), ip)))
@@ -310,7 +310,8 @@ void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf)
 	const unsigned char *p = (const unsigned char *)ip;
 	int l;
 	memcpy(buf, p, (size_t)len);
-	if ((ftrt_arch_tramp_call(p, &l, 0) && l == len) || (len == 5 && ftrt_arch_live_ops_rec(ip, len))) {
+	if ((ftrt_arch_tramp_call(p, &l, 0) && l == len) ||
+	    (len == 5 && (ftrt_arch_live_ops_rec(ip, len) || ftrt_ops_direct_known(ftrt_arch_live_target(ip, len))))) {
 		buf[len - 5] = CMP_EAX; /* the e8 */
 		return;
 	}
