@@ -260,3 +260,36 @@ func TestOpsBytesARM64(t *testing.T) {
 		t.Errorf("trampoline caller %#x, want ftrace_ops_regs_caller at %#x", c, addr["ftrace_ops_regs_caller"]+bias)
 	}
 }
+
+// TestOpsLoadedLater: ops registered before a shared object is loaded
+// are called at its functions once it is (its sites made to call its own
+// trampolines and list), again after it is unloaded and loaded anew, and
+// not after they are unregistered (progs/opsdl.c); with no FTRACE and
+// under function_graph, on x86-64 and arm64.
+func TestOpsLoadedLater(t *testing.T) {
+	for _, c := range []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry"},
+		{x86Clang, "-O2 -pg"},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
+	} {
+		t.Run(c.tg.arch+"/"+c.tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, c.tg, dir, c.flags+" -fPIC", true, "livedlplug.c")
+			plug := linkShared(t, c.tg, dir, "libplug.so", objs)
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "opsdl.c")
+			want := "loaded: all=2 a=1 sum=8\nreloaded: all=2 a=1 sum=8\nunregistered: all=0 a=0 sum=8\n"
+			for _, tracer := range []string{"", "function_graph"} {
+				env := []string{"FTRACE_OUT=" + filepath.Join(dir, "t-"+tracer)}
+				if tracer != "" {
+					env = append(env, "FTRACE="+tracer)
+				}
+				got, stderr, code, err := runStatusEnv(dir, env, c.tg.on(prog, plug)...)
+				if err != nil || code != 0 || got != want {
+					t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\nstderr:\n%s", tracer, code, err, got, want, stderr)
+				}
+			}
+		})
+	}
+}

@@ -26,8 +26,10 @@
  *              one beyond a call's reach (the ops trampoline branches
  *              to it), unregistered; at -pg sites never called
  *   unregister eight threads call a function while the main thread
- *              registers and unregisters its ops ROUNDS times: no
- *              callback begins after unregister returns
+ *              registers and unregisters its ops ROUNDS times, and
+ *              signal handlers call it too, in the middle of whatever
+ *              the thread did (a callback among them): no callback
+ *              begins or runs after unregister returns
  *
  * Every test function takes a tag as its second argument, which the
  * global ops counts by (a call of another function with the same second
@@ -38,6 +40,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +429,17 @@ static void cb_hot(unsigned long ip, unsigned long pip, struct ftrace_ops *op, s
 		atomic_fetch_add(&late, 1);
 }
 
+static _Atomic long handled;
+
+/* A signal handler's traced call: a walk of the ops nested in whatever
+ * the thread was doing, a callback's walk among them. */
+static void on_usr1(int sig)
+{
+	(void)sig;
+	t_hot(TAG);
+	atomic_fetch_add(&handled, 1);
+}
+
 static void *hot(void *arg)
 {
 	(void)arg;
@@ -443,6 +457,9 @@ static void unregister_busy(void)
 	ops->func = cb_hot;
 	ftrace_set_filter(ops, "t_hot", 1);
 	pthread_t th[THREADS];
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, hot, NULL);
 	long calls = 0;
@@ -451,8 +468,10 @@ static void unregister_busy(void)
 		if (register_ftrace_function(ops))
 			fail("register hot");
 		atomic_store(&budget, BUDGET);
+		pthread_kill(th[r % THREADS], SIGUSR1);
 		while (atomic_load(&hot_calls) < 10 && atomic_load(&budget) > 0)
 			;
+		pthread_kill(th[(r + 1) % THREADS], SIGUSR1);
 		if (unregister_ftrace_function(ops))
 			fail("unregister hot");
 		atomic_store(&gone, 1);
@@ -468,8 +487,8 @@ static void unregister_busy(void)
 	/* The ops is freed: a call now would read freed memory. */
 	memset(ops, 0xa5, sizeof *ops);
 	free(ops);
-	printf("unregister: %d rounds, calls made %s, after unregister %d and %ld\n", ROUNDS, calls >= 10L * ROUNDS ? "yes" : "no",
-	       atomic_load(&late), after);
+	printf("unregister: %d rounds, calls made %s, handlers ran %s, after unregister %d and %ld\n", ROUNDS,
+	       calls >= 10L * ROUNDS ? "yes" : "no", atomic_load(&handled) > 0 ? "yes" : "no", atomic_load(&late), after);
 }
 
 /* `ops dump`: t_one's address and first 16 bytes and, when they call,
