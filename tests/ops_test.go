@@ -108,8 +108,9 @@ func TestOps(t *testing.T) {
 
 // TestOpsBytes: what registering one ops on one function writes, decoded
 // with x/arch (progs/ops.c's dump): the site calls a trampoline made for
-// the ops, `movabs $record, %r11; jmp *0(%rip)`, whose slot holds
-// ftrace_ops_caller and whose padding is int3; the record is the
+// the ops, `movabs $record, %r11; jmp ftrace_ops_caller` (in reach: the
+// program's own runtime), whose slot holds ftrace_ops_caller too and
+// whose padding is int3; the record is the
 // runtime's first (ops.c's recs); unregistering leaves the site the
 // compare a disabled call becomes.
 func TestOpsBytes(t *testing.T) {
@@ -155,15 +156,17 @@ func TestOpsBytes(t *testing.T) {
 	if err != nil || mov.Op != x86asm.MOV || mov.Args[0] != x86asm.R11 || mov.Len != 10 || !ok || uint64(imm) != addr["recs"]+bias {
 		t.Errorf("trampoline +0: %v, want movabs $%#x (recs), %%r11", mov, addr["recs"]+bias)
 	}
+	// The caller in rel32's reach of the trampoline (the runtime in the
+	// program, the trampoline near it): a direct jump.
 	jmp, err := x86asm.Decode(tb[10:], 64)
-	mem, ok := jmp.Args[0].(x86asm.Mem)
-	if err != nil || jmp.Op != x86asm.JMP || jmp.Len != 6 || !ok || mem.Base != x86asm.RIP || mem.Disp != 0 {
-		t.Errorf("trampoline +10: %v, want jmp *0(%%rip)", jmp)
+	jrel, ok := jmp.Args[0].(x86asm.Rel)
+	if err != nil || jmp.Op != x86asm.JMP || jmp.Len != 5 || !ok || tramp+15+uint64(int64(jrel)) != addr["ftrace_ops_caller"]+bias {
+		t.Errorf("trampoline +10: %v, want jmp ftrace_ops_caller", jmp)
 	}
 	if slot := binary.LittleEndian.Uint64(tb[16:]); slot != addr["ftrace_ops_caller"]+bias {
 		t.Errorf("trampoline slot %#x, want ftrace_ops_caller at %#x", slot, addr["ftrace_ops_caller"]+bias)
 	}
-	for k := 24; k < 32; k++ {
+	for _, k := range []int{15, 24, 25, 26, 27, 28, 29, 30, 31} {
 		if in, err := x86asm.Decode(tb[k:], 64); err != nil || in.Op != x86asm.INT || in.Len != 1 {
 			t.Errorf("trampoline +%d: %v, want int3", k, in)
 		}

@@ -24,7 +24,10 @@
 #ifndef FTRT_GRACE_H
 #define FTRT_GRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "opslayout.h"
 
 #define GRACE_DEPTH 0xffffffffull /* the low half: walks the thread is inside */
 #define GRACE_LEFT (1ull << 32)   /* one outermost walk left, in the high half */
@@ -35,6 +38,10 @@ struct ftrt_grace {
 	int shared;         /* the slot every thread past the last shares: changed atomically */
 	char pad[64 - 16];
 } __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct ftrt_grace, w) == GRACE_W && offsetof(struct ftrt_grace, shared) == GRACE_SHARED &&
+		       GRACE_LEFT_LESS_ONE == GRACE_LEFT - 1,
+	       "opslayout.h: struct ftrt_grace");
 
 /* The calling thread's slot; NULL before its first walk. */
 extern __thread struct ftrt_grace *ftrt_grace_mine __attribute__((tls_model("initial-exec"), visibility("hidden")));

@@ -39,6 +39,7 @@
 #include "live.h"
 #include "liveindex.h"
 #include "ops.h"
+#include "opslayout.h"
 #include "pass.h"
 #include "tracer.h"
 
@@ -57,6 +58,9 @@ struct ops_rec {
 	int self_owner;                   /* the module of the callback's own function, */
 	const char *self;                 /* and its name: never called back for it; NULL: none */
 };
+_Static_assert(offsetof(struct ops_rec, user) == OPSREC_USER && offsetof(struct ops_rec, flags) == OPSREC_FLAGS &&
+		       OPSREC_SLOW_FLAGS == (FTRACE_OPS_FL_RECURSION | FTRACE_OPS_FL_DIRECT),
+	       "opslayout.h: struct ops_rec");
 static struct ops_rec recs[RECS_MAX];
 static int nrecs;
 
@@ -106,8 +110,11 @@ static inline void call(struct ops_rec *r, uintptr_t ip, uintptr_t parent_ip, st
 	recursing = 0;
 }
 
-/* The handler of a site that one ops alone wants. */
-static void direct(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, struct ftrace_regs *fregs)
+/* The handler of a site that one ops alone wants (the ops callers run
+ * its common case inline: x86_64/ops.S). */
+void ftrt_ops_direct_handler(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, struct ftrace_regs *fregs)
+	__attribute__((visibility("hidden")));
+void ftrt_ops_direct_handler(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, struct ftrace_regs *fregs)
 {
 	struct ftrt_grace *g = ftrt_grace_enter();
 	call((struct ops_rec *)rec, ip, parent_ip, fregs);
@@ -326,7 +333,7 @@ static struct ops_rec *rec_of(const struct ftrace_ops *ops, int make)
 	if (!make || nrecs == RECS_MAX)
 		return NULL;
 	struct ops_rec *r = &recs[nrecs++];
-	r->head.func = direct;
+	r->head.func = ftrt_ops_direct_handler;
 	r->key = ops;
 	r->slot = -1;
 	return r;

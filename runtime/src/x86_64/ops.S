@@ -1,12 +1,14 @@
 /*
  * The ops callers of x86-64: where a site that an ops wants (ftrace.h's
  * struct ftrace_ops) goes, through a trampoline made for the ops and the
- * site's module (site.c's ops_tramp), which loads the runtime's record
- * of the ops, or of the module's list of ops, and jumps here:
+ * site's module (opstramp.c), which loads the runtime's record of the
+ * ops, or of the module's list of ops, and jumps here:
  *
- *     49 bb imm64     movabs $record, %r11
- *     ff 25 00000000  jmp *0(%rip)
- *     .quad           ftrace_ops_caller (_mcount_, _chain_)
+ *     +0   49 bb imm64     movabs $record, %r11
+ *     +10  e9 rel32        jmp ftrace_ops_caller (_mcount_, _chain_), in reach
+ *          (ff 25 00000000 jmp *0(%rip), through +16, beyond it)
+ *     +16  .quad           the caller
+ *     +24  int3 padding
  *
  * r11 is free at a function's entry (no argument is passed in it, and a
  * call may change it), and the site is always a 5-byte call: a 6-byte
@@ -45,6 +47,7 @@
  * ftrace_regs_caller with ORIG_RAX set). Flags are not live: the test
  * of r11 may change them.
  */
+#include "../opslayout.h"
 #include "regs.h"
 
 .macro OPS_CALLER name, kind
@@ -94,10 +97,38 @@
 	movq	$0, FREGS_DIRECT(%rsp)
 	subq	$5, %rdi			/* arg 1: ip = the site */
 	movq	(%rsi), %rsi			/* arg 2: the parent ip */
-	movq	%r11, %rdx			/* arg 3: the record */
 	movq	%rsp, %rcx			/* arg 4: the ftrace_regs */
+	/* One ops's record, its common case inline (ops.c's
+	 * ftrt_ops_direct_handler does the same in C): walk in the grace
+	 * slot, read the ops, call its callback, walk out. */
+	leaq	ftrt_ops_direct_handler(%rip), %rax
+	cmpq	%rax, (%r11)
+	jne	3f				/* a list's record: its handler */
+	testq	$OPSREC_SLOW_FLAGS, OPSREC_FLAGS(%r11)
+	jnz	3f				/* guarded from recursion, or a direct trampoline: the handler */
+	movq	ftrt_grace_mine@gottpoff(%rip), %rax
+	movq	%fs:(%rax), %rax		/* the thread's grace slot */
+	testq	%rax, %rax
+	jz	3f				/* the thread's first walk: the handler claims one */
+	cmpl	$0, GRACE_SHARED(%rax)
+	jne	3f				/* the shared slot: changed atomically, by the handler */
+	addq	$1, GRACE_W(%rax)		/* in the walk: one instruction, whole to a signal handler */
+	movq	%rax, FREGS_GRACE(%rsp)
+	movq	OPSREC_USER(%r11), %rdx		/* arg 3: the ops, read inside the walk */
+	testq	%rdx, %rdx
+	jz	2f				/* unregistered since: nothing to call */
+	call	*(%rdx)				/* ops->func(ip, parent_ip, ops, fregs) */
+2:	movq	FREGS_GRACE(%rsp), %rax
+	cmpl	$1, GRACE_W(%rax)
+	je	4f
+	subq	$1, GRACE_W(%rax)		/* out of a nested walk */
+	jmp	5f
+4:	movl	$GRACE_LEFT_LESS_ONE, %edx
+	addq	%rdx, GRACE_W(%rax)		/* out of the outermost: one left */
+	jmp	5f
+3:	movq	%r11, %rdx			/* arg 3: the record */
 	call	*(%r11)				/* record->func(ip, parent_ip, record, fregs) */
-	movq	FREGS_IP(%rsp), %rax		/* where the function goes on */
+5:	movq	FREGS_IP(%rsp), %rax		/* where the function goes on */
 	movq	%rax, 8(%rbp)
 	movaps	FREGS_XMM+0*16(%rsp), %xmm0
 	movaps	FREGS_XMM+1*16(%rsp), %xmm1

@@ -25,7 +25,7 @@ void ftrace_ops_chain_caller(void);
 
 #define OPS_TRAMP 32
 #define OPS_MOVABS 0 /* 49 bb imm64: movabs $record, %r11 */
-#define OPS_JMP 10   /* ff 25 00000000: jmp *0(%rip) */
+#define OPS_JMP 10   /* e9 rel32: jmp caller, in reach; else ff 25 00000000: jmp *0(%rip) */
 #define OPS_SLOT 16  /* .quad the ops caller */
 #define OPS_PAD 24   /* int3 */
 
@@ -84,9 +84,15 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 	memset(b, 0xcc, sizeof b);
 	b[OPS_MOVABS] = 0x49, b[OPS_MOVABS + 1] = 0xbb;
 	memcpy(b + OPS_MOVABS + 2, &rec, 8);
-	b[OPS_JMP] = 0xff, b[OPS_JMP + 1] = 0x25;
-	ftrt_put32(b + OPS_JMP + 2, OPS_SLOT - (OPS_JMP + 6));
-	memcpy(b + OPS_SLOT, &caller, 8);
+	int64_t rel = (int64_t)(caller - (t + OPS_JMP + 5));
+	if (rel == (int32_t)rel) { /* the runtime near the module (its own code): no load */
+		b[OPS_JMP] = 0xe9;
+		ftrt_put32(b + OPS_JMP + 1, rel);
+	} else {
+		b[OPS_JMP] = 0xff, b[OPS_JMP + 1] = 0x25;
+		ftrt_put32(b + OPS_JMP + 2, OPS_SLOT - (OPS_JMP + 6));
+	}
+	memcpy(b + OPS_SLOT, &caller, 8); /* read by the jmp, or by ops_tramp's search alone */
 	int err = 0;
 	for (int k = 0; k < OPS_TRAMP && !err; k += 8)
 		err = ftrt_text_queue(t + (uintptr_t)k, b + k, 8);

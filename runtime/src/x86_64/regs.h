@@ -21,6 +21,8 @@
  *                      it): the ops caller jumps there on its way out,
  *                      with every register and the stack as the site's
  *                      call of it would have left them
+ *   grace              the ops caller's: the thread's grace slot while
+ *                      it walks inline (grace.h)
  *   xmm                xmm0-7: the floating-point arguments
  *
  * The FREGS_* offsets are for the assembly; the struct checks them.
@@ -41,6 +43,7 @@
 #define FREGS_IP 80
 #define FREGS_KIND 88
 #define FREGS_DIRECT 96
+#define FREGS_GRACE 104 /* the ops caller's own: the thread's grace slot (inline path) */
 #define FREGS_XMM 112
 #define FREGS_SIZE 240
 
@@ -56,14 +59,14 @@ struct ftrace_regs {
 	uint64_t di, si, dx, cx, r8, r9;
 	uint64_t ax, r10, bp, sp, ip;
 	uint32_t kind, pad;
-	uint64_t direct, pad2;
+	uint64_t direct, grace;
 	uint64_t xmm[8][2];
 };
 _Static_assert(offsetof(struct ftrace_regs, di) == FREGS_DI && offsetof(struct ftrace_regs, r9) == FREGS_R9 &&
 		       offsetof(struct ftrace_regs, ax) == FREGS_AX && offsetof(struct ftrace_regs, r10) == FREGS_R10 &&
 		       offsetof(struct ftrace_regs, bp) == FREGS_BP && offsetof(struct ftrace_regs, sp) == FREGS_SP &&
 		       offsetof(struct ftrace_regs, ip) == FREGS_IP && offsetof(struct ftrace_regs, kind) == FREGS_KIND &&
-		       offsetof(struct ftrace_regs, direct) == FREGS_DIRECT &&
+		       offsetof(struct ftrace_regs, direct) == FREGS_DIRECT && offsetof(struct ftrace_regs, grace) == FREGS_GRACE &&
 		       offsetof(struct ftrace_regs, xmm) == FREGS_XMM && sizeof(struct ftrace_regs) == FREGS_SIZE &&
 		       FREGS_SIZE % 16 == 0 && FREGS_XMM % 16 == 0,
 	       "x86_64/regs.h: struct ftrace_regs");
