@@ -296,3 +296,72 @@ func TestOpsLoadedLater(t *testing.T) {
 		})
 	}
 }
+
+// TestFgraph: graph users (progs/fgraph.c): two with filters of their
+// own each see the entries and returns of their functions alone, with
+// the return values; data of 1, 2, 4, 8 and 256 bytes goes whole from
+// each entry to its return through recursion, with one user and with
+// four; floating-point and long double results survive a retfunc that
+// computes; calls left by a longjmp run no retfunc; a user unregistered
+// and freed while its call is under way runs no callback again, and the
+// call returns. The output is testdata/fgraph.golden with no FTRACE and
+// under each tracer; under function_graph, which shares the shadow
+// stack with the users, every call in the trace is whole. On x86-64,
+// and on arm64 under qemu at patchable areas (at an arm64 -pg site only
+// entryfunc runs, which ftrace.h says).
+func TestFgraph(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "fgraph.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := []struct {
+		ccBuild
+		pie bool
+	}{
+		{ccBuild{x86GCC, "-O2 -pg -mfentry"}, true},
+		{ccBuild{x86GCC, "-O2 -pg"}, false},
+		{ccBuild{x86Clang, "-O2 -pg -mfentry -fcf-protection"}, true},
+		{ccBuild{x86Clang, "-O2 -fpatchable-function-entry=5"}, false},
+		{ccBuild{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}, true},
+		{ccBuild{a64Clang, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"}, true},
+	}
+	for _, c := range builds {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags)+"/"+picFlag(c.pie), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), c.pie, "fgraph.c")
+			out, stderr, code, err := runStatusEnv(dir, nil, c.tg.on(prog)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != string(golden) || code != 0 {
+				t.Fatalf("untraced start: exit %d, output\n%s\nwant exit 0, output\n%s\nstderr:\n%s", code, out, golden, stderr)
+			}
+			for _, tracer := range []string{"function", "function_graph"} {
+				_, tdir := runTracedArgv(t, dir, c.tg.on(prog), tracer, tracer, nil, string(golden), 0)
+				tr, syms := readTrace(t, tdir)
+				wantUnwound := uint64(0)
+				if tracer == "function_graph" {
+					wantUnwound = 6 // g_jump's calls, left by the longjmp
+				}
+				if tr.Meta.Tracer != tracer || tr.Meta.Unended || tr.Meta.Unwound != wantUnwound || tr.Meta.Overflow != 0 || tr.Meta.LostBytes != 0 {
+					t.Errorf("%s: tracer %q, unended %v, %d calls unwound (want %d), %d not graphed, %d bytes lost",
+						tracer, tr.Meta.Tracer, tr.Meta.Unended, tr.Meta.Unwound, wantUnwound, tr.Meta.Overflow, tr.Meta.LostBytes)
+				}
+				got, stats := tracedCalls(t, tr, syms, tracer)
+				if got["g_both"] != 2 || got["g_rec"] != 2*21 || got["g_jump"] != 6 {
+					t.Errorf("%s: g_both traced %d times, g_rec %d, g_jump %d; want 2, 42 and 6", tracer, got["g_both"], got["g_rec"], got["g_jump"])
+				}
+				for _, s := range stats {
+					if s.Func == "g_jump" {
+						continue // left by the longjmp
+					}
+					if s.Unwound != 0 || s.Open != 0 || s.Untimed != 0 {
+						t.Errorf("%s: %s: %d calls unwound, %d open, %d without their return", tracer, s.Func, s.Unwound, s.Open, s.Untimed)
+					}
+				}
+			}
+		})
+	}
+}

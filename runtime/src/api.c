@@ -9,6 +9,7 @@
 
 #include "ftrace.h"
 #include "live.h"
+#include "fgraph.h"
 #include "ops.h"
 #include "tracer.h"
 
@@ -113,6 +114,16 @@ int ftrace_set_filter(struct ftrace_ops *ops, const char *globs, int reset)
 int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset)
 {
 	return ops_result(ftrt_ops_filter(ops, globs, reset, 1));
+}
+
+int register_fgraph(struct fgraph_ops *gops)
+{
+	return fail(ftrt_fgraph_register(gops), ftrt_fgraph_why);
+}
+
+int unregister_fgraph(struct fgraph_ops *gops)
+{
+	return fail(ftrt_fgraph_unregister(gops), ftrt_fgraph_why);
 }
 
 long ftrace_enabled_sites(void)

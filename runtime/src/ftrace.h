@@ -226,6 +226,60 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
 	return d;
 }
 
+/*
+ * Graph users (the kernel's fgraph): code of the program's own at the
+ * entry and at the return of the functions each user's filter chooses
+ * (ftrace_set_filter(&gops->ops, ...)), up to 16 users at once, sharing
+ * the shadow stack the function_graph tracer keeps: a call that any user,
+ * or the tracer, wants is pushed once, with a bit for each user that
+ * wants its return (the tracer is user 0, whose bit is the call's
+ * record). entryfunc runs at the entry, after the tracer; its return
+ * value says whether retfunc is to run at the return (0: not).
+ * retfunc gets the return value (ftrace_regs_get_return_value, also
+ * trace->retval; an entryfunc that wants the call's time keeps it with
+ * fgraph_reserve_data). A call left without returning (longjmp, an
+ * exception, a thread's exit) runs no retfunc. Callbacks run in the
+ * traced thread, perhaps in a signal handler: async-signal-safe, and
+ * not recursing (a traced call of their own is called back again).
+ * At an arm64 -pg site (after the prologue) only entryfunc runs.
+ *
+ * fgraph_reserve_data, in entryfunc: size bytes (at most
+ * FGRAPH_DATA_MAX, 8-byte aligned) the same user's retfunc gets back
+ * with fgraph_retrieve_data (*size set), for this call; NULL when the
+ * thread's room is used up (counted, never a crash). fgraph_get_task_var:
+ * a word per user and thread, zero at first.
+ *
+ * unregister_fgraph: after it returns, neither callback of the user runs
+ * again, even for a call under way, whose return is still made
+ * whole; gops may then be freed. EBUSY: registered already; ENOSPC: 16
+ * users registered.
+ */
+struct ftrace_graph_ent {
+	unsigned long func; /* the function's site */
+	int depth;          /* calls of the thread's graph under it (0: none) */
+};
+struct ftrace_graph_ret {
+	unsigned long func;   /* the function's site */
+	unsigned long retval; /* its return value (x86-64: rax; arm64: x0) */
+	int depth;
+};
+struct fgraph_ops;
+typedef int (*trace_func_graph_ent_t)(struct ftrace_graph_ent *trace, struct fgraph_ops *gops, struct ftrace_regs *fregs);
+typedef void (*trace_func_graph_ret_t)(struct ftrace_graph_ret *trace, struct fgraph_ops *gops, struct ftrace_regs *fregs);
+struct fgraph_ops {
+	trace_func_graph_ent_t entryfunc;
+	trace_func_graph_ret_t retfunc;
+	struct ftrace_ops ops; /* its filter: ftrace_set_filter(&gops->ops, ...) */
+	void *private;
+	int idx;               /* set by register: its bit, 1..16 */
+};
+#define FGRAPH_DATA_MAX 256
+int register_fgraph(struct fgraph_ops *gops);
+int unregister_fgraph(struct fgraph_ops *gops);
+void *fgraph_reserve_data(int idx, int size);
+void *fgraph_retrieve_data(int idx, int *size);
+unsigned long *fgraph_get_task_var(struct fgraph_ops *gops);
+
 /* How many sites are enabled now, in every module. */
 long ftrace_enabled_sites(void);
 

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fgraph.h"
 #include "tracer.h"
 #include "take.h"
 
@@ -174,7 +175,8 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	else
 		was_busy = 0;
 	uint64_t ts = now();
-	int rec = !ended(); /* once the trace is ending, calls still return, unrecorded */
+	int rec = ftrt_trace_fd >= 0 && !ended(); /* once the trace is ending (or with graph users alone:
+						   * none open), calls still return, unrecorded */
 	struct shadow_stack *s = ftrt_stack_at(b, sp, ts, rec);
 	/* The returning call is the innermost one whose frame is at sp (a
 	 * tail-called one above its caller, at the same sp, first); any
@@ -195,7 +197,10 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	 * so last is its time) is taken back, and last with it: the entry's
 	 * time less its delta, the time of the record before it (a TIME
 	 * written for the entry stays, and says the same). */
-	rec = rec && sh->mark != MARK_NOTRACE;
+	rec = rec && MARK_RECORDED(sh->mark);
+	if (__builtin_expect(sh->mark >> MARK_USERS_SHIFT != 0, 0))
+		ftrt_fgraph_return(b, sh, sp, ts); /* the graph users' returns, busy held */
+	undata(b, sh);
 	uint32_t n = b->n;
 	uint64_t at = sh->pos - b->base; /* the entry's index in words[], when there */
 	if (rec && ftrt_thresh_tsc && sh->pos >= b->base && at < n && is_entry(b->words[at]) &&

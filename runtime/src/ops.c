@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fgraph.h"
 #include "ftrace.h"
 #include "grace.h"
 #include "live.h"
@@ -129,18 +130,27 @@ static void list(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, 
 	struct ftrt_grace *g = ftrt_grace_enter();
 	const struct view *v = __atomic_load_n(&view, __ATOMIC_ACQUIRE);
 	int o = lr->owner - 1;
+	uint64_t m = 0;
 	if (v && v->n[o]) {
 		const uintptr_t *s = v->site[o];
 		size_t lo = ftrt_lower_bound(s, v->n[o], ip);
-		uint64_t m = lo < v->n[o] && s[lo] == ip ? v->mask[o][lo] : 0;
-		while (m) {
-			int k = __builtin_ctzll(m);
-			m &= m - 1;
-			call(v->slot[k], ip, parent_ip, fregs);
+		m = lo < v->n[o] && s[lo] == ip ? v->mask[o][lo] : 0;
+		for (uint64_t k = m; k;) {
+			struct ops_rec *r = v->slot[__builtin_ctzll(k)];
+			k &= k - 1;
+			if (!(r->flags & FTRT_OPS_FL_AFTER))
+				call(r, ip, parent_ip, fregs);
 		}
 	}
 	if (lr->tracer)
 		ftrt_arch_ops_tracer(ip, fregs);
+	/* Graph users after the tracer: a call it pushed is theirs too. */
+	for (uint64_t k = m; k;) {
+		struct ops_rec *r = v->slot[__builtin_ctzll(k)];
+		k &= k - 1;
+		if (r->flags & FTRT_OPS_FL_AFTER)
+			call(r, ip, parent_ip, fregs);
+	}
 	ftrt_grace_exit(g);
 }
 

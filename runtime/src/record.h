@@ -123,10 +123,18 @@ static inline void record_context(struct tbuf *b, uint64_t ts, uint64_t id)
  * counts (subtree.c). */
 static inline void unmark(struct shadow_stack *s, const struct shadow *sh)
 {
-	if (__builtin_expect(sh->mark == MARK_CHOSEN, 0))
+	if (__builtin_expect((sh->mark & MARK_KIND) == MARK_CHOSEN, 0))
 		s->chosen--;
-	else if (__builtin_expect(sh->mark == MARK_NOTRACE, 0))
+	else if (__builtin_expect((sh->mark & MARK_KIND) == MARK_NOTRACE, 0))
 		s->notrace--;
+}
+
+/* The graph users' data of the popped call sh goes (fgraph.c): the
+ * thread's data stack back to where the call's began. */
+static inline void undata(struct tbuf *b, const struct shadow *sh)
+{
+	if (__builtin_expect(sh->mark >> MARK_USERS_SHIFT != 0, 0) && b->fgdata)
+		b->fgtop = (uint32_t)(sh->mark >> MARK_DATA_SHIFT);
 }
 
 /* One graphed call left without returning (a longjmp, an exception). */
@@ -145,9 +153,10 @@ static inline void record_unwound(struct tbuf *b, uint64_t ts)
 static inline void pop_left(struct tbuf *b, struct shadow_stack *s, uint64_t ts, int rec)
 {
 	const struct shadow *sh = &s->e[--s->depth];
-	if (rec && sh->mark != MARK_NOTRACE)
+	if (rec && MARK_RECORDED(sh->mark))
 		record_unwound(b, ts);
 	unmark(s, sh);
+	undata(b, sh); /* a call left runs no graph user's return */
 }
 
 #endif

@@ -160,6 +160,12 @@ struct tbuf {
 	struct ring *ring; /* the flight recorder's (ring.c): NULL until the buffer first fills */
 	uint64_t written;  /* ring mode: words written to the stream so far */
 	uint32_t pending;  /* writer mode: segments handed to the writer and not yet written (writer.c) */
+	/* The graph users' (fgraph.c): their data for the calls on the
+	 * thread's own shadow stack, a stack of its own (fgdata, made at the
+	 * first reservation; fgtop bytes used), and a word per user. */
+	unsigned char *fgdata;
+	uint32_t fgtop;
+	uintptr_t fgvar[17];
 };
 
 _Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&

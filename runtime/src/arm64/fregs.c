@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "../ftrace.h"
+#include "../fgraph.h"
 #include "../ftrt.h"
 #include "../live.h"
 #include "regs.h"
@@ -75,4 +76,51 @@ void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
 		ftrt_entry_regs(ip, f);
 	else
 		ftrt_entry_frame(ip, (uintptr_t *)f->fp, f->lr);
+}
+
+/* Graph users (fgraph.h): at a patchable area the return address is the
+ * ftrace_regs' lr, which the ops caller puts back in x30; a -pg site's
+ * is in the frame record, signed perhaps (mcount.c's to hook): not for
+ * users. */
+uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *f)
+{
+	return f->kind == FREGS_ENTRY ? (uintptr_t *)&f->lr : NULL;
+}
+
+uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *f)
+{
+	return f->sp;
+}
+
+/* return_to_handler (entry.S) keeps x0-x8 from 80 bytes below the stack
+ * pointer the function returned with. */
+void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *f, uintptr_t sp, uintptr_t ret, const unsigned char *fp)
+{
+	const uint64_t *save = (const uint64_t *)(sp - 80);
+	__builtin_memset(f, 0, sizeof *f);
+	for (int i = 0; i < 9; i++)
+		f->x[i] = save[i];
+	f->sp = sp;
+	f->pc = ret;
+	f->kind = FREGS_MCOUNT; /* nothing to redirect at a return */
+	__builtin_memcpy(f->q, fp, sizeof f->q); /* ftrt_arch_fp_save's q0-q7 */
+}
+
+/* q0-q7 (a floating-point or HFA result), and fpsr. */
+void ftrt_arch_fp_save(unsigned char *buf)
+{
+	__asm__ volatile("stp q0, q1, [%0]\n\tstp q2, q3, [%0, #32]\n\tstp q4, q5, [%0, #64]\n\tstp q6, q7, [%0, #96]\n\t"
+			 "mrs x9, fpsr\n\tstr x9, [%0, #128]"
+			 :
+			 : "r"(buf)
+			 : "x9", "memory");
+}
+
+void ftrt_arch_fp_restore(const unsigned char *buf)
+{
+	__asm__ volatile("ldp q0, q1, [%0]\n\tldp q2, q3, [%0, #32]\n\tldp q4, q5, [%0, #64]\n\tldp q6, q7, [%0, #96]\n\t"
+			 "ldr x9, [%0, #128]\n\tmsr fpsr, x9"
+			 :
+			 : "r"(buf)
+			 : "x9", "memory");
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "../ftrace.h"
+#include "../fgraph.h"
 #include "../ftrt.h"
 #include "../live.h"
 #include "regs.h"
@@ -78,4 +79,42 @@ int ftrace_override_function_with_return(struct ftrace_regs *f)
 void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
 {
 	ftrt_entry(ip, (uintptr_t *)f->sp);
+}
+
+/* Graph users (fgraph.h): the return address is on the stack at sp, at
+ * every site kind; the function returns with the stack pointer above
+ * it. */
+uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *f)
+{
+	return (uintptr_t *)f->sp;
+}
+
+uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *f)
+{
+	return f->sp + 8;
+}
+
+/* return_to_handler and ftrace_graph_leave (graph.S) keep rax and rdx
+ * 32 and 24 bytes below the stack pointer the function returned with. */
+void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *f, uintptr_t sp, uintptr_t ret, const unsigned char *fp)
+{
+	const uint64_t *save = (const uint64_t *)sp - 4;
+	__builtin_memset(f, 0, sizeof *f);
+	f->ax = save[0];
+	f->dx = save[1];
+	f->sp = sp;
+	f->ip = ret;
+	f->kind = FREGS_MCOUNT; /* nothing to redirect at a return */
+	__builtin_memcpy(f->xmm, fp + 160, 2 * 16); /* fxsave's xmm0, xmm1 */
+}
+
+/* fxsave: x87 (a long double result in st0) and the SSE registers. */
+void ftrt_arch_fp_save(unsigned char *buf)
+{
+	__asm__ volatile("fxsave64 %0" : "=m"(*(unsigned char(*)[512])buf));
+}
+
+void ftrt_arch_fp_restore(const unsigned char *buf)
+{
+	__asm__ volatile("fxrstor64 %0" : : "m"(*(const unsigned char(*)[512])buf));
 }

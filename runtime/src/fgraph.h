@@ -1,0 +1,53 @@
+/*
+ * Graph users (fgraph.c): what graph.c, ops.c and api.c call, and what
+ * each architecture gives it (x86_64/fregs.c, arm64/fregs.c).
+ */
+#ifndef FTRT_FGRAPH_H
+#define FTRT_FGRAPH_H
+
+#include <stdint.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+struct tbuf;
+struct shadow;
+struct ftrace_regs;
+struct fgraph_ops;
+
+/* The ops of a graph user: the list calls it after the tracer (ops.c),
+ * so a call the tracer pushed is on top when the user's entry runs. */
+#define FTRT_OPS_FL_AFTER (1ul << 24)
+
+/* graph.c's exit, the call sh popped (busy held): each user's retfunc,
+ * the call's stack pointer at its return sp, at time ts. */
+void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp, uint64_t ts) HIDDEN;
+
+/* api.c's: 0, or -errno with ftrt_fgraph_why saying why. */
+int ftrt_fgraph_register(struct fgraph_ops *g) HIDDEN;
+int ftrt_fgraph_unregister(struct fgraph_ops *g) HIDDEN;
+const char *ftrt_fgraph_why(void) HIDDEN;
+/* Reservations refused for want of room, for the trace's metadata. */
+uint64_t ftrt_fgraph_lost(void) HIDDEN;
+
+/* The architecture's. Where the function at the site of fregs keeps its
+ * return address while it runs (x86-64: its slot on the stack; arm64:
+ * fregs->lr, the ops caller's x30 on the way out), NULL where a graph
+ * user cannot hook it (an arm64 -pg site); and the stack pointer it
+ * will return with (the shadow entry's, as the tracer's). */
+uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *fregs) HIDDEN;
+uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *fregs) HIDDEN;
+/* At a return (graph.c's exit, from return_to_handler, whose frame
+ * below sp holds the return registers): fregs with them, sp and the
+ * real return address ret, and the floating-point ones from fp, what
+ * ftrt_arch_fp_save saved. */
+void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *fregs, uintptr_t sp, uintptr_t ret, const unsigned char *fp) HIDDEN;
+/* Save and restore the floating-point and vector state a return value
+ * may be in (x86-64: fxsave's 512 bytes, x87 and SSE; arm64: q0-q7),
+ * around the program's retfuncs; buf of FTRT_ARCH_FP_SAVE bytes,
+ * 64-byte aligned. Saved before anything else at a return: the C
+ * library's memset and memcpy, which the compiler may call, use them. */
+#define FTRT_ARCH_FP_SAVE 512
+void ftrt_arch_fp_save(unsigned char *buf) HIDDEN;
+void ftrt_arch_fp_restore(const unsigned char *buf) HIDDEN;
+
+#endif

@@ -1,0 +1,276 @@
+/*
+ * ftrace.h's graph users (fgraph), as the kernel's self-tests try them;
+ * each step prints what the callbacks saw, the same in every run and
+ * mode (FTRACE unset, function, function_graph):
+ *
+ *   filters  two users with filters of their own: each sees the entries
+ *            and returns of its functions alone, with their return values
+ *   data     1, 2, 4, 8 and 256 bytes reserved at each entry and found
+ *            whole at the return, through recursion, with one user and
+ *            with four
+ *   values   floating-point and long double results kept whatever a
+ *            retfunc computes
+ *   longjmp  calls left by a longjmp run no retfunc, and the calls after
+ *            go on
+ *   unregister  a user unregistered while its call is under way, and
+ *            freed: the call returns, no callback runs again
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ftrace.h>
+
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noipa))
+#endif
+
+static volatile long zero;
+
+NOINLINE long g_a1(long x) { return x + 1 + zero; }
+NOINLINE long g_a2(long x) { return g_a1(x) * 2 + zero; }
+NOINLINE long g_b1(long x) { return x - 1 + zero; }
+NOINLINE long g_both(long x) { return g_a2(x) + g_b1(x) + zero; }
+NOINLINE long g_rec(long n) { return n <= 0 ? 0 : n + g_rec(n - 1) + zero; }
+NOINLINE double g_fp(double x) { return x * 1.5 + (double)zero; }
+NOINLINE long double g_ld(long double x) { return x * 2.25L + (long double)zero; }
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "fgraph: %s: %s\n", what, ftrace_error());
+	exit(2);
+}
+
+/* ---- filters ---- */
+
+struct seen {
+	int entries, returns;
+	long retsum;
+};
+static struct seen seen_a, seen_b;
+
+static int ent_count(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)e, (void)fregs;
+	((struct seen *)g->private)->entries++;
+	return 1;
+}
+
+static void ret_count(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	struct seen *s = g->private;
+	s->returns++;
+	s->retsum += (long)r->retval;
+	if (r->retval != ftrace_regs_get_return_value(fregs))
+		printf("retval %lu, regs say %lu\n", r->retval, ftrace_regs_get_return_value(fregs));
+}
+
+static void filters(void)
+{
+	struct fgraph_ops ga = { .entryfunc = ent_count, .retfunc = ret_count, .private = &seen_a };
+	struct fgraph_ops gb = { .entryfunc = ent_count, .retfunc = ret_count, .private = &seen_b };
+	if (ftrace_set_filter(&ga.ops, "g_a*", 1) < 0 || ftrace_set_filter(&gb.ops, "g_b*,g_both", 1) < 0)
+		fail("set_filter");
+	if (register_fgraph(&ga) || register_fgraph(&gb))
+		fail("register_fgraph");
+	long r = g_both(10);
+	printf("filters: g_both(10) = %ld; a: %d entries %d returns sum %ld; b: %d entries %d returns sum %ld\n", r,
+	       seen_a.entries, seen_a.returns, seen_a.retsum, seen_b.entries, seen_b.returns, seen_b.retsum);
+	if (unregister_fgraph(&ga) || unregister_fgraph(&gb))
+		fail("unregister_fgraph");
+	seen_a = seen_b = (struct seen){ 0 };
+	g_both(10);
+	printf("filters: unregistered: a %d b %d\n", seen_a.entries + seen_a.returns, seen_b.entries + seen_b.returns);
+}
+
+/* ---- data ---- */
+
+static const int sizes[] = { 1, 2, 4, 8, 256 };
+static long data_ok, data_bad, data_calls;
+
+static unsigned char pattern(unsigned long func, int depth, int idx, int k)
+{
+	return (unsigned char)(func * 31 + (unsigned)depth * 7 + (unsigned)idx * 13 + (unsigned)k);
+}
+
+/* Each call's size by its depth, turned by the user's idx. */
+static int size_of(int depth, int idx)
+{
+	return sizes[(depth + idx) % 5];
+}
+
+static int ent_data(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)fregs;
+	int size = size_of(e->depth, g->idx);
+	unsigned char *p = fgraph_reserve_data(g->idx, size);
+	if (!p)
+		return 0;
+	for (int k = 0; k < size; k++)
+		p[k] = pattern(e->func, e->depth, g->idx, k);
+	return 1;
+}
+
+static void ret_data(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)fregs;
+	int size = 0;
+	unsigned char *p = fgraph_retrieve_data(g->idx, &size);
+	data_calls++;
+	if (!p || size != size_of(r->depth, g->idx)) {
+		data_bad++;
+		return;
+	}
+	for (int k = 0; k < size; k++)
+		if (p[k] != pattern(r->func, r->depth, g->idx, k)) {
+			data_bad++;
+			return;
+		}
+	data_ok++;
+}
+
+static void data(int users)
+{
+	struct fgraph_ops g[4];
+	memset(g, 0, sizeof g);
+	for (int i = 0; i < users; i++) {
+		g[i].entryfunc = ent_data;
+		g[i].retfunc = ret_data;
+		if (ftrace_set_filter(&g[i].ops, "g_rec", 1) < 0 || register_fgraph(&g[i]))
+			fail("register data");
+	}
+	data_ok = data_bad = data_calls = 0;
+	long r = g_rec(20);
+	printf("data, %d user%s: g_rec(20) = %ld; %ld returns, %ld whole, %ld not\n", users, users > 1 ? "s" : "", r, data_calls,
+	       data_ok, data_bad);
+	for (int i = 0; i < users; i++)
+		if (unregister_fgraph(&g[i]))
+			fail("unregister data");
+}
+
+/* ---- values ---- */
+
+static volatile double noise;
+
+static void ret_noise(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)r, (void)g, (void)fregs;
+	noise = noise * 3.25 + 1.5; /* in the registers that hold a double result */
+	long double l = (long double)noise * 7.5L;
+	noise += (double)l;
+}
+
+static void values(void)
+{
+	struct fgraph_ops g = { .retfunc = ret_noise };
+	if (ftrace_set_filter(&g.ops, "g_fp,g_ld", 1) < 0 || register_fgraph(&g))
+		fail("register values");
+	double d = g_fp(4.0);
+	long double l = g_ld(4.0L);
+	printf("values: g_fp(4) = %g, g_ld(4) = %Lg\n", d, l);
+	unregister_fgraph(&g);
+}
+
+/* ---- longjmp ---- */
+
+static jmp_buf env;
+static int lj_returns;
+
+NOINLINE void g_jump(int n)
+{
+	if (n == 0)
+		longjmp(env, 1);
+	g_jump(n - 1);
+	zero += 0;
+}
+
+static void ret_lj(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)r, (void)g, (void)fregs;
+	lj_returns++;
+}
+
+static void jumps(void)
+{
+	struct fgraph_ops g = { .retfunc = ret_lj };
+	if (ftrace_set_filter(&g.ops, "g_jump,g_a1", 1) < 0 || register_fgraph(&g))
+		fail("register longjmp");
+	if (setjmp(env) == 0)
+		g_jump(5);
+	int left = lj_returns;
+	long r = g_a1(1);
+	printf("longjmp: %d returns of the calls left, then g_a1(1) = %ld and %d return\n", left, r, lj_returns - left);
+	unregister_fgraph(&g);
+}
+
+/* ---- unregister under way ---- */
+
+static volatile int in_slow, go_on;
+static int slow_entries, slow_returns;
+
+NOINLINE long g_slow(long x)
+{
+	in_slow = 1;
+	while (!go_on)
+		;
+	return x * 5 + zero;
+}
+
+static int ent_slow(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)e, (void)g, (void)fregs;
+	slow_entries++;
+	return 1;
+}
+
+static void ret_slow(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)r, (void)g, (void)fregs;
+	slow_returns++;
+}
+
+static long slow_result;
+
+static void *slow_thread(void *arg)
+{
+	(void)arg;
+	slow_result = g_slow(7);
+	return NULL;
+}
+
+static void unregister_under_way(void)
+{
+	struct fgraph_ops *g = calloc(1, sizeof *g);
+	g->entryfunc = ent_slow;
+	g->retfunc = ret_slow;
+	if (ftrace_set_filter(&g->ops, "g_slow", 1) < 0 || register_fgraph(g))
+		fail("register slow");
+	pthread_t t;
+	pthread_create(&t, NULL, slow_thread, NULL);
+	while (!in_slow)
+		;
+	if (unregister_fgraph(g))
+		fail("unregister slow");
+	memset(g, 0xa5, sizeof *g);
+	free(g);
+	go_on = 1;
+	pthread_join(t, NULL);
+	printf("unregister under way: g_slow(7) = %ld, %d entry, %d returns\n", slow_result, slow_entries, slow_returns);
+}
+
+int main(void)
+{
+	filters();
+	data(1);
+	data(4);
+	values();
+	jumps();
+	unregister_under_way();
+	return 0;
+}
