@@ -126,6 +126,16 @@ int unregister_fgraph(struct fgraph_ops *gops)
 	return fail(ftrt_fgraph_unregister(gops), ftrt_fgraph_why);
 }
 
+int register_fprobe(struct fprobe *fp, const char *filter, const char *notfilter)
+{
+	return fail(ftrt_fprobe_register(fp, filter, notfilter), ftrt_fprobe_why);
+}
+
+int unregister_fprobe(struct fprobe *fp)
+{
+	return fail(ftrt_fprobe_unregister(fp), ftrt_fprobe_why);
+}
+
 long ftrace_enabled_sites(void)
 {
 	return (long)ftrt_live_enabled();

@@ -60,6 +60,7 @@ struct entering {
 	int own; /* on the thread's own stack: data may be kept */
 };
 static __thread struct entering *cur_entry __attribute__((tls_model("initial-exec")));
+__thread int ftrt_in_users __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* The thread's buffer (made at its first event, whether a trace is open
  * or not: the shadow stack is in it), taken (busy) for the call whose
@@ -108,7 +109,9 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 		e.start = (uint32_t)(top->mark >> MARK_DATA_SHIFT); /* another user's data first */
 	cur_entry = &e;
 	struct ftrace_graph_ent ent = { .func = ip, .depth = (int)d - same };
+	ftrt_in_users++;
 	int want = g->entryfunc ? g->entryfunc(&ent, g, fregs) : 1;
+	ftrt_in_users--;
 	cur_entry = NULL;
 	if (!want || !g->retfunc || !slot) {
 		if (!same || !(top->mark >> MARK_USERS_SHIFT))
@@ -172,7 +175,9 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp, u
 		 * 2^16 changes: a user that old is compared as registered). */
 		if (!u || (uint16_t)(at - since[idx]) >= 0x8000 || !u->retfunc)
 			continue;
+		ftrt_in_users++;
 		u->retfunc(&r, u, &fregs);
+		ftrt_in_users--;
 	}
 	cur_ret = was, cur_ret_b = was_b;
 	ftrt_grace_exit(g);
@@ -221,6 +226,19 @@ void *fgraph_retrieve_data(int idx, int *size)
 		at += 8 + ((hdr[1] + 7) & ~7u);
 	}
 	return NULL;
+}
+
+uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp)
+{
+	struct tbuf *b = tb;
+	if (v != (uintptr_t)return_to_handler || !b)
+		return v;
+	uint64_t id;
+	const struct shadow_stack *s = ftrt_find_stack(b, sp, &id);
+	for (uint32_t k = s ? s->depth : 0; k > 0; k--)
+		if (s->e[k - 1].sp == sp && s->e[k - 1].hook == v)
+			return s->e[k - 1].ret;
+	return v;
 }
 
 unsigned long *fgraph_get_task_var(struct fgraph_ops *gops)

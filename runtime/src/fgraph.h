@@ -26,6 +26,15 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp, u
 int ftrt_fgraph_register(struct fgraph_ops *g) HIDDEN;
 int ftrt_fgraph_unregister(struct fgraph_ops *g) HIDDEN;
 const char *ftrt_fgraph_why(void) HIDDEN;
+/* fprobe.c's, for api.c. */
+struct fprobe;
+int ftrt_fprobe_register(struct fprobe *fp, const char *filter, const char *notfilter) HIDDEN;
+int ftrt_fprobe_unregister(struct fprobe *fp) HIDDEN;
+const char *ftrt_fprobe_why(void) HIDDEN;
+/* In a user's entryfunc (busy held): the real return address of the
+ * call at sp whose return slot holds v (the tracer's or a user's hook
+ * replaced it: the shadow entry's), else v. */
+uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp) HIDDEN;
 /* Reservations refused for want of room, for the trace's metadata. */
 uint64_t ftrt_fgraph_lost(void) HIDDEN;
 

@@ -239,8 +239,8 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
  * trace->retval; an entryfunc that wants the call's time keeps it with
  * fgraph_reserve_data). A call left without returning (longjmp, an
  * exception, a thread's exit) runs no retfunc. Callbacks run in the
- * traced thread, perhaps in a signal handler: async-signal-safe, and
- * not recursing (a traced call of their own is called back again).
+ * traced thread, perhaps in a signal handler: async-signal-safe. Their
+ * own traced calls are neither called back nor in the trace.
  * At an arm64 -pg site (after the prologue) only entryfunc runs.
  *
  * fgraph_reserve_data, in entryfunc: size bytes (at most
@@ -279,6 +279,36 @@ int unregister_fgraph(struct fgraph_ops *gops);
 void *fgraph_reserve_data(int idx, int size);
 void *fgraph_retrieve_data(int idx, int *size);
 unsigned long *fgraph_get_task_var(struct fgraph_ops *gops);
+
+/*
+ * fprobe (the kernel's): an entry and an exit handler on the functions
+ * filter chooses (FTRACE_FILTER's globs), but those notfilter does, built
+ * on a graph user of its own. entry_handler gets the function's site
+ * (entry_ip), its caller's return address (ret_ip), its registers (the
+ * arguments: ftrace_regs_get_argument) and entry_data_size bytes (at
+ * most FPROBE_DATA_MAX) the exit_handler gets back for the same call,
+ * with the registers at the return (ftrace_regs_get_return_value); an
+ * entry_handler that returns non-zero skips the exit_handler of that
+ * call. nmissed counts calls whose data found no room. As graph users:
+ * at most 16 at once, with the graph users; unregister_fprobe waits
+ * until no handler runs; callbacks async-signal-safe.
+ */
+#define FPROBE_DATA_MAX (FGRAPH_DATA_MAX - 8)
+struct fprobe;
+typedef int (*fprobe_entry_cb)(struct fprobe *fp, unsigned long entry_ip, unsigned long ret_ip, struct ftrace_regs *fregs,
+			       void *entry_data);
+typedef void (*fprobe_exit_cb)(struct fprobe *fp, unsigned long entry_ip, unsigned long ret_ip, struct ftrace_regs *fregs,
+			       void *entry_data);
+struct fprobe {
+	fprobe_entry_cb entry_handler;
+	fprobe_exit_cb exit_handler;
+	size_t entry_data_size;
+	unsigned long nmissed;
+	void *private;
+	struct fgraph_ops gops; /* the runtime's */
+};
+int register_fprobe(struct fprobe *fp, const char *filter, const char *notfilter);
+int unregister_fprobe(struct fprobe *fp);
 
 /* How many sites are enabled now, in every module. */
 long ftrace_enabled_sites(void);

@@ -192,6 +192,9 @@ static inline void publish(struct tbuf *b, uint32_t n)
 /* The thread's buffer (read by the fast paths in entry.S too). */
 extern __thread struct tbuf *ftrt_tb __attribute__((tls_model("initial-exec"), visibility("hidden")));
 #define tb ftrt_tb
+/* Set while the thread runs a graph user's callback (fgraph.c), whose
+ * traced calls the tracer leaves out without counting them dropped. */
+extern __thread int ftrt_in_users __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* Set while a thread's buffer is made or torn down (tb not usable). */
 extern __thread volatile int ftrt_thread_busy __attribute__((tls_model("initial-exec"), visibility("hidden")));
 

@@ -14,6 +14,10 @@
  *            go on
  *   unregister  a user unregistered while its call is under way, and
  *            freed: the call returns, no callback runs again
+ *   fprobe   entry and exit handlers: arguments (an integer, a string,
+ *            a double) carried in the entry's data to the exit, with the
+ *            return value and the caller's return address; an entry
+ *            handler that skips the exit; unregistered; too much data
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -59,6 +63,9 @@ static int ent_count(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 {
 	(void)e, (void)fregs;
 	((struct seen *)g->private)->entries++;
+	unsigned long *var = fgraph_get_task_var(g);
+	if (var)
+		*var += 10; /* the thread's own word for this user */
 	return 1;
 }
 
@@ -82,6 +89,8 @@ static void filters(void)
 	long r = g_both(10);
 	printf("filters: g_both(10) = %ld; a: %d entries %d returns sum %ld; b: %d entries %d returns sum %ld\n", r,
 	       seen_a.entries, seen_a.returns, seen_a.retsum, seen_b.entries, seen_b.returns, seen_b.retsum);
+	unsigned long *va = fgraph_get_task_var(&ga), *vb = fgraph_get_task_var(&gb);
+	printf("filters: task variables a=%lu b=%lu\n", va ? *va : 0, vb ? *vb : 0);
 	if (unregister_fgraph(&ga) || unregister_fgraph(&gb))
 		fail("unregister_fgraph");
 	seen_a = seen_b = (struct seen){ 0 };
@@ -264,6 +273,70 @@ static void unregister_under_way(void)
 	printf("unregister under way: g_slow(7) = %ld, %d entry, %d returns\n", slow_result, slow_entries, slow_returns);
 }
 
+/* ---- fprobe ---- */
+
+NOINLINE long g_args(long n, const char *s, double d) { return n + (long)strlen(s) + (long)d + zero; }
+NOINLINE long g_skip(long n) { return n * 2 + zero; }
+
+struct probe_data {
+	long n;
+	char s[16];
+	double d;
+};
+static char probe_out[256];
+static int probe_exits, probe_ret_ip_ok;
+
+static int probe_entry(struct fprobe *fp, unsigned long ip, unsigned long ret_ip, struct ftrace_regs *fregs, void *data)
+{
+	(void)fp, (void)ret_ip;
+	struct probe_data *pd = data;
+	memset(pd, 0, sizeof *pd);
+	pd->n = (long)ftrace_regs_get_argument(fregs, 0);
+	if (ip - (unsigned long)g_args < 16) { /* its site: its entry, or after endbr64 */
+		strncpy(pd->s, (const char *)ftrace_regs_get_argument(fregs, 1), sizeof pd->s - 1);
+		pd->d = ftrace_regs_get_fp_argument(fregs, 0);
+	}
+	return pd->n == 99; /* g_skip(99): no exit */
+}
+
+NOINLINE long call_probe(void);
+
+static void probe_exit(struct fprobe *fp, unsigned long ip, unsigned long ret_ip, struct ftrace_regs *fregs, void *data)
+{
+	(void)fp, (void)ip;
+	const struct probe_data *pd = data;
+	probe_exits++;
+	probe_ret_ip_ok += ret_ip > (unsigned long)call_probe && ret_ip < (unsigned long)call_probe + 512;
+	if (pd->s[0])
+		snprintf(probe_out, sizeof probe_out, "g_args(%ld, \"%s\", %g) = %ld", pd->n, pd->s, pd->d,
+			 (long)ftrace_regs_get_return_value(fregs));
+}
+
+NOINLINE long call_probe(void)
+{
+	long r = g_args(3, "abc", 2.5);
+	r += g_skip(99) + zero;
+	r += g_skip(1) + zero;
+	return r;
+}
+
+static void probes(void)
+{
+	struct fprobe fp = { .entry_handler = probe_entry, .exit_handler = probe_exit, .entry_data_size = sizeof(struct probe_data) };
+	if (register_fprobe(&fp, "g_args,g_skip", NULL))
+		fail("register_fprobe");
+	long r = call_probe();
+	printf("fprobe: %s; %ld in all, %d exits, %d ret_ip in the caller, %lu missed\n", probe_out, r, probe_exits,
+	       probe_ret_ip_ok, fp.nmissed);
+	if (unregister_fprobe(&fp))
+		fail("unregister_fprobe");
+	probe_exits = 0;
+	call_probe();
+	printf("fprobe: unregistered: %d exits\n", probe_exits);
+	struct fprobe bad = { .entry_handler = probe_entry, .entry_data_size = FPROBE_DATA_MAX + 1 };
+	printf("fprobe: too much data: %s\n", register_fprobe(&bad, "g_args", NULL) ? "refused" : "taken");
+}
+
 int main(void)
 {
 	filters();
@@ -272,5 +345,6 @@ int main(void)
 	values();
 	jumps();
 	unregister_under_way();
+	probes();
 	return 0;
 }
