@@ -365,3 +365,27 @@ func TestFgraph(t *testing.T) {
 		})
 	}
 }
+
+// TestFgraphExceptions: a C++ exception thrown through calls a graph
+// user hooked (progs/fgraphx.cc), with no tracer recording them, is
+// caught as untraced: the unwinder's hooks mind the users' calls as the
+// tracer's; the calls left run no retfunc, those after do. With no
+// FTRACE and under each tracer, g++ and clang++ on x86-64, g++ on arm64.
+func TestFgraphExceptions(t *testing.T) {
+	want := "caught 42: 0 returns of the calls left, then middle(1) = 2 and 2 returns\n"
+	forCompilers(t, []target{x86GXX, x86ClangXX, a64GXX}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		objs := buildSrc(t, tg, dir, preferred[tg.arch]+apiFlags(t, tg), true, "fgraphx.cc")
+		prog := linkRecordedOn(t, tg, dir, objs, "-pie")
+		for _, tracer := range []string{"", "function", "function_graph"} {
+			env := []string{"FTRACE_OUT=" + filepath.Join(dir, "t-"+tracer)}
+			if tracer != "" {
+				env = append(env, "FTRACE="+tracer)
+			}
+			got, stderr, code, err := runStatusEnv(dir, env, tg.on(prog)...)
+			if err != nil || code != 0 || got != want {
+				t.Errorf("FTRACE=%s: exit %d, %v, output\n%s\nwant\n%s\nstderr:\n%s", tracer, code, err, got, want, stderr)
+			}
+		}
+	})
+}

@@ -39,6 +39,7 @@
 #include "grace.h"
 #include "live.h"
 #include "ops.h"
+#include "pass.h"
 #include "take.h"
 #include "tracer.h"
 
@@ -262,6 +263,10 @@ int ftrt_fgraph_register(struct fgraph_ops *g)
 		why = "the graph user has no callback";
 		return -EINVAL;
 	}
+	if (!ftrt_graph_safe()) {
+		why = "graph users cannot follow this program's C++ exceptions (its unwinder is linked in statically)";
+		return -ENOTSUP;
+	}
 	ftrt_modules_lock();
 	int idx = 0;
 	for (int i = 1; i <= USERS; i++) {
@@ -280,6 +285,7 @@ int ftrt_fgraph_register(struct fgraph_ops *g)
 	}
 	since[idx] = ++epoch;
 	g->idx = idx;
+	__atomic_store_n(&ftrt_graph_users, 1, __ATOMIC_RELEASE); /* the unwinder's hooks mind the users' calls (walk.c) */
 	__atomic_store_n(&users[idx], g, __ATOMIC_RELEASE);
 	ftrt_modules_release();
 	g->ops.func = entry;

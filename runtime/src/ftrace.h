@@ -112,6 +112,13 @@ int ftrace_snapshot(const char *dir, char *made, size_t size);
  */
 struct ftrace_ops;
 struct ftrace_regs;
+/* The program's own pointer in each structure below: `private`, the
+ * kernel's name, in C; `priv` in C++, where private is a keyword. */
+#ifdef __cplusplus
+#define FTRACE_PRIVATE void *priv
+#else
+#define FTRACE_PRIVATE void *private
+#endif
 typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op, struct ftrace_regs *fregs);
 
 /* Set by the runtime while the ops is registered. */
@@ -131,7 +138,7 @@ typedef void (*ftrace_func_t)(unsigned long ip, unsigned long parent_ip, struct 
 struct ftrace_ops {
 	ftrace_func_t func;
 	unsigned long flags;
-	void *private;
+	FTRACE_PRIVATE;
 	unsigned long direct_call; /* register_ftrace_direct's trampoline */
 	unsigned long internal[4]; /* the runtime's */
 };
@@ -270,7 +277,7 @@ struct fgraph_ops {
 	trace_func_graph_ent_t entryfunc;
 	trace_func_graph_ret_t retfunc;
 	struct ftrace_ops ops; /* its filter: ftrace_set_filter(&gops->ops, ...) */
-	void *private;
+	FTRACE_PRIVATE;
 	int idx;               /* set by register: its bit, 1..16 */
 };
 #define FGRAPH_DATA_MAX 256
@@ -304,7 +311,7 @@ struct fprobe {
 	fprobe_exit_cb exit_handler;
 	size_t entry_data_size;
 	unsigned long nmissed;
-	void *private;
+	FTRACE_PRIVATE;
 	struct fgraph_ops gops; /* the runtime's */
 };
 int register_fprobe(struct fprobe *fp, const char *filter, const char *notfilter);

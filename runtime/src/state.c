@@ -65,6 +65,9 @@ int ftrt_paused;
  * whatever the tracer is now, and the unwinder's hooks (walk.c) must
  * mind them. */
 int ftrt_graph_used;
+/* A graph user (fgraph.c) has been registered: calls it hooked may be
+ * under way, which the unwinder's hooks must mind as the tracer's. */
+int ftrt_graph_users;
 
 /* Process-wide choices of the graph tracer made while it runs. */
 int ftrt_graph_slow; /* a context exists: every call takes the C path (stack_at) */

@@ -207,7 +207,7 @@ extern _Atomic uint64_t ftrt_lost_bytes HIDDEN, ftrt_recorded_bytes HIDDEN, ftrt
 extern int ftrt_trace_fd HIDDEN, ftrt_creator_pid HIDDEN, ftrt_trace_pid HIDDEN, ftrt_membarrier_state HIDDEN;
 extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN;
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
-extern int ftrt_paused HIDDEN, ftrt_graph_used HIDDEN;
+extern int ftrt_paused HIDDEN, ftrt_graph_used HIDDEN, ftrt_graph_users HIDDEN;
 
 /* Whether recording is paused (tracing_off): read by the C entry paths,
  * as the fast paths read their flags. */

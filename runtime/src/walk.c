@@ -63,7 +63,7 @@
 static struct tbuf *walk_begin(void)
 {
 	struct tbuf *b = tb;
-	if (!b || !ftrt_graph_used || !take(b, (uintptr_t)__builtin_frame_address(0)))
+	if (!b || !(ftrt_graph_used || ftrt_graph_users) || !take(b, (uintptr_t)__builtin_frame_address(0)))
 		return NULL;
 	return b;
 }
@@ -211,7 +211,7 @@ void ftrt_graph_resume(const void *exc, uintptr_t sp)
 int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi)
 {
 	struct tbuf *b = tb;
-	if (!b || !ftrt_graph_used || (b->busy && !ftrt_abandoned(b, b->busy, (uintptr_t)__builtin_frame_address(0))))
+	if (!b || !(ftrt_graph_used || ftrt_graph_users) || (b->busy && !ftrt_abandoned(b, b->busy, (uintptr_t)__builtin_frame_address(0))))
 		return 0;
 	uint64_t id;
 	struct shadow_stack *s = ftrt_find_stack(b, (uintptr_t)__builtin_frame_address(0), &id);
