@@ -18,10 +18,16 @@
  *            a double) carried in the entry's data to the exit, with the
  *            return value and the caller's return address; an entry
  *            handler that skips the exit; unregistered; too much data
+ *   stress   eight threads, and signal handlers on them, call a user's
+ *            functions while it is registered and unregistered (and
+ *            freed) ROUNDS times: every result right, every call's data
+ *            its own, no callback after unregister returns
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +343,99 @@ static void probes(void)
 	printf("fprobe: too much data: %s\n", register_fprobe(&bad, "g_args", NULL) ? "refused" : "taken");
 }
 
+/* ---- registered and unregistered while threads call ---- */
+
+#define THREADS 8
+#define ROUNDS 200
+NOINLINE long g_hot(long x) { return g_a1(x) + 1 + zero; }
+
+static volatile int gone, stop;
+static long late, bad_sums;
+static long hot_rets, handled, budget; /* changed with __atomic builtins */
+/* Calls a round, all told: enough to meet every change, few enough that
+ * a trace of them stays small. */
+#define BUDGET (THREADS * 1000)
+
+static int ent_hot(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)e, (void)fregs;
+	if (gone)
+		__atomic_fetch_add(&late, 1, __ATOMIC_RELAXED);
+	long *d = fgraph_reserve_data(g->idx, 8);
+	if (d)
+		*d = (long)e->func;
+	return 1;
+}
+
+static void ret_hot(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
+{
+	(void)fregs;
+	if (gone)
+		__atomic_fetch_add(&late, 1, __ATOMIC_RELAXED);
+	long *d = fgraph_retrieve_data(g->idx, NULL);
+	if (!d || *d != (long)r->func)
+		__atomic_fetch_add(&bad_sums, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&hot_rets, 1, __ATOMIC_RELAXED);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	if (g_hot(3) != 5)
+		__atomic_fetch_add(&bad_sums, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&handled, 1, __ATOMIC_RELAXED);
+}
+
+static void *hot(void *arg)
+{
+	long i = (long)arg;
+	while (!stop) {
+		if (__atomic_fetch_sub(&budget, 1, __ATOMIC_RELAXED) <= 0) {
+			sched_yield();
+			continue;
+		}
+		if (g_hot(i) != i + 2)
+			__atomic_fetch_add(&bad_sums, 1, __ATOMIC_RELAXED);
+		i = (i + 1) & 1023;
+	}
+	return NULL;
+}
+
+static void stress(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t th[THREADS];
+	for (long i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, hot, (void *)i);
+	long rets = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		struct fgraph_ops *g = calloc(1, sizeof *g);
+		g->entryfunc = ent_hot;
+		g->retfunc = ret_hot;
+		gone = 0;
+		if (ftrace_set_filter(&g->ops, "g_hot,g_a1", 1) < 0 || register_fgraph(g))
+			fail("register stress");
+		__atomic_store_n(&budget, BUDGET, __ATOMIC_RELAXED);
+		pthread_kill(th[r % THREADS], SIGUSR1);
+		while (__atomic_load_n(&hot_rets, __ATOMIC_RELAXED) < 10 && __atomic_load_n(&budget, __ATOMIC_RELAXED) > 0)
+			;
+		if (unregister_fgraph(g))
+			fail("unregister stress");
+		gone = 1;
+		memset(g, 0xa5, sizeof *g);
+		free(g);
+		rets += __atomic_exchange_n(&hot_rets, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&budget, 0, __ATOMIC_RELAXED);
+	}
+	stop = 1;
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	printf("stress: %d rounds, returns %s, handlers %s, callbacks after unregister %ld, wrong results or data %ld\n", ROUNDS,
+	       rets >= 10L * ROUNDS ? "yes" : "no", handled ? "ran" : "never ran", late, bad_sums);
+}
+
 int main(void)
 {
 	filters();
@@ -346,5 +445,6 @@ int main(void)
 	jumps();
 	unregister_under_way();
 	probes();
+	stress();
 	return 0;
 }
