@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 
+	"ftpatch/internal/golden"
 	"ftpatch/internal/sitetest"
 )
 
@@ -388,4 +390,51 @@ func TestFgraphExceptions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// argsEnv asks progs/args.c's every argument and return value.
+var argsEnv = []string{
+	"FTRACE_ARGS=parse@arg1,arg2/s;check@arg1/s;scale@fparg1,fparg2,arg1;sum_pair@arg1,arg2;name_of@arg1;first@arg1/s;where@arg1/p;outer@arg1",
+	"FTRACE_RETVAL=parse;scale/f;sum_pair;name_of/s;first/c;where/p;outer;check",
+}
+
+// TestArgs: arguments and return values in the trace (FTRACE_ARGS,
+// FTRACE_RETVAL; progs/args.c): integers, a pointer, strings (one cut
+// at 96 bytes, one at a bad address shown as such, one that ends just
+// before an unreadable page), doubles, a char, a struct by value in two
+// registers, and a return value of each kind, as `ftpatch replay` shows
+// them under function_graph (testdata/args-graph.golden: parse(3, "abc")
+// = 6) and the arguments under function (testdata/args-function.golden),
+// times, thread ids and callers masked. The program's output is the
+// untraced one. On x86-64 (entry and -pg sites) and arm64 under qemu.
+func TestArgs(t *testing.T) {
+	for _, c := range []ccBuild{
+		{x86GCC, "-O2 -pg -mfentry"},
+		{x86GCC, "-O2 -pg"},
+		{x86Clang, "-O2 -pg -mfentry -fcf-protection"},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
+		{a64Clang, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"},
+	} {
+		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, c.tg, dir, "args.c")
+			prog := traced(t, c.tg, dir, c.flags, true, "args.c")
+			for _, tracer := range []string{"function_graph", "function"} {
+				_, tdir := runTracedArgv(t, dir, c.tg.on(prog), tracer, tracer, argsEnv, wantOut, wantCode)
+				out, stderr := run(t, dir, tool("ftpatch"), "replay", tdir)
+				if stderr != "" {
+					t.Errorf("%s: replay: %s", tracer, stderr)
+				}
+				name := "args-graph"
+				if tracer == "function" {
+					name = "args-function"
+					out = regexp.MustCompile(`(?m)^ *[0-9]+\.[0-9]{3} +[0-9]+  `).ReplaceAllString(out, "  T.TTT  TID  ")
+					out = regexp.MustCompile(` <- .*`).ReplaceAllString(out, " <- CALLER")
+				}
+				golden.Check(t, filepath.Join("testdata", name+".golden"), masked([]byte(out)))
+			}
+		})
+	}
 }

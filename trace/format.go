@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"ftpatch/runtime/abi"
@@ -74,6 +76,37 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 	)
 	for n < len(out) && len(b)-used >= 8 {
 		w0 := le.Uint64(b[used:])
+		// Arguments precede their call's CALL or ENTRY, a return value
+		// its call's EXIT: the two are decoded together, or not yet.
+		if sub := w0 >> abi.RecExtBits & subMask; w0>>abi.RecKindShift == abi.RecExt && (sub == abi.ExtArgs || sub == abi.ExtRetval) {
+			size := 8 * (1 + int(w0&abi.ArgWordsMask))
+			if len(b)-used < size {
+				return n, used, nil
+			}
+			text, err := argsText(b[used:used+size], w0)
+			if err != nil {
+				return n, used, err
+			}
+			clock := d.clock
+			n1, used1, err := d.decode3(b[used+size:], out[n:n+1])
+			if err != nil && !errors.Is(err, errZeroWord) {
+				return n, used, err
+			}
+			if n1 == 0 {
+				d.clock = clock
+				if err != nil {
+					return n, used + size, err // the stream ends after them
+				}
+				return n, used, nil // the record they go with is not all here yet
+			}
+			if k := out[n].Kind(); (sub == abi.ExtArgs && (k == Call || k == Entry) && le.Uint64(b[used+8:]) == out[n].IP && out[n].IP&ctxMark == 0) ||
+				(sub == abi.ExtRetval && k == Exit) {
+				out[n].Data = text
+			}
+			used += size + used1
+			n++
+			continue
+		}
 		switch w0 >> abi.RecKindShift {
 		case abi.RecCall:
 			if w0 == 0 {
@@ -141,6 +174,63 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 		n++
 	}
 	return n, used, nil
+}
+
+// argsText formats an EXT_ARGS or EXT_RETVAL record (rec, w0 its first
+// word; abi.h lays it out) as its values, comma-separated: 3, "abc", 0x10, 2.5, 'c'; a
+// string the runtime could not read as <unreadable 0x...>, one it cut
+// with "..." after.
+func argsText(rec []byte, w0 uint64) (string, error) {
+	le := binary.LittleEndian
+	words := len(rec) / 8
+	if words < 3 {
+		return "", fmt.Errorf("%w: an argument record of %d words (word %#016x)", ErrFormat, words, w0)
+	}
+	types := le.Uint64(rec[16:])
+	count := int(types & (1<<abi.ArgTypeBits - 1))
+	var sb strings.Builder
+	k := 3
+	for i := range count {
+		if k >= words {
+			return "", fmt.Errorf("%w: an argument record shorter than its %d items (word %#016x)", ErrFormat, count, w0)
+		}
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		v := le.Uint64(rec[8*k:])
+		k++
+		switch t := types >> (abi.ArgTypeBits * (i + 1)) & (1<<abi.ArgTypeBits - 1); t {
+		case abi.ArgInt:
+			sb.WriteString(strconv.FormatInt(int64(v), 10))
+		case abi.ArgUint, abi.ArgPtr:
+			sb.WriteString("0x" + strconv.FormatUint(v, 16))
+		case abi.ArgDouble:
+			sb.WriteString(strconv.FormatFloat(math.Float64frombits(v), 'g', -1, 64))
+		case abi.ArgChar:
+			sb.WriteString(strconv.QuoteRune(rune(byte(v))))
+		case abi.ArgString:
+			if v&abi.ArgUnreadable != 0 {
+				if k >= words {
+					return "", fmt.Errorf("%w: an unreadable string without its pointer (word %#016x)", ErrFormat, w0)
+				}
+				sb.WriteString("<unreadable 0x" + strconv.FormatUint(le.Uint64(rec[8*k:]), 16) + ">")
+				k++
+				break
+			}
+			n := int(v & abi.ArgLenMask)
+			if n > abi.ArgStringMax || k+(n+7)/8 > words {
+				return "", fmt.Errorf("%w: a string of %d bytes in an argument record of %d words (word %#016x)", ErrFormat, n, words, w0)
+			}
+			sb.WriteString(strconv.Quote(string(rec[8*k : 8*k+n])))
+			if v&abi.ArgTruncated != 0 {
+				sb.WriteString("...")
+			}
+			k += (n + 7) / 8
+		default:
+			return "", fmt.Errorf("%w: an argument of type %d (word %#016x)", ErrFormat, t, w0)
+		}
+	}
+	return sb.String(), nil
 }
 
 // decode2 decodes format 2: every record starts with kind << 62 | its

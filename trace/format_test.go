@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,7 +253,10 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"zero word", 3, []uint64{0, 2<<62 | 1}, errZeroWord, ""},
 		{"zero word, format 2", 2, []uint64{0}, errZeroWord, ""},
-		{"reserved 6", 3, []uint64{3<<62 | 6<<58}, ErrFormat, "reserved kind 3.6"},
+		{"reserved 8", 3, []uint64{3<<62 | 8<<58}, ErrFormat, "reserved kind 3.8"},
+		{"arguments without items", 3, []uint64{3<<62 | 6<<58, 2<<62 | 1}, ErrFormat, "an argument record of 1 words"},
+		{"arguments of no known type", 3, []uint64{3<<62 | 6<<58 | 3, 0x401000, 1 | 9<<4, 5, 1<<62 | 0x401000}, ErrFormat, "an argument of type 9"},
+		{"a string longer than its record", 3, []uint64{3<<62 | 7<<58 | 3, 0x401000, 1 | 5<<4, 40, 2<<62 | 1}, ErrFormat, "a string of 40 bytes"},
 		{"reserved 15", 3, []uint64{3<<62 | 15<<58 | 7, 0, 0}, ErrFormat, "reserved kind 3.15"},
 		{"time with a payload", 3, []uint64{3<<62 | 1<<58 | 1, 5}, ErrFormat, "TIME record with a payload"},
 		{"entry of a marked site", 3, []uint64{3<<62 | 3<<58, 1<<63 | 0x1000}, ErrFormat, "an entry of site 0x8000000000001000"},
@@ -354,5 +358,53 @@ func TestDecodeWrapped(t *testing.T) {
 	}
 	if out[0].Kind() != Entry || out[0].TS != 1003 || out[0].IP != 0x401000 || out[1].Kind() != Exit || out[1].TS != 1007 {
 		t.Errorf("records %+v, %+v; want the entry at 1003 of 0x401000 and its exit at 1007", out[0], out[1])
+	}
+}
+
+// TestDecodeArgs: an EXT_ARGS before its ENTRY and its CALL, an
+// EXT_RETVAL before its EXIT (a TIME between), decoded into the records'
+// Data, each item type formatted; arguments of another site than the
+// record's are dropped, the record kept; a pair cut short is left for
+// the next call, whole.
+func TestDecodeArgs(t *testing.T) {
+	const site = 0x401000
+	str := binary.LittleEndian.Uint64([]byte("abc\x00\x00\x00\x00\x00"))
+	words := []uint64{
+		3<<62 | 1<<58, 1000, // TIME
+		3<<62 | 6<<58 | 10, site, 6 | 1<<4 | 2<<8 | 4<<12 | 5<<16 | 6<<20 | 5<<24, // ARGS: six items
+		^uint64(1), 255, math.Float64bits(2.5), 3, str, 'x', abi.ArgUnreadable, 16,
+		1<<62 | 2<<47 | site,                      // ENTRY
+		3<<62 | 7<<58 | 3, site, 1 | 3<<4, 0x1000, // RETVAL
+		3<<62 | 1<<58, 2000, // TIME
+		2<<62 | 5,                             // EXIT
+		3<<62 | 6<<58 | 3, 0x999, 1 | 1<<4, 9, // ARGS of another site
+		0<<62 | 1<<47 | site, 0x402000, // CALL
+	}
+	var b []byte
+	for _, w := range words {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	want := []Record{
+		{TS: 1002, IP: site, Info: uint64(Entry) << 62, Data: `-2, 0xff, 2.5, "abc", 'x', <unreadable 0x10>`},
+		{TS: 2005, Info: uint64(Exit) << 62, Data: "0x1000"},
+		{TS: 2006, IP: site, Info: uint64(Call)<<62 | 0x402000},
+	}
+	for cut := 8; cut <= len(b); cut += 8 {
+		d := &decoder{format: 3}
+		out := make([]Record, 8)
+		var got []Record
+		n, used, err := d.decode(b[:cut], out)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		got = append(got, out[:n]...)
+		n, _, err = d.decode(b[used:], out)
+		if err != nil {
+			t.Fatalf("cut at %d, the rest: %v", cut, err)
+		}
+		got = append(got, out[:n]...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("cut at %d: decoded\n%+v\nwant\n%+v", cut, got, want)
+		}
 	}
 }

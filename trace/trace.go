@@ -260,6 +260,10 @@ type Record struct {
 	TS   uint64 // the clock's reading: rdtsc ticks, or ns on the mono clock
 	IP   uint64 // the site's run-time address (of an Exit or Unwound: its Entry's; 0 when that was not in the stream)
 	Info uint64 // Kind << 62 | the caller's return address (Call records)
+	// Data: a Call's or Entry's arguments, an Exit's return value, as
+	// FTRACE_ARGS and FTRACE_RETVAL recorded them ("3, \"abc\"", "7");
+	// "" when none were.
+	Data string
 }
 
 // A Kind says what a record records.

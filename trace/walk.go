@@ -93,6 +93,16 @@ type Sink interface {
 	Close(how EndKind, fn string, start, ns float64)
 }
 
+// A DataSink is a Sink that shows what FTRACE_ARGS and FTRACE_RETVAL
+// recorded: Args, right after the Enter of a kept call, its arguments;
+// Ret, right before the Close of one that returned, its return value
+// (the runtime's formatting: "3, \"abc\"", "7").
+type DataSink interface {
+	Sink
+	Args(args string)
+	Ret(ret string)
+}
+
 // An EndKind says how a graphed call ended.
 type EndKind uint8
 
@@ -161,7 +171,9 @@ func (w *Walker) Records(recs []Record) {
 				src = w.names.SourceAt(r.IP, r.TS)
 			}
 			w.Push(w.names.FuncAt(r.IP, r.TS), src, ns)
+			w.data(r.Data, false)
 		case Exit:
+			w.data(r.Data, true)
 			w.Pop(Returned, ns)
 		case Unwound:
 			w.Pop(LeftEarly, ns)
@@ -175,7 +187,23 @@ func (w *Walker) Records(recs []Record) {
 				src = w.names.SourceAt(r.IP, r.TS)
 			}
 			w.Push(w.names.FuncAt(r.IP, r.TS), src, ns)
+			w.data(r.Data, false)
 			w.Pop(Untimed, ns)
+		}
+	}
+}
+
+// data hands a kept innermost call's arguments (ret: its return value)
+// to a sink that shows them.
+func (w *Walker) data(d string, ret bool) {
+	if d == "" || len(w.stack) == 0 || !w.stack[len(w.stack)-1].kept {
+		return
+	}
+	if ds, ok := w.cur.(DataSink); ok {
+		if ret {
+			ds.Ret(d)
+		} else {
+			ds.Args(d)
 		}
 	}
 }

@@ -42,12 +42,14 @@ type printer struct {
 	events  int // calls shown
 	header  []byte
 	line    []byte
+	ret     string // the return value of the call Close closes next, or ""
 }
 
 type pframe struct {
 	fn, src string
 	start   float64
 	depth   int
+	args    string // FTRACE_ARGS's, or ""
 }
 
 func newPrinter(w *bufio.Writer, tid int, f *trace.Filter, unended bool) *printer {
@@ -56,8 +58,18 @@ func newPrinter(w *bufio.Writer, tid int, f *trace.Filter, unended bool) *printe
 
 // Enter holds a call until it is known to be shown.
 func (p *printer) Enter(fn, src string, ns float64, depth int) {
-	p.stack = append(p.stack, pframe{fn, src, ns, depth})
+	p.stack = append(p.stack, pframe{fn: fn, src: src, start: ns, depth: depth})
 }
+
+// Args gives the call just entered its arguments.
+func (p *printer) Args(args string) {
+	if len(p.stack) > 0 {
+		p.stack[len(p.stack)-1].args = args
+	}
+}
+
+// Ret gives the call about to close its return value.
+func (p *printer) Ret(ret string) { p.ret = ret }
 
 // Close prints a call that ended, with what it holds open above it.
 func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
@@ -65,6 +77,8 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	fr := p.stack[k]
 	p.stack = p.stack[:k]
 	wasOpen := p.printed > k
+	ret := p.ret
+	p.ret = ""
 	if p.thresh > 0 && how != trace.Running && ns-start < p.thresh {
 		return // left out, and its callees (shorter still, none shown) with it
 	}
@@ -78,6 +92,9 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	p.printed = k
 	d := ns - start
 	switch {
+	case !wasOpen && how == trace.Returned && ret != "":
+		p.call(d, &fr, " = "+ret+";")
+		return
 	case !wasOpen && how == trace.Returned:
 		p.call(d, &fr, ";")
 		return
@@ -94,7 +111,13 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 		d = -1
 	}
 	p.lead(d, fr.depth)
-	p.line = append(p.line, "} /* "...)
+	if ret != "" {
+		p.line = append(p.line, "} = "...)
+		p.line = append(p.line, ret...)
+		p.line = append(p.line, "; /* "...)
+	} else {
+		p.line = append(p.line, "} /* "...)
+	}
 	p.line = append(p.line, fr.fn...)
 	switch {
 	case how == trace.LeftEarly:
@@ -116,7 +139,7 @@ func (p *printer) open(fr *pframe) { p.call(-1, fr, " {") }
 // opened), its source position; and counts it shown.
 func (p *printer) call(d float64, fr *pframe, mark string) {
 	p.lead(d, fr.depth)
-	p.line = appendCall(p.line, fr.fn)
+	p.line = appendCallArgs(p.line, fr.fn, fr.args)
 	p.line = append(p.line, mark...)
 	p.line = appendSource(p.line, fr.src)
 	p.line = append(p.line, '\n')
@@ -153,6 +176,34 @@ func appendCall(b []byte, name string) []byte {
 		return b
 	}
 	return append(b, "()"...)
+}
+
+// appendCallArgs appends a function as called with the arguments the
+// trace recorded: name(args), a demangled C++ name's parameter list
+// giving way to them; without any, as appendCall.
+func appendCallArgs(b []byte, name, args string) []byte {
+	if args == "" {
+		return appendCall(b, name)
+	}
+	if strings.HasSuffix(name, ")") {
+		depth := 0
+		for i := len(name) - 1; i >= 0; i-- {
+			switch name[i] {
+			case ')':
+				depth++
+			case '(':
+				depth--
+			}
+			if depth == 0 {
+				name = name[:i]
+				break
+			}
+		}
+	}
+	b = append(b, name...)
+	b = append(b, '(')
+	b = append(b, args...)
+	return append(b, ')')
 }
 
 // appendDur appends a duration for the DURATION column (10 columns:
@@ -385,7 +436,11 @@ func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 		line = append(line, "  "...)
 		line = appendPadded(line, strconv.AppendInt(nil, int64(s.Tid), 10), 7)
 		line = append(line, "  "...)
-		line = append(line, fn...)
+		if r.Data != "" {
+			line = appendCallArgs(line, fn, r.Data) // FTRACE_ARGS's
+		} else {
+			line = append(line, fn...)
+		}
 		line = append(line, " <- "...)
 		line = append(line, nm.NameAt(r.Parent(), r.TS)...)
 		if f.Source {

@@ -56,7 +56,27 @@ const (
 	ExtLongEntry = 3 // EXT_LONGENTRY: payload delta; w1 = site
 	ExtLongCall  = 4 // EXT_LONGCALL: payload delta; w1 = site, w2 = parent ip
 	ExtWrapped   = 5 // EXT_WRAPPED: payload = words of earlier records the flight recorder's ring overwrote
-	ExtReserved  = 6 // EXT_RESERVED: the first reserved sub-kind
+	ExtArgs      = 6 // EXT_ARGS: payload = words after w0; w1 = site, w2 = items, then each: the arguments of the call whose CALL or ENTRY follows
+	ExtRetval    = 7 // EXT_RETVAL: as ExtArgs, one item: the return value of the call whose EXIT follows
+	ExtReserved  = 8 // EXT_RESERVED: the first reserved sub-kind
+)
+
+// An EXT_ARGS or EXT_RETVAL record's items (abi.h's ARG_*): w2 holds
+// their count (its low ArgTypeBits) and each one's type above it.
+const (
+	ArgWordsMask  = 0xffff  // ARG_WORDS_MASK: the payload's words after w0
+	ArgTypeBits   = 4       // ARG_TYPE_BITS
+	ArgMax        = 15      // ARG_MAX: items a record holds at most
+	ArgInt        = 1       // ARG_INT: a signed integer
+	ArgUint       = 2       // ARG_UINT: an unsigned integer, shown in hex
+	ArgPtr        = 3       // ARG_PTR: a pointer
+	ArgDouble     = 4       // ARG_DOUBLE: a double's bits
+	ArgString     = 5       // ARG_STRING: length word, then bytes or the pointer
+	ArgChar       = 6       // ARG_CHAR: a char
+	ArgLenMask    = 0xffff  // ARG_LEN_MASK: a string's length
+	ArgTruncated  = 1 << 16 // ARG_TRUNCATED: the string is longer than ArgStringMax bytes
+	ArgUnreadable = 1 << 17 // ARG_UNREADABLE: the pointer could not be read; it follows
+	ArgStringMax  = 96      // ARG_STRING_MAX: a string's bytes kept at most
 )
 
 // ExtWords are the words of a record of each EXT sub-kind (EXT_WORDS);
@@ -82,6 +102,8 @@ const (
 	EnvNop          = "FTRACE_NOP"           // ENV_NOP: the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks)
 	EnvCtl          = "FTRACE_CTL"           // ENV_CTL: 1: listen on a control socket for ftpatch ctl (ctl.c)
 	EnvBuffer       = "FTRACE_BUFFER"        // ENV_BUFFER: BufferStream (default), BufferRing ":SIZE" (the flight recorder) or BufferWriter
+	EnvArgs         = "FTRACE_ARGS"          // ENV_ARGS: arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c)
+	EnvRetval       = "FTRACE_RETVAL"        // ENV_RETVAL: return values to record: func[/fmt];glob... (function_graph)
 )
 
 const (

@@ -58,9 +58,35 @@
 #define EXT_LONGENTRY 3 /* payload delta; w1 = site; 2 words */
 #define EXT_LONGCALL 4  /* payload delta; w1 = site, w2 = parent ip; 3 words */
 #define EXT_WRAPPED 5   /* payload: words of earlier records the flight recorder's ring overwrote; no time; 1 word */
-#define EXT_RESERVED 6  /* the first reserved sub-kind */
-/* Words of a record of each sub-kind (1 << REC_EXT_SUB_BITS of them); 0: reserved. */
+#define EXT_ARGS 6      /* payload: words after w0 (ARG_WORDS_MASK); no time; w1 = site, w2 = items, then each: the arguments of the call whose CALL or ENTRY follows */
+#define EXT_RETVAL 7    /* as EXT_ARGS, one item: the return value of the call whose EXIT follows */
+#define EXT_RESERVED 8  /* the first reserved sub-kind */
+/* Words of a record of each sub-kind (1 << REC_EXT_SUB_BITS of them); 0:
+ * reserved, or EXT_ARGS and EXT_RETVAL, whose payload says. */
 #define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3, [EXT_WRAPPED] = 1 }
+
+/*
+ * An EXT_ARGS or EXT_RETVAL record (FTRACE_ARGS, FTRACE_RETVAL: capture.c)
+ * precedes the CALL or ENTRY of its call (the site in w1 names it), or
+ * its EXIT (a TIME may come between). w2 holds how many items (its low ARG_TYPE_BITS) and
+ * each item's type (ARG_TYPE_BITS each above it, the first lowest);
+ * each item is one word, a string's more: w = its length (ARG_LEN_MASK)
+ * | ARG_TRUNCATED | ARG_UNREADABLE, then the bytes (w of them, padded
+ * to a word with zeros), or, unreadable, the pointer.
+ */
+#define ARG_WORDS_MASK 0xffff /* an EXT_ARGS's or EXT_RETVAL's payload: the words after w0 */
+#define ARG_TYPE_BITS 4
+#define ARG_MAX 15     /* items a record holds at most */
+#define ARG_INT 1      /* a signed integer: printed in decimal */
+#define ARG_UINT 2     /* an unsigned integer: printed in hex */
+#define ARG_PTR 3      /* a pointer: in hex */
+#define ARG_DOUBLE 4   /* a double's bits */
+#define ARG_STRING 5   /* a C string: length word, then bytes or the pointer */
+#define ARG_CHAR 6     /* a char */
+#define ARG_LEN_MASK 0xffff
+#define ARG_TRUNCATED (1ull << 16) /* longer than ARG_STRING_MAX bytes: these are its first */
+#define ARG_UNREADABLE (1ull << 17) /* the pointer could not be read: it follows */
+#define ARG_STRING_MAX 96
 
 /*
  * The runtime's environment variables (env.c reads each, and none in a
@@ -81,6 +107,8 @@
 #define ENV_NOP "FTRACE_NOP" /* the NOPs the pass writes: p6, k8 or jmp (tests of the fallbacks) */
 #define ENV_CTL "FTRACE_CTL" /* 1: listen on a control socket for ftpatch ctl (ctl.c) */
 #define ENV_BUFFER "FTRACE_BUFFER" /* BUFFER_STREAM (default), BUFFER_RING ":SIZE" (the flight recorder) or BUFFER_WRITER */
+#define ENV_ARGS "FTRACE_ARGS" /* arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c) */
+#define ENV_RETVAL "FTRACE_RETVAL" /* return values to record: func[/fmt];glob... (function_graph) */
 
 /*
  * The metadata (meta.c's writer): one "key value" line each, in

@@ -242,6 +242,17 @@ uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp)
 	return v;
 }
 
+struct tbuf *ftrt_fgraph_entering(void)
+{
+	return cur_entry ? cur_entry->b : NULL;
+}
+
+struct tbuf *ftrt_fgraph_returning(void)
+{
+	const struct shadow *sh = cur_ret;
+	return sh && MARK_RECORDED(sh->mark) && ftrt_trace_fd >= 0 && !ended() ? cur_ret_b : NULL;
+}
+
 unsigned long *fgraph_get_task_var(struct fgraph_ops *gops)
 {
 	struct tbuf *b = tb;

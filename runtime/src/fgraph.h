@@ -35,6 +35,15 @@ const char *ftrt_fprobe_why(void) HIDDEN;
  * call at sp whose return slot holds v (the tracer's or a user's hook
  * replaced it: the shadow entry's), else v. */
 uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp) HIDDEN;
+/* For capture.c: in a user's entryfunc, the thread's buffer (taken);
+ * in a retfunc, the buffer when the call's EXIT is to be recorded after
+ * it, else NULL. */
+struct tbuf *ftrt_fgraph_entering(void) HIDDEN;
+struct tbuf *ftrt_fgraph_returning(void) HIDDEN;
+/* capture.c (FTRACE_ARGS, FTRACE_RETVAL): start, when the program's
+ * initialisers begin (lifetime.c); a module was added (ops.c). */
+void ftrt_capture_start(void) HIDDEN;
+void ftrt_capture_added(void) HIDDEN;
 /* Reservations refused for want of room, for the trace's metadata. */
 uint64_t ftrt_fgraph_lost(void) HIDDEN;
 

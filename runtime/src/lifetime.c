@@ -62,6 +62,7 @@
 #include <stddef.h>
 #include <sys/auxv.h>
 
+#include "fgraph.h"
 #include "ftrt.h"
 #include "live.h"
 
@@ -115,6 +116,7 @@ static void threads(void)
 {
 	ftrt_ctl_start(); /* when FTRACE_CTL asks (ftrt_ctl_wanted) */
 	ftrt_writer_start();
+	ftrt_capture_start(); /* when FTRACE_ARGS or FTRACE_RETVAL asks */
 }
 
 static void end_handler(void *unused)

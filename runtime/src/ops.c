@@ -558,6 +558,8 @@ int ftrt_ops_filter(struct ftrace_ops *ops, const char *globs, int reset, int no
 
 void ftrt_ops_added(const struct ftrt_mod *md)
 {
-	if (used)
+	if (used) {
 		update(md->owner);
+		ftrt_capture_added();
+	}
 }

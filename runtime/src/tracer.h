@@ -315,8 +315,10 @@ static inline uint32_t rec_words(uint64_t w0)
 	static const uint8_t words[4] = REC_WORDS;
 	static const uint8_t ext[1 << REC_EXT_SUB_BITS] = EXT_WORDS;
 	uint32_t k = words[w0 >> REC_KIND_SHIFT];
-	if (k == 0)
-		k = ext[EXT_SUB(w0)];
+	if (k == 0) {
+		unsigned sub = EXT_SUB(w0);
+		k = sub == EXT_ARGS || sub == EXT_RETVAL ? 1 + (uint32_t)(w0 & ARG_WORDS_MASK) : ext[sub];
+	}
 	return k ? k : 1; /* a reserved sub-kind, never written: a word, so a walk ends */
 }
 
