@@ -22,6 +22,8 @@ type Settings struct {
 	GraphNotrace []string      // FTRACE_GRAPH_NOTRACE: nothing inside one of these
 	Buffer       string        // FTRACE_BUFFER: stream, writer, or ring:SIZE (the flight recorder); "" the default
 	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
+	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
+	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 }
 
 // Variables are the variables Settings owns: Env removes each from the
@@ -29,7 +31,7 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl}
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -43,6 +45,8 @@ func (s Settings) vars() []string {
 	add(abi.EnvOut, s.Out)
 	add(abi.EnvFilter, strings.Join(s.Filter, ","))
 	add(abi.EnvBuffer, s.Buffer)
+	add(abi.EnvArgs, s.Args)
+	add(abi.EnvRetval, s.Retval)
 	if s.Ctl {
 		add(abi.EnvCtl, "1")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/argspec"
 	"ftpatch/elfx"
 	"ftpatch/infile"
 	"ftpatch/launch"
@@ -46,6 +47,8 @@ type recordFlags struct {
 	tracer                 string
 	buffer                 string
 	ctl                    bool
+	args, retval           []string
+	autoArgs               bool
 }
 
 func (r *recordFlags) register(cmd *cobra.Command) {
@@ -59,6 +62,9 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&r.filter, "filter", nil, "trace only the functions `GLOBS` choose (FTRACE_FILTER: globs separated by commas, !glob excludes; repeat to add)")
 	f.StringVar(&r.buffer, "buffer", "", "how records are kept (FTRACE_BUFFER): `MODE` stream (each thread writes its own, the default), writer (a thread of the runtime's writes them) or ring:SIZE (the flight recorder: each thread's last SIZE, like 64m, kept in memory and written at the end or a crash)")
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
+	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, ITEMS argN[/d|x|p|s|c] (the Nth integer or pointer argument, from 1) and fpargN (the Nth floating-point one), separated by commas; FUNC a glob; repeat, or separate with ';'")
+	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT d x p s c or f (a double); repeat, or separate with ';'")
+	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, their types taken from the program's DWARF (-g)")
 }
 
 // ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
@@ -101,7 +107,28 @@ func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, er
 	if r.depth < 0 {
 		return s, usage(fmt.Errorf("--depth %d: want a positive number", r.depth))
 	}
+	s.Args, s.Retval = strings.Join(r.args, ";"), strings.Join(r.retval, ";")
+	if (s.Args != "" || s.Retval != "") && s.Tracer == "nop" {
+		return s, usage(errors.New("--args and --retval need the function or function_graph tracer"))
+	}
 	return s, nil
+}
+
+// addAutoArgs adds to s the arguments and return values of the functions
+// the filters choose, by their types in the program's DWARF.
+func (r *recordFlags) addAutoArgs(s *launch.Settings, prog string) error {
+	globs := append(append([]string{}, r.filter...), r.funcs...)
+	if len(globs) == 0 {
+		return usage(errors.New("--auto-args needs --filter or -F to say which functions"))
+	}
+	funcs, err := argspec.Read(prog, globs)
+	if err != nil {
+		return fmt.Errorf("--auto-args: %w", err)
+	}
+	args, ret := argspec.Settings(funcs)
+	s.Args = strings.Trim(strings.Join([]string{s.Args, args}, ";"), ";")
+	s.Retval = strings.Trim(strings.Join([]string{s.Retval, ret}, ";"), ";")
+	return nil
 }
 
 // A target is the program record runs.
@@ -256,6 +283,9 @@ func (t *target) ended(stderr io.Writer, st launch.Status, s launch.Settings, td
 // it ended and where its trace is.
 func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.Status, launch.Settings, madeTrace, error) {
 	s, err := r.settings(dir, t.prepatched)
+	if err == nil && r.autoArgs {
+		err = r.addAutoArgs(&s, t.path)
+	}
 	if err != nil {
 		return launch.Status{}, s, madeTrace{}, err
 	}
@@ -275,8 +305,9 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 
 const recordEnv = `Environment: record sets the runtime's variables from its flags:
 FTRACE (the tracer), FTRACE_OUT (-d), FTRACE_FILTER (--filter),
-FTRACE_DEPTH (-D), FTRACE_THRESH (-t), FTRACE_GRAPH_FUNCS (-F) and
-FTRACE_GRAPH_NOTRACE (-N). The flags win: any of these the environment
+FTRACE_DEPTH (-D), FTRACE_THRESH (-t), FTRACE_GRAPH_FUNCS (-F),
+FTRACE_GRAPH_NOTRACE (-N), FTRACE_ARGS (-A, --auto-args) and
+FTRACE_RETVAL (-R, --auto-args). The flags win: any of these the environment
 already holds is not passed on (record names them on stderr), so a
 recording is what its command line says. The runtime's other variables
 (FTRACE_CLOCK, FTRACE_MODE, FTRACE_DEBUG, FTRACE_INHERIT, FTRACE_NOP)

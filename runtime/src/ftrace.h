@@ -256,6 +256,8 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
  * thread's room is used up (counted, never a crash). fgraph_get_task_var:
  * a word per user and thread, zero at first.
  *
+ * FTRACE_ARGS and FTRACE_RETVAL take one of the 16 users when set.
+ *
  * unregister_fgraph: after it returns, neither callback of the user runs
  * again, even for a call under way, whose return is still made
  * whole; gops may then be freed. EBUSY: registered already; ENOSPC: 16
