@@ -122,27 +122,9 @@ func TestOpsBytes(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
 	}
-	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
-	var lines [][]string
-	for l := range strings.Lines(out) {
-		lines = append(lines, strings.Fields(l))
-	}
-	if len(lines) != 4 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" || lines[3][0] != "direct" {
-		t.Fatalf("dump:\n%s", out)
-	}
-	word := func(f []string) (uint64, []byte) {
-		a, err1 := strconv.ParseUint(f[1], 16, 64)
-		b, err2 := hex.DecodeString(f[2])
-		if err1 != nil || err2 != nil {
-			t.Fatalf("dump line %q", f)
-		}
-		return a, b
-	}
-	site, on := word(lines[0])
-	bias := site - addr["t_one"]
-	tramp, tb := word(lines[1])
-	_, off := word(lines[2])
-	_, db := word(lines[3])
+	d := readOpsDump(t, prog, out)
+	addr, site, bias, tramp := d.addr, d.site, d.bias, d.tramp
+	on, tb, off, db := d.on, d.tb, d.off, d.direct
 
 	if call, err := x86asm.Decode(db, 64); err != nil || call.Op != x86asm.CALL || call.Len != 5 ||
 		site+5+uint64(int64(call.Args[0].(x86asm.Rel))) != addr["tramp_a"]+bias {
@@ -197,27 +179,9 @@ func TestOpsBytesARM64(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
 	}
-	addr := sitetest.Symbols(t, sitetest.Open(t, prog))
-	var lines [][]string
-	for l := range strings.Lines(out) {
-		lines = append(lines, strings.Fields(l))
-	}
-	if len(lines) != 4 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" || lines[3][0] != "direct" {
-		t.Fatalf("dump:\n%s", out)
-	}
-	word := func(f []string) (uint64, []byte) {
-		a, err1 := strconv.ParseUint(f[1], 16, 64)
-		b, err2 := hex.DecodeString(f[2])
-		if err1 != nil || err2 != nil {
-			t.Fatalf("dump line %q", f)
-		}
-		return a, b
-	}
-	site, on := word(lines[0])
-	bias := site - addr["t_one"]
-	tramp, tb := word(lines[1])
-	_, off := word(lines[2])
-	_, db := word(lines[3])
+	d := readOpsDump(t, prog, out)
+	addr, site, bias, tramp := d.addr, d.site, d.bias, d.tramp
+	on, tb, off, db := d.on, d.tb, d.off, d.direct
 	decode := func(b []byte, at uint64) string {
 		in, err := arm64asm.Decode(b)
 		if err != nil {
@@ -461,4 +425,41 @@ func TestAutoArgs(t *testing.T) {
 		!strings.Contains(stderr, "--auto-args needs --filter or -F") {
 		t.Errorf("--auto-args without a filter: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// An opsDump is what progs/ops.c's dump printed: t_one's site (its
+// address, bias from the file's, and bytes) with one ops registered, the
+// trampoline it calls (address and bytes), and its bytes after the ops
+// is unregistered and with a direct trampoline registered; and the
+// program's symbols.
+type opsDump struct {
+	addr                map[string]uint64
+	site, bias, tramp   uint64
+	on, tb, off, direct []byte
+}
+
+func readOpsDump(t *testing.T, prog, out string) opsDump {
+	t.Helper()
+	var lines [][]string
+	for l := range strings.Lines(out) {
+		lines = append(lines, strings.Fields(l))
+	}
+	if len(lines) != 4 || lines[0][0] != "site" || lines[1][0] != "tramp" || lines[2][0] != "site" || lines[3][0] != "direct" {
+		t.Fatalf("dump:\n%s", out)
+	}
+	word := func(f []string) (uint64, []byte) {
+		a, err1 := strconv.ParseUint(f[1], 16, 64)
+		b, err2 := hex.DecodeString(f[2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("dump line %q", f)
+		}
+		return a, b
+	}
+	d := opsDump{addr: sitetest.Symbols(t, sitetest.Open(t, prog))}
+	d.site, d.on = word(lines[0])
+	d.bias = d.site - d.addr["t_one"]
+	d.tramp, d.tb = word(lines[1])
+	_, d.off = word(lines[2])
+	_, d.direct = word(lines[3])
+	return d
 }

@@ -287,21 +287,6 @@ static int read_string(uintptr_t p, char *out, int *truncated)
 	return ARG_STRING_MAX;
 }
 
-/* Room for words more in b's buffer (record.h's room, for a record
- * longer than REC_MAX_WORDS). */
-static uint32_t room_for(struct tbuf *b, uint32_t words)
-{
-	if (b->n + words > TBUF_WORDS) {
-		if (ftrt_ring_slots)
-			ftrt_ring_push(b);
-		else if (ftrt_writer)
-			ftrt_writer_handoff(b);
-		else
-			ftrt_flush(b);
-	}
-	return b->n;
-}
-
 /* Add an item of type with value v (a string: the pointer) to w at *k,
  * which it moves past it. */
 static void put_item(uint64_t *w, uint32_t *k, int type, uint64_t v)

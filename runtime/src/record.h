@@ -9,13 +9,12 @@
 
 #include "tracer.h"
 
-/* Room for a record of up to REC_MAX_WORDS words: flush when the buffer
- * is full (the flight recorder: into the thread's ring; writer mode: to
- * the writer thread). */
-static inline uint32_t room(struct tbuf *b)
+/* Room for words more: flush when the buffer has not (the flight
+ * recorder: into the thread's ring; writer mode: to the writer thread). */
+static inline uint32_t room_for(struct tbuf *b, uint32_t words)
 {
 	uint32_t n = b->n;
-	if (__builtin_expect(n > TBUF_WORDS - REC_MAX_WORDS, 0)) {
+	if (__builtin_expect(n > TBUF_WORDS - words, 0)) {
 		if (ftrt_ring_slots)
 			ftrt_ring_push(b);
 		else if (ftrt_writer)
@@ -25,6 +24,12 @@ static inline uint32_t room(struct tbuf *b)
 		n = 0;
 	}
 	return n;
+}
+
+/* Room for a record of up to REC_MAX_WORDS words. */
+static inline uint32_t room(struct tbuf *b)
+{
+	return room_for(b, REC_MAX_WORDS);
 }
 
 /*

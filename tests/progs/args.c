@@ -10,11 +10,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#ifdef __clang__
-#define NOINLINE __attribute__((noinline))
-#else
-#define NOINLINE __attribute__((noipa))
-#endif
+#include "attrs.h"
+
 
 static volatile long zero;
 

@@ -35,11 +35,8 @@
 
 #include <ftrace.h>
 
-#ifdef __clang__
-#define NOINLINE __attribute__((noinline))
-#else
-#define NOINLINE __attribute__((noipa))
-#endif
+#include "attrs.h"
+
 
 static volatile long zero;
 

@@ -49,13 +49,8 @@
 
 #include <ftrace.h>
 
-/* Not inlined, and no caller assumes anything of what it returns (each
- * result reads zero besides, which clang cannot know to be 0). */
-#ifdef __clang__
-#define NOINLINE __attribute__((noinline))
-#else
-#define NOINLINE __attribute__((noipa))
-#endif
+#include "attrs.h"
+
 #define TAG 0x7e57a90000000000ul
 
 #ifndef ROUNDS
@@ -63,6 +58,8 @@
 #endif
 #define THREADS 8
 
+/* Each result reads zero besides, which no compiler can know to be 0:
+ * no caller assumes what a test function returns. */
 static volatile long sink, zero;
 
 NOINLINE long t_one(unsigned long n, unsigned long tag) { sink += (long)(tag + n); return 1; }

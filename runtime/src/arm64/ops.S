@@ -45,6 +45,26 @@
 	stp	q6, q7, [sp, #REGS + FREGS_Q + 96]
 .endm
 
+/*
+ * The rest of the ftrace_regs (kind; direct: none yet), then the
+ * record's handler, handler(ip, parent_ip, record, fregs): ip the site,
+ * x30 - back (its length); x9 the parent ip, x11 the record. Back from
+ * it, the argument and vector registers are the ftrace_regs'.
+ */
+.macro CALL_HANDLER kind, back
+	mov	x10, #\kind
+	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none */
+	mov	x29, sp
+	sub	x0, x30, #\back			/* arg 1: ip = the site */
+	mov	x1, x9				/* arg 2: the parent ip */
+	mov	x2, x11				/* arg 3: the record */
+	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
+	ldr	x16, [x11]			/* record->func */
+	blr	x16
+	RESTORE_Q
+	RESTORE_ARGS
+.endm
+
 .macro RESTORE_Q
 	ldp	q0, q1, [sp, #REGS + FREGS_Q]
 	ldp	q2, q3, [sp, #REGS + FREGS_Q + 32]
@@ -71,17 +91,7 @@
 	add	x10, sp, #FRAME			/* the site's sp */
 	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
 	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
-	mov	x10, #FREGS_ENTRY
-	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none */
-	mov	x29, sp
-	sub	x0, x30, #8			/* arg 1: ip = the site */
-	mov	x1, x9				/* arg 2: the parent ip */
-	mov	x2, x11				/* arg 3: the record */
-	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
-	ldr	x16, [x11]			/* record->func */
-	blr	x16
-	RESTORE_Q
-	RESTORE_ARGS
+	CALL_HANDLER FREGS_ENTRY, 8
 	ldr	x16, [sp, #REGS + FREGS_DIRECT]	/* a direct trampoline, or 0 */
 	cbnz	x16, 1f
 	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr */
@@ -128,17 +138,7 @@
 	mov	x30, x10
 	stp	x29, x9, [sp, #REGS + FREGS_FP]	/* fp: the frame record; lr: the parent ip */
 	stp	x29, x30, [sp, #REGS + FREGS_SP]	/* sp: the frame record too; pc */
-	mov	x10, #FREGS_MCOUNT
-	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none (never taken here) */
-	mov	x29, sp
-	sub	x0, x30, #4			/* arg 1: ip = the site */
-	mov	x1, x9				/* arg 2: the parent ip */
-	mov	x2, x11				/* arg 3: the record */
-	add	x3, sp, #REGS			/* arg 4: the ftrace_regs */
-	ldr	x16, [x11]			/* record->func */
-	blr	x16
-	RESTORE_Q
-	RESTORE_ARGS
+	CALL_HANDLER FREGS_MCOUNT, 4
 	ldp	x29, x30, [sp], #FRAME		/* x29, x30 as on entry */
 	.cfi_def_cfa_offset 0
 	ret
