@@ -273,8 +273,9 @@ func TestOpsLoadedLater(t *testing.T) {
 // call returns. The output is testdata/fgraph.golden with no FTRACE and
 // under each tracer; under function_graph, which shares the shadow
 // stack with the users, every call in the trace is whole. On x86-64,
-// and on arm64 under qemu at patchable areas (at an arm64 -pg site only
-// entryfunc runs, which ftrace.h says).
+// and on arm64 under qemu at patchable areas and -pg sites, with and
+// without pointer authentication (the frame record's return address
+// hooked signed, as function_graph hooks it).
 func TestFgraph(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "fgraph.golden"))
 	if err != nil {
@@ -290,6 +291,8 @@ func TestFgraph(t *testing.T) {
 		{ccBuild{x86Clang, "-O2 -fpatchable-function-entry=5"}, false},
 		{ccBuild{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}, true},
 		{ccBuild{a64Clang, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"}, true},
+		{ccBuild{a64GCC, "-O2 -pg"}, true},
+		{ccBuild{a64GCC, "-O2 -pg -mbranch-protection=standard"}, true},
 	}
 	for _, c := range builds {
 		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags)+"/"+picFlag(c.pie), func(t *testing.T) {

@@ -87,8 +87,12 @@ static struct tbuf *buffer(uintptr_t ref)
 static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct fgraph_ops *g = op->private;
-	uintptr_t *slot = ftrt_arch_fgraph_slot(fregs);
-	uintptr_t sp = ftrt_arch_fgraph_sp(fregs);
+	struct fgraph_hook h;
+	int hooks = ftrt_arch_fgraph_hook(fregs, ip, &h) == 0;
+	uintptr_t *slot = hooks ? h.slot : NULL;
+	/* Not hooked (an arm64 -pg prologue not understood): the frame
+	 * record's end, a bound from below, as mcount.c's for such a call. */
+	uintptr_t sp = hooks ? h.sp : (uintptr_t)ftrace_regs_get_stack_pointer(fregs) + 16;
 	(void)parent_ip;
 	int idx = g->idx;
 	if (idx < 1 || idx > USERS)
@@ -102,9 +106,9 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 	struct shadow *top = d > 0 ? &s->e[d - 1] : NULL;
 	/* This very call, pushed by the tracer (or by a user before) in
 	 * this walk: its slot already hooked. */
-	int same = top && top->sp == sp && top->ip == ip && slot && *slot == top->hook;
-	if (!same && d > 0 && slot && left(b, top, sp, *slot))
-		d = unwind_to(b, s, ts, sp, *slot, ftrt_trace_fd >= 0 && !ended());
+	int same = top && slot && top->sp == sp && top->ip == ip && *slot == h.val;
+	if (!same && d > 0 && slot && left(b, top, sp, h.ret))
+		d = unwind_to(b, s, ts, sp, h.ret, ftrt_trace_fd >= 0 && !ended());
 	struct entering e = { b, b->fgtop, s == &b->own };
 	if (same && (top->mark >> MARK_USERS_SHIFT) != 0)
 		e.start = (uint32_t)(top->mark >> MARK_DATA_SHIFT); /* another user's data first */
@@ -128,7 +132,7 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 		top->mark = m | bit;
 	} else if (d < ftrt_max_depth && d < SHADOW_MAX && !s->stopped) {
 		struct shadow *sh = &s->e[d];
-		sh->ret = *slot;
+		sh->ret = h.ret;
 		sh->ip = ip;
 		sh->sp = sp;
 		sh->hook = (uintptr_t)return_to_handler;
@@ -136,7 +140,7 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 		sh->mark = MARK_UNRECORDED | bit | (uintptr_t)__atomic_load_n(&epoch, __ATOMIC_RELAXED) << MARK_EPOCH_SHIFT |
 			   (uintptr_t)e.start << MARK_DATA_SHIFT;
 		s->depth = d + 1;
-		*slot = (uintptr_t)return_to_handler; /* with the entry, under busy: see left() */
+		*slot = h.val; /* with the entry, under busy: see left() */
 	} else {
 		b->fgtop = e.start;
 	}

@@ -47,13 +47,23 @@ void ftrt_capture_added(void) HIDDEN;
 /* Reservations refused for want of room, for the trace's metadata. */
 uint64_t ftrt_fgraph_lost(void) HIDDEN;
 
-/* The architecture's. Where the function at the site of fregs keeps its
- * return address while it runs (x86-64: its slot on the stack; arm64:
- * fregs->lr, the ops caller's x30 on the way out), NULL where a graph
- * user cannot hook it (an arm64 -pg site); and the stack pointer it
- * will return with (the shadow entry's, as the tracer's). */
-uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *fregs) HIDDEN;
-uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *fregs) HIDDEN;
+/* The architecture's. How the return of the function at the site ip of
+ * fregs is hooked, as the tracer hooks it: where its return address is
+ * kept while it runs (slot: x86-64, its slot on the stack; arm64,
+ * fregs->lr, the ops caller's x30 on the way out, or at a -pg site the
+ * frame record's saved x30), the stack pointer it will return with (the
+ * shadow entry's), where it really returns (ret), and what the slot is
+ * to hold (val: return_to_handler, signed as the prologue signs at an
+ * arm64 -pg site). 0, or -1 when it cannot be hooked (an arm64 -pg
+ * prologue not understood: mcount.c). */
+struct fgraph_hook {
+	uintptr_t *slot;
+	uintptr_t sp, ret, val;
+};
+int ftrt_arch_fgraph_hook(struct ftrace_regs *fregs, uintptr_t ip, struct fgraph_hook *h) HIDDEN;
+/* arm64's, at a -pg site (mcount.c): fp the function's frame record,
+ * parent its return address, stripped. */
+int ftrt_arm64_mcount_hook(uintptr_t ip, uintptr_t *fp, uintptr_t parent, struct fgraph_hook *h) HIDDEN;
 /* At a return (graph.c's exit, from return_to_handler, whose frame
  * below sp holds the return registers): fregs with them, sp and the
  * real return address ret, and the floating-point ones from fp, what

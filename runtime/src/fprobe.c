@@ -15,16 +15,18 @@
 
 /* The caller's return address: the shadow entry's, once the tracer or
  * another user hooked the return; else what the slot holds. */
-static unsigned long caller_of(struct ftrace_regs *fregs)
+static unsigned long caller_of(struct ftrace_regs *fregs, uintptr_t ip)
 {
-	uintptr_t *slot = ftrt_arch_fgraph_slot(fregs);
-	return slot ? (unsigned long)ftrt_fgraph_real_return(*slot, ftrt_arch_fgraph_sp(fregs)) : 0;
+	struct fgraph_hook h;
+	if (ftrt_arch_fgraph_hook(fregs, ip, &h) != 0)
+		return 0;
+	return (unsigned long)ftrt_fgraph_real_return(h.ret, h.sp);
 }
 
 static int entry(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
 {
 	struct fprobe *fp = (struct fprobe *)((char *)g - offsetof(struct fprobe, gops));
-	unsigned long ret_ip = caller_of(fregs);
+	unsigned long ret_ip = caller_of(fregs, e->func);
 	unsigned char *d = fgraph_reserve_data(g->idx, (int)(8 + fp->entry_data_size));
 	if (!d) {
 		__atomic_fetch_add(&fp->nmissed, 1, __ATOMIC_RELAXED);

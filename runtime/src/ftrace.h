@@ -248,7 +248,6 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
  * exception, a thread's exit) runs no retfunc. Callbacks run in the
  * traced thread, perhaps in a signal handler: async-signal-safe. Their
  * own traced calls are neither called back nor in the trace.
- * At an arm64 -pg site (after the prologue) only entryfunc runs.
  *
  * fgraph_reserve_data, in entryfunc: size bytes (at most
  * FGRAPH_DATA_MAX, 8-byte aligned) the same user's retfunc gets back

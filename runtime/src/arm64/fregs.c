@@ -78,18 +78,21 @@ void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
 		ftrt_entry_frame(ip, (uintptr_t *)f->fp, f->lr);
 }
 
+void return_to_handler(void);
+
 /* Graph users (fgraph.h): at a patchable area the return address is the
  * ftrace_regs' lr, which the ops caller puts back in x30; a -pg site's
- * is in the frame record, signed perhaps (mcount.c's to hook): not for
- * users. */
-uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *f)
+ * is in the frame record, signed perhaps: mcount.c hooks it as the
+ * tracer does. */
+int ftrt_arch_fgraph_hook(struct ftrace_regs *f, uintptr_t ip, struct fgraph_hook *h)
 {
-	return f->kind == FREGS_ENTRY ? (uintptr_t *)&f->lr : NULL;
-}
-
-uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *f)
-{
-	return f->sp;
+	if (f->kind != FREGS_ENTRY)
+		return ftrt_arm64_mcount_hook(ip, (uintptr_t *)f->fp, f->lr, h);
+	h->slot = (uintptr_t *)&f->lr;
+	h->sp = f->sp;
+	h->ret = f->lr;
+	h->val = (uintptr_t)return_to_handler;
+	return 0;
 }
 
 /* return_to_handler (entry.S) keeps x0-x8 from 80 bytes below the stack

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "../fgraph.h"
 #include "../ftrt.h"
 #include "../tracer.h"
 #include "../take.h"
@@ -115,4 +116,29 @@ void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent)
 			fp[1] = fs.key == FRAME_UNSIGNED ? hook : sign_with(hook, sp, fs.key);
 	}
 	unbusy(b, 0);
+}
+
+/*
+ * For graph users (fgraph.c): how the return of the -pg site ip's
+ * function, whose frame record is fp and whose return address,
+ * stripped, is parent, is hooked, as ftrt_entry_frame hooks it for
+ * function_graph: the frame record's saved x30, the entry sp the
+ * prologue says, return_to_handler signed as the prologue signed. -1
+ * when the prologue is not understood, or the saved address is not
+ * parent signed as it says (the tracer records such a call untimed).
+ */
+int ftrt_arm64_mcount_hook(uintptr_t ip, uintptr_t *fp, uintptr_t parent, struct fgraph_hook *h)
+{
+	struct frame_shape fs = { 0, FRAME_UNSIGNED };
+	if (!fp || !arm64_frame_shape(ip, &fs))
+		return -1;
+	uintptr_t sp = (uintptr_t)fp + fs.cfa, hook = (uintptr_t)return_to_handler;
+	/* The tracer may have hooked it already, in this walk. */
+	if (!signed_as(fp[1], parent, sp, fs.key) && !signed_as(fp[1], hook, sp, fs.key))
+		return -1;
+	h->slot = &fp[1];
+	h->sp = sp;
+	h->ret = parent;
+	h->val = fs.key == FRAME_UNSIGNED ? hook : sign_with(hook, sp, fs.key);
+	return 0;
 }

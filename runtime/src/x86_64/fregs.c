@@ -81,17 +81,19 @@ void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *f)
 	ftrt_entry(ip, (uintptr_t *)f->sp);
 }
 
+void return_to_handler(void);
+
 /* Graph users (fgraph.h): the return address is on the stack at sp, at
  * every site kind; the function returns with the stack pointer above
  * it. */
-uintptr_t *ftrt_arch_fgraph_slot(struct ftrace_regs *f)
+int ftrt_arch_fgraph_hook(struct ftrace_regs *f, uintptr_t ip, struct fgraph_hook *h)
 {
-	return (uintptr_t *)f->sp;
-}
-
-uintptr_t ftrt_arch_fgraph_sp(struct ftrace_regs *f)
-{
-	return f->sp + 8;
+	(void)ip;
+	h->slot = (uintptr_t *)f->sp;
+	h->sp = f->sp + 8;
+	h->ret = *h->slot;
+	h->val = (uintptr_t)return_to_handler;
+	return 0;
 }
 
 /* return_to_handler and ftrace_graph_leave (graph.S) keep rax and rdx
