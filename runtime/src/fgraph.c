@@ -70,17 +70,8 @@ __thread int ftrt_in_users __attribute__((tls_model("initial-exec"), visibility(
  * traced call), or no buffer can be made. */
 static struct tbuf *buffer(uintptr_t ref)
 {
-	struct tbuf *b = tb;
-	if (__builtin_expect(b == NULL, 0)) {
-		if (ftrt_thread_busy)
-			return NULL;
-		ftrt_thread_busy = 1;
-		b = ftrt_tbuf_new();
-		ftrt_thread_busy = 0;
-		if (!b)
-			return NULL;
-	}
-	return take(b, ref) ? b : NULL;
+	struct tbuf *b = own_buffer();
+	return b && take(b, ref) ? b : NULL;
 }
 
 /* A user's entry: its internal ops's callback. */

@@ -88,6 +88,22 @@ static inline uint32_t unwind_to(struct tbuf *b, struct shadow_stack *s, uint64_
 	return s->depth;
 }
 
+/* The thread's buffer, made at its first event (the tracer's, or a
+ * graph user's: fgraph.c); NULL when it cannot be (it is being made or
+ * torn down, or no memory). */
+static inline struct tbuf *own_buffer(void)
+{
+	struct tbuf *b = tb;
+	if (__builtin_expect(b == NULL, 0)) {
+		if (ftrt_thread_busy)
+			return NULL;
+		ftrt_thread_busy = 1;
+		b = ftrt_tbuf_new();
+		ftrt_thread_busy = 0;
+	}
+	return b;
+}
+
 /* The thread's buffer, made at its first event, taken (busy) for the
  * call whose stack pointer is ref; NULL when the tracer cannot record
  * here (it is already running on this thread: a signal handler; or the
@@ -99,16 +115,9 @@ static inline struct tbuf *enter(uintptr_t ref)
 	 * touching TLS, which may not be set up yet (ifunc resolvers). */
 	if (__builtin_expect(ftrt_trace_fd < 0, 0))
 		return NULL;
-	struct tbuf *b = tb;
-	if (__builtin_expect(b == NULL, 0)) {
-		if (ftrt_thread_busy)
-			goto drop;
-		ftrt_thread_busy = 1;
-		b = ftrt_tbuf_new();
-		ftrt_thread_busy = 0;
-		if (!b)
-			goto drop;
-	}
+	struct tbuf *b = own_buffer();
+	if (__builtin_expect(!b, 0))
+		goto drop;
 	if (__builtin_expect(!take(b, ref), 0))
 		goto drop;
 	if (__builtin_expect(ended(), 0)) {
