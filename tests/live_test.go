@@ -537,8 +537,7 @@ func TestLiveLoadedLater(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
-			objs := buildSrc(t, c.tg, dir, c.flags+" -fPIC", true, "livedlplug.c")
-			plug := linkShared(t, c.tg, dir, "libplug.so", objs)
+			plug := livePlugin(t, c.tg, dir, c.flags)
 			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livedl.c")
 			for _, tracer := range []string{"", "function"} {
 				out := filepath.Join(dir, "t-"+tracer)
@@ -565,4 +564,11 @@ func TestLiveLoadedLater(t *testing.T) {
 			}
 		})
 	}
+}
+
+// livePlugin builds progs/livedlplug.c with flags into dir/libplug.so,
+// a shared object with sites, for programs that load it later.
+func livePlugin(t *testing.T, tg target, dir, flags string) string {
+	t.Helper()
+	return linkShared(t, tg, dir, "libplug.so", buildSrc(t, tg, dir, flags+" -fPIC", true, "livedlplug.c"))
 }

@@ -245,8 +245,7 @@ func TestOpsLoadedLater(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
-			objs := buildSrc(t, c.tg, dir, c.flags+" -fPIC", true, "livedlplug.c")
-			plug := linkShared(t, c.tg, dir, "libplug.so", objs)
+			plug := livePlugin(t, c.tg, dir, c.flags)
 			prog := traced(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "opsdl.c")
 			want := "loaded: all=2 a=1 sum=8\nreloaded: all=2 a=1 sum=8\nunregistered: all=0 a=0 sum=8\n"
 			for _, tracer := range []string{"", "function_graph"} {

@@ -49,7 +49,6 @@
 static struct fgraph_ops *users[USERS + 1]; /* by idx; NULL: free (atomic) */
 static uint16_t since[USERS + 1];           /* the epoch each registered at */
 static uint16_t epoch = 1;                  /* bumped at each change */
-static _Atomic uint64_t fgdata_lost;        /* reservations refused: no room */
 
 void return_to_handler(void);
 
@@ -142,9 +141,8 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 static __thread const struct shadow *cur_ret __attribute__((tls_model("initial-exec")));
 static __thread struct tbuf *cur_ret_b __attribute__((tls_model("initial-exec")));
 
-void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp, uint64_t ts)
+void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 {
-	(void)ts;
 	/* First: the C library's memset or memcpy, which the compiler may
 	 * call for what follows, use the vector registers a result is in. */
 	unsigned char fp[FTRT_ARCH_FP_SAVE] __attribute__((aligned(64)));
@@ -193,10 +191,8 @@ void *fgraph_reserve_data(int idx, int size)
 		b->fgdata = m;
 	}
 	uint32_t need = 8 + (((uint32_t)size + 7) & ~7u);
-	if (b->fgtop + need > FGDATA_SIZE) {
-		atomic_fetch_add_explicit(&fgdata_lost, 1, memory_order_relaxed);
+	if (b->fgtop + need > FGDATA_SIZE)
 		return NULL;
-	}
 	unsigned char *p = b->fgdata + b->fgtop;
 	uint32_t hdr[2] = { (uint32_t)idx, (uint32_t)size };
 	memcpy(p, hdr, sizeof hdr);
@@ -325,9 +321,4 @@ int ftrt_fgraph_unregister(struct fgraph_ops *g)
 	if (err)
 		why = ftrt_ops_why();
 	return err;
-}
-
-uint64_t ftrt_fgraph_lost(void)
-{
-	return atomic_load_explicit(&fgdata_lost, memory_order_relaxed);
 }

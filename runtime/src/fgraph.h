@@ -19,8 +19,8 @@ struct fgraph_ops;
 #define FTRT_OPS_FL_AFTER (1ul << 24)
 
 /* graph.c's exit, the call sh popped (busy held): each user's retfunc,
- * the call's stack pointer at its return sp, at time ts. */
-void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp, uint64_t ts) HIDDEN;
+ * the call's stack pointer at its return sp. */
+void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp) HIDDEN;
 
 /* api.c's: 0, or -errno with ftrt_fgraph_why saying why. */
 int ftrt_fgraph_register(struct fgraph_ops *g) HIDDEN;
@@ -44,8 +44,6 @@ struct tbuf *ftrt_fgraph_returning(void) HIDDEN;
  * initialisers begin (lifetime.c); a module was added (ops.c). */
 void ftrt_capture_start(void) HIDDEN;
 void ftrt_capture_added(void) HIDDEN;
-/* Reservations refused for want of room, for the trace's metadata. */
-uint64_t ftrt_fgraph_lost(void) HIDDEN;
 
 /* The architecture's. How the return of the function at the site ip of
  * fregs is hooked, as the tracer hooks it: where its return address is

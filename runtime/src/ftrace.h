@@ -252,7 +252,7 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
  * fgraph_reserve_data, in entryfunc: size bytes (at most
  * FGRAPH_DATA_MAX, 8-byte aligned) the same user's retfunc gets back
  * with fgraph_retrieve_data (*size set), for this call; NULL when the
- * thread's room is used up (counted, never a crash). fgraph_get_task_var:
+ * thread's room (256 KiB) is used up: never a crash. fgraph_get_task_var:
  * a word per user and thread, zero at first.
  *
  * FTRACE_ARGS and FTRACE_RETVAL take one of the 16 users when set.
@@ -260,7 +260,8 @@ static inline double ftrace_regs_get_fp_argument(struct ftrace_regs *fregs, unsi
  * unregister_fgraph: after it returns, neither callback of the user runs
  * again, even for a call under way, whose return is still made
  * whole; gops may then be freed. EBUSY: registered already; ENOSPC: 16
- * users registered.
+ * users registered; ENOTSUP: the program's unwinder is linked in
+ * statically (as function_graph).
  */
 struct ftrace_graph_ent {
 	unsigned long func; /* the function's site */

@@ -199,7 +199,7 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	 * written for the entry stays, and says the same). */
 	rec = rec && MARK_RECORDED(sh->mark);
 	if (__builtin_expect(sh->mark >> MARK_USERS_SHIFT != 0, 0))
-		ftrt_fgraph_return(b, sh, sp, ts); /* the graph users' returns, busy held */
+		ftrt_fgraph_return(b, sh, sp); /* the graph users' returns, busy held */
 	undata(b, sh);
 	uint32_t n = b->n;
 	uint64_t at = sh->pos - b->base; /* the entry's index in words[], when there */

@@ -101,8 +101,6 @@ const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len) HIDDEN;
 /* Where the site at ip of len bytes calls (its call's target, through a
  * veneer), or 0 when it calls nothing. */
 uintptr_t ftrt_arch_live_target(uintptr_t ip, int len) HIDDEN;
-/* Why this architecture's port cannot serve ops yet, or NULL. */
-const char *ftrt_arch_ops_refused(void) HIDDEN;
 /* The tracer, from a list of ops that has it (ops.c): the function at
  * ip, with its registers as the ops caller saved them. */
 struct ftrace_regs;

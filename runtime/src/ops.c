@@ -352,10 +352,6 @@ static struct ops_rec *rec_of(const struct ftrace_ops *ops, int make)
 /* Start: the registry locked and every module indexed. */
 static int begin(void)
 {
-	if (ftrt_arch_ops_refused()) {
-		why = ftrt_arch_ops_refused();
-		return -ENOTSUP;
-	}
 	ftrt_modules_lock();
 	int err = ftrt_live_prepare();
 	if (err) {

@@ -11,12 +11,6 @@
 #include "../live.h"
 #include "regs.h"
 
-/* arm64 serves ops (ops.S, opstramp.c). */
-const char *ftrt_arch_ops_refused(void)
-{
-	return NULL;
-}
-
 /* x0-x7, then the stack's at the function's entry: not known at a -pg
  * site, after the prologue (0). */
 unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)

@@ -13,12 +13,6 @@
 
 void ftrace_stub(void);
 
-/* x86-64 serves ops (ops.S, opstramp.c). */
-const char *ftrt_arch_ops_refused(void)
-{
-	return NULL;
-}
-
 unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)
 {
 	switch (n) {
