@@ -4,6 +4,7 @@
 #   make test    installs what the tests need if missing, runs every test
 #   make bench   benchmarks (long; not part of make test)
 #   make fuzz    runs every fuzz target of the tree (FUZZTIME each, default 10m)
+#   make docs    regenerates the command pages of docs/commands
 
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin
@@ -13,8 +14,15 @@ FUZZTIME ?= 10m
 
 all: build
 
+# What --version prints, stamped into the binaries (package internal/version):
+# git describe, the commit, and whether the work tree had changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS = -X ftpatch/internal/version.version=$(VERSION) \
+	-X ftpatch/internal/version.revision=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X ftpatch/internal/version.modified=$(shell [ -z "$$(git status --porcelain 2>/dev/null)" ] || echo true)
+
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 demo: build
 	@GO=$(GO) scripts/demo.sh
@@ -44,5 +52,13 @@ fuzz:
 
 clean:
 	rm -rf $(BIN) build
+
+# make docs regenerates the command pages of docs/commands from the
+# commands (a test fails when they are stale).
+.PHONY: docs
+
+docs: build
+	$(BIN)/ftpatch --gen-markdown docs/commands
+	$(BIN)/recordmcount --gen-markdown docs/commands
 
 -include mk/fixtures.mk

@@ -330,6 +330,11 @@ type Trace struct {
 	BytesRead atomic.Int64
 }
 
+// Formats are the trace formats this package reads, as the metadata's
+// format line names them, newest first: the first is the one the
+// runtime writes.
+func Formats() []string { return []string{format, format2} }
+
 const (
 	format     = abi.MetaFormat3 // the metadata's format line: the runtime's
 	format2    = "ftrt-trace 2"  // the previous runtime's, still read

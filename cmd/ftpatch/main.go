@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/cmddoc"
+	"ftpatch/internal/version"
 	"ftpatch/launch"
 	"ftpatch/sites"
 )
@@ -55,10 +58,29 @@ func usage(err error) error { return &exitError{code: exitUsage, err: err} }
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return usage(fmt.Errorf("%w (see ftpatch %s --help)", err, cmd.Name()))
+			return usageHint(cmd, err)
 		}
 		return nil
 	}
+}
+
+// usageHint makes err, a wrong use of cmd, a usage error that says where
+// the command's help is: "(see ftpatch runtime build --help)".
+func usageHint(cmd *cobra.Command, err error) error {
+	return usage(fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath()))
+}
+
+// unknownCommand is the root's argument check: any argument is a command
+// that does not exist (cobra's own check, with its suggestion).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		err = fmt.Errorf("%w: did you mean %s?", err, strings.Join(s, " or "))
+	}
+	return err
 }
 
 // exitCode is the status err calls for.
@@ -71,21 +93,56 @@ func exitCode(err error) int {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	var showVersion bool
+	var gen cmddoc.Gen
 	root := &cobra.Command{
-		Use:           "ftpatch",
-		Short:         "Dynamic function tracing for ELF programs built with patch sites",
+		Use:   "ftpatch",
+		Short: "Dynamic function tracing for ELF programs built with patch sites",
+		Long: `ftpatch traces the functions of user-space ELF programs (x86-64 and arm64)
+built with patch sites: a NOP or a call the compiler puts at the start of
+each function, which the ftpatch runtime linked into the program turns into a call
+to its tracer when tracing is on, and leaves a NOP otherwise.
+
+Building a program for tracing: ftpatch cc (or c++) runs a compiler command
+so that what it builds can be traced; or compile with ftpatch flags --cflags,
+run recordmcount on the objects, and link with ftpatch flags --libs (or
+pkg-config ftrt, installed by make install).
+
+Running it traced: ftpatch record (or live) runs a program with tracing on
+and writes a trace directory; ctl controls the tracing of a running program
+that listens for it (FTRACE_CTL=1).
+
+Reading a trace: replay, report, graph, info and dump.
+
+Baking tracing into a linked file: sites lists its patch sites, enable and
+disable rewrite them, verify checks the result.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          usageArgs(unknownCommand),
+		// cobra's default, which its own check sets and SuggestionsFor
+		// does not.
+		SuggestionsMinimumDistance: 2,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case showVersion:
+				_, err := io.WriteString(stdout, versionText())
+				return err
+			case gen.Requested():
+				return gen.Write(cmd)
+			}
+			return cmd.Help()
+		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usage(fmt.Errorf("%w (see ftpatch %s --help)", err, cmd.Name()))
-	})
+	root.SetFlagErrorFunc(usageHint)
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version, the revision built from, and the runtime and trace formats (as ftpatch version)")
+	gen.Register(root.Flags(), "ftpatch "+version.Get().Version)
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
 		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout),
 		newDump(stdout), newGraph(stdout), newInfo(stdout),
-		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr))
+		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr),
+		newVersion(stdout))
 	return root
 }
 

@@ -73,7 +73,7 @@ dlopen) and takes it back at dlclose:
 The program must be linked with --libs (which exports the runtime's
 registration to shared objects); in a program without the runtime a
 shared object with sites runs untraced.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := bf.options()
 			if err != nil {
@@ -127,7 +127,7 @@ the ftpatch binary, with the system C compiler, and writes DIR/libftrt.a
 and DIR/libftrt-module.a, the stub a shared object with sites links
 (atomically). Link them with the flags ftpatch flags --libs (--shared)
 prints.`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := bf.options()
 			if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/internal/cmddoc"
+	"ftpatch/internal/version"
 	"ftpatch/record"
 )
 
@@ -42,6 +44,8 @@ func main() {
 
 func newCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o options
+	var gen cmddoc.Gen
+	ver := version.Get()
 	cmd := &cobra.Command{
 		Use:   "recordmcount [flags] FILE.o...",
 		Short: "Record every function-entry patch site of ELF objects in __mcount_loc",
@@ -73,13 +77,28 @@ regular file (a directory, a device, a FIFO) is refused at once.`,
 		Example: `  cc -O2 -pg -mfentry -c a.c b.c && recordmcount a.o b.o
   recordmcount --nop -o traced.o plain.o
   recordmcount --list --json *.o`,
-		Args:          cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if gen.Requested() {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
+		Version:       ver.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gen.Requested() {
+				return gen.Write(cmd)
+			}
 			return run(o, args, stdout, stderr)
 		},
 	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	// --version: the version, the revision built from and the toolchain,
+	// as ftpatch --version begins (a template of no actions: printed as
+	// it is).
+	cmd.SetVersionTemplate(ver.String("recordmcount"))
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Nop, "nop", false, "also turn every call site into a NOP of its size (relocation retyped to R_*_NONE)")
 	fl.BoolVarP(&o.List, "list", "l", false, "list the sites (object, section, offset, function, kind) without writing")
@@ -87,6 +106,8 @@ regular file (a directory, a device, a FIFO) is refused at once.`,
 	fl.StringVarP(&o.out, "output", "o", "", "write the result to `OUT` instead of in place (one input only)")
 	fl.IntVarP(&o.jobs, "jobs", "j", 0, "files processed at once (default: 4 per CPU, as most of the time is waiting for fsync)")
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "print a line per file, and notes on things not taken as sites")
+	fl.Bool("version", false, "print the version, the revision built from and the Go toolchain")
+	gen.Register(fl, "recordmcount "+ver.Version)
 	return cmd
 }
 
