@@ -4,6 +4,7 @@
 #   make test    installs what the tests need if missing, runs every test
 #   make bench   benchmarks (long; not part of make test)
 #   make fuzz    runs every fuzz target of the tree (FUZZTIME each, default 10m)
+#   make install installs under PREFIX (default /usr/local); make uninstall removes it
 #   make docs    regenerates the command pages of docs/commands
 
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -53,9 +54,22 @@ fuzz:
 clean:
 	rm -rf $(BIN) build
 
-# make docs regenerates the command pages of docs/commands from the
-# commands (a test fails when they are stale).
-.PHONY: docs
+# make install [PREFIX=/usr/local] [DESTDIR=]: ftpatch, recordmcount, the
+# runtime (built now, for x86_64 and, with its cross compiler, arm64),
+# ftrace.h, pkg-config files (ftrt), man pages and shell completion;
+# make uninstall removes what the install's manifest lists
+# (scripts/install.sh says where each goes). make docs regenerates the
+# command pages of docs/commands from the commands.
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: install uninstall docs
+
+install: build
+	@BIN="$(BIN)" PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install.sh install
+
+uninstall:
+	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install.sh uninstall
 
 docs: build
 	$(BIN)/ftpatch --gen-markdown docs/commands

@@ -111,17 +111,31 @@ func (o *Options) defaults() {
 }
 
 // Build compiles the runtime and the module stub and writes
-// Dir/libftrt.a and Dir/libftrt-module.a atomically, returning the
-// runtime's path (the stub's lies beside it: ModulePath).
+// Dir/libftrt.a and Dir/libftrt-module.a atomically, and Header into
+// IncludeDir(Dir), returning the runtime's path (the stub's lies beside
+// it: ModulePath).
 func Build(ctx context.Context, o Options) (string, error) {
 	o.defaults()
+	if err := buildArchives(ctx, o); err != nil {
+		return "", err
+	}
+	if err := writeHeader(IncludeDir(o.Dir)); err != nil {
+		return "", err
+	}
+	return filepath.Join(o.Dir, LibName), nil
+}
+
+// buildArchives compiles the runtime and the module stub of o (whose
+// defaults are set) and writes Dir/libftrt.a and Dir/libftrt-module.a
+// atomically.
+func buildArchives(ctx context.Context, o Options) error {
 	rt, mod, err := files(o.Arch)
 	if err != nil {
-		return "", err
+		return err
 	}
 	work, err := os.MkdirTemp("", "ftrt-build-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(work)
 	// Lay the sources out as they are embedded, so #include "../ftrt.h"
@@ -129,38 +143,40 @@ func Build(ctx context.Context, o Options) (string, error) {
 	for _, p := range append(append([]string{}, rt...), mod...) {
 		b, err := sources.ReadFile(p)
 		if err != nil {
-			return "", err
+			return err
 		}
 		dst := filepath.Join(work, p)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", err
+			return err
 		}
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return "", err
+		return err
 	}
 	for _, lib := range []struct {
 		name string
 		srcs []string
 	}{{ModuleLibName, mod}, {LibName, rt}} {
 		if err := archive(ctx, o, work, lib.name, lib.srcs); err != nil {
-			return "", err
+			return err
 		}
 	}
+	return nil
+}
+
+// writeHeader writes Header into dir, atomically.
+func writeHeader(dir string) error {
 	hdr, err := sources.ReadFile("src/" + Header)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := os.MkdirAll(IncludeDir(o.Dir), 0o755); err != nil {
-		return "", err
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	if err := outfile.WriteFile(filepath.Join(IncludeDir(o.Dir), Header), 0o644, hdr); err != nil {
-		return "", err
-	}
-	return filepath.Join(o.Dir, LibName), nil
+	return outfile.WriteFile(filepath.Join(dir, Header), 0o644, hdr)
 }
 
 // Header is the runtime's API for the programs that link it (live

@@ -2,8 +2,9 @@
 # deps.sh [bench]: installs what ftpatch's tests need, when something is
 # missing, from Debian's packages: the compilers and binutils of both
 # architectures (gcc, clang, lld and the arm64 cross compiler), qemu-user
-# to run the arm64 programs, cmake (the compiler wrapper's tests), and
-# rsvg-convert (the flame graph's pixel tests); a deb-src entry for the
+# to run the arm64 programs, cmake (the compiler wrapper's tests),
+# rsvg-convert (the flame graph's pixel tests), and pkg-config (a program
+# built with the ftrt.pc make install installs); a deb-src entry for the
 # source packages the Lua and wrapper tests build. With `bench`, also
 # what `make bench` compares against: the kernel's recordmcount
 # (linux-kbuild-6.1), uftrace, and LLVM XRay's runtime.
@@ -47,6 +48,7 @@ declare -A pkg=(
 	[aarch64-linux-gnu-objdump]=binutils-aarch64-linux-gnu
 	[qemu-aarch64]=qemu-user
 	[rsvg-convert]=librsvg2-bin
+	[pkg-config]=pkgconf
 )
 
 # package -> why the tests need it (the one line printed before installing)
@@ -66,6 +68,7 @@ declare -A why=(
 	[libc6-dev-arm64-cross]="the arm64 C library"
 	[qemu-user]="runs the arm64 test programs"
 	[librsvg2-bin]="draws the flame graphs the views' tests check"
+	[pkgconf]="builds a program with the installed ftrt.pc (make install's test)"
 	[linux-kbuild-6.1]="the kernel's recordmcount, for make bench"
 	[uftrace]="uftrace, for make bench"
 	[libclang-rt-14-dev]="LLVM XRay's runtime, for make bench"

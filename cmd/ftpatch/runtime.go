@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"ftpatch/arch"
+	"ftpatch/internal/version"
 	ftrt "ftpatch/runtime"
 )
 
@@ -39,9 +39,14 @@ func newFlags(stdout io.Writer) *cobra.Command {
 		Use:   "flags [--cflags] [--libs] [--shared]",
 		Short: "Print the compile and link flags for a traced program (like pkg-config)",
 		Long: `flags prints the flags that give a program patch sites (--cflags) and that
-link the ftpatch runtime into it (--libs); with neither, both. --libs builds
-the runtime with the system C compiler into a per-user cache on first use
-(keyed by ftpatch's runtime version, the architecture and the compiler), so
+link the ftpatch runtime into it (--libs); with neither, both. An installed
+ftpatch (make install) names the runtime installed beside it, built at
+install: PREFIX/lib/ftpatch/ARCH/libftrt.a and PREFIX/include/ftpatch, as
+pkg-config --cflags --libs ftrt does (ftrt-arm64 for --arch arm64,
+ftrt-module for --shared). Otherwise, or with --cc, or when the installed
+one is another version's, --libs builds the runtime with the system C
+compiler into a per-user cache on first use (keyed by ftpatch's runtime
+version, the architecture and the compiler), so
 
   cc $(ftpatch flags --cflags) -c a.c b.c
   recordmcount a.o b.o
@@ -82,7 +87,7 @@ shared object with sites runs untraced.`,
 			if !cflags && !libs {
 				cflags, libs = true, true
 			}
-			lib, err := ftrt.Cached(context.Background(), o)
+			lib, err := ftrt.Find(context.Background(), o, installPrefix())
 			if err != nil {
 				return err
 			}
@@ -92,13 +97,13 @@ shared object with sites runs untraced.`,
 				if shared {
 					out = append(out, "-fPIC")
 				}
-				out = append(out, "-I"+ftrt.IncludeDir(filepath.Dir(lib)))
+				out = append(out, "-I"+lib.Include)
 			}
 			if libs {
 				if shared {
-					out = append(out, ftrt.ModuleLinkFlags(lib)...)
+					out = append(out, ftrt.ModuleLinkFlags(lib.Archive)...)
 				} else {
-					out = append(out, ftrt.LinkFlags(lib)...)
+					out = append(out, ftrt.LinkFlags(lib.Archive)...)
 				}
 			}
 			_, err = fmt.Fprintln(stdout, strings.Join(out, " "))
@@ -106,7 +111,7 @@ shared object with sites runs untraced.`,
 		},
 	}
 	cmd.Flags().BoolVar(&cflags, "cflags", false, "print the compile flags (with -I of ftrace.h's directory)")
-	cmd.Flags().BoolVar(&libs, "libs", false, "print the link flags (building the runtime into the cache if needed)")
+	cmd.Flags().BoolVar(&libs, "libs", false, "print the link flags (of the installed runtime, or building it into the cache if needed)")
 	cmd.Flags().BoolVar(&shared, "shared", false, "for a shared object: --cflags adds -fPIC, --libs links the module stub, not the runtime")
 	bf.register(cmd)
 	return cmd
@@ -144,6 +149,31 @@ prints.`,
 	}
 	build.Flags().StringVarP(&dir, "output", "o", ".", "directory to write libftrt.a into")
 	bf.register(build)
-	cmd.AddCommand(build)
+	cmd.AddCommand(build, newRuntimeInstall())
+	return cmd
+}
+
+// newRuntimeInstall is make install's step that builds the runtime and
+// lays it out under the prefix, with its pkg-config files: hidden, as
+// make uninstall removes only what make install records.
+func newRuntimeInstall() *cobra.Command {
+	var bf buildFlags
+	var prefix, destdir string
+	cmd := &cobra.Command{
+		Use:    "install --prefix PREFIX [--destdir DESTDIR] [--arch ARCH]",
+		Short:  "Build the runtime and install it under PREFIX with its pkg-config files (make install)",
+		Hidden: true,
+		Args:   usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := bf.options()
+			if err != nil {
+				return err
+			}
+			return ftrt.Install(context.Background(), o, prefix, destdir, version.Get().Version)
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "prefix", "/usr/local", "the prefix the files name")
+	cmd.Flags().StringVar(&destdir, "destdir", "", "a directory the files are written under (DESTDIR+PREFIX)")
+	bf.register(cmd)
 	return cmd
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,4 +44,18 @@ the other trace commands read.`,
 			return err
 		},
 	}
+}
+
+// installPrefix is the prefix ftpatch runs from (/usr/local for
+// /usr/local/bin/ftpatch): where make install put the runtime beside it.
+// Empty when the executable cannot be found.
+func installPrefix() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	return filepath.Dir(filepath.Dir(exe))
 }

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ftpatch/arch"
+)
+
+// layout lays out an installed runtime of arch a under prefix by hand:
+// the archives (empty), the header and a version file saying version.
+func layout(t *testing.T, prefix string, a arch.Arch, version string) {
+	t.Helper()
+	dir := InstallDir(prefix, a)
+	for p, text := range map[string]string{
+		filepath.Join(dir, LibName):                   "",
+		filepath.Join(dir, ModuleLibName):             "",
+		filepath.Join(dir, VersionFile):               version + "\n",
+		filepath.Join(InstallInclude(prefix), Header): "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInstalled: an installed runtime is taken when it is complete and
+// of these sources, and Find takes it unless a compiler is named; one of
+// another version, or missing a file, is not.
+func TestInstalled(t *testing.T) {
+	prefix := t.TempDir()
+	layout(t, prefix, arch.X86_64, Version())
+	want := Lib{Archive: filepath.Join(prefix, "lib/ftpatch/x86_64/libftrt.a"), Include: filepath.Join(prefix, "include/ftpatch")}
+	if l, ok := Installed(prefix, arch.X86_64); !ok || l != want {
+		t.Errorf("Installed = %+v, %v; want %+v", l, ok, want)
+	}
+	if l, err := Find(context.Background(), Options{}, prefix); err != nil || l != want {
+		t.Errorf("Find = %+v, %v; want the installed %+v", l, err, want)
+	}
+	if _, ok := Installed(prefix, arch.ARM64); ok {
+		t.Error("Installed finds an arm64 runtime where none is")
+	}
+	if l, err := Find(context.Background(), Options{CC: []string{"cc"}}, prefix); err != nil || l == want {
+		t.Errorf("Find with a compiler named = %+v, %v; want the cache's", l, err)
+	}
+
+	old := t.TempDir()
+	layout(t, old, arch.X86_64, "0123456789abcdef")
+	if _, ok := Installed(old, arch.X86_64); ok {
+		t.Error("Installed takes another version's runtime")
+	}
+	os.Remove(filepath.Join(prefix, "lib/ftpatch/x86_64", ModuleLibName))
+	if _, ok := Installed(prefix, arch.X86_64); ok {
+		t.Error("Installed takes a runtime without its module stub")
+	}
+}
+
+// TestPkgConfig: the pkg-config files give ftpatch flags' flags, from
+// ${prefix}, under the names ftpatch flags' options map to.
+func TestPkgConfig(t *testing.T) {
+	for _, c := range []struct {
+		a            arch.Arch
+		shared       bool
+		name         string
+		cflags, libs string
+	}{
+		{arch.X86_64, false, "ftrt", strings.Join(CFlags(arch.X86_64), " ") + " -I${includedir}",
+			strings.Join(LinkFlags("${archivedir}/libftrt.a"), " ")},
+		{arch.X86_64, true, "ftrt-module", strings.Join(CFlags(arch.X86_64), " ") + " -fPIC -I${includedir}",
+			"-Wl,-u,ftrt_module_init ${archivedir}/libftrt-module.a"},
+		{arch.ARM64, false, "ftrt-arm64", strings.Join(CFlags(arch.ARM64), " ") + " -I${includedir}",
+			strings.Join(LinkFlags("${archivedir}/libftrt.a"), " ")},
+		{arch.ARM64, true, "ftrt-module-arm64", strings.Join(CFlags(arch.ARM64), " ") + " -fPIC -I${includedir}",
+			"-Wl,-u,ftrt_module_init ${archivedir}/libftrt-module.a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if n := PkgConfigName(c.a, c.shared); n != c.name {
+				t.Errorf("PkgConfigName(%v, %v) = %q, want %q", c.a, c.shared, n, c.name)
+			}
+			pc := PkgConfig(c.a, c.shared, "/opt/ft", "v1")
+			for _, want := range []string{
+				"\nprefix=/opt/ft\n", "\nincludedir=${prefix}/include/ftpatch\n", "\narchivedir=${prefix}/lib/ftpatch/" + c.a.String() + "\n",
+				"\nName: " + c.name + "\n", "\nVersion: v1\n", "\nCflags: " + c.cflags + "\n", "\nLibs: " + c.libs + "\n",
+			} {
+				if !strings.Contains(pc, want) {
+					t.Errorf("%s.pc does not say %q:\n%s", c.name, want, pc)
+				}
+			}
+		})
+	}
+}
