@@ -56,7 +56,7 @@ install_all() {
 	command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && arches+=(arm64)
 	for a in "${arches[@]}"; do
 		echo "install.sh: building the $a runtime"
-		"$BIN/ftpatch" runtime install --prefix "$PREFIX" --destdir "$stage" --arch "$a" ||
+		"$BIN/ftpatch" runtime install --prefix "${PREFIX:-/}" --destdir "$stage" --arch "$a" ||
 			die "could not build the $a runtime"
 	done
 	[ "${#arches[@]}" -gt 1 ] || echo "install.sh: no aarch64-linux-gnu-gcc: the arm64 runtime is not installed"
