@@ -100,8 +100,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Dynamic function tracing for ELF programs built with patch sites",
 		Long: `ftpatch traces the functions of user-space ELF programs (x86-64 and arm64)
 built with patch sites: a NOP or a call the compiler puts at the start of
-each function, which the ftpatch runtime linked into the program turns into a call
-to its tracer when tracing is on, and leaves a NOP otherwise.
+each function, which the ftpatch runtime linked into the program turns
+into a call to its tracer when tracing is on, and leaves a NOP otherwise.
 
 Building a program for tracing: ftpatch cc (or c++) runs a compiler command
 so that what it builds can be traced; or compile with ftpatch flags --cflags,
