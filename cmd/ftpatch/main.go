@@ -83,6 +83,15 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 	return err
 }
 
+// needProgram is the argument check of record and live: a program to
+// run.
+func needProgram(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return errors.New("no program to run")
+	}
+	return nil
+}
+
 // exitCode is the status err calls for.
 func exitCode(err error) int {
 	var e *exitError

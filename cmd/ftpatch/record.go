@@ -375,7 +375,7 @@ names.
   ftpatch record -N 'log_*' -t 1us ./prog     # nothing under log_*, no call under 1us
   ftpatch record --tracer function --filter 'hash_*,!hash_mix' -d t1 ./prog
   ftpatch replay t1`,
-		Args: cobra.ArbitraryArgs,
+		Args: usageArgs(needProgram),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := findTarget(args)
 			if err != nil {
@@ -415,7 +415,7 @@ PROG's was 0.`,
 		Example: `  ftpatch live ./prog input.txt
   ftpatch live -F main -D 2 -- ./prog | less
   ftpatch live --keep --tracer function ./prog`,
-		Args: cobra.ArbitraryArgs,
+		Args: usageArgs(needProgram),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := findTarget(args)
 			if err != nil {

@@ -52,6 +52,8 @@ func TestUsageHints(t *testing.T) {
 		{[]string{"version", "x"}, `unknown command "x" for "ftpatch version" (see ftpatch version --help)`},
 		{[]string{"completion", "bash", "--bogus"}, "unknown flag: --bogus (see ftpatch completion bash --help)"},
 		{[]string{"ctl", "1"}, "(see ftpatch ctl --help)"},
+		{[]string{"record"}, "no program to run (see ftpatch record --help)"},
+		{[]string{"live", "--tracer", "function"}, "no program to run (see ftpatch live --help)"},
 		{[]string{"recrod"}, `unknown command "recrod" for "ftpatch": did you mean record? (see ftpatch --help)`},
 	} {
 		out, err := ftpatch(c.args...)
