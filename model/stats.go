@@ -277,40 +277,44 @@ func ReportAll(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, err
 	return statsOf(all), nil
 }
 
-// A Change is one function's figures in two traces.
+// A Change is one function's figures in two traces: a base and a new
+// one (report NEW --diff BASE), and the change from the base to the new,
+// negative where the new trace took less.
 type Change struct {
-	Func         string
-	Before       Stat // zero when the function was not called
-	After        Stat
-	TotalChange  float64 // ns: After.Total - Before.Total
-	CallsChanged int     // After.Calls - Before.Calls
+	Func        string
+	Base        Stat    // zero when the function made no call in the base trace
+	New         Stat    // zero when it made none in the new trace
+	TotalChange float64 // ns: New.Total - Base.Total
+	SelfChange  float64 // ns: New.Self - Base.Self
+	CallsChange int     // New.Calls - Base.Calls
 }
 
-// Diff pairs the functions of two reports, the biggest change in total
-// time (or, without times, in calls) first.
-func Diff(before, after []Stat) []Change {
+// Diff pairs the functions of two reports, base's and new's, the
+// biggest change in total time (or, without times, in calls) first.
+func Diff(base, new []Stat) []Change {
 	by := map[string]*Change{}
-	for _, s := range before {
-		by[s.Func] = &Change{Func: s.Func, Before: s}
+	for _, s := range base {
+		by[s.Func] = &Change{Func: s.Func, Base: s}
 	}
-	for _, s := range after {
+	for _, s := range new {
 		c := by[s.Func]
 		if c == nil {
 			c = &Change{Func: s.Func}
 			by[s.Func] = c
 		}
-		c.After = s
+		c.New = s
 	}
 	out := make([]Change, 0, len(by))
 	for _, c := range by {
-		c.TotalChange = c.After.Total - c.Before.Total
-		c.CallsChanged = c.After.Calls - c.Before.Calls
+		c.TotalChange = c.New.Total - c.Base.Total
+		c.SelfChange = c.New.Self - c.Base.Self
+		c.CallsChange = c.New.Calls - c.Base.Calls
 		out = append(out, *c)
 	}
 	abs := func(x float64) float64 { return math.Abs(x) }
 	slices.SortFunc(out, func(a, b Change) int {
 		return cmp.Or(cmp.Compare(abs(b.TotalChange), abs(a.TotalChange)),
-			cmp.Compare(abs(float64(b.CallsChanged)), abs(float64(a.CallsChanged))), cmp.Compare(a.Func, b.Func))
+			cmp.Compare(abs(float64(b.CallsChange)), abs(float64(a.CallsChange))), cmp.Compare(a.Func, b.Func))
 	})
 	return out
 }

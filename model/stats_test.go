@@ -60,3 +60,39 @@ func TestReportAllOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDiff: Diff pairs a base report's functions with a new one's by
+// name, each change the new figure less the base's (negative where the
+// new trace took less time or made fewer calls), total, self and calls
+// alike; a function only one trace called has zero figures in the
+// other; the biggest change in total time comes first, then in calls.
+func TestDiff(t *testing.T) {
+	base := []model.Stat{
+		{Func: "faster", Calls: 2, Total: 100, Self: 80},
+		{Func: "slower", Calls: 1, Total: 50, Self: 50},
+		{Func: "gone", Calls: 1, Total: 5, Self: 5},
+		{Func: "busier", Calls: 1, Total: 7, Self: 7},
+	}
+	new := []model.Stat{
+		{Func: "faster", Calls: 2, Total: 40, Self: 30},
+		{Func: "slower", Calls: 3, Total: 70, Self: 65},
+		{Func: "added", Calls: 1, Total: 1, Self: 1},
+		{Func: "busier", Calls: 4, Total: 7, Self: 7},
+	}
+	want := []model.Change{
+		{Func: "faster", Base: base[0], New: new[0], TotalChange: -60, SelfChange: -50, CallsChange: 0},
+		{Func: "slower", Base: base[1], New: new[1], TotalChange: +20, SelfChange: +15, CallsChange: +2},
+		{Func: "gone", Base: base[2], TotalChange: -5, SelfChange: -5, CallsChange: -1},
+		{Func: "added", New: new[2], TotalChange: +1, SelfChange: +1, CallsChange: +1},
+		{Func: "busier", Base: base[3], New: new[3], CallsChange: +3},
+	}
+	got := model.Diff(base, new)
+	if len(got) != len(want) {
+		t.Fatalf("%d changes, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("change %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}

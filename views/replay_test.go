@@ -156,29 +156,6 @@ func TestMergeCalls(t *testing.T) {
 	}
 }
 
-// TestDiff: a diff pairs functions by name, with the ones only one
-// trace has, biggest change first.
-func TestDiff(t *testing.T) {
-	before := []model.Stat{{Func: "a", Calls: 2, Total: 100}, {Func: "b", Calls: 1, Total: 50}, {Func: "gone", Calls: 1, Total: 5}}
-	after := []model.Stat{{Func: "a", Calls: 2, Total: 40}, {Func: "b", Calls: 3, Total: 70}, {Func: "new", Calls: 1, Total: 1}}
-	var got []string
-	for _, c := range model.Diff(before, after) {
-		got = append(got, fmt.Sprintf("%s:%+g:%+d", c.Func, c.TotalChange, c.CallsChanged))
-	}
-	if want := "a:-60:+0 b:+20:+2 gone:-5:-1 new:+1:+1"; strings.Join(got, " ") != want {
-		t.Errorf("diff %v, want %s", got, want)
-	}
-	var out bytes.Buffer
-	if err := WriteDiff(&out, "A", "B", model.Diff(before, after), true); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"-0.060 us", "-60.0%", "+0.020 us", "gone", "new"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("diff output lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
 // TestUntimedCalls: a plain call in a function_graph trace (one the graph
 // tracer recorded without hooking its return: an arm64 -pg site whose
 // prologue it could not read, or any call while a context's stack was

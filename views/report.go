@@ -61,21 +61,23 @@ func reportThreads(w io.Writer, in Input, opt Options) error {
 	return nil
 }
 
-// Diff writes the change per function from the trace of in to that of
-// opt.Against (both read as Report reads them, through in.Filter): each
-// one's total time (function_graph) and calls, and the change, the
-// biggest first (model.Diff).
+// Diff writes the change per function from the base trace,
+// opt.Against, to the new one, in (report NEW --diff BASE, as uftrace
+// reads it): each one's total and self time (function_graph) and calls,
+// and the change from base to new, negative where the new trace took
+// less, the biggest change first (model.Diff). Both are read as Report
+// reads them, through in.Filter.
 func Diff(w io.Writer, in Input, opt Options) error {
-	a, err := model.ReportAll(in.Trace, in.Names, in.Filter)
+	base := opt.Against
+	b, err := model.ReportAll(base.Trace, base.Names, in.Filter)
 	if err != nil {
 		return err
 	}
-	o := opt.Against
-	b, err := model.ReportAll(o.Trace, o.Names, in.Filter)
+	n, err := model.ReportAll(in.Trace, in.Names, in.Filter)
 	if err != nil {
 		return err
 	}
-	return WriteDiff(w, in.Trace.Dir, o.Trace.Dir, model.Diff(a, b), in.Trace.Meta.Tracer == abi.TracerGraphName)
+	return WriteDiff(w, base.Trace.Dir, in.Trace.Dir, model.Diff(b, n), in.Trace.Meta.Tracer == abi.TracerGraphName)
 }
 
 // WriteCounts prints the calls per function.
@@ -131,45 +133,57 @@ func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times bool) error {
 	return bw.Flush()
 }
 
-// WriteDiff prints a diff of two reports: per function, the total time
-// (function_graph) and calls in each trace and the change.
-func WriteDiff(w io.Writer, before, after string, changes []model.Change, times bool) error {
+// WriteDiff prints a diff of two reports, headed with the base trace's
+// name and the new one's: per function, the total time, the self time
+// (both with times: function_graph) and the calls in the base and in the
+// new trace, each followed by its change from base to new (negative:
+// the new trace took less, or made fewer calls), the total's also as a
+// share of the base's ("new" and "gone" for a function only one trace
+// called).
+func WriteDiff(w io.Writer, base, new string, changes []model.Change, times bool) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# before: %s\n# after:  %s\n", before, after)
-	if times {
-		fmt.Fprintf(bw, "%10s  %10s  %11s  %8s  %8s  %8s  %8s  %s\n", "TOTAL", "AFTER", "CHANGE", "", "CALLS", "AFTER", "CHANGE", "FUNCTION")
-	} else {
-		fmt.Fprintf(bw, "%8s  %8s  %8s  %s\n", "CALLS", "AFTER", "CHANGE", "FUNCTION")
+	fmt.Fprintf(bw, "# base: %s\n# new:  %s\n# CHANGE is new - base: negative where the new trace took less time or made fewer calls\n", base, new)
+	if !times {
+		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "CALLS BASE", "CALLS NEW", "CHANGE", "FUNCTION")
+		for _, c := range changes {
+			fmt.Fprintf(bw, "%10d  %10d  %+8d  %s\n", c.Base.Calls, c.New.Calls, c.CallsChange, c.Func)
+		}
+		return bw.Flush()
 	}
+	fmt.Fprintf(bw, "%10s  %10s  %11s  %8s  %10s  %10s  %11s  %10s  %10s  %8s  %s\n",
+		"TOTAL BASE", "TOTAL NEW", "CHANGE", "", "SELF BASE", "SELF NEW", "CHANGE", "CALLS BASE", "CALLS NEW", "CHANGE", "FUNCTION")
 	for _, c := range changes {
-		if !times {
-			fmt.Fprintf(bw, "%8d  %8d  %+8d  %s\n", c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
-			continue
-		}
-		sign := byte('+')
-		d := c.TotalChange
-		if d < 0 {
-			sign, d = '-', -d
-		}
-		change := appendDur([]byte{' '}, d)
-		i := 0
-		for change[i+1] == ' ' {
-			i++
-		}
-		change[i] = sign
-		pct := "     new"
+		pct := "        "
 		switch {
-		case c.Before.Calls == 0:
-		case c.After.Calls == 0:
+		case c.Base.Calls == 0:
+			pct = "     new"
+		case c.New.Calls == 0:
 			pct = "    gone"
-		case c.Before.Total > 0:
-			pct = fmt.Sprintf("%+7.1f%%", 100*c.TotalChange/c.Before.Total)
-		default:
-			pct = "        "
+		case c.Base.Total > 0:
+			pct = fmt.Sprintf("%+7.1f%%", 100*c.TotalChange/c.Base.Total)
 		}
-		fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %8d  %+8d  %s\n", dur(c.Before.Total), dur(c.After.Total), change, pct, c.Before.Calls, c.After.Calls, c.CallsChanged, c.Func)
+		fmt.Fprintf(bw, "%s  %s  %s  %s  %s  %s  %s  %10d  %10d  %+8d  %s\n",
+			dur(c.Base.Total), dur(c.New.Total), signedDur(c.TotalChange), pct,
+			dur(c.Base.Self), dur(c.New.Self), signedDur(c.SelfChange),
+			c.Base.Calls, c.New.Calls, c.CallsChange, c.Func)
 	}
 	return bw.Flush()
+}
+
+// signedDur formats a change of duration as dur does, eleven columns,
+// its sign before its first digit: "  -1.500 us", "+120.000 ms".
+func signedDur(ns float64) string {
+	sign := byte('+')
+	if ns < 0 {
+		sign, ns = '-', -ns
+	}
+	b := appendDur([]byte{' '}, ns)
+	i := 0
+	for b[i+1] == ' ' {
+		i++
+	}
+	b[i] = sign
+	return string(b)
 }
 
 // flushSummary ends a text view written through bw to w: unless err

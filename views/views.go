@@ -87,8 +87,9 @@ type Options struct {
 	// time.
 	Sort string
 	Avg  bool
-	// Against is the trace Diff compares Input with (after, Input
-	// before), named in its heading by its directory.
+	// Against is the base trace Diff compares Input, the new one,
+	// with (report NEW --diff BASE), named in its heading by its
+	// directory.
 	Against *Input
 	// Func roots the call graph at every call of this function, with
 	// the paths that called it (Graph).

@@ -271,10 +271,14 @@ streams are read as they go, several at once: a trace larger than memory
 reports.
 
 --avg shows each function's average, shortest and longest call instead
-of its self time; --threads prints a report per thread; --diff OTHER
-compares with another trace (of the same program, say before and after a
-change): per function, the total time and calls in each and the change.
---sort orders by total (the default), self, calls, avg, min, max or name.
+of its self time; --threads prints a report per thread. --diff BASE
+compares DIR, the new trace, with the base trace BASE (of the same
+program, say before and after a change), as uftrace's report --diff
+does: headed with both names, per function, the total time, the self
+time and the calls in BASE, in DIR and the change from BASE to DIR, so a
+function DIR runs faster shows a negative change; the biggest change in
+total time comes first. --sort orders by total (the default), self,
+calls, avg, min, max or name.
 The filters are replay's (-F, -N, -D, -t, --tid, --time-range).
 
 A trace whose program was killed by a signal is read as far as its
@@ -282,7 +286,7 @@ threads had written it, with a warning on stderr; the exit status is
 still 0.`,
 		Example: `  ftpatch report --sort self
   ftpatch report --avg -F 'parse*'
-  ftpatch report --diff before.data after.data`,
+  ftpatch report after.data --diff before.data   # the change from before.data to after.data`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := gf.filter()
@@ -309,24 +313,25 @@ still 0.`,
 	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
-	cmd.Flags().StringVar(&diff, "diff", "", "compare with the trace directory `OTHER`: per function, DIR's figures, OTHER's and the change")
+	cmd.Flags().StringVar(&diff, "diff", "", "compare DIR (the new trace) with the base trace directory `BASE`: per function, BASE's figures, DIR's and the change from BASE to DIR")
 	gf.register(cmd, true)
 	return cmd
 }
 
-// reportDiff prints the per-function change from l's trace to other's.
-func reportDiff(w, stderr io.Writer, l *loaded, other string, f *trace.Filter, opt views.Options) error {
-	o, err := load([]string{other}, "", stderr)
+// reportDiff prints the per-function change from the base trace, base,
+// to the new one, l's.
+func reportDiff(w, stderr io.Writer, l *loaded, base string, f *trace.Filter, opt views.Options) error {
+	b, err := load([]string{base}, "", stderr)
 	if err != nil {
 		return err
 	}
-	if o.t.Meta.Tracer != l.t.Meta.Tracer {
-		o.finish(nil)
-		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, other, o.t.Meta.Tracer)
+	if b.t.Meta.Tracer != l.t.Meta.Tracer {
+		b.finish(nil)
+		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, base, b.t.Meta.Tracer)
 	}
-	var readErr, otherErr error
-	against := input(o.t, o.syms, f, &otherErr)
+	var readErr, baseErr error
+	against := input(b.t, b.syms, f, &baseErr)
 	opt.Against = &against
 	err = writeView(w, "diff", input(l.t, l.syms, f, &readErr), opt)
-	return o.finish(cmp.Or(readErr, otherErr, err))
+	return b.finish(cmp.Or(readErr, baseErr, err))
 }
