@@ -374,7 +374,7 @@ func TestEnableCommand(t *testing.T) {
 	run(t, dir, "cp", prog, stripped)
 	run(t, dir, "strip", stripped)
 	truncated := write("truncated", string(untouched.Take(t, prog).Data[:300]))
-	report := write("report.txt", "CALLS  FUNCTION\n21891  fib\n1      helper\n2      0x1234\n# 21892 events in 1 thread; 2 of 9 sites traced\n")
+	report := write("report.txt", "CALLS  FUNCTION\n21891  fib\n1      helper\n2      0x1234\n# 21892 calls in 1 thread; 2 of 9 sites traced\n")
 	for _, c := range []struct {
 		name string
 		args []string

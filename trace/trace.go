@@ -51,7 +51,7 @@
 // A trace is read as far as its files go: a disk that filled up, a file
 // size limit or a program that died while writing can leave a stream
 // empty or cut in the middle of a record, and the runtime counts what it
-// could not keep (events dropped, bytes and threads not written, calls
+// could not keep (calls dropped, bytes and threads not written, calls
 // not graphed). Warnings says each of these once. Only metadata that is
 // empty, or cut before what naming the records needs, is an error (one
 // that says so). Every file of the directory must be a regular file;
@@ -129,7 +129,7 @@ type Meta struct {
 	// exactly; 0 elsewhere, and the clock pairs give the rate.
 	TSCHz uint64
 	// What the runtime did: sites in the table, enabled, skipped for
-	// unexpected bytes, failed to write, not traceable yet; events dropped;
+	// unexpected bytes, failed to write, not traceable yet; calls dropped;
 	// calls not graphed because their thread's shadow stack overflowed,
 	// and such threads; graphed frames left by longjmp; bytes of records
 	// the runtime could not write.
@@ -355,7 +355,7 @@ const (
 // through exit or _exit (ErrUnended); that files were cut short
 // (ErrIncomplete): the metadata, streams empty or shorter than their
 // header, streams whose last record is partial; and what the runtime
-// counted as lost (ErrLost): events dropped, bytes and threads' records
+// counted as lost (ErrLost): calls dropped, bytes and threads' records
 // not written, calls not graphed.
 func (t *Trace) Warnings() []error {
 	var out []error
@@ -384,7 +384,7 @@ func (t *Trace) Warnings() []error {
 	}
 	if m.Dropped > 0 {
 		add(ErrLost, "%d %s dropped: traced calls made while the tracer itself ran on their thread (from a signal handler), or on a thread whose buffer could not be made",
-			m.Dropped, plural(m.Dropped, "event", "events"))
+			m.Dropped, plural(m.Dropped, "call", "calls"))
 	}
 	if m.LostBytes > 0 {
 		add(ErrLost, "%d bytes of records could not be written (the disk was full, or the file size limit was reached): the calls they held are missing", m.LostBytes)

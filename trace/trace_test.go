@@ -183,7 +183,7 @@ func TestIncomplete(t *testing.T) {
 		{name: "losses counted", meta: goodMeta + "dropped 3\noverflow 40\nstopped 2\nlost_bytes 4096\nlost_threads 1\n",
 			streams: map[string][]byte{"7-1.trace": whole}, records: 2,
 			warns: []string{
-				"events lost: 3 events dropped",
+				"events lost: 3 calls dropped",
 				"events lost: 4096 bytes of records could not be written",
 				"events lost: 1 thread's records were not written",
 				"events lost: 40 calls not graphed: 2 threads nested calls deeper than the shadow stack holds",

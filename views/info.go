@@ -143,7 +143,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 	} else if m.Buffer != "" {
 		kv("buffer", "%s (every record written)", m.Buffer)
 	}
-	kv("dropped", "%d events (traced calls made while the tracer itself ran on their thread, or on a thread without a buffer)", m.Dropped)
+	kv("dropped", "%d calls (made while the tracer itself ran on their thread, or on a thread without a buffer)", m.Dropped)
 	kv("lost bytes", "%d (records the runtime could not write: a full disk, the file size limit)", m.LostBytes)
 	kv("lost threads", "%d (threads whose buffered records were not written)", m.LostThreads)
 	kv("not graphed", "%d calls nested deeper than the shadow stack holds, on %d threads that then stopped graphing", m.Overflow, m.Stopped)

@@ -32,9 +32,9 @@ func Report(w io.Writer, in Input, opt Options) error {
 		}
 		return err
 	}
-	counts, events, err := model.ReportCalls(t, in.Names, in.Filter)
+	counts, calls, err := model.ReportCalls(t, in.Names, in.Filter)
 	if err == nil {
-		err = WriteCounts(w, t, counts, events)
+		err = WriteCounts(w, t, counts, calls)
 	}
 	return err
 }
@@ -80,8 +80,9 @@ func Diff(w io.Writer, in Input, opt Options) error {
 	return WriteDiff(w, base.Trace.Dir, in.Trace.Dir, model.Diff(b, n), in.Trace.Meta.Tracer == abi.TracerGraphName)
 }
 
-// WriteCounts prints the calls per function.
-func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, events int) error {
+// WriteCounts prints the calls per function, and the trace's summary of
+// calls in all.
+func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, calls int) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "CALLS\tFUNCTION")
 	for _, c := range counts {
@@ -90,7 +91,7 @@ func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, events int) 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeSummary(w, t, events)
+	return writeSummary(w, t, calls)
 }
 
 // WriteStats prints the graph report: calls, total and self time (with
@@ -100,11 +101,11 @@ func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg bool) error
 	if err := WriteStatsTable(w, stats, avg, true); err != nil {
 		return err
 	}
-	events := 0
+	calls := 0
 	for _, s := range stats {
-		events += s.Calls
+		calls += s.Calls
 	}
-	return writeSummary(w, t, events)
+	return writeSummary(w, t, calls)
 }
 
 // WriteStatsTable prints figures per function without the trace's
@@ -188,26 +189,27 @@ func signedDur(ns float64) string {
 
 // flushSummary ends a text view written through bw to w: unless err
 // (what writing it returned), bw flushed and the trace's summary after
-// it.
-func flushSummary(bw *bufio.Writer, w io.Writer, t *trace.Trace, events int, err error) error {
+// it, calls the calls the view showed.
+func flushSummary(bw *bufio.Writer, w io.Writer, t *trace.Trace, calls int, err error) error {
 	if err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	return writeSummary(w, t, events)
+	return writeSummary(w, t, calls)
 }
 
-// writeSummary writes the trace's summary line: the events shown, its
-// threads, the sites traced and what the runtime could not trace.
-func writeSummary(w io.Writer, t *trace.Trace, events int) error {
+// writeSummary writes the trace's summary line: the calls shown (as
+// info counts them), its threads, the sites traced and what the runtime
+// could not trace (calls it dropped, too deep to graph, unwound).
+func writeSummary(w io.Writer, t *trace.Trace, calls int) error {
 	m := &t.Meta
 	threads := "threads"
 	if len(t.Streams) == 1 {
 		threads = "thread"
 	}
-	_, err := fmt.Fprintf(w, "# %d events in %d %s; %d of %d sites traced", events, len(t.Streams), threads, m.Enabled, m.Sites)
+	_, err := fmt.Fprintf(w, "# %d calls in %d %s; %d of %d sites traced", calls, len(t.Streams), threads, m.Enabled, m.Sites)
 	if m.Unsupported > 0 {
 		_, err = fmt.Fprintf(w, ", %d matched but not traceable yet (sites after the prologue: -pg without -mfentry)", m.Unsupported)
 	}
@@ -221,7 +223,7 @@ func writeSummary(w io.Writer, t *trace.Trace, events int) error {
 		_, err = fmt.Fprintf(w, "; %d graphed calls unwound by longjmp or an exception (no exit time)", m.Unwound)
 	}
 	if m.Dropped > 0 {
-		_, err = fmt.Fprintf(w, "; %d events DROPPED (see the warnings)", m.Dropped)
+		_, err = fmt.Fprintf(w, "; %d calls DROPPED (see the warnings)", m.Dropped)
 	}
 	fmt.Fprintln(w)
 	return err

@@ -390,7 +390,7 @@ func TestGraph(t *testing.T) {
 
 func TestInfo(t *testing.T) {
 	var out bytes.Buffer
-	warn := fmt.Errorf("dir: %w: 3 events dropped", trace.ErrLost)
+	warn := fmt.Errorf("dir: %w: 3 calls dropped", trace.ErrLost)
 	if err := views.Info(&out, known(), views.Options{Warnings: func() []error { return []error{warn} }, Beside: []string{"dir.77"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestInfo(t *testing.T) {
 		"thread:             pid 1 tid 1 context 1: 1 call, from 0.300 us to 0.350 us",
 		"thread:             pid 1 tid 2: 3 calls, from 0.050 us to 0.800 us, 1 still running at the end",
 		"threads:            3, 10 calls in all (a makecontext context's calls count as a thread of their own)",
-		"warning: dir: events lost: 3 events dropped",
+		"warning: dir: events lost: 3 calls dropped",
 		"beside:             dir.77: the trace of a process that started while this one ran (one it exec'd?)",
 	} {
 		found := false

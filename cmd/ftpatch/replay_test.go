@@ -97,13 +97,13 @@ func TestReplayIncomplete(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", cmd, err, errOut)
 		}
-		if !strings.Contains(out.String(), "# 3 events in 2 threads") {
+		if !strings.Contains(out.String(), "# 3 calls in 2 threads") {
 			t.Errorf("%s: output\n%s\nwant the 3 whole calls of two streams", cmd, out.String())
 		}
 		for _, w := range []string{
 			"incomplete trace: 7-2.trace empty or shorter than a stream's header",
 			"incomplete trace: 7-3.trace cut short",
-			"events lost: 2 events dropped",
+			"events lost: 2 calls dropped",
 			"events lost: 48 bytes of records could not be written",
 			"events lost: 1 thread's records were not written",
 		} {

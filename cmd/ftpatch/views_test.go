@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -194,5 +195,33 @@ func TestPerfettoNotToTerminal(t *testing.T) {
 	_, err = traceCmd(tty, "dump", "--perfetto", "--exe", demoExe, demoGraph)
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "redirect it to a file") {
 		t.Errorf("error %v, want a usage error saying to redirect it", err)
+	}
+}
+
+// TestCallsOneWord: replay's and report's footers count the trace's
+// calls in the word info uses, and the same number: "# 27 calls in"
+// where info says "27 calls in all".
+func TestCallsOneWord(t *testing.T) {
+	footer := regexp.MustCompile(`(?m)^# (\d+) (\w+) in \d+ threads?;`)
+	total := regexp.MustCompile(`(?m)^threads: +\d+, (\d+) (\w+) in all`)
+	for _, dir := range []string{demoGraph, demoCalls} {
+		var info bytes.Buffer
+		if errOut, err := traceCmd(&info, "info", dir); err != nil {
+			t.Fatalf("info %s: %v\n%s", dir, err, errOut)
+		}
+		want := total.FindStringSubmatch(info.String())
+		if want == nil || want[2] != "calls" {
+			t.Fatalf("info %s: no line counting its calls:\n%s", dir, info.String())
+		}
+		for _, cmd := range []string{"replay", "report"} {
+			var out bytes.Buffer
+			if errOut, err := traceCmd(&out, cmd, "--exe", demoExe, dir); err != nil {
+				t.Fatalf("%s %s: %v\n%s", cmd, dir, err, errOut)
+			}
+			got := footer.FindStringSubmatch(out.String())
+			if got == nil || got[1] != want[1] || got[2] != want[2] {
+				t.Errorf("%s %s: footer %q, want \"# %s %s in ...\" as info counts them", cmd, dir, got, want[1], want[2])
+			}
+		}
 	}
 }
