@@ -205,11 +205,7 @@ func flushSummary(bw *bufio.Writer, w io.Writer, t *trace.Trace, calls int, err 
 // could not trace (calls it dropped, too deep to graph, unwound).
 func writeSummary(w io.Writer, t *trace.Trace, calls int) error {
 	m := &t.Meta
-	threads := "threads"
-	if len(t.Streams) == 1 {
-		threads = "thread"
-	}
-	_, err := fmt.Fprintf(w, "# %d calls in %d %s; %d of %d sites traced", calls, len(t.Streams), threads, m.Enabled, m.Sites)
+	_, err := fmt.Fprintf(w, "# %s in %s; %d of %d sites traced", plural(calls, "call", "calls"), plural(len(t.Streams), "thread", "threads"), m.Enabled, m.Sites)
 	if m.Unsupported > 0 {
 		_, err = fmt.Fprintf(w, ", %d matched but not traceable yet (sites after the prologue: -pg without -mfentry)", m.Unsupported)
 	}

@@ -200,22 +200,30 @@ func TestPerfettoNotToTerminal(t *testing.T) {
 
 // TestCallsOneWord: replay's and report's footers count the trace's
 // calls in the word info uses, and the same number: "# 27 calls in"
-// where info says "27 calls in all".
+// where info says "27 calls in all", "1 call" where it says "1 call".
 func TestCallsOneWord(t *testing.T) {
 	footer := regexp.MustCompile(`(?m)^# (\d+) (\w+) in \d+ threads?;`)
 	total := regexp.MustCompile(`(?m)^threads: +\d+, (\d+) (\w+) in all`)
-	for _, dir := range []string{demoGraph, demoCalls} {
+	one := craftTrace(t, "function", "", map[string][]uint64{"7-1.trace": {
+		3<<62 | 1<<58, 200, // TIME: the clock at 200
+		0x10, 0x20, // a call of 0x10 from 0x20
+	}})
+	for _, dir := range []string{demoGraph, demoCalls, one} {
 		var info bytes.Buffer
 		if errOut, err := traceCmd(&info, "info", dir); err != nil {
 			t.Fatalf("info %s: %v\n%s", dir, err, errOut)
 		}
 		want := total.FindStringSubmatch(info.String())
-		if want == nil || want[2] != "calls" {
+		if want == nil || want[2] != map[bool]string{true: "call", false: "calls"}[want[1] == "1"] {
 			t.Fatalf("info %s: no line counting its calls:\n%s", dir, info.String())
 		}
 		for _, cmd := range []string{"replay", "report"} {
 			var out bytes.Buffer
-			if errOut, err := traceCmd(&out, cmd, "--exe", demoExe, dir); err != nil {
+			args := []string{cmd, dir}
+			if dir != one {
+				args = append(args, "--exe", demoExe)
+			}
+			if errOut, err := traceCmd(&out, args...); err != nil {
 				t.Fatalf("%s %s: %v\n%s", cmd, dir, err, errOut)
 			}
 			got := footer.FindStringSubmatch(out.String())
