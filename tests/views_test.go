@@ -108,3 +108,22 @@ func nsOf(t *testing.T, s string) float64 {
 	}
 	return v * map[string]float64{"us": 1e3, "ms": 1e6, "s": 1e9}[f[1]]
 }
+
+// TestRingWarnedOnce: a real flight-recorder trace (progs/bigtrace.c's
+// four threads under FTRACE_BUFFER=ring:64k, each thread's ring
+// overwritten many times) is warned of once by replay, report and graph:
+// the warning naming the streams that begin where a ring wrapped, not
+// first a vaguer one before the streams are read.
+func TestRingWarnedOnce(t *testing.T) {
+	need(t, "gcc")
+	dir := t.TempDir()
+	prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")
+	ring := filepath.Join(dir, "ring.data")
+	run(t, dir, "env", "FTRACE=function_graph", "FTRACE_BUFFER=ring:64k", "FTRACE_OUT="+ring, prog, "300")
+	for _, cmd := range []string{"replay", "report", "graph"} {
+		_, errOut := run(t, dir, tool("ftpatch"), cmd, ring)
+		if n := strings.Count(errOut, "the flight recorder's ring wrapped"); n != 1 || !regexp.MustCompile(`the calls of \S+\.trace.* start where the ring wrapped`).MatchString(errOut) {
+			t.Errorf("%s: warned %d times that the ring wrapped, want once naming the streams:\n%s", cmd, n, errOut)
+		}
+	}
+}

@@ -356,7 +356,10 @@ const (
 // (ErrIncomplete): the metadata, streams empty or shorter than their
 // header, streams whose last record is partial; and what the runtime
 // counted as lost (ErrLost): calls dropped, bytes and threads' records
-// not written, calls not graphed.
+// not written, calls not graphed; that the flight recorder's rings
+// wrapped (ErrWrapped), naming the streams read so far that begin where
+// one did: said before the streams are read, it would be said again,
+// worded otherwise, after.
 func (t *Trace) Warnings() []error {
 	var out []error
 	add := func(sentinel error, format string, args ...any) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,7 +43,7 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 		return nil, err
 	}
 	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
-	l.warn()
+	l.warn(false)
 	syms, warns, err := symbols.LoadProcess(&t.Meta, exe)
 	if err != nil {
 		return nil, err
@@ -113,9 +114,16 @@ func (l *loaded) progress() {
 	}
 }
 
-// warn says on stderr the trace's warnings not said yet.
-func (l *loaded) warn() {
+// warn says on stderr the trace's warnings not said yet. Until its
+// streams are read (read false) it keeps back the flight recorder's
+// (trace.ErrWrapped), which names the streams that begin where a ring
+// wrapped: only reading them finds those, and said before, it would be
+// said again, worded otherwise, once they were found.
+func (l *loaded) warn(read bool) {
 	for _, w := range l.t.Warnings() {
+		if !read && errors.Is(w, trace.ErrWrapped) {
+			continue
+		}
 		if !l.warned[w.Error()] {
 			fmt.Fprintf(l.stderr, "ftpatch: warning: %v\n", w)
 			l.warned[w.Error()] = true
@@ -124,12 +132,12 @@ func (l *loaded) warn() {
 }
 
 // finish ends a command that read the trace: the warnings reading its
-// streams found (a stream cut short), which load could not know yet, on
-// stderr; then err.
+// streams found (a stream cut short, those a flight recorder's ring
+// wrapped in), which load could not know yet, on stderr; then err.
 func (l *loaded) finish(err error) error {
 	close(l.stop)
 	<-l.stopped
-	l.warn()
+	l.warn(true)
 	return err
 }
 

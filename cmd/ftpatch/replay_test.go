@@ -182,3 +182,50 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("report with stderr not a terminal: %v, drew %q", err, errOut)
 	}
 }
+
+// TestWarnedOnce: a flight-recorder trace whose ring wrapped is warned
+// of once by every command that reads it, naming the stream that begins
+// where its ring wrapped (which only reading the stream finds); replay,
+// report (and its --diff, once per trace), graph and dump on stderr,
+// info in its output.
+func TestWarnedOnce(t *testing.T) {
+	dir := craftTrace(t, "function_graph", "buffer ring\nring_bytes 65536\noverwritten_bytes 4096\n", map[string][]uint64{
+		"7-1.trace": {
+			3<<62 | 5<<58 | 512, // EXT_WRAPPED: 512 words overwritten before what follows
+			3<<62 | 1<<58, 200,  // TIME: the clock at 200
+			1<<62 | 1<<47 | 0x10, // an entry of 0x10
+			2<<62 | 100,          // its exit, 100 ticks later
+		},
+	})
+	const wrapped = "the flight recorder's ring wrapped: 4096 bytes of earlier records overwritten (rings of 65536 bytes a thread): the calls of 7-1.trace start where the ring wrapped"
+	for _, c := range []struct {
+		name string
+		args []string
+		n    int // warnings: the trace given twice to --diff is warned of twice
+	}{
+		{"replay", []string{"replay", dir}, 1},
+		{"report", []string{"report", dir}, 1},
+		{"report --diff", []string{"report", dir, "--diff", dir}, 2},
+		{"graph", []string{"graph", dir}, 1},
+		{"dump", []string{"dump", "--chrome", dir}, 1},
+		{"info", []string{"info", dir}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			errOut, err := traceCmd(&out, c.args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			said := errOut
+			if c.args[0] == "info" {
+				said = out.String()
+			}
+			if n := strings.Count(said, "warning: "+dir+": "+wrapped); n != c.n {
+				t.Errorf("warned %d times that the ring wrapped, naming 7-1.trace, want %d:\n%s", n, c.n, said)
+			}
+			if n := strings.Count(errOut+out.String(), "the flight recorder's ring wrapped"); n != c.n {
+				t.Errorf("said %d times that the ring wrapped, want %d:\nstdout:\n%s\nstderr:\n%s", n, c.n, out.String(), errOut)
+			}
+		})
+	}
+}
