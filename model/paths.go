@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"fmt"
 	"iter"
 	"runtime"
 	"slices"
@@ -77,6 +78,28 @@ func (n *Path) Merge(o *Path) {
 		c.Add(oc)
 		c.Merge(oc)
 	}
+}
+
+// PathOrder is the order the aggregated call graph gives the paths it
+// lists (graph's --sort): by "total" time (the default, also "") or by
+// "calls", the most first, ties in the order first called. One rule for
+// a path's callees and for a function's backtraces alike.
+func PathOrder(by string) (func(a, b *Path) int, error) {
+	switch by {
+	case "", "total":
+		return func(a, b *Path) int { return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(b.Calls, a.Calls)) }, nil
+	case "calls":
+		return func(a, b *Path) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Total, a.Total)) }, nil
+	}
+	return nil, fmt.Errorf("%w %q (want total or calls)", ErrSortKey, by)
+}
+
+// Sorted returns n's children in the order order gives (PathOrder's), ties
+// in the order first called.
+func (n *Path) Sorted(order func(a, b *Path) int) []*Path {
+	s := slices.Clone(n.Children)
+	slices.SortStableFunc(s, order)
+	return s
 }
 
 // ByName returns n's children sorted by function name.

@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -126,6 +127,9 @@ func ReportGraph(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, e
 	return ReportAll(t, names, f)
 }
 
+// ErrSortKey: an order was asked for by a key it does not know.
+var ErrSortKey = errors.New("unknown sort key")
+
 // SortStats orders a report by "total" (the default), "self", "calls",
 // "avg", "min", "max" or "name".
 func SortStats(stats []Stat, by string) error {
@@ -147,7 +151,7 @@ func SortStats(stats []Stat, by string) error {
 		slices.SortFunc(stats, func(a, b Stat) int { return cmp.Compare(a.Func, b.Func) })
 		return nil
 	default:
-		return fmt.Errorf("unknown sort key %q (want total, self, calls, avg, min, max or name)", by)
+		return fmt.Errorf("%w %q (want total, self, calls, avg, min, max or name)", ErrSortKey, by)
 	}
 	slices.SortFunc(stats, func(a, b Stat) int { return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Func, b.Func)) })
 	return nil

@@ -109,21 +109,57 @@ func nsOf(t *testing.T, s string) float64 {
 	return v * map[string]float64{"us": 1e3, "ms": 1e6, "s": 1e9}[f[1]]
 }
 
-// TestRingWarnedOnce: a real flight-recorder trace (progs/bigtrace.c's
-// four threads under FTRACE_BUFFER=ring:64k, each thread's ring
+// TestBigtraceViews: views of real traces of progs/bigtrace.c (four
+// threads; fib recursing to mid, which calls leaf, so leaf is reached by
+// a path per depth of fib).
+//
+// A flight-recorder trace (FTRACE_BUFFER=ring:64k, each thread's ring
 // overwritten many times) is warned of once by replay, report and graph:
 // the warning naming the streams that begin where a ring wrapped, not
 // first a vaguer one before the streams are read.
-func TestRingWarnedOnce(t *testing.T) {
+//
+// graph FUNC lists leaf's backtraces by their total time, the most
+// first, or with --sort calls by their calls: not in the order first
+// seen.
+func TestBigtraceViews(t *testing.T) {
 	need(t, "gcc")
 	dir := t.TempDir()
 	prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")
-	ring := filepath.Join(dir, "ring.data")
-	run(t, dir, "env", "FTRACE=function_graph", "FTRACE_BUFFER=ring:64k", "FTRACE_OUT="+ring, prog, "300")
-	for _, cmd := range []string{"replay", "report", "graph"} {
-		_, errOut := run(t, dir, tool("ftpatch"), cmd, ring)
-		if n := strings.Count(errOut, "the flight recorder's ring wrapped"); n != 1 || !regexp.MustCompile(`the calls of \S+\.trace.* start where the ring wrapped`).MatchString(errOut) {
-			t.Errorf("%s: warned %d times that the ring wrapped, want once naming the streams:\n%s", cmd, n, errOut)
+	t.Run("ring warned once", func(t *testing.T) {
+		ring := filepath.Join(dir, "ring.data")
+		run(t, dir, "env", "FTRACE=function_graph", "FTRACE_BUFFER=ring:64k", "FTRACE_OUT="+ring, prog, "300")
+		for _, cmd := range []string{"replay", "report", "graph"} {
+			_, errOut := run(t, dir, tool("ftpatch"), cmd, ring)
+			if n := strings.Count(errOut, "the flight recorder's ring wrapped"); n != 1 || !regexp.MustCompile(`the calls of \S+\.trace.* start where the ring wrapped`).MatchString(errOut) {
+				t.Errorf("%s: warned %d times that the ring wrapped, want once naming the streams:\n%s", cmd, n, errOut)
+			}
 		}
-	}
+	})
+	t.Run("graph backtraces ordered", func(t *testing.T) {
+		whole := filepath.Join(dir, "whole.data")
+		run(t, dir, "env", "FTRACE=function_graph", "FTRACE_OUT="+whole, prog, "2")
+		bt := regexp.MustCompile(`(?m)^ backtrace #\d+: hit (\d+), time +([0-9.]+ +[mu]?s)$`)
+		for _, c := range []struct {
+			sort string
+			key  func(hit, ns float64) float64 // what must not grow from one backtrace to the next
+		}{
+			{"total", func(hit, ns float64) float64 { return ns }},
+			{"calls", func(hit, ns float64) float64 { return hit }},
+		} {
+			out, _ := run(t, dir, tool("ftpatch"), "graph", "--sort", c.sort, whole, "leaf")
+			all := bt.FindAllStringSubmatch(out, -1)
+			if len(all) < 5 {
+				t.Fatalf("--sort %s: %d backtraces of leaf, want one per depth of fib:\n%.3000s", c.sort, len(all), out)
+			}
+			var last float64
+			for i, m := range all {
+				hit, _ := strconv.ParseFloat(m[1], 64)
+				k := c.key(hit, nsOf(t, m[2]))
+				if i > 0 && k > last {
+					t.Errorf("--sort %s: backtrace #%d (hit %s, time %s) after one of less:\n%.3000s", c.sort, i, m[1], m[2], out)
+				}
+				last = k
+			}
+		}
+	})
 }

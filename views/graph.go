@@ -13,7 +13,8 @@ import (
 // Graph writes the trace's call graph as `uftrace graph` does: the calls
 // of every thread aggregated by call path, each path once with its
 // calls and their total time (callees included), its callees below it in
-// the order first called, joined by uftrace's lines:
+// opt.Sort's order (model.PathOrder: the most total time first, or the
+// most calls), joined by uftrace's lines:
 //
 //	# Function Call Graph for 'calc' (pid 23875)
 //	========== FUNCTION CALL GRAPH ==========
@@ -33,13 +34,17 @@ import (
 //
 // With opt.Func, the graph is that of opt.Func: first its backtraces,
 // each distinct path of calls that led to it (outermost first) with how
-// many calls of it came that way and their time, then the graph of
-// everything it called, from all its calls merged. A call of opt.Func
-// within another (recursion) belongs to the outer one's graph, as in
-// uftrace.
+// many calls of it came that way and their time, in opt.Sort's order as
+// the callees are, then the graph of everything it called, from all its
+// calls merged. A call of opt.Func within another (recursion) belongs to
+// the outer one's graph, as in uftrace.
 func Graph(w io.Writer, in Input, opt Options) error {
 	if !graphed(in.Meta) {
 		return ErrNoGraph
+	}
+	order, err := model.PathOrder(opt.Sort)
+	if err != nil {
+		return err
 	}
 	root := callTree(in, false)
 	root.Func = program(in.Meta)
@@ -51,7 +56,7 @@ func Graph(w io.Writer, in Input, opt Options) error {
 	title := fmt.Sprintf("pid %d", in.Meta.Pid)
 	if opt.Func == "" {
 		fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", root.Func, title)
-		writeGraph(bw, root)
+		writeGraph(bw, root, order)
 		return bw.Flush()
 	}
 
@@ -88,6 +93,7 @@ func Graph(w io.Writer, in Input, opt Options) error {
 		sub.Add(h.n)
 		sub.Merge(h.n)
 	}
+	slices.SortStableFunc(hits, func(a, b hit) int { return order(a.n, b.n) })
 	fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", opt.Func, title)
 	fmt.Fprintf(bw, "=============== BACKTRACE ===============\n")
 	for i, h := range hits {
@@ -97,7 +103,7 @@ func Graph(w io.Writer, in Input, opt Options) error {
 		}
 		fmt.Fprintln(bw)
 	}
-	writeGraph(bw, sub)
+	writeGraph(bw, sub, order)
 	return bw.Flush()
 }
 
@@ -133,8 +139,9 @@ func joinOr(names []string) string {
 // path with several callees opens a column of "|" down to its last
 // callee, each callee branching off with "+-", a line holding only the
 // columns between two callees; a single callee continues below its
-// caller, unbranched.
-func writeGraph(w *bufio.Writer, root *model.Path) {
+// caller, unbranched. Callees come in the order order gives
+// (model.PathOrder).
+func writeGraph(w *bufio.Writer, root *model.Path, order func(a, b *model.Path) int) {
 	fmt.Fprintf(w, "========== FUNCTION CALL GRAPH ==========\n")
 	fmt.Fprintf(w, "# TOTAL TIME   FUNCTION\n")
 	// columns[i]: whether the i-th column still has a callee to come.
@@ -185,7 +192,7 @@ func writeGraph(w *bufio.Writer, root *model.Path) {
 		if last && parent != nil && len(parent.Children) > 1 && depth > 0 {
 			columns[depth-1] = false
 		}
-		for i, c := range n.Children {
+		for i, c := range n.Sorted(order) {
 			walk(c, n, i == len(n.Children)-1, fork)
 			if i < len(n.Children)-1 {
 				w.WriteString("             : ")

@@ -82,7 +82,8 @@ type Options struct {
 	// a table per thread.
 	PerThread bool
 	// Sort orders Report's rows (model.SortStats: "total", "self",
-	// "calls", "avg", "min", "max" or "name"); Avg gives each
+	// "calls", "avg", "min", "max" or "name") and Graph's paths
+	// (model.PathOrder: "total" or "calls"); Avg gives each
 	// function's average, shortest and longest call instead of its self
 	// time.
 	Sort string

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"ftpatch/internal/viewcheck"
+	"ftpatch/model"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -306,10 +307,31 @@ func TestGraph(t *testing.T) {
 			{exit, "f", 80}, {exit, "g", 90}, {exit, "f", 100},
 		}})
 	}
+	// leaf by three paths, first seen by y (3 calls, 150 ns), then x
+	// (1 call, 500 ns), then z (2 calls, 200 ns): each order differs.
+	paths := func() views.Input {
+		return made("function_graph", thread{1, 1, 0, []step{
+			{enter, "main", 0},
+			{enter, "y", 10}, {enter, "leaf", 20}, {exit, "leaf", 70}, {enter, "leaf", 100}, {exit, "leaf", 150},
+			{enter, "leaf", 200}, {exit, "leaf", 250}, {exit, "y", 400},
+			{enter, "x", 500}, {enter, "leaf", 550}, {exit, "leaf", 1050}, {exit, "x", 1100},
+			{enter, "z", 1200}, {enter, "leaf", 1250}, {exit, "leaf", 1350}, {enter, "leaf", 1380}, {exit, "leaf", 1480}, {exit, "z", 1500},
+			{exit, "main", 2000},
+		}})
+	}
+	// main calls q once (490 ns), then p three times (10 ns each).
+	callees := func() views.Input {
+		return made("function_graph", thread{1, 1, 0, []step{
+			{enter, "main", 0}, {enter, "q", 10}, {exit, "q", 500},
+			{enter, "p", 600}, {exit, "p", 610}, {enter, "p", 620}, {exit, "p", 630}, {enter, "p", 640}, {exit, "p", 650},
+			{exit, "main", 1000},
+		}})
+	}
 	for _, c := range []struct {
 		name string
 		in   func() views.Input
 		fn   string
+		sort string
 		want string
 		err  error
 	}{
@@ -318,32 +340,32 @@ func TestGraph(t *testing.T) {
 # TOTAL TIME   FUNCTION
     1.700 us : (1) prog
     1.000 us :  +-(1) main
-    0.300 us :  |  +-(1) a
+    0.400 us :  |  +-(1) b
     0.100 us :  |  | (1) leaf
              :  |  | 
-    0.400 us :  |  +-(1) b
+    0.300 us :  |  +-(1) a
     0.100 us :  |  | (1) leaf
              :  |  | 
     0.030 us :  |  +-(1) jumper [1 unwound]
              :  | 
-    0.050 us :  +-(1) coro
+    0.400 us :  +-(1) spin [1 open]
              :  | 
     0.250 us :  +-(1) worker
     0.100 us :  | (1) leaf
              :  | 
-    0.400 us :  +-(1) spin [1 open]
+    0.050 us :  +-(1) coro
 
 `},
 		{name: "func", in: known, fn: "leaf", want: `# Function Call Graph for 'leaf' (pid 1)
 =============== BACKTRACE ===============
  backtrace #0: hit 1, time   0.100 us
    [0] main
-   [1] a
+   [1] b
    [2] leaf
 
  backtrace #1: hit 1, time   0.100 us
    [0] main
-   [1] b
+   [1] a
    [2] leaf
 
  backtrace #2: hit 1, time   0.100 us
@@ -369,12 +391,79 @@ func TestGraph(t *testing.T) {
     0.010 us : (1) h
 
 `},
+		// Backtraces in the order of their total time, or their calls.
+		{name: "backtraces by total", in: paths, fn: "leaf", want: `# Function Call Graph for 'leaf' (pid 1)
+=============== BACKTRACE ===============
+ backtrace #0: hit 1, time   0.500 us
+   [0] main
+   [1] x
+   [2] leaf
+
+ backtrace #1: hit 2, time   0.200 us
+   [0] main
+   [1] z
+   [2] leaf
+
+ backtrace #2: hit 3, time   0.150 us
+   [0] main
+   [1] y
+   [2] leaf
+
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    0.850 us : (6) leaf
+
+`},
+		{name: "backtraces by calls", in: paths, fn: "leaf", sort: "calls", want: `# Function Call Graph for 'leaf' (pid 1)
+=============== BACKTRACE ===============
+ backtrace #0: hit 3, time   0.150 us
+   [0] main
+   [1] y
+   [2] leaf
+
+ backtrace #1: hit 2, time   0.200 us
+   [0] main
+   [1] z
+   [2] leaf
+
+ backtrace #2: hit 1, time   0.500 us
+   [0] main
+   [1] x
+   [2] leaf
+
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    0.850 us : (6) leaf
+
+`},
+		// Callees by the same rule.
+		{name: "callees by total", in: callees, sort: "total", want: `# Function Call Graph for 'prog' (pid 1)
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    1.000 us : (1) prog
+    1.000 us : (1) main
+    0.490 us :  +-(1) q
+             :  | 
+    0.030 us :  +-(3) p
+
+`},
+		{name: "callees by calls", in: callees, sort: "calls", want: `# Function Call Graph for 'prog' (pid 1)
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    1.000 us : (1) prog
+    1.000 us : (1) main
+    0.030 us :  +-(3) p
+             :  | 
+    0.490 us :  +-(1) q
+
+`},
+		{name: "unknown order", in: callees, sort: "self", err: model.ErrSortKey, want: ""},
 		{name: "no such function", in: known, fn: "lef", err: views.ErrNoFunc, want: ""},
 		{name: "function trace", in: functions, err: views.ErrNoGraph, want: ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := views.Graph(&out, c.in(), views.Options{Func: c.fn})
+			err := views.Graph(&out, c.in(), views.Options{Func: c.fn, Sort: c.sort})
 			if !errors.Is(err, c.err) {
 				t.Fatalf("error %v, want %v", err, c.err)
 			}

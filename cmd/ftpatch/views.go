@@ -3,11 +3,13 @@ package main
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/model"
 	"ftpatch/progress"
 	"ftpatch/symbols"
 	"ftpatch/trace"
@@ -120,7 +122,7 @@ A function trace has no durations: its flame graphs need
 }
 
 func newGraph(stdout io.Writer) *cobra.Command {
-	var exe string
+	var exe, sortBy string
 	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "graph [DIR [FUNC]]",
@@ -138,9 +140,9 @@ uftrace graph does: each path once, with the total time of its calls
      ...
 
 A path with one callee has it on the next line; with several, each
-branches off a column with "+-". Callees come in the order first called.
-Calls left by longjmp or an exception, or still running at the end,
-are counted after the name: [2 unwound], [1 open].
+branches off a column with "+-". Calls left by longjmp or an exception,
+or still running at the end, are counted after the name: [2 unwound],
+[1 open].
 
 With FUNC, the graph of FUNC: its backtraces first (each distinct path
 of calls that led to it, outermost first, with how many of its calls
@@ -148,17 +150,25 @@ came that way and their time), then everything its calls called, all
 its calls merged (a call of FUNC within another is part of the outer
 one's graph).
 
+--sort orders a path's callees and FUNC's backtraces alike: by total
+time (the default), the most first, or with --sort calls by calls, the
+most first; ties in the order first called.
+
 The filters -F, -N, -D, --tid and --time-range choose the calls, as
 replay's do.`,
 		Example: `  ftpatch graph
-  ftpatch graph build/ftrace.data parse_expr`,
+  ftpatch graph build/ftrace.data parse_expr
+  ftpatch graph --sort calls ftrace.data parse_expr   # the path most calls came by first`,
 		Args: usageArgs(cobra.MaximumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := gf.filter()
 			if err != nil {
 				return err
 			}
-			var opt views.Options
+			if _, err := model.PathOrder(sortBy); err != nil {
+				return usage(fmt.Errorf("--sort: %w", err))
+			}
+			opt := views.Options{Sort: sortBy}
 			if len(args) == 2 {
 				opt.Func = args[1]
 				args = args[:1]
@@ -173,6 +183,7 @@ replay's do.`,
 		},
 	}
 	exeFlag(cmd, &exe)
+	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order of callees and backtraces: total (time) or calls, the most first")
 	gf.register(cmd, false)
 	return cmd
 }
