@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,8 +27,9 @@ type loaded struct {
 	warned map[string]bool
 	stderr io.Writer
 	// The progress bar's goroutine: stop tells it to end, it closes
-	// stopped when it has.
+	// stopped when it has (endProgress, once).
 	stop, stopped chan struct{}
+	ended         sync.Once
 }
 
 // load opens the trace directory named by args (default ftrace.data)
@@ -131,12 +133,20 @@ func (l *loaded) warn(read bool) {
 	}
 }
 
+// endProgress ends the progress bar (clearing it, if drawn): at the
+// command's end, or before a pager takes the terminal.
+func (l *loaded) endProgress() {
+	l.ended.Do(func() {
+		close(l.stop)
+		<-l.stopped
+	})
+}
+
 // finish ends a command that read the trace: the warnings reading its
 // streams found (a stream cut short, those a flight recorder's ring
 // wrapped in), which load could not know yet, on stderr; then err.
 func (l *loaded) finish(err error) error {
-	close(l.stop)
-	<-l.stopped
+	l.endProgress()
 	l.warn(true)
 	return err
 }
@@ -204,7 +214,7 @@ func (g *graphFlags) filter() (trace.Filter, error) {
 func newReplay(stdout io.Writer) *cobra.Command {
 	var exe string
 	var gf graphFlags
-	var srcline bool
+	var srcline, noPager bool
 	cmd := &cobra.Command{
 		Use:   "replay [DIR]",
 		Short: "Print a recorded trace: the call graph, or every call in time order",
@@ -228,6 +238,10 @@ which keeps the calls inside a call that began outside the range.
 --srcline adds each function's source file and line (from the DWARF line
 table: build with -g).
 
+On a terminal the output goes through a pager: $FTPATCH_PAGER, else
+$PAGER, else less -FRX; --no-pager (or a pager of "" or cat) prints it
+straight. Quitting the pager early ends replay, with exit status 0.
+
 A program that ended through exit, quick_exit or _exit (from any thread,
 a signal handler or a forked child), or exec'd from the thread that
 recorded, left every event it recorded. One killed by a
@@ -249,7 +263,7 @@ a warning on stderr, and the exit status is still 0.`,
 				return err
 			}
 			var readErr error
-			err = writeView(stdout, "replay", input(l.t, l.syms, &f, &readErr), views.Options{})
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "replay", input(l.t, l.syms, &f, &readErr), views.Options{})
 			err = cmp.Or(readErr, err)
 			if srcline {
 				for _, e := range l.syms.SourceErrors() {
@@ -261,13 +275,14 @@ a warning on stderr, and the exit status is still 0.`,
 	}
 	exeFlag(cmd, &exe)
 	cmd.Flags().BoolVar(&srcline, "srcline", false, "show each function's source file:line (needs -g)")
+	pagerFlag(cmd, &noPager)
 	gf.register(cmd, true)
 	return cmd
 }
 
 func newReport(stdout io.Writer) *cobra.Command {
 	var exe, sortBy, diff string
-	var avg, threads bool
+	var avg, threads, noPager bool
 	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "report [DIR]",
@@ -279,15 +294,20 @@ streams are read as they go, several at once: a trace larger than memory
 reports.
 
 --avg shows each function's average, shortest and longest call instead
-of its self time; --threads prints a report per thread. --diff BASE
-compares DIR, the new trace, with the base trace BASE (of the same
-program, say before and after a change), as uftrace's report --diff
-does: headed with both names, per function, the total time, the self
-time and the calls in BASE, in DIR and the change from BASE to DIR, so a
-function DIR runs faster shows a negative change; the biggest change in
-total time comes first. --sort orders by total (the default), self,
-calls, avg, min, max or name.
-The filters are replay's (-F, -N, -D, -t, --tid, --time-range).
+of its self time; --threads prints a report per thread. --sort orders
+by total (the default), self, calls, avg, min, max or name. The filters
+are replay's (-F, -N, -D, -t, --tid, --time-range).
+
+report DIR --diff BASE compares DIR, the new trace, with BASE, the base
+one (two traces of one program, say before and after a change), as
+uftrace's report --diff does: headed with both names, per function the
+total time, the self time and the calls in BASE, in DIR, and the change
+from BASE to DIR (DIR's less BASE's), so a function that runs faster in
+DIR shows a negative change. The biggest change in total time comes
+first.
+
+On a terminal the output goes through a pager, as replay's does
+(--no-pager: none).
 
 A trace whose program was killed by a signal is read as far as its
 threads had written it, with a warning on stderr; the exit status is
@@ -310,10 +330,10 @@ still 0.`,
 			}
 			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads}
 			if diff != "" {
-				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), l, diff, &f, opt))
+				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), noPager, l, diff, &f, opt))
 			}
 			var readErr error
-			err = writeView(stdout, "report", input(l.t, l.syms, &f, &readErr), opt)
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "report", input(l.t, l.syms, &f, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
@@ -321,14 +341,15 @@ still 0.`,
 	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
+	pagerFlag(cmd, &noPager)
 	cmd.Flags().StringVar(&diff, "diff", "", "compare DIR (the new trace) with the base trace directory `BASE`: per function, BASE's figures, DIR's and the change from BASE to DIR")
 	gf.register(cmd, true)
 	return cmd
 }
 
 // reportDiff prints the per-function change from the base trace, base,
-// to the new one, l's.
-func reportDiff(w, stderr io.Writer, l *loaded, base string, f *trace.Filter, opt views.Options) error {
+// to the new one, l's (paged unless noPager).
+func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base string, f *trace.Filter, opt views.Options) error {
 	b, err := load([]string{base}, "", stderr)
 	if err != nil {
 		return err
@@ -340,6 +361,7 @@ func reportDiff(w, stderr io.Writer, l *loaded, base string, f *trace.Filter, op
 	var readErr, baseErr error
 	against := input(b.t, b.syms, f, &baseErr)
 	opt.Against = &against
-	err = writeView(w, "diff", input(l.t, l.syms, f, &readErr), opt)
+	ends := func() { l.endProgress(); b.endProgress() }
+	err = paged(w, stderr, noPager, ends, "diff", input(l.t, l.syms, f, &readErr), opt)
 	return b.finish(cmp.Or(readErr, baseErr, err))
 }

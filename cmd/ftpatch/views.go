@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ftpatch/model"
+	"ftpatch/pager"
 	"ftpatch/progress"
 	"ftpatch/symbols"
 	"ftpatch/trace"
@@ -25,6 +26,23 @@ func writeView(w io.Writer, view string, in views.Input, opt views.Options) erro
 		return usage(err)
 	}
 	return err
+}
+
+// paged writes a view to stdout as writeView does, through a pager when
+// stdout is a terminal, unless off (--no-pager): the pager the
+// environment names (package pager), started at the view's first write,
+// after before has run (it ends the progress bars drawn on the
+// terminal). It returns once the pager has ended, so what the command
+// says on stderr after it shows below the output; the user quitting the
+// pager early is no error.
+func paged(stdout, stderr io.Writer, off bool, before func(), view string, in views.Input, opt views.Options) error {
+	p := pager.New(stdout, pager.Config{Environ: os.Environ(), Stderr: stderr, Off: off, BeforeStart: before})
+	return p.Close(writeView(p, view, in, opt))
+}
+
+// pagerFlag registers --no-pager into off.
+func pagerFlag(cmd *cobra.Command, off *bool) {
+	cmd.Flags().BoolVar(off, "no-pager", false, "print straight to the terminal, through no pager ($FTPATCH_PAGER, else $PAGER, else less -FRX: used only on a terminal)")
 }
 
 func newDump(stdout io.Writer) *cobra.Command {
@@ -123,6 +141,7 @@ A function trace has no durations: its flame graphs need
 
 func newGraph(stdout io.Writer) *cobra.Command {
 	var exe, sortBy string
+	var noPager bool
 	var gf graphFlags
 	cmd := &cobra.Command{
 		Use:   "graph [DIR [FUNC]]",
@@ -155,7 +174,8 @@ time (the default), the most first, or with --sort calls by calls, the
 most first; ties in the order first called.
 
 The filters -F, -N, -D, --tid and --time-range choose the calls, as
-replay's do.`,
+replay's do. On a terminal the output goes through a pager, as replay's
+does (--no-pager: none).`,
 		Example: `  ftpatch graph
   ftpatch graph build/ftrace.data parse_expr
   ftpatch graph --sort calls ftrace.data parse_expr   # the path most calls came by first`,
@@ -178,18 +198,20 @@ replay's do.`,
 				return err
 			}
 			var readErr error
-			err = writeView(stdout, "graph", input(l.t, l.syms, &filter, &readErr), opt)
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "graph", input(l.t, l.syms, &filter, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
 	exeFlag(cmd, &exe)
 	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order of callees and backtraces: total (time) or calls, the most first")
+	pagerFlag(cmd, &noPager)
 	gf.register(cmd, false)
 	return cmd
 }
 
 func newInfo(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var noPager bool
+	cmd := &cobra.Command{
 		Use:   "info [DIR]",
 		Short: "Print what a trace is: program, tracer, clock, duration, threads, sites, and what was lost",
 		Long: `info reads the trace directory DIR (default ftrace.data) and prints what
@@ -204,7 +226,8 @@ given, 0 included). Then a "warning:" line for each thing the trace
 lacks (files cut short, events lost), and a "beside:" line for each
 trace of a process that started while this one ran (DIR.PID).
 
-It needs no symbols: the executable need not be there.`,
+It needs no symbols: the executable need not be there. On a terminal the
+output goes through a pager, as replay's does (--no-pager: none).`,
 		Example: `  ftpatch info
   ftpatch info build/ftrace.data`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
@@ -215,8 +238,10 @@ It needs no symbols: the executable need not be there.`,
 			}
 			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside()}
 			var readErr error
-			err = writeView(stdout, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, nil, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
 			return cmp.Or(readErr, err)
 		},
 	}
+	pagerFlag(cmd, &noPager)
+	return cmd
 }

@@ -234,3 +234,34 @@ func TestCallsOneWord(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsHelp: the help of the commands that read traces says what
+// they do now: report's --diff reading (report NEW --diff BASE, the
+// change from BASE), graph's --sort, and the pager each pages through.
+func TestViewsHelp(t *testing.T) {
+	pager := []string{"--no-pager", "$FTPATCH_PAGER, else $PAGER, else less -FRX"}
+	for _, c := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"replay", append([]string{"On a terminal the output goes through a pager: $FTPATCH_PAGER, else\n$PAGER, else less -FRX"}, pager...)},
+		{"report", append([]string{"report DIR --diff BASE compares DIR, the new trace, with BASE, the base\none",
+			"change\nfrom BASE to DIR (DIR's less BASE's), so a function that runs faster in\nDIR shows a negative change",
+			"ftpatch report after.data --diff before.data   # the change from before.data to after.data",
+			"--diff BASE            compare DIR (the new trace) with the base trace directory BASE: per function, BASE's figures, DIR's and the change from BASE to DIR",
+			"through a pager"}, pager...)},
+		{"graph", append([]string{"--sort orders a path's callees and FUNC's backtraces alike: by total\ntime (the default), the most first, or with --sort calls by calls",
+			"order of callees and backtraces: total (time) or calls, the most first", "through a pager"}, pager...)},
+		{"info", append([]string{"through a pager"}, pager...)},
+	} {
+		out, err := ftpatch(c.cmd, "--help")
+		if err != nil {
+			t.Fatalf("%s --help: %v", c.cmd, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("ftpatch %s --help does not say %q", c.cmd, w)
+			}
+		}
+	}
+}
