@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-static inline long now_us(void)
+static inline long now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
 __attribute__((noipa)) void tick(void)
@@ -22,8 +22,8 @@ __attribute__((noipa)) void tick(void)
 
 __attribute__((noipa)) void spin(long us)
 {
-	long end = now_us() + us;
-	while (now_us() < end)
+	long end = now_ns() + us * 1000;
+	while (now_ns() < end)
 		;
 }
 
