@@ -82,16 +82,20 @@ func (n *Path) Merge(o *Path) {
 
 // PathOrder is the order the aggregated call graph gives the paths it
 // lists (graph's --sort): by "total" time (the default, also "") or by
-// "calls", the most first, ties in the order first called. One rule for
-// a path's callees and for a function's backtraces alike.
+// "calls", the most first, ties in the order first called; or "first",
+// the order first called alone (the program's order, as uftrace's graph
+// prints it). One rule for a path's callees and for a function's
+// backtraces alike.
 func PathOrder(by string) (func(a, b *Path) int, error) {
 	switch by {
 	case "", "total":
 		return func(a, b *Path) int { return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(b.Calls, a.Calls)) }, nil
 	case "calls":
 		return func(a, b *Path) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Total, a.Total)) }, nil
+	case "first":
+		return func(a, b *Path) int { return 0 }, nil // Sorted's stable sort keeps the order first called
 	}
-	return nil, fmt.Errorf("%w %q (want total or calls)", ErrSortKey, by)
+	return nil, fmt.Errorf("%w %q (want total, calls or first)", ErrSortKey, by)
 }
 
 // Sorted returns n's children in the order order gives (PathOrder's), ties

@@ -457,6 +457,38 @@ func TestGraph(t *testing.T) {
     0.490 us :  +-(1) q
 
 `},
+		{name: "callees first called", in: callees, sort: "first", want: `# Function Call Graph for 'prog' (pid 1)
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    1.000 us : (1) prog
+    1.000 us : (1) main
+    0.490 us :  +-(1) q
+             :  | 
+    0.030 us :  +-(3) p
+
+`},
+		{name: "backtraces first seen", in: paths, fn: "leaf", sort: "first", want: `# Function Call Graph for 'leaf' (pid 1)
+=============== BACKTRACE ===============
+ backtrace #0: hit 3, time   0.150 us
+   [0] main
+   [1] y
+   [2] leaf
+
+ backtrace #1: hit 1, time   0.500 us
+   [0] main
+   [1] x
+   [2] leaf
+
+ backtrace #2: hit 2, time   0.200 us
+   [0] main
+   [1] z
+   [2] leaf
+
+========== FUNCTION CALL GRAPH ==========
+# TOTAL TIME   FUNCTION
+    0.850 us : (6) leaf
+
+`},
 		{name: "unknown order", in: callees, sort: "self", err: model.ErrSortKey, want: ""},
 		{name: "no such function", in: known, fn: "lef", err: views.ErrNoFunc, want: ""},
 		{name: "function trace", in: functions, err: views.ErrNoGraph, want: ""},

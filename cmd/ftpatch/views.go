@@ -171,7 +171,8 @@ one's graph).
 
 --sort orders a path's callees and FUNC's backtraces alike: by total
 time (the default), the most first, or with --sort calls by calls, the
-most first; ties in the order first called.
+most first; ties in the order first called. --sort first keeps the
+order first called (the program's order, as uftrace graph prints it).
 
 The filters -F, -N, -D, --tid and --time-range choose the calls, as
 replay's do. On a terminal the output goes through a pager, as replay's
@@ -203,7 +204,7 @@ does (--no-pager: none).`,
 		},
 	}
 	exeFlag(cmd, &exe)
-	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order of callees and backtraces: total (time) or calls, the most first")
+	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order of callees and backtraces: total (time) or calls, the most first, or first (the order first called)")
 	pagerFlag(cmd, &noPager)
 	gf.register(cmd, false)
 	return cmd

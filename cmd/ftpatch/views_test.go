@@ -170,7 +170,7 @@ func TestViewsUsage(t *testing.T) {
 		{[]string{"graph", "--exe", demoExe, demoCalls}, exitUsage, "FTRACE=function_graph"},
 		{[]string{"graph", "--exe", demoExe, demoGraph, "parse_facter"}, exitProblem, "did you mean parse_factor?"},
 		{[]string{"graph", "--exe", demoExe, demoGraph, "main", "extra"}, exitUsage, "accepts at most 2 arg"},
-		{[]string{"graph", "--sort", "self", "--exe", demoExe, demoGraph}, exitUsage, `--sort: unknown sort key "self" (want total or calls)`},
+		{[]string{"graph", "--sort", "self", "--exe", demoExe, demoGraph}, exitUsage, `--sort: unknown sort key "self" (want total, calls or first)`},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
