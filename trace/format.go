@@ -31,14 +31,15 @@ type decoder struct {
 	format  int    // 2 or 3
 	clock   uint64 // format 3: the time of the last record decoded
 	wrapped uint64 // format 3: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
+	enums   map[string]*Enum // the trace's (EnumsFile), by name: how enum arguments read
 }
 
 // newDecoder returns the decoder of a stream whose header starts with
 // magic (its first 8 bytes); ErrFormat for a stream of no format known.
-func newDecoder(magic []byte) (*decoder, error) {
+func newDecoder(magic []byte, enums map[string]*Enum) (*decoder, error) {
 	switch m := string(magic); {
 	case m == magic3:
-		return &decoder{format: 3}, nil
+		return &decoder{format: 3, enums: enums}, nil
 	case m == magic2:
 		return &decoder{format: 2}, nil
 	case strings.HasPrefix(m, "ftrtrec"):
@@ -83,7 +84,7 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 			if len(b)-used < size {
 				return n, used, nil
 			}
-			text, err := argsText(b[used:used+size], w0)
+			text, err := argsText(b[used:used+size], w0, d.enums)
 			if err != nil {
 				return n, used, err
 			}
@@ -177,10 +178,11 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 }
 
 // argsText formats an EXT_ARGS or EXT_RETVAL record (rec, w0 its first
-// word; abi.h lays it out) as its values, comma-separated: 3, "abc", 0x10, 2.5, 'c'; a
-// string the runtime could not read as <unreadable 0x...>, one it cut
-// with "..." after.
-func argsText(rec []byte, w0 uint64) (string, error) {
+// word; abi.h lays it out) as its values, comma-separated: -3, 7,
+// "abc", 0x10, 2.5, 'c', true, RED, ?; a string the runtime could not
+// read as <unreadable 0x...>, one it cut with "..." after; an enum by
+// the name enums gives its value (else its number).
+func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 	le := binary.LittleEndian
 	words := len(rec) / 8
 	if words < 3 {
@@ -190,24 +192,66 @@ func argsText(rec []byte, w0 uint64) (string, error) {
 	count := int(types & (1<<abi.ArgTypeBits - 1))
 	var sb strings.Builder
 	k := 3
-	for i := range count {
-		if k >= words {
-			return "", fmt.Errorf("%w: an argument record shorter than its %d items (word %#016x)", ErrFormat, count, w0)
+	// bytes reads a string's length word (at k-1, v) and bytes.
+	bytes := func(v uint64) (string, error) {
+		n := int(v & abi.ArgLenMask)
+		if n > abi.ArgStringMax || k+(n+7)/8 > words {
+			return "", fmt.Errorf("%w: a string of %d bytes in an argument record of %d words (word %#016x)", ErrFormat, n, words, w0)
 		}
+		s := string(rec[8*k : 8*k+n])
+		k += (n + 7) / 8
+		return s, nil
+	}
+	for i := range count {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
+		t := types >> (abi.ArgTypeBits * (i + 1)) & (1<<abi.ArgTypeBits - 1)
+		if t == abi.ArgNone {
+			sb.WriteString("?")
+			continue
+		}
+		if k >= words {
+			return "", fmt.Errorf("%w: an argument record shorter than its %d items (word %#016x)", ErrFormat, count, w0)
+		}
 		v := le.Uint64(rec[8*k:])
 		k++
-		switch t := types >> (abi.ArgTypeBits * (i + 1)) & (1<<abi.ArgTypeBits - 1); t {
+		switch t {
 		case abi.ArgInt:
 			sb.WriteString(strconv.FormatInt(int64(v), 10))
+		case abi.ArgUdec:
+			sb.WriteString(strconv.FormatUint(v, 10))
 		case abi.ArgUint, abi.ArgPtr:
 			sb.WriteString("0x" + strconv.FormatUint(v, 16))
 		case abi.ArgDouble:
 			sb.WriteString(strconv.FormatFloat(math.Float64frombits(v), 'g', -1, 64))
+		case abi.ArgFloat:
+			sb.WriteString(strconv.FormatFloat(float64(math.Float32frombits(uint32(v))), 'g', -1, 32))
 		case abi.ArgChar:
 			sb.WriteString(strconv.QuoteRune(rune(byte(v))))
+		case abi.ArgBool:
+			switch byte(v) {
+			case 0:
+				sb.WriteString("false")
+			case 1:
+				sb.WriteString("true")
+			default:
+				sb.WriteString(strconv.Itoa(int(byte(v))))
+			}
+		case abi.ArgEnum:
+			if k >= words {
+				return "", fmt.Errorf("%w: an enum without its name (word %#016x)", ErrFormat, w0)
+			}
+			k++
+			name, err := bytes(le.Uint64(rec[8*k-8:]))
+			if err != nil {
+				return "", err
+			}
+			if e := enums[name]; e != nil {
+				sb.WriteString(e.Show(v))
+			} else {
+				sb.WriteString(strconv.FormatInt(int64(int32(v)), 10)) // a C enum's usual int
+			}
 		case abi.ArgString:
 			if v&abi.ArgUnreadable != 0 {
 				if k >= words {
@@ -217,15 +261,14 @@ func argsText(rec []byte, w0 uint64) (string, error) {
 				k++
 				break
 			}
-			n := int(v & abi.ArgLenMask)
-			if n > abi.ArgStringMax || k+(n+7)/8 > words {
-				return "", fmt.Errorf("%w: a string of %d bytes in an argument record of %d words (word %#016x)", ErrFormat, n, words, w0)
+			s, err := bytes(v)
+			if err != nil {
+				return "", err
 			}
-			sb.WriteString(strconv.Quote(string(rec[8*k : 8*k+n])))
+			sb.WriteString(strconv.Quote(s))
 			if v&abi.ArgTruncated != 0 {
 				sb.WriteString("...")
 			}
-			k += (n + 7) / 8
 		default:
 			return "", fmt.Errorf("%w: an argument of type %d (word %#016x)", ErrFormat, t, w0)
 		}

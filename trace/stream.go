@@ -34,7 +34,7 @@ func openStream(dir, name string) (s Stream, short bool, err error) {
 		}
 		return Stream{}, false, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
 	}
-	if _, err := newDecoder(hdr[:8]); err != nil {
+	if _, err := newDecoder(hdr[:8], nil); err != nil {
 		return Stream{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	le := binary.LittleEndian
@@ -105,7 +105,7 @@ func (t *Trace) OpenStream(i, chunk int) (*StreamReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	dec, err := newDecoder(hdr[:8])
+	dec, err := newDecoder(hdr[:8], t.enums)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -325,6 +325,8 @@ type Trace struct {
 	cut     []string        // streams whose last record is partial, or that end in zeros
 	wrapped map[string]bool // streams that begin where the flight recorder's ring wrapped (EXT_WRAPPED)
 
+	enums map[string]*Enum // EnumsFile's, by name; nil without one
+
 	// BytesRead counts the bytes of streams the stream readers have read, for
 	// a progress bar.
 	BytesRead atomic.Int64
@@ -483,6 +485,9 @@ func Open(dir string) (*Trace, error) {
 	}
 	t := &Trace{Dir: dir, wrapped: map[string]bool{}}
 	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, abi.MetaFile), &t.Meta); err != nil {
+		return nil, err
+	}
+	if t.enums, err = readEnums(dir); err != nil {
 		return nil, err
 	}
 	ents, err := os.ReadDir(dir)

@@ -67,12 +67,18 @@ const (
 	ArgWordsMask  = 0xffff  // ARG_WORDS_MASK: the payload's words after w0
 	ArgTypeBits   = 4       // ARG_TYPE_BITS
 	ArgMax        = 15      // ARG_MAX: items a record holds at most
-	ArgInt        = 1       // ARG_INT: a signed integer
-	ArgUint       = 2       // ARG_UINT: an unsigned integer, shown in hex
+	ArgInt        = 1       // ARG_INT: a signed integer, sign-extended from its bits
+	ArgUint       = 2       // ARG_UINT: an unsigned integer, zero-extended, shown in hex
 	ArgPtr        = 3       // ARG_PTR: a pointer
 	ArgDouble     = 4       // ARG_DOUBLE: a double's bits
 	ArgString     = 5       // ARG_STRING: length word, then bytes or the pointer
-	ArgChar       = 6       // ARG_CHAR: a char
+	ArgChar       = 6       // ARG_CHAR: a char, the low 8 bits
+	ArgUdec       = 7       // ARG_UDEC: an unsigned integer, zero-extended, shown in decimal
+	ArgFloat      = 8       // ARG_FLOAT: a float's bits, the low 32
+	ArgBool       = 9       // ARG_BOOL: a bool, the low 8 bits
+	ArgEnum       = 10      // ARG_ENUM: the register, then its enum's name as a string's length word and bytes
+	ArgNone       = 11      // ARG_NONE: a value not read, shown as ?: no word
+	ArgEnumMax    = 64      // ARG_ENUM_MAX: an enum's name's bytes at most
 	ArgLenMask    = 0xffff  // ARG_LEN_MASK: a string's length
 	ArgTruncated  = 1 << 16 // ARG_TRUNCATED: the string is longer than ArgStringMax bytes
 	ArgUnreadable = 1 << 17 // ARG_UNREADABLE: the pointer could not be read; it follows
@@ -104,6 +110,7 @@ const (
 	EnvBuffer       = "FTRACE_BUFFER"        // ENV_BUFFER: BufferStream (default), BufferRing ":SIZE" (the flight recorder) or BufferWriter
 	EnvArgs         = "FTRACE_ARGS"          // ENV_ARGS: arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c)
 	EnvRetval       = "FTRACE_RETVAL"        // ENV_RETVAL: return values to record: func[/fmt];glob... (function_graph)
+	EnvArgsSocket   = "FTRACE_ARGS_SOCKET"   // ENV_ARGS_SOCKET: a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL
 )
 
 const (

@@ -77,12 +77,18 @@
 #define ARG_WORDS_MASK 0xffff /* an EXT_ARGS's or EXT_RETVAL's payload: the words after w0 */
 #define ARG_TYPE_BITS 4
 #define ARG_MAX 15     /* items a record holds at most */
-#define ARG_INT 1      /* a signed integer: printed in decimal */
-#define ARG_UINT 2     /* an unsigned integer: printed in hex */
+#define ARG_INT 1      /* a signed integer, sign-extended from its bits: in decimal */
+#define ARG_UINT 2     /* an unsigned integer, zero-extended from its bits: in hex */
 #define ARG_PTR 3      /* a pointer: in hex */
 #define ARG_DOUBLE 4   /* a double's bits */
 #define ARG_STRING 5   /* a C string: length word, then bytes or the pointer */
-#define ARG_CHAR 6     /* a char */
+#define ARG_CHAR 6     /* a char: the low 8 bits */
+#define ARG_UDEC 7     /* an unsigned integer, zero-extended from its bits: in decimal */
+#define ARG_FLOAT 8    /* a float's bits: the low 32 */
+#define ARG_BOOL 9     /* a bool: the low 8 bits, 0 false, 1 true */
+#define ARG_ENUM 10    /* an enum: the register, then its enum's name as a string's (length word, bytes) */
+#define ARG_NONE 11    /* a value not read (shown as ?): no word */
+#define ARG_ENUM_MAX 64 /* an enum's name: at most this many bytes */
 #define ARG_LEN_MASK 0xffff
 #define ARG_TRUNCATED (1ull << 16) /* longer than ARG_STRING_MAX bytes: these are its first */
 #define ARG_UNREADABLE (1ull << 17) /* the pointer could not be read: it follows */
@@ -109,6 +115,7 @@
 #define ENV_BUFFER "FTRACE_BUFFER" /* BUFFER_STREAM (default), BUFFER_RING ":SIZE" (the flight recorder) or BUFFER_WRITER */
 #define ENV_ARGS "FTRACE_ARGS" /* arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c) */
 #define ENV_RETVAL "FTRACE_RETVAL" /* return values to record: func[/fmt];glob... (function_graph) */
+#define ENV_ARGS_SOCKET "FTRACE_ARGS_SOCKET" /* a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL (capture.c) */
 
 /*
  * The metadata (meta.c's writer): one "key value" line each, in

@@ -1,16 +1,37 @@
 /*
  * Arguments and return values in the trace (FTRACE_ARGS, FTRACE_RETVAL):
  *
- *   FTRACE_ARGS='parse@arg1,arg2/s;fmt*@fparg1,arg2/x'
- *   FTRACE_RETVAL='parse;name_of/s;ratio/f'
+ *   FTRACE_ARGS='parse@arg1/i32,arg2/s;fmt*@fparg1,arg2/x'
+ *   FTRACE_RETVAL='parse/i32;name_of/s;ratio/f'
  *
- * Each entry of FTRACE_ARGS (separated by ';') is a glob of functions,
- * '@', and the items to record: argN (the Nth integer or pointer
- * argument, from 1) with a format, /d (signed, the default), /x (hex),
- * /p (a pointer), /s (a C string), /c (a char); or fpargN (the Nth
- * floating-point argument). Each entry of FTRACE_RETVAL is a glob with
- * the return value's format (the same, /f a double). A function takes
- * the first entry whose glob chooses it.
+ * The grammar is argspec.h's (package ftpatch/argspec's comment gives it
+ * whole): each entry of FTRACE_ARGS is a glob of functions, '@', and the
+ * items to record: argN (the Nth integer or pointer argument register,
+ * from 1) with a format (d i u x with their bits, p s c b, e:ENUM), or
+ * fpargN (the Nth floating-point one) as f32 or f64, or "?" (a value not
+ * read); each entry of FTRACE_RETVAL a glob and the return value's
+ * format. A function's arguments come from the first FTRACE_ARGS entry
+ * whose glob chooses it, its return value from the first FTRACE_RETVAL
+ * entry; an entry the grammar refuses is skipped, with a warning
+ * (ftpatch record refuses it before the program runs).
+ *
+ * A module's own (FTRACE_ARGS_SOCKET): ftpatch record --auto-args
+ * serves a unix socket that answers, for a module's path and build-id,
+ * its functions' FTRACE_ARGS and FTRACE_RETVAL, taken from its DWARF.
+ * The runtime asks for every module with sites: the program and those
+ * loaded with it when capturing starts, and each module loaded later
+ * when it registers, before the registry's lock is taken and before its
+ * sites are chosen (ftrt_capture_adding); the answer applies to that
+ * module's functions only, after the environment's entries. A socket
+ * that is gone, refuses, or does not answer within ASK_TIMEOUT_MS is
+ * warned about once and the program goes on without; a secure-execution
+ * process reads no FTRACE* variable, so never asks.
+ *
+ * Values are recorded as they are in the registers: an integer of fewer
+ * bits sign- or zero-extended from them (the rest of the register is
+ * undefined), a char, bool or float from its low bits; an enum whole,
+ * with its enum's name (the reader finds its enumerators in the trace's
+ * enums file, which ftpatch record writes).
  *
  * The capture is a graph user of the runtime's own (fgraph.c): its
  * entryfunc runs after the tracer recorded the call's CALL or ENTRY, and
@@ -23,6 +44,12 @@
  * kernel reads them into); a bad one is recorded as unreadable, with
  * its pointer. Return values need function_graph.
  *
+ * Which sites the user hooks is the table's to say (ftrt_ops_choose):
+ * per module and site, its arguments' entry and its return value's,
+ * made at the start and when a module is added, sized then (mmap), read
+ * without a lock. Exact names are found by binary search, so a module's
+ * thousands of entries cost a lookup per site, not a glob match each.
+ *
  * Started when the program's initialisers begin (lifetime.c), when a
  * trace is open with the function or function_graph tracer. Calls
  * fgraph.c, ops.c and the live index (liveindex.c: names by site).
@@ -31,13 +58,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "argspec.h"
 #include "fgraph.h"
 #include "ftrace.h"
 #include "grace.h"
@@ -48,99 +80,38 @@
 #include "record.h"
 #include "tracer.h"
 
-#define SPECS 32
+/* How long the runtime waits for the socket's answer about a module. */
+#define ASK_TIMEOUT_MS 10000
+/* The largest answer read: a module's entries. */
+#define ASK_MAX (64u << 20)
 
-struct item {
-	unsigned char type; /* ARG_* */
-	unsigned char fp;   /* a floating-point argument */
-	unsigned char n;    /* its index, from 0 */
+/* The entries of one text (FTRACE_ARGS or FTRACE_RETVAL, the
+ * environment's or a module's), in one mapping: the text, copied, which
+ * the entries' globs (each ended with a NUL) and enum names point into;
+ * the entries in order; those of exact names (no fnmatch special
+ * character), sorted by name; the others (globs), in order. */
+struct specs {
+	struct arg_entry *e;
+	uint32_t *exact, *glob;
+	size_t n, nexact, nglob;
+	size_t bytes;
 };
-struct spec {
-	char *glob;
-	int nargs;
-	struct item arg[ARG_MAX];
-	int ret;            /* 0: no return value; else its ARG_* */
-};
-static struct spec specs[SPECS];
-static int nspecs;
 
-/* Each indexed module's sites' specs (index + 1; 0: none), by site as
- * live_mod's: made at the start and when a module is added. */
+static struct specs *env_args, *env_ret;                           /* the environment's */
+static struct specs *mod_args[FTRT_MOD_MAX], *mod_ret[FTRT_MOD_MAX]; /* each module's, by owner - 1 (the registry's lock) */
+
+/* Each indexed module's sites' entries, by site as live_mod's (NULL:
+ * none): made at the start and when a module is added. */
 struct table {
 	const struct ftrt_mod *md[FTRT_MOD_MAX];
 	const uintptr_t *site[FTRT_MOD_MAX];
 	size_t n[FTRT_MOD_MAX];
-	unsigned char *spec[FTRT_MOD_MAX];
+	const struct arg_entry **args[FTRT_MOD_MAX], **ret[FTRT_MOD_MAX];
 	size_t bytes;
 };
 static struct table *table; /* atomic */
 static struct fgraph_ops user;
-
-/* An item's format: d x p s c (f: a double, FTRACE_RETVAL's). */
-static int format(char c, int fp)
-{
-	if (fp)
-		return c == 0 || c == 'f' ? ARG_DOUBLE : 0;
-	switch (c) {
-	case 0:
-	case 'd':
-		return ARG_INT;
-	case 'x':
-	case 'u':
-		return ARG_UINT;
-	case 'p':
-		return ARG_PTR;
-	case 's':
-		return ARG_STRING;
-	case 'c':
-		return ARG_CHAR;
-	case 'f':
-		return ARG_DOUBLE;
-	}
-	return 0;
-}
-
-/* One item, "argN[/f]" or "fpargN": 0, or -1 when it is none. */
-static int parse_item(const char *p, const char *end, struct item *it)
-{
-	int fp = 0;
-	if (end - p > 5 && strncmp(p, "fparg", 5) == 0)
-		fp = 1, p += 5;
-	else if (end - p > 3 && strncmp(p, "arg", 3) == 0)
-		p += 3;
-	else
-		return -1;
-	int n = 0;
-	while (p < end && *p >= '0' && *p <= '9')
-		n = n * 10 + (*p++ - '0');
-	char f = 0;
-	if (p < end && *p == '/') {
-		if (end - p != 2)
-			return -1;
-		f = p[1];
-		p += 2;
-	}
-	if (p != end || n < 1 || n > 64 || !(it->type = (unsigned char)format(f, fp)))
-		return -1;
-	it->fp = (unsigned char)fp;
-	it->n = (unsigned char)(n - 1);
-	return 0;
-}
-
-/* The spec of glob g (len bytes), made if new. */
-static struct spec *spec_for(const char *g, size_t len)
-{
-	for (int i = 0; i < nspecs; i++)
-		if (strlen(specs[i].glob) == len && strncmp(specs[i].glob, g, len) == 0)
-			return &specs[i];
-	if (nspecs == SPECS || len == 0)
-		return NULL;
-	struct spec *s = &specs[nspecs];
-	if (!(s->glob = strndup(g, len)))
-		return NULL;
-	nspecs++;
-	return s;
-}
+static int started;
 
 static void warn(const char *what, const char *value)
 {
@@ -151,48 +122,97 @@ static void warn(const char *what, const char *value)
 	sys(SYS_write, 2, (long)"\n", 1, 0, 0, 0);
 }
 
-/* FTRACE_ARGS and FTRACE_RETVAL into specs; an entry that says nothing
- * sensible is skipped, with a warning. */
-static void parse(const char *args, const char *ret)
+static int special(const char *g)
 {
-	for (const char *p = args; p && *p;) {
-		const char *end = strchr(p, ';');
-		if (!end)
-			end = p + strlen(p);
-		const char *at = memchr(p, '@', (size_t)(end - p));
-		struct spec *s = at ? spec_for(p, (size_t)(at - p)) : NULL;
-		int ok = s != NULL;
-		for (const char *q = at ? at + 1 : end; ok && q < end;) {
-			const char *c = memchr(q, ',', (size_t)(end - q));
-			if (!c)
-				c = end;
-			ok = s->nargs < ARG_MAX && parse_item(q, c, &s->arg[s->nargs]) == 0;
-			if (ok)
-				s->nargs++;
-			q = c < end ? c + 1 : end;
-		}
-		if (!ok)
-			warn("FTRACE_ARGS: an entry is not glob@argN[/d|x|p|s|c],fpargN,...: ", p);
-		p = *end ? end + 1 : end;
-	}
-	for (const char *p = ret; p && *p;) {
-		const char *end = strchr(p, ';');
-		if (!end)
-			end = p + strlen(p);
-		const char *slash = memchr(p, '/', (size_t)(end - p));
-		struct spec *s = spec_for(p, (size_t)((slash ? slash : end) - p));
-		int type = slash ? (end - slash == 2 ? format(slash[1], 0) : 0) : ARG_INT;
-		if (!s || !type)
-			warn("FTRACE_RETVAL: an entry is not glob[/d|x|p|s|c|f]: ", p);
-		else
-			s->ret = type;
-		p = *end ? end + 1 : end;
-	}
+	return strpbrk(g, "*?[\\") != NULL;
 }
 
-/* The spec of the site ip, or NULL. Lock-free: the table and the
+static const struct specs *sorting;
+static int by_name(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, k = *(const uint32_t *)b;
+	int c = strcmp(sorting->e[i].glob, sorting->e[k].glob);
+	return c ? c : (i > k) - (i < k);
+}
+
+/* The entries of text [t, t + len) (ret: FTRACE_RETVAL's), or NULL
+ * (none, or no memory); what says whose, for the warnings of entries
+ * the grammar refuses. */
+static struct specs *specs_make(const char *t, size_t len, int ret, const char *what)
+{
+	size_t n = 1;
+	for (size_t i = 0; i < len; i++)
+		n += t[i] == ';';
+	size_t bytes = sizeof(struct specs) + n * sizeof(struct arg_entry) + 2 * n * sizeof(uint32_t) + len + 1;
+	struct specs *s = live_zalloc(bytes);
+	if (!s)
+		return NULL;
+	s->bytes = bytes;
+	s->e = (struct arg_entry *)(s + 1);
+	s->exact = (uint32_t *)(s->e + n);
+	s->glob = s->exact + n;
+	char *text = (char *)(s->glob + n);
+	memcpy(text, t, len);
+	for (const char *p = text, *next; p; p = next) {
+		const char *end;
+		next = ftrt_argspec_next(p, &end);
+		if (p == end)
+			continue;
+		struct arg_entry *e = &s->e[s->n];
+		if (ftrt_argspec_entry(p, end, ret, e) != 0) {
+			char *cut = (char *)end, c = *cut;
+			*cut = 0;
+			warn(ret ? "an FTRACE_RETVAL entry the grammar refuses, skipped: " : "an FTRACE_ARGS entry the grammar refuses, skipped: ", p);
+			warn("  from ", what);
+			*cut = c;
+			continue;
+		}
+		((char *)e->glob)[e->glen] = 0; /* its '@', '/' or ';': read already */
+		if (special(e->glob))
+			s->glob[s->nglob++] = (uint32_t)s->n;
+		else
+			s->exact[s->nexact++] = (uint32_t)s->n;
+		s->n++;
+	}
+	if (!s->n) {
+		munmap(s, bytes);
+		return NULL;
+	}
+	sorting = s;
+	qsort(s->exact, s->nexact, sizeof *s->exact, by_name);
+	return s;
+}
+
+static void specs_free(struct specs *s)
+{
+	if (s)
+		munmap(s, s->bytes);
+}
+
+/* The first entry of s whose glob chooses name, or NULL. */
+static const struct arg_entry *specs_find(const struct specs *s, const char *name)
+{
+	if (!s)
+		return NULL;
+	size_t lo = 0, hi = s->nexact, best = SIZE_MAX;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(s->e[s->exact[mid]].glob, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nexact && strcmp(s->e[s->exact[lo]].glob, name) == 0)
+		best = s->exact[lo];
+	for (size_t i = 0; i < s->nglob && s->glob[i] < best; i++)
+		if (fnmatch(s->e[s->glob[i]].glob, name, 0) == 0)
+			return &s->e[s->glob[i]];
+	return best == SIZE_MAX ? NULL : &s->e[best];
+}
+
+/* The entries of the site ip, or 0. Lock-free: the table and the
  * module's sites stay while the call runs (a grace walk, ops.c). */
-static const struct spec *spec_at(uintptr_t ip)
+static int entries_at(uintptr_t ip, const struct arg_entry **args, const struct arg_entry **ret)
 {
 	const struct table *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 	for (int o = 0; t && o < FTRT_MOD_MAX; o++) {
@@ -200,11 +220,21 @@ static const struct spec *spec_at(uintptr_t ip)
 		if (!n || ip < t->site[o][0] || ip > t->site[o][n - 1])
 			continue;
 		size_t i = ftrt_lower_bound(t->site[o], n, ip);
-		if (i < n && t->site[o][i] == ip && t->spec[o][i])
-			return &specs[t->spec[o][i] - 1];
-		return NULL;
+		if (i >= n || t->site[o][i] != ip)
+			return 0;
+		*args = t->args[o][i], *ret = t->ret[o][i];
+		return *args || *ret;
 	}
-	return NULL;
+	return 0;
+}
+
+/* Whether the table chooses site i of module owner o + 1: the graph
+ * user's filter (ops.c calls it with the registry's lock, when the
+ * table in place is the one over the modules its view is made of). */
+static int chosen(int o, size_t i)
+{
+	const struct table *t = table;
+	return t && i < t->n[o] && (t->args[o][i] || t->ret[o][i]);
 }
 
 /* A new table over every indexed module; with the registry's lock. */
@@ -214,26 +244,194 @@ static struct table *build(void)
 	for (int o = 0; o < FTRT_MOD_MAX; o++)
 		if (ftrt_live_mods[o].md && ftrt_live_mods[o].md->live)
 			sites += ftrt_live_mods[o].n;
-	size_t bytes = sizeof(struct table) + sites;
+	size_t bytes = sizeof(struct table) + 2 * sites * sizeof(struct arg_entry *);
 	struct table *t = live_zalloc(bytes);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
-	unsigned char *m = (unsigned char *)(t + 1);
+	const struct arg_entry **m = (const struct arg_entry **)(t + 1);
 	for (int o = 0; o < FTRT_MOD_MAX; o++) {
 		const struct live_mod *l = &ftrt_live_mods[o];
 		if (!l->md || !l->md->live)
 			continue;
-		t->md[o] = l->md, t->site[o] = l->site, t->n[o] = l->n, t->spec[o] = m;
-		for (size_t i = 0; i < l->n; i++)
-			for (int k = 0; l->name[i] != NONAME && k < nspecs; k++)
-				if (fnmatch(specs[k].glob, l->names + l->name[i], 0) == 0) {
-					m[i] = (unsigned char)(k + 1);
-					break;
-				}
-		m += l->n;
+		t->md[o] = l->md, t->site[o] = l->site, t->n[o] = l->n;
+		t->args[o] = m, t->ret[o] = m + l->n;
+		m += 2 * l->n;
+		for (size_t i = 0; i < l->n; i++) {
+			if (l->name[i] == NONAME)
+				continue;
+			const char *name = l->names + l->name[i];
+			const struct arg_entry *a = specs_find(env_args, name), *r = specs_find(env_ret, name);
+			t->args[o][i] = a ? a : specs_find(mod_args[o], name);
+			t->ret[o][i] = r ? r : specs_find(mod_ret[o], name);
+		}
 	}
 	return t;
+}
+
+/*
+ * A module's own entries, from FTRACE_ARGS_SOCKET: a request "BUILD-ID
+ * PATH\n" (BUILD-ID "-" for none), then the answer "ARGS\nRETVAL\n"
+ * until the server closes (empty lines: nothing for it).
+ */
+static int gone; /* the socket failed once: warned, not asked again */
+
+static void ask_failed(const char *sock, const char *why)
+{
+	if (__atomic_exchange_n(&gone, 1, __ATOMIC_RELAXED))
+		return;
+	warn("FTRACE_ARGS_SOCKET: the modules' arguments are not recorded: ", why);
+	warn("  socket ", sock);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is ready for events by the deadline: 0, or -1. */
+static int await(int fd, short events, long deadline)
+{
+	for (;;) {
+		long left = deadline - now_ms();
+		if (left <= 0)
+			return -1;
+		struct pollfd p = { fd, events, 0 };
+		int k = poll(&p, 1, (int)left);
+		if (k > 0)
+			return 0;
+		if (k < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Ask for the module at path (its build-id; "" for none): its entries
+ * into *args and *ret (NULL: none). */
+static void ask(const char *path, const char *build_id, struct specs **args, struct specs **ret)
+{
+	*args = *ret = NULL;
+	const char *sock = ftrt_env(ENV_ARGS_SOCKET);
+	if (!sock || !*sock || __atomic_load_n(&gone, __ATOMIC_RELAXED) || !path || strchr(path, '\n'))
+		return;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof sa.sun_path) {
+		ask_failed(sock, "its path is too long");
+		return;
+	}
+	strcpy(sa.sun_path, sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		ask_failed(sock, "no socket");
+		return;
+	}
+	long deadline = now_ms() + ASK_TIMEOUT_MS;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	const char *why = NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
+	    (errno != EAGAIN || await(fd, POLLOUT, deadline) != 0)) {
+		why = "no server there (ftpatch record is gone?)";
+		goto out;
+	}
+	size_t plen = strlen(path), blen = strlen(build_id);
+	size_t qlen = (blen ? blen : 1) + 1 + plen + 1;
+	char *q = malloc(qlen);
+	if (!q) {
+		why = "no memory";
+		goto out;
+	}
+	memcpy(q, blen ? build_id : "-", blen ? blen : 1);
+	q[blen ? blen : 1] = ' ';
+	memcpy(q + (blen ? blen : 1) + 1, path, plen);
+	q[qlen - 1] = '\n';
+	for (size_t done = 0; done < qlen && !why;) {
+		ssize_t k = send(fd, q + done, qlen - done, MSG_NOSIGNAL);
+		if (k > 0)
+			done += (size_t)k;
+		else if (k < 0 && errno != EAGAIN && errno != EINTR)
+			why = "the server closed";
+		else if (k < 0 && errno == EAGAIN && await(fd, POLLOUT, deadline) != 0)
+			why = "no answer in time";
+	}
+	free(q);
+	if (why)
+		goto out;
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		if (len == cap) {
+			size_t ncap = cap ? 2 * cap : 4096;
+			char *nb = ncap <= ASK_MAX ? realloc(buf, ncap) : NULL;
+			if (!nb) {
+				why = "an answer too big";
+				goto out;
+			}
+			buf = nb, cap = ncap;
+		}
+		ssize_t k = read(fd, buf + len, cap - len);
+		if (k > 0) {
+			len += (size_t)k;
+			continue;
+		}
+		if (k == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN || await(fd, POLLIN, deadline) != 0) {
+			why = "no answer in time";
+			goto out;
+		}
+	}
+	char *nl = memchr(buf, '\n', len);
+	char *nl2 = nl ? memchr(nl + 1, '\n', len - (size_t)(nl + 1 - buf)) : NULL;
+	if (!nl2) {
+		why = "an answer that is not two lines";
+		goto out;
+	}
+	*args = specs_make(buf, (size_t)(nl - buf), 0, path);
+	*ret = specs_make(nl + 1, (size_t)(nl2 - nl - 1), 1, path);
+out:
+	if (why) {
+		char msg[256];
+		size_t w = strlen(why), p = strlen(path);
+		if (w + 16 + p >= sizeof msg)
+			p = sizeof msg - 16 - w - 1;
+		memcpy(msg, why, w);
+		memcpy(msg + w, ", asked about ", 14);
+		memcpy(msg + w + 14, path, p);
+		msg[w + 14 + p] = 0;
+		ask_failed(sock, msg);
+	}
+	free(buf);
+	close(fd);
+}
+
+/* A module's answer, asked before its registration took the registry's
+ * lock (ftrt_capture_adding), until ftrt_capture_added takes it. */
+static struct {
+	const struct ftrt_module *desc;
+	struct specs *args, *ret;
+} pending;
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ftrt_capture_adding(const struct ftrt_module *m)
+{
+	const char *sock = ftrt_env(ENV_ARGS_SOCKET);
+	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE) || !sock || !*sock)
+		return;
+	char build_id[129];
+	char *path = ftrt_module_identify((uintptr_t)m->targets[0], build_id);
+	if (!path)
+		return;
+	struct specs *a, *r;
+	ask(path, build_id, &a, &r);
+	free(path);
+	pthread_mutex_lock(&pending_lock);
+	specs_free(pending.args);
+	specs_free(pending.ret);
+	pending.desc = m, pending.args = a, pending.ret = r;
+	pthread_mutex_unlock(&pending_lock);
 }
 
 /* A string at p into out (at most ARG_STRING_MAX bytes, its NUL not
@@ -287,26 +485,56 @@ static int read_string(uintptr_t p, char *out, int *truncated)
 	return ARG_STRING_MAX;
 }
 
-/* Add an item of type with value v (a string: the pointer) to w at *k,
- * which it moves past it. */
-static void put_item(uint64_t *w, uint32_t *k, int type, uint64_t v)
+/* A string's length word and bytes, len of them from s, to w at *k. */
+static void put_bytes(uint64_t *w, uint32_t *k, const char *s, int len, int trunc)
 {
-	if (type != ARG_STRING) {
-		w[(*k)++] = v;
-		return;
-	}
-	char s[ARG_STRING_MAX + 1];
-	int trunc, len = read_string((uintptr_t)v, s, &trunc);
-	if (len < 0) {
-		w[(*k)++] = ARG_UNREADABLE;
-		w[(*k)++] = v;
-		return;
-	}
 	w[(*k)++] = (uint64_t)len | (trunc ? ARG_TRUNCATED : 0);
 	uint32_t words = ((uint32_t)len + 7) / 8;
 	memset(&w[*k], 0, words * 8);
 	memcpy(&w[*k], s, (size_t)len);
 	*k += words;
+}
+
+/* Add item it with the register's value v to w at *k, which it moves
+ * past it: a value of fewer bits extended from them (the register's
+ * upper bits are undefined), a string read, an enum's name after it. */
+static void put_item(uint64_t *w, uint32_t *k, const struct arg_item *it, uint64_t v)
+{
+	int shift = 64 - it->bits;
+	switch (it->type) {
+	case ARG_NONE:
+		return;
+	case ARG_INT:
+		v = shift ? (uint64_t)((int64_t)(v << shift) >> shift) : v;
+		break;
+	case ARG_UINT:
+	case ARG_UDEC:
+		v = shift ? v << shift >> shift : v;
+		break;
+	case ARG_CHAR:
+	case ARG_BOOL:
+		v &= 0xff;
+		break;
+	case ARG_FLOAT:
+		v &= 0xffffffff;
+		break;
+	case ARG_STRING: {
+		char s[ARG_STRING_MAX + 1];
+		int trunc, len = read_string((uintptr_t)v, s, &trunc);
+		if (len < 0) {
+			w[(*k)++] = ARG_UNREADABLE;
+			w[(*k)++] = v;
+			return;
+		}
+		put_bytes(w, k, s, len, trunc);
+		return;
+	}
+	case ARG_ENUM:
+		w[(*k)++] = v;
+		put_bytes(w, k, it->enum_name, it->enum_len, 0);
+		return;
+	}
+	w[(*k)++] = v;
 }
 
 /* The EXT_RETVAL of site, items w[0, k) of the types in types: into b,
@@ -364,37 +592,40 @@ static void put_args(struct tbuf *b, uint32_t p, uintptr_t site, uint64_t types,
 static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ftrace_regs *fregs)
 {
 	(void)g;
-	const struct spec *s = spec_at(e->func);
+	const struct arg_entry *args = NULL, *ret = NULL;
 	struct tbuf *b = ftrt_fgraph_entering();
-	if (!s || !b || paused())
+	if (!entries_at(e->func, &args, &ret) || !b || paused())
 		return 0;
-	long p = s->nargs ? last_record(b, e->func) : -1;
+	long p = args ? last_record(b, e->func) : -1;
 	if (p >= 0) {
-		uint64_t w[ARG_MAX * (2 + ARG_STRING_MAX / 8)], types = (uint64_t)s->nargs;
+		uint64_t w[ARG_MAX * (2 + ARG_STRING_MAX / 8)], types = (uint64_t)args->n;
 		uint32_t k = 0;
-		for (int i = 0; i < s->nargs; i++) {
-			const struct item *it = &s->arg[i];
-			uint64_t v = it->fp ? ftrace_regs_get_fp_argument_bits(fregs, it->n) : ftrace_regs_get_argument(fregs, it->n);
+		for (int i = 0; i < args->n; i++) {
+			const struct arg_item *it = &args->it[i];
+			uint64_t v = it->type == ARG_NONE ? 0
+				     : it->fp	       ? ftrace_regs_get_fp_argument_bits(fregs, it->n)
+							: ftrace_regs_get_argument(fregs, it->n);
 			types |= (uint64_t)it->type << (ARG_TYPE_BITS * (i + 1));
-			put_item(w, &k, it->type, v);
+			put_item(w, &k, it, v);
 		}
 		put_args(b, (uint32_t)p, e->func, types, w, k);
 	}
-	return s->ret && ftrt_mode == FTRT_GRAPH;
+	return ret && ftrt_mode == FTRT_GRAPH;
 }
 
 static void retfunc(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
 {
 	(void)g;
-	const struct spec *s = spec_at(r->func);
+	const struct arg_entry *args = NULL, *ret = NULL;
 	struct tbuf *b = ftrt_fgraph_returning();
-	if (!s || !s->ret || !b || paused())
+	if (!entries_at(r->func, &args, &ret) || !ret || !b || paused())
 		return; /* no EXIT follows: nothing to pair with */
+	const struct arg_item *it = &ret->it[0];
 	uint64_t w[2 + ARG_STRING_MAX / 8];
 	uint32_t k = 0;
-	uint64_t v = s->ret == ARG_DOUBLE ? ftrace_regs_get_fp_argument_bits(fregs, 0) : ftrace_regs_get_return_value(fregs);
-	put_item(w, &k, s->ret, v);
-	put_retval(b, r->func, 1 | (uint64_t)s->ret << ARG_TYPE_BITS, w, k);
+	uint64_t v = it->fp ? ftrace_regs_get_fp_argument_bits(fregs, 0) : ftrace_regs_get_return_value(fregs);
+	put_item(w, &k, it, v);
+	put_retval(b, r->func, 1 | (uint64_t)it->type << ARG_TYPE_BITS, w, k);
 }
 
 static void after_fork(void)
@@ -407,41 +638,50 @@ static void after_fork(void)
 			pipefd[0] = pipefd[1] = -1;
 	}
 	pipe_busy = 0;
+	pthread_mutex_init(&pending_lock, NULL);
+}
+
+/* The program's path, for the socket: /proc/self/exe's target. */
+static const char *self_path(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return buf;
 }
 
 /* Start capturing, when asked (lifetime.c). */
 void ftrt_capture_start(void)
 {
-	const char *args = ftrt_env(ENV_ARGS), *ret = ftrt_env(ENV_RETVAL);
-	if ((!args || !*args) && (!ret || !*ret))
+	const char *args = ftrt_env(ENV_ARGS), *ret = ftrt_env(ENV_RETVAL), *sock = ftrt_env(ENV_ARGS_SOCKET);
+	if ((!args || !*args) && (!ret || !*ret) && (!sock || !*sock))
 		return;
 	if (!ftrt_tracing() || (ftrt_mode != FTRT_FUNCTION && ftrt_mode != FTRT_GRAPH)) {
 		warn("FTRACE_ARGS, FTRACE_RETVAL: need the function or function_graph tracer", "");
 		return;
 	}
-	parse(args, ret);
-	if (!nspecs)
-		return;
+	if (args && *args)
+		env_args = specs_make(args, strlen(args), 0, "the environment");
+	if (ret && *ret)
+		env_ret = specs_make(ret, strlen(ret), 1, "the environment");
+	/* The modules loaded so far ask here, those after when they
+	 * register (ftrt_capture_adding). */
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	for (int i = 0; sock && *sock; i++) {
+		const struct ftrt_mod *md = ftrt_module_at(i);
+		if (!md)
+			break;
+		char exe[4096];
+		if (md->live)
+			ask(md->path ? md->path : self_path(exe, sizeof exe), md->build_id, &mod_args[i], &mod_ret[i]);
+	}
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
 		pipefd[0] = pipefd[1] = -1;
 	pthread_atfork(NULL, NULL, after_fork);
-	/* The filter: every spec's glob. */
-	size_t len = 0;
-	for (int i = 0; i < nspecs; i++)
-		len += strlen(specs[i].glob) + 1;
-	char *filter = malloc(len + 1);
-	if (!filter)
-		return;
-	filter[0] = 0;
-	for (int i = 0; i < nspecs; i++) {
-		if (i)
-			strcat(filter, ",");
-		strcat(filter, specs[i].glob);
-	}
 	user.entryfunc = entryfunc;
 	user.retfunc = retfunc;
-	int err = ftrt_ops_filter(&user.ops, filter, 1, 0);
-	free(filter);
+	int err = ftrt_ops_choose(&user.ops, chosen);
 	if (err >= 0) {
 		ftrt_modules_lock();
 		__atomic_store_n(&table, build(), __ATOMIC_RELEASE);
@@ -452,14 +692,26 @@ void ftrt_capture_start(void)
 		warn("FTRACE_ARGS, FTRACE_RETVAL: ", err == -ENOTSUP ? ftrt_fgraph_why() : ftrt_ops_why());
 }
 
-/* A module was added (ops.c, with the registry's lock): its sites'
- * specs. */
-void ftrt_capture_added(void)
+/* A module was added (ops.c, with the registry's lock, before the ops'
+ * view is made anew): its entries, the answer ftrt_capture_adding got,
+ * and a new table with its sites'. */
+void ftrt_capture_added(const struct ftrt_mod *md)
 {
 	struct table *old = table;
 	if (!old)
 		return;
+	int o = md->owner - 1;
+	struct specs *oa = mod_args[o], *or = mod_ret[o];
+	mod_args[o] = mod_ret[o] = NULL;
+	pthread_mutex_lock(&pending_lock);
+	if (pending.desc == md->desc) {
+		mod_args[o] = pending.args, mod_ret[o] = pending.ret;
+		pending.desc = NULL, pending.args = pending.ret = NULL;
+	}
+	pthread_mutex_unlock(&pending_lock);
 	__atomic_store_n(&table, build(), __ATOMIC_RELEASE);
 	ftrt_grace_wait();
 	munmap(old, old->bytes);
+	specs_free(oa);
+	specs_free(or);
 }

@@ -41,9 +41,15 @@ uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp) HIDDEN;
 struct tbuf *ftrt_fgraph_entering(void) HIDDEN;
 struct tbuf *ftrt_fgraph_returning(void) HIDDEN;
 /* capture.c (FTRACE_ARGS, FTRACE_RETVAL): start, when the program's
- * initialisers begin (lifetime.c); a module was added (ops.c). */
+ * initialisers begin (lifetime.c); a module is being registered, before
+ * the registry's lock is taken (registry.c, through lifetime.c's
+ * wiring: its own entries are asked for then); a module was added (ops.c,
+ * with the lock, before the ops' view is made anew). */
+struct ftrt_mod;
+struct ftrt_module;
 void ftrt_capture_start(void) HIDDEN;
-void ftrt_capture_added(void) HIDDEN;
+void ftrt_capture_adding(const struct ftrt_module *m) HIDDEN;
+void ftrt_capture_added(const struct ftrt_mod *md) HIDDEN;
 
 /* The architecture's. How the return of the function at the site ip of
  * fregs is hooked, as the tracer hooks it: where its return address is

@@ -188,7 +188,13 @@ struct ftrt_modules_calls {
 	void (*pass)(struct ftrt_mod *md);
 	void (*changed)(void);
 	void (*gone)(int owner); /* a module was unloaded: what the live part kept of it goes */
+	/* a shared object is about to be registered, before the lock is
+	 * taken: what may wait (capture.c asks a socket) */
+	void (*adding)(const struct ftrt_module *m);
 };
+/* The path (malloc'd; NULL: not a loaded object) and the hex GNU
+ * build-id ("" for none) of the loaded object holding inside. */
+char *ftrt_module_identify(uintptr_t inside, char build_id[129]) __attribute__((visibility("hidden")));
 /* The live part's index of module owner's sites goes (live.c). */
 void ftrt_live_forget(int owner) __attribute__((visibility("hidden")));
 void ftrt_modules_wire(const struct ftrt_modules_calls *c) __attribute__((visibility("hidden")));

@@ -90,6 +90,7 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 		.pass = pass,
 		.changed = ftrt_trace_meta_update,
 		.gone = ftrt_live_forget,
+		.adding = ftrt_capture_adding,
 	};
 	ftrt_modules_wire(&calls);
 	ftrt_trace_arm(ftrt_exit_watch);

@@ -56,6 +56,7 @@ struct ops_rec {
 	unsigned long flags;              /* the ops's, as registered */
 	char *filter, *notrace;           /* globs (malloc); NULL: none */
 	int slot;                         /* its bit while registered; -1 */
+	int (*choose)(int o, size_t i);   /* chooses site i of module o + 1 in place of the filters (ftrt_ops_choose); NULL: none */
 	int self_owner;                   /* the module of the callback's own function, */
 	const char *self;                 /* and its name: never called back for it; NULL: none */
 };
@@ -213,7 +214,7 @@ static size_t count(const struct ops_rec *r)
 		if (!l->md || !l->md->live)
 			continue;
 		for (size_t i = 0; i < l->n; i++)
-			k += l->name[i] != NONAME && picks(r, l->names + l->name[i], fcxx, ncxx);
+			k += r->choose ? r->choose(o, i) != 0 : l->name[i] != NONAME && picks(r, l->names + l->name[i], fcxx, ncxx);
 	}
 	return k;
 }
@@ -255,7 +256,7 @@ static struct view *build(void)
 			const struct live_mod *l = &ftrt_live_mods[o];
 			const char *self = r->self_owner == o + 1 ? r->self : NULL;
 			for (size_t i = 0; v->md[o] && i < l->n; i++)
-				if (l->name[i] != NONAME && picks(r, l->names + l->name[i], fcxx, ncxx) &&
+				if (l->name[i] != NONAME && (r->choose ? r->choose(o, i) : picks(r, l->names + l->name[i], fcxx, ncxx)) &&
 				    !(self && strcmp(self, l->names + l->name[i]) == 0))
 					v->mask[o][i] |= 1ull << k;
 		}
@@ -552,10 +553,32 @@ int ftrt_ops_filter(struct ftrace_ops *ops, const char *globs, int reset, int no
 	return k > INT32_MAX ? INT32_MAX : (int)k;
 }
 
+int ftrt_ops_choose(struct ftrace_ops *ops, int (*choose)(int o, size_t i))
+{
+	if (!ops || !choose) {
+		why = "no ops, or no chooser";
+		return -EINVAL;
+	}
+	int err = begin();
+	if (err)
+		return err;
+	struct ops_rec *r = rec_of(ops, 1);
+	if (!r)
+		return fail(-ENOSPC, "256 ops structures were registered already");
+	r->choose = choose;
+	if (r->user)
+		err = update(0);
+	if (err)
+		why = ftrt_live_why();
+	ftrt_modules_release();
+	return err;
+}
+
 void ftrt_ops_added(const struct ftrt_mod *md)
 {
 	if (used) {
+		/* The capture's table first: its chooser reads it (ftrt_ops_choose). */
+		ftrt_capture_added(md);
 		update(md->owner);
-		ftrt_capture_added();
 	}
 }

@@ -11,6 +11,11 @@ int ftrt_ops_register(struct ftrace_ops *ops) __attribute__((visibility("hidden"
 int ftrt_ops_unregister(struct ftrace_ops *ops) __attribute__((visibility("hidden")));
 /* The sites ops's filter (notrace: its notrace list) now chooses. */
 int ftrt_ops_filter(struct ftrace_ops *ops, const char *globs, int reset, int notrace) __attribute__((visibility("hidden")));
+/* In place of ops's filters, choose(o, i) chooses site i of module
+ * o + 1 (the live index's, ftrt_live_mods): called with the registry's
+ * lock whenever the sites are chosen anew (capture.c's table). */
+#include <stddef.h>
+int ftrt_ops_choose(struct ftrace_ops *ops, int (*choose)(int o, size_t i)) __attribute__((visibility("hidden")));
 /* Direct calls: register (addr the trampoline), modify (to addr),
  * unregister (addr the one registered; free: reset the filters). */
 int ftrt_ops_direct(struct ftrace_ops *ops, unsigned long addr) __attribute__((visibility("hidden")));

@@ -166,6 +166,16 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+char *ftrt_module_identify(uintptr_t inside, char build_id[129])
+{
+	struct ftrt_mod probe;
+	memset(&probe, 0, sizeof probe);
+	struct where w = { .addr = inside, .md = &probe };
+	dl_iterate_phdr(find_object, &w);
+	memcpy(build_id, probe.build_id, sizeof probe.build_id);
+	return w.found ? (char *)probe.path : NULL;
+}
+
 /* A free record: a new one, or, when all are taken, the first unloaded
  * one (its number, and so its owner, stays). */
 static struct ftrt_mod *record(void)
@@ -247,6 +257,8 @@ int ftrt_module_register(struct ftrt_module *m)
 		return -1;
 	if (up.init)
 		up.init();
+	if (up.adding)
+		up.adding(m);
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[0], 0);
 	if (md)

@@ -1,0 +1,222 @@
+package argspec
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ftpatch/arch"
+)
+
+// A specCase is a -A (ret false) or -R text and what it reads as on
+// each architecture: its canonical text, or "" for a refusal.
+type specCase struct {
+	text     string
+	ret      bool
+	x86, a64 string
+}
+
+// specCases: every format, spelling and default; the limits of each
+// architecture's registers; what the grammar refuses.
+var specCases = []specCase{
+	{"parse@arg1,arg2/s", false, "parse@arg1/i64,arg2/s", "parse@arg1/i64,arg2/s"},
+	{"f@arg1/d,arg2/i,arg3/u,arg4/x,arg5/p,arg6/c", false, "f@arg1/i64,arg2/i64,arg3/u64,arg4/x64,arg5/p,arg6/c", "f@arg1/i64,arg2/i64,arg3/u64,arg4/x64,arg5/p,arg6/c"},
+	{"f@arg1/i8,arg2/i16,arg3/i32,arg4/i64,arg5/d32", false, "f@arg1/i8,arg2/i16,arg3/i32,arg4/i64,arg5/i32", "f@arg1/i8,arg2/i16,arg3/i32,arg4/i64,arg5/i32"},
+	{"f@arg1/u8,arg2/u16,arg3/u32,arg4/u64,arg5/x8,arg6/x32", false, "f@arg1/u8,arg2/u16,arg3/u32,arg4/u64,arg5/x8,arg6/x32", "f@arg1/u8,arg2/u16,arg3/u32,arg4/u64,arg5/x8,arg6/x32"},
+	{"f@fparg1,fparg2/f,fparg3/f32,fparg4/f64,fparg8", false, "f@fparg1/f64,fparg2/f64,fparg3/f32,fparg4/f64,fparg8/f64", "f@fparg1/f64,fparg2/f64,fparg3/f32,fparg4/f64,fparg8/f64"},
+	{"f@arg1/b,?,arg2/e:color,arg3/e:state.2", false, "f@arg1/b,?,arg2/e:color,arg3/e:state.2", "f@arg1/b,?,arg2/e:color,arg3/e:state.2"},
+	{"a*@arg1;;b?[xy]@fparg1;", false, "a*@arg1/i64;b?[xy]@fparg1/f64", "a*@arg1/i64;b?[xy]@fparg1/f64"},
+	{"f@arg7", false, "", "f@arg7/i64"},
+	{"f@arg8/x", false, "", "f@arg8/x64"},
+	{"f@arg9", false, "", ""},
+	{"f@fparg9", false, "", ""},
+	{"f@arg0", false, "", ""},
+	{"f@arg01", false, "", ""},
+	{"f@arg4294967297", false, "", ""},
+	{"f@arg99999999999999999999999", false, "", ""},
+	{"f@arg", false, "", ""},
+	{"f@fparg", false, "", ""},
+	{"f@arg1/", false, "", ""},
+	{"f@arg1/q", false, "", ""},
+	{"f@arg1/i7", false, "", ""},
+	{"f@arg1/i128", false, "", ""},
+	{"f@arg1/p64", false, "", ""},
+	{"f@arg1/s8", false, "", ""},
+	{"f@arg1/f", false, "", ""},
+	{"f@arg1/f64", false, "", ""},
+	{"f@fparg1/d", false, "", ""},
+	{"f@fparg1/f16", false, "", ""},
+	{"f@fparg1/e:color", false, "", ""},
+	{"f@arg1/e:", false, "", ""},
+	{"f@arg1/e:1color", false, "", ""},
+	{"f@arg1/e:col-or", false, "", ""},
+	{"f@arg1/e:color.", false, "", ""},
+	{"f@arg1/e:color.x", false, "", ""},
+	{"f@arg1/e:" + strings.Repeat("a", 64), false, "f@arg1/e:" + strings.Repeat("a", 64), "f@arg1/e:" + strings.Repeat("a", 64)},
+	{"f@arg1/e:" + strings.Repeat("a", 65), false, "", ""},
+	{"f@arg1/?", false, "", ""},
+	{"f@?1", false, "", ""},
+	{"f@", false, "", ""},
+	{"f@arg1,,arg2", false, "", ""},
+	{"f", false, "", ""},
+	{"@arg1", false, "", ""},
+	{"a b@arg1", false, "", ""},
+	{"a,b@arg1", false, "", ""},
+	{"a/b@arg1", false, "", ""},
+	{"ok@arg1;bad@arg0", false, "", ""},
+	{"f@" + strings.Repeat("arg1,", 14) + "arg1", false, "f@" + strings.Repeat("arg1/i64,", 14) + "arg1/i64", "f@" + strings.Repeat("arg1/i64,", 14) + "arg1/i64"},
+	{"f@" + strings.Repeat("arg1,", 15) + "arg1", false, "", ""},
+	{"FARG@ARG1", false, "", ""},
+	{"parse;name_of/s;ratio/f;r32/f32;b/b;e/e:color;n/?;u/u16", true, "parse/i64;name_of/s;ratio/f64;r32/f32;b/b;e/e:color;n/?;u/u16", "parse/i64;name_of/s;ratio/f64;r32/f32;b/b;e/e:color;n/?;u/u16"},
+	{"x/x;d/d;i/i8;p/p;c/c", true, "x/x64;d/i64;i/i8;p/p;c/c", "x/x64;d/i64;i/i8;p/p;c/c"},
+	{"f/f8", true, "", ""},
+	{"f/", true, "", ""},
+	{"f/z", true, "", ""},
+	{"/d", true, "", ""},
+	{"f@x/d", true, "", ""},
+	{"f/arg1", true, "", ""},
+}
+
+// TestParse: each text of specCases reads as its canonical form on
+// each architecture, or is refused with a *SpecError naming the entry.
+func TestParse(t *testing.T) {
+	for _, c := range specCases {
+		for _, a := range []arch.Arch{arch.X86_64, arch.ARM64} {
+			want := c.x86
+			if a == arch.ARM64 {
+				want = c.a64
+			}
+			got, err := canonical(c.text, c.ret, a)
+			switch {
+			case want == "" && err == nil:
+				t.Errorf("%v %q: read as %q, want an error", a, c.text, got)
+			case want == "" && (!errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), `"`)):
+				t.Errorf("%v %q: error %v, want a SpecError", a, c.text, err)
+			case want != "" && err != nil:
+				t.Errorf("%v %q: %v", a, c.text, err)
+			case want != "" && got != want:
+				t.Errorf("%v %q: read as %q, want %q", a, c.text, got, want)
+			}
+		}
+	}
+}
+
+// canonical is text read on architecture a, written back canonical.
+func canonical(text string, ret bool, a arch.Arch) (string, error) {
+	if ret {
+		e, err := ParseRetval(text)
+		return Text(e, true), err
+	}
+	e, err := ParseArgs(text, a)
+	return Text(e, false), err
+}
+
+// TestErrors: what a refusal says, for the cases a user meets.
+func TestErrors(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		ret  bool
+		a    arch.Arch
+		want string
+	}{
+		{"parse@arg0", false, arch.X86_64, `"parse@arg0": item "arg0": want a number from 1 after "arg"`},
+		{"parse@fparg9", false, arch.X86_64, `"parse@fparg9": item "fparg9": x86_64 passes 8 floating-point arguments in registers (fparg1-fparg8), the only ones recorded`},
+		{"parse@arg7", false, arch.X86_64, `"parse@arg7": item "arg7": x86_64 passes 6 integer or pointer arguments in registers (arg1-arg6), the only ones recorded`},
+		{"parse@arg1/q", false, arch.X86_64, `"parse@arg1/q": item "arg1/q": unknown format "q": want d i u x (8 16 32 or 64 bits after: i32), p s c b, e:ENUM, or f f32 f64 (floating point)`},
+		{"parse@argv", false, arch.ARM64, `"parse@argv": item "argv": want a number from 1 after "arg"`},
+		{"parse/w", true, arch.X86_64, `"parse/w": unknown format "w": want d i u x (8 16 32 or 64 bits after: i32), p s c b, e:ENUM, or f f32 f64 (floating point)`},
+	} {
+		_, err := canonical(c.text, c.ret, c.a)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: error\n%v\nwant\n%s", c.text, err, c.want)
+		}
+	}
+}
+
+// TestRuntimeParser: the runtime's parser (runtime/src/argspec.c),
+// built for each architecture (arm64's run under qemu-aarch64), reads
+// every text of specCases, and more made from them, as package argspec
+// does: the same refusals, the same items.
+func TestRuntimeParser(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("..", "runtime", "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each case, and each of its entries' items alone as args and as a
+	// return value's format, so every format meets both places.
+	var texts []specCase
+	for _, c := range specCases {
+		texts = append(texts, c)
+		for e := range strings.SplitSeq(c.text, ";") {
+			_, items, _ := strings.Cut(e, "@")
+			for it := range strings.SplitSeq(items, ",") {
+				_, f, _ := strings.Cut(it, "/")
+				texts = append(texts, specCase{text: "g@" + it}, specCase{text: "g/" + f, ret: true}, specCase{text: "g@arg1/" + f}, specCase{text: "g@fparg2/" + f})
+			}
+		}
+	}
+	for _, a := range []struct {
+		arch   arch.Arch
+		cc     string
+		run    []string
+		static bool
+	}{
+		{arch.X86_64, "gcc", nil, false},
+		{arch.ARM64, "aarch64-linux-gnu-gcc", []string{"qemu-aarch64"}, true},
+	} {
+		t.Run(a.arch.String(), func(t *testing.T) {
+			for _, tool := range append([]string{a.cc}, a.run...) {
+				if _, err := exec.LookPath(tool); err != nil {
+					t.Fatalf("package argspec's test needs %s (scripts/deps.sh installs it): %v", tool, err)
+				}
+			}
+			bin := filepath.Join(t.TempDir(), "parse")
+			args := []string{"-std=gnu11", "-O1", "-Wall", "-Werror", "-I", src, "-o", bin, filepath.Join("testdata", "parse.c"), filepath.Join(src, "argspec.c")}
+			if a.static {
+				args = append(args, "-static")
+			}
+			if out, err := exec.Command(a.cc, args...).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", a.cc, err, out)
+			}
+			var in strings.Builder
+			for _, c := range texts {
+				kind := "A"
+				if c.ret {
+					kind = "R"
+				}
+				fmt.Fprintf(&in, "%s %s\n", kind, c.text)
+			}
+			argv := append(append([]string{}, a.run...), bin)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Stdin = strings.NewReader(in.String())
+			cmd.Stderr = os.Stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+			}
+			sc := bufio.NewScanner(strings.NewReader(string(out)))
+			i := 0
+			for ; sc.Scan(); i++ {
+				if i >= len(texts) {
+					t.Fatalf("the parser printed more lines than %d specs", len(texts))
+				}
+				c := texts[i]
+				want := "bad"
+				if got, err := canonical(c.text, c.ret, a.arch); err == nil {
+					want = "ok " + got
+				}
+				if sc.Text() != strings.TrimSuffix(want, " ") && sc.Text() != want {
+					t.Errorf("%q (ret %v): the runtime reads %q, package argspec %q", c.text, c.ret, sc.Text(), want)
+				}
+			}
+			if i != len(texts) {
+				t.Errorf("the parser printed %d lines for %d specs", i, len(texts))
+			}
+		})
+	}
+}

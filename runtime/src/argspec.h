@@ -1,0 +1,54 @@
+/*
+ * The grammar of FTRACE_ARGS and FTRACE_RETVAL, read (argspec.c) into
+ * the items capture.c records. Go's package ftpatch/argspec holds the
+ * same grammar (its comment gives it) and validates ftpatch record's -A
+ * and -R with it; its TestRuntimeParser runs this parser over a table
+ * of specs, on each architecture, and fails where the two disagree.
+ *
+ * Pure: no allocation, no libc but string comparison, so a test links
+ * it alone.
+ */
+#ifndef FTRT_ARGSPEC_H
+#define FTRT_ARGSPEC_H
+
+#include <stddef.h>
+
+#include "abi.h"
+
+/* The argument registers an item may name: only registers are read. */
+#if defined(__aarch64__)
+#define ARGSPEC_INT_REGS 8 /* x0-x7 */
+#define ARGSPEC_FP_REGS 8  /* v0-v7 */
+#else
+#define ARGSPEC_INT_REGS 6 /* rdi rsi rdx rcx r8 r9 */
+#define ARGSPEC_FP_REGS 8  /* xmm0-xmm7 */
+#endif
+
+/* One item: what to read and how to record it. */
+struct arg_item {
+	unsigned char type;     /* ARG_* */
+	unsigned char fp;       /* in a floating-point register */
+	unsigned char n;        /* the register, from 0 among its kind */
+	unsigned char bits;     /* ARG_INT, ARG_UINT, ARG_UDEC: 8 16 32 64 (extended from) */
+	unsigned char enum_len; /* ARG_ENUM: its name's bytes */
+	const char *enum_name;  /* ARG_ENUM: its name, in the text parsed (no NUL) */
+};
+
+/* An entry: a glob (in the text parsed, no NUL) and its items (one, a
+ * return value's). */
+struct arg_entry {
+	const char *glob;
+	size_t glen;
+	int n;
+	struct arg_item it[ARG_MAX];
+};
+
+/* The entry of the text at p: *end is where it ends (a ';' or the NUL),
+ * *next where the next one starts (NULL: none). */
+const char *ftrt_argspec_next(const char *p, const char **end);
+
+/* Parse the entry [p, end) of FTRACE_ARGS (ret 0) or FTRACE_RETVAL
+ * (ret 1) into e: 0, or -1 when the grammar refuses it. */
+int ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e);
+
+#endif
