@@ -28,9 +28,9 @@ var errZeroWord = errors.New("a zero word where a record starts")
 // the stream's clock (each record's time is the one before's plus its
 // delta), kept from one chunk of the stream to the next.
 type decoder struct {
-	format  int    // 2 or 3
-	clock   uint64 // format 3: the time of the last record decoded
-	wrapped uint64 // format 3: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
+	format  int              // 2 or 3
+	clock   uint64           // format 3: the time of the last record decoded
+	wrapped uint64           // format 3: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
 	enums   map[string]*Enum // the trace's (EnumsFile), by name: how enum arguments read
 }
 
