@@ -1,26 +1,24 @@
-// Package argspec makes the runtime's FTRACE_ARGS and FTRACE_RETVAL
-// settings from a program's DWARF (`ftpatch record --auto-args`): for
-// each function the globs choose, an item per parameter by its type, as
-// the C calling convention passes it (x86-64 and arm64 alike: integers
-// and pointers in the integer registers, in order, floating-point values
-// in the vector ones), and the return value's format.
+// Package argspec is the one home of what ftpatch knows of arguments
+// and return values: the grammar of the runtime's FTRACE_ARGS and
+// FTRACE_RETVAL (spec.go, which `ftpatch record -A` and `-R` are checked
+// against before the program runs), and how `ftpatch record --auto-args`
+// makes them from a module's DWARF: for each function with a site that
+// the globs choose, an item per parameter by its type, placed in the
+// registers the calling convention of the file's architecture gives it
+// (callconv.go), and the return value's format.
 //
-//	int parse(int n, const char *s)   parse@arg1/d,arg2/s   parse/d
-//	double ratio(double a, long k)    ratio@fparg1,arg1/d   ratio/f
-//	long sum(struct pair p)           sum@arg1/d,arg2/d     sum/d
+//	int parse(int n, const char *s)        parse@arg1/i32,arg2/s       parse/i32
+//	double ratio(double a, long k, float b) ratio@fparg1/f64,arg1/i64,fparg2/f32  ratio/f64
+//	void f(long double x, int y)           f@?,arg1/i32                 (x86-64)
+//	enum color pick(bool b)                pick@arg1/b                  pick/e:color
 //
-// A char pointer is a string (/s), another pointer /p, char /c, an
-// unsigned integer /x, a signed one /d, float and double fparg; a struct
-// or union of at most 16 bytes whose members are all integers or
-// pointers takes one integer register a word (/x each); anything else
-// (a larger struct, passed on the stack or by reference; long double; a
-// mixed struct) ends the function's items there, as the registers after
-// it can no longer be told. A function's parameters come from its
-// DW_TAG_subprogram's DW_TAG_formal_parameter children; their types are
-// read with github.com/go-delve/delve/pkg/dwarf/godwarf.
+// A function's parameters come from its DW_TAG_subprogram's
+// DW_TAG_formal_parameter children, their types read with
+// github.com/go-delve/delve/pkg/dwarf/godwarf.
 package argspec
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
 	"errors"
@@ -31,38 +29,69 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 
+	"ftpatch/elfx"
+	"ftpatch/infile"
 	"ftpatch/runtime/abi"
+	"ftpatch/sites"
 )
 
 // ErrNoDWARF: the file has no DWARF to take types from (built without
 // -g, or stripped).
 var ErrNoDWARF = errors.New("no DWARF debugging information (build with -g)")
 
-// A Func is one function's items: Args as FTRACE_ARGS's glob@items
-// entry wants them (argN/f, fpargN), Ret the return value's format ("":
-// none: void, or a type the runtime cannot show).
+// A Func is one function's items: Args its parameters' in order, Ret
+// its return value's (nil: void).
 type Func struct {
 	Name string
-	Args []string
-	Ret  string
+	Args []Item
+	Ret  *Item
 }
 
-// Read returns the functions of the ELF file at file that one of globs
-// chooses (path.Match syntax; "!glob" leaves out what it matches), in
-// name order, each once.
-func Read(file string, globs []string) ([]Func, error) {
-	f, err := elf.Open(file)
+// A Module is what Read found in one file.
+type Module struct {
+	Funcs []Func // by name
+	// Ambiguous are the names of functions that two functions of the
+	// file share (static ones of different sources) with different
+	// parameters: the runtime chooses by name, so they get no items.
+	Ambiguous []string
+}
+
+// Read returns the functions of the ELF file at file that have a site
+// and that one of globs chooses (path.Match syntax; "!glob" leaves out
+// what it matches), in name order, each once; their enums are added to
+// enums. Functions without a site are left out: their calls are never
+// traced (the runtime's own functions among them: it is built without
+// sites).
+func Read(file string, globs []string, enums *Enums) (*Module, error) {
+	m, err := infile.Map(file)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer m.Close()
+	ef, err := elfx.Parse(file, m.Data)
+	if err != nil {
+		return nil, err
+	}
+	l, err := sites.FindLinked(ef)
+	if err != nil {
+		return nil, fmt.Errorf("%s: its sites: %w", file, err)
+	}
+	starts := map[uint64]string{} // function address: its name
+	for _, s := range l.Sites {
+		if Chooses(globs, s.Func) {
+			starts[s.Off-s.FuncOff] = s.Func
+		}
+	}
+	f, err := elf.NewFile(bytes.NewReader(m.Data))
+	if err != nil {
+		return nil, err
+	}
 	d, err := f.DWARF()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
 	}
-	seen := map[string]bool{}
+	found := map[string][]Func{}
 	cache := map[dwarf.Offset]godwarf.Type{}
-	var out []Func
 	r := d.Reader()
 	for {
 		e, err := r.Next()
@@ -75,60 +104,97 @@ func Read(file string, globs []string) ([]Func, error) {
 		if e.Tag != dwarf.TagSubprogram || !e.Children {
 			continue
 		}
-		name, _ := e.Val(dwarf.AttrName).(string)
-		if link, ok := e.Val(dwarf.AttrLinkageName).(string); ok {
-			name = link // C++: the symbol the runtime names its sites by
-		}
-		_, hasCode := e.Val(dwarf.AttrLowpc).(uint64)
-		if name == "" || !hasCode || seen[name] || !Chooses(globs, name) {
+		lo, _ := e.Val(dwarf.AttrLowpc).(uint64)
+		name, ok := starts[lo]
+		if !ok || lo == 0 {
 			r.SkipChildren()
 			continue
 		}
-		seen[name] = true
-		fn := Func{Name: name}
-		if off, ok := e.Val(dwarf.AttrType).(dwarf.Offset); ok {
-			if t, err := godwarf.ReadType(d, 0, off, cache); err == nil {
-				fn.Ret = retFormat(t)
-			}
+		fn, err := function(d, r, e, name, cache, newPlacer(ef.Arch, enums))
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading its DWARF: %w", file, err)
 		}
-		ints, fps, done := 0, 0, false
-		for {
-			c, err := r.Next()
-			if err != nil {
-				return nil, fmt.Errorf("%s: reading its DWARF: %w", file, err)
-			}
-			if c == nil || c.Tag == 0 {
-				break
-			}
-			if c.Children {
-				r.SkipChildren()
-			}
-			if c.Tag != dwarf.TagFormalParameter || done {
-				continue
-			}
-			off, ok := c.Val(dwarf.AttrType).(dwarf.Offset)
-			if !ok {
-				done = true
-				continue
-			}
-			t, err := godwarf.ReadType(d, 0, off, cache)
-			if err != nil {
-				done = true
-				continue
-			}
-			items, ok := argItems(t, &ints, &fps)
-			if !ok || len(fn.Args)+len(items) > abi.ArgMax {
-				done = true
-				continue
-			}
-			fn.Args = append(fn.Args, items...)
+		found[name] = append(found[name], fn)
+	}
+	out := &Module{}
+	for name, fns := range found {
+		if slices.ContainsFunc(fns[1:], func(g Func) bool { return !sameFunc(g, fns[0]) }) {
+			out.Ambiguous = append(out.Ambiguous, name)
+			continue
 		}
-		if len(fn.Args) > 0 || fn.Ret != "" {
-			out = append(out, fn)
+		if len(fns[0].Args) > 0 || fns[0].Ret != nil {
+			out.Funcs = append(out.Funcs, fns[0])
 		}
 	}
-	slices.SortFunc(out, func(a, b Func) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Funcs, func(a, b Func) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(out.Ambiguous)
 	return out, nil
+}
+
+// function reads the parameters of the subprogram e, whose children r
+// is at.
+func function(d *dwarf.Data, r *dwarf.Reader, e *dwarf.Entry, name string, cache map[dwarf.Offset]godwarf.Type, p *placer) (Func, error) {
+	fn := Func{Name: name}
+	var rt godwarf.Type = &godwarf.VoidType{}
+	if off, ok := e.Val(dwarf.AttrType).(dwarf.Offset); ok {
+		rt = typeAt(d, off, cache)
+	}
+	var hidden bool
+	fn.Ret, hidden = p.ret(rt)
+	if hidden {
+		p.intReg(Item{}) // the return value's address, in the first integer register
+	}
+	done := false
+	for {
+		c, err := r.Next()
+		if err != nil {
+			return fn, err
+		}
+		if c == nil || c.Tag == 0 {
+			break
+		}
+		if c.Children {
+			r.SkipChildren()
+		}
+		if c.Tag != dwarf.TagFormalParameter || done {
+			continue
+		}
+		var t godwarf.Type
+		if off, ok := c.Val(dwarf.AttrType).(dwarf.Offset); ok {
+			t = typeAt(d, off, cache)
+		}
+		items, end := p.param(t)
+		if len(fn.Args)+len(items) > abi.ArgMax {
+			fn.Args = append(fn.Args[:min(len(fn.Args), abi.ArgMax-1)], unknown) // a record holds no more
+			done = true
+			continue
+		}
+		fn.Args = append(fn.Args, items...)
+		done = end
+	}
+	return fn, nil
+}
+
+// typeAt is the type at off, nil when it cannot be read. A C++
+// reference is a pointer.
+func typeAt(d *dwarf.Data, off dwarf.Offset, cache map[dwarf.Offset]godwarf.Type) godwarf.Type {
+	r := d.Reader()
+	r.Seek(off)
+	if e, err := r.Next(); err == nil && e != nil && (e.Tag == dwarf.TagReferenceType || e.Tag == dwarf.TagRvalueReferenceType) {
+		return &godwarf.PtrType{CommonType: godwarf.CommonType{ByteSize: 8}, Type: &godwarf.VoidType{}}
+	}
+	t, err := godwarf.ReadType(d, 0, off, cache)
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+func sameFunc(a, b Func) bool {
+	if !slices.Equal(a.Args, b.Args) || (a.Ret == nil) != (b.Ret == nil) {
+		return false
+	}
+	return a.Ret == nil || *a.Ret == *b.Ret
 }
 
 // Chooses says whether globs choose name: one plain glob matches (or
@@ -155,88 +221,16 @@ func Chooses(globs []string, name string) bool {
 	return in || !plain
 }
 
-// Settings are FTRACE_ARGS's and FTRACE_RETVAL's values for funcs.
+// Settings are FTRACE_ARGS's and FTRACE_RETVAL's texts for funcs.
 func Settings(funcs []Func) (args, retval string) {
-	var a, r []string
+	var a, r []Entry
 	for _, f := range funcs {
 		if len(f.Args) > 0 {
-			a = append(a, f.Name+"@"+strings.Join(f.Args, ","))
+			a = append(a, Entry{f.Name, f.Args})
 		}
-		if f.Ret != "" {
-			r = append(r, f.Name+"/"+f.Ret)
-		}
-	}
-	return strings.Join(a, ";"), strings.Join(r, ";")
-}
-
-// strip takes typedefs and qualifiers off t.
-func strip(t godwarf.Type) godwarf.Type {
-	for {
-		switch u := t.(type) {
-		case *godwarf.TypedefType:
-			t = u.Type
-		case *godwarf.QualType:
-			t = u.Type
-		default:
-			return t
+		if f.Ret != nil {
+			r = append(r, Entry{f.Name, []Item{*f.Ret}})
 		}
 	}
-}
-
-// scalar is the format of a value of type t held in one register:
-// d x c s p f; "" for none.
-func scalar(t godwarf.Type) string {
-	switch u := strip(t).(type) {
-	case *godwarf.IntType, *godwarf.BoolType, *godwarf.EnumType:
-		return "d"
-	case *godwarf.UintType, *godwarf.AddrType:
-		return "x"
-	case *godwarf.CharType, *godwarf.UcharType:
-		return "c"
-	case *godwarf.PtrType:
-		switch strip(u.Type).(type) {
-		case *godwarf.CharType, *godwarf.UcharType:
-			return "s"
-		}
-		return "p"
-	case *godwarf.FloatType:
-		if u.ByteSize <= 8 {
-			return "f"
-		}
-	}
-	return ""
-}
-
-// argItems are the items of a parameter of type t, counting the
-// integer and floating-point registers it takes; ok false when it
-// takes what cannot be told.
-func argItems(t godwarf.Type, ints, fps *int) (items []string, ok bool) {
-	switch f := scalar(t); f {
-	case "f":
-		*fps++
-		return []string{fmt.Sprintf("fparg%d", *fps)}, true
-	case "":
-	default:
-		*ints++
-		return []string{fmt.Sprintf("arg%d/%s", *ints, f)}, true
-	}
-	st, isStruct := strip(t).(*godwarf.StructType)
-	if !isStruct || st.ByteSize <= 0 || st.ByteSize > 16 {
-		return nil, false
-	}
-	for _, fld := range st.Field {
-		if s := scalar(fld.Type); s == "" || s == "f" {
-			return nil, false
-		}
-	}
-	for range (st.ByteSize + 7) / 8 {
-		*ints++
-		items = append(items, fmt.Sprintf("arg%d/x", *ints))
-	}
-	return items, true
-}
-
-// retFormat is FTRACE_RETVAL's format of a return value of type t.
-func retFormat(t godwarf.Type) string {
-	return scalar(t)
+	return Text(a, false), Text(r, true)
 }

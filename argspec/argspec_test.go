@@ -1,43 +1,72 @@
 package argspec
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"ftpatch/internal/golden"
 )
 
-// TestRead: the items of each parameter shape, from the DWARF gcc -g
-// writes for testdata/funcs.c: ints, strings (through a typedef), doubles
-// and a float counted apart from the integers, a 16-byte struct of
-// integers as two registers, a pointer, a char; a struct too big for
-// registers, or mixed, ends the function's items; the return values'
-// formats; globs and !globs choose.
+// TestRead: the items of every parameter shape and return value of
+// testdata/funcs.c, built with -g for each architecture, as --auto-args
+// makes them (testdata/funcs-ARCH.golden: FTRACE_ARGS's entries, then
+// FTRACE_RETVAL's, then the enums, a line each, reviewed against the
+// System V and AAPCS64 rules callconv.go follows); main and the static
+// helper are left out by the globs, a function with neither arguments
+// nor a return value shows nothing. Without DWARF, an error.
 func TestRead(t *testing.T) {
-	prog := filepath.Join(t.TempDir(), "funcs")
-	if out, err := exec.Command("gcc", "-g", "-O0", "-o", prog, filepath.Join("testdata", "funcs.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
+	for _, c := range []struct {
+		arch  string
+		cc    []string
+		strip string
+	}{
+		{"x86_64", []string{"gcc", "-pg", "-mfentry", "-mrecord-mcount"}, "strip"},
+		{"arm64", []string{"aarch64-linux-gnu-gcc", "-pg"}, "aarch64-linux-gnu-strip"},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			if _, err := exec.LookPath(c.cc[0]); err != nil {
+				t.Fatalf("package argspec's test needs %s (scripts/deps.sh installs it): %v", c.cc[0], err)
+			}
+			prog := filepath.Join(t.TempDir(), "funcs")
+			args := append(append([]string{}, c.cc[1:]...), "-g", "-O0", "-o", prog, filepath.Join("testdata", "funcs.c"))
+			if out, err := exec.Command(c.cc[0], args...).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", c.cc[0], err, out)
+			}
+			enums := NewEnums()
+			m, err := Read(prog, []string{"*", "!main", "!hidden_helper"}, enums)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args2, ret := Settings(m.Funcs)
+			var b strings.Builder
+			for _, e := range strings.Split(args2, ";") {
+				fmt.Fprintf(&b, "args %s\n", e)
+			}
+			for _, e := range strings.Split(ret, ";") {
+				fmt.Fprintf(&b, "ret %s\n", e)
+			}
+			for _, e := range enums.List() {
+				fmt.Fprintf(&b, "enum %+v\n", e)
+			}
+			fmt.Fprintf(&b, "ambiguous %v\n", m.Ambiguous)
+			golden.Check(t, filepath.Join("testdata", "funcs-"+c.arch+".golden"), []byte(b.String()))
+
+			if one, err := Read(prog, []string{"ints"}, NewEnums()); err != nil || len(one.Funcs) != 1 || one.Funcs[0].Name != "ints" {
+				t.Errorf("ints alone: %+v, %v", one, err)
+			}
+			stripped := prog + "-stripped"
+			if out, err := exec.Command(c.strip, "-g", "-o", stripped, prog).CombinedOutput(); err != nil {
+				t.Fatalf("strip: %v\n%s", err, out)
+			}
+			if _, err := Read(stripped, nil, NewEnums()); err == nil {
+				t.Errorf("a program without DWARF: no error")
+			}
+		})
 	}
-	funcs, err := Read(prog, []string{"*", "!main"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	args, ret := Settings(funcs)
-	wantArgs := "hex@arg1/x;name_of@arg1/c,arg2/p;parse@arg1/d,arg2/s;ratio@fparg1,arg1/d,fparg2;sum@arg1/x,arg2/x,arg3/x"
-	wantRet := "hex/x;name_of/s;parse/d;ratio/f;sum/d"
-	if args != wantArgs || ret != wantRet {
-		t.Errorf("FTRACE_ARGS %q\nwant        %q\nFTRACE_RETVAL %q\nwant          %q", args, wantArgs, ret, wantRet)
-	}
-	if f, _ := Read(prog, []string{"parse"}); len(f) != 1 || f[0].Name != "parse" {
-		t.Errorf("parse alone: %+v", f)
-	}
-	if _, err := Read(filepath.Join("testdata", "funcs.c"), nil); err == nil {
+	if _, err := Read(filepath.Join("testdata", "funcs.c"), nil, NewEnums()); err == nil {
 		t.Errorf("a C source read as a program")
-	}
-	stripped := prog + "-stripped"
-	if out, err := exec.Command("strip", "-g", "-o", stripped, prog).CombinedOutput(); err != nil {
-		t.Fatalf("strip: %v\n%s", err, out)
-	}
-	if _, err := Read(stripped, nil); err == nil {
-		t.Errorf("a program without DWARF: no error")
 	}
 }

@@ -1,21 +1,50 @@
-/* Functions of every parameter shape argspec knows (argspec_test.go
- * builds this with -g and reads its DWARF). */
-struct pair {
-	long x, y;
-};
-struct big {
-	long a, b, c;
-};
-struct mixed {
-	long a;
-	double d;
-};
+/* Functions of every parameter shape package argspec places
+ * (argspec_test.go builds this with -g for x86-64 and arm64 and reads
+ * its DWARF): integers of each width and sign, char, bool, enums,
+ * pointers and strings, float, double and long double, __int128,
+ * complex, structs in registers (integer, floating, mixed, HFA) and in
+ * memory or by reference, between other arguments; the registers
+ * running out; the return values of each kind. */
+#include <complex.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum color { RED, GREEN, BLUE };
+enum sign { MINUS = -1, ZERO, PLUS };
+typedef enum { SMALL = 1, LARGE = 2 } size_e;
+struct pair { long x, y; };
+struct big { long a, b, c; };
+struct mixed { long a; double d; };
+struct dd { double a, b; };
+struct ff { float a, b; };
+struct fi { float f; int i; };
+struct f3 { float a, b, c; };
+struct ld { long double x; };
 typedef const char *str;
 
-int parse(int n, const char *s) { return n + s[0]; }
-double ratio(double a, long k, float b) { return a * k + b; }
-long sum(struct pair p, unsigned u) { return p.x + p.y + u; }
-str name_of(char c, void *p) { return p ? "p" : c ? "c" : ""; }
-void stop(struct big b, int after) { (void)b, (void)after; }
-unsigned long hex(unsigned long v, struct mixed m) { return v + (unsigned long)m.a; }
-int main(void) { return 0; }
+#define F __attribute__((noinline, used))
+F int ints(int8_t a, int16_t b, int32_t c, int64_t d, uint8_t e, uint16_t f) { return a + b + c + (int)d + e + f; }
+F unsigned long uns(unsigned u, unsigned long ul, char c, signed char sc, unsigned char uc, bool b) { return u + ul + c + sc + uc + b; }
+F enum color colors(enum color c, enum sign s, size_e z) { return c + s + z; }
+F str strs(const char *s, str t, void *p, int *ip, const unsigned char *u) { return p ? s : t + (ip != 0) + (u != 0); }
+F double floats(float f, double d, long double ld, float g) { return f + d + (double)ld + g; }
+F long double ldret(long double x) { return x; }
+F float fret(float x, int after) { return x + after; }
+F bool bret(int x) { return x > 0; }
+F char cret(int x) { return (char)x; }
+F int int128_after(__int128 w, int after) { return (int)w + after; }
+F int cplx(double complex z, float complex w, int after) { return (int)creal(z) + (int)crealf(w) + after; }
+F long sum(struct pair p, unsigned u) { return p.x + p.y + u; }
+F void stop(struct big b, int after) { (void)b, (void)after; }
+F unsigned long mix(unsigned long v, struct mixed m, int after) { return v + (unsigned long)m.a + (unsigned long)after; }
+F double dd(struct dd a, struct ff b, struct fi c, int after) { return a.a + b.a + c.f + after; }
+F double hfa(struct f3 a, double after) { return a.a + after; }
+F int ldstruct(struct ld a, int after) { return (int)a.x + after; }
+F int many(int a, int b, int c, int d, int e, int f, int g, int h, int i, double x) { return a + b + c + d + e + f + g + h + i + (int)x; }
+F int mem_first(struct pair p1, struct pair p2, struct pair p3, int after) { return (int)(p1.x + p2.x + p3.x) + after; }
+F struct big bigret(int a) { struct big b = { a, a, a }; return b; }
+F struct pair pairret(int a) { struct pair p = { a, a }; return p; }
+F void nothing(void) {}
+F int varargs(int n, ...) { return n; }
+static int hidden_helper(int x) { return x; }
+int main(void) { return hidden_helper(0); }
