@@ -1,6 +1,8 @@
 package argspec
 
 import (
+	"debug/dwarf"
+	"debug/elf"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -494,3 +496,61 @@ func (k Format) String() string {
 }
 
 var formatNames = [...]string{Unknown: "?", Int: "int", Uint: "uint", Hex: "hex", Ptr: "ptr", String: "string", Char: "char", Bool: "bool", Enum: "enum", Float: "float"}
+
+// AddNamed adds the enums of the ELF file at file that names name (C
+// names, or typedefs' of enums), each under that name, for -A and -R's
+// e:NAME; missing are the names the file's DWARF has no enum of.
+func (s *Enums) AddNamed(file string, names []string) (missing []string, err error) {
+	f, err := elf.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		if _, ok := s.byKey[n]; !ok {
+			want[n] = true
+		}
+	}
+	cache := map[dwarf.Offset]godwarf.Type{}
+	r := d.Reader()
+	for len(want) > 0 {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading its DWARF: %w", file, err)
+		}
+		if e == nil {
+			break
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		if !want[name] || (e.Tag != dwarf.TagEnumerationType && e.Tag != dwarf.TagTypedef) {
+			continue
+		}
+		t, err := godwarf.ReadType(d, 0, e.Offset, cache)
+		if err != nil {
+			continue
+		}
+		u, ok := strip(t).(*godwarf.EnumType)
+		if !ok || len(u.Val) == 0 {
+			continue
+		}
+		en := trace.Enum{Name: name, Size: int(u.ByteSize)}
+		for _, v := range u.Val {
+			en.Values = append(en.Values, trace.Enumerator{Name: v.Name, Value: v.Val})
+			en.Signed = en.Signed || v.Val < 0
+		}
+		s.byKey[name] = en
+		s.keys = append(s.keys, name)
+		delete(want, name)
+	}
+	for _, n := range names {
+		if want[n] {
+			missing = append(missing, n)
+		}
+	}
+	return missing, nil
+}

@@ -24,6 +24,7 @@ type Settings struct {
 	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
+	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
 }
 
 // Variables are the variables Settings owns: Env removes each from the
@@ -31,7 +32,7 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval}
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -47,6 +48,7 @@ func (s Settings) vars() []string {
 	add(abi.EnvBuffer, s.Buffer)
 	add(abi.EnvArgs, s.Args)
 	add(abi.EnvRetval, s.Retval)
+	add(abi.EnvArgsSocket, s.ArgsSocket)
 	if s.Ctl {
 		add(abi.EnvCtl, "1")
 	}

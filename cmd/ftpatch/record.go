@@ -10,17 +10,21 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/arch"
 	"ftpatch/argspec"
 	"ftpatch/elfx"
 	"ftpatch/infile"
 	"ftpatch/launch"
+	"ftpatch/outfile"
 	"ftpatch/patch"
+	"ftpatch/trace"
 )
 
 // A childExit ends ftpatch as the program it ran ended (main passes it
@@ -62,9 +66,9 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&r.filter, "filter", nil, "trace only the functions `GLOBS` choose (FTRACE_FILTER: globs separated by commas, !glob excludes; repeat to add)")
 	f.StringVar(&r.buffer, "buffer", "", "how records are kept (FTRACE_BUFFER): `MODE` stream (each thread writes its own, the default), writer (a thread of the runtime's writes them) or ring:SIZE (the flight recorder: each thread's last SIZE, like 64m, kept in memory and written at the end or a crash)")
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
-	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, ITEMS argN[/d|x|p|s|c] (the Nth integer or pointer argument, from 1) and fpargN (the Nth floating-point one), separated by commas; FUNC a glob; repeat, or separate with ';'")
-	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT d x p s c or f (a double); repeat, or separate with ';'")
-	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, their types taken from the program's DWARF (-g)")
+	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument register, from 1: 6 on x86-64, 8 on arm64), fpargN[/f32|f64] (the Nth floating-point one, up to 8; f64 unless said), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF); repeat, or separate entries with ';'")
+	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said), f32 or f64 (f = f64: the floating-point return register); repeat, or separate with ';'")
+	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen), placed by the calling convention of the program's architecture; a value no register holds (long double on x86-64, a struct on the stack) shows as ?")
 }
 
 // ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
@@ -114,21 +118,90 @@ func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, er
 	return s, nil
 }
 
-// addAutoArgs adds to s the arguments and return values of the functions
-// the filters choose, by their types in the program's DWARF.
-func (r *recordFlags) addAutoArgs(s *launch.Settings, prog string) error {
+// checkArgs checks every -A and -R spec against the grammar, for the
+// target's architecture, before anything runs; the enums they name
+// (e:NAME) are looked up in the program's DWARF, into enums.
+func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
+	var named []string
+	for _, a := range r.args {
+		entries, err := argspec.ParseArgs(a, t.arch)
+		if err != nil {
+			return usage(fmt.Errorf("--args: %w", err))
+		}
+		named = append(named, enumNames(entries)...)
+	}
+	for _, a := range r.retval {
+		entries, err := argspec.ParseRetval(a)
+		if err != nil {
+			return usage(fmt.Errorf("--retval: %w", err))
+		}
+		named = append(named, enumNames(entries)...)
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	if !t.elf {
+		return usage(fmt.Errorf("--args, --retval: e:%s: %s is not an ELF program whose DWARF names the enum", named[0], t.name))
+	}
+	missing, err := enums.AddNamed(t.path, named)
+	if err != nil {
+		return fmt.Errorf("--args, --retval: enums: %w", err)
+	}
+	if len(missing) > 0 {
+		return usage(fmt.Errorf("--args, --retval: e:%s: %s's DWARF has no enum of that name", missing[0], t.path))
+	}
+	return nil
+}
+
+// enumNames are the enums entries name.
+func enumNames(entries []argspec.Entry) []string {
+	var out []string
+	for _, e := range entries {
+		for _, it := range e.Items {
+			if it.Fmt == argspec.Enum {
+				out = append(out, it.Enum)
+			}
+		}
+	}
+	return out
+}
+
+// serveAutoArgs serves --auto-args to the program: the functions the filters
+// choose, in each module the program loads (argspec.Server); the
+// program's own DWARF is read first, so that its errors come before it
+// runs. The caller closes the server.
+func (r *recordFlags) serveAutoArgs(s *launch.Settings, t *target, enums *argspec.Enums, stderr io.Writer) (*argspec.Server, error) {
 	globs := append(append([]string{}, r.filter...), r.funcs...)
 	if len(globs) == 0 {
-		return usage(errors.New("--auto-args needs --filter or -F to say which functions"))
+		return nil, usage(errors.New("--auto-args needs --filter or -F to say which functions"))
 	}
-	funcs, err := argspec.Read(prog, globs)
+	if !t.elf {
+		return nil, usage(fmt.Errorf("--auto-args: %s is not an ELF program with DWARF (a script?)", t.name))
+	}
+	srv, err := argspec.Serve(globs, enums, stderr)
 	if err != nil {
-		return fmt.Errorf("--auto-args: %w", err)
+		return nil, err
 	}
-	args, ret := argspec.Settings(funcs)
-	s.Args = strings.Trim(strings.Join([]string{s.Args, args}, ";"), ";")
-	s.Retval = strings.Trim(strings.Join([]string{s.Retval, ret}, ";"), ";")
-	return nil
+	if err := srv.Prepare(t.path); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("--auto-args: %w", err)
+	}
+	s.ArgsSocket = srv.Path()
+	return srv, nil
+}
+
+// writeEnums writes the enums the run's items named into its trace
+// directory (trace.EnumsFile), for the reader to name their values.
+func writeEnums(dir string, enums *argspec.Enums) error {
+	list := enums.List()
+	if dir == "" || len(list) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	if err := trace.WriteEnums(&b, list); err != nil {
+		return err
+	}
+	return outfile.WriteFile(filepath.Join(dir, trace.EnumsFile), 0o644, []byte(b.String()))
 }
 
 // A target is the program record runs.
@@ -140,7 +213,8 @@ type target struct {
 	// otherwise (a script) nothing could be checked.
 	elf        bool
 	prepatched bool
-	setid      bool // setuid or setgid: it reads no FTRACE* variable
+	setid      bool      // setuid or setgid: it reads no FTRACE* variable
+	arch       arch.Arch // the ELF's; a script's: this machine's
 }
 
 // Shell exit statuses for a program that cannot be run.
@@ -156,7 +230,10 @@ func findTarget(args []string) (*target, error) {
 	if len(args) == 0 {
 		return nil, usage(errors.New("no program to run: ftpatch record [flags] [--] PROG [ARGS...]"))
 	}
-	t := &target{name: args[0], argv: args}
+	t := &target{name: args[0], argv: args, arch: arch.X86_64}
+	if runtime.GOARCH == "arm64" {
+		t.arch = arch.ARM64
+	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		code := exitNoExec
@@ -182,6 +259,7 @@ func findTarget(args []string) (*target, error) {
 		return nil, fmt.Errorf("%s: %w: ftpatch traces 64-bit x86-64 programs built with its runtime", path, err)
 	}
 	t.elf = true
+	t.arch = f.Arch
 	l, cfg, err := patch.Linked(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -283,11 +361,19 @@ func (t *target) ended(stderr io.Writer, st launch.Status, s launch.Settings, td
 // it ended and where its trace is.
 func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.Status, launch.Settings, madeTrace, error) {
 	s, err := r.settings(dir, t.prepatched)
+	enums := argspec.NewEnums()
+	if err == nil {
+		err = r.checkArgs(t, enums)
+	}
+	var srv *argspec.Server
 	if err == nil && r.autoArgs {
-		err = r.addAutoArgs(&s, t.path)
+		srv, err = r.serveAutoArgs(&s, t, enums, stderr)
 	}
 	if err != nil {
 		return launch.Status{}, s, madeTrace{}, err
+	}
+	if srv != nil {
+		defer srv.Close()
 	}
 	if !t.elf {
 		fmt.Fprintf(stderr, "ftpatch: note: %s is not an ELF program (a script?): ftpatch cannot check that what it runs links the runtime\n", t.name)
@@ -300,7 +386,14 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 	if err != nil {
 		return st, s, madeTrace{}, err
 	}
-	return st, s, findTrace(dir, before, st.Pid()), nil
+	if srv != nil {
+		srv.Close() // every answer given: the enums are all known
+	}
+	td := findTrace(dir, before, st.Pid())
+	if err := writeEnums(td.path, enums); err != nil {
+		fmt.Fprintf(stderr, "ftpatch: the enums' names: %v (enums show as numbers)\n", err)
+	}
+	return st, s, td, nil
 }
 
 const recordEnv = `Environment: record sets the runtime's variables from its flags:
