@@ -163,7 +163,6 @@ func (s *Server) read(path, id string) (*Module, error) {
 	return Read(path, s.globs, s.enums)
 }
 
-
 // BuildID is the hex GNU build-id of the ELF file at path, "" when it
 // has none.
 func BuildID(path string) (string, error) {
