@@ -19,6 +19,7 @@ package argspec
 
 import (
 	"bytes"
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
 	"errors"
@@ -38,6 +39,10 @@ import (
 // ErrNoDWARF: the file has no DWARF to take types from (built without
 // -g, or stripped).
 var ErrNoDWARF = errors.New("no DWARF debugging information (build with -g)")
+
+// maxEntryArea bounds the bytes between a function's symbol and its
+// DW_AT_low_pc: a patchable area's entry NOPs.
+const maxEntryArea = 256
 
 // A Func is one function's items: Args its parameters' in order, Ret
 // its return value's (nil: void).
@@ -76,11 +81,27 @@ func Read(file string, globs []string, enums *Enums) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: its sites: %w", file, err)
 	}
-	starts := map[uint64]string{} // function address: its name
+	// The chosen functions with sites, by address. A subprogram's
+	// DW_AT_low_pc may lie after its symbol (arm64's gcc puts it after
+	// the patchable area's entry NOPs), so each subprogram is the function
+	// of its name that starts at or shortly before its low_pc.
+	type start struct {
+		addr uint64
+		name string
+	}
+	var starts []start
 	for _, s := range l.Sites {
 		if Chooses(globs, s.Func) {
-			starts[s.Off-s.FuncOff] = s.Func
+			starts = append(starts, start{s.Off - s.FuncOff, s.Func})
 		}
+	}
+	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.addr, b.addr) })
+	funcAt := func(lo uint64, names ...string) (string, bool) {
+		i, _ := slices.BinarySearchFunc(starts, lo+1, func(s start, a uint64) int { return cmp.Compare(s.addr, a) })
+		if i == 0 || lo-starts[i-1].addr > maxEntryArea || !slices.Contains(names, starts[i-1].name) {
+			return "", false
+		}
+		return starts[i-1].name, true
 	}
 	f, err := elf.NewFile(bytes.NewReader(m.Data))
 	if err != nil {
@@ -105,8 +126,10 @@ func Read(file string, globs []string, enums *Enums) (*Module, error) {
 			continue
 		}
 		lo, _ := e.Val(dwarf.AttrLowpc).(uint64)
-		name, ok := starts[lo]
-		if !ok || lo == 0 {
+		dn, _ := e.Val(dwarf.AttrName).(string)
+		ln, _ := e.Val(dwarf.AttrLinkageName).(string)
+		name, ok := funcAt(lo, dn, ln)
+		if !ok || lo == 0 || dn == "" && ln == "" {
 			r.SkipChildren()
 			continue
 		}

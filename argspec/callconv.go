@@ -319,7 +319,7 @@ func (p *placer) x86Aggregate(ms []member, size int64) []Item {
 	for e, c := range class {
 		switch {
 		case c != sse:
-			items = append(items, p.intReg(Item{Fmt: Hex, Bits: 64}))
+			items = append(items, p.intReg(p.word(ms, int64(e))))
 		case count[e] == 1:
 			items = append(items, p.fpReg(Item{Fmt: Float, Bits: floatBits(only[e])}))
 		default:
@@ -364,10 +364,28 @@ func (p *placer) arm64Aggregate(ms []member, size, align int64) []Item {
 		return []Item{unknown}
 	}
 	var items []Item
-	for range words {
-		items = append(items, p.intReg(Item{Fmt: Hex, Bits: 64}))
+	for w := range words {
+		items = append(items, p.intReg(p.word(ms, int64(w))))
 	}
 	return items
+}
+
+// word is the item of the eightbyte w of an aggregate of ms in an
+// integer register: the format of the one integer-class scalar it holds
+// at its start, as that scalar alone would have; else its bits in hex.
+func (p *placer) word(ms []member, w int64) Item {
+	var in []member
+	for _, m := range ms {
+		if m.off/8 == w {
+			in = append(in, m)
+		}
+	}
+	if len(in) == 1 && in[0].off == 8*w {
+		if it, ok := p.scalarFormat(in[0].t); ok {
+			return it
+		}
+	}
+	return Item{Fmt: Hex, Bits: 64}
 }
 
 func firstOr(ms []member) godwarf.Type {

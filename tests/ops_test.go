@@ -405,30 +405,6 @@ func TestArgs(t *testing.T) {
 	}
 }
 
-// TestAutoArgs: `ftpatch record --auto-args` takes the arguments' and
-// return values' types from the program's DWARF for the functions
-// --filter chooses (progs/args.c built with -g), and replay shows them
-// (testdata/args-auto.golden: the struct by value as its two words in
-// hex; the rest as FTRACE_ARGS asked them by hand).
-func TestAutoArgs(t *testing.T) {
-	tg, dir := gccTest(t)
-	prog := traced(t, tg, dir, "-O2 -g -pg -mfentry", true, "args.c")
-	tdir := filepath.Join(dir, "t")
-	if out, stderr, code, err := runStatus(dir, tool("ftpatch"), "record", "--auto-args", "--filter",
-		"parse,check,scale,sum_pair,name_of,first,where,outer", "-d", tdir, prog); err != nil || code != 0 || out != "total 330\n" {
-		t.Fatalf("record: exit %d, %v, output %q\n%s", code, err, out, stderr)
-	}
-	out, stderr := run(t, dir, tool("ftpatch"), "replay", tdir)
-	if stderr != "" {
-		t.Errorf("replay: %s", stderr)
-	}
-	golden.Check(t, filepath.Join("testdata", "args-auto.golden"), masked([]byte(out)))
-	if _, stderr, code, _ := runStatus(dir, tool("ftpatch"), "record", "--auto-args", "-d", tdir+"2", prog); code == 0 ||
-		!strings.Contains(stderr, "--auto-args needs --filter or -F") {
-		t.Errorf("--auto-args without a filter: exit %d, stderr %q", code, stderr)
-	}
-}
-
 // An opsDump is what progs/ops.c's dump printed: t_one's site (its
 // address, bias from the file's, and bytes) with one ops registered, the
 // trampoline it calls (address and bytes), and its bytes after the ops

@@ -82,6 +82,9 @@ func readEnums(dir string) (map[string]*Enum, error) {
 	}
 	out := map[string]*Enum{}
 	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" && len(b) <= 1 {
+			break // no enum
+		}
 		e, err := parseEnum(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s: line %d: %w: %v", path, i+1, ErrFormat, err)
