@@ -1,0 +1,80 @@
+package trace
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ftpatch/runtime/abi"
+)
+
+// TestArgsText: each item type of an EXT_ARGS record reads as C shows
+// it: signed and unsigned decimal, hex, a float's low 32 bits, a
+// double, a char, a bool, ?, an enum by its enumerator, by its flags
+// (A|B), as a number when no enumerator fits or the enum is not in the
+// trace's enums, and a string.
+func TestArgsText(t *testing.T) {
+	enums, err := func() (map[string]*Enum, error) {
+		dir := t.TempDir()
+		var b strings.Builder
+		WriteEnums(&b, []Enum{
+			{Name: "color", Size: 4, Values: []Enumerator{{"RED", 0}, {"GREEN", 1}, {"BLUE", 2}}},
+			{Name: "perm", Size: 4, Values: []Enumerator{{"R", 1}, {"W", 2}, {"X", 4}}},
+			{Name: "sign", Size: 1, Signed: true, Values: []Enumerator{{"MINUS", -1}, {"PLUS", 1}}},
+		})
+		os.WriteFile(filepath.Join(dir, EnumsFile), []byte(b.String()), 0o644)
+		return readEnums(dir)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type item struct {
+		typ   uint64
+		words []uint64
+	}
+	str := func(s string) []uint64 {
+		w := []uint64{uint64(len(s))}
+		b := make([]byte, (len(s)+7)/8*8)
+		copy(b, s)
+		for i := 0; i < len(b); i += 8 {
+			w = append(w, binary.LittleEndian.Uint64(b[i:]))
+		}
+		return w
+	}
+	enum := func(v uint64, name string) []uint64 { return append([]uint64{v}, str(name)...) }
+	for _, c := range []struct {
+		items []item
+		want  string
+	}{
+		{[]item{{abi.ArgInt, []uint64{^uint64(0)}}, {abi.ArgUdec, []uint64{4294967295}}, {abi.ArgUint, []uint64{255}}}, "-1, 4294967295, 0xff"},
+		{[]item{{abi.ArgFloat, []uint64{0x3fc00000}}, {abi.ArgDouble, []uint64{0x4002000000000000}}, {abi.ArgChar, []uint64{'q'}}}, "1.5, 2.25, 'q'"},
+		{[]item{{abi.ArgBool, []uint64{1}}, {abi.ArgBool, []uint64{0}}, {abi.ArgNone, nil}, {abi.ArgBool, []uint64{7}}}, "true, false, ?, 7"},
+		{[]item{{abi.ArgEnum, enum(2, "color")}, {abi.ArgEnum, enum(0xdead00000001, "color")}, {abi.ArgEnum, enum(9, "color")}}, "BLUE, GREEN, 9"},
+		{[]item{{abi.ArgEnum, enum(3, "perm")}, {abi.ArgEnum, enum(7, "perm")}, {abi.ArgEnum, enum(8, "perm")}}, "R|W, R|W|X, 8"},
+		{[]item{{abi.ArgEnum, enum(0xff, "sign")}, {abi.ArgEnum, enum(0xfe, "sign")}, {abi.ArgEnum, enum(0xffffffff, "nosuch")}}, "MINUS, -2, -1"},
+		{[]item{{abi.ArgString, str("abc")}}, `"abc"`},
+	} {
+		types := uint64(len(c.items))
+		var words []uint64
+		for i, it := range c.items {
+			types |= it.typ << (abi.ArgTypeBits * (i + 1))
+			words = append(words, it.words...)
+		}
+		w0 := uint64(abi.RecExt)<<abi.RecKindShift | uint64(abi.ExtArgs)<<abi.RecExtBits | uint64(2+len(words))
+		rec := binary.LittleEndian.AppendUint64(nil, w0)
+		rec = binary.LittleEndian.AppendUint64(rec, 0x1000)
+		rec = binary.LittleEndian.AppendUint64(rec, types)
+		for _, w := range words {
+			rec = binary.LittleEndian.AppendUint64(rec, w)
+		}
+		got, err := argsText(rec, w0, enums)
+		if err != nil || got != c.want {
+			t.Errorf("%v: %q, %v; want %q", c.items, got, err, c.want)
+		}
+	}
+	if _, err := readEnums(t.TempDir()); err != nil {
+		t.Errorf("a trace without an enums file: %v", err)
+	}
+}
