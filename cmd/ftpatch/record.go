@@ -399,8 +399,11 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 const recordEnv = `Environment: record sets the runtime's variables from its flags:
 FTRACE (the tracer), FTRACE_OUT (-d), FTRACE_FILTER (--filter),
 FTRACE_DEPTH (-D), FTRACE_THRESH (-t), FTRACE_GRAPH_FUNCS (-F),
-FTRACE_GRAPH_NOTRACE (-N), FTRACE_ARGS (-A, --auto-args) and
-FTRACE_RETVAL (-R, --auto-args). The flags win: any of these the environment
+FTRACE_GRAPH_NOTRACE (-N), FTRACE_ARGS (-A), FTRACE_RETVAL (-R) and
+FTRACE_ARGS_SOCKET (--auto-args: a socket of record's own that gives
+each module's items from its DWARF as the module loads). -A and -R are
+checked before PROG runs (exit 2 for one the grammar refuses), and the
+enums their items name are written into the trace (enums). The flags win: any of these the environment
 already holds is not passed on (record names them on stderr), so a
 recording is what its command line says. The runtime's other variables
 (FTRACE_CLOCK, FTRACE_MODE, FTRACE_DEBUG, FTRACE_INHERIT, FTRACE_NOP)
