@@ -255,7 +255,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"zero word, format 2", 2, []uint64{0}, errZeroWord, ""},
 		{"reserved 8", 3, []uint64{3<<62 | 8<<58}, ErrFormat, "reserved kind 3.8"},
 		{"arguments without items", 3, []uint64{3<<62 | 6<<58, 2<<62 | 1}, ErrFormat, "an argument record of 1 words"},
-		{"arguments of no known type", 3, []uint64{3<<62 | 6<<58 | 3, 0x401000, 1 | 9<<4, 5, 1<<62 | 0x401000}, ErrFormat, "an argument of type 9"},
+		{"arguments of no known type", 3, []uint64{3<<62 | 6<<58 | 3, 0x401000, 1 | 12<<4, 5, 1<<62 | 0x401000}, ErrFormat, "an argument of type 12"},
 		{"a string longer than its record", 3, []uint64{3<<62 | 7<<58 | 3, 0x401000, 1 | 5<<4, 40, 2<<62 | 1}, ErrFormat, "a string of 40 bytes"},
 		{"reserved 15", 3, []uint64{3<<62 | 15<<58 | 7, 0, 0}, ErrFormat, "reserved kind 3.15"},
 		{"time with a payload", 3, []uint64{3<<62 | 1<<58 | 1, 5}, ErrFormat, "TIME record with a payload"},

@@ -50,6 +50,12 @@ struct ftrt_module;
 void ftrt_capture_start(void) HIDDEN;
 void ftrt_capture_adding(const struct ftrt_module *m) HIDDEN;
 void ftrt_capture_added(const struct ftrt_mod *md) HIDDEN;
+/* argask.c: ask FTRACE_ARGS_SOCKET about the module at path (its hex
+ * build-id, "" for none): its FTRACE_ARGS (alen bytes) and, after a
+ * '\n', its FTRACE_RETVAL (rlen bytes), in a buffer to free; NULL when
+ * there is no socket or no answer. */
+#include <stddef.h>
+char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t *rlen) HIDDEN;
 
 /* The architecture's. How the return of the function at the site ip of
  * fregs is hooked, as the tracer hooks it: where its return address is

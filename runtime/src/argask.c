@@ -1,0 +1,172 @@
+/*
+ * A module's own FTRACE_ARGS and FTRACE_RETVAL, asked of the server on
+ * FTRACE_ARGS_SOCKET (ftpatch record --auto-args: package argspec's
+ * Server) for capture.c: a request "BUILD-ID PATH\n" (BUILD-ID "-" for
+ * none), then the answer "ARGS\nRETVAL\n" until the server closes.
+ * Never on a hot path (a module's registration, the capture's start):
+ * libc is used freely. Never waits past ASK_TIMEOUT_MS; a socket that
+ * is gone, refuses or does not answer is warned about once and not
+ * asked again.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fgraph.h"
+#include "ftrt.h"
+#include "sys.h"
+
+/* How long the runtime waits for the socket's answer about a module. */
+#define ASK_TIMEOUT_MS 10000
+/* The largest answer read: a module's entries. */
+#define ASK_MAX (64u << 20)
+
+static void warn(const char *what, const char *value)
+{
+	static const char pre[] = "ftrt: ";
+	sys(SYS_write, 2, (long)pre, sizeof pre - 1, 0, 0, 0);
+	sys(SYS_write, 2, (long)what, (long)strlen(what), 0, 0, 0);
+	sys(SYS_write, 2, (long)value, (long)strlen(value), 0, 0, 0);
+	sys(SYS_write, 2, (long)"\n", 1, 0, 0, 0);
+}
+
+static int gone; /* the socket failed once: warned, not asked again */
+
+static void ask_failed(const char *sock, const char *why)
+{
+	if (__atomic_exchange_n(&gone, 1, __ATOMIC_RELAXED))
+		return;
+	warn("FTRACE_ARGS_SOCKET: the modules' arguments are not recorded: ", why);
+	warn("  socket ", sock);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is ready for events by the deadline: 0, or -1. */
+static int await(int fd, short events, long deadline)
+{
+	for (;;) {
+		long left = deadline - now_ms();
+		if (left <= 0)
+			return -1;
+		struct pollfd p = { fd, events, 0 };
+		int k = poll(&p, 1, (int)left);
+		if (k > 0)
+			return 0;
+		if (k < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t *rlen)
+{
+	const char *sock = ftrt_env(ENV_ARGS_SOCKET);
+	if (!sock || !*sock || __atomic_load_n(&gone, __ATOMIC_RELAXED) || !path || strchr(path, '\n'))
+		return NULL;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof sa.sun_path) {
+		ask_failed(sock, "its path is too long");
+		return NULL;
+	}
+	strcpy(sa.sun_path, sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		ask_failed(sock, "no socket");
+		return NULL;
+	}
+	long deadline = now_ms() + ASK_TIMEOUT_MS;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	const char *why = NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
+	    (errno != EAGAIN || await(fd, POLLOUT, deadline) != 0)) {
+		why = "no server there (ftpatch record is gone?)";
+		goto out;
+	}
+	size_t plen = strlen(path), blen = strlen(build_id);
+	size_t qlen = (blen ? blen : 1) + 1 + plen + 1;
+	char *q = malloc(qlen);
+	if (!q) {
+		why = "no memory";
+		goto out;
+	}
+	memcpy(q, blen ? build_id : "-", blen ? blen : 1);
+	q[blen ? blen : 1] = ' ';
+	memcpy(q + (blen ? blen : 1) + 1, path, plen);
+	q[qlen - 1] = '\n';
+	for (size_t done = 0; done < qlen && !why;) {
+		ssize_t k = send(fd, q + done, qlen - done, MSG_NOSIGNAL);
+		if (k > 0)
+			done += (size_t)k;
+		else if (k < 0 && errno != EAGAIN && errno != EINTR)
+			why = "the server closed";
+		else if (k < 0 && errno == EAGAIN && await(fd, POLLOUT, deadline) != 0)
+			why = "no answer in time";
+	}
+	free(q);
+	if (why)
+		goto out;
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		if (len == cap) {
+			size_t ncap = cap ? 2 * cap : 4096;
+			char *nb = ncap <= ASK_MAX ? realloc(buf, ncap) : NULL;
+			if (!nb) {
+				why = "an answer too big";
+				goto out;
+			}
+			buf = nb, cap = ncap;
+		}
+		ssize_t k = read(fd, buf + len, cap - len);
+		if (k > 0) {
+			len += (size_t)k;
+			continue;
+		}
+		if (k == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN || await(fd, POLLIN, deadline) != 0) {
+			why = "no answer in time";
+			goto out;
+		}
+	}
+	char *nl = memchr(buf, '\n', len);
+	char *nl2 = nl ? memchr(nl + 1, '\n', len - (size_t)(nl + 1 - buf)) : NULL;
+	if (!nl2) {
+		why = "an answer that is not two lines";
+		goto out;
+	}
+	*alen = (size_t)(nl - buf);
+	*rlen = (size_t)(nl2 - nl - 1);
+out:
+	if (why) {
+		char msg[256];
+		size_t w = strlen(why), p = strlen(path);
+		if (w + 16 + p >= sizeof msg)
+			p = sizeof msg - 16 - w - 1;
+		memcpy(msg, why, w);
+		memcpy(msg + w, ", asked about ", 14);
+		memcpy(msg + w + 14, path, p);
+		msg[w + 14 + p] = 0;
+		ask_failed(sock, msg);
+	}
+	close(fd);
+	if (why) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
