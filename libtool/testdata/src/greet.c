@@ -1,0 +1,3 @@
+#include <stdio.h>
+
+void greet_world(void) { puts("hello"); }

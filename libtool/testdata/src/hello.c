@@ -1,0 +1,7 @@
+void greet_world(void);
+
+int main(void)
+{
+	greet_world();
+	return 0;
+}
