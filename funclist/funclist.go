@@ -30,6 +30,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ianlancetaylor/demangle"
+
 	"ftpatch/infile"
 )
 
@@ -451,4 +453,28 @@ func literalPrefix(p string) (prefix string, star bool) {
 func match(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
 	return ok
+}
+
+// Demangled gives each C++ name its demangled form ("" for a C name), as
+// reports print them and users write them: "ns::Parser::parse(int)".
+// Names repeat (a function per site): each is demangled once. The
+// result is SelectAlso's second names.
+func Demangled(names []string) []string {
+	out := make([]string, len(names))
+	memo := map[string]string{}
+	for i, n := range names {
+		if !strings.HasPrefix(n, "_Z") {
+			continue
+		}
+		d, ok := memo[n]
+		if !ok {
+			d = demangle.Filter(n)
+			if d == n {
+				d = ""
+			}
+			memo[n] = d
+		}
+		out[i] = d
+	}
+	return out
 }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ianlancetaylor/demangle"
-
 	"ftpatch/funclist"
 	"ftpatch/isa"
 	"ftpatch/nops"
@@ -144,7 +142,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 				k++
 			}
 		}
-		also := demangled(names)
+		also := funclist.Demangled(names)
 		sel := r.List.SelectAlso(names, also)
 		chosen = sel.Chosen
 		p.Funcs = countFuncs(names, chosen)
@@ -277,29 +275,6 @@ func chainHash(a, b uint64) uint64 {
 		h = 1
 	}
 	return h
-}
-
-// demangled gives each C++ name its demangled form ("" for a C name), as
-// reports print them and users write them: "ns::Parser::parse(int)".
-// Names repeat (a function per site): each is demangled once.
-func demangled(names []string) []string {
-	out := make([]string, len(names))
-	memo := map[string]string{}
-	for i, n := range names {
-		if !strings.HasPrefix(n, "_Z") {
-			continue
-		}
-		d, ok := memo[n]
-		if !ok {
-			d = demangle.Filter(n)
-			if d == n {
-				d = ""
-			}
-			memo[n] = d
-		}
-		out[i] = d
-	}
-	return out
 }
 
 // want returns the bytes slot s becomes: a call to target, or (target
