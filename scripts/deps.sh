@@ -3,8 +3,9 @@
 # missing, from Debian's packages: the compilers and binutils of both
 # architectures (gcc, clang, lld and the arm64 cross compiler), qemu-user
 # to run the arm64 programs, cmake (the compiler wrapper's tests),
-# rsvg-convert (the flame graph's pixel tests), and pkg-config (a program
-# built with the ftrt.pc make install installs); a deb-src entry for the
+# rsvg-convert (the flame graph's pixel tests), pkg-config (a program
+# built with the ftrt.pc make install installs), and autoconf, automake
+# and libtool (a libtool project's wrapper scripts); a deb-src entry for the
 # source packages the Lua and wrapper tests build. With `bench`, also
 # what `make bench` compares against: the kernel's recordmcount
 # (linux-kbuild-6.1), uftrace, and LLVM XRay's runtime.
@@ -49,6 +50,9 @@ declare -A pkg=(
 	[qemu-aarch64]=qemu-user
 	[rsvg-convert]=librsvg2-bin
 	[pkg-config]=pkgconf
+	[autoreconf]=autoconf
+	[automake]=automake
+	[libtoolize]=libtool
 )
 
 # package -> why the tests need it (the one line printed before installing)
@@ -69,6 +73,9 @@ declare -A why=(
 	[qemu-user]="runs the arm64 test programs"
 	[librsvg2-bin]="draws the flame graphs the views' tests check"
 	[pkgconf]="builds a program with the installed ftrt.pc (make install's test)"
+	[autoconf]="builds the libtool test project"
+	[automake]="builds the libtool test project"
+	[libtool]="the libtool test project's wrapper scripts"
 	[linux-kbuild-6.1]="the kernel's recordmcount, for make bench"
 	[uftrace]="uftrace, for make bench"
 	[libclang-rt-14-dev]="LLVM XRay's runtime, for make bench"

@@ -14,9 +14,9 @@ import (
 // the Debian package that has it. qemu-user comes from
 // bookworm-backports on bookworm, in an install of its own.
 var wantFresh = []string{
-	"binutils", "binutils-aarch64-linux-gnu", "clang", "cmake",
+	"autoconf", "automake", "binutils", "binutils-aarch64-linux-gnu", "clang", "cmake",
 	"g++", "g++-aarch64-linux-gnu", "gcc", "gcc-aarch64-linux-gnu",
-	"libc6-dev-arm64-cross", "librsvg2-bin", "lld", "llvm", "make", "pkgconf", "xz-utils",
+	"libc6-dev-arm64-cross", "librsvg2-bin", "libtool", "lld", "llvm", "make", "pkgconf", "xz-utils",
 }
 
 // The tools deps.sh probes for, by the name it runs.
@@ -24,7 +24,7 @@ var tools = []string{
 	"gcc", "g++", "as", "make", "cmake", "xz", "readelf", "objdump",
 	"clang", "clang++", "ld.lld", "llvm-readelf",
 	"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "aarch64-linux-gnu-objdump",
-	"qemu-aarch64", "rsvg-convert", "pkg-config",
+	"qemu-aarch64", "rsvg-convert", "pkg-config", "autoreconf", "automake", "libtoolize",
 }
 
 // The commands deps.sh itself runs, linked into the test's PATH from the

@@ -70,6 +70,9 @@ var packages = map[string]string{
 	"make":                      "make",
 	"cmake":                     "cmake",
 	"setpriv":                   "util-linux",
+	"autoreconf":                "autoconf",
+	"automake":                  "automake",
+	"libtoolize":                "libtool",
 }
 
 // need fails the test when a tool is missing, naming the package.

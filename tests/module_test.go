@@ -415,3 +415,35 @@ func TestModuleVersion(t *testing.T) {
 		t.Errorf("modversion printed\n%s\nwant\n%s", out, want)
 	}
 }
+
+// TestEnableInLinkedObject: a glob given to enable that matches no
+// function of the program but functions of a shared object it links
+// (found by its run path) is answered with that object and the command
+// that enables them there, which works; one matching a function of the
+// C library, found as the loader finds it (for arm64, in the cross C
+// library qemu runs the program with), says that it was not built for
+// tracing.
+func TestEnableInLinkedObject(t *testing.T) {
+	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
+		dir := t.TempDir()
+		prog, _ := linkModules(t, tg, dir, modBuild{flags: preferred[tg.arch], entry: true})
+		out := filepath.Join(t.TempDir(), "out")
+		_, stderr, code, err := runStatus(dir, tool("ftpatch"), "enable", "-o", out, prog, "lib_s*")
+		want := fmt.Sprintf(`ftpatch: "lib_s*" matches lib_scale, lib_sum in libmod.so, which %s links: enable it there: ftpatch enable libmod.so 'lib_s*'`, prog)
+		if err != nil || code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("enable %s 'lib_s*': exit %d (%v), stderr:\n%s\nwant exit 1 and\n%s", prog, code, err, stderr, want)
+		}
+		if _, stderr, code, err := runStatus(dir, tool("ftpatch"), "enable", "-o", out, "libmod.so", "lib_s*"); err != nil || code != 0 {
+			t.Errorf("the command the hint gives: exit %d (%v):\n%s", code, err, stderr)
+		}
+		libc := "/lib/x86_64-linux-gnu/libc.so.6"
+		if tg.arch == "arm64" {
+			libc = "/usr/aarch64-linux-gnu/lib/libc.so.6"
+		}
+		_, stderr, code, err = runStatus(dir, tool("ftpatch"), "enable", "-o", out, prog, "puts")
+		want = fmt.Sprintf(`ftpatch: "puts" matches puts in %s, which %s links, but that object was not built for tracing`, libc, prog)
+		if err != nil || code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("enable %s puts: exit %d (%v), stderr:\n%s\nwant exit 1 and\n%s", prog, code, err, stderr, want)
+		}
+	})
+}

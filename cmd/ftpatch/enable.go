@@ -225,6 +225,9 @@ FTRACE_FILTER is set when it runs. With functions named (as for enable:
 --funcs, --funcs-from, FUNC-GLOBs), only their sites become NOPs; the
 others, and the recorded tracer, stay as they are. A file as linked
 (never enabled) can be disabled too: its sites become NOPs ahead of time.
+A libtool wrapper script is refused as enable refuses it, and globs
+matching only in a shared object BIN links are answered as enable
+answers them.
 
 ` + writingHelp + `
 
@@ -265,22 +268,44 @@ func limitMemory(path string) {
 	}
 }
 
-// runPatch runs one enable or disable and reports what it did.
+// runPatch runs one enable or disable and reports what it did. Globs
+// that matched nothing are warned about, or are the error when nothing
+// matched; where they match functions of a shared object the program
+// links, a line after says so (patchHints).
 func runPatch(stdout, stderr io.Writer, o patch.Options) error {
 	limitMemory(o.Path)
+	op := "enable"
+	if o.Request.Op == patch.Disable {
+		op = "disable"
+	}
 	bar := progress.ForTerminal(os.Stderr, barMin)
 	o.Progress = bar.Update
 	res, err := patch.Run(o)
 	bar.Done()
-	if res != nil && res.Plan != nil {
+	var hints []string
+	if res != nil && res.Plan != nil && len(res.Plan.Unmatched) > 0 {
+		var globs []funclist.Glob
 		for _, u := range res.Plan.Unmatched {
+			globs = append(globs, u.Glob)
 			if err == nil { // with an error, they are its message
 				fmt.Fprintf(stderr, "ftpatch: warning: %s\n", u)
 			}
 		}
+		hints = patchHints(op, o.Path, globs)
 	}
 	if err != nil {
-		return fileError(err)
+		err = fileError(wrapperError(op, o.Path, err, true))
+		if len(hints) == 0 {
+			return err
+		}
+		fmt.Fprintf(stderr, "ftpatch: %v\n", err)
+		for _, h := range hints {
+			fmt.Fprintf(stderr, "ftpatch: %s\n", h)
+		}
+		return &exitError{code: exitCode(err), err: errReported}
+	}
+	for _, h := range hints {
+		fmt.Fprintf(stderr, "ftpatch: note: %s\n", h)
 	}
 	p, c := res.Plan, res.Plan.Config
 	if n := len(p.OutOfReach); n > 0 {

@@ -169,6 +169,11 @@ without a table, built with -pg, has its function entries decoded instead
 (the listing then says so on its first line). The file needs its symbol
 table: a stripped file is an error.
 
+A libtool wrapper script (what a libtool build leaves where the program
+is expected, when the program links a library of the same build: a shell
+script that runs .libs/NAME, or .libs/lt-NAME it relinks) is named as
+such, with the program to give instead.
+
 One line per site, in address order:
   ADDRESS   the site's virtual address (as in the file: load bias 0)
   FUNCTION  the function holding it, +offset when not at its first byte
@@ -194,8 +199,8 @@ function, func_offset, section, kind, len, state, target, source,
 found_in, ...) and the skipped counts (dead, zero, duplicates).
 
 Exit status: 0 listed, 1 the file is not one with sites to list (not
-ELF, malformed, stripped, no table and nothing to decode), 2 a usage
-error or a file that cannot be read.`,
+ELF, a libtool wrapper script, malformed, stripped, no table and
+nothing to decode), 2 a usage error or a file that cannot be read.`,
 		Example: `  ftpatch sites ./prog
   ftpatch sites ./prog | grep traced         # what runs traced now
   ftpatch sites --json ./prog | jq -r '.sites[] | select(.state == "traced") | .function'`,
@@ -204,7 +209,7 @@ error or a file that cannot be read.`,
 			limitMemory(args[0])
 			f, err := elfx.Open(args[0])
 			if err != nil {
-				return fileError(err)
+				return fileError(wrapperError("sites", args[0], err, false))
 			}
 			l, err := sites.FindLinked(f)
 			if err != nil {

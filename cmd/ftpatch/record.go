@@ -22,6 +22,7 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/infile"
 	"ftpatch/launch"
+	"ftpatch/libtool"
 	"ftpatch/outfile"
 	"ftpatch/patch"
 	"ftpatch/trace"
@@ -68,7 +69,7 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
 	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument register, from 1: 6 on x86-64, 8 on arm64), fpargN[/f32|f64] (the Nth floating-point one, up to 8; f64 unless said), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF); repeat, or separate entries with ';'")
 	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said), f32 or f64 (f = f64: the floating-point return register); repeat, or separate with ';'")
-	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen), placed by the calling convention of the program's architecture; a value no register holds (long double on x86-64, a struct on the stack) shows as ?")
+	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture; a value no register holds (long double on x86-64, a struct on the stack) shows as ?")
 }
 
 // ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
@@ -143,12 +144,12 @@ func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 	if !t.elf {
 		return usage(fmt.Errorf("--args, --retval: e:%s: %s is not an ELF program whose DWARF names the enum", named[0], t.name))
 	}
-	missing, err := enums.AddNamed(t.path, named)
+	missing, err := enums.AddNamed(t.code, named)
 	if err != nil {
 		return fmt.Errorf("--args, --retval: enums: %w", err)
 	}
 	if len(missing) > 0 {
-		return usage(fmt.Errorf("--args, --retval: e:%s: %s's DWARF has no enum of that name", missing[0], t.path))
+		return usage(fmt.Errorf("--args, --retval: e:%s: %s's DWARF has no enum of that name", missing[0], t.code))
 	}
 	return nil
 }
@@ -175,14 +176,18 @@ func (r *recordFlags) serveAutoArgs(s *launch.Settings, t *target, enums *argspe
 	if len(globs) == 0 {
 		return nil, usage(errors.New("--auto-args needs --filter or -F to say which functions"))
 	}
-	if !t.elf {
-		return nil, usage(fmt.Errorf("--auto-args: %s is not an ELF program with DWARF (a script?)", t.name))
+	if t.code == "" {
+		what := "not an ELF program with DWARF (a script?)"
+		if t.wrapper != nil {
+			what = fmt.Sprintf("a libtool wrapper script for %s, which is not built yet", t.wrapper.Program)
+		}
+		return nil, usage(fmt.Errorf("--auto-args: %s is %s", t.name, what))
 	}
 	srv, err := argspec.Serve(globs, enums, stderr)
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.Prepare(t.path); err != nil {
+	if err := srv.Prepare(t.code); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("--auto-args: %w", err)
 	}
@@ -209,9 +214,14 @@ type target struct {
 	name string // as given
 	path string // found as a shell finds it
 	argv []string
-	// elf: the file is an ELF program, checked to link the runtime;
-	// otherwise (a script) nothing could be checked.
-	elf        bool
+	// elf: the ELF program whose code runs was checked to link the
+	// runtime: the file itself, or the program a libtool wrapper script
+	// runs; otherwise (another script) nothing could be checked.
+	elf bool
+	// code is the ELF file whose code runs, "" when unknown: path, or
+	// the program wrapper runs.
+	code       string
+	wrapper    *libtool.Wrapper // path is libtool's wrapper script for code
 	prepatched bool
 	setid      bool      // setuid or setgid: it reads no FTRACE* variable
 	arch       arch.Arch // the ELF's; a script's: this machine's
@@ -246,6 +256,7 @@ func findTarget(args []string) (*target, error) {
 	if fi, err := os.Stat(path); err == nil {
 		t.setid = fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0
 	}
+	code := path
 	m, err := infile.Map(path)
 	if err != nil {
 		return nil, &exitError{code: exitNoExec, err: err}
@@ -253,22 +264,35 @@ func findTarget(args []string) (*target, error) {
 	defer m.Close()
 	f, err := elfx.Parse(path, m.Data)
 	if errors.Is(err, elfx.ErrNotELF) {
-		return t, nil // a script: what it runs is not ours to check
+		w, werr := libtool.Read(path)
+		if werr != nil {
+			return t, nil // a script: what it runs is not ours to check
+		}
+		// libtool's wrapper script: the script runs, as it must (it
+		// sets the library path, relinks its program), and what is
+		// checked is the program it runs.
+		t.wrapper, code = w, w.Runs()
+		pm, perr := infile.Map(code)
+		if perr != nil {
+			return t, nil // not built yet: the script will say so
+		}
+		defer pm.Close()
+		f, err = elfx.Parse(code, pm.Data)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: ftpatch traces 64-bit x86-64 programs built with its runtime", path, err)
+		return nil, fmt.Errorf("%s: %w: ftpatch traces 64-bit x86-64 programs built with its runtime", code, err)
 	}
-	t.elf = true
+	t.elf, t.code = true, code
 	t.arch = f.Arch
 	l, cfg, err := patch.Linked(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", code, err)
 	}
 	switch l {
 	case patch.LinksNothing:
-		return nil, fmt.Errorf("%s: not built with the ftpatch runtime, so it would run untraced and record nothing: build it with `ftpatch cc` (CC=\"ftpatch cc gcc\" ./configure && make), or compile with $(ftpatch flags --cflags), run recordmcount on the objects and link with $(ftpatch flags --libs)", path)
+		return nil, fmt.Errorf("%s: not built with the ftpatch runtime, so it would run untraced and record nothing: build it with `ftpatch cc` (CC=\"ftpatch cc gcc\" ./configure && make), or compile with $(ftpatch flags --cflags), run recordmcount on the objects and link with $(ftpatch flags --libs)", code)
 	case patch.LinksModule:
-		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", path)
+		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", code)
 	}
 	t.prepatched = cfg.Patched()
 	return t, nil
@@ -375,8 +399,16 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 	if srv != nil {
 		defer srv.Close()
 	}
-	if !t.elf {
+	switch {
+	case t.wrapper != nil && t.elf:
+		fmt.Fprintf(stderr, "ftpatch: note: %s is a libtool wrapper script for %s: running the script, which runs it\n", t.name, t.wrapper.Program)
+	case t.wrapper != nil:
+		fmt.Fprintf(stderr, "ftpatch: note: %s is a libtool wrapper script for %s, not built yet: ftpatch cannot check that it links the runtime\n", t.name, t.wrapper.Program)
+	case !t.elf:
 		fmt.Fprintf(stderr, "ftpatch: note: %s is not an ELF program (a script?): ftpatch cannot check that what it runs links the runtime\n", t.name)
+	}
+	if t.code != "" {
+		filterNotes(stderr, t.code, map[string][]string{"--filter": r.filter, "-F": r.funcs, "-N": r.notrace})
 	}
 	before, _ := os.Lstat(dir)
 	if before != nil && !before.IsDir() {
@@ -419,8 +451,19 @@ program reads no FTRACE* variable at all (see ftpatch enable
 PROG is found as a shell finds it (PATH, unless it has a slash), and
 must link the runtime: a program built without it is refused (exit 1)
 before it runs, as it would record nothing. Build it with ftpatch cc
-(see ftpatch help cc). A script is run without that check (its
-interpreter is not the program to trace), with a note.
+(see ftpatch help cc). A libtool wrapper script (what a libtool build
+leaves where the program is expected: a shell script that sets the
+library path and runs .libs/NAME, or .libs/lt-NAME it relinks) is run
+as it is, with a note naming the program it runs: that program is what
+is checked, and what --auto-args reads. Another script is run without
+that check (its interpreter is not the program to trace), with a note.
+
+A --filter, -F or -N glob that matches no function of PROG but matches
+functions of a shared object PROG links (found as the dynamic loader
+finds it) gets a note on stderr: the runtime applies the filters to
+every shared object built for tracing (with ftpatch cc: patch sites and
+the module stub), so there they choose already; in an object not built
+for tracing nothing is traced.
 
 Running: PROG gets ftpatch's standard input, output and error and runs
 in its process group. Signals sent to ftpatch while PROG runs (SIGINT,

@@ -32,8 +32,9 @@ standard error.
 Exit status:
   0  no problem: the file is as ftpatch enable or disable left it, or as
      linked (its sites the compiler's)
-  1  problems found, or BIN is not a file ftpatch can check: not ELF,
-     malformed, stripped, no runtime linked, no patch sites
+  1  problems found, or BIN is not a file ftpatch can check: not ELF
+     (a libtool wrapper script is named as such, with the program it
+     runs), malformed, stripped, no runtime linked, no patch sites
   2  a usage error, or BIN cannot be opened or read (missing, a
      directory, no permission)`,
 		Example: `  ftpatch enable --funcs hot.txt ./prog && ftpatch verify ./prog
@@ -47,7 +48,7 @@ Exit status:
 			limitMemory(path)
 			f, err := elfx.Open(path)
 			if err != nil {
-				return fileError(err)
+				return fileError(wrapperError("verify", path, err, false))
 			}
 			b, err := patch.Load(f, nil)
 			if err != nil {
