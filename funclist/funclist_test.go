@@ -293,3 +293,14 @@ func TestSelectAlso(t *testing.T) {
 		}
 	}
 }
+
+// TestDemangled: a C++ symbol gets its demangled name, anything else ""
+// (a C name, or a _Z name that does not demangle), each name once
+// however often it repeats.
+func TestDemangled(t *testing.T) {
+	names := []string{"main", "_ZN2ns6Parser5parseEi", "_Z3bari", "_Zbad", "_Z3bari"}
+	want := []string{"", "ns::Parser::parse(int)", "bar(int)", "", "bar(int)"}
+	if got := Demangled(names); !slices.Equal(got, want) {
+		t.Errorf("Demangled(%q) = %q, want %q", names, got, want)
+	}
+}
