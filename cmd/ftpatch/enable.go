@@ -131,7 +131,10 @@ sites and starts the tracer; no code page is made writable. BIN needs
 patch sites, the runtime and its symbol table (patch before stripping):
 compile with $(ftpatch flags --cflags), run recordmcount on the objects
 (without it, the -pg sites are found by decoding function entries), link
-with $(ftpatch flags --libs). ftpatch disable undoes enable.
+with $(ftpatch flags --libs). ftpatch disable undoes enable. A libtool
+wrapper script given as BIN (what a libtool build leaves where the
+program is expected) is refused, naming the program it runs
+(.libs/NAME, or .libs/lt-NAME): enable that.
 
 Functions come from LIST files (one glob per line, !glob excludes, #
 comments), from the FUNCTION column of a previous ftpatch report
@@ -140,7 +143,11 @@ the shell), all merged: a function is enabled when its symbol name
 matches an include glob and no exclude, as in FTRACE_FILTER. Globs use
 * ? [a-z] [!a-z]. What was enabled before is replaced, not added to. A
 glob matching no function is a warning when others match, an error with
-suggestions when none do.
+suggestions when none do. Where such a glob matches functions of a
+shared object BIN links (a DT_NEEDED found as the dynamic loader finds
+it: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache, the default
+directories), a line after names the object and the command that
+enables them there, or says that the object was not built for tracing.
 
 Tracers (--tracer): function records every call of the chosen functions;
 function_graph records calls and returns, with durations; nop makes the
