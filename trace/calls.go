@@ -72,59 +72,65 @@ func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCall
 	}
 	return func(yield func(ThreadCalls) bool) {
 		for i := range t.Streams {
-			s := &t.Streams[i]
-			if f.Tid != 0 && s.Tid != f.Tid {
+			if f.Tid != 0 && t.Streams[i].Tid != f.Tid {
 				continue
 			}
-			if t.Meta.Tracer != abi.TracerGraphName {
-				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
-					nm := names.Namer()
-					stop := false
-					e := t.EachRecord(i, func(recs []Record) {
-						for _, r := range recs {
-							if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
-								continue
-							}
-							fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
-							if f.CallKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
-								stop = true
-							}
-						}
-					})
-					fail(e)
-				}}
-				if !yield(th) {
-					return
-				}
-				continue
-			}
-			var order []uint64 // contexts after the own stack's, in the order first run
-			known := map[uint64]bool{0: true}
-			for k := -1; k < len(order); k++ {
-				ctx := uint64(0)
-				if k >= 0 {
-					ctx = order[k]
-				}
-				th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
-					y := &yielder{yield: yield}
-					e := t.WalkStream(i, names.Namer(), f, func(c uint64) Sink {
-						if !known[c] {
-							known[c] = true
-							order = append(order, c)
-						}
-						if c == ctx {
-							return y
-						}
-						return nil
-					})
-					fail(e)
-				}}
-				if !yield(th) {
-					return
-				}
+			if !t.streamThreads(i, names, f, fail, yield) {
+				return
 			}
 		}
 	}
+}
+
+// streamThreads yields stream i's ThreadCalls, as Threads does: false
+// when yield said stop. A failure to read the stream goes to fail.
+func (t *Trace) streamThreads(i int, names Naming, f *Filter, fail func(error), yield func(ThreadCalls) bool) bool {
+	s := &t.Streams[i]
+	if t.Meta.Tracer != abi.TracerGraphName {
+		th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
+			nm := names.Namer()
+			stop := false
+			e := t.EachRecord(i, func(recs []Record) {
+				for _, r := range recs {
+					if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
+						continue
+					}
+					fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
+					if f.CallKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
+						stop = true
+					}
+				}
+			})
+			fail(e)
+		}}
+		return yield(th)
+	}
+	var order []uint64 // contexts after the own stack's, in the order first run
+	known := map[uint64]bool{0: true}
+	for k := -1; k < len(order); k++ {
+		ctx := uint64(0)
+		if k >= 0 {
+			ctx = order[k]
+		}
+		th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
+			y := &yielder{yield: yield}
+			e := t.WalkStream(i, names.Namer(), f, func(c uint64) Sink {
+				if !known[c] {
+					known[c] = true
+					order = append(order, c)
+				}
+				if c == ctx {
+					return y
+				}
+				return nil
+			})
+			fail(e)
+		}}
+		if !yield(th) {
+			return false
+		}
+	}
+	return true
 }
 
 // yielder hands a context's kept calls to an iterator's yield, until it

@@ -36,7 +36,7 @@ func CheckTrace(t *testing.T, tr *Trace, stream []byte) {
 	t.Helper()
 	m := &tr.Meta
 	size := len(stream)
-	if m.Format != format && m.Format != format2 || (m.Tracer != "function" && m.Tracer != "function_graph") {
+	if m.Format != format && m.Format != format3 && m.Format != format2 || (m.Tracer != "function" && m.Tracer != "function_graph") {
 		t.Fatalf("read metadata of format %q, tracer %q", m.Format, m.Tracer)
 	}
 	if len(m.Modules) > maxModules {
@@ -55,8 +55,8 @@ func CheckTrace(t *testing.T, tr *Trace, stream []byte) {
 			t.Fatalf("%d records from a stream of %d bytes", len(s.Records), size)
 		}
 		// Format 2: a timestamp of 62 bits, and no record of zeros (its
-		// first word would be 0). Format 3's clock has 64 bits, which a
-		// TIME sets to anything.
+		// first word would be 0). Format 3's and 4's clock has 64 bits,
+		// which a TIME sets to anything.
 		if bytes.HasPrefix(stream, []byte(magic2)) {
 			for _, r := range s.Records {
 				if r.TS > tsMask || r.TS == 0 && r.Info == 0 && r.IP == 0 {

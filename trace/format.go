@@ -13,10 +13,12 @@ import (
 
 // The stream formats: a stream file's first 8 bytes say which one its
 // records are in (the metadata's format line says the same of the whole
-// trace). Format 3's records are laid out as package abi says.
+// trace). Format 4's records are laid out as package abi says; format 3's
+// are the same but for EXT_SUMMARY, which it reserves.
 const (
-	magic3 = abi.StreamMagic // format 3, "ftrt-trace 3": what the runtime writes
-	magic2 = "ftrtrec2"      // format 2, "ftrt-trace 2": the previous runtime's
+	magic4 = abi.StreamMagic // format 4, "ftrt-trace 4": what the runtime writes
+	magic3 = "ftrtrec3"      // format 3, "ftrt-trace 3": the runtime's before stream summaries
+	magic2 = "ftrtrec2"      // format 2, "ftrt-trace 2": the one before
 )
 
 // errZeroWord: a record's first word is 0, which no record's is: a hole
@@ -24,13 +26,13 @@ const (
 // to go. The stream ends there.
 var errZeroWord = errors.New("a zero word where a record starts")
 
-// A decoder decodes one stream's records: its format, and in format 3
-// the stream's clock (each record's time is the one before's plus its
+// A decoder decodes one stream's records: its format, and from format 3
+// on the stream's clock (each record's time is the one before's plus its
 // delta), kept from one chunk of the stream to the next.
 type decoder struct {
-	format  int              // 2 or 3
-	clock   uint64           // format 3: the time of the last record decoded
-	wrapped uint64           // format 3: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
+	format  int              // 2, 3 or 4
+	clock   uint64           // format 3 on: the time of the last record decoded (or the last TIME)
+	wrapped uint64           // format 3 on: words of earlier records the flight recorder's ring overwrote (EXT_WRAPPED)
 	enums   map[string]*Enum // the trace's (EnumsFile), by name: how enum arguments read
 }
 
@@ -38,12 +40,14 @@ type decoder struct {
 // magic (its first 8 bytes); ErrFormat for a stream of no format known.
 func newDecoder(magic []byte, enums map[string]*Enum) (*decoder, error) {
 	switch m := string(magic); {
+	case m == magic4:
+		return &decoder{format: 4, enums: enums}, nil
 	case m == magic3:
 		return &decoder{format: 3, enums: enums}, nil
 	case m == magic2:
 		return &decoder{format: 2}, nil
 	case strings.HasPrefix(m, "ftrtrec"):
-		return nil, fmt.Errorf("%w: stream format %q, want %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", ErrFormat, m, magic3, magic2)
+		return nil, fmt.Errorf("%w: stream format %q, want %q, %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", ErrFormat, m, magic4, magic3, magic2)
 	}
 	return nil, fmt.Errorf("%w: no stream header", ErrFormat)
 }
@@ -65,7 +69,8 @@ func (d *decoder) decode(b []byte, out []Record) (n, used int, err error) {
 	return d.decode3(b, out)
 }
 
-// decode3 decodes format 3 (see the package comment).
+// decode3 decodes formats 3 and 4 (see the package comment): 4's
+// EXT_SUMMARY makes no record.
 func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 	le := binary.LittleEndian
 	const (
@@ -107,6 +112,17 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 			used += size + used1
 			n++
 			continue
+		}
+		if sub := w0 >> abi.RecExtBits & subMask; w0>>abi.RecKindShift == abi.RecExt && sub == abi.ExtSummary && d.format >= 4 {
+			size := 8 * (1 + int(w0&abi.ArgWordsMask))
+			if size < 8*abi.SumWords {
+				return n, used, fmt.Errorf("%w: a summary record of %d words, want at least %d (word %#016x)", ErrFormat, size/8, abi.SumWords, w0)
+			}
+			if len(b)-used < size {
+				return n, used, nil
+			}
+			used += size
+			continue // no record: what the stream holds, which its end says (summaryOf)
 		}
 		switch w0 >> abi.RecKindShift {
 		case abi.RecCall:

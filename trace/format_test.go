@@ -307,11 +307,11 @@ func TestFormat2(t *testing.T) {
 	if len(tr.Streams) != 1 || !slices.Equal(tr.Streams[0].Records, want) || tr.Meta.Format != "ftrt-trace 2" {
 		t.Errorf("read %+v, want one stream of\n%+v", tr.Streams, want)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "7-1.trace"), append([]byte("ftrtrec4"), b[8:]...), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "7-1.trace"), append([]byte("ftrtrec5"), b[8:]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(dir); !errors.Is(err, ErrFormat) || !strings.Contains(fmt.Sprint(err), `7-1.trace: malformed trace: stream format "ftrtrec4", want "ftrtrec3" or "ftrtrec2" (recorded by another version of the runtime`) {
-		t.Errorf("a stream of format 4: %v", err)
+	if _, err := Read(dir); !errors.Is(err, ErrFormat) || !strings.Contains(fmt.Sprint(err), `7-1.trace: malformed trace: stream format "ftrtrec5", want "ftrtrec4", "ftrtrec3" or "ftrtrec2" (recorded by another version of the runtime`) {
+		t.Errorf("a stream of format 5: %v", err)
 	}
 }
 

@@ -34,16 +34,17 @@ func openStream(dir, name string) (s Stream, short bool, err error) {
 		}
 		return Stream{}, false, fmt.Errorf("%s: %w: no stream header", path, ErrFormat)
 	}
-	if _, err := newDecoder(hdr[:8], nil); err != nil {
+	dec, err := newDecoder(hdr[:8], nil)
+	if err != nil {
 		return Stream{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	le := binary.LittleEndian
-	return Stream{Pid: int(le.Uint32(hdr[8:])), Tid: int(le.Uint32(hdr[12:])), Name: name, Size: size}, false, nil
+	return Stream{Pid: int(le.Uint32(hdr[8:])), Tid: int(le.Uint32(hdr[12:])), Name: name, Size: size, format: dec.format}, false, nil
 }
 
 // streamMagics are the headers' first eight bytes of the stream formats
 // the reader knows.
-var streamMagics = []string{magic2, magic3}
+var streamMagics = []string{magic2, magic3, magic4}
 
 // Buffer sizes of a StreamReader: the bytes it reads at a time (bounds
 // its memory), and the records it hands out at a time.

@@ -4,9 +4,11 @@
 // addresses (package symbols) comes after it, through Naming.
 //
 // A trace directory holds `meta` (key value lines) and one stream per
-// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec3", pid and tid
+// thread, `<pid>-<tid>.trace`: a 16-byte header ("ftrtrec4", pid and tid
 // as little-endian u32) followed by records of little-endian 64-bit
-// words (format 3, `format ftrt-trace 3` in meta).
+// words (format 4, `format ftrt-trace 4` in meta); and, when `ftpatch
+// record` ran the program, `exit`: how the program ended and what it
+// used, as its parent saw it (ReadExitStatus).
 //
 // Each stream keeps a clock: it starts at 0, and each record's time is
 // the previous record's plus the record's delta (unsigned). A record's
@@ -22,7 +24,19 @@
 //	                        here on (0: its own stack; else a makecontext context)
 //	  3 LONGENTRY  2 words  payload delta; word 1 the site: an ENTRY whose delta or site does not fit
 //	  4 LONGCALL   3 words  payload delta; words 1 and 2 the site and the caller's return address
-//	  5-15 reserved: an error
+//	  5 WRAPPED    1 word   payload: words of earlier records the flight recorder's ring overwrote (no event)
+//	  6 ARGS       3+ words payload: the words after the first; a call's arguments (its CALL or ENTRY follows)
+//	  7 RETVAL     3+ words as ARGS: a return value (its EXIT follows)
+//	  8 SUMMARY    12+ words payload: the words after the first; what the stream holds, at its end (no event)
+//	  9-15 reserved: an error
+//
+// A stream's SUMMARY (package abi's Sum*) gives the records of each kind
+// the runtime wrote to it, the time of its first and last, and its
+// thread's name, counted as it recorded: ThreadCounts takes them from
+// there, where a stream has one, instead of reading it through. The
+// runtime writes one when the stream ends (the thread's exit, the
+// program's end through exit or _exit, an exec); a program killed by a
+// signal leaves its threads' streams without.
 //
 // Package runtime/abi holds these values, the metadata's keys and the
 // files' names, as the runtime's header defines them.
@@ -35,8 +49,9 @@
 // the clock's 0 is the time itself). No record's first word is 0: a zero
 // word is where a stream ends (a hole, or zeros a crashed system left).
 //
-// Traces of format 2 (`ftrt-trace 2`, "ftrtrec2", the previous runtime's)
-// read too: there every record starts with kind << 62 | its timestamp; a
+// Traces of format 3 (`ftrt-trace 3`, "ftrtrec3": no SUMMARY, which is
+// reserved there) read too, and so do those of format 2 (`ftrt-trace 2`,
+// "ftrtrec2"): there every record starts with kind << 62 | its timestamp; a
 // Call goes on with the site and the caller's return address, an Entry
 // with the site (1 << 63 | id: a context switch); Exit and Unwound are
 // that one word.
@@ -103,7 +118,7 @@ var ErrWrapped = errors.New("the flight recorder's ring wrapped")
 
 // Meta is the trace's metadata.
 type Meta struct {
-	Format string // "ftrt-trace 3" (or 2: the previous runtime's)
+	Format string // "ftrt-trace 4" (or 3 or 2: earlier runtimes')
 	Tracer string // "function" or "function_graph"
 	Clock  string // "tsc" (rdtsc ticks) or "mono" (CLOCK_MONOTONIC ns, where the TSC is not trusted)
 	Exe    string // the traced executable, as the process saw it
@@ -182,6 +197,20 @@ type Meta struct {
 	// flight recorder's rings written as the program died of it; 0 when
 	// it ended otherwise.
 	Signal uint64
+	// Exited says the runtime saw the status the program ended with, what
+	// it passed to exit or _exit or main returned: ExitCode, its low 8
+	// bits (what the parent's wait sees). False for a program killed, one
+	// that ended through quick_exit or exec'd another, and from a runtime
+	// before format 4.
+	Exited   bool
+	ExitCode int
+	// Comm is the process's name (/proc/PID/comm, its first thread's)
+	// when the metadata was written: "" from a runtime before format 4.
+	Comm string
+	// Usage is what the process used (getrusage(RUSAGE_SELF): every
+	// thread of it, not its children) when the trace ended; nil when not
+	// recorded (a program killed, a runtime before format 4).
+	Usage *Usage
 }
 
 // Module is a shared object with sites, as the runtime saw it loaded.
@@ -308,6 +337,7 @@ type Stream struct {
 	Name     string   // the file's name in the trace directory
 	Size     int64    // its size when the trace was opened: read no further
 	Records  []Record // filled by Read; nil after Open
+	format   int      // its header's: 2, 3 or 4
 }
 
 // A Trace is a whole trace directory.
@@ -335,11 +365,12 @@ type Trace struct {
 // Formats are the trace formats this package reads, as the metadata's
 // format line names them, newest first: the first is the one the
 // runtime writes.
-func Formats() []string { return []string{format, format2} }
+func Formats() []string { return []string{format, format3, format2} }
 
 const (
-	format     = abi.MetaFormat3 // the metadata's format line: the runtime's
-	format2    = "ftrt-trace 2"  // the previous runtime's, still read
+	format     = abi.MetaFormat // the metadata's format line: the runtime's
+	format3    = "ftrt-trace 3" // the runtime's before stream summaries, still read
+	format2    = "ftrt-trace 2" // the one before, still read
 	headerSize = abi.StreamHeader
 	tsMask     = 1<<62 - 1
 	// maxMetaLine bounds a metadata line (a module's path is at most
@@ -474,7 +505,8 @@ func (t *Trace) Beside() []string {
 // a regular file is an error naming it; a stream shorter than its header
 // is left out (Warnings says so). A trace whose program did not end
 // through exit or _exit is read through once here, to find its last
-// record's time: the end of tracing (Meta.TSCEnd).
+// record's time: the end of tracing (Meta.TSCEnd); but for the streams
+// of threads that ended before it, whose summaries say it.
 func Open(dir string) (*Trace, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -514,6 +546,14 @@ func Open(dir string) (*Trace, error) {
 	if t.Meta.Unended {
 		var last uint64
 		for i := range t.Streams {
+			// A thread that ended before the program was killed
+			// summed its stream up: its last time is there.
+			if sum, ok, err := t.summaryOf(i); err != nil {
+				return nil, err
+			} else if ok && sum.Last != 0 {
+				last = max(last, sum.Last)
+				continue
+			}
 			err := t.EachRecord(i, func(recs []Record) {
 				for _, r := range recs {
 					last = max(last, r.TS)
@@ -612,8 +652,8 @@ func readMeta(path string, m *Meta) (lines int, cut bool, err error) {
 	case m.Format == "":
 		return 0, false, fmt.Errorf("%s: %w: no format line: not a trace's metadata", path, ErrFormat)
 	}
-	if m.Format != format && m.Format != format2 {
-		return 0, false, fmt.Errorf("%s: %w: format %q, want %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format, format2)
+	if m.Format != format && m.Format != format3 && m.Format != format2 {
+		return 0, false, fmt.Errorf("%s: %w: format %q, want %q, %q or %q (recorded by another version of the runtime: read it with the ftpatch that built that program)", path, ErrFormat, m.Format, format, format3, format2)
 	}
 	// What naming and timing the records needs, written first.
 	for _, k := range []string{abi.MetaKeyTracer, abi.MetaKeyTSCStart, abi.MetaKeyTSCEnd, abi.MetaKeyMonoStart, abi.MetaKeyMonoEnd} {
@@ -655,6 +695,14 @@ func (m *Meta) set(key, val string) error {
 		m.GraphNotrace = val
 	case abi.MetaKeyBuffer:
 		m.Buffer = val
+	case abi.MetaKeyComm:
+		m.Comm = val
+	case abi.MetaKeyExitCode:
+		n, err := strconv.ParseUint(val, 10, 8)
+		if err != nil {
+			return fmt.Errorf("exit_code %q, want 0 to 255", val)
+		}
+		m.Exited, m.ExitCode = true, int(n)
 	case abi.MetaKeyEnded: // none: a runtime that wrote meta only at the end
 		switch val {
 		case "0", "1":
@@ -678,7 +726,16 @@ func (m *Meta) set(key, val string) error {
 		}
 		m.Pid = n
 	default:
-		if p := m.count(key); p != nil {
+		p := m.count(key)
+		if p == nil {
+			if m.Usage == nil && usageKey(key) {
+				m.Usage = &Usage{}
+			}
+			if m.Usage != nil {
+				p = m.Usage.field(key)
+			}
+		}
+		if p != nil {
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
 				return fmt.Errorf("%s %q", key, val)

@@ -167,7 +167,7 @@ func TestIncomplete(t *testing.T) {
 		{name: "meta cut before the clock", meta: goodMeta[:strings.Index(goodMeta, "tsc_start")+5],
 			err: "meta: incomplete trace: the metadata ends after line 8 without its tsc_start line: cut short"},
 		{name: "meta of zeros", meta: "\x00\x00\x00\x00\x00\x00\x00\x00\n", err: "meta:1: incomplete trace: NUL bytes where text was expected"},
-		{name: "meta of another version", meta: "format ftrt-trace 4\n", err: "another version of the runtime"},
+		{name: "meta of another version", meta: "format ftrt-trace 5\n", err: "another version of the runtime"},
 		{name: "meta with no format", meta: "tracer function\n", err: "meta: malformed trace: no format line"},
 		{name: "meta with a bad tracer", meta: strings.Replace(goodMeta, "tracer function", "tracer nop", 1), err: `meta:4: malformed trace: tracer "nop"`},
 		// A partial last line is left out, not misread as dropped 1.

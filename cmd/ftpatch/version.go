@@ -23,7 +23,7 @@ import (
 func versionText() string {
 	return version.Get().String("ftpatch") +
 		fmt.Sprintf("runtime: %s (its sources' hash), config record %s\n", ftrt.Version(), abi.ConfigMagic) +
-		fmt.Sprintf("trace format: writes %s; reads %s\n", abi.MetaFormat3, strings.Join(trace.Formats(), ", "))
+		fmt.Sprintf("trace format: writes %s; reads %s\n", abi.MetaFormat, strings.Join(trace.Formats(), ", "))
 }
 
 func newVersion(stdout io.Writer) *cobra.Command {

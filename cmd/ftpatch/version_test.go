@@ -27,7 +27,7 @@ func TestVersion(t *testing.T) {
 		"\nrevision: ",
 		"\nbuilt with: go1.",
 		"\nruntime: " + ftrt.Version() + " (its sources' hash), config record ftrtcfg1\n",
-		"\ntrace format: writes ftrt-trace 3; reads ftrt-trace 3, ftrt-trace 2\n",
+		"\ntrace format: writes ftrt-trace 4; reads ftrt-trace 4, ftrt-trace 3, ftrt-trace 2\n",
 	} {
 		if !strings.Contains(flag, want) {
 			t.Errorf("ftpatch --version does not say %q:\n%s", want, flag)

@@ -23,12 +23,13 @@ import "fmt"
 const (
 	MetaFile     = "meta"     // META_FILE
 	StreamSuffix = ".trace"   // STREAM_SUFFIX
-	StreamMagic  = "ftrtrec3" // STREAM_MAGIC: 8 bytes, format 3's records
+	StreamMagic  = "ftrtrec4" // STREAM_MAGIC: 8 bytes, format 4's records
 	StreamHeader = 16         // STREAM_HEADER: bytes
 )
 
-// Format 3's records: little-endian 64-bit words; a record's first
-// word's top two bits (from RecKindShift) are its kind.
+// Format 4's records (format 3's, and EXT_SUMMARY): little-endian 64-bit
+// words; a record's first word's top two bits (from RecKindShift) are its
+// kind.
 const (
 	RecKindShift  = 62     // REC_KIND_SHIFT
 	RecCall       = 0      // REC_CALL: w0 = delta << 47 | site; w1 = parent ip
@@ -47,8 +48,8 @@ const (
 // whose sub-kind says (ExtWords).
 var RecWords = [4]int{RecCall: 2, RecEntry: 1, RecExit: 1, RecExt: 0}
 
-// Format 3's EXT sub-kinds; ExtReserved up to 15 are reserved (an error
-// to read).
+// The EXT sub-kinds; ExtReserved up to 15 are reserved (an error to
+// read), and so is ExtSummary in format 3.
 const (
 	ExtUnwound   = 0 // EXT_UNWOUND: payload delta
 	ExtTime      = 1 // EXT_TIME: payload 0; w1 = the stream's clock from here on
@@ -58,7 +59,29 @@ const (
 	ExtWrapped   = 5 // EXT_WRAPPED: payload = words of earlier records the flight recorder's ring overwrote
 	ExtArgs      = 6 // EXT_ARGS: payload = words after w0; w1 = site, w2 = items, then each: the arguments of the call whose CALL or ENTRY follows
 	ExtRetval    = 7 // EXT_RETVAL: as ExtArgs, one item: the return value of the call whose EXIT follows
-	ExtReserved  = 8 // EXT_RESERVED: the first reserved sub-kind
+	ExtSummary   = 8 // EXT_SUMMARY: payload = words after w0 (SumWords - 1 or more); the stream's counts, at its end (format 4)
+	ExtReserved  = 9 // EXT_RESERVED: the first reserved sub-kind
+)
+
+// An EXT_SUMMARY record's words, by index (abi.h's SUM_*): what its
+// stream holds, counted by the runtime as it wrote it. A reader finds it
+// from the stream's end: its last word repeats its first (SumEnd), the
+// one before says where it begins (SumPos). Later fields, if any, go
+// before SumPos.
+const (
+	SumCalls     = 1  // SUM_CALLS: CALL and LONGCALL records
+	SumEntries   = 2  // SUM_ENTRIES: ENTRY and LONGENTRY records
+	SumExits     = 3  // SUM_EXITS: EXIT records
+	SumUnwound   = 4  // SUM_UNWOUND: UNWOUND records
+	SumFirst     = 5  // SUM_FIRST: the time of the stream's first record that has one
+	SumLast      = 6  // SUM_LAST: the stream's clock at its end
+	SumFlags     = 7  // SUM_FLAGS: SumCounted
+	SumName      = 8  // SUM_NAME: the thread's name, SumNameBytes NUL-padded
+	SumNameBytes = 16 // SUM_NAME_BYTES
+	SumPos       = 10 // SUM_POS: the words of records before the summary in the stream
+	SumEnd       = 11 // SUM_END: the record's first word again
+	SumWords     = 12 // SUM_WORDS: the record's words
+	SumCounted   = 1  // SUM_COUNTED: the counts are the stream's (not the flight recorder's, nothing lost, no contexts)
 )
 
 // An EXT_ARGS or EXT_RETVAL record's items (abi.h's ARG_*): w2 holds
@@ -114,7 +137,7 @@ const (
 )
 
 const (
-	MetaFormat3      = "ftrt-trace 3" // META_FORMAT_3: MetaKeyFormat's value, streams of StreamMagic
+	MetaFormat       = "ftrt-trace 4" // META_FORMAT: MetaKeyFormat's value, streams of StreamMagic
 	MetaRecordsWords = "words"        // META_RECORDS_WORDS: MetaKeyRecords's value
 	MetaClockTSC     = "tsc"          // META_CLOCK_TSC: rdtsc ticks
 	MetaClockMono    = "mono"         // META_CLOCK_MONO: CLOCK_MONOTONIC ns
@@ -161,6 +184,17 @@ const (
 	MetaKeyRingBytes        = "ring_bytes"        // META_KEY_RING_BYTES: a thread's ring
 	MetaKeyOverwritten      = "overwritten_bytes" // META_KEY_OVERWRITTEN: records the rings overwrote
 	MetaKeySignal           = "signal"            // META_KEY_SIGNAL: the fatal signal whose handler ended the trace
+	MetaKeyExitCode         = "exit_code"         // META_KEY_EXIT_CODE: what the program passed to exit or _exit (its low 8 bits)
+	MetaKeyComm             = "comm"              // META_KEY_COMM: the process's name (/proc/self/comm)
+	MetaKeyRUUtime          = "ru_utime_us"       // META_KEY_RU_UTIME: getrusage(RUSAGE_SELF) at the end: user CPU time, µs
+	MetaKeyRUStime          = "ru_stime_us"       // META_KEY_RU_STIME: system CPU time, µs
+	MetaKeyRUMaxRSS         = "ru_maxrss_kb"      // META_KEY_RU_MAXRSS: the program image's largest resident set (VmHWM), KiB
+	MetaKeyRUMinflt         = "ru_minflt"         // META_KEY_RU_MINFLT: page faults served without I/O
+	MetaKeyRUMajflt         = "ru_majflt"         // META_KEY_RU_MAJFLT: page faults that read from disk
+	MetaKeyRUInblock        = "ru_inblock"        // META_KEY_RU_INBLOCK: blocks read by the file system
+	MetaKeyRUOublock        = "ru_oublock"        // META_KEY_RU_OUBLOCK: blocks written
+	MetaKeyRUNvcsw          = "ru_nvcsw"          // META_KEY_RU_NVCSW: voluntary context switches
+	MetaKeyRUNivcsw         = "ru_nivcsw"         // META_KEY_RU_NIVCSW: involuntary context switches
 )
 
 // How the runtime keeps a thread's records (FTRACE_BUFFER, and the

@@ -7,9 +7,12 @@ package abi
 // and for the limits a trace shows: ShadowMax nested graphed calls before
 // a thread stops graphing, TBufWords words buffered per thread.
 const (
-	TBN          = 0x14                        // TB_N: uint32_t n, words in words[]
-	TBBusy       = 0x18                        // TB_BUSY: uintptr_t busy
-	TBSuspended  = 0x20                        // TB_SUSPENDED: int suspended
+	TBCalls      = 0x00                        // TB_CALLS: uint64_t calls, CALL records written
+	TBEntries    = 0x08                        // TB_ENTRIES: uint64_t entries, ENTRY records written
+	TBExits      = 0x10                        // TB_EXITS: uint64_t exits, EXIT records written
+	TBN          = 0x18                        // TB_N: uint32_t n, words in words[]
+	TBSuspended  = 0x1c                        // TB_SUSPENDED: int suspended
+	TBBusy       = 0x20                        // TB_BUSY: uintptr_t busy
 	TBBase       = 0x28                        // TB_BASE: uint64_t base
 	TBLast       = 0x30                        // TB_LAST: uint64_t last
 	TBOwn        = 0x38                        // TB_OWN: struct shadow_stack own

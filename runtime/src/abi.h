@@ -26,11 +26,11 @@
  */
 #define META_FILE "meta"
 #define STREAM_SUFFIX ".trace"
-#define STREAM_MAGIC "ftrtrec3" /* 8 bytes, no NUL: format 3's records */
+#define STREAM_MAGIC "ftrtrec4" /* 8 bytes, no NUL: format 4's records */
 #define STREAM_HEADER 16
 
 /*
- * Records (format 3; trace.c describes them): little-endian 64-bit
+ * Records (format 4; tracer.h describes them): little-endian 64-bit
  * words. A record's first word's top two bits (from REC_KIND_SHIFT) are
  * its kind; CALL and ENTRY pack the time since the stream's last record
  * (the delta) above the site, EXIT the delta alone; EXT records say what
@@ -60,9 +60,10 @@
 #define EXT_WRAPPED 5   /* payload: words of earlier records the flight recorder's ring overwrote; no time; 1 word */
 #define EXT_ARGS 6      /* payload: words after w0 (ARG_WORDS_MASK); no time; w1 = site, w2 = items, then each: the arguments of the call whose CALL or ENTRY follows */
 #define EXT_RETVAL 7    /* as EXT_ARGS, one item: the return value of the call whose EXIT follows */
-#define EXT_RESERVED 8  /* the first reserved sub-kind */
+#define EXT_SUMMARY 8   /* payload: words after w0 (SUM_WORDS - 1 or more); no time; the stream's counts (SUM_*): format 4 */
+#define EXT_RESERVED 9  /* the first reserved sub-kind */
 /* Words of a record of each sub-kind (1 << REC_EXT_SUB_BITS of them); 0:
- * reserved, or EXT_ARGS and EXT_RETVAL, whose payload says. */
+ * reserved, or EXT_ARGS, EXT_RETVAL and EXT_SUMMARY, whose payload says. */
 #define EXT_WORDS { [EXT_UNWOUND] = 1, [EXT_TIME] = 2, [EXT_CONTEXT] = 2, [EXT_LONGENTRY] = 2, [EXT_LONGCALL] = 3, [EXT_WRAPPED] = 1 }
 
 /*
@@ -95,6 +96,36 @@
 #define ARG_STRING_MAX 96
 
 /*
+ * An EXT_SUMMARY record ends a thread's stream (format 4; stream.c writes
+ * it): what the stream holds, counted by the runtime as it recorded, so
+ * a reader need not read the records to say it. Its words, by index (w0
+ * is the record's first word): a reader finds it from the stream's end,
+ * whose last word repeats w0 (SUM_END) and the word before says where
+ * the record begins (SUM_POS). Written again when a stream goes on after
+ * one (an exec that failed): the last one counts all. A stream without
+ * one (the program was killed, the thread's records were lost) is read
+ * record by record. Later fields, if any, go before SUM_POS.
+ */
+#define SUM_CALLS 1    /* CALL and LONGCALL records */
+#define SUM_ENTRIES 2  /* ENTRY and LONGENTRY records */
+#define SUM_EXITS 3    /* EXIT records */
+#define SUM_UNWOUND 4  /* UNWOUND records */
+#define SUM_FIRST 5    /* the time of the stream's first record that has one */
+#define SUM_LAST 6     /* the stream's clock at its end: its last record's time */
+#define SUM_FLAGS 7    /* SUM_COUNTED */
+#define SUM_NAME 8     /* 2 words: the thread's name (PR_GET_NAME), NUL-padded, at the stream's end */
+#define SUM_NAME_BYTES 16
+#define SUM_POS 10     /* the words of records before this one in the stream */
+#define SUM_END 11     /* w0 again */
+#define SUM_WORDS 12
+/* SUM_FLAGS: the counts are the stream's, every record of it counted
+ * once: not so under the flight recorder (its ring overwrote records),
+ * when records were lost before the stream or in it, when the thread ran
+ * in makecontext contexts (whose calls nest apart), or in a forked child
+ * whose process had made any. The name is good either way. */
+#define SUM_COUNTED 1
+
+/*
  * The runtime's environment variables (env.c reads each, and none in a
  * secure-execution process; `ftpatch record` sets them: package launch).
  */
@@ -122,7 +153,7 @@
  * this order; META_KEY_MODULE once per module. A reader ignores a key it
  * does not know.
  */
-#define META_FORMAT_3 "ftrt-trace 3" /* META_KEY_FORMAT's value: streams of STREAM_MAGIC */
+#define META_FORMAT "ftrt-trace 4" /* META_KEY_FORMAT's value: streams of STREAM_MAGIC */
 #define META_RECORDS_WORDS "words"   /* META_KEY_RECORDS's value */
 #define META_CLOCK_TSC "tsc"         /* META_KEY_CLOCK's values: rdtsc ticks... */
 #define META_CLOCK_MONO "mono"       /* ...or CLOCK_MONOTONIC ns */
@@ -168,6 +199,19 @@
 #define META_KEY_RING_BYTES "ring_bytes"        /* a thread's ring, when the buffer is BUFFER_RING */
 #define META_KEY_OVERWRITTEN "overwritten_bytes" /* records the rings overwrote: not in the trace */
 #define META_KEY_SIGNAL "signal"                /* the fatal signal whose handler ended the trace (ring) */
+#define META_KEY_EXIT_CODE "exit_code"          /* what the program passed to exit or _exit, or main returned (its low 8 bits) */
+#define META_KEY_COMM "comm"                    /* the process's name (/proc/self/comm) when the metadata was written */
+/* getrusage(RUSAGE_SELF) at the trace's end (the process alone, every
+ * thread; not its children), but for its peak resident set: */
+#define META_KEY_RU_UTIME "ru_utime_us"   /* user CPU time, microseconds */
+#define META_KEY_RU_STIME "ru_stime_us"   /* system CPU time, microseconds */
+#define META_KEY_RU_MAXRSS "ru_maxrss_kb" /* the program image's largest resident set (VmHWM), KiB */
+#define META_KEY_RU_MINFLT "ru_minflt"    /* page faults served without I/O */
+#define META_KEY_RU_MAJFLT "ru_majflt"    /* page faults that read from disk */
+#define META_KEY_RU_INBLOCK "ru_inblock"  /* blocks read by the file system */
+#define META_KEY_RU_OUBLOCK "ru_oublock"  /* blocks written */
+#define META_KEY_RU_NVCSW "ru_nvcsw"      /* voluntary context switches */
+#define META_KEY_RU_NIVCSW "ru_nivcsw"    /* involuntary context switches */
 #define BUFFER_STREAM "stream" /* full buffers written to the threads' streams by the threads themselves */
 #define BUFFER_RING "ring"     /* the flight recorder: each thread's last records kept in memory */
 #define BUFFER_WRITER "writer" /* full buffers written by a writer thread */

@@ -27,6 +27,16 @@
 #include "take.h"
 #include <linux/membarrier.h>
 
+/* The status the process ends with (ftrt_trace_status), -1 while not
+ * known. */
+int ftrt_exit_code = -1;
+
+void ftrt_trace_status(int status)
+{
+	if ((int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) == ftrt_trace_pid)
+		ftrt_exit_code = status & 0xff;
+}
+
 /*
  * Every thread of the process now running passes a full barrier: its
  * next read of ftrt_ending sees 1, or the busy it set before that read is
@@ -88,6 +98,11 @@ void ftrt_trace_end(void)
 		return;
 	int me = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	struct tbuf *own = tb;
+	/* A handler that ends the trace interrupted this thread's tracer: its
+	 * record may be written and not yet counted, or counted and not yet
+	 * written. */
+	if (own && own->busy)
+		own->uncounted = 1;
 	ftrt_thread_busy = 1;
 	__atomic_store_n(&ftrt_ending, 1, __ATOMIC_SEQ_CST);
 	uint64_t tsc_end = now(), mono_end = mono_ns(), deadline = mono_end + END_WAIT_NS;
@@ -105,9 +120,10 @@ void ftrt_trace_end(void)
 	for (struct tbuf *b = held ? ftrt_bufs : NULL; b; b = b->next) {
 		if (b == own)
 			continue;
-		if (settled(b, deadline))
+		if (settled(b, deadline)) {
+			ftrt_stream_summary(b, 0);
 			ftrt_flush(b);
-		else
+		} else
 			atomic_fetch_add_explicit(&ftrt_lost_threads, 1, memory_order_relaxed);
 	}
 	if (!held) /* every other thread's buffer is lost */
@@ -117,8 +133,10 @@ void ftrt_trace_end(void)
 	 * it): it records no more, and only it unmaps it (thread_exit clears
 	 * tb first). Still holding the list, as the end of another thread
 	 * that walks it may flush it too. */
-	if (own)
+	if (own) {
+		ftrt_stream_summary(own, 1);
 		ftrt_flush(own);
+	}
 	if (held == 1)
 		ftrt_bufs_unlock();
 	if (ftrt_trace_pid != ftrt_creator_pid)
@@ -150,8 +168,10 @@ void ftrt_trace_exec(void)
 	struct tbuf *b = tb;
 	ftrt_writer_drain(mono_ns() + END_WAIT_NS); /* the exec ends the writer: what it holds first */
 	if (b && take(b, (uintptr_t)__builtin_frame_address(0))) {
-		if (!ended()) /* the end, on another thread, takes it otherwise */
+		if (!ended()) { /* the end, on another thread, takes it otherwise */
+			ftrt_stream_summary(b, 1); /* the stream's last records, unless the exec fails */
 			ftrt_flush(b);
+		}
 		unbusy(b, 0);
 	}
 	if (ftrt_trace_pid != ftrt_creator_pid || __atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED))

@@ -8,8 +8,9 @@
  * the program with it: each lost every event still in its buffers (up
  * to 1.5 MiB a thread) and, in the process that made the trace, left it
  * no final metadata. So the runtime defines them: they end the trace as
- * exit does (ftrt_trace_end), then end the process with the exit_group
- * system call, as the C library's do.
+ * exit does (ftrt_trace_end), its metadata saying the status (exit_code),
+ * then end the process with the exit_group system call, as the C
+ * library's do.
  *
  * Weak, so a program's own _exit wins with no link error (and then the
  * events are lost as before), as would libc.a's in a static link that
@@ -46,6 +47,7 @@
 
 __attribute__((weak, noreturn)) void _exit(int status)
 {
+	ftrt_trace_status(status);
 	ftrt_trace_end();
 	sys_exit_group(status);
 }

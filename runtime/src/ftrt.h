@@ -335,6 +335,11 @@ void ftrt_trace_end(void) __attribute__((visibility("hidden")));
 /* The fatal signal whose handler ends the trace (trap.c: the flight
  * recorder's rings written as the program dies), for the metadata. */
 extern int ftrt_end_signal __attribute__((visibility("hidden")));
+/* The process is ending with status, what exit or _exit was given
+ * (lifetime.c's exit handler, exit.c's _exit): its low 8 bits, what the
+ * parent's wait sees, go in the metadata (exit_code). Not in a child
+ * that shares its parent's memory (vfork). Async-signal-safe. */
+void ftrt_trace_status(int status) __attribute__((visibility("hidden")));
 /* Before an exec (exec.c): write this thread's buffer out; tracing goes
  * on if the exec fails. Async-signal-safe. */
 void ftrt_trace_exec(void) __attribute__((visibility("hidden")));

@@ -207,6 +207,7 @@ uintptr_t ftrt_graph_exit(uintptr_t sp)
 	    at + rec_words(b->words[at]) == n && ts - b->last < ftrt_thresh_tsc) {
 		b->last -= entry_delta(b->words[at]);
 		publish(b, (uint32_t)at);
+		b->entries--;
 	} else if (rec) {
 		record_exit(b, ts);
 	}

@@ -19,25 +19,30 @@
 #include "layout.h"
 
 /*
- * A shadow entry's mark: its low byte (MARK_KIND) the subtree filters'
- * mark (layout.h's MARK_CHOSEN, MARK_NOTRACE, or 0: the assembly writes
- * and tests the whole word as 0), or MARK_UNRECORDED, a call pushed for
- * graph users alone (fgraph.c), of which no record is written; above it
- * the users that want the call's return (a bit for each of users 1-16),
- * the users' epoch when it was pushed (a user registered since did not
- * ask for it), and where the users' data for the call begins in the
- * thread's (struct tbuf's fgdata).
+ * A shadow entry's mark: its low seven bits (MARK_KIND) the subtree
+ * filters' mark (layout.h's MARK_CHOSEN, MARK_NOTRACE, or 0: the
+ * assembly writes and tests the whole word as 0), or MARK_UNRECORDED, a
+ * call pushed for graph users alone (fgraph.c), of which no record is
+ * written; MARK_INHERITED, a call a forked child's thread inherited from
+ * its parent's (thread.c), whose entry is in the parent's stream and so
+ * whose end is recorded in neither; above them the users that want the
+ * call's return (a bit for each of users 1-16), the users' epoch when it
+ * was pushed (a user registered since did not ask for it), and where the
+ * users' data for the call begins in the thread's (struct tbuf's
+ * fgdata).
  */
-#define MARK_KIND 0xffu
+#define MARK_KIND 0x7fu
 #define MARK_UNRECORDED 3
+#define MARK_INHERITED 0x80u
 #define MARK_USERS_SHIFT 8
 #define MARK_USERS_MASK 0xffffu
 #define MARK_EPOCH_SHIFT 24
 #define MARK_EPOCH_MASK 0xffffu
 #define MARK_DATA_SHIFT 40
 #define MARK_DATA_MAX (1u << 24) /* bytes of a thread's fgdata the mark can reach */
-/* Whether the call sh is recorded (its entry written: its exit will be). */
-#define MARK_RECORDED(m) (((m) & MARK_KIND) != MARK_NOTRACE && ((m) & MARK_KIND) != MARK_UNRECORDED)
+/* Whether the call sh is recorded (its entry written in this stream: its
+ * exit will be). */
+#define MARK_RECORDED(m) (((m) & MARK_KIND) != MARK_NOTRACE && ((m) & MARK_KIND) != MARK_UNRECORDED && !((m) & MARK_INHERITED))
 
 /* A graphed call (layout.h gives its layout to entry.S). */
 struct shadow {

@@ -8,9 +8,12 @@
 #define FTRT_LAYOUT_H
 
 /* struct tbuf */
-#define TB_N 0x14         /* uint32_t n: words in words[]; raised after the words are written */
-#define TB_BUSY 0x18      /* uintptr_t busy: the tracer runs on this thread (its stack pointer) */
-#define TB_SUSPENDED 0x20 /* int suspended: an exception is being unwound */
+#define TB_CALLS 0x00     /* uint64_t calls: CALL records written (the stream's summary) */
+#define TB_ENTRIES 0x08   /* uint64_t entries: ENTRY records written */
+#define TB_EXITS 0x10     /* uint64_t exits: EXIT records written */
+#define TB_N 0x18         /* uint32_t n: words in words[]; raised after the words are written */
+#define TB_SUSPENDED 0x1c /* int suspended: an exception is being unwound */
+#define TB_BUSY 0x20      /* uintptr_t busy: the tracer runs on this thread (its stack pointer) */
 #define TB_BASE 0x28      /* uint64_t base: words flushed before words[0] */
 #define TB_LAST 0x30      /* uint64_t last: the time of the last record written (the stream's clock) */
 #define TB_OWN 0x38       /* struct shadow_stack own: the thread's own stack's graphed calls */

@@ -32,14 +32,16 @@
  * call_fini, which __libc_start_main registers before the .preinit_array
  * runs. The trace ends at the later of two points of exit:
  *
- *   end_handler   registered with __cxa_atexit, and no object, when the
- *                 trace starts (ftrt_exit_watch): with atexit it would
- *                 belong to the program, and _dl_fini's __cxa_finalize of
- *                 the program would run it among the program's
- *                 destructors. Registered from the .preinit_array (or a
- *                 shared object's initialiser) in a dynamic program, it
- *                 is the first, and runs after every other exit
- *                 function, _dl_fini included;
+ *   end_handler   registered with on_exit when the trace starts
+ *                 (ftrt_exit_watch): as __cxa_atexit with no object, and
+ *                 unlike atexit, it belongs to no object, whose
+ *                 __cxa_finalize (_dl_fini's of the program) would run it
+ *                 among that object's destructors; and it is given the
+ *                 status exit was called with (main's return value), for
+ *                 the metadata (exit_code). Registered from the
+ *                 .preinit_array (or a shared object's initialiser) in a
+ *                 dynamic program, it is the first, and runs after every
+ *                 other exit function, _dl_fini included;
  *   end_fini      the first entry of the program's .fini_array (priority
  *                 0), which runs last of them: after end_handler in a
  *                 static program, or where the trace started late (a
@@ -120,10 +122,11 @@ static void threads(void)
 	ftrt_capture_start(); /* when FTRACE_ARGS or FTRACE_RETVAL asks */
 }
 
-static void end_handler(void *unused)
+static void end_handler(int status, void *unused)
 {
 	(void)unused;
 	handler_ran = 1;
+	ftrt_trace_status(status);
 	ftrt_modules_exiting();
 	if (!fini_after || fini_ran)
 		ftrt_trace_end();
@@ -145,10 +148,10 @@ __attribute__((used, section(".init_array.00000"))) static void (*init_entry)(vo
 __attribute__((used, section(".init_array.00001"))) static void (*threads_entry)(void) = threads;
 __attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = end_fini;
 
-extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern int on_exit(void (*fn)(int, void *), void *arg);
 
 void ftrt_exit_watch(void)
 {
 	fini_after = !getauxval(AT_BASE) || began;
-	__cxa_atexit(end_handler, NULL, NULL);
+	on_exit(end_handler, NULL);
 }

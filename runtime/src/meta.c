@@ -158,6 +158,84 @@ static void meta_cmdline(struct meta_out *o)
 	meta_str(o, "\n");
 }
 
+/* "comm NAME": the process's name now (its first thread's, which
+ * prctl(PR_SET_NAME) and pthread_setname_np change; /proc/self/comm),
+ * as a setting is written. */
+static void meta_comm(struct meta_out *o)
+{
+	char comm[32];
+	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/comm", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (sys_failed(fd))
+		return;
+	long n = sys(SYS_read, fd, (long)comm, sizeof comm - 1, 0, 0, 0);
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (n <= 0)
+		return;
+	comm[n] = 0;
+	if (comm[n - 1] == '\n')
+		comm[n - 1] = 0;
+	meta_setting(o, META_KEY_COMM, comm);
+}
+
+/*
+ * The peak resident set of the program's own image, KiB: /proc/self/
+ * status's VmHWM; 0 when it cannot be read. Not getrusage's ru_maxrss,
+ * which keeps the peak of whatever the process ran before its exec: a
+ * program started by ftpatch record (Go's clone shares its memory until
+ * the exec) would be said to use ftpatch's. Read a piece at a time, the
+ * stack of a signal handler being small.
+ */
+static uint64_t peak_rss(void)
+{
+	static const char key[] = "\nVmHWM:";
+	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (sys_failed(fd))
+		return 0;
+	char buf[256];
+	size_t matched = 1; /* the file's start is a line's */
+	int digits = 0;
+	uint64_t kb = 0;
+	long n;
+	while ((n = sys(SYS_read, fd, (long)buf, sizeof buf, 0, 0, 0)) > 0) {
+		for (long i = 0; i < n; i++) {
+			char c = buf[i];
+			if (matched < sizeof key - 1) { /* looking for the key */
+				matched = c == key[matched] ? matched + 1 : c == '\n';
+				continue;
+			}
+			if (c >= '0' && c <= '9') {
+				kb = kb * 10 + (uint64_t)(c - '0');
+				digits = 1;
+			} else if (digits || c == '\n') {
+				sys(SYS_close, fd, 0, 0, 0, 0, 0);
+				return kb;
+			}
+		}
+	}
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	return 0;
+}
+
+/* What the process used (getrusage(RUSAGE_SELF): every thread of it, not
+ * its children), at the trace's end; its peak resident set its own
+ * image's (peak_rss). */
+static void meta_usage(struct meta_out *o)
+{
+	struct rusage ru;
+	if (sys(SYS_getrusage, RUSAGE_SELF, (long)&ru, 0, 0, 0, 0) != 0)
+		return;
+	uint64_t peak = peak_rss();
+	meta_line(o, META_KEY_RU_UTIME, (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec);
+	meta_line(o, META_KEY_RU_STIME, (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec);
+	meta_line(o, META_KEY_RU_MAXRSS, peak ? peak : (uint64_t)ru.ru_maxrss);
+	meta_line(o, META_KEY_RU_MINFLT, (uint64_t)ru.ru_minflt);
+	meta_line(o, META_KEY_RU_MAJFLT, (uint64_t)ru.ru_majflt);
+	meta_line(o, META_KEY_RU_INBLOCK, (uint64_t)ru.ru_inblock);
+	meta_line(o, META_KEY_RU_OUBLOCK, (uint64_t)ru.ru_oublock);
+	meta_line(o, META_KEY_RU_NVCSW, (uint64_t)ru.ru_nvcsw);
+	meta_line(o, META_KEY_RU_NIVCSW, (uint64_t)ru.ru_nivcsw);
+}
+
 /*
  * One line per shared object the runtime served while the process ran
  * (the program itself is the exe, bias and build_id lines):
@@ -264,7 +342,7 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	/* The program: the first module, registered by ftrt_init. */
 	const struct ftrt_mod *prog = ftrt_module_at(0);
 	uintptr_t bias = prog ? prog->bias : 0;
-	meta_str(&o, META_KEY_FORMAT " " META_FORMAT_3 "\n" META_KEY_RECORDS " " META_RECORDS_WORDS "\n" META_KEY_CLOCK " ");
+	meta_str(&o, META_KEY_FORMAT " " META_FORMAT "\n" META_KEY_RECORDS " " META_RECORDS_WORDS "\n" META_KEY_CLOCK " ");
 	meta_str(&o, ftrt_clock_mono ? META_CLOCK_MONO "\n" META_KEY_TRACER " " : META_CLOCK_TSC "\n" META_KEY_TRACER " ");
 	meta_str(&o, ftrt_graph_used || ftrt_mode == FTRT_GRAPH ? FTRT_TRACER_GRAPH "\n" META_KEY_EXE " " : FTRT_TRACER_FUNCTION "\n" META_KEY_EXE " ");
 	meta_str(&o, exe);
@@ -322,6 +400,11 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	}
 	if (ended && ftrt_end_signal)
 		meta_line(&o, META_KEY_SIGNAL, (uint64_t)ftrt_end_signal);
+	else if (ended && ftrt_exit_code >= 0)
+		meta_line(&o, META_KEY_EXIT_CODE, (uint64_t)ftrt_exit_code);
+	meta_comm(&o);
+	if (ended && dir == ftrt_trace_fd) /* not a snapshot's */
+		meta_usage(&o);
 	meta_line(&o, META_KEY_MAX_DEPTH, ftrt_max_depth);
 	meta_line(&o, META_KEY_THRESH_TSC, ftrt_thresh_tsc);
 	/* The subtree filters: a trace recorded with them holds only some

@@ -72,6 +72,7 @@ static inline void record_call(struct tbuf *b, uint64_t ts, uint64_t site, uint6
 		b->words[n + 2] = parent;
 		publish(b, n + 3);
 	}
+	b->calls++;
 }
 
 /* function_graph: an entry of site; returns where its record is in
@@ -88,6 +89,7 @@ static inline uint32_t record_entry(struct tbuf *b, uint64_t ts, uint64_t site)
 		b->words[n + 1] = site;
 		publish(b, n + 2);
 	}
+	b->entries++;
 	return n;
 }
 
@@ -112,6 +114,7 @@ static inline void record_exit(struct tbuf *b, uint64_t ts)
 	uint32_t n = stamp(b, ts, EXIT_MAX, &d);
 	b->words[n] = W_EXIT(d);
 	publish(b, n + 1);
+	b->exits++;
 }
 
 /* function_graph: the thread runs in context id from here on. */
@@ -122,6 +125,7 @@ static inline void record_context(struct tbuf *b, uint64_t ts, uint64_t id)
 	b->words[n] = W_EXT(EXT_CONTEXT, d);
 	b->words[n + 1] = id;
 	publish(b, n + 2);
+	b->uncounted = 1; /* the contexts' calls nest apart: the summary's counts cannot say so */
 }
 
 /* The entry sh, popped from s, gives back what its mark added to s's
@@ -149,6 +153,7 @@ static inline void record_unwound(struct tbuf *b, uint64_t ts)
 	uint32_t n = stamp(b, ts, EXT_MAX, &d);
 	b->words[n] = W_EXT(EXT_UNWOUND, d);
 	publish(b, n + 1);
+	b->unwound++;
 	atomic_fetch_add_explicit(&ftrt_unwound, 1, memory_order_relaxed);
 }
 

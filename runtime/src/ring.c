@@ -214,6 +214,19 @@ void ftrt_ring_write(struct tbuf *b)
 	sys_sigs_release(&mask);
 }
 
+/* The words of records the next ftrt_ring_write puts before the
+ * buffer's: the EXT_WRAPPED record, if any, and the kept segments. */
+uint64_t ftrt_ring_words(const struct tbuf *b)
+{
+	const struct ring *r = b->ring;
+	uint64_t k = r && r->overwritten ? 1 : 0;
+	for (uint32_t i = 0; r && i < r->used; i++) {
+		uint32_t at = (r->used == r->slots ? r->next : 0) + i;
+		k += r->seg[at >= r->slots ? at - r->slots : at].len;
+	}
+	return k;
+}
+
 /* The thread's ring goes (its exit; a forked child's copy of another
  * thread's). */
 void ftrt_ring_free(struct tbuf *b)

@@ -124,6 +124,37 @@ uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room)
 	return k < n ? k : n;
 }
 
+/* The time of the first record of words[0, n) that has one, on a
+ * stream's clock that starts there at 0 (a TIME sets it); 0 when none
+ * has. */
+static uint64_t first_time(const uint64_t *words, uint32_t n)
+{
+	uint64_t clock = 0;
+	for (uint32_t i = 0; i < n; i += rec_words(words[i])) {
+		uint64_t w0 = words[i];
+		switch (w0 >> REC_KIND_SHIFT) {
+		case REC_CALL:
+		case REC_ENTRY:
+			return clock + (w0 >> REC_SITE_BITS & REC_DELTA_MAX);
+		case REC_EXIT:
+			return clock + (w0 & EXIT_MAX);
+		}
+		switch (EXT_SUB(w0)) {
+		case EXT_TIME:
+			if (i + 1 >= n)
+				return 0;
+			clock = words[i + 1];
+			break;
+		case EXT_UNWOUND:
+		case EXT_CONTEXT:
+		case EXT_LONGENTRY:
+		case EXT_LONGCALL:
+			return clock + (w0 & EXT_MAX);
+		}
+	}
+	return 0;
+}
+
 /* The stream's name: <pid>-<tid>.trace, or <pid>-<tid>-<i>.trace when an
  * earlier thread of the process had the same id (ids are reused) and
  * its stream holds the first. */
@@ -187,6 +218,7 @@ int ftrt_stream_make_as(struct tbuf *b, int header)
 			break;
 		}
 		b->skip = b->base;
+		b->first = first_time(b->words, b->n);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
 		__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
 		return 0;
@@ -251,9 +283,82 @@ void ftrt_flush(struct tbuf *b)
 	if (done < len)
 		atomic_fetch_add_explicit(&ftrt_lost_bytes, len - done, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ftrt_recorded_bytes, len, memory_order_relaxed);
-	if (b->fd < 0 && b->fd != FD_LOST)
+	if (b->fd < 0 && b->fd != FD_LOST) {
 		b->last = 0; /* no stream had them: the one a later flush makes starts with a TIME */
+		b->uncounted = 1; /* and its summary's counts would hold them */
+	}
 	publish(b, 0);
 	b->base += n;
 	sys_sigs_release(&mask);
+}
+
+/* The thread's name, NUL-padded: its own (PR_GET_NAME) when self, else
+ * /proc/self/task/TID/comm's first line; "" when it cannot be read. */
+static void thread_name(const struct tbuf *b, int self, char name[SUM_NAME_BYTES])
+{
+	memset(name, 0, SUM_NAME_BYTES);
+	if (self) {
+		char buf[16] = { 0 }; /* the kernel's TASK_COMM_LEN: 15 bytes and a NUL */
+		if (sys(SYS_prctl, 16 /* PR_GET_NAME */, (long)buf, 0, 0, 0, 0) == 0)
+			memcpy(name, buf, sizeof buf);
+		return;
+	}
+	char path[48], buf[SUM_NAME_BYTES + 1];
+	char *p = path;
+	memcpy(p, "/proc/self/task/", 16);
+	p = ftrt_utoa(p + 16, (uint64_t)b->tid);
+	memcpy(p, "/comm", 6);
+	long fd = sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (sys_failed(fd))
+		return;
+	long got = sys(SYS_read, fd, (long)buf, SUM_NAME_BYTES, 0, 0, 0);
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	for (long i = 0; i < got && i < SUM_NAME_BYTES && buf[i] != '\n'; i++)
+		name[i] = buf[i];
+}
+
+/*
+ * End b's stream with its summary (abi.h's EXT_SUMMARY), appended to the
+ * buffer for the flush that follows (the thread's exit, the trace's end,
+ * an exec), with nobody else writing the buffer: what the counts kept as
+ * the records were written say the stream holds, so that a reader need
+ * not read it through. Nothing when the stream has no record, or
+ * nothing was recorded since its last summary, or it lost a write (it
+ * ends there). Its place (SUM_POS) is where the flush, or the flight
+ * recorder's write of the ring, puts it: after everything of the stream.
+ * Async-signal-safe.
+ */
+void ftrt_stream_summary(struct tbuf *b, int self)
+{
+	if (b->fd == FD_LOST || b->base + b->n == b->summed)
+		return;
+	uint64_t last = b->last;
+	if (b->n > TBUF_WORDS - SUM_WORDS) {
+		if (ftrt_ring_slots)
+			ftrt_ring_push(b);
+		else
+			ftrt_flush(b);
+		if (b->fd == FD_LOST)
+			return;
+	}
+	uint32_t n = b->n;
+	uint64_t pos = ftrt_ring_slots ? b->written + ftrt_ring_words(b) + n : (b->fd >= 0 ? b->base - b->skip : 0) + n;
+	if (pos == 0)
+		return; /* no record: no stream */
+	uint64_t *w = b->words + n;
+	w[0] = W_EXT(EXT_SUMMARY, SUM_WORDS - 1);
+	w[SUM_CALLS] = b->calls;
+	w[SUM_ENTRIES] = b->entries;
+	w[SUM_EXITS] = b->exits;
+	w[SUM_UNWOUND] = b->unwound;
+	/* A stream the flush that follows makes starts at words[0]. */
+	uint64_t first = b->fd >= 0 ? b->first : first_time(b->words, n);
+	w[SUM_FIRST] = first;
+	w[SUM_LAST] = last;
+	w[SUM_FLAGS] = !b->uncounted && !ftrt_ring_slots && first ? SUM_COUNTED : 0;
+	thread_name(b, self, (char *)&w[SUM_NAME]);
+	w[SUM_POS] = pos;
+	w[SUM_END] = w[0];
+	publish(b, n + SUM_WORDS);
+	b->summed = b->base + n + SUM_WORDS;
 }

@@ -114,6 +114,7 @@ static void ftrt_thread_exit(void *p)
 		while (s->depth > 0)
 			pop_left(b, s, ts, 1);
 	}
+	ftrt_stream_summary(b, 1);
 	ftrt_flush(b);
 	for (struct tbuf **pp = &ftrt_bufs; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
@@ -173,6 +174,18 @@ void ftrt_after_fork_child(void)
 		ftrt_ring_forget(keep);
 		keep->pid = ftrt_trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+		/* The child's stream's summary counts its own records. The
+		 * calls running at the fork have their entries in the parent's
+		 * stream: their ends are recorded in neither (MARK_INHERITED).
+		 * Contexts' calls, on shadow stacks of their own, are not
+		 * followed so: a child of a process that made any leaves its
+		 * counts to be read from the records. */
+		keep->calls = keep->entries = keep->exits = keep->unwound = 0;
+		keep->first = 0;
+		keep->summed = keep->base;
+		keep->uncounted = atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed) != 0;
+		for (uint32_t i = 0; i < keep->own.depth; i++)
+			keep->own.e[i].mark |= MARK_INHERITED;
 	}
 }
 

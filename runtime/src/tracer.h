@@ -42,7 +42,7 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 
 /*
- * Records (format 3): little-endian 64-bit words, appended to the
+ * Records (format 4): little-endian 64-bit words, appended to the
  * thread's buffer. Each stream keeps a clock, which starts at 0: a
  * record's time is the previous record's plus the record's delta
  * (unsigned), and the buffer keeps the time of the last record written
@@ -63,6 +63,12 @@
  *                  does not fit REC_ENTRY's
  *   EXT_LONGCALL   a call whose delta or site    delta, site, parent ip         24 bytes
  *                  does not fit REC_CALL's
+ *   EXT_WRAPPED    earlier records the flight    words overwritten               8 bytes
+ *                  recorder's ring overwrote
+ *   EXT_ARGS,      a call's arguments, a return  words after w0, then items     24+ bytes
+ *   EXT_RETVAL     value (capture.c)
+ *   EXT_SUMMARY    what the stream holds, at its words after w0, then SUM_*    96 bytes
+ *                  end (stream.c)
  *
  * A CALL or ENTRY holds a delta under 2^15 ticks and a site under 2^47;
  * else the C path writes the long form. A TIME comes first when the
@@ -115,21 +121,23 @@ struct level {
 };
 
 struct tbuf {
-	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
-	int fd;            /* the thread's stream, once its header is written; before, FD_NONE
-			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush) */
-	int pid, tid;
+	/* The records of each kind written to the buffer (taken back with
+	 * them: FTRACE_THRESH), for the stream's summary (stream.c). Counted
+	 * where each is written: the fast paths too, on the cache line they
+	 * write n and last in. */
+	uint64_t calls;    /* CALL and LONGCALL */
+	uint64_t entries;  /* ENTRY and LONGENTRY */
+	uint64_t exits;    /* EXIT */
 	uint32_t n;        /* words in words[]: raised only after the words it adds are written
 			    * (publish), so words[0, n) are whole records whenever the end's
 			    * flush reads it, from a signal handler or another thread */
+	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
+			    * real addresses, so left() judges by the stack pointer alone */
 	volatile uintptr_t busy; /* the tracer runs on this thread: a signal handler's traced
 			    * calls in that window are dropped and counted, not interleaved;
 			    * the trace's end waits for it to be let go (ftrt_trace_end). Its
 			    * value is the stack pointer of the tracer code that took it
 			    * (take), or BUSY_HELD */
-	int suspended;     /* walks of the stack in progress (levels + deep): return slots hold
-			    * real addresses, so left() judges by the stack pointer alone */
-	unsigned cur_gen;  /* of the stack below (cur, cur_id...): the table of contexts' then */
 	uint64_t base;     /* words flushed before words[0] */
 	uint64_t last;     /* the time of the last record written, which the next one's delta is
 			    * from: the stream's clock; 0 while the stream has none (a new
@@ -142,6 +150,20 @@ struct tbuf {
 	struct shadow_stack own;
 	uint64_t words[TBUF_WORDS];
 	/* Below here, nothing the assembly reads (layout.h ends at words). */
+	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
+	int fd;            /* the thread's stream, once its header is written; before, FD_NONE
+			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush) */
+	int pid, tid;
+	unsigned cur_gen;  /* of the stack below (cur, cur_id...): the table of contexts' then */
+	/* The rest of the stream's summary (stream.c): UNWOUND records; the
+	 * time of the stream's first record (0: not known); base + n just
+	 * after the last summary written (nothing recorded since: none
+	 * again); and whether the counts are not the stream's (SUM_COUNTED
+	 * off: records lost, contexts, ring mode). */
+	uint64_t unwound;
+	uint64_t first;
+	uint64_t summed;
+	int uncounted;
 	/* The stack the thread's last graph event ran on (stack_at): its
 	 * shadow stack, its context's id (0: the thread's own), and the
 	 * stack pointers (cur_lo, cur_hi] that are on it, while the table
@@ -168,7 +190,8 @@ struct tbuf {
 	uintptr_t fgvar[17];
 };
 
-_Static_assert(offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
+_Static_assert(offsetof(struct tbuf, calls) == TB_CALLS && offsetof(struct tbuf, entries) == TB_ENTRIES &&
+		       offsetof(struct tbuf, exits) == TB_EXITS && offsetof(struct tbuf, n) == TB_N && offsetof(struct tbuf, busy) == TB_BUSY &&
 		       offsetof(struct tbuf, suspended) == TB_SUSPENDED && offsetof(struct tbuf, base) == TB_BASE &&
 		       offsetof(struct tbuf, last) == TB_LAST &&
 		       offsetof(struct tbuf, own) == TB_OWN && offsetof(struct tbuf, own.depth) == TB_DEPTH &&
@@ -205,6 +228,7 @@ extern _Atomic int ftrt_nbufs HIDDEN;
 extern _Atomic uint64_t ftrt_dropped HIDDEN, ftrt_overflow HIDDEN, ftrt_unwound HIDDEN, ftrt_stopped HIDDEN;
 extern _Atomic uint64_t ftrt_lost_bytes HIDDEN, ftrt_recorded_bytes HIDDEN, ftrt_lost_threads HIDDEN;
 extern int ftrt_trace_fd HIDDEN, ftrt_creator_pid HIDDEN, ftrt_trace_pid HIDDEN, ftrt_membarrier_state HIDDEN;
+extern int ftrt_exit_code HIDDEN; /* end.c's: ftrt_trace_status */
 extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN;
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
 extern int ftrt_paused HIDDEN, ftrt_graph_used HIDDEN, ftrt_graph_users HIDDEN;
@@ -276,6 +300,9 @@ int ftrt_stream_make_as(struct tbuf *b, int header) HIDDEN;
 void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b) HIDDEN;
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;
 size_t ftrt_put_records(int fd, const uint64_t *words, uint32_t n, uint64_t off) HIDDEN;
+/* End b's stream with its summary (EXT_SUMMARY, abi.h), to go with the
+ * flush that follows; self: b is the calling thread's. */
+void ftrt_stream_summary(struct tbuf *b, int self) HIDDEN;
 
 /* Sites the live API enabled less those it disabled (live.c). */
 extern long ftrt_live_enabled_delta HIDDEN;
@@ -300,6 +327,7 @@ void ftrt_ring_free(struct tbuf *b) HIDDEN;
 void ftrt_ring_forget(struct tbuf *b) HIDDEN;
 size_t ftrt_ring_snapshot(const struct tbuf *b, uint64_t *out) HIDDEN;
 size_t ftrt_ring_snapshot_bytes(void) HIDDEN;
+uint64_t ftrt_ring_words(const struct tbuf *b) HIDDEN;
 
 /* b->fd before the thread's stream is open (FD_NONE); while the stream
  * named by i (stream_name) is being made (FD_MAKING - i); after a write
@@ -317,7 +345,7 @@ static inline uint32_t rec_words(uint64_t w0)
 	uint32_t k = words[w0 >> REC_KIND_SHIFT];
 	if (k == 0) {
 		unsigned sub = EXT_SUB(w0);
-		k = sub == EXT_ARGS || sub == EXT_RETVAL ? 1 + (uint32_t)(w0 & ARG_WORDS_MASK) : ext[sub];
+		k = sub == EXT_ARGS || sub == EXT_RETVAL || sub == EXT_SUMMARY ? 1 + (uint32_t)(w0 & ARG_WORDS_MASK) : ext[sub];
 	}
 	return k ? k : 1; /* a reserved sub-kind, never written: a word, so a walk ends */
 }

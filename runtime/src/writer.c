@@ -101,8 +101,10 @@ static void *writer_main(void *arg)
 			}
 			done = ftrt_put_records(fd, h.seg, h.n, h.off);
 		}
-		if (done < len)
+		if (done < len) {
 			atomic_fetch_add_explicit(&ftrt_lost_bytes, len - done, memory_order_relaxed);
+			__atomic_store_n(&b->uncounted, 1, __ATOMIC_RELAXED); /* a hole in the stream: its summary's counts hold what is not there */
+		}
 		sys_sigs_hold(&mask);
 		take_lock();
 		free_segs[nfree++] = h.seg;

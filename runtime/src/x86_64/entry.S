@@ -163,6 +163,7 @@ mcount:
 	subq	$\len, %rdx			/* rdx = delta << 47 | site (under 2^47), under REC_CALL (0) */
 	movq	%rdx, (%rsi)			/* words[n] */
 	addl	$2, TB_N(%rcx)			/* n += 2, after the words */
+	incq	TB_CALLS(%rcx)			/* counted, for the stream's summary */
 	movq	$0, TB_BUSY(%rcx)
 	RESTORE_SCRATCH
 	ret

@@ -210,6 +210,7 @@ ftrace_graph_enter:
 	movl	TB_N(%rcx), %edx		/* n */
 	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
+	incq	TB_ENTRIES(%rcx)		/* counted, for the stream's summary */
 	movq	$0, TB_BUSY(%rcx)
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
@@ -352,6 +353,7 @@ ftrace_graph_leave:
 	movl	TB_N(%rcx), %edx
 	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
+	incq	TB_EXITS(%rcx)			/* counted, for the stream's summary */
 	movq	$0, TB_BUSY(%rcx)
 	jmp	.Lleave_done
 .Lleave_unbusy:
