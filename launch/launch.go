@@ -21,7 +21,17 @@ import (
 type Status struct {
 	ws  syscall.WaitStatus
 	pid int
+	ru  *syscall.Rusage
 }
+
+// Usage is what the program used, as wait4 counted it (the program and
+// the children it waited for); nil for a Status made by Exited or
+// Signaled.
+func (s Status) Usage() *syscall.Rusage { return s.ru }
+
+// CoreDumped says the kernel dumped the core of a program a signal
+// killed.
+func (s Status) CoreDumped() bool { return s.ws.Signaled() && s.ws.CoreDump() }
 
 // Pid is the process id the program ran as (0 for a Status made by
 // Exited or Signaled).
@@ -134,7 +144,8 @@ func Run(path string, argv, env []string) (Status, error) {
 			if r.err != nil {
 				return Status{}, r.err
 			}
-			return Status{ws: r.ps.Sys().(syscall.WaitStatus), pid: p.Pid}, nil
+			ru, _ := r.ps.SysUsage().(*syscall.Rusage)
+			return Status{ws: r.ps.Sys().(syscall.WaitStatus), pid: p.Pid, ru: ru}, nil
 		}
 	}
 }

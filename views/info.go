@@ -4,21 +4,29 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"ftpatch/runtime/abi"
+	"ftpatch/trace"
 )
 
 // Info writes what the trace is, a "key: value" line each: the program
-// (its path, its command line when tracing began, build-id and pid), the
-// tracer and clock, when tracing began and how long it lasted, whether
-// the program ended through exit, how its sites were chosen and how many
-// were traced, the shared objects it loaded, each thread with its calls
-// and the time they span, and everything the runtime dropped or could
-// not write, counted even when 0; then opt.Warnings, a "warning:" line
-// each (what the reader found missing), and opt.Beside, a "beside:" line
-// each.
+// (its path, its command line when tracing began, build-id, pid and
+// name), the tracer and clock, when tracing began and how long it
+// lasted, whether the program ended through exit, its exit status (or
+// the signal that killed it) and what it used (CPU time, largest
+// resident set, page faults, context switches, blocks read and
+// written), how its sites were chosen and how many were traced, the
+// shared objects it loaded, each thread with its name, its calls and
+// the time they span, the task list, and everything the runtime dropped
+// or could not write, counted even when 0; then opt.Warnings, a
+// "warning:" line each (what the reader found missing), and opt.Beside,
+// a "beside:" line each. The exit status and usage are ftpatch record's
+// (opt.Exit) where it ran the program, else the runtime's.
 func Info(w io.Writer, in Input, opt Options) error {
 	m := in.Meta
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -36,7 +44,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("command line", "%s", shellQuote(m.Cmdline))
 	}
 	kv("build-id", "%s", or(m.BuildID, "none (the program has no GNU build-id note)"))
-	kv("pid", "%d", m.Pid)
+	if m.Comm != "" {
+		kv("pid", "%d (%s)", m.Pid, m.Comm)
+	} else {
+		kv("pid", "%d", m.Pid)
+	}
 	kv("tracer", "%s", m.Tracer)
 	switch m.Clock {
 	case abi.MetaClockTSC:
@@ -55,6 +67,8 @@ func Info(w io.Writer, in Input, opt Options) error {
 	} else {
 		kv("ended", "through exit or _exit: every thread's buffered events were written")
 	}
+	kv("exit status", "%s", exitStatus(m, opt.Exit))
+	usage(kv, m, opt.Exit)
 	switch m.Config {
 	case abi.ConfigStatePatched:
 		kv("config", "patched (ftpatch enable chose the traced sites; the runtime only checked them)")
@@ -96,47 +110,61 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("modules forgotten", "%d (more loads than the runtime keeps: their functions show as addresses)", m.ModulesForgotten)
 	}
 
-	threads, calls := 0, 0
-	for th := range in.Threads {
-		n, unwound, open := 0, 0, 0
-		first, last := -1.0, 0.0
-		for ev := range th.Events {
-			if first < 0 {
-				first = ev.NS
-			}
-			last = ev.NS
-			switch ev.Kind {
-			case Enter, Call:
-				n++
-			case Unwound:
-				unwound++
-			case Open:
-				open++
+	counts := in.Counts
+	if counts == nil {
+		counts = func(yield func(trace.ThreadCounts) bool) {
+			for th := range in.Threads {
+				if !yield(trace.CountEvents(th)) {
+					return
+				}
 			}
 		}
+	}
+	threads, calls := 0, uint64(0)
+	var tasks strings.Builder
+	lastTask := [2]int{-1, -1}
+	for c := range counts {
 		threads++
-		calls += n
-		name := fmt.Sprintf("pid %d tid %d", th.Pid, th.Tid)
-		if th.Context != 0 {
-			name += fmt.Sprintf(" context %d", th.Context)
+		calls += c.Calls
+		name := c.Name
+		if name == "" && c.Pid == m.Pid && c.Tid == m.Pid {
+			name = m.Comm // the first thread's is the process's
+		}
+		who := fmt.Sprintf("pid %d tid %d", c.Pid, c.Tid)
+		if name != "" {
+			who += " (" + name + ")"
+		}
+		if c.Context != 0 {
+			who += fmt.Sprintf(" context %d", c.Context)
 		}
 		span := ""
-		if n > 0 {
-			span = fmt.Sprintf(", from %s to %s", strings.TrimSpace(FormatDuration(first)), strings.TrimSpace(FormatDuration(last)))
+		if c.Calls > 0 {
+			span = fmt.Sprintf(", from %s to %s", strings.TrimSpace(FormatDuration(c.First)), strings.TrimSpace(FormatDuration(c.Last)))
 		}
 		extra := ""
-		if unwound > 0 {
-			extra += fmt.Sprintf(", %d unwound", unwound)
+		if c.Unwound > 0 {
+			extra += fmt.Sprintf(", %d unwound", c.Unwound)
 		}
-		if open > 0 {
-			extra += fmt.Sprintf(", %d still running at the end", open)
+		if c.Open > 0 {
+			extra += fmt.Sprintf(", %d still running at the end", c.Open)
 		}
-		kv("thread", "%s: %s%s%s", name, plural(n, "call", "calls"), span, extra)
+		kv("thread", "%s: %s%s%s", who, plural(int(c.Calls), "call", "calls"), span, extra)
+		if task := [2]int{c.Pid, c.Tid}; task != lastTask {
+			lastTask = task
+			if tasks.Len() > 0 {
+				tasks.WriteByte(' ')
+			}
+			fmt.Fprintf(&tasks, "%d", c.Tid)
+			if name != "" {
+				fmt.Fprintf(&tasks, "(%s)", name)
+			}
+		}
 		if err := failed(bw); err != nil {
 			return err
 		}
 	}
-	kv("threads", "%d, %s in all (a makecontext context's calls count as a thread of their own)", threads, plural(calls, "call", "calls"))
+	kv("threads", "%d, %s in all (a makecontext context's calls count as a thread of their own)", threads, plural(int(calls), "call", "calls"))
+	kv("task list", "%s", or(tasks.String(), "none (no thread recorded a call)"))
 
 	if m.Buffer == "ring" {
 		kv("buffer", "the flight recorder: each thread's last %d bytes of records kept in memory, written at the end; %d bytes of earlier records overwritten", m.RingBytes, m.Overwritten)
@@ -160,6 +188,76 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("beside", "%s: the trace of a process that started while this one ran (one it exec'd?)", dir)
 	}
 	return bw.Flush()
+}
+
+// exitStatus says how the program ended: as ftpatch record saw it (rec),
+// else as the runtime did, else why it is not known.
+func exitStatus(m *trace.Meta, rec *trace.ExitStatus) string {
+	switch {
+	case rec != nil && rec.Signal != 0:
+		core := ""
+		if rec.Core {
+			core = ", core dumped"
+		}
+		return fmt.Sprintf("killed by signal %d (%s)%s", rec.Signal, signalName(rec.Signal), core)
+	case rec != nil:
+		return fmt.Sprintf("exited with code %d", rec.Code)
+	case m.Signal != 0:
+		return fmt.Sprintf("killed by signal %d (%s)", m.Signal, signalName(int(m.Signal)))
+	case m.Exited:
+		return fmt.Sprintf("exited with code %d", m.ExitCode)
+	}
+	return notRecorded(m)
+}
+
+// notRecorded says why neither ftpatch record nor the runtime recorded
+// how the program ended.
+func notRecorded(m *trace.Meta) string {
+	switch {
+	case m.Unended:
+		return "not recorded: the program was killed, and not run by ftpatch record"
+	case m.Format != abi.MetaFormat:
+		return fmt.Sprintf("not recorded: a runtime before trace format 4 (this is %s), and not run by ftpatch record", or(m.Format, "of no format"))
+	}
+	return "not recorded: tracing ended without the program's end (it exec'd another, or ended through quick_exit; or this is a snapshot)"
+}
+
+// signalName is a signal's name as kill -l spells it, with SIG.
+func signalName(sig int) string {
+	if n := unix.SignalName(syscall.Signal(sig)); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(sig)
+}
+
+// usage writes what the program used: as ftpatch record saw it (wait4:
+// the process and the children it waited for), else as the runtime did
+// when tracing ended (getrusage: the process alone); but its largest
+// resident set the runtime's where it has it, its own image's (wait4's
+// counts the memory of the process it was exec'd from: ftpatch's).
+func usage(kv func(key, format string, args ...any), m *trace.Meta, rec *trace.ExitStatus) {
+	u := m.Usage
+	rss := uint64(0)
+	switch {
+	case rec != nil && u != nil:
+		rss, u = u.MaxRSSKB, &rec.Usage
+		kv("usage", "as ftpatch record saw it (wait4: the program, and the children it waited for); max rss the runtime's (the program image's peak)")
+	case rec != nil:
+		rss, u = rec.Usage.MaxRSSKB, &rec.Usage
+		kv("usage", "as ftpatch record saw it (wait4: the program, and the children it waited for; its max rss counts ftpatch's own memory too, which the process had before its exec)")
+	case u != nil:
+		rss = u.MaxRSSKB
+		kv("usage", "as the runtime saw it when tracing ended (getrusage: the process alone, not its children; max rss: the program image's peak)")
+	default:
+		kv("usage", "%s", notRecorded(m))
+		return
+	}
+	sec := func(us uint64) string { return fmt.Sprintf("%d.%03d", us/1e6, us%1e6/1e3) }
+	kv("cpu time", "%s / %s sec (sys / user)", sec(u.SysUs), sec(u.UserUs))
+	kv("max rss", "%d KB", rss)
+	kv("page faults", "%d / %d (major / minor)", u.MajorFaults, u.MinorFaults)
+	kv("context switches", "%d / %d (voluntary / involuntary)", u.Voluntary, u.Involuntary)
+	kv("disk iops", "%d / %d (read / write)", u.InBlocks, u.OutBlocks)
 }
 
 // or is s, or else when s is empty.

@@ -64,6 +64,10 @@ type Thread = trace.ThreadCalls
 type Input struct {
 	Meta    *trace.Meta      // the trace's metadata
 	Threads iter.Seq[Thread] // threads in (pid, tid, context) order; each Thread's Events may be iterated once
+	// Counts are the threads' calls counted (Info), in Threads' order:
+	// from the streams' summaries where they have them (trace.Counts).
+	// Nil: Info counts Threads' events.
+	Counts iter.Seq[trace.ThreadCounts]
 
 	Trace  *trace.Trace  // the trace opened (replay, report, diff)
 	Names  trace.Naming  // what names its addresses (replay, report, diff)
@@ -102,6 +106,9 @@ type Options struct {
 	// Beside are the trace directories of processes that started while
 	// this one's ran (DIR.PID), for Info to name.
 	Beside []string
+	// Exit is how the program ended and what it used as ftpatch record
+	// saw it (the trace's exit file), for Info; nil when not recorded so.
+	Exit *trace.ExitStatus
 }
 
 // ErrUnknownView: Write was asked for a view it does not have.

@@ -8,11 +8,13 @@ import (
 	"iter"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"ftpatch/internal/viewcheck"
 	"ftpatch/model"
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -526,6 +528,7 @@ func TestInfo(t *testing.T) {
 		"thread:             pid 1 tid 1 context 1: 1 call, from 0.300 us to 0.350 us",
 		"thread:             pid 1 tid 2: 3 calls, from 0.050 us to 0.800 us, 1 still running at the end",
 		"threads:            3, 10 calls in all (a makecontext context's calls count as a thread of their own)",
+		"task list:          1 2",
 		"warning: dir: events lost: 3 calls dropped",
 		"beside:             dir.77: the trace of a process that started while this one ran (one it exec'd?)",
 	} {
@@ -541,6 +544,82 @@ func TestInfo(t *testing.T) {
 		if k, _, ok := strings.Cut(l, ": "); !ok || strings.Contains(k, "  ") {
 			t.Errorf("line %q is not key: value", l)
 		}
+	}
+}
+
+// TestInfoEnd: info says how the program ended and what it used as
+// ftpatch record saw it, where it ran the program, else as the runtime
+// did (but the largest resident set the runtime's where it has it: the
+// program image's own), else why neither is known; and names the
+// threads, its first as the process where its stream does not.
+func TestInfoEnd(t *testing.T) {
+	runtimeUsage := &trace.Usage{UserUs: 2_500_000, SysUs: 1_000, MaxRSSKB: 3428, MinorFaults: 169, Voluntary: 1, Involuntary: 2, OutBlocks: 8}
+	recorded := &trace.ExitStatus{Signal: 9, Usage: trace.Usage{UserUs: 12_000, SysUs: 3_000, MaxRSSKB: 8000, MinorFaults: 300, MajorFaults: 2, InBlocks: 1}}
+	for _, c := range []struct {
+		name string
+		meta func(m *trace.Meta)
+		exit *trace.ExitStatus
+		want []string
+	}{
+		{"exited", func(m *trace.Meta) { m.Exited, m.ExitCode, m.Usage, m.Format = true, 3, runtimeUsage, abi.MetaFormat }, nil, []string{
+			"exit status:        exited with code 3",
+			"usage:              as the runtime saw it when tracing ended (getrusage: the process alone, not its children; max rss: the program image's peak)",
+			"cpu time:           0.001 / 2.500 sec (sys / user)",
+			"max rss:            3428 KB",
+			"page faults:        0 / 169 (major / minor)",
+			"context switches:   1 / 2 (voluntary / involuntary)",
+			"disk iops:          0 / 8 (read / write)",
+		}},
+		{"killed, recorded", func(m *trace.Meta) { m.Unended = true }, recorded, []string{
+			"exit status:        killed by signal 9 (SIGKILL)",
+			"usage:              as ftpatch record saw it (wait4: the program, and the children it waited for; its max rss counts ftpatch's own memory too, which the process had before its exec)",
+			"cpu time:           0.003 / 0.012 sec (sys / user)",
+			"max rss:            8000 KB",
+			"page faults:        2 / 300 (major / minor)",
+			"disk iops:          1 / 0 (read / write)",
+		}},
+		{"recorded and ended", func(m *trace.Meta) { m.Exited, m.Usage = true, runtimeUsage }, &trace.ExitStatus{Signal: 11, Core: true, Usage: recorded.Usage}, []string{
+			"exit status:        killed by signal 11 (SIGSEGV), core dumped",
+			"usage:              as ftpatch record saw it (wait4: the program, and the children it waited for); max rss the runtime's (the program image's peak)",
+			"cpu time:           0.003 / 0.012 sec (sys / user)",
+			"max rss:            3428 KB",
+		}},
+		{"flight recorder", func(m *trace.Meta) { m.Signal, m.Usage = 6, runtimeUsage }, nil, []string{
+			"exit status:        killed by signal 6 (SIGABRT)",
+		}},
+		{"killed", func(m *trace.Meta) { m.Unended, m.Format = true, abi.MetaFormat }, nil, []string{
+			"exit status:        not recorded: the program was killed, and not run by ftpatch record",
+			"usage:              not recorded: the program was killed, and not run by ftpatch record",
+		}},
+		{"older runtime", func(m *trace.Meta) { m.Format = "ftrt-trace 3" }, nil, []string{
+			"exit status:        not recorded: a runtime before trace format 4 (this is ftrt-trace 3), and not run by ftpatch record",
+		}},
+		{"quick_exit", func(m *trace.Meta) { m.Format, m.Usage = abi.MetaFormat, runtimeUsage }, nil, []string{
+			"exit status:        not recorded: tracing ended without the program's end (it exec'd another, or ended through quick_exit; or this is a snapshot)",
+			"max rss:            3428 KB",
+		}},
+		{"names", func(m *trace.Meta) { m.Comm = "prog" }, nil, []string{
+			"pid:                1 (prog)",
+			"thread:             pid 1 tid 1 (prog): 6 calls, from 0.000 us to 1.000 us, 1 unwound",
+			"thread:             pid 1 tid 1 (prog) context 1: 1 call, from 0.300 us to 0.350 us",
+			"thread:             pid 1 tid 2: 3 calls, from 0.050 us to 0.800 us, 1 still running at the end",
+			"task list:          1(prog) 2",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := known()
+			c.meta(in.Meta)
+			var out bytes.Buffer
+			if err := views.Info(&out, in, views.Options{Exit: c.exit}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(out.String(), "\n")
+			for _, want := range c.want {
+				if !slices.Contains(lines, want) {
+					t.Errorf("no line %q in\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }
 

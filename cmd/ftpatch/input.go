@@ -7,10 +7,11 @@ import (
 )
 
 // input is the views' Input of a trace: each thread's calls the filter
-// keeps, read from its stream as the view goes (trace.Threads), and the
+// keeps, read from its stream as the view goes (trace.Threads), each
+// thread's calls counted (trace.Counts: all of them), and the
 // trace, its names and the filter for the views that read its streams
 // their own way (replay, report); a stream that cannot be read ends the
 // input, its error in *err.
 func input(t *trace.Trace, syms *symbols.Table, f *trace.Filter, err *error) views.Input {
-	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err), Trace: t, Names: syms, Filter: f}
+	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err), Counts: t.Counts(err), Trace: t, Names: syms, Filter: f}
 }

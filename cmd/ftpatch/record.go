@@ -425,7 +425,26 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 	if err := writeEnums(td.path, enums); err != nil {
 		fmt.Fprintf(stderr, "ftpatch: the enums' names: %v (enums show as numbers)\n", err)
 	}
+	if td.path != "" {
+		if err := writeExit(td.path, st); err != nil {
+			fmt.Fprintf(stderr, "ftpatch: note: how the program ended is not in its trace (ftpatch info will say so): %v\n", err)
+		}
+	}
 	return st, s, td, nil
+}
+
+// writeExit writes into the trace directory dir how the program ended
+// and what it used (trace.ExitFile), which the runtime cannot see when
+// the program is killed outright, for ftpatch info.
+func writeExit(dir string, st launch.Status) error {
+	e := trace.ExitStatus{Code: st.Code()}
+	if sig, ok := st.Signal(); ok {
+		e = trace.ExitStatus{Signal: int(sig), Core: st.CoreDumped()}
+	}
+	if ru := st.Usage(); ru != nil {
+		e.Usage = trace.UsageOf(ru)
+	}
+	return trace.WriteExitStatus(dir, e)
 }
 
 const recordEnv = `Environment: record sets the runtime's variables from its flags:

@@ -214,18 +214,49 @@ func newInfo(stdout io.Writer) *cobra.Command {
 	var noPager bool
 	cmd := &cobra.Command{
 		Use:   "info [DIR]",
-		Short: "Print what a trace is: program, tracer, clock, duration, threads, sites, and what was lost",
+		Short: "Print what a trace is: program, exit status, CPU time and memory, tracer, threads and their names, sites, and what was lost",
 		Long: `info reads the trace directory DIR (default ftrace.data) and prints what
-it is, a "key: value" line each: the program (path, command line when
-tracing began, build-id, pid), the tracer and clock, when tracing began
-and how long it lasted, whether the program ended through exit (or was
-killed; or died of a fatal signal whose handler wrote the flight
-recorder's rings), how its sites were chosen and how many were traced, the shared
-objects with sites it loaded, each thread with its calls and the time
-they span, and what the runtime dropped or could not write (each count
-given, 0 included). Then a "warning:" line for each thing the trace
-lacks (files cut short, events lost), and a "beside:" line for each
-trace of a process that started while this one ran (DIR.PID).
+it is, a "key: value" line each, as uftrace info does:
+
+  program, command line, build-id, pid (with the process's name)
+  tracer, clock, started, duration
+  ended          whether the program ended through exit (or was killed;
+                 or died of a fatal signal whose handler wrote the flight
+                 recorder's rings)
+  exit status    "exited with code N", or "killed by signal N (SIGNAME)"
+                 (", core dumped")
+  usage          where the figures below come from, then:
+  cpu time       system / user CPU seconds
+  max rss        the largest resident set, KB
+  page faults, context switches, disk iops (blocks read / written)
+  config, subtree filters, sites, modules: how the sites were chosen
+                 and how many were traced, the shared objects with sites
+  thread         each thread (a makecontext context's calls apart): its
+                 pid and tid, its name (as pthread_setname_np or
+                 prctl(PR_SET_NAME) left it), its calls, the time they
+                 span, those left by longjmp or an exception and those
+                 still running at the end
+  threads, task list (each thread as TID(NAME), as uftrace's)
+  buffer, dropped, lost bytes, lost threads, not graphed, unwound,
+  contexts       what the runtime dropped or could not write, each
+                 count given, 0 included
+
+Then a "warning:" line for each thing the trace lacks (files cut short,
+events lost), and a "beside:" line for each trace of a process that
+started while this one ran (DIR.PID).
+
+Where the figures come from: the exit status and usage are what
+ftpatch record saw when the program ended (wait4: the program and the
+children it waited for; its exit file in DIR), where record ran it;
+else what the runtime saw when the program ended through exit, _exit
+or returning from main (getrusage: the process alone), or died of a
+fatal signal under the flight recorder. A program killed outright (by
+SIGKILL, or a signal it had no handler for) and not run by ftpatch
+record has them "not recorded". Each thread's counts and name come from
+the summary the runtime writes at the end of the thread's stream; a
+stream without one (its program was killed; a trace of an older
+runtime) is read through to count its calls, which takes time in
+proportion to its size.
 
 It needs no symbols: the executable need not be there. On a terminal the
 output goes through a pager, as replay's does (--no-pager: none).`,
@@ -237,7 +268,11 @@ output goes through a pager, as replay's does (--no-pager: none).`,
 			if err != nil {
 				return err
 			}
-			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside()}
+			exit, err := trace.ReadExitStatus(t.Dir)
+			if err != nil {
+				return err
+			}
+			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside(), Exit: exit}
 			var readErr error
 			err = paged(stdout, cmd.ErrOrStderr(), noPager, nil, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
 			return cmp.Or(readErr, err)
