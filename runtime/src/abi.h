@@ -75,7 +75,7 @@
  * | ARG_TRUNCATED | ARG_UNREADABLE, then the bytes (w of them, padded
  * to a word with zeros), or, unreadable, the pointer.
  */
-#define ARG_WORDS_MASK 0xffff /* an EXT_ARGS's or EXT_RETVAL's payload: the words after w0 */
+#define ARG_WORDS_MASK 0xffff /* an EXT_ARGS's, EXT_RETVAL's or EXT_SUMMARY's payload: the words after w0 */
 #define ARG_TYPE_BITS 4
 #define ARG_MAX 15     /* items a record holds at most */
 #define ARG_INT 1      /* a signed integer, sign-extended from its bits: in decimal */
