@@ -227,7 +227,7 @@ it is, a "key: value" line each, as uftrace info does:
                  (", core dumped")
   usage          where the figures below come from, then:
   cpu time       system / user CPU seconds
-  max rss        the largest resident set, KB
+  max rss        the program's largest resident set, KB
   page faults, context switches, disk iops (blocks read / written)
   config, subtree filters, sites, modules: how the sites were chosen
                  and how many were traced, the shared objects with sites
@@ -250,13 +250,15 @@ ftpatch record saw when the program ended (wait4: the program and the
 children it waited for; its exit file in DIR), where record ran it;
 else what the runtime saw when the program ended through exit, _exit
 or returning from main (getrusage: the process alone), or died of a
-fatal signal under the flight recorder. A program killed outright (by
-SIGKILL, or a signal it had no handler for) and not run by ftpatch
-record has them "not recorded". Each thread's counts and name come from
-the summary the runtime writes at the end of the thread's stream; a
-stream without one (its program was killed; a trace of an older
-runtime) is read through to count its calls, which takes time in
-proportion to its size.
+fatal signal under the flight recorder; but max rss is the runtime's
+where it has it (the program image's own peak, VmHWM: wait4's counts
+the memory of what the process ran before its exec, ftpatch itself). A
+program killed outright (by SIGKILL, or a signal it had no handler for)
+and not run by ftpatch record has them "not recorded". Each thread's
+counts and name come from the summary the runtime writes at the end of
+the thread's stream; a stream without one (its program was killed; a
+trace of an older runtime) is read through to count its calls, which
+takes time in proportion to its size.
 
 It needs no symbols: the executable need not be there. On a terminal the
 output goes through a pager, as replay's does (--no-pager: none).`,
