@@ -65,7 +65,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 	} else if m.Signal != 0 {
 		kv("ended", "by signal %d (%v), whose handler wrote every thread's ring: the program then died of it", m.Signal, syscall.Signal(m.Signal))
 	} else {
-		kv("ended", "through exit or _exit: every thread's buffered events were written")
+		kv("ended", "through exit or _exit: every thread's buffered records were written")
 	}
 	kv("exit status", "%s", exitStatus(m, opt.Exit))
 	usage(kv, m, opt.Exit)
