@@ -14,7 +14,8 @@ import (
 // it: signed and unsigned decimal, hex, a float's low 32 bits, a
 // double, a char, a bool, ?, an enum by its enumerator, by its flags
 // (A|B), as a number when no enumerator fits or the enum is not in the
-// trace's enums, and a string.
+// trace's enums, a string, long doubles of both kinds, and structs by
+// their layouts, one that could not be read by its address.
 func TestArgsText(t *testing.T) {
 	enums, err := func() (map[string]*Enum, error) {
 		dir := t.TempDir()
@@ -55,6 +56,9 @@ func TestArgsText(t *testing.T) {
 		{[]item{{abi.ArgEnum, enum(3, "perm")}, {abi.ArgEnum, enum(7, "perm")}, {abi.ArgEnum, enum(8, "perm")}}, "R|W, R|W|X, 8"},
 		{[]item{{abi.ArgEnum, enum(0xff, "sign")}, {abi.ArgEnum, enum(0xfe, "sign")}, {abi.ArgEnum, enum(0xffffffff, "nosuch")}}, "MINUS, -2, -1"},
 		{[]item{{abi.ArgString, str("abc")}}, `"abc"`},
+		{[]item{{abi.ArgF80, []uint64{0xa000000000000000, 0x4000}}, {abi.ArgF128, []uint64{0, 0x4000c00000000000}}}, "2.5, 3.5"},
+		{[]item{{abi.ArgStruct, append([]uint64{8, 0xfffffffa00000005}, str("{i32,i32}")...)}, {abi.ArgInt, []uint64{3}}}, "{5, -6}, 3"},
+		{[]item{{abi.ArgStruct, append([]uint64{24, 1, 2, 3}, str("{d,d,d}")...)}, {abi.ArgStruct, []uint64{abi.ArgUnreadable, 0x10}}}, "{1, 2, 3}, <unreadable 0x10>"},
 	} {
 		types := uint64(len(c.items))
 		var words []uint64

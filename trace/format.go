@@ -195,9 +195,11 @@ func (d *decoder) decode3(b []byte, out []Record) (n, used int, err error) {
 
 // argsText formats an EXT_ARGS or EXT_RETVAL record (rec, w0 its first
 // word; abi.h lays it out) as its values, comma-separated: -3, 7,
-// "abc", 0x10, 2.5, 'c', true, RED, ?; a string the runtime could not
-// read as <unreadable 0x...>, one it cut with "..." after; an enum by
-// the name enums gives its value (else its number).
+// "abc", 0x10, 2.5, 'c', true, RED, ?, {5, -6}; a string or struct the
+// runtime could not read as <unreadable 0x...>, a string it cut with
+// "..." after; an enum by the name enums gives its value (else its
+// number); a long double as a double is shown, with the digits its
+// precision needs; a struct by its layout (Layout.Show).
 func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 	le := binary.LittleEndian
 	words := len(rec) / 8
@@ -208,10 +210,11 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 	count := int(types & (1<<abi.ArgTypeBits - 1))
 	var sb strings.Builder
 	k := 3
-	// bytes reads a string's length word (at k-1, v) and bytes.
-	bytes := func(v uint64) (string, error) {
+	// bytes reads a string's length word (at k-1, v) and bytes, at most
+	// max of them.
+	bytes := func(v uint64, max int) (string, error) {
 		n := int(v & abi.ArgLenMask)
-		if n > abi.ArgStringMax || k+(n+7)/8 > words {
+		if n > max || k+(n+7)/8 > words {
 			return "", fmt.Errorf("%w: a string of %d bytes in an argument record of %d words (word %#016x)", ErrFormat, n, words, w0)
 		}
 		s := string(rec[8*k : 8*k+n])
@@ -259,7 +262,7 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 				return "", fmt.Errorf("%w: an enum without its name (word %#016x)", ErrFormat, w0)
 			}
 			k++
-			name, err := bytes(le.Uint64(rec[8*k-8:]))
+			name, err := bytes(le.Uint64(rec[8*k-8:]), abi.ArgEnumMax)
 			if err != nil {
 				return "", err
 			}
@@ -277,7 +280,7 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 				k++
 				break
 			}
-			s, err := bytes(v)
+			s, err := bytes(v, abi.ArgStringMax)
 			if err != nil {
 				return "", err
 			}
@@ -285,6 +288,43 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 			if v&abi.ArgTruncated != 0 {
 				sb.WriteString("...")
 			}
+		case abi.ArgF80, abi.ArgF128:
+			if k >= words {
+				return "", fmt.Errorf("%w: a long double of one word (word %#016x)", ErrFormat, w0)
+			}
+			b := rec[8*k-8 : 8*k+8]
+			k++
+			if t == abi.ArgF80 {
+				sb.WriteString(showF80(b))
+			} else {
+				sb.WriteString(showF128(b))
+			}
+		case abi.ArgStruct:
+			if v&abi.ArgUnreadable != 0 {
+				if k >= words {
+					return "", fmt.Errorf("%w: an unreadable struct without its address (word %#016x)", ErrFormat, w0)
+				}
+				sb.WriteString("<unreadable 0x" + strconv.FormatUint(le.Uint64(rec[8*k:]), 16) + ">")
+				k++
+				break
+			}
+			data, err := bytes(v, abi.ArgStructMax)
+			if err == nil && k >= words {
+				err = fmt.Errorf("%w: a struct without its layout (word %#016x)", ErrFormat, w0)
+			}
+			if err != nil {
+				return "", err
+			}
+			k++
+			text, err := bytes(le.Uint64(rec[8*k-8:]), abi.ArgLayoutMax)
+			if err != nil {
+				return "", err
+			}
+			l, err := ParseLayout(text)
+			if err != nil {
+				return "", fmt.Errorf("%w: %w (word %#016x)", ErrFormat, err, w0)
+			}
+			sb.WriteString(l.Show([]byte(data)))
 		default:
 			return "", fmt.Errorf("%w: an argument of type %d (word %#016x)", ErrFormat, t, w0)
 		}

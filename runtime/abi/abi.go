@@ -101,6 +101,12 @@ const (
 	ArgBool       = 9       // ARG_BOOL: a bool, the low 8 bits
 	ArgEnum       = 10      // ARG_ENUM: the register, then its enum's name as a string's length word and bytes
 	ArgNone       = 11      // ARG_NONE: a value not read, shown as ?: no word
+	ArgF80        = 12      // ARG_F80: an x87 long double (80-bit extended): two words, its 16 bytes in memory
+	ArgF128       = 13      // ARG_F128: an IEEE binary128 (arm64's long double, x86-64's __float128): two words
+	ArgStruct     = 14      // ARG_STRUCT: a struct: its bytes as a string's, then its layout's text as a string's
+	ArgStructMax  = 32      // ARG_STRUCT_MAX: a struct's bytes recorded at most
+	ArgLayoutMax  = 64      // ARG_LAYOUT_MAX: a struct's layout's text, in bytes, at most
+	ArgStackMax   = 512     // ARG_STACK_MAX: the bytes of stack arguments an item may read
 	ArgEnumMax    = 64      // ARG_ENUM_MAX: an enum's name's bytes at most
 	ArgLenMask    = 0xffff  // ARG_LEN_MASK: a string's length
 	ArgTruncated  = 1 << 16 // ARG_TRUNCATED: the string is longer than ArgStringMax bytes

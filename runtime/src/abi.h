@@ -73,7 +73,14 @@
  * each item's type (ARG_TYPE_BITS each above it, the first lowest);
  * each item is one word, a string's more: w = its length (ARG_LEN_MASK)
  * | ARG_TRUNCATED | ARG_UNREADABLE, then the bytes (w of them, padded
- * to a word with zeros), or, unreadable, the pointer.
+ * to a word with zeros), or, unreadable, the pointer. A long double is
+ * two words, its 16 bytes as memory holds them (ARG_F80: the x87's
+ * 80-bit extended format in the low 10, the rest undefined; ARG_F128:
+ * IEEE binary128). A struct is its bytes as a string's are (length
+ * word, bytes; or ARG_UNREADABLE and the address it could not be read
+ * at), then its layout, the text of its format ({i32,i32}: package
+ * ftpatch/trace's Layout reads it), as a string's (length word, bytes).
+ * Traces without types 12-14 read as before.
  */
 #define ARG_WORDS_MASK 0xffff /* an EXT_ARGS's, EXT_RETVAL's or EXT_SUMMARY's payload: the words after w0 */
 #define ARG_TYPE_BITS 4
@@ -89,6 +96,12 @@
 #define ARG_BOOL 9     /* a bool: the low 8 bits, 0 false, 1 true */
 #define ARG_ENUM 10    /* an enum: the register, then its enum's name as a string's (length word, bytes) */
 #define ARG_NONE 11    /* a value not read (shown as ?): no word */
+#define ARG_F80 12     /* an x87 long double (80-bit extended): two words, its 16 bytes in memory */
+#define ARG_F128 13    /* an IEEE binary128 (arm64's long double, x86-64's __float128): two words */
+#define ARG_STRUCT 14  /* a struct: its bytes as a string's, then its layout's text as a string's */
+#define ARG_STRUCT_MAX 32 /* a struct's bytes recorded at most */
+#define ARG_LAYOUT_MAX 64 /* a struct's layout's text: at most this many bytes */
+#define ARG_STACK_MAX 512 /* the bytes of the stack arguments an item may read: stack+OFF and argN past the registers end within them */
 #define ARG_ENUM_MAX 64 /* an enum's name: at most this many bytes */
 #define ARG_LEN_MASK 0xffff
 #define ARG_TRUNCATED (1ull << 16) /* longer than ARG_STRING_MAX bytes: these are its first */
