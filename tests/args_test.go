@@ -123,9 +123,12 @@ func TestAutoArgsErrors(t *testing.T) {
 	}{
 		{[]string{"--auto-args"}, "--auto-args needs --filter or -F"},
 		{[]string{"-A", "parse@arg0"}, `--args: "parse@arg0": item "arg0": want a number from 1 after "arg"`},
-		{[]string{"-A", "parse@arg4294967297"}, `item "arg4294967297": x86_64 passes 6 integer or pointer arguments in registers`},
-		{[]string{"-A", "parse@fparg9"}, `item "fparg9": x86_64 passes 8 floating-point arguments in registers`},
-		{[]string{"-A", "parse@arg1,pointer"}, `item "pointer": want argN[/FMT], fpargN[/f32|f64] or ?`},
+		{[]string{"-A", "parse@arg4294967297"}, `item "arg4294967297": x86_64's arg1-arg6 are registers, arg7-arg70 the stack's words after them`},
+		{[]string{"-A", "parse@fparg9"}, `item "fparg9": x86_64 passes 8 floating-point arguments in registers (fparg1-fparg8); one on the stack is stack+OFF/f64`},
+		{[]string{"-A", "parse@stack+4"}, `item "stack+4": the stack's arguments are 8-byte words: OFF is a multiple of 8`},
+		{[]string{"-A", "parse@stack+8/f128,arg1/{i64,i64,i64}"}, `item "arg1/{i64,i64,i64}": 24 bytes: a struct in registers has at most 16 (two)`},
+		{[]string{"-R", "parse/f80", "-A", "parse@stack+8/f80,fparg1/f80"}, `item "fparg1/f80": format "f80": no vector register holds one`},
+		{[]string{"-A", "parse@arg1,pointer"}, `item "pointer": want argN[/FMT], fpargN[/FMT], stack+OFF[/FMT], *argN/{...}, *stack+OFF/{...} or ?`},
 		{[]string{"-A", "parse@arg1/w"}, `unknown format "w"`},
 		{[]string{"-R", "parse/e:nosuch"}, "e:nosuch: " + prog + "'s DWARF has no enum of that name"},
 	} {

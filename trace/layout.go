@@ -177,22 +177,23 @@ func (m member) alignment() int {
 func (l *Layout) Size() int { return l.size }
 
 // Floats says what floating-point members the struct holds, when it
-// holds nothing else: their count and each one's bits, or bits 0 when
-// the struct holds something else or floats of two sizes.
-func (l *Layout) Floats() (count, bits int) {
+// holds nothing else (count 0 when it does): their count, and the
+// fewest and most bits of one (a homogeneous aggregate's are equal).
+func (l *Layout) Floats() (count, minBits, maxBits int) {
+	minBits = 128
 	for _, m := range l.members {
-		n, b := 1, m.bits
+		n, lo, hi := 1, m.bits, m.bits
 		if m.sub != nil {
-			n, b = m.sub.Floats()
+			n, lo, hi = m.sub.Floats()
 		} else if m.kind != 'f' {
-			return 0, 0
+			n = 0
 		}
-		if b == 0 || bits != 0 && b != bits {
-			return 0, 0
+		if n == 0 {
+			return 0, 0, 0
 		}
-		count, bits = count+n, b
+		count, minBits, maxBits = count+n, min(minBits, lo), max(maxBits, hi)
 	}
-	return count, bits
+	return count, minBits, maxBits
 }
 
 // String is the layout's canonical text: every member as i, u or x with

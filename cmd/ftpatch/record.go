@@ -67,9 +67,9 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&r.filter, "filter", nil, "trace only the functions `GLOBS` choose (FTRACE_FILTER: globs separated by commas, !glob excludes; repeat to add)")
 	f.StringVar(&r.buffer, "buffer", "", "how records are kept (FTRACE_BUFFER): `MODE` stream (each thread writes its own, the default), writer (a thread of the runtime's writes them) or ring:SIZE (the flight recorder: each thread's last SIZE, like 64m, kept in memory and written at the end or a crash)")
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
-	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument register, from 1: 6 on x86-64, 8 on arm64), fpargN[/f32|f64] (the Nth floating-point one, up to 8; f64 unless said), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF); repeat, or separate entries with ';'")
-	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said), f32 or f64 (f = f64: the floating-point return register); repeat, or separate with ';'")
-	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture; a value no register holds (long double on x86-64, a struct on the stack) shows as ?")
+	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument, from 1: the registers, 6 on x86-64, 8 on arm64, then the stack's words), fpargN[/FMT] (the Nth floating-point register, up to 8; f64 unless said), stack+OFF[/FMT] (the stack argument at byte OFF, a multiple of 8: where a long double, a struct or a float past the registers is), *argN/{...} or *stack+OFF/{...} (the struct the pointer there points to), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF), f32 f64 (f = f64), f80 (x86-64's long double), f128 (arm64's long double, __float128), {MEMBERS} (a struct, its members' formats in order: {i32,i32}, nested {i64,{c,c}}; ... last for members not recorded); repeat, or separate entries with ';'")
+	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said): f32 f64 f128 (f = f64) read the floating-point return register, f80 x86-64's st0, {MEMBERS} a struct in the return registers (16 bytes at most), *{MEMBERS} (x86-64) one returned in memory; repeat, or separate with ';'")
+	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture: in registers, on the stack (long doubles, structs in memory, what follows the registers), structs by their members; a value it cannot place or show (__int128) shows as ?")
 }
 
 // ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
@@ -132,7 +132,7 @@ func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 		named = append(named, enumNames(entries)...)
 	}
 	for _, a := range r.retval {
-		entries, err := argspec.ParseRetval(a)
+		entries, err := argspec.ParseRetval(a, t.arch)
 		if err != nil {
 			return usage(fmt.Errorf("--retval: %w", err))
 		}

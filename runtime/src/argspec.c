@@ -56,23 +56,145 @@ static int enum_ok(const char *p, const char *end)
 	return 1;
 }
 
-/* Where a format's value is. */
-enum { IN_INT, IN_FP, IN_RET };
+/* What a struct's layout says (layout()): its bytes, and, when it
+ * holds only floating-point members, their count and their fewest and
+ * most bits (count 0: it holds something else). */
+struct shape {
+	unsigned size, count, lo, hi;
+};
 
-/* The format [p, end) of a value in w, into it: 0, or -1. */
-static int format(const char *p, const char *end, int w, struct arg_item *it)
+/* The bytes and alignment of the scalar member [p, end) of a layout
+ * into *size; its bits into *fbits when it is floating point (else 0):
+ * 0, or -1. */
+static int member(const char *p, const char *end, unsigned *size, unsigned *fbits)
 {
 	size_t len = (size_t)(end - p);
-	if (w == IN_RET && len == 1 && *p == '?') {
-		it->type = ARG_NONE;
+	*fbits = 0;
+	if (len == 1 && (*p == 'p' || *p == 'c' || *p == 'b')) {
+		*size = *p == 'p' ? 8 : 1;
+		return 0;
+	}
+	if (len == 0 || (*p != 'd' && *p != 'i' && *p != 'u' && *p != 'x' && *p != 'f'))
+		return -1;
+	unsigned bits = 64;
+	if (len == 2 && p[1] == '8' && *p != 'f')
+		bits = 8;
+	else if (len == 3 && p[1] == '1' && p[2] == '6' && *p != 'f')
+		bits = 16;
+	else if (len == 3 && p[1] == '3' && p[2] == '2')
+		bits = 32;
+	else if (len == 3 && p[1] == '8' && p[2] == '0' && *p == 'f')
+		bits = 80;
+	else if (len == 4 && p[1] == '1' && p[2] == '2' && p[3] == '8' && *p == 'f')
+		bits = 128;
+	else if (len != 1 && !(len == 3 && p[1] == '6' && p[2] == '4'))
+		return -1;
+	*size = bits > 64 ? 16 : bits / 8;
+	if (*p == 'f')
+		*fbits = bits;
+	return 0;
+}
+
+/* A struct being read: its members so far. */
+struct frame {
+	unsigned size, align, count, lo, hi, members;
+	int other; /* a member that is not floating point */
+};
+
+/* Add a member of size bytes, aligned to align, of count floating-point
+ * members of lo to hi bits (count 0: not only floats), to f. */
+static void add(struct frame *f, unsigned size, unsigned align, unsigned count, unsigned lo, unsigned hi)
+{
+	f->size = (f->size + align - 1) / align * align + size;
+	if (align > f->align)
+		f->align = align;
+	f->members++;
+	if (!count)
+		f->other = 1;
+	f->count += count;
+	if (lo < f->lo)
+		f->lo = lo;
+	if (hi > f->hi)
+		f->hi = hi;
+}
+
+/* The layout [p, end) ({i32,i32}: package ftpatch/trace's Layout gives
+ * the grammar and C's placement of members), into s: 0, or -1. */
+static int layout(const char *p, const char *end, struct shape *s)
+{
+	struct frame st[ARG_LAYOUT_MAX / 2 + 1];
+	int d = 0, more = 0;
+	if (end - p > ARG_LAYOUT_MAX || p == end || *p != '{')
+		return -1;
+	st[0] = (struct frame){ 0, 1, 0, 128, 0, 0, 0 };
+	p++;
+	for (;;) {
+		/* A member. */
+		if (d == 0 && st[0].members && end - p >= 4 && memcmp(p, "...}", 4) == 0) {
+			more = 1;
+			p += 3;
+		} else if (p < end && *p == '{') {
+			st[++d] = (struct frame){ 0, 1, 0, 128, 0, 0, 0 };
+			p++;
+			continue;
+		} else {
+			const char *q = p;
+			while (q < end && *q != ',' && *q != '}')
+				q++;
+			unsigned size, fbits;
+			if (member(p, q, &size, &fbits) != 0)
+				return -1;
+			add(&st[d], size, size, fbits ? 1 : 0, fbits ? fbits : 128, fbits);
+			p = q;
+		}
+		/* What follows it: another, or the end of one struct or more. */
+		for (;;) {
+			if (p == end)
+				return -1;
+			if (*p == ',' && !more) {
+				p++;
+				break;
+			}
+			if (*p != '}')
+				return -1;
+			p++;
+			struct frame *f = &st[d];
+			f->size = (f->size + f->align - 1) / f->align * f->align;
+			if (d == 0) {
+				if (p != end || f->size > ARG_STRUCT_MAX)
+					return -1;
+				*s = (struct shape){ f->size, f->other ? 0 : f->count, f->lo, f->hi };
+				return 0;
+			}
+			d--;
+			add(&st[d], f->size, f->align, f->other ? 0 : f->count, f->lo, f->hi);
+		}
+	}
+}
+
+/* Where a format's value is. */
+enum { IN_INT, IN_FP, IN_STACK, IN_RET };
+
+/* The format [p, end) of a value in w, into it: 0, or -1. A struct's
+ * shape into *s. */
+static int format(const char *p, const char *end, int w, struct arg_item *it, struct shape *s)
+{
+	size_t len = (size_t)(end - p);
+	if (len && *p == '{') {
+		if (layout(p, end, s) != 0 || (w == IN_FP && !s->count))
+			return -1;
+		it->type = ARG_STRUCT;
+		it->size = (unsigned char)s->size;
+		it->text = p;
+		it->text_len = (unsigned char)len;
 		return 0;
 	}
 	if (w != IN_FP && len >= 2 && p[0] == 'e' && p[1] == ':') {
 		if (!enum_ok(p + 2, end))
 			return -1;
 		it->type = ARG_ENUM;
-		it->enum_name = p + 2;
-		it->enum_len = (unsigned char)(len - 2);
+		it->text = p + 2;
+		it->text_len = (unsigned char)(len - 2);
 		return 0;
 	}
 	if (len == 0)
@@ -85,7 +207,7 @@ static int format(const char *p, const char *end, int w, struct arg_item *it)
 		if (w == IN_INT)
 			return -1;
 		it->type = ARG_DOUBLE;
-		it->fp = 1;
+		it->fp = w != IN_STACK;
 		break;
 	case 'd':
 	case 'i':
@@ -127,18 +249,58 @@ static int format(const char *p, const char *end, int w, struct arg_item *it)
 		it->bits = 32;
 	else if (blen == 2 && bits[0] == '6' && bits[1] == '4')
 		it->bits = 64;
+	else if (blen == 2 && bits[0] == '8' && bits[1] == '0' && it->type == ARG_DOUBLE)
+		it->bits = 80;
+	else if (blen == 3 && bits[0] == '1' && bits[1] == '2' && bits[2] == '8' && it->type == ARG_DOUBLE)
+		it->bits = 128;
 	else
 		return -1;
 	if (it->type == ARG_DOUBLE) {
-		if (it->bits < 32)
+		switch (it->bits) {
+		case 8:
+		case 16:
 			return -1;
-		if (it->bits == 32)
+		case 32:
 			it->type = ARG_FLOAT;
+			break;
+		case 80:
+#if defined(__aarch64__)
+			return -1; /* arm64's long double is binary128 */
+#else
+			if (w == IN_FP)
+				return -1; /* no vector register holds one */
+			it->type = ARG_F80, it->size = 16;
+			break;
+#endif
+		case 128:
+			it->type = ARG_F128, it->size = 16;
+			break;
+		}
 	}
 	return 0;
 }
 
-/* One item of FTRACE_ARGS, [p, end): "?", argN[/fmt] or fpargN[/ffmt]. */
+/* Whether struct item it, of shape s, fits the registers it names (the
+ * Go side's fitLayout). */
+static int fits(const struct arg_item *it, const struct shape *s)
+{
+	unsigned words = (s->size + 7) / 8;
+	if (it->stack)
+		return 1;
+#if defined(__aarch64__)
+	if (it->fp)
+		return s->count <= 4 && s->lo == s->hi && it->n + s->count <= ARGSPEC_FP_REGS;
+#else
+	if (it->fp && s->hi > 64)
+		return 0;
+#endif
+	if (s->size > 16)
+		return 0;
+	return !it->fp || it->n + words <= ARGSPEC_FP_REGS;
+}
+
+/* One item of FTRACE_ARGS, [p, end): "?", [*]argN[/fmt], fpargN[/fmt]
+ * or [*]stack+OFF[/fmt]. */
 static int item(const char *p, const char *end, struct arg_item *it)
 {
 	memset(it, 0, sizeof *it);
@@ -146,30 +308,102 @@ static int item(const char *p, const char *end, struct arg_item *it)
 		it->type = ARG_NONE;
 		return 0;
 	}
-	int fp = 0, max = ARGSPEC_INT_REGS;
-	if (end - p >= 5 && strncmp(p, "fparg", 5) == 0)
-		fp = 1, max = ARGSPEC_FP_REGS, p += 5;
+	int w = IN_INT;
+	if (p < end && *p == '*')
+		it->deref = 1, p++;
+	if (!it->deref && end - p >= 5 && strncmp(p, "fparg", 5) == 0)
+		it->fp = 1, w = IN_FP, p += 5;
 	else if (end - p >= 3 && strncmp(p, "arg", 3) == 0)
 		p += 3;
+	else if (end - p >= 6 && strncmp(p, "stack+", 6) == 0)
+		it->stack = 1, w = IN_STACK, p += 6;
 	else
 		return -1;
-	if (p == end || *p < '1' || *p > '9')
+	if (p == end || !is_digit(*p) || (*p == '0' && (!it->stack || (p + 1 < end && is_digit(p[1])))))
 		return -1;
-	int n = 0;
-	while (p < end && is_digit(*p)) {
-		n = n * 10 + (*p++ - '0');
-		if (n > max)
-			return -1;
-	}
+	long n = 0;
+	while (p < end && is_digit(*p))
+		if ((n = n * 10 + (*p++ - '0')) > 1 << 20)
+			n = 1 << 20; /* past every limit, and a multiple of 8 */
 	if (p < end && *p != '/')
 		return -1;
-	it->fp = (unsigned char)fp;
-	it->n = (unsigned char)(n - 1);
+	if (it->stack && (n % 8 || n > ARG_STACK_MAX))
+		return -1;
+	if (it->fp && n > ARGSPEC_FP_REGS)
+		return -1;
+	if (!it->stack && n > ARGSPEC_INT_REGS + ARG_STACK_MAX / 8)
+		return -1;
+	if (it->stack)
+		it->off = (unsigned short)n;
+	else
+		it->n = (unsigned char)(n - 1);
 	it->bits = 64;
-	it->type = fp ? ARG_DOUBLE : ARG_INT;
-	if (p == end)
+	it->type = it->fp ? ARG_DOUBLE : ARG_INT;
+	struct shape s = { 0, 0, 0, 0 };
+	if (p < end) {
+		unsigned char fp = it->fp;
+		if (format(p + 1, end, w, it, &s) != 0)
+			return -1;
+		it->fp = fp;
+	}
+	if (it->deref && it->type != ARG_STRUCT)
+		return -1;
+	/* What it reads, and of the stack from where. */
+	long size = 8, at = -1;
+	if (it->stack)
+		at = it->off;
+	else if (!it->fp && it->n >= ARGSPEC_INT_REGS)
+		at = 8 * (it->n - ARGSPEC_INT_REGS);
+	if (it->type == ARG_F80 || it->type == ARG_F128)
+		size = 16;
+	if (it->type == ARG_STRUCT && !it->deref) {
+		if (!fits(it, &s))
+			return -1;
+		size = (s.size + 7) / 8 * 8;
+		it->per_reg = 8;
+#if defined(__aarch64__)
+		if (it->fp)
+			it->per_reg = (unsigned char)(s.lo > 64 ? 16 : s.lo / 8); /* a member a register */
+#endif
+	}
+	return at >= 0 && at + size > ARG_STACK_MAX ? -1 : 0;
+}
+
+/* A return value's format [p, end), into it. */
+static int ret_format(const char *p, const char *end, struct arg_item *it)
+{
+	struct shape s = { 0, 0, 0, 0 };
+	if (end - p == 1 && *p == '?') {
+		it->type = ARG_NONE;
 		return 0;
-	return format(p + 1, end, fp ? IN_FP : IN_INT, it);
+	}
+	if (p < end && *p == '*') {
+#if defined(__aarch64__)
+		return -1; /* x8, the address, is not kept to the return */
+#else
+		if (end - p < 2 || p[1] != '{' || format(p + 1, end, IN_RET, it, &s) != 0)
+			return -1;
+		it->deref = 1;
+		return 0;
+#endif
+	}
+	if (format(p, end, IN_RET, it, &s) != 0)
+		return -1;
+	if (it->type != ARG_STRUCT)
+		return 0;
+	it->per_reg = 8;
+#if defined(__aarch64__)
+	if (s.count >= 1 && s.count <= 4 && s.lo == s.hi)
+		it->fp = 1, it->per_reg = (unsigned char)(s.lo > 64 ? 16 : s.lo / 8); /* v0-v3, a member each */
+#else
+	if (s.count && s.hi > 64)
+		return -1; /* a long double's struct is returned in memory */
+	if (s.count)
+		it->fp = 1; /* xmm0, xmm1 */
+	if (s.size > 16)
+		return -1;
+#endif
+	return s.size > 16 && !it->fp ? -1 : 0;
 }
 
 int ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e)
@@ -184,16 +418,17 @@ int ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry
 		memset(it, 0, sizeof *it);
 		it->type = ARG_INT, it->bits = 64;
 		e->n = 1;
-		return slash ? format(slash + 1, end, IN_RET, it) : 0;
+		return slash ? ret_format(slash + 1, end, it) : 0;
 	}
 	const char *at = memchr(p, '@', (size_t)(end - p));
 	if (!at || !glob_ok(p, at))
 		return -1;
 	e->glob = p, e->glen = (size_t)(at - p);
 	for (const char *q = at + 1;;) {
-		const char *c = memchr(q, ',', (size_t)(end - q));
-		if (!c)
-			c = end;
+		/* The item's end: a comma outside a layout's braces. */
+		const char *c = q;
+		for (int depth = 0; c < end && (depth || *c != ','); c++)
+			depth += (*c == '{') - (*c == '}');
 		if (e->n == ARG_MAX || item(q, c, &e->it[e->n]) != 0)
 			return -1;
 		e->n++;

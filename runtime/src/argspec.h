@@ -15,7 +15,8 @@
 
 #include "abi.h"
 
-/* The argument registers an item may name: only registers are read. */
+/* The argument registers of each kind: argN up to ARGSPEC_INT_REGS is
+ * a register, past them a word of the stack's arguments. */
 #if defined(__aarch64__)
 #define ARGSPEC_INT_REGS 8 /* x0-x7 */
 #define ARGSPEC_FP_REGS 8  /* v0-v7 */
@@ -27,11 +28,16 @@
 /* One item: what to read and how to record it. */
 struct arg_item {
 	unsigned char type;     /* ARG_* */
-	unsigned char fp;       /* in a floating-point register */
-	unsigned char n;        /* the register, from 0 among its kind */
+	unsigned char fp;       /* in floating-point registers (fpargN; a return value's f, or a struct of floats) */
+	unsigned char n;        /* argN, fpargN: N - 1 (argN past the registers: the stack's word N - 1 - ARGSPEC_INT_REGS) */
 	unsigned char bits;     /* ARG_INT, ARG_UINT, ARG_UDEC: 8 16 32 64 (extended from) */
-	unsigned char enum_len; /* ARG_ENUM: its name's bytes */
-	const char *enum_name;  /* ARG_ENUM: its name, in the text parsed (no NUL) */
+	unsigned char stack;    /* stack+OFF: at off in the stack's arguments */
+	unsigned char deref;    /* "*": the struct the pointer there points to */
+	unsigned short off;     /* stack+OFF: OFF, bytes */
+	unsigned char size;     /* ARG_STRUCT: its bytes (the layout's); ARG_F80, ARG_F128: 16 */
+	unsigned char per_reg;  /* ARG_STRUCT in vector registers: its bytes in each (x86-64 an eightbyte, arm64 a member) */
+	unsigned char text_len; /* ARG_ENUM: its name's bytes; ARG_STRUCT: its layout's */
+	const char *text;       /* ARG_ENUM: its name; ARG_STRUCT: its layout; in the text parsed (no NUL) */
 };
 
 /* An entry: a glob (in the text parsed, no NUL) and its items (one, a

@@ -6,11 +6,13 @@
  *
  * The grammar is argspec.h's (package ftpatch/argspec's comment gives it
  * whole): each entry of FTRACE_ARGS is a glob of functions, '@', and the
- * items to record: argN (the Nth integer or pointer argument register,
- * from 1) with a format (d i u x with their bits, p s c b, e:ENUM), or
- * fpargN (the Nth floating-point one) as f32 or f64, or "?" (a value not
- * read); each entry of FTRACE_RETVAL a glob and the return value's
- * format. A function's arguments come from the first FTRACE_ARGS entry
+ * items to record: argN (the Nth integer or pointer argument, from 1: a
+ * register, then the stack's words), fpargN (the Nth floating-point
+ * register), stack+OFF (the stack argument at byte OFF), each with a
+ * format (d i u x with their bits, p s c b, e:ENUM, f32 f64 f80 f128, a
+ * struct's {...}), *argN/{...} and *stack+OFF/{...} (the struct a
+ * pointer points to), or "?" (a value not read); each entry of
+ * FTRACE_RETVAL a glob and the return value's format. A function's arguments come from the first FTRACE_ARGS entry
  * whose glob chooses it, its return value from the first FTRACE_RETVAL
  * entry; an entry the grammar refuses is skipped, with a warning
  * (ftpatch record refuses it before the program runs).
@@ -31,7 +33,23 @@
  * bits sign- or zero-extended from them (the rest of the register is
  * undefined), a char, bool or float from its low bits; an enum whole,
  * with its enum's name (the reader finds its enumerators in the trace's
- * enums file, which ftpatch record writes).
+ * enums file, which ftpatch record writes); a long double's 16 bytes; a
+ * struct's bytes, gathered from its registers or memory, with its
+ * layout's text (the reader shows the members by it).
+ *
+ * The stack's arguments are the caller's, above the function's entry
+ * stack pointer (each architecture says where that is: fregs.c; at an
+ * arm64 -pg site only when the prologue can be read, else the item is
+ * not recorded, ?). Those on the page of the word just below the first
+ * (the return address on x86-64, the ops caller's frame on arm64: both
+ * mapped) are read as they are; any further, through the reader that
+ * never faults (read_mem), so an item past a function's real arguments,
+ * at the top of a stack with nothing mapped above it (a makecontext
+ * stack's first function), costs a value, never the program. Memory
+ * behind a pointer (a string, *argN's struct) is only ever read that
+ * way. A long double returned on x86-64 is in the x87's st0, which the
+ * return path saves with the vector registers (fgraph.c) before any of
+ * the runtime's code runs.
  *
  * The capture is a graph user of the runtime's own (fgraph.c): its
  * entryfunc runs after the tracer recorded the call's CALL or ENTRY, and
@@ -301,8 +319,6 @@ void ftrt_capture_adding(const struct ftrt_module *m)
 	pthread_mutex_unlock(&pending_lock);
 }
 
-/* A string at p into out (at most ARG_STRING_MAX bytes, its NUL not
- * kept): its length, or -1 when p cannot be read. */
 static int pipefd[2] = { -1, -1 };
 static int pipe_busy;
 
@@ -323,6 +339,8 @@ static long read_mem(void *dst, uintptr_t src, size_t len)
 	return n;
 }
 
+/* A string at p into out (at most ARG_STRING_MAX bytes, its NUL not
+ * kept): its length, or -1 when p cannot be read. */
 static int read_string(uintptr_t p, char *out, int *truncated)
 {
 	/* In pieces that end at a page's end: a string near the end of a
@@ -398,10 +416,121 @@ static void put_item(uint64_t *w, uint32_t *k, const struct arg_item *it, uint64
 	}
 	case ARG_ENUM:
 		w[(*k)++] = v;
-		put_bytes(w, k, it->enum_name, it->enum_len, 0);
+		put_bytes(w, k, it->text, it->text_len, 0);
 		return;
 	}
 	w[(*k)++] = v;
+}
+
+/* The words an item takes in a record at most: a string's (its length
+ * word and bytes) or a struct's (its bytes and its layout, each with a
+ * length word). */
+#define ITEM_WORDS_MAX (2 + ARG_STRING_MAX / 8)
+_Static_assert(2 + ARG_STRUCT_MAX / 8 + ARG_LAYOUT_MAX / 8 <= ITEM_WORDS_MAX && 2 + ARG_ENUM_MAX / 8 <= ITEM_WORDS_MAX,
+	       "a struct's or an enum's words fit an item's");
+
+/* The call whose arguments are read: its ftrace_regs, its site, and its
+ * stack arguments' address once an item needs it (0: not known). */
+struct call {
+	struct ftrace_regs *f;
+	uintptr_t ip;
+	uintptr_t stack;
+	int looked;
+};
+
+/* len bytes of the call's stack arguments from off into dst: 0, or -1
+ * (where they are is not known, or they cannot be read). */
+static int stack_read(struct call *c, size_t off, void *dst, size_t len)
+{
+	if (!c->looked)
+		c->stack = ftrt_arch_stack_args(c->f, c->ip), c->looked = 1;
+	uintptr_t base = c->stack, at = base + off;
+	if (!base)
+		return -1;
+	if (((base - 1) >> 12) == ((at + len - 1) >> 12)) {
+		__builtin_memcpy(dst, (const void *)at, len); /* on a page known mapped */
+		return 0;
+	}
+	return read_mem(dst, at, len) == (long)len ? 0 : -1;
+}
+
+/* The call's integer argument i, from 0: a register, or past them the
+ * stack's word. 0, or -1. */
+static int int_word(struct call *c, unsigned i, uint64_t *v)
+{
+	if (i < ARGSPEC_INT_REGS) {
+		*v = ftrace_regs_get_argument(c->f, i);
+		return 0;
+	}
+	return stack_read(c, 8 * (i - ARGSPEC_INT_REGS), v, 8);
+}
+
+/* The bytes item it takes: a word, a long double's 16, a struct's. */
+static size_t item_size(const struct arg_item *it)
+{
+	return it->type == ARG_STRUCT ? it->size : it->type == ARG_F80 || it->type == ARG_F128 ? 16 : 8;
+}
+
+/* size bytes from vector registers n on, per bytes from each, into d. */
+static void vec_bytes(struct ftrace_regs *f, unsigned n, size_t per, size_t size, unsigned char *d)
+{
+	for (size_t at = 0; at < size; at += per, n++) {
+		uint64_t r[2];
+		ftrt_arch_vec(f, n, r);
+		__builtin_memcpy(d + at, r, size - at < per ? size - at : per);
+	}
+}
+
+/* What argument item it reads of the call, into v: 0; -1 when it could
+ * not be read (the stack's place not known, or unreadable); -2 when the
+ * memory a pointer points to could not be, at *at. */
+static int fetch(struct call *c, const struct arg_item *it, uint64_t v[ARG_STRUCT_MAX / 8], uintptr_t *at)
+{
+	size_t size = item_size(it);
+	if (it->deref) {
+		uint64_t p;
+		if ((it->stack ? stack_read(c, it->off, &p, 8) : int_word(c, it->n, &p)) != 0)
+			return -1;
+		*at = p;
+		return read_mem(v, p, size) == (long)size ? 0 : -2;
+	}
+	if (it->stack)
+		return stack_read(c, it->off, v, size);
+	if (it->fp) {
+		vec_bytes(c->f, it->n, it->type == ARG_STRUCT ? it->per_reg : size, size, (unsigned char *)v);
+		return 0;
+	}
+	for (unsigned i = 0; 8 * i < size; i++)
+		if (int_word(c, it->n + i, &v[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/* Add item it, whose bytes are v (got is fetch's or ret_fetch's
+ * answer), to w at *k: its type, ARG_NONE when it was not read. */
+static unsigned put_value(uint64_t *w, uint32_t *k, const struct arg_item *it, const uint64_t *v, int got, uintptr_t at)
+{
+	if (it->type == ARG_STRUCT && got == -2) {
+		w[(*k)++] = ARG_UNREADABLE;
+		w[(*k)++] = at;
+		return it->type;
+	}
+	if (got != 0)
+		return ARG_NONE;
+	switch (it->type) {
+	case ARG_F80:
+	case ARG_F128:
+		w[(*k)++] = v[0];
+		w[(*k)++] = v[1];
+		break;
+	case ARG_STRUCT:
+		put_bytes(w, k, (const char *)v, it->size, 0);
+		put_bytes(w, k, it->text, it->text_len, 0);
+		break;
+	default:
+		put_item(w, k, it, v[0]);
+	}
+	return it->type;
 }
 
 /* The EXT_RETVAL of site, items w[0, k) of the types in types: into b,
@@ -465,34 +594,58 @@ static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 		return 0;
 	long p = args ? last_record(b, e->func) : -1;
 	if (p >= 0) {
-		uint64_t w[ARG_MAX * (2 + ARG_STRING_MAX / 8)], types = (uint64_t)args->n;
+		uint64_t w[ARG_MAX * ITEM_WORDS_MAX], types = (uint64_t)args->n;
 		uint32_t k = 0;
+		struct call c = { fregs, e->func, 0, 0 };
 		for (int i = 0; i < args->n; i++) {
 			const struct arg_item *it = &args->it[i];
-			uint64_t v = it->type == ARG_NONE ? 0
-				     : it->fp	       ? ftrace_regs_get_fp_argument_bits(fregs, it->n)
-							: ftrace_regs_get_argument(fregs, it->n);
-			types |= (uint64_t)it->type << (ARG_TYPE_BITS * (i + 1));
-			put_item(w, &k, it, v);
+			uint64_t v[ARG_STRUCT_MAX / 8] = { 0 };
+			uintptr_t at = 0;
+			int got = it->type == ARG_NONE ? -1 : fetch(&c, it, v, &at);
+			types |= (uint64_t)put_value(w, &k, it, v, got, at) << (ARG_TYPE_BITS * (i + 1));
 		}
 		put_args(b, (uint32_t)p, e->func, types, w, k);
 	}
 	return ret && ftrt_mode == FTRT_GRAPH;
 }
 
+/* What return value item it reads, into v, as fetch does: the integer
+ * return registers, the vector ones (it->fp), the x87's st0 (f80), or
+ * the struct returned in memory whose address rax holds (deref). */
+static int ret_fetch(struct ftrace_regs *f, const unsigned char *fp, const struct arg_item *it, uint64_t v[ARG_STRUCT_MAX / 8], uintptr_t *at)
+{
+	size_t size = item_size(it);
+	if (it->type == ARG_NONE)
+		return -1;
+	if (it->type == ARG_F80)
+		return fp ? ftrt_arch_ret_x87(fp, v) : -1;
+	if (it->deref) {
+		*at = ftrt_arch_ret_int(f, 0);
+		return read_mem(v, *at, size) == (long)size ? 0 : -2;
+	}
+	if (it->fp) {
+		vec_bytes(f, 0, it->type == ARG_STRUCT ? it->per_reg : size, size, (unsigned char *)v);
+		return 0;
+	}
+	v[0] = ftrt_arch_ret_int(f, 0);
+	v[1] = ftrt_arch_ret_int(f, 1);
+	return 0;
+}
+
 static void retfunc(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
 {
 	(void)g;
 	const struct arg_entry *args = NULL, *ret = NULL;
-	struct tbuf *b = ftrt_fgraph_returning();
+	const unsigned char *fp = NULL;
+	struct tbuf *b = ftrt_fgraph_returning(&fp);
 	if (!entries_at(r->func, &args, &ret) || !ret || !b || paused())
 		return; /* no EXIT follows: nothing to pair with */
 	const struct arg_item *it = &ret->it[0];
-	uint64_t w[2 + ARG_STRING_MAX / 8];
+	uint64_t w[ITEM_WORDS_MAX], v[ARG_STRUCT_MAX / 8] = { 0 };
 	uint32_t k = 0;
-	uint64_t v = it->fp ? ftrace_regs_get_fp_argument_bits(fregs, 0) : ftrace_regs_get_return_value(fregs);
-	put_item(w, &k, it, v);
-	put_retval(b, r->func, 1 | (uint64_t)it->type << ARG_TYPE_BITS, w, k);
+	uintptr_t at = 0;
+	unsigned type = put_value(w, &k, it, v, ret_fetch(fregs, fp, it, v, &at), at);
+	put_retval(b, r->func, 1 | (uint64_t)type << ARG_TYPE_BITS, w, k);
 }
 
 static void after_fork(void)

@@ -140,6 +140,7 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 /* The data of the call being returned from (ftrt_fgraph_return). */
 static __thread const struct shadow *cur_ret __attribute__((tls_model("initial-exec")));
 static __thread struct tbuf *cur_ret_b __attribute__((tls_model("initial-exec")));
+static __thread const unsigned char *cur_ret_fp __attribute__((tls_model("initial-exec")));
 
 void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 {
@@ -160,7 +161,8 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 	struct ftrt_grace *g = ftrt_grace_enter();
 	const struct shadow *was = cur_ret;
 	struct tbuf *was_b = cur_ret_b;
-	cur_ret = sh, cur_ret_b = b;
+	const unsigned char *was_fp = cur_ret_fp;
+	cur_ret = sh, cur_ret_b = b, cur_ret_fp = fp;
 	while (bits) {
 		int idx = __builtin_ctz(bits) + 1;
 		bits &= bits - 1;
@@ -173,7 +175,7 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 		u->retfunc(&r, u, &fregs);
 		ftrt_in_users--;
 	}
-	cur_ret = was, cur_ret_b = was_b;
+	cur_ret = was, cur_ret_b = was_b, cur_ret_fp = was_fp;
 	ftrt_grace_exit(g);
 	ftrt_arch_fp_restore(fp); /* the result as the function left it, whatever retfunc did */
 }
@@ -238,9 +240,10 @@ struct tbuf *ftrt_fgraph_entering(void)
 	return cur_entry ? cur_entry->b : NULL;
 }
 
-struct tbuf *ftrt_fgraph_returning(void)
+struct tbuf *ftrt_fgraph_returning(const unsigned char **fp)
 {
 	const struct shadow *sh = cur_ret;
+	*fp = cur_ret_fp;
 	return sh && MARK_RECORDED(sh->mark) && ftrt_trace_fd >= 0 && !ended() ? cur_ret_b : NULL;
 }
 

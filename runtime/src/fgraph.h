@@ -37,9 +37,10 @@ const char *ftrt_fprobe_why(void) HIDDEN;
 uintptr_t ftrt_fgraph_real_return(uintptr_t v, uintptr_t sp) HIDDEN;
 /* For capture.c: in a user's entryfunc, the thread's buffer (taken);
  * in a retfunc, the buffer when the call's EXIT is to be recorded after
- * it, else NULL. */
+ * it, else NULL, and in *fp what ftrt_arch_fp_save saved at the return
+ * (the x87 and vector registers a result may be in). */
 struct tbuf *ftrt_fgraph_entering(void) HIDDEN;
-struct tbuf *ftrt_fgraph_returning(void) HIDDEN;
+struct tbuf *ftrt_fgraph_returning(const unsigned char **fp) HIDDEN;
 /* capture.c (FTRACE_ARGS, FTRACE_RETVAL): start, when the program's
  * initialisers begin (lifetime.c); a module is being registered, before
  * the registry's lock is taken (registry.c, through lifetime.c's
@@ -74,6 +75,20 @@ int ftrt_arch_fgraph_hook(struct ftrace_regs *fregs, uintptr_t ip, struct fgraph
 /* arm64's, at a -pg site (mcount.c): fp the function's frame record,
  * parent its return address, stripped. */
 int ftrt_arm64_mcount_hook(uintptr_t ip, uintptr_t *fp, uintptr_t parent, struct fgraph_hook *h) HIDDEN;
+/* arm64's, for the stack arguments at a -pg site (mcount.c): the
+ * function's entry sp, its frame record being fp; 0 when its prologue is
+ * not understood. */
+uintptr_t ftrt_arm64_mcount_entry_sp(uintptr_t ip, const uintptr_t *fp) HIDDEN;
+/* For the arguments and return values (capture.c), each architecture's:
+ * the address of the first stack argument of the function at the site
+ * ip whose entry fregs holds (0: not known); vector register n's 128
+ * bits (xmm, q: n < 8); integer return register i (0, 1: rax, rdx; x0,
+ * x1); and, at a return, the x87's st0 from fp (what ftrt_arch_fp_save
+ * saved; -1 where there is none), 10 bytes in out's 16. */
+uintptr_t ftrt_arch_stack_args(const struct ftrace_regs *fregs, uintptr_t ip) HIDDEN;
+void ftrt_arch_vec(const struct ftrace_regs *fregs, unsigned n, uint64_t out[2]) HIDDEN;
+uint64_t ftrt_arch_ret_int(const struct ftrace_regs *fregs, unsigned i) HIDDEN;
+int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2]) HIDDEN;
 /* At a return (graph.c's exit, from return_to_handler, whose frame
  * below sp holds the return registers): fregs with them, sp and the
  * real return address ret, and the floating-point ones from fp, what

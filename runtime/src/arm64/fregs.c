@@ -103,6 +103,36 @@ void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *f, uintptr_t sp, uintptr_t r
 	__builtin_memcpy(f->q, fp, sizeof f->q); /* ftrt_arch_fp_save's q0-q7 */
 }
 
+/* Arguments and return values (capture.c). At a patchable area the
+ * stack arguments start at sp, the function's at its entry; at a -pg
+ * site, after the prologue, at the entry sp its prologue says (mcount.c;
+ * 0 when it cannot be read). */
+uintptr_t ftrt_arch_stack_args(const struct ftrace_regs *f, uintptr_t ip)
+{
+	if (f->kind == FREGS_ENTRY)
+		return f->sp;
+	return ftrt_arm64_mcount_entry_sp(ip, (const uintptr_t *)f->fp);
+}
+
+void ftrt_arch_vec(const struct ftrace_regs *f, unsigned n, uint64_t out[2])
+{
+	out[0] = n < 8 ? f->q[n][0] : 0;
+	out[1] = n < 8 ? f->q[n][1] : 0;
+}
+
+uint64_t ftrt_arch_ret_int(const struct ftrace_regs *f, unsigned i)
+{
+	return f->x[i & 1];
+}
+
+/* No x87: a long double is returned in q0. */
+int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2])
+{
+	(void)fp;
+	out[0] = out[1] = 0;
+	return -1;
+}
+
 /* q0-q7 (a floating-point or HFA result), and fpsr. */
 void ftrt_arch_fp_save(unsigned char *buf)
 {

@@ -142,3 +142,16 @@ int ftrt_arm64_mcount_hook(uintptr_t ip, uintptr_t *fp, uintptr_t parent, struct
 	h->val = fs.key == FRAME_UNSIGNED ? hook : sign_with(hook, sp, fs.key);
 	return 0;
 }
+
+/*
+ * For the arguments (capture.c, through fregs.c): the stack pointer at
+ * the entry of the -pg site ip's function, whose frame record is fp, as
+ * its prologue says; 0 when the prologue is not understood.
+ */
+uintptr_t ftrt_arm64_mcount_entry_sp(uintptr_t ip, const uintptr_t *fp)
+{
+	struct frame_shape fs = { 0, FRAME_UNSIGNED };
+	if (!fp || !arm64_frame_shape(ip, &fs))
+		return 0;
+	return (uintptr_t)fp + fs.cfa;
+}

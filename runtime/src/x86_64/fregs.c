@@ -104,6 +104,34 @@ void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *f, uintptr_t sp, uintptr_t r
 	__builtin_memcpy(f->xmm, fp + 160, 2 * 16); /* fxsave's xmm0, xmm1 */
 }
 
+/* Arguments and return values (capture.c). Every site kind's sp holds
+ * the return address, the stack arguments above it. */
+uintptr_t ftrt_arch_stack_args(const struct ftrace_regs *f, uintptr_t ip)
+{
+	(void)ip;
+	return f->sp + 8;
+}
+
+void ftrt_arch_vec(const struct ftrace_regs *f, unsigned n, uint64_t out[2])
+{
+	out[0] = n < 8 ? f->xmm[n][0] : 0;
+	out[1] = n < 8 ? f->xmm[n][1] : 0;
+}
+
+uint64_t ftrt_arch_ret_int(const struct ftrace_regs *f, unsigned i)
+{
+	return i ? f->dx : f->ax;
+}
+
+/* st0 is fxsave's first register slot (bytes 32-41, the x87 stack's top
+ * whatever TOP is): a long double result, as the function left it. */
+int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2])
+{
+	out[1] = 0;
+	__builtin_memcpy(out, fp + 32, 10);
+	return 0;
+}
+
 /* fxsave: x87 (a long double result in st0) and the SSE registers. */
 void ftrt_arch_fp_save(unsigned char *buf)
 {
