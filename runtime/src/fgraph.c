@@ -91,7 +91,11 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 	if (!b)
 		return; /* the tracer runs on this thread (a handler), or no buffer */
 	uint64_t ts = now();
-	struct shadow_stack *s = ftrt_stack_at(b, sp, ts, ftrt_trace_fd >= 0 && !ended());
+	/* A context switch is recorded before the call's record, which
+	 * function_graph writes after it; the function tracer, which has
+	 * written the call already and keeps no stacks, records none (one
+	 * after the call would hide it from the capture's arguments). */
+	struct shadow_stack *s = ftrt_stack_at(b, sp, ts, ftrt_mode == FTRT_GRAPH && ftrt_trace_fd >= 0 && !ended());
 	uint32_t d = s->depth;
 	struct shadow *top = d > 0 ? &s->e[d - 1] : NULL;
 	/* This very call, pushed by the tracer (or by a user before) in
