@@ -67,6 +67,7 @@ func checkNesting(t *testing.T, threads []model.Thread) {
 // thread ids) so the rest can be compared with a golden file.
 func masked(b []byte) []byte {
 	b = regexp.MustCompile(`(?m)^ *[0-9]+\.[0-9]{3} (us|ms|  s)`).ReplaceAll(b, []byte("  D.DDD us"))
+	b = regexp.MustCompile(`on thread [0-9]+`).ReplaceAll(b, []byte("on thread TID"))
 	return regexp.MustCompile(`\[ *[0-9]+\]`).ReplaceAll(b, []byte("[   TID]"))
 }
 

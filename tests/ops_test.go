@@ -358,21 +358,41 @@ func TestFgraphExceptions(t *testing.T) {
 	})
 }
 
-// argsEnv asks progs/args.c's every argument and return value.
-var argsEnv = []string{
-	"FTRACE_ARGS=parse@arg1,arg2/s;check@arg1/s;scale@fparg1,fparg2,arg1;sum_pair@arg1,arg2;name_of@arg1;first@arg1/s;where@arg1/p;outer@arg1",
-	"FTRACE_RETVAL=parse;scale/f;sum_pair;name_of/s;first/c;where/p;outer;check",
+// argsEnv asks progs/args.c's every argument and return value, each
+// where the architecture passes it: stacked's past the registers
+// (x86-64's 6, arm64's 8) on the stack, its struct there (x86-64) or
+// where the pointer there points (arm64), its long double on the stack
+// (x86-64) or in a vector register (arm64); at_top's past its stack's
+// last mapped page.
+func argsEnv(arch string) []string {
+	const args = "parse@arg1,arg2/s;check@arg1/s;scale@fparg1,fparg2,arg1;sum_pair@arg1,arg2;name_of@arg1;first@arg1/s;where@arg1/p;outer@arg1;pair_of@arg1;at_top@stack+16,stack+504"
+	const ret = "parse;scale/f;sum_pair;name_of/s;first/c;where/p;outer;check;stacked/f;pair_of/{d,d}"
+	if arch == "arm64" {
+		return []string{
+			"FTRACE_ARGS=" + args + ";stacked@arg1,arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,*arg10/{d,d,d},fparg1/f128,arg11/i32,fparg2/f32;halve@fparg1/f128",
+			"FTRACE_RETVAL=" + ret + ";halve/f128",
+		}
+	}
+	return []string{
+		"FTRACE_ARGS=" + args + ";stacked@arg1,arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,stack+24/{d,d,d},stack+48/f80,stack+64/i32,fparg1/f32;halve@stack+0/f80",
+		"FTRACE_RETVAL=" + ret + ";halve/f80",
+	}
 }
 
 // TestArgs: arguments and return values in the trace (FTRACE_ARGS,
 // FTRACE_RETVAL; progs/args.c): integers, a pointer, strings (one cut
 // at 96 bytes, one at a bad address shown as such, one that ends just
 // before an unreadable page), doubles, a char, a struct by value in two
-// registers, and a return value of each kind, as `ftpatch replay` shows
-// them under function_graph (testdata/args-graph.golden: parse(3, "abc")
-// = 6) and the arguments under function (testdata/args-function.golden),
-// times, thread ids and callers masked. The program's output is the
-// untraced one. On x86-64 (entry and -pg sites) and arm64 under qemu.
+// registers, arguments past the registers on the stack (argN, stack+OFF)
+// with a struct there or by reference and a long double, long double and
+// struct return values, and a return value of each kind, as `ftpatch
+// replay` shows them under function_graph (testdata/args-graph.golden:
+// parse(3, "abc") = 6) and the arguments under function
+// (testdata/args-function.golden), times, thread ids and callers masked;
+// stack items past a context's last mapped page show ?, and the program
+// goes on. The program's output is the untraced one. On x86-64 (entry
+// and -pg sites, whose stack arguments are found from the frame) and
+// arm64 under qemu.
 func TestArgs(t *testing.T) {
 	for _, c := range []ccBuild{
 		{x86GCC, "-O2 -pg -mfentry"},
@@ -388,7 +408,7 @@ func TestArgs(t *testing.T) {
 			wantOut, wantCode := untraced(t, c.tg, dir, "args.c")
 			prog := traced(t, c.tg, dir, c.flags, true, "args.c")
 			for _, tracer := range []string{"function_graph", "function"} {
-				_, tdir := runTracedArgv(t, dir, c.tg.on(prog), tracer, tracer, argsEnv, wantOut, wantCode)
+				_, tdir := runTracedArgv(t, dir, c.tg.on(prog), tracer, tracer, argsEnv(c.tg.arch), wantOut, wantCode)
 				out, stderr := run(t, dir, tool("ftpatch"), "replay", tdir)
 				if stderr != "" {
 					t.Errorf("%s: replay: %s", tracer, stderr)
@@ -402,6 +422,27 @@ func TestArgs(t *testing.T) {
 				golden.Check(t, filepath.Join("testdata", name+".golden"), masked([]byte(out)))
 			}
 		})
+	}
+}
+
+// TestArgsMcountStack: at arm64's -pg sites, after a prologue, the
+// stack arguments are found from the frame the prologue built
+// (progs/args.c's stacked: the ninth integer argument, a struct by
+// reference after it, the eleventh), and a context's first function's
+// past its stack's last page show ?.
+func TestArgsMcountStack(t *testing.T) {
+	tg := a64GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "args.c")
+	prog := traced(t, tg, dir, "-O2 -pg", true, "args.c")
+	env := []string{"FTRACE_ARGS=stacked@arg9,*arg10/{d,d,d},arg11/i32;at_top@stack+16,stack+504"}
+	_, tdir := runTracedArgv(t, dir, tg.on(prog), "function_graph", "graph", env, wantOut, wantCode)
+	out, _ := run(t, dir, tool("ftpatch"), "replay", tdir)
+	for _, want := range []string{"stacked(9, {10, 20, 30}, -11);", "at_top(?, ?);"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replay lacks %q:\n%s", want, out)
+		}
 	}
 }
 
