@@ -4,12 +4,13 @@
 // against before the program runs), and how `ftpatch record --auto-args`
 // makes them from a module's DWARF: for each function with a site that
 // the globs choose, an item per parameter by its type, placed in the
-// registers the calling convention of the file's architecture gives it
-// (callconv.go), and the return value's format.
+// registers or on the stack as the calling convention of the file's
+// architecture puts it (callconv.go), and the return value's format.
 //
 //	int parse(int n, const char *s)        parse@arg1/i32,arg2/s       parse/i32
 //	double ratio(double a, long k, float b) ratio@fparg1/f64,arg1/i64,fparg2/f32  ratio/f64
-//	void f(long double x, int y)           f@?,arg1/i32                 (x86-64)
+//	int f(long double x, struct pt p)      f@stack+0/f80,arg1/{i32,i32} f/i32  (x86-64)
+//	long double g(struct big b)            g@*arg1/{i64,i64,i64}        g/f128 (arm64)
 //	enum color pick(bool b)                pick@arg1/b                  pick/e:color
 //
 // A function's parameters come from its DW_TAG_subprogram's

@@ -4,7 +4,11 @@
  * pointers and strings, float, double and long double, __int128,
  * complex, structs in registers (integer, floating, mixed, HFA) and in
  * memory or by reference, between other arguments; the registers
- * running out; the return values of each kind. */
+ * running out, and what follows them on the stack (integers after a
+ * long double, a struct in memory and __int128, floats past the vector
+ * registers); structs C would not lay out as their members say (packed,
+ * a union, bit-fields) and one too large to record whole; the return
+ * values of each kind. */
 #include <complex.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,6 +25,11 @@ struct fi { float f; int i; };
 struct f3 { float a, b, c; };
 struct ld { long double x; };
 typedef const char *str;
+struct __attribute__((packed)) pk { char c; int i; };
+union un { int i; float f; };
+struct bits { unsigned a : 3, b : 5; int c; };
+struct witharr { int v[3]; char c; };
+struct huge { long v[6]; };
 
 #define F __attribute__((noinline, used))
 F int ints(int8_t a, int16_t b, int32_t c, int64_t d, uint8_t e, uint16_t f) { return a + b + c + (int)d + e + f; }
@@ -44,6 +53,13 @@ F int many(int a, int b, int c, int d, int e, int f, int g, int h, int i, double
 F int mem_first(struct pair p1, struct pair p2, struct pair p3, int after) { return (int)(p1.x + p2.x + p3.x) + after; }
 F struct big bigret(int a) { struct big b = { a, a, a }; return b; }
 F struct pair pairret(int a) { struct pair p = { a, a }; return p; }
+F double stack_mix(int a, int b, int c, int d, int e, int f, int g, long double x, int h, struct big s, int i, double d1, float f2) { return a + b + c + d + e + f + g + (double)x + h + s.a + i + d1 + f2; }
+F float fp_spill(double d1, double d2, double d3, double d4, double d5, double d6, double d7, double d8, double d9, float f10, int n) { return (float)(d1 + d2 + d3 + d4 + d5 + d6 + d7 + d8 + d9 + f10 + n); }
+F long i128_late(long a, long b, long c, long d, long e, __int128 w, long f) { return a + b + c + d + e + (long)w + f; }
+F int odd_shapes(struct pk p, union un u, struct bits b, struct witharr w, int after) { return p.i + u.i + b.c + w.v[0] + after; }
+F long huge_arg(struct huge h, int after) { return h.v[0] + after; }
+F struct f3 f3ret(float x) { struct f3 r = { x, x, x }; return r; }
+F struct mixed mixret(long x) { struct mixed r = { x, 0.5 }; return r; }
 F void nothing(void) {}
 F int varargs(int n, ...) { return n; }
 static int hidden_helper(int x) { return x; }

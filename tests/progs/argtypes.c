@@ -4,9 +4,12 @@
  * each width with negative and high-bit values, float and double, bool,
  * char, enums (a flags enum's OR too), strings, pointers; a long double
  * and a struct passed on the stack between other arguments, a struct in
- * registers, a mixed one; return values of each kind; a shared object's
- * function (libargtypes.so, linked) and a plugin's (argv[1], loaded
- * with dlopen); and 40 more functions, past the 32 the runtime once kept.
+ * registers, a mixed one; return values of each kind; more integer
+ * arguments than registers, mixed with a long double, a struct in
+ * memory and floats past the vector registers, so that each lies on the
+ * stack after the others; structs returned; a shared object's function
+ * (libargtypes.so, linked) and a plugin's (argv[1], loaded with
+ * dlopen); and 40 more functions, past the 32 the runtime once kept.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,6 +33,21 @@ NOINLINE long double ld_ret(int x) { return x + 0.5L + zero; }
 NOINLINE int8_t neg8(int x) { return (int8_t)(x + zero); }
 NOINLINE uint16_t high16(int x) { return (uint16_t)(x + zero); }
 NOINLINE void nothing(void) { zero = zero; }
+NOINLINE long ints10(int a, long b, short c, signed char d, unsigned e, long f, int g, long h, int8_t i, uint16_t j)
+{
+	return a + b + c + d + e + f + g + h + i + j + zero;
+}
+NOINLINE double spill(int a, int b, int c, int d, int e, int f, int g, long double x, int h, struct big s, int i, double d1, float f2)
+{
+	return a + b + c + d + e + f + g + (double)x + h + s.a + s.b + s.c + i + d1 + f2 + zero;
+}
+NOINLINE float fp_spill(double d1, double d2, double d3, double d4, double d5, double d6, double d7, double d8, double d9, float f10, int n)
+{
+	return (float)(d1 + d2 + d3 + d4 + d5 + d6 + d7 + d8 + d9 + f10 + n + zero);
+}
+NOINLINE float hfa3(struct f3 v, int after) { return v.a + v.b + v.c + (float)after + (float)zero; }
+NOINLINE struct pt pt_ret(int x) { return (struct pt){ x + zero, -x }; }
+NOINLINE struct big big_ret(long a) { return (struct big){ a + zero, a + 1, a + 2 }; }
 
 #define MANY(n) NOINLINE int many_##n(int x) { return x + n + zero; }
 #define TEN(d) MANY(d##0) MANY(d##1) MANY(d##2) MANY(d##3) MANY(d##4) MANY(d##5) MANY(d##6) MANY(d##7) MANY(d##8) MANY(d##9)
@@ -55,6 +73,12 @@ int main(int argc, char **argv)
 	total += neg8(255);
 	total += high16(-1);
 	nothing();
+	total += ints10(1, -2, -3, -4, 5, -6, -7, 8, -9, 65535);
+	total += (long)spill(1, 2, 3, 4, 5, 6, 7, 2.5L, -8, (struct big){ 10, 20, 30 }, -9, 0.5, -1.25f);
+	total += (long)fp_spill(0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, -8.5, 0.25f, 3);
+	total += (long)hfa3((struct f3){ 1.5f, -2, 0.25f }, 4);
+	total += pt_ret(4).y;
+	total += big_ret(-1).c;
 	CALLS(1) CALLS(2) CALLS(3) CALLS(4)
 	total += lib_scale(-3, GREEN);
 	if (argc > 1) {
