@@ -55,17 +55,14 @@ import (
 //
 // A struct's item shows its members (a layout: {i32,i32}, nested structs
 // and arrays in braces), recorded whole: in its integer registers
-// (argN/{...}), in its vector registers (fpargN/{...}: all floats), on
-// the stack, or where arm64's pointer to it points (*argN/{...}); its
-// first abi.ArgStructMax bytes, "..." after them. One whose members C
-// would not place where they are (a packed struct, a bit-field, a union)
-// shows its bytes as hex words. An x86-64 struct in both kinds of
-// registers gets an item per eightbyte (an integer one /x64, or its one
-// scalar's format; a vector one /f32 or /f64 when one float or double
-// fills it, else ?). __int128 gets "?", its registers or stack counted,
-// so the items after it read the right ones. A parameter whose type the
-// DWARF does not give ends the items (with "?"): what it takes cannot be
-// told.
+// (argN/{...}), in its vector registers (fpargN/{...}: all floats), in
+// both (x86-64: argN+fpargM/{...}), on the stack, or where arm64's
+// pointer to it points (*argN/{...}); its first abi.ArgStructMax bytes,
+// "..." after them. One whose members C would not place where they are
+// (a packed struct, a bit-field, a union) shows its bytes as hex words.
+// __int128 gets "?", its registers or stack counted, so the items after
+// it read the right ones. A parameter whose type the DWARF does not give
+// ends the items (with "?"): what it takes cannot be told.
 
 // A placer counts what a function's parameters have taken: registers,
 // and bytes of the stack.
@@ -410,26 +407,32 @@ func (p *placer) place(a agg) []Item {
 		st.N, st.FP = p.fps-needFP+1, true
 		return []Item{st}
 	}
-	// In both kinds of registers: an item per eightbyte.
-	var items []Item
+	// In both kinds of registers: argN+fpargM, when the layout's
+	// eightbytes are of the classes the struct's are (its members'
+	// layout, not hex words in their place).
+	st.N, st.FPN = p.ints+1, p.fps+1
+	p.ints += needInt
+	p.fps += needFP
+	if !a.layoutClasses() {
+		return []Item{unknown}
+	}
+	return []Item{st}
+}
+
+// layoutClasses says whether a's layout has a's eightbyte classes: the
+// same eightbytes hold more than floats.
+func (a agg) layoutClasses() bool {
+	lay, err := trace.ParseLayout(a.layout)
+	if err != nil {
+		return false
+	}
+	var want uint64
 	for e, c := range a.classes {
-		var in []member
-		for _, m := range a.ms {
-			if m.off/8 == int64(e) {
-				in = append(in, m)
-			}
-		}
-		switch {
-		case c != classSSE:
-			items = append(items, p.intReg(p.word(in, int64(e))))
-		case len(in) == 1:
-			items = append(items, p.fpReg(Item{Fmt: Float, Bits: p.floatBits(in[0].t)}))
-		default:
-			p.fpReg(unknown) // two floats in one register, beside an integer one
-			items = append(items, unknown)
+		if c != classSSE {
+			want |= 1 << e
 		}
 	}
-	return items
+	return lay.Integers()&(1<<len(a.classes)-1) == want
 }
 
 // flatten lists the scalars of struct, union, array or complex t at off
@@ -482,19 +485,6 @@ func halfOf(c *godwarf.ComplexType) godwarf.Type {
 		name = "long double"
 	}
 	return &godwarf.FloatType{BasicType: godwarf.BasicType{CommonType: godwarf.CommonType{ByteSize: c.ByteSize / 2, Name: name}}}
-}
-
-// word is the item of the eightbyte w of an aggregate, whose members in
-// it are in, in an integer register: the format of the one
-// integer-class scalar it holds at its start, as that scalar alone
-// would have; else its bits in hex.
-func (p *placer) word(in []member, w int64) Item {
-	if len(in) == 1 && in[0].off == 8*w {
-		if it, ok := p.scalarFormat(in[0].t); ok {
-			return it
-		}
-	}
-	return Item{Fmt: Hex, Bits: 64}
 }
 
 func firstOr(ms []member) godwarf.Type {
@@ -724,18 +714,10 @@ func (p *placer) ret1(t godwarf.Type) (it *Item, hidden bool) {
 			st.Deref = true // rax holds its address
 			return &st, true
 		}
-		ints, sses := 0, 0
-		for _, c := range a.classes {
-			if c == classSSE {
-				sses++
-			} else {
-				ints++
-			}
+		st.FP = a.floatOnly // xmm0, xmm1; else each eightbyte from the next register of its class
+		if !a.layoutClasses() {
+			return &unknown, false
 		}
-		if ints > 0 && sses > 0 {
-			return &unknown, false // rax and xmm0: no format reads both
-		}
-		st.FP = sses > 0
 		return &st, false
 	}
 	return &unknown, false

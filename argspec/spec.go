@@ -3,6 +3,7 @@ package argspec
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 //	FTRACE_ARGS   = entry { ";" entry }     entry = GLOB "@" item { "," item }
 //	FTRACE_RETVAL = entry { ";" entry }     entry = GLOB [ "/" ( format | "*" LAYOUT ) ]
 //	item   = [ "*" ] "arg" N [ "/" format ] | "fparg" N [ "/" format ]
-//	       | [ "*" ] "stack+" OFF [ "/" format ] | "?"
+//	       | [ "*" ] "stack+" OFF [ "/" format ] | "arg" N "+fparg" M "/" LAYOUT | "?"
 //	format = ("d" | "i" | "u" | "x") [ bits ] | "p" | "s" | "c" | "b" | "e:" ENUM
 //	       | "f" [ fbits ] | LAYOUT
 //	bits   = "8" | "16" | "32" | "64"     fbits = "32" | "64" | "80" | "128"
@@ -53,14 +54,17 @@ import (
 // register, arm64 a member a register, a homogeneous aggregate of at
 // most 4), at stack+OFF, or, after "*", where the pointer in argN or at
 // stack+OFF points (arm64's struct over 16 bytes, passed by reference).
+// argN+fpargM/LAYOUT is x86-64's struct in both kinds of registers (at
+// most 16 bytes): each eightbyte from the next register of its class,
+// those holding only floats from fpargM on, the others from argN on.
 //
 // In FTRACE_RETVAL a format f reads the floating-point return register
 // (f80: x86-64's st0), a LAYOUT the return registers (16 bytes at most:
-// x86-64 rax and rdx, or xmm0 and xmm1 when it holds only floats;
-// arm64 x0 and x1, or v0-v3 for a homogeneous aggregate), "*" LAYOUT
-// (x86-64) the struct returned in memory, whose address rax holds; any
-// other format the integer register; "?" shows that there is a value
-// not shown.
+// x86-64 each eightbyte from the next of its class, rax and rdx or, when
+// it holds only floats, xmm0 and xmm1; arm64 x0 and x1, or v0-v3 for a
+// homogeneous aggregate), "*" LAYOUT (x86-64) the struct returned in
+// memory, whose address rax holds; any other format the integer
+// register; "?" shows that there is a value not shown.
 
 // A Format is how an item's value is read and shown.
 type Format uint8
@@ -85,6 +89,7 @@ type Item struct {
 	Fmt    Format
 	FP     bool   // in floating-point registers (fpargN; a return value's f, or a layout of floats)
 	N      int    // argN, fpargN: N; 0 for a return value, stack+OFF or Unknown
+	FPN    int    // argN+fpargM: M, where the floating-point eightbytes of an x86-64 struct in both kinds of registers start
 	Stack  bool   // stack+OFF
 	Off    int    // stack+OFF: OFF, in bytes
 	Deref  bool   // "*": the struct the pointer there points to
@@ -133,6 +138,8 @@ func (it Item) String() string {
 		return deref + f
 	case it.FP:
 		return fmt.Sprintf("fparg%d/%s", it.N, f)
+	case it.FPN > 0:
+		return fmt.Sprintf("arg%d+fparg%d/%s", it.N, it.FPN, f)
 	}
 	return fmt.Sprintf("%sarg%d/%s", deref, it.N, f)
 }
@@ -296,7 +303,7 @@ func checkGlob(g string) string {
 }
 
 // wantItem is what parseItem says of an item it cannot read.
-const wantItem = "want argN[/FMT], fpargN[/FMT], stack+OFF[/FMT], *argN/{...}, *stack+OFF/{...} or ?"
+const wantItem = "want argN[/FMT], fpargN[/FMT], stack+OFF[/FMT], *argN/{...}, *stack+OFF/{...}, argN+fpargM/{...} or ?"
 
 // parseItem reads one FTRACE_ARGS item.
 func parseItem(s string, a arch.Arch) (Item, string) {
@@ -317,12 +324,24 @@ func parseItem(s string, a arch.Arch) (Item, string) {
 		return Item{}, fmt.Sprintf("item %q: %s", s, wantItem)
 	}
 	num, f, hasF := strings.Cut(rest[len(name):], "/")
+	fpn, mixed := "", false
+	if name == "arg" && !deref {
+		num, fpn, mixed = strings.Cut(num, "+fparg")
+	}
 	first := "1"
 	if it.Stack {
 		first = "0"
 	}
-	if num == "" || strings.Trim(num, "0123456789") != "" || num[0] == '0' && (len(num) > 1 || !it.Stack) {
+	if !number(num, it.Stack) {
 		return Item{}, fmt.Sprintf("item %q: want a number from %s after %q", s, first, name)
+	}
+	if mixed {
+		if !number(fpn, false) {
+			return Item{}, fmt.Sprintf("item %q: want a number from 1 after \"+fparg\"", s)
+		}
+		if it.FPN, _ = strconv.Atoi(fpn); len(fpn) > 2 || it.FPN > fps {
+			return Item{}, fmt.Sprintf("item %q: %v passes %d floating-point arguments in registers (fparg1-fparg%d)", s, a, fps, fps)
+		}
 	}
 	n, err := strconv.Atoi(num)
 	if err != nil || n > 1<<20 {
@@ -347,11 +366,17 @@ func parseItem(s string, a arch.Arch) (Item, string) {
 		if msg != "" {
 			return Item{}, fmt.Sprintf("item %q: %s", s, msg)
 		}
-		g.FP, g.N, g.Stack, g.Off = it.FP, it.N, it.Stack, it.Off
+		g.FP, g.N, g.FPN, g.Stack, g.Off = it.FP, it.N, it.FPN, it.Stack, it.Off
 		it = g
 	}
 	if deref && it.Fmt != Struct {
 		return Item{}, fmt.Sprintf("item %q: * reads the struct a pointer points to: its format is {...}", s)
+	}
+	if mixed {
+		if msg := fitMixed(it, a, ints, fps); msg != "" {
+			return Item{}, fmt.Sprintf("item %q: %s", s, msg)
+		}
+		return it, ""
 	}
 	it.Deref = deref
 	// What the item reads: size bytes, of the stack from stack when it
@@ -380,6 +405,35 @@ func parseItem(s string, a arch.Arch) (Item, string) {
 		return Item{}, fmt.Sprintf("item %q: %v's arg1-arg%d are registers, arg%d-arg%d the stack's words after them, in the first %d bytes of its arguments there", s, a, ints, ints+1, ints+(abi.ArgStackMax-size)/8+1, abi.ArgStackMax)
 	}
 	return it, ""
+}
+
+// number says whether s is a decimal number without a leading zero (0
+// itself when zero).
+func number(s string, zero bool) bool {
+	return s != "" && strings.Trim(s, "0123456789") == "" && (s[0] != '0' || zero && len(s) == 1)
+}
+
+// fitMixed says what is wrong with argN+fpargM item it on arch a (ints
+// and fps registers of each kind), or "".
+func fitMixed(it Item, a arch.Arch, ints, fps int) string {
+	if a != arch.X86_64 {
+		return fmt.Sprintf("%v passes a struct in one kind of register: argN/{...} or fpargN/{...}", a)
+	}
+	if it.Fmt != Struct {
+		return "argN+fpargM is a struct in both kinds of registers: its format is {...}"
+	}
+	lay, _ := trace.ParseLayout(it.Layout)
+	words := (lay.Size() + 7) / 8
+	inInts := bits.OnesCount64(lay.Integers() & (1<<words - 1))
+	switch {
+	case lay.Size() > 16:
+		return fmt.Sprintf("%d bytes: a struct in registers has at most 16 (two)", lay.Size())
+	case it.N > ints || it.N+inInts-1 > ints:
+		return fmt.Sprintf("its integer eightbytes take arg%d-arg%d, past arg%d", it.N, it.N+inInts-1, ints)
+	case it.FPN+words-inInts-1 > fps:
+		return fmt.Sprintf("its floating-point eightbytes take fparg%d-fparg%d, past fparg%d", it.FPN, it.FPN+words-inInts-1, fps)
+	}
+	return ""
 }
 
 // fitLayout says what is wrong with struct item it, of layout lay, in

@@ -83,6 +83,21 @@ var specCases = []specCase{
 	{"f@fparg1/{f128,f128}", false, "", "f@fparg1/{f128,f128}"},
 	{"f@fparg1/{i32}", false, "", ""},
 	{"f@fparg1/{f32,i32}", false, "", ""},
+	{"f@arg1+fparg1/{i64,f64},arg2+fparg2/{f32,f32,i32},arg4+fparg8/{f64,i64}", false, "f@arg1+fparg1/{i64,f64},arg2+fparg2/{f32,f32,i32},arg4+fparg8/{f64,i64}", ""},
+	{"f@arg6+fparg8/{i32,f32,f64},arg1+fparg1/{f64},arg2+fparg1/{d,d}", false, "f@arg6+fparg8/{i32,f32,f64},arg1+fparg1/{f64},arg2+fparg1/{i64,i64}", ""},
+	{"f@arg6+fparg1/{i64,i64}", false, "", ""},
+	{"f@arg7+fparg1/{f64}", false, "", ""},
+	{"f@arg1+fparg8/{f64,f64}", false, "", ""},
+	{"f@arg1+fparg9/{i64}", false, "", ""},
+	{"f@arg1+fparg0/{i64}", false, "", ""},
+	{"f@arg1+fparg1/{i64,i64,i64}", false, "", ""},
+	{"f@arg1+fparg1", false, "", ""},
+	{"f@arg1+fparg1/i64", false, "", ""},
+	{"f@*arg1+fparg1/{i64}", false, "", ""},
+	{"f@stack+8+fparg1/{i64}", false, "", ""},
+	{"f@fparg1+fparg1/{i64}", false, "", ""},
+	{"f@arg1+arg2/{i64}", false, "", ""},
+	{"r/{i64,f64};s/{f32,{f32,i32}}", true, "r/{i64,f64};s/{f32,{f32,i32}}", "r/{i64,f64};s/{f32,{f32,i32}}"},
 	{"f@arg1/{}", false, "", ""},
 	{"f@arg1/{i32", false, "", ""},
 	{"f@arg1/{i32}}", false, "", ""},
@@ -220,9 +235,11 @@ func TestErrors(t *testing.T) {
 		{"parse@arg1/{i32,s}", false, arch.X86_64, `"parse@arg1/{i32,s}": item "arg1/{i32,s}": "{i32,s}": member "s": want d i u x (and bits), p, c, b, f32 f64 f80 f128, or {...}`},
 		{"parse@*arg1/i64", false, arch.X86_64, `"parse@*arg1/i64": item "*arg1/i64": * reads the struct a pointer points to: its format is {...}`},
 		{"parse@fparg1/{f32,f64}", false, arch.ARM64, `"parse@fparg1/{f32,f64}": item "fparg1/{f32,f64}": in vector registers, arm64 passes a struct of 1 to 4 floating-point members of one type, one a register`},
+		{"parse@arg1+fparg1/{i64,f64}", false, arch.ARM64, `"parse@arg1+fparg1/{i64,f64}": item "arg1+fparg1/{i64,f64}": arm64 passes a struct in one kind of register: argN/{...} or fpargN/{...}`},
+		{"parse@arg6+fparg1/{i64,i64}", false, arch.X86_64, `"parse@arg6+fparg1/{i64,i64}": item "arg6+fparg1/{i64,i64}": its integer eightbytes take arg6-arg7, past arg6`},
 		{"parse@arg1/q", false, arch.X86_64, `"parse@arg1/q": item "arg1/q": unknown format "q": want d i u x (8 16 32 or 64 bits after: i32), p s c b, e:ENUM, f f32 f64 f80 f128 (floating point) or {...} (a struct)`},
 		{"parse@argv", false, arch.ARM64, `"parse@argv": item "argv": want a number from 1 after "arg"`},
-		{"parse@pointer", false, arch.ARM64, `"parse@pointer": item "pointer": want argN[/FMT], fpargN[/FMT], stack+OFF[/FMT], *argN/{...}, *stack+OFF/{...} or ?`},
+		{"parse@pointer", false, arch.ARM64, `"parse@pointer": item "pointer": want argN[/FMT], fpargN[/FMT], stack+OFF[/FMT], *argN/{...}, *stack+OFF/{...}, argN+fpargM/{...} or ?`},
 		{"parse/w", true, arch.X86_64, `"parse/w": unknown format "w": want d i u x (8 16 32 or 64 bits after: i32), p s c b, e:ENUM, f f32 f64 f80 f128 (floating point) or {...} (a struct)`},
 		{"parse/*{i64,i64,i64}", true, arch.ARM64, `"parse/*{i64,i64,i64}": format "*{i64,i64,i64}": arm64 returns no address of a struct it returns in memory`},
 		{"parse/{i64,i64,i64}", true, arch.X86_64, `"parse/{i64,i64,i64}": format "{i64,i64,i64}": 24 bytes: a struct in registers has at most 16`},
@@ -237,7 +254,8 @@ func TestErrors(t *testing.T) {
 
 // structSizes is what testdata/parse.c prints after a text's
 // canonical form: " S" and the bytes of each struct item, "F" after a
-// return value's read from floating-point registers.
+// return value's read from floating-point registers, "I" and the mask
+// of its eightbytes that hold more than floats.
 func structSizes(text string, ret bool, a arch.Arch) string {
 	var entries []Entry
 	if ret {
@@ -256,6 +274,7 @@ func structSizes(text string, ret bool, a arch.Arch) string {
 			if ret && it.FP {
 				b.WriteString("F")
 			}
+			fmt.Fprintf(&b, "I%d", l.Integers())
 		}
 	}
 	return b.String()

@@ -196,6 +196,36 @@ func (l *Layout) Floats() (count, minBits, maxBits int) {
 	return count, minBits, maxBits
 }
 
+// Integers says which of the struct's eightbytes (bit e: its bytes 8e
+// to 8e+7) hold a member that is not floating point: those x86-64 passes
+// in integer registers (class INTEGER), the others in vector ones (SSE).
+func (l *Layout) Integers() uint64 {
+	var words uint64
+	for b := l.nonFloat(); b != 0; b &= b - 1 {
+		words |= 1 << (bits.TrailingZeros64(b) / 8)
+	}
+	return words
+}
+
+// nonFloat marks the struct's bytes (bit b: byte b, of its first 64)
+// that hold a member that is not floating point.
+func (l *Layout) nonFloat() uint64 {
+	var mask uint64
+	for _, m := range l.members {
+		var own uint64
+		switch {
+		case m.sub != nil:
+			own = m.sub.nonFloat()
+		case m.kind != 'f':
+			own = 1<<m.size() - 1
+		}
+		if m.off < 64 {
+			mask |= own << m.off
+		}
+	}
+	return mask
+}
+
 // String is the layout's canonical text: every member as i, u or x with
 // its bits, p, c, b, or f with its bits.
 func (l *Layout) String() string {

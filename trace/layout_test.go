@@ -22,26 +22,29 @@ func TestLayout(t *testing.T) {
 	for _, c := range []struct {
 		text, canon string
 		size        int
+		ints        uint64 // Integers
 		data        []byte
 		show        string
 	}{
-		{"{i32,i32}", "{i32,i32}", 8, words(0xfffffffa00000005), "{5, -6}"},
-		{"{d,i,u,x}", "{i64,i64,u64,x64}", 32, words(1, ^uint64(1), ^uint64(0), 255), "{1, -2, 18446744073709551615, 0xff}"},
-		{"{c,i32,b,i16}", "{c,i32,b,i16}", 12, words(0xfffffffb00000071, 0xfffe0001), "{'q', -5, true, -2}"},
-		{"{i8,{i32,c},c}", "{i8,{i32,c},c}", 16, words(0x000000070000007f, 0x0000000900000041), "{127, {7, 'A'}, '\\t'}"},
-		{"{f32,f32,f}", "{f32,f32,f64}", 16, words(0xc01000003fc00000, 0x4004000000000000), "{1.5, -2.25, 2.5}"},
-		{"{u8,f80}", "{u8,f80}", 32, words(200, 0, 0xa000000000000000, 0x4000), "{200, 2.5}"},
-		{"{f128}", "{f128}", 16, words(0, 0x4000c00000000000), "{3.5}"},
-		{"{p,u16,x8,...}", "{p,u16,x8,...}", 16, words(0x1234, 0xff0007), "{0x1234, 7, 0xff, ...}"},
-		{"{{i64,i64},{i64}}", "{{i64,i64},{i64}}", 24, words(1, 2), "{{1, 2}, ?}"},
+		{"{i32,i32}", "{i32,i32}", 8, 1, words(0xfffffffa00000005), "{5, -6}"},
+		{"{d,i,u,x}", "{i64,i64,u64,x64}", 32, 15, words(1, ^uint64(1), ^uint64(0), 255), "{1, -2, 18446744073709551615, 0xff}"},
+		{"{c,i32,b,i16}", "{c,i32,b,i16}", 12, 3, words(0xfffffffb00000071, 0xfffe0001), "{'q', -5, true, -2}"},
+		{"{i8,{i32,c},c}", "{i8,{i32,c},c}", 16, 3, words(0x000000070000007f, 0x0000000900000041), "{127, {7, 'A'}, '\\t'}"},
+		{"{f32,f32,f}", "{f32,f32,f64}", 16, 0, words(0xc01000003fc00000, 0x4004000000000000), "{1.5, -2.25, 2.5}"},
+		{"{i64,f64}", "{i64,f64}", 16, 1, words(^uint64(8), 0x3fd0000000000000), "{-9, 0.25}"},
+		{"{f32,{f32,i32}}", "{f32,{f32,i32}}", 12, 2, words(0x3fc000003fc00000, 7), "{1.5, {1.5, 7}}"},
+		{"{u8,f80}", "{u8,f80}", 32, 1, words(200, 0, 0xa000000000000000, 0x4000), "{200, 2.5}"},
+		{"{f128}", "{f128}", 16, 0, words(0, 0x4000c00000000000), "{3.5}"},
+		{"{p,u16,x8,...}", "{p,u16,x8,...}", 16, 3, words(0x1234, 0xff0007), "{0x1234, 7, 0xff, ...}"},
+		{"{{i64,i64},{i64}}", "{{i64,i64},{i64}}", 24, 7, words(1, 2), "{{1, 2}, ?}"},
 	} {
 		l, err := ParseLayout(c.text)
 		if err != nil {
 			t.Errorf("%s: %v", c.text, err)
 			continue
 		}
-		if l.String() != c.canon || l.Size() != c.size {
-			t.Errorf("%s: %s of %d bytes, want %s of %d", c.text, l, l.Size(), c.canon, c.size)
+		if l.String() != c.canon || l.Size() != c.size || l.Integers() != c.ints {
+			t.Errorf("%s: %s of %d bytes, integer eightbytes %b; want %s of %d, %b", c.text, l, l.Size(), l.Integers(), c.canon, c.size, c.ints)
 		}
 		if got := l.Show(c.data); got != c.show {
 			t.Errorf("%s: shows %s, want %s", c.text, got, c.show)

@@ -5,8 +5,8 @@
  * each "ok CANONICAL" (every entry's items as package argspec's
  * Item.String writes them), then, for each struct item, " S" and its
  * bytes as the runtime reckons them (and for a return value, "F" when it
- * reads them from the floating-point registers), or "bad" (an entry
- * refused). TestRuntimeParser builds it for each architecture.
+ * reads them from the floating-point registers), "I" and the mask of its
+ * eightbytes that hold more than floats, or "bad" (an entry refused). TestRuntimeParser builds it for each architecture.
  */
 #include <stdio.h>
 #include <string.h>
@@ -86,11 +86,13 @@ int main(void)
 				const struct arg_item *it = &e.it[i];
 				format(it, f, sizeof f);
 				if (it->type == ARG_STRUCT)
-					z += sprintf(z, " S%d%s", it->size, ret && it->fp ? "F" : "");
+					z += sprintf(z, " S%d%sI%d", it->size, ret && it->fp ? "F" : "", it->ints);
 				if (ret || it->type == ARG_NONE)
 					o += sprintf(o, "%s%s", i ? "," : "", f);
 				else if (it->stack)
 					o += sprintf(o, "%s%sstack+%d/%s", i ? "," : "", it->deref ? "*" : "", it->off, f + it->deref);
+				else if (it->mixed)
+					o += sprintf(o, "%sarg%d+fparg%d/%s", i ? "," : "", it->n + 1, it->fpn + 1, f);
 				else
 					o += sprintf(o, "%s%s%sarg%d/%s", i ? "," : "", it->deref ? "*" : "", it->fp ? "fp" : "", it->n + 1, f + it->deref);
 			}

@@ -2,6 +2,7 @@
  * FTRACE_ARGS and FTRACE_RETVAL's grammar (argspec.h; package
  * ftpatch/argspec's comment gives it whole).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "argspec.h"
@@ -58,9 +59,10 @@ static int enum_ok(const char *p, const char *end)
 
 /* What a struct's layout says (layout()): its bytes, and, when it
  * holds only floating-point members, their count and their fewest and
- * most bits (count 0: it holds something else). */
+ * most bits (count 0: it holds something else); its eightbytes that
+ * hold something else (bit e: eightbyte e). */
 struct shape {
-	unsigned size, count, lo, hi;
+	unsigned size, count, lo, hi, ints;
 };
 
 /* The bytes and alignment of the scalar member [p, end) of a layout
@@ -98,14 +100,19 @@ static int member(const char *p, const char *end, unsigned *size, unsigned *fbit
 /* A struct being read: its members so far. */
 struct frame {
 	unsigned size, align, count, lo, hi, members;
-	int other; /* a member that is not floating point */
+	int other;     /* a member that is not floating point */
+	uint64_t mask; /* its bytes that hold one (bit b: byte b, of the first 64) */
 };
 
 /* Add a member of size bytes, aligned to align, of count floating-point
- * members of lo to hi bits (count 0: not only floats), to f. */
-static void add(struct frame *f, unsigned size, unsigned align, unsigned count, unsigned lo, unsigned hi)
+ * members of lo to hi bits (count 0: not only floats), whose bytes that
+ * hold something else are mask, to f. */
+static void add(struct frame *f, unsigned size, unsigned align, unsigned count, unsigned lo, unsigned hi, uint64_t mask)
 {
-	f->size = (f->size + align - 1) / align * align + size;
+	unsigned off = (f->size + align - 1) / align * align;
+	if (off < 64)
+		f->mask |= mask << off;
+	f->size = off + size;
 	if (align > f->align)
 		f->align = align;
 	f->members++;
@@ -126,7 +133,7 @@ static int layout(const char *p, const char *end, struct shape *s)
 	int d = 0, more = 0;
 	if (end - p > ARG_LAYOUT_MAX || p == end || *p != '{')
 		return -1;
-	st[0] = (struct frame){ 0, 1, 0, 128, 0, 0, 0 };
+	st[0] = (struct frame){ 0, 1, 0, 128, 0, 0, 0, 0 };
 	p++;
 	for (;;) {
 		/* A member. */
@@ -134,7 +141,7 @@ static int layout(const char *p, const char *end, struct shape *s)
 			more = 1;
 			p += 3;
 		} else if (p < end && *p == '{') {
-			st[++d] = (struct frame){ 0, 1, 0, 128, 0, 0, 0 };
+			st[++d] = (struct frame){ 0, 1, 0, 128, 0, 0, 0, 0 };
 			p++;
 			continue;
 		} else {
@@ -144,7 +151,7 @@ static int layout(const char *p, const char *end, struct shape *s)
 			unsigned size, fbits;
 			if (member(p, q, &size, &fbits) != 0)
 				return -1;
-			add(&st[d], size, size, fbits ? 1 : 0, fbits ? fbits : 128, fbits);
+			add(&st[d], size, size, fbits ? 1 : 0, fbits ? fbits : 128, fbits, fbits ? 0 : (1ull << size) - 1);
 			p = q;
 		}
 		/* What follows it: another, or the end of one struct or more. */
@@ -163,11 +170,14 @@ static int layout(const char *p, const char *end, struct shape *s)
 			if (d == 0) {
 				if (p != end || f->size > ARG_STRUCT_MAX)
 					return -1;
-				*s = (struct shape){ f->size, f->other ? 0 : f->count, f->lo, f->hi };
+				*s = (struct shape){ f->size, f->other ? 0 : f->count, f->lo, f->hi, 0 };
+				for (unsigned e = 0; e < 8; e++)
+					if (f->mask >> (8 * e) & 0xff)
+						s->ints |= 1u << e;
 				return 0;
 			}
 			d--;
-			add(&st[d], f->size, f->align, f->other ? 0 : f->count, f->lo, f->hi);
+			add(&st[d], f->size, f->align, f->other ? 0 : f->count, f->lo, f->hi, f->mask);
 		}
 	}
 }
@@ -185,6 +195,7 @@ static int format(const char *p, const char *end, int w, struct arg_item *it, st
 			return -1;
 		it->type = ARG_STRUCT;
 		it->size = (unsigned char)s->size;
+		it->ints = (unsigned char)s->ints;
 		it->text = p;
 		it->text_len = (unsigned char)len;
 		return 0;
@@ -299,8 +310,38 @@ static int fits(const struct arg_item *it, const struct shape *s)
 	return !it->fp || it->n + words <= ARGSPEC_FP_REGS;
 }
 
-/* One item of FTRACE_ARGS, [p, end): "?", [*]argN[/fmt], fpargN[/fmt]
- * or [*]stack+OFF[/fmt]. */
+/* A number at *p, of no leading zero (unless zero and zero_ok), moved
+ * past; -1 when there is none. Numbers past every limit read as 1 << 20. */
+static long number(const char **p, const char *end, int zero_ok)
+{
+	const char *q = *p;
+	if (q == end || !is_digit(*q) || (*q == '0' && (!zero_ok || (q + 1 < end && is_digit(q[1])))))
+		return -1;
+	long n = 0;
+	while (q < end && is_digit(*q))
+		if ((n = n * 10 + (*q++ - '0')) > 1 << 20)
+			n = 1 << 20; /* past every limit, and a multiple of 8 */
+	*p = q;
+	return n;
+}
+
+/* Whether argN+fpargM item it, of shape s, fits its registers (the Go
+ * side's fitMixed): x86-64's alone. */
+static int fits_mixed(const struct arg_item *it, const struct shape *s)
+{
+#if defined(__aarch64__)
+	(void)it, (void)s;
+	return 0;
+#else
+	unsigned words = (s->size + 7) / 8, in_ints = (unsigned)__builtin_popcount(s->ints & ((1u << words) - 1));
+	if (it->type != ARG_STRUCT || s->size > 16 || it->n >= ARGSPEC_INT_REGS)
+		return 0;
+	return it->n + in_ints <= ARGSPEC_INT_REGS && it->fpn + (words - in_ints) <= ARGSPEC_FP_REGS;
+#endif
+}
+
+/* One item of FTRACE_ARGS, [p, end): "?", [*]argN[/fmt], fpargN[/fmt],
+ * [*]stack+OFF[/fmt] or argN+fpargM/layout. */
 static int item(const char *p, const char *end, struct arg_item *it)
 {
 	memset(it, 0, sizeof *it);
@@ -319,12 +360,16 @@ static int item(const char *p, const char *end, struct arg_item *it)
 		it->stack = 1, w = IN_STACK, p += 6;
 	else
 		return -1;
-	if (p == end || !is_digit(*p) || (*p == '0' && (!it->stack || (p + 1 < end && is_digit(p[1])))))
+	long n = number(&p, end, it->stack), m = 0;
+	if (n < 0)
 		return -1;
-	long n = 0;
-	while (p < end && is_digit(*p))
-		if ((n = n * 10 + (*p++ - '0')) > 1 << 20)
-			n = 1 << 20; /* past every limit, and a multiple of 8 */
+	if (!it->deref && !it->fp && !it->stack && end - p >= 6 && strncmp(p, "+fparg", 6) == 0) {
+		p += 6;
+		if ((m = number(&p, end, 0)) < 0 || m > ARGSPEC_FP_REGS)
+			return -1;
+		it->mixed = 1;
+		it->fpn = (unsigned char)(m - 1);
+	}
 	if (p < end && *p != '/')
 		return -1;
 	if (it->stack && (n % 8 || n > ARG_STACK_MAX))
@@ -339,7 +384,7 @@ static int item(const char *p, const char *end, struct arg_item *it)
 		it->n = (unsigned char)(n - 1);
 	it->bits = 64;
 	it->type = it->fp ? ARG_DOUBLE : ARG_INT;
-	struct shape s = { 0, 0, 0, 0 };
+	struct shape s = { 0, 0, 0, 0, 0 };
 	if (p < end) {
 		unsigned char fp = it->fp;
 		if (format(p + 1, end, w, it, &s) != 0)
@@ -348,6 +393,8 @@ static int item(const char *p, const char *end, struct arg_item *it)
 	}
 	if (it->deref && it->type != ARG_STRUCT)
 		return -1;
+	if (it->mixed)
+		return fits_mixed(it, &s) ? 0 : -1;
 	/* What it reads, and of the stack from where. */
 	long size = 8, at = -1;
 	if (it->stack)
@@ -372,7 +419,7 @@ static int item(const char *p, const char *end, struct arg_item *it)
 /* A return value's format [p, end), into it. */
 static int ret_format(const char *p, const char *end, struct arg_item *it)
 {
-	struct shape s = { 0, 0, 0, 0 };
+	struct shape s = { 0, 0, 0, 0, 0 };
 	if (end - p == 1 && *p == '?') {
 		it->type = ARG_NONE;
 		return 0;

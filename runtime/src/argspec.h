@@ -36,6 +36,9 @@ struct arg_item {
 	unsigned short off;     /* stack+OFF: OFF, bytes */
 	unsigned char size;     /* ARG_STRUCT: its bytes (the layout's); ARG_F80, ARG_F128: 16 */
 	unsigned char per_reg;  /* ARG_STRUCT in vector registers: its bytes in each (x86-64 an eightbyte, arm64 a member) */
+	unsigned char mixed;    /* argN+fpargM (x86-64): each eightbyte from the next register of its class */
+	unsigned char fpn;      /* argN+fpargM: M - 1 */
+	unsigned char ints;     /* ARG_STRUCT: its eightbytes that hold more than floats (bit e: eightbyte e; x86-64's class INTEGER) */
 	unsigned char text_len; /* ARG_ENUM: its name's bytes; ARG_STRUCT: its layout's */
 	const char *text;       /* ARG_ENUM: its name; ARG_STRUCT: its layout; in the text parsed (no NUL) */
 };

@@ -500,9 +500,14 @@ static int fetch(struct call *c, const struct arg_item *it, uint64_t v[ARG_STRUC
 		vec_bytes(c->f, it->n, it->type == ARG_STRUCT ? it->per_reg : size, size, (unsigned char *)v);
 		return 0;
 	}
-	for (unsigned i = 0; 8 * i < size; i++)
-		if (int_word(c, it->n + i, &v[i]) != 0)
+	for (unsigned i = 0, n = it->n, fpn = it->fpn; 8 * i < size; i++) {
+		if (it->mixed && !(it->ints >> i & 1)) {
+			vec_bytes(c->f, fpn++, 8, 8, (unsigned char *)&v[i]); /* an eightbyte of floats */
+			continue;
+		}
+		if (int_word(c, n++, &v[i]) != 0)
 			return -1;
+	}
 	return 0;
 }
 
@@ -610,8 +615,9 @@ static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 }
 
 /* What return value item it reads, into v, as fetch does: the integer
- * return registers, the vector ones (it->fp), the x87's st0 (f80), or
- * the struct returned in memory whose address rax holds (deref). */
+ * return registers, the vector ones (it->fp; x86-64's struct: each
+ * eightbyte from those of its class), the x87's st0 (f80), or the
+ * struct returned in memory whose address rax holds (deref). */
 static int ret_fetch(struct ftrace_regs *f, const unsigned char *fp, const struct arg_item *it, uint64_t v[ARG_STRUCT_MAX / 8], uintptr_t *at)
 {
 	size_t size = item_size(it);
@@ -623,12 +629,27 @@ static int ret_fetch(struct ftrace_regs *f, const unsigned char *fp, const struc
 		*at = ftrt_arch_ret_int(f, 0);
 		return read_mem(v, *at, size) == (long)size ? 0 : -2;
 	}
+	if (it->fp && it->type != ARG_STRUCT) {
+		vec_bytes(f, 0, size, size, (unsigned char *)v);
+		return 0;
+	}
+#if defined(__aarch64__)
 	if (it->fp) {
-		vec_bytes(f, 0, it->type == ARG_STRUCT ? it->per_reg : size, size, (unsigned char *)v);
+		vec_bytes(f, 0, it->per_reg, size, (unsigned char *)v); /* an HFA: a member a register */
 		return 0;
 	}
 	v[0] = ftrt_arch_ret_int(f, 0);
 	v[1] = ftrt_arch_ret_int(f, 1);
+#else
+	/* Each eightbyte from the next return register of its class: rax,
+	 * rdx; xmm0, xmm1. */
+	for (unsigned i = 0, n = 0, fpn = 0; i < 2 && 8 * i < size; i++) {
+		if (it->type == ARG_STRUCT && !(it->ints >> i & 1))
+			vec_bytes(f, fpn++, 8, 8, (unsigned char *)&v[i]);
+		else
+			v[i] = ftrt_arch_ret_int(f, n++);
+	}
+#endif
 	return 0;
 }
 

@@ -48,6 +48,7 @@ NOINLINE float fp_spill(double d1, double d2, double d3, double d4, double d5, d
 NOINLINE float hfa3(struct f3 v, int after) { return v.a + v.b + v.c + (float)after + (float)zero; }
 NOINLINE struct pt pt_ret(int x) { return (struct pt){ x + zero, -x }; }
 NOINLINE struct big big_ret(long a) { return (struct big){ a + zero, a + 1, a + 2 }; }
+NOINLINE struct mixed mixed_ret(long n) { return (struct mixed){ n + zero, -0.5 }; }
 
 #define MANY(n) NOINLINE int many_##n(int x) { return x + n + zero; }
 #define TEN(d) MANY(d##0) MANY(d##1) MANY(d##2) MANY(d##3) MANY(d##4) MANY(d##5) MANY(d##6) MANY(d##7) MANY(d##8) MANY(d##9)
@@ -79,6 +80,7 @@ int main(int argc, char **argv)
 	total += (long)hfa3((struct f3){ 1.5f, -2, 0.25f }, 4);
 	total += pt_ret(4).y;
 	total += big_ret(-1).c;
+	total += mixed_ret(5).n;
 	CALLS(1) CALLS(2) CALLS(3) CALLS(4)
 	total += lib_scale(-3, GREEN);
 	if (argc > 1) {
