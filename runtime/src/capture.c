@@ -11,8 +11,9 @@
  * register), stack+OFF (the stack argument at byte OFF), each with a
  * format (d i u x with their bits, p s c b, e:ENUM, f32 f64 f80 f128, a
  * struct's {...}), *argN/{...} and *stack+OFF/{...} (the struct a
- * pointer points to), or "?" (a value not read); each entry of
- * FTRACE_RETVAL a glob and the return value's format. A function's arguments come from the first FTRACE_ARGS entry
+ * pointer points to), argN+fpargM/{...} (x86-64's struct in both kinds
+ * of registers), or "?" (a value not read); each entry of FTRACE_RETVAL
+ * a glob and the return value's format. A function's arguments come from the first FTRACE_ARGS entry
  * whose glob chooses it, its return value from the first FTRACE_RETVAL
  * entry; an entry the grammar refuses is skipped, with a warning
  * (ftpatch record refuses it before the program runs).
