@@ -605,10 +605,15 @@ static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 		struct call c = { fregs, e->func, 0, 0 };
 		for (int i = 0; i < args->n; i++) {
 			const struct arg_item *it = &args->it[i];
-			uint64_t v[ARG_STRUCT_MAX / 8] = { 0 };
-			uintptr_t at = 0;
-			int got = it->type == ARG_NONE ? -1 : fetch(&c, it, v, &at);
-			types |= (uint64_t)put_value(w, &k, it, v, got, at) << (ARG_TYPE_BITS * (i + 1));
+			unsigned type = it->type;
+			if (it->reg) { /* the common case: one register, as it is */
+				put_item(w, &k, it, it->fp ? ftrace_regs_get_fp_argument_bits(fregs, it->n) : ftrace_regs_get_argument(fregs, it->n));
+			} else {
+				uint64_t v[ARG_STRUCT_MAX / 8] = { 0 };
+				uintptr_t at = 0;
+				type = put_value(w, &k, it, v, type == ARG_NONE ? -1 : fetch(&c, it, v, &at), at);
+			}
+			types |= (uint64_t)type << (ARG_TYPE_BITS * (i + 1));
 		}
 		put_args(b, (uint32_t)p, e->func, types, w, k);
 	}
