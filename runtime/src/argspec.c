@@ -396,7 +396,7 @@ static int item(const char *p, const char *end, struct arg_item *it)
 	if (it->mixed)
 		return fits_mixed(it, &s) ? 0 : -1;
 	it->reg = !it->stack && !it->deref && (it->fp || it->n < ARGSPEC_INT_REGS) && it->type != ARG_STRUCT && it->type != ARG_F80 &&
-		  it->type != ARG_F128;
+		  it->type != ARG_F128 && it->type != ARG_STRING && it->type != ARG_ENUM;
 	/* What it reads, and of the stack from where. */
 	long size = 8, at = -1;
 	if (it->stack)

@@ -39,7 +39,7 @@ struct arg_item {
 	unsigned char mixed;    /* argN+fpargM (x86-64): each eightbyte from the next register of its class */
 	unsigned char fpn;      /* argN+fpargM: M - 1 */
 	unsigned char ints;     /* ARG_STRUCT: its eightbytes that hold more than floats (bit e: eightbyte e; x86-64's class INTEGER) */
-	unsigned char reg;      /* an argument of one register's word: read as it is (capture.c's quick path) */
+	unsigned char reg;      /* an argument in one register, recorded as one word (no string, no enum): capture.c's quick path */
 	unsigned char text_len; /* ARG_ENUM: its name's bytes; ARG_STRUCT: its layout's */
 	const char *text;       /* ARG_ENUM: its name; ARG_STRUCT: its layout; in the text parsed (no NUL) */
 };

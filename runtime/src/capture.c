@@ -30,38 +30,15 @@
  * warned about once and the program goes on without; a secure-execution
  * process reads no FTRACE* variable, so never asks.
  *
- * Values are recorded as they are in the registers: an integer of fewer
- * bits sign- or zero-extended from them (the rest of the register is
- * undefined), a char, bool or float from its low bits; an enum whole,
- * with its enum's name (the reader finds its enumerators in the trace's
- * enums file, which ftpatch record writes); a long double's 16 bytes; a
- * struct's bytes, gathered from its registers or memory, with its
- * layout's text (the reader shows the members by it).
- *
- * The stack's arguments are the caller's, above the function's entry
- * stack pointer (each architecture says where that is: fregs.c; at an
- * arm64 -pg site only when the prologue can be read, else the item is
- * not recorded, ?). Those on the page of the word just below the first
- * (the return address on x86-64, the ops caller's frame on arm64: both
- * mapped) are read as they are; any further, through the reader that
- * never faults (read_mem), so an item past a function's real arguments,
- * at the top of a stack with nothing mapped above it (a makecontext
- * stack's first function), costs a value, never the program. Memory
- * behind a pointer (a string, *argN's struct) is only ever read that
- * way. A long double returned on x86-64 is in the x87's st0, which the
- * return path saves with the vector registers (fgraph.c) before any of
- * the runtime's code runs.
+ * What each item reads of a call and how it is written in the record
+ * is argread.c's.
  *
  * The capture is a graph user of the runtime's own (fgraph.c): its
  * entryfunc runs after the tracer recorded the call's CALL or ENTRY, and
  * puts an EXT_ARGS record right before it (abi.h); its retfunc runs
  * before the tracer records the EXIT, and writes an EXT_RETVAL record.
  * Both only when the record they go with is this call's, so a reader
- * pairs them by position. Strings are read with
- * process_vm_readv, which fails on a bad pointer rather than faulting
- * (or, where it is refused, as under qemu-user, through a pipe that the
- * kernel reads them into); a bad one is recorded as unreadable, with
- * its pointer. Return values need function_graph.
+ * pairs them by position. Return values need function_graph.
  *
  * Which sites the user hooks is the table's to say (ftrt_ops_choose):
  * per module and site, its arguments' entry and its return value's,
@@ -75,15 +52,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "argread.h"
 #include "argspec.h"
 #include "fgraph.h"
 #include "ftrace.h"
@@ -320,225 +296,6 @@ void ftrt_capture_adding(const struct ftrt_module *m)
 	pthread_mutex_unlock(&pending_lock);
 }
 
-static int pipefd[2] = { -1, -1 };
-static int pipe_busy;
-
-static long read_mem(void *dst, uintptr_t src, size_t len)
-{
-	struct iovec l = { dst, len }, r = { (void *)src, len };
-	long n = sys(SYS_process_vm_readv, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&l, 1, (long)&r, 1, 0);
-	if (n != -ENOSYS && n != -EPERM)
-		return n;
-	/* No process_vm_readv here: the kernel copies the bytes into a pipe
-	 * (EFAULT for a bad address) and back, one reader at a time. */
-	if (pipefd[0] < 0 || __atomic_exchange_n(&pipe_busy, 1, __ATOMIC_ACQUIRE))
-		return -EBUSY;
-	n = sys(SYS_write, pipefd[1], (long)src, (long)len, 0, 0, 0);
-	if (n > 0)
-		n = sys(SYS_read, pipefd[0], (long)dst, n, 0, 0, 0);
-	__atomic_store_n(&pipe_busy, 0, __ATOMIC_RELEASE);
-	return n;
-}
-
-/* A string at p into out (at most ARG_STRING_MAX bytes, its NUL not
- * kept): its length, or -1 when p cannot be read. */
-static int read_string(uintptr_t p, char *out, int *truncated)
-{
-	/* In pieces that end at a page's end: a string near the end of a
-	 * readable page, before an unreadable one, is read whole. */
-	int len = 0;
-	*truncated = 0;
-	while (len <= ARG_STRING_MAX) {
-		uintptr_t at = p + (uintptr_t)len;
-		size_t want = 4096 - (at & 4095);
-		if (want > (size_t)(ARG_STRING_MAX + 1 - len))
-			want = (size_t)(ARG_STRING_MAX + 1 - len);
-		char buf[ARG_STRING_MAX + 1];
-		long n = read_mem(buf, at, want);
-		if (n <= 0)
-			return len ? len : -1;
-		for (long i = 0; i < n; i++) {
-			if (!buf[i])
-				return len;
-			if (len == ARG_STRING_MAX) {
-				*truncated = 1;
-				return len;
-			}
-			out[len++] = buf[i];
-		}
-	}
-	*truncated = 1;
-	return ARG_STRING_MAX;
-}
-
-/* A string's length word and bytes, len of them from s, to w at *k. */
-static void put_bytes(uint64_t *w, uint32_t *k, const char *s, int len, int trunc)
-{
-	w[(*k)++] = (uint64_t)len | (trunc ? ARG_TRUNCATED : 0);
-	uint32_t words = ((uint32_t)len + 7) / 8;
-	memset(&w[*k], 0, words * 8);
-	memcpy(&w[*k], s, (size_t)len);
-	*k += words;
-}
-
-/* Add item it with the register's value v to w at *k, which it moves
- * past it: a value of fewer bits extended from them (the register's
- * upper bits are undefined), a string read, an enum's name after it. */
-static void put_item(uint64_t *w, uint32_t *k, const struct arg_item *it, uint64_t v)
-{
-	int shift = 64 - it->bits;
-	switch (it->type) {
-	case ARG_NONE:
-		return;
-	case ARG_INT:
-		v = shift ? (uint64_t)((int64_t)(v << shift) >> shift) : v;
-		break;
-	case ARG_UINT:
-	case ARG_UDEC:
-		v = shift ? v << shift >> shift : v;
-		break;
-	case ARG_CHAR:
-	case ARG_BOOL:
-		v &= 0xff;
-		break;
-	case ARG_FLOAT:
-		v &= 0xffffffff;
-		break;
-	case ARG_STRING: {
-		char s[ARG_STRING_MAX + 1];
-		int trunc, len = read_string((uintptr_t)v, s, &trunc);
-		if (len < 0) {
-			w[(*k)++] = ARG_UNREADABLE;
-			w[(*k)++] = v;
-			return;
-		}
-		put_bytes(w, k, s, len, trunc);
-		return;
-	}
-	case ARG_ENUM:
-		w[(*k)++] = v;
-		put_bytes(w, k, it->text, it->text_len, 0);
-		return;
-	}
-	w[(*k)++] = v;
-}
-
-/* The words an item takes in a record at most: a string's (its length
- * word and bytes) or a struct's (its bytes and its layout, each with a
- * length word). */
-#define ITEM_WORDS_MAX (2 + ARG_STRING_MAX / 8)
-_Static_assert(2 + ARG_STRUCT_MAX / 8 + ARG_LAYOUT_MAX / 8 <= ITEM_WORDS_MAX && 2 + ARG_ENUM_MAX / 8 <= ITEM_WORDS_MAX,
-	       "a struct's or an enum's words fit an item's");
-
-/* The call whose arguments are read: its ftrace_regs, its site, and its
- * stack arguments' address once an item needs it (0: not known). */
-struct call {
-	struct ftrace_regs *f;
-	uintptr_t ip;
-	uintptr_t stack;
-	int looked;
-};
-
-/* len bytes of the call's stack arguments from off into dst: 0, or -1
- * (where they are is not known, or they cannot be read). */
-static int stack_read(struct call *c, size_t off, void *dst, size_t len)
-{
-	if (!c->looked)
-		c->stack = ftrt_arch_stack_args(c->f, c->ip), c->looked = 1;
-	uintptr_t base = c->stack, at = base + off;
-	if (!base)
-		return -1;
-	if (((base - 1) >> 12) == ((at + len - 1) >> 12)) {
-		__builtin_memcpy(dst, (const void *)at, len); /* on a page known mapped */
-		return 0;
-	}
-	return read_mem(dst, at, len) == (long)len ? 0 : -1;
-}
-
-/* The call's integer argument i, from 0: a register, or past them the
- * stack's word. 0, or -1. */
-static int int_word(struct call *c, unsigned i, uint64_t *v)
-{
-	if (i < ARGSPEC_INT_REGS) {
-		*v = ftrace_regs_get_argument(c->f, i);
-		return 0;
-	}
-	return stack_read(c, 8 * (i - ARGSPEC_INT_REGS), v, 8);
-}
-
-/* The bytes item it takes: a word, a long double's 16, a struct's. */
-static size_t item_size(const struct arg_item *it)
-{
-	return it->type == ARG_STRUCT ? it->size : it->type == ARG_F80 || it->type == ARG_F128 ? 16 : 8;
-}
-
-/* size bytes from vector registers n on, per bytes from each, into d. */
-static void vec_bytes(struct ftrace_regs *f, unsigned n, size_t per, size_t size, unsigned char *d)
-{
-	for (size_t at = 0; at < size; at += per, n++) {
-		uint64_t r[2];
-		ftrt_arch_vec(f, n, r);
-		__builtin_memcpy(d + at, r, size - at < per ? size - at : per);
-	}
-}
-
-/* What argument item it reads of the call, into v: 0; -1 when it could
- * not be read (the stack's place not known, or unreadable); -2 when the
- * memory a pointer points to could not be, at *at. */
-static int fetch(struct call *c, const struct arg_item *it, uint64_t v[ARG_STRUCT_MAX / 8], uintptr_t *at)
-{
-	size_t size = item_size(it);
-	if (it->deref) {
-		uint64_t p;
-		if ((it->stack ? stack_read(c, it->off, &p, 8) : int_word(c, it->n, &p)) != 0)
-			return -1;
-		*at = p;
-		return read_mem(v, p, size) == (long)size ? 0 : -2;
-	}
-	if (it->stack)
-		return stack_read(c, it->off, v, size);
-	if (it->fp) {
-		vec_bytes(c->f, it->n, it->type == ARG_STRUCT ? it->per_reg : size, size, (unsigned char *)v);
-		return 0;
-	}
-	for (unsigned i = 0, n = it->n, fpn = it->fpn; 8 * i < size; i++) {
-		if (it->mixed && !(it->ints >> i & 1)) {
-			vec_bytes(c->f, fpn++, 8, 8, (unsigned char *)&v[i]); /* an eightbyte of floats */
-			continue;
-		}
-		if (int_word(c, n++, &v[i]) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Add item it, whose bytes are v (got is fetch's or ret_fetch's
- * answer), to w at *k: its type, ARG_NONE when it was not read. */
-static unsigned put_value(uint64_t *w, uint32_t *k, const struct arg_item *it, const uint64_t *v, int got, uintptr_t at)
-{
-	if (it->type == ARG_STRUCT && got == -2) {
-		w[(*k)++] = ARG_UNREADABLE;
-		w[(*k)++] = at;
-		return it->type;
-	}
-	if (got != 0)
-		return ARG_NONE;
-	switch (it->type) {
-	case ARG_F80:
-	case ARG_F128:
-		w[(*k)++] = v[0];
-		w[(*k)++] = v[1];
-		break;
-	case ARG_STRUCT:
-		put_bytes(w, k, (const char *)v, it->size, 0);
-		put_bytes(w, k, it->text, it->text_len, 0);
-		break;
-	default:
-		put_item(w, k, it, v[0]);
-	}
-	return it->type;
-}
-
 /* The EXT_RETVAL of site, items w[0, k) of the types in types: into b,
  * taken, right before the tracer writes the call's EXIT. */
 static void put_retval(struct tbuf *b, uintptr_t site, uint64_t types, const uint64_t *w, uint32_t k)
@@ -600,63 +357,21 @@ static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 		return 0;
 	long p = args ? last_record(b, e->func) : -1;
 	if (p >= 0) {
-		uint64_t w[ARG_MAX * ITEM_WORDS_MAX], types = (uint64_t)args->n;
+		uint64_t w[ARG_MAX * ARG_ITEM_WORDS_MAX], types = (uint64_t)args->n;
 		uint32_t k = 0;
-		struct call c = { fregs, e->func, 0, 0 };
+		struct arg_call c = { fregs, e->func, 0, 0 };
 		for (int i = 0; i < args->n; i++) {
 			const struct arg_item *it = &args->it[i];
 			unsigned type = it->type;
-			if (it->reg) { /* the common case: one register, as it is */
-				put_item(w, &k, it, it->fp ? ftrace_regs_get_fp_argument_bits(fregs, it->n) : ftrace_regs_get_argument(fregs, it->n));
-			} else {
-				uint64_t v[ARG_STRUCT_MAX / 8] = { 0 };
-				uintptr_t at = 0;
-				type = put_value(w, &k, it, v, type == ARG_NONE ? -1 : fetch(&c, it, v, &at), at);
-			}
+			if (it->reg) /* the common case: one register's word, as it is */
+				w[k++] = ftrt_arg_word(it, it->fp ? ftrace_regs_get_fp_argument_bits(fregs, it->n) : ftrace_regs_get_argument(fregs, it->n));
+			else
+				type = ftrt_arg_put(w, &k, &c, it);
 			types |= (uint64_t)type << (ARG_TYPE_BITS * (i + 1));
 		}
 		put_args(b, (uint32_t)p, e->func, types, w, k);
 	}
 	return ret && ftrt_mode == FTRT_GRAPH;
-}
-
-/* What return value item it reads, into v, as fetch does: the integer
- * return registers, the vector ones (it->fp; x86-64's struct: each
- * eightbyte from those of its class), the x87's st0 (f80), or the
- * struct returned in memory whose address rax holds (deref). */
-static int ret_fetch(struct ftrace_regs *f, const unsigned char *fp, const struct arg_item *it, uint64_t v[ARG_STRUCT_MAX / 8], uintptr_t *at)
-{
-	size_t size = item_size(it);
-	if (it->type == ARG_NONE)
-		return -1;
-	if (it->type == ARG_F80)
-		return fp ? ftrt_arch_ret_x87(fp, v) : -1;
-	if (it->deref) {
-		*at = ftrt_arch_ret_int(f, 0);
-		return read_mem(v, *at, size) == (long)size ? 0 : -2;
-	}
-	if (it->fp && it->type != ARG_STRUCT) {
-		vec_bytes(f, 0, size, size, (unsigned char *)v);
-		return 0;
-	}
-#if defined(__aarch64__)
-	if (it->fp) {
-		vec_bytes(f, 0, it->per_reg, size, (unsigned char *)v); /* an HFA: a member a register */
-		return 0;
-	}
-	v[0] = ftrt_arch_ret_int(f, 0);
-	v[1] = ftrt_arch_ret_int(f, 1);
-#else
-	/* Each eightbyte from the next return register of its class: rax,
-	 * rdx; xmm0, xmm1. */
-	for (unsigned i = 0, n = 0, fpn = 0; i < 2 && 8 * i < size; i++) {
-		if (it->type == ARG_STRUCT && !(it->ints >> i & 1))
-			vec_bytes(f, fpn++, 8, 8, (unsigned char *)&v[i]);
-		else
-			v[i] = ftrt_arch_ret_int(f, n++);
-	}
-#endif
-	return 0;
 }
 
 static void retfunc(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftrace_regs *fregs)
@@ -667,24 +382,15 @@ static void retfunc(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftr
 	struct tbuf *b = ftrt_fgraph_returning(&fp);
 	if (!entries_at(r->func, &args, &ret) || !ret || !b || paused())
 		return; /* no EXIT follows: nothing to pair with */
-	const struct arg_item *it = &ret->it[0];
-	uint64_t w[ITEM_WORDS_MAX], v[ARG_STRUCT_MAX / 8] = { 0 };
+	uint64_t w[ARG_ITEM_WORDS_MAX];
 	uint32_t k = 0;
-	uintptr_t at = 0;
-	unsigned type = put_value(w, &k, it, v, ret_fetch(fregs, fp, it, v, &at), at);
+	unsigned type = ftrt_ret_put(w, &k, fregs, fp, &ret->it[0]);
 	put_retval(b, r->func, 1 | (uint64_t)type << ARG_TYPE_BITS, w, k);
 }
 
 static void after_fork(void)
 {
-	if (pipefd[0] >= 0) {
-		sys(SYS_close, pipefd[0], 0, 0, 0, 0, 0);
-		sys(SYS_close, pipefd[1], 0, 0, 0, 0, 0);
-		pipefd[0] = pipefd[1] = -1;
-		if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
-			pipefd[0] = pipefd[1] = -1;
-	}
-	pipe_busy = 0;
+	ftrt_argread_after_fork();
 	pthread_mutex_init(&pending_lock, NULL);
 }
 
@@ -723,8 +429,7 @@ void ftrt_capture_start(void)
 		if (md->live)
 			ask(md->path ? md->path : self_path(exe, sizeof exe), md->build_id, &mod_args[i], &mod_ret[i]);
 	}
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
-		pipefd[0] = pipefd[1] = -1;
+	ftrt_argread_start();
 	pthread_atfork(NULL, NULL, after_fork);
 	user.entryfunc = entryfunc;
 	user.retfunc = retfunc;
