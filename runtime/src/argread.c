@@ -177,6 +177,8 @@ static int stack_read(struct arg_call *c, size_t off, void *dst, size_t len)
 static int int_word(struct arg_call *c, unsigned i, uint64_t *v)
 {
 	if (i < ARGSPEC_INT_REGS) {
+		if (!ftrt_arch_int_arg_known(c->f, i))
+			return -1;
 		*v = ftrace_regs_get_argument(c->f, i);
 		return 0;
 	}

@@ -363,7 +363,7 @@ static int entryfunc(struct ftrace_graph_ent *e, struct fgraph_ops *g, struct ft
 		for (int i = 0; i < args->n; i++) {
 			const struct arg_item *it = &args->it[i];
 			unsigned type = it->type;
-			if (it->reg) /* the common case: one register's word, as it is */
+			if (it->reg && (it->fp || ftrt_arch_int_arg_known(fregs, it->n))) /* the common case: one register's word, as it is */
 				w[k++] = ftrt_arg_word(it, it->fp ? ftrace_regs_get_fp_argument_bits(fregs, it->n) : ftrace_regs_get_argument(fregs, it->n));
 			else
 				type = ftrt_arg_put(w, &k, &c, it);

@@ -86,6 +86,10 @@ uintptr_t ftrt_arm64_mcount_entry_sp(uintptr_t ip, const uintptr_t *fp) HIDDEN;
  * x1); and, at a return, the x87's st0 from fp (what ftrt_arch_fp_save
  * saved; -1 where there is none), 10 bytes in out's 16. */
 uintptr_t ftrt_arch_stack_args(const struct ftrace_regs *fregs, uintptr_t ip) HIDDEN;
+/* Whether integer argument register n still holds the argument at the
+ * site fregs was saved at (arm64's -pg sites have put the return
+ * address in x0 for _mcount: the first argument is gone). */
+int ftrt_arch_int_arg_known(const struct ftrace_regs *fregs, unsigned n) HIDDEN;
 void ftrt_arch_vec(const struct ftrace_regs *fregs, unsigned n, uint64_t out[2]) HIDDEN;
 uint64_t ftrt_arch_ret_int(const struct ftrace_regs *fregs, unsigned i) HIDDEN;
 int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2]) HIDDEN;

@@ -114,6 +114,15 @@ uintptr_t ftrt_arch_stack_args(const struct ftrace_regs *f, uintptr_t ip)
 	return ftrt_arm64_mcount_entry_sp(ip, (const uintptr_t *)f->fp);
 }
 
+/* A -pg site comes after gcc's "mov x0, x30", which gives _mcount the
+ * caller's return address in x0: the first argument is no longer in a
+ * register there (the prologue copied it to one the compiler chose).
+ * x1-x7 still hold theirs: the prologue only copies them. */
+int ftrt_arch_int_arg_known(const struct ftrace_regs *f, unsigned n)
+{
+	return !(f->kind == FREGS_MCOUNT && n == 0);
+}
+
 void ftrt_arch_vec(const struct ftrace_regs *f, unsigned n, uint64_t out[2])
 {
 	out[0] = n < 8 ? f->q[n][0] : 0;
