@@ -201,7 +201,7 @@ func TestExitFile(t *testing.T) {
 		{"code too big", "exit_code 256\n", "exit:1: malformed exit file: exit code 256"},
 		{"signal 0", "signal 0\n", "exit:1: malformed exit file: signal 0"},
 		{"not a number", "exit_code x\n", "exit:1: malformed exit file: want `key number`"},
-		{"too big", strings.Repeat("ru_nvcsw 1\n", 1000), "more than record writes"},
+		{"too big", strings.Repeat("ru_nvcsw 1\n", 1000), "malformed exit file: 11000 bytes, more than 4096"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeTrace(t, goodMeta, map[string][]byte{ExitFile: []byte(c.text)})

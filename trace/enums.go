@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,19 +64,8 @@ func WriteEnums(w io.Writer, enums []Enum) error {
 // is no such file.
 func readEnums(dir string) (map[string]*Enum, error) {
 	path := filepath.Join(dir, EnumsFile)
-	f, size, err := openFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if size > maxEnumsFile {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than %d", path, ErrFormat, size, maxEnumsFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, size))
-	if err != nil {
+	b, err := readOptional(path, maxEnumsFile, ErrFormat)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	out := map[string]*Enum{}

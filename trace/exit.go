@@ -2,9 +2,9 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,20 +110,13 @@ var ErrExitFile = errors.New("malformed exit file")
 // what record writes, is an error naming it.
 func ReadExitStatus(dir string) (*ExitStatus, error) {
 	path := filepath.Join(dir, ExitFile)
-	f, size, err := openFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := readOptional(path, maxExitFile, ErrExitFile)
+	if b == nil || err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	if size > maxExitFile {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than record writes", path, ErrExitFile, size)
 	}
 	var e ExitStatus
 	exited, signaled := false, false
-	sc := bufio.NewScanner(io.LimitReader(f, size))
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for line := 1; sc.Scan(); line++ {
 		key, val, ok := strings.Cut(sc.Text(), " ")
 		n, err := strconv.ParseUint(val, 10, 64)

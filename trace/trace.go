@@ -603,6 +603,25 @@ func openFile(path string) (*os.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
+// readOptional reads the small file at path whole, as openFile opens
+// it: nil without an error when there is none; one larger than max bytes
+// is an error wrapping tooBig that names it (the trace's enums and exit
+// files, which the runtime does not write).
+func readOptional(path string, max int64, tooBig error) ([]byte, error) {
+	f, size, err := openFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > max {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than %d", path, tooBig, size, max)
+	}
+	return io.ReadAll(io.LimitReader(f, size))
+}
+
 // readMeta reads the metadata at path into m and returns its number of
 // whole lines and whether a partial last line was left out (cut short:
 // a partial number would be misread).
