@@ -186,7 +186,9 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 }
 
 // TestSignalJumpOut: a signal handler that makes a traced call and then
-// siglongjmps back to the loop, 20,000 times a second (progs/jumpout.c):
+// siglongjmps back to the loop, 20,000 times a second (progs/jumpout.c),
+// the first signal at once (a program that armed its timer before setting
+// its jump buffer would crash untraced every run, never now and then):
 // many land inside the tracer, whose frames the jump then leaves. The
 // program's output and exit status are the untraced one's under both
 // tracers and every site kind (x86-64's, and arm64's under qemu), and

@@ -1,11 +1,11 @@
 /*
  * A signal handler that never returns: a timer sends the thread SIGALRM
- * every PERIOD_NS nanoseconds (50 us; qemu-user, which runs the arm64
- * builds, falls over at that rate even untraced, and they are built with
- * a longer period), and its handler makes a traced call and then siglongjmps
- * back to the loop, which goes on where it was. A handler that lands
- * inside the tracer leaves it by that jump, so the tracer must not stay
- * taken for the rest of the run.
+ * at once and then every PERIOD_NS nanoseconds (50 us; qemu-user, which
+ * runs the arm64 builds, falls over at that rate even untraced, and they
+ * are built with a longer period), and its handler makes a traced call
+ * and then siglongjmps back to the loop, which goes on where it was. A
+ * handler that lands inside the tracer leaves it by that jump, so the
+ * tracer must not stay taken for the rest of the run.
  *
  * stdout is the same every run. stderr gives the calls each function's
  * body began, and the jumps made, for a test to check the trace against:
@@ -76,9 +76,14 @@ int main(void)
 		perror("timer_create");
 		return 2;
 	}
-	struct itimerspec its = { { 0, PERIOD_NS }, { 0, PERIOD_NS } };
-	timer_settime(timer, 0, &its, NULL);
-	sigsetjmp(env, 1); /* every jump comes back here: the loop goes on */
+	/* Every jump comes back here, and the loop goes on. The timer is
+	 * armed only once the jump buffer is set, and its first signal comes
+	 * at once: armed before, that signal would jump through an empty
+	 * buffer, on every run rather than now and then. */
+	if (sigsetjmp(env, 1) == 0) {
+		struct itimerspec its = { { 0, PERIOD_NS }, { 0, 1 } };
+		timer_settime(timer, 0, &its, NULL);
+	}
 	while (i < N) {
 		sink += mid(i);
 		i++;
