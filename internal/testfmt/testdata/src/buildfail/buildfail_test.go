@@ -1,0 +1,5 @@
+package buildfail
+
+import "testing"
+
+func TestNever(t *testing.T) { undefined() }

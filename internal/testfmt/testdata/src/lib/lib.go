@@ -1,0 +1,3 @@
+package lib
+
+func F() int { return "not an int" }

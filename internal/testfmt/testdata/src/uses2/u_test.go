@@ -1,0 +1,9 @@
+package uses2
+
+import (
+	"testing"
+
+	"example.com/rec/lib"
+)
+
+func TestUses(t *testing.T) { _ = lib.F() }
