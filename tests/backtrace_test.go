@@ -20,12 +20,18 @@ func TestBacktrace(t *testing.T) {
 		"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg", "-pg -mbranch-protection=standard"},
 	}
 	forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites, func(t *testing.T, tg target, flags string) {
-		dir, plainDir := t.TempDir(), t.TempDir()
+		dir := t.TempDir()
 		objs := buildSrc(t, tg, dir, "-O2 "+flags, true, "backtrace.c")
 		prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-rdynamic")
-		plain := filepath.Join(plainDir, "plain")
-		run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
-		want, _, code, err := runStatus(plainDir, tg.on(plain)...)
+		// The untraced program, the same for every site flag: built
+		// and run once.
+		r := once(t, sharedKey("backtrace.c untraced", tg.id()), func(plainDir string) ran {
+			plain := filepath.Join(plainDir, "plain")
+			run(t, plainDir, append(append(append([]string{}, tg.link...), "-o", plain, picLink(true), "-rdynamic"), buildSrc(t, tg, plainDir, "-O2", true, "backtrace.c")...)...)
+			want, _, code, err := runStatus(plainDir, tg.on(plain)...)
+			return ran{want, code, err}
+		})
+		want, code, err := r.out, r.code, r.err
 		const frames = "inner: walk inner middle outer main\ninner: walk inner middle outer main\ndeeper: walk deeper deeper deeper deeper main\n"
 		if err != nil || code != 0 || want[:len(frames)] != frames {
 			t.Fatalf("untraced: exit %d, %v, output\n%s\nwant it to start\n%s", code, err, want, frames)

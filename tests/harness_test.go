@@ -305,17 +305,17 @@ func build(t *testing.T, tg target, dir, flags string, pie bool) []string {
 	return buildSrc(t, tg, dir, flags, pie, progSources...)
 }
 
-// buildSrc compiles the given sources of progs/ like build.
+// buildSrc compiles the given sources of progs/ like build. Each object
+// is compiled once per test run (compiled) and copied into dir.
 func buildSrc(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string) []string {
 	t.Helper()
 	var objs []string
 	for _, src := range srcs {
-		abs := progPath(t, src)
-		obj := filepath.Join(dir, strings.TrimSuffix(strings.TrimSuffix(src, ".c"), ".cc")+".o")
-		argv := append(append([]string{}, tg.cc...), "-O2", "-c", abs, "-o", obj)
-		argv = append(argv, picFlag(pie))
+		name := strings.TrimSuffix(strings.TrimSuffix(src, ".c"), ".cc") + ".o"
+		argv := append(append([]string{}, tg.cc...), "-O2", "-c", progPath(t, src), picFlag(pie))
 		argv = append(argv, strings.Fields(flags)...)
-		run(t, dir, argv...)
+		obj := filepath.Join(dir, name)
+		copyFile(t, compiled(t, name, argv), obj, 0o644)
 		objs = append(objs, obj)
 	}
 	return objs
@@ -352,6 +352,11 @@ func linkLib(t *testing.T, dir string, driver []string, lib string, objs []strin
 	argv := append(append(append([]string{}, driver...), "-o", prog), flags...)
 	run(t, dir, append(append(argv, objs...), ftrt.LinkFlags(lib)...)...)
 	return prog
+}
+
+// id is what tells tg from every other target: its commands.
+func (tg target) id() string {
+	return sharedKey(tg.arch, strings.Join(tg.cc, " "), strings.Join(tg.link, " "), strings.Join(tg.exec, " "))
 }
 
 // on is the command line that runs prog with args on target tg: under
@@ -440,34 +445,52 @@ func execute(t *testing.T, tg target, prog string) (string, int) {
 	return out, code
 }
 
+// A plainProgram is a program built without sites, and what it printed
+// on stdout and its exit status when run: what a traced build must print
+// and end with.
+type plainProgram struct {
+	prog string
+	out  string
+	code int
+}
+
 // plainRun builds srcs of progs/ (by default the end-to-end program,
-// progSources) with tg's compiler and no sites, links them with ld in a
-// directory of its own, runs the program and returns it with its stdout
-// and exit status: what every traced build must print and end with.
+// progSources) with tg's compiler and no sites, links them with ld, runs
+// the program and returns it (not to be changed) with its stdout and exit
+// status: what every traced build must print and end with. Once per test
+// run.
 func plainRun(t *testing.T, tg target, pie bool, ld string, srcs ...string) (string, string, int) {
 	t.Helper()
 	if len(srcs) == 0 {
 		srcs = progSources
 	}
-	dir := t.TempDir()
-	plain, _ := link(t, tg, dir, "plain", buildSrc(t, tg, dir, "", pie, srcs...), pie, ld, false)
-	out, code := execute(t, tg, plain)
-	return plain, out, code
+	key := sharedKey(append([]string{"plainRun", tg.id(), picFlag(pie), ld}, srcs...)...)
+	p := once(t, key, func(dir string) plainProgram {
+		plain, _ := link(t, tg, dir, "plain", buildSrc(t, tg, dir, "", pie, srcs...), pie, ld, false)
+		out, code := execute(t, tg, plain)
+		return plainProgram{plain, out, code}
+	})
+	return p.prog, p.out, p.code
 }
 
 // untraced builds the program src of progs/ with tg's compiler at -O2
-// (and flags, defines the program takes) and no sites, in dir, runs it and returns its stdout and exit status:
-// what a traced build must print and end with.
+// (and flags, defines the program takes) and no sites into dir/plain, and
+// returns what it prints on stdout and its exit status: what a traced
+// build must print and end with. It is built and run once per test run.
 func untraced(t *testing.T, tg target, dir, src string, flags ...string) (string, int) {
 	t.Helper()
-	abs := progPath(t, src)
-	plain := filepath.Join(dir, "plain")
-	run(t, dir, append(append(append([]string{}, tg.cc...), flags...), "-O2", "-pthread", abs, "-o", plain)...)
-	out, _, code, err := runStatus(dir, tg.on(plain)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, code
+	argv := append(append(append([]string{}, tg.cc...), flags...), "-O2", "-pthread", progPath(t, src))
+	p := once(t, sharedKey(append([]string{"untraced", tg.id()}, argv...)...), func(shared string) plainProgram {
+		plain := filepath.Join(shared, "plain")
+		run(t, shared, append(argv, "-o", plain)...)
+		out, _, code, err := runStatus(shared, tg.on(plain)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plainProgram{plain, out, code}
+	})
+	copyFile(t, p.prog, filepath.Join(dir, "plain"), 0o755)
+	return p.out, p.code
 }
 
 // defines are the -D flags among flags: a program's own settings, which

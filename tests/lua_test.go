@@ -134,8 +134,10 @@ func TestLua(t *testing.T) {
 		t.Run(b.tg.arch+"/"+slug(strings.Join(b.flags, " ")), func(t *testing.T) {
 			t.Parallel()
 			need(t, b.tg.tools...)
-			plainDir, tracedDir := t.TempDir(), t.TempDir()
-			plain := buildLua(t, b.tg, src, plainDir, nil, false)
+			// The untraced interpreter, the same for every site
+			// flag: built once.
+			plain := once(t, sharedKey("lua untraced", b.tg.id()), func(dir string) string { return buildLua(t, b.tg, src, dir, nil, false) })
+			plainDir, tracedDir := filepath.Dir(plain), t.TempDir()
 			traced := buildLua(t, b.tg, src, tracedDir, b.flags, true)
 			for _, script := range scripts {
 				script, _ := filepath.Abs(script)
@@ -147,11 +149,22 @@ func TestLua(t *testing.T) {
 	}
 }
 
-// checkLua runs script with the untraced interpreter plain and with the
-// traced one under each tracer, and checks the graph.
+// A luaRun is how the untraced interpreter ran a script.
+type luaRun struct {
+	ran
+	stderr string
+}
+
+// checkLua runs script with the untraced interpreter plain (once per
+// test run) and with the traced one under each tracer, and checks the
+// graph.
 func checkLua(t *testing.T, tg target, plainDir, plain, tracedDir, traced, script string) {
 	t.Helper()
-	wantOut, wantErr, wantCode, err := runStatus(plainDir, tg.on(plain, script)...)
+	r := once(t, sharedKey("lua untraced run", tg.id(), script), func(string) luaRun {
+		out, errOut, code, err := runStatus(plainDir, tg.on(plain, script)...)
+		return luaRun{ran{out, code, err}, errOut}
+	})
+	wantOut, wantErr, wantCode, err := r.out, r.stderr, r.code, r.err
 	if err != nil || wantCode != 0 {
 		t.Fatalf("untraced lua: exit %d, %v\n%s", wantCode, err, wantErr)
 	}

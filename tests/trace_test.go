@@ -23,10 +23,15 @@ import (
 // it and the traced build are compiled at -O0: the instrumentation
 // changes what the optimiser does (clang turns half of fib's recursion
 // into a loop in one build and not the other), and the comparison must be
-// of the same calls.
+// of the same calls. Counted once per test run.
 func oracleCounts(t *testing.T, tg target) map[string]int {
 	t.Helper()
-	dir := t.TempDir()
+	return maps.Clone(once(t, sharedKey("oracle", tg.id()), func(dir string) map[string]int { return countOracle(t, tg, dir) }))
+}
+
+// countOracle builds and runs oracleCounts' program in dir.
+func countOracle(t *testing.T, tg target, dir string) map[string]int {
+	t.Helper()
 	objs := build(t, tg, dir, "-O0 -finstrument-functions", false)
 	cyg := progPath(t, "cyg.c")
 	prog := filepath.Join(dir, "oracle")
