@@ -5,8 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -86,10 +86,18 @@ func TestReaderMemory(t *testing.T) {
 
 // limited runs argv in dir under readerLimit, its output to out (nil:
 // returned), failing the test unless it succeeds within the limit; it
-// returns the output and the peak resident memory.
+// returns the output and the peak resident memory, which progs/maxrss.c
+// measures (the rusage of a child Go starts counts the test process's
+// own peak).
 func limited(t *testing.T, dir string, out *os.File, argv ...string) (string, int64) {
 	t.Helper()
-	cmd := exec.Command("prlimit", append([]string{fmt.Sprintf("--data=%d", readerLimit), "--stack=1048576"}, argv...)...)
+	maxrss := once(t, "maxrss", func(dir string) string {
+		bin := filepath.Join(dir, "maxrss")
+		run(t, dir, "gcc", "-O2", progPath(t, "maxrss.c"), "-o", bin)
+		return bin
+	})
+	rssFile := filepath.Join(t.TempDir(), "maxrss")
+	cmd := exec.Command(maxrss, append([]string{rssFile, "prlimit", fmt.Sprintf("--data=%d", readerLimit), "--stack=1048576"}, argv...)...)
 	cmd.Dir = dir
 	var stdout strings.Builder
 	var stderr strings.Builder
@@ -102,7 +110,15 @@ func limited(t *testing.T, dir string, out *os.File, argv ...string) (string, in
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s, under a %d MB data limit: %v\n%s", strings.Join(argv, " "), readerLimit>>20, err, stderr.String())
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	kb, err := os.ReadFile(rssFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, err := strconv.ParseInt(strings.TrimSpace(string(kb)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", rssFile, err)
+	}
+	rss <<= 10
 	if rss > readerLimit {
 		t.Errorf("%s: peak RSS %d MB, over the %d MB limit", strings.Join(argv, " "), rss>>20, readerLimit>>20)
 	}
