@@ -50,6 +50,7 @@ const argTypesOut = "total -2147319397\n"
 // never among those --auto-args types; a socket with no server is
 // warned about once and the program runs as without it.
 func TestAutoArgs(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, a64GCC} {
 		t.Run(tg.arch, func(t *testing.T) {
 			t.Parallel()
@@ -115,6 +116,7 @@ func TestAutoArgs(t *testing.T) {
 // the grammar refuses, stop record before the program runs, with exit
 // status 2 and one error naming the spec.
 func TestAutoArgsErrors(t *testing.T) {
+	t.Parallel()
 	tg, dir := gccTest(t)
 	prog := traced(t, tg, dir, "-O2 -g -pg -mfentry", true, "args.c")
 	for _, c := range []struct {

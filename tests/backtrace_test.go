@@ -15,6 +15,7 @@ import (
 // real ones back for the walk on x86-64, and takes the hooks' own frames
 // out of the walk on arm64.
 func TestBacktrace(t *testing.T) {
+	t.Parallel()
 	sites := map[string][]string{
 		"x86_64": {"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"},
 		"arm64":  {"-fpatchable-function-entry=2", "-fpatchable-function-entry=4,2 -falign-functions=8 -mbranch-protection=standard", "-pg", "-pg -mbranch-protection=standard"},

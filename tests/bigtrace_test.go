@@ -23,6 +23,7 @@ const readerLimit = 128 << 20
 // are the calls the program made, the replay has a line per call, and
 // each command's peak resident memory stays within the limit.
 func TestReaderMemory(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc", "prlimit")
 	for _, tracer := range []string{"function_graph", "function"} {
 		t.Run(tracer, func(t *testing.T) {

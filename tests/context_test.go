@@ -41,6 +41,7 @@ func shape(n *model.Node) string {
 // each worker's context the worker with its four steps, none unwound or
 // left open.
 func TestContexts(t *testing.T) {
+	t.Parallel()
 	type build struct {
 		tg     target
 		flags  string

@@ -25,6 +25,7 @@ import (
 // On x86-64, and on arm64 under qemu-user (whose process is the
 // program's: its pid, its socket).
 func TestCtl(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	need(t, "setpriv")
 	for _, c := range []ccBuild{
@@ -208,6 +209,7 @@ func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) 
 // into snapshot-N inside its trace's, while it goes on; the trace at its
 // exit is whole too.
 func TestCtlSnapshot(t *testing.T) {
+	t.Parallel()
 	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	out := filepath.Join(dir, "trace")
 	srv := startServer(t, x86GCC, dir, prog, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_FILTER=alpha,beta", "FTRACE_BUFFER=ring:1m")
@@ -249,6 +251,7 @@ func TestCtlSnapshot(t *testing.T) {
 // enables then (alpha); ftpatch verify takes the record; FTRACE_CTL=0
 // says not to listen.
 func TestCtlBaked(t *testing.T) {
+	t.Parallel()
 	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
 	baked := filepath.Join(dir, "baked")
 	run(t, dir, tool("ftpatch"), "enable", "--ctl", "--tracer", "function_graph", "-o", baked, prog, "gamma_")

@@ -207,6 +207,7 @@ func diffLines(want, got []string) string {
 // are the same, address for address, kind for kind, however the hooks
 // are reached (direct, relaxed, GOT, PLT, static, PIE).
 func TestDecodeOracle(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		for _, flags := range decodeFlags[tg.arch] {
 			if tg.arch == "arm64" && tg.name == "clang" && flags != "-pg" {
@@ -232,6 +233,7 @@ func TestDecodeOracle(t *testing.T) {
 // TestDecodeMrecordMcount: gcc's own table (-mrecord-mcount) and the
 // decoded entries of the same program built without it agree.
 func TestDecodeMrecordMcount(t *testing.T) {
+	t.Parallel()
 	for _, flags := range []string{"-pg -mfentry", "-pg"} {
 		for _, pie := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/%s", slug(flags), picFlag(pie)), func(t *testing.T) {
@@ -256,6 +258,7 @@ func TestDecodeMrecordMcount(t *testing.T) {
 // same sites on a second decoding, in their new states; the input file is
 // left as it was.
 func TestDecodePatched(t *testing.T) {
+	t.Parallel()
 	type variant struct {
 		tg    target
 		flags string
@@ -377,6 +380,7 @@ func x86CallTo(site uint64, n int, target uint64) ([]byte, error) {
 // frame pointers (prologues like -pg's, loops aligned with the very NOPs
 // ftpatch writes), it has no site at all.
 func TestDecodeLua(t *testing.T) {
+	t.Parallel()
 	src := luaSource(t)
 	for _, v := range []struct {
 		tg    target

@@ -123,6 +123,7 @@ func ftpatchStatus(t *testing.T, dir string, args ...string) (string, string, in
 // again changes nothing (not even mtime); the environment still wins;
 // disable brings back an untraced program that verify accepts.
 func TestEnable(t *testing.T) {
+	t.Parallel()
 	forEnableArchBuilds(t, func(t *testing.T, tg target, dir, prog, listFile string) {
 		wantOut, wantCode := execute(t, tg, prog)
 		ref := filepath.Join(dir, "ref")
@@ -197,6 +198,7 @@ func TestEnable(t *testing.T) {
 // even where FTRACE_OUT points: the nop tracer only measures the cost of
 // the mechanism. Every function enabled, too, the output is the same.
 func TestEnableNop(t *testing.T) {
+	t.Parallel()
 	forEnableArchBuilds(t, func(t *testing.T, tg target, dir, prog, listFile string) {
 		wantOut, _, wantCode := runNoFtrace(t, dir, nil, tg.on(prog)...)
 		nop := filepath.Join(dir, "nop")
@@ -325,6 +327,7 @@ func nowrite(t *testing.T) string {
 // program not pre-patched is killed at start, when its runtime makes its
 // code writable to patch it (so the launcher does catch the runtime).
 func TestEnabledWritesNoCode(t *testing.T) {
+	t.Parallel()
 	for _, b := range []enableBuild{{"-pg -mfentry", "-pie", true}, {"-pg -mfentry", "-static", true}, {"-fpatchable-function-entry=5", "-no-pie", true}} {
 		t.Run(b.String(), func(t *testing.T) {
 			t.Parallel()
@@ -354,6 +357,7 @@ func TestEnabledWritesNoCode(t *testing.T) {
 // naming the file and line, help with examples; bad lists and bad
 // binaries leave every file as it was.
 func TestEnableCommand(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	prog := linkEnabled(t, x86GCC, dir, enableBuilds[0])
@@ -483,6 +487,7 @@ func mainOffset(t *testing.T, path string) int {
 // trace location is refused for it (its trace is its program's), with
 // the file left as it was.
 func TestEnableShared(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		lib := linkShared(t, tg, dir, "libother.so", buildSrc(t, tg, dir, preferred[tg.arch]+" -fPIC", true, "other.c"))
@@ -515,6 +520,7 @@ func TestEnableShared(t *testing.T) {
 // nothing set and no code page written, and under FTRACE too; verify
 // passes; disable leaves it untraced.
 func TestEnableNoTable(t *testing.T) {
+	t.Parallel()
 	// arm64 clang's -pg sites have no `mov x0, x30` before them: once
 	// NOP'd, decoding could not tell them from code again. ftpatch
 	// refuses such a file, naming the site, and leaves it as it was.

@@ -109,6 +109,7 @@ func workedThousand(t *testing.T, out, _ string) {
 }
 
 func TestExitWays(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		how   string
 		code  int // the untraced run's exit status; -1: killed
@@ -263,6 +264,7 @@ func TestExitWays(t *testing.T) {
 // x86-64 and on arm64 (under qemu, the program execing itself through
 // qemu again: onSelf).
 func TestExecChild(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "exec")...)
@@ -379,6 +381,7 @@ func TestExecChild(t *testing.T) {
 // (FTRACE_FILTER alone traces nothing there), and FTRACE_INHERIT=0 passes
 // nothing on.
 func TestSpawnChild(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "spawn")...)

@@ -19,6 +19,7 @@ import (
 // call counted. -pg sites at the far section's very start read their
 // prologue without reading before it (there is no mapping there).
 func TestFarCode(t *testing.T) {
+	t.Parallel()
 	debugLine := regexp.MustCompile(`ftrt: (\d+) sites: .* (\d+) skipped, (\d+) failed; .* (\d+) traced`)
 	for _, tg := range []target{a64GCC, a64Clang} {
 		for _, flags := range flagSets["arm64"] {

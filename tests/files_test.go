@@ -27,6 +27,7 @@ var toolLimits = bounded.Limits{Time: 30 * time.Second, Mem: 2 << 20}
 // executable a trace's metadata names, which replay and report read,
 // and the directory ftpatch runtime build -o writes into.
 func TestNotRegularFiles(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	work := t.TempDir()
 	prog := linkEnabled(t, x86GCC, work, enableBuilds[0])

@@ -34,6 +34,7 @@ func smallFS(t *testing.T, size string) string {
 // not write, streams cut short, a run whose end is not recorded, or
 // metadata that is empty, never "another version of the runtime".
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog := traced(t, tg, dir, preferred[tg.arch], true, progSources...)

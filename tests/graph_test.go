@@ -99,6 +99,7 @@ func checkGraphGolden(t *testing.T, tg target, dir, prog, name string) {
 // oracle counts) nested within its caller, and replays to the golden call
 // graph (durations and thread ids masked).
 func TestFunctionGraph(t *testing.T) {
+	t.Parallel()
 	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		want := oracleCounts(t, tg)
 		dir := t.TempDir()
@@ -141,6 +142,7 @@ func TestFunctionGraph(t *testing.T) {
 // graph) behave identically untraced and under both tracers, and the
 // graph says what happened.
 func TestGraphEdges(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		sites := []string{"-pg -mfentry", "-pg"}
 		if tg.arch == "arm64" {
@@ -215,6 +217,7 @@ func TestGraphEdges(t *testing.T) {
 // nothing traced, without changing the program; on x86-64 and on arm64
 // (under qemu).
 func TestGraphLimits(t *testing.T) {
+	t.Parallel()
 	for _, b := range []ccBuild{{x86GCC, "-O0 -pg -mfentry"}, {a64GCC, "-O0 -fpatchable-function-entry=4,2 -falign-functions=8"}, {a64Clang, "-O0 -pg"}} {
 		t.Run(b.tg.arch+"/"+b.tg.name+"/"+slug(b.flags), func(t *testing.T) {
 			t.Parallel()
@@ -307,6 +310,7 @@ func checkGraphLimits(t *testing.T, tg target, flags string) {
 // the clock left at a removed entry's time, each record after it would
 // read that entry's delta early). Every record lies within the run.
 func TestClock(t *testing.T) {
+	t.Parallel()
 	tg := x86GCC
 	need(t, tg.tools...)
 	dir := t.TempDir()
@@ -401,6 +405,7 @@ func TestClock(t *testing.T) {
 // output and exit status untraced, under function and under
 // function_graph, and the same count of calls for every function.
 func TestOptimized(t *testing.T) {
+	t.Parallel()
 	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		dir := t.TempDir()
 		prog := traced(t, tg, dir, "-O2 "+flags, pie, progSources...)
@@ -456,6 +461,7 @@ func exceptionsProg(t *testing.T, tg target, dir, opt, link string) string {
 // stack unwinds) behave exactly as untraced under both tracers; the graph
 // records the unwound calls and keeps tracing the frames that survive.
 func TestExceptions(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
 		prefix := ""
 		if tg.arch != "x86_64" {
@@ -505,6 +511,7 @@ func TestExceptions(t *testing.T) {
 // calls, same nesting, durations that add up within the run's time. On
 // x86-64 (the TSC) and on arm64 (the generic timer, cntvct_el0).
 func TestClockFallback(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog := traced(t, tg, dir, "-O0 "+preferred[tg.arch], true, progSources...)
@@ -547,6 +554,7 @@ func TestClockFallback(t *testing.T) {
 // instead: same output and exit, every call recorded; and so when
 // function_graph was baked in by ftpatch enable.
 func TestStaticExceptions(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GXX, a64GXX}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog := exceptionsProg(t, tg, dir, "-O2", "-static")
@@ -594,6 +602,7 @@ func TestStaticExceptions(t *testing.T) {
 // filtered trace's report bakes in the same functions. On both
 // architectures.
 func TestCxxNames(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GXX, a64GXX}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog := exceptionsProg(t, tg, dir, "-O2", "-pie")

@@ -204,12 +204,11 @@ var preferred = map[string]string{
 // x86Traced are the x86-64 site flag sets the tracer tests run over.
 var x86Traced = []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5", "-pg -mfentry -fcf-protection"}
 
-// gccTest starts a parallel test of a program x86-64 gcc builds: it
-// needs gcc's tools, and returns the target and a new directory.
+// gccTest starts a test of a program x86-64 gcc builds: it needs gcc's
+// tools, and returns the target and a new directory.
 func gccTest(t *testing.T) (target, string) {
 	t.Helper()
 	need(t, x86GCC.tools...)
-	t.Parallel()
 	return x86GCC, t.TempDir()
 }
 

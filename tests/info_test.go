@@ -59,6 +59,7 @@ var usageLines = []string{
 // their records. A forked child's stream, whose first call returns into
 // its parent's, is counted from its summary too.
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	tg, dir := gccTest(t)
 	prog := traced(t, tg, dir, "-O2 -pg -mfentry", true, "info.c")
 	runtimeUsage := append([]string{`usage: +as the runtime saw it when tracing ended \(getrusage: the process alone, not its children; max rss: the program image's peak\)`}, usageLines...)
@@ -198,8 +199,8 @@ func countsBothWays(t *testing.T, dir string) (summed, read []trace.ThreadCounts
 // counts their calls from their streams' summaries as reading the
 // records counts them.
 func TestInfoARM64(t *testing.T) {
-	need(t, a64GCC.tools...)
 	t.Parallel()
+	need(t, a64GCC.tools...)
 	dir := t.TempDir()
 	prog := traced(t, a64GCC, dir, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", true, "info.c")
 	out := filepath.Join(dir, "trace")

@@ -53,6 +53,7 @@ var lifeLinks = []struct {
 // program's output and exit status are the untraced build's. On x86-64
 // and on arm64, each with its preferred sites.
 func TestLifetime(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
 		prefix := ""
 		if tg.arch != "x86_64" {

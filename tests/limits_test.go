@@ -42,6 +42,7 @@ func recordedBytes(t *testing.T, tr *trace.Trace) int64 {
 // does not fit a short one (after a flush's write, a preemption: 8 bytes
 // more each), all told at most overhead: 0.05 bytes a call here.
 func TestBytesPerCall(t *testing.T) {
+	t.Parallel()
 	const overhead = 16 << 10
 	exitsTraced(t, "many", func(t *testing.T, out string) {
 		size := dirSize(t, out)
@@ -111,6 +112,7 @@ func streamBytes(t *testing.T, dir string) int64 {
 // whole records; what it could not write is counted in lost_bytes, to the
 // byte; the final metadata is written.
 func TestFileSizeLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 200 * 1024
 	need(t, append([]string{"prlimit"}, x86GCC.tools...)...)
 	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
@@ -146,6 +148,7 @@ func TestFileSizeLimit(t *testing.T) {
 // record's time within the run, the calls made after the loss there, and
 // what was lost counted to the byte.
 func TestStreamAfterLoss(t *testing.T) {
+	t.Parallel()
 	exitsTraced(t, "regain", func(t *testing.T, out string) {
 		tr, _ := eventsByThread(t, out) // checks the clock
 		written, recorded := streamBytes(t, out), int64(tr.Meta.RecordedBytes)
@@ -165,6 +168,7 @@ func TestStreamAfterLoss(t *testing.T) {
 // with the bytes that did not fit counted; no stream lacks its header,
 // no temporary file is left.
 func TestDiskFullKeepsMeta(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
 	wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "many")

@@ -114,6 +114,7 @@ func checkClean(t *testing.T, tg target, prog, linkErr string) {
 // table lists one site per instrumented function and nothing else; and
 // the program runs exactly as the one built without instrumentation.
 func TestLink(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		for _, flags := range flagSets[tg.arch] {
 			for _, pie := range []bool{true, false} {
@@ -151,6 +152,7 @@ func TestLink(t *testing.T) {
 // (checked in the table and in objdump's disassembly) and behaves exactly
 // like the untouched instrumented build and the plain one.
 func TestNop(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		for _, flags := range flagSets[tg.arch] {
 			t.Run(fmt.Sprintf("%s/%s/%s", tg.arch, tg.name, slug(flags)), func(t *testing.T) {
@@ -201,6 +203,7 @@ func checkDisasmNops(t *testing.T, tg target, prog string, l *sites.Linked) {
 // TestOracle: gcc's own -mrecord-mcount table and ours list the same
 // addresses, function for function, for the same program (PIE and not).
 func TestOracle(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	for _, flags := range []string{"-pg -mfentry", "-pg", "-pg -mfentry -fcf-protection"} {
 		for _, pie := range []bool{true, false} {

@@ -21,6 +21,7 @@ import (
 // exit and be traced as the same source built with =2, where every
 // function takes the shared path.
 func TestLiterals(t *testing.T) {
+	t.Parallel()
 	builds := []struct {
 		name, flags string
 		misaligned  bool // some slots are not 8-byte aligned

@@ -50,6 +50,7 @@ func apiFlags(t *testing.T, tg target) string {
 // call ftrace_ops_caller; enabled live, ftrace_caller), one without,
 // with bti, and -pg.
 func TestLiveStress(t *testing.T) {
+	t.Parallel()
 	builds := []struct {
 		ccBuild
 		runs int // per tracer
@@ -137,6 +138,7 @@ func checkLive(t *testing.T, dir, tracer string, made, handler, flipped map[stri
 // and under both tracers, the output is the untraced program's. On
 // arm64 the program's breakpoint is brk, where no site ever is.
 func TestLiveTraps(t *testing.T) {
+	t.Parallel()
 	builds := []ccBuild{
 		{x86GCC, "-O2 -pg -mfentry"},
 		{x86Clang, "-O0 -fpatchable-function-entry=5"},
@@ -192,6 +194,7 @@ func TestLiveTraps(t *testing.T) {
 // spinning thread's calls; its metadata, and ftpatch info, name the
 // signal that ended it.
 func TestFlightRecorder(t *testing.T) {
+	t.Parallel()
 	forProgram(t, "crash.c", []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -fpatchable-function-entry=5"},
 		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"}},
 		func(t *testing.T, tg target, dir, prog, _ string, _ int) {
@@ -261,6 +264,7 @@ func dies(t *testing.T, tg target, dir string, env []string, prog, how string) s
 // behind), and the trace holds every call the program counted, under
 // both tracers, with nothing lost.
 func TestWriterThread(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tg     target
 		flags  string
@@ -322,6 +326,7 @@ func writerRun(t *testing.T, tg target, flags, tracer, rounds string) {
 // (cmp $rel32, %eax: only the opcode changes, both ways), enabling them
 // again the call; no mapping is ever writable and executable.
 func TestLiveBytes(t *testing.T) {
+	t.Parallel()
 	for _, pie := range []bool{false, true} {
 		t.Run(picFlag(pie), func(t *testing.T) {
 			t.Parallel()
@@ -387,6 +392,7 @@ func TestLiveBytes(t *testing.T) {
 // code written through /proc/self/mem (TestLiveARM64 runs that under
 // a kernel), but it shows the bytes.
 func TestLiveBytesARM64(t *testing.T) {
+	t.Parallel()
 	builds := []ccBuild{
 		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},
 		{a64GCC, "-O2 -pg"},
@@ -513,6 +519,7 @@ func liveDump(t *testing.T, prog, out string) (addr map[string]uint64, bias uint
 // (it names the header's directory, after the program's own), and its
 // API calls work: livebytes.c toggles every function and exits 0.
 func TestLiveCc(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "livebytes")
@@ -529,6 +536,7 @@ func TestLiveCc(t *testing.T) {
 // alone, plug_off never. On x86-64 and arm64, started untraced (the first
 // enable opens the trace) and under function.
 func TestLiveLoadedLater(t *testing.T) {
+	t.Parallel()
 	for _, c := range []ccBuild{
 		{x86GCC, "-O2 -pg -mfentry"},
 		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8"},

@@ -118,6 +118,7 @@ func buildLua(t *testing.T, tg target, src, dir string, flags []string, traced b
 // -pg -mfentry; on arm64 (under qemu) with the preferred entry sites and
 // with -pg and pointer authentication.
 func TestLua(t *testing.T) {
+	t.Parallel()
 	src := luaSource(t)
 	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
 	if err != nil || len(scripts) == 0 {

@@ -149,6 +149,7 @@ func anonExec(t *testing.T, stderr string) (before, loaded, after int) {
 // module's functions with exact counts; each module's trampolines go when
 // it is unloaded; and the metadata lists each load of each module.
 func TestSharedObjects(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		builds, prefix := modBuilds, ""
 		if tg.arch != "x86_64" {
@@ -256,6 +257,7 @@ func checkModules(t *testing.T, tr *trace.Trace, dir, tracer string) {
 // launcher kills the process at the first attempt). ftpatch verify passes
 // on each file; after ftpatch disable, nothing is traced.
 func TestSharedObjectsEnabled(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog, plug := linkModules(t, tg, dir, modBuild{preferred[tg.arch], true})
@@ -311,6 +313,7 @@ func TestSharedObjectsEnabled(t *testing.T) {
 // program without the runtime runs untraced, says so when FTRACE asks for
 // tracing, and changes nothing of the program's behaviour.
 func TestSharedObjectWithoutRuntime(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		plug := modLibs(t, tg, dir, preferred[tg.arch])
@@ -343,6 +346,7 @@ var basesLine = regexp.MustCompile(`bases (0x[0-9a-f]+) (0x[0-9a-f]+)`)
 // next dlopen maps (qemu places guest mappings itself), so the second
 // plugin never lands where the first was.
 func TestModuleReuse(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		lib := runtimeArchiveFor(t, tg.arch)
@@ -400,6 +404,7 @@ func TestModuleReuse(t *testing.T) {
 // slots change: the chain trampolines added two), and fills a served
 // stub's slots with its trampolines in the order of the stub's jumps.
 func TestModuleVersion(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	dir := t.TempDir()
 	src := progPath(t, "modversion.c")
@@ -424,6 +429,7 @@ func TestModuleVersion(t *testing.T) {
 // library qemu runs the program with), says that it was not built for
 // tracing.
 func TestEnableInLinkedObject(t *testing.T) {
+	t.Parallel()
 	forCompilers(t, []target{x86GCC, a64GCC}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prog, _ := linkModules(t, tg, dir, modBuild{flags: preferred[tg.arch], entry: true})

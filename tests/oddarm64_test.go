@@ -36,8 +36,8 @@ var literalLine = regexp.MustCompile(`; (\d+) through their literal, (\d+) with 
 // are skipped, counted, never written; the counts are exact and no
 // mapping is left writable and executable.
 func TestLoadTimeOddSitesARM64(t *testing.T) {
-	tg := a64GCC
 	t.Parallel()
+	tg := a64GCC
 	dir := t.TempDir()
 	prog := linkHandTables(t, tg, dir, "oddarm64.S", "oddarm64.c")
 	f := sitetest.Open(t, prog)
@@ -180,8 +180,8 @@ func TestLoadTimeOddSitesARM64(t *testing.T) {
 // its return; under FTRACE_GRAPH_NOTRACE=straddle, nothing it calls is
 // recorded.
 func TestPrologueStraddlesPageARM64(t *testing.T) {
-	tg := a64GCC
 	t.Parallel()
+	tg := a64GCC
 	dir := t.TempDir()
 	prog := linkHandTables(t, tg, dir, "straddle.S", "straddle.c")
 	if a := sitetest.Symbols(t, sitetest.Open(t, prog))["straddle"]; a&0xfff != 0xff8 {

@@ -43,6 +43,7 @@ import (
 // from the tracer to the list and back, and of t_dir, with its direct
 // trampolines.
 func TestOps(t *testing.T) {
+	t.Parallel()
 	golden, err := os.ReadFile(filepath.Join("testdata", "ops.golden"))
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +117,7 @@ func TestOps(t *testing.T) {
 // runtime's first (ops.c's recs); unregistering leaves the site the
 // compare a disabled call becomes.
 func TestOpsBytes(t *testing.T) {
+	t.Parallel()
 	tg, dir := gccTest(t)
 	prog := traced(t, tg, dir, "-O2 -pg -mfentry"+apiFlags(t, tg), true, "ops.c")
 	out, stderr, code, err := runStatusEnv(dir, nil, prog, "dump")
@@ -170,9 +172,9 @@ func TestOpsBytes(t *testing.T) {
 // unregister the bl is a NOP again and the area keeps `mov x9, x30`; a
 // direct trampoline in reach is the area's bl's own target.
 func TestOpsBytesARM64(t *testing.T) {
+	t.Parallel()
 	tg := a64Clang
 	need(t, tg.tools...)
-	t.Parallel()
 	dir := t.TempDir()
 	prog := traced(t, tg, dir, "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"+apiFlags(t, tg), true, "ops.c")
 	out, stderr, code, err := runStatusEnv(dir, nil, tg.on(prog, "dump")...)
@@ -236,6 +238,7 @@ func TestOpsBytesARM64(t *testing.T) {
 // not after they are unregistered (progs/opsdl.c); with no FTRACE and
 // under function_graph, on x86-64 and arm64.
 func TestOpsLoadedLater(t *testing.T) {
+	t.Parallel()
 	for _, c := range []ccBuild{
 		{x86GCC, "-O2 -pg -mfentry"},
 		{x86Clang, "-O2 -pg"},
@@ -276,6 +279,7 @@ func TestOpsLoadedLater(t *testing.T) {
 // without pointer authentication (the frame record's return address
 // hooked signed, as function_graph hooks it).
 func TestFgraph(t *testing.T) {
+	t.Parallel()
 	golden, err := os.ReadFile(filepath.Join("testdata", "fgraph.golden"))
 	if err != nil {
 		t.Fatal(err)
@@ -340,6 +344,7 @@ func TestFgraph(t *testing.T) {
 // tracer's; the calls left run no retfunc, those after do. With no
 // FTRACE and under each tracer, g++ and clang++ on x86-64, g++ on arm64.
 func TestFgraphExceptions(t *testing.T) {
+	t.Parallel()
 	want := "caught 42: 0 returns of the calls left, then middle(1) = 2 and 2 returns\n"
 	forCompilers(t, []target{x86GXX, x86ClangXX, a64GXX}, func(t *testing.T, tg target) {
 		dir := t.TempDir()
@@ -394,6 +399,7 @@ func argsEnv(arch string) []string {
 // and -pg sites, whose stack arguments are found from the frame) and
 // arm64 under qemu.
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []ccBuild{
 		{x86GCC, "-O2 -pg -mfentry"},
 		{x86GCC, "-O2 -pg"},
@@ -431,6 +437,7 @@ func TestArgs(t *testing.T) {
 // reference after it, the eleventh), and a context's first function's
 // past its stack's last page show ?.
 func TestArgsMcountStack(t *testing.T) {
+	t.Parallel()
 	tg := a64GCC
 	need(t, tg.tools...)
 	dir := t.TempDir()

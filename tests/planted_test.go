@@ -24,6 +24,7 @@ import (
 // world-writable directory without the sticky bit, is followed as the
 // README says: the file it names is written, and the link stays.
 func TestToolsPlantedLinks(t *testing.T) {
+	t.Parallel()
 	asroot.Need(t, "plants links as another user and runs the tools as root")
 	need(t, x86GCC.tools...)
 	work := t.TempDir()

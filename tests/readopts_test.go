@@ -16,6 +16,7 @@ import (
 // keeps nothing; report --threads, --avg and --diff; and the record-time
 // subtree filter gives the trace -F reads from a whole one.
 func TestReadOptions(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	dir := t.TempDir()
 	prog := traced(t, x86GCC, dir, "-O2 -g -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")

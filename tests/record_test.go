@@ -69,6 +69,7 @@ func lastLine(s string) string {
 // dump of ftpatch's own), saying so; each run's trace is where record
 // says it is, an earlier one moved aside and named, and replays.
 func TestRecordEnds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, plain := recordedProgs(t, dir)
 	for i, tc := range []struct {
@@ -122,6 +123,7 @@ func describe(ws syscall.WaitStatus) string {
 // by ftpatch enable traces as its record says unless a flag says
 // otherwise.
 func TestRecordSettings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, _ := recordedProgs(t, dir)
 	env := []string{"FTRACE=function", "FTRACE_FILTER=nothing", "FTRACE_DEPTH=9", "FTRACE_CLOCK=mono"}
@@ -184,6 +186,7 @@ func TestRecordSettings(t *testing.T) {
 // the shell's statuses; a shared object is refused; a script runs, with a
 // note.
 func TestRecordRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, plain := recordedProgs(t, dir)
 	out, stderr, ws := waitRun(t, dir, nil, tool("ftpatch"), "record", plain, "env")
@@ -232,6 +235,7 @@ func TestRecordRefuses(t *testing.T) {
 // TestRecordBeside: a trace directory that a running process is writing
 // is left alone, the run's trace going to DIR.PID, which record names.
 func TestRecordBeside(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, _ := recordedProgs(t, dir)
 	bg := exec.Command(traced, "signals")
@@ -264,6 +268,7 @@ func TestRecordBeside(t *testing.T) {
 // it, once, and do not end ftpatch first; a terminal's ^C, which the
 // terminal sends to the program itself, is not sent again.
 func TestRecordSignals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, _ := recordedProgs(t, dir)
 	t.Run("sent to ftpatch", func(t *testing.T) {
@@ -348,6 +353,7 @@ func TestRecordSignals(t *testing.T) {
 // its trace, and removes the trace unless --keep; its exit status is the
 // program's; a reader that stops reading ends the replay quietly.
 func TestLive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	traced, plain := recordedProgs(t, dir)
 	tmp := t.TempDir()

@@ -20,6 +20,7 @@ import (
 // with exit status 1, the link count and what to do, both names left as
 // they were.
 func TestEnableKeepsFile(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	prog := linkEnabled(t, x86GCC, dir, enableBuilds[0])
@@ -100,6 +101,7 @@ const nobody = asroot.Nobody
 // rewrite the user's own file keeping its mode. Root sets the files up and
 // runs the tools as nobody.
 func TestToolsAsUser(t *testing.T) {
+	t.Parallel()
 	asroot.Need(t, "runs the tools as another user")
 	need(t, x86GCC.tools...)
 	// A tree nobody can walk.

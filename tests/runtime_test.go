@@ -73,6 +73,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // whose sites are NOPs already (recordmcount --nop; arm64's patchable
 // areas) is not written at all. On x86-64 and on arm64.
 func TestLoadTimeNops(t *testing.T) {
+	t.Parallel()
 	type variant struct {
 		flags string
 		pie   bool
@@ -189,6 +190,7 @@ func picLink(pie bool) string {
 // linked after, which makes the table one to copy, sort and de-duplicate
 // rather than read where it is.
 func TestLoadTimeOddSites(t *testing.T) {
+	t.Parallel()
 	for _, table := range []struct {
 		name        string
 		srcs        []string
@@ -353,6 +355,7 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 // chain site's static chain intact) and the trace's counts name the
 // right functions, called from main.
 func TestLoadTimeSymbols(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	objs := buildSrc(t, x86GCC, dir, "", false, "symsites.c", "symsites.S", "trampdump.c")

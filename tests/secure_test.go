@@ -101,6 +101,7 @@ func secureSetup(t *testing.T) (base, build, prog, plain, rootonly, secret strin
 // refused, with nothing written and one line on stderr. Run by root (no
 // secure execution), FTRACE_OUT wins over the recorded location again.
 func TestSetuid(t *testing.T) {
+	t.Parallel()
 	need(t, "setpriv")
 	base, build, prog, plain, _, secret := secureSetup(t)
 	worked, _, _ := strings.Cut(plain, "\n")
@@ -314,6 +315,7 @@ func runSwapping(t *testing.T, dir string, env []string, swap func(), argv ...st
 // status are the untraced ones, and a swapped directory is refused
 // (tracing nothing, on stderr) while a planted name is moved aside.
 func TestTraceDirRace(t *testing.T) {
+	t.Parallel()
 	base, _, prog, plain, rootonly, secret := secureSetup(t)
 	for _, c := range []struct {
 		name  string
@@ -397,6 +399,7 @@ func TestTraceDirRace(t *testing.T) {
 // group read it (0750, 0640), and a mode that would let others write, or
 // that is no mode, is refused with a warning, the trace private.
 func TestTraceModes(t *testing.T) {
+	t.Parallel()
 	need(t, x86GCC.tools...)
 	dir := t.TempDir()
 	prog := traced(t, x86GCC, dir, "-O2 -pg -mfentry", true, "exits.c")

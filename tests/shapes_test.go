@@ -118,6 +118,7 @@ func checkShapesCallers(t *testing.T, dir string) {
 // site's own trampoline, verify accepts it, the program traces the same
 // with nothing set, and disable brings back an untraced program.
 func TestOddShapes(t *testing.T) {
+	t.Parallel()
 	for _, b := range shapeBuilds {
 		tg := b.tg
 		t.Run(fmt.Sprintf("%s/%s/%s", tg.name, slug(b.flags), picFlag(b.pie)), func(t *testing.T) {
@@ -285,6 +286,7 @@ func shapeSiteLines(t *testing.T, prog string) string {
 // them, jump into the program's runtime through its slots), linked at
 // start: traced like the program's own.
 func TestOddShapesModule(t *testing.T) {
+	t.Parallel()
 	tg := x86GCC
 	for _, flags := range []string{"-pg -mfentry", "-pg -mfentry -fcf-protection"} {
 		t.Run(slug(flags), func(t *testing.T) {

@@ -170,6 +170,7 @@ func TestOnce(t *testing.T) {
 // test's own copy: recordmcount rewriting one test's leaves another's
 // as the compiler made it.
 func TestSharedObjectsCopied(t *testing.T) {
+	t.Parallel()
 	tg, a := gccTest(t)
 	b := t.TempDir()
 	objA := buildSrc(t, tg, a, "-pg -mfentry -DSHARED_COPY_TEST", true, "other.c")[0]

@@ -49,6 +49,7 @@ const a64Stress = " -DFORK_EVERY=1000000 -DSTACK=4194304 -DALTSTACK=1048576 -DPE
 // interrupted the tracer), no call is taken for one a longjmp left (there
 // is none), and every graphed call lies within its caller.
 func TestSignalStress(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tg     target
 		flags  string
@@ -197,6 +198,7 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 // entry was traced, before its body counted it: at most one a jump), and
 // each of the handler's calls is either traced or counted as dropped.
 func TestSignalJumpOut(t *testing.T) {
+	t.Parallel()
 	var builds []ccBuild
 	for _, flags := range x86Traced {
 		builds = append(builds, ccBuild{x86GCC, "-O2 " + flags})

@@ -167,6 +167,7 @@ func subtreeMasked(b []byte) []byte {
 // outermost chosen call; it replays to the golden graph, and its
 // metadata names the filters.
 func TestSubtreeFilters(t *testing.T) {
+	t.Parallel()
 	sites := map[string][]string{
 		"x86_64": {"-O2 -pg -mfentry", "-O2 -fpatchable-function-entry=5", "-O2 -pg", "-O0 -pg -mfentry -fcf-protection"},
 		"arm64":  {"-O2 -fpatchable-function-entry=4,2 -falign-functions=8", "-O2 -pg -mbranch-protection=standard"},
@@ -205,6 +206,7 @@ func TestSubtreeFilters(t *testing.T) {
 // notrace ones, as the golden graph shows. C++ functions are chosen by
 // their demangled names, as FTRACE_FILTER chooses them.
 func TestSubtreeExceptions(t *testing.T) {
+	t.Parallel()
 	sites := map[string][]string{
 		"x86_64": {"-O0 -pg -mfentry", "-O2 -pg -mfentry", "-O2 -pg"},
 		"arm64":  {"-O2 -fpatchable-function-entry=2 -mbranch-protection=standard", "-O2 -pg"},
@@ -238,9 +240,9 @@ func TestSubtreeExceptions(t *testing.T) {
 // (its sites, those enabled, only checked at start) applies them to the
 // sites the record enables.
 func TestSubtreeSettings(t *testing.T) {
+	t.Parallel()
 	tg := x86GCC
 	need(t, tg.tools...)
-	t.Parallel()
 	p := newSubtreeProg(t, tg, "-O2 -pg -mfentry", "subtree.c")
 	dir, prog, wantOut, wantCode := p.dir, p.prog, p.wantOut, p.wantCode
 
@@ -292,6 +294,7 @@ func TestSubtreeSettings(t *testing.T) {
 // each mid a root; the handler's calls are there only inside a mid, and
 // hwork and what it calls never.
 func TestSubtreeSignalStress(t *testing.T) {
+	t.Parallel()
 	builds := []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {x86GCC, "-O2 -pg"}, {x86Clang, "-O0 -fpatchable-function-entry=5"}}
 	forProgram(t, "sigstress.c", builds, func(t *testing.T, _ target, dir, prog, wantOut string, wantCode int) {
 		for i := range 2 {
@@ -332,6 +335,7 @@ func TestSubtreeSignalStress(t *testing.T) {
 // function, loaded after the program started, is named on stderr as
 // matching nothing traced then.
 func TestSubtreeModules(t *testing.T) {
+	t.Parallel()
 	tg := x86GCC
 	for _, b := range modBuilds {
 		t.Run(slug(b.flags), func(t *testing.T) {

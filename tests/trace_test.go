@@ -67,6 +67,7 @@ func countOracle(t *testing.T, tg target, dir string) map[string]int {
 // FTRACE_FILTER narrows it; a trace directory that exists is moved aside,
 // never mixed or lost.
 func TestFunctionTracer(t *testing.T) {
+	t.Parallel()
 	forTracedArchBuilds(t, func(t *testing.T, tg target, flags string, pie bool) {
 		want := oracleCounts(t, tg)
 		dir := t.TempDir()

@@ -24,6 +24,7 @@ import (
 // NOPs; -pg's sites after the prologue call the mcount trampoline; no
 // mapping is writable and executable; the program behaves as untraced.
 func TestGraphTrampolines(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang} {
 		for _, v := range []struct {
 			flags string

@@ -59,6 +59,7 @@ var unwindFilters = []string{
 // graph of a filtered run is that graph with the functions the filter
 // leaves out taken away.
 func TestUnwinding(t *testing.T) {
+	t.Parallel()
 	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX, a64ClangXX} {
 		sets, pies, prefix := x86Traced, []bool{true, false}, ""
 		if tg.arch != "x86_64" {

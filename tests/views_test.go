@@ -16,6 +16,7 @@ import (
 // negative when NEW is the fast run, positive the other way round;
 // tick's calls 2 and 5 (or 5 and 2), changed by +3 (or -3).
 func TestReportDiff(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	dir := t.TempDir()
 	prog := traced(t, x86GCC, dir, "-O2 -pg -mfentry", true, "spin.c")
@@ -125,6 +126,7 @@ func nsOf(t *testing.T, s string) float64 {
 // first, or with --sort calls by their calls: not in the order first
 // seen.
 func TestBigtraceViews(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	dir := t.TempDir()
 	prog := traced(t, x86GCC, dir, "-O2 -fno-optimize-sibling-calls -pg -mfentry", true, "bigtrace.c")

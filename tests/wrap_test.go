@@ -123,6 +123,7 @@ func replayHas(t *testing.T, trace string, funcs ...string) string {
 // library (the module stub in libogg.so, registered with the program's
 // runtime).
 func TestWrapAutotools(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc", "make")
 	src := debianSource(t, "libogg", "libogg_1.3.5.orig.tar.xz", "libogg-1.3.5")
 	cc := tool("ftpatch") + " cc gcc"
@@ -166,6 +167,7 @@ func TestWrapAutotools(t *testing.T) {
 // tests, traced, print and end as untraced, and their traces graph the
 // library's functions (in libcjson.so, through the module stub).
 func TestWrapCMake(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc", "make", "cmake")
 	src := debianSource(t, "cjson", "cjson_1.7.15.orig.tar.gz", "cJSON-1.7.15")
 	b := cachedBuild(t, "cjson", []string{src}, func(dir string) {
@@ -198,6 +200,7 @@ func shellWords(s string) string {
 // untraced build, and its trace graphs the program's methods, the
 // exception thrown through them included.
 func TestWrapCxx(t *testing.T) {
+	t.Parallel()
 	need(t, "g++", "clang++", "make", "cmake")
 	src, err := filepath.Abs(filepath.Join("wrap", "cxx"))
 	if err != nil {
