@@ -156,6 +156,11 @@ type server struct {
 	stop func(wantOut string, wantCode int)   // end it, and check it ended as the untraced program
 }
 
+// serverStart bounds the wait for a started program to answer ftpatch
+// ctl. Only a program that never answers waits that long; qemu-user
+// starting the arm64 build on a loaded machine takes seconds.
+const serverStart = time.Minute
+
 // startServer starts prog (of tg) in dir with FTRACE_CTL=1, its socket in xdg,
 // and env, and waits until it answers ftpatch ctl.
 func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) *server {
@@ -193,7 +198,7 @@ func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) 
 			t.Fatalf("exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, stdout.String(), wantCode, wantOut, stderr.String())
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(serverStart); ; time.Sleep(20 * time.Millisecond) {
 		if _, err = s.ctl("status"); err == nil {
 			return s
 		}
