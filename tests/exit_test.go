@@ -64,7 +64,7 @@ func tally(events []model.Event) map[string]int {
 
 // exitsBuilds builds progs/exits.c traced, with flags, into a new
 // directory (dir), and untraced into another (the untraced build made
-// once per test run, and copied).
+// once per test run, and linked).
 func exitsBuilds(t *testing.T, tg target, flags string) (dir, prog, plain string) {
 	t.Helper()
 	dir, plainDir := t.TempDir(), t.TempDir()
@@ -74,7 +74,7 @@ func exitsBuilds(t *testing.T, tg target, flags string) (dir, prog, plain string
 		return plain
 	})
 	plain = filepath.Join(plainDir, "plain")
-	copyFile(t, built, plain, 0o755)
+	sharedProgram(t, built, plain)
 	return dir, prog, plain
 }
 

@@ -488,7 +488,7 @@ func untraced(t *testing.T, tg target, dir, src string, flags ...string) (string
 		}
 		return plainProgram{plain, out, code}
 	})
-	copyFile(t, p.prog, filepath.Join(dir, "plain"), 0o755)
+	sharedProgram(t, p.prog, filepath.Join(dir, "plain"))
 	return p.out, p.code
 }
 

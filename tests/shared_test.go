@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -62,6 +63,19 @@ func once[V any](t testing.TB, key string, make func(dir string) V) V {
 
 // sharedKey joins the parts of a key.
 func sharedKey(parts ...string) string { return strings.Join(parts, "\x00") }
+
+// sharedProgram gives a test the shared program src as dst, a hard link
+// to it: a copy the test process wrote could fail to run (ETXTBSY) while
+// a child another test forks at that moment still holds it open for
+// writing, until that child execs (golang.org/issue/22315). The tests run
+// such a program and never change it; the tools would replace a file
+// they change, leaving the shared one alone.
+func sharedProgram(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.Link(src, dst); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // copyFile copies src to dst with the mode perm: a test's own copy of
 // something shared, which it may change.
@@ -186,5 +200,39 @@ func TestSharedObjectsCopied(t *testing.T) {
 	objB := buildSrc(t, tg, b, "-pg -mfentry -DSHARED_COPY_TEST", true, "other.c")[0]
 	if got, err := os.ReadFile(objB); err != nil || !bytes.Equal(got, before) {
 		t.Errorf("the second test's object is not the compiler's (%v): it shares the first one's file", err)
+	}
+}
+
+// TestSharedProgramWhileForking: a test runs its name for a shared
+// program while other tests start processes all the time, and every run
+// starts (a copy written by the test process fails now and then with
+// ETXTBSY).
+func TestSharedProgramWhileForking(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "true")
+	run(t, dir, "cp", "/bin/true", src) // by another process: no file of ours open for writing
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					exec.Command("/bin/true").Run()
+				}
+			}
+		})
+	}
+	for i := range 300 {
+		dst := filepath.Join(dir, fmt.Sprint(i))
+		sharedProgram(t, src, dst)
+		if _, _, code, err := runStatus(dir, dst); err != nil || code != 0 {
+			t.Fatalf("run %d of a shared program: exit %d, %v", i, code, err)
+		}
 	}
 }
