@@ -235,7 +235,11 @@ func (r *Report) printBuild(path string) {
 // in parallel).
 func (r *Report) Tick() {
 	if len(r.pkgs) == 0 {
-		r.printf("still building: no package's tests have started")
+		if done := r.passed + r.skipped + len(r.failed); done > 0 {
+			r.printf("still building: %s done, none running", packages(done))
+		} else {
+			r.printf("still building: no package's tests have started")
+		}
 		return
 	}
 	now := r.now()
@@ -302,14 +306,14 @@ func (r *Report) End(exitErr error) bool {
 	total := r.passed + r.skipped + len(r.failed)
 	switch {
 	case len(r.failed) > 0:
-		r.printf("FAIL: %d of %d packages failed: %s", len(r.failed), total, strings.Join(r.failed, ", "))
+		r.printf("FAIL: %d of %s failed: %s", len(r.failed), packages(total), strings.Join(r.failed, ", "))
 	case exitErr != nil:
 		r.printf("FAIL: go test: %v", exitErr)
 	case total == 0:
 		r.printf("FAIL: no package was tested")
 		return false
 	default:
-		r.printf("ok: %d packages passed (%d without tests)", r.passed, r.skipped)
+		r.printf("ok: %s passed (%d without tests)", packages(r.passed), r.skipped)
 	}
 	return len(r.failed) == 0 && exitErr == nil
 }
@@ -323,6 +327,14 @@ func (r *Report) printf(format string, args ...any) {
 func clock(d time.Duration) string {
 	s := int(d.Round(time.Second) / time.Second)
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// packages says how many packages n is.
+func packages(n int) string {
+	if n == 1 {
+		return "1 package"
+	}
+	return fmt.Sprintf("%d packages", n)
 }
 
 // seconds writes an elapsed time in seconds as go test does.

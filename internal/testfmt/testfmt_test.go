@@ -103,7 +103,7 @@ func TestExitStatus(t *testing.T) {
 		want       string // End's last line
 		ok         bool
 	}{
-		{"passed", "pass.json", nil, "ok: 1 packages passed (0 without tests)", true},
+		{"passed", "pass.json", nil, "ok: 1 package passed (0 without tests)", true},
 		{"go test failed", "pass.json", errors.New("exit status 2"), "FAIL: go test: exit status 2", false},
 		{"nothing tested", "", errors.New("exit status 1"), "FAIL: go test: exit status 1", false},
 		{"empty stream", "", nil, "FAIL: no package was tested", false},
@@ -175,5 +175,26 @@ func TestFailedOutputWhole(t *testing.T) {
 		if strings.Contains(got, n) {
 			t.Errorf("the report has the passing test's line %q:\n%s", n, got)
 		}
+	}
+}
+
+// TestTickBuilding: a tick before any package's tests started, or
+// between packages, says go test is still building, not that nothing
+// happens.
+func TestTickBuilding(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	r := New(&out, func() time.Time { return now })
+	now = now.Add(time.Minute)
+	r.Tick()
+	r.Event(Event{Action: "start", Package: "p"})
+	r.Event(Event{Action: "pass", Package: "p", Elapsed: 1})
+	now = now.Add(time.Minute)
+	r.Tick()
+	want := "  1:00 still building: no package's tests have started\n" +
+		"  1:00 ok    p 1.000s\n" +
+		"  2:00 still building: 1 package done, none running\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
