@@ -259,22 +259,24 @@ func (r *Report) Tick() {
 	r.printf("still running: %s", strings.Join(parts, "; "))
 }
 
-// running names p's tests under way that have none under way below them,
-// the longest running first.
+// running names p's tests under way, the longest running first: not
+// those waiting for a parallel slot, nor a test whose own function is done
+// and that waits for its subtests.
 func (p *pkg) running() []string {
 	var names []string
-	busy := map[string]bool{}
+	parent := map[string]bool{}
 	for name, ts := range p.tests {
-		if ts.result == "" && !ts.paused {
+		if ts.result != "" {
+			continue
+		}
+		if !ts.paused {
 			names = append(names, name)
 		}
-	}
-	for _, name := range names {
 		for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
-			busy[name[:i]] = true
+			parent[name[:i]] = true
 		}
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return busy[n] })
+	names = slices.DeleteFunc(names, func(n string) bool { return parent[n] })
 	slices.SortFunc(names, func(a, b string) int {
 		if c := p.tests[a].started.Compare(p.tests[b].started); c != 0 {
 			return c

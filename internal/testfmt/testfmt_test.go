@@ -198,3 +198,33 @@ func TestTickBuilding(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestTickRunning: a tick names the tests whose code runs: not one
+// waiting for a parallel slot, nor a parent whose function is done and
+// that waits for its subtests, but a subtest once it runs.
+func TestTickRunning(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	r := New(&out, func() time.Time { return now })
+	for _, e := range []Event{
+		{Action: "start", Package: "p"},
+		{Action: "run", Package: "p", Test: "TestA"},
+		{Action: "run", Package: "p", Test: "TestA/one"},
+		{Action: "pause", Package: "p", Test: "TestA/one"},
+		{Action: "run", Package: "p", Test: "TestA/two"},
+		{Action: "pause", Package: "p", Test: "TestA/two"},
+		{Action: "run", Package: "p", Test: "TestB"},
+		{Action: "pause", Package: "p", Test: "TestB"},
+	} {
+		r.Event(e)
+	}
+	r.Tick()
+	r.Event(Event{Action: "cont", Package: "p", Test: "TestA/two"})
+	r.Tick()
+	want := "  0:00 run   p\n" +
+		"  0:00 still running: p (0:00)\n" +
+		"  0:00 still running: p (0:00: TestA/two)\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
