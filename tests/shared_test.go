@@ -17,7 +17,8 @@ import (
 // from one source with the same flags, an untraced program's output)
 // made once per test run, by whichever test asks first, in a directory
 // that lasts the run. The tests that share a thing read it and never
-// change it: buildSrc copies its objects, which recordmcount rewrites.
+// change it: buildSrc copies its objects, which recordmcount rewrites, and
+// an untraced program is hard-linked (sharedProgram).
 var shared = struct {
 	mu sync.Mutex
 	m  map[string]*sharedThing
@@ -27,17 +28,17 @@ var shared = struct {
 type sharedThing struct {
 	once sync.Once
 	v    any
-	made bool   // make returned: v is good
+	made bool   // build returned: v is good
 	by   string // the test that made it (or failed to)
 }
 
-// once returns what make returns for key, calling it once per test run:
+// once returns what build returns for key, calling it once per test run:
 // the first test to ask runs it, in a new directory of the run's (a
 // test's own temporary directory would go with that test), and the
 // others wait and get the same value. key says everything the value
-// depends on. make fails its test as any helper does (t.Fatal); the
+// depends on. build fails its test as any helper does (t.Fatal); the
 // tests waiting for it then fail too, naming that test.
-func once[V any](t testing.TB, key string, make func(dir string) V) V {
+func once[V any](t testing.TB, key string, build func(dir string) V) V {
 	t.Helper()
 	shared.mu.Lock()
 	s := shared.m[key]
@@ -52,7 +53,7 @@ func once[V any](t testing.TB, key string, make func(dir string) V) V {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.v = make(dir)
+		s.v = build(dir)
 		s.made = true
 	})
 	if !s.made {
@@ -130,7 +131,7 @@ func (f *fakeT) Fatalf(format string, args ...any) {
 }
 
 // TestOnce: tests asking at the same time for one key get what a single
-// call of make made; another key is made apart; when make fails its
+// call of build made; another key is made apart; when build fails its
 // test, the tests waiting for it fail, naming it.
 func TestOnce(t *testing.T) {
 	t.Parallel()
@@ -158,7 +159,7 @@ func TestOnce(t *testing.T) {
 		}
 	}
 	if fi, err := os.Stat(got[0]); err != nil || !fi.IsDir() {
-		t.Errorf("make's directory %q: %v", got[0], err)
+		t.Errorf("build's directory %q: %v", got[0], err)
 	}
 	if other := once(t, key+"\x00other", func(dir string) string { return dir }); other == got[0] {
 		t.Errorf("another key got the same directory %q", other)
