@@ -62,9 +62,9 @@ type pkg struct {
 
 // A testState is where one test (or subtest) is.
 type testState struct {
-	started time.Time
-	paused  bool   // waiting to run in parallel
-	result  string // "", pass, fail or skip
+	started time.Time // when it began, or went on after waiting to run in parallel
+	paused  bool      // waiting to run in parallel
+	result  string    // "", pass, fail or skip
 }
 
 // A chunk is one output event: the test that wrote it ("" for the
@@ -140,7 +140,7 @@ func (r *Report) Event(e Event) {
 	case "pause":
 		ts.paused = true
 	case "cont":
-		ts.paused = false
+		ts.paused, ts.started = false, r.now()
 	case "output":
 		p.out = append(p.out, chunk{e.Test, e.Output})
 	case "pass", "fail", "skip":
