@@ -12,10 +12,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +53,41 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func tool(name string) string { return filepath.Join(toolDir, name) }
+// tool is the path of the ftpatch tool name built for this run.
+func tool(name string) string {
+	inputsOnce.Do(declareInputs)
+	return filepath.Join(toolDir, name)
+}
+
+var inputsOnce sync.Once
+
+// declareInputs looks at every source file of the module (stat, which
+// the testing package logs for the go command).
+//
+// The go command caches a package's test result by what it sees the
+// tests depend on: the test binary, and the files of the module the
+// tests look at while they run. These tests depend on more: the tools
+// built for the run (whose sources the package does not import) and
+// the C programs the compilers read. Looking at every source file makes
+// go test run them again when any changed, rather than take their
+// result from the cache. tool and need, which every test that builds
+// calls, call it once.
+func declareInputs() {
+	filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "build", "docs":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		os.Stat(path)
+		return nil
+	})
+}
 
 // packages maps each external tool the tests run to the Debian package
 // that provides it.
@@ -78,6 +114,7 @@ var packages = map[string]string{
 // need fails the test when a tool is missing, naming the package.
 func need(t testing.TB, names ...string) {
 	t.Helper()
+	inputsOnce.Do(declareInputs) // see declareInputs
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
 			t.Fatalf("%s is not installed: run `make deps` or `apt-get install %s`", n, packages[n])
