@@ -276,8 +276,10 @@ func LinkFlags(lib string) []string {
 
 // wrapped are the C library's functions the runtime wraps in the program:
 // the exec and spawn functions (src/exec.c), backtrace (src/backtrace.c),
-// makecontext (src/context.c), and those that set SIGTRAP's action or
-// block it (src/trap.c: live patching's traps come first).
+// makecontext (src/context.c), and those that set a signal's action or
+// block signals (src/trap.c: live patching's traps come first, and the
+// flight recorder stands in for the default action of the fatal signals
+// while leaving the program's own handlers to the kernel).
 var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat",
 	"posix_spawn", "posix_spawnp", "backtrace", "makecontext", "sigaction", "signal", "sigprocmask", "pthread_sigmask"}
 

@@ -132,8 +132,11 @@ func checkLive(t *testing.T, dir, tracer string, made, handler, flipped map[stri
 // TestLiveTraps: the program's own SIGTRAP handler, installed before the
 // runtime took SIGTRAP and after, receives every trap it raises and every
 // int3 it runs while a thread toggles a function through the API and
-// threads that block every signal call it; SIGTRAP's action reads back
-// as the program's; a child with the default action dies of SIGTRAP
+// threads that block every signal call it; the handler runs with the
+// mask it asked for, on the alternate signal stack only with SA_ONSTACK,
+// and calls the toggled function itself without being killed (SIGTRAP
+// stays unblocked in it); SIGTRAP's action reads back as the program's;
+// a child with the default action dies of SIGTRAP
 // (progs/livetrap.c). Without FTRACE (the first enable opens the trace)
 // and under both tracers, the output is the untraced program's. On
 // arm64 the program's breakpoint is brk, where no site ever is.

@@ -60,7 +60,9 @@ given an environment without them; FTRACE_INHERIT=0 says not to), of
 backtrace (so a walk of the stack sees through function_graph's hooks),
 and of sigaction, signal, sigprocmask and pthread_sigmask (a program that
 calls the live API of ftrace.h keeps SIGTRAP for the sites being
-changed: its own traps still reach its handler, and it cannot block it).
+changed: its own traps still reach its handler, and it cannot block it;
+under the flight recorder the runtime stands in for the default action
+of the fatal signals, and the program's own handlers stay the kernel's).
 
 --cflags names the directory of ftrace.h, the runtime's API (enable and
 disable functions while the program runs, change the tracer, pause and

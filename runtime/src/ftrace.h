@@ -19,10 +19,11 @@
  *
  * While this API is linked into a program, SIGTRAP is the runtime's
  * first: the program's own handler (installed before or after) still
- * receives every trap that is not a site being changed, and SIGTRAP is
- * kept out of the masks the program sets (sigprocmask, pthread_sigmask,
- * sigaction's sa_mask), as a thread that blocked it would be killed by
- * the trap of a site being changed.
+ * receives every trap that is not a site being changed, with its own
+ * mask, flags and stack, and SIGTRAP is kept out of the masks the
+ * program sets (sigprocmask, pthread_sigmask, sigaction's sa_mask), and
+ * unblocked in its handler, as a thread that blocked it would be killed
+ * by the trap of a site being changed.
  *
  * Globs are those of FTRACE_FILTER: a comma-separated list, each a shell
  * glob, `!glob` excluding; C++ functions match by symbol or, when a glob

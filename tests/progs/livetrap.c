@@ -4,13 +4,18 @@
  * pause, while two threads that block every signal call it, and main,
  * calling it too, raises SIGTRAP and runs an int3 of its own, ROUNDS
  * times each, first with a handler installed before the runtime took
- * SIGTRAP (sigaction, SA_SIGINFO), then with one installed after
- * (signal); then a forked child with SIGTRAP's default action raises it
- * and dies of it. Every trap must reach the program's handler, once:
+ * SIGTRAP (sigaction, SA_SIGINFO, SIGUSR1 in its mask), then with one
+ * installed after (signal), then with the first again, now with
+ * SA_ONSTACK; then a forked child with SIGTRAP's default action raises it
+ * and dies of it. Every trap must reach the program's handler, once, with
+ * the mask and on the stack it asked for (main has an alternate signal
+ * stack), and the SA_SIGINFO handler itself calls busy() (which may meet
+ * it being changed):
  *
- *   before: raised N int3 N
- *   after: raised N int3 N
+ *   before: raised N int3 N, USR1 blocked 2N, on the alternate stack 0
  *   action: the program's
+ *   after: raised N int3 N
+ *   onstack: raised N int3 N, USR1 blocked 2N, on the alternate stack 2N
  *   child: killed by signal 5
  *
  * stderr says how many times busy was toggled meanwhile ("toggles N").
@@ -27,6 +32,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +47,8 @@
 #define NOINLINE __attribute__((noinline))
 #define ROUNDS 3000
 
-static volatile long raised, int3s, raised2, int3s2;
+static volatile long raised, int3s, raised2, int3s2, masked, on_alt;
+static char alt[1 << 16];
 static atomic_int done;
 static atomic_long toggles;
 static volatile long sink;
@@ -59,6 +66,12 @@ NOINLINE long busy(long x) { return x * 5 + 1; }
 static void on_trap(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig, (void)uc;
+	char here;
+	sigset_t now;
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	masked += sigismember(&now, SIGUSR1);
+	on_alt += (uintptr_t)&here >= (uintptr_t)alt && (uintptr_t)&here < (uintptr_t)alt + sizeof alt;
+	sink += busy((long)&here);
 	if (si->si_code == OWN_TRAP) {
 		int3s++;
 #if defined(__aarch64__)
@@ -130,10 +143,13 @@ static void rounds(int sa)
 
 int main(void)
 {
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
+	sigaltstack(&ss, NULL);
 	struct sigaction a;
 	memset(&a, 0, sizeof a);
 	a.sa_sigaction = on_trap;
 	a.sa_flags = SA_SIGINFO;
+	sigaddset(&a.sa_mask, SIGUSR1);
 	sigaction(SIGTRAP, &a, NULL);
 
 	pthread_t c, b[2];
@@ -143,7 +159,7 @@ int main(void)
 	while (atomic_load(&toggles) < 10) /* the sites are changing */
 		sched_yield();
 	rounds(1);
-	printf("before: raised %ld int3 %ld\n", raised, int3s);
+	printf("before: raised %ld int3 %ld, USR1 blocked %ld, on the alternate stack %ld\n", raised, int3s, masked, on_alt);
 
 	struct sigaction now;
 	sigaction(SIGTRAP, NULL, &now);
@@ -152,6 +168,12 @@ int main(void)
 	signal(SIGTRAP, on_trap2);
 	rounds(0);
 	printf("after: raised %ld int3 %ld\n", raised2, int3s2);
+
+	raised = int3s = masked = on_alt = 0;
+	a.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigaction(SIGTRAP, &a, NULL);
+	rounds(1);
+	printf("onstack: raised %ld int3 %ld, USR1 blocked %ld, on the alternate stack %ld\n", raised, int3s, masked, on_alt);
 
 	long during = atomic_load(&toggles);
 	atomic_store(&done, 1);
