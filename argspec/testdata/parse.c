@@ -75,7 +75,7 @@ int main(void)
 			if (p == end)
 				continue;
 			struct arg_entry e;
-			if (ftrt_argspec_entry(p, end, ret, &e) != 0) {
+			if (ftrt_argspec_entry(p, end, ret, &e) != NULL) {
 				bad = 1;
 				break;
 			}

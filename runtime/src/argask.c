@@ -20,6 +20,7 @@
 
 #include "fgraph.h"
 #include "ftrt.h"
+#include "say.h"
 #include "sys.h"
 
 /* How long the runtime waits for the socket's answer about a module. */
@@ -27,23 +28,24 @@
 /* The largest answer read: a module's entries. */
 #define ASK_MAX (64u << 20)
 
-static void warn(const char *what, const char *value)
-{
-	static const char pre[] = "ftrt: ";
-	sys(SYS_write, 2, (long)pre, sizeof pre - 1, 0, 0, 0);
-	sys(SYS_write, 2, (long)what, (long)strlen(what), 0, 0, 0);
-	sys(SYS_write, 2, (long)value, (long)strlen(value), 0, 0, 0);
-	sys(SYS_write, 2, (long)"\n", 1, 0, 0, 0);
-}
-
 static int gone; /* the socket failed once: warned, not asked again */
 
-static void ask_failed(const char *sock, const char *why)
+/* The socket failed (asked about path, if not NULL): said once. */
+static void ask_failed(const char *sock, const char *why, const char *path)
 {
 	if (__atomic_exchange_n(&gone, 1, __ATOMIC_RELAXED))
 		return;
-	warn("FTRACE_ARGS_SOCKET: the modules' arguments are not recorded: ", why);
-	warn("  socket ", sock);
+	struct say s;
+	ftrt_say_begin(&s);
+	ftrt_say_text(&s, "FTRACE_ARGS_SOCKET ");
+	ftrt_say_str(&s, sock);
+	ftrt_say_text(&s, ": the modules' arguments are not recorded: ");
+	ftrt_say_text(&s, why);
+	if (path) {
+		ftrt_say_text(&s, ", asked about ");
+		ftrt_say_str(&s, path);
+	}
+	ftrt_say_end(&s);
 }
 
 static long now_ms(void)
@@ -76,13 +78,13 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 		return NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(sock) >= sizeof sa.sun_path) {
-		ask_failed(sock, "its path is too long");
+		ask_failed(sock, "its path is too long", NULL);
 		return NULL;
 	}
 	strcpy(sa.sun_path, sock);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		ask_failed(sock, "no socket");
+		ask_failed(sock, "no socket", NULL);
 		return NULL;
 	}
 	long deadline = now_ms() + ASK_TIMEOUT_MS;
@@ -151,17 +153,8 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 	*alen = (size_t)(nl - buf);
 	*rlen = (size_t)(nl2 - nl - 1);
 out:
-	if (why) {
-		char msg[256];
-		size_t w = strlen(why), p = strlen(path);
-		if (w + 16 + p >= sizeof msg)
-			p = sizeof msg - 16 - w - 1;
-		memcpy(msg, why, w);
-		memcpy(msg + w, ", asked about ", 14);
-		memcpy(msg + w + 14, path, p);
-		msg[w + 14 + p] = 0;
-		ask_failed(sock, msg);
-	}
+	if (why)
+		ask_failed(sock, why, path);
 	close(fd);
 	if (why) {
 		free(buf);

@@ -7,6 +7,12 @@
 
 #include "argspec.h"
 
+/* The limits, in the reasons of a refusal. */
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
+#define STACK_MAX TEXT(ARG_STACK_MAX)
+#define ITEMS_MAX TEXT(ARG_MAX)
+
 const char *ftrt_argspec_next(const char *p, const char **end)
 {
 	const char *e = strchr(p, ';');
@@ -341,13 +347,13 @@ static int fits_mixed(const struct arg_item *it, const struct shape *s)
 }
 
 /* One item of FTRACE_ARGS, [p, end): "?", [*]argN[/fmt], fpargN[/fmt],
- * [*]stack+OFF[/fmt] or argN+fpargM/layout. */
-static int item(const char *p, const char *end, struct arg_item *it)
+ * [*]stack+OFF[/fmt] or argN+fpargM/layout. NULL, or why it is refused. */
+static const char *item(const char *p, const char *end, struct arg_item *it)
 {
 	memset(it, 0, sizeof *it);
 	if (end - p == 1 && *p == '?') {
 		it->type = ARG_NONE;
-		return 0;
+		return NULL;
 	}
 	int w = IN_INT;
 	if (p < end && *p == '*')
@@ -359,25 +365,25 @@ static int item(const char *p, const char *end, struct arg_item *it)
 	else if (end - p >= 6 && strncmp(p, "stack+", 6) == 0)
 		it->stack = 1, w = IN_STACK, p += 6;
 	else
-		return -1;
+		return "an item is argN, fpargN, stack+OFF, *argN/{...}, *stack+OFF/{...}, argN+fpargM/{...} or ?";
 	long n = number(&p, end, it->stack), m = 0;
 	if (n < 0)
-		return -1;
+		return it->stack ? "stack+OFF: OFF a number" : "argN, fpargN: N a number from 1";
 	if (!it->deref && !it->fp && !it->stack && end - p >= 6 && strncmp(p, "+fparg", 6) == 0) {
 		p += 6;
 		if ((m = number(&p, end, 0)) < 0 || m > ARGSPEC_FP_REGS)
-			return -1;
+			return "argN+fpargM: M a floating-point register's number";
 		it->mixed = 1;
 		it->fpn = (unsigned char)(m - 1);
 	}
 	if (p < end && *p != '/')
-		return -1;
+		return "an item's format follows a '/'";
 	if (it->stack && (n % 8 || n > ARG_STACK_MAX))
-		return -1;
+		return "stack+OFF: OFF a multiple of 8, within the stack arguments' first " STACK_MAX " bytes";
 	if (it->fp && n > ARGSPEC_FP_REGS)
-		return -1;
+		return "fpargN: past the floating-point argument registers";
 	if (!it->stack && n > ARGSPEC_INT_REGS + ARG_STACK_MAX / 8)
-		return -1;
+		return "argN: past the stack arguments' first " STACK_MAX " bytes";
 	if (it->stack)
 		it->off = (unsigned short)n;
 	else
@@ -388,13 +394,13 @@ static int item(const char *p, const char *end, struct arg_item *it)
 	if (p < end) {
 		unsigned char fp = it->fp;
 		if (format(p + 1, end, w, it, &s) != 0)
-			return -1;
+			return "a format unknown, or not one for where the item is";
 		it->fp = fp;
 	}
 	if (it->deref && it->type != ARG_STRUCT)
-		return -1;
+		return "*: the struct's layout, {...}, is the format";
 	if (it->mixed)
-		return fits_mixed(it, &s) ? 0 : -1;
+		return fits_mixed(it, &s) ? NULL : "argN+fpargM: the struct does not fit those registers";
 	it->reg = !it->stack && !it->deref && (it->fp || it->n < ARGSPEC_INT_REGS) && it->type != ARG_STRUCT && it->type != ARG_F80 &&
 		  it->type != ARG_F128 && it->type != ARG_STRING && it->type != ARG_ENUM;
 	/* What it reads, and of the stack from where. */
@@ -407,7 +413,7 @@ static int item(const char *p, const char *end, struct arg_item *it)
 		size = 16;
 	if (it->type == ARG_STRUCT && !it->deref) {
 		if (!fits(it, &s))
-			return -1;
+			return "the struct does not fit the registers it names";
 		size = (s.size + 7) / 8 * 8;
 		it->per_reg = 8;
 #if defined(__aarch64__)
@@ -415,74 +421,80 @@ static int item(const char *p, const char *end, struct arg_item *it)
 			it->per_reg = (unsigned char)(s.lo > 64 ? 16 : s.lo / 8); /* a member a register */
 #endif
 	}
-	return at >= 0 && at + size > ARG_STACK_MAX ? -1 : 0;
+	return at >= 0 && at + size > ARG_STACK_MAX ? "it reads past the stack arguments' first " STACK_MAX " bytes" : NULL;
 }
 
-/* A return value's format [p, end), into it. */
-static int ret_format(const char *p, const char *end, struct arg_item *it)
+/* A return value's format [p, end), into it: NULL, or why it is
+ * refused. */
+static const char *ret_format(const char *p, const char *end, struct arg_item *it)
 {
 	struct shape s = { 0, 0, 0, 0, 0 };
 	if (end - p == 1 && *p == '?') {
 		it->type = ARG_NONE;
-		return 0;
+		return NULL;
 	}
 	if (p < end && *p == '*') {
 #if defined(__aarch64__)
-		return -1; /* x8, the address, is not kept to the return */
+		return "*{...}: x8, the address, is not kept to the return"; /* on arm64 */
 #else
 		if (end - p < 2 || p[1] != '{' || format(p + 1, end, IN_RET, it, &s) != 0)
-			return -1;
+			return "*: the struct's layout, {...}, is the format";
 		it->deref = 1;
-		return 0;
+		return NULL;
 #endif
 	}
 	if (format(p, end, IN_RET, it, &s) != 0)
-		return -1;
+		return "a format unknown, or not one of a return value";
 	if (it->type != ARG_STRUCT)
-		return 0;
+		return NULL;
 	it->per_reg = 8;
 #if defined(__aarch64__)
 	if (s.count >= 1 && s.count <= 4 && s.lo == s.hi)
 		it->fp = 1, it->per_reg = (unsigned char)(s.lo > 64 ? 16 : s.lo / 8); /* v0-v3, a member each */
 #else
 	if (s.count && s.hi > 64)
-		return -1; /* a long double's struct is returned in memory */
+		return "a long double's struct is returned in memory: *{...}";
 	if (s.count)
 		it->fp = 1; /* xmm0, xmm1 */
 	if (s.size > 16)
-		return -1;
+		return "a struct of more than 16 bytes is returned in memory: *{...}";
 #endif
-	return s.size > 16 && !it->fp ? -1 : 0;
+	return s.size > 16 && !it->fp ? "a struct of more than 16 bytes is returned in memory" : NULL;
 }
 
-int ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e)
+const char *ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e)
 {
 	e->n = 0;
 	if (ret) {
 		const char *slash = memchr(p, '/', (size_t)(end - p));
 		e->glob = p, e->glen = (size_t)((slash ? slash : end) - p);
 		if (!glob_ok(p, p + e->glen))
-			return -1;
+			return "the glob is empty, or holds a ',', '@', space or control character";
 		struct arg_item *it = &e->it[0];
 		memset(it, 0, sizeof *it);
 		it->type = ARG_INT, it->bits = 64;
 		e->n = 1;
-		return slash ? ret_format(slash + 1, end, it) : 0;
+		return slash ? ret_format(slash + 1, end, it) : NULL;
 	}
 	const char *at = memchr(p, '@', (size_t)(end - p));
-	if (!at || !glob_ok(p, at))
-		return -1;
+	if (!at)
+		return "no '@' after the glob";
+	if (!glob_ok(p, at))
+		return "the glob is empty, or holds a ',', '/', space or control character";
 	e->glob = p, e->glen = (size_t)(at - p);
 	for (const char *q = at + 1;;) {
 		/* The item's end: a comma outside a layout's braces. */
 		const char *c = q;
 		for (int depth = 0; c < end && (depth || *c != ','); c++)
 			depth += (*c == '{') - (*c == '}');
-		if (e->n == ARG_MAX || item(q, c, &e->it[e->n]) != 0)
-			return -1;
+		if (e->n == ARG_MAX)
+			return "more than " ITEMS_MAX " items: a record holds at most " ITEMS_MAX;
+		const char *why = item(q, c, &e->it[e->n]);
+		if (why)
+			return why;
 		e->n++;
 		if (c == end)
-			return 0;
+			return NULL;
 		q = c + 1;
 	}
 }

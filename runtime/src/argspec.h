@@ -58,7 +58,8 @@ struct arg_entry {
 const char *ftrt_argspec_next(const char *p, const char **end);
 
 /* Parse the entry [p, end) of FTRACE_ARGS (ret 0) or FTRACE_RETVAL
- * (ret 1) into e: 0, or -1 when the grammar refuses it. */
-int ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e);
+ * (ret 1) into e: NULL, or, when the grammar refuses it, why (a short
+ * phrase of static text). */
+const char *ftrt_argspec_entry(const char *p, const char *end, int ret, struct arg_entry *e);
 
 #endif

@@ -69,6 +69,7 @@
 #include "liveindex.h"
 #include "ops.h"
 #include "record.h"
+#include "say.h"
 #include "tracer.h"
 
 /* The entries of one text (FTRACE_ARGS or FTRACE_RETVAL, the
@@ -99,13 +100,25 @@ static struct table *table; /* atomic */
 static struct fgraph_ops user;
 static int started;
 
-static void warn(const char *what, const char *value)
+/* An entry the grammar refuses, the kth of its text: its text (escaped,
+ * cut), why, and whose it is (a module's path: FTRACE_ARGS_SOCKET's
+ * answer about it; NULL: the environment's). */
+static void refused(int ret, const char *whose, size_t k, const char *p, const char *end, const char *why)
 {
-	static const char pre[] = "ftrt: ";
-	sys(SYS_write, 2, (long)pre, sizeof pre - 1, 0, 0, 0);
-	sys(SYS_write, 2, (long)what, (long)strlen(what), 0, 0, 0);
-	sys(SYS_write, 2, (long)value, (long)strlen(value), 0, 0, 0);
-	sys(SYS_write, 2, (long)"\n", 1, 0, 0, 0);
+	struct say s;
+	ftrt_say_begin(&s);
+	ftrt_say_text(&s, ret ? "FTRACE_RETVAL" : "FTRACE_ARGS");
+	ftrt_say_text(&s, " entry ");
+	ftrt_say_num(&s, k);
+	if (whose) {
+		ftrt_say_text(&s, " of FTRACE_ARGS_SOCKET's answer about ");
+		ftrt_say_str(&s, whose);
+	}
+	ftrt_say_text(&s, " skipped (");
+	ftrt_say_text(&s, why);
+	ftrt_say_text(&s, "): ");
+	ftrt_say_value(&s, p, (size_t)(end - p));
+	ftrt_say_end(&s);
 }
 
 static int special(const char *g)
@@ -122,8 +135,9 @@ static int by_name(const void *a, const void *b)
 }
 
 /* The entries of text [t, t + len) (ret: FTRACE_RETVAL's), or NULL
- * (none, or no memory); what says whose, for the warnings of entries
- * the grammar refuses. */
+ * (none, or no memory); what says whose (a module's path, NULL: the
+ * environment's), for the warnings of entries the grammar refuses (one
+ * each, naming it, counted from 1 among the text's entries). */
 static struct specs *specs_make(const char *t, size_t len, int ret, const char *what)
 {
 	size_t n = 1;
@@ -139,18 +153,16 @@ static struct specs *specs_make(const char *t, size_t len, int ret, const char *
 	s->glob = s->exact + n;
 	char *text = (char *)(s->glob + n);
 	memcpy(text, t, len);
+	size_t k = 0;
 	for (const char *p = text, *next; p; p = next) {
-		const char *end;
+		const char *end, *why;
 		next = ftrt_argspec_next(p, &end);
+		k++;
 		if (p == end)
 			continue;
 		struct arg_entry *e = &s->e[s->n];
-		if (ftrt_argspec_entry(p, end, ret, e) != 0) {
-			char *cut = (char *)end, c = *cut;
-			*cut = 0;
-			warn(ret ? "an FTRACE_RETVAL entry the grammar refuses, skipped: " : "an FTRACE_ARGS entry the grammar refuses, skipped: ", p);
-			warn("  from ", what);
-			*cut = c;
+		if ((why = ftrt_argspec_entry(p, end, ret, e)) != NULL) {
+			refused(ret, what, k, p, end, why);
 			continue;
 		}
 		((char *)e->glob)[e->glen] = 0; /* its '@', '/' or ';': read already */
@@ -411,13 +423,13 @@ void ftrt_capture_start(void)
 	if ((!args || !*args) && (!ret || !*ret) && (!sock || !*sock))
 		return;
 	if (!ftrt_tracing() || (ftrt_mode != FTRT_FUNCTION && ftrt_mode != FTRT_GRAPH)) {
-		warn("FTRACE_ARGS, FTRACE_RETVAL: need the function or function_graph tracer", "");
+		ftrt_say("ftrt: FTRACE_ARGS, FTRACE_RETVAL: need the function or function_graph tracer\n");
 		return;
 	}
 	if (args && *args)
-		env_args = specs_make(args, strlen(args), 0, "the environment");
+		env_args = specs_make(args, strlen(args), 0, NULL);
 	if (ret && *ret)
-		env_ret = specs_make(ret, strlen(ret), 1, "the environment");
+		env_ret = specs_make(ret, strlen(ret), 1, NULL);
 	/* The modules loaded so far ask here, those after when they
 	 * register (ftrt_capture_adding). */
 	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
@@ -440,8 +452,13 @@ void ftrt_capture_start(void)
 		ftrt_modules_release();
 		err = ftrt_fgraph_register(&user);
 	}
-	if (err < 0)
-		warn("FTRACE_ARGS, FTRACE_RETVAL: ", err == -ENOTSUP ? ftrt_fgraph_why() : ftrt_ops_why());
+	if (err < 0) {
+		struct say s;
+		ftrt_say_begin(&s);
+		ftrt_say_text(&s, "FTRACE_ARGS, FTRACE_RETVAL: ");
+		ftrt_say_text(&s, err == -ENOTSUP ? ftrt_fgraph_why() : ftrt_ops_why());
+		ftrt_say_end(&s);
+	}
 }
 
 /* A module was added (ops.c, with the registry's lock, before the ops'

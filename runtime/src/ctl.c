@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "live.h"
+#include "say.h"
 #include "tracer.h"
 
 static int listen_fd = -1, owner; /* the listening socket, of process owner */
@@ -203,10 +204,14 @@ void ftrt_ctl_start(void)
 	const char *why = "";
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	if (socket_dir(dir, sizeof dir - 32, &why) != 0) {
-		char msg[600];
-		int n = snprintf(msg, sizeof msg, "ftrt: FTRACE_CTL: the socket's directory %s %s; not listening\n", dir, why);
-		if (n > 0)
-			write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+		struct say s;
+		ftrt_say_begin(&s);
+		ftrt_say_text(&s, "FTRACE_CTL: the socket's directory ");
+		ftrt_say_str(&s, dir);
+		ftrt_say_text(&s, " ");
+		ftrt_say_text(&s, why);
+		ftrt_say_text(&s, "; not listening");
+		ftrt_say_end(&s);
 		return;
 	}
 	reply(a.sun_path, sizeof a.sun_path, "%s/ftpatch-%d.sock", dir, (int)getpid());
@@ -215,8 +220,7 @@ void ftrt_ctl_start(void)
 		return;
 	unlink(a.sun_path); /* a socket an earlier process of this pid left */
 	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0) {
-		static const char msg[] = "ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n";
-		write(2, msg, sizeof msg - 1);
+		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
 		close(fd);
 		return;
 	}

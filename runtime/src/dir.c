@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "ftrt.h"
+#include "say.h"
 #include "sys.h"
 
 #ifndef RENAME_NOREPLACE
@@ -75,9 +76,8 @@ void ftrt_dir_set_mode(const char *mode)
 	char *end;
 	unsigned long m = strtoul(mode, &end, 8);
 	if (*end || (m & 0600) != 0600 || (m & ~0644ul)) {
-		static const char msg[] = "ftrt: FTRACE_MODE: want an octal file mode from 0600 to 0644 (0640: the group may read the trace); "
-					  "0600 used\n";
-		write(2, msg, sizeof msg - 1);
+		ftrt_say("ftrt: FTRACE_MODE: want an octal file mode from 0600 to 0644 (0640: the group may read the trace); "
+			 "0600 used\n");
 		return;
 	}
 	file_mode = (unsigned)m;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fgraph.h"
+#include "say.h"
 #include "tracer.h"
 #include "take.h"
 
@@ -148,8 +149,7 @@ int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook)
  * record of where to return, and nothing sane is left to do. */
 static __attribute__((noreturn, noinline)) void lost_return(void)
 {
-	static const char msg[] = "ftrt: function_graph: a return the shadow stack has no entry for\n";
-	sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+	ftrt_say("ftrt: function_graph: a return the shadow stack has no entry for\n");
 	sys(SYS_kill, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), 6 /* SIGABRT */, 0, 0, 0, 0);
 	__builtin_trap();
 }

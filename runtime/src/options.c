@@ -20,6 +20,7 @@
 #include "ftrt.h"
 #include "graph.h"
 #include "pass.h"
+#include "say.h"
 
 /*
  * The config record, if it is one this runtime understands. Read through
@@ -70,11 +71,6 @@ static uint64_t parse_duration(const char *s)
 	else
 		return 0;
 	return whole * mult + frac * mult / div;
-}
-
-void ftrt_say(const char *msg)
-{
-	write(2, msg, strlen(msg));
 }
 
 /* FTRACE_DEPTH=N: graph at most N nested calls. FTRACE_THRESH=T (ns, or
@@ -206,10 +202,12 @@ void ftrt_graph_funcs_check(void)
 	int k = 0;
 	for (const char *p = ftrt_opts.graph_funcs; (p = ftrt_glob_next(p, glob)) != NULL; k++)
 		if (glob[0] && glob[0] != '!' && k < 64 && !(graph_hits >> k & 1)) {
-			char buf[400];
-			int n = snprintf(buf, sizeof buf, "ftrt: FTRACE_GRAPH_FUNCS: \"%s\" matches no traced function (of those loaded at start)\n", glob);
-			if (n > 0)
-				write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+			struct say s;
+			ftrt_say_begin(&s);
+			ftrt_say_text(&s, "FTRACE_GRAPH_FUNCS: \"");
+			ftrt_say_str(&s, glob);
+			ftrt_say_text(&s, "\" matches no traced function (of those loaded at start)");
+			ftrt_say_end(&s);
 		}
 }
 

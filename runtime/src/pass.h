@@ -75,7 +75,6 @@ struct ftrt_opts {
 };
 extern struct ftrt_opts ftrt_opts __attribute__((visibility("hidden")));
 const struct ftrt_config *ftrt_config_check(const struct ftrt_config *c) __attribute__((visibility("hidden")));
-void ftrt_say(const char *msg) __attribute__((visibility("hidden")));
 void ftrt_tracer_options(void) __attribute__((visibility("hidden")));
 int ftrt_graph_safe(void) __attribute__((visibility("hidden")));
 void ftrt_read_env(void) __attribute__((visibility("hidden")));

@@ -41,6 +41,7 @@
 #include "ftrt.h"
 #include "graph.h"
 #include "pass.h"
+#include "say.h"
 
 /* Weak: a program with no instrumented object has no table at all. */
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
@@ -77,10 +78,14 @@ int ftrt_trace_open(void)
 			ftrt_tracer_options();
 			ftrt_trace_go();
 		} else if (!ftrt_secure() || rec) {
-			char buf[PATH_MAX + 200];
-			int n = snprintf(buf, sizeof buf, "ftrt: the trace directory %s %s; tracing nothing\n", dir, why);
-			if (n > 0)
-				write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+			struct say s;
+			ftrt_say_begin(&s);
+			ftrt_say_text(&s, "the trace directory ");
+			ftrt_say_str(&s, dir);
+			ftrt_say_text(&s, " ");
+			ftrt_say_text(&s, why);
+			ftrt_say_text(&s, "; tracing nothing");
+			ftrt_say_end(&s);
 		}
 	}
 	return ftrt_opts.trace > 0 ? 0 : -1;
@@ -98,23 +103,29 @@ static int adopt(int tracer, const char *name)
 	if (!ftrt_mode)
 		ftrt_mode = tracer == FTRT_GRAPH && !ftrt_graph_safe() ? FTRT_FUNCTION : tracer;
 	else if (tracer != ftrt_mode) {
-		char buf[600];
-		int n = snprintf(buf, sizeof buf, "ftrt: %s asks for another tracer than the process runs; its sites serve the process's\n",
-				 name);
-		if (n > 0)
-			write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		struct say s;
+		ftrt_say_begin(&s);
+		ftrt_say_str(&s, name);
+		ftrt_say_text(&s, " asks for another tracer than the process runs; its sites serve the process's");
+		ftrt_say_end(&s);
 	}
 	return ftrt_mode;
 }
 
 static void report(const struct ftrt_mod *md, size_t nsites)
 {
-	char buf[4600];
+	char buf[600];
+	struct say s;
+	ftrt_say_begin(&s);
+	if (md->path) {
+		ftrt_say_str(&s, md->path);
+		ftrt_say_text(&s, ": ");
+	}
 	int n = snprintf(buf, sizeof buf,
-			 "ftrt: %s%s%llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
+			 "%llu sites: %llu patched to NOPs, %llu NOPs already, %llu skipped, %llu failed; "
 			 "%llu empty and %llu duplicate table entries; %llu traced, %llu not traceable; %s NOPs; in %llu ns; "
-			 "%llu code pages written; config %s; %llu through their literal, %llu with a misaligned one\n",
-			 md->path ? md->path : "", md->path ? ": " : "", (unsigned long long)nsites,
+			 "%llu code pages written; config %s; %llu through their literal, %llu with a misaligned one",
+			 (unsigned long long)nsites,
 			 (unsigned long long)md->stats.patched, (unsigned long long)md->stats.nops,
 			 (unsigned long long)md->stats.skipped, (unsigned long long)md->stats.failed,
 			 (unsigned long long)md->stats.zero, (unsigned long long)md->stats.dups,
@@ -123,7 +134,8 @@ static void report(const struct ftrt_mod *md, size_t nsites)
 			 ftrt_config_state(md->stats.config), (unsigned long long)md->stats.literal,
 			 (unsigned long long)md->stats.misaligned);
 	if (n > 0)
-		write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		ftrt_say_text(&s, buf);
+	ftrt_say_end(&s);
 }
 
 /*
@@ -151,11 +163,16 @@ static void no_table(struct ftrt_mod *md)
 /* The symbol table could not be read: say so, and what is traced. */
 static void unreadable(const struct ftrt_mod *md, const char *what)
 {
-	char buf[600];
-	int len = snprintf(buf, sizeof buf, "ftrt: cannot read the symbol table of %s (stripped?); tracing %s\n",
-			   md->path ? md->path : "the program", what);
-	if (len > 0)
-		write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+	struct say s;
+	ftrt_say_begin(&s);
+	ftrt_say_text(&s, "cannot read the symbol table of ");
+	if (md->path)
+		ftrt_say_str(&s, md->path);
+	else
+		ftrt_say_text(&s, "the program");
+	ftrt_say_text(&s, " (stripped?); tracing ");
+	ftrt_say_text(&s, what);
+	ftrt_say_end(&s);
 }
 
 /*
@@ -352,12 +369,12 @@ void ftrt_pass(struct ftrt_mod *md)
 	const struct ftrt_config *cfg = ftrt_config_check(mod->config);
 	if (cfg && (cfg->flags & FTRT_CFG_PATCHED)) {
 		if (cfg->sites != m || cfg->tracer > FTRT_NOP) {
-			char buf[600];
-			int len = snprintf(buf, sizeof buf,
-					   "ftrt: %s: .ftrt_config does not match the site table (changed after ftpatch enable?); ignored\n", name);
+			struct say s;
+			ftrt_say_begin(&s);
+			ftrt_say_str(&s, name);
+			ftrt_say_text(&s, ": .ftrt_config does not match the site table (changed after ftpatch enable?); ignored");
+			ftrt_say_end(&s);
 			ftrt_pass_stats->config = FTRT_CFG_STATE_MISMATCH;
-			if (len > 0)
-				write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 		} else if (ftrt_opts.env) {
 			ftrt_pass_stats->config = FTRT_CFG_STATE_OVERRIDDEN;
 		} else {

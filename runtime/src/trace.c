@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "live.h"
+#include "say.h"
 #include "tracer.h"
 
 /* How the end is armed at exit (ftrt_trace_arm). */
@@ -62,10 +63,9 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
 		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */
 	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {
-		static const char msg[] = "ftrt: FTRACE_BUFFER: want stream, writer (full buffers written by a thread of the "
-					  "runtime's), or ring:SIZE (the flight recorder: ring:64m keeps each thread's last 64 MiB of "
-					  "records); writing every record\n";
-		sys(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0, 0);
+		ftrt_say("ftrt: FTRACE_BUFFER: want stream, writer (full buffers written by a thread of the "
+			 "runtime's), or ring:SIZE (the flight recorder: ring:64m keeps each thread's last 64 MiB of "
+			 "records); writing every record\n");
 	}
 	const char *clk = ftrt_env(ENV_CLOCK);
 	ftrt_clock_mono = (clk && strcmp(clk, META_CLOCK_MONO) == 0) || !ftrt_tsc_trusted();
