@@ -47,7 +47,7 @@ func TestRuntimeWarnings(t *testing.T) {
 		"FTRACE_RETVAL=parse/zz;outer")
 	for _, want := range []string{
 		"ftrt: FTRACE_ARGS entry 2 skipped (the glob is empty, or holds a ',', '/', space or control character): parse\\x1b[2J@arg1\n",
-		"ftrt: FTRACE_ARGS entry 3 skipped (argN: past the stack arguments' first 512 bytes): parse@arg99\n",
+		"ftrt: FTRACE_ARGS entry 3 skipped (argN: arg1-arg6 are registers, arg7-arg70 the stack's words after them, in its arguments' first 512 bytes): parse@arg99\n",
 		"ftrt: FTRACE_ARGS entry 4 skipped (more than 15 items: a record holds at most 15): parse@arg1,",
 		"ftrt: FTRACE_ARGS entry 5 skipped (an item is argN, fpargN, stack+OFF, *argN/{...}, *stack+OFF/{...}, argN+fpargM/{...} or ?): ggg",
 		"ftrt: FTRACE_RETVAL entry 1 skipped (a format unknown, or not one of a return value): parse/zz\n",

@@ -7,9 +7,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
+#include "argread.h"
+#include "fgraph.h"
 #include "ftrace.h"
 #include "live.h"
-#include "fgraph.h"
 #include "ops.h"
 #include "tracer.h"
 
@@ -81,8 +82,11 @@ static int ops_result(int r)
 	return fail(r, ftrt_ops_why);
 }
 
+/* A callback's ftrace_regs_get_argument may read stack arguments, through
+ * the pipe where process_vm_readv is refused. */
 int register_ftrace_function(struct ftrace_ops *ops)
 {
+	ftrt_argread_start();
 	return ops_result(ftrt_ops_register(ops));
 }
 
@@ -118,6 +122,7 @@ int ftrace_set_notrace(struct ftrace_ops *ops, const char *globs, int reset)
 
 int register_fgraph(struct fgraph_ops *gops)
 {
+	ftrt_argread_start();
 	return fail(ftrt_fgraph_register(gops), ftrt_fgraph_why);
 }
 
@@ -128,6 +133,7 @@ int unregister_fgraph(struct fgraph_ops *gops)
 
 int register_fprobe(struct fprobe *fp, const char *filter, const char *notfilter)
 {
+	ftrt_argread_start();
 	return fail(ftrt_fprobe_register(fp, filter, notfilter), ftrt_fprobe_why);
 }
 

@@ -1,6 +1,8 @@
 /*
  * What an item of FTRACE_ARGS or FTRACE_RETVAL reads of a call, and how
- * it is written in the record (abi.h lays it out), for capture.c.
+ * it is written in the record (abi.h lays it out), for capture.c; and
+ * the stack arguments a callback's ftrace_regs_get_argument reads
+ * (fregs.c), read the same way.
  *
  * Values are recorded as they are in the registers: an integer of fewer
  * bits sign- or zero-extended from them (the rest of the register is
@@ -34,6 +36,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,20 +52,31 @@
 static int pipefd[2] = { -1, -1 };
 static int pipe_busy;
 
-void ftrt_argread_start(void)
+/* The pipe, or none (-1) when it cannot be made. */
+static void make_pipe(void)
 {
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
 		pipefd[0] = pipefd[1] = -1;
 }
 
-void ftrt_argread_after_fork(void)
+/* A forked child's pipe is its own: the parent's would mix their bytes. */
+static void after_fork(void)
 {
 	if (pipefd[0] >= 0) {
 		sys(SYS_close, pipefd[0], 0, 0, 0, 0, 0);
 		sys(SYS_close, pipefd[1], 0, 0, 0, 0, 0);
-		ftrt_argread_start();
+		make_pipe();
 	}
 	pipe_busy = 0;
+}
+
+void ftrt_argread_start(void)
+{
+	static int started;
+	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+		return;
+	make_pipe();
+	pthread_atfork(NULL, NULL, after_fork);
 }
 
 /* len bytes at src into dst, by the kernel, which fails (EFAULT) where a
@@ -156,13 +170,13 @@ _Static_assert(2 + ARG_STRUCT_MAX / 8 + ARG_LAYOUT_MAX / 8 <= ARG_ITEM_WORDS_MAX
 		       2 + ARG_STRING_MAX / 8 <= ARG_ITEM_WORDS_MAX,
 	       "a struct's, an enum's or a string's words fit an item's");
 
-/* len bytes of the call's stack arguments from off into dst: 0, or -1
- * (where they are is not known, or they cannot be read). */
-static int stack_read(struct arg_call *c, size_t off, void *dst, size_t len)
+/* len bytes of the stack arguments at base from off into dst: 0, or -1
+ * (where they are is not known, or they cannot be read). The page of
+ * the word below base is known mapped (each architecture's caller of the
+ * runtime wrote there: fregs.c); what lies on it is read as it is. */
+static int stack_bytes(uintptr_t base, size_t off, void *dst, size_t len)
 {
-	if (!c->looked)
-		c->stack = ftrt_arch_stack_args(c->f, c->ip), c->looked = 1;
-	uintptr_t base = c->stack, at = base + off;
+	uintptr_t at = base + off;
 	if (!base)
 		return -1;
 	if (((base - 1) >> 12) == ((at + len - 1) >> 12)) {
@@ -170,6 +184,23 @@ static int stack_read(struct arg_call *c, size_t off, void *dst, size_t len)
 		return 0;
 	}
 	return read_mem(dst, at, len) == (long)len ? 0 : -1;
+}
+
+/* len bytes of the call's stack arguments from off into dst, as
+ * stack_bytes. */
+static int stack_read(struct arg_call *c, size_t off, void *dst, size_t len)
+{
+	if (!c->looked)
+		c->stack = ftrt_arch_stack_args(c->f, c->ip), c->looked = 1;
+	return stack_bytes(c->stack, off, dst, len);
+}
+
+unsigned long ftrt_stack_word(uintptr_t base, unsigned i)
+{
+	uint64_t v;
+	if (i >= ARG_STACK_MAX / 8 || stack_bytes(base, 8 * (size_t)i, &v, 8) != 0)
+		return 0;
+	return (unsigned long)v;
 }
 
 /* The call's integer argument i, from 0: a register, or past them the

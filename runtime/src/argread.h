@@ -59,8 +59,13 @@ unsigned ftrt_arg_put(uint64_t *w, uint32_t *k, struct arg_call *c, const struct
 unsigned ftrt_ret_put(uint64_t *w, uint32_t *k, struct ftrace_regs *f, const unsigned char *fp, const struct arg_item *it) HIDDEN;
 
 /* The pipe the reader of memory uses where process_vm_readv is refused:
- * made when capturing starts, made anew in a forked child. */
+ * made once, when capturing starts or a callback that may read stack
+ * arguments is registered (api.c), made anew in a forked child. */
 void ftrt_argread_start(void) HIDDEN;
-void ftrt_argread_after_fork(void) HIDDEN;
+
+/* Word i of the stack arguments at base (0: not known), read as an
+ * item's are, never faulting: 0 past the first ARG_STACK_MAX bytes, or
+ * where they cannot be read. For ftrace_regs_get_argument (fregs.c). */
+unsigned long ftrt_stack_word(uintptr_t base, unsigned i) HIDDEN;
 
 #endif

@@ -12,6 +12,16 @@
 #define TEXT(x) TEXT_(x)
 #define STACK_MAX TEXT(ARG_STACK_MAX)
 #define ITEMS_MAX TEXT(ARG_MAX)
+/* argN's numbers: the registers', then the stack's words in its first
+ * ARG_STACK_MAX bytes. */
+#if defined(__aarch64__)
+#define ARGN_LAST 72
+#define ARGN_RANGES "arg1-arg8 are registers, arg9-arg72"
+#else
+#define ARGN_LAST 70
+#define ARGN_RANGES "arg1-arg6 are registers, arg7-arg70"
+#endif
+_Static_assert(ARGN_LAST == ARGSPEC_INT_REGS + ARG_STACK_MAX / 8, "ARGN_RANGES names the registers and the stack's words");
 
 const char *ftrt_argspec_next(const char *p, const char **end)
 {
@@ -382,8 +392,8 @@ static const char *item(const char *p, const char *end, struct arg_item *it)
 		return "stack+OFF: OFF a multiple of 8, within the stack arguments' first " STACK_MAX " bytes";
 	if (it->fp && n > ARGSPEC_FP_REGS)
 		return "fpargN: past the floating-point argument registers";
-	if (!it->stack && n > ARGSPEC_INT_REGS + ARG_STACK_MAX / 8)
-		return "argN: past the stack arguments' first " STACK_MAX " bytes";
+	if (!it->stack && n > ARGN_LAST)
+		return "argN: " ARGN_RANGES " the stack's words after them, in its arguments' first " STACK_MAX " bytes";
 	if (it->stack)
 		it->off = (unsigned short)n;
 	else

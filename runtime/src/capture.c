@@ -402,7 +402,6 @@ static void retfunc(struct ftrace_graph_ret *r, struct fgraph_ops *g, struct ftr
 
 static void after_fork(void)
 {
-	ftrt_argread_after_fork();
 	pthread_mutex_init(&pending_lock, NULL);
 }
 

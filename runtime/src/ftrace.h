@@ -205,9 +205,14 @@ int unregister_ftrace_direct(struct ftrace_ops *ops, unsigned long addr, int fre
  * accessors of the same names). Argument n counts from 0 among the
  * integer and pointer arguments (x86-64: rdi rsi rdx rcx r8 r9, then the
  * stack; arm64: x0-x7, then the stack), fp argument n among the
- * floating-point ones (xmm0-7; d0-d7). At an arm64 -pg site, after the
- * prologue, x0 holds the return address gcc hands _mcount, not the
- * first argument, and the stack's arguments read as 0. The instruction pointer is where
+ * floating-point ones (xmm0-7; d0-d7). The stack's are read without
+ * ever faulting (a function at the top of its stack, a coroutine's or a
+ * thread's, may have nothing mapped above it), as FTRACE_ARGS's are:
+ * the first 512 bytes of them (n up to 69 on x86-64, 71 on arm64), 0
+ * past those or where they cannot be read, which a callback cannot tell
+ * from a 0 passed. At an arm64 -pg site, after the prologue, x0 holds
+ * the return address gcc hands _mcount, not the first argument, and the
+ * stack's arguments read as 0. The instruction pointer is where
  * the function goes on; setting it at a function's entry runs another
  * function in its place, with the same arguments, returning to the same
  * caller (a fixed version of the function: a live patch); -1 where that

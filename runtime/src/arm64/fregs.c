@@ -5,19 +5,23 @@
  */
 #include <stdint.h>
 
+#include "../argread.h"
 #include "../ftrace.h"
 #include "../fgraph.h"
 #include "../ftrt.h"
 #include "../live.h"
 #include "regs.h"
 
-/* x0-x7, then the stack's at the function's entry: not known at a -pg
- * site, after the prologue (0). */
+/* x0-x7, then the stack's at the function's entry, as an item of
+ * FTRACE_ARGS reads them: never faulting (a function at the top of its
+ * stack has nothing mapped above it), 0 past the first ARG_STACK_MAX
+ * bytes or where they cannot be read; not known at a -pg site, after
+ * the prologue (0). */
 unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)
 {
 	if (n < 8)
 		return f->x[n];
-	return f->kind == FREGS_ENTRY ? ((const unsigned long *)f->sp)[n - 8] : 0;
+	return f->kind == FREGS_ENTRY ? ftrt_stack_word(ftrt_arch_stack_args(f, f->pc), n - 8) : 0;
 }
 
 unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *f, unsigned int n)

@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 
+#include "../argread.h"
 #include "../ftrace.h"
 #include "../fgraph.h"
 #include "../ftrt.h"
@@ -23,8 +24,11 @@ unsigned long ftrace_regs_get_argument(struct ftrace_regs *f, unsigned int n)
 	case 4: return f->r8;
 	case 5: return f->r9;
 	}
-	/* The stack's, above the return address. */
-	return ((const unsigned long *)f->sp)[1 + (n - 6)];
+	/* The stack's, above the return address, as an item of FTRACE_ARGS
+	 * reads them: never faulting (a function at the top of its stack
+	 * has nothing mapped above it), 0 past the first ARG_STACK_MAX
+	 * bytes or where they cannot be read. */
+	return ftrt_stack_word(ftrt_arch_stack_args(f, f->ip), n - 6);
 }
 
 unsigned long long ftrace_regs_get_fp_argument_bits(struct ftrace_regs *f, unsigned int n)
