@@ -34,6 +34,11 @@ type Wrapper struct {
 	// Exec runs one command (argv[0] looked up in PATH) and returns how
 	// it ended; nil for launch.Run.
 	Exec func(argv []string) (launch.Status, error)
+	// Cache is the cache directory the runtime is built into (package
+	// runtime's Options.Cache); "" for the user's.
+	Cache string
+
+	rt *ftrt.Lib // the runtime, found once a command
 }
 
 // ErrTarget: the compiler builds for an architecture ftpatch does not
@@ -63,6 +68,7 @@ func (w *Wrapper) Run(ctx context.Context, args []string) (launch.Status, error)
 	if err != nil {
 		return launch.Status{}, err
 	}
+	defer w.done()
 	switch c.Action {
 	case Compile:
 		return w.compile(ctx, c)
@@ -156,13 +162,36 @@ func (w *Wrapper) cflags(ctx context.Context, c *Command) ([]string, func(string
 	if err != nil {
 		return nil, nil, err
 	}
-	lib, err := ftrt.Cached(ctx, ftrt.Options{CC: w.runtimeCC(), Arch: a})
+	lib, err := w.runtime(ctx, a)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the runtime: %w", err)
+		return nil, nil, err
 	}
-	flags := append(ftrt.CFlags(a), "-idirafter", ftrt.IncludeDir(filepath.Dir(lib)))
+	flags := append(ftrt.CFlags(a), "-idirafter", lib.Include)
 	pg := slices.Contains(flags, "-pg")
 	return flags, func(o string) bool { return lto(o) || (pg && o == "-fomit-frame-pointer") }, nil
+}
+
+// runtime is the runtime for architecture a, from the cache (built there
+// on first use), found once a command: a cache that cannot be trusted
+// is said once, and the runtime built for the command alone is removed
+// when it ends (done).
+func (w *Wrapper) runtime(ctx context.Context, a arch.Arch) (ftrt.Lib, error) {
+	if w.rt == nil {
+		lib, err := ftrt.Cached(ctx, ftrt.Options{CC: w.runtimeCC(), Arch: a, Cache: w.Cache, Notes: w.Stderr})
+		if err != nil {
+			return ftrt.Lib{}, fmt.Errorf("the runtime: %w", err)
+		}
+		w.rt = &lib
+	}
+	return *w.rt, nil
+}
+
+// done removes a runtime built for the command alone.
+func (w *Wrapper) done() {
+	if w.rt != nil && w.rt.Scratch != "" {
+		os.RemoveAll(w.rt.Scratch)
+	}
+	w.rt = nil
 }
 
 // target asks the compiler which architecture it builds for, with the
@@ -248,14 +277,14 @@ func (w *Wrapper) link(ctx context.Context, c *Command) (launch.Status, error) {
 	}
 	var rt []string
 	if !c.Relocatable && (!c.NoStdlib || c.Shared) {
-		lib, err := ftrt.Cached(ctx, ftrt.Options{CC: w.runtimeCC(), Arch: a})
+		lib, err := w.runtime(ctx, a)
 		if err != nil {
-			return launch.Status{}, fmt.Errorf("the runtime: %w", err)
+			return launch.Status{}, err
 		}
 		if c.Shared {
-			rt = ftrt.ModuleLinkFlags(lib)
+			rt = ftrt.ModuleLinkFlags(lib.Archive)
 		} else {
-			rt = ftrt.LinkFlags(lib)
+			rt = ftrt.LinkFlags(lib.Archive)
 		}
 	}
 	srcs := c.Sources()

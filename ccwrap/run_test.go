@@ -62,9 +62,9 @@ func TestRunCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := strings.Join(ftrt.LinkFlags(lib), " ")
-	mod := strings.Join(ftrt.ModuleLinkFlags(lib), " ")
-	cf := strings.Join(ftrt.CFlags(arch.X86_64), " ") + " -idirafter " + ftrt.IncludeDir(filepath.Dir(lib))
+	rt := strings.Join(ftrt.LinkFlags(lib.Archive), " ")
+	mod := strings.Join(ftrt.ModuleLinkFlags(lib.Archive), " ")
+	cf := strings.Join(ftrt.CFlags(arch.X86_64), " ") + " -idirafter " + lib.Include
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "objs.rsp"), []byte("a.o 'b c.o'\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "flags.rsp"), []byte("-flto -O2\n"), 0o644)

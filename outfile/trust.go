@@ -54,14 +54,18 @@ const sticky = syscall.S_ISVTX
 // accepted: a name made in it must be checked in turn (CheckOwned).
 //
 // Otherwise the error is a *TrustError naming the first file or
-// directory that fails, or Resolve's error (a refused link, a missing
-// file).
+// directory that fails (or the link Resolve refused), or Resolve's
+// error (a missing file, a loop).
 func Trusted(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
 	r, err := Resolve(abs)
+	var le *LinkError
+	if errors.As(err, &le) {
+		return "", &TrustError{Path: le.Link, Why: fmt.Sprintf("a symbolic link of uid %d in %s, a sticky directory others can write, which protected_symlinks would not follow", le.LinkUID, le.Dir)}
+	}
 	if err != nil {
 		return "", err
 	}

@@ -72,7 +72,7 @@ func TestTrusted(t *testing.T) {
 		{path: filepath.Join(mine, "wide"), bad: filepath.Join(mine, "wide"), why: "writable by its group (-rw-rw-r--)"},
 		{path: filepath.Join(mine, "theirs"), bad: filepath.Join(mine, "theirs"), why: "owned by uid 65534"},
 		{path: filepath.Join(shared, "sharedfile"), bad: filepath.Join(shared, "sharedfile"), why: "writable by its group and others"},
-		{path: filepath.Join(shared, "planted"), why: "refusing to follow a symbolic link"},
+		{path: filepath.Join(shared, "planted"), bad: filepath.Join(shared, "planted"), why: "a symbolic link of uid 65534 in " + shared},
 	} {
 		got, err := outfile.Trusted(c.path)
 		switch {

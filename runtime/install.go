@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"ftpatch/arch"
+	"ftpatch/infile"
 	"ftpatch/outfile"
 )
 
@@ -62,6 +64,10 @@ func PkgConfigName(a arch.Arch, shared bool) string {
 type Lib struct {
 	Archive string
 	Include string
+	// Scratch, when not "", is the private directory Cached built this
+	// runtime into for one use, the cache being untrusted: the caller
+	// removes it once the runtime is linked.
+	Scratch string
 }
 
 // Install builds the runtime of o.Arch and writes it under prefix as
@@ -78,7 +84,7 @@ func Install(ctx context.Context, o Options, prefix, destdir, version string) er
 	o.defaults()
 	root := destdir + prefix
 	o.Dir = InstallDir(root, o.Arch)
-	if err := buildArchives(ctx, o); err != nil {
+	if _, err := buildArchives(ctx, o); err != nil {
 		return err
 	}
 	if err := outfile.WriteFile(filepath.Join(o.Dir, VersionFile), 0o644, []byte(Version()+"\n")); err != nil {
@@ -142,41 +148,74 @@ func flagsArgs(a arch.Arch, shared bool) string {
 	return s
 }
 
+// ErrOtherVersion: an installed runtime was built from other sources
+// than this binary's.
+var ErrOtherVersion = errors.New("built from other sources than this ftpatch's")
+
+// maxVersionFile bounds what Installed reads of VersionFile.
+const maxVersionFile = 256 // bytes
+
 // Installed returns the runtime of arch a installed under prefix when it
-// is complete and was built from this binary's sources (its VersionFile
-// says Version()); false when there is none, or it is another
-// version's.
-func Installed(prefix string, a arch.Arch) (Lib, bool) {
-	dir := InstallDir(prefix, a)
-	v, err := os.ReadFile(filepath.Join(dir, VersionFile))
-	if err != nil || strings.TrimSpace(string(v)) != Version() {
-		return Lib{}, false
+// is complete, was built from this binary's sources (its VersionFile
+// says Version()) and can be trusted: each of its files, and every
+// directory on the way to it, passes outfile.Trusted (root's or the
+// user's, writable by no one else), so that no other user could have put
+// code of theirs in it. Otherwise the error wraps fs.ErrNotExist when
+// there is none (or a part is missing), ErrOtherVersion when it is
+// another version's, outfile.ErrUntrusted when another user could have
+// changed it.
+func Installed(prefix string, a arch.Arch) (Lib, error) {
+	dir, err := outfile.Trusted(InstallDir(prefix, a))
+	if err != nil {
+		return Lib{}, err
 	}
-	l := Lib{Archive: filepath.Join(dir, LibName), Include: InstallInclude(prefix)}
-	for _, p := range []string{l.Archive, ModulePath(l.Archive), filepath.Join(l.Include, Header)} {
-		if _, err := os.Stat(p); err != nil {
-			return Lib{}, false
+	inc, err := outfile.Trusted(InstallInclude(prefix))
+	if err != nil {
+		return Lib{}, err
+	}
+	l := Lib{Archive: filepath.Join(dir, LibName), Include: inc}
+	version := filepath.Join(dir, VersionFile)
+	for _, p := range []string{version, l.Archive, ModulePath(l.Archive), filepath.Join(inc, Header)} {
+		r, err := outfile.Trusted(p)
+		if err != nil {
+			return Lib{}, err
+		}
+		if fi, err := os.Stat(r); err != nil {
+			return Lib{}, err
+		} else if !fi.Mode().IsRegular() {
+			return Lib{}, &infile.NotRegularError{Path: p, Mode: fi.Mode()}
+		} else if p == version && fi.Size() > maxVersionFile {
+			return Lib{}, fmt.Errorf("%s: %d bytes, more than a version", p, fi.Size())
 		}
 	}
-	return l, true
+	v, err := infile.ReadFile(version)
+	if err != nil {
+		return Lib{}, err
+	}
+	if got := strings.TrimSpace(string(v)); got != Version() {
+		return Lib{}, fmt.Errorf("the runtime under %s: %w (version %.20q, this one's is %s)", prefix, ErrOtherVersion, got, Version())
+	}
+	return l, nil
 }
 
 // Find returns the runtime to link for o: the one installed under
 // prefix (the prefix of the running ftpatch) when o names no compiler
-// and Installed finds it, else the per-user cache's (Cached), built
-// there on first use. An empty prefix skips the installed one.
+// and Installed finds it, else the cache's (Cached), built there on
+// first use. An empty prefix skips the installed one. An installed
+// runtime refused because another user could have changed it is named
+// in o.Notes.
 func Find(ctx context.Context, o Options, prefix string) (Lib, error) {
 	if o.Arch == arch.Unknown {
 		o.Arch = arch.Default
 	}
 	if prefix != "" && len(o.CC) == 0 {
-		if l, ok := Installed(prefix, o.Arch); ok {
+		l, err := Installed(prefix, o.Arch)
+		if err == nil {
 			return l, nil
 		}
+		if errors.Is(err, outfile.ErrUntrusted) {
+			note(o.Notes, "not using the runtime installed under %s (%v): using the cache's", prefix, err)
+		}
 	}
-	lib, err := Cached(ctx, o)
-	if err != nil {
-		return Lib{}, err
-	}
-	return Lib{Archive: lib, Include: IncludeDir(filepath.Dir(lib))}, nil
+	return Cached(ctx, o)
 }

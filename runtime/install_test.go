@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,14 +39,14 @@ func TestInstalled(t *testing.T) {
 	prefix := t.TempDir()
 	layout(t, prefix, arch.X86_64, Version())
 	want := Lib{Archive: filepath.Join(prefix, "lib/ftpatch/x86_64/libftrt.a"), Include: filepath.Join(prefix, "include/ftpatch")}
-	if l, ok := Installed(prefix, arch.X86_64); !ok || l != want {
-		t.Errorf("Installed = %+v, %v; want %+v", l, ok, want)
+	if l, err := Installed(prefix, arch.X86_64); err != nil || l != want {
+		t.Errorf("Installed = %+v, %v; want %+v", l, err, want)
 	}
 	if l, err := Find(context.Background(), Options{}, prefix); err != nil || l != want {
 		t.Errorf("Find = %+v, %v; want the installed %+v", l, err, want)
 	}
-	if _, ok := Installed(prefix, arch.ARM64); ok {
-		t.Error("Installed finds an arm64 runtime where none is")
+	if _, err := Installed(prefix, arch.ARM64); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Installed finds an arm64 runtime where none is: %v", err)
 	}
 	if l, err := Find(context.Background(), Options{CC: []string{"cc"}}, prefix); err != nil || l == want {
 		t.Errorf("Find with a compiler named = %+v, %v; want the cache's", l, err)
@@ -52,12 +54,12 @@ func TestInstalled(t *testing.T) {
 
 	old := t.TempDir()
 	layout(t, old, arch.X86_64, "0123456789abcdef")
-	if _, ok := Installed(old, arch.X86_64); ok {
-		t.Error("Installed takes another version's runtime")
+	if _, err := Installed(old, arch.X86_64); !errors.Is(err, ErrOtherVersion) {
+		t.Errorf("Installed takes another version's runtime: %v", err)
 	}
 	os.Remove(filepath.Join(prefix, "lib/ftpatch/x86_64", ModuleLibName))
-	if _, ok := Installed(prefix, arch.X86_64); ok {
-		t.Error("Installed takes a runtime without its module stub")
+	if _, err := Installed(prefix, arch.X86_64); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Installed takes a runtime without its module stub: %v", err)
 	}
 }
 

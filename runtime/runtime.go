@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -94,11 +95,20 @@ func Version() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Options say how to build the runtime.
+// Options say how to build the runtime, and where Cached and Find look
+// for it.
 type Options struct {
 	CC   []string  // the C compiler command; default "cc" (or aarch64-linux-gnu-gcc for arm64 on another host)
 	Arch arch.Arch // default x86_64
-	Dir  string    // where to write libftrt.a
+	Dir  string    // where Build writes libftrt.a
+	// Cache is the cache directory Cached keeps built runtimes in
+	// (under ftpatch/runtime); "" for the user's, os.UserCacheDir:
+	// $XDG_CACHE_HOME, else ~/.cache.
+	Cache string
+	// Notes takes what Cached and Find say about a cached or installed
+	// runtime they do not trust (one line each time, which says what
+	// they did instead); nil discards it.
+	Notes io.Writer
 }
 
 func (o *Options) defaults() {
@@ -116,7 +126,7 @@ func (o *Options) defaults() {
 // it: ModulePath).
 func Build(ctx context.Context, o Options) (string, error) {
 	o.defaults()
-	if err := buildArchives(ctx, o); err != nil {
+	if _, err := buildArchives(ctx, o); err != nil {
 		return "", err
 	}
 	if err := writeHeader(IncludeDir(o.Dir)); err != nil {
@@ -127,15 +137,15 @@ func Build(ctx context.Context, o Options) (string, error) {
 
 // buildArchives compiles the runtime and the module stub of o (whose
 // defaults are set) and writes Dir/libftrt.a and Dir/libftrt-module.a
-// atomically.
-func buildArchives(ctx context.Context, o Options) error {
+// atomically; it returns the SHA-256 digest of each as written, by name.
+func buildArchives(ctx context.Context, o Options) (map[string][sha256.Size]byte, error) {
 	rt, mod, err := files(o.Arch)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	work, err := os.MkdirTemp("", "ftrt-build-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(work)
 	// Lay the sources out as they are embedded, so #include "../ftrt.h"
@@ -143,28 +153,31 @@ func buildArchives(ctx context.Context, o Options) error {
 	for _, p := range append(append([]string{}, rt...), mod...) {
 		b, err := sources.ReadFile(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dst := filepath.Join(work, p)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
+	sums := map[string][sha256.Size]byte{}
 	for _, lib := range []struct {
 		name string
 		srcs []string
 	}{{ModuleLibName, mod}, {LibName, rt}} {
-		if err := archive(ctx, o, work, lib.name, lib.srcs); err != nil {
-			return err
+		sum, err := archive(ctx, o, work, lib.name, lib.srcs)
+		if err != nil {
+			return nil, err
 		}
+		sums[lib.name] = sum
 	}
-	return nil
+	return sums, nil
 }
 
 // writeHeader writes Header into dir, atomically.
@@ -189,8 +202,8 @@ const Header = "ftrace.h"
 func IncludeDir(dir string) string { return filepath.Join(dir, "include") }
 
 // archive compiles srcs (laid out under work) and writes the archive
-// Dir/name atomically.
-func archive(ctx context.Context, o Options, work, name string, srcs []string) error {
+// Dir/name atomically, returning the SHA-256 digest of what it wrote.
+func archive(ctx context.Context, o Options, work, name string, srcs []string) ([sha256.Size]byte, error) {
 	var objs []string
 	for _, p := range srcs {
 		if !strings.HasSuffix(p, ".c") && !strings.HasSuffix(p, ".S") {
@@ -199,52 +212,24 @@ func archive(ctx context.Context, o Options, work, name string, srcs []string) e
 		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
 		argv := append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), "-c", filepath.Join(work, p), "-o", obj)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
+			return [sha256.Size]byte{}, fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
 		}
 		objs = append(objs, obj)
 	}
 	lib := filepath.Join(work, name)
 	ar := append([]string{"ar", "rcsD", lib}, objs...)
 	if out, err := exec.CommandContext(ctx, ar[0], ar[1:]...).CombinedOutput(); err != nil {
-		return fmt.Errorf("archiving %s: %w\n%s", name, err, out)
+		return [sha256.Size]byte{}, fmt.Errorf("archiving %s: %w\n%s", name, err, out)
 	}
 	b, err := os.ReadFile(lib)
 	if err != nil {
-		return err
+		return [sha256.Size]byte{}, err
 	}
-	return outfile.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
+	return sha256.Sum256(b), outfile.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
 }
 
 // ModulePath is the module stub's archive beside the runtime at lib.
 func ModulePath(lib string) string { return filepath.Join(filepath.Dir(lib), ModuleLibName) }
-
-// Cached returns the runtime built for o in the per-user cache, building
-// it there on first use. The cache key is the sources' version, the
-// architecture and the compiler's own version line, so a new ftpatch or a
-// new compiler gets a fresh build.
-func Cached(ctx context.Context, o Options) (string, error) {
-	o.defaults()
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: %w (set XDG_CACHE_HOME or HOME)", err)
-	}
-	ver, err := exec.CommandContext(ctx, o.CC[0], append(o.CC[1:], "--version")...).Output()
-	if err != nil {
-		return "", fmt.Errorf("C compiler %q: %w", strings.Join(o.CC, " "), err)
-	}
-	first, _, _ := strings.Cut(string(ver), "\n")
-	h := sha256.Sum256([]byte(strings.Join(o.CC, " ") + "\n" + first))
-	o.Dir = filepath.Join(base, "ftpatch", "runtime", fmt.Sprintf("%s-%v-%s", Version(), o.Arch, hex.EncodeToString(h[:])[:12]))
-	lib := filepath.Join(o.Dir, LibName)
-	if _, err := os.Stat(lib); err == nil {
-		if _, err := os.Stat(ModulePath(lib)); err == nil {
-			if _, err := os.Stat(filepath.Join(IncludeDir(o.Dir), Header)); err == nil {
-				return lib, nil
-			}
-		}
-	}
-	return Build(ctx, o)
-}
 
 // CFlags are the compile flags that give a program patch sites the
 // runtime handles, per architecture.

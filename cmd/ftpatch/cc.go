@@ -53,7 +53,8 @@ What it does with each command:
       precompiled header gets the flags and no pass.
   link: the runtime is added after the command's own arguments (the
       flags of ftpatch flags --libs, its archive built into ~/.cache on
-      first use with the C compiler beside COMPILER); with -shared, the
+      first use with the C compiler beside COMPILER, and used only when
+      no other user could have changed it); with -shared, the
       module stub instead (ftpatch flags --libs --shared); with -r (a
       partial link), or for a program linked -nostdlib, which has no C
       library for the runtime, nothing.

@@ -148,7 +148,7 @@ disable rewrite them, verify checks the result.`,
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version, the revision built from, and the runtime and trace formats (as ftpatch version)")
 	gen.Register(root.Flags(), "ftpatch "+version.Get().Version)
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
-		newFlags(stdout), newRuntime(stdout), newReplay(stdout), newReport(stdout),
+		newFlags(stdout, stderr), newRuntime(stdout), newReplay(stdout), newReport(stdout),
 		newDump(stdout), newGraph(stdout), newInfo(stdout),
 		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr),
 		newVersion(stdout))

@@ -32,7 +32,7 @@ func (b *buildFlags) options() (ftrt.Options, error) {
 	return ftrt.Options{CC: strings.Fields(b.cc), Arch: a}, nil
 }
 
-func newFlags(stdout io.Writer) *cobra.Command {
+func newFlags(stdout, stderr io.Writer) *cobra.Command {
 	var bf buildFlags
 	var cflags, libs, shared bool
 	cmd := &cobra.Command{
@@ -52,7 +52,16 @@ version, the architecture and the compiler), so
   recordmcount a.o b.o
   cc a.o b.o $(ftpatch flags --libs) -o prog
 
-needs nothing but ftpatch and a compiler. The link flags also wrap the
+needs nothing but ftpatch and a compiler. What is linked runs in every
+program built, so the cache and the installed runtime are used only when
+no other user could have changed them: their files and every directory
+on the way are yours or root's and writable by no one else, and the
+cache's files are as built (their digests are recorded beside them).
+Otherwise the runtime is built again (into a directory of its own, for
+the one command, when the cache itself is not safe), and a note on
+stderr says why.
+
+The link flags also wrap the
 program's calls of the exec functions (so a process writes its trace
 buffer out before an exec discards it), of posix_spawn and posix_spawnp
 (they and the exec functions pass the tracing settings on to a child
@@ -89,6 +98,7 @@ shared object with sites runs untraced.`,
 			if !cflags && !libs {
 				cflags, libs = true, true
 			}
+			o.Notes = stderr
 			lib, err := ftrt.Find(context.Background(), o, installPrefix())
 			if err != nil {
 				return err
