@@ -76,7 +76,9 @@ type Command struct {
 	// Response: some argument was a response file, so Args differ from
 	// the command line given.
 	Response bool
-	Action   Action
+	// ResponseFiles are the response files read, as named.
+	ResponseFiles []string
+	Action        Action
 	// Why says, for Pass, what made the command one.
 	Why string
 	// Inputs are the file operands, in order.
@@ -213,16 +215,17 @@ var aux = []string{"-save-temps", "--coverage", "-ftest-coverage", "-fprofile-ar
 	"-gsplit-dwarf", "-fstack-usage", "-fcallgraph-info", "-fdump-", "-dumpbase", "-dumpdir"}
 
 // Parse reads a compiler command line (the arguments after the
-// compiler) as the driver does; read gives a response file's contents
-// (os.ReadFile), which are expanded in place as gcc expands them (a
-// response file that cannot be read stays an argument, as gcc leaves
-// it).
-func Parse(args []string, read func(string) ([]byte, error)) (*Command, error) {
-	exp, resp, err := expand(args, read)
+// compiler) as the driver does; read gives a response file's contents,
+// at most max bytes (ReadResponse), which are expanded in place as gcc
+// expands them (response.go: one that is not a response file stays an
+// argument, as gcc leaves it; an error wrapping ErrResponse fails the
+// command).
+func Parse(args []string, read func(name string, max int64) ([]byte, error)) (*Command, error) {
+	exp, files, err := expand(args, read)
 	if err != nil {
 		return nil, err
 	}
-	c := &Command{Args: exp, Response: resp}
+	c := &Command{Args: exp, Response: len(files) > 0, ResponseFiles: files}
 	var (
 		x                                  string
 		compile, asm, pre, syntax, deponly bool
@@ -323,107 +326,4 @@ func allAssembler(srcs []Input) bool {
 		}
 	}
 	return true
-}
-
-// maxResponse bounds the response files one command line may expand
-// (nested ones included), as gcc's libiberty bounds them: a file that
-// names itself ends there.
-const maxResponse = 2000
-
-// expand replaces each readable @file argument with the arguments the
-// file holds, recursively; resp says whether any was.
-func expand(args []string, read func(string) ([]byte, error)) ([]string, bool, error) {
-	out := make([]string, 0, len(args))
-	work := append([]string(nil), args...)
-	n := 0
-	for len(work) > 0 {
-		a := work[0]
-		work = work[1:]
-		if len(a) < 2 || a[0] != '@' {
-			out = append(out, a)
-			continue
-		}
-		data, err := read(a[1:])
-		if err != nil {
-			out = append(out, a) // not a response file: an argument, as gcc takes it
-			continue
-		}
-		if n++; n > maxResponse {
-			return nil, true, fmt.Errorf("%s: more than %d response files expanded (one names itself?)", a, maxResponse)
-		}
-		work = append(SplitResponse(string(data)), work...)
-	}
-	return out, n > 0, nil
-}
-
-// SplitResponse splits a response file's text into arguments as gcc's
-// libiberty (buildargv) and clang's GNU tokenizer do: whitespace
-// separates them; single and double quotes group; a backslash takes the
-// next character as it is, in quotes or not.
-func SplitResponse(s string) []string {
-	var out []string
-	i := 0
-	for {
-		for i < len(s) && isSpace(s[i]) {
-			i++
-		}
-		if i >= len(s) {
-			return out
-		}
-		var b strings.Builder
-		var squote, dquote bool
-		for ; i < len(s); i++ {
-			ch := s[i]
-			switch {
-			case ch == '\\' && i+1 < len(s):
-				i++
-				b.WriteByte(s[i])
-			case squote:
-				if ch == '\'' {
-					squote = false
-				} else {
-					b.WriteByte(ch)
-				}
-			case dquote:
-				if ch == '"' {
-					dquote = false
-				} else {
-					b.WriteByte(ch)
-				}
-			case isSpace(ch):
-				goto done
-			case ch == '\'':
-				squote = true
-			case ch == '"':
-				dquote = true
-			default:
-				b.WriteByte(ch)
-			}
-		}
-	done:
-		out = append(out, b.String())
-	}
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
-
-// QuoteResponse writes args as a response file's text that SplitResponse
-// (and the compilers) read back as the same arguments.
-func QuoteResponse(args []string) string {
-	var b strings.Builder
-	for _, a := range args {
-		if a == "" {
-			b.WriteString(`""`)
-		}
-		for i := 0; i < len(a); i++ {
-			if strings.IndexByte(" \t\n\r\f\v\\'\"", a[i]) >= 0 {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(a[i])
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

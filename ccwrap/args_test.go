@@ -8,7 +8,7 @@ import (
 )
 
 // noFiles is a read for command lines without response files.
-func noFiles(name string) ([]byte, error) { return nil, fs.ErrNotExist }
+func noFiles(name string, max int64) ([]byte, error) { return nil, fs.ErrNotExist }
 
 // TestParse reads real command lines, as autotools (configure's probes,
 // automake's rules), libtool and CMake (its compiler checks, try_compile,
@@ -160,7 +160,7 @@ func TestParseResponse(t *testing.T) {
 		"loop.rsp":  "-c @loop.rsp",
 		"flags.rsp": "-O2 -c",
 	}
-	read := func(name string) ([]byte, error) {
+	read := func(name string, max int64) ([]byte, error) {
 		if s, ok := files[name]; ok {
 			return []byte(s), nil
 		}

@@ -64,7 +64,7 @@ var ErrTarget = errors.New("unsupported target")
 // reach it, and gcc keeps no -pg for that step. -fomit-frame-pointer is
 // dropped from a compile given -pg, which gcc refuses beside it.
 func (w *Wrapper) Run(ctx context.Context, args []string) (launch.Status, error) {
-	c, err := Parse(args, os.ReadFile)
+	c, err := Parse(args, ReadResponse)
 	if err != nil {
 		return launch.Status{}, err
 	}

@@ -38,7 +38,11 @@ gcc); without one, $` + env + ` (a command, split at spaces) or ` + def + `. The
 first argument is taken for COMPILER unless it is an option, a response
 file or a file named as a source or object (a.c, a.o), or is no command
 in PATH. Every other argument is the compiler's, read as its driver reads
-them, response files (@file) included.
+them, response files (@file) included: read as gcc reads them, nested
+ones too (an @file that cannot be opened stays an argument; /dev/zero is
+empty), a directory or a FIFO named one an error, with at most 2000 @
+arguments (gcc's bound), 64 MiB of response files and a million
+arguments in all.
 
 What it does with each command:
 

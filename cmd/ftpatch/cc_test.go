@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ftpatch/internal/bounded"
+)
+
+// TestCCHostileArgs: ftpatch cc, run as a process of its own under a
+// time and a memory limit, ends at once on what would make it wait or
+// grow without end: /dev/zero as a response file is empty, as gcc reads
+// it (the command then has no input, and gcc says so); a FIFO no one
+// writes and a directory are errors naming them (gcc waits for a writer
+// on the first, then fails the link on it).
+func TestCCHostileArgs(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is not installed: apt-get install gcc")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	limits := bounded.Limits{Time: 30 * time.Second, Mem: 2 << 20}
+	for _, c := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"@/dev/zero"}, "gcc: fatal error: no input files"},
+		{[]string{"-c", "@fifo", "f.c"}, "ftpatch: cc: @fifo: bad response file: a FIFO"},
+		{[]string{"@sub", "f.c"}, "ftpatch: cc: @sub: bad response file: @-file refers to a directory"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cmd := limits.Command(t, append([]string{os.Args[0], "cc", "gcc"}, c.args...)...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), envRunMain+"=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if _, ok := err.(*exec.ExitError); err != nil && !ok {
+				t.Fatal(err)
+			}
+			if !cmd.ProcessState.Exited() {
+				t.Fatalf("killed after %v or for lack of memory (%v); stderr:\n%.2000s", limits.Time, cmd.ProcessState, stderr.String())
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr:\n%.2000s\nwant exit 1 and %q", code, stderr.String(), c.want)
+			}
+		})
+	}
+}
