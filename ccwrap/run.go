@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"ftpatch/arch"
@@ -45,6 +46,13 @@ type Wrapper struct {
 // trace.
 var ErrTarget = errors.New("unsupported target")
 
+// ErrSameFile: a file the command would write is one of its inputs (by
+// any name: a link, a relative path). gcc refuses -o naming an input
+// ("input file is the same as output file"), but the wrapper links
+// objects of its own in the sources' places, so the compiler would not
+// see it; and gcc compares names, not files.
+var ErrSameFile = errors.New("refusing to write over an input")
+
 // Run runs the compiler command args (the arguments after the compiler)
 // as Parse reads it, and returns how it ended; an error is the
 // wrapper's own failure, the command's being in the status.
@@ -66,6 +74,9 @@ var ErrTarget = errors.New("unsupported target")
 func (w *Wrapper) Run(ctx context.Context, args []string) (launch.Status, error) {
 	c, err := Parse(args, ReadResponse)
 	if err != nil {
+		return launch.Status{}, err
+	}
+	if err := c.checkOutputs(); err != nil {
 		return launch.Status{}, err
 	}
 	defer w.done()
@@ -345,6 +356,64 @@ func (w *Wrapper) link(ctx context.Context, c *Command) (launch.Status, error) {
 }
 
 func keep(in Input) []string { return []string{in.Path} }
+
+// outputs are the files the command, run by the wrapper, writes: -o's
+// (a.out for a link without one), the objects of a compile, which the
+// object pass rewrites, and the dependency files the wrapper names for
+// the compiles of a compile-and-link.
+func (c *Command) outputs() []string {
+	var out []string
+	switch {
+	case c.Output != "" && c.Output != "-":
+		out = append(out, c.Output)
+	case c.Action == Link:
+		out = append(out, "a.out")
+	}
+	out = append(out, c.Objects()...)
+	if c.Action == Link && c.Deps && !c.DepFile {
+		for _, s := range c.Sources() {
+			out = append(out, strings.TrimSuffix(ObjectName(s.Path), ".o")+".d")
+		}
+	}
+	return out
+}
+
+// checkOutputs fails with ErrSameFile when a file the command writes is
+// one of its inputs or response files: the same regular file (device
+// and inode), whatever its names. A device (/dev/null as input and
+// output) is no file to lose.
+func (c *Command) checkOutputs() error {
+	type file struct{ dev, ino uint64 }
+	id := func(p string) (file, bool) {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			return file{}, false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		return file{uint64(st.Dev), st.Ino}, ok
+	}
+	ins := map[file]string{}
+	for _, in := range c.Inputs {
+		if f, ok := id(in.Path); ok && in.Path != "-" {
+			ins[f] = in.Path
+		}
+	}
+	for _, r := range c.ResponseFiles {
+		if f, ok := id(r); ok {
+			ins[f] = "@" + r
+		}
+	}
+	for _, out := range c.outputs() {
+		f, ok := id(out)
+		if in, same := ins[f]; ok && same {
+			if in == out {
+				return fmt.Errorf("input file %s is the same as output file: %w", in, ErrSameFile)
+			}
+			return fmt.Errorf("input file %s is the same as output file %s: %w", in, out, ErrSameFile)
+		}
+	}
+	return nil
+}
 
 // runtimeCC is the C compiler the runtime is built with.
 func (w *Wrapper) runtimeCC() []string {

@@ -2,6 +2,7 @@ package ccwrap
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -160,5 +161,73 @@ func TestRunObjects(t *testing.T) {
 	}
 	if _, err := os.Stat("a.o"); err == nil {
 		t.Error("the object the pass failed on is still there")
+	}
+}
+
+// TestSameFile: a command whose output is one of its inputs is refused
+// before anything runs, whatever names the file goes by (a link either
+// way, a hard link, ./ and ../ paths), and so is one whose objects (which
+// the object pass rewrites), response file or a.out would be an input;
+// different files, and a device as input and output, are not.
+func TestSameFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, f := range []string{"f.c", "a.c", "a.o", "a.out", "args.rsp"} {
+		if err := os.WriteFile(f, []byte("int x;\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile("args.rsp", []byte("f.c -o args.rsp\n"), 0o644)
+	os.Symlink("f.c", "l.c")
+	os.Link("f.c", "h.c")
+	os.Mkdir("sub", 0o755)
+	for _, c := range []struct {
+		args string
+		same string // in the error; "" for none
+	}{
+		{"f.c -o f.c", "input file f.c is the same as output file"},
+		{"-O2 -c f.c -o f.c", "input file f.c is the same as output file"},
+		{"f.c -o ./f.c", "input file f.c is the same as output file ./f.c"},
+		{"f.c -o sub/../f.c", "output file sub/../f.c"},
+		{"f.c -o ../" + filepath.Base(dir) + "/f.c", "output file ../"},
+		{"l.c -o f.c", "input file l.c is the same as output file f.c"},
+		{"f.c -o l.c", "input file f.c is the same as output file l.c"},
+		{"h.c -o f.c", "input file h.c is the same as output file f.c"},
+		{"x.c -of.c f.c", "input file f.c is the same as output file"},
+		{"-c a.c a.o", "input file a.o is the same as output file"},
+		{"f.c a.out", "input file a.out is the same as output file"},
+		{"@args.rsp", "input file @args.rsp is the same as output file args.rsp"},
+		{"f.c -o prog", ""},
+		{"-c f.c -o sub/f.o", ""},
+		{"-x c -c /dev/null -o /dev/null", ""},
+		{"-E f.c -o -", ""},
+	} {
+		t.Run(c.args, func(t *testing.T) {
+			ran := false
+			w := &Wrapper{Compiler: []string{"gcc"}, Stderr: io.Discard, Exec: func([]string) (launch.Status, error) {
+				ran = true
+				return launch.Exited(0), nil
+			}}
+			cmd, err := Parse(strings.Fields(c.args), ReadResponse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.checkOutputs()
+			if c.same == "" {
+				if err != nil {
+					t.Errorf("%v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrSameFile) || !strings.Contains(err.Error(), c.same) {
+				t.Errorf("%v; want ErrSameFile saying %q", err, c.same)
+			}
+			if _, err := w.Run(context.Background(), strings.Fields(c.args)); !errors.Is(err, ErrSameFile) || ran {
+				t.Errorf("Run: %v, compiler run %v; want ErrSameFile and nothing run", err, ran)
+			}
+			if b, _ := os.ReadFile("f.c"); string(b) != "int x;\n" {
+				t.Errorf("f.c now holds %q", b)
+			}
+		})
 	}
 }

@@ -95,7 +95,10 @@ The object pass rewrites an object atomically; when it fails on one (an
 object for a target ftpatch does not trace, -m32), the object is
 removed, as a half-made one, and the command fails (exit 1) with the
 error. A compile that fails leaves what the compiler left, every object
-it wrote passed. Exit status: the compiler's (a compiler killed by a
+it wrote passed. A command that would write over one of its inputs or
+response files (-o, a.out, an object it compiles, by any name: a link,
+a hard link, another path) is refused before anything runs, as gcc
+refuses -o naming an input. Exit status: the compiler's (a compiler killed by a
 signal: ftpatch is killed by the same); 1 when the wrapper fails.
 Configure scripts' probes go through it like any compile and link: their
 test programs link the runtime and run untraced.

@@ -56,3 +56,38 @@ func TestCCHostileArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestCCSameFile: ftpatch cc refuses a command whose output is its
+// source, by any name, and leaves the source as it was: the wrapper
+// links objects of its own in the sources' places, so gcc, which
+// refuses -o naming an input, would not see it.
+func TestCCSameFile(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc is not installed: apt-get install gcc")
+	}
+	dir := t.TempDir()
+	const src = "int main(void) { return 0; }\n"
+	for _, args := range [][]string{{"f.c", "-o", "f.c"}, {"l.c", "-o", "f.c"}, {"-O2", "h.c", "-o", "./f.c"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f := filepath.Join(dir, "f.c")
+			os.Remove(f)
+			if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dir, "l.c"))
+			os.Remove(filepath.Join(dir, "h.c"))
+			os.Symlink("f.c", filepath.Join(dir, "l.c"))
+			os.Link(f, filepath.Join(dir, "h.c"))
+			cmd := exec.Command(os.Args[0], append([]string{"cc", "gcc"}, args...)...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), envRunMain+"=1")
+			out, err := cmd.CombinedOutput()
+			if _, ok := err.(*exec.ExitError); !ok || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "is the same as output file") {
+				t.Errorf("%v, output:\n%s\nwant exit 1 saying the input is the same as the output", err, out)
+			}
+			if b, err := os.ReadFile(f); err != nil || string(b) != src {
+				t.Errorf("f.c now holds %.100q (%v)", b, err)
+			}
+		})
+	}
+}
