@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"syscall"
@@ -102,7 +103,9 @@ func expand(args []string, read func(string, int64) ([]byte, error)) (out, files
 // expandWithin is expand within the bounds b.
 func expandWithin(args []string, read func(string, int64) ([]byte, error), b bounds) (out, files []string, err error) {
 	stack := [][]string{args} // each frame: the arguments of a file (the command line's first) not yet read
+	queued := len(args)       // arguments in the frames, not yet read
 	at, left := 0, b.bytes
+	tooMany := fmt.Errorf("%w: more than %d arguments in response files", ErrResponse, b.args)
 	for len(stack) > 0 {
 		top := &stack[len(stack)-1]
 		if len(*top) == 0 {
@@ -111,9 +114,10 @@ func expandWithin(args []string, read func(string, int64) ([]byte, error), b bou
 		}
 		a := (*top)[0]
 		*top = (*top)[1:]
+		queued--
 		if !strings.HasPrefix(a, "@") {
 			if len(out) == b.args {
-				return nil, nil, fmt.Errorf("%w: more than %d arguments in response files", ErrResponse, b.args)
+				return nil, nil, tooMany
 			}
 			out = append(out, a)
 			continue
@@ -137,7 +141,15 @@ func expandWithin(args []string, read func(string, int64) ([]byte, error), b bou
 		if i := bytes.IndexByte(data, 0); i >= 0 {
 			data = data[:i] // gcc reads the text as a C string
 		}
-		stack = append(stack, SplitResponse(string(data)))
+		// Split no more arguments than the bound leaves: a file of
+		// one-letter arguments would otherwise take many times its size.
+		room := b.args - len(out) - queued
+		split, ok := splitArgs(data, room)
+		if !ok {
+			return nil, nil, tooMany
+		}
+		queued += len(split)
+		stack = append(stack, split)
 	}
 	return out, files, nil
 }
@@ -148,14 +160,24 @@ func expandWithin(args []string, read func(string, int64) ([]byte, error), b bou
 // as it is, in quotes or not, and one at the very end is dropped. Text
 // of only whitespace holds no argument.
 func SplitResponse(s string) []string {
-	var out []string
+	out, _ := splitArgs(s, math.MaxInt)
+	return out
+}
+
+// splitArgs is SplitResponse of at most max arguments: ok is false, and
+// the text not split further, when it holds more. It takes the bytes
+// read as they are, not a copy.
+func splitArgs[T ~string | ~[]byte](s T, max int) (out []string, ok bool) {
 	i := 0
 	for {
 		for i < len(s) && isSpace(s[i]) {
 			i++
 		}
 		if i >= len(s) {
-			return out
+			return out, true
+		}
+		if len(out) >= max {
+			return out, false
 		}
 		var b strings.Builder
 		var squote, dquote bool

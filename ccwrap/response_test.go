@@ -232,3 +232,21 @@ func TestExpandBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestExpandSplitsWithinBound: a response file of more one-letter
+// arguments than the bound is refused after splitting no more of it than
+// the bound: split whole first, a file at the bytes' bound (64 MiB) took
+// a minute and 2 GB to be refused.
+func TestExpandSplitsWithinBound(t *testing.T) {
+	data := []byte(strings.Repeat("a ", 1<<19)) // 512 Ki arguments
+	read := func(string, int64) ([]byte, error) { return data, nil }
+	b := bounds{bytes: int64(len(data)), args: 100}
+	var err error
+	allocs := testing.AllocsPerRun(1, func() { _, _, err = expandWithin([]string{"-c", "@many"}, read, b) })
+	if !errors.Is(err, ErrResponse) || !strings.Contains(err.Error(), "more than 100 arguments") {
+		t.Errorf("%v; want an error saying there are more than 100 arguments", err)
+	}
+	if allocs > 1000 {
+		t.Errorf("%v allocations, for a bound of 100 arguments", allocs)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // grow without end: /dev/zero as a response file is empty, as gcc reads
 // it (the command then has no input, and gcc says so); a FIFO no one
 // writes and a directory are errors naming them (gcc waits for a writer
-// on the first, then fails the link on it).
+// on the first, then fails the link on it); a file of more arguments
+// than the bound is refused having read no more of them (split whole,
+// 60 MiB of one-letter arguments took a minute and 2 GB).
 func TestCCHostileArgs(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Fatal("gcc is not installed: apt-get install gcc")
@@ -28,6 +30,10 @@ func TestCCHostileArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	// 60 MiB, within the bytes' bound, of 31 million arguments, past theirs.
+	if err := os.WriteFile(filepath.Join(dir, "many.rsp"), bytes.Repeat([]byte("a "), 30<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	limits := bounded.Limits{Time: 30 * time.Second, Mem: 2 << 20}
 	for _, c := range []struct {
 		args []string
@@ -36,6 +42,7 @@ func TestCCHostileArgs(t *testing.T) {
 		{[]string{"@/dev/zero"}, "gcc: fatal error: no input files"},
 		{[]string{"-c", "@fifo", "f.c"}, "ftpatch: cc: @fifo: bad response file: a FIFO"},
 		{[]string{"@sub", "f.c"}, "ftpatch: cc: @sub: bad response file: @-file refers to a directory"},
+		{[]string{"@many.rsp"}, "ftpatch: cc: bad response file: more than 1048576 arguments in response files"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			cmd := limits.Command(t, append([]string{os.Args[0], "cc", "gcc"}, c.args...)...)
