@@ -26,6 +26,7 @@ __attribute__((constructor)) static void evil(void) { write(2, "PLANTED CONSTRUC
 // cache), or sticky like /tmp, where nobody's directories in it are what
 // gives the entry away.
 func TestCachePlanted(t *testing.T) {
+	t.Parallel()
 	need(t, "setpriv", "gcc", "ar", "sha256sum")
 	needRoot(t)
 	base := traversable(t)
@@ -106,6 +107,7 @@ cd "$ENTRY" && sha256sum libftrt.a libftrt-module.a include/ftrace.h > SHA256SUM
 // empty cache of root's own, both link the runtime the cache ends up
 // holding, built once, with nothing said and nothing left behind.
 func TestCacheConcurrentBuilds(t *testing.T) {
+	t.Parallel()
 	need(t, "gcc")
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
