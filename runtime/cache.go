@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -56,17 +54,10 @@ import (
 // A cache that fails the first two rules is not used at all: the runtime
 // is built into a new private directory under the temporary directory,
 // for one use (Lib.Scratch).
-const (
-	sumsFile = "SHA256SUMS"
-	lockFile = ".lock"
-	maxSums  = 4096 // bytes: SHA256SUMS is three lines
-)
+const lockFile = ".lock"
 
 // entryFiles are the files of a cache entry, as SHA256SUMS names them.
 var entryFiles = []string{LibName, ModuleLibName, "include/" + Header}
-
-// errDigest: a cache entry's file is not what was built there.
-var errDigest = errors.New("its SHA-256 digest is not the one recorded when it was built")
 
 // Cached returns the runtime built for o in the cache, building it there
 // on first use, or again when the entry there cannot be trusted; when the
@@ -209,21 +200,11 @@ func verify(entry string) (Lib, error) {
 			return Lib{}, fmt.Errorf("%s: not a directory (%s)", d, infile.Kind(fi.Mode()))
 		}
 	}
-	want, err := readSums(filepath.Join(entry, sumsFile))
-	if err != nil {
+	if err := checkSums(entry, entryFiles, openOwned); err != nil {
 		return Lib{}, err
 	}
-	for _, name := range entryFiles {
-		p := filepath.Join(entry, name)
-		got, err := digestOwned(p)
-		if err != nil {
-			return Lib{}, err
-		}
-		if w, ok := want[name]; !ok {
-			return Lib{}, fmt.Errorf("%s: no digest of %s", filepath.Join(entry, sumsFile), name)
-		} else if got != w || (name == entryFiles[2] && got != headerSum()) {
-			return Lib{}, fmt.Errorf("%s: %w", p, errDigest)
-		}
+	if err := checkHeader(filepath.Join(entry, entryFiles[2]), openOwned); err != nil {
+		return Lib{}, err
 	}
 	return Lib{Archive: filepath.Join(entry, LibName), Include: IncludeDir(entry)}, nil
 }
@@ -242,57 +223,6 @@ func openOwned(path string) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-// digestOwned is the SHA-256 digest of the file path, opened by
-// openOwned, as much of it as its size when opened.
-func digestOwned(path string) ([sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
-	f, fi, err := openOwned(path)
-	if err != nil {
-		return sum, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if n, err := io.Copy(h, io.LimitReader(f, fi.Size())); err != nil {
-		return sum, err
-	} else if n != fi.Size() {
-		return sum, fmt.Errorf("%s: shrank while read", path)
-	}
-	h.Sum(sum[:0])
-	return sum, nil
-}
-
-// readSums reads a SHA256SUMS file: a digest and a name a line, as
-// sha256sum writes them.
-func readSums(path string) (map[string][sha256.Size]byte, error) {
-	f, fi, err := openOwned(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi.Size() > maxSums {
-		return nil, fmt.Errorf("%s: %d bytes, more than a list of digests", path, fi.Size())
-	}
-	sums := map[string][sha256.Size]byte{}
-	sc := bufio.NewScanner(io.LimitReader(f, maxSums))
-	for n := 1; sc.Scan(); n++ {
-		hexSum, name, ok := strings.Cut(sc.Text(), "  ")
-		var sum [sha256.Size]byte
-		if b, err := hex.DecodeString(hexSum); !ok || err != nil || len(b) != len(sum) {
-			return nil, fmt.Errorf("%s: line %d: not a digest and a name", path, n)
-		} else {
-			copy(sum[:], b)
-		}
-		sums[name] = sum
-	}
-	return sums, sc.Err()
-}
-
-// headerSum is the digest of Header as embedded.
-func headerSum() [sha256.Size]byte {
-	b, _ := sources.ReadFile("src/" + Header)
-	return sha256.Sum256(b)
-}
-
 // buildEntry builds the runtime of o into o.Dir, a new directory, as a
 // cache entry: the archives, the header and SHA256SUMS, the digests of
 // the three as written.
@@ -304,12 +234,12 @@ func buildEntry(ctx context.Context, o Options) error {
 	if err := writeHeader(IncludeDir(o.Dir)); err != nil {
 		return err
 	}
-	sums[entryFiles[2]] = headerSum()
-	var b bytes.Buffer
-	for _, name := range entryFiles {
-		fmt.Fprintf(&b, "%x  %s\n", sums[name], name)
+	h, err := digest(filepath.Join(IncludeDir(o.Dir), Header), openOwned)
+	if err != nil {
+		return err
 	}
-	return outfile.WriteFile(filepath.Join(o.Dir, sumsFile), 0o644, b.Bytes())
+	sums[entryFiles[2]] = h
+	return writeSums(o.Dir, entryFiles, sums)
 }
 
 // rebuild builds the entry key in the cache directory dir, under the

@@ -170,7 +170,7 @@ func appendTo(path, text string) error {
 func rewriteSums(entry string) error {
 	var b strings.Builder
 	for _, name := range entryFiles {
-		sum, err := digestOwned(filepath.Join(entry, name))
+		sum, err := digest(filepath.Join(entry, name), openOwned)
 		if err != nil {
 			return err
 		}
@@ -307,6 +307,9 @@ func TestInstalledTrust(t *testing.T) {
 		}, "writable by its group and others"},
 		{"header's directory writable by its group", func(p string) error { return os.Chmod(InstallInclude(p), 0o775) }, "writable by its group"},
 		{"prefix writable by others", func(p string) error { return os.Chmod(p, 0o777) }, "writable by its group and others"},
+		{"digests writable by others", func(p string) error {
+			return os.Chmod(filepath.Join(InstallDir(p, arch.X86_64), sumsFile), 0o666)
+		}, "writable by its group and others"},
 		{"version file another user's", func(p string) error {
 			return os.Chown(filepath.Join(InstallDir(p, arch.X86_64), VersionFile), asroot.Nobody, asroot.Nobody)
 		}, "owned by uid 65534"},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 //
 //	lib/ftpatch/ARCH/libftrt.a         the archives, built at install
 //	lib/ftpatch/ARCH/libftrt-module.a
+//	lib/ftpatch/ARCH/SHA256SUMS        their digests as built (digest.go)
 //	lib/ftpatch/ARCH/version           Version() of the sources they were built from
 //	include/ftpatch/ftrace.h           Header, the same for every architecture
 //	lib/pkgconfig/NAME.pc              PkgConfigName: ftrt, ftrt-module (and -ARCH)
@@ -84,7 +87,11 @@ func Install(ctx context.Context, o Options, prefix, destdir, version string) er
 	o.defaults()
 	root := destdir + prefix
 	o.Dir = InstallDir(root, o.Arch)
-	if _, err := buildArchives(ctx, o); err != nil {
+	sums, err := buildArchives(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := writeSums(o.Dir, installFiles, sums); err != nil {
 		return err
 	}
 	if err := outfile.WriteFile(filepath.Join(o.Dir, VersionFile), 0o644, []byte(Version()+"\n")); err != nil {
@@ -148,6 +155,10 @@ func flagsArgs(a arch.Arch, shared bool) string {
 	return s
 }
 
+// installFiles are the files of an installed runtime that its
+// SHA256SUMS lists.
+var installFiles = []string{LibName, ModuleLibName}
+
 // ErrOtherVersion: an installed runtime was built from other sources
 // than this binary's.
 var ErrOtherVersion = errors.New("built from other sources than this ftpatch's")
@@ -157,13 +168,17 @@ const maxVersionFile = 256 // bytes
 
 // Installed returns the runtime of arch a installed under prefix when it
 // is complete, was built from this binary's sources (its VersionFile
-// says Version()) and can be trusted: each of its files, and every
-// directory on the way to it, passes outfile.Trusted (root's or the
-// user's, writable by no one else), so that no other user could have put
-// code of theirs in it. Otherwise the error wraps fs.ErrNotExist when
-// there is none (or a part is missing), ErrOtherVersion when it is
-// another version's, outfile.ErrUntrusted when another user could have
-// changed it.
+// says Version()), is as built (its archives' digests are the ones its
+// SHA256SUMS records, its header this binary's) and can be trusted: each
+// of its files, and every directory on the way to it, passes
+// outfile.Trusted (root's or the user's, writable by no one else), so
+// that no other user could have put code of theirs in it. This is the
+// cache's rule, but for the owner: an install is root's, whoever runs
+// ftpatch, and root can change any file anyway. Otherwise the error
+// wraps fs.ErrNotExist when there is none (or a part is missing),
+// ErrOtherVersion when it is another version's, outfile.ErrUntrusted
+// when another user could have changed it, errDigest when a file is not
+// as built.
 func Installed(prefix string, a arch.Arch) (Lib, error) {
 	dir, err := outfile.Trusted(InstallDir(prefix, a))
 	if err != nil {
@@ -173,37 +188,46 @@ func Installed(prefix string, a arch.Arch) (Lib, error) {
 	if err != nil {
 		return Lib{}, err
 	}
-	l := Lib{Archive: filepath.Join(dir, LibName), Include: inc}
-	version := filepath.Join(dir, VersionFile)
-	for _, p := range []string{version, l.Archive, ModulePath(l.Archive), filepath.Join(inc, Header)} {
-		r, err := outfile.Trusted(p)
-		if err != nil {
-			return Lib{}, err
-		}
-		if fi, err := os.Stat(r); err != nil {
-			return Lib{}, err
-		} else if !fi.Mode().IsRegular() {
-			return Lib{}, &infile.NotRegularError{Path: p, Mode: fi.Mode()}
-		} else if p == version && fi.Size() > maxVersionFile {
-			return Lib{}, fmt.Errorf("%s: %d bytes, more than a version", p, fi.Size())
-		}
-	}
-	v, err := infile.ReadFile(version)
+	f, fi, err := openTrusted(filepath.Join(dir, VersionFile))
 	if err != nil {
 		return Lib{}, err
+	}
+	v, err := io.ReadAll(io.LimitReader(f, maxVersionFile+1))
+	f.Close()
+	if err != nil {
+		return Lib{}, err
+	}
+	if len(v) > maxVersionFile {
+		return Lib{}, fmt.Errorf("%s: %d bytes, more than a version", filepath.Join(dir, VersionFile), fi.Size())
 	}
 	if got := strings.TrimSpace(string(v)); got != Version() {
 		return Lib{}, fmt.Errorf("the runtime under %s: %w (version %.20q, this one's is %s)", prefix, ErrOtherVersion, got, Version())
 	}
-	return l, nil
+	if err := checkSums(dir, installFiles, openTrusted); err != nil {
+		return Lib{}, err
+	}
+	if err := checkHeader(filepath.Join(inc, Header), openTrusted); err != nil {
+		return Lib{}, err
+	}
+	return Lib{Archive: filepath.Join(dir, LibName), Include: inc}, nil
+}
+
+// openTrusted opens the regular file path, where its links lead, when it
+// passes outfile.Trusted.
+func openTrusted(path string) (*os.File, fs.FileInfo, error) {
+	r, err := outfile.Trusted(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return infile.OpenNoFollow(r)
 }
 
 // Find returns the runtime to link for o: the one installed under
 // prefix (the prefix of the running ftpatch) when o names no compiler
 // and Installed finds it, else the cache's (Cached), built there on
 // first use. An empty prefix skips the installed one. An installed
-// runtime refused because another user could have changed it is named
-// in o.Notes.
+// runtime refused because another user could have changed it, or not
+// as built, is named in o.Notes.
 func Find(ctx context.Context, o Options, prefix string) (Lib, error) {
 	if o.Arch == arch.Unknown {
 		o.Arch = arch.Default
@@ -213,7 +237,7 @@ func Find(ctx context.Context, o Options, prefix string) (Lib, error) {
 		if err == nil {
 			return l, nil
 		}
-		if errors.Is(err, outfile.ErrUntrusted) {
+		if errors.Is(err, outfile.ErrUntrusted) || errors.Is(err, errDigest) {
 			note(o.Notes, "not using the runtime installed under %s (%v): using the cache's", prefix, err)
 		}
 	}

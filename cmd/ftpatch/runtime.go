@@ -55,8 +55,8 @@ version, the architecture and the compiler), so
 needs nothing but ftpatch and a compiler. What is linked runs in every
 program built, so the cache and the installed runtime are used only when
 no other user could have changed them: their files and every directory
-on the way are yours or root's and writable by no one else, and the
-cache's files are as built (their digests are recorded beside them).
+on the way are yours or root's and writable by no one else, and their
+files are as built (their digests are recorded beside them).
 Otherwise the runtime is built again (into a directory of its own, for
 the one command, when the cache itself is not safe), and a note on
 stderr says why.
