@@ -13,11 +13,17 @@ import (
 
 // ftpatch runs the command in-process and returns its output and error.
 func ftpatch(args ...string) (string, error) {
+	out, errOut, err := ftpatchSplit(args...)
+	return out + errOut, err
+}
+
+// ftpatchSplit is ftpatch with standard output and standard error apart.
+func ftpatchSplit(args ...string) (stdout, stderr string, err error) {
 	var out, errOut bytes.Buffer
 	root := newRoot(&out, &errOut)
 	root.SetArgs(args)
-	err := root.Execute()
-	return out.String() + errOut.String(), err
+	err = root.Execute()
+	return out.String(), errOut.String(), err
 }
 
 // TestSites lists the sites of a program built here: every instrumented
@@ -76,23 +82,25 @@ func TestSites(t *testing.T) {
 	}
 }
 
+// TestFlags: what flags prints on standard output, the flags alone (a
+// note on standard error, a cache entry it would not use, is no flag).
 func TestFlags(t *testing.T) {
-	out, err := ftpatch("flags", "--cflags")
+	out, errOut, err := ftpatchSplit("flags", "--cflags")
 	f := strings.Fields(out)
 	if err != nil || len(f) != 3 || f[0] != "-pg" || f[1] != "-mfentry" || !strings.HasPrefix(f[2], "-I") {
-		t.Errorf("flags --cflags: %q, %v; want -pg -mfentry -IDIR", out, err)
+		t.Errorf("flags --cflags: %q, %v (stderr %q); want -pg -mfentry -IDIR", out, err, errOut)
 	} else if _, err := os.Stat(filepath.Join(f[2][2:], "ftrace.h")); err != nil {
 		t.Errorf("flags --cflags: %q names no directory of ftrace.h: %v", out, err)
 	}
 	if _, err := ftpatch("flags", "--arch", "sparc"); err == nil || !strings.Contains(err.Error(), "unknown architecture") {
 		t.Errorf("flags --arch sparc: %v", err)
 	}
-	if out, err := ftpatch("flags", "--cflags", "--arch", "arm64"); err != nil || !strings.HasPrefix(out, "-fpatchable-function-entry=4,2 -falign-functions=8 -I") {
+	if out, _, err := ftpatchSplit("flags", "--cflags", "--arch", "arm64"); err != nil || !strings.HasPrefix(out, "-fpatchable-function-entry=4,2 -falign-functions=8 -I") {
 		t.Errorf("flags --cflags --arch arm64: %q, %v", out, err)
 	}
 	// arm64's runtime is built with the cross compiler, and linked by
 	// its archive's path.
-	if out, err := ftpatch("flags", "--libs", "--arch", "arm64"); err != nil || !strings.Contains(out, "-arm64-") || !strings.HasSuffix(strings.TrimSpace(out), "/libftrt.a") {
+	if out, _, err := ftpatchSplit("flags", "--libs", "--arch", "arm64"); err != nil || !strings.Contains(out, "-arm64-") || !strings.HasSuffix(strings.TrimSpace(out), "/libftrt.a") {
 		t.Errorf("flags --libs --arch arm64: %q, %v", out, err)
 	}
 }
