@@ -1,0 +1,4 @@
+static inline unsigned long cycles(void)
+{
+	return 0;
+}

@@ -1,0 +1,3 @@
+void hi_flush(void)
+{
+}

@@ -1,0 +1,7 @@
+#include "../lo/log.h"
+
+void user(void)
+{
+	LOG("started");
+	log_flush();
+}

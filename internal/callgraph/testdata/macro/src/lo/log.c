@@ -1,0 +1,7 @@
+#include "log.h"
+
+void log_write(const char *msg, int line)
+{
+	(void)msg;
+	(void)line;
+}

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"debug/elf"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"ftpatch/internal/callgraph"
+)
+
+// The runtime's layering today, by layers.txt: its architectures'
+// folders call up into the flat folder (the entry assembly calls the
+// tracers' C entry points, poke.c calls text.c) and include its headers,
+// (and ftrace_regs_get_argument into argread.c's reader of stack
+// words), and so the two make a circle. These counts may only go down: a
+// new call running up fails TestLayering, and so does one fewer, until
+// the count here is lowered with it.
+const (
+	upCalls    = 36
+	upRefs     = 1
+	upIncludes = 51
+	upCircles  = 1
+)
+
+// measure builds the runtime's call graph and measures it with the
+// layer map in file.
+func measure(t *testing.T, file string) *callgraph.Measure {
+	t.Helper()
+	src, err := fs.Sub(sources, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := callgraph.Build(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := callgraph.ParseLayers(f, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := g.Measure(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestLayering runs the layer check over the runtime with layers.txt:
+// no more calls, references or includes running up from a lower layer
+// to a higher, and no more circles between layers, than the counts
+// above; fewer, and the counts must come down.
+func TestLayering(t *testing.T) {
+	m := measure(t, "layers.txt")
+	for _, c := range []struct {
+		what      string
+		got, want int
+	}{
+		{"calls running up", m.UpCount(callgraph.CallEdge), upCalls},
+		{"references running up", m.UpCount(callgraph.RefEdge), upRefs},
+		{"includes running up", m.UpCount(callgraph.IncludeEdge), upIncludes},
+		{"circles between layers", len(m.LayerCircles), upCircles},
+	} {
+		switch {
+		case c.got > c.want:
+			t.Errorf("%d %s, more than the %d there were: a new one breaks the layering (layers.txt)", c.got, c.what, c.want)
+		case c.got < c.want:
+			t.Errorf("%d %s, fewer than the %d there were: lower the count in layers_test.go to %d", c.got, c.what, c.want, c.got)
+		}
+	}
+	if t.Failed() {
+		for _, e := range m.Up {
+			t.Logf("running up: %s", callgraph.EdgeString(e))
+		}
+		for _, c := range m.LayerCircles {
+			t.Logf("circle between layers: %v", c)
+		}
+	}
+}
+
+// TestLayersProposed: the plan for the runtime's folders,
+// layers-proposed.txt, gives every file a layer and each of its
+// patterns claims a file (a file moved into its folder is taken out of
+// the plan's globs). It logs what the plan measures: the figures before
+// the files move.
+func TestLayersProposed(t *testing.T) {
+	m := measure(t, "layers-proposed.txt")
+	t.Logf("%d files, %d calls between files (%d pairs), %d running up (%d calls, %d references, %d includes), %d circles between layers",
+		m.Files, m.Calls, m.CallPairs, len(m.Up), m.UpCount(callgraph.CallEdge), m.UpCount(callgraph.RefEdge),
+		m.UpCount(callgraph.IncludeEdge), len(m.LayerCircles))
+}
+
+// TestCallGraphSeesCalls: the call graph's tokenizer misses no call the
+// compiler sees. Each C file of the runtime for the host's architecture
+// is compiled at -O0 (so calls stay calls, and a header's inline
+// functions are compiled into each file that uses them); every symbol
+// its object needs that another file of the runtime defines must be an
+// edge of the graph from the file or from a header it includes. The
+// exception: the hooks and trampolines abi.h's X-macro lists
+// (FTRT_TARGETS_*), which patch.c names through FTRT_TARGETS.
+func TestCallGraphSeesCalls(t *testing.T) {
+	var isa string
+	switch goruntime.GOARCH {
+	case "amd64":
+		isa = "x86_64"
+	case "arm64":
+		isa = "arm64"
+	default:
+		t.Fatalf("package runtime: no runtime port for GOARCH %s", goruntime.GOARCH)
+	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Fatal("package runtime: cc, which TestCallGraphSeesCalls compiles the runtime with, is not installed")
+	}
+	src, err := fs.Sub(sources, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := callgraph.Build(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := map[string]map[string]bool{} // file -> name -> linked
+	includes := map[string][]string{}
+	for _, e := range g.Edges {
+		if e.Kind == callgraph.IncludeEdge {
+			includes[e.From] = append(includes[e.From], e.To)
+			continue
+		}
+		if edges[e.From] == nil {
+			edges[e.From] = map[string]bool{}
+		}
+		edges[e.From][e.Name] = true
+	}
+	abi, err := sources.ReadFile("src/abi.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xmacro := map[string]bool{}
+	for _, m := range regexp.MustCompile(`X\(\w+, (\w+)\)`).FindAllSubmatch(abi, -1) {
+		xmacro[string(m[1])] = true
+	}
+	if len(xmacro) == 0 {
+		t.Fatal("abi.h lists no hook in its FTRT_TARGETS_* X-macros")
+	}
+
+	// The runtime's sources as they are embedded, and what each object
+	// defines.
+	dir := t.TempDir()
+	var files []string
+	err = fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := sources.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, "src/")
+		if ext := path.Ext(rel); (ext == ".c" || ext == ".S") && (path.Dir(rel) == "." || path.Dir(rel) == isa) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]string{} // symbol -> file
+	needs := map[string][]string{}
+	for _, f := range files {
+		obj := filepath.Join(dir, strings.ReplaceAll(f, "/", "_")+".o")
+		cmd := exec.Command("cc", "-O0", "-fPIC", "-fno-stack-protector", "-c", "-o", obj, f)
+		cmd.Dir = filepath.Join(dir, "src")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cc %s: %v\n%s", f, err, out)
+		}
+		ef, err := elf.Open(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := ef.Symbols()
+		ef.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", obj, err)
+		}
+		for _, s := range syms {
+			bind := elf.ST_BIND(s.Info)
+			if bind != elf.STB_GLOBAL && bind != elf.STB_WEAK {
+				continue
+			}
+			if s.Section == elf.SHN_UNDEF {
+				needs[f] = append(needs[f], s.Name)
+			} else if elf.ST_TYPE(s.Info) == elf.STT_FUNC || elf.ST_TYPE(s.Info) == elf.STT_NOTYPE {
+				defined[s.Name] = f
+			}
+		}
+	}
+	reach := func(f string) []string {
+		seen := []string{f}
+		for i := 0; i < len(seen); i++ {
+			for _, h := range includes[seen[i]] {
+				if !slices.Contains(seen, h) {
+					seen = append(seen, h)
+				}
+			}
+		}
+		return seen
+	}
+	checked := 0
+	for _, f := range files {
+		for _, name := range needs[f] {
+			def, ok := defined[name]
+			if !ok || def == f || xmacro[name] {
+				continue
+			}
+			checked++
+			if !slices.ContainsFunc(reach(f), func(h string) bool { return edges[h][name] }) {
+				t.Errorf("%s needs %s (defined in %s), which the call graph does not link", f, name, def)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no object needed a symbol of another: the objects were not read")
+	}
+	t.Logf("%d files compiled, %d symbols they need of one another found in the call graph", len(files), checked)
+}
