@@ -58,6 +58,9 @@ func build(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if lib.Scratch != "" { // a cache another user could change: a build of its own
+		t.Cleanup(func() { os.RemoveAll(lib.Scratch) })
+	}
 	for name, src := range map[string]string{"traced.c": tracedSrc, "plain.c": plainSrc, "decoded.c": decodedSrc, "main.c": mainSrc} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
@@ -66,14 +69,14 @@ func build(t *testing.T) string {
 	sh(t, dir, "gcc", "-O2", "-fpic", "-shared", "-o", "libplain.so", "plain.c")
 	sh(t, dir, "gcc", "-O2", "-fpic", "-pg", "-mfentry", "-c", "traced.c")
 	sh(t, dir, "gcc", "-O2", "-fpie", "-pg", "-mfentry", "-c", "main.c")
-	sh(t, dir, append([]string{"gcc", "-O2", "-fpic", "-pg", "-mfentry", "-shared", "-o", "libdecoded.so", "decoded.c"}, ftrt.ModuleLinkFlags(lib)...)...)
+	sh(t, dir, append([]string{"gcc", "-O2", "-fpic", "-pg", "-mfentry", "-shared", "-o", "libdecoded.so", "decoded.c"}, ftrt.ModuleLinkFlags(lib.Archive)...)...)
 	for _, r := range record.Files([]string{filepath.Join(dir, "traced.o"), filepath.Join(dir, "main.o")}, record.Options{}, 1) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
-	sh(t, dir, append([]string{"gcc", "-shared", "-o", "libtraced.so", "traced.o", "-L.", "-lplain", "-Wl,-rpath,$ORIGIN"}, ftrt.ModuleLinkFlags(lib)...)...)
-	sh(t, dir, append([]string{"gcc", "-pie", "-o", "prog", "main.o", "-L.", "-ltraced", "-ldecoded", "-Wl,-rpath,$ORIGIN"}, ftrt.LinkFlags(lib)...)...)
+	sh(t, dir, append([]string{"gcc", "-shared", "-o", "libtraced.so", "traced.o", "-L.", "-lplain", "-Wl,-rpath,$ORIGIN"}, ftrt.ModuleLinkFlags(lib.Archive)...)...)
+	sh(t, dir, append([]string{"gcc", "-pie", "-o", "prog", "main.o", "-L.", "-ltraced", "-ldecoded", "-Wl,-rpath,$ORIGIN"}, ftrt.LinkFlags(lib.Archive)...)...)
 	return filepath.Join(dir, "prog")
 }
 
