@@ -40,8 +40,11 @@ func Write[T any](out *bufio.Writer, items iter.Seq[T], workers int, render func
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// One buffer a worker, not an item: a sequence of many small
+			// items (a thread's makecontext contexts) costs their size.
+			w := bufio.NewWriterSize(nil, 64<<10)
 			for j := range jobs {
-				w := bufio.NewWriterSize(j.r, 64<<10)
+				w.Reset(j.r)
 				j.err = render(j.item, w)
 				if err := w.Flush(); j.err == nil {
 					j.err = err

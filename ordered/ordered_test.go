@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +51,39 @@ func TestWrite(t *testing.T) {
 	})
 	if !errors.Is(err, bad) || rendered != 3 {
 		t.Errorf("an item failing: %v after %d renders, want its error after 3", err, rendered)
+	}
+}
+
+// TestManySmallItems: what Write allocates for many small items grows
+// with their output, not by a buffer each (a thread's makecontext
+// contexts are as many items, a few events each).
+func TestManySmallItems(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		t.Run(strconv.Itoa(workers), func(t *testing.T) {
+			allocated := func(n int) uint64 {
+				items := func(yield func(int) bool) {
+					for i := range n {
+						if !yield(i) {
+							return
+						}
+					}
+				}
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				out := bufio.NewWriter(io.Discard)
+				if err := Write(out, items, workers, func(i int, w *bufio.Writer) error {
+					_, err := fmt.Fprintf(w, "item %d\n", i)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				runtime.ReadMemStats(&after)
+				return after.TotalAlloc - before.TotalAlloc
+			}
+			small, big := allocated(1000), allocated(10000)
+			if perItem := (big - small) / 9000; perItem > 2048 {
+				t.Errorf("%d bytes allocated an item (%d for 1,000 items, %d for 10,000)", perItem, small, big)
+			}
+		})
 	}
 }
