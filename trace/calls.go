@@ -53,14 +53,17 @@ type ThreadCalls struct {
 
 // Threads yields each thread's kept calls, streams in order, a thread's
 // own stack's calls and then each context's, in the order it first ran
-// them. Each context after the thread's own stack reads the stream
-// again, and is known only once the own stack's calls have been read:
-// a trace whose program made contexts (Meta.Contexts) must have each
-// ThreadCalls' Events read before the next is asked for; without
-// contexts, the Events of several may be read at once, on several
-// goroutines. Memory is bounded by the calls' depth, not the trace's
-// size. A stream that cannot be read ends the sequence; its error is
-// *err (set by the goroutine reading it).
+// them. A stream is read once, by its own stack's Events (or, when they
+// are not read before the next ThreadCalls is asked for, then), which
+// keep its contexts' records aside for theirs (in memory, then a
+// temporary file): the contexts are known only once the own stack's
+// calls have been read, so a trace whose program made contexts
+// (Meta.Contexts) must have each ThreadCalls' Events read before the
+// next is asked for; without contexts, the Events of several may be read
+// at once, on several goroutines. Memory is bounded by the calls' depth
+// and the number of contexts, not the trace's size, and the work is
+// linear in its size. A stream that cannot be read ends the sequence;
+// its error is *err (set by the goroutine reading it).
 func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCalls] {
 	var mu sync.Mutex
 	fail := func(e error) {
@@ -83,7 +86,8 @@ func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCall
 }
 
 // streamThreads yields stream i's ThreadCalls, as Threads does: false
-// when yield said stop. A failure to read the stream goes to fail.
+// when yield said stop, or the stream could not be read. A failure to
+// read the stream goes to fail.
 func (t *Trace) streamThreads(i int, names Naming, f *Filter, fail func(error), yield func(ThreadCalls) bool) bool {
 	s := &t.Streams[i]
 	if t.Meta.Tracer != abi.TracerGraphName {
@@ -105,26 +109,79 @@ func (t *Trace) streamThreads(i int, names Naming, f *Filter, fail func(error), 
 		}}
 		return yield(th)
 	}
-	var order []uint64 // contexts after the own stack's, in the order first run
-	known := map[uint64]bool{0: true}
-	for k := -1; k < len(order); k++ {
-		ctx := uint64(0)
-		if k >= 0 {
-			ctx = order[k]
+	var (
+		mu      sync.Mutex
+		started bool                  // the stream's one reading has begun
+		ready   = make(chan struct{}) // and ended: sp and spErr are set
+		sp      *split                // the stream read, its contexts' records kept aside
+		spErr   error                 // why it could not be read
+		pending = 1                   // the contexts yielded whose Events have not been read, and this function: sp is closed at 0
+	)
+	split := func(own Sink) bool { // reads the stream unless begun: whether it did
+		mu.Lock()
+		begun := started
+		started = true
+		mu.Unlock()
+		if begun {
+			<-ready
+			return false
 		}
-		th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: ctx, Events: func(yield func(CallEvent) bool) {
+		sp, spErr = t.split(i, names.Namer(), f, own)
+		close(ready)
+		return true
+	}
+	release := func() {
+		mu.Lock()
+		pending--
+		last := pending == 0
+		mu.Unlock()
+		if last {
+			sp.close()
+		}
+	}
+	own := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Events: func(yield func(CallEvent) bool) {
+		y := &yielder{yield: yield}
+		if split(y) {
+			fail(spErr)
+			return
+		}
+		// Read already for the contexts (or not wanted for them): read
+		// for the own stack alone.
+		fail(t.WalkStream(i, names.Namer(), f, func(ctx uint64) Sink {
+			if ctx == 0 {
+				return y
+			}
+			return nil
+		}))
+	}}
+	if !yield(own) {
+		mu.Lock()
+		begun := started
+		started = true // the stream need not be read: an Events still to come reads its own stack's calls
+		mu.Unlock()
+		if begun {
+			<-ready
+		} else {
+			close(ready)
+		}
+		release()
+		return false
+	}
+	split(nil)
+	defer release()
+	if spErr != nil {
+		fail(spErr)
+		return false
+	}
+	for _, c := range sp.spool.order {
+		mu.Lock()
+		pending++
+		mu.Unlock()
+		var once sync.Once
+		th := ThreadCalls{Pid: s.Pid, Tid: s.Tid, Context: c.ctx, Events: func(yield func(CallEvent) bool) {
 			y := &yielder{yield: yield}
-			e := t.WalkStream(i, names.Namer(), f, func(c uint64) Sink {
-				if !known[c] {
-					known[c] = true
-					order = append(order, c)
-				}
-				if c == ctx {
-					return y
-				}
-				return nil
-			})
-			fail(e)
+			fail(sp.walk(c, names.Namer(), y))
+			once.Do(release)
 		}}
 		if !yield(th) {
 			return false

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,38 @@ var (
 	SwitchRec   = switchRec
 	WriteTrace  = writeTrace
 )
+
+// Work is what reading tr has cost so far: the bytes of its streams
+// read, and of the contexts' records read back from where a walk kept
+// them aside.
+func Work(tr *Trace) int64 { return tr.BytesRead.Load() + tr.spooled.Load() }
+
+// Spooled is the part of Work read back from where the contexts'
+// records were kept aside.
+func Spooled(tr *Trace) int64 { return tr.spooled.Load() }
+
+// ContextSeed is a graph stream of a thread that runs n contexts: each
+// once, a call in it (every tenth left open, to be closed when the
+// thread comes back to it at the end); and the metadata of its trace.
+func ContextSeed(n int) (meta string, stream []byte) {
+	var recs []Record
+	ts := uint64(1000)
+	next := func() uint64 { ts += 7; return ts }
+	recs = append(recs, entryRec(next(), 0x1000))
+	for c := uint64(1); c <= uint64(n); c++ {
+		recs = append(recs, switchRec(next(), c), entryRec(next(), 0x1000+0x100*(c%5)))
+		if c%10 != 0 {
+			recs = append(recs, exitRec(next()))
+		}
+		recs = append(recs, switchRec(next(), 0))
+	}
+	for c := uint64(10); c <= uint64(n); c += 10 {
+		recs = append(recs, switchRec(next(), c), exitRec(next()), unwoundRec(next()), switchRec(next(), 0))
+	}
+	recs = append(recs, exitRec(next()))
+	meta = strings.Replace(goodMeta, "tracer function", "tracer function_graph", 1) + "contexts " + strconv.Itoa(n) + "\n"
+	return meta, stream3(7, 1, recs...)
+}
 
 // CheckTrace checks the invariants of a trace Read returned whose one
 // stream was stream.

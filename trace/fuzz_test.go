@@ -22,7 +22,9 @@ import (
 // panic or hang; an error names a file of the directory; a trace read
 // holds what the files held (no more records than their words, streams
 // in order, modules the right way round, warnings naming the directory)
-// and its views stay linear in its size.
+// and its views stay linear in its size, as does the work of those that
+// read its streams as they go (a stream is read a few times at most,
+// however many contexts its thread ran).
 //
 // Seeded from the real traces under testdata/traces (rebuilt by `make -C
 // trace/testdata`) and from crafted ones: cut, empty, with modules and
@@ -64,6 +66,13 @@ func FuzzRead(f *testing.F) {
 		{trace.GoodMeta, "ftrtre"},
 	} {
 		f.Add([]byte(c.meta), []byte(c.stream))
+	}
+	// Threads that ran many contexts (makecontext): read once, not once
+	// per context.
+	for _, n := range []int{3, 40, 400} {
+		meta, stream := trace.ContextSeed(n)
+		f.Add([]byte(meta), stream)
+		f.Add([]byte(strings.Replace(meta, "contexts ", "x ", 1)), stream) // the metadata does not count them
 	}
 	// One directory, its files rewritten for each input: a fuzzing
 	// process runs one input at a time.
@@ -119,7 +128,42 @@ func FuzzRead(f *testing.F) {
 		if out.Len() > 2*limit {
 			t.Fatalf("%d bytes of views from a stream of %d bytes", out.Len(), len(stream))
 		}
+		streamed(t, tr, syms, len(stream), limit)
 	})
+}
+
+// streamed writes the views the commands write as they read a trace's
+// streams (replay, info, graph), each reading the stream once or twice:
+// their work is linear in its size, however many contexts its thread
+// ran; and so are their outputs.
+func streamed(t *testing.T, tr *trace.Trace, syms *symbols.Table, size, limit int) {
+	t.Helper()
+	for _, view := range []string{"replay", "info", "graph"} {
+		if view == "graph" && tr.Meta.Tracer != "function_graph" {
+			continue
+		}
+		before, spooled := tr.BytesRead.Load(), trace.Spooled(tr)
+		var readErr error
+		f := &trace.Filter{}
+		in := views.Input{Meta: &tr.Meta, Threads: tr.Threads(syms, f, &readErr), Counts: tr.Counts(&readErr), Trace: tr, Names: syms, Filter: f}
+		var out bytes.Buffer
+		err := views.Write(&out, view, in, views.Options{})
+		if err == nil {
+			err = readErr
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), tr.Dir+"/") {
+			t.Fatalf("%s: error %q does not name a file of %s", view, err, tr.Dir)
+		}
+		if n := tr.BytesRead.Load() - before; n > 3*int64(size) {
+			t.Fatalf("%s: %d bytes of streams read for %d: more than a few passes", view, n, size)
+		}
+		if n := trace.Spooled(tr) - spooled; n > int64(limit) {
+			t.Fatalf("%s: %d bytes of contexts' records read back for a stream of %d", view, n, size)
+		}
+		if out.Len() > 2*limit {
+			t.Fatalf("%s: %d bytes from a stream of %d bytes", view, out.Len(), size)
+		}
+	}
 }
 
 // readSeed reads a seed file, which must be small: the fuzzer mutates

@@ -360,6 +360,9 @@ type Trace struct {
 	// BytesRead counts the bytes of streams the stream readers have read, for
 	// a progress bar.
 	BytesRead atomic.Int64
+	// spooled counts the bytes of context records read back from where
+	// a walk kept them aside (spool): with BytesRead, the reader's work.
+	spooled atomic.Int64
 }
 
 // Formats are the trace formats this package reads, as the metadata's

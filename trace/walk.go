@@ -284,6 +284,109 @@ func (t *Trace) WalkStream(i int, names Namer, f *Filter, sinks func(ctx uint64)
 	return nil
 }
 
+// WalkContexts walks stream i of t as WalkStream does, but a context at
+// a time: the thread's own stack's kept calls to sinks(0) as the stream
+// is read, then each context's, whole, in the order the thread first ran
+// them, to the sink sinks gives it when its turn comes (asked once per
+// context, and not before the one before it has had all its calls; nil:
+// not wanted). The stream is read once: the contexts' records are kept
+// aside as it is (in memory, then a temporary file), so the walk is
+// linear in the stream's size however many contexts the thread ran.
+func (t *Trace) WalkContexts(i int, names Namer, f *Filter, sinks func(ctx uint64) Sink) error {
+	sp, err := t.split(i, names, f, sinks(0))
+	defer sp.close()
+	if err != nil {
+		return err
+	}
+	for _, c := range sp.spool.order {
+		if s := sinks(c.ctx); s != nil {
+			if err := sp.walk(c, names, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// A split is a thread's stream read once (Trace.split): its own stack's
+// calls walked as they were read, its contexts' records spooled, to be
+// walked one context after another.
+type split struct {
+	t     *Trace
+	f     *Filter
+	spool *spool
+	last  float64 // ns of the thread's last record: where the calls still open end
+}
+
+// split reads stream i of t once, walking the calls the thread made on
+// its own stack to own (nil: none wanted) as it goes, and keeping those
+// of its contexts aside, in the order it first ran them, for walk. The
+// split must be closed, even when reading failed.
+func (t *Trace) split(i int, names Namer, f *Filter, own Sink) (*split, error) {
+	sp := &split{t: t, f: f, spool: newSpool()}
+	sp.spool.read = &t.spooled
+	w := NewWalker(&t.Meta, names, f, func(ctx uint64) Sink {
+		if ctx == 0 {
+			return own
+		}
+		return nil
+	})
+	var cur *chain // the context the thread runs in; nil: its own stack
+	err := t.EachRecord(i, func(recs []Record) {
+		from := 0 // where the own stack's records not walked yet begin
+		for k := range recs {
+			r := &recs[k]
+			id, sw := r.Context()
+			switch {
+			case sw:
+				if cur == nil {
+					w.Records(recs[from:k])
+				}
+				cur = nil
+				if id != 0 {
+					cur = sp.spool.chain(id)
+				}
+				from = k + 1
+			case cur != nil:
+				sp.spool.add(cur, r)
+			}
+		}
+		if cur == nil {
+			w.Records(recs[from:])
+		}
+		sp.last = t.Meta.Nanos(recs[len(recs)-1].TS)
+	})
+	if err == nil {
+		err = sp.spool.done()
+	}
+	if err != nil {
+		return sp, err
+	}
+	w.last = sp.last
+	w.End()
+	return sp, nil
+}
+
+// walk walks the calls the thread ran in context c, through the split's
+// filter, to s: what the thread's walk would have given c's sink. Several
+// contexts may be walked at once.
+func (sp *split) walk(c *chain, names Namer, s Sink) error {
+	w := NewWalker(&sp.t.Meta, names, sp.f, func(uint64) Sink { return s })
+	if err := sp.spool.each(c, w.Records); err != nil {
+		return err
+	}
+	w.last = sp.last
+	w.End()
+	return nil
+}
+
+// close lets what the split kept aside go (nil: a stream not read).
+func (sp *split) close() {
+	if sp != nil {
+		sp.spool.close()
+	}
+}
+
 // CallKept says whether the function tracer's call of fn at ns is
 // kept: Funcs and Hide match the function itself (the function tracer
 // has no callees to follow), TimeFrom and TimeTo its time.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,16 +263,10 @@ func WriteTrees(w io.Writer, t *trace.Trace, threads []model.Thread) error {
 
 const graphHead = "# DURATION     TID     FUNCTION\n"
 
-// maxSpills bounds the contexts of a thread whose replay lines one pass
-// over its stream keeps aside (in temporary files) for after the
-// thread's own: a thread that ran more contexts is read again for the
-// rest.
-var maxSpills = 256
-
 // ReplayGraph prints a function_graph trace's call graph as
-// WriteTrees does, reading each stream as it goes: memory is bounded by
-// the depth of the calls and the number of contexts, not by the trace's
-// size. Each thread's calls on its own stack come first, then those of
+// WriteTrees does, reading each stream once, as it goes: memory is
+// bounded by the depth of the calls and the number of contexts, not by
+// the trace's size. Each thread's calls on its own stack come first, then those of
 // each context it ran (makecontext), in the order it first ran them.
 // Threads are printed several at once (one per CPU), in order
 // (ordered.Write).
@@ -299,91 +292,29 @@ func ReplayGraph(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 	return flushSummary(bw, w, t, events, err)
 }
 
-// spill is a context's replay lines kept aside for after its thread's
-// own: in a temporary file, deleted as it is made.
-type spill struct {
-	ctx  uint64
-	f    *os.File
-	bw   *bufio.Writer
-	p    *printer
-	done bool
-}
-
-// replayStream prints stream i's calls: its own stack's to bw, each
-// context's to a spill appended after them, maxSpills contexts a pass.
+// replayStream prints stream i's calls: its own stack's, then each
+// context's after them, read once (trace.Trace.WalkContexts).
 func replayStream(bw *bufio.Writer, t *trace.Trace, i int, names trace.Namer, f *trace.Filter) (int, error) {
 	s := &t.Streams[i]
-	own := newPrinter(bw, s.Tid, f, t.Meta.Unended)
-	handled := map[uint64]bool{0: true}
-	known := map[uint64]bool{0: true} // contexts seen
 	events := 0
-	for pass := 0; ; pass++ {
-		var spills []*spill
-		byCtx := map[uint64]*spill{}
-		var failed error
-		sinks := func(ctx uint64) trace.Sink {
-			if ctx == 0 {
-				if pass == 0 {
-					return own
-				}
-				return nil
-			}
-			if sp := byCtx[ctx]; sp != nil {
-				return sp.p
-			}
-			if handled[ctx] {
-				return nil
-			}
-			known[ctx] = true
-			if len(spills) >= maxSpills || failed != nil {
-				return nil
-			}
-			tmp, err := os.CreateTemp("", "ftpatch-replay-*")
-			if err != nil {
-				failed = fmt.Errorf("a temporary file for a context's calls: %w", err)
-				return nil
-			}
-			os.Remove(tmp.Name())
-			sp := &spill{ctx: ctx, f: tmp, bw: bufio.NewWriterSize(tmp, 16<<10)}
-			sp.p = newPrinter(sp.bw, s.Tid, f, t.Meta.Unended)
-			sp.p.header = contextHeader(ctx, s.Tid)
-			byCtx[ctx] = sp
-			spills = append(spills, sp)
-			return sp.p
+	var p *printer // the context's being printed
+	err := t.WalkContexts(i, names, f, func(ctx uint64) trace.Sink {
+		if p != nil {
+			events += p.events
 		}
-		err := t.WalkStream(i, names, f, sinks)
-		if pass == 0 {
-			events += own.events
+		p = newPrinter(bw, s.Tid, f, t.Meta.Unended)
+		if ctx != 0 {
+			p.header = contextHeader(ctx, s.Tid)
 		}
-		for _, sp := range spills {
-			handled[sp.ctx] = true
-			events += sp.p.events
-			if err == nil {
-				err = appendSpill(bw, sp)
-			}
-			sp.f.Close()
-		}
-		switch {
-		case err != nil:
-			return 0, err
-		case failed != nil:
-			return 0, failed
-		case len(spills) == 0 || len(handled) == len(known):
-			return events, nil
-		}
+		return p
+	})
+	if p != nil {
+		events += p.events
 	}
-}
-
-// appendSpill copies a context's kept lines after its thread's.
-func appendSpill(bw *bufio.Writer, sp *spill) error {
-	if err := sp.bw.Flush(); err != nil {
-		return fmt.Errorf("a temporary file for a context's calls: %w", err)
+	if err != nil {
+		return 0, err
 	}
-	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err := io.Copy(bw, sp.f)
-	return err
+	return events, nil
 }
 
 // IndentLevels caps the indentation of WriteTrees's lines: a call

@@ -80,14 +80,13 @@ func lineDiff(got, want string) string {
 	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }
 
-// TestContextPasses: a thread that ran more contexts than one pass
-// keeps aside is read again for the rest, and prints them in the order
-// it first ran them, as the trees do.
-func TestContextPasses(t *testing.T) {
-	defer func(n int) { maxSpills = n }(maxSpills)
-	maxSpills = 2
+// TestManyContexts: a thread that ran many contexts, switching between
+// them often, prints them in the order it first ran them, as the trees
+// do, its stream read once: the contexts' calls are kept aside, not read
+// again.
+func TestManyContexts(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	dir := tracetest.WriteDir(t, "function_graph", map[int][]step{1: tracetest.RandomThread(r, 4000, 5, 7)})
+	dir := tracetest.WriteDir(t, "function_graph", map[int][]step{1: tracetest.RandomThread(r, 40000, 5, 300)})
 	syms := tracetest.Names(5)
 	mem, err := trace.Read(dir)
 	if err != nil {
@@ -104,11 +103,14 @@ func TestContextPasses(t *testing.T) {
 	if err := ReplayGraph(&got, tr, syms, &trace.Filter{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(got.String(), "(makecontext)"); n < 5 {
-		t.Errorf("%d contexts replayed, want at least 5", n)
+	if n := strings.Count(got.String(), "(makecontext)"); n < 250 {
+		t.Errorf("%d contexts replayed, want at least 250", n)
 	}
 	if got.String() != want.String() {
-		t.Errorf("replay in passes differs from the trees':\n%s", lineDiff(got.String(), want.String()))
+		t.Errorf("replay differs from the trees':\n%s", lineDiff(got.String(), want.String()))
+	}
+	if n := tr.BytesRead.Load(); n > tr.Size() {
+		t.Errorf("%d bytes of streams read for %d of them: read more than once", n, tr.Size())
 	}
 }
 
