@@ -97,14 +97,20 @@ func (s *spool) add(c *chain, r *Record) {
 		s.block(c)
 		c.buf = c.buf[:0]
 	case s.held > s.budget:
-		for _, c := range s.filled {
-			if len(c.buf) > 0 {
-				s.block(c)
-			}
-			c.buf = nil
-		}
-		s.filled, s.held = s.filled[:0], 0
+		s.spill()
 	}
+}
+
+// spill writes every context's buffer as its chain's next block and lets
+// the buffers go.
+func (s *spool) spill() {
+	for _, c := range s.filled {
+		if len(c.buf) > 0 {
+			s.block(c)
+		}
+		c.buf = nil
+	}
+	s.filled, s.held = s.filled[:0], 0
 }
 
 // block writes c's buffer as its chain's next block.
@@ -172,6 +178,16 @@ func spoolError(err error) error {
 func (s *spool) done() error {
 	s.flush()
 	return s.err
+}
+
+// settle ends the spooling as done does, but with every record written
+// to the file: a spool that waits long for its walk holds no more memory
+// than its contexts.
+func (s *spool) settle() error {
+	if s.err == nil {
+		s.spill()
+	}
+	return s.done()
 }
 
 // close lets the spool's file go.

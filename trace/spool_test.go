@@ -12,18 +12,21 @@ import (
 // TestSpool: what a spool gives back of each context is what was
 // spooled into it, in order, whether it stayed in memory or went to the
 // file in blocks (written when full, or all at once when the buffers
-// held too much), and reading it back reads each block once.
+// held too much, or settled to wait for its walk with nothing in memory),
+// and reading it back reads each block once.
 func TestSpool(t *testing.T) {
 	for _, c := range []struct {
 		name                         string
 		contexts, records            int
 		blockSize, budget, writeSize int
 		file                         bool // the records do not fit in memory
+		settle                       bool // settled, not done
 	}{
-		{"memory", 50, 2000, spoolBlock, spoolBudget, spoolWrite, false},
-		{"blocks", 3, 5000, 64, 1 << 20, 256, true},
-		{"budget", 300, 20000, 1 << 20, 512, 256, true},
-		{"both", 40, 20000, 100, 700, 64, true},
+		{"memory", 50, 2000, spoolBlock, spoolBudget, spoolWrite, false, false},
+		{"blocks", 3, 5000, 64, 1 << 20, 256, true, false},
+		{"budget", 300, 20000, 1 << 20, 512, 256, true, false},
+		{"both", 40, 20000, 100, 700, 64, true, false},
+		{"settled", 50, 2000, spoolBlock, spoolBudget, spoolWrite, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(c.records)))
@@ -52,10 +55,17 @@ func TestSpool(t *testing.T) {
 				s.add(s.chain(ctx), &rec)
 				want[ctx] = append(want[ctx], rec)
 			}
-			if err := s.done(); err != nil {
+			end := s.done
+			if c.settle {
+				end = s.settle
+			}
+			if err := end(); err != nil {
 				t.Fatal(err)
 			}
 			defer s.close()
+			if c.settle && s.held != 0 {
+				t.Errorf("%d bytes held in memory once settled", s.held)
+			}
 			if (s.f != nil) != c.file {
 				t.Errorf("file made: %v, want %v", s.f != nil, c.file)
 			}
