@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"ftpatch/elfx"
+	"ftpatch/internal/escape"
 	"ftpatch/srcline"
 )
 
@@ -52,7 +53,8 @@ func AddSources(f *elfx.File, l *Linked) error {
 
 // WriteLinked prints a linked file's sites as a table (address,
 // function, kind, length, state, call target, source line), a closing
-// count line, and the notes.
+// count line, and the notes; names and source files escaped (package
+// escape).
 //
 // The table is aligned as text/tabwriter aligns it (each column as wide
 // as its widest cell, two spaces apart), in two passes over the sites:
@@ -95,7 +97,7 @@ func WriteLinked(w io.Writer, l *Linked) error {
 		len(l.Sites), count[StateNop], StateNop, count[StateHook], StateHook, count[StateTraced], StateTraced, count[StateDirect], StateDirect,
 		len(l.Dead), l.Zero, l.Dups)
 	for _, n := range l.Notes {
-		fmt.Fprintf(bw, "note: %s\n", n)
+		fmt.Fprintf(bw, "note: %s\n", escape.Text(n))
 	}
 	return bw.Flush()
 }
@@ -116,7 +118,9 @@ func linkedCells(s *Site, cells *[linkedCols]string) {
 	if s.Literal != 0 {
 		target = strings.TrimSpace(target + " literal=0x" + strconv.FormatUint(s.Literal, 16))
 	}
-	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), fn, s.Kind.String(), strconv.Itoa(s.Len), s.State.Effect(), target, s.Source.String()}
+	// Names are the file's: a symbol or source file may be named with
+	// a terminal's escape sequences.
+	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), escape.Text(fn), s.Kind.String(), strconv.Itoa(s.Len), s.State.Effect(), escape.Text(target), escape.Text(s.Source.String())}
 }
 
 // effect is the state a site is counted under in WriteLinked's closing

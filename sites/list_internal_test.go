@@ -39,3 +39,25 @@ func TestWriteLinkedAligned(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got.String(), want.String())
 	}
 }
+
+// TestWriteLinkedEscaped: names the file holds (a function, a call's
+// target, a source file, in a note) are printed escaped: a symbol that
+// clears the screen or writes the terminal's clipboard shows as text.
+func TestWriteLinkedEscaped(t *testing.T) {
+	l := &Linked{Sites: []Site{
+		{Off: 0x401000, Func: "evil\x1b[2J", FuncOff: 4, Kind: X86Fentry, Len: 5, State: StateDirect,
+			Call: &Call{Name: "clip\x1b]52;c;ZXZpbA==\a", Via: ViaPLT}, Source: srcline.Pos{File: "c1\u009b2J\n.c", Line: 3}},
+	}, Notes: []string{"section \"\x1b[2J\""}}
+	var got bytes.Buffer
+	if err := WriteLinked(&got, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`evil\x1b[2J+0x4`, `clip\x1b]52;c;ZXZpbA==\a@plt`, `c1\u009b2J\n.c:3`, `note: section "\x1b[2J"`} {
+		if !strings.Contains(got.String(), want) {
+			t.Errorf("no %s in\n%s", want, got.String())
+		}
+	}
+	if strings.ContainsAny(got.String(), "\x1b\a\u009b") || strings.Count(got.String(), "\n") != 4 {
+		t.Errorf("a control character left, or a line broken:\n%q", got.String())
+	}
+}

@@ -3,7 +3,8 @@
 // over the time it was mapped (LoadProcess), from their symbol tables and
 // DWARF line tables. It comes after the trace reader (package trace),
 // whose Naming it implements, and before the model and the views, which
-// see only names.
+// see only names: names as shown, escaped (package escape), since a
+// binary's symbol and file names may hold a terminal's escape sequences.
 package symbols
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/funcs"
+	"ftpatch/internal/escape"
 	"ftpatch/srcline"
 	"ftpatch/trace"
 )
@@ -227,7 +229,7 @@ func (s *Table) SourceAt(addr, ts uint64) string {
 	if !ok {
 		return ""
 	}
-	return pos.String()
+	return escape.Text(pos.String()) // DWARF's file names are the file's
 }
 
 // lineTable is the file's DWARF line table, read once; nil when it
@@ -304,9 +306,10 @@ func Load(path string, buildID ...string) (*Table, error) {
 		if !funcs.IsFunc(y) {
 			continue
 		}
-		// C++ names are shown demangled (a C name passes unchanged).
+		// C++ names are shown demangled (a C name passes unchanged), and
+		// escaped: a symbol may hold a terminal's escape sequences.
 		es = append(es, funcs.Entry{Start: uint64(y.Value), End: uint64(y.Value) + y.Size, ID: int32(len(s.names)), Rank: funcs.Rank(y.Bind())})
-		s.names = append(s.names, demangle.Filter(y.Name))
+		s.names = append(s.names, escape.Text(demangle.Filter(y.Name)))
 	}
 	s.funcs = funcs.New(es)
 	return s, nil
@@ -315,7 +318,7 @@ func Load(path string, buildID ...string) (*Table, error) {
 // A Func is a function New names: its extent [Start, End) and its name.
 type Func struct {
 	Start, End uint64 // its extent: [Start, End), at the addresses it is named at
-	Name       string // as shown (demangled already, if it is C++)
+	Name       string // as shown (demangled already, if it is C++; New escapes it)
 }
 
 // New returns a Table naming fs at their addresses, for a trace whose
@@ -328,7 +331,7 @@ func New(fs []Func) *Table {
 	s := &Table{names: make([]string, len(fs))}
 	es := make([]funcs.Entry, len(fs))
 	for i, f := range fs {
-		s.names[i] = f.Name
+		s.names[i] = escape.Text(f.Name)
 		es[i] = funcs.Entry{Start: f.Start, End: f.End, ID: int32(i)}
 	}
 	s.funcs = funcs.New(es)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"ftpatch/internal/escape"
 )
 
 // EnumsFile is the file of a trace directory that names the enums'
@@ -105,7 +107,8 @@ func parseEnum(line string) (*Enum, error) {
 // Show is how reg, an enum's register, reads: its low Size bytes as
 // the enum stores them, then the enumerator of that value, or the
 // single-bit enumerators whose bits make it up (a flags enum: A|B), or
-// else the number.
+// else the number. Names are escaped (package escape): the trace's
+// enums file is read as it came.
 func (e *Enum) Show(reg uint64) string {
 	shift := 64 - 8*e.Size
 	u := reg << shift >> shift
@@ -115,7 +118,7 @@ func (e *Enum) Show(reg uint64) string {
 	}
 	for _, x := range e.Values {
 		if x.Value == v {
-			return x.Name
+			return escape.Text(x.Name)
 		}
 	}
 	var flags []Enumerator
@@ -131,7 +134,7 @@ func (e *Enum) Show(reg uint64) string {
 		for i, x := range flags {
 			names[i] = x.Name
 		}
-		return strings.Join(names, "|")
+		return escape.Text(strings.Join(names, "|"))
 	}
 	if e.Signed {
 		return strconv.FormatInt(v, 10)

@@ -15,7 +15,8 @@ import (
 // double, a char, a bool, ?, an enum by its enumerator, by its flags
 // (A|B), as a number when no enumerator fits or the enum is not in the
 // trace's enums, a string, long doubles of both kinds, and structs by
-// their layouts, one that could not be read by its address.
+// their layouts, one that could not be read by its address. Strings,
+// chars and the enums file's names are escaped (package escape).
 func TestArgsText(t *testing.T) {
 	enums, err := func() (map[string]*Enum, error) {
 		dir := t.TempDir()
@@ -24,6 +25,7 @@ func TestArgsText(t *testing.T) {
 			{Name: "color", Size: 4, Values: []Enumerator{{"RED", 0}, {"GREEN", 1}, {"BLUE", 2}}},
 			{Name: "perm", Size: 4, Values: []Enumerator{{"R", 1}, {"W", 2}, {"X", 4}}},
 			{Name: "sign", Size: 1, Signed: true, Values: []Enumerator{{"MINUS", -1}, {"PLUS", 1}}},
+			{Name: "evil", Size: 4, Values: []Enumerator{{"CLS\x1b[2J", 1}, {"CLIP\x1b]52;c;eA==\a", 2}, {"C1\u009b", 4}}},
 		})
 		os.WriteFile(filepath.Join(dir, EnumsFile), []byte(b.String()), 0o644)
 		return readEnums(dir)
@@ -56,6 +58,8 @@ func TestArgsText(t *testing.T) {
 		{[]item{{abi.ArgEnum, enum(3, "perm")}, {abi.ArgEnum, enum(7, "perm")}, {abi.ArgEnum, enum(8, "perm")}}, "R|W, R|W|X, 8"},
 		{[]item{{abi.ArgEnum, enum(0xff, "sign")}, {abi.ArgEnum, enum(0xfe, "sign")}, {abi.ArgEnum, enum(0xffffffff, "nosuch")}}, "MINUS, -2, -1"},
 		{[]item{{abi.ArgString, str("abc")}}, `"abc"`},
+		{[]item{{abi.ArgString, str("a\x1b[2J\n\xff")}, {abi.ArgChar, []uint64{0x1b}}}, `"a\x1b[2J\n\xff", '\x1b'`},
+		{[]item{{abi.ArgEnum, enum(1, "evil")}, {abi.ArgEnum, enum(6, "evil")}}, `CLS\x1b[2J, CLIP\x1b]52;c;eA==\a|C1\u009b`},
 		{[]item{{abi.ArgF80, []uint64{0xa000000000000000, 0x4000}}, {abi.ArgF128, []uint64{0, 0x4000c00000000000}}}, "2.5, 3.5"},
 		{[]item{{abi.ArgStruct, append([]uint64{8, 0xfffffffa00000005}, str("{i32,i32}")...)}, {abi.ArgInt, []uint64{3}}}, "{5, -6}, 3"},
 		{[]item{{abi.ArgStruct, append([]uint64{24, 1, 2, 3}, str("{d,d,d}")...)}, {abi.ArgStruct, []uint64{abi.ArgUnreadable, 0x10}}}, "{1, 2, 3}, <unreadable 0x10>"},

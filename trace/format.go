@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ftpatch/internal/escape"
 	"ftpatch/runtime/abi"
 )
 
@@ -247,7 +248,7 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 		case abi.ArgFloat:
 			sb.WriteString(strconv.FormatFloat(float64(math.Float32frombits(uint32(v))), 'g', -1, 32))
 		case abi.ArgChar:
-			sb.WriteString(strconv.QuoteRune(rune(byte(v))))
+			sb.WriteString(escape.Char(byte(v)))
 		case abi.ArgBool:
 			switch byte(v) {
 			case 0:
@@ -284,7 +285,7 @@ func argsText(rec []byte, w0 uint64, enums map[string]*Enum) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			sb.WriteString(strconv.Quote(s))
+			sb.WriteString(escape.Quote(s))
 			if v&abi.ArgTruncated != 0 {
 				sb.WriteString("...")
 			}

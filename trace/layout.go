@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ftpatch/internal/escape"
 	"ftpatch/runtime/abi"
 )
 
@@ -296,7 +297,7 @@ func showScalar(kind byte, bits int, v []byte) string {
 	case 'x', 'p':
 		return "0x" + strconv.FormatUint(u, 16)
 	case 'c':
-		return strconv.QuoteRune(rune(byte(u)))
+		return escape.Char(byte(u))
 	case 'b':
 		switch u {
 		case 0:

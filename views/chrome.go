@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"ftpatch/internal/escape"
 	"ftpatch/ordered"
 	"io"
 	"math"
@@ -107,7 +108,8 @@ type chromeWriter struct {
 	buf   []byte
 }
 
-// quote returns s as a JSON string, quoted once per distinct s.
+// quote returns s as a JSON string, quoted once per distinct s, escaped
+// first (package escape): JSON would leave DEL and C1 controls raw.
 func (c *chromeWriter) quote(s string) []byte {
 	if q, ok := c.names[s]; ok {
 		return q
@@ -115,7 +117,7 @@ func (c *chromeWriter) quote(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(s) // a string always encodes
+	enc.Encode(escape.Text(s)) // a string always encodes
 	q := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	c.names[s] = q
 	return q

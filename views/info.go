@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ftpatch/internal/escape"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
@@ -30,8 +31,10 @@ import (
 func Info(w io.Writer, in Input, opt Options) error {
 	m := in.Meta
 	bw := bufio.NewWriterSize(w, 64<<10)
+	// Every value is escaped: the trace's paths and names are as they
+	// came, and may hold a terminal's escape sequences.
 	kv := func(key, format string, args ...any) {
-		fmt.Fprintf(bw, "%-19s %s\n", key+":", fmt.Sprintf(format, args...))
+		fmt.Fprintf(bw, "%-19s %s\n", key+":", escape.Text(fmt.Sprintf(format, args...)))
 	}
 	exe := m.Exe
 	if exe == "" {
@@ -182,7 +185,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 		warns = opt.Warnings()
 	}
 	for _, err := range warns {
-		fmt.Fprintf(bw, "warning: %v\n", err)
+		fmt.Fprintf(bw, "warning: %s\n", escape.Text(err.Error()))
 	}
 	for _, dir := range opt.Beside {
 		kv("beside", "%s: the trace of a process that started while this one ran (one it exec'd?)", dir)
@@ -269,19 +272,26 @@ func or(s, orElse string) string {
 }
 
 // shellQuote writes args as a shell would read them back: each argument
-// bare when it holds only characters no shell treats specially, else in
-// single quotes.
+// bare when it holds only characters no shell treats specially, in
+// single quotes when it holds only printable ones, else in $'...' with
+// the others escaped (package escape), which bash, zsh and ksh read back.
 func shellQuote(args []string) string {
 	var b strings.Builder
 	for i, a := range args {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		switch {
+		case a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "":
 			b.WriteString(a)
-			continue
+		case escape.Text(a) == a:
+			b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		default:
+			b.WriteString("$'" + escape.Text(ansiQuotes.Replace(a)) + "'")
 		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
 	}
 	return b.String()
 }
+
+// ansiQuotes escapes what $'...' would read otherwise.
+var ansiQuotes = strings.NewReplacer(`\`, `\\`, `'`, `\'`)

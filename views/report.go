@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"ftpatch/internal/escape"
 	"ftpatch/model"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
@@ -143,7 +144,7 @@ func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times bool) error {
 // called).
 func WriteDiff(w io.Writer, base, new string, changes []model.Change, times bool) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# base: %s\n# new:  %s\n# CHANGE is new - base: negative where the new trace took less time or made fewer calls\n", base, new)
+	fmt.Fprintf(bw, "# base: %s\n# new:  %s\n# CHANGE is new - base: negative where the new trace took less time or made fewer calls\n", escape.Text(base), escape.Text(new))
 	if !times {
 		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "CALLS BASE", "CALLS NEW", "CHANGE", "FUNCTION")
 		for _, c := range changes {

@@ -28,6 +28,7 @@ import (
 	"iter"
 	"path/filepath"
 
+	"ftpatch/internal/escape"
 	"ftpatch/model"
 	"ftpatch/runtime/abi"
 	"ftpatch/trace"
@@ -172,12 +173,12 @@ func threadName(t Thread) string {
 }
 
 // program is the traced program's name for titles: the executable's
-// base name, or "pid N" when the trace names none.
+// base name (escaped), or "pid N" when the trace names none.
 func program(m *trace.Meta) string {
 	if m.Exe == "" {
 		return fmt.Sprintf("pid %d", m.Pid)
 	}
-	return filepath.Base(m.Exe)
+	return escape.Text(filepath.Base(m.Exe))
 }
 
 // callTree is the call graph of in's threads (model.CallGraph), with

@@ -13,6 +13,7 @@ import (
 
 	"ftpatch/funclist"
 	"ftpatch/infile"
+	"ftpatch/internal/escape"
 	"ftpatch/outfile"
 	"ftpatch/patch"
 	"ftpatch/progress"
@@ -353,7 +354,7 @@ func names(ns []string, max int) string {
 			more++
 			continue
 		}
-		out = append(out, n)
+		out = append(out, escape.Text(n)) // the file's names
 	}
 	if more > 0 {
 		out = append(out, fmt.Sprintf("and %d more", more))

@@ -15,6 +15,7 @@ import (
 
 	"ftpatch/elfx"
 	"ftpatch/internal/cmddoc"
+	"ftpatch/internal/escape"
 	"ftpatch/internal/version"
 	"ftpatch/launch"
 	"ftpatch/sites"
@@ -28,7 +29,8 @@ func main() {
 	}
 	if err != nil {
 		if !errors.Is(err, errReported) {
-			fmt.Fprintf(os.Stderr, "ftpatch: %v\n", err)
+			// Escaped: an error may name what a file holds.
+			fmt.Fprintf(os.Stderr, "ftpatch: %s\n", escape.Lines(err.Error()))
 		}
 		os.Exit(exitCode(err))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/internal/escape"
 	"ftpatch/model"
 	"ftpatch/progress"
 	"ftpatch/symbols"
@@ -52,7 +53,7 @@ func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
 	}
 	l.syms = syms
 	for _, w := range warns {
-		fmt.Fprintf(stderr, "ftpatch: warning: %v\n", w)
+		fmt.Fprintf(stderr, "ftpatch: warning: %s\n", escape.Lines(w.Error()))
 	}
 	for _, b := range t.Beside() {
 		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
@@ -127,7 +128,7 @@ func (l *loaded) warn(read bool) {
 			continue
 		}
 		if !l.warned[w.Error()] {
-			fmt.Fprintf(l.stderr, "ftpatch: warning: %v\n", w)
+			fmt.Fprintf(l.stderr, "ftpatch: warning: %s\n", escape.Lines(w.Error()))
 			l.warned[w.Error()] = true
 		}
 	}
