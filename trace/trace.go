@@ -193,6 +193,10 @@ type Meta struct {
 	// the bytes of records the rings overwrote, not in the trace.
 	Buffer                 string
 	RingBytes, Overwritten uint64
+	// RingAsked is what FTRACE_BUFFER=ring:SIZE asked for each ring:
+	// more than RingBytes when SIZE was more than a ring holds (0 from a
+	// runtime that did not record it).
+	RingAsked uint64
 	// Signal is the fatal signal whose handler ended the trace: the
 	// flight recorder's rings written as the program died of it; 0 when
 	// it ended otherwise.
@@ -849,6 +853,8 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.ModulesForgotten
 	case abi.MetaKeyRingBytes:
 		return &m.RingBytes
+	case abi.MetaKeyRingAsked:
+		return &m.RingAsked
 	case abi.MetaKeyOverwritten:
 		return &m.Overwritten
 	case abi.MetaKeySignal:

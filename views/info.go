@@ -170,7 +170,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("task list", "%s", or(tasks.String(), "none (no thread recorded a call)"))
 
 	if m.Buffer == "ring" {
-		kv("buffer", "the flight recorder: each thread's last %d bytes of records kept in memory, written at the end; %d bytes of earlier records overwritten", m.RingBytes, m.Overwritten)
+		cut := ""
+		if m.RingAsked > m.RingBytes {
+			cut = fmt.Sprintf(" (FTRACE_BUFFER asked for %d: more than a ring holds)", m.RingAsked)
+		}
+		kv("buffer", "the flight recorder: each thread's last %d bytes%s of records kept in memory, written at the end; %d bytes of earlier records overwritten", m.RingBytes, cut, m.Overwritten)
 	} else if m.Buffer != "" {
 		kv("buffer", "%s (every record written)", m.Buffer)
 	}

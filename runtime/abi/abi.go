@@ -188,6 +188,7 @@ const (
 	MetaKeyModulesForgotten = "modules_forgotten" // META_KEY_MODULES_FORGOTTEN
 	MetaKeyBuffer           = "buffer"            // META_KEY_BUFFER: BufferStream, BufferRing or BufferWriter
 	MetaKeyRingBytes        = "ring_bytes"        // META_KEY_RING_BYTES: a thread's ring
+	MetaKeyRingAsked        = "ring_asked_bytes"  // META_KEY_RING_ASKED: what FTRACE_BUFFER asked for a thread's ring
 	MetaKeyOverwritten      = "overwritten_bytes" // META_KEY_OVERWRITTEN: records the rings overwrote
 	MetaKeySignal           = "signal"            // META_KEY_SIGNAL: the fatal signal whose handler ended the trace
 	MetaKeyExitCode         = "exit_code"         // META_KEY_EXIT_CODE: what the program passed to exit or _exit (its low 8 bits)

@@ -184,6 +184,7 @@ func mirrors() []mirror {
 		{"META_KEY_MODULES_FORGOTTEN", "MetaKeyModulesForgotten", abi.MetaKeyModulesForgotten},
 		{"META_KEY_BUFFER", "MetaKeyBuffer", abi.MetaKeyBuffer},
 		{"META_KEY_RING_BYTES", "MetaKeyRingBytes", abi.MetaKeyRingBytes},
+		{"META_KEY_RING_ASKED", "MetaKeyRingAsked", abi.MetaKeyRingAsked},
 		{"META_KEY_OVERWRITTEN", "MetaKeyOverwritten", abi.MetaKeyOverwritten},
 		{"META_KEY_SIGNAL", "MetaKeySignal", abi.MetaKeySignal},
 		{"META_KEY_EXIT_CODE", "MetaKeyExitCode", abi.MetaKeyExitCode},

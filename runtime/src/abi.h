@@ -210,6 +210,7 @@
 #define META_KEY_MODULES_FORGOTTEN "modules_forgotten"
 #define META_KEY_BUFFER "buffer"                /* BUFFER_STREAM, BUFFER_RING or BUFFER_WRITER */
 #define META_KEY_RING_BYTES "ring_bytes"        /* a thread's ring, when the buffer is BUFFER_RING */
+#define META_KEY_RING_ASKED "ring_asked_bytes"  /* what FTRACE_BUFFER asked for it (ring_bytes: rounded up to a segment, at most 96 GiB) */
 #define META_KEY_OVERWRITTEN "overwritten_bytes" /* records the rings overwrote: not in the trace */
 #define META_KEY_SIGNAL "signal"                /* the fatal signal whose handler ended the trace (ring) */
 #define META_KEY_EXIT_CODE "exit_code"          /* what the program passed to exit or _exit, or main returned (its low 8 bits) */

@@ -396,6 +396,7 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	meta_str(&o, ftrt_ring_slots ? BUFFER_RING "\n" : ftrt_writer ? BUFFER_WRITER "\n" : BUFFER_STREAM "\n");
 	if (ftrt_ring_slots) {
 		meta_line(&o, META_KEY_RING_BYTES, ftrt_ring_bytes());
+		meta_line(&o, META_KEY_RING_ASKED, ftrt_ring_asked);
 		meta_line(&o, META_KEY_OVERWRITTEN, atomic_load_explicit(&ftrt_overwritten, memory_order_relaxed));
 	}
 	if (ended && ftrt_end_signal)

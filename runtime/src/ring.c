@@ -32,10 +32,15 @@
 
 /* The segments of a thread's ring: 0 in stream mode. */
 uint32_t ftrt_ring_slots;
+uint64_t ftrt_ring_asked;          /* the bytes FTRACE_BUFFER=ring:SIZE asked for */
 _Atomic uint64_t ftrt_overwritten; /* bytes of records the rings overwrote */
 
 #define SEGMENT ((uint64_t)TBUF_WORDS * 8)
 #define PAGE 4096
+/* The most segments a ring has: a larger SIZE gets this many, and is
+ * told so (ftrt_ring_parse's caller). */
+#define SLOTS_MAX 65536
+_Static_assert(SLOTS_MAX * SEGMENT == 96ull << 30, "RING_MAX_TEXT (tracer.h) names the largest ring");
 
 /* A segment's state: seq is the number of the push that filled it (0
  * while it is written, or empty), len its words. A snapshot (another
@@ -71,8 +76,9 @@ static size_t ring_bytes(uint32_t slots)
 }
 
 /* FTRACE_BUFFER=ring:SIZE (SIZE in bytes, or with k, m or g: KiB, MiB,
- * GiB): the number of segments, or 0 when malformed. */
-uint32_t ftrt_ring_parse(const char *size)
+ * GiB): the number of segments, at most SLOTS_MAX, or 0 when malformed;
+ * *asked the bytes SIZE says. */
+uint32_t ftrt_ring_parse(const char *size, uint64_t *asked)
 {
 	uint64_t v = 0;
 	const char *p = size;
@@ -87,8 +93,9 @@ uint32_t ftrt_ring_parse(const char *size)
 	}
 	if (*p || v == 0 || v > (1ull << 40))
 		return 0;
+	*asked = v;
 	uint64_t n = (v + SEGMENT - 1) / SEGMENT;
-	return n > 65536 ? 65536 : (uint32_t)n;
+	return n > SLOTS_MAX ? SLOTS_MAX : (uint32_t)n;
 }
 
 uint64_t ftrt_ring_bytes(void)

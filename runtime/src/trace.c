@@ -42,6 +42,24 @@ void ftrt_trace_arm(void (*at_exit)(void))
  * it is done (ftrt_trace_meta_update). -1 with *why set when the
  * directory cannot be made.
  */
+/* FTRACE_BUFFER=ring:SIZE asked for more than a ring holds (asked
+ * bytes): said in one line. */
+static void ring_capped(uint64_t asked)
+{
+	static const char pre[] = "ftrt: FTRACE_BUFFER asks for a ring of ",
+			  post[] = " bytes a thread, more than one holds: each thread keeps its last " RING_MAX_TEXT " of records\n";
+	char num[20], line[sizeof pre + sizeof num + sizeof post];
+	int d = sizeof num;
+	do
+		num[--d] = (char)('0' + asked % 10);
+	while ((asked /= 10) != 0);
+	size_t n = sizeof num - (size_t)d;
+	memcpy(line, pre, sizeof pre - 1);
+	memcpy(line + sizeof pre - 1, num + d, n);
+	memcpy(line + sizeof pre - 1 + n, post, sizeof post - 1);
+	sys(SYS_write, 2, (long)line, (long)(sizeof pre - 1 + n + sizeof post - 1), 0, 0, 0);
+}
+
 int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
 	ftrt_dir_set_mode(ftrt_env(ENV_MODE));
@@ -57,8 +75,13 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_meta_reserve();
 	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
 	const char *buf = ftrt_env(ENV_BUFFER);
-	if (buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 && ftrt_ring_parse(buf + sizeof BUFFER_RING)) {
-		ftrt_ring_slots = ftrt_ring_parse(buf + sizeof BUFFER_RING);
+	uint64_t asked = 0;
+	uint32_t slots = buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 ? ftrt_ring_parse(buf + sizeof BUFFER_RING, &asked) : 0;
+	if (slots) {
+		ftrt_ring_slots = slots;
+		ftrt_ring_asked = asked;
+		if (asked > ftrt_ring_bytes())
+			ring_capped(asked);
 		ftrt_trap_fatal(); /* the rings written out when the program dies of a fault */
 	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
 		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */

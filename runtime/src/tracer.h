@@ -316,10 +316,13 @@ void ftrt_writer_forget(void) HIDDEN;
 uint64_t ftrt_writer_self_written(void) HIDDEN;
 
 /* The flight recorder (ring.c): the segments of a thread's ring (0:
- * stream mode), and the bytes of records the rings overwrote. */
+ * stream mode), the bytes FTRACE_BUFFER asked for it, and the bytes of
+ * records the rings overwrote. A ring holds at most RING_MAX_TEXT. */
 extern uint32_t ftrt_ring_slots HIDDEN;
+extern uint64_t ftrt_ring_asked HIDDEN;
 extern _Atomic uint64_t ftrt_overwritten HIDDEN;
-uint32_t ftrt_ring_parse(const char *size) HIDDEN;
+#define RING_MAX_TEXT "96 GiB"
+uint32_t ftrt_ring_parse(const char *size, uint64_t *asked) HIDDEN;
 uint64_t ftrt_ring_bytes(void) HIDDEN;
 void ftrt_ring_push(struct tbuf *b) HIDDEN;
 void ftrt_ring_write(struct tbuf *b) HIDDEN;
