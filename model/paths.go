@@ -19,14 +19,20 @@ import (
 // Children are the threads' outermost calls. A view may set the root's
 // figures, or rewrite Total as the weight it draws by.
 type Path struct {
-	Func     string
-	Calls    int
-	Total    float64 // ns in its calls, callees included
-	Self     float64 // ns in its calls, callees not included
-	Unwound  int     // calls left without returning
-	Open     int     // calls still running when the trace ended
+	Func    string
+	Calls   int
+	Total   float64 // ns in its calls, callees included
+	Self    float64 // ns in its calls, callees not included
+	Unwound int     // calls left without returning
+	Open    int     // calls still running when the trace ended
+	// Merged is the weight of callee paths merged into this one, too
+	// light to draw (CallGraphMerged): ns, or calls.
+	Merged   float64
 	Children []*Path // in the order first called
 	index    map[string]*Path
+	lost     float64 // the most weight of the path merged into its caller before this Path was made (CallGraphMerged)
+	open     int32   // its calls not ended yet in the thread being folded: it is not merged
+	gone     bool    // merged into its caller, to be dropped from its Children
 }
 
 // indexAt is the number of children past which child looks them up in a
@@ -68,16 +74,43 @@ func (n *Path) Add(o *Path) {
 	n.Self += o.Self
 	n.Unwound += o.Unwound
 	n.Open += o.Open
+	n.Merged += o.Merged
+	n.lost += o.lost
 }
 
 // Merge adds the paths below o (its children and theirs) to those below
 // n: the same path in both is one Path, its counts and times summed.
-func (n *Path) Merge(o *Path) {
-	for _, oc := range o.Children {
-		c := n.Child(oc.Func)
-		c.Add(oc)
-		c.Merge(oc)
+// It walks the paths with a stack of its own, not by recursion: a path
+// may be hundreds of thousands of calls deep.
+func (n *Path) Merge(o *Path) { n.merge(o, nil) }
+
+// merge is Merge, each Path it makes given to made.
+func (n *Path) merge(o *Path, made func(*Path)) {
+	type pair struct{ into, from *Path }
+	stack := []pair{{n, o}}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, oc := range p.from.Children {
+			k := len(p.into.Children)
+			c := p.into.Child(oc.Func)
+			if made != nil && len(p.into.Children) > k {
+				made(c)
+			}
+			c.Add(oc)
+			stack = append(stack, pair{c, oc})
+		}
 	}
+}
+
+// adopt merges t, a tree no one else holds, into n: by taking its
+// paths as they are when n has none, without a copy.
+func (n *Path) adopt(t *Path) {
+	if len(n.Children) == 0 {
+		n.Children, n.index = t.Children, t.index
+		return
+	}
+	n.Merge(t)
 }
 
 // PathOrder is the order the aggregated call graph gives the paths it
@@ -115,8 +148,15 @@ func (n *Path) ByName() []*Path {
 
 // fold adds a thread's calls to the tree below root: each call to the
 // Path of its path, its duration to the Path's total, and to its self
-// time what its callees did not take.
-func fold(root *Path, th trace.ThreadCalls) {
+// time what its callees did not take. With m (not nil) the paths too
+// light to draw are merged into their callers as it goes.
+func fold(root *Path, th trace.ThreadCalls, m *merger) {
+	child := func(n *Path, fn string) *Path {
+		if m == nil {
+			return n.Child(fn)
+		}
+		return m.child(n, fn)
+	}
 	var st Stack
 	parent := func() *Path {
 		if len(st) == 0 {
@@ -127,18 +167,34 @@ func fold(root *Path, th trace.ThreadCalls) {
 	for ev := range Closed(th, func() int { return len(st) }) {
 		switch {
 		case ev.Kind == trace.CallEnter:
-			st = append(st, Frame{Func: ev.Func, Start: ev.NS, Path: parent().Child(ev.Func)})
+			c := child(parent(), ev.Func)
+			c.open++
+			st = append(st, Frame{Func: ev.Func, Start: ev.NS, Path: c})
 		case ev.Kind == trace.CallOnly:
-			parent().Child(ev.Func).Calls++
+			child(parent(), ev.Func).Calls++
+			if m != nil {
+				m.add(m.own(1, 0))
+				if m.nodes > m.budget {
+					m.merge(root)
+				}
+			}
 		case ev.Kind.Ends():
 			f, dur, ok := st.Pop(ev.NS)
 			if !ok {
 				continue // its entry was not in the trace
 			}
 			n := f.Path
+			n.open--
 			n.Calls++
 			n.Total += dur
-			n.Self += max(dur-f.Inner, 0)
+			self := max(dur-f.Inner, 0)
+			n.Self += self
+			if m != nil {
+				m.add(m.own(1, self))
+				if m.nodes > m.budget {
+					m.merge(root)
+				}
+			}
 			switch ev.Kind {
 			case trace.CallUnwound:
 				n.Unwound++
@@ -153,7 +209,7 @@ func fold(root *Path, th trace.ThreadCalls) {
 // threads' trees can be built in parallel, one per core, and merged.
 func threadTree(th trace.ThreadCalls) *Path {
 	t := &Path{}
-	fold(t, th)
+	fold(t, th, nil)
 	return t
 }
 
@@ -161,7 +217,7 @@ func threadTree(th trace.ThreadCalls) *Path {
 // inOrder (a trace with contexts, whose threads are known only as the
 // one before them is read: trace.Trace.Threads) the trees are built on
 // every core, a thread each.
-func threadTrees(threads iter.Seq[trace.ThreadCalls], inOrder bool) iter.Seq2[trace.ThreadCalls, *Path] {
+func threadTrees(threads iter.Seq[trace.ThreadCalls], inOrder bool, threadTree func(trace.ThreadCalls) *Path) iter.Seq2[trace.ThreadCalls, *Path] {
 	if inOrder || runtime.GOMAXPROCS(0) == 1 {
 		return func(yield func(trace.ThreadCalls, *Path) bool) {
 			for th := range threads {
@@ -234,7 +290,7 @@ func threadTrees(threads iter.Seq[trace.ThreadCalls], inOrder bool) iter.Seq2[tr
 // number of distinct paths, not of calls.
 func CallGraph(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func(trace.ThreadCalls) string) *Path {
 	root := &Path{}
-	for th, t := range threadTrees(threads, inOrder) {
+	for th, t := range threadTrees(threads, inOrder, threadTree) {
 		into := root
 		if perThread != nil {
 			into = root.Child(perThread(th))
@@ -242,7 +298,7 @@ func CallGraph(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func
 				into.Total += c.Total
 			}
 		}
-		into.Merge(t)
+		into.adopt(t)
 	}
 	return root
 }

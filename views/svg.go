@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -35,16 +36,25 @@ const (
 // (<title>) gives the function, its time and share of the whole, and its
 // calls. Callees sit left to right in name order, as in flamegraph.pl.
 // Frames narrower than a tenth of a pixel are left out, with what they
-// called, so the image stays bounded however many paths the trace has.
-// Threads are merged, or with opt.PerThread each has a frame of its own
-// above the bottom one.
+// called, as flamegraph.pl leaves them out: their paths are merged into
+// their callers' as the trace is read (model.CallGraphMerged), so what
+// the view holds is bounded by what it draws (a tenth of a pixel at
+// most), not by the paths of the trace. Threads are merged, or with
+// opt.PerThread each has a frame of its own above the bottom one. The
+// tree is walked with stacks of its own: it may be hundreds of
+// thousands of frames deep.
 func SVG(w io.Writer, in Input, opt Options) error {
 	if !opt.SampleCount && !graphed(in.Meta) {
 		return ErrNoDurations
 	}
-	root := callTree(in, opt.PerThread)
+	var name func(Thread) string
+	if opt.PerThread {
+		name = threadName
+	}
+	m := model.Merging{Share: svgMinWidth / (svgWidth - 2*svgPad), Calls: opt.SampleCount}
+	root := model.CallGraphMerged(in.Threads, in.Meta.Contexts > 0, name, m)
 	root.Func = "all"
-	whole := svgWeights(root, opt.SampleCount)
+	whole := root.Total
 	g := flameGraph{w: bufio.NewWriterSize(w, 64<<10), calls: opt.SampleCount, whole: whole}
 	if whole > 0 {
 		g.scale = float64(svgWidth-2*svgPad) / whole
@@ -66,25 +76,9 @@ func SVG(w io.Writer, in Input, opt Options) error {
 <g font-family="monospace" font-size="%d">
 `, svgWidth, height, svgWidth, height, svgWidth, height, svgBack, svgWidth/2, xmlText(title),
 		svgPad, height-8, svgFont, unit, svgFont)
-	g.frames(root, 0, 0)
+	g.frames(root)
 	fmt.Fprintf(g.w, "</g>\n</svg>\n")
 	return g.w.Flush()
-}
-
-// svgWeights sets each node's weight for the flame graph, in its total:
-// its own (self time, or calls) plus its callees', so that a frame is
-// exactly as wide as what stands on it and its own part. It returns the
-// root's.
-func svgWeights(n *model.Path, calls bool) float64 {
-	own := n.Self
-	if calls {
-		own = float64(n.Calls)
-	}
-	for _, c := range n.Children {
-		own += svgWeights(c, calls)
-	}
-	n.Total = own
-	return own
 }
 
 // A flameGraph is the flame graph being drawn.
@@ -99,20 +93,59 @@ type flameGraph struct {
 // depth is the number of levels above n that are drawn (frames at least
 // svgMinWidth wide).
 func (g *flameGraph) depth(n *model.Path) int {
+	type item struct {
+		n     *model.Path
+		depth int
+	}
 	d := 0
-	for _, c := range n.Children {
-		if c.Total*g.scale >= svgMinWidth {
-			d = max(d, 1+g.depth(c))
+	stack := []item{{n, 0}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		d = max(d, it.depth)
+		for _, c := range it.n.Children {
+			if c.Total*g.scale >= svgMinWidth {
+				stack = append(stack, item{c, it.depth + 1})
+			}
 		}
 	}
 	return d
 }
 
-// frames draws n's frame at level depth, from x, and those above it.
-func (g *flameGraph) frames(n *model.Path, depth int, x float64) {
+// frames draws n's frame at the bottom and those above it, each at least
+// svgMinWidth wide, callees left to right in name order.
+func (g *flameGraph) frames(n *model.Path) {
+	type item struct {
+		n     *model.Path
+		depth int
+		x     float64
+	}
+	stack := []item{{n, 0, 0}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !g.frame(it.n, it.depth, it.x) {
+			continue
+		}
+		// Placed left to right, pushed right to left: drawn left to
+		// right.
+		kids := it.n.ByName()
+		start := len(stack)
+		x := it.x
+		for _, c := range kids {
+			stack = append(stack, item{c, it.depth + 1, x})
+			x += c.Total * g.scale
+		}
+		slices.Reverse(stack[start:])
+	}
+}
+
+// frame draws n's frame at level depth, from x: false when it is too
+// narrow to draw.
+func (g *flameGraph) frame(n *model.Path, depth int, x float64) bool {
 	width := n.Total * g.scale
 	if width < svgMinWidth {
-		return
+		return false
 	}
 	y := g.bottom - (depth+1)*svgFrame
 	pct := 100.0
@@ -136,10 +169,7 @@ func (g *flameGraph) frames(n *model.Path, depth int, x float64) {
 		fmt.Fprintf(g.w, "<text x=\"%.2f\" y=\"%d\">%s</text>", svgPad+x+3, y+svgFrame-4, xmlText(label))
 	}
 	g.w.WriteString("</g>\n")
-	for _, c := range n.ByName() {
-		g.frames(c, depth+1, x)
-		x += c.Total * g.scale
-	}
+	return true
 }
 
 // clip fits a label to a frame width px wide: whole, cut with "..", or

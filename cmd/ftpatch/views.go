@@ -86,7 +86,10 @@ choose the calls, as replay's do):
                  each frame as wide as its path's time (with
                  --sample-count, its calls) stacked on its caller, the
                  whole trace at the bottom; hover a frame for its time,
-                 share and calls. Open it in a web browser.
+                 share and calls. Open it in a web browser. Frames
+                 narrower than a tenth of a pixel are merged into their
+                 callers as the trace is read: memory is bounded by
+                 what is drawn, not by the trace's call paths.
 
 A function trace has no durations: its flame graphs need
 --sample-count.`,
