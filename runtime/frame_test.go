@@ -13,13 +13,13 @@ import (
 	"testing"
 )
 
-// frameHarness runs arm64/frame.h's arm64_frame_shape on code read from
-// stdin, a line per case: hex bytes ending with the -pg site's bl (the
+// frameHarness runs arch/arm64/frame.h's arm64_frame_shape on code read
+// from stdin, a line per case: hex bytes ending with the -pg site's bl (the
 // code before it as the program has it), and prints the entry sp's
 // distance above x29 and the signing key (0 none, 1 A, 2 B), or "-".
 const frameHarness = `#include <stdio.h>
 #include <string.h>
-#include "arm64/frame.h"
+#include "arch/arm64/frame.h"
 
 int main(void)
 {
@@ -40,7 +40,7 @@ int main(void)
 `
 
 // TestFrameShape: what the runtime reads from a -pg function's prologue
-// on arm64 (arm64/frame.h: where x29 lies below the entry sp, and the
+// on arm64 (arch/arm64/frame.h: where x29 lies below the entry sp, and the
 // key the return address was signed with) is what the compiler's own
 // unwind info says (the saved x30's place in each function's frame, as
 // readelf interprets .eh_frame at the site), for every -pg function

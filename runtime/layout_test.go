@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"io/fs"
 	"path"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,4 +67,50 @@ func TestNoCallsUp(t *testing.T) {
 			}
 		}
 	}
+}
+
+// include is a quoted #include line: the header's name as written.
+var include = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*include[ \t]+"([^"]*)"`)
+
+// TestIncludesFromSrc: every quoted #include of the runtime and the
+// module stub names a header beside the including file by its name, and
+// any other by its path from src/ (includeFlags), never climbing with
+// "..": so an include line says which folder, and so which layer, it
+// reaches, and reads the same wherever the file moves.
+func TestIncludesFromSrc(t *testing.T) {
+	n := 0
+	err := fs.WalkDir(sources, "src", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := sources.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range include.FindAllSubmatch(b, -1) {
+			name := string(m[1])
+			n++
+			if slices.Contains(strings.Split(name, "/"), "..") {
+				t.Errorf("%s: #include %q climbs out of its folder: name it by its path from src/", p, name)
+				continue
+			}
+			beside := !strings.Contains(name, "/") && exists(path.Join(path.Dir(p), name))
+			if !beside && !exists(path.Join("src", name)) {
+				t.Errorf("%s: #include %q is neither beside it nor a path from src/", p, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no #include found under src")
+	}
+}
+
+// exists says whether the embedded sources hold the file p.
+func exists(p string) bool {
+	_, err := fs.Stat(sources, p)
+	return err == nil
 }

@@ -52,10 +52,18 @@ var ErrUnsupported = errors.New("runtime not available for this architecture")
 // return values.
 var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror"}
 
-// files lists the sources of arch a: the runtime's (the common files and
-// that architecture's directory) and the module stub's (module/, its
-// architecture's directory, and the config record it shares with the
-// runtime).
+// includeFlags are the compiler flags that resolve the runtime's
+// #include lines for its sources laid out under src: a header beside the
+// including file is named by its name, any other by its path from src
+// ("arch/sys.h", "ftrt.h"), so each include says which folder, and so
+// which layer, it reaches. -iquote, not -I: only quoted includes look
+// there, and a runtime header never hides a system one.
+func includeFlags(src string) []string { return []string{"-iquote", src} }
+
+// files lists the sources of arch a: the runtime's (the common files,
+// the arch layer's arch/ and that architecture's folder in it) and the
+// module stub's (module/, its architecture's folder, and the config
+// record and headers it shares with the runtime).
 func files(a arch.Arch) (rt, mod []string, err error) {
 	if !isa.For(a).Runtime {
 		return nil, nil, fmt.Errorf("%w: %v (ports: x86_64, arm64)", ErrUnsupported, a)
@@ -65,7 +73,7 @@ func files(a arch.Arch) (rt, mod []string, err error) {
 			return err
 		}
 		switch filepath.Dir(p) {
-		case "src", "src/" + a.String():
+		case "src", "src/arch", "src/arch/" + a.String():
 			rt = append(rt, p)
 			if filepath.Base(p) == "config.c" || filepath.Ext(p) == ".h" {
 				mod = append(mod, p)
@@ -148,8 +156,8 @@ func buildArchives(ctx context.Context, o Options) (map[string][sha256.Size]byte
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	// Lay the sources out as they are embedded, so #include "../ftrt.h"
-	// resolves.
+	// Lay the sources out as they are embedded, so each #include
+	// resolves (includeFlags).
 	for _, p := range append(append([]string{}, rt...), mod...) {
 		b, err := sources.ReadFile(p)
 		if err != nil {
@@ -210,7 +218,7 @@ func archive(ctx context.Context, o Options, work, name string, srcs []string) (
 			continue
 		}
 		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
-		argv := append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), "-c", filepath.Join(work, p), "-o", obj)
+		argv := append(append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), includeFlags(filepath.Join(work, "src"))...), "-c", filepath.Join(work, p), "-o", obj)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return [sha256.Size]byte{}, fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
 		}

@@ -22,7 +22,7 @@ import (
 // defines, whose encodings its tests check with golang.org/x/arch; and
 // the endbr64 it looks for before a site is the one isa/x86 knows.
 func TestNopBytes(t *testing.T) {
-	src, err := sources.ReadFile("src/x86_64/site.c")
+	src, err := sources.ReadFile("src/arch/x86_64/site.c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestBuild(t *testing.T) {
 }
 
 // TestArm64Words: the arm64 instructions the C runtime reads and writes
-// (arm64/insn.h) are the ones package isa/arm64 defines, decoded back
+// (arch/arm64/insn.h) are the ones package isa/arm64 defines, decoded back
 // with golang.org/x/arch as what their names say; and the bl the runtime
 // encodes is the one package isa/arm64 encodes.
 func TestArm64Words(t *testing.T) {
-	src, err := sources.ReadFile("src/arm64/insn.h")
+	src, err := sources.ReadFile("src/arch/arm64/insn.h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +156,14 @@ func TestArm64Words(t *testing.T) {
 	} {
 		m := regexp.MustCompile(`#define ` + c.name + ` (0x[0-9a-f]+)u`).FindSubmatch(src)
 		if m == nil {
-			t.Fatalf("arm64/insn.h defines no %s", c.name)
+			t.Fatalf("arch/arm64/insn.h defines no %s", c.name)
 		}
 		got, err := strconv.ParseUint(string(m[1]), 0, 32)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if uint32(got) != c.want {
-			t.Errorf("arm64/insn.h %s = %#x, package isa/arm64 has %#x", c.name, got, c.want)
+			t.Errorf("arch/arm64/insn.h %s = %#x, package isa/arm64 has %#x", c.name, got, c.want)
 		}
 		in, err := arm64.DecodeWord(uint32(got))
 		if err != nil || in.String() != c.asm {

@@ -31,7 +31,7 @@ func buildHarness(t *testing.T, source string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "harness")
-	if out, err := exec.Command("gcc", "-O2", "-I", src, "-o", bin, filepath.Join(dir, "harness.c")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", append(append([]string{"-O2"}, includeFlags(src)...), "-o", bin, filepath.Join(dir, "harness.c"))...).CombinedOutput(); err != nil {
 		t.Fatalf("building the harness: %v\n%s", err, out)
 	}
 	return bin
@@ -44,7 +44,7 @@ func buildHarness(t *testing.T, source string) string {
 // site's offset and length; it prints both answers.
 const siteHarness = `#include <stdio.h>
 #include <string.h>
-#include "x86_64/site.c"
+#include "arch/x86_64/site.c"
 
 int ftrt_mode;
 const uintptr_t *ftrt_targets;
@@ -73,7 +73,7 @@ int main(void)
 `
 
 // TestSiteLeadMatchesNops: the runtime tells what precedes a site
-// (x86_64/site.c: at a function's entry, a chain site after push %r10)
+// (arch/x86_64/site.c: at a function's entry, a chain site after push %r10)
 // exactly as package isa/x86 does for recordmcount and ftpatch (x86.SiteLead,
 // x86.ChainPush): compared on gcc's and clang's shapes and on generated
 // code made of the pieces both look at and of others.

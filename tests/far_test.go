@@ -13,7 +13,7 @@ import (
 // TestFarCode: on arm64 a bl reaches ±128 MiB. A program whose traced
 // functions lie 768 MiB from the runtime (progs/far.c: a section linked
 // at 0x30000000) has every site traced, none failed: each far site calls
-// a veneer the runtime places within its reach (runtime/src/arm64/
+// a veneer the runtime places within its reach (runtime/src/arch/arm64/
 // veneer.c), for every site kind, under function, function_graph and
 // nop, with the program's output and exit status unchanged and every
 // call counted. -pg sites at the far section's very start read their

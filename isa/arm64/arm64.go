@@ -29,7 +29,7 @@ const (
 	// starts with; patch slots then begin after it.
 	BTIC uint32 = 0xd503245f // bti c
 	// LdrX16Lit8 and BrX16 begin a veneer of the runtime's
-	// (runtime/src/arm64/veneer.c), which takes a site's bl to a
+	// (runtime/src/arch/arm64/veneer.c), which takes a site's bl to a
 	// trampoline beyond its reach: x16 gets the target from the
 	// 8-byte literal after the two, and the br goes there (x16 is
 	// the register a branch may change, and a `br x16` may land on

@@ -89,7 +89,7 @@ func adrpPage(w uint32, pc uint64) uint64 {
 // beyond bl's reach the rest of the way through x16, and returns where
 // it leads: the linkers' (ld, lld) `adrp x16, T; add x16, x16,
 // #:lo12:T; br x16`, or the runtime's `ldr x16, .+8; br x16; .quad T`
-// (runtime/src/arm64/insn.h reads the same two).
+// (runtime/src/arch/arm64/insn.h reads the same two).
 func Veneer(b []byte, pc uint64) (uint64, bool) {
 	if len(b) < 12 {
 		return 0, false

@@ -24,7 +24,7 @@ import (
 // push, and the NOPs of a patchable area, one-byte `90`s), the call,
 // `pop %r10`. A chain site is recognised from those bytes alone, so
 // that the runtime, which may not know where the function starts, tells
-// it the same way (runtime/src/x86_64/site.c mirrors ChainPush and
+// it the same way (runtime/src/arch/x86_64/site.c mirrors ChainPush and
 // SiteLead byte for byte).
 
 // Endbr64 is the landing pad of a function built with -fcf-protection:

@@ -6,7 +6,7 @@
 // the per-site graph trampolines.
 //
 // Every constant and variable here is a value of the header (or of
-// runtime/src/layout.h, the per-thread buffer the assembly addresses),
+// runtime/src/arch/layout.h, the per-thread buffer the assembly addresses),
 // its comment naming the macro; nowhere else in Go is any of them
 // written down. TestHeader compiles a C program that includes the
 // headers and prints every value, size and offset, and fails naming any

@@ -1,8 +1,8 @@
 package abi
 
 // The graph tracer's per-thread buffer as the assembly fast paths
-// address it (runtime/src/layout.h, which the runtime's C checks against
-// its structs). Go reads no buffer; these are mirrored so that the
+// address it (runtime/src/arch/layout.h, which the runtime's C checks
+// against its structs). Go reads no buffer; these are mirrored so that the
 // header's check covers every value the runtime's interface files hold,
 // and for the limits a trace shows: ShadowMax nested graphed calls before
 // a thread stops graphing, TBufWords words buffered per thread.

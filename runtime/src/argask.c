@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch/sys.h"
 #include "fgraph.h"
 #include "ftrt.h"
 #include "say.h"
-#include "sys.h"
 
 /* How long the runtime waits for the socket's answer about a module. */
 #define ASK_TIMEOUT_MS 10000

@@ -41,11 +41,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "arch/sys.h"
 #include "argread.h"
 #include "argspec.h"
 #include "fgraph.h"
 #include "ftrace.h"
-#include "sys.h"
 
 /* The pipe read_mem reads through where process_vm_readv is refused
  * (qemu-user), and whether a reader holds it. */

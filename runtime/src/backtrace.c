@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "ftrt.h"
 
 void return_to_handler(void);

@@ -51,9 +51,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/sys.h"
 #include "ftrt.h"
 #include "say.h"
-#include "sys.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1

@@ -42,8 +42,8 @@
  * and between fork and exec): ftrt_trace_end makes raw system calls and
  * waits on no lock longer than a bounded time.
  */
+#include "arch/sys.h"
 #include "ftrt.h"
-#include "sys.h"
 
 __attribute__((weak, noreturn)) void _exit(int status)
 {

@@ -86,9 +86,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arch.h"
+#include "arch/arch.h"
+#include "arch/layout.h"
 #include "ftrt.h"
-#include "layout.h"
 
 /* libgcc's, for the lookup's result. */
 struct dwarf_eh_bases {

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "opslayout.h"
+#include "arch/opslayout.h"
 
 #define GRACE_DEPTH 0xffffffffull /* the low half: walks the thread is inside */
 #define GRACE_LEFT (1ull << 32)   /* one outermost walk left, in the high half */

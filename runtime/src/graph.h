@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "layout.h"
+#include "arch/layout.h"
 
 /*
  * A shadow entry's mark: its low seven bits (MARK_KIND) the subtree

@@ -34,13 +34,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arch/opslayout.h"
 #include "fgraph.h"
 #include "ftrace.h"
 #include "grace.h"
 #include "live.h"
 #include "liveindex.h"
 #include "ops.h"
-#include "opslayout.h"
 #include "pass.h"
 #include "tracer.h"
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arch.h"
+#include "arch/arch.h"
 #include "ftrt.h"
 #include "graph.h"
 #include "pass.h"

@@ -7,8 +7,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "arch/sys.h"
 #include "say.h"
-#include "sys.h"
 
 /* The bytes of lines the process has written or dropped: past
  * SAY_BUDGET, nothing more but the one line that says so. A forked

@@ -33,11 +33,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-#include "arch.h"
+#include "arch/arch.h"
+#include "arch/layout.h"
+#include "arch/sys.h"
 #include "ftrt.h"
 #include "graph.h"
-#include "layout.h"
-#include "sys.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 

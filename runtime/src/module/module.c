@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../ftrt.h"
+#include "ftrt.h"
 
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));

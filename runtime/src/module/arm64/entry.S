@@ -5,7 +5,7 @@
  * the PLT) and within its reach.
  *
  * _mcount, ftrace_stub
- *     as the runtime's (arm64/entry.S): the hook returns at once; the
+ *     as the runtime's (arch/arm64/entry.S): the hook returns at once; the
  *     empty tracer puts a patchable area's x9 back into x30 and returns.
  *
  * ftrace_caller, ftrace_mcount_caller, ftrace_ops_caller
@@ -18,7 +18,7 @@
  *     address and then its value. Until registration (and for good in a
  *     program without the runtime) a slot holds ftrace_stub.
  */
-#include "../../arm64/args.h"
+#include "arch/arm64/args.h"
 
 	.text
 

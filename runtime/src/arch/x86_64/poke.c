@@ -44,11 +44,11 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "../ftrt.h"
-#include "../live.h"
-#include "../pass.h"
-#include "../sys.h"
+#include "arch/sys.h"
+#include "ftrt.h"
 #include "insn.h"
+#include "live.h"
+#include "pass.h"
 
 #define INT3 0xcc
 #define CMP_EAX 0x3d /* cmp $imm32, %eax: a site disabled live (ftrt_arch_live_off) */

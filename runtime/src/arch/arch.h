@@ -14,11 +14,11 @@
 #define FTRT_ARCH_H
 
 #if defined(__x86_64__)
-#include "x86_64/cpu.h"
-#include "x86_64/dwarf.h"
-#include "x86_64/quick.h"
-#include "x86_64/regs.h"
-#include "x86_64/sys.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/dwarf.h"
+#include "arch/x86_64/quick.h"
+#include "arch/x86_64/regs.h"
+#include "arch/x86_64/sys.h"
 /* A call's return address is a word on the stack at its entry, just
  * below its stack pointer at return (its slot): the graph tracer may
  * read it to tell a live call from one left (take.h's left), and put the
@@ -30,11 +30,11 @@
  * (ftrt_entry), not a struct ftrace_regs. */
 #define FTRT_ARCH_FREGS 0
 #elif defined(__aarch64__)
-#include "arm64/cpu.h"
-#include "arm64/dwarf.h"
-#include "arm64/quick.h"
-#include "arm64/regs.h"
-#include "arm64/sys.h"
+#include "arch/arm64/cpu.h"
+#include "arch/arm64/dwarf.h"
+#include "arch/arm64/quick.h"
+#include "arch/arm64/regs.h"
+#include "arch/arm64/sys.h"
 /* No slots: at the entry the return address is in x30, and where the
  * function saves it is its own prologue's choice. function_graph hands
  * the function return_to_handler in x30 in place of its return address

@@ -28,7 +28,7 @@
  *       8     x30 on entry (the return into the function)
  *       0     x29 on entry
  */
-#include "../abi.h"
+#include "abi.h"
 #include "args.h"
 #include "regs.h"
 

@@ -20,8 +20,8 @@
  * only run for a site that is enabled, or before ftrt_init (constructors
  * of other objects that run first).
  */
-#include "../abi.h"
-#include "../layout.h"
+#include "abi.h"
+#include "arch/layout.h"
 #include "args.h"
 #include "fast.h"
 

@@ -5,11 +5,11 @@
  */
 #include <stdint.h>
 
-#include "../argread.h"
-#include "../ftrace.h"
-#include "../fgraph.h"
-#include "../ftrt.h"
-#include "../live.h"
+#include "argread.h"
+#include "fgraph.h"
+#include "ftrace.h"
+#include "ftrt.h"
+#include "live.h"
 #include "regs.h"
 
 /* x0-x7, then the stack's at the function's entry, as an item of

@@ -6,8 +6,8 @@
  * The call-site trampolines and the hooks the compiler calls are in
  * entry.S; the pieces both share in fast.h.
  */
-#include "../abi.h"
-#include "../layout.h"
+#include "abi.h"
+#include "arch/layout.h"
 #include "args.h"
 #include "fast.h"
 

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../ftrt.h"
-#include "../live.h"
-#include "../pass.h"
+#include "ftrt.h"
 #include "insn.h"
+#include "live.h"
+#include "pass.h"
 
 #define chunks ftrt_chunks
 

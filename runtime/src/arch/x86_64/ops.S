@@ -47,7 +47,7 @@
  * ftrace_regs_caller with ORIG_RAX set). Flags are not live: the test
  * of r11 may change them.
  */
-#include "../opslayout.h"
+#include "arch/opslayout.h"
 #include "regs.h"
 
 .macro OPS_CALLER name, kind

@@ -5,11 +5,11 @@
  */
 #include <stdint.h>
 
-#include "../argread.h"
-#include "../ftrace.h"
-#include "../fgraph.h"
-#include "../ftrt.h"
-#include "../live.h"
+#include "argread.h"
+#include "fgraph.h"
+#include "ftrace.h"
+#include "ftrt.h"
+#include "live.h"
 #include "regs.h"
 
 void ftrace_stub(void);

@@ -30,7 +30,7 @@
  * a module stub's indirect branch may land on it in a program built with
  * -mbranch-protection=standard.
  */
-#include "../abi.h"
+#include "abi.h"
 #include "args.h"
 #include "regs.h"
 

@@ -27,10 +27,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../ftrt.h"
-#include "../tracer.h"
+#include "ftrt.h"
 #include "insn.h"
 #include "literal.h"
+#include "tracer.h"
 
 /*
  * The module's patchable areas, sorted (ftrt_arch_areas): read where
