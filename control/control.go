@@ -1,21 +1,30 @@
 // Package control is the client side of a traced process's control
 // socket (the runtime's ctl.c): where a process listens, and one request
 // and its reply. A process listens only when started with FTRACE_CTL=1,
-// on ftpatch-PID.sock in a directory only its user may enter: its
-// $XDG_RUNTIME_DIR, or /tmp/ftpatch-UID.
+// on a socket in the abstract namespace (no file) named
+// "ftpatch-PID-RANDOM" and a NUL, RANDOM 16 hex digits no other user can
+// guess.
+//
+// What it trusts: the kernel, not anything the process's user, or
+// another, may write. The process's environment is not read. The socket
+// is found in /proc/PID/net/unix (its network namespace's sockets, by
+// name), among those process PID holds (/proc/PID/fd) where the caller
+// may see them; and, connected, its listener must be process PID itself
+// (SO_PEERCRED gives the pid that called listen), else nothing is sent.
 package control
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"ftpatch/runtime/abi"
@@ -32,63 +41,105 @@ var ErrNoProcess = errors.New("no such process")
 // its reason.
 var ErrRefused = errors.New("refused")
 
+// ErrImpostor: a socket named as the process's is listened on by another
+// process; nothing was sent to it.
+var ErrImpostor = errors.New("the socket is not the process's")
+
 // Timeout bounds a request, from connecting to the reply's end.
 const Timeout = 60 * time.Second
 
-// Socket returns the path of process pid's control socket: the first of
-// the places it may listen that holds a socket.
-func Socket(pid int) (string, error) {
+// Names returns the addresses (for net.Dial's "unix", abstract: "@...")
+// of the sockets process pid may listen for ftpatch ctl on: the
+// listening sockets of its network namespace named as its control socket
+// is and held by the process, when the caller may read /proc/PID/fd;
+// all those named so when it may not (Dial checks whose each is).
+func Names(pid int) ([]string, error) {
 	proc := fmt.Sprintf("/proc/%d", pid)
-	status, err := os.ReadFile(filepath.Join(proc, "status"))
+	if _, err := os.Stat(proc); err != nil {
+		return nil, fmt.Errorf("process %d: %w", pid, ErrNoProcess)
+	}
+	// An abstract socket is reached only from its own network namespace.
+	if mine, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		if its, err := os.Readlink(filepath.Join(proc, "ns", "net")); err == nil && its != mine {
+			return nil, fmt.Errorf("process %d is in another network namespace, where its control socket is: run ftpatch ctl there (nsenter -n -t %d ftpatch ctl ...)", pid, pid)
+		}
+	}
+	list, err := os.ReadFile(filepath.Join(proc, "net", "unix"))
 	if err != nil {
-		return "", fmt.Errorf("process %d: %w", pid, ErrNoProcess)
+		return nil, fmt.Errorf("process %d: %w", pid, ErrNoProcess)
 	}
-	uid := euid(status)
-	name := fmt.Sprintf("ftpatch-%d.sock", pid)
-	var dirs []string
-	if env, err := os.ReadFile(filepath.Join(proc, "environ")); err == nil {
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, []byte("XDG_RUNTIME_DIR=")); ok && len(v) > 0 {
-				dirs = append(dirs, string(v))
-			}
+	held := heldSockets(proc)
+	name := regexp.MustCompile(fmt.Sprintf(`^@ftpatch-%d-[0-9a-f]{16}@$`, pid))
+	var names []string
+	for _, line := range strings.Split(string(list), "\n") {
+		// Num RefCount Protocol Flags Type St Inode Path: a listening
+		// (__SO_ACCEPTCON) stream socket; each NUL of an abstract name
+		// shows as '@'.
+		f := strings.Fields(line)
+		if len(f) != 8 || !name.MatchString(f[7]) || f[4] != "0001" {
+			continue
+		}
+		if flags, err := strconv.ParseUint(f[3], 16, 32); err != nil || flags&0x10000 == 0 {
+			continue
+		}
+		addr := "@" + strings.ReplaceAll(f[7][1:], "@", "\x00")
+		if held == nil || held[f[6]] {
+			names = append(names, addr)
 		}
 	}
-	if uid >= 0 {
-		dirs = append(dirs, fmt.Sprintf("/run/user/%d", uid))
+	if len(names) == 0 {
+		return nil, fmt.Errorf("process %d is %w (start it with %s=1)", pid, ErrNotListening, abi.EnvCtl)
 	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
-		dirs = append(dirs, x)
-	}
-	if uid >= 0 {
-		dirs = append(dirs, fmt.Sprintf("/tmp/ftpatch-%d", uid))
-	}
-	var denied error
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		st, err := os.Stat(p)
-		if err == nil && st.Mode()&os.ModeSocket != 0 {
-			return p, nil
-		}
-		if errors.Is(err, os.ErrPermission) && denied == nil {
-			denied = fmt.Errorf("process %d: %s: permission denied: only the process's own user or root may control it", pid, d)
-		}
-	}
-	if denied != nil {
-		return "", denied
-	}
-	return "", fmt.Errorf("process %d is %w (start it with %s=1)", pid, ErrNotListening, abi.EnvCtl)
+	return names, nil
 }
 
-// euid is the effective uid in a /proc/PID/status file, or -1.
-func euid(status []byte) int {
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == "Uid:" {
-			if n, err := strconv.Atoi(f[2]); err == nil {
-				return n
-			}
+// heldSockets is the set of socket inodes (decimal) process proc holds,
+// or nil when its descriptors cannot be read (another user's process).
+func heldSockets(proc string) map[string]bool {
+	dir := filepath.Join(proc, "fd")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	held := map[string]bool{}
+	for _, e := range entries {
+		l, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if ino, ok := strings.CutPrefix(l, "socket:["); err == nil && ok {
+			held[strings.TrimSuffix(ino, "]")] = true
 		}
 	}
-	return -1
+	return held
+}
+
+// Dial connects to the socket at addr and returns the connection if its
+// listener is process pid (SO_PEERCRED), else an error wrapping
+// ErrImpostor, with nothing sent.
+func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
+	d := net.Dialer{Deadline: deadline}
+	c, err := d.Dial("unix", addr)
+	if err != nil {
+		return nil, err
+	}
+	uc := c.(*net.UnixConn)
+	raw, err := uc.SyscallConn()
+	var cred *syscall.Ucred
+	if err == nil {
+		cerr := raw.Control(func(fd uintptr) {
+			cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		})
+		if err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("process %d: %q: its listener: %w", pid, addr, err)
+	}
+	if int(cred.Pid) != pid {
+		c.Close()
+		return nil, fmt.Errorf("process %d: %q: %w: listened on by process %d (uid %d)", pid, addr, ErrImpostor, cred.Pid, cred.Uid)
+	}
+	return uc, nil
 }
 
 // Do sends process pid one request (a line: "status", "enable GLOB...",
@@ -96,16 +147,22 @@ func euid(status []byte) int {
 // returns its reply: the lines after "ok" (the first line's rest
 // included). A reply "error: ..." is an error wrapping ErrRefused.
 func Do(pid int, request string) (string, error) {
-	path, err := Socket(pid)
+	deadline := time.Now().Add(Timeout)
+	names, err := Names(pid)
 	if err != nil {
 		return "", err
 	}
-	c, err := net.DialTimeout("unix", path, Timeout)
-	if err != nil {
-		return "", fmt.Errorf("process %d: %s: %w", pid, path, err)
+	var c *net.UnixConn
+	for _, n := range names {
+		if c, err = Dial(pid, n, deadline); err == nil {
+			break
+		}
+	}
+	if c == nil {
+		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(Timeout))
+	c.SetDeadline(deadline)
 	// A process that refuses the connection replies before it reads the
 	// request: its reply tells more than the failed write.
 	_, werr := io.WriteString(c, request+"\n")

@@ -6,34 +6,48 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
-// serve answers each connection on a socket where process pid listens
-// (in $XDG_RUNTIME_DIR, set to a directory of the test's) with the reply
-// reply gives for its request line.
-func serve(t *testing.T, pid int, reply func(req string) string) {
+// serve answers each connection on a socket named as process pid's
+// control socket (which this process listens on: pid is itself, or it
+// impersonates another) with the reply reply gives for its request line.
+// It returns the socket's address, and a function that stops it and
+// returns the requests it was sent.
+func serve(t *testing.T, pid int, reply func(req string) string) (string, func() []string) {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("XDG_RUNTIME_DIR", dir)
-	l, err := net.Listen("unix", filepath.Join(dir, fmt.Sprintf("ftpatch-%d.sock", pid)))
+	name := fmt.Sprintf("@ftpatch-%d-%016x\x00", pid, time.Now().UnixNano())
+	l, err := net.Listen("unix", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	var got []string
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
 			req, _ := bufio.NewReader(c).ReadString('\n')
+			if req != "" { // a client that checked whose the socket is, and left
+				got = append(got, req)
+			}
 			c.Write([]byte(reply(strings.TrimSuffix(req, "\n"))))
 			c.Close()
 		}
 	}()
+	stop := func() []string {
+		l.Close()
+		<-done
+		return got
+	}
+	t.Cleanup(func() { stop() })
+	return name, stop
 }
 
 func TestDo(t *testing.T) {
@@ -62,24 +76,48 @@ func TestDo(t *testing.T) {
 		switch {
 		case c.req == "on":
 			if err == nil || !strings.Contains(err.Error(), "not of the protocol") {
-				t.Errorf("%s: %q, %v; want a reply not of the protocol", c.req, got, err)
+				t.Errorf("%q: %q, %v; want a reply not of the protocol", c.req, got, err)
 			}
 		case c.err != nil:
 			if !errors.Is(err, c.err) || !strings.Contains(err.Error(), "no") {
-				t.Errorf("%s: %q, %v; want %v", c.req, got, err, c.err)
+				t.Errorf("%q: %q, %v; want %v", c.req, got, err, c.err)
 			}
 		case err != nil || got != c.want:
-			t.Errorf("%s: %q, %v; want %q", c.req, got, err, c.want)
+			t.Errorf("%q: %q, %v; want %q", c.req, got, err, c.want)
 		}
 	}
 }
 
-func TestSocketMissing(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	if _, err := Socket(os.Getpid()); !errors.Is(err, ErrNotListening) {
-		t.Errorf("Socket of a process not listening: %v; want %v", err, ErrNotListening)
+// TestImpostor: a socket named as another process's control socket is
+// not taken for it: connected to, it is sent nothing (its listener is
+// not the process).
+func TestImpostor(t *testing.T) {
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Socket(1 << 30); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("Socket of no process: %v; want %v", err, ErrNoProcess)
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	victim := sleep.Process.Pid
+	addr, stop := serve(t, victim, func(string) string { return "ok\npid 1\n" })
+	if c, err := Dial(victim, addr, time.Now().Add(Timeout)); !errors.Is(err, ErrImpostor) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("Dial of another's socket named as process %d's: %v; want %v", victim, err, ErrImpostor)
+	}
+	if got, err := Do(victim, "status"); err == nil {
+		t.Errorf("Do of a process that holds no socket, another's named as its: %q; want an error", got)
+	}
+	if sent := stop(); len(sent) != 0 {
+		t.Errorf("the impostor was sent %q", sent)
+	}
+}
+
+func TestNamesMissing(t *testing.T) {
+	if _, err := Names(os.Getpid()); !errors.Is(err, ErrNotListening) {
+		t.Errorf("Names of a process not listening: %v; want %v", err, ErrNotListening)
+	}
+	if _, err := Names(1 << 30); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("Names of no process: %v; want %v", err, ErrNoProcess)
 	}
 }

@@ -2,13 +2,14 @@ package tests
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"ftpatch/internal/asroot"
 )
 
 // TestCtl: ftpatch ctl against a running program of four threads
@@ -19,8 +20,9 @@ import (
 // snapshot of a trace that is not a flight recorder's and for a function
 // that is not there. The program's output and exit status are the
 // untraced one's, and its trace holds only the functions enabled, every
-// call whole. Another user is refused: by the socket's directory, and,
-// with that opened up, by the runtime itself (SO_PEERCRED).
+// call whole. Another user is refused by the runtime (SO_PEERCRED). No
+// socket is left, in the directory the program is told is its runtime
+// directory or in the abstract namespace.
 //
 // On x86-64, and on arm64 under qemu-user (whose process is the
 // program's: its pid, its socket).
@@ -80,12 +82,10 @@ func testCtl(t *testing.T, c ccBuild) {
 	if !strings.Contains(status, "tracing on") || !strings.Contains(status, "enabled 1") || !strings.Contains(status, "trace "+out) {
 		t.Errorf("status: %s; want tracing on, 1 site enabled, trace %s", status, out)
 	}
-	checkRefused(t, xdg, pid)
+	checkRefused(t, pid)
 	time.Sleep(50 * time.Millisecond)
 	srv.stop(wantOut, wantCode)
-	if _, err := os.Stat(filepath.Join(xdg, "ftpatch-"+pid+".sock")); err == nil {
-		t.Errorf("the control socket is left after the program's exit")
-	}
+	checkNoSocket(t, xdg, pid)
 	tr, syms := readTrace(t, out)
 	calls, stats := tracedCalls(t, tr, syms, "function_graph")
 	for f, n := range calls {
@@ -104,49 +104,47 @@ func testCtl(t *testing.T, c ccBuild) {
 }
 
 // checkRefused: another user (nobody) cannot control the process: the
-// socket's directory keeps it out, and, opened up, the runtime refuses
-// it by its credentials.
-func checkRefused(t *testing.T, xdg, pid string) {
+// runtime refuses it by its credentials.
+func checkRefused(t *testing.T, pid string) {
 	t.Helper()
 	// A copy of ftpatch nobody may run (the tools' directory is private).
-	pub, err := os.MkdirTemp("", "ftpatch-ctl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(pub)
-	os.Chmod(pub, 0o755)
+	pub := asroot.PublicDir(t, "ftpatch-ctl-")
 	bin := filepath.Join(pub, "ftpatch")
-	src, err := os.Open(tool("ftpatch"))
+	copyFile(t, tool("ftpatch"), bin, 0o755)
+	c := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "ctl", pid, "status")
+	if o, err := c.CombinedOutput(); err == nil || !strings.Contains(string(o), "refused: permission denied") {
+		t.Errorf("ctl by another user: %v\n%s; want refused by the runtime (permission denied)", err, o)
+	}
+}
+
+// checkNoSocket: process pid, ended, left no control socket: nothing in
+// xdg, the runtime directory it was told of, and no abstract socket
+// named as its (in /proc/net/unix).
+func checkNoSocket(t *testing.T, xdg, pid string) {
+	t.Helper()
+	if left, _ := os.ReadDir(xdg); len(left) != 0 {
+		t.Errorf("%s holds %s after the program's exit; want nothing", xdg, left[0].Name())
+	}
+	if names := ctlSockets(t, pid); len(names) != 0 {
+		t.Errorf("the control socket %q is left after the program's exit", names)
+	}
+}
+
+// ctlSockets lists the sockets in this network namespace named as
+// process pid's control socket.
+func ctlSockets(t *testing.T, pid string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/unix")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 8 && strings.HasPrefix(f[7], "@ftpatch-"+pid+"-") {
+			names = append(names, f[7])
+		}
 	}
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
-	asNobody := func() (string, error) {
-		c := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "ctl", pid, "status")
-		c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-		o, err := c.CombinedOutput()
-		return string(o), err
-	}
-	if o, err := asNobody(); err == nil || !strings.Contains(o, "permission denied") {
-		t.Errorf("ctl by another user: %v\n%s; want refused (permission denied)", err, o)
-	}
-	sock := filepath.Join(xdg, "ftpatch-"+pid+".sock")
-	// Open the way to the socket: the directories of the test's, up to
-	// the system's temporary directory.
-	for d := xdg; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
-	os.Chmod(sock, 0o777)
-	defer os.Chmod(xdg, 0o700)
-	if o, err := asNobody(); err == nil || !strings.Contains(o, "refused: permission denied") {
-		t.Errorf("ctl by another user, the directory opened: %v\n%s; want refused by the runtime", err, o)
-	}
+	return names
 }
 
 // A server is progs/ctlserve.c running under FTRACE_CTL=1.
@@ -161,8 +159,9 @@ type server struct {
 // starting the arm64 build on a loaded machine takes seconds.
 const serverStart = time.Minute
 
-// startServer starts prog (of tg) in dir with FTRACE_CTL=1, its socket in xdg,
-// and env, and waits until it answers ftpatch ctl.
+// startServer starts prog (of tg) in dir with FTRACE_CTL=1, xdg as its
+// XDG_RUNTIME_DIR (where the runtime makes nothing), and env, and waits
+// until it answers ftpatch ctl.
 func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) *server {
 	t.Helper()
 	argv := tg.on(prog)
@@ -298,7 +297,8 @@ func TestCtlBaked(t *testing.T) {
 
 // ctlSetup builds progs/ctlserve.c untraced (its output and exit status
 // are wantOut and wantCode) and traced (prog), and makes xdg, a private
-// directory for the control socket, all in dir.
+// directory the program is told is its runtime directory (where nothing
+// may be left), all in dir.
 func ctlSetup(t *testing.T) (dir, prog, xdg, wantOut string, wantCode int) {
 	t.Helper()
 	return ctlSetupOn(t, ccBuild{x86GCC, "-O2 -pg -mfentry"})

@@ -18,11 +18,14 @@ func newCtl(stdout io.Writer) *cobra.Command {
 		Short: "Control the tracing of a running process started with FTRACE_CTL=1",
 		Long: `ctl asks a running process to change its tracing, while its threads go on
 running. The process must have been started with FTRACE_CTL=1: it then
-listens on a socket in a directory only its user may enter
-($XDG_RUNTIME_DIR, else /tmp/ftpatch-UID), and answers only its own user
-or root. Without FTRACE it starts with every site a NOP; the first enable
-opens its trace (FTRACE_OUT, else ./ftrace.data in its directory) with
-the tracer chosen (by default function_graph).
+listens on a socket in the abstract namespace (no file), named
+ftpatch-PID- and 16 random hex digits, and answers only its own user or
+root. ctl finds the socket among those the process holds (/proc/PID),
+never from the process's environment, and sends nothing unless the
+socket's listener is the process itself (SO_PEERCRED). Without FTRACE it
+starts with every site a NOP; the first enable opens its trace
+(FTRACE_OUT, else ./ftrace.data in its directory) with the tracer chosen
+(by default function_graph).
 
   status          its pid, tracer, whether it records (on, off, or none:
                   no trace yet), its trace directory, its buffer (stream,

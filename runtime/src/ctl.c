@@ -7,13 +7,23 @@
  * Only when asked at start: FTRACE_CTL=1 in the environment, or the
  * program's config record (ftpatch enable --ctl) unless FTRACE_CTL=0,
  * read once when the program's initialisers begin (lifetime.c), never in
- * a secure-execution process; otherwise no thread and no socket. The socket is ftpatch-PID.sock in a directory
- * only this user can enter: $XDG_RUNTIME_DIR when it is one, else
- * /tmp/ftpatch-UID, made 0700 and checked (a directory, this user's,
- * nobody else's to enter) before anything is made in it, so nobody else
- * can plant or reach the socket there. A connection is served only when
- * its peer is this user or root (SO_PEERCRED), by one thread of the
- * runtime's, which blocks every signal and runs nothing traced.
+ * a secure-execution process; otherwise no thread and no socket.
+ *
+ * Where: a socket in the abstract namespace, named "ftpatch-PID-RANDOM"
+ * and a NUL, RANDOM 16 hex digits from the kernel's random source. No
+ * file: nothing to make in a directory another user could make first,
+ * nothing to unlink at exit, nothing left behind however the process
+ * ends (the name goes with the last descriptor: at exit, at exec, which
+ * closes it, and a forked child closes its copy at once). The random part
+ * keeps another user from taking the name before the process does (a
+ * name taken gets another). `ftpatch ctl PID` finds the socket among
+ * those process PID holds (/proc/PID/net/unix, /proc/PID/fd) and,
+ * connected, checks that its listener is process PID (SO_PEERCRED)
+ * before it sends anything: the process's environment is not read.
+ * Abstract sockets belong to the network namespace, where any process
+ * may connect: a connection is served only when its peer is this user
+ * or root (SO_PEERCRED), by one thread of the runtime's, which blocks
+ * every signal and runs nothing traced.
  *
  * The protocol: one request line, one reply, then the connection
  * closes. Requests: status, enable GLOB..., disable GLOB..., tracer
@@ -27,11 +37,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -39,36 +49,7 @@
 #include "say.h"
 #include "tracer.h"
 
-static int listen_fd = -1, owner; /* the listening socket, of process owner */
-static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-
-/* Whether path is a directory of this user's that nobody else may
- * enter or write (no link followed). */
-static int private_dir(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
-}
-
-/* The socket's directory into dir: 0, or -1 with *why. */
-static int socket_dir(char *dir, size_t size, const char **why)
-{
-	const char *x = secure_getenv("XDG_RUNTIME_DIR"); /* none in a secure-execution process (which never gets here) */
-	if (x && x[0] == '/' && strlen(x) < size && private_dir(x)) {
-		snprintf(dir, size, "%s", x);
-		return 0;
-	}
-	snprintf(dir, size, "/tmp/ftpatch-%u", (unsigned)geteuid());
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		*why = "cannot be made";
-		return -1;
-	}
-	if (!private_dir(dir)) {
-		*why = "is not a directory of this user's that only it may enter (mode 0700)";
-		return -1;
-	}
-	return 0;
-}
+static int listen_fd = -1; /* the listening socket */
 
 /* The reply, into out (size bytes), cut short if need be. */
 static __attribute__((format(printf, 3, 4))) void reply(char *out, size_t size, const char *fmt, ...)
@@ -139,6 +120,52 @@ static void handle(char *req, char *out, size_t size)
 	reply(out, size, "error: unknown request %.64s: want status, enable, disable, tracer, on, off or snapshot\n", cmd);
 }
 
+/* 16 random hex digits at p, for the socket's name: getrandom's, else
+ * /dev/urandom's (a kernel without getrandom, or one whose random source
+ * is not yet ready), else the clocks' and the stack's address, mixed. */
+static void random_hex(char *p)
+{
+	uint64_t r = 0;
+	if (sys(SYS_getrandom, (long)&r, sizeof r, 1 /* GRND_NONBLOCK */, 0, 0, 0) != sizeof r) {
+		long fd = sys(SYS_openat, AT_FDCWD, (long)"/dev/urandom", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+		long n = sys_failed(fd) ? fd : sys(SYS_read, fd, (long)&r, sizeof r, 0, 0, 0);
+		if (!sys_failed(fd))
+			sys(SYS_close, fd, 0, 0, 0, 0, 0);
+		if (n != sizeof r) {
+			struct timespec a, b;
+			clock_gettime(CLOCK_REALTIME, &a);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			r = ((uint64_t)a.tv_nsec << 32 ^ (uint64_t)a.tv_sec ^ (uint64_t)b.tv_nsec ^ (uintptr_t)&a) * 0x9e3779b97f4a7c15ull;
+		}
+	}
+	for (int i = 0; i < 16; i++)
+		p[i] = "0123456789abcdef"[r >> (60 - 4 * i) & 15];
+}
+
+/* The listening socket, made under a new name (another if a name is
+ * taken): its descriptor, or -1. */
+static int listen_make(void)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		int n = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "ftpatch-%d-", (int)getpid());
+		random_hex(a.sun_path + 1 + n);
+		/* The NUL after the name is the name's (qemu-user adds one to a
+		 * name that has none, which a native client would not find). */
+		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n + 16 + 1);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 8) == 0)
+			return fd;
+		int taken = errno == EADDRINUSE;
+		close(fd);
+		if (!taken)
+			return -1;
+	}
+	return -1;
+}
+
 /* One connection: its peer checked, its request read and answered. */
 static void serve_one(int c)
 {
@@ -189,50 +216,28 @@ static void *serve(void *arg)
 	}
 }
 
-/* At exit: the socket goes; not at a forked child's, whose parent's it is. */
-static void ctl_end(void)
+/* In a child after fork: the socket is the parent's, whose thread
+ * serves it; the child has no server, and holds no copy that would keep
+ * the name once the parent has ended. */
+static void after_fork(void)
 {
-	if (sock_path[0] && getpid() == owner)
-		unlink(sock_path);
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
 }
 
 void ftrt_ctl_start(void)
 {
 	if (!ftrt_ctl_wanted() || listen_fd >= 0)
 		return;
-	char dir[sizeof sock_path];
-	const char *why = "";
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	if (socket_dir(dir, sizeof dir - 32, &why) != 0) {
-		struct say s;
-		ftrt_say_begin(&s);
-		ftrt_say_text(&s, "FTRACE_CTL: the socket's directory ");
-		ftrt_say_str(&s, dir);
-		ftrt_say_text(&s, " ");
-		ftrt_say_text(&s, why);
-		ftrt_say_text(&s, "; not listening");
-		ftrt_say_end(&s);
-		return;
-	}
-	reply(a.sun_path, sizeof a.sun_path, "%s/ftpatch-%d.sock", dir, (int)getpid());
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	unlink(a.sun_path); /* a socket an earlier process of this pid left */
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0) {
+	int fd = listen_make();
+	if (fd < 0) {
 		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
-		close(fd);
 		return;
 	}
 	listen_fd = fd;
-	owner = getpid();
-	memcpy(sock_path, a.sun_path, sizeof sock_path);
-	if (ftrt_spawn(serve) != 0) {
+	if (pthread_atfork(NULL, NULL, after_fork) != 0 || ftrt_spawn(serve) != 0) {
 		close(fd);
 		listen_fd = -1;
-		unlink(sock_path);
-		sock_path[0] = 0;
-		return;
 	}
-	atexit(ctl_end);
 }
