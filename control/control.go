@@ -11,6 +11,8 @@
 // name), among those process PID holds (/proc/PID/fd) where the caller
 // may see them; and, connected, its listener must be process PID itself
 // (SO_PEERCRED gives the pid that called listen), else nothing is sent.
+// The reply comes back with its control characters escaped (Sanitize),
+// fit for a terminal.
 package control
 
 import (
@@ -26,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"ftpatch/runtime/abi"
 )
@@ -137,7 +140,7 @@ func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
 	}
 	if int(cred.Pid) != pid {
 		c.Close()
-		return nil, fmt.Errorf("process %d: %q: %w: listened on by process %d (uid %d)", pid, addr, ErrImpostor, cred.Pid, cred.Uid)
+		return nil, fmt.Errorf("process %d: %q: %w: listened on by process %d (uid %d)", pid, Sanitize(addr), ErrImpostor, cred.Pid, cred.Uid)
 	}
 	return uc, nil
 }
@@ -145,7 +148,8 @@ func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
 // Do sends process pid one request (a line: "status", "enable GLOB...",
 // "disable GLOB...", "tracer NAME", "on", "off", "snapshot [DIR]") and
 // returns its reply: the lines after "ok" (the first line's rest
-// included). A reply "error: ..." is an error wrapping ErrRefused.
+// included), sanitised. A reply "error: ..." is an error wrapping
+// ErrRefused, its reason sanitised too.
 func Do(pid int, request string) (string, error) {
 	deadline := time.Now().Add(Timeout)
 	names, err := Names(pid)
@@ -173,7 +177,7 @@ func Do(pid int, request string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("process %d: reading the reply: %w", pid, err)
 	}
-	first, rest, _ := strings.Cut(string(reply), "\n")
+	first, rest, _ := strings.Cut(Sanitize(string(reply)), "\n")
 	switch {
 	case first == "ok":
 		return rest, nil
@@ -183,4 +187,29 @@ func Do(pid int, request string) (string, error) {
 		return "", fmt.Errorf("process %d: %w: %s", pid, ErrRefused, strings.TrimPrefix(first, "error: "))
 	}
 	return "", fmt.Errorf("process %d: a reply not of the protocol: %q", pid, first)
+}
+
+// Sanitize returns s with every control character but the newline (C0,
+// DEL, C1) and every byte that is not UTF-8 escaped (\xHH, a C1
+// character \u00HH), so that what a process answers cannot move a
+// terminal's cursor, retitle it or write its clipboard.
+func Sanitize(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteByte('\n')
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

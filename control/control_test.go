@@ -60,6 +60,8 @@ func TestDo(t *testing.T) {
 			return "ok 2 sites enabled\n"
 		case "off":
 			return "error: no\n"
+		case "tracer \x1b":
+			return "ok tracer \x1b]52;c;aGk=\x07\x1b[2J\u009b\xff\n"
 		}
 		return "what?\n"
 	})
@@ -71,6 +73,7 @@ func TestDo(t *testing.T) {
 		{"enable a b", "2 sites enabled\n", nil},
 		{"off", "", ErrRefused},
 		{"on", "", nil},
+		{"tracer \x1b", `tracer \x1b]52;c;aGk=\x07\x1b[2J\u009b\xff` + "\n", nil},
 	} {
 		got, err := Do(pid, c.req)
 		switch {
@@ -119,5 +122,21 @@ func TestNamesMissing(t *testing.T) {
 	}
 	if _, err := Names(1 << 30); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Names of no process: %v; want %v", err, ErrNoProcess)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"ok\npid 1\n", "ok\npid 1\n"},
+		{"trace /tmp/\x1b[2J\n", `trace /tmp/\x1b[2J` + "\n"},
+		{"\x1b]52;c;aGk=\x07", `\x1b]52;c;aGk=\x07`},
+		{"a\rb\tc\x7f", `a\x0db\x09c\x7f`},
+		{"\u009b31m", `\u009b31m`},
+		{"caf\xe9", `caf\xe9`},
+		{"café ✓", "café ✓"},
+	} {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

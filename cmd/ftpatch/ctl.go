@@ -22,8 +22,9 @@ listens on a socket in the abstract namespace (no file), named
 ftpatch-PID- and 16 random hex digits, and answers only its own user or
 root. ctl finds the socket among those the process holds (/proc/PID),
 never from the process's environment, and sends nothing unless the
-socket's listener is the process itself (SO_PEERCRED). Without FTRACE it
-starts with every site a NOP; the first enable opens its trace
+socket's listener is the process itself (SO_PEERCRED); what the process
+answers is printed with its control characters escaped. Without FTRACE
+it starts with every site a NOP; the first enable opens its trace
 (FTRACE_OUT, else ./ftrace.data in its directory) with the tracer chosen
 (by default function_graph).
 
