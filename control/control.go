@@ -48,7 +48,8 @@ var ErrRefused = errors.New("refused")
 // process; nothing was sent to it.
 var ErrImpostor = errors.New("the socket is not the process's")
 
-// Timeout bounds a request, from connecting to the reply's end.
+// Timeout bounds a request, from finding the socket to the reply's end,
+// tries again included.
 const Timeout = 60 * time.Second
 
 // Names returns the addresses (for net.Dial's "unix", abstract: "@...")
@@ -121,7 +122,12 @@ func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
 	d := net.Dialer{Deadline: deadline}
 	c, err := d.Dial("unix", addr)
 	if err != nil {
-		return nil, err
+		// The error without its address, whose NUL would go to the terminal.
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		return nil, fmt.Errorf("process %d: connecting to %s: %w", pid, Sanitize(addr), err)
 	}
 	uc := c.(*net.UnixConn)
 	raw, err := uc.SyscallConn()
@@ -149,44 +155,63 @@ func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
 // "disable GLOB...", "tracer NAME", "on", "off", "snapshot [DIR]") and
 // returns its reply: the lines after "ok" (the first line's rest
 // included), sanitised. A reply "error: ..." is an error wrapping
-// ErrRefused, its reason sanitised too.
+// ErrRefused, its reason sanitised too. A process busy with other
+// requests (every slot it serves taken), or whose connection closed with
+// nothing answered, is asked again until Timeout.
 func Do(pid int, request string) (string, error) {
 	deadline := time.Now().Add(Timeout)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		reply, again, err := attempt(pid, request, deadline)
+		if !again || time.Now().Add(wait).After(deadline) {
+			return reply, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// attempt is one try of Do; again says whether another may get an
+// answer (nothing was answered: busy, or a socket gone meanwhile).
+func attempt(pid int, request string, deadline time.Time) (reply string, again bool, err error) {
 	names, err := Names(pid)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	var c *net.UnixConn
 	for _, n := range names {
 		if c, err = Dial(pid, n, deadline); err == nil {
 			break
 		}
+		again = again || !errors.Is(err, ErrImpostor)
 	}
 	if c == nil {
-		return "", err
+		return "", again, err
 	}
 	defer c.Close()
 	c.SetDeadline(deadline)
 	// A process that refuses the connection replies before it reads the
 	// request: its reply tells more than the failed write.
 	_, werr := io.WriteString(c, request+"\n")
-	reply, err := io.ReadAll(bufio.NewReader(io.LimitReader(c, 1<<20)))
-	if len(reply) == 0 && werr != nil {
-		return "", fmt.Errorf("process %d: %w", pid, werr)
-	}
-	if err != nil {
-		return "", fmt.Errorf("process %d: reading the reply: %w", pid, err)
-	}
-	first, rest, _ := strings.Cut(Sanitize(string(reply)), "\n")
+	raw, rerr := io.ReadAll(bufio.NewReader(io.LimitReader(c, 1<<20)))
+	first, rest, whole := strings.Cut(Sanitize(string(raw)), "\n")
 	switch {
+	case len(raw) == 0 && werr != nil:
+		return "", true, fmt.Errorf("process %d: %w", pid, werr)
+	case len(raw) == 0 && rerr != nil:
+		return "", true, fmt.Errorf("process %d: no reply: %w", pid, rerr)
+	case len(raw) == 0:
+		return "", true, fmt.Errorf("process %d: the connection closed with no reply", pid)
+	case !whole && rerr != nil:
+		return "", false, fmt.Errorf("process %d: reading the reply: %w", pid, rerr)
 	case first == "ok":
-		return rest, nil
+		return rest, false, nil
 	case strings.HasPrefix(first, "ok "):
-		return strings.TrimPrefix(first, "ok ") + "\n" + rest, nil
+		return strings.TrimPrefix(first, "ok ") + "\n" + rest, false, nil
+	case strings.HasPrefix(first, "error: busy"):
+		return "", true, fmt.Errorf("process %d: %w: %s", pid, ErrRefused, strings.TrimPrefix(first, "error: "))
 	case strings.HasPrefix(first, "error: "):
-		return "", fmt.Errorf("process %d: %w: %s", pid, ErrRefused, strings.TrimPrefix(first, "error: "))
+		return "", false, fmt.Errorf("process %d: %w: %s", pid, ErrRefused, strings.TrimPrefix(first, "error: "))
 	}
-	return "", fmt.Errorf("process %d: a reply not of the protocol: %q", pid, first)
+	return "", false, fmt.Errorf("process %d: a reply not of the protocol: %q", pid, first)
 }
 
 // Sanitize returns s with every control character but the newline (C0,

@@ -52,6 +52,7 @@ func serve(t *testing.T, pid int, reply func(req string) string) (string, func()
 
 func TestDo(t *testing.T) {
 	pid := os.Getpid()
+	busy := 0
 	serve(t, pid, func(req string) string {
 		switch req {
 		case "status":
@@ -62,6 +63,11 @@ func TestDo(t *testing.T) {
 			return "error: no\n"
 		case "tracer \x1b":
 			return "ok tracer \x1b]52;c;aGk=\x07\x1b[2J\u009b\xff\n"
+		case "tracer busy":
+			if busy++; busy < 3 {
+				return "error: busy: every request slot is taken; try again\n"
+			}
+			return "ok tracer function\n"
 		}
 		return "what?\n"
 	})
@@ -74,6 +80,7 @@ func TestDo(t *testing.T) {
 		{"off", "", ErrRefused},
 		{"on", "", nil},
 		{"tracer \x1b", `tracer \x1b]52;c;aGk=\x07\x1b[2J\u009b\xff` + "\n", nil},
+		{"tracer busy", "tracer function\n", nil},
 	} {
 		got, err := Do(pid, c.req)
 		switch {
@@ -88,6 +95,9 @@ func TestDo(t *testing.T) {
 		case err != nil || got != c.want:
 			t.Errorf("%q: %q, %v; want %q", c.req, got, err, c.want)
 		}
+	}
+	if busy != 3 {
+		t.Errorf("a busy process was asked %d times; want until it answered, 3", busy)
 	}
 }
 

@@ -23,8 +23,9 @@ ftpatch-PID- and 16 random hex digits, and answers only its own user or
 root. ctl finds the socket among those the process holds (/proc/PID),
 never from the process's environment, and sends nothing unless the
 socket's listener is the process itself (SO_PEERCRED); what the process
-answers is printed with its control characters escaped. Without FTRACE
-it starts with every site a NOP; the first enable opens its trace
+answers is printed with its control characters escaped. A process busy
+with other requests is asked again, for 60 seconds at most. Without
+FTRACE it starts with every site a NOP; the first enable opens its trace
 (FTRACE_OUT, else ./ftrace.data in its directory) with the tracer chosen
 (by default function_graph).
 

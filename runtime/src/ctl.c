@@ -22,8 +22,16 @@
  * before it sends anything: the process's environment is not read.
  * Abstract sockets belong to the network namespace, where any process
  * may connect: a connection is served only when its peer is this user
- * or root (SO_PEERCRED), by one thread of the runtime's, which blocks
- * every signal and runs nothing traced.
+ * or root (SO_PEERCRED); any other is answered "permission denied" at
+ * once and closed.
+ *
+ * Who serves: one thread of the runtime's, which blocks every signal and
+ * runs nothing traced, up to CONN_MAX connections at once. Each has
+ * DEADLINE_MS from its accept for its whole request and the reply: one
+ * slower is answered with an error and closed, so a client that sends a
+ * byte now and then, or nothing, holds a slot for that long at most; a
+ * connection that finds every slot taken is answered "busy" at once
+ * (ftpatch ctl asks again). Nothing sent raises SIGPIPE (MSG_NOSIGNAL).
  *
  * The protocol: one request line, one reply, then the connection
  * closes. Requests: status, enable GLOB..., disable GLOB..., tracer
@@ -34,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,15 +50,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "live.h"
 #include "say.h"
 #include "tracer.h"
 
+#define CONN_MAX 8       /* connections served at once */
+#define REQ_MAX 65536    /* the longest request line, its newline included */
+#define DEADLINE_MS 5000 /* for a connection's whole request and reply */
+
+/* A connection being served: its descriptor (-1: the slot is free), its
+ * deadline (ms, CLOCK_MONOTONIC) and the request so far. */
+struct conn {
+	int fd;
+	long deadline;
+	size_t n;
+	char req[REQ_MAX];
+};
+
+static struct conn *conns; /* CONN_MAX of them, mapped when the server starts */
 static int listen_fd = -1; /* the listening socket */
+static char out[8192];     /* the reply being sent */
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* The reply, into out (size bytes), cut short if need be. */
 static __attribute__((format(printf, 3, 4))) void reply(char *out, size_t size, const char *fmt, ...)
@@ -153,10 +186,10 @@ static int listen_make(void)
 		/* The NUL after the name is the name's (qemu-user adds one to a
 		 * name that has none, which a native client would not find). */
 		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n + 16 + 1);
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			return -1;
-		if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 8) == 0)
+		if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0)
 			return fd;
 		int taken = errno == EADDRINUSE;
 		close(fd);
@@ -166,70 +199,152 @@ static int listen_make(void)
 	return -1;
 }
 
-/* One connection: its peer checked, its request read and answered. */
-static void serve_one(int c)
+/* Send msg on *fd, as much as goes by the deadline, and close it. */
+static void finish(int *fd, const char *msg, long deadline)
 {
-	static char req[65536], out[8192];
-	/* The request is read whoever sent it: a reply to a peer whose
-	 * request is left unread would be lost to the connection's reset. */
-	struct timeval tv = { .tv_sec = 5 };
-	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	size_t n = 0;
-	while (n < sizeof req - 1) {
-		ssize_t k = read(c, req + n, sizeof req - 1 - n);
-		if (k <= 0)
+	for (size_t done = 0, left = strlen(msg); done < left;) {
+		ssize_t w = send(*fd, msg + done, left - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			done += (size_t)w;
+			continue;
+		}
+		long wait = deadline - now_ms();
+		if (w == 0 || errno != EAGAIN || wait <= 0)
 			break;
-		n += (size_t)k;
-		if (memchr(req + n - k, '\n', (size_t)k))
-			break;
+		struct pollfd p = { *fd, POLLOUT, 0 };
+		poll(&p, 1, (int)wait);
 	}
-	req[n] = 0;
-	char *nl = strchr(req, '\n');
+	close(*fd);
+	*fd = -1;
+}
+
+/* A connection not to be served: msg, what it sent so far read (a
+ * close with data unread would reset the connection, and the peer lose
+ * msg), closed. */
+static void turn_away(int fd, const char *msg)
+{
+	char sink[4096];
+	for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+		;
+	finish(&fd, msg, now_ms());
+}
+
+/* The connections waiting (at most 64, so that those in slots are
+ * served between): accepted, their peers checked, given slots. */
+static void take_all(void)
+{
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return; /* none left (EAGAIN), or aborted */
+		struct ucred cr;
+		socklen_t len = sizeof cr;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || (cr.uid != geteuid() && cr.uid != 0)) {
+			turn_away(fd, "error: permission denied: only the process's own user or root may control it\n");
+			continue;
+		}
+		struct conn *c = NULL;
+		for (int j = 0; j < CONN_MAX && !c; j++)
+			if (conns[j].fd < 0)
+				c = &conns[j];
+		if (!c) {
+			turn_away(fd, "error: busy: every request slot is taken; try again\n");
+			continue;
+		}
+		c->fd = fd;
+		c->deadline = now_ms() + DEADLINE_MS;
+		c->n = 0;
+	}
+}
+
+/* Read what c sent; once its request line is whole (or it closed, or
+ * the line is too long), answer it. */
+static void serve_one(struct conn *c)
+{
+	ssize_t k = recv(c->fd, c->req + c->n, REQ_MAX - 1 - c->n, MSG_DONTWAIT);
+	if (k < 0) {
+		if (errno != EAGAIN && errno != EINTR) { /* reset: nobody to answer */
+			close(c->fd);
+			c->fd = -1;
+		}
+		return;
+	}
+	if (k > 0) {
+		c->n += (size_t)k;
+		if (!memchr(c->req + c->n - k, '\n', (size_t)k) && c->n < REQ_MAX - 1)
+			return;
+	}
+	c->req[c->n] = 0;
+	char *nl = strchr(c->req, '\n');
 	if (nl)
 		*nl = 0;
-	struct ucred cr;
-	socklen_t len = sizeof cr;
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || (cr.uid != geteuid() && cr.uid != 0))
-		reply(out, sizeof out, "error: permission denied: only the process's own user or root may control it\n");
-	else
-		handle(req, out, sizeof out);
-	for (size_t done = 0, left = strlen(out); done < left;) {
-		ssize_t k = write(c, out + done, left - done);
-		if (k <= 0)
-			break;
-		done += (size_t)k;
-	}
+	handle(c->req, out, sizeof out);
+	finish(&c->fd, out, c->deadline);
 }
 
 static void *serve(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+		struct pollfd p[CONN_MAX + 1];
+		struct conn *of[CONN_MAX + 1];
+		int np = 0, wait = -1;
+		long now = now_ms();
+		p[np] = (struct pollfd){ listen_fd, POLLIN, 0 };
+		of[np++] = NULL;
+		for (int i = 0; i < CONN_MAX; i++) {
+			struct conn *c = &conns[i];
+			if (c->fd < 0)
 				continue;
-			return NULL;
+			if (c->deadline <= now) {
+				finish(&c->fd, "error: the request did not come whole in time\n", now);
+				continue;
+			}
+			int left = (int)(c->deadline - now);
+			wait = wait < 0 || left < wait ? left : wait;
+			p[np] = (struct pollfd){ c->fd, POLLIN, 0 };
+			of[np++] = c;
 		}
-		serve_one(c);
-		close(c);
+		if (poll(p, (nfds_t)np, wait) <= 0)
+			continue;
+		for (int i = 0; i < np; i++) {
+			if (!p[i].revents)
+				continue;
+			if (!of[i])
+				take_all();
+			else if (of[i]->fd >= 0)
+				serve_one(of[i]);
+		}
 	}
+	return NULL;
 }
 
-/* In a child after fork: the socket is the parent's, whose thread
- * serves it; the child has no server, and holds no copy that would keep
- * the name once the parent has ended. */
+/* In a child after fork: the socket and the connections are the
+ * parent's, whose thread serves them; the child has no server, and
+ * holds no copy that would keep the socket's name once the parent has
+ * ended. */
 static void after_fork(void)
 {
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
+	for (int i = 0; i < CONN_MAX; i++) {
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+		conns[i].fd = -1;
+	}
 }
 
 void ftrt_ctl_start(void)
 {
-	if (!ftrt_ctl_wanted() || listen_fd >= 0)
+	if (!ftrt_ctl_wanted() || conns)
 		return;
+	struct conn *c = mmap(NULL, CONN_MAX * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return;
+	for (int i = 0; i < CONN_MAX; i++)
+		c[i].fd = -1;
+	conns = c;
 	int fd = listen_make();
 	if (fd < 0) {
 		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
