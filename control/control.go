@@ -52,11 +52,18 @@ var ErrImpostor = errors.New("the socket is not the process's")
 // tries again included.
 const Timeout = 60 * time.Second
 
+// maxOthers bounds the sockets tried for one process that it does not
+// hold: one is the process's only for a moment (see Names); the others
+// are another's (ErrImpostor), each refused at its connect.
+const maxOthers = 8
+
 // Names returns the addresses (for net.Dial's "unix", abstract: "@...")
 // of the sockets process pid may listen for ftpatch ctl on: the
 // listening sockets of its network namespace named as its control socket
-// is and held by the process, when the caller may read /proc/PID/fd;
-// all those named so when it may not (Dial checks whose each is).
+// is (Dial checks whose each is), those the process holds first when the
+// caller may read /proc/PID/fd. One it does not hold is still tried
+// after them: a socket the program closed under the runtime's thread,
+// which listens on it until it wakes and makes a new one.
 func Names(pid int) ([]string, error) {
 	proc := fmt.Sprintf("/proc/%d", pid)
 	if _, err := os.Stat(proc); err != nil {
@@ -74,7 +81,7 @@ func Names(pid int) ([]string, error) {
 	}
 	held := heldSockets(proc)
 	name := regexp.MustCompile(fmt.Sprintf(`^@ftpatch-%d-[0-9a-f]{16}@$`, pid))
-	var names []string
+	var names, others []string
 	for _, line := range strings.Split(string(list), "\n") {
 		// Num RefCount Protocol Flags Type St Inode Path: a listening
 		// (__SO_ACCEPTCON) stream socket; each NUL of an abstract name
@@ -89,8 +96,11 @@ func Names(pid int) ([]string, error) {
 		addr := "@" + strings.ReplaceAll(f[7][1:], "@", "\x00")
 		if held == nil || held[f[6]] {
 			names = append(names, addr)
+		} else {
+			others = append(others, addr)
 		}
 	}
+	names = append(names, others[:min(len(others), maxOthers)]...)
 	if len(names) == 0 {
 		return nil, fmt.Errorf("process %d is %w (start it with %s=1)", pid, ErrNotListening, abi.EnvCtl)
 	}
@@ -157,7 +167,8 @@ func Dial(pid int, addr string, deadline time.Time) (*net.UnixConn, error) {
 // included), sanitised. A reply "error: ..." is an error wrapping
 // ErrRefused, its reason sanitised too. A process busy with other
 // requests (every slot it serves taken), or whose connection closed with
-// nothing answered, is asked again until Timeout.
+// nothing answered (a socket the program closed, which the runtime makes
+// again), is asked again until Timeout.
 func Do(pid int, request string) (string, error) {
 	deadline := time.Now().Add(Timeout)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {

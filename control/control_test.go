@@ -103,7 +103,7 @@ func TestDo(t *testing.T) {
 
 // TestImpostor: a socket named as another process's control socket is
 // not taken for it: connected to, it is sent nothing (its listener is
-// not the process).
+// not the process), and Do says whose it is.
 func TestImpostor(t *testing.T) {
 	sleep := exec.Command("sleep", "60")
 	if err := sleep.Start(); err != nil {
@@ -118,8 +118,8 @@ func TestImpostor(t *testing.T) {
 		}
 		t.Errorf("Dial of another's socket named as process %d's: %v; want %v", victim, err, ErrImpostor)
 	}
-	if got, err := Do(victim, "status"); err == nil {
-		t.Errorf("Do of a process that holds no socket, another's named as its: %q; want an error", got)
+	if got, err := Do(victim, "status"); !errors.Is(err, ErrImpostor) {
+		t.Errorf("Do of a process that holds no socket, another's named as its: %q, %v; want %v", got, err, ErrImpostor)
 	}
 	if sent := stop(); len(sent) != 0 {
 		t.Errorf("the impostor was sent %q", sent)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "arch/sys.h"
+#include "fds.h"
 #include "fgraph.h"
 #include "ftrt.h"
 #include "say.h"
@@ -55,14 +56,15 @@ static long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait until fd is ready for events by the deadline: 0, or -1. */
-static int await(int fd, short events, long deadline)
+/* Wait until k is ready for events by the deadline: 0, or -1 (out of
+ * time, or k closed by the program: fds.h). */
+static int await(const struct ftrt_fd *k, short events, long deadline)
 {
 	for (;;) {
 		long left = deadline - now_ms();
-		if (left <= 0)
+		if (left <= 0 || !ftrt_fd_ours(k))
 			return -1;
-		struct pollfd p = { fd, events, 0 };
+		struct pollfd p = { k->fd, events, 0 };
 		int k = poll(&p, 1, (int)left);
 		if (k > 0)
 			return 0;
@@ -82,8 +84,11 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 		return NULL;
 	}
 	strcpy(sa.sun_path, sock);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
+	/* Each use of the socket checked first (fds.h): a program thread that
+	 * closes descriptors it did not open never has its own written to or
+	 * read from in its place. */
+	struct ftrt_fd fd;
+	if (ftrt_fd_keep(&fd, sys(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0, 0)) != 0) {
 		ask_failed(sock, "no socket", NULL);
 		return NULL;
 	}
@@ -91,8 +96,8 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	const char *why = NULL;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
-	    (errno != EAGAIN || await(fd, POLLOUT, deadline) != 0)) {
+	if (!ftrt_fd_ours(&fd) || (connect(fd.fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
+				   (errno != EAGAIN || await(&fd, POLLOUT, deadline) != 0))) {
 		why = "no server there (ftpatch record is gone?)";
 		goto out;
 	}
@@ -108,18 +113,19 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 	memcpy(q + (blen ? blen : 1) + 1, path, plen);
 	q[qlen - 1] = '\n';
 	for (size_t done = 0; done < qlen && !why;) {
-		ssize_t k = send(fd, q + done, qlen - done, MSG_NOSIGNAL);
+		ssize_t k = ftrt_fd_ours(&fd) ? send(fd.fd, q + done, qlen - done, MSG_NOSIGNAL) : (errno = EBADF, -1);
 		if (k > 0)
 			done += (size_t)k;
 		else if (k < 0 && errno != EAGAIN && errno != EINTR)
 			why = "the server closed";
-		else if (k < 0 && errno == EAGAIN && await(fd, POLLOUT, deadline) != 0)
+		else if (k < 0 && errno == EAGAIN && await(&fd, POLLOUT, deadline) != 0)
 			why = "no answer in time";
 	}
 	free(q);
 	if (why)
 		goto out;
-	shutdown(fd, SHUT_WR);
+	if (ftrt_fd_ours(&fd))
+		shutdown(fd.fd, SHUT_WR);
 	for (;;) {
 		if (len == cap) {
 			size_t ncap = cap ? 2 * cap : 4096;
@@ -130,7 +136,7 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 			}
 			buf = nb, cap = ncap;
 		}
-		ssize_t k = read(fd, buf + len, cap - len);
+		ssize_t k = ftrt_fd_ours(&fd) ? recv(fd.fd, buf + len, cap - len, 0) : (errno = EBADF, -1);
 		if (k > 0) {
 			len += (size_t)k;
 			continue;
@@ -139,7 +145,7 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 			break;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN || await(fd, POLLIN, deadline) != 0) {
+		if (errno != EAGAIN || await(&fd, POLLIN, deadline) != 0) {
 			why = "no answer in time";
 			goto out;
 		}
@@ -155,7 +161,7 @@ char *ftrt_args_ask(const char *path, const char *build_id, size_t *alen, size_t
 out:
 	if (why)
 		ask_failed(sock, why, path);
-	close(fd);
+	ftrt_fd_close(&fd);
 	if (why) {
 		free(buf);
 		return NULL;

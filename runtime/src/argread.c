@@ -44,29 +44,36 @@
 #include "arch/sys.h"
 #include "argread.h"
 #include "argspec.h"
+#include "fds.h"
 #include "fgraph.h"
 #include "ftrace.h"
 
 /* The pipe read_mem reads through where process_vm_readv is refused
- * (qemu-user), and whether a reader holds it. */
-static int pipefd[2] = { -1, -1 };
+ * (qemu-user), each end checked before each use (fds.h), and whether a
+ * reader holds it. */
+static struct ftrt_fd pipe_end[2] = { FTRT_FD_NONE, FTRT_FD_NONE };
 static int pipe_busy;
 
-/* The pipe, or none (-1) when it cannot be made. */
-static void make_pipe(void)
+/* The pipe, made anew: 0, or -1 (none). */
+static int make_pipe(void)
 {
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
-		pipefd[0] = pipefd[1] = -1;
+	int fd[2];
+	ftrt_fd_close(&pipe_end[0]);
+	ftrt_fd_close(&pipe_end[1]);
+	if (sys(SYS_pipe2, (long)fd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0) != 0)
+		return -1;
+	if (ftrt_fd_keep(&pipe_end[0], fd[0]) == 0 && ftrt_fd_keep(&pipe_end[1], fd[1]) == 0)
+		return 0;
+	ftrt_fd_close(&pipe_end[0]);
+	ftrt_fd_close(&pipe_end[1]);
+	return -1;
 }
 
 /* A forked child's pipe is its own: the parent's would mix their bytes. */
 static void after_fork(void)
 {
-	if (pipefd[0] >= 0) {
-		sys(SYS_close, pipefd[0], 0, 0, 0, 0, 0);
-		sys(SYS_close, pipefd[1], 0, 0, 0, 0, 0);
+	if (pipe_end[0].fd >= 0)
 		make_pipe();
-	}
 	pipe_busy = 0;
 }
 
@@ -89,11 +96,18 @@ static long read_mem(void *dst, uintptr_t src, size_t len)
 		return n;
 	/* No process_vm_readv here: the kernel copies the bytes into a pipe
 	 * (EFAULT for a bad address) and back, one reader at a time. */
-	if (pipefd[0] < 0 || __atomic_exchange_n(&pipe_busy, 1, __ATOMIC_ACQUIRE))
+	if (pipe_end[0].fd < 0 || __atomic_exchange_n(&pipe_busy, 1, __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	n = sys(SYS_write, pipefd[1], (long)src, (long)len, 0, 0, 0);
-	if (n > 0)
-		n = sys(SYS_read, pipefd[0], (long)dst, n, 0, 0, 0);
+	/* Either end closed by the program (its number perhaps its own now):
+	 * the pipe made again, never a write of the program's memory to a
+	 * descriptor of its own. */
+	if ((ftrt_fd_ours(&pipe_end[0]) && ftrt_fd_ours(&pipe_end[1])) || make_pipe() == 0) {
+		n = sys(SYS_write, pipe_end[1].fd, (long)src, (long)len, 0, 0, 0);
+		if (n > 0)
+			n = sys(SYS_read, pipe_end[0].fd, (long)dst, n, 0, 0, 0);
+	} else {
+		n = -EBADF;
+	}
 	__atomic_store_n(&pipe_busy, 0, __ATOMIC_RELEASE);
 	return n;
 }

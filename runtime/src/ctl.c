@@ -33,6 +33,12 @@
  * connection that finds every slot taken is answered "busy" at once
  * (ftpatch ctl asks again). Nothing sent raises SIGPIPE (MSG_NOSIGNAL).
  *
+ * The socket and each connection lie above the program's descriptors and
+ * are checked before each use to be still the runtime's (fds.h): a
+ * number the program closed, and perhaps reused for its own clients, is
+ * never accepted on, read, written or closed; the socket is made again,
+ * under a new name.
+ *
  * The protocol: one request line, one reply, then the connection
  * closes. Requests: status, enable GLOB..., disable GLOB..., tracer
  * NAME, on, off, snapshot [DIR]. Replies: "ok" and what was done, or
@@ -56,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "live.h"
 #include "say.h"
 #include "tracer.h"
@@ -64,17 +71,17 @@
 #define REQ_MAX 65536    /* the longest request line, its newline included */
 #define DEADLINE_MS 5000 /* for a connection's whole request and reply */
 
-/* A connection being served: its descriptor (-1: the slot is free), its
- * deadline (ms, CLOCK_MONOTONIC) and the request so far. */
+/* A connection being served: its descriptor (fd -1: the slot is free),
+ * its deadline (ms, CLOCK_MONOTONIC) and the request so far. */
 struct conn {
-	int fd;
+	struct ftrt_fd k;
 	long deadline;
 	size_t n;
 	char req[REQ_MAX];
 };
 
 static struct conn *conns; /* CONN_MAX of them, mapped when the server starts */
-static int listen_fd = -1; /* the listening socket */
+static struct ftrt_fd listener = FTRT_FD_NONE;
 static char out[8192];     /* the reply being sent */
 
 static long now_ms(void)
@@ -102,12 +109,8 @@ static void handle(char *req, char *out, size_t size)
 	const char *cmd = req;
 	int r;
 	if (strcmp(cmd, "status") == 0) {
-		char path[64], dir[PATH_MAX] = "";
-		snprintf(path, sizeof path, "/proc/self/fd/%d", ftrt_trace_fd);
-		if (ftrt_tracing()) {
-			ssize_t n = readlink(path, dir, sizeof dir - 1);
-			dir[n > 0 ? n : 0] = 0;
-		}
+		char dir[PATH_MAX];
+		ftrt_trace_path(dir, sizeof dir);
 		reply(out, size, "ok\npid %d\ntracer %s\ntracing %s\ntrace %s\nbuffer %s\nenabled %zu\n", (int)getpid(),
 			 ftrt_live_tracer_name(), !ftrt_tracing() ? "none" : ftrt_paused ? "off" : "on", dir[0] ? dir : "-",
 			 ftrt_ring_slots ? BUFFER_RING : BUFFER_STREAM, ftrt_live_enabled());
@@ -176,7 +179,7 @@ static void random_hex(char *p)
 }
 
 /* The listening socket, made under a new name (another if a name is
- * taken): its descriptor, or -1. */
+ * taken), into listener: 0, or -1. */
 static int listen_make(void)
 {
 	for (int tries = 0; tries < 8; tries++) {
@@ -186,24 +189,27 @@ static int listen_make(void)
 		/* The NUL after the name is the name's (qemu-user adds one to a
 		 * name that has none, which a native client would not find). */
 		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n + 16 + 1);
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (fd < 0)
+		struct ftrt_fd k;
+		if (ftrt_fd_keep(&k, sys(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0, 0)) != 0)
 			return -1;
-		if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0)
-			return fd;
+		if (bind(k.fd, (struct sockaddr *)&a, len) == 0 && listen(k.fd, 64) == 0) {
+			listener = k;
+			return 0;
+		}
 		int taken = errno == EADDRINUSE;
-		close(fd);
+		ftrt_fd_close(&k);
 		if (!taken)
 			return -1;
 	}
 	return -1;
 }
 
-/* Send msg on *fd, as much as goes by the deadline, and close it. */
-static void finish(int *fd, const char *msg, long deadline)
+/* Send msg on k, as much as goes by the deadline, and close k (each use
+ * checked: fds.h). */
+static void finish(struct ftrt_fd *k, const char *msg, long deadline)
 {
-	for (size_t done = 0, left = strlen(msg); done < left;) {
-		ssize_t w = send(*fd, msg + done, left - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+	for (size_t done = 0, left = strlen(msg); done < left && ftrt_fd_ours(k);) {
+		ssize_t w = send(k->fd, msg + done, left - done, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w > 0) {
 			done += (size_t)w;
 			continue;
@@ -211,47 +217,46 @@ static void finish(int *fd, const char *msg, long deadline)
 		long wait = deadline - now_ms();
 		if (w == 0 || errno != EAGAIN || wait <= 0)
 			break;
-		struct pollfd p = { *fd, POLLOUT, 0 };
+		struct pollfd p = { k->fd, POLLOUT, 0 };
 		poll(&p, 1, (int)wait);
 	}
-	close(*fd);
-	*fd = -1;
+	ftrt_fd_close(k);
 }
 
 /* A connection not to be served: msg, what it sent so far read (a
  * close with data unread would reset the connection, and the peer lose
  * msg), closed. */
-static void turn_away(int fd, const char *msg)
+static void turn_away(struct ftrt_fd *k, const char *msg)
 {
 	char sink[4096];
-	for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+	for (int i = 0; i < 16 && recv(k->fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
 		;
-	finish(&fd, msg, now_ms());
+	finish(k, msg, now_ms());
 }
 
 /* The connections waiting (at most 64, so that those in slots are
  * served between): accepted, their peers checked, given slots. */
 static void take_all(void)
 {
-	for (int i = 0; i < 64; i++) {
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
+	for (int i = 0; i < 64 && ftrt_fd_ours(&listener); i++) {
+		struct ftrt_fd k;
+		if (ftrt_fd_keep(&k, sys(SYS_accept4, listener.fd, 0, 0, SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0)) != 0)
 			return; /* none left (EAGAIN), or aborted */
 		struct ucred cr;
 		socklen_t len = sizeof cr;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || (cr.uid != geteuid() && cr.uid != 0)) {
-			turn_away(fd, "error: permission denied: only the process's own user or root may control it\n");
+		if (getsockopt(k.fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || (cr.uid != geteuid() && cr.uid != 0)) {
+			turn_away(&k, "error: permission denied: only the process's own user or root may control it\n");
 			continue;
 		}
 		struct conn *c = NULL;
 		for (int j = 0; j < CONN_MAX && !c; j++)
-			if (conns[j].fd < 0)
+			if (conns[j].k.fd < 0)
 				c = &conns[j];
 		if (!c) {
-			turn_away(fd, "error: busy: every request slot is taken; try again\n");
+			turn_away(&k, "error: busy: every request slot is taken; try again\n");
 			continue;
 		}
-		c->fd = fd;
+		c->k = k;
 		c->deadline = now_ms() + DEADLINE_MS;
 		c->n = 0;
 	}
@@ -261,12 +266,10 @@ static void take_all(void)
  * the line is too long), answer it. */
 static void serve_one(struct conn *c)
 {
-	ssize_t k = recv(c->fd, c->req + c->n, REQ_MAX - 1 - c->n, MSG_DONTWAIT);
+	ssize_t k = recv(c->k.fd, c->req + c->n, REQ_MAX - 1 - c->n, MSG_DONTWAIT);
 	if (k < 0) {
-		if (errno != EAGAIN && errno != EINTR) { /* reset: nobody to answer */
-			close(c->fd);
-			c->fd = -1;
-		}
+		if (errno != EAGAIN && errno != EINTR)
+			ftrt_fd_close(&c->k); /* reset: nobody to answer */
 		return;
 	}
 	if (k > 0) {
@@ -279,7 +282,7 @@ static void serve_one(struct conn *c)
 	if (nl)
 		*nl = 0;
 	handle(c->req, out, sizeof out);
-	finish(&c->fd, out, c->deadline);
+	finish(&c->k, out, c->deadline);
 }
 
 static void *serve(void *arg)
@@ -290,19 +293,32 @@ static void *serve(void *arg)
 		struct conn *of[CONN_MAX + 1];
 		int np = 0, wait = -1;
 		long now = now_ms();
-		p[np] = (struct pollfd){ listen_fd, POLLIN, 0 };
-		of[np++] = NULL;
+		/* The socket closed by the program (its number perhaps the
+		 * program's own listener now): made again, under a new name. */
+		if (!ftrt_fd_ours(&listener)) {
+			listener = FTRT_FD_NONE;
+			if (listen_make() != 0)
+				wait = 1000; /* no descriptor left? again in a second */
+		}
+		if (listener.fd >= 0) {
+			p[np] = (struct pollfd){ listener.fd, POLLIN, 0 };
+			of[np++] = NULL;
+		}
 		for (int i = 0; i < CONN_MAX; i++) {
 			struct conn *c = &conns[i];
-			if (c->fd < 0)
+			if (c->k.fd < 0)
 				continue;
+			if (!ftrt_fd_ours(&c->k)) {
+				c->k = FTRT_FD_NONE; /* the program's now */
+				continue;
+			}
 			if (c->deadline <= now) {
-				finish(&c->fd, "error: the request did not come whole in time\n", now);
+				finish(&c->k, "error: the request did not come whole in time\n", now);
 				continue;
 			}
 			int left = (int)(c->deadline - now);
 			wait = wait < 0 || left < wait ? left : wait;
-			p[np] = (struct pollfd){ c->fd, POLLIN, 0 };
+			p[np] = (struct pollfd){ c->k.fd, POLLIN, 0 };
 			of[np++] = c;
 		}
 		if (poll(p, (nfds_t)np, wait) <= 0)
@@ -312,7 +328,7 @@ static void *serve(void *arg)
 				continue;
 			if (!of[i])
 				take_all();
-			else if (of[i]->fd >= 0)
+			else if (ftrt_fd_ours(&of[i]->k))
 				serve_one(of[i]);
 		}
 	}
@@ -325,14 +341,9 @@ static void *serve(void *arg)
  * ended. */
 static void after_fork(void)
 {
-	if (listen_fd >= 0)
-		close(listen_fd);
-	listen_fd = -1;
-	for (int i = 0; i < CONN_MAX; i++) {
-		if (conns[i].fd >= 0)
-			close(conns[i].fd);
-		conns[i].fd = -1;
-	}
+	ftrt_fd_close(&listener);
+	for (int i = 0; i < CONN_MAX; i++)
+		ftrt_fd_close(&conns[i].k);
 }
 
 void ftrt_ctl_start(void)
@@ -343,16 +354,12 @@ void ftrt_ctl_start(void)
 	if (c == MAP_FAILED)
 		return;
 	for (int i = 0; i < CONN_MAX; i++)
-		c[i].fd = -1;
+		c[i].k = FTRT_FD_NONE;
 	conns = c;
-	int fd = listen_make();
-	if (fd < 0) {
+	if (listen_make() != 0) {
 		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
 		return;
 	}
-	listen_fd = fd;
-	if (pthread_atfork(NULL, NULL, after_fork) != 0 || ftrt_spawn(serve) != 0) {
-		close(fd);
-		listen_fd = -1;
-	}
+	if (pthread_atfork(NULL, NULL, after_fork) != 0 || ftrt_spawn(serve) != 0)
+		ftrt_fd_close(&listener);
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "tracer.h"
 
 /* The config record's state's name, for the metadata (`config <name>`)
@@ -39,7 +40,7 @@ const char *ftrt_config_state(uint64_t state)
  * whole. On the stack: the trace's end may write one in a signal handler.
  */
 struct meta_out {
-	int fd;
+	struct ftrt_fd f; /* checked before each write (fds.h) */
 	int failed;
 	uint32_t n;    /* bytes in buf */
 	uint64_t off;  /* where buf goes in the file */
@@ -48,7 +49,8 @@ struct meta_out {
 
 static void meta_flush(struct meta_out *o)
 {
-	if (!o->failed && o->n && (ftrt_fsize_room(o->off) < o->n || ftrt_put(o->fd, o->buf, o->n, o->off) != o->n))
+	if (!o->failed && o->n &&
+	    (!ftrt_fd_ours(&o->f) || ftrt_fsize_room(o->off) < o->n || ftrt_put(o->f.fd, o->buf, o->n, o->off) != o->n))
 		o->failed = 1;
 	o->off += o->n;
 	o->n = 0;
@@ -299,28 +301,38 @@ static int meta_reserved; /* META_END holds the room, not yet used */
 
 void ftrt_meta_reserve(void)
 {
-	long fd = ftrt_file_create(ftrt_trace_fd, META_END);
+	int dir = ftrt_trace_dir();
+	long fd = dir < 0 ? -EBADF : ftrt_file_create(dir, META_END);
 	if (sys_failed(fd))
 		return;
 	/* No allocation past RLIMIT_FSIZE: the kernel would raise SIGXFSZ. */
 	if (ftrt_fsize_room(0) >= META_RESERVE && sys(SYS_fallocate, fd, 0, 0, META_RESERVE, 0, 0) == 0)
 		meta_reserved = 1;
 	else
-		sys(SYS_unlinkat, ftrt_trace_fd, (long)META_END, 0, 0, 0, 0);
+		sys(SYS_unlinkat, dir, (long)META_END, 0, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
+static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone);
+
 void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
-	ftrt_meta_write_in(ftrt_trace_fd, ended, tsc_end, mono_end, tmp, gone);
+	int dir = ftrt_trace_dir();
+	if (dir >= 0)
+		write_meta(dir, 1, ended, tsc_end, mono_end, tmp, gone);
 }
 
-/* ftrt_meta_write into the directory dir: the trace's, or a snapshot's
- * (ring.c), which has no room set aside. */
 void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
 {
+	write_meta(dir, 0, ended, tsc_end, mono_end, tmp, gone);
+}
+
+/* ftrt_meta_write into the directory dir: the trace's (own), or a
+ * snapshot's (snapshot.c), which has no room set aside and no usage. */
+static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone)
+{
 	long fd = -EEXIST;
-	int reserved = dir == ftrt_trace_fd && meta_reserved && strcmp(tmp, META_END) == 0;
+	int reserved = own && meta_reserved && strcmp(tmp, META_END) == 0;
 	if (reserved) { /* into the room set aside: see reserve_meta */
 		meta_reserved = 0;
 		fd = sys(SYS_openat, dir, (long)tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
@@ -333,9 +345,12 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 			fd = ftrt_file_create(dir, tmp);
 		}
 	}
-	if (sys_failed(fd))
+	struct meta_out o;
+	if (ftrt_fd_keep(&o.f, fd) != 0)
 		return;
-	struct meta_out o = { .fd = (int)fd };
+	o.failed = 0;
+	o.n = 0;
+	o.off = 0;
 	char exe[4096];
 	long n = sys(SYS_readlinkat, AT_FDCWD, (long)"/proc/self/exe", (long)exe, sizeof exe - 1, 0, 0);
 	exe[n > 0 ? n : 0] = 0;
@@ -404,7 +419,7 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	else if (ended && ftrt_exit_code >= 0)
 		meta_line(&o, META_KEY_EXIT_CODE, (uint64_t)ftrt_exit_code);
 	meta_comm(&o);
-	if (ended && dir == ftrt_trace_fd) /* not a snapshot's */
+	if (ended && own) /* not a snapshot's */
 		meta_usage(&o);
 	meta_line(&o, META_KEY_MAX_DEPTH, ftrt_max_depth);
 	meta_line(&o, META_KEY_THRESH_TSC, ftrt_thresh_tsc);
@@ -420,9 +435,9 @@ void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end,
 	meta_str(&o, "\n");
 	meta_modules(&o);
 	meta_flush(&o);
-	if (reserved && !o.failed && sys(SYS_ftruncate, fd, (long)o.off, 0, 0, 0, 0) != 0)
+	if (reserved && !o.failed && (!ftrt_fd_ours(&o.f) || sys(SYS_ftruncate, o.f.fd, (long)o.off, 0, 0, 0, 0) != 0))
 		o.failed = 1;
-	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	ftrt_fd_close(&o.f);
 	if (o.failed)
 		sys(SYS_unlinkat, dir, (long)tmp, 0, 0, 0, 0);
 	else

@@ -160,10 +160,12 @@ static int put(struct tbuf *b, const uint64_t *words, uint32_t n, uint64_t *off)
 {
 	if (b->fd < 0 || n == 0)
 		return b->fd >= 0;
-	size_t done = ftrt_put_records(b->fd, words, n, *off);
+	int fd = ftrt_stream_fd(b);
+	size_t done = fd < 0 ? 0 : ftrt_put_records(fd, words, n, *off);
 	*off += done;
 	if (done < (size_t)n * 8) {
-		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+		if (fd >= 0)
+			ftrt_stream_close(b, fd);
 		b->fd = FD_LOST;
 		return 0;
 	}

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "live.h"
 #include "tracer.h"
 
@@ -29,21 +30,26 @@ const char *ftrt_snapshot_why(void)
 	return why;
 }
 
-/* Write one thread's copied records, words[0, n), as its stream in dir. */
-static int put_stream(int dir, const struct tbuf *b, const uint64_t *words, size_t n)
+/* Write one thread's copied records, words[0, n), as its stream in dir
+ * (each descriptor checked before it is used: fds.h). */
+static int put_stream(const struct ftrt_fd *dir, const struct tbuf *b, const uint64_t *words, size_t n)
 {
 	char name[64];
 	char *p = ftrt_utoa(name, (uint64_t)b->pid);
 	*p++ = '-';
 	p = ftrt_utoa(p, (uint64_t)b->tid);
 	memcpy(p, STREAM_SUFFIX, sizeof STREAM_SUFFIX);
-	long fd = ftrt_file_create(dir, name);
-	if (sys_failed(fd))
-		return (int)fd;
+	struct ftrt_fd f;
+	int err = ftrt_fd_ours(dir) ? ftrt_fd_keep(&f, ftrt_file_create(dir->fd, name)) : -EBADF;
+	if (err)
+		return err;
 	unsigned char hdr[STREAM_HEADER];
 	ftrt_stream_header(hdr, b);
-	int err = ftrt_put((int)fd, hdr, sizeof hdr, 0) == sizeof hdr && ftrt_put_records((int)fd, words, (uint32_t)n, sizeof hdr) == n * 8 ? 0 : -EIO;
-	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	err = ftrt_put(f.fd, hdr, sizeof hdr, 0) == sizeof hdr && ftrt_fd_ours(&f) &&
+			      ftrt_put_records(f.fd, words, (uint32_t)n, sizeof hdr) == n * 8
+		      ? 0
+		      : -EIO;
+	ftrt_fd_close(&f);
 	return err;
 }
 
@@ -58,32 +64,30 @@ int ftrt_snapshot(const char *dir, char *made, size_t size)
 		why = "not a flight recorder: the trace is written as it goes (FTRACE_BUFFER=ring:SIZE keeps it in memory)";
 		return -ENOTSUP;
 	}
-	int fd;
+	struct ftrt_fd fd;
 	if (dir && *dir) {
 		const char *w = "";
-		fd = ftrt_dir_make(dir, 0, &w);
-		if (fd < 0) {
+		if (ftrt_fd_keep(&fd, ftrt_dir_make(dir, 0, &w)) != 0) {
 			why = w;
 			return -EACCES;
 		}
 		snprintf(made, size, "%s", dir);
 	} else {
-		char name[32], self[64], path[PATH_MAX];
+		char name[32], path[PATH_MAX];
 		snprintf(name, sizeof name, "snapshot-%d", __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED));
-		if (mkdirat(ftrt_trace_fd, name, 0700) != 0 ||
-		    (fd = openat(ftrt_trace_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		int trace = ftrt_trace_dir();
+		if (trace < 0 || mkdirat(trace, name, 0700) != 0 ||
+		    ftrt_fd_keep(&fd, openat(trace, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != 0) {
 			why = "cannot make the snapshot's directory in the trace's";
-			return -errno;
+			return trace < 0 ? -EBADF : -errno;
 		}
-		snprintf(self, sizeof self, "/proc/self/fd/%d", ftrt_trace_fd);
-		ssize_t n = readlink(self, path, sizeof path - 1);
-		path[n > 0 ? n : 0] = 0;
+		ftrt_trace_path(path, sizeof path);
 		snprintf(made, size, "%s/%s", path, name);
 	}
 	size_t bytes = ftrt_ring_snapshot_bytes();
 	uint64_t *words = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (words == MAP_FAILED) {
-		close(fd);
+		ftrt_fd_close(&fd);
 		why = "no memory for the copy of a thread's ring";
 		return -ENOMEM;
 	}
@@ -94,7 +98,7 @@ int ftrt_snapshot(const char *dir, char *made, size_t size)
 	for (struct tbuf *b = ftrt_bufs; b && !err; b = b->next) {
 		size_t n = ftrt_ring_snapshot(b, words);
 		if (n)
-			err = put_stream(fd, b, words, n);
+			err = put_stream(&fd, b, words, n);
 	}
 	ftrt_bufs_unlock();
 	sys_sigs_release(&mask);
@@ -103,10 +107,11 @@ int ftrt_snapshot(const char *dir, char *made, size_t size)
 		why = "a thread's stream could not be written (the disk full?)";
 	} else {
 		int mods = ftrt_modules_hold();
-		ftrt_meta_write_in(fd, 1, now(), mono_ns(), "meta.tmp", 0);
+		if (ftrt_fd_ours(&fd))
+			ftrt_meta_write_in(fd.fd, 1, now(), mono_ns(), "meta.tmp", 0);
 		if (mods)
 			ftrt_modules_release();
 	}
-	close(fd);
+	ftrt_fd_close(&fd);
 	return err;
 }

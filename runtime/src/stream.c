@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "tracer.h"
 
 /* Decimal digits of v at p; returns the end. */
@@ -188,15 +189,16 @@ int ftrt_stream_make_as(struct tbuf *b, int header)
 	}
 	if (ftrt_fsize_room(0) < 16 + (uint64_t)rec_words(b->words[0]) * 8)
 		goto none;
-	for (; i < 1000; i++) {
+	int dir = ftrt_trace_dir();
+	for (; i < 1000 && dir >= 0; i++) {
 		char name[80];
 		stream_name(name, b, i);
 		__atomic_store_n(&b->fd, FD_MAKING - i, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* before the file exists */
-		long fd = ftrt_file_create(ftrt_trace_fd, name);
+		long fd = ftrt_file_create(dir, name);
 		if (fd == -EEXIST && again) { /* made by the flush this one interrupted? */
 			struct stat st;
-			fd = sys(SYS_openat, ftrt_trace_fd, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
+			fd = sys(SYS_openat, dir, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0);
 			/* Not if it holds records: it did not get that far, so the
 			 * stream is an earlier thread's of the same id. */
 			if (!sys_failed(fd) && (sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode) || st.st_size > 16)) {
@@ -207,20 +209,24 @@ int ftrt_stream_make_as(struct tbuf *b, int header)
 		again = 0;
 		if (fd == -EEXIST)
 			continue;
-		if (sys_failed(fd))
+		struct ftrt_fd k;
+		if (ftrt_fd_keep(&k, fd) != 0)
 			break;
 		unsigned char hdr[STREAM_HEADER];
 		ftrt_stream_header(hdr, b);
-		if (header && ftrt_put((int)fd, hdr, sizeof hdr, 0) != sizeof hdr) {
+		if (header && ftrt_put(k.fd, hdr, sizeof hdr, 0) != sizeof hdr) {
 			/* Not a stream: a reader must not find it. */
-			sys(SYS_unlinkat, ftrt_trace_fd, (long)name, 0, 0, 0, 0);
-			sys(SYS_close, fd, 0, 0, 0, 0, 0);
+			sys(SYS_unlinkat, dir, (long)name, 0, 0, 0, 0);
+			ftrt_fd_close(&k);
 			break;
 		}
 		b->skip = b->base;
 		b->first = first_time(b->words, b->n);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip before the stream is kept */
-		__atomic_store_n(&b->fd, (int)fd, __ATOMIC_RELAXED);
+		b->fd_i = i;
+		b->fd_dev = k.dev;
+		b->fd_ino = k.ino;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* skip and what it is before the stream is kept */
+		__atomic_store_n(&b->fd, k.fd, __ATOMIC_RELEASE);
 		return 0;
 	}
 none:
@@ -231,6 +237,36 @@ none:
 int ftrt_stream_make(struct tbuf *b)
 {
 	return ftrt_stream_make_as(b, 1);
+}
+
+int ftrt_stream_fd(struct tbuf *b)
+{
+	int fd = __atomic_load_n(&b->fd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || ftrt_fd_same(fd, b->fd_dev, b->fd_ino))
+		return fd < 0 ? -1 : fd;
+	/* The program closed it (and perhaps took the number): the stream
+	 * again by its name, if that is still the very file. Another thread
+	 * writing the buffer (the writer, the end) may do the same: the
+	 * first to put its descriptor in b->fd wins, the other closes its. */
+	char name[80];
+	stream_name(name, b, b->fd_i);
+	int dir = ftrt_trace_dir();
+	long n = dir < 0 ? -EBADF : ftrt_fd_lift(sys(SYS_openat, dir, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0));
+	if (!sys_failed(n) && !ftrt_fd_same((int)n, b->fd_dev, b->fd_ino)) {
+		sys(SYS_close, n, 0, 0, 0, 0, 0);
+		n = -ENOENT;
+	}
+	if (__atomic_compare_exchange_n(&b->fd, &fd, sys_failed(n) ? FD_LOST : (int)n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return sys_failed(n) ? -1 : (int)n;
+	if (!sys_failed(n))
+		sys(SYS_close, n, 0, 0, 0, 0, 0);
+	return fd >= 0 && ftrt_fd_same(fd, b->fd_dev, b->fd_ino) ? fd : -1;
+}
+
+void ftrt_stream_close(struct tbuf *b, int fd)
+{
+	if (ftrt_fd_same(fd, b->fd_dev, b->fd_ino))
+		sys(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 /* The header of b's stream: its magic, its pid and tid. */
@@ -274,9 +310,10 @@ void ftrt_flush(struct tbuf *b)
 	if (b->fd != FD_LOST && b->fd < 0)
 		ftrt_stream_make(b);
 	if (b->fd >= 0) {
-		done = ftrt_put_records(b->fd, b->words, n, 16 + (b->base - b->skip) * 8);
-		if (done < len) { /* the stream ends here */
-			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+		int fd = ftrt_stream_fd(b);
+		done = fd < 0 ? 0 : ftrt_put_records(fd, b->words, n, 16 + (b->base - b->skip) * 8);
+		if (done < len && fd >= 0) { /* the stream ends here */
+			ftrt_stream_close(b, fd);
 			b->fd = FD_LOST;
 		}
 	}

@@ -28,13 +28,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "live.h"
 #include "tracer.h"
 
 #define SPAN_GAP 4096          /* writes closer than this share one write */
 #define SPAN_MAX (1u << 20)    /* the most one write covers: the scratch buffer */
 
-static int mem_fd = -1, mem_pid;  /* /proc/self/mem, of process mem_pid */
+static struct ftrt_fd mem = FTRT_FD_NONE; /* /proc/self/mem, of process mem_pid (fds.h) */
+static int mem_pid;
 static int sync_cmd, sync_pid;    /* the membarrier command that syncs every core, of sync_pid */
 static const char *why = "";
 
@@ -71,17 +73,17 @@ int ftrt_text_open(void)
 		}
 		sync_pid = pid;
 	}
-	if (mem_fd >= 0 && mem_pid == pid)
+	/* Opened again in a forked child (the parent's writes the parent),
+	 * and when the program closed it: a number that is not the runtime's
+	 * any more is never written through, nor closed. */
+	if (mem_pid == pid && ftrt_fd_ours(&mem))
 		return 0;
-	if (mem_fd >= 0)
-		sys(SYS_close, mem_fd, 0, 0, 0, 0, 0);
-	mem_fd = -1;
-	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0);
-	if (sys_failed(fd)) {
+	ftrt_fd_close(&mem);
+	int err = ftrt_fd_keep(&mem, sys(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0));
+	if (err) {
 		why = "/proc/self/mem cannot be opened for writing (no /proc, or a security module refuses it)";
-		return (int)fd;
+		return err;
 	}
-	mem_fd = (int)fd;
 	mem_pid = pid;
 	if (!scratch) {
 		long m = sys(SYS_mmap, 0, SPAN_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -125,7 +127,9 @@ int ftrt_text_queue(uintptr_t addr, const void *bytes, size_t len)
 /* Write [lo, hi) from scratch, which holds it. */
 static int put(uintptr_t lo, uintptr_t hi)
 {
-	if (ftrt_put(mem_fd, scratch, hi - lo, lo) == hi - lo)
+	if (ftrt_text_open() != 0)
+		return -EBADF; /* closed by the program, and not to be opened again */
+	if (ftrt_put(mem.fd, scratch, hi - lo, lo) == hi - lo)
 		return 0;
 	why = "/proc/self/mem refuses writes to code (a kernel booted with proc_mem.force_override=never?)";
 	return -EPERM;

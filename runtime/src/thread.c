@@ -126,7 +126,7 @@ static void ftrt_thread_exit(void *p)
 	ftrt_bufs_unlock();
 	sys_sigs_release(&mask);
 	if (b->fd >= 0)
-		sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+		ftrt_stream_close(b, b->fd);
 	ftrt_ring_free(b);
 	sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);
 }
@@ -148,7 +148,7 @@ void ftrt_after_fork_child(void)
 	for (struct tbuf *b = ftrt_bufs, *next; b; b = next) {
 		next = b->next;
 		if (b->fd >= 0) /* the parent's stream, open here too */
-			sys(SYS_close, b->fd, 0, 0, 0, 0, 0);
+			ftrt_stream_close(b, b->fd);
 		if (b != keep) {
 			ftrt_ring_free(b);
 			sys(SYS_munmap, (long)b, sizeof *b, 0, 0, 0, 0);

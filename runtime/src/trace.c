@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "live.h"
 #include "say.h"
 #include "tracer.h"
@@ -33,6 +36,69 @@ static void (*arm_exit)(void);
 void ftrt_trace_arm(void (*at_exit)(void))
 {
 	arm_exit = at_exit;
+}
+
+/* The trace directory: what its descriptor is open on, and its absolute
+ * path, by which ftrt_trace_dir opens it again. Set at the start. */
+static uint64_t dir_dev, dir_ino;
+static char dir_path[PATH_MAX];
+
+/* The directory's path: where /proc says its descriptor fd is open, else
+ * (no /proc) path as given, from the working directory. */
+static void remember_path(int fd, const char *path)
+{
+	char self[32] = "/proc/self/fd/";
+	*ftrt_utoa(self + 14, (uint64_t)fd) = 0;
+	long n = sys(SYS_readlinkat, AT_FDCWD, (long)self, (long)dir_path, sizeof dir_path - 1, 0, 0);
+	if (n > 0 && dir_path[0] == '/') {
+		dir_path[n] = 0;
+		return;
+	}
+	dir_path[0] = 0;
+	if (path[0] == '/') {
+		snprintf(dir_path, sizeof dir_path, "%s", path);
+	} else if (getcwd(dir_path, sizeof dir_path)) {
+		size_t k = strlen(dir_path);
+		snprintf(dir_path + k, sizeof dir_path - k, "/%s", path);
+	}
+}
+
+int ftrt_trace_dir(void)
+{
+	int fd = __atomic_load_n(&ftrt_trace_fd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || ftrt_fd_same(fd, dir_dev, dir_ino))
+		return fd;
+	/* The program closed it: the directory again, by its path, if that
+	 * leads to the very one (its device and inode). */
+	long n = dir_path[0] ? sys(SYS_openat, AT_FDCWD, (long)dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0) : -ENOENT;
+	n = ftrt_fd_lift(n);
+	if (sys_failed(n))
+		return -1;
+	if (!ftrt_fd_same((int)n, dir_dev, dir_ino)) {
+		sys(SYS_close, n, 0, 0, 0, 0, 0);
+		return -1;
+	}
+	sys(SYS_flock, n, LOCK_EX | LOCK_NB, 0, 0, 0, 0); /* the trace's lock again (dir.c): the close let it go */
+	if (!__atomic_compare_exchange_n(&ftrt_trace_fd, &fd, (int)n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		sys(SYS_close, n, 0, 0, 0, 0, 0); /* another thread opened it first */
+		return ftrt_fd_same(fd, dir_dev, dir_ino) ? fd : -1;
+	}
+	return (int)n;
+}
+
+void ftrt_trace_path(char *buf, size_t size)
+{
+	int fd = ftrt_trace_dir();
+	char self[32] = "/proc/self/fd/";
+	long n = -1;
+	if (fd >= 0) {
+		*ftrt_utoa(self + 14, (uint64_t)fd) = 0;
+		n = sys(SYS_readlinkat, AT_FDCWD, (long)self, (long)buf, (long)size - 1, 0, 0);
+	}
+	if (n > 0)
+		buf[n] = 0;
+	else
+		snprintf(buf, size, "%s", fd >= 0 ? dir_path : "");
 }
 
 /*
@@ -63,15 +129,18 @@ static void ring_capped(uint64_t asked)
 int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
 	ftrt_dir_set_mode(ftrt_env(ENV_MODE));
-	int fd = ftrt_dir_make(dir, recorded, why);
-	if (fd < 0)
+	struct ftrt_fd d;
+	if (ftrt_fd_keep(&d, ftrt_dir_make(dir, recorded, why)) != 0)
 		return -1;
 	if (ftrt_thread_start() != 0) {
 		*why = "cannot be written: no thread key left for the thread's exit";
-		sys(SYS_close, fd, 0, 0, 0, 0, 0);
+		ftrt_fd_close(&d);
 		return -1;
 	}
-	ftrt_trace_fd = fd;
+	dir_dev = d.dev;
+	dir_ino = d.ino;
+	remember_path(d.fd, dir);
+	ftrt_trace_fd = d.fd;
 	ftrt_meta_reserve();
 	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
 	const char *buf = ftrt_env(ENV_BUFFER);

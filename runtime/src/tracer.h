@@ -152,7 +152,10 @@ struct tbuf {
 	/* Below here, nothing the assembly reads (layout.h ends at words). */
 	struct tbuf *next; /* every live buffer, for the flush at the end (under list_owner) */
 	int fd;            /* the thread's stream, once its header is written; before, FD_NONE
-			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush) */
+			    * or FD_MAKING - i; FD_LOST once a write to it failed (flush), or
+			    * the program closed it and it could not be opened again */
+	int fd_i;          /* the stream's name's i (stream.c's stream_name) */
+	uint64_t fd_dev, fd_ino; /* what the stream is (fds.h): checked before each write */
 	int pid, tid;
 	unsigned cur_gen;  /* of the stack below (cur, cur_id...): the table of contexts' then */
 	/* The rest of the stream's summary (stream.c): UNWOUND records; the
@@ -227,7 +230,17 @@ extern _Atomic int ftrt_bufs_owner HIDDEN;
 extern _Atomic int ftrt_nbufs HIDDEN;
 extern _Atomic uint64_t ftrt_dropped HIDDEN, ftrt_overflow HIDDEN, ftrt_unwound HIDDEN, ftrt_stopped HIDDEN;
 extern _Atomic uint64_t ftrt_lost_bytes HIDDEN, ftrt_recorded_bytes HIDDEN, ftrt_lost_threads HIDDEN;
+/* ftrt_trace_fd >= 0 once a trace is open (its directory's descriptor
+ * then, or one the program has closed since: ftrt_trace_dir). */
 extern int ftrt_trace_fd HIDDEN, ftrt_creator_pid HIDDEN, ftrt_trace_pid HIDDEN, ftrt_membarrier_state HIDDEN;
+/* The trace directory's descriptor, checked to be still the directory
+ * (fds.h), else opened again by its path (trace.c): -1 when no trace is
+ * open, or the program closed it and it cannot be found again (moved,
+ * removed). Async-signal-safe. */
+int ftrt_trace_dir(void) HIDDEN;
+/* Where the trace directory is now, into buf (size bytes): "" when no
+ * trace is open. */
+void ftrt_trace_path(char *buf, size_t size) HIDDEN;
 extern int ftrt_exit_code HIDDEN; /* end.c's: ftrt_trace_status */
 extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN;
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
@@ -296,6 +309,12 @@ uint64_t ftrt_fsize_room(uint64_t off) HIDDEN;
 size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
 void ftrt_flush(struct tbuf *b) HIDDEN;
 int ftrt_stream_make(struct tbuf *b) HIDDEN;
+/* The descriptor of b's stream (made: b->fd >= 0) to write it through,
+ * checked to be still the stream (fds.h), else the stream opened again
+ * by its name; -1 when it cannot be (b->fd FD_LOST then). Closed with
+ * ftrt_stream_close, which leaves a number the program took alone. */
+int ftrt_stream_fd(struct tbuf *b) HIDDEN;
+void ftrt_stream_close(struct tbuf *b, int fd) HIDDEN;
 int ftrt_stream_make_as(struct tbuf *b, int header) HIDDEN;
 void ftrt_stream_header(unsigned char hdr[STREAM_HEADER], const struct tbuf *b) HIDDEN;
 uint32_t ftrt_fit(const uint64_t *words, uint32_t n, uint64_t room) HIDDEN;

@@ -92,7 +92,7 @@ static void *writer_main(void *arg)
 		}
 		struct tbuf *b = h.b;
 		size_t len = (size_t)h.n * 8, done = 0;
-		int fd = __atomic_load_n(&b->fd, __ATOMIC_ACQUIRE);
+		int fd = ftrt_stream_fd(b);
 		if (fd >= 0) {
 			if (h.header) {
 				unsigned char hdr[STREAM_HEADER];
@@ -167,10 +167,11 @@ void ftrt_writer_handoff(struct tbuf *b)
 	if (!seg) {
 		sys_sigs_release(&mask);
 		atomic_fetch_add_explicit(&self_written, 1, memory_order_relaxed);
-		if (header) { /* the writer would have written it */
+		int fd = header ? ftrt_stream_fd(b) : -1;
+		if (fd >= 0) { /* the writer would have written it */
 			unsigned char hdr[STREAM_HEADER];
 			ftrt_stream_header(hdr, b);
-			ftrt_put(b->fd, hdr, sizeof hdr, 0);
+			ftrt_put(fd, hdr, sizeof hdr, 0);
 		}
 		ftrt_flush(b);
 		return;
