@@ -430,7 +430,7 @@ func (t *Trace) Warnings() []error {
 			m.Dropped, plural(m.Dropped, "call", "calls"))
 	}
 	if m.LostBytes > 0 {
-		add(ErrLost, "%d bytes of records could not be written (the disk was full, or the file size limit was reached): the calls they held are missing", m.LostBytes)
+		add(ErrLost, "%d bytes of records could not be written (the disk was full, the file size limit was reached, or the program closed or replaced a trace file): the calls they held are missing", m.LostBytes)
 	}
 	if m.LostThreads > 0 {
 		add(ErrLost, "%d %s records were not written: %s calls are missing",

@@ -179,7 +179,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("buffer", "%s (every record written)", m.Buffer)
 	}
 	kv("dropped", "%d calls (made while the tracer itself ran on their thread, or on a thread without a buffer)", m.Dropped)
-	kv("lost bytes", "%d (records the runtime could not write: a full disk, the file size limit)", m.LostBytes)
+	kv("lost bytes", "%d (records the runtime could not write: a full disk, the file size limit, a trace file the program closed or replaced)", m.LostBytes)
 	kv("lost threads", "%d (threads whose buffered records were not written)", m.LostThreads)
 	kv("not graphed", "%d calls nested deeper than the shadow stack holds, on %d threads that then stopped graphing", m.Overflow, m.Stopped)
 	kv("unwound", "%d graphed calls left by longjmp or an exception", m.Unwound)
