@@ -28,7 +28,7 @@ import (
 //
 // The socket lives in a directory only its user can enter. Each answer
 // is made once per file and kept; the runtime waits for it at most 10 s
-// (runtime/src/capture.c), so a module's DWARF is read while it waits.
+// (runtime/src/tracers/capture.c), so a module's DWARF is read while it waits.
 type Server struct {
 	globs []string
 	enums *Enums

@@ -13,7 +13,7 @@ import (
 )
 
 // The grammar of FTRACE_ARGS and FTRACE_RETVAL (`ftpatch record -A`,
-// `-R`), the one the runtime's parser (runtime/src/argspec.c) reads;
+// `-R`), the one the runtime's parser (runtime/src/tracers/argspec.c) reads;
 // TestRuntimeParser holds the two to the same verdicts:
 //
 //	FTRACE_ARGS   = entry { ";" entry }     entry = GLOB "@" item { "," item }

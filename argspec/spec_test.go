@@ -280,7 +280,7 @@ func structSizes(text string, ret bool, a arch.Arch) string {
 	return b.String()
 }
 
-// TestRuntimeParser: the runtime's parser (runtime/src/argspec.c),
+// TestRuntimeParser: the runtime's parser (runtime/src/tracers/argspec.c),
 // built for each architecture (arm64's run under qemu-aarch64), reads
 // every text of specCases, and more made from them, as package argspec
 // does: the same refusals, the same items.
@@ -318,7 +318,7 @@ func TestRuntimeParser(t *testing.T) {
 				}
 			}
 			bin := filepath.Join(t.TempDir(), "parse")
-			args := []string{"-std=gnu11", "-O1", "-Wall", "-Werror", "-I", src, "-o", bin, filepath.Join("testdata", "parse.c"), filepath.Join(src, "argspec.c")}
+			args := []string{"-std=gnu11", "-O1", "-Wall", "-Werror", "-I", src, "-o", bin, filepath.Join("testdata", "parse.c"), filepath.Join(src, "tracers", "argspec.c")}
 			if a.static {
 				args = append(args, "-static")
 			}

@@ -1,6 +1,6 @@
 // Package funcs indexes a file's functions by address, by the one rule
 // that site discovery, patching, recordmcount and the trace reader share
-// with the runtime's load-time pass (runtime/src/symbols.c): which
+// with the runtime's load-time pass (runtime/src/core/symbols.c): which
 // symbols are functions (IsFunc), which of several symbols starting at
 // one address names the function there (Entry.Rank), and which function
 // holds an address (Index.Containing). A site, a filter and a trace all

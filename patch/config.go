@@ -13,7 +13,7 @@ import (
 )
 
 // ConfigSection is the section holding the runtime's config record
-// (runtime/src/config.c).
+// (runtime/src/core/config.c).
 const ConfigSection = abi.ConfigSection
 
 // FlagPatched (FTRT_CFG_PATCHED) says ftpatch wrote every site: each is a
@@ -124,8 +124,8 @@ func parseConfig(b []byte) (Config, error) {
 // location: an absolute, clean path (no "." or ".." component, no
 // trailing slash, no repeated slash), not "/", shorter than the record's
 // field. The runtime re-checks the directories on it when the program
-// starts (runtime/src/dir.c): that is where ownership and symbolic links
-// are judged, on the machine the program runs on.
+// starts (runtime/src/record/dir.c): that is where ownership and
+// symbolic links are judged, on the machine the program runs on.
 func CheckTraceDir(dir string) error {
 	switch {
 	case !strings.HasPrefix(dir, "/"):

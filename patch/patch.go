@@ -21,7 +21,7 @@
 //	        text outside the sites is what ftpatch saw, the runtime is
 //	        linked.
 //
-// The runtime (runtime/src/patch.c) reads the record at start: a file it
+// The runtime (runtime/src/patch/patch.c) reads the record at start: a file it
 // says is patched is only checked, never written, so a pre-patched
 // program has no writable code page at any time.
 package patch

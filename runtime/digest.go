@@ -76,7 +76,7 @@ func checkHeader(path string, open opener) error {
 	if err != nil {
 		return err
 	}
-	b, _ := sources.ReadFile("src/" + Header)
+	b, _ := sources.ReadFile(headerSource)
 	if got != sha256.Sum256(b) {
 		return fmt.Errorf("%s: %w (not this ftpatch's %s)", path, errDigest, Header)
 	}

@@ -19,7 +19,7 @@ import (
 func layout(t *testing.T, prefix string, a arch.Arch, version string) {
 	t.Helper()
 	dir := InstallDir(prefix, a)
-	header, err := sources.ReadFile("src/" + Header)
+	header, err := sources.ReadFile(headerSource)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // maxLines is the most lines a runtime source file may have: past it a
 // file holds more than one job, and the runtime splits it by job
-// (src/tracer.h and src/pass.h say which file does what).
+// (src/record/tracer.h and src/patch/pass.h say which file does what).
 const maxLines = 600
 
 // TestSourcesShort: every C, header and assembly file of the runtime
@@ -54,8 +54,8 @@ func TestNoCallsUp(t *testing.T) {
 		file  string
 		never []string // functions of files above it
 	}{
-		{"src/registry.c", []string{"ftrt_init", "ftrt_pass", "ftrt_trace_meta_update"}},
-		{"src/trace.c", []string{"ftrt_exit_watch"}},
+		{"src/core/registry.c", []string{"ftrt_init", "ftrt_pass", "ftrt_trace_meta_update"}},
+		{"src/record/trace.c", []string{"ftrt_exit_watch"}},
 	} {
 		b, err := sources.ReadFile(c.file)
 		if err != nil {

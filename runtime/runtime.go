@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -60,10 +61,11 @@ var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-f
 // there, and a runtime header never hides a system one.
 func includeFlags(src string) []string { return []string{"-iquote", src} }
 
-// files lists the sources of arch a: the runtime's (the common files,
-// the arch layer's arch/ and that architecture's folder in it) and the
-// module stub's (module/, its architecture's folder, and the config
-// record and headers it shares with the runtime).
+// files lists the sources of arch a: the runtime's (abi.h and every
+// layer's folder: arch/ with that architecture's folder in it, core/,
+// record/, patch/, tracers/, process/) and the module stub's (module/,
+// its architecture's folder, and the config record and headers it shares
+// with the runtime).
 func files(a arch.Arch) (rt, mod []string, err error) {
 	if !isa.For(a).Runtime {
 		return nil, nil, fmt.Errorf("%w: %v (ports: x86_64, arm64)", ErrUnsupported, a)
@@ -72,14 +74,19 @@ func files(a arch.Arch) (rt, mod []string, err error) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		switch filepath.Dir(p) {
-		case "src", "src/arch", "src/arch/" + a.String():
-			rt = append(rt, p)
-			if filepath.Base(p) == "config.c" || filepath.Ext(p) == ".h" {
+		dir := strings.Split(path.Dir(p), "/")[1:] // the folders below src
+		switch {
+		case len(dir) > 0 && dir[0] == "module":
+			if len(dir) == 1 || dir[1] == a.String() {
 				mod = append(mod, p)
 			}
-		case "src/module", "src/module/" + a.String():
-			mod = append(mod, p)
+		case len(dir) > 1 && dir[0] == "arch" && dir[1] != a.String():
+			// another architecture's
+		default:
+			rt = append(rt, p)
+			if p == configSource || path.Ext(p) == ".h" {
+				mod = append(mod, p)
+			}
 		}
 		return nil
 	})
@@ -87,6 +94,10 @@ func files(a arch.Arch) (rt, mod []string, err error) {
 	sort.Strings(mod)
 	return rt, mod, err
 }
+
+// configSource is the config record's source, which the module stub
+// builds too: each shared object with sites has its own.
+const configSource = "src/core/config.c"
 
 // Version identifies the embedded sources: a hash of every file, so a
 // cached archive is rebuilt whenever they change.
@@ -190,7 +201,7 @@ func buildArchives(ctx context.Context, o Options) (map[string][sha256.Size]byte
 
 // writeHeader writes Header into dir, atomically.
 func writeHeader(dir string) error {
-	hdr, err := sources.ReadFile("src/" + Header)
+	hdr, err := sources.ReadFile(headerSource)
 	if err != nil {
 		return err
 	}
@@ -204,6 +215,10 @@ func writeHeader(dir string) error {
 // patching, tracing_on and _off), installed into IncludeDir beside the
 // archives.
 const Header = "ftrace.h"
+
+// headerSource is Header among the sources: the process layer's, which
+// holds the public API.
+const headerSource = "src/process/" + Header
 
 // IncludeDir is where Build puts Header: dir/include, for the runtime
 // built into dir; `ftpatch flags --cflags` names it with -I.
@@ -245,18 +260,20 @@ func CFlags(a arch.Arch) []string { return slices.Clone(isa.For(a).CFlags) }
 
 // LinkFlags are the link flags of a program for the runtime's archive at
 // lib. Naming ftrt_init and ftrt_preinit undefined pulls the load-time
-// pass and its caller in the program's .preinit_array (src/lifetime.c,
-// which nothing below it names) out of the archive even when no object
-// calls a hook (-fpatchable-function-entry sites call nothing). The
-// registration entry points are exported, so shared objects with sites,
-// linked at start or loaded with dlopen, find the program's runtime. So is the runtime's _exit (and _Exit), named
+// pass and its caller in the program's .preinit_array
+// (src/process/lifetime.c, which nothing below it names) out of the
+// archive even when no object calls a hook (-fpatchable-function-entry
+// sites call nothing). The registration entry points are exported, so
+// shared objects with sites, linked at start or loaded with dlopen, find
+// the program's runtime. So is the runtime's _exit (and _Exit), named
 // undefined to pull it in: a program or shared object that ends with
-// _exit still flushes its trace (src/exit.c). The program's calls of
-// the exec functions are wrapped, so a process writes its buffer out
+// _exit still flushes its trace (src/process/exit.c). The program's calls
+// of the exec functions are wrapped, so a process writes its buffer out
 // before an exec discards it, and they and posix_spawn pass the tracing
 // settings on to a child given an environment without them
-// (src/exec.c); so are its calls of backtrace, which then see through
-// graphed frames (src/backtrace.c), and of makecontext (src/context.c).
+// (src/process/exec.c); so are its calls of backtrace, which then see
+// through graphed frames (src/tracers/backtrace.c), and of makecontext
+// (src/tracers/context.c).
 func LinkFlags(lib string) []string {
 	flags := []string{"-Wl,-u," + abi.Init, "-Wl,-u," + abi.Preinit, "-Wl,--export-dynamic-symbol=" + abi.ModuleRegister,
 		"-Wl,--export-dynamic-symbol=" + abi.ModuleUnregister,
@@ -268,11 +285,12 @@ func LinkFlags(lib string) []string {
 }
 
 // wrapped are the C library's functions the runtime wraps in the program:
-// the exec and spawn functions (src/exec.c), backtrace (src/backtrace.c),
-// makecontext (src/context.c), and those that set a signal's action or
-// block signals (src/trap.c: live patching's traps come first, and the
-// flight recorder stands in for the default action of the fatal signals
-// while leaving the program's own handlers to the kernel).
+// the exec and spawn functions (src/process/exec.c), backtrace
+// (src/tracers/backtrace.c), makecontext (src/tracers/context.c), and
+// those that set a signal's action or block signals (src/process/trap.c:
+// live patching's traps come first, and the flight recorder stands in
+// for the default action of the fatal signals while leaving the
+// program's own handlers to the kernel).
 var wrapped = []string{"execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat",
 	"posix_spawn", "posix_spawnp", "backtrace", "makecontext", "sigaction", "signal", "sigprocmask", "pthread_sigmask"}
 

@@ -11,7 +11,7 @@ import (
 // with and without pointer authentication), prints the same frames
 // untraced and under both tracers, and its calls return as before.
 // Under function_graph the frames' return addresses are the tracer's
-// hooks; the runtime's wrapper of backtrace (src/backtrace.c) puts the
+// hooks; the runtime's wrapper of backtrace (src/tracers/backtrace.c) puts the
 // real ones back for the walk on x86-64, and takes the hooks' own frames
 // out of the walk on arm64.
 func TestBacktrace(t *testing.T) {

@@ -341,8 +341,8 @@ func checkOddSites(t *testing.T, dir, prog string, empty, dups int) {
 }
 
 // TestLoadTimeSymbols: the sites of progs/symsites.S, one per rule by
-// which the load-time pass tells what a site is (runtime/src/patch.c's
-// choose, runtime/src/symbols.c): a call of __fentry__ at the entry,
+// which the load-time pass tells what a site is (runtime/src/patch/patch.c's
+// choose, runtime/src/core/symbols.c): a call of __fentry__ at the entry,
 // after an endbr64, after a patchable area's NOPs, after a nested
 // function's push %r10 (a chain site, three forms), and in code no
 // symbol covers, which need no symbol table when nothing is filtered;

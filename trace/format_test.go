@@ -14,7 +14,7 @@ import (
 	"ftpatch/runtime/abi"
 )
 
-// encoder writes records in format 3 as the runtime does (record.h's
+// encoder writes records in format 3 as the runtime does (record/encode.h's
 // stamp and record_*): the short form where the delta and the site fit,
 // else the long form; a TIME first where the delta would not fit even
 // that, where the clock went back, and at the stream's start (last 0).

@@ -384,7 +384,7 @@ const (
 	// PATH_MAX, 4096 bytes).
 	maxMetaLine = 64 << 10
 	// maxModules bounds the metadata's module lines: the runtime keeps
-	// 256 module records (FTRT_MOD_MAX, runtime/src/ftrt.h), reusing unloaded ones,
+	// 256 module records (FTRT_MOD_MAX, runtime/src/core/ftrt.h), reusing unloaded ones,
 	// and writes a line per record; naming a record looks through the
 	// modules at its address, so their number must stay small.
 	maxModules = 1024

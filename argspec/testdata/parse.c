@@ -1,7 +1,7 @@
 /*
  * Runs the runtime's parser of FTRACE_ARGS and FTRACE_RETVAL
- * (runtime/src/argspec.c) over the specs on standard input, one a line,
- * "A TEXT" (FTRACE_ARGS) or "R TEXT" (FTRACE_RETVAL), and prints for
+ * (runtime/src/tracers/argspec.c) over the specs on standard input, one
+ * a line, "A TEXT" (FTRACE_ARGS) or "R TEXT" (FTRACE_RETVAL), and prints for
  * each "ok CANONICAL" (every entry's items as package argspec's
  * Item.String writes them), then, for each struct item, " S" and its
  * bytes as the runtime reckons them (and for a return value, "F" when it
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "argspec.h"
+#include "tracers/argspec.h"
 
 /* A layout's canonical text: every member i, u or x and its bits, f and
  * its bits, p, c or b. */

@@ -43,9 +43,10 @@ func WriteReport(w io.Writer, m *Measure) error {
 }
 
 // EdgeString says where an edge is and what it links:
-// "arch/x86_64/entry.S:181 ftrace_caller5 → ftrt_entry in function.c",
-// "arch/x86_64/poke.c:12 #include → live.h", "function.c:56 entry →
-// &return_to_handler in arch/x86_64/graph.S".
+// "arch/x86_64/entry.S:181 ftrace_caller5 → ftrt_entry in
+// tracers/function.c", "arch/x86_64/poke.c:12 #include → patch/live.h",
+// "tracers/function.c:56 entry → &return_to_handler in
+// arch/x86_64/graph.S".
 func EdgeString(e Edge) string {
 	in := e.In
 	if in == "" {

@@ -298,7 +298,7 @@ var targetGoNames = [abi.NumTargets][2]string{
 // "FTRT_T_<id> <index> <symbol>".
 func program(ms []mirror) string {
 	var c strings.Builder
-	c.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"ftrt.h\"\n#include \"arch/layout.h\"\n")
+	c.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"core/ftrt.h\"\n#include \"arch/layout.h\"\n")
 	c.WriteString("#define TARGET(id, sym) printf(\"FTRT_T_%s %d %s\\n\", #id, FTRT_T_##id, #sym);\n")
 	c.WriteString("int main(void)\n{\n")
 	for i, m := range ms {

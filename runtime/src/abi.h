@@ -333,7 +333,7 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 	X(STUB, ftrace_stub)                /* the empty tracer (FTRACE=nop), from any site */
 
 /*
- * arm64's hook and trampolines (arm64/entry.S), in the order of a
+ * arm64's hook and trampolines (arch/arm64/entry.S), in the order of a
  * module's targets[]: X(id, symbol) for each. -pg's hook; ftrace_caller,
  * which a patchable area calls from its second word (`mov x9, x30; bl
  * ftrace_caller`); ftrace_mcount_caller, which a -pg site calls in place
@@ -362,7 +362,7 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 #define FTRT_ARM64_OPS_CALLER "ftrace_ops_caller"
 
 /*
- * x86-64's per-site graph trampoline (x86_64/site.c builds one per entry
+ * x86-64's per-site graph trampoline (arch/x86_64/site.c builds one per entry
  * site; entry.S draws it and serves it): where each instruction starts.
  */
 #define TRAMP_LEA 0          /* lea site(%rip), %r11 */

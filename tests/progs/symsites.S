@@ -1,7 +1,7 @@
 /*
  * Sites whose function the load-time pass must find from the symbol
  * table (x86-64, GNU as; link -no-pie; the site table written by hand),
- * one per rule of runtime/src/symbols.c:
+ * one per rule of runtime/src/core/symbols.c:
  *
  *   sym_entry   call __fentry__ first: at the function's entry
  *   sym_endbr   endbr64, then call __fentry__: at the entry too

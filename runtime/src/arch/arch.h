@@ -24,11 +24,11 @@
  * Today it still calls up, and the next steps of the runtime's
  * layering remove each of these (runtime/layers.txt counts them):
  *   - the entry assembly calls the tracers' C entry points: ftrt_entry
- *     (x86_64/entry.S's trampolines), ftrt_entry_regs (arm64/entry.S's
- *     ftrace_caller), ftrt_entry_frame (arm64/entry.S's
+ *     (arch/x86_64/entry.S's trampolines), ftrt_entry_regs (arch/arm64/entry.S's
+ *     ftrace_caller), ftrt_entry_frame (arch/arm64/entry.S's
  *     ftrace_mcount_caller), ftrt_graph_enter and ftrt_graph_exit
- *     (x86_64/graph.S, arm64/entry.S's return_to_handler);
- *     x86_64/ops.S takes ftrt_ops_direct_handler's address; each
+ *     (arch/x86_64/graph.S, arch/arm64/entry.S's return_to_handler);
+ *     arch/x86_64/ops.S takes ftrt_ops_direct_handler's address; each
  *     makecontext.S calls ftrt_context_made;
  *   - fregs.c calls ftrt_entry or ftrt_entry_regs (the ops tracer) and
  *     argread.c's ftrt_stack_word; poke.c and opstramp.c call the code
@@ -36,7 +36,7 @@
  *     text.c belongs in this layer, and moves here), poke.c the live
  *     part's ftrt_live_is_site and ftrt_ops_direct_known, arm64's
  *     literal.c ftrt.h's ftrt_lower_bound;
- *   - arm64/mcount.c, the tracers' C entry of -pg sites, lives here
+ *   - arch/arm64/mcount.c, the tracers' C entry of -pg sites, lives here
  *     for now and calls graph.c, record.h, take.h, tracer.h and
  *     registry.c;
  *   - its files include the flat folder's headers (ftrt.h, tracer.h,
@@ -73,16 +73,16 @@
  * (ftrace_caller), before the function saves it (and signs it, with
  * pointer authentication); a -pg site comes after the prologue has saved
  * (and perhaps signed) it, and the frame record gets the hook, signed
- * alike (arm64/mcount.c). So the graph tracer
+ * alike (arch/arm64/mcount.c). So the graph tracer
  * tells a live call from a left one by stack pointers alone (take.h's
  * left), never writes into a graphed function's frame, and lets the
  * unwinder through the hooks with the unwind info frames.c gives them
  * (walk.c, backtrace.c). */
 #define FTRT_ARCH_SLOTS 0
 /* Bytes before a site that enabling it may write: its pre-function
- * literal, 8 or 12 bytes before it (arm64/literal.c). */
+ * literal, 8 or 12 bytes before it (arch/arm64/literal.c). */
 #define FTRT_ARCH_LEAD 16
-/* The entry trampolines save a struct ftrace_regs (arm64/regs.h) and
+/* The entry trampolines save a struct ftrace_regs (arch/arm64/regs.h) and
  * call ftrt_entry_regs, or the handler of the ops record a literal
  * points at, with it. */
 #define FTRT_ARCH_FREGS 1

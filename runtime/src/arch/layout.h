@@ -1,6 +1,6 @@
 /*
  * Where the graph tracer's per-thread state lies, for the assembly fast
- * paths (x86_64/entry.S), which cannot see C's structs. trace.c checks
+ * paths (arch/x86_64/entry.S), which cannot see C's structs. trace.c checks
  * every value here against the structs with _Static_assert, so the two
  * cannot drift apart.
  */

@@ -1,6 +1,6 @@
 /*
  * Where an ops record and a thread's grace slot lie, for the ops
- * callers' inline path (x86_64/ops.S), which cannot see C's structs:
+ * callers' inline path (arch/x86_64/ops.S), which cannot see C's structs:
  * ops.c and grace.h check each value with _Static_assert.
  */
 #ifndef FTRT_OPSLAYOUT_H

@@ -4,7 +4,7 @@
  * signal handler that interrupted the program, or libc, anywhere, and in
  * a child of vfork. The trace's files are written with these (stream.c, meta.c,
  * dir.c). The system call itself, sys(n, a, b, c, d, e, f), and
- * sys_exit_group are the architecture's (arch.h: x86_64/sys.h).
+ * sys_exit_group are the architecture's (arch.h: arch/x86_64/sys.h).
  */
 #ifndef FTRT_SYS_H
 #define FTRT_SYS_H

@@ -4,7 +4,7 @@
  * program's, serves every module of the process.
  *
  * It holds the object's own copies of the hooks its compiler called and
- * of the trampolines `ftpatch enable` writes calls to (x86_64/entry.S),
+ * of the trampolines `ftpatch enable` writes calls to (module/x86_64/entry.S),
  * all hidden: the object's sites reach them with rel32 calls, wherever
  * the loader puts it. Its constructor hands the runtime a description of
  * the object (struct ftrt_module: its table, its config record, those
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 
 extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
@@ -38,9 +38,9 @@ extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak
 FTRT_TARGETS_ARCH(DECLARE_HIDDEN)
 extern uintptr_t ftrt_module_slots[FTRT_SLOTS] HIDDEN;
 #if defined(__x86_64__)
-_Static_assert(FTRT_SLOTS == 6, "x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");
+_Static_assert(FTRT_SLOTS == 6, "module/x86_64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER5..FTRT_T_STUB");
 #elif defined(__aarch64__)
-_Static_assert(FTRT_SLOTS == 3, "arm64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER..FTRT_T_STUB");
+_Static_assert(FTRT_SLOTS == 3, "module/arm64/entry.S has a JUMP and a slot per trampoline of FTRT_T_CALLER..FTRT_T_STUB");
 #endif
 
 /* The program's runtime, if it has one and exports it. Weak: the object

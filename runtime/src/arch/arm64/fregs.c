@@ -5,12 +5,12 @@
  */
 #include <stdint.h>
 
-#include "argread.h"
-#include "fgraph.h"
-#include "ftrace.h"
-#include "ftrt.h"
-#include "live.h"
+#include "core/ftrt.h"
+#include "patch/live.h"
+#include "process/ftrace.h"
 #include "regs.h"
+#include "tracers/argread.h"
+#include "tracers/fgraph.h"
 
 /* x0-x7, then the stack's at the function's entry, as an item of
  * FTRACE_ARGS reads them: never faulting (a function at the top of its

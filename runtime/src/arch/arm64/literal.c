@@ -27,10 +27,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
 #include "literal.h"
-#include "tracer.h"
+#include "record/tracer.h"
 
 /*
  * The module's patchable areas, sorted (ftrt_arch_areas): read where

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "tracer.h"
+#include "record/tracer.h"
 
 /* What the patchable area at an entry site is (ftrt_arm64_area). */
 enum {

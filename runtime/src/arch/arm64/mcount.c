@@ -21,10 +21,10 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "fgraph.h"
-#include "ftrt.h"
-#include "take.h"
-#include "tracer.h"
+#include "core/ftrt.h"
+#include "record/tracer.h"
+#include "tracers/fgraph.h"
+#include "tracers/take.h"
 
 /* Whether the word at a can be read: in the executable segment of the
  * module whose code follows it (the registry's record), or else copied

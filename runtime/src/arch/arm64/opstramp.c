@@ -14,10 +14,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
-#include "live.h"
-#include "pass.h"
+#include "patch/live.h"
+#include "patch/pass.h"
 #include "veneer.h"
 
 #define PAGES 64

@@ -47,10 +47,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
-#include "live.h"
-#include "pass.h"
+#include "patch/live.h"
+#include "patch/pass.h"
 #include "veneer.h"
 
 /* The batch being applied, for a child forked meanwhile. */

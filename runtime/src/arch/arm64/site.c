@@ -33,13 +33,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
 #include "literal.h"
-#include "live.h"
-#include "pass.h"
+#include "patch/live.h"
+#include "patch/pass.h"
 #include "quick.h"
-#include "tracer.h"
+#include "record/tracer.h"
 #include "veneer.h"
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };

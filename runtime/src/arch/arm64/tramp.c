@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
 #include "literal.h"
-#include "pass.h"
+#include "patch/pass.h"
 
 /*
  * Calls into the module's trampolines (ftrt_targets) as the runtime, or

@@ -30,7 +30,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
 #include "sys.h"
 #include "veneer.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tracer.h"
+#include "record/tracer.h"
 
 /*
  * Whether rdtsc ticks at a constant rate whatever the CPU's power state

@@ -5,12 +5,12 @@
  */
 #include <stdint.h>
 
-#include "argread.h"
-#include "fgraph.h"
-#include "ftrace.h"
-#include "ftrt.h"
-#include "live.h"
+#include "core/ftrt.h"
+#include "patch/live.h"
+#include "process/ftrace.h"
 #include "regs.h"
+#include "tracers/argread.h"
+#include "tracers/fgraph.h"
 
 void ftrace_stub(void);
 

@@ -63,7 +63,7 @@ return_to_handler:
  * goes to return_to_handler instead. So at sites at a function's entry
  * (-mfentry, -fpatchable-function-entry) the graph tracer does not
  * hijack: the site becomes `jmp` to a trampoline of its own, built at
- * load time (x86_64/site.c) in a page near the code, which *calls* the
+ * load time (arch/x86_64/site.c) in a page near the code, which *calls* the
  * function's body, so that every call has its matching return:
  *
  *   tramp+0   lea   site(%rip), %r11        the site, for the record

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
-#include "live.h"
-#include "pass.h"
+#include "patch/live.h"
+#include "patch/pass.h"
 
 #define chunks ftrt_chunks
 

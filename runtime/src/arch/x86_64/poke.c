@@ -45,10 +45,10 @@
 #include <ucontext.h>
 
 #include "arch/sys.h"
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
-#include "live.h"
-#include "pass.h"
+#include "patch/live.h"
+#include "patch/pass.h"
 
 #define INT3 0xcc
 #define CMP_EAX 0x3d /* cmp $imm32, %eax: a site disabled live (ftrt_arch_live_off) */
@@ -175,7 +175,7 @@ static int32_t rel32(const unsigned char *p)
 }
 
 /* Go on as if the site at ip, len bytes, held the instruction n: the
- * forms live.c writes (x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls,
+ * forms live.c writes (arch/x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls,
  * returning past themselves: to the site's end, or to the NOP that ends
  * a 6-byte site called by e8), e9 rel32 (a jump), else a NOP (the whole
  * site). */

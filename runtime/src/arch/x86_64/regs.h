@@ -69,7 +69,7 @@ _Static_assert(offsetof(struct ftrace_regs, di) == FREGS_DI && offsetof(struct f
 		       offsetof(struct ftrace_regs, direct) == FREGS_DIRECT && offsetof(struct ftrace_regs, grace) == FREGS_GRACE &&
 		       offsetof(struct ftrace_regs, xmm) == FREGS_XMM && sizeof(struct ftrace_regs) == FREGS_SIZE &&
 		       FREGS_SIZE % 16 == 0 && FREGS_XMM % 16 == 0,
-	       "x86_64/regs.h: struct ftrace_regs");
+	       "arch/x86_64/regs.h: struct ftrace_regs");
 #endif
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 #include "insn.h"
 #include "quick.h"
 

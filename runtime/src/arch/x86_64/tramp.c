@@ -4,8 +4,8 @@
  */
 #include <stdint.h>
 
-#include "ftrt.h"
-#include "pass.h"
+#include "core/ftrt.h"
+#include "patch/pass.h"
 
 /*
  * Calls into the runtime that `ftpatch enable` writes (x86-64; the other

@@ -1,0 +1,157 @@
+/*
+ * When tracing begins and ends: before the program's first constructor,
+ * after its last destructor.
+ *
+ * Begin. The load-time pass (ftrt_init, patch.c), which starts the
+ * trace, runs from the program's .preinit_array: the loader (dynamic
+ * link) or __libc_start_main (static) runs it before any initialiser.
+ * In a dynamic program that is before every shared object's (the loader
+ * runs those next, dependencies first; each module's stub registers its
+ * table first of its object's, see module/module.c), and before the
+ * program's own .init_array, whatever the priorities in it (C
+ * constructor(N), C++ init_priority(N), C++ globals). Only preinit
+ * functions that the program's own objects bring come before (they are
+ * linked first). Only an executable has a .preinit_array (the linker
+ * refuses one in a shared object, which links the module stub instead of
+ * the runtime); this file comes with the trace (the link names
+ * ftrt_preinit undefined: runtime.LinkFlags).
+ *
+ * The C library is relocated and its early initialisation done by then,
+ * but in a dynamic program its own initialiser, which sets environ from
+ * the third argument every init function gets, runs later: environ is
+ * NULL yet, and getenv would find nothing. It is set here, to the array
+ * the C library sets it to.
+ *
+ * End. exit runs, last registered first, the functions registered with
+ * atexit and __cxa_atexit (C++ static destructors among them), and the
+ * ones that run the .fini_array functions (C destructors): in a dynamic
+ * program the loader's _dl_fini, which __libc_start_main registers just
+ * before the program's .init_array runs, and which runs the program's
+ * .fini_array and then every shared object's, each object's
+ * __cxa_atexit functions with it (__cxa_finalize); in a static program
+ * call_fini, which __libc_start_main registers before the .preinit_array
+ * runs. The trace ends at the later of two points of exit:
+ *
+ *   end_handler   registered with on_exit when the trace starts
+ *                 (ftrt_exit_watch): as __cxa_atexit with no object, and
+ *                 unlike atexit, it belongs to no object, whose
+ *                 __cxa_finalize (_dl_fini's of the program) would run it
+ *                 among that object's destructors; and it is given the
+ *                 status exit was called with (main's return value), for
+ *                 the metadata (exit_code). Registered from the
+ *                 .preinit_array (or a shared object's initialiser) in a
+ *                 dynamic program, it is the first, and runs after every
+ *                 other exit function, _dl_fini included;
+ *   end_fini      the first entry of the program's .fini_array (priority
+ *                 0), which runs last of them: after end_handler in a
+ *                 static program, or where the trace started late (a
+ *                 module's registration at dlopen) in a dynamic one.
+ *
+ * Which is the later is known when the handler is registered: the fini
+ * entry runs after it in a static program (AT_BASE 0: no interpreter
+ * loaded it) and once the program's .init_array has begun (began, set by
+ * its first entry); before it, or never (exit from a shared object's
+ * constructor, before __libc_start_main registered _dl_fini), otherwise.
+ * quick_exit ends the trace from a handler of its own (trace.c), and
+ * _exit from the runtime's (exit.c).
+ *
+ * end_fini, and end_handler should it come first, also tell the module
+ * records that the process is exiting before any shared object's
+ * destructor unregisters its module (_dl_fini runs the program's
+ * .fini_array first): nothing is unmapped then, as other threads may
+ * still run their code.
+ */
+#include <stddef.h>
+#include <sys/auxv.h>
+
+#include "core/ftrt.h"
+#include "patch/live.h"
+#include "tracers/fgraph.h"
+
+extern char **environ;
+
+/* A module's load-time pass, then what live calls chose before it was
+ * loaded. */
+static void pass(struct ftrt_mod *md)
+{
+	ftrt_pass(md);
+	ftrt_live_added(md);
+}
+
+/* In the program's .preinit_array; called with main's arguments. */
+void ftrt_preinit(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)argv;
+	if (!environ)
+		environ = envp;
+	/* The runtime's parts below call up only through what they are
+	 * given here. */
+	static const struct ftrt_modules_calls calls = {
+		.init = ftrt_init,
+		.pass = pass,
+		.changed = ftrt_trace_meta_update,
+		.gone = ftrt_live_forget,
+		.adding = ftrt_capture_adding,
+	};
+	ftrt_modules_wire(&calls);
+	ftrt_trace_arm(ftrt_exit_watch);
+	ftrt_trap_start();
+	ftrt_init();
+}
+
+static int began;       /* the program's .init_array began */
+static int fini_after;  /* end_fini runs after end_handler */
+static int handler_ran, fini_ran;
+
+/* The program's initialisers begin: every shared object loaded with it
+ * has registered its sites by now (their initialisers ran first). */
+static void begin(void)
+{
+	began = 1;
+	ftrt_graph_funcs_check();
+}
+
+/* Right after: the runtime's own threads, when asked for (ftpatch ctl's
+ * server, the writer thread), once the C library's initialisers have
+ * run. */
+static void threads(void)
+{
+	ftrt_ctl_start(); /* when FTRACE_CTL asks (ftrt_ctl_wanted) */
+	ftrt_writer_start();
+	ftrt_capture_start(); /* when FTRACE_ARGS or FTRACE_RETVAL asks */
+}
+
+static void end_handler(int status, void *unused)
+{
+	(void)unused;
+	handler_ran = 1;
+	ftrt_trace_status(status);
+	ftrt_modules_exiting();
+	if (!fini_after || fini_ran)
+		ftrt_trace_end();
+}
+
+static void end_fini(void)
+{
+	fini_ran = 1;
+	ftrt_modules_exiting();
+	if (handler_ran)
+		ftrt_trace_end();
+}
+
+/* Priority 0: what constructor(0) and destructor(0) would make, without
+ * the warning that priorities up to 100 are the implementation's (we
+ * are). */
+__attribute__((used, section(".preinit_array"))) static void (*preinit_entry)(int, char **, char **) = ftrt_preinit;
+__attribute__((used, section(".init_array.00000"))) static void (*init_entry)(void) = begin;
+__attribute__((used, section(".init_array.00001"))) static void (*threads_entry)(void) = threads;
+__attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = end_fini;
+
+extern int on_exit(void (*fn)(int, void *), void *arg);
+
+void ftrt_exit_watch(void)
+{
+	fini_after = !getauxval(AT_BASE) || began;
+	on_exit(end_handler, NULL);
+}

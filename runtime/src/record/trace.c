@@ -1,0 +1,188 @@
+/*
+ * The trace's opening: the directory made (dir.c), the clock chosen,
+ * the end armed (at exit: lifetime.c's, given through ftrt_trace_arm; at
+ * quick_exit: end.c), and, once the tracer's options are set, the fast
+ * paths let run. Calls dir.c, thread.c, meta.c, end.c and the
+ * architecture's clock.
+ * How a trace is recorded: tracer.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/fds.h"
+#include "core/say.h"
+#include "patch/live.h"
+#include "tracer.h"
+
+/* How the end is armed at exit (ftrt_trace_arm). */
+static void (*arm_exit)(void);
+
+void ftrt_trace_arm(void (*at_exit)(void))
+{
+	arm_exit = at_exit;
+}
+
+/* The trace directory: what its descriptor is open on, and its absolute
+ * path, by which ftrt_trace_dir opens it again. Set at the start. */
+static uint64_t dir_dev, dir_ino;
+static char dir_path[PATH_MAX];
+
+/* The directory's path: where /proc says its descriptor fd is open, else
+ * (no /proc) path as given, from the working directory. */
+static void remember_path(int fd, const char *path)
+{
+	char self[32] = "/proc/self/fd/";
+	*ftrt_utoa(self + 14, (uint64_t)fd) = 0;
+	long n = sys(SYS_readlinkat, AT_FDCWD, (long)self, (long)dir_path, sizeof dir_path - 1, 0, 0);
+	if (n > 0 && dir_path[0] == '/') {
+		dir_path[n] = 0;
+		return;
+	}
+	dir_path[0] = 0;
+	if (path[0] == '/') {
+		snprintf(dir_path, sizeof dir_path, "%s", path);
+	} else if (getcwd(dir_path, sizeof dir_path)) {
+		size_t k = strlen(dir_path);
+		snprintf(dir_path + k, sizeof dir_path - k, "/%s", path);
+	}
+}
+
+int ftrt_trace_dir(void)
+{
+	int fd = __atomic_load_n(&ftrt_trace_fd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || ftrt_fd_same(fd, dir_dev, dir_ino))
+		return fd;
+	/* The program closed it: the directory again, by its path, if that
+	 * leads to the very one (its device and inode). */
+	long n = dir_path[0] ? sys(SYS_openat, AT_FDCWD, (long)dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0) : -ENOENT;
+	n = ftrt_fd_lift(n);
+	if (sys_failed(n))
+		return -1;
+	if (!ftrt_fd_same((int)n, dir_dev, dir_ino)) {
+		sys(SYS_close, n, 0, 0, 0, 0, 0);
+		return -1;
+	}
+	sys(SYS_flock, n, LOCK_EX | LOCK_NB, 0, 0, 0, 0); /* the trace's lock again (dir.c): the close let it go */
+	if (!__atomic_compare_exchange_n(&ftrt_trace_fd, &fd, (int)n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		sys(SYS_close, n, 0, 0, 0, 0, 0); /* another thread opened it first */
+		return ftrt_fd_same(fd, dir_dev, dir_ino) ? fd : -1;
+	}
+	return (int)n;
+}
+
+void ftrt_trace_path(char *buf, size_t size)
+{
+	int fd = ftrt_trace_dir();
+	char self[32] = "/proc/self/fd/";
+	long n = -1;
+	if (fd >= 0) {
+		*ftrt_utoa(self + 14, (uint64_t)fd) = 0;
+		n = sys(SYS_readlinkat, AT_FDCWD, (long)self, (long)buf, (long)size - 1, 0, 0);
+	}
+	if (n > 0)
+		buf[n] = 0;
+	else
+		snprintf(buf, size, "%s", fd >= 0 ? dir_path : "");
+}
+
+/*
+ * Open the trace: make its directory (dir.c; recorded: dir is the
+ * binary's recorded location, re-checked there), and set up the end.
+ * The directory's first metadata is written when the pass that opened
+ * it is done (ftrt_trace_meta_update). -1 with *why set when the
+ * directory cannot be made.
+ */
+/* FTRACE_BUFFER=ring:SIZE asked for more than a ring holds (asked
+ * bytes): said in one line. */
+static void ring_capped(uint64_t asked)
+{
+	static const char pre[] = "ftrt: FTRACE_BUFFER asks for a ring of ",
+			  post[] = " bytes a thread, more than one holds: each thread keeps its last " RING_MAX_TEXT " of records\n";
+	char num[20], line[sizeof pre + sizeof num + sizeof post];
+	int d = sizeof num;
+	do
+		num[--d] = (char)('0' + asked % 10);
+	while ((asked /= 10) != 0);
+	size_t n = sizeof num - (size_t)d;
+	memcpy(line, pre, sizeof pre - 1);
+	memcpy(line + sizeof pre - 1, num + d, n);
+	memcpy(line + sizeof pre - 1 + n, post, sizeof post - 1);
+	sys(SYS_write, 2, (long)line, (long)(sizeof pre - 1 + n + sizeof post - 1), 0, 0, 0);
+}
+
+int ftrt_trace_start(const char *dir, int recorded, const char **why)
+{
+	ftrt_dir_set_mode(ftrt_env(ENV_MODE));
+	struct ftrt_fd d;
+	if (ftrt_fd_keep(&d, ftrt_dir_make(dir, recorded, why)) != 0)
+		return -1;
+	if (ftrt_thread_start() != 0) {
+		*why = "cannot be written: no thread key left for the thread's exit";
+		ftrt_fd_close(&d);
+		return -1;
+	}
+	dir_dev = d.dev;
+	dir_ino = d.ino;
+	remember_path(d.fd, dir);
+	ftrt_trace_fd = d.fd;
+	ftrt_meta_reserve();
+	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
+	const char *buf = ftrt_env(ENV_BUFFER);
+	uint64_t asked = 0;
+	uint32_t slots = buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 ? ftrt_ring_parse(buf + sizeof BUFFER_RING, &asked) : 0;
+	if (slots) {
+		ftrt_ring_slots = slots;
+		ftrt_ring_asked = asked;
+		if (asked > ftrt_ring_bytes())
+			ring_capped(asked);
+		ftrt_trap_fatal(); /* the rings written out when the program dies of a fault */
+	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
+		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */
+	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {
+		ftrt_say("ftrt: FTRACE_BUFFER: want stream, writer (full buffers written by a thread of the "
+			 "runtime's), or ring:SIZE (the flight recorder: ring:64m keeps each thread's last 64 MiB of "
+			 "records); writing every record\n");
+	}
+	const char *clk = ftrt_env(ENV_CLOCK);
+	ftrt_clock_mono = (clk && strcmp(clk, META_CLOCK_MONO) == 0) || !ftrt_tsc_trusted();
+	ftrt_creator_pid = ftrt_trace_pid = getpid();
+	ftrt_tsc_start = now();
+	ftrt_mono_start = mono_ns();
+	if (arm_exit)
+		arm_exit();
+	at_quick_exit(ftrt_trace_end);
+	return 0;
+}
+
+/* Also after a change of tracer, and at a resume (live.c): the flags are
+ * written, then paused read, so a pause racing this one never finds them
+ * left on (see ftrt_live_pause). */
+void ftrt_trace_go(void)
+{
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+	if (mode == FTRT_GRAPH)
+		ftrt_graph_used = 1;
+	__atomic_store_n(&ftrt_fast_function, mode == FTRT_FUNCTION && !ftrt_clock_mono, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ftrt_fast_graph, mode == FTRT_GRAPH && !ftrt_clock_mono && !ftrt_thresh_tsc && !ftrt_graph_slow,
+			 __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ftrt_paused, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&ftrt_fast_function, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ftrt_fast_graph, 0, __ATOMIC_SEQ_CST);
+	}
+}
