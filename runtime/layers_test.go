@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"debug/elf"
 	"io/fs"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/internal/callgraph"
+	"ftpatch/isa"
 )
 
 // The runtime's layering today, by layers.txt (a folder a layer: abi.h,
@@ -237,4 +239,60 @@ func TestCallGraphSeesCalls(t *testing.T) {
 		t.Fatal("no object needed a symbol of another: the objects were not read")
 	}
 	t.Logf("%d files compiled, %d symbols they need of one another found in the call graph", len(srcs), checked)
+}
+
+// TestLayerInterfaces: each folder of src but the module stub's is a
+// layer of layers.txt by the same name, and has one interface header
+// named after it (core/core.h), whose opening comment says it is the
+// layer's interface and what the layer owns, and which compiles on its
+// own for each architecture: nothing of the runtime includes it yet, so
+// this is what keeps it whole.
+func TestLayerInterfaces(t *testing.T) {
+	f, err := os.Open("layers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := callgraph.ParseLayers(f, "layers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := fs.ReadDir(sources, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, sources); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range dirs {
+		if !d.IsDir() || d.Name() == "module" {
+			continue
+		}
+		n++
+		h := path.Join(d.Name(), d.Name()+".h")
+		if i, err := l.Of(h); err != nil || l.Names[i] != d.Name() {
+			t.Errorf("layers.txt puts %s in layer %v (%v), not %s: a folder is the layer of its name", h, l.Names[i], err, d.Name())
+		}
+		b, err := sources.ReadFile("src/" + h)
+		if err != nil {
+			t.Errorf("src/%s/ has no interface header: %v", d.Name(), err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte("/*\n * The "+d.Name())) || !bytes.Contains(b, []byte("interface")) {
+			t.Errorf("%s does not open with a comment saying it is the %s layer's interface", h, d.Name())
+		}
+		for _, a := range []arch.Arch{arch.X86_64, arch.ARM64} {
+			cc := isa.For(a).CC
+			cmd := exec.Command(cc[0], append(append(append(cc[1:], cflags...), isa.For(a).RuntimeCFlags...), append(includeFlags(filepath.Join(dir, "src")), "-fsyntax-only", "-x", "c", "-")...)...)
+			cmd.Stdin = strings.NewReader("#include \"" + h + "\"\n")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s does not compile alone for %v (%s): %v\n%s", h, a, strings.Join(cmd.Args, " "), err, out)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no folder under src")
+	}
 }

@@ -3,7 +3,7 @@
  * instruction set, a folder per ISA (arch/x86_64/, arch/arm64/), and
  * the headers the rest of the runtime reaches it through: this one,
  * which includes the ISA's headers and says what the layers above may
- * assume of it (FTRT_ARCH_*), sys.h, and the assembly's offsets
+ * assume of it (FTRT_ARCH_*), sys.h, fds.h, and the assembly's offsets
  * (layout.h, opslayout.h: the kernel's asm-offsets, macros only, so
  * the assembly can include them too).
  *
@@ -11,36 +11,43 @@
  * return_to_handler, the ops callers, makecontext's wrapper); a site's
  * bytes, read and written (site.c, insn.h, tramp.c, opstramp.c, and on
  * arm64 literal.c and veneer.c), and quick.h, which recognises and
- * writes the load-time pass's common site inline (sites.c's loop:
+ * writes the load-time pass's common site inline (patch/sites.c's loop:
  * ftrt_quick_load, _hook, _target, _nop, _call_insn, _put,
- * FTRT_QUICK_LEN); writing code (poke.c); a call's registers (regs.h,
- * args.h, fregs.c); the cycle counter and a spin-wait's step (cpu.h:
- * rdtsc, cpu_relax) and whether the counter can be the clock (cpu.c:
- * ftrt_tsc_trusted); the registers the graph hooks' unwind info names
- * (dwarf.h: FTRT_DWARF_SP, FTRT_DWARF_RA, for frames.c); raw system
- * calls (the ISA's sys.h: sys, sys_exit_group; sys.h here over them).
+ * FTRT_QUICK_LEN); writing code, each ISA's protocol (poke.c) over
+ * text.c's writes through /proc/self/mem and its membarrier; a call's
+ * registers (regs.h, args.h, fregs.c); the cycle counter and a
+ * spin-wait's step (cpu.h: rdtsc, cpu_relax) and whether the counter can
+ * be the clock (cpu.c: ftrt_tsc_trusted); the registers the graph hooks'
+ * unwind info names (dwarf.h: FTRT_DWARF_SP, FTRT_DWARF_RA, for
+ * tracers/frames.c); raw system calls (the ISA's sys.h: sys,
+ * sys_exit_group; sys.h here over them), and the runtime's descriptors
+ * over them, kept above the program's and checked before each use
+ * (fds.c: text.c's and every writer's above it).
  *
  * It may call nothing above it: abi.h's definitions and its own files.
  * Today it still calls up, and the next steps of the runtime's
  * layering remove each of these (runtime/layers.txt counts them):
  *   - the entry assembly calls the tracers' C entry points: ftrt_entry
- *     (arch/x86_64/entry.S's trampolines), ftrt_entry_regs (arch/arm64/entry.S's
- *     ftrace_caller), ftrt_entry_frame (arch/arm64/entry.S's
- *     ftrace_mcount_caller), ftrt_graph_enter and ftrt_graph_exit
+ *     (arch/x86_64/entry.S's trampolines), ftrt_entry_regs
+ *     (arch/arm64/entry.S's ftrace_caller), ftrt_entry_frame
+ *     (arch/arm64/entry.S's ftrace_mcount_caller, into
+ *     arch/arm64/mcount.c), ftrt_graph_enter and ftrt_graph_exit
  *     (arch/x86_64/graph.S, arch/arm64/entry.S's return_to_handler);
  *     arch/x86_64/ops.S takes ftrt_ops_direct_handler's address; each
  *     makecontext.S calls ftrt_context_made;
- *   - fregs.c calls ftrt_entry or ftrt_entry_regs (the ops tracer) and
- *     argread.c's ftrt_stack_word; poke.c and opstramp.c call the code
- *     writer text.c (ftrt_text_open, _put_new, _queue, _flush, _sync;
- *     text.c belongs in this layer, and moves here), poke.c the live
- *     part's ftrt_live_is_site and ftrt_ops_direct_known, arm64's
- *     literal.c ftrt.h's ftrt_lower_bound;
- *   - arch/arm64/mcount.c, the tracers' C entry of -pg sites, lives here
- *     for now and calls graph.c, record.h, take.h, tracer.h and
- *     registry.c;
- *   - its files include the flat folder's headers (ftrt.h, tracer.h,
- *     pass.h, live.h, fgraph.h, argread.h, ftrace.h, take.h).
+ *   - fregs.c calls ftrt_entry or ftrt_entry_regs (the ops tracer),
+ *     tracers/argread.c's ftrt_stack_word and, on arm64, mcount.c's
+ *     entry points; poke.c calls the live part's ftrt_live_is_site and
+ *     ftrt_ops_direct_known; text.c writes through /proc/self/mem with
+ *     record/stream.c's ftrt_put; arm64's literal.c calls
+ *     core/ftrt.h's ftrt_lower_bound;
+ *   - arch/arm64/mcount.c, the C entry of -pg sites, is the tracers'
+ *     layer's (runtime/layers.txt names it) and lives here until the
+ *     entry assembly reaches it through what the tracers register;
+ *   - its files include the headers above that still declare what they
+ *     call or share: core/ftrt.h, record/tracer.h, patch/pass.h,
+ *     patch/live.h (which declares text.c's functions),
+ *     tracers/fgraph.h, tracers/argread.h, process/ftrace.h.
  */
 #ifndef FTRT_ARCH_H
 #define FTRT_ARCH_H
