@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 
-#include "ftrt.h"
+#include "core/ftrt.h"
 
 void ftrace_caller5(void), ftrace_caller6(void), ftrace_mcount_caller5(void), ftrace_mcount_caller6(void);
 void ftrace_chain_caller5(void), ftrace_chain_caller6(void), ftrace_stub(void);
