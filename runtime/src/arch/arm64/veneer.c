@@ -26,7 +26,10 @@
  * Calls raw system calls.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -57,24 +60,108 @@ int ftrt_arm64_reaches(uintptr_t from, uintptr_t to)
 	return d >= -REACH && d < REACH;
 }
 
-/* A page within reach of from, mapped read-write, or 0: tried at
- * growing distances either side of from (MAP_FIXED_NOREPLACE never takes
- * a place in use; a kernel without it takes the address as a hint,
- * and a page it puts out of reach is given back). */
+/* A page mapped read-write at hint, fixed (only if no mapping is
+ * there: MAP_FIXED_NOREPLACE; a kernel without it takes the address as
+ * a hint) or as a hint alone (the kernel, or an emulator, may put it
+ * elsewhere); kept when within reach of from, else given back. 0: none. */
+static uintptr_t map_at(uintptr_t from, uintptr_t hint, int fixed)
+{
+	long m = sys(SYS_mmap, (long)hint, PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+	if (m < 0 && m > -4096)
+		return 0;
+	if (ftrt_arm64_reaches(from, (uintptr_t)m) && ftrt_arm64_reaches(from, (uintptr_t)m + PAGE - VENEER))
+		return (uintptr_t)m;
+	sys(SYS_munmap, m, PAGE, 0, 0, 0, 0);
+	return 0;
+}
+
+/* The value of the hex digits at *p, *p moved past them. */
+static uintptr_t hex(const char **p, const char *end)
+{
+	uintptr_t v = 0;
+	for (; *p < end; (*p)++) {
+		char c = **p;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uintptr_t)d;
+	}
+	return v;
+}
+
+/* A page in a gap between the process's mappings within reach of from,
+ * at the gap's edge nearest it, from /proc/self/maps (read a line at a
+ * time, the lines in address order); 0 when no gap in reach can be
+ * taken. */
+static uintptr_t map_in_gap(uintptr_t from)
+{
+	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0 && fd > -4096)
+		return 0;
+	char buf[512];
+	size_t have = 0;
+	uintptr_t prev = 0, got = 0;
+	int eof = 0, rest = 0; /* rest: in a line whose start was read */
+	while (!got) {
+		char *nl = memchr(buf, '\n', have);
+		if (!nl && have < sizeof buf && !eof) {
+			long n = sys(SYS_read, fd, (long)(buf + have), (long)(sizeof buf - have), 0, 0, 0);
+			if (n == -EINTR)
+				continue;
+			if (n <= 0)
+				eof = 1;
+			else
+				have += (size_t)n;
+			continue;
+		}
+		if (!nl && !have)
+			break;
+		const char *end = nl ? nl : buf + have, *q = buf;
+		if (!rest) {
+			/* "lo-hi perms ...": the gap [prev, lo) before it, and its page
+			 * nearest from. */
+			uintptr_t lo = hex(&q, end);
+			uintptr_t hi = q < end && *q == '-' ? (q++, hex(&q, end)) : 0;
+			if (hi > lo) {
+				uintptr_t at = from < prev ? prev : from >= lo - PAGE ? lo - PAGE : from & ~(uintptr_t)(PAGE - 1);
+				if (lo >= prev + PAGE && ftrt_arm64_reaches(from, at) && ftrt_arm64_reaches(from, at + PAGE - VENEER))
+					got = map_at(from, at, 1);
+				prev = hi;
+			}
+		}
+		/* A line longer than buf (a long path) is passed over to its end. */
+		rest = !nl;
+		size_t used = nl ? (size_t)(nl + 1 - buf) : have;
+		have -= used;
+		memmove(buf, buf + used, have);
+	}
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	return got;
+}
+
+/* A page within reach of from, mapped read-write, or 0. Places either
+ * side of from are asked for at 1, 2, 4 and 8 MiB, then every 8 MiB to
+ * the edge of reach, each taken only if free; then the gaps between the
+ * process's mappings (a place in reach may lie between those steps);
+ * then the same places as hints alone. The hints matter where the space
+ * around the code is held by mappings the process cannot see: under
+ * qemu-user the emulator's own now and then fill every place around a
+ * shared object, and a hint is put in the nearest free space instead. */
 uintptr_t ftrt_arm64_map_near(uintptr_t from)
 {
-	for (uintptr_t d = 1ul << 20; d < (uintptr_t)REACH / 2; d <<= 1) {
-		for (int side = 0; side < 2; side++) {
-			uintptr_t hint = ((side ? from + d : from - d) & ~(uintptr_t)(PAGE - 1));
-			if (side == 0 && from < d)
-				continue;
-			long m = sys(SYS_mmap, (long)hint, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-			if (m < 0 && m > -4096)
-				continue;
-			if (ftrt_arm64_reaches(from, (uintptr_t)m) && ftrt_arm64_reaches(from, (uintptr_t)m + PAGE - VENEER))
-				return (uintptr_t)m;
-			sys(SYS_munmap, m, PAGE, 0, 0, 0, 0);
-		}
+	for (int fixed = 1; fixed >= 0; fixed--) {
+		for (uintptr_t d = 1ul << 20; d < (uintptr_t)REACH; d += d < (8ul << 20) ? d : 8ul << 20)
+			for (int side = 0; side < 2; side++) {
+				if (side == 0 && from < d)
+					continue;
+				uintptr_t m = map_at(from, (side ? from + d : from - d) & ~(uintptr_t)(PAGE - 1), fixed);
+				if (m)
+					return m;
+			}
+		uintptr_t m = fixed ? map_in_gap(from) : 0;
+		if (m)
+			return m;
 	}
 	return 0;
 }
