@@ -19,20 +19,6 @@ import (
 	"ftpatch/isa"
 )
 
-// The runtime's layering today, by layers.txt (a folder a layer: abi.h,
-// arch/, core/, record/, patch/, tracers/, process/, module/): 34 calls,
-// 1 reference and 59 includes still run up, and so every layer from
-// arch to process is in one circle. Each folder's interface header says
-// which of them start in it (arch/arch.h, core/core.h, ...). These
-// counts may only go down: a new call running up fails TestLayering, and
-// so does one fewer, until the count here is lowered with it.
-const (
-	upCalls    = 34
-	upRefs     = 1
-	upIncludes = 59
-	upCircles  = 1
-)
-
 // measure builds the runtime's call graph and measures it with the
 // layer map in file.
 func measure(t *testing.T, file string) *callgraph.Measure {
@@ -61,40 +47,26 @@ func measure(t *testing.T, file string) *callgraph.Measure {
 	return m
 }
 
-// TestLayering runs the layer check over the runtime with layers.txt:
-// every file has a layer (layers.txt claims folders, so a file left in
-// src/ itself, abi.h apart, fails it), and no more calls, references or
-// includes run up from a lower layer to a higher, and no more circles
-// between layers, than the counts above; fewer, and the counts must come
-// down. It logs what it measures.
+// TestLayering runs the layer check over the runtime with layers.txt
+// (a folder a layer, lowest first: abi.h and ftrace.h, arch/, core/,
+// record/, patch/, tracers/, process/, module/): every file has a layer
+// (layers.txt claims folders, so a file left in src/ itself fails it),
+// no call, reference or include runs up from a lower layer to a higher,
+// and no circle runs between layers. A lower layer tells a higher one
+// something only through what the higher registers (core/ftrt.h's
+// ftrt_modules_calls, patch/patch.h's ftrt_patch_calls, record/tracer.h's
+// ftrt_record_calls, arch/site.h's ftrt_arch_entries; lifetime.c wires
+// them). It logs what it measures.
 func TestLayering(t *testing.T) {
 	m := measure(t, "layers.txt")
 	t.Logf("%d files, %d calls between files (%d pairs), %d running up (%d calls, %d references, %d includes), %d circles between layers",
 		m.Files, m.Calls, m.CallPairs, len(m.Up), m.UpCount(callgraph.CallEdge), m.UpCount(callgraph.RefEdge),
 		m.UpCount(callgraph.IncludeEdge), len(m.LayerCircles))
-	for _, c := range []struct {
-		what      string
-		got, want int
-	}{
-		{"calls running up", m.UpCount(callgraph.CallEdge), upCalls},
-		{"references running up", m.UpCount(callgraph.RefEdge), upRefs},
-		{"includes running up", m.UpCount(callgraph.IncludeEdge), upIncludes},
-		{"circles between layers", len(m.LayerCircles), upCircles},
-	} {
-		switch {
-		case c.got > c.want:
-			t.Errorf("%d %s, more than the %d there were: a new one breaks the layering (layers.txt)", c.got, c.what, c.want)
-		case c.got < c.want:
-			t.Errorf("%d %s, fewer than the %d there were: lower the count in layers_test.go to %d", c.got, c.what, c.want, c.got)
-		}
+	for _, e := range m.Up {
+		t.Errorf("running up: %s (a lower layer calls a higher one only through what the higher registers)", callgraph.EdgeString(e))
 	}
-	if t.Failed() {
-		for _, e := range m.Up {
-			t.Logf("running up: %s", callgraph.EdgeString(e))
-		}
-		for _, c := range m.LayerCircles {
-			t.Logf("circle between layers: %v", c)
-		}
+	for _, c := range m.LayerCircles {
+		t.Errorf("circle between layers: %v", c)
 	}
 }
 

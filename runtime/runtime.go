@@ -61,9 +61,9 @@ var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-f
 // there, and a runtime header never hides a system one.
 func includeFlags(src string) []string { return []string{"-iquote", src} }
 
-// files lists the sources of arch a: the runtime's (abi.h and every
-// layer's folder: arch/ with that architecture's folder in it, core/,
-// record/, patch/, tracers/, process/) and the module stub's (module/,
+// files lists the sources of arch a: the runtime's (abi.h, ftrace.h and
+// every layer's folder: arch/ and tracers/ with that architecture's
+// folder in each, core/, record/, patch/, process/) and the module stub's (module/,
 // its architecture's folder, and the config record and headers it shares
 // with the runtime).
 func files(a arch.Arch) (rt, mod []string, err error) {
@@ -80,8 +80,8 @@ func files(a arch.Arch) (rt, mod []string, err error) {
 			if len(dir) == 1 || dir[1] == a.String() {
 				mod = append(mod, p)
 			}
-		case len(dir) > 1 && dir[0] == "arch" && dir[1] != a.String():
-			// another architecture's
+		case len(dir) > 1 && (dir[0] == "arch" || dir[0] == "tracers") && dir[1] != a.String():
+			// another architecture's (arch/ISA/, tracers/ISA/)
 		default:
 			rt = append(rt, p)
 			if p == configSource || path.Ext(p) == ".h" {
@@ -216,9 +216,11 @@ func writeHeader(dir string) error {
 // archives.
 const Header = "ftrace.h"
 
-// headerSource is Header among the sources: the process layer's, which
-// holds the public API.
-const headerSource = "src/process/" + Header
+// headerSource is Header among the sources: beside abi.h, below every
+// layer, as it holds definitions only (the API's types, which the
+// tracers and the ISA's register access use, and its declarations,
+// which the process layer defines).
+const headerSource = "src/" + Header
 
 // IncludeDir is where Build puts Header: dir/include, for the runtime
 // built into dir; `ftpatch flags --cflags` names it with -I.

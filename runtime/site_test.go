@@ -44,12 +44,8 @@ func buildHarness(t *testing.T, source string) string {
 // site's offset and length; it prints both answers.
 const siteHarness = `#include <stdio.h>
 #include <string.h>
+#include "arch/site.c"
 #include "arch/x86_64/site.c"
-
-int ftrt_mode;
-const uintptr_t *ftrt_targets;
-void ftrace_graph_enter(void) {}
-void ftrace_graph_leave(void) {}
 
 int main(void)
 {

@@ -18,8 +18,7 @@ import (
 const mapNearHarness = `#include <stdio.h>
 #include <string.h>
 #include "arch/arm64/veneer.c"
-
-const uintptr_t *ftrt_targets;
+#include "arch/site.c"
 
 static char before[1 << 16], after[1 << 16];
 

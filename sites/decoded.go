@@ -66,7 +66,7 @@ func (k Kind) hookKind() Kind {
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
 // site; on arm64, ftrace_caller from a patchable area's second word,
 // ftrace_ops_caller from one with a pre-function literal, and
-// ftrace_mcount_caller from a -pg site (runtime/src/arch/arm64/entry.S).
+// ftrace_mcount_caller from a -pg site (runtime/src/tracers/arm64/entry.S).
 var (
 	x86Trampolines = map[string]callee{
 		abi.Caller5:       {X86Fentry, 5, true},

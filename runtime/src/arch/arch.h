@@ -3,54 +3,45 @@
  * instruction set, a folder per ISA (arch/x86_64/, arch/arm64/), and
  * the headers the rest of the runtime reaches it through: this one,
  * which includes the ISA's headers and says what the layers above may
- * assume of it (FTRT_ARCH_*), sys.h, fds.h, and the assembly's offsets
+ * assume of it (FTRT_ARCH_*), site.h (a site's bytes), poke.h (writing
+ * code while threads run), sys.h, fds.h, and the assembly's offsets
  * (layout.h, opslayout.h: the kernel's asm-offsets, macros only, so
  * the assembly can include them too).
  *
- * It owns: the entry assembly (the hooks and trampolines a site calls,
- * return_to_handler, the ops callers, makecontext's wrapper); a site's
- * bytes, read and written (site.c, insn.h, tramp.c, opstramp.c, and on
- * arm64 literal.c and veneer.c), and quick.h, which recognises and
- * writes the load-time pass's common site inline (patch/sites.c's loop:
- * ftrt_quick_load, _hook, _target, _nop, _call_insn, _put,
- * FTRT_QUICK_LEN); writing code, each ISA's protocol (poke.c) over
- * text.c's writes through /proc/self/mem and its membarrier; a call's
- * registers (regs.h, args.h, fregs.c); the cycle counter and a
- * spin-wait's step (cpu.h: rdtsc, cpu_relax) and whether the counter can
- * be the clock (cpu.c: ftrt_tsc_trusted); the registers the graph hooks'
- * unwind info names (dwarf.h: FTRT_DWARF_SP, FTRT_DWARF_RA, for
- * tracers/frames.c); raw system calls (the ISA's sys.h: sys,
- * sys_exit_group; sys.h here over them), and the runtime's descriptors
- * over them, kept above the program's and checked before each use
- * (fds.c: text.c's and every writer's above it).
+ * It owns: a site's bytes, read and written (site.h, what the layers
+ * above tell the ISA's site code and what it gives them; site.c, insn.h,
+ * tramp.c, opstramp.c, and on arm64 literal.c and veneer.c), and quick.h,
+ * which recognises and writes the load-time pass's common site inline
+ * (patch/sites.c's loop: ftrt_quick_load, _hook, _target, _nop,
+ * _call_insn, _put, FTRT_QUICK_LEN); writing code while threads run it
+ * (poke.h: each ISA's protocol, poke.c, over text.c's writes through
+ * /proc/self/mem and its membarrier; the direct trampolines ops were
+ * given, arch/site.c); a call's registers (regs.h, args.h, and on arm64
+ * frame.h); the cycle counter and a spin-wait's step (cpu.h: rdtsc,
+ * cpu_relax) and whether the counter can be the clock (cpu.c:
+ * ftrt_tsc_trusted); the registers the graph hooks' unwind info names
+ * (dwarf.h: FTRT_DWARF_SP, FTRT_DWARF_RA, for tracers/frames.c); raw
+ * system calls (the ISA's sys.h: sys, sys_exit_group; sys.h here over
+ * them), and the runtime's descriptors over them, kept above the
+ * program's and checked before each use (fds.c: text.c's and every
+ * writer's above it, and ftrt_put, every writer's write).
+ *
+ * The entry assembly (the hooks and trampolines a site calls,
+ * return_to_handler, the ops callers, makecontext's wrapper) is the
+ * tracers' (tracers/x86_64/, tracers/arm64/): it calls them. What code
+ * written here must reach of it, the tracers hand down at start
+ * (site.h's ftrt_arch_entries; a module's targets, core/ftrt.h).
  *
  * It may call nothing above it: abi.h's definitions and its own files.
- * Today it still calls up, and the next steps of the runtime's
- * layering remove each of these (runtime/layers.txt counts them):
- *   - the entry assembly calls the tracers' C entry points: ftrt_entry
- *     (arch/x86_64/entry.S's trampolines), ftrt_entry_regs
- *     (arch/arm64/entry.S's ftrace_caller), ftrt_entry_frame
- *     (arch/arm64/entry.S's ftrace_mcount_caller, into
- *     arch/arm64/mcount.c), ftrt_graph_enter and ftrt_graph_exit
- *     (arch/x86_64/graph.S, arch/arm64/entry.S's return_to_handler);
- *     arch/x86_64/ops.S takes ftrt_ops_direct_handler's address; each
- *     makecontext.S calls ftrt_context_made;
- *   - fregs.c calls ftrt_entry or ftrt_entry_regs (the ops tracer),
- *     tracers/argread.c's ftrt_stack_word and, on arm64, mcount.c's
- *     entry points; poke.c calls the live part's ftrt_live_is_site and
- *     ftrt_ops_direct_known; text.c writes through /proc/self/mem with
- *     record/stream.c's ftrt_put; arm64's literal.c calls
- *     core/ftrt.h's ftrt_lower_bound;
- *   - arch/arm64/mcount.c, the C entry of -pg sites, is the tracers'
- *     layer's (runtime/layers.txt names it) and lives here until the
- *     entry assembly reaches it through what the tracers register;
- *   - its files include the headers above that still declare what they
- *     call or share: core/ftrt.h, record/tracer.h, patch/pass.h,
- *     patch/live.h (which declares text.c's functions),
- *     tracers/fgraph.h, tracers/argread.h, process/ftrace.h.
+ * The data the layers above set for it (the module whose sites are
+ * written, the tracer, the pass's counts, whether SIGTRAP is the
+ * runtime's) is defined here (site.c), so nothing here names a layer
+ * above.
  */
 #ifndef FTRT_ARCH_H
 #define FTRT_ARCH_H
+
+#include <stdint.h>
 
 #if defined(__x86_64__)
 #include "arch/x86_64/cpu.h"
@@ -96,5 +87,12 @@
 #else
 #error "ftrt: no runtime port to this architecture"
 #endif
+
+/* Whether the cycle counter can be the trace's clock (cpu.c), and its
+ * rate in Hz where the architecture gives it (arm64's cntfrq_el0), else
+ * 0: the reader then takes the rate from the clock pairs of the trace's
+ * start and end. */
+int ftrt_tsc_trusted(void) __attribute__((visibility("hidden")));
+uint64_t ftrt_tsc_hz(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -13,6 +13,7 @@
  * made, checked all the same.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -85,4 +86,18 @@ void ftrt_fd_close(struct ftrt_fd *k)
 	if (ftrt_fd_ours(k))
 		sys(SYS_close, k->fd, 0, 0, 0, 0, 0);
 	*k = FTRT_FD_NONE;
+}
+
+size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		long w = sys(SYS_pwrite64, fd, (long)buf + (long)done, (long)(len - done), (long)(off + done), 0, 0);
+		if (w == -EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	return done;
 }

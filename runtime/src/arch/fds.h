@@ -25,6 +25,7 @@
 #ifndef FTRT_FDS_H
 #define FTRT_FDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -51,5 +52,11 @@ int ftrt_fd_ours(const struct ftrt_fd *k) HIDDEN;
 /* Close k's descriptor if it is still the one kept (else the number is
  * the program's, and left alone); k is none after. */
 void ftrt_fd_close(struct ftrt_fd *k) HIDDEN;
+
+/* Write buf[0, len) at offset off of fd: the bytes written, len unless
+ * a write failed (a full disk, an I/O error). Every writer of the
+ * runtime's (record/stream.c's, text.c's to /proc/self/mem); the caller
+ * keeps within RLIMIT_FSIZE (record/stream.c's fsize_room). */
+size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
 
 #endif

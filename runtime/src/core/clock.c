@@ -6,7 +6,7 @@
  */
 #include <time.h>
 
-#include "record/tracer.h"
+#include "clock.h"
 
 /*
  * The clock of every record. rdtsc when the TSC ticks at a constant rate

@@ -8,7 +8,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-#include "patch/pass.h"
+#include "filter.h"
 
 /*
  * A list of globs, comma-separated (FTRACE_FILTER, FTRACE_GRAPH_FUNCS,

@@ -13,7 +13,7 @@
 
 #include "arch/sys.h"
 #include "grace.h"
-#include "patch/live.h"
+#include "arch/poke.h"
 
 /* Slots for this many threads at once; one cache line each, in the
  * zero-filled data of the program, untouched until claimed. */

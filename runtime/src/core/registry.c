@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "ftrt.h"
-#include "tracers/graph.h"
 
 /* Records are kept after dlclose, for the metadata; a program that
  * loads more modules than FTRT_MOD_MAX over its life reuses unloaded
@@ -221,7 +220,7 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 		md->path = self ? NULL : strdup("?");
 	}
 	md->live = 1;
-	md->load = ftrt_tracing() ? ftrt_now() : 0;
+	md->load = up.stamp ? up.stamp() : 0;
 	/* The module's trampolines jump through its slots into ours. */
 	if (!self && m->slots && nmods > 0 && mods[0].desc)
 		for (int i = 0; i < FTRT_SLOTS; i++)
@@ -285,11 +284,10 @@ void ftrt_module_unregister(struct ftrt_module *m)
 	struct ftrt_mod *md = m->handle <= (uintptr_t)nmods ? &mods[m->handle - 1] : NULL;
 	if (md && md->desc == m && md->live && !exiting) {
 		md->live = 0;
-		md->unload = ftrt_tracing() ? ftrt_now() : 0;
+		md->unload = up.stamp ? up.stamp() : 0;
 		if (!md->unload)
 			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
 		ftrt_arch_release(md->owner);
-		ftrt_subtree_release(md->owner);
 		if (up.gone)
 			up.gone(md->owner);
 		if (up.changed)

@@ -36,6 +36,7 @@
 #include "live.h"
 #include "liveindex.h"
 #include "pass.h"
+#include "patch.h"
 #include "record/tracer.h"
 
 /* The tracer the first enable starts, when no trace is open. */
@@ -143,7 +144,7 @@ static int resite(struct live_mod *l, size_t i)
 			return 0;
 	} else if (l->traced[i]) {
 		/* Any of the tracer's forms, not an ops's. */
-		if ((st == 1 && !ftrt_arch_live_ops_rec(ip, len) && !ftrt_ops_direct_known(ftrt_arch_live_target(ip, len))) ||
+		if ((st == 1 && !ftrt_arch_live_ops_rec(ip, len) && !ftrt_arch_direct_known(ftrt_arch_live_target(ip, len))) ||
 		    ftrt_arch_live_call(ip, len, site_kind(l, i, len), p.new) != 0)
 			return 0;
 	} else {
@@ -240,7 +241,7 @@ static int ready(void)
 		last_why = ftrt_arch_live_refused();
 		return -ENOSYS;
 	}
-	int err = ftrt_trap_install();
+	int err = ftrt_patch_up.trap_install ? ftrt_patch_up.trap_install() : -ENOSYS;
 	if (err) {
 		last_why = "SIGTRAP's handler cannot be installed";
 		return err;

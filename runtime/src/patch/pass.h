@@ -11,12 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/filter.h"
 #include "core/ftrt.h"
-
-/* The running pass's counts (sites.c, patch.c): the pass's own, copied
- * to its module's record when it is done (ftrt_pass). NULL between
- * passes. */
-extern struct ftrt_stats *ftrt_pass_stats __attribute__((visibility("hidden")));
 
 /* The sites (sites.c). */
 extern const char *ftrt_nop_style __attribute__((visibility("hidden")));
@@ -33,31 +29,6 @@ enum {
 	WRITE_NOP, /* a NOP that must become a call, or another NOP */
 	RECHECK,   /* starts within 6 bytes of the site before it: classified again after that one is written */
 };
-
-/* The architecture's (arch/x86_64/tramp.c): whether the site at ip calls one
- * of the module's trampolines that a site of the tracer `mode` may call
- * (mode 0: any of them), as `ftpatch enable` writes them; sets *len. */
-int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode) __attribute__((visibility("hidden")));
-
-/* Glob lists (filter.c). */
-const char *ftrt_glob_next(const char *p, char glob[static 256]) __attribute__((visibility("hidden")));
-int ftrt_filter_match(const char *list, const char *name, const char *dem, uint64_t *hits) __attribute__((visibility("hidden")));
-int ftrt_cxx_globs(const char *list) __attribute__((visibility("hidden")));
-/* A glob list compiled (filter.c): to match many names at the cost of a
- * strcmp each where a glob is a plain name or a prefix. */
-#define FTRT_GLOBS_MAX 64
-enum { GLOB_EXACT, GLOB_PREFIX, GLOB_GENERAL };
-struct ftrt_glob {
-	char pat[256];
-	size_t len;
-	int neg, kind;
-};
-struct ftrt_globs {
-	int n, plain; /* globs; those not `!` */
-	struct ftrt_glob e[FTRT_GLOBS_MAX];
-};
-int ftrt_globs_compile(const char *list, struct ftrt_globs *g) __attribute__((visibility("hidden")));
-int ftrt_globs_match(const struct ftrt_globs *g, const char *name, const char *dem) __attribute__((visibility("hidden")));
 
 /* The environment and the process-wide choices (options.c). */
 /*

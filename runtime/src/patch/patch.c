@@ -41,15 +41,9 @@
 #include "core/ftrt.h"
 #include "core/say.h"
 #include "pass.h"
-#include "tracers/graph.h"
-
-/* Weak: a program with no instrumented object has no table at all. */
-extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
-extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
-/* The compiler's list of patchable areas (-fpatchable-function-entry),
- * which the linker brackets alike; empty without it. */
-extern const uintptr_t __start___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
-extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
+#include "patch.h"
+#include "record/stack.h"
+#include "record/tracer.h"
 
 static int cmp_addr(const void *a, const void *b)
 {
@@ -291,7 +285,6 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 }
 
 /* The module whose sites the pass is over (ftrt.h). */
-const uintptr_t *ftrt_targets;
 
 /*
  * The pass over one module's table (the program's, or a shared object's
@@ -430,34 +423,9 @@ out:
 		report(md, m);
 }
 
-/*
- * The program's own module: its table, its config record, and the
- * runtime's hooks and trampolines, which its sites call directly.
- */
-static const struct ftrt_module self = {
-	.size = sizeof self,
-	.version = FTRT_MODULE_VERSION,
-	.start = __start___mcount_loc,
-	.stop = __stop___mcount_loc,
-	.areas = __start___patchable_function_entries,
-	.areas_end = __stop___patchable_function_entries,
-	.config = &ftrt_config,
-	.targets = FTRT_TARGETS,
-};
+struct ftrt_patch_calls ftrt_patch_up;
 
-/*
- * Run from the program's .preinit_array (lifetime.c), before any
- * initialiser of the program or of a shared object; a shared object's
- * registration calls it too, and finds it done. The link flags name
- * ftrt_init as undefined (-u), which pulls this object (and with it the
- * trace, and the preinit entry) out of the archive even into a program
- * whose sites call no hook (-fpatchable-function-entry).
- */
-void ftrt_init(void)
+void ftrt_patch_wire(const struct ftrt_patch_calls *c)
 {
-	static int done;
-	if (done)
-		return;
-	done = 1;
-	ftrt_register_self(&self);
+	ftrt_patch_up = *c;
 }

@@ -1,29 +1,51 @@
 /*
- * The patch layer's interface. patch/ owns changing the program's sites:
- * the load-time pass over each module's site table (patch.c, and
- * sites.c's walk that classifies and writes each site; pass.h what they
- * share), and live changes while the program's threads run them (live.c:
- * enable, disable, change tracer, pause, by function name; liveindex.c:
- * every module's sites by function name; live.h what the live part
- * shares with arch/'s poke.c and text.c and process/trap.c). The bytes
- * of a site, and how a change is written into running code, are each
- * ISA's (arch/).
+ * The patch layer's interface. patch/ owns changing the program's sites,
+ * as the kernel's ftrace core does: the load-time pass over each
+ * module's site table (patch.c, and sites.c's walk that classifies and
+ * writes each site; options.c, the environment and the process-wide
+ * choices it makes; pass.h what they share); the subtree filters the
+ * pass marks (subtree.c, subtree.h); live changes while the program's
+ * threads run them (live.c: enable, disable, change tracer, pause, by
+ * function name; liveindex.c: every module's sites by function name;
+ * live.h); and ftrace_ops, the callbacks registered on functions and
+ * the site each calls (ops.c, ops.h). The bytes of a site, and how a
+ * change is written into running code, are each ISA's (arch/).
  *
- * It may call record/, core/, arch/ and abi.h. Today it still reaches
- * up, and the next steps of the runtime's layering remove each of these
- * (runtime/layers.txt counts them):
- *   - live.c tells tracers/ops.c of a site changed or a module added
- *     (ftrt_ops_site, ftrt_ops_direct_known, ftrt_ops_added,
- *     ftrt_ops_registered), and installs process/trap.c's SIGTRAP
- *     handler (ftrt_trap_install) before its first batch;
- *   - patch.c adds a module's subtree filters (tracers/subtree.c's
- *     ftrt_subtree_add); it and sites.c include tracers/graph.h.
+ * It may call record/, core/, arch/ and abi.h. What it needs of the
+ * layers above (SIGTRAP's handler, the tracer as one of a list of ops,
+ * argument capture's table of a module, whether the unwinder is hooked)
+ * it calls through ftrt_patch_up, below, which process/lifetime.c wires.
  */
 #ifndef FTRT_PATCH_H
 #define FTRT_PATCH_H
 
+#include <stdint.h>
+
 #include "live.h"
 #include "liveindex.h"
 #include "pass.h"
+#include "subtree.h"
+
+/*
+ * What the layers above give the patch layer, which it calls through
+ * these, never by name (lifetime.c wires them, before the program's
+ * pass): the SIGTRAP handler's installation before a live batch
+ * (process/trap.c); the tracer as one of a site's list of ops, with the
+ * registers the ops caller saved (tracers/<isa>/fregs.c); a module's
+ * pass done, before the ops get its functions (tracers/capture.c's
+ * table, which its chooser reads); whether a throw reaches the tracers'
+ * unwinder hooks (tracers/unwind.c's, weak: NULL where no C++ catch
+ * linked it), which function_graph needs.
+ */
+struct ftrace_regs;
+struct ftrt_mod;
+struct ftrt_patch_calls {
+	int (*trap_install)(void);
+	void (*tracer)(uintptr_t ip, struct ftrace_regs *fregs);
+	void (*added)(const struct ftrt_mod *md);
+	int (*unwind_hooked)(void);
+};
+extern struct ftrt_patch_calls ftrt_patch_up __attribute__((visibility("hidden")));
+void ftrt_patch_wire(const struct ftrt_patch_calls *c) __attribute__((visibility("hidden")));
 
 #endif

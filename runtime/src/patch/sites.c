@@ -19,9 +19,9 @@
 #include "arch/arch.h"
 #include "core/ftrt.h"
 #include "pass.h"
-#include "tracers/graph.h"
+#include "record/stack.h"
+#include "subtree.h"
 
-struct ftrt_stats *ftrt_pass_stats;
 
 /* What a site holds, with the runtime's own calls counted as calls. */
 static enum ftrt_site_state classify(const unsigned char *ip, int *len)
@@ -360,7 +360,6 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
  * becomes) or, when check_mode is a tracer (or -1 for none), to
  * check_segment. Sites outside every executable segment are skipped.
  */
-uintptr_t ftrt_walk_seg_lo;
 
 void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int check_mode)
 {

@@ -12,7 +12,7 @@
 #include "record/tracer.h"
 #include "tracers/argread.h"
 #include "tracers/fgraph.h"
-#include "tracers/ops.h"
+#include "patch/ops.h"
 
 static __thread const char *why __attribute__((tls_model("initial-exec")));
 

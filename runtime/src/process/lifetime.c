@@ -64,11 +64,55 @@
 #include <stddef.h>
 #include <sys/auxv.h>
 
+#include "core/clock.h"
 #include "core/ftrt.h"
-#include "patch/live.h"
-#include "tracers/fgraph.h"
+#include "patch/patch.h"
+#include "process.h"
+#include "record/tracer.h"
+#include "tracers/tracers.h"
 
 extern char **environ;
+
+/* Weak: a program with no instrumented object has no table at all. */
+extern const uintptr_t __start___mcount_loc[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hidden")));
+/* The compiler's list of patchable areas (-fpatchable-function-entry),
+ * which the linker brackets alike; empty without it. */
+extern const uintptr_t __start___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
+extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
+
+/*
+ * The program's own module: its table, its config record, and the
+ * runtime's hooks and trampolines, which its sites call directly.
+ */
+static const struct ftrt_module self = {
+	.size = sizeof self,
+	.version = FTRT_MODULE_VERSION,
+	.start = __start___mcount_loc,
+	.stop = __stop___mcount_loc,
+	.areas = __start___patchable_function_entries,
+	.areas_end = __stop___patchable_function_entries,
+	.config = &ftrt_config,
+	.targets = FTRT_TARGETS,
+};
+
+/*
+ * Register the program's own module, which runs its load-time pass: from
+ * the program's .preinit_array (ftrt_preinit), before any initialiser of
+ * the program or of a shared object; a shared object's registration
+ * calls it too (the registry's init), and finds it done. The link flags
+ * name ftrt_init as undefined (-u), which pulls this object (and with it
+ * the preinit entry, the pass and the trace) out of the archive even
+ * into a program whose sites call no hook (-fpatchable-function-entry).
+ */
+void ftrt_init(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	ftrt_register_self(&self);
+}
 
 /* A module's load-time pass, then what live calls chose before it was
  * loaded. */
@@ -76,6 +120,20 @@ static void pass(struct ftrt_mod *md)
 {
 	ftrt_pass(md);
 	ftrt_live_added(md);
+}
+
+/* A module was unloaded: what the live part and the subtree filters
+ * kept of it goes. */
+static void gone(int owner)
+{
+	ftrt_subtree_release(owner);
+	ftrt_live_forget(owner);
+}
+
+/* The trace's clock for a module's load and unload (0: no trace). */
+static uint64_t module_stamp(void)
+{
+	return ftrt_tracing() ? ftrt_now() : 0;
 }
 
 /* In the program's .preinit_array; called with main's arguments. */
@@ -91,11 +149,20 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 		.init = ftrt_init,
 		.pass = pass,
 		.changed = ftrt_trace_meta_update,
-		.gone = ftrt_live_forget,
+		.gone = gone,
+		.stamp = module_stamp,
 		.adding = ftrt_capture_adding,
 	};
+	static const struct ftrt_patch_calls patch = {
+		.trap_install = ftrt_trap_install,
+		.tracer = ftrt_arch_ops_tracer,
+		.added = ftrt_capture_added,
+		.unwind_hooked = ftrt_unwind_hooked, /* weak: NULL without C++ catches */
+	};
 	ftrt_modules_wire(&calls);
-	ftrt_trace_arm(ftrt_exit_watch);
+	ftrt_patch_wire(&patch);
+	ftrt_tracers_wire();
+	ftrt_trace_arm(ftrt_exit_watch, ftrt_trap_fatal);
 	ftrt_trap_start();
 	ftrt_init();
 }

@@ -5,18 +5,30 @@
  * and spawn (exec.c), _exit and _Exit (exit.c), the signals the runtime
  * takes first (trap.c: SIGTRAP for live changes, faults under the flight
  * recorder), the control socket ftpatch ctl talks to (ctl.c), and the
- * public API (ftrace.h, installed for the programs that link the
+ * public API (src/ftrace.h, installed for the programs that link the
  * runtime; api.c).
  *
  * It may call every layer below it: tracers/, patch/, record/, core/,
- * arch/ and abi.h. It is the top layer, so nothing of it should be
- * reached from below but through what it registers; today patch/live.c
- * and record/trace.c still call trap.c (their interfaces say where), and
- * tracers/ and arch/ include ftrace.h for the API's types.
+ * arch/ and abi.h. It is the top layer: nothing below reaches it but
+ * through what lifetime.c registers with each layer at start (the
+ * registry's calls, ftrt_patch_calls, ftrt_trace_arm, and through the
+ * tracers' ftrt_tracers_wire the record layer's and arch's). The public
+ * API's header, ftrace.h, lies beside abi.h, below every layer: its
+ * types are the tracers' and the ISA's too.
  */
 #ifndef FTRT_PROCESS_H
 #define FTRT_PROCESS_H
 
 #include "ftrace.h"
+
+/* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
+ * and run for every trap that is not the runtime's. 0, or -errno. */
+int ftrt_trap_install(void) __attribute__((visibility("hidden")));
+/* Take the signals a fault raises, and SIGABRT (the flight recorder,
+ * at the trace's start): a death of one writes the rings first. */
+void ftrt_trap_fatal(void) __attribute__((visibility("hidden")));
+/* At start, before any thread: arm the wrappers when the program links
+ * the API. */
+void ftrt_trap_start(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -62,7 +62,6 @@
 #include "patch/live.h"
 #include "record/tracer.h"
 
-int ftrt_trap_armed;
 int ftrt_end_signal;
 
 int __real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -198,7 +197,7 @@ static void die(int sig, const siginfo_t *si)
  */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (sig == SIGTRAP && sigs[sig].front && ftrt_arch_trap(si, uc))
+	if (sig == SIGTRAP && sigs[sig].front && ftrt_arch_trap(si, uc, ftrt_live_is_site))
 		return;
 	struct sigaction a;
 	prog_load(sig, &a);

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "tracer.h"
-#include "tracers/take.h"
 #include <linux/membarrier.h>
 
 /* The status the process ends with (ftrt_trace_status), -1 while not
@@ -167,7 +166,7 @@ void ftrt_trace_exec(void)
 		return;
 	struct tbuf *b = tb;
 	ftrt_writer_drain(mono_ns() + END_WAIT_NS); /* the exec ends the writer: what it holds first */
-	if (b && take(b, (uintptr_t)__builtin_frame_address(0))) {
+	if (b && ftrt_record_up.take && ftrt_record_up.take(b, (uintptr_t)__builtin_frame_address(0))) {
 		if (!ended()) { /* the end, on another thread, takes it otherwise */
 			ftrt_stream_summary(b, 1); /* the stream's last records, unless the exec fails */
 			ftrt_flush(b);

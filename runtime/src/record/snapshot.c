@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "arch/fds.h"
-#include "patch/live.h"
 #include "tracer.h"
 
 static const char *why = "";

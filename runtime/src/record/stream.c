@@ -85,24 +85,6 @@ uint64_t ftrt_fsize_room(uint64_t off)
 	return lim.cur > off ? lim.cur - off : 0;
 }
 
-/*
- * Write buf[0, len) at offset off of fd: the bytes written, len unless a
- * write failed (a full disk, an I/O error). The caller keeps within
- * RLIMIT_FSIZE (fsize_room).
- */
-size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		long w = sys(SYS_pwrite64, fd, (long)buf + (long)done, (long)(len - done), (long)(off + done), 0, 0);
-		if (w == -EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
-	return done;
-}
 
 /* Write the whole records of words[0, n) at offset off of fd that fit
  * under RLIMIT_FSIZE (read now): the bytes written, n * 8 unless the

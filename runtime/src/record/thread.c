@@ -108,12 +108,8 @@ static void ftrt_thread_exit(void *p)
 	ftrt_writer_wait(b, mono_ns() + END_WAIT_NS); /* its hand-offs written before its stream closes */
 	ftrt_bufs_lock(b->tid);
 	b->busy = BUSY_HELD;
-	if (!ended()) {
-		uint64_t ts = now();
-		struct shadow_stack *s = ftrt_stack_at(b, (uintptr_t)__builtin_frame_address(0), ts, 1);
-		while (s->depth > 0)
-			pop_left(b, s, ts, 1);
-	}
+	if (!ended() && ftrt_record_up.left_all)
+		ftrt_record_up.left_all(b, (uintptr_t)__builtin_frame_address(0), now());
 	ftrt_stream_summary(b, 1);
 	ftrt_flush(b);
 	for (struct tbuf **pp = &ftrt_bufs; *pp; pp = &(*pp)->next)

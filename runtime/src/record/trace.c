@@ -27,15 +27,16 @@
 
 #include "arch/fds.h"
 #include "core/say.h"
-#include "patch/live.h"
 #include "tracer.h"
 
-/* How the end is armed at exit (ftrt_trace_arm). */
-static void (*arm_exit)(void);
+/* How the end is armed at exit, and the fatal signals taken for the
+ * flight recorder (ftrt_trace_arm). */
+static void (*arm_exit)(void), (*arm_fatal)(void);
 
-void ftrt_trace_arm(void (*at_exit)(void))
+void ftrt_trace_arm(void (*at_exit)(void), void (*fatal)(void))
 {
 	arm_exit = at_exit;
+	arm_fatal = fatal;
 }
 
 /* The trace directory: what its descriptor is open on, and its absolute
@@ -151,7 +152,8 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 		ftrt_ring_asked = asked;
 		if (asked > ftrt_ring_bytes())
 			ring_capped(asked);
-		ftrt_trap_fatal(); /* the rings written out when the program dies of a fault */
+		if (arm_fatal)
+			arm_fatal(); /* the rings written out when the program dies of a fault */
 	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
 		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */
 	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {

@@ -7,20 +7,12 @@
  * encode.h (writing a record) and tracers/take.h (taking the buffer), so
  * each tracer compiles them into its own code.
  *
- * The files, each calling only those below it (and the runtime's other
- * parts: record/dir.c, tracers/context.c, tracers/subtree.c,
- * core/registry.c, core/env.c):
- *   record/trace.c      opens the trace, and says when the fast paths may run
- *   record/end.c        the end-of-trace handshake, and the flush before an exec
- *   record/meta.c       the metadata file
- *   tracers/function.c  the function tracer (and -pg's mcount sites' entry)
- *   tracers/graph.c     the function_graph tracer: entry and return
- *   tracers/walk.c      function_graph under the unwinder (exceptions, backtrace)
- *   record/thread.c     each thread's buffer: made, listed, flushed at its exit
- *   tracers/shadow.c    which shadow stack a frame is on, and calls left
- *   record/stream.c     writing a buffer to its thread's stream
- *   core/clock.c        the clock of every record
- *   core/state.c        the state above, and nothing else
+ * The files that include it: the record layer's (record/trace.c opens
+ * the trace, end.c ends it, meta.c writes the metadata, thread.c makes
+ * and flushes each thread's buffer, stream.c, ring.c and writer.c write
+ * it, state.c defines the state above) and the tracers' above it
+ * (tracers/function.c, graph.c, walk.c, shadow.c, ...), which the buffer
+ * code reaches only through ftrt_record_up. The clock is core/clock.h's.
  * The architecture's part (the cycle counter, whether it can be
  * trusted) is in arch/.
  */
@@ -37,8 +29,9 @@
 #include "arch/arch.h"
 #include "arch/layout.h"
 #include "arch/sys.h"
+#include "core/clock.h"
 #include "core/ftrt.h"
-#include "tracers/graph.h"
+#include "stack.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -247,21 +240,33 @@ extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
 extern int ftrt_paused HIDDEN, ftrt_graph_used HIDDEN, ftrt_graph_users HIDDEN;
 
+/*
+ * The subtree filters (patch/subtree.c): FTRACE_GRAPH_FUNCS and
+ * FTRACE_GRAPH_NOTRACE. ftrt_subtree says which are on (SUBTREE_*,
+ * layout.h; 0 for none, and under any tracer but function_graph);
+ * ftrt_subtree_funcs and ftrt_subtree_notrace are their settings, for
+ * the trace's metadata (NULL when not on).
+ */
+extern int ftrt_subtree HIDDEN;
+extern const char *ftrt_subtree_funcs HIDDEN, *ftrt_subtree_notrace HIDDEN;
+
+/* The contexts (tracers/context.c makes them; the metadata counts
+ * them). */
+/* Bumped each time a context is made: 0 while none has been, and then
+ * every stack is its thread's own. A thread's cached answer of
+ * ftrt_context_at holds while this is unchanged. */
+extern _Atomic unsigned ftrt_ctx_gen HIDDEN;
+/* Contexts made, and those made when the table was full (whose calls
+ * are then recorded as calls, not graphed: ftrt_graph_ungraphed). */
+extern _Atomic uint64_t ftrt_ctx_made HIDDEN;
+extern _Atomic uint64_t ftrt_ctx_lost HIDDEN;
+
 /* Whether recording is paused (tracing_off): read by the C entry paths,
  * as the fast paths read their flags. */
 static inline int paused(void)
 {
 	return __builtin_expect(__atomic_load_n(&ftrt_paused, __ATOMIC_RELAXED), 0);
 }
-
-/* The clock (clock.c). */
-extern int ftrt_clock_mono HIDDEN;
-extern uint64_t ftrt_tsc_start HIDDEN, ftrt_mono_start HIDDEN;
-int ftrt_tsc_trusted(void) HIDDEN; /* the architecture's: arch.h */
-/* The counter's rate in Hz where the architecture gives it (arm64's
- * cntfrq_el0), else 0: the reader then takes the rate from the clock
- * pairs of the trace's start and end. The architecture's: arch.h. */
-uint64_t ftrt_tsc_hz(void) HIDDEN;
 
 /* Whether the trace is ending; called with the thread's busy set. */
 static inline int ended(void)
@@ -287,27 +292,12 @@ static inline void unbusy(struct tbuf *b, uintptr_t v)
  * taken from it. */
 #define BUSY_HELD (~(uintptr_t)0)
 
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t now(void)
-{
-	if (__builtin_expect(ftrt_clock_mono, 0))
-		return mono_ns();
-	return rdtsc();
-}
-
 /* Streams (stream.c). ftrt_flush writes the buffer out (in ring mode,
  * the ring too: ftrt_ring_write); ftrt_stream_make makes the thread's
  * stream (0, or -1); ftrt_fit says how many of words[0, n) are the whole
  * records that fit in room bytes, and ftrt_put_records writes those. */
 char *ftrt_utoa(char *p, uint64_t v) HIDDEN;
 uint64_t ftrt_fsize_room(uint64_t off) HIDDEN;
-size_t ftrt_put(int fd, const void *buf, size_t len, uint64_t off) HIDDEN;
 void ftrt_flush(struct tbuf *b) HIDDEN;
 int ftrt_stream_make(struct tbuf *b) HIDDEN;
 /* The descriptor of b's stream (made: b->fd >= 0) to write it through,
@@ -326,6 +316,25 @@ void ftrt_stream_summary(struct tbuf *b, int self) HIDDEN;
 
 /* Sites the live API enabled less those it disabled (live.c). */
 extern long ftrt_live_enabled_delta HIDDEN;
+
+/* snapshot.c: a snapshot of the flight recorder into dir (NULL or "":
+ * snapshot-N in the trace's directory), the directory made into made
+ * (size bytes). 0, or -errno with ftrt_snapshot_why saying why. */
+int ftrt_snapshot(const char *dir, char *made, size_t size) HIDDEN;
+const char *ftrt_snapshot_why(void) HIDDEN;
+
+/*
+ * What the tracers give the buffer code (tracers/wire.c), which it calls
+ * through these, never by name: take a thread's buffer for work on it
+ * (tracers/take.h's take: 1 when taken, from a holder a longjmp left
+ * too; 0 when it is held), and record the end of every graphed call
+ * still open on the stack sp is on as left, at ts (a thread's exit).
+ */
+struct ftrt_record_calls {
+	int (*take)(struct tbuf *b, uintptr_t ref);
+	void (*left_all)(struct tbuf *b, uintptr_t sp, uint64_t ts);
+};
+extern struct ftrt_record_calls ftrt_record_up HIDDEN;
 
 /* The writer thread (writer.c): FTRACE_BUFFER=writer. */
 extern int ftrt_writer HIDDEN;

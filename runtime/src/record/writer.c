@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <linux/futex.h>
 
+#include "arch/fds.h"
 #include "tracer.h"
 
 #define SEGMENTS 8

@@ -46,7 +46,7 @@
 #include "argread.h"
 #include "argspec.h"
 #include "fgraph.h"
-#include "process/ftrace.h"
+#include "ftrace.h"
 
 /* The pipe read_mem reads through where process_vm_readv is refused
  * (qemu-user), each end checked before each use (fds.h), and whether a

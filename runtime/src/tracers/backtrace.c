@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "entry.h"
 #include "arch/arch.h"
 #include "core/ftrt.h"
 

@@ -65,10 +65,10 @@
 #include "core/say.h"
 #include "fgraph.h"
 #include "graph.h"
-#include "ops.h"
+#include "patch/ops.h"
 #include "patch/live.h"
 #include "patch/liveindex.h"
-#include "process/ftrace.h"
+#include "ftrace.h"
 #include "record/encode.h"
 #include "record/tracer.h"
 

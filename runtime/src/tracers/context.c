@@ -39,6 +39,7 @@
 
 #include "core/ftrt.h"
 #include "graph.h"
+#include "record/tracer.h"
 
 #define CTX_MAX 4096 /* contexts whose stacks are known at once */
 
@@ -46,8 +47,6 @@ static struct ftrt_ctx *ctxs[CTX_MAX];
 static _Atomic unsigned count; /* ctxs[0, count) are published */
 static atomic_flag lock = ATOMIC_FLAG_INIT;
 
-_Atomic unsigned ftrt_ctx_gen;
-_Atomic uint64_t ftrt_ctx_made, ftrt_ctx_lost;
 
 /*
  * The context ucp, just given its stack and function: make its stack

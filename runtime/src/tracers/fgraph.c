@@ -34,11 +34,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "process/ftrace.h"
+#include "ftrace.h"
 #include "fgraph.h"
 #include "core/grace.h"
 #include "patch/live.h"
-#include "ops.h"
+#include "patch/ops.h"
 #include "patch/pass.h"
 #include "take.h"
 #include "record/tracer.h"

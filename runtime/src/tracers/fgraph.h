@@ -14,9 +14,6 @@ struct shadow;
 struct ftrace_regs;
 struct fgraph_ops;
 
-/* The ops of a graph user: the list calls it after the tracer (ops.c),
- * so a call the tracer pushed is on top when the user's entry runs. */
-#define FTRT_OPS_FL_AFTER (1ul << 24)
 
 /* graph.c's exit, the call sh popped (busy held): each user's retfunc,
  * the call's stack pointer at its return sp. */

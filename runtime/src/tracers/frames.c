@@ -86,6 +86,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "record/stack.h"
+#include "entry.h"
 #include "arch/arch.h"
 #include "arch/layout.h"
 #include "core/ftrt.h"

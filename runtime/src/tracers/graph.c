@@ -36,6 +36,7 @@
 
 #include "fgraph.h"
 #include "core/say.h"
+#include "graph.h"
 #include "record/tracer.h"
 #include "take.h"
 

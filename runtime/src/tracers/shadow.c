@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graph.h"
 #include "record/tracer.h"
 #include "record/encode.h"
 

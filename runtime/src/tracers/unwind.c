@@ -35,6 +35,7 @@
  */
 #include <stdint.h>
 
+#include "entry.h"
 #include "core/ftrt.h"
 
 struct _Unwind_Exception;

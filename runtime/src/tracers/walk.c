@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "entry.h"
 #include "record/tracer.h"
 #include "take.h"
 

@@ -3,7 +3,7 @@
  * meta.c): whether its counter can be the clock, and its rate. Calls
  * nothing.
  */
-#include "record/tracer.h"
+#include "arch/arch.h"
 
 /*
  * The generic timer's counter (cntvct_el0) is the clock: the

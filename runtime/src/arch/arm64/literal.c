@@ -27,10 +27,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 #include "literal.h"
-#include "record/tracer.h"
 
 /*
  * The module's patchable areas, sorted (ftrt_arch_areas): read where
@@ -115,7 +114,7 @@ int ftrt_arm64_area(uintptr_t ip, uintptr_t *lit)
  * ftrt_ops_nop for any other). */
 const struct ftrt_ops *ftrt_arm64_tracer_ops(int tracer)
 {
-	return tracer == FTRT_GRAPH ? &ftrt_ops_graph : tracer == FTRT_FUNCTION ? &ftrt_ops_function : &ftrt_ops_nop;
+	return ftrt_arch_entries.tracer_ops[tracer == FTRT_GRAPH || tracer == FTRT_FUNCTION ? tracer : 0];
 }
 
 /* The ops record the literal at lit points at, when it is one of the

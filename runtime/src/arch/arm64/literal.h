@@ -7,7 +7,6 @@
 
 #include <stdint.h>
 
-#include "record/tracer.h"
 
 /* What the patchable area at an entry site is (ftrt_arm64_area). */
 enum {

@@ -14,10 +14,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
-#include "patch/live.h"
-#include "patch/pass.h"
+#include "arch/poke.h"
 #include "veneer.h"
 
 #define PAGES 64
@@ -27,8 +26,6 @@
 #define OPS_LDR_X16 0x580000b0u /* ldr x16, .+20 */
 #define OPS_BRK 0xd4200000u     /* brk #0: never run */
 
-void ftrace_ops_regs_caller(void);
-void ftrace_ops_regs_mcount_caller(void);
 
 static struct {
 	uintptr_t at; /* 0: not made */
@@ -98,9 +95,9 @@ int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *r
 	if (want == WANT_ENTRY && len == 8) {
 		if (w[0] != ARM64_MOV_X9_X30)
 			return -1; /* `nop; nop`: two words would change */
-		caller = (uintptr_t)ftrace_ops_regs_caller, at = ip + 4, k = 1;
+		caller = ftrt_arch_entries.ops_regs_caller, at = ip + 4, k = 1;
 	} else if (want == WANT_MCOUNT && len == 4) {
-		caller = (uintptr_t)ftrace_ops_regs_mcount_caller, at = ip, k = 0;
+		caller = ftrt_arch_entries.ops_regs_mcount_caller, at = ip, k = 0;
 	} else {
 		return -1;
 	}

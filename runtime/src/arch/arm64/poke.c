@@ -47,10 +47,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
-#include "patch/live.h"
-#include "patch/pass.h"
+#include "arch/poke.h"
 #include "veneer.h"
 
 /* The batch being applied, for a child forked meanwhile. */
@@ -98,9 +97,9 @@ void ftrt_arch_poke_after_fork(void)
 	batch = NULL;
 }
 
-int ftrt_arch_trap(const siginfo_t *si, void *uc)
+int ftrt_arch_trap(const siginfo_t *si, void *uc, int (*is_site)(uintptr_t ip))
 {
-	(void)si, (void)uc;
+	(void)si, (void)uc, (void)is_site;
 	return 0;
 }
 
@@ -143,7 +142,7 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 		*len = l;
 		return 1;
 	}
-	if (target && (ftrt_arch_live_ops_rec(ip, l) || ftrt_ops_direct_known(target))) {
+	if (target && (ftrt_arch_live_ops_rec(ip, l) || ftrt_arch_direct_known(target))) {
 		*len = l; /* a call of an ops trampoline (opstramp.c), or of a direct one */
 		return 1;
 	}

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 
 /* The hooks a quick site calls (targets[] indexes): arm64 has one. */

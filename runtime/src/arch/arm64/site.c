@@ -33,13 +33,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 #include "literal.h"
-#include "patch/live.h"
-#include "patch/pass.h"
+#include "arch/poke.h"
 #include "quick.h"
-#include "record/tracer.h"
 #include "veneer.h"
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };

@@ -5,10 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 #include "literal.h"
-#include "patch/pass.h"
 
 /*
  * Calls into the module's trampolines (ftrt_targets) as the runtime, or

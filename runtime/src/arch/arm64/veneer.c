@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 #include "sys.h"
 #include "veneer.h"

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/tracer.h"
+#include "arch/arch.h"
+
 
 /*
  * Whether rdtsc ticks at a constant rate whatever the CPU's power state

@@ -12,16 +12,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
-#include "patch/live.h"
-#include "patch/pass.h"
+#include "arch/poke.h"
 
 #define chunks ftrt_chunks
-
-void ftrace_ops_caller(void);
-void ftrace_ops_mcount_caller(void);
-void ftrace_ops_chain_caller(void);
 
 #define OPS_TRAMP 32
 #define OPS_MOVABS 0 /* 49 bb imm64: movabs $record, %r11 */
@@ -31,9 +26,9 @@ void ftrace_ops_chain_caller(void);
 
 static uintptr_t ops_caller(int want)
 {
-	return want == WANT_MCOUNT ? (uintptr_t)ftrace_ops_mcount_caller
-	     : want == WANT_CHAIN ? (uintptr_t)ftrace_ops_chain_caller
-				  : (uintptr_t)ftrace_ops_caller;
+	return want == WANT_MCOUNT ? ftrt_arch_entries.ops_mcount_caller
+	     : want == WANT_CHAIN ? ftrt_arch_entries.ops_chain_caller
+				  : ftrt_arch_entries.ops_caller;
 }
 
 /* The record an ops trampoline at t loads, when t is one; else 0. */

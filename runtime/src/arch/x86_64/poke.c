@@ -45,10 +45,9 @@
 #include <ucontext.h>
 
 #include "arch/sys.h"
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
-#include "patch/live.h"
-#include "patch/pass.h"
+#include "arch/poke.h"
 
 #define INT3 0xcc
 #define CMP_EAX 0x3d /* cmp $imm32, %eax: a site disabled live (ftrt_arch_live_off) */
@@ -195,7 +194,7 @@ static void emulate(greg_t *g, uintptr_t ip, int len, const unsigned char *n)
 	}
 }
 
-int ftrt_arch_trap(const siginfo_t *si, void *ctx)
+int ftrt_arch_trap(const siginfo_t *si, void *ctx, int (*is_site)(uintptr_t ip))
 {
 	if (si->si_code != SI_KERNEL) /* not an int3: raise, kill, a debugger's trap */
 		return 0;
@@ -204,7 +203,7 @@ int ftrt_arch_trap(const siginfo_t *si, void *ctx)
 	for (int tries = 0; tries < 1000000; tries++) {
 		if (*(const volatile unsigned char *)ip != INT3) {
 			/* Step 3 wrote the site since: run it again as it is. */
-			if (!ftrt_live_is_site(ip))
+			if (!is_site(ip))
 				return 0;
 			g[REG_RIP] = (greg_t)ip;
 			return 1;
@@ -229,7 +228,7 @@ int ftrt_arch_trap(const siginfo_t *si, void *ctx)
 			}
 			continue;
 		}
-		if (r == 0 && !ftrt_live_is_site(ip))
+		if (r == 0 && !is_site(ip))
 			return 0; /* the program's own int3 */
 		/* The batch is changing, or was retired after this thread
 		 * read the int3: look again. */
@@ -260,7 +259,7 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 		*len = l;
 		return 1;
 	}
-	if (p[0] == 0xe8 && (ftrt_arch_live_ops_rec(ip, 5) || ftrt_ops_direct_known(ftrt_arch_live_target(ip, 5)))) {
+	if (p[0] == 0xe8 && (ftrt_arch_live_ops_rec(ip, 5) || ftrt_arch_direct_known(ftrt_arch_live_target(ip, 5)))) {
 		*len = 5; /* e8 rel32: a call of an ops trampoline or a direct one (a 6-byte site's NOP after it) */
 		return 1;
 	}
@@ -311,7 +310,7 @@ void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf)
 	int l;
 	memcpy(buf, p, (size_t)len);
 	if ((ftrt_arch_tramp_call(p, &l, 0) && l == len) ||
-	    (len == 5 && (ftrt_arch_live_ops_rec(ip, len) || ftrt_ops_direct_known(ftrt_arch_live_target(ip, len))))) {
+	    (len == 5 && (ftrt_arch_live_ops_rec(ip, len) || ftrt_arch_direct_known(ftrt_arch_live_target(ip, len))))) {
 		buf[len - 5] = CMP_EAX; /* the e8 */
 		return;
 	}

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 
 /* The 8 bytes at p (ftrt_sites_walk in sites.c makes sure a site has them). */
 static inline uint64_t ftrt_quick_load(uintptr_t p)

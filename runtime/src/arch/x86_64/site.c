@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/ftrt.h"
+#include "arch/site.h"
 #include "insn.h"
 #include "quick.h"
 
@@ -303,8 +303,6 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 	return FTRT_SITE_UNKNOWN;
 }
 
-void ftrace_graph_enter(void);
-void ftrace_graph_leave(void);
 
 /*
  * Per-site graph trampolines (the layout is drawn in graph.S), in chunks
@@ -359,7 +357,7 @@ int ftrt_chunk_new(uintptr_t ip, int o)
 			continue;
 		}
 		unsigned char *c = m;
-		uintptr_t fns[2] = { (uintptr_t)ftrace_graph_enter, (uintptr_t)ftrace_graph_leave };
+		uintptr_t fns[2] = { ftrt_arch_entries.graph_enter, ftrt_arch_entries.graph_leave };
 		memcpy(c, fns, sizeof fns);
 		chunks[slot].base = c;
 		chunks[slot].owner = o;

@@ -4,8 +4,7 @@
  */
 #include <stdint.h>
 
-#include "core/ftrt.h"
-#include "patch/pass.h"
+#include "arch/site.h"
 
 /*
  * Calls into the runtime that `ftpatch enable` writes (x86-64; the other

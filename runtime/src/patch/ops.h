@@ -7,6 +7,11 @@
 
 struct ftrace_ops;
 
+/* The ops of a graph user (tracers/fgraph.c): the list calls it after
+ * the tracer, so a call the tracer pushed is on top when the user's
+ * entry runs. */
+#define FTRT_OPS_FL_AFTER (1ul << 24)
+
 int ftrt_ops_register(struct ftrace_ops *ops) __attribute__((visibility("hidden")));
 int ftrt_ops_unregister(struct ftrace_ops *ops) __attribute__((visibility("hidden")));
 /* The sites ops's filter (notrace: its notrace list) now chooses. */

@@ -5,10 +5,11 @@
  */
 #include <stdint.h>
 
+#include "tracers/entry.h"
 #include "core/ftrt.h"
 #include "patch/live.h"
-#include "process/ftrace.h"
-#include "regs.h"
+#include "ftrace.h"
+#include "arch/arm64/regs.h"
 #include "tracers/argread.h"
 #include "tracers/fgraph.h"
 

@@ -29,8 +29,8 @@
  *       0     x29 on entry
  */
 #include "abi.h"
-#include "args.h"
-#include "regs.h"
+#include "arch/arm64/args.h"
+#include "arch/arm64/regs.h"
 
 #define REGS 16
 #define FRAME (REGS + FREGS_SIZE)

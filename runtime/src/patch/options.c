@@ -17,10 +17,13 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
-#include "ftrt.h"
-#include "patch/pass.h"
-#include "say.h"
-#include "tracers/graph.h"
+#include "core/clock.h"
+#include "core/ftrt.h"
+#include "core/say.h"
+#include "pass.h"
+#include "patch.h"
+#include "record/tracer.h"
+#include "subtree.h"
 
 /*
  * The config record, if it is one this runtime understands. Read through
@@ -103,7 +106,7 @@ struct ftrt_opts ftrt_opts;
  */
 int ftrt_graph_safe(void)
 {
-	if (!ftrt_unwind_hooked || ftrt_unwind_hooked())
+	if (!ftrt_patch_up.unwind_hooked || ftrt_patch_up.unwind_hooked())
 		return 1;
 	ftrt_say("ftrt: function_graph: this statically linked program's C++ exceptions cannot be followed through graphed calls; "
 	    "tracing with function instead\n");

@@ -6,9 +6,8 @@
  */
 #include <pthread.h>
 
-#include "record/tracer.h"
+#include "tracer.h"
 
-int ftrt_mode;
 unsigned ftrt_max_depth = SHADOW_MAX; /* FTRACE_DEPTH: calls deeper than this are not graphed */
 uint64_t ftrt_thresh_tsc;             /* FTRACE_THRESH in rdtsc ticks: shorter leaf calls are not kept */
 
@@ -70,6 +69,14 @@ int ftrt_graph_used;
 int ftrt_graph_users;
 
 /* Process-wide choices of the graph tracer made while it runs. */
+struct ftrt_record_calls ftrt_record_up;
+
+int ftrt_subtree;
+const char *ftrt_subtree_funcs, *ftrt_subtree_notrace;
+
+_Atomic unsigned ftrt_ctx_gen;
+_Atomic uint64_t ftrt_ctx_made, ftrt_ctx_lost;
+
 int ftrt_graph_slow; /* a context exists: every call takes the C path (stack_at) */
 int ftrt_graph_off;  /* a context's stack is unknown: calls are recorded, not graphed */
 

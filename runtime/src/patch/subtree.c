@@ -57,11 +57,10 @@
 #include <sys/mman.h>
 
 #include "core/ftrt.h"
-#include "graph.h"
+#include "record/stack.h"
+#include "subtree.h"
 
-__attribute__((visibility("hidden"))) int ftrt_subtree;
 __attribute__((visibility("hidden"), aligned(64))) uint64_t ftrt_subtree_maybe[SUBTREE_BITS / 64];
-const char *ftrt_subtree_funcs, *ftrt_subtree_notrace;
 _Static_assert((SUBTREE_BITS & (SUBTREE_BITS - 1)) == 0 && SUBTREE_BITS % 64 == 0,
 	       "entry.S takes a site's bit by masks and shifts");
 

@@ -48,7 +48,7 @@
  * of r11 may change them.
  */
 #include "arch/opslayout.h"
-#include "regs.h"
+#include "arch/x86_64/regs.h"
 
 .macro OPS_CALLER name, kind
 	.text

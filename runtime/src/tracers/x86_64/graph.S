@@ -8,8 +8,8 @@
  */
 #include "abi.h"
 #include "arch/layout.h"
-#include "args.h"
-#include "fast.h"
+#include "arch/x86_64/args.h"
+#include "arch/x86_64/fast.h"
 
 /*
  * return_to_handler: where a function graphed by ftrt_entry returns to,

@@ -32,7 +32,7 @@
  *      8(%rsp) r10
  *      0(%rsp) padding
  */
-#include "args.h"
+#include "arch/x86_64/args.h"
 
 	.text
 	.globl	__wrap_makecontext

@@ -22,8 +22,8 @@
  */
 #include "abi.h"
 #include "arch/layout.h"
-#include "args.h"
-#include "fast.h"
+#include "arch/x86_64/args.h"
+#include "arch/x86_64/fast.h"
 
 	.text
 

@@ -36,12 +36,12 @@
 
 #include "arch/opslayout.h"
 #include "core/grace.h"
-#include "fgraph.h"
 #include "ops.h"
-#include "patch/live.h"
-#include "patch/liveindex.h"
-#include "patch/pass.h"
-#include "process/ftrace.h"
+#include "patch.h"
+#include "live.h"
+#include "liveindex.h"
+#include "pass.h"
+#include "ftrace.h"
 #include "record/tracer.h"
 
 /* Registered at once: a bit each in a site's mask. */
@@ -144,7 +144,7 @@ static void list(uintptr_t ip, uintptr_t parent_ip, const struct ftrt_ops *rec, 
 		}
 	}
 	if (lr->tracer)
-		ftrt_arch_ops_tracer(ip, fregs);
+		ftrt_patch_up.tracer(ip, fregs);
 	/* Graph users after the tracer: a call it pushed is theirs too. */
 	for (uint64_t k = m; k;) {
 		struct ops_rec *r = v->slot[__builtin_ctzll(k)];
@@ -264,30 +264,6 @@ static struct view *build(void)
 	return v;
 }
 
-/* Every direct trampoline registered (or modified to), for live_state:
- * a site that calls one is enabled. Never forgotten: a site may still
- * call one until it is written. */
-static uintptr_t directs[RECS_MAX * 2];
-static int ndirects;
-
-int ftrt_ops_direct_known(uintptr_t a)
-{
-	for (int i = 0; a && i < ndirects; i++)
-		if (directs[i] == a)
-			return 1;
-	return 0;
-}
-
-static int direct_note(uintptr_t a)
-{
-	if (ftrt_ops_direct_known(a))
-		return 0;
-	if (ndirects == (int)(sizeof directs / sizeof *directs))
-		return -ENOSPC;
-	directs[ndirects++] = a;
-	return 0;
-}
-
 /* Whether a site of the view v is chosen by two direct ops. */
 static int direct_clash(const struct view *v)
 {
@@ -391,7 +367,7 @@ static int reg(struct ftrace_ops *ops, int direct, unsigned long addr)
 		return fail(-EBUSY, "the ops is registered already");
 	if (!~used)
 		return fail(-ENOSPC, "64 ops are registered already");
-	if (direct && direct_note(addr) != 0)
+	if (direct && ftrt_arch_direct_note(addr) != 0)
 		return fail(-ENOSPC, "512 direct trampolines were registered already");
 	if (direct) {
 		ops->direct_call = addr;
@@ -452,7 +428,7 @@ int ftrt_ops_direct_modify(struct ftrace_ops *ops, unsigned long addr)
 	struct ops_rec *r = rec_of(ops, 0);
 	if (!r || !r->user || !(r->flags & FTRACE_OPS_FL_DIRECT))
 		return fail(-EINVAL, "the ops is not a registered direct one");
-	if (direct_note(addr) != 0)
+	if (ftrt_arch_direct_note(addr) != 0)
 		return fail(-ENOSPC, "512 direct trampolines were registered already");
 	/* The lists and trampolines read it at each call; the sites that
 	 * call the old one directly are rewritten. */
@@ -578,7 +554,8 @@ void ftrt_ops_added(const struct ftrt_mod *md)
 {
 	if (used) {
 		/* The capture's table first: its chooser reads it (ftrt_ops_choose). */
-		ftrt_capture_added(md);
+		if (ftrt_patch_up.added)
+			ftrt_patch_up.added(md);
 		update(md->owner);
 	}
 }

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "tracers/entry.h"
 #include "core/ftrt.h"
 #include "record/tracer.h"
 #include "tracers/fgraph.h"
@@ -44,7 +45,7 @@ static int readable(uintptr_t a)
 	return sys(SYS_process_vm_readv, sys(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&local, 1, (long)&remote, 1, 0) == 4;
 }
 #define FRAME_READABLE(a) readable(a)
-#include "frame.h"
+#include "arch/arm64/frame.h"
 
 void return_to_handler(void);
 

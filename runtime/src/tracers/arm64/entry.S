@@ -31,8 +31,8 @@
  * -mbranch-protection=standard.
  */
 #include "abi.h"
-#include "args.h"
-#include "regs.h"
+#include "arch/arm64/args.h"
+#include "arch/arm64/regs.h"
 
 	.text
 

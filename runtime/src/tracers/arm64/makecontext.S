@@ -13,7 +13,7 @@
  * ftrt_context_made(ucp), restores them and branches to the C library's
  * makecontext with the stack as it found it.
  */
-#include "args.h"
+#include "arch/arm64/args.h"
 
 	.text
 	ENTRY	__wrap_makecontext

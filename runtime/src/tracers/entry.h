@@ -1,0 +1,78 @@
+/*
+ * The tracers' entry points: what the entry assembly (tracers/<isa>/)
+ * calls at a traced call and its return, what the unwinder's hooks call
+ * (walk.c), the tracers' own ops records, and what they give the layers
+ * below at start (wire.c).
+ */
+#ifndef FTRT_ENTRY_H
+#define FTRT_ENTRY_H
+
+#include <stdint.h>
+
+#include "arch/site.h"
+
+/* The tracers' hand-over to the layers below (wire.c), from
+ * process/lifetime.c before the program's pass. */
+void ftrt_tracers_wire(void) __attribute__((visibility("hidden")));
+
+/* The entry assembly's symbols the ISA's site code reaches through
+ * ftrt_arch_entries (wire.c takes their addresses). */
+#if defined(__x86_64__)
+void ftrace_graph_enter(void);
+void ftrace_graph_leave(void);
+void ftrace_ops_caller(void);
+void ftrace_ops_mcount_caller(void);
+void ftrace_ops_chain_caller(void);
+#else
+void ftrace_ops_regs_caller(void);
+void ftrace_ops_regs_mcount_caller(void);
+#endif
+
+/* The tracer, from a list of ops that has it (patch/ops.c, through
+ * ftrt_patch_up): the function at ip, with its registers as the ops
+ * caller saved them (tracers/<isa>/fregs.c). */
+void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *fregs) __attribute__((visibility("hidden")));
+
+/* The C entry of the call-site trampolines (function.c; on arm64 -pg's,
+ * tracers/arm64/mcount.c's ftrt_entry_frame), and function_graph's
+ * entry and exit (graph.c). */
+void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+struct ftrace_regs; /* the architecture's (arch/arm64/regs.h) */
+/* ftrt_entry for the trampolines that save a struct ftrace_regs
+ * (FTRT_ARCH_FREGS: arm64's ftrace_caller). */
+void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs);
+void ftrt_entry_frame(uintptr_t ip, uintptr_t *fp, uintptr_t parent);
+extern const struct ftrt_ops ftrt_ops_nop, ftrt_ops_function, ftrt_ops_graph;
+int ftrt_graph_enter(uintptr_t ip, uintptr_t *slot, uintptr_t hook);
+uintptr_t ftrt_graph_exit(uintptr_t sp);
+/* Walks of the stack (walk.c says how): an exception's (unwind.c) or,
+ * exc NULL, a backtrace's (backtrace.c). Suspend gives the unwinder the
+ * real return addresses (1: a level opened, which resume closes); land
+ * drops the calls made by the frame whose landing pad runs next, by the
+ * stack pointer the pad runs with; resume, at the catch or the walk's
+ * end, hooks the survivors again
+ * (sp: the catching frame's stack pointer, a fallback should no landing
+ * pad have been seen; 0: none). */
+int ftrt_graph_suspend(const void *exc);
+void ftrt_graph_land(uintptr_t sp);
+void ftrt_graph_resume(const void *exc, uintptr_t sp);
+/* The definition of name after the program's (libgcc_s's, libstdc++'s),
+ * for the unwinder's entry points the runtime interposes (frames.c,
+ * unwind.c); looked up once into *cache: threads that race there store
+ * the same value. */
+void *ftrt_next(const char *name, void **cache) __attribute__((visibility("hidden")));
+/* Unwind info for a hook (frames.c): whether hook is one of this thread's
+ * graphed calls' hooks, and if so where its shadow stack is, and an area
+ * of FTRT_FRAME_INFO bytes of the thread's for the info. */
+struct ftrt_hook_info {
+	unsigned char *area;
+	uintptr_t shadow; /* &shadow[0]: struct shadow, as layout.h lays it out */
+	uintptr_t depth;  /* &depth: uint32_t */
+};
+int ftrt_graph_hook_info(uintptr_t hook, struct ftrt_hook_info *hi) __attribute__((visibility("hidden")));
+/* Whether a throw reaches unwind.c's hooks (not in a static link with
+ * libgcc_eh). Weak: unwind.c is linked only where C++ catches. */
+int ftrt_unwind_hooked(void) __attribute__((weak));
+
+
+#endif
