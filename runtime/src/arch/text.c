@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "fds.h"
-#include "sys.h"
 #include "poke.h"
+#include "sys.h"
 
 #define SPAN_GAP 4096          /* writes closer than this share one write */
 #define SPAN_MAX (1u << 20)    /* the most one write covers: the scratch buffer */

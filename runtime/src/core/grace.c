@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch/poke.h"
 #include "arch/sys.h"
 #include "grace.h"
-#include "arch/poke.h"
 
 /* Slots for this many threads at once; one cache line each, in the
  * zero-filled data of the program, untouched until claimed. */

@@ -36,12 +36,12 @@
 
 #include "arch/opslayout.h"
 #include "core/grace.h"
-#include "ops.h"
-#include "patch.h"
+#include "ftrace.h"
 #include "live.h"
 #include "liveindex.h"
+#include "ops.h"
 #include "pass.h"
-#include "ftrace.h"
+#include "patch.h"
 #include "record/tracer.h"
 
 /* Registered at once: a bit each in a site's mask. */

@@ -9,10 +9,10 @@
 
 #include "ftrace.h"
 #include "patch/live.h"
+#include "patch/ops.h"
 #include "record/tracer.h"
 #include "tracers/argread.h"
 #include "tracers/fgraph.h"
-#include "patch/ops.h"
 
 static __thread const char *why __attribute__((tls_model("initial-exec")));
 

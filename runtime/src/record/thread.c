@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tracer.h"
 #include "encode.h"
+#include "tracer.h"
 
 static pthread_key_t exit_key;
 

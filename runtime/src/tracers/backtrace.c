@@ -25,9 +25,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "entry.h"
 #include "arch/arch.h"
 #include "core/ftrt.h"
+#include "entry.h"
 
 void return_to_handler(void);
 

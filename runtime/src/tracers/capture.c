@@ -64,11 +64,11 @@
 #include "core/grace.h"
 #include "core/say.h"
 #include "fgraph.h"
+#include "ftrace.h"
 #include "graph.h"
-#include "patch/ops.h"
 #include "patch/live.h"
 #include "patch/liveindex.h"
-#include "ftrace.h"
+#include "patch/ops.h"
 #include "record/encode.h"
 #include "record/tracer.h"
 

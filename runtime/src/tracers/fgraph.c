@@ -34,14 +34,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ftrace.h"
-#include "fgraph.h"
 #include "core/grace.h"
+#include "fgraph.h"
+#include "ftrace.h"
 #include "patch/live.h"
 #include "patch/ops.h"
 #include "patch/pass.h"
-#include "take.h"
 #include "record/tracer.h"
+#include "take.h"
 
 #define USERS 16
 #define FGDATA_SIZE (256 * 1024)

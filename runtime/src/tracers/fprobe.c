@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "fgraph.h"
-#include "patch/ops.h"
-#include "patch/live.h"
 #include "ftrace.h"
+#include "patch/live.h"
+#include "patch/ops.h"
 
 /* The caller's return address: the shadow entry's, once the tracer or
  * another user hooked the return; else what the slot holds. */

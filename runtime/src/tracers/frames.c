@@ -86,11 +86,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "record/stack.h"
-#include "entry.h"
 #include "arch/arch.h"
 #include "arch/layout.h"
 #include "core/ftrt.h"
+#include "entry.h"
+#include "record/stack.h"
 
 /* libgcc's, for the lookup's result. */
 struct dwarf_eh_bases {

@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fgraph.h"
 #include "core/say.h"
+#include "fgraph.h"
 #include "graph.h"
 #include "record/tracer.h"
 #include "take.h"

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "graph.h"
-#include "record/tracer.h"
 #include "record/encode.h"
+#include "record/tracer.h"
 
 /*
  * The shadow stack of the code whose frame is at sp (graph.h): the

@@ -35,8 +35,8 @@
  */
 #include <stdint.h>
 
-#include "entry.h"
 #include "core/ftrt.h"
+#include "entry.h"
 
 struct _Unwind_Exception;
 typedef int (*raise_fn)(struct _Unwind_Exception *);

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arch/poke.h"
 #include "arch/site.h"
 #include "insn.h"
-#include "arch/poke.h"
 #include "veneer.h"
 
 #define PAGES 64

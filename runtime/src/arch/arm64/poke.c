@@ -47,9 +47,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch/poke.h"
 #include "arch/site.h"
 #include "insn.h"
-#include "arch/poke.h"
 #include "veneer.h"
 
 /* The batch being applied, for a child forked meanwhile. */

@@ -33,10 +33,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch/poke.h"
 #include "arch/site.h"
 #include "insn.h"
 #include "literal.h"
-#include "arch/poke.h"
 #include "quick.h"
 #include "veneer.h"
 

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arch/poke.h"
 #include "arch/site.h"
 #include "insn.h"
-#include "arch/poke.h"
 
 #define chunks ftrt_chunks
 

@@ -44,10 +44,10 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "arch/sys.h"
-#include "arch/site.h"
-#include "insn.h"
 #include "arch/poke.h"
+#include "arch/site.h"
+#include "arch/sys.h"
+#include "insn.h"
 
 #define INT3 0xcc
 #define CMP_EAX 0x3d /* cmp $imm32, %eax: a site disabled live (ftrt_arch_live_off) */

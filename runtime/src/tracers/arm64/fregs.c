@@ -5,12 +5,12 @@
  */
 #include <stdint.h>
 
-#include "tracers/entry.h"
-#include "core/ftrt.h"
-#include "patch/live.h"
-#include "ftrace.h"
 #include "arch/arm64/regs.h"
+#include "core/ftrt.h"
+#include "ftrace.h"
+#include "patch/live.h"
 #include "tracers/argread.h"
+#include "tracers/entry.h"
 #include "tracers/fgraph.h"
 
 /* x0-x7, then the stack's at the function's entry, as an item of

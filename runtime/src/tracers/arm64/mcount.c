@@ -21,9 +21,9 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "tracers/entry.h"
 #include "core/ftrt.h"
 #include "record/tracer.h"
+#include "tracers/entry.h"
 #include "tracers/fgraph.h"
 #include "tracers/take.h"
 

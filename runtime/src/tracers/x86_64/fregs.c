@@ -5,12 +5,12 @@
  */
 #include <stdint.h>
 
-#include "tracers/entry.h"
-#include "core/ftrt.h"
-#include "patch/live.h"
-#include "ftrace.h"
 #include "arch/x86_64/regs.h"
+#include "core/ftrt.h"
+#include "ftrace.h"
+#include "patch/live.h"
 #include "tracers/argread.h"
+#include "tracers/entry.h"
 #include "tracers/fgraph.h"
 
 void ftrace_stub(void);
