@@ -19,8 +19,15 @@ import (
 // compiler, and returns it.
 func buildHarness(t *testing.T, source string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc is not installed: run `make deps` or `apt-get install gcc`")
+	return buildHarnessWith(t, "gcc", nil, source)
+}
+
+// buildHarnessWith is buildHarness with the compiler cc and its flags
+// (another ISA's cross compiler, -static to run under qemu-user).
+func buildHarnessWith(t *testing.T, cc string, flags []string, source string) string {
+	t.Helper()
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Fatalf("%s is not installed: run `make deps`", cc)
 	}
 	dir := t.TempDir()
 	src, err := filepath.Abs("src")
@@ -31,7 +38,8 @@ func buildHarness(t *testing.T, source string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "harness")
-	if out, err := exec.Command("gcc", append(append([]string{"-O2"}, includeFlags(src)...), "-o", bin, filepath.Join(dir, "harness.c"))...).CombinedOutput(); err != nil {
+	argv := append(append(append([]string{"-O2"}, flags...), includeFlags(src)...), "-o", bin, filepath.Join(dir, "harness.c"))
+	if out, err := exec.Command(cc, argv...).CombinedOutput(); err != nil {
 		t.Fatalf("building the harness: %v\n%s", err, out)
 	}
 	return bin

@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,24 +66,10 @@ int main(void)
 // mapping left behind, when no place in reach is free. arm64, under
 // qemu-user.
 func TestMapNear(t *testing.T) {
-	for _, tool := range []string{"aarch64-linux-gnu-gcc", "qemu-aarch64"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: run `make deps`", tool)
-		}
+	if _, err := exec.LookPath("qemu-aarch64"); err != nil {
+		t.Fatal("qemu-aarch64 is not installed: run `make deps`")
 	}
-	dir := t.TempDir()
-	src, err := filepath.Abs("src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "harness.c"), []byte(mapNearHarness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "harness")
-	argv := append(append([]string{"-O2", "-static", "-mgeneral-regs-only"}, includeFlags(src)...), "-o", bin, filepath.Join(dir, "harness.c"))
-	if out, err := exec.Command("aarch64-linux-gnu-gcc", argv...).CombinedOutput(); err != nil {
-		t.Fatalf("building the harness: %v\n%s", err, out)
-	}
+	bin := buildHarnessWith(t, "aarch64-linux-gnu-gcc", []string{"-static", "-mgeneral-regs-only"}, mapNearHarness)
 	out, err := exec.Command("qemu-aarch64", bin).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the harness: %v\n%s", err, out)
