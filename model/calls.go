@@ -106,3 +106,20 @@ func ReportCalls(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Count, 
 	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Func, b.Func)) })
 	return out, events, nil
 }
+
+// MergeCounts sums counts of several traces (a session's processes) per
+// function: most called first.
+func MergeCounts(counts ...[]Count) []Count {
+	all := map[string]int{}
+	for _, c := range counts {
+		for _, x := range c {
+			all[x.Func] += x.Calls
+		}
+	}
+	out := make([]Count, 0, len(all))
+	for fn, c := range all {
+		out = append(out, Count{fn, c})
+	}
+	slices.SortFunc(out, func(a, b Count) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Func, b.Func)) })
+	return out
+}

@@ -322,3 +322,18 @@ func Diff(base, new []Stat) []Change {
 	})
 	return out
 }
+
+// MergeStats sums reports of several traces (a session's processes)
+// per function, as one trace's threads are summed: most total time
+// first.
+func MergeStats(reports ...[]Stat) []Stat {
+	m := map[string]*Stat{}
+	for _, r := range reports {
+		o := make(map[string]*Stat, len(r))
+		for i := range r {
+			o[r[i].Func] = &r[i]
+		}
+		merge(m, o)
+	}
+	return statsOf(m)
+}

@@ -208,6 +208,10 @@ type Meta struct {
 	// before format 4.
 	Exited   bool
 	ExitCode int
+	// Ppid is the parent process when the image started, and Image
+	// which image of its process it is (1, then one more at each exec):
+	// 0 from a runtime before sessions.
+	Ppid, Image int
 	// Comm is the process's name (/proc/PID/comm, its first thread's)
 	// when the metadata was written: "" from a runtime before format 4.
 	Comm string
@@ -751,6 +755,16 @@ func (m *Meta) set(key, val string) error {
 			return fmt.Errorf("pid %q", val)
 		}
 		m.Pid = n
+	case abi.MetaKeyPpid, abi.MetaKeyImage:
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s %q", key, val)
+		}
+		if key == abi.MetaKeyPpid {
+			m.Ppid = n
+		} else {
+			m.Image = n
+		}
 	default:
 		p := m.count(key)
 		if p == nil {

@@ -107,6 +107,9 @@ type Options struct {
 	// Beside are the trace directories of processes that started while
 	// this one's ran (DIR.PID), for Info to name.
 	Beside []string
+	// Tasks: a session's processes one by one (report: a table per
+	// process; info: the process tree, as uftrace's info --task).
+	Tasks bool
 	// Exit is how the program ended and what it used as ftpatch record
 	// saw it (the trace's exit file), for Info; nil when not recorded so.
 	Exit *trace.ExitStatus

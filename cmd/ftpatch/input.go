@@ -15,3 +15,13 @@ import (
 func input(t *trace.Trace, syms *symbols.Table, f *trace.Filter, err *error) views.Input {
 	return views.Input{Meta: &t.Meta, Threads: t.Threads(syms, f, err), Counts: t.Counts(err), Trace: t, Names: syms, Filter: f}
 }
+
+// inputs are the views' Inputs of every process image l loaded, in the
+// order they started (views.WriteSession reads them).
+func (l *loaded) inputs(f *trace.Filter, err *error) []views.Input {
+	out := make([]views.Input, len(l.procs))
+	for i, p := range l.procs {
+		out[i] = input(p.t, p.syms, f, err)
+	}
+	return out
+}

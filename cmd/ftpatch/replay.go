@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,9 +21,13 @@ import (
 	"ftpatch/views"
 )
 
-// A loaded trace: the directory opened, the symbols of the process it
-// traced, and the warnings already said about it.
+// A loaded trace: the session opened (every process image chosen of the
+// directories given), the symbols of each, and the warnings already said
+// about them. t and syms are the first process's: what a command about
+// one trace (report --diff) reads.
 type loaded struct {
+	s      *trace.Session
+	procs  []proc
 	t      *trace.Trace
 	syms   *symbols.Table
 	warned map[string]bool
@@ -33,42 +38,96 @@ type loaded struct {
 	ended         sync.Once
 }
 
-// load opens the trace directory named by args (default ftrace.data)
-// and reads the symbols of the process it traced (exe, or the path it
-// recorded, and its shared objects); what the trace lacks (the program
-// did not end through exit or _exit, files cut short, events the runtime
-// lost) and a shared object it cannot name are warnings on stderr, and
-// the traces beside it of processes that started while it ran (DIR.PID)
-// are named there too. The streams are read by the command, as it goes.
-func load(args []string, exe string, stderr io.Writer) (*loaded, error) {
-	t, err := trace.Open(traceDir(args))
+// A proc is one process image of a loaded session: its trace and the
+// symbols that name its addresses.
+type proc struct {
+	t    *trace.Trace
+	syms *symbols.Table
+}
+
+// load opens the trace directories args name (default ftrace.data) as
+// one session (trace.OpenSession: a session's every process image, a
+// trace directory's one process), keeps the processes sel chooses, and
+// reads the symbols of each (exe, for those running an executable of
+// its name, or the path each recorded, and their shared objects); what
+// a trace lacks (a program that did not end through exit or _exit,
+// files cut short, events the runtime lost) and a shared object it
+// cannot name are warnings on stderr, and the traces beside a trace
+// directory of processes that started while it ran (DIR.PID) are named
+// there too. The streams are read by the command, as it goes.
+func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, error) {
+	s, err := trace.OpenSession(traceDirs(args)...)
 	if err != nil {
 		return nil, err
 	}
-	l := &loaded{t: t, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
+	if s, err = sel.choose(s); err != nil {
+		return nil, err
+	}
+	l := &loaded{s: s, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.warn(false)
-	syms, warns, err := symbols.LoadProcess(&t.Meta, exe)
-	if err != nil {
-		return nil, err
+	for _, t := range s.Procs {
+		e := ""
+		if exe != "" && (len(s.Procs) == 1 || filepath.Base(exe) == filepath.Base(t.Meta.Exe)) {
+			e = exe
+		}
+		syms, warns, err := symbols.LoadProcess(&t.Meta, e)
+		if err != nil {
+			return nil, err
+		}
+		l.procs = append(l.procs, proc{t, syms})
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "ftpatch: warning: %s\n", escape.Lines(w.Error()))
+		}
 	}
-	l.syms = syms
-	for _, w := range warns {
-		fmt.Fprintf(stderr, "ftpatch: warning: %s\n", escape.Lines(w.Error()))
+	l.t, l.syms = l.procs[0].t, l.procs[0].syms
+	for _, d := range s.Dirs {
+		if trace.IsSession(d) {
+			continue
+		}
+		for _, b := range l.t.Beside() {
+			fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
+		}
 	}
-	for _, b := range t.Beside() {
-		fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
+	for _, d := range s.Skipped {
+		fmt.Fprintf(stderr, "ftpatch: note: %s has no metadata yet (a process that was starting): left out\n", d)
 	}
 	go l.progress()
 	return l, nil
 }
 
-// traceDir is the trace directory a command's arguments name: the one
+// traceDirs are the trace directories a command's arguments name: those
 // given, or ftrace.data.
-func traceDir(args []string) string {
-	if len(args) == 1 {
-		return args[0]
+func traceDirs(args []string) []string {
+	if len(args) > 0 {
+		return args
 	}
-	return "ftrace.data"
+	return []string{"ftrace.data"}
+}
+
+// selection is the choice of a session's processes the reading commands
+// share: --pid and --comm.
+type selection struct {
+	pids []int
+	comm string
+}
+
+// register adds --pid and --comm to cmd.
+func (s *selection) register(cmd *cobra.Command) {
+	cmd.Flags().IntSliceVar(&s.pids, "pid", nil, "only these processes of a session (a list, or repeat the flag)")
+	cmd.Flags().StringVar(&s.comm, "comm", "", "only the processes of a session whose name (comm, else executable) matches `GLOB`")
+}
+
+// choose keeps the processes of s the flags ask for.
+func (sel selection) choose(s *trace.Session) (*trace.Session, error) {
+	out, err := s.Select(sel.pids, sel.comm)
+	if errors.Is(err, trace.ErrNoProcess) {
+		var have []string
+		for _, t := range s.Procs {
+			have = append(have, fmt.Sprintf("%d (%s)", t.Meta.Pid, escape.Text(t.Meta.Name())))
+		}
+		return nil, usage(fmt.Errorf("%w by --pid %v --comm %q; it has %s", err, sel.pids, sel.comm, strings.Join(have, ", ")))
+	}
+	return out, err
 }
 
 // exeFlag registers --exe, the traced executable, into exe.
@@ -93,8 +152,10 @@ func (l *loaded) progress() {
 	if bar == nil {
 		return
 	}
-	l.t.BytesRead.Store(0)
-	total := int(max(1, l.t.Size()>>20))
+	for _, p := range l.procs {
+		p.t.BytesRead.Store(0)
+	}
+	total := int(max(1, l.s.Size()>>20))
 	if progressAfter > 0 {
 		delay := time.NewTimer(progressAfter)
 		defer delay.Stop()
@@ -107,7 +168,11 @@ func (l *loaded) progress() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		bar.Update(int(l.t.BytesRead.Load()>>20), total)
+		var read int64
+		for _, p := range l.procs {
+			read += p.t.BytesRead.Load()
+		}
+		bar.Update(int(read>>20), total)
 		select {
 		case <-l.stop:
 			bar.Done()
@@ -123,7 +188,11 @@ func (l *loaded) progress() {
 // wrapped: only reading them finds those, and said before, it would be
 // said again, worded otherwise, once they were found.
 func (l *loaded) warn(read bool) {
-	for _, w := range l.t.Warnings() {
+	var warns []error
+	for _, p := range l.procs {
+		warns = append(warns, p.t.Warnings()...)
+	}
+	for _, w := range warns {
 		if !read && errors.Is(w, trace.ErrWrapped) {
 			continue
 		}
@@ -160,6 +229,7 @@ type graphFlags struct {
 	funcs     []string
 	hide      []string
 	timeRange string
+	sel       selection
 }
 
 // register adds the filters' flags to cmd; views do without the
@@ -173,6 +243,7 @@ func (g *graphFlags) register(cmd *cobra.Command, threshold bool) {
 	}
 	fl.StringSliceVarP(&g.funcs, "funcs", "F", nil, "only calls of functions matching GLOB and what they call (function_graph; a list, or repeat the flag; the function tracer: only those functions)")
 	fl.StringSliceVarP(&g.hide, "hide", "N", nil, "no calls of functions matching GLOB nor what they call (function_graph; the function tracer: not those functions)")
+	g.sel.register(cmd)
 	fl.StringVar(&g.timeRange, "time-range", "", "only calls that began in FROM~TO, times since tracing began (e.g. 10ms~25ms, ~1s, 2.5s~)")
 }
 
@@ -217,12 +288,14 @@ func newReplay(stdout io.Writer) *cobra.Command {
 	var gf graphFlags
 	var srcline, noPager bool
 	cmd := &cobra.Command{
-		Use:   "replay [DIR]",
+		Use:   "replay [DIR...]",
 		Short: "Print a recorded trace: the call graph, or every call in time order",
 		Long: `replay reads the trace directory DIR (default ftrace.data) and names each
 address from the traced executable's symbol table (the path recorded in
 the trace, or --exe) and those of the shared objects it loaded (the paths
-the trace records). A function_graph trace prints as each thread's call
+the trace records). Of a session, each process prints in turn under a
+"# process PID (NAME): COMMAND LINE" heading; --pid and --comm choose
+processes. A function_graph trace prints as each thread's call
 graph with durations (# DURATION TID FUNCTION; a leaf is "f();", an inner
 call "f() {" ... "} /* f */"); a function trace prints one line per call:
 time since tracing started, thread, function and its caller.
@@ -252,23 +325,25 @@ a warning on stderr, and the exit status is still 0.`,
   ftpatch replay -F parse -D 3 trace    # parse and two levels of what it calls
   ftpatch replay -N 'std::*' -t 10us    # no std:: calls, nothing under 10 us
   ftpatch replay --time-range 1s~1.5s --srcline`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := gf.filter()
 			if err != nil {
 				return err
 			}
 			f.Source = srcline
-			l, err := load(args, exe, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var readErr error
-			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "replay", input(l.t, l.syms, &f, &readErr), views.Options{})
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "replay", l.inputs(&f, &readErr), views.Options{})
 			err = cmp.Or(readErr, err)
 			if srcline {
-				for _, e := range l.syms.SourceErrors() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "ftpatch: warning: %v\n", e)
+				for _, p := range l.procs {
+					for _, e := range p.syms.SourceErrors() {
+						fmt.Fprintf(cmd.ErrOrStderr(), "ftpatch: warning: %v\n", e)
+					}
 				}
 			}
 			return l.finish(err)
@@ -283,10 +358,10 @@ a warning on stderr, and the exit status is still 0.`,
 
 func newReport(stdout io.Writer) *cobra.Command {
 	var exe, sortBy, diff string
-	var avg, threads, noPager bool
+	var avg, threads, tasks, noPager bool
 	var gf graphFlags
 	cmd := &cobra.Command{
-		Use:   "report [DIR]",
+		Use:   "report [DIR...]",
 		Short: "Print per-function calls (and, for function_graph, total and self time)",
 		Long: `report reads the trace directory DIR (default ftrace.data) as replay does
 and prints, per function, its calls and, for function_graph, its total
@@ -295,7 +370,10 @@ streams are read as they go, several at once: a trace larger than memory
 reports.
 
 --avg shows each function's average, shortest and longest call instead
-of its self time; --threads prints a report per thread. --sort orders
+of its self time; --threads prints a report per thread. Of a session
+(or several directories), each function's figures are summed over every
+process (a function of a program 300 processes ran is one row), with
+--tasks a table per process; --pid and --comm choose processes. --sort orders
 by total (the default), self, calls, avg, min, max or name. The filters
 are replay's (-F, -N, -D, -t, --tid, --time-range).
 
@@ -316,7 +394,7 @@ still 0.`,
 		Example: `  ftpatch report --sort self
   ftpatch report --avg -F 'parse*'
   ftpatch report after.data --diff before.data   # the change from before.data to after.data`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := gf.filter()
 			if err != nil {
@@ -325,16 +403,16 @@ still 0.`,
 			if err := model.SortStats(nil, sortBy); err != nil {
 				return usage(fmt.Errorf("--sort: %w", err))
 			}
-			l, err := load(args, exe, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads}
+			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads, Tasks: tasks}
 			if diff != "" {
 				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), noPager, l, diff, &f, opt))
 			}
 			var readErr error
-			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "report", input(l.t, l.syms, &f, &readErr), opt)
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "report", l.inputs(&f, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
@@ -342,6 +420,7 @@ still 0.`,
 	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
+	cmd.Flags().BoolVar(&tasks, "tasks", false, "a report per process of a session")
 	pagerFlag(cmd, &noPager)
 	cmd.Flags().StringVar(&diff, "diff", "", "compare DIR (the new trace) with the base trace directory `BASE`: per function, BASE's figures, DIR's and the change from BASE to DIR")
 	gf.register(cmd, true)
@@ -351,9 +430,16 @@ still 0.`,
 // reportDiff prints the per-function change from the base trace, base,
 // to the new one, l's (paged unless noPager).
 func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base string, f *trace.Filter, opt views.Options) error {
-	b, err := load([]string{base}, "", stderr)
+	if len(l.procs) > 1 {
+		return usage(fmt.Errorf("--diff: %s holds %d processes: choose one with --pid or --comm", l.s.Dirs[0], len(l.procs)))
+	}
+	b, err := load([]string{base}, "", selection{}, stderr)
 	if err != nil {
 		return err
+	}
+	if len(b.procs) > 1 {
+		b.finish(nil)
+		return usage(fmt.Errorf("--diff: %s holds %d processes: a session's process is compared with one of another's only", base, len(b.procs)))
 	}
 	if b.t.Meta.Tracer != l.t.Meta.Tracer {
 		b.finish(nil)
@@ -363,6 +449,6 @@ func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base string, f *tr
 	against := input(b.t, b.syms, f, &baseErr)
 	opt.Against = &against
 	ends := func() { l.endProgress(); b.endProgress() }
-	err = paged(w, stderr, noPager, ends, "diff", input(l.t, l.syms, f, &readErr), opt)
+	err = paged(w, stderr, noPager, ends, "diff", []views.Input{input(l.t, l.syms, f, &readErr)}, opt)
 	return b.finish(cmp.Or(readErr, baseErr, err))
 }

@@ -20,8 +20,8 @@ import (
 // writeView writes the view named view of in to w (views.Write, the one
 // switch between the views); an unknown view, or one the trace cannot
 // give, is a usage error.
-func writeView(w io.Writer, view string, in views.Input, opt views.Options) error {
-	err := views.Write(w, view, in, opt)
+func writeView(w io.Writer, view string, ins []views.Input, opt views.Options) error {
+	err := views.WriteSession(w, view, ins, opt)
 	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
 		return usage(err)
 	}
@@ -35,9 +35,9 @@ func writeView(w io.Writer, view string, in views.Input, opt views.Options) erro
 // terminal). It returns once the pager has ended, so what the command
 // says on stderr after it shows below the output; the user quitting the
 // pager early is no error.
-func paged(stdout, stderr io.Writer, off bool, before func(), view string, in views.Input, opt views.Options) error {
+func paged(stdout, stderr io.Writer, off bool, before func(), view string, ins []views.Input, opt views.Options) error {
 	p := pager.New(stdout, pager.Config{Environ: os.Environ(), Stderr: stderr, Off: off, BeforeStart: before})
-	return p.Close(writeView(p, view, in, opt))
+	return p.Close(writeView(p, view, ins, opt))
 }
 
 // pagerFlag registers --no-pager into off.
@@ -51,7 +51,7 @@ func newDump(stdout io.Writer) *cobra.Command {
 	var opt views.Options
 	var gf graphFlags
 	cmd := &cobra.Command{
-		Use:   "dump (--chrome | --perfetto | --flame-graph | --svg) [DIR]",
+		Use:   "dump (--chrome | --perfetto | --flame-graph | --svg) [DIR...]",
 		Short: "Write a trace as a timeline (Chrome JSON, Perfetto) or a flame graph (folded stacks, SVG)",
 		Long: `dump reads the trace directory DIR (default ftrace.data), names its
 functions as replay does (the executable the trace records, or --exe,
@@ -98,7 +98,7 @@ A function trace has no durations: its flame graphs need
   ftpatch dump --flame-graph | flamegraph.pl > flame.svg
   ftpatch dump --flame-graph --sample-count > calls.folded   # speedscope reads it too
   ftpatch dump --svg > flame.svg               # no Perl needed`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := gf.filter()
 			if err != nil {
@@ -121,12 +121,12 @@ A function trace has no durations: its flame graphs need
 			if f, ok := stdout.(*os.File); ok && view == "perfetto" && progress.IsTerminal(f) {
 				return usage(errors.New("--perfetto writes binary protobuf: redirect it to a file (> trace.pftrace)"))
 			}
-			l, err := load(args, exe, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var readErr error
-			err = writeView(stdout, view, input(l.t, l.syms, &filter, &readErr), opt)
+			err = writeView(stdout, view, l.inputs(&filter, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
@@ -197,12 +197,12 @@ does (--no-pager: none).`,
 				opt.Func = args[1]
 				args = args[:1]
 			}
-			l, err := load(args, exe, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var readErr error
-			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "graph", input(l.t, l.syms, &filter, &readErr), opt)
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "graph", l.inputs(&filter, &readErr), opt)
 			return l.finish(cmp.Or(readErr, err))
 		},
 	}
@@ -214,9 +214,10 @@ does (--no-pager: none).`,
 }
 
 func newInfo(stdout io.Writer) *cobra.Command {
-	var noPager bool
+	var noPager, tasks bool
+	var sel selection
 	cmd := &cobra.Command{
-		Use:   "info [DIR]",
+		Use:   "info [DIR...]",
 		Short: "Print what a trace is: program, exit status, CPU time and memory, tracer, threads and their names, sites, and what was lost",
 		Long: `info reads the trace directory DIR (default ftrace.data) and prints what
 it is, a "key: value" line each, as uftrace info does:
@@ -248,6 +249,13 @@ Then a "warning:" line for each thing the trace lacks (files cut short,
 events lost), and a "beside:" line for each trace of a process that
 started while this one ran (DIR.PID).
 
+Of a session (every process one recording traced), each process's
+part in turn under a "# process PID (NAME): COMMAND LINE" heading;
+--tasks prints the processes as a tree instead, as uftrace's info
+--task does: each under the one that started it (a program a process
+exec'd under the one it replaced), with its pid, name, how it ended,
+its threads and its command line. --pid and --comm choose processes.
+
 Where the figures come from: the exit status and usage are what
 ftpatch record saw when the program ended (wait4: the program and the
 children it waited for; its exit file in DIR), where record ran it;
@@ -267,22 +275,41 @@ It needs no symbols: the executable need not be there. On a terminal the
 output goes through a pager, as replay's does (--no-pager: none).`,
 		Example: `  ftpatch info
   ftpatch info build/ftrace.data`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := trace.Open(traceDir(args))
+			s, err := trace.OpenSession(traceDirs(args)...)
 			if err != nil {
 				return err
 			}
-			exit, err := trace.ReadExitStatus(t.Dir)
+			if s, err = sel.choose(s); err != nil {
+				return err
+			}
+			t := s.Procs[0]
+			exit, err := trace.ReadExitStatus(s.Dirs[0])
 			if err != nil {
 				return err
 			}
-			opt := views.Options{Warnings: t.Warnings, Beside: t.Beside(), Exit: exit}
+			if exit == nil && !trace.IsSession(s.Dirs[0]) {
+				exit, err = trace.ReadExitStatus(t.Dir)
+			}
+			if err != nil {
+				return err
+			}
+			opt := views.Options{Warnings: t.Warnings, Exit: exit, Tasks: tasks}
+			if !trace.IsSession(s.Dirs[0]) {
+				opt.Beside = t.Beside()
+			}
 			var readErr error
-			err = paged(stdout, cmd.ErrOrStderr(), noPager, nil, "info", input(t, &symbols.Table{}, &trace.Filter{}, &readErr), opt)
+			var ins []views.Input
+			for _, p := range s.Procs {
+				ins = append(ins, input(p, &symbols.Table{}, &trace.Filter{}, &readErr))
+			}
+			err = paged(stdout, cmd.ErrOrStderr(), noPager, nil, "info", ins, opt)
 			return cmp.Or(readErr, err)
 		},
 	}
 	pagerFlag(cmd, &noPager)
+	sel.register(cmd)
+	cmd.Flags().BoolVar(&tasks, "tasks", false, "the session's processes as a tree (pid, name, how each ended, threads, command line), as uftrace info --task")
 	return cmd
 }

@@ -22,6 +22,10 @@ import "fmt"
 // pid, tid: u32 LE) followed by records.
 const (
 	MetaFile     = "meta"     // META_FILE
+	// A session: SessionFile, whose first line is SessionMagic, and a
+	// trace directory per process image ("PID@START", "PID@START.N").
+	SessionFile  = "session"        // SESSION_FILE
+	SessionMagic = "ftrt-session 1" // SESSION_MAGIC
 	StreamSuffix = ".trace"   // STREAM_SUFFIX
 	StreamMagic  = "ftrtrec4" // STREAM_MAGIC: 8 bytes, format 4's records
 	StreamHeader = 16         // STREAM_HEADER: bytes
@@ -157,6 +161,8 @@ const (
 	MetaKeyBuildID          = "build_id"          // META_KEY_BUILD_ID
 	MetaKeyEnded            = "ended"             // META_KEY_ENDED
 	MetaKeyPid              = "pid"               // META_KEY_PID
+	MetaKeyPpid             = "ppid"              // META_KEY_PPID: the parent process when the image started
+	MetaKeyImage            = "image"             // META_KEY_IMAGE: which image of its process (1, then +1 at each exec)
 	MetaKeyBias             = "bias"              // META_KEY_BIAS
 	MetaKeyTSCStart         = "tsc_start"         // META_KEY_TSC_START
 	MetaKeyTSCEnd           = "tsc_end"           // META_KEY_TSC_END

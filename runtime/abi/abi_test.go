@@ -56,6 +56,8 @@ var cfgFields = []cfgField{
 func mirrors() []mirror {
 	m := []mirror{
 		{"META_FILE", "MetaFile", abi.MetaFile},
+		{"SESSION_FILE", "SessionFile", abi.SessionFile},
+		{"SESSION_MAGIC", "SessionMagic", abi.SessionMagic},
 		{"STREAM_SUFFIX", "StreamSuffix", abi.StreamSuffix},
 		{"STREAM_MAGIC", "StreamMagic", abi.StreamMagic},
 		{"STREAM_HEADER", "StreamHeader", abi.StreamHeader},
@@ -153,6 +155,8 @@ func mirrors() []mirror {
 		{"META_KEY_BUILD_ID", "MetaKeyBuildID", abi.MetaKeyBuildID},
 		{"META_KEY_ENDED", "MetaKeyEnded", abi.MetaKeyEnded},
 		{"META_KEY_PID", "MetaKeyPid", abi.MetaKeyPid},
+		{"META_KEY_PPID", "MetaKeyPpid", abi.MetaKeyPpid},
+		{"META_KEY_IMAGE", "MetaKeyImage", abi.MetaKeyImage},
 		{"META_KEY_BIAS", "MetaKeyBias", abi.MetaKeyBias},
 		{"META_KEY_TSC_START", "MetaKeyTSCStart", abi.MetaKeyTSCStart},
 		{"META_KEY_TSC_END", "MetaKeyTSCEnd", abi.MetaKeyTSCEnd},

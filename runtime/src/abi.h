@@ -25,6 +25,16 @@
  * (STREAM_MAGIC, pid, tid: u32 LE) followed by records.
  */
 #define META_FILE "meta"
+/*
+ * A session (dir.c): everything one recording traced, a process tree, in
+ * one directory: SESSION_FILE, whose first line is SESSION_MAGIC, and a
+ * directory per process image (a process, or what it exec'd) holding a
+ * trace directory's files as above, named "PID@START" for a process's
+ * first image (START: its start time, /proc/PID/stat's, so a pid used
+ * again is another name) and "PID@START.N" for the Nth.
+ */
+#define SESSION_FILE "session"
+#define SESSION_MAGIC "ftrt-session 1"
 #define STREAM_SUFFIX ".trace"
 #define STREAM_MAGIC "ftrtrec4" /* 8 bytes, no NUL: format 4's records */
 #define STREAM_HEADER 16
@@ -179,6 +189,8 @@
 #define META_KEY_BUILD_ID "build_id"
 #define META_KEY_ENDED "ended"
 #define META_KEY_PID "pid"
+#define META_KEY_PPID "ppid"                   /* the parent process when the image started */
+#define META_KEY_IMAGE "image"                 /* which image of its process: 1, then one more at each exec */
 #define META_KEY_BIAS "bias"
 #define META_KEY_TSC_START "tsc_start"
 #define META_KEY_TSC_END "tsc_end"

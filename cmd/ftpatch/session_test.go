@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"ftpatch/runtime/abi"
+)
+
+// demoSession makes a session's directory of the demo's trace src run
+// by three processes: 100, which started 101 and 102 (the same run of
+// calc each: a session of three identical processes).
+func demoSession(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, abi.SessionFile), []byte(abi.SessionMagic+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, pid := range []int{100, 101, 102} {
+		to := filepath.Join(dir, fmt.Sprintf("%d@%d", pid, i))
+		if err := os.CopyFS(to, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		meta := filepath.Join(to, abi.MetaFile)
+		b, err := os.ReadFile(meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ppid := 100
+		if pid == 100 {
+			ppid = 1
+		}
+		b = regexp.MustCompile(`(?m)^pid \d+$`).ReplaceAll(b, fmt.Appendf(nil, "pid %d\nppid %d\nimage 1", pid, ppid))
+		b = regexp.MustCompile(`(?m)^mono_start_ns (\d+)$`).ReplaceAllFunc(b, func(m []byte) []byte {
+			n, _ := strconv.ParseUint(strings.Fields(string(m))[1], 10, 64)
+			return fmt.Appendf(nil, "mono_start_ns %d", n+uint64(i))
+		})
+		if err := os.WriteFile(meta, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Each stream the process's own: its name's and header's pid.
+		streams, _ := filepath.Glob(filepath.Join(to, "*"+abi.StreamSuffix))
+		for _, st := range streams {
+			b, err := os.ReadFile(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint32(b[8:], uint32(pid))
+			_, tid, _ := strings.Cut(filepath.Base(st), "-")
+			if err := os.WriteFile(filepath.Join(to, fmt.Sprintf("%d-%s", pid, tid)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(st)
+		}
+	}
+	return dir
+}
+
+// run runs ftpatch with args and returns its output, failing on an error.
+func runOut(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	errOut, err := traceCmd(&out, args...)
+	if err != nil {
+		t.Fatalf("ftpatch %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out.String()
+}
+
+// calls are report's rows: calls by function.
+func calls(t *testing.T, report string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, line := range strings.Split(report, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k := 0 // the function tracer's: CALLS FUNCTION
+		if len(f) > 2 {
+			k = len(f) - 2 // function_graph's: TOTAL (2 fields) SELF (2) CALLS FUNCTION
+		}
+		n, err := strconv.Atoi(f[k])
+		if err != nil {
+			continue // the heading
+		}
+		out[f[len(f)-1]] += n
+	}
+	return out
+}
+
+// TestSessionViews: a session of three processes reads as a whole:
+// report sums each function's calls over them (three times one
+// process's), --pid and --comm choose one (its report is the single
+// trace's), replay heads each process's part, info --tasks prints the
+// tree, two directories given read as one session, and the timelines
+// keep each process's threads under its pid. Both tracers.
+func TestSessionViews(t *testing.T) {
+	for _, src := range []string{demoGraph, demoCalls} {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			dir := demoSession(t, src)
+			one := calls(t, runOut(t, "report", "--no-pager", "--exe", demoExe, src))
+			all := calls(t, runOut(t, "report", "--no-pager", "--exe", demoExe, dir))
+			if len(one) == 0 || len(all) != len(one) {
+				t.Fatalf("report of the session has %d functions, one process's %d", len(all), len(one))
+			}
+			for fn, n := range one {
+				if all[fn] != 3*n {
+					t.Errorf("%s: %d calls in the session, want 3 x %d", fn, all[fn], n)
+				}
+			}
+			for _, sel := range [][]string{{"--pid", "101"}, {"--comm", "c?lc", "--pid", "102"}} {
+				got := calls(t, runOut(t, append(append([]string{"report", "--no-pager", "--exe", demoExe}, sel...), dir)...))
+				if fmt.Sprint(got) != fmt.Sprint(one) {
+					t.Errorf("report %v: %v, want one process's %v", sel, got, one)
+				}
+			}
+			if _, err := traceCmd(&bytes.Buffer{}, "report", "--no-pager", "--pid", "7", dir); err == nil || !strings.Contains(err.Error(), "100 (calc), 101 (calc), 102 (calc)") {
+				t.Errorf("--pid of no process: %v, want an error naming the session's", err)
+			}
+			two := calls(t, runOut(t, "report", "--no-pager", "--exe", demoExe, src, src))
+			for fn, n := range one {
+				if two[fn] != 2*n {
+					t.Errorf("report of two directories: %s %d calls, want 2 x %d", fn, two[fn], n)
+				}
+			}
+			replay := runOut(t, "replay", "--no-pager", "--exe", demoExe, dir)
+			if h := regexp.MustCompile(`(?m)^# process (\d+) \(calc\): \S*build/demo/calc 2 \* \(3 \+ 4\)$`).FindAllStringSubmatch(replay, -1); len(h) != 3 || h[0][1] != "100" || h[1][1] != "101" || h[2][1] != "102" {
+				t.Errorf("replay's headings: %q", h)
+			}
+			tasks := runOut(t, "info", "--no-pager", "--tasks", dir)
+			want := regexp.MustCompile(`^# PID NAME.*\n100 calc  (ended|exit 0)  \[\d+(,\d+)*\]  \S*build/demo/calc 2 \* \(3 \+ 4\)\n  101 calc  .*\n  102 calc  .*\n$`)
+			if !want.MatchString(tasks) {
+				t.Errorf("info --tasks:\n%s", tasks)
+			}
+			chrome := runOut(t, "dump", "--chrome", "--exe", demoExe, dir)
+			for _, pid := range []string{"100", "101", "102"} {
+				if !strings.Contains(chrome, `"pid":`+pid) {
+					t.Errorf("dump --chrome of the session has no event of process %s", pid)
+				}
+			}
+		})
+	}
+}

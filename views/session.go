@@ -1,0 +1,228 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"ftpatch/internal/escape"
+	"ftpatch/model"
+	"ftpatch/runtime/abi"
+	"ftpatch/trace"
+)
+
+// WriteSession writes the view named view of a session, ins: each
+// process image's Input, in the order they started (trace.Session's
+// Procs). One image is Write's. Of several: replay and info write each
+// process's part under a heading naming it; report sums each function's
+// figures over every process (with opt.Tasks, a table per process);
+// the others (graph, the timelines, the flame graphs) read every
+// process's threads as one trace's, each thread keeping its process's
+// pid. An unknown name is ErrUnknownView.
+func WriteSession(w io.Writer, view string, ins []Input, opt Options) error {
+	if len(ins) == 1 && !opt.Tasks {
+		return Write(w, view, ins[0], opt)
+	}
+	if _, ok := byName[view]; !ok {
+		return fmt.Errorf("%w %q", ErrUnknownView, view)
+	}
+	for _, in := range ins[1:] {
+		if in.Meta.Tracer != ins[0].Meta.Tracer {
+			return fmt.Errorf("%s was recorded with %s, %s with %s: a session's processes are read together only under one tracer",
+				ins[0].Trace.Dir, ins[0].Meta.Tracer, in.Trace.Dir, in.Meta.Tracer)
+		}
+	}
+	switch view {
+	case "replay", "info":
+		if view == "info" && opt.Tasks {
+			return Tasks(w, ins)
+		}
+		bw := bufio.NewWriter(w)
+		for i, in := range ins {
+			if i > 0 {
+				fmt.Fprintln(bw)
+			}
+			fmt.Fprintf(bw, "# process %s\n", processTitle(in.Meta))
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if err := Write(w, view, in, opt); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "report":
+		if opt.Tasks || opt.PerThread {
+			for i, in := range ins {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				fmt.Fprintf(w, "# process %s\n", processTitle(in.Meta))
+				if err := Report(w, in, opt); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return reportSession(w, ins, opt)
+	case "diff":
+		return fmt.Errorf("%w: report --diff of a session of several processes (choose one with --pid or --comm)", ErrUnknownView)
+	}
+	all := ins[0]
+	all.Threads = chainThreads(ins)
+	all.Counts = nil
+	return Write(w, view, all, opt)
+}
+
+// chainThreads is every input's threads, one process after another.
+func chainThreads(ins []Input) iter.Seq[Thread] {
+	return func(yield func(Thread) bool) {
+		for _, in := range ins {
+			for th := range in.Threads {
+				if !yield(th) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// processTitle names a process image in a heading: pid, name, and its
+// command line (or executable).
+func processTitle(m *trace.Meta) string {
+	what := m.Exe
+	if len(m.Cmdline) > 0 {
+		what = strings.Join(m.Cmdline, " ")
+	}
+	return fmt.Sprintf("%d (%s): %s", m.Pid, escape.Text(m.Name()), escape.Text(what))
+}
+
+// reportSession writes report's table of a session: each function's
+// figures summed over every process (model.MergeStats, MergeCounts), a
+// function being its module and name, and a summary of them all.
+func reportSession(w io.Writer, ins []Input, opt Options) error {
+	graph := ins[0].Meta.Tracer == abi.TracerGraphName
+	var calls, threads, sites, enabled int
+	var per [][]model.Stat
+	var counts [][]model.Count
+	for _, in := range ins {
+		t := in.Trace
+		threads += len(t.Streams)
+		sites += int(t.Meta.Sites)
+		enabled += int(t.Meta.Enabled)
+		if graph {
+			s, err := model.ReportGraph(t, in.Names, in.Filter)
+			if err != nil {
+				return err
+			}
+			per = append(per, s)
+			continue
+		}
+		c, n, err := model.ReportCalls(t, in.Names, in.Filter)
+		if err != nil {
+			return err
+		}
+		counts = append(counts, c)
+		calls += n
+	}
+	if graph {
+		stats := model.MergeStats(per...)
+		if err := model.SortStats(stats, opt.Sort); err != nil {
+			return err
+		}
+		if err := WriteStatsTable(w, stats, opt.Avg, true); err != nil {
+			return err
+		}
+		for _, s := range stats {
+			calls += s.Calls
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "CALLS\tFUNCTION")
+		for _, c := range model.MergeCounts(counts...) {
+			fmt.Fprintf(tw, "%d\t%s\n", c.Calls, c.Func)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "# %s in %s of %s; %d of %d sites traced\n", plural(calls, "call", "calls"),
+		plural(threads, "thread", "threads"), plural(len(ins), "process", "processes"), enabled, sites)
+	return err
+}
+
+// Tasks writes the session's processes as a tree, as uftrace's info
+// --task does: each process image under the one that started it (its
+// parent's pid, the latest image of that pid started before it; an
+// image an exec made under the one it replaced), with its pid, name,
+// command line, how it ended and its threads.
+func Tasks(w io.Writer, ins []Input) error {
+	bw := bufio.NewWriter(w)
+	parent := make([]int, len(ins))
+	for i, in := range ins {
+		parent[i] = -1
+		for j := i - 1; j >= 0; j-- {
+			m := ins[j].Meta
+			if m.Pid == in.Meta.Pid || m.Pid == in.Meta.Ppid {
+				parent[i] = j
+				break
+			}
+		}
+	}
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		m := ins[i].Meta
+		how := "exec'd"
+		if i == 0 || parent[i] < 0 || ins[parent[i]].Meta.Pid != m.Pid {
+			how = ""
+		}
+		fmt.Fprintf(bw, "%s%d %s", strings.Repeat("  ", depth), m.Pid, escape.Text(m.Name()))
+		if how != "" {
+			fmt.Fprintf(bw, " (%s)", how)
+		}
+		fmt.Fprintf(bw, "  %s  %s", ended(m), threadNames(ins[i].Trace))
+		if len(m.Cmdline) > 0 {
+			fmt.Fprintf(bw, "  %s", escape.Text(strings.Join(m.Cmdline, " ")))
+		}
+		fmt.Fprintln(bw)
+		for j := range ins {
+			if parent[j] == i {
+				walk(j, depth+1)
+			}
+		}
+	}
+	fmt.Fprintln(bw, "# PID NAME  ENDED  THREADS  COMMAND LINE")
+	for i := range ins {
+		if parent[i] < 0 {
+			walk(i, 0)
+		}
+	}
+	return bw.Flush()
+}
+
+// ended says how a process image ended, as far as its metadata knows.
+func ended(m *trace.Meta) string {
+	switch {
+	case m.Signal != 0:
+		return fmt.Sprintf("signal %d", m.Signal)
+	case m.Exited:
+		return fmt.Sprintf("exit %d", m.ExitCode)
+	case m.Unended:
+		return "killed?"
+	}
+	return "ended"
+}
+
+// threadNames are a trace's threads as TID, one per stream.
+func threadNames(t *trace.Trace) string {
+	var tids []string
+	for _, s := range t.Streams {
+		tids = append(tids, fmt.Sprint(s.Tid))
+	}
+	tids = slices.Compact(tids)
+	return "[" + strings.Join(tids, ",") + "]"
+}
