@@ -54,6 +54,7 @@ bench: build
 	$(GO) run ./bench/runtime
 	$(GO) run ./bench/enable
 	$(GO) run ./bench/trace
+	$(GO) run ./bench/session
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

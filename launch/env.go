@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ type Settings struct {
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
+	// Session is FTRACE_SESSION: PID@START of the process a new session
+	// is rooted at (ftpatch record's own, so that the programs it
+	// starts, siblings under an untraced shell, join one session).
+	Session string
 }
 
 // Variables are the variables Settings owns: Env removes each from the
@@ -32,7 +37,7 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket}
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvSession}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -49,6 +54,7 @@ func (s Settings) vars() []string {
 	add(abi.EnvArgs, s.Args)
 	add(abi.EnvRetval, s.Retval)
 	add(abi.EnvArgsSocket, s.ArgsSocket)
+	add(abi.EnvSession, s.Session)
 	if s.Ctl {
 		add(abi.EnvCtl, "1")
 	}
@@ -89,4 +95,25 @@ func (s Settings) Env(environ []string) (env, dropped []string) {
 		}
 	}
 	return append(env, set...), dropped
+}
+
+// SessionID is this process's PID@START, FTRACE_SESSION's form: its pid
+// and its start time (field 22 of /proc/self/stat, clock ticks since
+// boot), as the runtime names a session's process images. "" where
+// /proc cannot say.
+func SessionID() string {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:]) // state is field 3: f[0]
+	if len(f) < 20 {
+		return ""
+	}
+	return fmt.Sprintf("%d@%s", os.Getpid(), f[19])
 }

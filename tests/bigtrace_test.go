@@ -126,7 +126,8 @@ func limited(t *testing.T, dir string, out *os.File, argv ...string) (string, in
 	return stdout.String(), rss
 }
 
-// dirSize is the size of the files in dir.
+// dirSize is the size of the files in dir and the directories in it (a
+// session's images).
 func dirSize(t *testing.T, dir string) int64 {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -135,6 +136,10 @@ func dirSize(t *testing.T, dir string) int64 {
 	}
 	var n int64
 	for _, e := range ents {
+		if e.IsDir() {
+			n += dirSize(t, filepath.Join(dir, e.Name()))
+			continue
+		}
 		fi, err := e.Info()
 		if err != nil {
 			t.Fatal(err)

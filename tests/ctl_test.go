@@ -226,7 +226,7 @@ func TestCtlSnapshot(t *testing.T) {
 		}
 		where := strings.TrimSpace(strings.TrimPrefix(got, "snapshot "))
 		if want := asked; len(args) == 1 {
-			want = filepath.Join(out, "snapshot-1")
+			want = filepath.Join(image(t, out), "snapshot-1")
 			if where != want {
 				t.Errorf("ctl snapshot: made %q, want %q", where, want)
 			}

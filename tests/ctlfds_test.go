@@ -110,7 +110,7 @@ func testDaemonFds(t *testing.T, prog, last string, move bool) {
 	// Only the runtime's descriptors are open past stdin, stdout and stderr.
 	checkRuntimeFds(t, pid, 3, daemonLimit-1024)
 	if move {
-		streams, _ := filepath.Glob(filepath.Join(out, pid+"-*.trace"))
+		streams, _ := filepath.Glob(filepath.Join(image(t, out), pid+"-*.trace"))
 		if len(streams) != 1 {
 			t.Fatalf("%s holds the streams %q; want the daemon's thread's alone", out, streams)
 		}

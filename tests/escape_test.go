@@ -95,7 +95,7 @@ func TestHostileNames(t *testing.T) {
 		})
 	}
 	t.Run("error", func(t *testing.T) {
-		meta, err := os.ReadFile(filepath.Join(data, "meta"))
+		meta, err := os.ReadFile(filepath.Join(image(t, data), "meta"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,9 @@ import (
 
 // reportCounts runs ftpatch report on the trace in dir, which must exit 0,
 // and returns its calls per function and its stderr.
-func reportCounts(t *testing.T, dir string) (map[string]int, string) {
+func reportCounts(t *testing.T, dir string, args ...string) (map[string]int, string) {
 	t.Helper()
-	out, errOut := run(t, filepath.Dir(dir), tool("ftpatch"), "report", dir)
+	out, errOut := run(t, filepath.Dir(dir), append(append([]string{tool("ftpatch"), "report"}, args...), dir)...)
 	counts := map[string]int{}
 	for _, line := range strings.Split(out, "\n")[1:] {
 		// CALLS FUNCTION (function), TOTAL SELF CALLS FUNCTION
@@ -148,7 +148,7 @@ func TestExitWays(t *testing.T) {
 				t.Errorf("replay does not say main was still running at the trace's last event:\n%.2000s", replay)
 			}
 			for cmd, e := range map[string]string{"report": errOut, "replay": replayErr} {
-				if strings.Count(e, trace.ErrUnended.Error()) != 1 || !strings.Contains(e, out+": ") {
+				if strings.Count(e, trace.ErrUnended.Error()) != 1 || !namesTrace(e, out) {
 					t.Errorf("%s: stderr\n%s\nwant one warning naming %s: %v", cmd, e, out, trace.ErrUnended)
 				}
 			}
@@ -257,10 +257,11 @@ func TestExitWays(t *testing.T) {
 }
 
 // TestExecChild: a traced program whose forked child execs a traced
-// program (progs/exits.c exec) keeps its own trace whole in FTRACE_OUT,
-// which the child, finding it in use, leaves alone: the child's trace
-// goes to FTRACE_OUT.PID beside it, and nothing is moved aside. A trace
-// directory left by a finished run is still moved aside to .old. On
+// program (progs/exits.c exec) and the child record into one session,
+// FTRACE_OUT: an image each, the parent's holding the child's calls
+// before its exec, and nothing beside it. A trace directory left by a
+// finished run is still moved aside to .old. A program that execs in
+// place records both its images there, the first ended at the exec. On
 // x86-64 and on arm64 (under qemu, the program execing itself through
 // qemu again: onSelf).
 func TestExecChild(t *testing.T) {
@@ -289,23 +290,23 @@ func TestExecChild(t *testing.T) {
 					t.Errorf("the earlier trace was not moved aside whole: %q, %v", b, err)
 				}
 				children, _ := filepath.Glob(out + ".[0-9]*")
-				if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 1 {
-					t.Fatalf("beside the trace: %v and %v; want the child's trace alone", children, olds)
+				if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 0 {
+					t.Fatalf("beside the trace: %v and %v; want nothing", children, olds)
 				}
-				// The parent's report names the child's trace; the
-				// child's names none.
-				for d, c := range map[string]struct {
-					want map[string]int
-					note string
-				}{
-					// The forked child's calls before its exec,
-					// around a failed one, are the parent trace's.
-					out:         {map[string]int{"main": 1, "work": 4, "twice": 10, "leaf": 20}, "ftpatch: note: " + children[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
-					children[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
+				im := images(t, out)
+				if len(im) != 2 {
+					t.Fatalf("the session holds %v; want the parent's image and the child's", im)
+				}
+				// The forked child's calls before its exec, around a
+				// failed one, are the parent's image's.
+				for d, want := range map[string]map[string]int{
+					im[0]: {"main": 1, "work": 4, "twice": 10, "leaf": 20},
+					im[1]: {"main": 1, "work": 1, "twice": 7, "leaf": 14},
+					out:   {"main": 2, "work": 5, "twice": 17, "leaf": 34},
 				} {
 					counts, errOut := reportCounts(t, d)
-					if !maps.Equal(counts, c.want) || errOut != c.note {
-						t.Errorf("%s: report %v, stderr %q; want %v, %q", d, counts, errOut, c.want, c.note)
+					if !maps.Equal(counts, want) || errOut != "" {
+						t.Errorf("%s: report %v, stderr %q; want %v", d, counts, errOut, want)
 					}
 				}
 				// FTRACE_OUT with a trailing slash names the same
@@ -321,41 +322,43 @@ func TestExecChild(t *testing.T) {
 						t.Errorf("%s: report %v\n%s", d, counts, errOut)
 					}
 				}
-				if inside, _ := filepath.Glob(filepath.Join(slash, "*")); len(inside) != 2 {
+				if inside, _ := filepath.Glob(filepath.Join(image(t, slash), "*")); len(inside) != 2 {
 					t.Errorf("%s holds %v; want its meta and one stream", slash, inside)
 				}
 				// A program that execs in place, from its main
 				// thread or another: its calls before the exec end
-				// its trace (ended, no warning), which stays where
-				// it began; the exec'd program's goes beside it, to
-				// DIR.PID, which the first's report names. Nothing
-				// is moved aside. The main thread's buffer, which an
-				// exec from another thread discards, is counted.
+				// its first image (ended, no warning); the exec'd
+				// program's is its second, in the same session.
+				// Nothing is beside it. The main thread's buffer,
+				// which an exec from another thread discards, is
+				// counted.
 				for _, how := range []string{"exec-self", "exec-thread"} {
 					self := filepath.Join(dir, how+"-"+mode)
 					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, tg.onSelf(t, prog, how)...)
 					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
 						t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
 					}
-					next, _ := filepath.Glob(self + ".*")
-					tr, err := trace.Read(self)
+					beside, _ := filepath.Glob(self + ".*")
+					im := images(t, self)
+					if len(beside) != 0 || len(im) != 2 || im[1] != im[0]+".2" {
+						t.Fatalf("%s: beside the session %v, in it %v; want nothing beside, the process's two images in it", how, beside, im)
+					}
+					tr, err := trace.Read(im[0])
 					if err != nil {
 						t.Fatal(err)
 					}
-					if len(next) != 1 || next[0] != fmt.Sprintf("%s.%d", self, tr.Meta.Pid) {
-						t.Fatalf("%s: beside the trace: %v; want the exec'd program's, DIR.PID of its pid", how, next)
-					}
+					next := im[1:]
 					before := map[string]int{"main": 1, "work": 1, "twice": 1, "leaf": 2}
 					lost, warning := uint64(0), ""
 					if how == "exec-thread" { // main's calls are lost with its thread
 						before = map[string]int{"on_thread": 1, "work": 1, "twice": 1, "leaf": 2}
-						lost, warning = 1, "ftpatch: warning: "+self+": events lost: 1 thread's records were not written: its calls are missing\n"
+						lost, warning = 1, "ftpatch: warning: "+im[0]+": events lost: 1 thread's records were not written: its calls are missing\n"
 					}
 					for d, c := range map[string]struct {
 						want map[string]int
 						note string
 					}{
-						self:    {before, warning + "ftpatch: note: " + next[0] + " holds the trace of a process that started while this one ran (one it exec'd?)\n"},
+						im[0]:   {before, warning},
 						next[0]: {map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}, ""},
 					} {
 						if counts, errOut := reportCounts(t, d); !maps.Equal(counts, c.want) || errOut != c.note {
@@ -374,8 +377,8 @@ func TestExecChild(t *testing.T) {
 // TestSpawnChild: the children a traced program starts with an
 // environment of its own that holds no FTRACE* variable (progs/exits.c
 // spawn: by posix_spawn, posix_spawnp, and execve and execle in a forked
-// child) are traced as a forked-and-exec'd child is, each into DIR.PID
-// beside the parent's trace, which names them; what they print (their
+// child) are traced as a forked-and-exec'd child is, each an image of
+// the parent's session, which report sums; what they print (their
 // tag from that environment) is what they print untraced. A child given
 // an FTRACE* variable of its own keeps its environment as given
 // (FTRACE_FILTER alone traces nothing there), and FTRACE_INHERIT=0 passes
@@ -398,19 +401,26 @@ func TestSpawnChild(t *testing.T) {
 			if got != wantOut || code != 0 {
 				t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
 			}
-			children, _ := filepath.Glob(out + ".[0-9]*")
-			note := ""
-			for _, c := range children {
-				note += "ftpatch: note: " + c + " holds the trace of a process that started while this one ran (one it exec'd?)\n"
+			im := images(t, out)
+			parent := ""
+			for _, c := range im {
+				tr, err := trace.Open(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tr.Meta.Image == 1 && len(tr.Meta.Cmdline) > 1 && tr.Meta.Cmdline[1] == "spawn" {
+					parent = c
+					continue
+				}
 				if counts, errOut := reportCounts(t, c); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 7, "leaf": 14}) || errOut != "" {
 					t.Errorf("%s: report %v, stderr %q", c, counts, errOut)
 				}
 			}
-			if want := map[bool]int{true: 4, false: 0}[inherit]; len(children) != want {
-				t.Errorf("inherit %v: %d children traced beside the trace (%v), want %d", inherit, len(children), children, want)
+			if want := map[bool]int{true: 5, false: 1}[inherit]; len(im) != want || parent == "" {
+				t.Errorf("inherit %v: %d images in the session (%v), want %d, the parent's among them", inherit, len(im), im, want)
 			}
-			if counts, errOut := reportCounts(t, out); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 2, "leaf": 4}) || errOut != note {
-				t.Errorf("%s: report %v, stderr %q; want the parent's calls, and %q", out, counts, errOut, note)
+			if counts, errOut := reportCounts(t, parent); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "twice": 2, "leaf": 4}) || errOut != "" {
+				t.Errorf("%s: report %v, stderr %q; want the parent's calls", parent, counts, errOut)
 			}
 		}
 	})

@@ -40,6 +40,7 @@ func TestNotRegularFiles(t *testing.T) {
 	if _, _, _, err := runStatusEnv(work, []string{"FTRACE=function", "FTRACE_OUT=" + tr}, prog); err != nil {
 		t.Fatalf("tracing %s: %v", prog, err)
 	}
+	tr = image(t, tr) // the process's own trace directory, a plain one
 	meta, err := os.ReadFile(filepath.Join(tr, "meta"))
 	if err != nil {
 		t.Fatal(err)

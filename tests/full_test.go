@@ -2,6 +2,7 @@ package tests
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,10 +55,11 @@ func TestDiskFull(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					said := strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+trace.ErrUnended.Error())
+					// The session, or its process's image.
+					said := regexp.MustCompile("ftpatch: warning: " + regexp.QuoteMeta(tdir) + `(/\d+@\d+)?: ` + regexp.QuoteMeta(trace.ErrUnended.Error())).MatchString(stderr)
 					for _, what := range []string{"events lost: ", "incomplete trace: "} {
-						said = said || strings.Contains(stderr, "ftpatch: warning: "+tdir+": "+what) ||
-							(code != 0 && strings.Contains(stderr, tdir+"/meta: "+what))
+						said = said || regexp.MustCompile("ftpatch: warning: "+regexp.QuoteMeta(tdir)+`(/\d+@\d+)?: `+what).MatchString(stderr) ||
+							(code != 0 && regexp.MustCompile(regexp.QuoteMeta(tdir)+`(/\d+@\d+)?/meta: `+what).MatchString(stderr))
 					}
 					if !said || strings.Contains(stderr, "another version") {
 						t.Errorf("%s: exit %d, stderr\n%s\nwant a warning, or an error about the metadata, saying what is missing from %s", cmd, code, stderr, tdir)

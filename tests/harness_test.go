@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -614,4 +615,38 @@ func runTracedArgv(t *testing.T, dir string, argv []string, tracer, name string,
 		t.Fatalf("%s: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
 	}
 	return stderr, out
+}
+
+// images are the process images of the session the runtime wrote at
+// dir (a directory each, "PID@START[.N]"), in name order.
+func images(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && strings.Contains(e.Name(), "@") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// image is the one process image of the session at dir: the trace
+// directory of a program that started no other traced one.
+func image(t *testing.T, dir string) string {
+	t.Helper()
+	im := images(t, dir)
+	if len(im) != 1 {
+		t.Fatalf("%s holds %d process images (%v), want one", dir, len(im), im)
+	}
+	return im[0]
+}
+
+// namesTrace says whether the message s names the trace dir: the
+// session, or one of its process images.
+func namesTrace(s, dir string) bool {
+	return regexp.MustCompile(regexp.QuoteMeta(dir) + `(/\d+@\d+(\.\d+)?)?: `).MatchString(s)
 }

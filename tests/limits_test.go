@@ -91,6 +91,8 @@ func exitsTraced(t *testing.T, how string, check func(t *testing.T, out string))
 func streamBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	streams, _ := filepath.Glob(filepath.Join(dir, "*.trace"))
+	inside, _ := filepath.Glob(filepath.Join(dir, "*@*", "*.trace")) // a session's images'
+	streams = append(streams, inside...)
 	var n int64
 	for _, s := range streams {
 		fi, err := os.Stat(s)

@@ -197,14 +197,14 @@ func TestSetuid(t *testing.T) {
 	if _, errOut, code, err := runStatusEnv(home, []string{"FTRACE_OUT=" + own}, good, "rights"); err != nil || code != 0 {
 		t.Fatalf("root's run: exit %d, %v\n%s", code, err, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(own, "meta")); err != nil {
+	if _, err := os.Stat(filepath.Join(image(t, own), "meta")); err != nil {
 		t.Errorf("root's run with FTRACE_OUT: %v", err)
 	}
 	if _, errOut, code := runNoFtrace(t, home, nil, good, "rights"); code != 0 {
 		t.Fatalf("root's run: exit %d\n%s", code, errOut)
 	}
 	for _, d := range []string{"t", "t.old"} {
-		if _, err := os.Stat(filepath.Join(traces, d, "meta")); err != nil {
+		if _, err := os.Stat(filepath.Join(image(t, filepath.Join(traces, d)), "meta")); err != nil {
 			t.Errorf("root's run without FTRACE_OUT: %v", err)
 		}
 	}

@@ -16,6 +16,10 @@ import (
 	"ftpatch/runtime/abi"
 )
 
+// ErrSession: a directory opened as one process's trace is a session
+// of several.
+var ErrSession = errors.New("a session")
+
 // ErrNoProcess: a choice of processes (--pid, --comm) chose none of
 // the session's.
 var ErrNoProcess = errors.New("no process of the trace is chosen")
@@ -129,7 +133,9 @@ func sessionImages(dir string) ([]string, error) {
 // Select keeps the images whose process's pid is one of pids (none
 // given: any) and whose name (Meta.Comm, else the executable's base
 // name) matches the glob comm ("": any); ErrNoProcess when none is
-// kept. The session itself is left as it was.
+// kept. A child forked without an exec records its streams in its
+// parent's image: a pid of such a child keeps that image with its
+// streams alone (the image's Streams narrowed in place).
 func (s *Session) Select(pids []int, comm string) (*Session, error) {
 	if len(pids) == 0 && comm == "" {
 		return s, nil
@@ -142,7 +148,11 @@ func (s *Session) Select(pids []int, comm string) (*Session, error) {
 	out := &Session{Dirs: s.Dirs, Skipped: s.Skipped}
 	for _, t := range s.Procs {
 		if len(pids) > 0 && !slices.Contains(pids, t.Meta.Pid) {
-			continue
+			forked := slices.DeleteFunc(slices.Clone(t.Streams), func(st Stream) bool { return !slices.Contains(pids, st.Pid) })
+			if len(forked) == 0 {
+				continue
+			}
+			t.Streams = forked
 		}
 		if ok, _ := filepath.Match(comm, t.Meta.Name()); comm != "" && !ok {
 			continue

@@ -518,6 +518,9 @@ func (t *Trace) Beside() []string {
 // through exit or _exit is read through once here, to find its last
 // record's time: the end of tracing (Meta.TSCEnd); but for the streams
 // of threads that ended before it, whose summaries say it.
+//
+// A session's directory (IsSession) of one process image opens as that
+// image's; of several, it is ErrSession (OpenSession reads them all).
 func Open(dir string) (*Trace, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -526,12 +529,29 @@ func Open(dir string) (*Trace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory: a trace is the directory the traced program wrote (FTRACE_OUT)", dir)
 	}
+	if IsSession(dir) {
+		s, err := OpenSession(dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.Procs) > 1 {
+			return nil, fmt.Errorf("%s: %w of %d processes: read it whole (OpenSession), or one of its process directories", dir, ErrSession, len(s.Procs))
+		}
+		return s.Procs[0], nil
+	}
 	t := &Trace{Dir: dir, wrapped: map[string]bool{}}
 	if t.metaEnd, t.metaCut, err = readMeta(filepath.Join(dir, abi.MetaFile), &t.Meta); err != nil {
 		return nil, err
 	}
 	if t.enums, err = readEnums(dir); err != nil {
 		return nil, err
+	}
+	if parent := filepath.Dir(filepath.Clean(dir)); t.enums == nil && IsSession(parent) {
+		// ftpatch record writes the enums of a session's programs
+		// into the session's directory.
+		if t.enums, err = readEnums(parent); err != nil {
+			return nil, err
+		}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -78,7 +79,7 @@ func Diff(w io.Writer, in Input, opt Options) error {
 	if err != nil {
 		return err
 	}
-	return WriteDiff(w, base.Trace.Dir, in.Trace.Dir, model.Diff(b, n), in.Trace.Meta.Tracer == abi.TracerGraphName)
+	return WriteDiff(w, cmp.Or(base.Dir, base.Trace.Dir), cmp.Or(in.Dir, in.Trace.Dir), model.Diff(b, n), in.Trace.Meta.Tracer == abi.TracerGraphName)
 }
 
 // WriteCounts prints the calls per function, and the trace's summary of

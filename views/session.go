@@ -184,11 +184,32 @@ func Tasks(w io.Writer, ins []Input) error {
 		if how != "" {
 			fmt.Fprintf(bw, " (%s)", how)
 		}
-		fmt.Fprintf(bw, "  %s  %s", ended(m), threadNames(ins[i].Trace))
+		end := ended(m)
+		for j := range ins {
+			if parent[j] == i && ins[j].Meta.Pid == m.Pid {
+				end = "exec" // it went on as the image below
+			}
+		}
+		fmt.Fprintf(bw, "  %s  %s", end, threadNames(ins[i].Trace))
 		if len(m.Cmdline) > 0 {
 			fmt.Fprintf(bw, "  %s", escape.Text(strings.Join(m.Cmdline, " ")))
 		}
 		fmt.Fprintln(bw)
+		// Children forked without an exec: their streams are in this
+		// image (their pids), their ends not recorded apart.
+		forked := map[int][]string{}
+		var order []int
+		for _, s := range ins[i].Trace.Streams {
+			if s.Pid != m.Pid {
+				if forked[s.Pid] == nil {
+					order = append(order, s.Pid)
+				}
+				forked[s.Pid] = append(forked[s.Pid], fmt.Sprint(s.Tid))
+			}
+		}
+		for _, pid := range order {
+			fmt.Fprintf(bw, "%s%d %s (forked)  -  [%s]\n", strings.Repeat("  ", depth+1), pid, escape.Text(m.Name()), strings.Join(forked[pid], ","))
+		}
 		for j := range ins {
 			if parent[j] == i {
 				walk(j, depth+1)
@@ -217,11 +238,14 @@ func ended(m *trace.Meta) string {
 	return "ended"
 }
 
-// threadNames are a trace's threads as TID, one per stream.
+// threadNames are the threads of a trace's own process as TID, one per
+// stream.
 func threadNames(t *trace.Trace) string {
 	var tids []string
 	for _, s := range t.Streams {
-		tids = append(tids, fmt.Sprint(s.Tid))
+		if s.Pid == t.Meta.Pid {
+			tids = append(tids, fmt.Sprint(s.Tid))
+		}
 	}
 	tids = slices.Compact(tids)
 	return "[" + strings.Join(tids, ",") + "]"

@@ -70,7 +70,10 @@ type Input struct {
 	// Nil: Info counts Threads' events.
 	Counts iter.Seq[trace.ThreadCounts]
 
-	Trace  *trace.Trace  // the trace opened (replay, report, diff)
+	Trace *trace.Trace // the trace opened (replay, report, diff)
+	// Dir is the directory the command was given, for headings (a
+	// session's, where Trace.Dir is its process's image); "": Trace.Dir.
+	Dir    string
 	Names  trace.Naming  // what names its addresses (replay, report, diff)
 	Filter *trace.Filter // the calls kept (replay, report, diff)
 }

@@ -80,7 +80,7 @@ var ringSize = regexp.MustCompile(`^ring:[1-9][0-9]*[kKmMgG]?$`)
 // pre-patched by ftpatch enable (prepatched) or not.
 func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, error) {
 	s := launch.Settings{Tracer: r.tracer, Out: out, Filter: r.filter, Depth: r.depth, Threshold: r.threshold,
-		GraphFuncs: r.funcs, GraphNotrace: r.notrace, Buffer: r.buffer, Ctl: r.ctl}
+		GraphFuncs: r.funcs, GraphNotrace: r.notrace, Buffer: r.buffer, Ctl: r.ctl, Session: launch.SessionID()}
 	if b := r.buffer; b != "" && b != "stream" && b != "writer" && !ringSize.MatchString(b) {
 		return s, usage(fmt.Errorf("--buffer %q: want stream, writer or ring:SIZE (SIZE in bytes, or with k, m or g: ring:64m)", b))
 	}
@@ -218,6 +218,9 @@ type target struct {
 	// runtime: the file itself, or the program a libtool wrapper script
 	// runs; otherwise (another script) nothing could be checked.
 	elf bool
+	// untraced: an ELF program without the runtime (a shell, make),
+	// whose traced descendants alone record.
+	untraced bool
 	// code is the ELF file whose code runs, "" when unknown: path, or
 	// the program wrapper runs.
 	code       string
@@ -290,7 +293,9 @@ func findTarget(args []string) (*target, error) {
 	}
 	switch l {
 	case patch.LinksNothing:
-		return nil, fmt.Errorf("%s: not built with the ftpatch runtime, so it would run untraced and record nothing: build it with `ftpatch cc` (CC=\"ftpatch cc gcc\" ./configure && make), or compile with $(ftpatch flags --cflags), run recordmcount on the objects and link with $(ftpatch flags --libs)", code)
+		// Untraced itself (a shell, make): it runs, and the traced
+		// programs it starts record into the session.
+		t.untraced = true
 	case patch.LinksModule:
 		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", code)
 	}
@@ -376,6 +381,8 @@ func (t *target) ended(stderr io.Writer, st launch.Status, s launch.Settings, td
 		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: a setuid or setgid program reads no FTRACE* variable and traces only where `ftpatch enable --trace-dir` recorded\n", how, s.Out)
 	case !t.elf:
 		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: %s is not an ELF program (a script?), and nothing it ran wrote one\n", how, s.Out, t.name)
+	case t.untraced:
+		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: %s is not built with the ftpatch runtime, and nothing it ran wrote one: build it with `ftpatch cc` (CC=\"ftpatch cc gcc\" ./configure && make), or compile with $(ftpatch flags --cflags), run recordmcount on the objects and link with $(ftpatch flags --libs)\n", how, s.Out, t.code)
 	default:
 		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s (see the messages above)\n", how, s.Out)
 	}

@@ -447,8 +447,11 @@ func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base string, f *tr
 	}
 	var readErr, baseErr error
 	against := input(b.t, b.syms, f, &baseErr)
+	against.Dir = b.s.Dirs[0]
 	opt.Against = &against
 	ends := func() { l.endProgress(); b.endProgress() }
-	err = paged(w, stderr, noPager, ends, "diff", []views.Input{input(l.t, l.syms, f, &readErr)}, opt)
+	in := input(l.t, l.syms, f, &readErr)
+	in.Dir = l.s.Dirs[0]
+	err = paged(w, stderr, noPager, ends, "diff", []views.Input{in}, opt)
 	return b.finish(cmp.Or(readErr, baseErr, err))
 }

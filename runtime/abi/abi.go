@@ -21,14 +21,15 @@ import "fmt"
 // <pid>-<tid>[-<n>]StreamSuffix, a StreamHeader-byte header (StreamMagic,
 // pid, tid: u32 LE) followed by records.
 const (
-	MetaFile     = "meta"     // META_FILE
+	MetaFile = "meta" // META_FILE
 	// A session: SessionFile, whose first line is SessionMagic, and a
 	// trace directory per process image ("PID@START", "PID@START.N").
 	SessionFile  = "session"        // SESSION_FILE
 	SessionMagic = "ftrt-session 1" // SESSION_MAGIC
-	StreamSuffix = ".trace"   // STREAM_SUFFIX
-	StreamMagic  = "ftrtrec4" // STREAM_MAGIC: 8 bytes, format 4's records
-	StreamHeader = 16         // STREAM_HEADER: bytes
+	SessionRoot  = "root"           // SESSION_ROOT: the second line's key, "root PID@START"
+	StreamSuffix = ".trace"         // STREAM_SUFFIX
+	StreamMagic  = "ftrtrec4"       // STREAM_MAGIC: 8 bytes, format 4's records
+	StreamHeader = 16               // STREAM_HEADER: bytes
 )
 
 // Format 4's records (format 3's, and EXT_SUMMARY): little-endian 64-bit
@@ -129,6 +130,7 @@ const (
 	EnvPrefix       = "FTRACE"               // ENV_PREFIX: what every variable of the runtime's starts with (env.c passes them on across exec)
 	EnvTracer       = "FTRACE"               // ENV_TRACER: the tracer: FTRT_TRACER_*_NAME
 	EnvOut          = "FTRACE_OUT"           // ENV_OUT: the trace directory
+	EnvSession      = "FTRACE_SESSION"       // ENV_SESSION: PID@START, the process a new session is rooted at (ftpatch record), when an ancestor
 	EnvFilter       = "FTRACE_FILTER"        // ENV_FILTER: globs of the functions whose sites are enabled
 	EnvDepth        = "FTRACE_DEPTH"         // ENV_DEPTH: at most this many nested calls graphed
 	EnvThresh       = "FTRACE_THRESH"        // ENV_THRESH: no call shorter than this that called nothing traced

@@ -35,6 +35,7 @@
  */
 #define SESSION_FILE "session"
 #define SESSION_MAGIC "ftrt-session 1"
+#define SESSION_ROOT "root" /* the session file's second line: "root PID@START", the process the session is rooted at */
 #define STREAM_SUFFIX ".trace"
 #define STREAM_MAGIC "ftrtrec4" /* 8 bytes, no NUL: format 4's records */
 #define STREAM_HEADER 16
@@ -155,6 +156,7 @@
 #define ENV_PREFIX "FTRACE" /* what every variable of the runtime's starts with (env.c passes them on across exec) */
 #define ENV_TRACER "FTRACE" /* the tracer: FTRT_TRACER_*_NAME */
 #define ENV_OUT "FTRACE_OUT" /* the trace directory */
+#define ENV_SESSION "FTRACE_SESSION" /* PID@START: the process a new session is rooted at (ftpatch record), when an ancestor */
 #define ENV_FILTER "FTRACE_FILTER" /* globs of the functions whose sites are enabled */
 #define ENV_DEPTH "FTRACE_DEPTH" /* at most this many nested calls graphed */
 #define ENV_THRESH "FTRACE_THRESH" /* no call shorter than this that called nothing traced */

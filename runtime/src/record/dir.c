@@ -54,6 +54,7 @@
 #include "arch/sys.h"
 #include "core/ftrt.h"
 #include "core/say.h"
+#include "session.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
@@ -200,36 +201,6 @@ static int in_use(int parent, const char *name)
 	return held;
 }
 
-/*
- * Whether the directory name in parent is this very process's trace,
- * written before it exec'd this program in its place (whose exec closed
- * the descriptor that held its lock): a directory of the effective
- * user's whose metadata names this process. A finished trace of an
- * earlier process that had the same pid looks the same, and is left
- * alone too.
- */
-static int before_exec(int parent, const char *name)
-{
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct stat st;
-	char buf[PATH_MAX + 1024]; /* the exe line comes before the pid's */
-	long n = 0;
-	int meta = -1;
-	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
-		meta = openat(fd, META_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	close(fd);
-	if (meta < 0)
-		return 0;
-	if (fstat(meta, &st) == 0 && S_ISREG(st.st_mode))
-		n = read(meta, buf, sizeof buf - 1);
-	close(meta);
-	buf[n > 0 ? n : 0] = 0;
-	const char *pid = strstr(buf, "\npid ");
-	return pid && strtol(pid + 5, NULL, 10) == (long)getpid();
-}
-
 /* Move name in parent aside, to name.old (or name.old.N when that is
  * taken too), never replacing anything. */
 static int move_aside(int parent, const char *name)
@@ -255,22 +226,17 @@ static int move_aside(int parent, const char *name)
 
 /*
  * Make the trace directory path and open it; recorded: path is the
- * binary's recorded location, checked from the root down. Returns the
- * directory's descriptor, locked, or -1 with *why set. One that exists
- * is never mixed with this run nor destroyed:
+ * binary's recorded location, checked from the root down; session: it
+ * is a session's (above), which this process may join. Returns the
+ * directory's descriptor, locked (shared, a session's), or -1 with *why
+ * set. One that exists is never mixed with this run nor destroyed:
  *
- *  - One a running process is writing (a traced program that started
- *    this one, by fork and exec, or one running beside it with the same
- *    FTRACE_OUT) is left alone: this process's trace goes to path.PID
- *    instead. The trace's lock says which are in use: the process that
- *    makes a trace directory holds an flock on it for as long as it
- *    runs, and so do its forked children, which share the open
- *    directory; exec closes it (O_CLOEXEC), so an exec'd program holds
- *    no lock of its parent's.
- *  - So is this process's own, from before it exec'd this program in
- *    its place (before_exec): the trace in progress stays where it was
- *    started, whichever thread exec'd, and the new program's goes to
- *    path.PID beside it, as an exec'd child's does.
+ *  - A session this process joins is joined.
+ *  - One a running process is writing (a process of another session, or
+ *    a traced program of an older runtime) is left alone: this process's
+ *    goes to path.PID instead. The directory's lock says which are in
+ *    use: each process of a session holds a shared flock on it for as
+ *    long as it runs (an older runtime, or a snapshot, an exclusive one).
  *  - Any other, a finished run's, is moved aside to path.old (or
  *    path.old.N when that is taken too).
  *
@@ -278,7 +244,7 @@ static int move_aside(int parent, const char *name)
  * then renamed into place only if nothing took the name meanwhile, so a
  * process starting at the same moment never finds it unlocked.
  */
-int ftrt_dir_make(const char *path, int recorded, const char **why)
+static int make_dir(const char *path, int recorded, const char **why, int session)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1], tmp[NAME_MAX + 1];
 	/* FTRACE_OUT=out/ names out: the names made beside it (out.PID,
@@ -304,7 +270,9 @@ int ftrt_dir_make(const char *path, int recorded, const char **why)
 	for (int tries = 0; tries < 10; tries++) {
 		struct stat st;
 		if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (in_use(parent, name) || (tries == 0 && before_exec(parent, name))) {
+			if (session && (fd = ftrt_session_join(parent, name)) >= 0)
+				goto out; /* a session this process's ancestry is part of */
+			if (in_use(parent, name)) {
 				*why = "is in use, and so is its .PID beside it";
 				if (strcmp(name, base) != 0)
 					goto out; /* dir.PID in use: not ours to take */
@@ -334,8 +302,12 @@ int ftrt_dir_make(const char *path, int recorded, const char **why)
 			fd = -1;
 			goto out;
 		}
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (flock(fd, (session ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
 			*why = "cannot be locked";
+			goto drop;
+		}
+		if (session && ftrt_session_mark(fd) != 0) {
+			*why = "cannot be written (no space?)";
 			goto drop;
 		}
 		if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0)
@@ -355,4 +327,24 @@ int ftrt_dir_make(const char *path, int recorded, const char **why)
 out:
 	close(parent);
 	return fd;
+}
+
+int ftrt_dir_make(const char *path, int recorded, const char **why)
+{
+	return make_dir(path, recorded, why, 0);
+}
+
+int ftrt_dir_make_session(const char *path, int recorded, const char **why)
+{
+	return make_dir(path, recorded, why, 1);
+}
+
+unsigned ftrt_dir_file_mode(void)
+{
+	return file_mode;
+}
+
+unsigned ftrt_dir_dir_mode(void)
+{
+	return dir_mode;
 }

@@ -370,6 +370,10 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 	}
 	meta_line(&o, META_KEY_ENDED, (uint64_t)ended);
 	meta_line(&o, META_KEY_PID, (uint64_t)ftrt_creator_pid);
+	if (ftrt_image_no) {
+		meta_line(&o, META_KEY_PPID, (uint64_t)ftrt_image_ppid);
+		meta_line(&o, META_KEY_IMAGE, ftrt_image_no);
+	}
 	meta_line(&o, META_KEY_BIAS, bias);
 	meta_line(&o, META_KEY_TSC_START, ftrt_tsc_start);
 	meta_line(&o, META_KEY_TSC_END, tsc_end);

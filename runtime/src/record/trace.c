@@ -131,7 +131,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 {
 	ftrt_dir_set_mode(ftrt_env(ENV_MODE));
 	struct ftrt_fd d;
-	if (ftrt_fd_keep(&d, ftrt_dir_make(dir, recorded, why)) != 0)
+	if (ftrt_fd_keep(&d, ftrt_session_open(dir, recorded, why)) != 0)
 		return -1;
 	if (ftrt_thread_start() != 0) {
 		*why = "cannot be written: no thread key left for the thread's exit";

@@ -1,0 +1,187 @@
+package tests
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sessionScript runs the traced program P (progs/sess.c) every way a
+// process tree starts programs: one after another, in a pipeline, in
+// parallel, through make -j2, through an untraced shell, by
+// posix_spawn, by a double exec, and forking a child that does not
+// exec. The shell itself and make are not traced.
+const sessionScript = `set -e
+P=$1
+$P seq1
+$P seq2
+$P pipe1 | $P pipe2
+$P par1 & $P par2 & wait
+printf 'all: a b\na:\n\t%s mk1\nb:\n\t%s mk2\n' "$P" "$P" > mk
+make -s -j2 -f mk
+sh -c "$P sub"
+$P spawn
+$P exec2
+$P fork
+`
+
+// A logged is one process image as progs/sess.c logged it.
+type logged struct {
+	pid, ppid int
+	tag       string
+}
+
+// TestSession: everything one `ftpatch record -- sh script` starts
+// records into one directory (sessionScript: sequential, pipeline,
+// parallel, make -j2, an untraced shell between, posix_spawn, a double
+// exec, a fork), under both tracers, nothing beside it; info --tasks
+// prints the exact tree of the images the processes logged (each under
+// the traced process that started it, an exec under the image it
+// replaced, a forked child under its parent); report's calls are the
+// sum over every process; --pid and --comm choose exactly one process.
+func TestSession(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, append(tg.tools, "make", "sh")...)
+			dir := t.TempDir()
+			prog := traced(t, tg, dir, "-O2 "+preferred[tg.arch], true, "sess.c")
+			if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte(sessionScript), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, tracer := range []string{"function", "function_graph"} {
+				t.Run(tracer, func(t *testing.T) {
+					sessionCase(t, dir, prog, tracer)
+				})
+			}
+		})
+	}
+}
+
+func sessionCase(t *testing.T, dir, prog, tracer string) {
+	out := filepath.Join(dir, "s-"+tracer)
+	log := filepath.Join(dir, "log-"+tracer)
+	_, stderr, code, err := runStatusEnv(dir, []string{"SESS_LOG=" + log}, tool("ftpatch"), "record", "--tracer", tracer, "-d", out, "--", "sh", "script.sh", prog)
+	if err != nil || code != 0 {
+		t.Fatalf("record: exit %d, %v\n%s", code, err, stderr)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs []logged
+	pids := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var l logged
+		if _, err := fmt.Sscan(line, &l.pid, &l.ppid, &l.tag); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		procs = append(procs, l)
+		pids[l.pid] = true
+	}
+	if len(procs) != 15 {
+		t.Fatalf("the script ran %d traced images, want 15:\n%s", len(procs), b)
+	}
+	if beside, _ := filepath.Glob(out + ".*"); len(beside) != 0 {
+		t.Errorf("beside the session: %v; want nothing", beside)
+	}
+	if im := images(t, out); len(im) != len(procs) {
+		t.Errorf("the session holds %d images, the processes logged %d", len(im), len(procs))
+	}
+
+	// info --tasks: each image once, under the right parent.
+	tasks, errOut := run(t, dir, tool("ftpatch"), "info", "--tasks", "--no-pager", out)
+	if errOut != "" {
+		t.Errorf("info --tasks: stderr %q", errOut)
+	}
+	type node struct {
+		pid, depth int
+		name, how  string
+	}
+	var lines []node
+	line := regexp.MustCompile(`^( *)(\d+) (\S+)(?: \((exec'd|forked)\))?  `)
+	for _, l := range strings.Split(strings.TrimSpace(tasks), "\n")[1:] {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("info --tasks line %q", l)
+		}
+		pid, _ := strconv.Atoi(m[2])
+		lines = append(lines, node{pid, len(m[1]) / 2, m[3], m[4]})
+	}
+	parentOf := func(i int) *node {
+		for j := i - 1; j >= 0; j-- {
+			if lines[j].depth == lines[i].depth-1 {
+				return &lines[j]
+			}
+			if lines[j].depth < lines[i].depth-1 {
+				break
+			}
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	forked := 0
+	for i, n := range lines {
+		p := parentOf(i)
+		if n.how == "forked" {
+			forked++
+			if p == nil || p.name != "fork" {
+				t.Errorf("info --tasks: forked %d under %v, want under the fork process", n.pid, p)
+			}
+			continue
+		}
+		k := slices.IndexFunc(procs, func(l logged) bool { return l.pid == n.pid && l.tag == n.name })
+		if k < 0 {
+			t.Errorf("info --tasks: %d %s, which no process logged", n.pid, n.name)
+			continue
+		}
+		l := procs[k]
+		seen[fmt.Sprint(l)] = true
+		switch {
+		case n.how == "exec'd":
+			if p == nil || p.pid != l.pid {
+				t.Errorf("info --tasks: %s (exec'd) under %v, want under its pid's image before", l.tag, p)
+			}
+		case pids[l.ppid] && l.ppid != l.pid:
+			if p == nil || p.pid != l.ppid {
+				t.Errorf("info --tasks: %s under %v, want under %d, its traced parent", l.tag, p, l.ppid)
+			}
+		default:
+			if p != nil {
+				t.Errorf("info --tasks: %s under %v, want at the top (its parent, %d, is not traced)", l.tag, p, l.ppid)
+			}
+		}
+	}
+	if len(seen) != len(procs) || forked != 1 {
+		t.Errorf("info --tasks shows %d of the %d images logged and %d forked children, want 1:\n%s", len(seen), len(procs), forked, tasks)
+	}
+
+	// report: the calls of every process, summed; one chosen.
+	counts, errOut := reportCounts(t, out)
+	n := len(procs)
+	if want := map[string]int{"main": n, "work": n + 1, "leaf": 3 * (n + 1)}; !maps.Equal(counts, want) || errOut != "" {
+		t.Errorf("report of the session: %v, stderr %q; want %v", counts, errOut, want)
+	}
+	seq2 := procs[slices.IndexFunc(procs, func(l logged) bool { return l.tag == "seq2" })]
+	one := map[string]int{"main": 1, "work": 1, "leaf": 3}
+	for _, sel := range [][]string{{"--pid", strconv.Itoa(seq2.pid)}, {"--comm", "seq?"}} {
+		got, errOut := reportCounts(t, out, sel...)
+		want := one
+		if sel[0] == "--comm" {
+			want = map[string]int{"main": 2, "work": 2, "leaf": 6} // seq1 and seq2
+		}
+		if !maps.Equal(got, want) || errOut != "" {
+			t.Errorf("report %v: %v, stderr %q; want %v", sel, got, errOut, want)
+		}
+	}
+	if got, _ := reportCounts(t, out, "--comm", "exec0"); !maps.Equal(got, one) {
+		t.Errorf("report --comm exec0: %v, want %v", got, one)
+	}
+}
