@@ -155,6 +155,17 @@ static int is_session(int fd, int *pid, uint64_t *start)
 	return 1;
 }
 
+/* A listing of the directory open at root (its descriptor left open),
+ * or NULL. */
+static DIR *listing(int root)
+{
+	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 /* Whether the session open at root holds an image of one of the
  * processes pids[0, n): a directory "PID@...", in one pass over it. Its
  * start time is not compared: each pid is a living ancestor's, which no
@@ -163,13 +174,9 @@ static int is_session(int fd, int *pid, uint64_t *start)
  * do not see and an exec changes. */
 static int has_image(int root, const int *pids, int n)
 {
-	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = listing(root);
+	if (!d)
 		return 0;
-	}
 	int found = 0;
 	for (struct dirent *e; !found && (e = readdir(d));) {
 		char *at;
@@ -192,13 +199,9 @@ static int image_of(int root, int pid, char *base, unsigned *most)
 	char *p = ftrt_utoa(prefix, (uint64_t)pid);
 	*p++ = '@';
 	size_t n = (size_t)(p - prefix);
-	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = listing(root);
+	if (!d)
 		return 0;
-	}
 	int found = 0;
 	for (struct dirent *e; (e = readdir(d));) {
 		if (strncmp(e->d_name, prefix, n) != 0 || e->d_type != DT_DIR)
