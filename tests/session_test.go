@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"ftpatch/internal/viewcheck"
 )
 
 // sessionScript runs the traced program P (progs/sess.c) every way a
@@ -183,5 +185,26 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 	}
 	if got, _ := reportCounts(t, out, "--comm", "exec0"); !maps.Equal(got, one) {
 		t.Errorf("report --comm exec0: %v, want %v", got, one)
+	}
+
+	// The Perfetto timeline: a process per pid, with its logged parent,
+	// and every call of the session on it.
+	pf, errOut := run(t, dir, tool("ftpatch"), "dump", "--perfetto", out)
+	ps, err := viewcheck.PerfettoProcesses([]byte(pf))
+	if err != nil || errOut != "" {
+		t.Fatalf("dump --perfetto: %v, stderr %q", err, errOut)
+	}
+	for _, l := range procs {
+		if p := ps[l.pid]; p == nil || p.Ppid != l.ppid || p.Name != "prog" {
+			t.Errorf("dump --perfetto: process %d (%s) is %+v; want one named prog, parent %d", l.pid, l.tag, p, l.ppid)
+		}
+	}
+	calls, err := viewcheck.Perfetto([]byte(pf))
+	sum := 0
+	for _, n := range counts {
+		sum += n
+	}
+	if err != nil || len(calls) != sum {
+		t.Errorf("dump --perfetto: %d calls (%v), want the session's %d", len(calls), err, sum)
 	}
 }

@@ -79,7 +79,10 @@ func Chrome(w io.Writer, in Input) error {
 		cat := c.quote(m.Tracer)
 		pid, tid := th.Pid, th.Tid+int(th.Context)*contextTidBase
 		if p.newProcess {
-			c.meta(c.quote("process_name"), pid, pid, `"name":`, c.quote(program(m)))
+			c.meta(c.quote("process_name"), pid, pid, `"name":`, c.quote(processName(in, pid)))
+			if pm := in.Procs[pid]; pm != nil && in.Procs[pm.Ppid] != nil {
+				c.meta(c.quote("process_labels"), pid, pid, `"labels":`, c.quote("parent "+strconv.Itoa(pm.Ppid)))
+			}
 		}
 		c.meta(c.quote("thread_name"), pid, tid, `"name":`, c.quote(threadName(th)))
 		c.meta(c.quote("thread_sort_index"), pid, tid, `"sort_index":`, strconv.AppendInt(nil, int64(p.order), 10))

@@ -3,11 +3,14 @@ package views
 import (
 	"bufio"
 	"bytes"
-	"ftpatch/ordered"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"ftpatch/ordered"
 )
 
 // Field numbers and values of Perfetto's trace protos, as Perfetto
@@ -17,7 +20,13 @@ const (
 	// trace.proto: Trace
 	pbTracePacket = 1 // repeated TracePacket packet
 
-	// trace_packet.proto: TracePacket
+	// trace_packet.proto: TracePacket; process_tree.proto: ProcessTree,
+	// ProcessTree.Process
+	pbPacketProcessTree  = 2  // ProcessTree process_tree
+	pbTreeProcesses      = 1  // ProcessTree: repeated Process processes
+	pbTreePid            = 1  // Process: int32 pid
+	pbTreePpid           = 2  // Process: int32 ppid
+	pbTreeCmdline        = 3  // Process: repeated string cmdline
 	pbPacketClocks       = 6  // ClockSnapshot clock_snapshot
 	pbPacketTimestamp    = 8  // uint64 timestamp
 	pbPacketSequenceID   = 10 // uint32 trusted_packet_sequence_id
@@ -127,7 +136,7 @@ func Perfetto(w io.Writer, in Input) error {
 				var pd []byte
 				pd = appendVarint(pd, pbProcessPid, uint64(int32(th.Pid)))
 				pd = protowire.AppendTag(pd, pbProcessName, protowire.BytesType)
-				pd = protowire.AppendString(pd, program(m))
+				pd = protowire.AppendString(pd, processName(in, th.Pid))
 				var td []byte
 				td = appendVarint(td, pbDescUUID, proc)
 				td = appendMessage(td, pbDescProcess, pd)
@@ -167,6 +176,25 @@ func Perfetto(w io.Writer, in Input) error {
 				return
 			}
 		}
+	}
+	if len(in.Procs) > 0 {
+		// A session's processes, each with its parent and command line
+		// (ProcessTree), on the descriptors' sequence.
+		var tree []byte
+		for _, pid := range slices.Sorted(maps.Keys(in.Procs)) {
+			pm := in.Procs[pid]
+			var pr []byte
+			pr = appendVarint(pr, pbTreePid, uint64(int32(pid)))
+			pr = appendVarint(pr, pbTreePpid, uint64(int32(pm.Ppid)))
+			for _, a := range pm.Cmdline {
+				pr = protowire.AppendTag(pr, pbTreeCmdline, protowire.BytesType)
+				pr = protowire.AppendString(pr, a)
+			}
+			tree = appendMessage(tree, pbTreeProcesses, pr)
+		}
+		pw := perfettoWriter{w: bw}
+		b := appendVarint(nil, pbPacketSequenceID, pbDescriptorSequence)
+		pw.write(appendMessage(b, pbPacketProcessTree, tree))
 	}
 	err := ordered.Write(bw, parts, workers(in), func(pt part, out *bufio.Writer) error {
 		out.Write(pt.descriptors)

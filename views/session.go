@@ -75,14 +75,34 @@ func WriteSession(w io.Writer, view string, ins []Input, opt Options) error {
 	all := ins[0]
 	all.Threads = chainThreads(ins)
 	all.Counts = nil
+	all.Procs = map[int]*trace.Meta{}
+	for _, in := range ins {
+		all.Procs[in.Meta.Pid] = in.Meta
+	}
 	return Write(w, view, all, opt)
 }
 
-// chainThreads is every input's threads, one process after another.
+// chainThreads is every input's threads, one process after another,
+// each event's time moved from its own process's start to the first's
+// (the clocks' CLOCK_MONOTONIC starts), so every process has its place
+// on one timeline.
 func chainThreads(ins []Input) iter.Seq[Thread] {
 	return func(yield func(Thread) bool) {
+		base := ins[0].Meta.MonoStart
 		for _, in := range ins {
+			shift := float64(int64(in.Meta.MonoStart - base))
 			for th := range in.Threads {
+				if shift != 0 {
+					events := th.Events
+					th.Events = func(y func(Event) bool) {
+						for ev := range events {
+							ev.NS += shift
+							if !y(ev) {
+								return
+							}
+						}
+					}
+				}
 				if !yield(th) {
 					return
 				}

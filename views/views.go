@@ -71,6 +71,10 @@ type Input struct {
 	Counts iter.Seq[trace.ThreadCounts]
 
 	Trace *trace.Trace // the trace opened (replay, report, diff)
+	// Procs are a session's processes by pid (the last image of each:
+	// what the process became), naming the timelines' processes and
+	// their parents; nil: Meta's process alone.
+	Procs map[int]*trace.Meta
 	// Dir is the directory the command was given, for headings (a
 	// session's, where Trace.Dir is its process's image); "": Trace.Dir.
 	Dir    string
@@ -180,6 +184,15 @@ func threadName(t Thread) string {
 
 // program is the traced program's name for titles: the executable's
 // base name (escaped), or "pid N" when the trace names none.
+// processName is the name of process pid in the timelines: its own
+// image's program where in holds a session's processes, else Meta's.
+func processName(in Input, pid int) string {
+	if m := in.Procs[pid]; m != nil {
+		return program(m)
+	}
+	return program(in.Meta)
+}
+
 func program(m *trace.Meta) string {
 	if m.Exe == "" {
 		return fmt.Sprintf("pid %d", m.Pid)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/internal/viewcheck"
 	"ftpatch/runtime/abi"
 )
 
@@ -38,9 +39,12 @@ func demoSession(t *testing.T, src string) string {
 			ppid = 1
 		}
 		b = regexp.MustCompile(`(?m)^pid \d+$`).ReplaceAll(b, fmt.Appendf(nil, "pid %d\nppid %d\nimage 1", pid, ppid))
-		b = regexp.MustCompile(`(?m)^mono_start_ns (\d+)$`).ReplaceAllFunc(b, func(m []byte) []byte {
-			n, _ := strconv.ParseUint(strings.Fields(string(m))[1], 10, 64)
-			return fmt.Appendf(nil, "mono_start_ns %d", n+uint64(i))
+		// Each started 1 ns after the one before (its clock pair moved
+		// whole: the same rate).
+		b = regexp.MustCompile(`(?m)^mono_(start|end)_ns (\d+)$`).ReplaceAllFunc(b, func(m []byte) []byte {
+			f := strings.Fields(string(m))
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			return fmt.Appendf(nil, "%s %d", f[0], n+uint64(i))
 		})
 		if err := os.WriteFile(meta, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -141,6 +145,21 @@ func TestSessionViews(t *testing.T) {
 				t.Errorf("info --tasks:\n%s", tasks)
 			}
 			chrome := runOut(t, "dump", "--chrome", "--exe", demoExe, dir)
+			cc, err := viewcheck.Chrome([]byte(chrome))
+			if err != nil {
+				t.Errorf("dump --chrome of the session does not read back: %v", err)
+			}
+			// Each process in its place on one timeline: the same run,
+			// started 1 ns after the one before.
+			first := map[int]int64{}
+			for _, c := range cc {
+				if v, ok := first[c.Pid]; !ok || c.Start < v {
+					first[c.Pid] = c.Start
+				}
+			}
+			if first[101]-first[100] != 1 || first[102]-first[101] != 1 {
+				t.Errorf("dump --chrome: the processes' first calls at %v, want 1 ns apart", first)
+			}
 			for _, pid := range []string{"100", "101", "102"} {
 				if !strings.Contains(chrome, `"pid":`+pid) {
 					t.Errorf("dump --chrome of the session has no event of process %s", pid)

@@ -72,6 +72,10 @@ func Chrome(data []byte) ([]Call, error) {
 			case "thread_name":
 				named[th], _ = ev.Args["name"].(string)
 			case "thread_sort_index":
+			case "process_labels": // a session's process: "parent PID"
+				if l, _ := ev.Args["labels"].(string); !processes[th.pid] || !strings.HasPrefix(l, "parent ") {
+					return nil, fmt.Errorf("event %d: process %d labelled %q", i, th.pid, l)
+				}
 			default:
 				return nil, fmt.Errorf("event %d: metadata %q", i, ev.Name)
 			}

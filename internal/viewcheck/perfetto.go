@@ -25,6 +25,11 @@ const (
 	packetTrackDescriptor       = 60 // TracePacket.track_descriptor
 	packetClockSnapshot         = 6  // TracePacket.clock_snapshot
 	packetFirstPacketOnSequence = 87 // TracePacket.first_packet_on_sequence
+	packetProcessTree           = 2  // TracePacket.process_tree
+	treeProcesses               = 1  // ProcessTree.processes
+	treePid                     = 1  // ProcessTree.Process.pid
+	treePpid                    = 2  // ProcessTree.Process.ppid
+	treeCmdline                 = 3  // ProcessTree.Process.cmdline
 
 	seqIncrementalStateCleared = 1 // TracePacket.SequenceFlags
 	seqNeedsIncrementalState   = 2
@@ -210,6 +215,9 @@ func Perfetto(data []byte) ([]Call, error) {
 		flags, hasFlags := p.num("sequence_flags")
 		if seq == 0 {
 			return nil, fail("no trusted_packet_sequence_id")
+		}
+		if p.sub("process_tree") != nil {
+			continue // PerfettoProcesses reads it
 		}
 		if d := p.sub("track_descriptor"); d != nil {
 			uuid, t, err := readDescriptor(d)
@@ -438,8 +446,10 @@ var schema = map[string]map[protowire.Number]fieldSpec{
 		packetInternedData: {"interned_data", "InternedData"}, packetSequenceFlags: {"sequence_flags", ""},
 		packetTracePacketDefaults: {"trace_packet_defaults", "TracePacketDefaults"},
 		packetTrackDescriptor:     {"track_descriptor", "TrackDescriptor"}, packetClockSnapshot: {"clock_snapshot", "ClockSnapshot"},
-		packetFirstPacketOnSequence: {"first_packet_on_sequence", ""},
+		packetFirstPacketOnSequence: {"first_packet_on_sequence", ""}, packetProcessTree: {"process_tree", "ProcessTree"},
 	},
+	"ProcessTree":         {treeProcesses: {"processes", "Process"}},
+	"Process":             {treePid: {"pid", ""}, treePpid: {"ppid", ""}, treeCmdline: {"cmdline", "string"}},
 	"TracePacketDefaults": {defaultsTimestampClockID: {"timestamp_clock_id", ""}, defaultsTrackEventDefaults: {"track_event_defaults", "TrackEventDefaults"}},
 	"TrackEventDefaults":  {trackEventDefaultsUUID: {"track_uuid", ""}},
 	"ClockSnapshot":       {snapshotClocks: {"clocks", "Clock"}},
@@ -453,6 +463,58 @@ var schema = map[string]map[protowire.Number]fieldSpec{
 	"InternedData":    {internedEventNames: {"event_names", "EventName"}},
 	"EventName":       {eventNameIIDField: {"iid", ""}, eventNameName: {"name", "string"}},
 	"DebugAnnotation": {annotationName: {"name", "string"}, annotationBool: {"bool_value", ""}},
+}
+
+// A Process is one process of a Perfetto trace: its name (its process
+// track's), its parent and command line (the ProcessTree's).
+type Process struct {
+	Name    string
+	Ppid    int
+	Cmdline []string
+}
+
+// PerfettoProcesses reads the processes of a Perfetto trace the view
+// wrote: each process track's pid and name, and where the trace has a
+// ProcessTree (a session's), each process's parent and command line;
+// a process in the tree with no track, or two tracks of one pid, is an
+// error.
+func PerfettoProcesses(data []byte) (map[int]*Process, error) {
+	trace, err := decode(data, "Trace")
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]*Process{}
+	var tree []message
+	for _, p := range trace.all("packet") {
+		tree = append(tree, p.all("process_tree")...)
+		d := p.sub("track_descriptor")
+		if d == nil || d.sub("process") == nil {
+			continue
+		}
+		pd := d.sub("process")
+		pid, _ := pd.num("pid")
+		if out[int(int32(pid))] != nil {
+			return nil, fmt.Errorf("process %d has two tracks", int32(pid))
+		}
+		out[int(int32(pid))] = &Process{Name: pd.str("process_name")}
+	}
+	for _, t := range tree {
+		for _, pr := range t.all("processes") {
+			pid, _ := pr.num("pid")
+			ppid, _ := pr.num("ppid")
+			p := out[int(int32(pid))]
+			if p == nil {
+				return nil, fmt.Errorf("the process tree's %d has no track", int32(pid))
+			}
+			p.Ppid = int(int32(ppid))
+			for _, f := range pr {
+				if f.name == "cmdline" {
+					p.Cmdline = append(p.Cmdline, f.v.(string))
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // Dump writes a Perfetto trace as text, in protobuf's text format
