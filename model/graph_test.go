@@ -91,7 +91,8 @@ func TestGraphModel(t *testing.T) {
 		{trace.Filter{Depth: 1}, 1},
 		{trace.Filter{Depth: 2}, 4},
 		{trace.Filter{Threshold: 9}, 4}, // main (open), a, jumper, b (open)
-		{trace.Filter{Tid: 8}, 0},
+		{trace.Filter{Tids: []int{8}}, 0},
+		{trace.Filter{Tids: []int{8, 7}}, 6}, // a list: its thread (tid 7) among them
 	} {
 		n := 0
 		for _, s := range model.Stats(model.Apply(c.f, threads)) {

@@ -161,7 +161,7 @@ func SortStats(stats []Stat, by string) error {
 func Apply(f trace.Filter, threads []Thread) []Thread {
 	var out []Thread
 	for _, th := range threads {
-		if f.Tid != 0 && th.Tid != f.Tid {
+		if !f.ThreadKept(th.Tid) {
 			continue
 		}
 		b := &thresholdTree{treeSink: treeSink{th: Thread{Pid: th.Pid, Tid: th.Tid, Context: th.Context}}, thresh: f.Threshold}
@@ -214,7 +214,7 @@ func ReportThreads(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Threa
 	}
 	kept := out[:0]
 	for _, th := range out {
-		if f.Tid == 0 || th.Tid == f.Tid {
+		if f.ThreadKept(th.Tid) {
 			kept = append(kept, th)
 		}
 	}

@@ -89,7 +89,7 @@ func (t *Trace) Threads(names Naming, f *Filter, err *error) iter.Seq[ThreadCall
 			}
 		}()
 		for i := range t.Streams {
-			if f.Tid != 0 && t.Streams[i].Tid != f.Tid {
+			if !f.ThreadKept(t.Streams[i].Tid) {
 				continue
 			}
 			if t.Meta.Tracer != abi.TracerGraphName {

@@ -34,7 +34,7 @@ func (t *Trace) ForStreams(f *Filter, fn func(i int) error) error {
 		}()
 	}
 	for i := range t.Streams {
-		if f.Tid == 0 || t.Streams[i].Tid == f.Tid {
+		if f.ThreadKept(t.Streams[i].Tid) {
 			next <- i
 		}
 	}
@@ -82,7 +82,7 @@ func (t *Trace) MergeCalls(f *Filter, fn func(s *Stream, r *Record) error) error
 	}()
 	var streams []int
 	for i := range t.Streams {
-		if f.Tid == 0 || t.Streams[i].Tid == f.Tid {
+		if f.ThreadKept(t.Streams[i].Tid) {
 			streams = append(streams, i)
 		}
 	}

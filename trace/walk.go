@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -12,7 +13,7 @@ import (
 // callees with it, one left out only by TimeFrom/TimeTo does not: its
 // callees are shown (one level up).
 type Filter struct {
-	Tid       int     // only this thread (0: all)
+	Tids      []int   // only these threads (none: all)
 	Depth     int     // only calls at most this deep (0: any): 1 is a thread's roots, or with Funcs, the chosen calls
 	Threshold float64 // ns: only calls that took at least this long (0: all); calls still running at the end are kept
 	// Funcs: only calls of a function matching one of these globs and
@@ -28,6 +29,11 @@ type Filter struct {
 	Until            bool
 	// Source: give each call its source file and line (replay --srcline).
 	Source bool
+}
+
+// ThreadKept says whether the filter keeps the thread tid (Tids).
+func (f *Filter) ThreadKept(tid int) bool {
+	return len(f.Tids) == 0 || slices.Contains(f.Tids, tid)
 }
 
 // ParseGlobs checks a list of globs (path.Match syntax) and returns it.

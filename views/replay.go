@@ -277,7 +277,7 @@ func ReplayGraph(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 	events := 0
 	streams := func(yield func(int) bool) {
 		for i := range t.Streams {
-			if (f.Tid == 0 || t.Streams[i].Tid == f.Tid) && !yield(i) {
+			if f.ThreadKept(t.Streams[i].Tid) && !yield(i) {
 				return
 			}
 		}

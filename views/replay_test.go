@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestStreamingMatchesTrees(t *testing.T) {
 	}
 	dir := tracetest.WriteDir(t, "function_graph", threads)
 	syms := tracetest.Names(8)
-	for _, f := range []trace.Filter{{}, {Depth: 2}, {Threshold: 40}, {Tid: 2}, {Depth: 3, Threshold: 20}} {
+	for _, f := range []trace.Filter{{}, {Depth: 2}, {Threshold: 40}, {Tids: []int{2}}, {Depth: 3, Threshold: 20}} {
 		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
 			mem, err := trace.Read(dir)
 			if err != nil {
@@ -45,7 +46,7 @@ func TestStreamingMatchesTrees(t *testing.T) {
 			if got.String() != want.String() {
 				t.Errorf("streamed replay differs from the trees':\n%s", lineDiff(got.String(), want.String()))
 			}
-			if !strings.Contains(got.String(), "context 1 (makecontext)") && f.Tid != 1 {
+			if !strings.Contains(got.String(), "context 1 (makecontext)") && !slices.Equal(f.Tids, []int{1}) {
 				t.Errorf("no context in the replay:\n%.2000s", got.String())
 			}
 			stats, err := model.ReportGraph(tr, syms, &f)
@@ -129,7 +130,7 @@ func TestMergeCalls(t *testing.T) {
 	}{
 		{trace.Filter{}, "1:f0 2:f1 1:f1 2:f0 1:f2 2:f0"},
 		{trace.Filter{Funcs: []string{"f0"}}, "1:f0 2:f0 2:f0"},
-		{trace.Filter{Hide: []string{"f0"}, Tid: 1}, "1:f1 1:f2"},
+		{trace.Filter{Hide: []string{"f0"}, Tids: []int{1}}, "1:f1 1:f2"},
 		{trace.Filter{TimeFrom: 25, TimeTo: 55, Until: true}, "1:f1 2:f0 1:f2"},
 	} {
 		tr, err := trace.Open(dir)

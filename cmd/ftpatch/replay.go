@@ -223,7 +223,7 @@ func (l *loaded) finish(err error) error {
 
 // graphFlags are the filters replay and report share.
 type graphFlags struct {
-	tid       int
+	tids      []int
 	depth     int
 	threshold time.Duration
 	funcs     []string
@@ -236,7 +236,7 @@ type graphFlags struct {
 // threshold, which decides a call only at its end.
 func (g *graphFlags) register(cmd *cobra.Command, threshold bool) {
 	fl := cmd.Flags()
-	fl.IntVar(&g.tid, "tid", 0, "only this thread")
+	fl.IntSliceVar(&g.tids, "tid", nil, "only these threads (a list, or repeat the flag)")
 	fl.IntVarP(&g.depth, "depth", "D", 0, "only calls at most this deep (function_graph; with -F, counted from the chosen function)")
 	if threshold {
 		fl.DurationVarP(&g.threshold, "threshold", "t", 0, "only calls that took at least this long, e.g. 2us (function_graph)")
@@ -249,7 +249,7 @@ func (g *graphFlags) register(cmd *cobra.Command, threshold bool) {
 
 // filter is the trace.Filter the flags ask for.
 func (g *graphFlags) filter() (trace.Filter, error) {
-	f := trace.Filter{Tid: g.tid, Depth: g.depth, Threshold: float64(g.threshold.Nanoseconds())}
+	f := trace.Filter{Tids: g.tids, Depth: g.depth, Threshold: float64(g.threshold.Nanoseconds())}
 	var err error
 	if f.Funcs, err = trace.ParseGlobs(g.funcs); err != nil {
 		return f, usage(fmt.Errorf("-F: %w", err))
