@@ -70,16 +70,40 @@ func reportThreads(w io.Writer, in Input, opt Options) error {
 // less, the biggest change first (model.Diff). Both are read as Report
 // reads them, through in.Filter.
 func Diff(w io.Writer, in Input, opt Options) error {
-	base := opt.Against
-	b, err := model.ReportAll(base.Trace, base.Names, in.Filter)
+	return diffSessions(w, []Input{in}, opt)
+}
+
+// diffSessions is Diff of sessions: the new one's processes, news, and
+// the base's (opt.AgainstAll, else opt.Against), each side's functions
+// summed over its processes (model.MergeStats), named by the
+// directories given.
+func diffSessions(w io.Writer, news []Input, opt Options) error {
+	bases := opt.AgainstAll
+	if len(bases) == 0 {
+		bases = []Input{*opt.Against}
+	}
+	filter := news[0].Filter
+	side := func(ins []Input) ([]model.Stat, error) {
+		var per [][]model.Stat
+		for _, in := range ins {
+			s, err := model.ReportAll(in.Trace, in.Names, filter)
+			if err != nil {
+				return nil, err
+			}
+			per = append(per, s)
+		}
+		return model.MergeStats(per...), nil
+	}
+	b, err := side(bases)
 	if err != nil {
 		return err
 	}
-	n, err := model.ReportAll(in.Trace, in.Names, in.Filter)
+	n, err := side(news)
 	if err != nil {
 		return err
 	}
-	return WriteDiff(w, cmp.Or(base.Dir, base.Trace.Dir), cmp.Or(in.Dir, in.Trace.Dir), model.Diff(b, n), in.Trace.Meta.Tracer == abi.TracerGraphName)
+	return WriteDiff(w, cmp.Or(bases[0].Dir, bases[0].Trace.Dir), cmp.Or(news[0].Dir, news[0].Trace.Dir), model.Diff(b, n),
+		news[0].Trace.Meta.Tracer == abi.TracerGraphName)
 }
 
 // WriteCounts prints the calls per function, and the trace's summary of

@@ -70,7 +70,7 @@ func WriteSession(w io.Writer, view string, ins []Input, opt Options) error {
 		}
 		return reportSession(w, ins, opt)
 	case "diff":
-		return fmt.Errorf("%w: report --diff of a session of several processes (choose one with --pid or --comm)", ErrUnknownView)
+		return diffSessions(w, ins, opt)
 	}
 	all := ins[0]
 	all.Threads = chainThreads(ins)

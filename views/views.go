@@ -104,6 +104,10 @@ type Options struct {
 	// with (report NEW --diff BASE), named in its heading by its
 	// directory.
 	Against *Input
+	// AgainstAll is the base session's every process (report --diff of
+	// sessions: each side's functions summed over its processes), in
+	// place of Against; Against, when set, is its first.
+	AgainstAll []Input
 	// Func roots the call graph at every call of this function, with
 	// the paths that called it (Graph).
 	Func string

@@ -383,7 +383,8 @@ uftrace's report --diff does: headed with both names, per function the
 total time, the self time and the calls in BASE, in DIR, and the change
 from BASE to DIR (DIR's less BASE's), so a function that runs faster in
 DIR shows a negative change. The biggest change in total time comes
-first.
+first. Sessions compare as wholes: each side's functions summed over
+its processes (--pid and --comm choose DIR's).
 
 On a terminal the output goes through a pager, as replay's does
 (--no-pager: none).
@@ -409,7 +410,7 @@ still 0.`,
 			}
 			opt := views.Options{Sort: sortBy, Avg: avg, PerThread: threads, Tasks: tasks}
 			if diff != "" {
-				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), noPager, l, diff, &f, opt))
+				return l.finish(reportDiff(stdout, cmd.ErrOrStderr(), noPager, l, diff, exe, &f, opt))
 			}
 			var readErr error
 			err = paged(stdout, cmd.ErrOrStderr(), noPager, l.endProgress, "report", l.inputs(&f, &readErr), opt)
@@ -429,29 +430,23 @@ still 0.`,
 
 // reportDiff prints the per-function change from the base trace, base,
 // to the new one, l's (paged unless noPager).
-func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base string, f *trace.Filter, opt views.Options) error {
-	if len(l.procs) > 1 {
-		return usage(fmt.Errorf("--diff: %s holds %d processes: choose one with --pid or --comm", l.s.Dirs[0], len(l.procs)))
-	}
-	b, err := load([]string{base}, "", selection{}, stderr)
+func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base, exe string, f *trace.Filter, opt views.Options) error {
+	b, err := load([]string{base}, exe, selection{}, stderr)
 	if err != nil {
 		return err
-	}
-	if len(b.procs) > 1 {
-		b.finish(nil)
-		return usage(fmt.Errorf("--diff: %s holds %d processes: a session's process is compared with one of another's only", base, len(b.procs)))
 	}
 	if b.t.Meta.Tracer != l.t.Meta.Tracer {
 		b.finish(nil)
 		return fmt.Errorf("--diff: %s was recorded with %s, %s with %s: compare traces of one tracer", l.t.Dir, l.t.Meta.Tracer, base, b.t.Meta.Tracer)
 	}
 	var readErr, baseErr error
-	against := input(b.t, b.syms, f, &baseErr)
-	against.Dir = b.s.Dirs[0]
-	opt.Against = &against
+	// Each side a session: its functions summed over its processes.
+	opt.AgainstAll = b.inputs(f, &baseErr)
+	opt.AgainstAll[0].Dir = b.s.Dirs[0]
+	opt.Against = &opt.AgainstAll[0]
 	ends := func() { l.endProgress(); b.endProgress() }
-	in := input(l.t, l.syms, f, &readErr)
-	in.Dir = l.s.Dirs[0]
-	err = paged(w, stderr, noPager, ends, "diff", []views.Input{in}, opt)
+	ins := l.inputs(f, &readErr)
+	ins[0].Dir = l.s.Dirs[0]
+	err = paged(w, stderr, noPager, ends, "diff", ins, opt)
 	return b.finish(cmp.Or(readErr, baseErr, err))
 }

@@ -104,8 +104,9 @@ func calls(t *testing.T, report string) map[string]int {
 // report sums each function's calls over them (three times one
 // process's), --pid and --comm choose one (its report is the single
 // trace's), replay heads each process's part, info --tasks prints the
-// tree, two directories given read as one session, and the timelines
-// keep each process's threads under its pid. Both tracers.
+// tree, two directories given read as one session, report --diff sums
+// each side, and the timelines keep each process's threads under its
+// pid, each in its place. Both tracers.
 func TestSessionViews(t *testing.T) {
 	for _, src := range []string{demoGraph, demoCalls} {
 		t.Run(filepath.Base(src), func(t *testing.T) {
@@ -133,6 +134,15 @@ func TestSessionViews(t *testing.T) {
 			for fn, n := range one {
 				if two[fn] != 2*n {
 					t.Errorf("report of two directories: %s %d calls, want 2 x %d", fn, two[fn], n)
+				}
+			}
+			// report --diff of sessions: each side summed over its
+			// processes; the session against one process is 3 times it.
+			diff := runOut(t, "report", "--no-pager", "--exe", demoExe, dir, "--diff", src)
+			for fn, n := range one {
+				row := regexp.MustCompile(fmt.Sprintf(`(?m)\s%d\s+%d\s+\+%d  %s$`, n, 3*n, 2*n, regexp.QuoteMeta(fn)))
+				if !row.MatchString(diff) {
+					t.Errorf("report SESSION --diff ONE: no row %s %d -> %d:\n%s", fn, n, 3*n, diff)
 				}
 			}
 			replay := runOut(t, "replay", "--no-pager", "--exe", demoExe, dir)
