@@ -11,15 +11,25 @@
 // session (info, info --tasks, report, report --tasks, replay, graph,
 // dump --chrome), its wall time and peak RSS: bounded by functions,
 // threads, processes and depth, not by calls.
+//
+// With -package PKG (not in make bench: it builds a Debian source
+// package twice), a real test suite instead: PKG's source (apt-get
+// source) configured and built plainly and with `ftpatch cc gcc`, its
+// `make check` run untraced and recorded as one session
+// (`ftpatch record -- make check`), each -runs times: the wall-time
+// ratio, the tests' results, the session's processes and size, and
+// report's time and peak RSS over it.
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"ftpatch/internal/machine"
@@ -48,8 +58,15 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	n := flag.Int("n", 1000, "processes in the session")
 	runs := flag.Int("runs", 5, "timed runs per case")
+	pkg := flag.String("package", "", "a Debian source package whose `make check` to record as a session instead (e.g. gzip)")
 	flag.Parse()
-	if err := run(*bin, *n, *runs); err != nil {
+	var err error
+	if *pkg != "" {
+		err = runPackage(*bin, *pkg, *runs)
+	} else {
+		err = run(*bin, *n, *runs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "session-bench:", err)
 		os.Exit(1)
 	}
@@ -149,4 +166,100 @@ func run(bin string, n, runs int) error {
 	}
 	fmt.Printf("(a child's peak RSS is at least this process's own, %d KB)\n", measure.SelfHWM())
 	return nil
+}
+
+// runPackage measures PKG's make check, untraced and as one session.
+func runPackage(bin, pkg string, runs int) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	ftpatch := filepath.Join(bin, "ftpatch")
+	work, err := os.MkdirTemp("", "session-bench-"+pkg+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if err := measure.Sh(work, "apt-get", "source", "--download-only", "-qq", pkg); err != nil {
+		return fmt.Errorf("%w (run make deps, which adds Debian's deb-src entry)", err)
+	}
+	origs, _ := filepath.Glob(filepath.Join(work, pkg+"_*.orig.tar.*"))
+	if len(origs) != 1 {
+		return fmt.Errorf("%s: %d orig tarballs", pkg, len(origs))
+	}
+	trees := map[string]string{}
+	for _, kind := range []string{"plain", "traced"} {
+		dir := filepath.Join(work, kind)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		if err := measure.Sh(dir, "tar", "-xf", origs[0]); err != nil {
+			return err
+		}
+		tops, _ := filepath.Glob(filepath.Join(dir, "*"))
+		if len(tops) != 1 {
+			return fmt.Errorf("%s: %d top directories", origs[0], len(tops))
+		}
+		cc := "gcc"
+		if kind == "traced" {
+			cc = ftpatch + " cc gcc"
+		}
+		if err := measure.Sh(tops[0], "sh", "-c", "CC='"+cc+"' ./configure -q && make -s -j2"); err != nil {
+			return err
+		}
+		trees[kind] = tops[0]
+	}
+	fmt.Printf("machine: %s; load average at start %s\n", machine.Name(), machine.LoadAvg())
+	fmt.Printf("%s's make check, median of %d runs each, interleaved\n\n", pkg, runs)
+	var plain, traced []time.Duration
+	var plainLog, tracedLog []byte
+	sess := filepath.Join(work, "session")
+	for r := 0; r < runs; r++ {
+		cmd := exec.Command("make", "-s", "check")
+		cmd.Dir = trees["plain"]
+		out, d, err := timed(cmd)
+		if err != nil {
+			return fmt.Errorf("untraced make check: %w\n%s", err, out)
+		}
+		plain, plainLog = append(plain, d), out
+		os.RemoveAll(sess)
+		os.RemoveAll(sess + ".old")
+		cmd = exec.Command(ftpatch, "record", "--tracer", "function_graph", "-d", sess, "--", "make", "-s", "check")
+		cmd.Dir = trees["traced"]
+		out, d, err = timed(cmd)
+		if err != nil {
+			return fmt.Errorf("recorded make check: %w\n%s", err, out)
+		}
+		traced, tracedLog = append(traced, d), out
+	}
+	summary := func(log []byte) string {
+		var lines []string
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.HasPrefix(l, "# TOTAL") || strings.HasPrefix(l, "# PASS") || strings.HasPrefix(l, "# FAIL") {
+				lines = append(lines, strings.Join(strings.Fields(l), " "))
+			}
+		}
+		return strings.Join(lines, ", ")
+	}
+	p, t := measure.Median(plain), measure.Median(traced)
+	fmt.Printf("untraced make check     %10s   %s\n", p.Round(time.Millisecond), summary(plainLog))
+	fmt.Printf("recorded, one session   %10s   %s\n", t.Round(time.Millisecond), summary(tracedLog))
+	fmt.Printf("wall-time ratio %.3f\n", float64(t)/float64(p))
+	images, _ := filepath.Glob(filepath.Join(sess, "*@*"))
+	fmt.Printf("the session: %d process images, %d bytes\n", len(images), measure.DirSize(sess))
+	cmd := exec.Command(ftpatch, "report", "--no-pager", sess)
+	d, err := measure.Run(cmd)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Printf("report over the session: %s, peak RSS %d KB\n", d.Round(time.Millisecond), measure.MaxRSS(cmd.ProcessState))
+	return nil
+}
+
+// timed runs cmd and returns its output (stdout and stderr) and wall time.
+func timed(cmd *exec.Cmd) ([]byte, time.Duration, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	d, err := measure.Run(cmd)
+	return out.Bytes(), d, err
 }
