@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,6 +185,7 @@ func runPackage(bin, pkg string, runs int) error {
 		return fmt.Errorf("%w (run make deps, which adds Debian's deb-src entry)", err)
 	}
 	origs, _ := filepath.Glob(filepath.Join(work, pkg+"_*.orig.tar.*"))
+	origs = slices.DeleteFunc(origs, func(p string) bool { return strings.HasSuffix(p, ".asc") }) // signatures
 	if len(origs) != 1 {
 		return fmt.Errorf("%s: %d orig tarballs", pkg, len(origs))
 	}
