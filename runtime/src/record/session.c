@@ -171,7 +171,8 @@ static DIR *listing(int root)
  * start time is not compared: each pid is a living ancestor's, which no
  * other process can have meanwhile, and an emulator (qemu-user) gives a
  * process's own /proc/self/stat a start time of its own, which others
- * do not see and an exec changes. */
+ * do not see and an exec changes. A file system that gives no entry's
+ * type (DT_UNKNOWN) has its entries of that name taken for images. */
 static int has_image(int root, const int *pids, int n)
 {
 	DIR *d = listing(root);
@@ -181,7 +182,7 @@ static int has_image(int root, const int *pids, int n)
 	for (struct dirent *e; !found && (e = readdir(d));) {
 		char *at;
 		long pid = strtol(e->d_name, &at, 10);
-		if (*at != '@' || e->d_type != DT_DIR)
+		if (*at != '@' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
 		for (int k = 0; k < n && !found; k++)
 			found = pids[k] == pid;
@@ -204,7 +205,7 @@ static int image_of(int root, int pid, char *base, unsigned *most)
 		return 0;
 	int found = 0;
 	for (struct dirent *e; (e = readdir(d));) {
-		if (strncmp(e->d_name, prefix, n) != 0 || e->d_type != DT_DIR)
+		if (strncmp(e->d_name, prefix, n) != 0 || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
 		const char *dot = strchr(e->d_name + n, '.');
 		unsigned k = dot ? (unsigned)strtoul(dot + 1, NULL, 10) : 1;
