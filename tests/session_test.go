@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"ftpatch/internal/viewcheck"
 )
@@ -206,5 +208,60 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 	}
 	if err != nil || len(calls) != sum {
 		t.Errorf("dump --perfetto: %d calls (%v), want the session's %d", len(calls), err, sum)
+	}
+}
+
+// TestSessionGap: between two programs of a session that ftpatch record
+// started (an untraced shell runs one, sleeps, runs the next: no traced
+// process holds the directory then), another program with the same
+// FTRACE_OUT, not of the session, neither moves the session aside nor
+// joins it: it records beside it, in DIR.PID; the session keeps both of
+// its programs.
+func TestSessionGap(t *testing.T) {
+	t.Parallel()
+	need(t, x86GCC.tools...)
+	dir := t.TempDir()
+	prog := traced(t, x86GCC, dir, "-O2 "+preferred["x86_64"], true, "sess.c")
+	out := filepath.Join(dir, "s")
+	fifo := filepath.Join(dir, "go")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Fatal(err)
+	}
+	rec := exec.Command(tool("ftpatch"), "record", "-d", out, "--", "sh", "-c", `"$1" first; read x < "$2"; "$1" second`, "sh", prog, fifo)
+	rec.Dir = dir
+	var recErr strings.Builder
+	rec.Stderr = &recErr
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first program has ended once its image's metadata says so:
+	// no traced process holds the session then.
+	for i := 0; i < 1000; i++ {
+		metas, _ := filepath.Glob(filepath.Join(out, "*@*", "meta"))
+		if len(metas) == 1 {
+			if b, _ := os.ReadFile(metas[0]); strings.Contains(string(b), "\nended 1\n") {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, prog, "other"); err != nil || code != 0 {
+		t.Fatalf("the other program: exit %d, %v\n%s", code, err, errOut)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record: %v\n%s", err, recErr.String())
+	}
+	if old, _ := filepath.Glob(out + ".old*"); len(old) != 0 {
+		t.Errorf("the session was moved aside: %v", old)
+	}
+	if im := images(t, out); len(im) != 2 {
+		t.Errorf("the session holds %v; want its two programs' images", im)
+	}
+	beside, _ := filepath.Glob(out + ".[0-9]*")
+	if len(beside) != 1 || len(images(t, beside[0])) != 1 {
+		t.Errorf("beside the session: %v; want the other program's session, DIR.PID", beside)
 	}
 }

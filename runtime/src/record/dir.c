@@ -190,13 +190,15 @@ static int open_parent(const char *path, const char **base, const char **why)
 }
 
 /* Whether the directory name in parent is a trace some process is
- * writing now: one whose lock (see ftrt_dir_make) is held. */
+ * writing now: one whose lock (see ftrt_dir_make) is held, or a session
+ * whose root still runs (ftpatch record, between two of the programs
+ * it started: none holds the lock then). */
 static int in_use(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+	int held = flock(fd, LOCK_EX | LOCK_NB) != 0 || ftrt_session_running(fd);
 	close(fd); /* and with it the lock, if this took it */
 	return held;
 }

@@ -244,6 +244,13 @@ static int ancestor(int pid, uint64_t start)
 
 /* The session name in parent, opened and locked (shared), when it is
  * one this process joins (above); else -1. */
+int ftrt_session_running(int fd)
+{
+	int rpid, ppid;
+	uint64_t rstart, start;
+	return is_session(fd, &rpid, &rstart) && rpid > 0 && proc_stat(rpid, &ppid, &start) == 0 && start == rstart;
+}
+
 int ftrt_session_join(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
