@@ -109,15 +109,20 @@ func diffSessions(w io.Writer, news []Input, opt Options) error {
 // WriteCounts prints the calls per function, and the trace's summary of
 // calls in all.
 func WriteCounts(w io.Writer, t *trace.Trace, counts []model.Count, calls int) error {
+	if err := writeCountsTable(w, counts); err != nil {
+		return err
+	}
+	return writeSummary(w, t, calls)
+}
+
+// writeCountsTable prints the calls per function, without a summary.
+func writeCountsTable(w io.Writer, counts []model.Count) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "CALLS\tFUNCTION")
 	for _, c := range counts {
 		fmt.Fprintf(tw, "%d\t%s\n", c.Calls, c.Func)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return writeSummary(w, t, calls)
+	return tw.Flush()
 }
 
 // WriteStats prints the graph report: calls, total and self time (with

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"ftpatch/internal/escape"
 	"ftpatch/model"
@@ -161,12 +160,7 @@ func reportSession(w io.Writer, ins []Input, opt Options) error {
 			calls += s.Calls
 		}
 	} else {
-		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CALLS\tFUNCTION")
-		for _, c := range model.MergeCounts(counts...) {
-			fmt.Fprintf(tw, "%d\t%s\n", c.Calls, c.Func)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeCountsTable(w, model.MergeCounts(counts...)); err != nil {
 			return err
 		}
 	}

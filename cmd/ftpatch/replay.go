@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,11 +81,11 @@ func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, 
 		}
 	}
 	l.t, l.syms = l.procs[0].t, l.procs[0].syms
-	for _, d := range s.Dirs {
-		if trace.IsSession(d) {
-			continue
+	for _, p := range l.procs {
+		if !slices.Contains(s.Dirs, p.t.Dir) {
+			continue // a session's image: a session has nothing beside it of its own
 		}
-		for _, b := range l.t.Beside() {
+		for _, b := range p.t.Beside() {
 			fmt.Fprintf(stderr, "ftpatch: note: %s holds the trace of a process that started while this one ran (one it exec'd?)\n", b)
 		}
 	}

@@ -52,16 +52,22 @@ func demoSession(t *testing.T, src string) string {
 		// Each stream the process's own: its name's and header's pid.
 		streams, _ := filepath.Glob(filepath.Join(to, "*"+abi.StreamSuffix))
 		for _, st := range streams {
-			b, err := os.ReadFile(st)
+			_, tid, _ := strings.Cut(filepath.Base(st), "-")
+			renamed := filepath.Join(to, fmt.Sprintf("%d-%s", pid, tid))
+			if err := os.Rename(st, renamed); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(renamed, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			binary.LittleEndian.PutUint32(b[8:], uint32(pid))
-			_, tid, _ := strings.Cut(filepath.Base(st), "-")
-			if err := os.WriteFile(filepath.Join(to, fmt.Sprintf("%d-%s", pid, tid)), b, 0o644); err != nil {
+			_, err = f.WriteAt(binary.LittleEndian.AppendUint32(nil, uint32(pid)), 8) // the header's pid
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
-			os.Remove(st)
 		}
 	}
 	return dir

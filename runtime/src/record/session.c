@@ -226,19 +226,31 @@ static int image_of(int root, int pid, char *base, unsigned *most)
 	return found;
 }
 
+/* This process and its ancestors up to init, at most max: their pids
+ * into pids and start times into starts (this process's own as it sees
+ * it: under an emulator, not what others see), nearest first. How many. */
+static int lineage(int *pids, uint64_t *starts, int max)
+{
+	int n = 0, pid = 0, ppid;
+	while (n < max && proc_stat(pid, &ppid, &starts[n]) == 0) {
+		pids[n++] = pid ? pid : (int)getpid();
+		if (ppid <= 1)
+			break;
+		pid = ppid;
+	}
+	return n;
+}
+
 /* Whether the process pid started at start is an ancestor of this one
  * (its start time read as other processes see it). */
 static int ancestor(int pid, uint64_t start)
 {
-	int p = 0, ppid;
-	uint64_t s;
-	for (int depth = 0; depth < 256 && proc_stat(p, &ppid, &s) == 0; depth++) {
-		if (p == pid && s == start)
+	int pids[256];
+	uint64_t starts[256];
+	int n = lineage(pids, starts, 256);
+	for (int k = 1; k < n; k++)
+		if (pids[k] == pid && starts[k] == start)
 			return 1;
-		if (ppid <= 1)
-			break;
-		p = ppid;
-	}
 	return 0;
 }
 
@@ -256,25 +268,16 @@ int ftrt_session_join(int parent, const char *name)
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	int rpid, chain[256], n = 0, joins = 0;
-	uint64_t rstart;
+	int rpid, pids[256], joins = 0;
+	uint64_t rstart, starts[256];
 	if (is_session(fd, &rpid, &rstart)) {
 		/* The process and its ancestors: the session's root among them
-		 * joins at once; else one pass over the session's images. */
-		int pid = 0, ppid;
-		uint64_t start;
-		while (n < 256 && proc_stat(pid, &ppid, &start) == 0) {
-			int self = pid ? pid : (int)getpid();
-			chain[n++] = self;
-			if (self == rpid && (start == rstart || !pid)) {
-				joins = 1;
-				break;
-			}
-			if (ppid <= 1)
-				break;
-			pid = ppid;
-		}
-		joins = joins || has_image(fd, chain, n);
+		 * joins at once (itself by pid alone: its own start time is its
+		 * own view); else one pass over the session's images. */
+		int n = lineage(pids, starts, 256);
+		for (int k = 0; k < n && !joins; k++)
+			joins = pids[k] == rpid && (starts[k] == rstart || k == 0);
+		joins = joins || has_image(fd, pids, n);
 	}
 	for (int tries = 0; joins && tries < 100; tries++) {
 		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
