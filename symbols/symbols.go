@@ -38,6 +38,11 @@ type Table struct {
 	mods   []mapping
 	mreach []uint64 // mreach[i]: the greatest hi of mods[0..i]
 
+	// A process's table names its executable's addresses from exe, the
+	// file's table (shared by every process of that file: Cache), moved
+	// by bias; a file's own table has none, and names from funcs.
+	exe *Table
+
 	// The file's path and its load bias (0 for a file's own symbols),
 	// and its DWARF line table, read when first asked for (SourceAt).
 	path     string
@@ -84,49 +89,79 @@ func (m *mapping) at(ts uint64) (rank int, key uint64) {
 // The executable must be readable and, when the trace has its build-id,
 // the same build. A shared object that cannot be read, or is another
 // build than the one traced, is left unnamed (its addresses show bare)
-// and reported in warnings, once per file.
+// and reported in warnings, once per file. (Cache.LoadProcess, with a
+// cache of its own.)
 func LoadProcess(m *trace.Meta, exe string) (*Table, []error, error) {
+	return NewCache().LoadProcess(m, exe)
+}
+
+// A Cache reads each file's symbols once for all the processes whose
+// tables it loads: a session of 1,000 processes of one program holds
+// that program's symbols once, not 1,000 times. Safe for concurrent use.
+type Cache struct {
+	mu    sync.Mutex
+	files map[fileKey]*cached
+}
+
+type fileKey struct{ path, buildID string }
+
+// A cached file: its table, or why it could not be read; warned says
+// its failure has been reported once already.
+type cached struct {
+	t      *Table
+	err    error
+	warned bool
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{files: map[fileKey]*cached{}} }
+
+// load is Load of path and buildID, once per pair.
+func (c *Cache) load(path, buildID string) *cached {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := fileKey{path, buildID}
+	f, ok := c.files[k]
+	if !ok {
+		f = &cached{}
+		f.t, f.err = Load(path, buildID)
+		c.files[k] = f
+	}
+	return f
+}
+
+// LoadProcess is the package's LoadProcess, reading each file once for
+// all the processes of c; a shared object that cannot be read is
+// warned of by the first process that maps it.
+func (c *Cache) LoadProcess(m *trace.Meta, exe string) (*Table, []error, error) {
 	if exe == "" {
 		exe = m.Exe
 	}
 	if exe == "" {
 		return nil, nil, errors.New("the trace names no executable: give the traced program with --exe")
 	}
-	s, err := Load(exe, m.BuildID)
-	if err != nil {
-		return nil, nil, err
+	f := c.load(exe, m.BuildID)
+	if f.err != nil {
+		return nil, nil, f.err
 	}
-	s.rebase(m.Bias)
+	s := &Table{exe: f.t, path: f.t.path, bias: m.Bias}
 	var warns []error
-	type file struct{ path, buildID string }
-	files := map[file]*Table{}
 	s.MapModules(m.Modules, func(md trace.Module) *Table {
-		k := file{md.Path, md.BuildID}
-		if fs, ok := files[k]; ok {
-			return fs
+		f := c.load(md.Path, md.BuildID)
+		if f.err != nil {
+			c.mu.Lock()
+			if !f.warned {
+				f.warned = true
+				warns = append(warns, fmt.Errorf("shared object: %w; its functions show as addresses", f.err))
+			}
+			c.mu.Unlock()
 		}
-		fs, err := Load(md.Path, md.BuildID)
-		if err != nil {
-			warns = append(warns, fmt.Errorf("shared object: %w; its functions show as addresses", err))
-		}
-		files[k] = fs // nil when unreadable: unnamed, and warned once
-		return fs
+		return f.t // nil when unreadable: unnamed, and warned once
 	})
 	if m.ModulesForgotten > 0 {
 		warns = append(warns, fmt.Errorf("the runtime forgot %d of the shared objects it served (too many loads): their functions show as addresses", m.ModulesForgotten))
 	}
 	return s, warns, nil
-}
-
-// rebase moves every function by bias: file addresses to run-time ones.
-func (s *Table) rebase(bias uint64) {
-	s.bias = bias
-	es := slices.Clone(s.funcs.Entries())
-	for i := range es {
-		es[i].Start += bias
-		es[i].End += bias
-	}
-	s.funcs = funcs.New(es)
 }
 
 // MapModules adds the shared objects of a process, each load at its
@@ -209,6 +244,9 @@ func (s *Table) LookupAt(addr, ts uint64) (string, uint64, bool) {
 // SourceErrors.
 func (s *Table) SourceAt(addr, ts uint64) string {
 	file, at := s, addr-s.bias
+	if s.exe != nil {
+		file = s.exe
+	}
 	if m := s.module(addr, ts); m != nil {
 		if m.file == nil || addr < m.bias {
 			return ""
@@ -254,7 +292,7 @@ func (s *Table) lineTable() *srcline.Table {
 func (s *Table) SourceErrors() []error {
 	var out []error
 	seen := map[*Table]bool{}
-	for _, f := range append([]*Table{s}, s.files()...) {
+	for _, f := range append([]*Table{s, s.exe}, s.files()...) {
 		if f == nil || seen[f] {
 			continue
 		}
@@ -343,6 +381,9 @@ func New(fs []Func) *Table {
 // own address), the one that starts last, as the runtime's load-time
 // pass decides (funcs.Index.Containing).
 func (s *Table) Lookup(addr uint64) (string, uint64, bool) {
+	if s.exe != nil { // a process's: its executable's, at its bias
+		return s.exe.Lookup(addr - s.bias)
+	}
 	if e, ok := s.funcs.Containing(addr); ok {
 		return s.names[e.ID], addr - e.Start, true
 	}

@@ -1,6 +1,9 @@
 package symbols
 
 import (
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"ftpatch/trace"
@@ -81,5 +84,55 @@ func TestLookupAt(t *testing.T) {
 		if got := exe.NameAt(c.addr, c.ts); got != c.want {
 			t.Errorf("NameAt(%#x, %d) = %q, want %q", c.addr, c.ts, got, c.want)
 		}
+	}
+}
+
+// TestCache: the processes a Cache loads share their executable's
+// symbols, read once, each naming them at its own load bias; a shared
+// object that cannot be read is warned of by the first process alone.
+func TestCache(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "cache")
+	if out, err := exec.Command("gcc", "-O0", "-o", exe, "testdata/cache.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry uint64
+	for _, y := range syms {
+		if y.Name == "cached_fn" {
+			entry = y.Value
+		}
+	}
+	if entry == 0 {
+		t.Fatal("no cached_fn in the program")
+	}
+	c := NewCache()
+	var tables []*Table
+	for i, bias := range []uint64{0x10000, 0x7f0000000000} {
+		m := &trace.Meta{Exe: exe, Bias: bias, Modules: []trace.Module{{Path: "/nonexistent/libgone.so", Lo: 1 << 47, Hi: 1<<47 + 0x1000}}}
+		s, warns, err := c.LoadProcess(m, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 - i; len(warns) != want {
+			t.Errorf("process %d: %d warnings (%v), want %d", i, len(warns), warns, want)
+		}
+		if name, off, ok := s.Lookup(entry + bias); name != "cached_fn" || off != 0 || !ok {
+			t.Errorf("process %d: Lookup(%#x) = %q+%#x %v, want cached_fn", i, entry+bias, name, off, ok)
+		}
+		if name, _, ok := s.Lookup(entry); ok && name == "cached_fn" {
+			t.Errorf("process %d: the file address names the function, not the run-time one", i)
+		}
+		tables = append(tables, s)
+	}
+	if tables[0].exe == nil || tables[0].exe != tables[1].exe || len(c.files) != 2 {
+		t.Errorf("%d files cached (the executable's and the shared object's), the executable's tables shared: %v; want 2, shared", len(c.files), tables[0].exe == tables[1].exe)
 	}
 }

@@ -66,12 +66,13 @@ func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, 
 	}
 	l := &loaded{s: s, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
 	l.warn(false)
+	cache := symbols.NewCache() // a program's symbols once for all its processes
 	for _, t := range s.Procs {
 		e := ""
 		if exe != "" && (len(s.Procs) == 1 || filepath.Base(exe) == filepath.Base(t.Meta.Exe)) {
 			e = exe
 		}
-		syms, warns, err := symbols.LoadProcess(&t.Meta, e)
+		syms, warns, err := cache.LoadProcess(&t.Meta, e)
 		if err != nil {
 			return nil, err
 		}
