@@ -258,8 +258,9 @@ func TestExitWays(t *testing.T) {
 
 // TestExecChild: a traced program whose forked child execs a traced
 // program (progs/exits.c exec) and the child record into one session,
-// FTRACE_OUT: an image each, the parent's holding the child's calls
-// before its exec, and nothing beside it. A trace directory left by a
+// FTRACE_OUT: an image for the parent, and two for the child (its
+// calls before its exec, then its new program's), and nothing beside
+// it. A trace directory left by a
 // finished run is still moved aside to .old. A program that execs in
 // place records both its images there, the first ended at the exec. On
 // x86-64 and on arm64 (under qemu, the program execing itself through
@@ -293,16 +294,24 @@ func TestExecChild(t *testing.T) {
 				if olds, _ := filepath.Glob(out + ".old.*"); len(olds) != 0 || len(children) != 0 {
 					t.Fatalf("beside the trace: %v and %v; want nothing", children, olds)
 				}
+				// The parent's image, the forked child's (its calls
+				// before its exec, around a failed one) and the child's
+				// exec'd program's, its second.
 				im := images(t, out)
-				if len(im) != 2 {
-					t.Fatalf("the session holds %v; want the parent's image and the child's", im)
+				execd := slices.IndexFunc(im, func(d string) bool { return strings.HasSuffix(d, ".2") })
+				if len(im) != 3 || execd < 0 {
+					t.Fatalf("the session holds %v; want the parent's image, and the child's two", im)
 				}
-				// The forked child's calls before its exec, around a
-				// failed one, are the parent's image's.
+				forked := slices.Index(im, strings.TrimSuffix(im[execd], ".2"))
+				parent := 3 - execd - forked
+				if forked < 0 {
+					t.Fatalf("the session holds %v; want the child's first image beside its second", im)
+				}
 				for d, want := range map[string]map[string]int{
-					im[0]: {"main": 1, "work": 4, "twice": 10, "leaf": 20},
-					im[1]: {"main": 1, "work": 1, "twice": 7, "leaf": 14},
-					out:   {"main": 2, "work": 5, "twice": 17, "leaf": 34},
+					im[parent]: {"main": 1, "work": 2, "twice": 5, "leaf": 10},
+					im[forked]: {"work": 2, "twice": 5, "leaf": 10},
+					im[execd]:  {"main": 1, "work": 1, "twice": 7, "leaf": 14},
+					out:        {"main": 2, "work": 5, "twice": 17, "leaf": 34},
 				} {
 					counts, errOut := reportCounts(t, d)
 					if !maps.Equal(counts, want) || errOut != "" {

@@ -11,7 +11,6 @@ import (
 
 	"ftpatch/internal/golden"
 	"ftpatch/model"
-	"ftpatch/symbols"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -27,19 +26,9 @@ func traced(t *testing.T, tg target, dir, flags string, pie bool, srcs ...string
 // graphOf reads a function_graph trace.
 func graphOf(t *testing.T, dir string) (*trace.Trace, []model.Thread) {
 	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, syms := readTrace(t, dir)
 	if tr.Meta.Tracer != "function_graph" {
 		t.Fatalf("tracer %q", tr.Meta.Tracer)
-	}
-	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range warns {
-		t.Error(w)
 	}
 	return tr, model.Graph(tr, syms)
 }

@@ -84,10 +84,14 @@ func TestInfo(t *testing.T) {
 		{name: "return", args: []string{"return", "fork"}, code: 0, want: ended([]string{
 			`exit status: +exited with code 0`,
 			`thread: +pid \d+ tid \d+ \(infomain\): 5 calls, from \S+ [mu]?s to \S+ [mu]?s`,
-			// The forked child: work(2) and its two leaf; forked()'s
-			// return is its parent's call's.
+			// The forked child, a process of its own: work(2) and its
+			// two leaf; forked()'s return is its parent's call's.
 			`thread: +pid \d+ tid \d+ \(infomain\): 3 calls, from \S+ [mu]?s to \S+ [mu]?s`,
-			`threads: +4, 6020 calls in all .*`,
+			`session: +2 processes \(1 forked without an exec\), 2 process images \(0 after an exec\)`,
+			`threads: +4, 6020 calls in all`,
+			`threads: +3, 6017 calls in all .*`,
+			`process: +\d+ \(infomain\) image 1, parent \d+: exited with code 0`,
+			`process: +\d+ \(infomain\) forked, image 1, parent \d+: exited with code 0`,
 		}, runtimeUsage)},
 		// The function tracer: calls, none graphed (so none left by the
 		// longjmp, nor still running); counted by its fast path.
@@ -172,10 +176,7 @@ func TestInfo(t *testing.T) {
 // records does not give).
 func countsBothWays(t *testing.T, dir string) (summed, read []trace.ThreadCounts) {
 	t.Helper()
-	tr, err := trace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := openForks(t, dir)
 	var readErr error
 	for c := range tr.Counts(&readErr) {
 		summed = append(summed, c)

@@ -93,9 +93,5 @@ func TestLiterals(t *testing.T) {
 // traceMeta reads a trace's metadata.
 func traceMeta(t *testing.T, dir string) trace.Meta {
 	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Meta
+	return openForks(t, dir).Meta
 }

@@ -47,16 +47,26 @@ type logged struct {
 // exec, a fork), under both tracers, nothing beside it; info --tasks
 // prints the exact tree of the images the processes logged (each under
 // the traced process that started it, an exec under the image it
-// replaced, a forked child under its parent); report's calls are the
-// sum over every process; --pid and --comm choose exactly one process.
+// replaced, a forked child, with its own exit status, under its
+// parent); report's calls are the sum over every process; --pid and
+// --comm choose exactly one process. On x86-64, and on arm64 under
+// qemu-user (the program a script that runs it under qemu, so its execs
+// of itself by argv[0] run too).
 func TestSession(t *testing.T) {
 	t.Parallel()
-	for _, tg := range []target{x86GCC, x86Clang} {
-		t.Run(tg.name, func(t *testing.T) {
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
 			t.Parallel()
 			need(t, append(tg.tools, "make", "sh")...)
 			dir := t.TempDir()
 			prog := traced(t, tg, dir, "-O2 "+preferred[tg.arch], true, "sess.c")
+			if len(tg.exec) > 0 {
+				// Under qemu-user: the program as a script the host runs,
+				// which runs it under qemu (so its own execs of itself,
+				// by argv[0], run too).
+				tg.onSelf(t, prog)
+				prog += ".run"
+			}
 			if err := os.WriteFile(filepath.Join(dir, "script.sh"), []byte(sessionScript), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -90,8 +100,8 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 		procs = append(procs, l)
 		pids[l.pid] = true
 	}
-	if len(procs) != 15 {
-		t.Fatalf("the script ran %d traced images, want 15:\n%s", len(procs), b)
+	if len(procs) != 16 {
+		t.Fatalf("the script ran %d traced images, want 16 (15 programs and a forked child):\n%s", len(procs), b)
 	}
 	if beside, _ := filepath.Glob(out + ".*"); len(beside) != 0 {
 		t.Errorf("beside the session: %v; want nothing", beside)
@@ -106,18 +116,18 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 		t.Errorf("info --tasks: stderr %q", errOut)
 	}
 	type node struct {
-		pid, depth int
-		name, how  string
+		pid, depth      int
+		name, how, ends string
 	}
 	var lines []node
-	line := regexp.MustCompile(`^( *)(\d+) (\S+)(?: \((exec'd|forked)\))?  `)
+	line := regexp.MustCompile(`^( *)(\d+) (\S+)(?: \((exec'd|forked)\))?  (\S+(?: \d+)?)  `)
 	for _, l := range strings.Split(strings.TrimSpace(tasks), "\n")[1:] {
 		m := line.FindStringSubmatch(l)
 		if m == nil {
 			t.Fatalf("info --tasks line %q", l)
 		}
 		pid, _ := strconv.Atoi(m[2])
-		lines = append(lines, node{pid, len(m[1]) / 2, m[3], m[4]})
+		lines = append(lines, node{pid, len(m[1]) / 2, m[3], m[4], m[5]})
 	}
 	parentOf := func(i int) *node {
 		for j := i - 1; j >= 0; j-- {
@@ -136,10 +146,9 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 		p := parentOf(i)
 		if n.how == "forked" {
 			forked++
-			if p == nil || p.name != "fork" {
-				t.Errorf("info --tasks: forked %d under %v, want under the fork process", n.pid, p)
+			if p == nil || p.name != "fork" || n.name != "forked" || n.ends != "exit 9" {
+				t.Errorf("info --tasks: forked %d %s (ended %s) under %v, want forked under the fork process, ended exit 9", n.pid, n.name, n.ends, p)
 			}
-			continue
 		}
 		k := slices.IndexFunc(procs, func(l logged) bool { return l.pid == n.pid && l.tag == n.name })
 		if k < 0 {
@@ -169,21 +178,25 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 
 	// report: the calls of every process, summed; one chosen.
 	counts, errOut := reportCounts(t, out)
-	n := len(procs)
-	if want := map[string]int{"main": n, "work": n + 1, "leaf": 3 * (n + 1)}; !maps.Equal(counts, want) || errOut != "" {
+	n := len(procs) - 1 // main's: not the forked child's
+	if want := map[string]int{"main": n, "logself": n + 1, "work": n + 1, "leaf": 3 * (n + 1)}; !maps.Equal(counts, want) || errOut != "" {
 		t.Errorf("report of the session: %v, stderr %q; want %v", counts, errOut, want)
 	}
 	seq2 := procs[slices.IndexFunc(procs, func(l logged) bool { return l.tag == "seq2" })]
-	one := map[string]int{"main": 1, "work": 1, "leaf": 3}
+	one := map[string]int{"main": 1, "logself": 1, "work": 1, "leaf": 3}
 	for _, sel := range [][]string{{"--pid", strconv.Itoa(seq2.pid)}, {"--comm", "seq?"}} {
 		got, errOut := reportCounts(t, out, sel...)
 		want := one
 		if sel[0] == "--comm" {
-			want = map[string]int{"main": 2, "work": 2, "leaf": 6} // seq1 and seq2
+			want = map[string]int{"main": 2, "logself": 2, "work": 2, "leaf": 6} // seq1 and seq2
 		}
 		if !maps.Equal(got, want) || errOut != "" {
 			t.Errorf("report %v: %v, stderr %q; want %v", sel, got, errOut, want)
 		}
+	}
+	forkedChild := procs[slices.IndexFunc(procs, func(l logged) bool { return l.tag == "forked" })]
+	if got, _ := reportCounts(t, out, "--pid", strconv.Itoa(forkedChild.pid)); !maps.Equal(got, map[string]int{"logself": 1, "work": 1, "leaf": 3}) {
+		t.Errorf("report --pid %d (the forked child): %v, want its own calls alone", forkedChild.pid, got)
 	}
 	if got, _ := reportCounts(t, out, "--comm", "exec0"); !maps.Equal(got, one) {
 		t.Errorf("report --comm exec0: %v, want %v", got, one)

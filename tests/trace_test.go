@@ -2,12 +2,14 @@ package tests
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,9 +220,12 @@ func traceCallers(t *testing.T, dir string) map[string]map[string]int {
 // recorded; a warning naming them is an error of the test.
 func readTrace(t *testing.T, dir string) (*trace.Trace, *symbols.Table) {
 	t.Helper()
-	tr, err := trace.Read(dir)
-	if err != nil {
-		t.Fatal(err)
+	tr := openForks(t, dir)
+	for i := range tr.Streams {
+		s := &tr.Streams[i]
+		if err := tr.EachRecord(i, func(recs []trace.Record) { s.Records = append(s.Records, recs...) }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
 	if err != nil {
@@ -304,4 +309,56 @@ int main(void) { unsigned long hz; __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(
 		t.Fatalf("reading cntfrq_el0: %v", counterHz.err)
 	}
 	return counterHz.hz
+}
+
+// openForks opens the trace at dir as one program's: a process image,
+// or a session whose images are one process and the children it (and
+// they) forked without an exec, each of which has an image of its own.
+// The children's streams are read as the first image's (a Stream's name
+// is a path from the trace's directory), their losses added to its
+// counts, and its end the last one's: the tests of a program that forks
+// count its calls over every process it became, as it made them.
+func openForks(t *testing.T, dir string) *trace.Trace {
+	t.Helper()
+	if !trace.IsSession(dir) {
+		tr, err := trace.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	s, err := trace.OpenSession(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := s.Procs[0]
+	for _, c := range s.Procs[1:] {
+		m := &c.Meta
+		if m.Exe != tr.Meta.Exe || m.Image != 1 || m.Bias != tr.Meta.Bias {
+			t.Fatalf("%s: image %s (%s, image %d) is not a forked child of %s", dir, c.Dir, m.Exe, m.Image, tr.Dir)
+		}
+		rel, err := filepath.Rel(tr.Dir, c.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range c.Streams {
+			st.Name = filepath.Join(rel, st.Name)
+			tr.Streams = append(tr.Streams, st)
+		}
+		tm := &tr.Meta
+		tm.Dropped += m.Dropped
+		tm.Overflow += m.Overflow
+		tm.Stopped += m.Stopped
+		tm.Unwound += m.Unwound
+		tm.LostBytes += m.LostBytes
+		tm.LostThreads += m.LostThreads
+		tm.RecordedBytes += m.RecordedBytes
+		tm.Overwritten += m.Overwritten
+		tm.Unended = tm.Unended || m.Unended
+		if m.Clock == tm.Clock && m.TSCEnd > tm.TSCEnd {
+			tm.TSCEnd, tm.MonoEnd = m.TSCEnd, m.MonoEnd
+		}
+	}
+	slices.SortStableFunc(tr.Streams, func(a, b trace.Stream) int { return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid)) })
+	return tr
 }

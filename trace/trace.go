@@ -212,6 +212,10 @@ type Meta struct {
 	// which image of its process it is (1, then one more at each exec):
 	// 0 from a runtime before sessions.
 	Ppid, Image int
+	// Forked says the image is a child's forked without an exec: its
+	// parent's program, from the fork on (its first image; a child's
+	// that execs having recorded nothing has none, its program's first).
+	Forked bool
 	// Comm is the process's name (/proc/PID/comm, its first thread's)
 	// when the metadata was written: "" from a runtime before format 4.
 	Comm string
@@ -775,15 +779,18 @@ func (m *Meta) set(key, val string) error {
 			return fmt.Errorf("pid %q", val)
 		}
 		m.Pid = n
-	case abi.MetaKeyPpid, abi.MetaKeyImage:
+	case abi.MetaKeyPpid, abi.MetaKeyImage, abi.MetaKeyForked:
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 0 {
 			return fmt.Errorf("%s %q", key, val)
 		}
-		if key == abi.MetaKeyPpid {
+		switch key {
+		case abi.MetaKeyPpid:
 			m.Ppid = n
-		} else {
+		case abi.MetaKeyImage:
 			m.Image = n
+		default:
+			m.Forked = n == 1
 		}
 	default:
 		p := m.count(key)

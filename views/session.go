@@ -41,15 +41,26 @@ func WriteSession(w io.Writer, view string, ins []Input, opt Options) error {
 			return Tasks(w, ins)
 		}
 		bw := bufio.NewWriter(w)
+		if view == "info" {
+			sessionSummary(bw, ins, opt)
+		}
+		waited := waitedFor(ins)
 		for i, in := range ins {
-			if i > 0 {
+			if i > 0 || view == "info" {
 				fmt.Fprintln(bw)
 			}
 			fmt.Fprintf(bw, "# process %s\n", processTitle(in.Meta))
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			if err := Write(w, view, in, opt); err != nil {
+			own := opt
+			if i != waited {
+				own.Exit = nil
+			}
+			if in.Trace != nil {
+				own.Warnings = in.Trace.Warnings
+			}
+			if err := Write(w, view, in, own); err != nil {
 				return err
 			}
 		}
@@ -107,6 +118,70 @@ func chainThreads(ins []Input) iter.Seq[Thread] {
 				}
 			}
 		}
+	}
+}
+
+// waitedFor is the image whose end ftpatch record saw (Options.Exit):
+// the last image of the first process, the one record started.
+func waitedFor(ins []Input) int {
+	at := 0
+	for i, in := range ins {
+		if in.Meta.Pid == ins[0].Meta.Pid {
+			at = i
+		}
+	}
+	return at
+}
+
+// sessionSummary writes info's summary of a session of several
+// process images, before each one's part: the processes and images,
+// their threads and calls (as each part counts them), what was lost in
+// all, and a line per process saying how it ended.
+func sessionSummary(w io.Writer, ins []Input, opt Options) {
+	kv := func(k, format string, a ...any) { fmt.Fprintf(w, "%-19s %s\n", k+":", fmt.Sprintf(format, a...)) }
+	pids := map[int]bool{}
+	var threads, calls, forked, execs int
+	var dropped, lostBytes, lostThreads, overwritten uint64
+	for _, in := range ins {
+		m := in.Meta
+		if pids[m.Pid] {
+			execs++
+		}
+		pids[m.Pid] = true
+		if m.Forked {
+			forked++
+		}
+		dropped += m.Dropped
+		lostBytes += m.LostBytes
+		lostThreads += m.LostThreads
+		overwritten += m.Overwritten
+		if in.Counts != nil {
+			for c := range in.Counts {
+				threads++
+				calls += int(c.Calls)
+			}
+		}
+	}
+	kv("session", "%d processes (%d forked without an exec), %d process images (%d after an exec)", len(pids), forked, len(ins), execs)
+	kv("threads", "%d, %d calls in all", threads, calls)
+	kv("lost", "%d calls dropped, %d bytes not written, %d threads' buffers not written, %d bytes overwritten by rings (every process's)",
+		dropped, lostBytes, lostThreads, overwritten)
+	waited := waitedFor(ins)
+	for i, in := range ins {
+		m := in.Meta
+		rec := opt.Exit
+		if i != waited {
+			rec = nil
+		}
+		how := exitStatus(m, rec)
+		if i+1 < len(ins) && slices.ContainsFunc(ins[i+1:], func(o Input) bool { return o.Meta.Pid == m.Pid }) {
+			how = "exec'd another program"
+		}
+		what := "image"
+		if m.Forked {
+			what = "forked, image"
+		}
+		kv("process", "%d (%s) %s %d, parent %d: %s", m.Pid, escape.Text(m.Name()), what, max(m.Image, 1), m.Ppid, how)
 	}
 }
 
@@ -193,6 +268,9 @@ func Tasks(w io.Writer, ins []Input) error {
 		how := "exec'd"
 		if i == 0 || parent[i] < 0 || ins[parent[i]].Meta.Pid != m.Pid {
 			how = ""
+		}
+		if m.Forked {
+			how = "forked"
 		}
 		fmt.Fprintf(bw, "%s%d %s", strings.Repeat("  ", depth), m.Pid, escape.Text(m.Name()))
 		if how != "" {

@@ -165,6 +165,7 @@ const (
 	MetaKeyPid              = "pid"               // META_KEY_PID
 	MetaKeyPpid             = "ppid"              // META_KEY_PPID: the parent process when the image started
 	MetaKeyImage            = "image"             // META_KEY_IMAGE: which image of its process (1, then +1 at each exec)
+	MetaKeyForked           = "forked"            // META_KEY_FORKED: 1, the image of a child forked without an exec
 	MetaKeyBias             = "bias"              // META_KEY_BIAS
 	MetaKeyTSCStart         = "tsc_start"         // META_KEY_TSC_START
 	MetaKeyTSCEnd           = "tsc_end"           // META_KEY_TSC_END

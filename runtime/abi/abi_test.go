@@ -159,6 +159,7 @@ func mirrors() []mirror {
 		{"META_KEY_PID", "MetaKeyPid", abi.MetaKeyPid},
 		{"META_KEY_PPID", "MetaKeyPpid", abi.MetaKeyPpid},
 		{"META_KEY_IMAGE", "MetaKeyImage", abi.MetaKeyImage},
+		{"META_KEY_FORKED", "MetaKeyForked", abi.MetaKeyForked},
 		{"META_KEY_BIAS", "MetaKeyBias", abi.MetaKeyBias},
 		{"META_KEY_TSC_START", "MetaKeyTSCStart", abi.MetaKeyTSCStart},
 		{"META_KEY_TSC_END", "MetaKeyTSCEnd", abi.MetaKeyTSCEnd},

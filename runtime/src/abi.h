@@ -193,6 +193,7 @@
 #define META_KEY_PID "pid"
 #define META_KEY_PPID "ppid"                   /* the parent process when the image started */
 #define META_KEY_IMAGE "image"                 /* which image of its process: 1, then one more at each exec */
+#define META_KEY_FORKED "forked"               /* 1: the image of a child forked without an exec (its parent's program) */
 #define META_KEY_BIAS "bias"
 #define META_KEY_TSC_START "tsc_start"
 #define META_KEY_TSC_END "tsc_end"

@@ -16,7 +16,7 @@
  *            and execs this program (exec-child: makes calls, returns
  *            from main); main waits for it, makes calls again and
  *            returns. The child's calls before its exec are in its
- *            parent's trace; the exec'd program is traced beside it
+ *            own image; the exec'd program is its next
  *   exec-self  main makes calls, then execs this program in its place
  *            (exec-child, by execle with the environment): its calls
  *            before the exec end that trace

@@ -243,12 +243,15 @@ long ftrt_file_create(int dir, const char *name) __attribute__((visibility("hidd
  * at path (as ftrt_dir_make makes a directory) and makes this process's
  * image in it, whose descriptor it returns (-1 with *why set);
  * ftrt_session_image makes this process's image in the session already
- * open, a descriptor or -errno; ftrt_image_no is which image of its
- * process the last one made is (1, then one more at each exec). */
+ * open (forked: a child just forked, whose first it is), a descriptor
+ * or -errno; ftrt_image_no is which image of its process the last one
+ * made is (1, then one more at each exec). */
 int ftrt_session_open(const char *path, int recorded, const char **why) __attribute__((visibility("hidden")));
-long ftrt_session_image(void) __attribute__((visibility("hidden")));
+long ftrt_session_image(int forked) __attribute__((visibility("hidden")));
 extern unsigned ftrt_image_no __attribute__((visibility("hidden")));
 /* The image's parent process when it was made. */
 extern int ftrt_image_ppid __attribute__((visibility("hidden")));
+/* Whether that image is a forked child's (ftrt_session_image's forked). */
+extern int ftrt_image_forked __attribute__((visibility("hidden")));
 
 #endif

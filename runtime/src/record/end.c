@@ -165,6 +165,13 @@ void ftrt_trace_exec(void)
 	if (ftrt_trace_fd < 0 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != ftrt_trace_pid)
 		return;
 	struct tbuf *b = tb;
+	/* A child forked without an image yet (trace.c) that recorded
+	 * nothing, as most that exec: no image; its new program's is its
+	 * first. */
+	if (ftrt_trace_fork_pending() && (!b || !__atomic_load_n(&b->n, __ATOMIC_RELAXED)) &&
+	    atomic_load_explicit(&ftrt_nbufs, memory_order_relaxed) <= (b != NULL) &&
+	    !atomic_load_explicit(&ftrt_recorded_bytes, memory_order_relaxed))
+		return;
 	ftrt_writer_drain(mono_ns() + END_WAIT_NS); /* the exec ends the writer: what it holds first */
 	if (b && ftrt_record_up.take && ftrt_record_up.take(b, (uintptr_t)__builtin_frame_address(0))) {
 		if (!ended()) { /* the end, on another thread, takes it otherwise */

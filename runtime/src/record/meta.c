@@ -302,6 +302,7 @@ static int meta_reserved; /* META_END holds the room, not yet used */
 void ftrt_meta_reserve(void)
 {
 	int dir = ftrt_trace_dir();
+	meta_reserved = 0; /* a forked child's copy: the parent's room */
 	long fd = dir < 0 ? -EBADF : ftrt_file_create(dir, META_END);
 	if (sys_failed(fd))
 		return;
@@ -373,6 +374,8 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 	if (ftrt_image_no) {
 		meta_line(&o, META_KEY_PPID, (uint64_t)ftrt_image_ppid);
 		meta_line(&o, META_KEY_IMAGE, ftrt_image_no);
+		if (ftrt_image_forked)
+			meta_line(&o, META_KEY_FORKED, 1);
 	}
 	meta_line(&o, META_KEY_BIAS, bias);
 	meta_line(&o, META_KEY_TSC_START, ftrt_tsc_start);

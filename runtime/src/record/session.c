@@ -319,8 +319,9 @@ int ftrt_session_mark(int fd)
 static struct ftrt_fd root = FTRT_FD_NONE;
 unsigned ftrt_image_no;
 int ftrt_image_ppid;
+int ftrt_image_forked;
 
-long ftrt_session_image(void)
+long ftrt_session_image(int forked)
 {
 	int r = ftrt_fd_ours(&root) ? root.fd : -1;
 	int ppid;
@@ -331,8 +332,11 @@ long ftrt_session_image(void)
 	char name[64], base[64] = "";
 	unsigned most = 0;
 	/* The process's images so far (an exec's): the next one of that
-	 * name, whatever start time the process sees now. */
-	image_of(r, pid, base, &most);
+	 * name, whatever start time the process sees now. A child just
+	 * forked has none (its start time is new), and looks for none: a
+	 * listing allocates, and a fork may be a signal handler's. */
+	if (!forked)
+		image_of(r, pid, base, &most);
 	for (unsigned n = most + 1; n < most + 1000; n++) {
 		if (base[0]) {
 			char *p = base + strlen(base);
@@ -356,7 +360,7 @@ long ftrt_session_image(void)
 			return -EPERM; /* replaced by another user's meanwhile */
 		}
 		if (!sys_failed(fd))
-			ftrt_image_no = n, ftrt_image_ppid = ppid;
+			ftrt_image_no = n, ftrt_image_ppid = ppid, ftrt_image_forked = forked;
 		return fd;
 	}
 	return -EEXIST;
@@ -366,7 +370,7 @@ int ftrt_session_open(const char *path, int recorded, const char **why)
 {
 	if (ftrt_fd_keep(&root, ftrt_dir_make_session(path, recorded, why)) != 0)
 		return -1;
-	long fd = ftrt_session_image();
+	long fd = ftrt_session_image(0);
 	if (sys_failed(fd)) {
 		*why = "cannot hold the process's own directory (no permission, or no space?)";
 		ftrt_fd_close(&root);

@@ -56,6 +56,8 @@ static void remember_path(int fd, const char *path)
 		return;
 	}
 	dir_path[0] = 0;
+	if (!path[0]) /* a forked child's image: no path but /proc's */
+		return;
 	if (path[0] == '/') {
 		snprintf(dir_path, sizeof dir_path, "%s", path);
 	} else if (getcwd(dir_path, sizeof dir_path)) {
@@ -64,8 +66,29 @@ static void remember_path(int fd, const char *path)
 	}
 }
 
+/*
+ * A child forked without an exec is a process of the session: it gets
+ * an image of its own (session.c), beside its parent's, with its own
+ * metadata (pid, parent, how it ended), its counts from zero and its
+ * start at the fork. The image is made when the child first needs its
+ * directory (ftrt_trace_dir: its first stream, its metadata), not at the
+ * fork: a child that execs having recorded nothing, as most do, leaves
+ * no image but its new program's, and pays nothing for one.
+ *
+ * fork_image: FORK_NONE, FORK_PENDING (forked; the descriptor is still
+ * the parent's image's), FORK_MAKING (a thread is making it: the others
+ * wait a moment, or write into the parent's).
+ */
+enum { FORK_NONE, FORK_PENDING, FORK_MAKING };
+static int fork_image;
+static int parent_creator; /* the parent's image's writer, while pending */
+
+static void make_fork_image(void);
+
 int ftrt_trace_dir(void)
 {
+	if (__atomic_load_n(&fork_image, __ATOMIC_ACQUIRE) != FORK_NONE && (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) == ftrt_trace_pid)
+		make_fork_image();
 	int fd = __atomic_load_n(&ftrt_trace_fd, __ATOMIC_ACQUIRE);
 	if (fd < 0 || ftrt_fd_same(fd, dir_dev, dir_ino))
 		return fd;
@@ -100,6 +123,70 @@ void ftrt_trace_path(char *buf, size_t size)
 		buf[n] = 0;
 	else
 		snprintf(buf, size, "%s", fd >= 0 ? dir_path : "");
+}
+
+/* In a child after fork: the buffers made its own (thread.c), its counts
+ * zeroed, its image pending. Raw system calls and no allocation: a fork
+ * may be a signal handler's. */
+static void fork_child(void)
+{
+	ftrt_after_fork_child();
+	if (ftrt_trace_fd < 0)
+		return;
+	parent_creator = ftrt_creator_pid;
+	ftrt_creator_pid = ftrt_trace_pid;
+	atomic_store_explicit(&ftrt_dropped, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_overflow, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_unwound, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_stopped, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_lost_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_recorded_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_lost_threads, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_overwritten, 0, memory_order_relaxed);
+	ftrt_tsc_start = now();
+	ftrt_mono_start = mono_ns();
+	__atomic_store_n(&fork_image, FORK_PENDING, __ATOMIC_RELEASE);
+}
+
+int ftrt_trace_fork_pending(void)
+{
+	return __atomic_load_n(&fork_image, __ATOMIC_ACQUIRE) == FORK_PENDING;
+}
+
+/* Make the forked child's image, once (see fork_image): its directory
+ * the trace's from now on, with its room for the final metadata and its
+ * first metadata. Where it cannot be made (no space, no permission), the
+ * child's streams go into its parent's image as they did before images
+ * (its metadata nowhere: the parent's is the parent's). */
+static void make_fork_image(void)
+{
+	int want = FORK_PENDING;
+	if (!__atomic_compare_exchange_n(&fork_image, &want, FORK_MAKING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Another thread makes it: a moment for it (not this thread's
+		 * own signal handler's: that would wait for nothing). */
+		for (int i = 0; i < 1000 && __atomic_load_n(&fork_image, __ATOMIC_ACQUIRE) == FORK_MAKING; i++)
+			ftrt_nap();
+		return;
+	}
+	struct ftrt_fd d;
+	if (ftrt_fd_keep(&d, ftrt_session_image(1)) != 0) {
+		ftrt_creator_pid = parent_creator;
+		__atomic_store_n(&fork_image, FORK_NONE, __ATOMIC_RELEASE);
+		return;
+	}
+	int old = __atomic_load_n(&ftrt_trace_fd, __ATOMIC_ACQUIRE);
+	dir_dev = d.dev;
+	dir_ino = d.ino;
+	remember_path(d.fd, "");
+	__atomic_store_n(&ftrt_trace_fd, d.fd, __ATOMIC_RELEASE);
+	if (old >= 0 && old != d.fd)
+		sys(SYS_close, old, 0, 0, 0, 0, 0); /* this process's copy of the parent's: the parent's stays open */
+	__atomic_store_n(&fork_image, FORK_NONE, __ATOMIC_RELEASE);
+	ftrt_meta_reserve();
+	int mods = ftrt_modules_hold();
+	ftrt_meta_write(0, now(), mono_ns(), "meta.fork.tmp", 0);
+	if (mods)
+		ftrt_modules_release();
 }
 
 /*
@@ -143,7 +230,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	remember_path(d.fd, dir);
 	ftrt_trace_fd = d.fd;
 	ftrt_meta_reserve();
-	pthread_atfork(NULL, NULL, ftrt_after_fork_child);
+	pthread_atfork(NULL, NULL, fork_child);
 	const char *buf = ftrt_env(ENV_BUFFER);
 	uint64_t asked = 0;
 	uint32_t slots = buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 ? ftrt_ring_parse(buf + sizeof BUFFER_RING, &asked) : 0;

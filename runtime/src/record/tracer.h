@@ -232,6 +232,9 @@ extern int ftrt_trace_fd HIDDEN, ftrt_creator_pid HIDDEN, ftrt_trace_pid HIDDEN,
  * open, or the program closed it and it cannot be found again (moved,
  * removed). Async-signal-safe. */
 int ftrt_trace_dir(void) HIDDEN;
+/* Whether this process is a child forked whose image is not made yet
+ * (trace.c: made when its directory is first wanted). */
+int ftrt_trace_fork_pending(void) HIDDEN;
 /* Where the trace directory is now, into buf (size bytes): "" when no
  * trace is open. */
 void ftrt_trace_path(char *buf, size_t size) HIDDEN;
