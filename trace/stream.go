@@ -100,7 +100,9 @@ func (t *Trace) OpenStream(i, chunk int) (*StreamReader, error) {
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
-	chunk = max(chunk, minChunk)
+	// No more than the stream holds: a session's thousand short streams
+	// read with a thousand small buffers, not a megabyte each.
+	chunk = int(max(min(int64(chunk), s.Size), minChunk))
 	var hdr [headerSize]byte
 	if _, err := io.ReadFull(f, hdr[:]); err != nil {
 		f.Close()
