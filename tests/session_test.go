@@ -278,3 +278,53 @@ func TestSessionGap(t *testing.T) {
 		t.Errorf("beside the session: %v; want the other program's session, DIR.PID", beside)
 	}
 }
+
+// TestSessionBeside: a session recorded while another running session
+// holds its directory goes beside it whole: `ftpatch record -d DIR --
+// sh -c 'P a; P b'` puts both programs into one session, DIR.PID (PID
+// record's, the session's root), and says so; the running session is
+// left as it was.
+func TestSessionBeside(t *testing.T) {
+	t.Parallel()
+	need(t, x86GCC.tools...)
+	dir := t.TempDir()
+	prog := traced(t, x86GCC, dir, "-O2 "+preferred["x86_64"], true, "sess.c")
+	out := filepath.Join(dir, "s")
+	fifo := filepath.Join(dir, "go")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Fatal(err)
+	}
+	held := exec.Command(tool("ftpatch"), "record", "-d", out, "--", "sh", "-c", `"$1" first; read x < "$2"`, "sh", prog, fifo)
+	held.Dir = dir
+	if err := held.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(fifo, []byte("go\n"), 0o644)
+		held.Wait()
+	}()
+	for i := 0; i < 1000; i++ { // until the first program has its image
+		if metas, _ := filepath.Glob(filepath.Join(out, "*@*", "meta")); len(metas) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rec := exec.Command(tool("ftpatch"), "record", "-d", out, "--", "sh", "-c", `"$1" a; "$1" b`, "sh", prog)
+	rec.Dir = dir
+	var recErr strings.Builder
+	rec.Stderr = &recErr
+	if err := rec.Run(); err != nil {
+		t.Fatalf("record: %v\n%s", err, recErr.String())
+	}
+	want := fmt.Sprintf("%s.%d", out, rec.Process.Pid)
+	beside, _ := filepath.Glob(out + ".[0-9]*")
+	if len(beside) != 1 || beside[0] != want || len(images(t, want)) != 2 {
+		t.Errorf("beside the running session: %v; want one session, %s, with both programs' images", beside, want)
+	}
+	if !strings.Contains(recErr.String(), "the trace is in "+want+":") {
+		t.Errorf("record's message does not name %s:\n%s", want, recErr.String())
+	}
+	if im := images(t, out); len(im) != 1 {
+		t.Errorf("the running session holds %v; want its one program's image", im)
+	}
+}

@@ -326,12 +326,16 @@ type madeTrace struct {
 
 // findTrace says where the run (of process pid) left its trace, asked
 // for dir: dir itself, made anew; or dir.PID beside it, where the
-// runtime traces when dir is in use by a running process. before is dir
+// runtime traces when dir is in use by a running process: PID this
+// process's, the session's root (FTRACE_SESSION), or the program's, by
+// a runtime that did not take it. before is dir
 // as it was before the run (nil: there was none), moved aside to
 // dir.old or dir.old.N if the run made a new one.
 func findTrace(dir string, before fs.FileInfo, pid int) madeTrace {
-	if fi, err := os.Lstat(fmt.Sprintf("%s.%d", dir, pid)); err == nil && fi.IsDir() {
-		return madeTrace{path: fmt.Sprintf("%s.%d", dir, pid)}
+	for _, p := range []int{os.Getpid(), pid} {
+		if fi, err := os.Lstat(fmt.Sprintf("%s.%d", dir, p)); err == nil && fi.IsDir() {
+			return madeTrace{path: fmt.Sprintf("%s.%d", dir, p)}
+		}
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() || (before != nil && os.SameFile(fi, before)) {

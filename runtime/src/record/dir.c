@@ -236,7 +236,8 @@ static int move_aside(int parent, const char *name)
  *  - A session this process joins is joined.
  *  - One a running process is writing (a process of another session, or
  *    a traced program of an older runtime) is left alone: this process's
- *    goes to path.PID instead. The directory's lock says which are in
+ *    goes to path.PID instead, PID the session's root's (ftpatch record:
+ *    where every process of its session goes, and joins the first). The directory's lock says which are in
  *    use: each process of a session holds a shared flock on it for as
  *    long as it runs (an older runtime, or a snapshot, an exclusive one).
  *  - Any other, a finished run's, is moved aside to path.old (or
@@ -278,7 +279,7 @@ static int make_dir(const char *path, int recorded, const char **why, int sessio
 				*why = "is in use, and so is its .PID beside it";
 				if (strcmp(name, base) != 0)
 					goto out; /* dir.PID in use: not ours to take */
-				n = snprintf(name, sizeof name, "%s.%d", base, pid);
+				n = snprintf(name, sizeof name, "%s.%d", base, session ? ftrt_session_pid() : pid);
 				*why = "has a name too long";
 				if (n < 0 || (size_t)n >= sizeof name)
 					goto out;

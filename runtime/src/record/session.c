@@ -288,6 +288,20 @@ int ftrt_session_join(int parent, const char *name)
 	return -1;
 }
 
+/* The pid a session started here is named by beside a directory in use
+ * (dir.c's path.PID): its root's, FTRACE_SESSION's when that is an
+ * ancestor (ftpatch record), so every process of the session finds the
+ * same one and joins it there; else this process's. */
+int ftrt_session_pid(void)
+{
+	int pid;
+	uint64_t start;
+	const char *asked = ftrt_env(ENV_SESSION);
+	if (asked && parse_id(asked, &pid, &start) == 0 && ancestor(pid, start))
+		return pid;
+	return (int)getpid();
+}
+
 /* Write the session file into the directory fd being made: rooted at
  * the process FTRACE_SESSION names (ftpatch record, which started this
  * one) when that is an ancestor, else at this process. */

@@ -13,6 +13,9 @@ int ftrt_session_join(int parent, const char *name) HIDDEN_S;
 /* session.c: write the session file into the directory fd being made:
  * 0, or -1. */
 int ftrt_session_mark(int fd) HIDDEN_S;
+/* session.c: the pid a new session's directory is named by beside a
+ * directory in use (path.PID): its root's. */
+int ftrt_session_pid(void) HIDDEN_S;
 /* session.c: whether the directory fd is a session whose root process
  * (the session file's) still runs. */
 int ftrt_session_running(int fd) HIDDEN_S;
