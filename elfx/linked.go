@@ -73,6 +73,22 @@ type DynReloc struct {
 	Sym      Symbol
 }
 
+// LibCall reports whether the relocation d of f fills a slot the file
+// calls a shared object's function through: a JUMP_SLOT (the PLT's), or
+// a GLOB_DAT of a function (-fno-plt's call through the GOT), of a
+// symbol the file does not define. These are the slots the runtime's
+// library-call hooks redirect (its patch/libcall.c applies the same rule
+// to the loaded module), and a trace names a library call by its slot's
+// address. A GLOB_DAT of an object (stdout, environ) is data, never one.
+func (f *File) LibCall(d *DynReloc) bool {
+	r := isa.For(f.Arch).Relocs
+	if d.Sym.Name == "" || d.Sym.Shndx != uint32(elf.SHN_UNDEF) {
+		return false
+	}
+	t := d.Sym.Type()
+	return d.Type == r.JumpSlot || (d.Type == r.GlobDat && (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC))
+}
+
 // DynRelocs collects the symbolic dynamic relocations of every SHF_ALLOC
 // SHT_RELA section (all but RELATIVE, which Relatives has, and NONE), by
 // the address they fill; of two for one address, the later counts.

@@ -32,6 +32,7 @@ import (
 // modules ran at, when they ran there (LoadProcess).
 type Table struct {
 	names []string     // the functions' names (demangled), by funcs.Entry.ID
+	lib   map[int32]bool // IDs naming a slot of the file's global offset table: a library function
 	funcs *funcs.Index // one per start, by package funcs' rule
 	// The shared objects of a process, one per file and place, sorted
 	// by lo; an address in one of them is named from it, not from funcs.
@@ -348,6 +349,22 @@ func Load(path string, buildID ...string) (*Table, error) {
 		// escaped: a symbol may hold a terminal's escape sequences.
 		es = append(es, funcs.Entry{Start: uint64(y.Value), End: uint64(y.Value) + y.Size, ID: int32(len(s.names)), Rank: funcs.Rank(y.Bind())})
 		s.names = append(s.names, escape.Text(demangle.Filter(y.Name)))
+	}
+	// The slots of its global offset table through which it calls
+	// functions of shared objects: the runtime's library-call hooks
+	// record a call by its slot's address (elfx.File.LibCall), so a
+	// slot is named as the function called through it.
+	if relocs, err := f.DynRelocs(); err == nil {
+		for at, d := range relocs {
+			if f.LibCall(&d) {
+				es = append(es, funcs.Entry{Start: at, End: at + 8, ID: int32(len(s.names)), Rank: funcs.Rank(elf.STB_GLOBAL)})
+				s.names = append(s.names, escape.Text(demangle.Filter(d.Sym.Name)))
+				if s.lib == nil {
+					s.lib = map[int32]bool{}
+				}
+				s.lib[int32(len(s.names)-1)] = true
+			}
+		}
 	}
 	s.funcs = funcs.New(es)
 	return s, nil

@@ -155,6 +155,10 @@ type Meta struct {
 	// 8-byte aligned, which took the shared path instead (0 from a
 	// runtime that does not count them, and on x86-64).
 	Literal, Misaligned uint64
+	// Libcalls is what the runtime did with the GOT slots its modules
+	// call other modules' functions through (FTRACE_LIBCALL=1): all
+	// zero when it was not asked to, or from a runtime before it.
+	Libcalls Libcalls
 	// LostThreads counts threads whose buffered records were not written
 	// (0 from a runtime that does not count them).
 	LostThreads uint64
@@ -223,6 +227,14 @@ type Meta struct {
 	// thread of it, not its children) when the trace ended; nil when not
 	// recorded (a program killed, a runtime before format 4).
 	Usage *Usage
+}
+
+// Libcalls counts GOT slots of the traced modules through which they
+// call other modules' functions: found, redirected (their calls in the
+// trace), chosen but whose function was not found (an undefined weak
+// one), chosen but that could not be written.
+type Libcalls struct {
+	Slots, Hooked, Unresolved, Failed uint64
 }
 
 // Module is a shared object with sites, as the runtime saw it loaded.
@@ -872,6 +884,14 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.Literal
 	case abi.MetaKeyMisaligned:
 		return &m.Misaligned
+	case abi.MetaKeyLibcallSlots:
+		return &m.Libcalls.Slots
+	case abi.MetaKeyLibcallHooked:
+		return &m.Libcalls.Hooked
+	case abi.MetaKeyLibcallUnresolved:
+		return &m.Libcalls.Unresolved
+	case abi.MetaKeyLibcallFailed:
+		return &m.Libcalls.Failed
 	case abi.MetaKeyDropped:
 		return &m.Dropped
 	case abi.MetaKeyOverflow:

@@ -109,6 +109,10 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("module", "%s: build-id %s, bias 0x%x, %s; %d sites, %d traced; config %s",
 			md.Path, or(md.BuildID, "none"), md.Bias, when, md.Sites, md.Enabled, md.Config)
 	}
+	if l := m.Libcalls; l.Slots > 0 {
+		kv("library calls", "%d of %d GOT slots redirected (FTRACE_LIBCALL): their calls traced; %d chosen whose function was not found, %d that could not be written",
+			l.Hooked, l.Slots, l.Unresolved, l.Failed)
+	}
 	if m.ModulesForgotten > 0 {
 		kv("modules forgotten", "%d (more loads than the runtime keeps: their functions show as addresses)", m.ModulesForgotten)
 	}

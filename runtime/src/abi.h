@@ -158,6 +158,7 @@
 #define ENV_OUT "FTRACE_OUT" /* the trace directory */
 #define ENV_SESSION "FTRACE_SESSION" /* PID@START: the process a new session is rooted at (ftpatch record), when an ancestor */
 #define ENV_FILTER "FTRACE_FILTER" /* globs of the functions whose sites are enabled */
+#define ENV_LIBCALL "FTRACE_LIBCALL" /* 1: calls into shared libraries traced too, through their GOT slots (patch/libcall.c) */
 #define ENV_DEPTH "FTRACE_DEPTH" /* at most this many nested calls graphed */
 #define ENV_THRESH "FTRACE_THRESH" /* no call shorter than this that called nothing traced */
 #define ENV_GRAPH_FUNCS "FTRACE_GRAPH_FUNCS" /* only the subtrees of these functions' calls */
@@ -207,6 +208,10 @@
 #define META_KEY_UNSUPPORTED "unsupported"
 #define META_KEY_LITERAL "literal"       /* enabled sites served through their pre-function literal (arm64 =4,2) */
 #define META_KEY_MISALIGNED "misaligned" /* sites with a pre-function slot not 8-byte aligned: the shared path */
+#define META_KEY_LIBCALL_SLOTS "libcall_slots"           /* GOT slots of other modules' functions (FTRACE_LIBCALL) */
+#define META_KEY_LIBCALL_HOOKED "libcall_hooked"         /* of those, redirected: their calls traced */
+#define META_KEY_LIBCALL_UNRESOLVED "libcall_unresolved" /* chosen, but whose function could not be found */
+#define META_KEY_LIBCALL_FAILED "libcall_failed"         /* chosen, but that could not be written */
 #define META_KEY_DROPPED "dropped"
 #define META_KEY_OVERFLOW "overflow"
 #define META_KEY_UNWOUND "unwound"

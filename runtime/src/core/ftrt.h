@@ -79,6 +79,12 @@ struct ftrt_module {
  * outlive dlclose (unload set), so the trace's metadata can name every
  * module that ran while it was recorded.
  */
+/* A module's GOT slots of other modules' functions (patch/libcall.c):
+ * found, redirected, whose function could not be found, that could not
+ * be written. */
+struct ftrt_libcall_stats {
+	uint64_t slots, hooked, unresolved, failed;
+};
 struct ftrt_mod {
 	const struct ftrt_module *desc;
 	const char *path;   /* the file, as the loader named it; NULL: the program */
@@ -92,12 +98,19 @@ struct ftrt_mod {
 	int owner;          /* its number (1..), owner of what the pass built for it */
 	int live;           /* registered and not yet unregistered */
 	struct ftrt_stats stats; /* what its pass did */
+	struct ftrt_libcall_stats libcalls; /* what its library-call pass did (patch/libcall.c) */
 };
 /* Module records the runtime keeps (registry.c); past this many loads,
  * records of unloaded modules are reused. */
 #define FTRT_MOD_MAX 256
 /* Records reused after FTRT_MOD_MAX modules: their names are lost. */
 extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
+/* Non-zero while this thread runs the runtime's own work that may call
+ * the C library (a module's registration and pass, its unregistration,
+ * the runtime's own threads): such calls through the program's GOT
+ * slots are the runtime's, not the program's, and are never traced as
+ * library calls (tracers/libcall.c). */
+extern __thread int ftrt_in_runtime __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* Run the load-time pass over one module's table (patch.c). */
 void ftrt_pass(struct ftrt_mod *md);
 /* Whether a is in the executable segment of the loaded module whose

@@ -250,10 +250,13 @@ int ftrt_register_self(const struct ftrt_module *self)
  * process-wide choices (tracer, trace directory, NOP style) are the
  * program's to make.
  */
+__thread int ftrt_in_runtime;
+
 int ftrt_module_register(struct ftrt_module *m)
 {
 	if (!m || m->size < sizeof *m || m->version != FTRT_MODULE_VERSION || m->handle)
 		return -1;
+	ftrt_in_runtime++;
 	if (up.init)
 		up.init();
 	if (up.adding)
@@ -263,6 +266,7 @@ int ftrt_module_register(struct ftrt_module *m)
 	if (md)
 		m->handle = (uintptr_t)md->owner;
 	pthread_mutex_unlock(&lock);
+	ftrt_in_runtime--;
 	return md ? 0 : -1;
 }
 
@@ -280,6 +284,7 @@ void ftrt_module_unregister(struct ftrt_module *m)
 {
 	if (!m || !m->handle)
 		return;
+	ftrt_in_runtime++;
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = m->handle <= (uintptr_t)nmods ? &mods[m->handle - 1] : NULL;
 	if (md && md->desc == m && md->live && !exiting) {
@@ -295,4 +300,5 @@ void ftrt_module_unregister(struct ftrt_module *m)
 	}
 	m->handle = 0;
 	pthread_mutex_unlock(&lock);
+	ftrt_in_runtime--;
 }

@@ -40,6 +40,7 @@
 
 #include "core/ftrt.h"
 #include "core/say.h"
+#include "libcall.h"
 #include "pass.h"
 #include "patch.h"
 #include "record/stack.h"
@@ -409,6 +410,8 @@ void ftrt_pass(struct ftrt_mod *md)
 	if (deferred)
 		settle(md, s, m, want);
 	ftrt_arch_seal();
+	if ((tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH) && ftrt_libcall_wanted())
+		ftrt_libcalls_hook(md);
 out:
 	ftrt_arch_areas(NULL, NULL);
 	if (want)

@@ -44,6 +44,7 @@ struct ftrt_patch_calls {
 	void (*tracer)(uintptr_t ip, struct ftrace_regs *fregs);
 	void (*added)(const struct ftrt_mod *md);
 	int (*unwind_hooked)(void);
+	void (*libcall_entry)(void); /* tracers/<isa>/libcall.S's ftrace_libcall: where a library call's stub goes */
 };
 extern struct ftrt_patch_calls ftrt_patch_up __attribute__((visibility("hidden")));
 void ftrt_patch_wire(const struct ftrt_patch_calls *c) __attribute__((visibility("hidden")));

@@ -158,13 +158,16 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 		.tracer = ftrt_arch_ops_tracer,
 		.added = ftrt_capture_added,
 		.unwind_hooked = ftrt_unwind_hooked, /* weak: NULL without C++ catches */
+		.libcall_entry = ftrace_libcall,
 	};
 	ftrt_modules_wire(&calls);
 	ftrt_patch_wire(&patch);
 	ftrt_tracers_wire();
 	ftrt_trace_arm(ftrt_exit_watch, ftrt_trap_fatal);
 	ftrt_trap_start();
+	ftrt_in_runtime++;
 	ftrt_init();
+	ftrt_in_runtime--;
 }
 
 static int began;       /* the program's .init_array began */
@@ -176,7 +179,9 @@ static int handler_ran, fini_ran;
 static void begin(void)
 {
 	began = 1;
+	ftrt_in_runtime++; /* the runtime's own calls of the C library: never library calls of the program's */
 	ftrt_graph_funcs_check();
+	ftrt_in_runtime--;
 }
 
 /* Right after: the runtime's own threads, when asked for (ftpatch ctl's
@@ -184,27 +189,33 @@ static void begin(void)
  * run. */
 static void threads(void)
 {
+	ftrt_in_runtime++;
 	ftrt_ctl_start(); /* when FTRACE_CTL asks (ftrt_ctl_wanted) */
 	ftrt_writer_start();
 	ftrt_capture_start(); /* when FTRACE_ARGS or FTRACE_RETVAL asks */
+	ftrt_in_runtime--;
 }
 
 static void end_handler(int status, void *unused)
 {
 	(void)unused;
 	handler_ran = 1;
+	ftrt_in_runtime++;
 	ftrt_trace_status(status);
 	ftrt_modules_exiting();
 	if (!fini_after || fini_ran)
 		ftrt_trace_end();
+	ftrt_in_runtime--;
 }
 
 static void end_fini(void)
 {
 	fini_ran = 1;
+	ftrt_in_runtime++;
 	ftrt_modules_exiting();
 	if (handler_ran)
 		ftrt_trace_end();
+	ftrt_in_runtime--;
 }
 
 /* Priority 0: what constructor(0) and destructor(0) would make, without

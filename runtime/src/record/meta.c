@@ -405,6 +405,17 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 	meta_line(&o, META_KEY_UNSUPPORTED, sum.unsupported);
 	meta_line(&o, META_KEY_LITERAL, sum.literal);
 	meta_line(&o, META_KEY_MISALIGNED, sum.misaligned);
+	struct ftrt_libcall_stats lc = { 0 };
+	for (int i = 0; ftrt_module_at(i); i++) {
+		const struct ftrt_libcall_stats *l = &ftrt_module_at(i)->libcalls;
+		lc.slots += l->slots, lc.hooked += l->hooked, lc.unresolved += l->unresolved, lc.failed += l->failed;
+	}
+	if (lc.slots) {
+		meta_line(&o, META_KEY_LIBCALL_SLOTS, lc.slots);
+		meta_line(&o, META_KEY_LIBCALL_HOOKED, lc.hooked);
+		meta_line(&o, META_KEY_LIBCALL_UNRESOLVED, lc.unresolved);
+		meta_line(&o, META_KEY_LIBCALL_FAILED, lc.failed);
+	}
 	meta_line(&o, META_KEY_DROPPED, atomic_load_explicit(&ftrt_dropped, memory_order_relaxed));
 	meta_line(&o, META_KEY_OVERFLOW, atomic_load_explicit(&ftrt_overflow, memory_order_relaxed));
 	meta_line(&o, META_KEY_UNWOUND, atomic_load_explicit(&ftrt_unwound, memory_order_relaxed));

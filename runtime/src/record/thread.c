@@ -188,8 +188,31 @@ void ftrt_after_fork_child(void)
 /* A thread of the runtime's own (ctl.c's server, writer.c's writer):
  * detached, every signal blocked (the program's go to its own threads),
  * running fn. 0, or an error number. */
+/* A runtime thread's start: its calls are the runtime's (ftrt_in_runtime),
+ * then fn's own. */
+struct spawned {
+	void *(*fn)(void *);
+};
+
+static void *runtime_thread(void *arg)
+{
+	ftrt_in_runtime = 1;
+	return ((struct spawned *)arg)->fn(NULL);
+}
+
 int ftrt_spawn(void *(*fn)(void *))
 {
+	/* One per function (the server, the writer): each started once. */
+	static struct spawned spawned[4];
+	static int nspawned;
+	struct spawned *sp = NULL;
+	for (int i = 0; i < nspawned && !sp; i++)
+		if (spawned[i].fn == fn)
+			sp = &spawned[i];
+	if (!sp && nspawned < 4) {
+		sp = &spawned[nspawned++];
+		sp->fn = fn;
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -197,7 +220,7 @@ int ftrt_spawn(void *(*fn)(void *))
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
-	int err = pthread_create(&t, &at, fn, NULL);
+	int err = sp ? pthread_create(&t, &at, runtime_thread, sp) : pthread_create(&t, &at, fn, NULL);
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return err;

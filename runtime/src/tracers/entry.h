@@ -37,6 +37,15 @@ void ftrt_arch_ops_tracer(uintptr_t ip, struct ftrace_regs *fregs) __attribute__
  * tracers/arm64/mcount.c's ftrt_entry_frame), and function_graph's
  * entry and exit (graph.c). */
 void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
+/* ftrt_entry of a call whose stack pointer at return is sp (a library
+ * call's: tracers/libcall.c). */
+void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
+/* A library call's common entry (tracers/<isa>/libcall.S), where its
+ * stub goes, and its C part (libcall.c): records the call of the slot
+ * idx, whose return address is at parent_slot and whose stack pointer
+ * at return is sp, and returns the function to go on to. */
+void ftrace_libcall(void) __attribute__((visibility("hidden")));
+uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
 struct ftrace_regs; /* the architecture's (arch/arm64/regs.h) */
 /* ftrt_entry for the trampolines that save a struct ftrace_regs
  * (FTRT_ARCH_FREGS: arm64's ftrace_caller). */

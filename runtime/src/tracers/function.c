@@ -66,6 +66,11 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot)
 	entry(ip, parent_slot, (uintptr_t)(parent_slot + 1), BY_MODE);
 }
 
+void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp)
+{
+	entry(ip, parent_slot, sp, BY_MODE);
+}
+
 #if FTRT_ARCH_FREGS
 /* entry for a struct ftrace_regs: the return address is its lr. */
 static inline __attribute__((always_inline)) void regs_entry(uintptr_t ip, struct ftrace_regs *fregs, int graph)

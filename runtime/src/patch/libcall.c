@@ -1,0 +1,364 @@
+/*
+ * Library calls (FTRACE_LIBCALL=1): a module's calls of shared objects'
+ * functions, traced where it makes them, by redirecting the module's own
+ * GOT slots. The code is never written for this.
+ *
+ * A module calls a function it does not define through a slot of its
+ * global offset table: its PLT stub jumps through a JUMP_SLOT, -fno-plt
+ * code calls through a GLOB_DAT. After the module's pass, each such slot
+ * of a function the filter chooses (FTRACE_FILTER, as the program's own)
+ * is pointed at a stub of its own (arch/libstub.h), which enters the
+ * tracers' common entry (tracers/<isa>/libcall.S) with the slot's index
+ * in the table below; the entry records the call under the slot's
+ * address, as a site's is recorded under the site's, and goes on to the
+ * function. ftpatch names the slot from the module's relocations, by
+ * the same rule (elfx.File.LibCall).
+ *
+ * The function: what the slot holds when it is already bound (-z now,
+ * GLOB_DAT, a lazy slot called before); a lazy slot not yet bound holds
+ * its PLT stub's way into the resolver, so the function is looked up
+ * here as the loader would, by name and version, in the global scope
+ * (dlvsym, dlsym: an IFUNC's resolver runs as the loader's would), else
+ * in the module's own. A slot whose function is not found is left as
+ * the loader left it.
+ *
+ * Left alone (never redirected): functions that return twice or switch
+ * stacks (vfork, the setjmp and context families), whose return cannot
+ * be hooked, and those the tracers' exception and exit paths rely on.
+ *
+ * Writing: a slot in the module's RELRO range (read-only since its
+ * relocation) through the runtime's code writer (arch/text.c), the
+ * module's other slots with an atomic store; stubs are written in pages
+ * that are only writable, then made only executable, before any slot
+ * points at them, and are never freed (a thread may be in one).
+ *
+ * Start-up code (the module's pass): libc is used freely.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arch/libstub.h"
+#include "arch/poke.h"
+#include "core/ftrt.h"
+#include "libcall.h"
+#include "pass.h"
+#include "patch.h"
+
+struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
+static uint32_t nslots; /* slots in the table */
+
+/* The stub page being filled, and the stubs used in it; pages that
+ * could not be made executable (their stubs never used). */
+static unsigned char *stub_page;
+static unsigned stubs_used = FTRT_LIBSTUBS;
+#define BAD_PAGES 16
+static uintptr_t bad_pages[BAD_PAGES];
+static unsigned nbad;
+
+/* Make the page being filled only executable: its stubs are all
+ * written. A page that cannot be is remembered, and its slots left. */
+static void seal(void)
+{
+	if (stub_page && mprotect(stub_page, FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 && nbad < BAD_PAGES)
+		bad_pages[nbad++] = (uintptr_t)stub_page;
+	stub_page = NULL;
+	stubs_used = FTRT_LIBSTUBS;
+}
+
+static int sealed(uintptr_t stub)
+{
+	uintptr_t page = stub & ~(uintptr_t)(FTRT_LIBSTUB_PAGE - 1);
+	for (unsigned i = 0; i < nbad; i++)
+		if (bad_pages[i] == page)
+			return 0;
+	return 1;
+}
+
+int ftrt_libcall_wanted(void)
+{
+	const char *v = ftrt_env(ENV_LIBCALL);
+	return v && strcmp(v, "1") == 0;
+}
+
+/* Functions whose slots are left alone (above). */
+static int left_alone(const char *name)
+{
+	static const char *const names[] = {
+		"vfork", "setjmp", "_setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "getcontext", "setcontext",
+		"swapcontext", "makecontext", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk",
+		"__cxa_throw", "__cxa_rethrow", "__cxa_begin_catch", "__cxa_end_catch", "_Unwind_Resume",
+		"_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow", "__libc_start_main", "__cxa_finalize",
+		"__cxa_atexit", "__stack_chk_fail", "__tls_get_addr", "pthread_exit", "exit", "_exit", "_Exit",
+		"abort", "quick_exit",
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A module's dynamic section's facts, and its RELRO range. */
+struct dyn {
+	const ElfW(Rela) *jmprel, *rela;
+	size_t njmprel, nrela;
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Half) *versym;
+	const ElfW(Verneed) *verneed;
+	size_t nverneed;
+	uintptr_t relro_lo, relro_hi;
+};
+
+struct find {
+	const struct ftrt_mod *md;
+	struct dyn *d;
+	int found;
+};
+
+/* A pointer of the dynamic section: the loader relocates them in place
+ * (glibc), or leaves them file addresses (others). */
+static uintptr_t dptr(const struct ftrt_mod *md, uintptr_t v)
+{
+	return v >= md->lo && v < md->hi ? v : v + md->bias;
+}
+
+static int find_dyn(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find *f = arg;
+	const struct ftrt_mod *md = f->md;
+	if (info->dlpi_addr != md->bias)
+		return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	int inside = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && s >= md->lo && s < md->hi)
+			inside = 1;
+		else if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)s;
+		else if (ph->p_type == PT_GNU_RELRO)
+			f->d->relro_lo = s, f->d->relro_hi = s + ph->p_memsz;
+	}
+	if (!inside || !dyn)
+		return 0;
+	struct dyn *d = f->d;
+	size_t pltrelsz = 0, relasz = 0;
+	int pltrela = 1;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn->d_un.d_ptr;
+		switch (dyn->d_tag) {
+		case DT_JMPREL:
+			d->jmprel = (const ElfW(Rela) *)dptr(md, v);
+			break;
+		case DT_PLTRELSZ:
+			pltrelsz = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			pltrela = dyn->d_un.d_val == DT_RELA;
+			break;
+		case DT_RELA:
+			d->rela = (const ElfW(Rela) *)dptr(md, v);
+			break;
+		case DT_RELASZ:
+			relasz = dyn->d_un.d_val;
+			break;
+		case DT_SYMTAB:
+			d->symtab = (const ElfW(Sym) *)dptr(md, v);
+			break;
+		case DT_STRTAB:
+			d->strtab = (const char *)dptr(md, v);
+			break;
+		case DT_VERSYM:
+			d->versym = (const ElfW(Half) *)dptr(md, v);
+			break;
+		case DT_VERNEED:
+			d->verneed = (const ElfW(Verneed) *)dptr(md, v);
+			break;
+		case DT_VERNEEDNUM:
+			d->nverneed = dyn->d_un.d_val;
+			break;
+		}
+	}
+	if (!pltrela)
+		d->jmprel = NULL; /* REL: not an ELF64 psABI's */
+	d->njmprel = d->jmprel ? pltrelsz / sizeof(ElfW(Rela)) : 0;
+	d->nrela = d->rela ? relasz / sizeof(ElfW(Rela)) : 0;
+	f->found = 1;
+	return 1;
+}
+
+/* The version the module asks of symbol i (its verneed's name), or
+ * NULL: none, or the base. */
+static const char *version_of(const struct dyn *d, size_t i)
+{
+	if (!d->versym || !d->verneed)
+		return NULL;
+	ElfW(Half) want = d->versym[i] & 0x7fff;
+	if (want <= 1)
+		return NULL;
+	const ElfW(Verneed) *vn = d->verneed;
+	for (size_t k = 0; k < d->nverneed; k++) {
+		const ElfW(Vernaux) *a = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
+		for (unsigned j = 0; j < vn->vn_cnt; j++) {
+			if (a->vna_other == want)
+				return d->strtab + a->vna_name;
+			a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
+		}
+		if (!vn->vn_next)
+			break;
+		vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
+	}
+	return NULL;
+}
+
+/* The function a lazy slot of md will be bound to: as the loader looks
+ * it up, the global scope first, then the module's own. */
+static uintptr_t resolve(const struct ftrt_mod *md, const char *name, const char *version)
+{
+	void *f = version ? dlvsym(RTLD_DEFAULT, name, version) : NULL;
+	if (!f)
+		f = dlsym(RTLD_DEFAULT, name);
+	if (!f && md->path) {
+		void *h = dlopen(md->path, RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			f = version ? dlvsym(h, name, version) : NULL;
+			if (!f)
+				f = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	return (uintptr_t)f;
+}
+
+/* A new slot of the table, its stub made in the page being filled (a
+ * new page when it is full: the full one made executable first). The
+ * stub's address, or 0. */
+static uintptr_t new_slot(uintptr_t ip, uintptr_t target)
+{
+	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
+		return 0;
+	struct ftrt_libslot **chunk = &ftrt_libslots[nslots / FTRT_LIBSLOT_CHUNK];
+	if (!*chunk) {
+		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return 0;
+		*chunk = m;
+	}
+	if (stubs_used == FTRT_LIBSTUBS) {
+		seal(); /* the full one */
+		if (nbad == BAD_PAGES)
+			return 0;
+		void *m = mmap(NULL, FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return 0;
+		stub_page = m;
+		stubs_used = 0;
+		uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
+		memcpy(stub_page + FTRT_LIBSTUB_PAGE - 8, &entry, 8);
+	}
+	uint32_t idx = nslots++;
+	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
+	s->ip = ip;
+	s->target = target;
+	unsigned char *at = stub_page + (size_t)stubs_used++ * FTRT_LIBSTUB_SIZE;
+	ftrt_arch_libstub(at, idx);
+	return (uintptr_t)at;
+}
+
+/* The slots to redirect, gathered before any is written: their stubs'
+ * page is made executable once, and only then do slots point at it. */
+struct pending {
+	uintptr_t *slot;
+	uintptr_t stub;
+};
+
+static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const ElfW(Rela) *r, size_t n, struct pending *out, size_t *nout,
+		       size_t cap, struct ftrt_libcall_stats *st)
+{
+	for (size_t i = 0; i < n && *nout < cap; i++) {
+		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
+		size_t si = ELF64_R_SYM(r[i].r_info);
+		if ((type != FTRT_R_JUMP_SLOT && type != FTRT_R_GLOB_DAT) || si == 0)
+			continue;
+		const ElfW(Sym) *sym = &d->symtab[si];
+		int t = ELF64_ST_TYPE(sym->st_info);
+		if (sym->st_shndx != SHN_UNDEF || sym->st_name == 0 ||
+		    (type == FTRT_R_GLOB_DAT && t != STT_FUNC && t != STT_GNU_IFUNC))
+			continue; /* elfx.File.LibCall's rule: not a call of another module's function */
+		const char *name = d->strtab + sym->st_name;
+		st->slots++;
+		if (left_alone(name) || !(ftrt_pick(name) & PICK_TRACE))
+			continue;
+		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
+		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
+		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi)
+			target = resolve(md, name, version_of(d, si)); /* lazy, not bound yet */
+		if (!target) {
+			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
+				st->unresolved++; /* not found (an undefined weak one is absent by design) */
+			continue;
+		}
+		uintptr_t stub = new_slot((uintptr_t)slot, target);
+		if (!stub) {
+			st->failed++;
+			continue;
+		}
+		out[*nout].slot = slot;
+		out[*nout].stub = stub;
+		(*nout)++;
+	}
+}
+
+void ftrt_libcalls_hook(struct ftrt_mod *md)
+{
+	struct dyn d = { 0 };
+	struct find f = { md, &d, 0 };
+	dl_iterate_phdr(find_dyn, &f);
+	if (!f.found || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
+		return;
+	size_t cap = d.njmprel + d.nrela, n = 0;
+	if (!cap)
+		return;
+	struct pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	struct ftrt_libcall_stats st = { 0 };
+	hook_table(md, &d, d.jmprel, d.njmprel, p, &n, cap, &st);
+	hook_table(md, &d, d.rela, d.nrela, p, &n, cap, &st);
+	/* The page being filled is sealed too (full ones were as they
+	 * filled): the next module's stubs start a page of their own. Only
+	 * then does a slot point at a stub. */
+	seal();
+	int queued = 0, writer = -1; /* the code writer: opened when a slot needs it */
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)p[i].slot;
+		if (!sealed(p[i].stub)) {
+			st.failed++;
+		} else if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
+			if (writer < 0)
+				writer = ftrt_text_open();
+			if (writer == 0 && ftrt_text_queue(a, &p[i].stub, 8) == 0)
+				queued++;
+			else
+				st.failed++;
+		} else {
+			__atomic_store_n(p[i].slot, p[i].stub, __ATOMIC_RELEASE);
+			st.hooked++;
+		}
+	}
+	if (queued) {
+		if (ftrt_text_flush() == 0)
+			st.hooked += (uint64_t)queued;
+		else
+			st.failed += (uint64_t)queued;
+	}
+	munmap(p, cap * sizeof *p);
+	md->libcalls = st;
+}

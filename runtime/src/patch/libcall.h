@@ -1,0 +1,39 @@
+/*
+ * Library calls (libcall.c): the table of redirected GOT slots the
+ * tracers' common entry reads (tracers/libcall.c), and the pass that
+ * fills it.
+ */
+#ifndef FTRT_PATCH_LIBCALL_H
+#define FTRT_PATCH_LIBCALL_H
+
+#include <stdint.h>
+
+struct ftrt_mod;
+
+/* One redirected slot: its address (what a trace names the call by) and
+ * the function it held, where the stub's call goes on to. Written once,
+ * before the slot points at its stub; never changed after. */
+struct ftrt_libslot {
+	uintptr_t ip;
+	uintptr_t target;
+};
+
+/* The table: chunks made as slots are added, never moved or freed, so
+ * the entry reads a slot without a lock. A stub's index: chunk, then
+ * place in it. */
+#define FTRT_LIBSLOT_CHUNK 4096
+#define FTRT_LIBSLOT_CHUNKS 256
+extern struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS] __attribute__((visibility("hidden")));
+
+static inline const struct ftrt_libslot *ftrt_libslot(uint32_t idx)
+{
+	return &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+}
+
+/* Whether FTRACE_LIBCALL asks for library calls. */
+int ftrt_libcall_wanted(void) __attribute__((visibility("hidden")));
+/* Redirect md's slots of the functions the filter chooses (its pass,
+ * once its sites are done); its counts into md->libcalls. */
+void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")));
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * A library call's C entry (patch/libcall.c redirects the slots; the
+ * ISA's ftrace_libcall, tracers/<isa>/libcall.S, calls this): the call
+ * recorded under its slot's address, as a site's call is under the
+ * site's (function.c's entry: a record, or function_graph's push and
+ * return hook), and the function it goes on to.
+ *
+ * Hot path: no lock, no allocation, no libc call. A call the runtime
+ * itself makes through the program's slots (its start-up and end, its
+ * own threads, making a thread's buffer: ftrt_thread_busy) is not the
+ * program's, and goes straight on.
+ */
+#include <stdint.h>
+
+#include "core/ftrt.h"
+#include "entry.h"
+#include "patch/libcall.h"
+#include "record/tracer.h"
+
+uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
+{
+	const struct ftrt_libslot *s = ftrt_libslot(idx);
+	if (!ftrt_thread_busy && !ftrt_in_runtime)
+		ftrt_entry_sp(s->ip, parent_slot, sp);
+	return s->target;
+}

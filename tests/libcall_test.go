@@ -1,0 +1,279 @@
+package tests
+
+import (
+	"encoding/hex"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/arm64/arm64asm"
+	"golang.org/x/arch/x86/x86asm"
+
+	"ftpatch/internal/sitetest"
+	"ftpatch/isa/x86"
+	"ftpatch/model"
+)
+
+// libcallBuilds are the ways a program calls a shared object's function
+// that the library-call hooks must redirect: through the PLT with lazy
+// binding (a slot not bound yet, whose function the runtime looks up),
+// bound at start with RELRO (a slot the runtime writes through its code
+// writer), in a program that is not PIE, and through the GOT with
+// -fno-plt (GLOB_DAT slots).
+var libcallBuilds = []struct {
+	name, flags string
+	pie         bool
+	link        []string
+}{
+	{"lazy", "-O2 -pg -mfentry", true, nil},
+	{"now-relro", "-O2 -pg -mfentry", true, []string{"-Wl,-z,now,-z,relro"}},
+	{"no-pie", "-O2 -pg -mfentry", false, nil},
+	{"fno-plt", "-O2 -pg -mfentry -fno-plt", true, []string{"-Wl,-z,now,-z,relro"}},
+}
+
+// TestLibCalls: with FTRACE_LIBCALL=1, a program's calls into the C
+// library (progs/libcall.c: strlen 5 times, getpid twice, qsort with a
+// traced comparator, malloc and free 3 times each, printf once) are in
+// its trace with exact counts under both tracers, named by their GOT
+// slots; under function_graph each lies in the function that made it,
+// and the comparator's calls in qsort's; the program's output and exit
+// status are untraced's; the runtime's own calls of the C library are
+// not the program's. Without FTRACE_LIBCALL, no library call is traced.
+// x86-64, gcc and clang, every build of libcallBuilds.
+func TestLibCalls(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		for _, b := range libcallBuilds {
+			flags := b.flags
+			if tg.arch == "arm64" {
+				flags = strings.Replace(flags, "-pg -mfentry", preferred["arm64"], 1)
+			}
+			t.Run(tg.arch+"/"+tg.name+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				objs := buildSrc(t, tg, dir, flags, b.pie, "libcall.c")
+				prog := linkRecordedOn(t, tg, dir, objs, append([]string{picLink(b.pie)}, b.link...)...)
+				wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+				if err != nil || wantCode != 0 {
+					t.Fatalf("untraced: exit %d, %v", wantCode, err)
+				}
+				m := regexp.MustCompile(`cmp (\d+)`).FindStringSubmatch(wantOut)
+				if m == nil {
+					t.Fatalf("no comparator count in %q", wantOut)
+				}
+				cmps, _ := strconv.Atoi(m[1])
+				want := map[string]int{"main": 1, "work": 1, "cmp": cmps, "strlen": 5, "getpid": 2, "qsort": 1, "malloc": 3, "free": 3, "printf": 1}
+				for _, tracer := range []string{"function", "function_graph"} {
+					out := filepath.Join(dir, tracer)
+					got, runErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSame(t, tracer+" (stderr "+runErr+")", got, code, wantOut, wantCode)
+					counts, errOut := reportCounts(t, out)
+					// arm64: libgcc's outline atomics, linked into the
+					// program, ask __getauxval from a constructor: a call
+					// of the program's, made before main.
+					if tg.arch == "arm64" && counts["__getauxval"] == 1 {
+						delete(counts, "__getauxval")
+					}
+					if !maps.Equal(counts, want) || errOut != "" {
+						t.Errorf("%s: report %v, stderr %q; want %v\n%s", tracer, counts, errOut, want, errOut)
+					}
+					if l := traceMeta(t, out).Libcalls; l.Hooked < 6 || l.Hooked > l.Slots || l.Unresolved != 0 || l.Failed != 0 {
+						t.Errorf("%s: library calls in the metadata %+v; want the 6 functions' slots redirected at least, none failed", tracer, l)
+					}
+					if tracer == "function_graph" {
+						checkLibcallGraph(t, out, cmps)
+					}
+				}
+				// Off unless asked: the program's own calls alone.
+				out := filepath.Join(dir, "off")
+				if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, tg.on(prog)...); err != nil || code != 0 {
+					t.Fatalf("without FTRACE_LIBCALL: exit %d, %v\n%s", code, err, errOut)
+				}
+				if counts, _ := reportCounts(t, out); !maps.Equal(counts, map[string]int{"main": 1, "work": 1, "cmp": cmps}) {
+					t.Errorf("without FTRACE_LIBCALL: report %v, want the program's functions alone", counts)
+				}
+			})
+		}
+	}
+}
+
+// checkLibcallGraph checks the graph of progs/libcall.c: every call in
+// its caller's time; work's children the library calls it made, qsort's
+// the comparator's calls; printf main's.
+func checkLibcallGraph(t *testing.T, dir string, cmps int) {
+	t.Helper()
+	_, threads := graphOf(t, dir)
+	checkNesting(t, threads)
+	var main *model.Node
+	for _, th := range threads {
+		for _, n := range th.Roots {
+			if n.Func == "main" {
+				main = n
+			}
+		}
+	}
+	if main == nil {
+		t.Fatalf("%s: no call of main at the top", dir)
+	}
+	children := func(n *model.Node) map[string]int {
+		c := map[string]int{}
+		for _, k := range n.Children {
+			c[k.Func]++
+		}
+		return c
+	}
+	if got := children(main); !maps.Equal(got, map[string]int{"work": 1, "printf": 1}) {
+		t.Errorf("main's calls: %v, want work and printf", got)
+	}
+	for _, w := range main.Children {
+		switch w.Func {
+		case "work":
+			if got := children(w); !maps.Equal(got, map[string]int{"strlen": 5, "getpid": 2, "qsort": 1, "malloc": 3, "free": 3}) {
+				t.Errorf("work's calls: %v", got)
+			}
+			for _, q := range w.Children {
+				if q.Func == "qsort" && !maps.Equal(children(q), map[string]int{"cmp": cmps}) {
+					t.Errorf("qsort's calls: %v, want cmp %d times", children(q), cmps)
+				}
+			}
+		}
+	}
+}
+
+// TestLibCallStub: the stub a redirected GOT slot points at (through
+// &getpid, which a PIE takes from the slot) decodes with x/arch to what
+// arch/libstub.h draws, and the page's last word, which the stub jumps
+// through, holds ftrace_libcall's address: on x86-64 endbr64; mov $idx,
+// %r11d; jmp *word(%rip); on arm64 (under qemu) bti c; movz and movk of
+// w17 (x/arch shows movz as mov); ldr x16 from the word; br x16.
+func TestLibCallStub(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			flags := "-O2 -pg -mfentry"
+			if tg.arch == "arm64" {
+				flags = "-O2 " + preferred["arm64"]
+			}
+			objs := buildSrc(t, tg, dir, flags, true, "libcall.c")
+			prog := linkRecordedOn(t, tg, dir, objs, "-pie")
+			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_LIBCALL=1", "FTRACE_OUT=" + filepath.Join(dir, "t")}, tg.on(prog, "stub")...)
+			if err != nil || code != 0 {
+				t.Fatalf("exit %d, %v\n%s", code, err, errOut)
+			}
+			m := regexp.MustCompile(`stub 0x([0-9a-f]+)((?: [0-9a-f]{2}){32}) entry 0x([0-9a-f]+)`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no stub line in %q", out)
+			}
+			at, _ := strconv.ParseUint(m[1], 16, 64)
+			code32, err := hex.DecodeString(strings.ReplaceAll(m[2], " ", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			word := at&^4095 + 4088
+			var ops string
+			if tg.arch == "arm64" {
+				ops = decodeStubARM64(t, at, code32, word)
+			} else {
+				ops = decodeStubX86(t, at, code32[:16], word)
+			}
+			if want := map[string]string{"x86_64": "ENDBR64 MOV JMP", "arm64": "BTI MOV MOVK LDR BR"}[tg.arch]; ops != want {
+				t.Errorf("the stub decodes as %q, want %q", ops, want)
+			}
+			// The entry: ftrace_libcall, at the program's load bias (a
+			// page's multiple).
+			entry, _ := strconv.ParseUint(m[3], 16, 64)
+			f, _ := sitetest.Linked(t, prog)
+			_, syms, err := f.Symtab()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sym uint64
+			for _, s := range syms {
+				if s.Name == "ftrace_libcall" {
+					sym = uint64(s.Value)
+				}
+			}
+			if sym == 0 || entry < sym || (entry-sym)%4096 != 0 {
+				t.Errorf("the stub page's entry word is %#x; ftrace_libcall is at %#x in the file", entry, sym)
+			}
+		})
+	}
+}
+
+// decodeStubX86 decodes x86-64's stub at at: its instructions' names,
+// the mov's register and the jmp's word checked.
+func decodeStubX86(t *testing.T, at uint64, code []byte, word uint64) string {
+	t.Helper()
+	var ops []string
+	for off := 0; off < len(code); {
+		in, err := x86.Decode(code[off:]) // endbr64 understood, as x/arch does not
+		if err != nil {
+			t.Fatalf("stub at %#x, byte %d: %v (% x)", at, off, err, code)
+		}
+		op := in.Op.String()
+		switch {
+		case x86.IsEndbr64(code[off:]):
+			op = "ENDBR64"
+		case in.Op == x86asm.MOV:
+			if r, ok := in.Args[0].(x86asm.Reg); !ok || r != x86asm.R11L {
+				t.Errorf("the stub's mov writes %v, want r11d", in.Args[0])
+			}
+		case in.Op == x86asm.JMP:
+			mem, ok := in.Args[0].(x86asm.Mem)
+			if got := at + uint64(off+in.Len) + uint64(mem.Disp); !ok || mem.Base != x86asm.RIP || got != word {
+				t.Errorf("the stub's jmp goes through %v (%#x), want the page's last word %#x", in.Args[0], got, word)
+			}
+		}
+		ops = append(ops, op)
+		off += in.Len
+	}
+	return strings.Join(ops, " ")
+}
+
+// decodeStubARM64 decodes arm64's stub at at, up to its br: its
+// instructions' names, the registers, and the ldr's word checked.
+func decodeStubARM64(t *testing.T, at uint64, code []byte, word uint64) string {
+	t.Helper()
+	var ops []string
+	for off := 0; off < len(code); off += 4 {
+		in, err := arm64asm.Decode(code[off:])
+		if err != nil {
+			t.Fatalf("stub at %#x, word %d: %v (% x)", at, off/4, err, code)
+		}
+		text := in.String()
+		op := in.Op.String()
+		switch in.Op {
+		case arm64asm.MOV, arm64asm.MOVK: // movz is shown as its alias, mov
+			if !strings.HasPrefix(text, op+" W17,") {
+				t.Errorf("the stub's %q writes not w17", text)
+			}
+		case arm64asm.LDR:
+			pc, ok := in.Args[1].(arm64asm.PCRel)
+			if got := at + uint64(off) + uint64(pc); !ok || !strings.HasPrefix(text, "LDR X16,") || got != word {
+				t.Errorf("the stub's %q loads from %#x, want x16 from the page's last word %#x", text, got, word)
+			}
+		case arm64asm.BR:
+			if text != "BR X16" {
+				t.Errorf("the stub's %q, want BR X16", text)
+			}
+		}
+		if strings.HasPrefix(text, "BTI") || (in.Op == arm64asm.HINT && text == "HINT #0x22") {
+			op = "BTI"
+		}
+		ops = append(ops, op)
+		if in.Op == arm64asm.BR {
+			break
+		}
+	}
+	return strings.Join(ops, " ")
+}
