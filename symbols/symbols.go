@@ -31,9 +31,9 @@ import (
 // addresses (Load), or a traced process's at the addresses its
 // modules ran at, when they ran there (LoadProcess).
 type Table struct {
-	names []string     // the functions' names (demangled), by funcs.Entry.ID
+	names []string       // the functions' names (demangled), by funcs.Entry.ID
 	lib   map[int32]bool // IDs naming a slot of the file's global offset table: a library function
-	funcs *funcs.Index // one per start, by package funcs' rule
+	funcs *funcs.Index   // one per start, by package funcs' rule
 	// The shared objects of a process, one per file and place, sorted
 	// by lo; an address in one of them is named from it, not from funcs.
 	mods   []mapping
