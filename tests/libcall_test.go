@@ -277,3 +277,63 @@ func decodeStubARM64(t *testing.T, at uint64, code []byte, word uint64) string {
 	}
 	return strings.Join(ops, " ")
 }
+
+// TestLibCallExceptions: C++ exceptions thrown from a library function
+// (libstdc++'s __throw_out_of_range_fmt, under vector::at) through a
+// hooked call, caught two frames up, and a throw of the program's own:
+// output and exit status untraced's under both tracers; under
+// function_graph the throwing call and pick are unwound inside mid,
+// three times; the runtime's own lookups (the unwinder's hooks' dlsym)
+// are not the program's calls.
+func TestLibCallExceptions(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, tg, dir, "-O2 "+preferred[tg.arch], true, "libcallex.cc")
+			prog := linkRecordedOn(t, tg, dir, objs, "-pie")
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+			if err != nil || wantOut != "r=1\n" {
+				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
+			}
+			for _, tracer := range []string{"function", "function_graph"} {
+				out := filepath.Join(dir, tracer)
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, tracer+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+				tr, syms := readTrace(t, out)
+				counts, _ := tracedCalls(t, tr, syms, tracer)
+				if counts["dlsym"] != 0 || counts["mid"] != 3 || counts["pick"] != 3 {
+					t.Errorf("%s: report %v; want mid and pick 3 times, and no dlsym (the runtime's)", tracer, counts)
+				}
+				if tracer != "function_graph" {
+					continue
+				}
+				_, threads := graphOf(t, out)
+				checkNesting(t, threads)
+				unwound := 0
+				var walk func(n *model.Node, in string)
+				walk = func(n *model.Node, in string) {
+					if strings.HasPrefix(n.Func, "std::__throw_out_of_range_fmt") && in == "pick" && n.Unwound {
+						unwound++
+					}
+					for _, c := range n.Children {
+						walk(c, n.Func)
+					}
+				}
+				for _, th := range threads {
+					for _, n := range th.Roots {
+						walk(n, "")
+					}
+				}
+				if unwound != 3 {
+					t.Errorf("function_graph: %d calls of __throw_out_of_range_fmt unwound in pick, want 3", unwound)
+				}
+			}
+		})
+	}
+}

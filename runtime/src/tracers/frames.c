@@ -323,7 +323,9 @@ void *ftrt_next(const char *name, void **cache)
 {
 	void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
 	if (!f) {
+		ftrt_in_runtime++; /* the runtime's lookup, not a library call of the program's */
 		f = dlsym(RTLD_NEXT, name);
+		ftrt_in_runtime--;
 		__atomic_store_n(cache, f, __ATOMIC_RELAXED);
 	}
 	return f;
