@@ -23,6 +23,7 @@ type Settings struct {
 	GraphNotrace []string      // FTRACE_GRAPH_NOTRACE: nothing inside one of these
 	Buffer       string        // FTRACE_BUFFER: stream, writer, or ring:SIZE (the flight recorder); "" the default
 	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
+	Libcall      bool          // FTRACE_LIBCALL=1: calls into shared libraries traced too
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
@@ -37,7 +38,8 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvSession}
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvSession,
+	abi.EnvLibcall}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -57,6 +59,9 @@ func (s Settings) vars() []string {
 	add(abi.EnvSession, s.Session)
 	if s.Ctl {
 		add(abi.EnvCtl, "1")
+	}
+	if s.Libcall {
+		add(abi.EnvLibcall, "1")
 	}
 	if s.Depth > 0 {
 		add(abi.EnvDepth, strconv.Itoa(s.Depth))

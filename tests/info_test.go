@@ -137,7 +137,7 @@ func TestInfo(t *testing.T) {
 			argv := append([]string{prog}, c.args...)
 			env := append([]string{"FTRACE=function_graph", "FTRACE_OUT=" + out}, c.env...)
 			if c.record {
-				argv = append([]string{tool("ftpatch"), "record", "-d", out, "--"}, argv...)
+				argv = append([]string{tool("ftpatch"), "record", "--no-libcall", "-d", out, "--"}, argv...) // the program's own calls, counted
 				env = c.env
 			}
 			stdout, stderr, code, err := runStatusEnv(dir, env, argv...)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -41,8 +42,11 @@ var libcallBuilds = []struct {
 // slots; under function_graph each lies in the function that made it,
 // and the comparator's calls in qsort's; the program's output and exit
 // status are untraced's; the runtime's own calls of the C library are
-// not the program's. Without FTRACE_LIBCALL, no library call is traced.
-// x86-64, gcc and clang, every build of libcallBuilds.
+// not the program's. FTRACE_FILTER chooses library functions by name as
+// it chooses the program's; ftpatch record traces them by default, and
+// not with --no-libcall; without FTRACE_LIBCALL, no library call is
+// traced. x86-64 and arm64 (under qemu), gcc and clang, every build of
+// libcallBuilds.
 func TestLibCalls(t *testing.T) {
 	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
@@ -91,8 +95,42 @@ func TestLibCalls(t *testing.T) {
 						checkLibcallGraph(t, out, cmps)
 					}
 				}
+				// By name, as the program's own functions: FTRACE_FILTER
+				// chooses library functions too.
+				out := filepath.Join(dir, "filter")
+				if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_LIBCALL=1", "FTRACE_FILTER=malloc,fre?,cmp", "FTRACE_OUT=" + out}, tg.on(prog)...); err != nil || code != 0 {
+					t.Fatalf("FTRACE_FILTER: exit %d, %v\n%s", code, err, errOut)
+				}
+				if counts, _ := reportCounts(t, out); !maps.Equal(counts, map[string]int{"malloc": 3, "free": 3, "cmp": cmps}) {
+					t.Errorf("FTRACE_FILTER=malloc,fre?,cmp: report %v, want malloc and free 3 times and cmp %d", counts, cmps)
+				}
+				// ftpatch record: on by default, off with --no-libcall
+				// (x86-64: record runs the program itself, and this host
+				// runs no arm64 program without qemu in front).
+				for _, off := range []bool{false, true} {
+					if tg.arch != "x86_64" {
+						break
+					}
+					out := filepath.Join(dir, fmt.Sprint("record-", off))
+					argv := []string{tool("ftpatch"), "record", "--tracer", "function", "-d", out}
+					if off {
+						argv = append(argv, "--no-libcall")
+					}
+					if _, errOut, code, err := runStatus(dir, append(argv, prog)...); err != nil || code != 0 {
+						t.Fatalf("%v: exit %d, %v\n%s", argv, code, err, errOut)
+					}
+					counts, _ := reportCounts(t, out)
+					delete(counts, "__getauxval") // arm64's libgcc, as above
+					w := want
+					if off {
+						w = map[string]int{"main": 1, "work": 1, "cmp": cmps}
+					}
+					if !maps.Equal(counts, w) {
+						t.Errorf("%v: report %v, want %v", argv, counts, w)
+					}
+				}
 				// Off unless asked: the program's own calls alone.
-				out := filepath.Join(dir, "off")
+				out = filepath.Join(dir, "off")
 				if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + out}, tg.on(prog)...); err != nil || code != 0 {
 					t.Fatalf("without FTRACE_LIBCALL: exit %d, %v\n%s", code, err, errOut)
 				}

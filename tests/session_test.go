@@ -82,7 +82,7 @@ func TestSession(t *testing.T) {
 func sessionCase(t *testing.T, dir, prog, tracer string) {
 	out := filepath.Join(dir, "s-"+tracer)
 	log := filepath.Join(dir, "log-"+tracer)
-	_, stderr, code, err := runStatusEnv(dir, []string{"SESS_LOG=" + log}, tool("ftpatch"), "record", "--tracer", tracer, "-d", out, "--", "sh", "script.sh", prog)
+	_, stderr, code, err := runStatusEnv(dir, []string{"SESS_LOG=" + log}, tool("ftpatch"), "record", "--no-libcall", "--tracer", tracer, "-d", out, "--", "sh", "script.sh", prog)
 	if err != nil || code != 0 {
 		t.Fatalf("record: exit %d, %v\n%s", code, err, stderr)
 	}

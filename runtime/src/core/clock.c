@@ -4,9 +4,24 @@
  * and the conversions other parts of the runtime need. Calls only the C
  * library's clock_gettime and the architecture's counter.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <time.h>
 
 #include "clock.h"
+
+int (*ftrt_clock_gettime)(clockid_t, struct timespec *);
+
+/* The definition after the program's (the C library's: the runtime is
+ * in the program), before any GOT slot is redirected; the program's
+ * own in a static link, which has none. */
+void ftrt_clock_init(void)
+{
+	if (ftrt_clock_gettime)
+		return;
+	int (*f)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+	ftrt_clock_gettime = f ? f : clock_gettime;
+}
 
 /*
  * The clock of every record. rdtsc when the TSC ticks at a constant rate

@@ -237,6 +237,18 @@ static uintptr_t resolve(const struct ftrt_mod *md, const char *name, const char
 	return (uintptr_t)f;
 }
 
+/* The module that holds a, when it has sites (registered): its
+ * functions record their own calls. */
+static int in_traced_module(uintptr_t a)
+{
+	for (int i = 0; ftrt_module_at(i); i++) {
+		const struct ftrt_mod *m = ftrt_module_at(i);
+		if (m->live && m->desc && m->desc->start != m->desc->stop && a >= m->lo && a < m->hi)
+			return 1;
+	}
+	return 0;
+}
+
 /* A new slot of the table, its stub made in the page being filled (a
  * new page when it is full: the full one made executable first). The
  * stub's address, or 0. */
@@ -267,6 +279,7 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target)
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
 	s->ip = ip;
 	s->target = target;
+	s->skip = in_traced_module(target);
 	unsigned char *at = stub_page + (size_t)stubs_used++ * FTRT_LIBSTUB_SIZE;
 	ftrt_arch_libstub(at, idx);
 	return (uintptr_t)at;
@@ -313,6 +326,15 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		out[*nout].slot = slot;
 		out[*nout].stub = stub;
 		(*nout)++;
+	}
+}
+
+void ftrt_libcalls_module(const struct ftrt_mod *md)
+{
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
+		if (s->target >= md->lo && s->target < md->hi)
+			__atomic_store_n(&s->skip, 1, __ATOMIC_RELAXED);
 	}
 }
 

@@ -16,6 +16,10 @@ struct ftrt_mod;
 struct ftrt_libslot {
 	uintptr_t ip;
 	uintptr_t target;
+	/* 1 once the function is known to be in a module with sites of its
+	 * own, which records its calls itself: the slot's calls go straight
+	 * on, never recorded twice (ftrt_libcalls_module). */
+	int skip;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so
@@ -35,5 +39,8 @@ int ftrt_libcall_wanted(void) __attribute__((visibility("hidden")));
 /* Redirect md's slots of the functions the filter chooses (its pass,
  * once its sites are done); its counts into md->libcalls. */
 void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")));
+/* md, a module with sites, has registered (its pass): the slots already
+ * redirected whose function is in it are left to its own sites. */
+void ftrt_libcalls_module(const struct ftrt_mod *md) __attribute__((visibility("hidden")));
 
 #endif

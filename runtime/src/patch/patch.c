@@ -315,6 +315,7 @@ void ftrt_pass(struct ftrt_mod *md)
 		no_table(md);
 		goto out;
 	}
+	ftrt_libcalls_module(md); /* its functions record their own calls */
 	ftrt_pass_stats->entries = n;
 	/* Each object's table is in address order and the linker lays the
 	 * objects out in the order it gathers their tables, so the whole table

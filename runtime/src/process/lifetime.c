@@ -111,6 +111,7 @@ void ftrt_init(void)
 	if (done)
 		return;
 	done = 1;
+	ftrt_clock_init(); /* before any GOT slot is redirected (patch/libcall.c) */
 	ftrt_register_self(&self);
 }
 

@@ -7,8 +7,10 @@
  *
  * Hot path: no lock, no allocation, no libc call. A call the runtime
  * itself makes through the program's slots (its start-up and end, its
- * own threads, making a thread's buffer: ftrt_thread_busy) is not the
- * program's, and goes straight on.
+ * own threads, making a thread's buffer: ftrt_thread_busy; from inside
+ * the tracer) is not the program's, and goes straight on: so does one
+ * a signal handler makes while the tracer runs on its thread, which a
+ * site's call would count as dropped.
  */
 #include <stdint.h>
 
@@ -20,7 +22,11 @@
 uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
 {
 	const struct ftrt_libslot *s = ftrt_libslot(idx);
-	if (!ftrt_thread_busy && !ftrt_in_runtime)
+	/* The tracer itself running on this thread (ftrt_tb busy): a call
+	 * of the runtime's own, as are those of its start, end and threads;
+	 * a function in a module with sites records its own calls. */
+	struct tbuf *b = ftrt_tb;
+	if (!ftrt_thread_busy && !ftrt_in_runtime && !(b && b->busy) && !__atomic_load_n(&s->skip, __ATOMIC_RELAXED))
 		ftrt_entry_sp(s->ip, parent_slot, sp);
 	return s->target;
 }
