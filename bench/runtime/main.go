@@ -337,11 +337,11 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
-	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run) or ops (ftrace.h's ops); default all")
+	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run), ops (ftrace.h's ops) or libcall (library calls); default all")
 	against := flag.String("against", "", "a directory holding another build's ftpatch: the function and function_graph cases run with its runtime too, interleaved with this one's, to compare the two in one run")
 	flag.Parse()
-	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" {
-		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live or ops\n", *only)
+	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" && *only != "libcall" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live, ops or libcall\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*work, *bin, *against, *runs, *only); err != nil {
@@ -390,6 +390,8 @@ func run(work, bin, against string, runs int, only string) error {
 		return liveBench(work, bin, libs, runs)
 	case "ops":
 		return opsBench(work, bin, libs, runs)
+	case "libcall":
+		return libcallBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -583,6 +585,9 @@ func run(work, bin, against string, runs int, only string) error {
 			return err
 		}
 		if err := opsBench(work, bin, libs, runs); err != nil {
+			return err
+		}
+		if err := libcallBench(work, bin, libs, runs); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@
 
 #include "arch/poke.h"
 #include "arch/sys.h"
+#include "ftrt.h"
 #include "grace.h"
 
 /* Slots for this many threads at once; one cache line each, in the
@@ -51,7 +52,10 @@ struct ftrt_grace *ftrt_grace_claim(void)
 {
 	int me = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	struct ftrt_grace *g = &overflow;
-	if (__atomic_load_n(&key_ok, __ATOMIC_ACQUIRE) && pthread_setspecific(key, (void *)1) == 0)
+	ftrt_in_runtime++; /* the runtime's own call of the C library (tracers/libcall.c) */
+	int keyed = __atomic_load_n(&key_ok, __ATOMIC_ACQUIRE) && pthread_setspecific(key, (void *)1) == 0;
+	ftrt_in_runtime--;
+	if (keyed)
 		for (int i = 0; i < GRACE_SLOTS; i++) {
 			int free = 0;
 			if (__atomic_load_n(&slots[i].owner, __ATOMIC_RELAXED) == 0 &&

@@ -41,10 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "arch/libstub.h"
 #include "arch/poke.h"
 #include "core/ftrt.h"
+#include "core/say.h"
 #include "libcall.h"
 #include "pass.h"
 #include "patch.h"
@@ -52,31 +54,40 @@
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
 static uint32_t nslots; /* slots in the table */
 
-/* The stub page being filled, and the stubs used in it; pages that
- * could not be made executable (their stubs never used). */
-static unsigned char *stub_page;
-static unsigned stubs_used = FTRT_LIBSTUBS;
-#define BAD_PAGES 16
-static uintptr_t bad_pages[BAD_PAGES];
-static unsigned nbad;
+/* The stub pages of the module being passed: one mapping of as many
+ * pages as its slots could need, each page's last word the common
+ * entry's address, filled in order; made only executable at once, its
+ * unused pages unmapped, before any slot points at a stub. */
+static unsigned char *stubs;
+static size_t stub_pages, stubs_used;
 
-/* Make the page being filled only executable: its stubs are all
- * written. A page that cannot be is remembered, and its slots left. */
-static void seal(void)
+static int stubs_reserve(size_t n)
 {
-	if (stub_page && mprotect(stub_page, FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 && nbad < BAD_PAGES)
-		bad_pages[nbad++] = (uintptr_t)stub_page;
-	stub_page = NULL;
-	stubs_used = FTRT_LIBSTUBS;
+	stub_pages = (n + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	stubs_used = 0;
+	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (m == MAP_FAILED) {
+		stubs = NULL;
+		return -1;
+	}
+	stubs = m;
+	uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
+	for (size_t i = 0; i < stub_pages; i++)
+		memcpy(stubs + (i + 1) * FTRT_LIBSTUB_PAGE - 8, &entry, 8);
+	return 0;
 }
 
-static int sealed(uintptr_t stub)
+/* The pages used made only executable, the rest unmapped: 0, or -1 (the
+ * stubs are not to be used). */
+static int stubs_seal(void)
 {
-	uintptr_t page = stub & ~(uintptr_t)(FTRT_LIBSTUB_PAGE - 1);
-	for (unsigned i = 0; i < nbad; i++)
-		if (bad_pages[i] == page)
-			return 0;
-	return 1;
+	size_t used = (stubs_used + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	if (used < stub_pages)
+		munmap(stubs + used * FTRT_LIBSTUB_PAGE, (stub_pages - used) * FTRT_LIBSTUB_PAGE);
+	int err = used && mprotect(stubs, used * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 ? -1 : 0;
+	stubs = NULL;
+	stub_pages = stubs_used = 0;
+	return err;
 }
 
 int ftrt_libcall_wanted(void)
@@ -85,20 +96,28 @@ int ftrt_libcall_wanted(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-/* Functions whose slots are left alone (above). */
+/* Functions whose slots are left alone (above), in strcmp's order: a
+ * binary search, as every slot of a module asks. */
 static int left_alone(const char *name)
 {
 	static const char *const names[] = {
-		"vfork", "setjmp", "_setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "getcontext", "setcontext",
-		"swapcontext", "makecontext", "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk",
-		"__cxa_throw", "__cxa_rethrow", "__cxa_begin_catch", "__cxa_end_catch", "_Unwind_Resume",
-		"_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow", "__libc_start_main", "__cxa_finalize",
-		"__cxa_atexit", "__stack_chk_fail", "__tls_get_addr", "pthread_exit", "exit", "_exit", "_Exit",
-		"abort", "quick_exit",
+		"_Exit", "_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow", "__cxa_atexit",
+		"__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__cxa_rethrow", "__cxa_throw",
+		"__libc_start_main", "__longjmp_chk", "__sigsetjmp", "__stack_chk_fail", "__tls_get_addr", "_exit",
+		"_longjmp", "_setjmp", "abort", "exit", "getcontext", "longjmp", "makecontext", "pthread_exit",
+		"quick_exit", "savectx", "setcontext", "setjmp", "siglongjmp", "sigsetjmp", "swapcontext", "vfork",
 	};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(name, names[i]) == 0)
+	size_t lo = 0, hi = sizeof names / sizeof names[0];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, names[mid]);
+		if (c == 0)
 			return 1;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
 	return 0;
 }
 
@@ -249,38 +268,28 @@ static int in_traced_module(uintptr_t a)
 	return 0;
 }
 
-/* A new slot of the table, its stub made in the page being filled (a
- * new page when it is full: the full one made executable first). The
- * stub's address, or 0. */
+/* A new slot of the table, its stub made in the module's stub pages.
+ * The stub's address, or 0. */
 static uintptr_t new_slot(uintptr_t ip, uintptr_t target)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
 		return 0;
 	struct ftrt_libslot **chunk = &ftrt_libslots[nslots / FTRT_LIBSLOT_CHUNK];
 	if (!*chunk) {
-		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (m == MAP_FAILED)
 			return 0;
 		*chunk = m;
 	}
-	if (stubs_used == FTRT_LIBSTUBS) {
-		seal(); /* the full one */
-		if (nbad == BAD_PAGES)
-			return 0;
-		void *m = mmap(NULL, FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return 0;
-		stub_page = m;
-		stubs_used = 0;
-		uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
-		memcpy(stub_page + FTRT_LIBSTUB_PAGE - 8, &entry, 8);
-	}
+	if (!stubs || stubs_used == stub_pages * FTRT_LIBSTUBS)
+		return 0;
 	uint32_t idx = nslots++;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
 	s->ip = ip;
 	s->target = target;
 	s->skip = in_traced_module(target);
-	unsigned char *at = stub_page + (size_t)stubs_used++ * FTRT_LIBSTUB_SIZE;
+	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
+	stubs_used++;
 	ftrt_arch_libstub(at, idx);
 	return (uintptr_t)at;
 }
@@ -292,19 +301,38 @@ struct pending {
 	uintptr_t stub;
 };
 
+/* Whether relocation r of d fills a slot the module calls another's
+ * function through (elfx.File.LibCall's rule); its symbol into *sym. */
+static int libcall_slot(const struct dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
+{
+	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
+	size_t si = ELF64_R_SYM(r->r_info);
+	if ((type != FTRT_R_JUMP_SLOT && type != FTRT_R_GLOB_DAT) || si == 0)
+		return 0;
+	const ElfW(Sym) *s = &d->symtab[si];
+	int t = ELF64_ST_TYPE(s->st_info);
+	*sym = s;
+	return s->st_shndx == SHN_UNDEF && s->st_name != 0 && (type == FTRT_R_JUMP_SLOT || t == STT_FUNC || t == STT_GNU_IFUNC);
+}
+
+static size_t count_slots(const struct dyn *d, const ElfW(Rela) *r, size_t n)
+{
+	size_t k = 0;
+	const ElfW(Sym) *sym;
+	for (size_t i = 0; i < n; i++)
+		k += (size_t)libcall_slot(d, &r[i], &sym);
+	return k;
+}
+
 static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const ElfW(Rela) *r, size_t n, struct pending *out, size_t *nout,
 		       size_t cap, struct ftrt_libcall_stats *st)
 {
 	for (size_t i = 0; i < n && *nout < cap; i++) {
+		const ElfW(Sym) *sym;
+		if (!libcall_slot(d, &r[i], &sym))
+			continue;
 		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
 		size_t si = ELF64_R_SYM(r[i].r_info);
-		if ((type != FTRT_R_JUMP_SLOT && type != FTRT_R_GLOB_DAT) || si == 0)
-			continue;
-		const ElfW(Sym) *sym = &d->symtab[si];
-		int t = ELF64_ST_TYPE(sym->st_info);
-		if (sym->st_shndx != SHN_UNDEF || sym->st_name == 0 ||
-		    (type == FTRT_R_GLOB_DAT && t != STT_FUNC && t != STT_GNU_IFUNC))
-			continue; /* elfx.File.LibCall's rule: not a call of another module's function */
 		const char *name = d->strtab + sym->st_name;
 		st->slots++;
 		if (left_alone(name) || !(ftrt_pick(name) & PICK_TRACE))
@@ -338,32 +366,57 @@ void ftrt_libcalls_module(const struct ftrt_mod *md)
 	}
 }
 
+/* FTRACE_DEBUG: what the pass did to md's slots, and its time. */
+static void report(const struct ftrt_mod *md, const struct ftrt_libcall_stats *st, uint64_t ns)
+{
+	struct say s;
+	ftrt_say_begin(&s);
+	ftrt_say_num(&s, st->slots);
+	ftrt_say_text(&s, " library-call slots in ");
+	ftrt_say_str(&s, md->path ? md->path : "the program");
+	ftrt_say_text(&s, ": ");
+	ftrt_say_num(&s, st->hooked);
+	ftrt_say_text(&s, " redirected, ");
+	ftrt_say_num(&s, st->unresolved);
+	ftrt_say_text(&s, " not found, ");
+	ftrt_say_num(&s, st->failed);
+	ftrt_say_text(&s, " failed, in ");
+	ftrt_say_num(&s, ns);
+	ftrt_say_text(&s, " ns");
+	ftrt_say_end(&s);
+}
+
 void ftrt_libcalls_hook(struct ftrt_mod *md)
 {
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct dyn d = { 0 };
 	struct find f = { md, &d, 0 };
 	dl_iterate_phdr(find_dyn, &f);
 	if (!f.found || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
 		return;
-	size_t cap = d.njmprel + d.nrela, n = 0;
+	size_t cap = count_slots(&d, d.jmprel, d.njmprel) + count_slots(&d, d.rela, d.nrela), n = 0;
 	if (!cap)
 		return;
-	struct pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
 		return;
+	if (stubs_reserve(cap) != 0) {
+		munmap(p, cap * sizeof *p);
+		return;
+	}
 	struct ftrt_libcall_stats st = { 0 };
 	hook_table(md, &d, d.jmprel, d.njmprel, p, &n, cap, &st);
 	hook_table(md, &d, d.rela, d.nrela, p, &n, cap, &st);
-	/* The page being filled is sealed too (full ones were as they
-	 * filled): the next module's stubs start a page of their own. Only
-	 * then does a slot point at a stub. */
-	seal();
+	/* Only executable from here on, before any slot points at a stub. */
+	if (stubs_seal() != 0) {
+		st.failed += n;
+		n = 0;
+	}
 	int queued = 0, writer = -1; /* the code writer: opened when a slot needs it */
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)p[i].slot;
-		if (!sealed(p[i].stub)) {
-			st.failed++;
-		} else if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
+		if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
 			if (writer < 0)
 				writer = ftrt_text_open();
 			if (writer == 0 && ftrt_text_queue(a, &p[i].stub, 8) == 0)
@@ -383,4 +436,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	}
 	munmap(p, cap * sizeof *p);
 	md->libcalls = st;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (ftrt_env(ENV_DEBUG))
+		report(md, &st, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec));
 }
