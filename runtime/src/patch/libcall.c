@@ -61,6 +61,34 @@ static uint32_t nslots; /* slots in the table */
 static unsigned char *stubs;
 static size_t stub_pages, stubs_used;
 
+/* Each module's stub pages, by its owner number: unmapped when it is
+ * unloaded (ftrt_libcalls_release), as nothing may run its code then,
+ * nor so call through its slots. */
+#define REGIONS 512
+static struct region {
+	int owner;
+	void *base;
+	size_t len;
+} regions[REGIONS];
+
+void ftrt_libcalls_release(int owner)
+{
+	for (int i = 0; i < REGIONS; i++)
+		if (regions[i].owner == owner && regions[i].base) {
+			munmap(regions[i].base, regions[i].len);
+			regions[i] = (struct region){ 0 };
+		}
+}
+
+static void remember(int owner, void *base, size_t len)
+{
+	for (int i = 0; i < REGIONS; i++)
+		if (!regions[i].base) {
+			regions[i] = (struct region){ owner, base, len };
+			return;
+		}
+}
+
 static int stubs_reserve(size_t n)
 {
 	stub_pages = (n + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
@@ -77,14 +105,17 @@ static int stubs_reserve(size_t n)
 	return 0;
 }
 
-/* The pages used made only executable, the rest unmapped: 0, or -1 (the
- * stubs are not to be used). */
-static int stubs_seal(void)
+/* The pages used made only executable, the rest unmapped, and those
+ * kept remembered for owner's unload: 0, or -1 (the stubs are not to be
+ * used). */
+static int stubs_seal(int owner)
 {
 	size_t used = (stubs_used + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
 	if (used < stub_pages)
 		munmap(stubs + used * FTRT_LIBSTUB_PAGE, (stub_pages - used) * FTRT_LIBSTUB_PAGE);
 	int err = used && mprotect(stubs, used * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 ? -1 : 0;
+	if (used)
+		remember(owner, stubs, used * FTRT_LIBSTUB_PAGE);
 	stubs = NULL;
 	stub_pages = stubs_used = 0;
 	return err;
@@ -97,16 +128,23 @@ int ftrt_libcall_wanted(void)
 }
 
 /* Functions whose slots are left alone (above), in strcmp's order: a
- * binary search, as every slot of a module asks. */
+ * binary search, as every slot of a module asks. The unwinder's entry
+ * points (_Unwind_*) and backtrace walk the stack, which a hooked
+ * return of their own would cut (the runtime's walks hook them too:
+ * tracers/unwind.c, backtrace.c); clone's child starts on a stack of its
+ * own, and may share the caller's thread pointer, and so its shadow
+ * stack. */
 static int left_alone(const char *name)
 {
 	static const char *const names[] = {
-		"_Exit", "_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow", "__cxa_atexit",
-		"__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__cxa_rethrow", "__cxa_throw",
-		"__libc_start_main", "__longjmp_chk", "__sigsetjmp", "__stack_chk_fail", "__tls_get_addr", "_exit",
-		"_longjmp", "_setjmp", "abort", "exit", "getcontext", "longjmp", "makecontext", "pthread_exit",
-		"quick_exit", "savectx", "setcontext", "setjmp", "siglongjmp", "sigsetjmp", "swapcontext", "vfork",
+		"_Exit", "__clone", "__clone3", "__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize",
+		"__cxa_rethrow", "__cxa_throw", "__libc_start_main", "__longjmp_chk", "__sigsetjmp", "__stack_chk_fail",
+		"__tls_get_addr", "_exit", "_longjmp", "_setjmp", "abort", "backtrace", "clone", "clone3", "exit",
+		"getcontext", "longjmp", "makecontext", "pthread_exit", "quick_exit", "savectx", "setcontext", "setjmp",
+		"siglongjmp", "sigsetjmp", "swapcontext", "vfork",
 	};
+	if (strncmp(name, "_Unwind_", 8) == 0)
+		return 1;
 	size_t lo = 0, hi = sizeof names / sizeof names[0];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -409,7 +447,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	hook_table(md, &d, d.jmprel, d.njmprel, p, &n, cap, &st);
 	hook_table(md, &d, d.rela, d.nrela, p, &n, cap, &st);
 	/* Only executable from here on, before any slot points at a stub. */
-	if (stubs_seal() != 0) {
+	if (stubs_seal(md->owner) != 0) {
 		st.failed += n;
 		n = 0;
 	}

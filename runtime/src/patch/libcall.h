@@ -39,6 +39,8 @@ int ftrt_libcall_wanted(void) __attribute__((visibility("hidden")));
 /* Redirect md's slots of the functions the filter chooses (its pass,
  * once its sites are done); its counts into md->libcalls. */
 void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")));
+/* The module owner was unloaded: its stub pages go. */
+void ftrt_libcalls_release(int owner) __attribute__((visibility("hidden")));
 /* md, a module with sites, has registered (its pass): the slots already
  * redirected whose function is in it are left to its own sites. */
 void ftrt_libcalls_module(const struct ftrt_mod *md) __attribute__((visibility("hidden")));

@@ -7,8 +7,10 @@
  * pass marks (subtree.c, subtree.h); live changes while the program's
  * threads run them (live.c: enable, disable, change tracer, pause, by
  * function name; liveindex.c: every module's sites by function name;
- * live.h); and ftrace_ops, the callbacks registered on functions and
- * the site each calls (ops.c, ops.h). The bytes of a site, and how a
+ * live.h); ftrace_ops, the callbacks registered on functions and the
+ * site each calls (ops.c, ops.h); and library calls, a module's GOT
+ * slots redirected to stubs the tracers' entry records (libcall.c,
+ * libcall.h). The bytes of a site, and how a
  * change is written into running code, are each ISA's (arch/).
  *
  * It may call record/, core/, arch/ and abi.h. What it needs of the
@@ -21,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "libcall.h"
 #include "live.h"
 #include "liveindex.h"
 #include "pass.h"

@@ -129,6 +129,7 @@ static void gone(int owner)
 {
 	ftrt_subtree_release(owner);
 	ftrt_live_forget(owner);
+	ftrt_libcalls_release(owner);
 }
 
 /* The trace's clock for a module's load and unload (0: no trace). */
