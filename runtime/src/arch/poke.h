@@ -46,6 +46,10 @@ int ftrt_text_open(void) HIDDEN;
  * between them as they are. 0, or -errno. */
 int ftrt_text_queue(uintptr_t addr, const void *bytes, size_t len) HIDDEN;
 int ftrt_text_flush(void) HIDDEN;
+/* Write buf[0, len) at addr at once, as the queue's writes are written:
+ * for a span no other thread writes (read-only data, RELRO): 0, or
+ * -errno. */
+int ftrt_text_write(uintptr_t addr, const void *buf, size_t len) HIDDEN;
 /* Queue and write every site's new bytes whole (ftrt_text_queue,
  * ftrt_text_flush): 0, or the first -errno. */
 int ftrt_text_put_new(const struct ftrt_poke *p, size_t n) HIDDEN;

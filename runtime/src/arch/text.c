@@ -159,6 +159,16 @@ int ftrt_text_flush(void)
 	return err;
 }
 
+int ftrt_text_write(uintptr_t addr, const void *buf, size_t len)
+{
+	if (ftrt_text_open() != 0)
+		return -EBADF;
+	if (ftrt_put(mem.fd, buf, len, addr) == len)
+		return 0;
+	why = "/proc/self/mem refuses writes (a kernel booted with proc_mem.force_override=never?)";
+	return -EPERM;
+}
+
 int ftrt_text_put_new(const struct ftrt_poke *p, size_t n)
 {
 	int err = 0;

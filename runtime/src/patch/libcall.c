@@ -134,6 +134,15 @@ int ftrt_libcall_wanted(void)
  * tracers/unwind.c, backtrace.c); clone's child starts on a stack of its
  * own, and may share the caller's thread pointer, and so its shadow
  * stack. */
+/* FNV-1a of a name. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
 static int left_alone(const char *name)
 {
 	static const char *const names[] = {
@@ -143,8 +152,23 @@ static int left_alone(const char *name)
 		"getcontext", "longjmp", "makecontext", "pthread_exit", "quick_exit", "savectx", "setcontext", "setjmp",
 		"siglongjmp", "sigsetjmp", "swapcontext", "vfork",
 	};
-	if (strncmp(name, "_Unwind_", 8) == 0)
+	/* Most names are none of these: a 4096-bit set of their hashes rules
+	 * them out before any comparison (the pass runs under the registry's
+	 * lock: made once, by one thread). */
+	static uint64_t seen[64];
+	static int made;
+	if (!made) {
+		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+			uint32_t h = name_hash(names[i]) % 4096;
+			seen[h / 64] |= 1ull << (h % 64);
+		}
+		made = 1;
+	}
+	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
 		return 1;
+	uint32_t h = name_hash(name) % 4096;
+	if (!(seen[h / 64] >> (h % 64) & 1))
+		return 0;
 	size_t lo = 0, hi = sizeof names / sizeof names[0];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -451,26 +475,40 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 		st.failed += n;
 		n = 0;
 	}
-	int queued = 0, writer = -1; /* the code writer: opened when a slot needs it */
+	/* Slots outside RELRO: an atomic store each. Those in it, read-only
+	 * since the loader relocated them: their span as it is with the
+	 * stubs in place, written at once through the code writer (no other
+	 * thread writes read-only data meanwhile). */
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	size_t relro = 0;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)p[i].slot;
 		if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
-			if (writer < 0)
-				writer = ftrt_text_open();
-			if (writer == 0 && ftrt_text_queue(a, &p[i].stub, 8) == 0)
-				queued++;
-			else
-				st.failed++;
+			lo = a < lo ? a : lo;
+			hi = a + 8 > hi ? a + 8 : hi;
+			relro++;
 		} else {
 			__atomic_store_n(p[i].slot, p[i].stub, __ATOMIC_RELEASE);
 			st.hooked++;
 		}
 	}
-	if (queued) {
-		if (ftrt_text_flush() == 0)
-			st.hooked += (uint64_t)queued;
+	if (relro) {
+		unsigned char *span = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int err = span == MAP_FAILED;
+		if (!err) {
+			memcpy(span, (const void *)lo, hi - lo);
+			for (size_t i = 0; i < n; i++) {
+				uintptr_t a = (uintptr_t)p[i].slot;
+				if (a >= d.relro_lo && a + 8 <= d.relro_hi)
+					memcpy(span + (a - lo), &p[i].stub, 8);
+			}
+			err = ftrt_text_write(lo, span, hi - lo) != 0;
+			munmap(span, hi - lo);
+		}
+		if (err)
+			st.failed += (uint64_t)relro;
 		else
-			st.failed += (uint64_t)queued;
+			st.hooked += (uint64_t)relro;
 	}
 	munmap(p, cap * sizeof *p);
 	md->libcalls = st;
