@@ -224,6 +224,21 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 	}
 }
 
+// sessionWait is what the tests of a session held open need: a
+// directory, progs/sess.c traced in it (x86-64, gcc), the session's
+// path (dir/s, not made), and a FIFO (dir/go) a script waits on.
+func sessionWait(t *testing.T) (dir, prog, out, fifo string) {
+	t.Helper()
+	need(t, x86GCC.tools...)
+	dir = t.TempDir()
+	prog = traced(t, x86GCC, dir, "-O2 "+preferred["x86_64"], true, "sess.c")
+	out, fifo = filepath.Join(dir, "s"), filepath.Join(dir, "go")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, prog, out, fifo
+}
+
 // TestSessionGap: between two programs of a session that ftpatch record
 // started (an untraced shell runs one, sleeps, runs the next: no traced
 // process holds the directory then), another program with the same
@@ -232,14 +247,7 @@ func sessionCase(t *testing.T, dir, prog, tracer string) {
 // its programs.
 func TestSessionGap(t *testing.T) {
 	t.Parallel()
-	need(t, x86GCC.tools...)
-	dir := t.TempDir()
-	prog := traced(t, x86GCC, dir, "-O2 "+preferred["x86_64"], true, "sess.c")
-	out := filepath.Join(dir, "s")
-	fifo := filepath.Join(dir, "go")
-	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
-		t.Fatal(err)
-	}
+	dir, prog, out, fifo := sessionWait(t)
 	rec := exec.Command(tool("ftpatch"), "record", "-d", out, "--", "sh", "-c", `"$1" first; read x < "$2"; "$1" second`, "sh", prog, fifo)
 	rec.Dir = dir
 	var recErr strings.Builder
@@ -286,14 +294,7 @@ func TestSessionGap(t *testing.T) {
 // left as it was.
 func TestSessionBeside(t *testing.T) {
 	t.Parallel()
-	need(t, x86GCC.tools...)
-	dir := t.TempDir()
-	prog := traced(t, x86GCC, dir, "-O2 "+preferred["x86_64"], true, "sess.c")
-	out := filepath.Join(dir, "s")
-	fifo := filepath.Join(dir, "go")
-	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
-		t.Fatal(err)
-	}
+	dir, prog, out, fifo := sessionWait(t)
 	held := exec.Command(tool("ftpatch"), "record", "-d", out, "--", "sh", "-c", `"$1" first; read x < "$2"`, "sh", prog, fifo)
 	held.Dir = dir
 	if err := held.Start(); err != nil {
