@@ -31,9 +31,12 @@ import (
 // addresses (Load), or a traced process's at the addresses its
 // modules ran at, when they ran there (LoadProcess).
 type Table struct {
-	names []string       // the functions' names (demangled), by funcs.Entry.ID
-	lib   map[int32]bool // IDs naming a slot of the file's global offset table: a library function
-	funcs *funcs.Index   // one per start, by package funcs' rule
+	names []string         // the functions' names (demangled), by funcs.Entry.ID
+	lib   map[int32]string // IDs naming a slot of the file's global offset table (a library function): the library its version names, or ""
+	// libname: a process's table names a library function
+	// name@library where its library is known (WithLibNames).
+	libname bool
+	funcs   *funcs.Index // one per start, by package funcs' rule
 	// The shared objects of a process, one per file and place, sorted
 	// by lo; an address in one of them is named from it, not from funcs.
 	mods   []mapping
@@ -234,7 +237,7 @@ func (s *Table) LookupAt(addr, ts uint64) (string, uint64, bool) {
 	case m.file == nil || addr < m.bias:
 		return "", 0, false
 	}
-	return m.file.Lookup(addr - m.bias)
+	return m.file.lookup(addr-m.bias, s.libname)
 }
 
 // SourceAt is the source file and line of a process's address at trace
@@ -355,19 +358,45 @@ func Load(path string, buildID ...string) (*Table, error) {
 	// record a call by its slot's address (elfx.File.LibCall), so a
 	// slot is named as the function called through it.
 	if relocs, err := f.DynRelocs(); err == nil {
+		var libOf []elf.Symbol // the dynamic symbols, with the library each versioned import names
 		for at, d := range relocs {
-			if f.LibCall(&d) {
-				es = append(es, funcs.Entry{Start: at, End: at + 8, ID: int32(len(s.names)), Rank: funcs.Rank(elf.STB_GLOBAL)})
-				s.names = append(s.names, escape.Text(demangle.Filter(d.Sym.Name)))
-				if s.lib == nil {
-					s.lib = map[int32]bool{}
-				}
-				s.lib[int32(len(s.names)-1)] = true
+			if !f.LibCall(&d) {
+				continue
 			}
+			if libOf == nil {
+				libOf = importLibraries(path)
+			}
+			es = append(es, funcs.Entry{Start: at, End: at + 8, ID: int32(len(s.names)), Rank: funcs.Rank(elf.STB_GLOBAL)})
+			s.names = append(s.names, escape.Text(demangle.Filter(d.Sym.Name)))
+			if s.lib == nil {
+				s.lib = map[int32]string{}
+			}
+			lib := ""
+			if i := int(d.SymIndex) - 1; i >= 0 && i < len(libOf) {
+				lib = escape.Text(libOf[i].Library)
+			}
+			s.lib[int32(len(s.names)-1)] = lib
 		}
 	}
 	s.funcs = funcs.New(es)
 	return s, nil
+}
+
+// importLibraries are the file's dynamic symbols (index i is the table's
+// i+1) with the library each versioned import names (its version's
+// file: libc.so.6 for GLIBC_2.2.5): what --libname shows. None when
+// the file cannot be read so.
+func importLibraries(path string) []elf.Symbol {
+	f, err := elf.Open(path)
+	if err != nil {
+		return []elf.Symbol{}
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return []elf.Symbol{}
+	}
+	return syms
 }
 
 // A Func is a function New names: its extent [Start, End) and its name.
@@ -399,13 +428,32 @@ func New(fs []Func) *Table {
 // pass decides (funcs.Index.Containing).
 func (s *Table) Lookup(addr uint64) (string, uint64, bool) {
 	if s.exe != nil { // a process's: its executable's, at its bias
-		return s.exe.Lookup(addr - s.bias)
+		return s.exe.lookup(addr-s.bias, s.libname)
 	}
-	if e, ok := s.funcs.Containing(addr); ok {
-		return s.names[e.ID], addr - e.Start, true
-	}
-	return "", 0, false
+	return s.lookup(addr, s.libname)
 }
+
+// lookup is Lookup in the file's own table, a library function named
+// name@library when libname asks and its library is known.
+func (s *Table) lookup(addr uint64, libname bool) (string, uint64, bool) {
+	e, ok := s.funcs.Containing(addr)
+	if !ok {
+		return "", 0, false
+	}
+	if lib := s.lib[e.ID]; libname && lib != "" {
+		return s.names[e.ID] + "@" + lib, addr - e.Start, true
+	}
+	return s.names[e.ID], addr - e.Start, true
+}
+
+// WithLibNames makes s, a process's table, name each library function
+// called through a GOT slot as name@library (the library its symbol
+// version names), for --libname; it returns s.
+func (s *Table) WithLibNames() *Table {
+	s.libname = true
+	return s
+}
+
 
 // Name formats addr as function+0xoff, or as a bare address.
 func (s *Table) Name(addr uint64) string {

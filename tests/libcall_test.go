@@ -93,6 +93,14 @@ func TestLibCalls(t *testing.T) {
 					}
 					if tracer == "function_graph" {
 						checkLibcallGraph(t, out, cmps)
+						// --libname: each C library function by the
+						// library its symbol's version names.
+						named, _ := reportCounts(t, out, "--libname")
+						for _, f := range []string{"strlen", "getpid", "qsort", "malloc", "free", "printf"} {
+							if named[f+"@libc.so.6"] != want[f] {
+								t.Errorf("report --libname: %v, want %s@libc.so.6 %d times", named, f, want[f])
+							}
+						}
 					}
 				}
 				// By name, as the program's own functions: FTRACE_FILTER

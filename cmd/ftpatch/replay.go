@@ -37,6 +37,7 @@ type loaded struct {
 	// stopped when it has (endProgress, once).
 	stop, stopped chan struct{}
 	ended         sync.Once
+	libname       bool // names library calls name@library (--libname): a --diff base's too
 }
 
 // A proc is one process image of a loaded session: its trace and the
@@ -56,7 +57,7 @@ type proc struct {
 // cannot name are warnings on stderr, and the traces beside a trace
 // directory of processes that started while it ran (DIR.PID) are named
 // there too. The streams are read by the command, as it goes.
-func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, error) {
+func load(args []string, exe string, sel selection, libname bool, stderr io.Writer) (*loaded, error) {
 	s, err := trace.OpenSession(traceDirs(args)...)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, 
 	if s, err = sel.choose(s); err != nil {
 		return nil, err
 	}
-	l := &loaded{s: s, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{})}
+	l := &loaded{s: s, warned: map[string]bool{}, stderr: stderr, stop: make(chan struct{}), stopped: make(chan struct{}), libname: libname}
 	l.warn(false)
 	cache := symbols.NewCache() // a program's symbols once for all its processes
 	for _, t := range s.Procs {
@@ -75,6 +76,9 @@ func load(args []string, exe string, sel selection, stderr io.Writer) (*loaded, 
 		syms, warns, err := cache.LoadProcess(&t.Meta, e)
 		if err != nil {
 			return nil, err
+		}
+		if libname {
+			syms.WithLibNames()
 		}
 		l.procs = append(l.procs, proc{t, syms})
 		for _, w := range warns {
@@ -232,6 +236,7 @@ type graphFlags struct {
 	hide      []string
 	timeRange string
 	sel       selection
+	libname   bool
 }
 
 // register adds the filters' flags to cmd; views do without the
@@ -247,6 +252,7 @@ func (g *graphFlags) register(cmd *cobra.Command, threshold bool) {
 	fl.StringSliceVarP(&g.hide, "hide", "N", nil, "no calls of functions matching GLOB nor what they call (function_graph; the function tracer: not those functions)")
 	g.sel.register(cmd)
 	fl.StringVar(&g.timeRange, "time-range", "", "only calls that began in FROM~TO, times since tracing began (e.g. 10ms~25ms, ~1s, 2.5s~)")
+	fl.BoolVar(&g.libname, "libname", false, "name each call into a shared library name@library (strlen@libc.so.6: the library its symbol's version names)")
 }
 
 // filter is the trace.Filter the flags ask for.
@@ -334,7 +340,7 @@ a warning on stderr, and the exit status is still 0.`,
 				return err
 			}
 			f.Source = srcline
-			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, gf.libname, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -406,7 +412,7 @@ still 0.`,
 			if err := model.SortStats(nil, sortBy); err != nil {
 				return usage(fmt.Errorf("--sort: %w", err))
 			}
-			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, gf.libname, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -433,7 +439,7 @@ still 0.`,
 // reportDiff prints the per-function change from the base trace, base,
 // to the new one, l's (paged unless noPager).
 func reportDiff(w, stderr io.Writer, noPager bool, l *loaded, base, exe string, f *trace.Filter, opt views.Options) error {
-	b, err := load([]string{base}, exe, selection{}, stderr)
+	b, err := load([]string{base}, exe, selection{}, l.libname, stderr)
 	if err != nil {
 		return err
 	}

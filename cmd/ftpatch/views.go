@@ -121,7 +121,7 @@ A function trace has no durations: its flame graphs need
 			if f, ok := stdout.(*os.File); ok && view == "perfetto" && progress.IsTerminal(f) {
 				return usage(errors.New("--perfetto writes binary protobuf: redirect it to a file (> trace.pftrace)"))
 			}
-			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, gf.libname, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ does (--no-pager: none).`,
 				opt.Func = args[1]
 				args = args[:1]
 			}
-			l, err := load(args, exe, gf.sel, cmd.ErrOrStderr())
+			l, err := load(args, exe, gf.sel, gf.libname, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
