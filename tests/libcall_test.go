@@ -383,3 +383,77 @@ func TestLibCallExceptions(t *testing.T) {
 		})
 	}
 }
+
+// TestLibCallNoReturn: library calls that do not return normally
+// (progs/libcallnr.c): a longjmp out of a callback qsort called, a
+// thread's pthread_exit from a nested call, exit from a nested call,
+// and vfork then exec. Output and exit status are untraced's under both
+// tracers; the calls that never return are traced (longjmp, pthread_exit,
+// exit), vfork is left alone; under function_graph every call lies
+// within its caller, and qsort and the comparator's last call are left
+// unwound by the jump.
+func TestLibCallNoReturn(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := traced(t, tg, dir, "-O2 "+preferred[tg.arch], true, "libcallnr.c")
+			for _, c := range []struct {
+				how  string
+				want map[string]int
+			}{
+				{"jump", map[string]int{"qsort": 1, "cmp": 3, "longjmp": 1}},
+				{"thread", map[string]int{"thread_fn": 1, "leave_thread": 1, "pthread_exit": 1}},
+				{"exit", map[string]int{"quit": 1, "exit": 1}},
+				{"vfork", map[string]int{"vfork": 0, "waitpid": 1}},
+			} {
+				wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, c.how)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tracer := range []string{"function", "function_graph"} {
+					out := filepath.Join(dir, c.how+"-"+tracer)
+					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSame(t, c.how+" "+tracer+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+					tr, syms := readTrace(t, out)
+					counts, _ := tracedCalls(t, tr, syms, tracer)
+					for f, n := range c.want {
+						if counts[f] != n {
+							t.Errorf("%s %s: %d calls of %s, want %d (%v)", c.how, tracer, counts[f], f, n, counts)
+						}
+					}
+					if tracer != "function_graph" {
+						continue
+					}
+					_, threads := graphOf(t, out)
+					checkNesting(t, threads)
+					if c.how == "jump" {
+						unwound := map[string]int{}
+						var walk func(n *model.Node)
+						walk = func(n *model.Node) {
+							if n.Unwound {
+								unwound[n.Func]++
+							}
+							for _, k := range n.Children {
+								walk(k)
+							}
+						}
+						for _, th := range threads {
+							for _, n := range th.Roots {
+								walk(n)
+							}
+						}
+						if unwound["qsort"] != 1 || unwound["cmp"] != 1 {
+							t.Errorf("jump: unwound %v, want qsort and the comparator's last call", unwound)
+						}
+					}
+				}
+			}
+		})
+	}
+}

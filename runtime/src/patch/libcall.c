@@ -23,14 +23,20 @@
  * the loader left it.
  *
  * Left alone (never redirected): functions that return twice or switch
- * stacks (vfork, the setjmp and context families), whose return cannot
- * be hooked, and those the tracers' exception and exit paths rely on.
+ * stacks (vfork, clone, the setjmp and context families), whose return
+ * cannot be hooked; those that walk the stack (backtrace, the
+ * unwinder's), which would meet a hook of their own; and those the
+ * C++ runtime and the start-up rely on (left_alone). Functions that
+ * never return (exit, abort, longjmp, pthread_exit, __cxa_throw) are
+ * traced as any: their calls are left open, then unwound or running at
+ * the end, as a traced function's that never returns.
  *
  * Writing: a slot in the module's RELRO range (read-only since its
  * relocation) through the runtime's code writer (arch/text.c), the
  * module's other slots with an atomic store; stubs are written in pages
  * that are only writable, then made only executable, before any slot
- * points at them, and are never freed (a thread may be in one).
+ * points at them, and are unmapped when the module is unloaded (nothing
+ * runs its code, nor calls through its slots, then).
  *
  * Start-up code (the module's pass): libc is used freely.
  */
@@ -146,11 +152,9 @@ static uint32_t name_hash(const char *s)
 static int left_alone(const char *name)
 {
 	static const char *const names[] = {
-		"_Exit", "__clone", "__clone3", "__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize",
-		"__cxa_rethrow", "__cxa_throw", "__libc_start_main", "__longjmp_chk", "__sigsetjmp", "__stack_chk_fail",
-		"__tls_get_addr", "_exit", "_longjmp", "_setjmp", "abort", "backtrace", "clone", "clone3", "exit",
-		"getcontext", "longjmp", "makecontext", "pthread_exit", "quick_exit", "savectx", "setcontext", "setjmp",
-		"siglongjmp", "sigsetjmp", "swapcontext", "vfork",
+		"__clone", "__clone3", "__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize",
+		"__libc_start_main", "__sigsetjmp", "__tls_get_addr", "_setjmp", "backtrace", "clone", "clone3",
+		"getcontext", "makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
 	};
 	/* Most names are none of these: a 4096-bit set of their hashes rules
 	 * them out before any comparison (the pass runs under the registry's
