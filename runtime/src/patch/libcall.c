@@ -22,14 +22,15 @@
  * in the module's own. A slot whose function is not found is left as
  * the loader left it.
  *
- * Left alone (never redirected): functions that return twice or switch
- * stacks (vfork, clone, the setjmp and context families), whose return
- * cannot be hooked; those that walk the stack (backtrace, the
- * unwinder's), which would meet a hook of their own; and those the
- * C++ runtime and the start-up rely on (left_alone). Functions that
- * never return (exit, abort, longjmp, pthread_exit, __cxa_throw) are
- * traced as any: their calls are left open, then unwound or running at
- * the end, as a traced function's that never returns.
+ * Functions that return twice or switch stacks (vfork, clone, the
+ * setjmp and context families), and those that walk the stack
+ * (backtrace, the unwinder's), whose return a hook would break, are
+ * recorded as plain calls, their returns never hooked (plain_call);
+ * those the C++ runtime and the start-up rely on are left alone
+ * (left_alone). Functions that never return (exit, abort, longjmp,
+ * pthread_exit, __cxa_throw) are traced as any: their calls are left
+ * open, then unwound or running at the end, as a traced function's
+ * that never returns.
  *
  * Writing: a slot in the module's RELRO range (read-only since its
  * relocation) through the runtime's code writer (arch/text.c), the
@@ -149,31 +150,22 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-static int left_alone(const char *name)
+/* Whether name is one of names[0, n), sorted in strcmp's order: a
+ * 4096-bit set of their hashes (seen, made once: the pass runs under the
+ * registry's lock) rules most names out before a binary search. */
+static int one_of(const char *name, const char *const *names, size_t n, uint64_t seen[64], int *made)
 {
-	static const char *const names[] = {
-		"__clone", "__clone3", "__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize",
-		"__libc_start_main", "__sigsetjmp", "__tls_get_addr", "_setjmp", "backtrace", "clone", "clone3",
-		"getcontext", "makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
-	};
-	/* Most names are none of these: a 4096-bit set of their hashes rules
-	 * them out before any comparison (the pass runs under the registry's
-	 * lock: made once, by one thread). */
-	static uint64_t seen[64];
-	static int made;
-	if (!made) {
-		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+	if (!*made) {
+		for (size_t i = 0; i < n; i++) {
 			uint32_t h = name_hash(names[i]) % 4096;
 			seen[h / 64] |= 1ull << (h % 64);
 		}
-		made = 1;
+		*made = 1;
 	}
-	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
-		return 1;
 	uint32_t h = name_hash(name) % 4096;
 	if (!(seen[h / 64] >> (h % 64) & 1))
 		return 0;
-	size_t lo = 0, hi = sizeof names / sizeof names[0];
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		int c = strcmp(name, names[mid]);
@@ -185,6 +177,38 @@ static int left_alone(const char *name)
 			lo = mid + 1;
 	}
 	return 0;
+}
+
+/* Functions whose slots are left alone (above): the C++ runtime's catch
+ * hooks, the start-up's and the exit's, and __tls_get_addr, which
+ * compiled code calls for every access to another module's TLS. */
+static int left_alone(const char *name)
+{
+	static const char *const names[] = {
+		"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main",
+		"__tls_get_addr",
+	};
+	static uint64_t seen[64];
+	static int made;
+	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
+}
+
+/* Functions whose return is never hooked, their calls recorded as plain
+ * calls (a function_graph trace shows them without a duration): those
+ * that return twice or switch stacks (vfork, clone, the setjmp and
+ * context families), and those that walk the stack (backtrace, the
+ * unwinder's _Unwind_*), which would meet a hook of their own. */
+static int plain_call(const char *name)
+{
+	static const char *const names[] = {
+		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "getcontext",
+		"makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
+	};
+	static uint64_t seen[64];
+	static int made;
+	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
+		return 1;
+	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
 }
 
 /* A module's dynamic section's facts, and its RELRO range. */
@@ -336,7 +360,7 @@ static int in_traced_module(uintptr_t a)
 
 /* A new slot of the table, its stub made in the module's stub pages.
  * The stub's address, or 0. */
-static uintptr_t new_slot(uintptr_t ip, uintptr_t target)
+static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
 		return 0;
@@ -354,6 +378,7 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target)
 	s->ip = ip;
 	s->target = target;
 	s->skip = in_traced_module(target);
+	s->plain = plain;
 	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
 	stubs_used++;
 	ftrt_arch_libstub(at, idx);
@@ -412,7 +437,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		uintptr_t stub = new_slot((uintptr_t)slot, target);
+		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name));
 		if (!stub) {
 			st->failed++;
 			continue;

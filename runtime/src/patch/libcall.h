@@ -20,6 +20,10 @@ struct ftrt_libslot {
 	 * own, which records its calls itself: the slot's calls go straight
 	 * on, never recorded twice (ftrt_libcalls_module). */
 	int skip;
+	/* 1: its return is never hooked, the call recorded as a plain one
+	 * (the function returns twice, switches stacks or walks the
+	 * stack: patch/libcall.c's plain_call). */
+	int plain;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so

@@ -40,6 +40,9 @@ void ftrt_entry(uintptr_t ip, uintptr_t *parent_slot);
 /* ftrt_entry of a call whose stack pointer at return is sp (a library
  * call's: tracers/libcall.c). */
 void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
+/* ftrt_entry_sp recording a plain call under either tracer, its return
+ * never hooked (function_graph shows it without a duration). */
+void ftrt_entry_plain(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
 /* A library call's common entry (tracers/<isa>/libcall.S), where its
  * stub goes, and its C part (libcall.c): records the call of the slot
  * idx, whose return address is at parent_slot and whose stack pointer

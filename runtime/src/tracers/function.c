@@ -71,6 +71,13 @@ void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp)
 	entry(ip, parent_slot, sp, BY_MODE);
 }
 
+void ftrt_entry_plain(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp)
+{
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+	if (mode == FTRT_FUNCTION || mode == FTRT_GRAPH)
+		entry(ip, parent_slot, sp, 0); /* a plain call, whatever the tracer: its return is not hooked */
+}
+
 #if FTRT_ARCH_FREGS
 /* entry for a struct ftrace_regs: the return address is its lr. */
 static inline __attribute__((always_inline)) void regs_entry(uintptr_t ip, struct ftrace_regs *fregs, int graph)
