@@ -454,7 +454,6 @@ func (s *Table) WithLibNames() *Table {
 	return s
 }
 
-
 // Name formats addr as function+0xoff, or as a bare address.
 func (s *Table) Name(addr uint64) string {
 	return formatAddr(addr, s.Lookup)
