@@ -72,12 +72,7 @@ func TestLibCalls(t *testing.T) {
 				cmps, _ := strconv.Atoi(m[1])
 				want := map[string]int{"main": 1, "work": 1, "cmp": cmps, "strlen": 5, "getpid": 2, "qsort": 1, "malloc": 3, "free": 3, "printf": 1}
 				for _, tracer := range []string{"function", "function_graph"} {
-					out := filepath.Join(dir, tracer)
-					got, runErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog)...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					checkSame(t, tracer+" (stderr "+runErr+")", got, code, wantOut, wantCode)
+					out := runLibcalls(t, tg, dir, tracer, tracer, wantOut, wantCode, prog)
 					counts, errOut := reportCounts(t, out)
 					// arm64: libgcc's outline atomics, linked into the
 					// program, ask __getauxval from a constructor: a call
@@ -148,6 +143,20 @@ func TestLibCalls(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runLibcalls runs prog (tg's, with args) under tracer with library
+// calls traced, into dir/name, and checks its output and exit status
+// are wantOut and wantCode: the trace's directory.
+func runLibcalls(t *testing.T, tg target, dir, name, tracer, wantOut string, wantCode int, prog string, args ...string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, name+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+	return out
 }
 
 // checkLibcallGraph checks the graph of progs/libcall.c: every call in
@@ -345,12 +354,7 @@ func TestLibCallExceptions(t *testing.T) {
 				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 			}
 			for _, tracer := range []string{"function", "function_graph"} {
-				out := filepath.Join(dir, tracer)
-				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog)...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkSame(t, tracer+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+				out := runLibcalls(t, tg, dir, tracer, tracer, wantOut, wantCode, prog)
 				tr, syms := readTrace(t, out)
 				counts, _ := tracedCalls(t, tr, syms, tracer)
 				if counts["dlsym"] != 0 || counts["mid"] != 3 || counts["pick"] != 3 {
@@ -415,12 +419,7 @@ func TestLibCallNoReturn(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, tracer := range []string{"function", "function_graph"} {
-					out := filepath.Join(dir, c.how+"-"+tracer)
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					checkSame(t, c.how+" "+tracer+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+					out := runLibcalls(t, tg, dir, c.how+"-"+tracer, tracer, wantOut, wantCode, prog, c.how)
 					tr, syms := readTrace(t, out)
 					counts, _ := tracedCalls(t, tr, syms, tracer)
 					for f, n := range c.want {
