@@ -145,6 +145,27 @@ func TestLibCalls(t *testing.T) {
 	}
 }
 
+// unwoundIn counts the calls of threads left without returning (a
+// longjmp, an exception), by "CALLER > FUNCTION".
+func unwoundIn(threads []model.Thread) map[string]int {
+	out := map[string]int{}
+	var walk func(n *model.Node, caller string)
+	walk = func(n *model.Node, caller string) {
+		if n.Unwound {
+			out[caller+" > "+n.Func]++
+		}
+		for _, c := range n.Children {
+			walk(c, n.Func)
+		}
+	}
+	for _, th := range threads {
+		for _, n := range th.Roots {
+			walk(n, "")
+		}
+	}
+	return out
+}
+
 // runLibcalls runs prog (tg's, with args) under tracer with library
 // calls traced, into dir/name, and checks its output and exit status
 // are wantOut and wantCode: the trace's directory.
@@ -365,21 +386,7 @@ func TestLibCallExceptions(t *testing.T) {
 				}
 				_, threads := graphOf(t, out)
 				checkNesting(t, threads)
-				unwound := 0
-				var walk func(n *model.Node, in string)
-				walk = func(n *model.Node, in string) {
-					if strings.HasPrefix(n.Func, "std::__throw_out_of_range_fmt") && in == "pick" && n.Unwound {
-						unwound++
-					}
-					for _, c := range n.Children {
-						walk(c, n.Func)
-					}
-				}
-				for _, th := range threads {
-					for _, n := range th.Roots {
-						walk(n, "")
-					}
-				}
+				unwound := unwoundIn(threads)["pick > std::__throw_out_of_range_fmt(char const*, ...)"]
 				if unwound != 3 {
 					t.Errorf("function_graph: %d calls of __throw_out_of_range_fmt unwound in pick, want 3", unwound)
 				}
@@ -433,22 +440,8 @@ func TestLibCallNoReturn(t *testing.T) {
 					_, threads := graphOf(t, out)
 					checkNesting(t, threads)
 					if c.how == "jump" {
-						unwound := map[string]int{}
-						var walk func(n *model.Node)
-						walk = func(n *model.Node) {
-							if n.Unwound {
-								unwound[n.Func]++
-							}
-							for _, k := range n.Children {
-								walk(k)
-							}
-						}
-						for _, th := range threads {
-							for _, n := range th.Roots {
-								walk(n)
-							}
-						}
-						if unwound["qsort"] != 1 || unwound["cmp"] != 1 {
+						unwound := unwoundIn(threads)
+						if unwound["main > qsort"] != 1 || unwound["qsort > cmp"] != 1 {
 							t.Errorf("jump: unwound %v, want qsort and the comparator's last call", unwound)
 						}
 					}

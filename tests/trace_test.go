@@ -346,14 +346,7 @@ func openForks(t *testing.T, dir string) *trace.Trace {
 			tr.Streams = append(tr.Streams, st)
 		}
 		tm := &tr.Meta
-		tm.Dropped += m.Dropped
-		tm.Overflow += m.Overflow
-		tm.Stopped += m.Stopped
-		tm.Unwound += m.Unwound
-		tm.LostBytes += m.LostBytes
-		tm.LostThreads += m.LostThreads
-		tm.RecordedBytes += m.RecordedBytes
-		tm.Overwritten += m.Overwritten
+		tm.AddLosses(m)
 		tm.Unended = tm.Unended || m.Unended
 		if m.Clock == tm.Clock && m.TSCEnd > tm.TSCEnd {
 			tm.TSCEnd, tm.MonoEnd = m.TSCEnd, m.MonoEnd

@@ -229,6 +229,22 @@ type Meta struct {
 	Usage *Usage
 }
 
+// AddLosses adds o's counts of what the runtime lost or could not
+// graph to m's (dropped calls, calls not graphed and threads that
+// stopped graphing, frames left by longjmp, bytes lost, threads lost,
+// bytes recorded and overwritten): the counts of several processes'
+// traces read as one.
+func (m *Meta) AddLosses(o *Meta) {
+	m.Dropped += o.Dropped
+	m.Overflow += o.Overflow
+	m.Stopped += o.Stopped
+	m.Unwound += o.Unwound
+	m.LostBytes += o.LostBytes
+	m.LostThreads += o.LostThreads
+	m.RecordedBytes += o.RecordedBytes
+	m.Overwritten += o.Overwritten
+}
+
 // Libcalls counts GOT slots of the traced modules through which they
 // call other modules' functions: found, redirected (their calls in the
 // trace), chosen but whose function was not found (an undefined weak

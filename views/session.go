@@ -141,7 +141,7 @@ func sessionSummary(w io.Writer, ins []Input, opt Options) {
 	kv := func(k, format string, a ...any) { fmt.Fprintf(w, "%-19s %s\n", k+":", fmt.Sprintf(format, a...)) }
 	pids := map[int]bool{}
 	var threads, calls, forked, execs int
-	var dropped, lostBytes, lostThreads, overwritten uint64
+	var lost trace.Meta // every process's losses
 	for _, in := range ins {
 		m := in.Meta
 		if pids[m.Pid] {
@@ -151,10 +151,7 @@ func sessionSummary(w io.Writer, ins []Input, opt Options) {
 		if m.Forked {
 			forked++
 		}
-		dropped += m.Dropped
-		lostBytes += m.LostBytes
-		lostThreads += m.LostThreads
-		overwritten += m.Overwritten
+		lost.AddLosses(m)
 		if in.Counts != nil {
 			for c := range in.Counts {
 				threads++
@@ -165,7 +162,7 @@ func sessionSummary(w io.Writer, ins []Input, opt Options) {
 	kv("session", "%d processes (%d forked without an exec), %d process images (%d after an exec)", len(pids), forked, len(ins), execs)
 	kv("threads", "%d, %d calls in all", threads, calls)
 	kv("lost", "%d calls dropped, %d bytes not written, %d threads' buffers not written, %d bytes overwritten by rings (every process's)",
-		dropped, lostBytes, lostThreads, overwritten)
+		lost.Dropped, lost.LostBytes, lost.LostThreads, lost.Overwritten)
 	waited := waitedFor(ins)
 	for i, in := range ins {
 		m := in.Meta

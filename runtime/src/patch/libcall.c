@@ -134,13 +134,6 @@ int ftrt_libcall_wanted(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-/* Functions whose slots are left alone (above), in strcmp's order: a
- * binary search, as every slot of a module asks. The unwinder's entry
- * points (_Unwind_*) and backtrace walk the stack, which a hooked
- * return of their own would cut (the runtime's walks hook them too:
- * tracers/unwind.c, backtrace.c); clone's child starts on a stack of its
- * own, and may share the caller's thread pointer, and so its shadow
- * stack. */
 /* FNV-1a of a name. */
 static uint32_t name_hash(const char *s)
 {
@@ -244,6 +237,7 @@ static int find_dyn(struct dl_phdr_info *info, size_t size, void *arg)
 	if (info->dlpi_addr != md->bias)
 		return 0;
 	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t relro_lo = 0, relro_hi = 0;
 	int inside = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -253,11 +247,13 @@ static int find_dyn(struct dl_phdr_info *info, size_t size, void *arg)
 		else if (ph->p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)s;
 		else if (ph->p_type == PT_GNU_RELRO)
-			f->d->relro_lo = s, f->d->relro_hi = s + ph->p_memsz;
+			relro_lo = s, relro_hi = s + ph->p_memsz;
 	}
 	if (!inside || !dyn)
-		return 0;
+		return 0; /* another object at the same bias (the vDSO's is its own) */
 	struct dyn *d = f->d;
+	d->relro_lo = relro_lo;
+	d->relro_hi = relro_hi;
 	size_t pltrelsz = 0, relasz = 0;
 	int pltrela = 1;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
