@@ -215,7 +215,8 @@ func (l *List) add(text, name string, line int) error {
 //
 // Each row adds its function name as an include glob (escaped, so that
 // it matches only that name). Rows naming a bare address (0x...: no
-// symbol) are skipped. Lines starting with `#` are the report's summary.
+// symbol) are skipped; a library function's row (its name followed by
+// [lib]) adds its name. Lines starting with `#` are the report's summary.
 // name is used in errors.
 func ParseReport(name string, r io.Reader) (*List, error) {
 	l := &List{}
@@ -231,6 +232,9 @@ func ParseReport(name string, r io.Reader) (*List, error) {
 		}
 		if !header {
 			return &LineError{name, n, "not an `ftpatch report` output: want its CALLS ... FUNCTION (or TOTAL ... FUNCTION) header first"}
+		}
+		if len(f) > 2 && f[len(f)-1] == libraryMark {
+			f = f[:len(f)-1] // a library function's row: its name before the mark
 		}
 		if len(f) < 2 {
 			return &LineError{name, n, fmt.Sprintf("want a row ending in CALLS FUNCTION, found %q", line)}
@@ -257,6 +261,10 @@ func ParseReport(name string, r io.Reader) (*List, error) {
 	}
 	return l, nil
 }
+
+// libraryMark follows a library function's name in a report's row
+// (views.LibraryMark, without its blank).
+const libraryMark = "[lib]"
 
 // escape makes a name a glob matching only itself.
 func escape(name string) string {

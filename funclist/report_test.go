@@ -17,20 +17,20 @@ import (
 func TestParseReport(t *testing.T) {
 	tr := &trace.Trace{Meta: trace.Meta{Tracer: "function", Sites: 9, Enabled: 3}}
 	var fn bytes.Buffer
-	if err := views.WriteCounts(&fn, tr, []model.Count{{Func: "fib", Calls: 21891}, {Func: "main", Calls: 1}, {Func: "0x1234", Calls: 2}}, 21894); err != nil {
+	if err := views.WriteCounts(&fn, tr, []model.Count{{Func: "fib", Calls: 21891}, {Func: "main", Calls: 1}, {Func: "0x1234", Calls: 2}, {Func: "strlen" + views.LibraryMark, Calls: 3}}, 21897); err != nil {
 		t.Fatal(err)
 	}
 	var graph bytes.Buffer
 	tr.Meta.Tracer = "function_graph"
-	if err := views.WriteStats(&graph, tr, []model.Stat{{Func: "main", Calls: 1, Total: 2.5e6, Self: 1e3}, {Func: "helper", Calls: 7, Total: 900, Self: 900}}, false); err != nil {
+	if err := views.WriteStats(&graph, tr, []model.Stat{{Func: "main", Calls: 1, Total: 2.5e6, Self: 1e3}, {Func: "helper", Calls: 7, Total: 900, Self: 900}, {Func: "malloc@libc.so.6" + views.LibraryMark, Calls: 2, Total: 80, Self: 80}}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		name, text string
 		want       []string
 	}{
-		{"function", fn.String(), []string{"fib", "main"}},
-		{"function_graph", graph.String(), []string{"main", "helper"}},
+		{"function", fn.String(), []string{"fib", "main", "strlen"}},
+		{"function_graph", graph.String(), []string{"main", "helper", "malloc@libc.so.6"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := funclist.ParseReport("r", strings.NewReader(c.text))

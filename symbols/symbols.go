@@ -36,7 +36,11 @@ type Table struct {
 	// libname: a process's table names a library function
 	// name@library where its library is known (WithLibNames).
 	libname bool
-	funcs   *funcs.Index // one per start, by package funcs' rule
+	// libNames are the names of lib's IDs, bare and name@library, made
+	// when LibraryCall first asks.
+	libOnce  sync.Once
+	libNames map[string]bool
+	funcs    *funcs.Index // one per start, by package funcs' rule
 	// The shared objects of a process, one per file and place, sorted
 	// by lo; an address in one of them is named from it, not from funcs.
 	mods   []mapping
@@ -444,6 +448,32 @@ func (s *Table) lookup(addr uint64, libname bool) (string, uint64, bool) {
 		return s.names[e.ID] + "@" + lib, addr - e.Start, true
 	}
 	return s.names[e.ID], addr - e.Start, true
+}
+
+// LibraryCall says whether name, as this table names calls (with or
+// without --libname's @library), is a function of a shared object the
+// traced files call through their GOT slots: what report marks as a
+// library row. A process's table asks its executable's file and every
+// shared object's.
+func (s *Table) LibraryCall(name string) bool {
+	if s.exe != nil && s.exe.LibraryCall(name) {
+		return true
+	}
+	for i := range s.mods {
+		if f := s.mods[i].file; f != nil && f.LibraryCall(name) {
+			return true
+		}
+	}
+	s.libOnce.Do(func() {
+		s.libNames = map[string]bool{}
+		for id, lib := range s.lib {
+			s.libNames[s.names[id]] = true
+			if lib != "" {
+				s.libNames[s.names[id]+"@"+lib] = true
+			}
+		}
+	})
+	return s.libNames[name]
 }
 
 // WithLibNames makes s, a process's table, name each library function

@@ -86,6 +86,7 @@ func TestLibCalls(t *testing.T) {
 					if l := traceMeta(t, out).Libcalls; l.Hooked < 6 || l.Hooked > l.Slots || l.Unresolved != 0 || l.Failed != 0 {
 						t.Errorf("%s: library calls in the metadata %+v; want the 6 functions' slots redirected at least, none failed", tracer, l)
 					}
+					checkLibraryRows(t, out, want)
 					if tracer == "function_graph" {
 						checkLibcallGraph(t, out, cmps)
 						// --libname: each C library function by the
@@ -141,6 +142,22 @@ func TestLibCalls(t *testing.T) {
 					t.Errorf("without FTRACE_LIBCALL: report %v, want the program's functions alone", counts)
 				}
 			})
+		}
+	}
+}
+
+// checkLibraryRows checks that report marks the rows of library
+// functions, and only those, in the trace in dir of progs/libcall.c,
+// whose functions are want's keys.
+func checkLibraryRows(t *testing.T, dir string, want map[string]int) {
+	t.Helper()
+	out, _ := run(t, filepath.Dir(dir), tool("ftpatch"), "report", dir)
+	own := map[string]bool{"main": true, "work": true, "cmp": true}
+	for f := range want {
+		marked := regexp.MustCompile(`(?m)\s` + regexp.QuoteMeta(f) + ` \[lib\]$`).MatchString(out)
+		plain := regexp.MustCompile(`(?m)\s` + regexp.QuoteMeta(f) + `$`).MatchString(out)
+		if own[f] == marked || own[f] != plain {
+			t.Errorf("report: %s marked %v, unmarked %v; want the library functions' rows alone marked [lib]\n%s", f, marked, plain, out)
 		}
 	}
 }

@@ -30,15 +30,55 @@ func Report(w io.Writer, in Input, opt Options) error {
 			err = model.SortStats(stats, opt.Sort)
 		}
 		if err == nil {
+			markStats(stats, in)
 			err = WriteStats(w, t, stats, opt.Avg)
 		}
 		return err
 	}
 	counts, calls, err := model.ReportCalls(t, in.Names, in.Filter)
 	if err == nil {
+		markCounts(counts, in)
 		err = WriteCounts(w, t, counts, calls)
 	}
 	return err
+}
+
+// LibraryMark follows the name of a library function's row in report's
+// tables: a call into a shared library through a GOT slot (ftpatch
+// record's library calls), told apart from the program's own functions.
+// funclist.ParseReport reads a marked row's name without it.
+const LibraryMark = " [lib]"
+
+// A libraryNaming says which names are library functions' (symbols.Table).
+type libraryNaming interface{ LibraryCall(name string) bool }
+
+// libraryCall says whether name is a library function's in any of ins.
+func libraryCall(name string, ins ...Input) bool {
+	for _, in := range ins {
+		if l, ok := in.Names.(libraryNaming); ok && l.LibraryCall(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// markStats marks the rows of library functions (LibraryMark), once
+// sorted: the mark is not part of the name the sort sees.
+func markStats(stats []model.Stat, ins ...Input) {
+	for i := range stats {
+		if libraryCall(stats[i].Func, ins...) {
+			stats[i].Func += LibraryMark
+		}
+	}
+}
+
+// markCounts is markStats of a function trace's counts.
+func markCounts(counts []model.Count, ins ...Input) {
+	for i := range counts {
+		if libraryCall(counts[i].Func, ins...) {
+			counts[i].Func += LibraryMark
+		}
+	}
 }
 
 // reportThreads writes a report per thread.
@@ -56,6 +96,7 @@ func reportThreads(w io.Writer, in Input, opt Options) error {
 		if err := model.SortStats(th.Stats, opt.Sort); err != nil {
 			return err
 		}
+		markStats(th.Stats, in)
 		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == abi.TracerGraphName); err != nil {
 			return err
 		}

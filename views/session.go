@@ -225,6 +225,7 @@ func reportSession(w io.Writer, ins []Input, opt Options) error {
 		if err := model.SortStats(stats, opt.Sort); err != nil {
 			return err
 		}
+		markStats(stats, ins...)
 		if err := WriteStatsTable(w, stats, opt.Avg, true); err != nil {
 			return err
 		}
@@ -232,7 +233,9 @@ func reportSession(w io.Writer, ins []Input, opt Options) error {
 			calls += s.Calls
 		}
 	} else {
-		if err := writeCountsTable(w, model.MergeCounts(counts...)); err != nil {
+		merged := model.MergeCounts(counts...)
+		markCounts(merged, ins...)
+		if err := writeCountsTable(w, merged); err != nil {
 			return err
 		}
 	}
