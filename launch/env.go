@@ -24,6 +24,7 @@ type Settings struct {
 	Buffer       string        // FTRACE_BUFFER: stream, writer, or ring:SIZE (the flight recorder); "" the default
 	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
 	Libcall      bool          // FTRACE_LIBCALL=1: calls into shared libraries traced too
+	NestLibcall  bool          // FTRACE_LIBCALL=nest: and those libraries make into one another (implies Libcall)
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
@@ -60,7 +61,9 @@ func (s Settings) vars() []string {
 	if s.Ctl {
 		add(abi.EnvCtl, "1")
 	}
-	if s.Libcall {
+	if s.NestLibcall {
+		add(abi.EnvLibcall, "nest")
+	} else if s.Libcall {
 		add(abi.EnvLibcall, "1")
 	}
 	if s.Depth > 0 {

@@ -16,6 +16,7 @@ import (
 	"ftpatch/internal/sitetest"
 	"ftpatch/isa/x86"
 	"ftpatch/model"
+	"ftpatch/symbols"
 )
 
 // libcallBuilds are the ways a program calls a shared object's function
@@ -462,6 +463,96 @@ func TestLibCallNoReturn(t *testing.T) {
 							t.Errorf("jump: unwound %v, want qsort and the comparator's last call", unwound)
 						}
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestNestLibCalls: with FTRACE_LIBCALL=nest (record --nest-libcall),
+// the calls shared objects without sites make are traced too: those of
+// a library the program links (libnest.so's strcspn, inside the
+// program's call of nest_len under function_graph) and those of a plugin
+// it opens, calls through dlsym's pointer and closes, twice (its strspn,
+// hooked again at each load); with FTRACE_LIBCALL=1, neither.
+// Output and exit status are untraced's; x86-64 gcc and clang, arm64
+// under qemu.
+func TestNestLibCalls(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			plainShared := func(src, name string) string {
+				obj := filepath.Join(dir, strings.TrimSuffix(src, ".c")+".o")
+				run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-fPIC", "-c", progPath(t, src), "-o", obj)...)
+				so := filepath.Join(dir, name)
+				run(t, dir, append(append([]string{}, tg.link...), "-shared", "-o", so, obj)...)
+				return so
+			}
+			plainShared("nestlib.c", "libnest.so")
+			plug := plainShared("nestplug.c", "nestplug.so")
+			objs := buildSrc(t, tg, dir, "-O2 "+preferred[tg.arch], true, "nest.c")
+			prog := linkRecordedOn(t, tg, dir, objs, "-L"+dir, "-Wl,-rpath,"+dir, "-Wl,--no-as-needed", "-lnest", "-ldl")
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, plug)...)
+			if err != nil || wantCode != 0 {
+				t.Fatalf("untraced: exit %d, %v", wantCode, err)
+			}
+			for _, c := range []struct {
+				mode, tracer string
+				want         map[string]int
+			}{
+				{"nest", "function", map[string]int{"nest_len": 2, "strcspn": 2, "strspn": 2, "dlopen": 2, "dlsym": 2, "dlclose": 2}},
+				{"nest", "function_graph", map[string]int{"nest_len": 2, "strcspn": 2, "strspn": 2, "dlopen": 2, "dlsym": 2, "dlclose": 2}},
+				{"1", "function_graph", map[string]int{"nest_len": 2, "strcspn": 0, "strspn": 0, "dlopen": 2, "dlsym": 2, "dlclose": 2}},
+			} {
+				name := c.mode + "-" + c.tracer
+				out := filepath.Join(dir, name)
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.tracer, "FTRACE_LIBCALL=" + c.mode, "FTRACE_OUT=" + out}, tg.on(prog, plug)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, name+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+				counts, _ := reportCounts(t, out)
+				for f, n := range c.want {
+					if counts[f] != n {
+						t.Errorf("%s: %d calls of %s, want %d (%v)", name, counts[f], f, n, counts)
+					}
+				}
+				if c.tracer != "function_graph" || c.mode != "nest" {
+					continue
+				}
+				// Under qemu-user the program names the C library by
+				// its path in the guest (/lib/libc.so.6), which this
+				// host has not: its own functions show as addresses.
+				tr := openForks(t, out)
+				syms, warns, err := symbols.LoadProcess(&tr.Meta, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range warns {
+					if tg.arch == "x86_64" || !strings.Contains(w.Error(), "open /lib/") {
+						t.Error(w)
+					}
+				}
+				threads := model.Graph(tr, syms)
+				checkNesting(t, threads)
+				in := map[string]int{}
+				var walk func(n *model.Node, caller string)
+				walk = func(n *model.Node, caller string) {
+					in[caller+" > "+n.Func]++
+					for _, k := range n.Children {
+						walk(k, n.Func)
+					}
+				}
+				for _, th := range threads {
+					for _, n := range th.Roots {
+						walk(n, "")
+					}
+				}
+				if in["nest_len > strcspn"] != 2 || in["main > strspn"] != 2 {
+					t.Errorf("%s: calls by caller %v; want libnest.so's strcspn in nest_len, the plugin's strspn in main", name, in)
 				}
 			}
 		})

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct dl_phdr_info; /* <link.h>'s, with _GNU_SOURCE */
+
 #include "abi.h"
 #include "arch/site.h"
 
@@ -134,6 +136,34 @@ int ftrt_register_self(const struct ftrt_module *self);
 /* The process is exiting (lifetime.c): a module unregistered from now on
  * keeps what was built for it, as other threads may still run it. */
 void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));
+/* A shared object without sites gets a record of this description when
+ * the library calls of every module are traced (FTRACE_LIBCALL=nest):
+ * its pass hooks its GOT slots (patch/libcall.c), and the metadata names
+ * it, so its calls are named. No table, no config, no targets. */
+extern const struct ftrt_module ftrt_module_plain __attribute__((visibility("hidden")));
+/* What a scan of the loaded objects asks of the layer that hooks library
+ * calls (patch/libcall.c): whether to serve an object (want), whether a
+ * plain record's hooks are still in place (still: its object was not
+ * unloaded and another, or the same, loaded at its place), and, for a
+ * scan that runs outside any pass, what must be done before the
+ * registry's lock is taken (prepare: the loader's lookups, which take
+ * the loader's lock, which a thread running a constructor holds while it
+ * waits for the registry's; 0: the object is gone) and undone after
+ * (done). */
+struct ftrt_scan_calls {
+	int (*want)(const struct dl_phdr_info *info);
+	int (*still)(int owner);
+	int (*prepare)(uintptr_t inside, const char *name);
+	void (*done)(void);
+};
+/* The scan that keeps those records as the loaded objects are: a record
+ * (and its pass) for each loaded object calls->want says to serve that
+ * has none, and unloaded (its pass's work gone) each plain record whose
+ * object is no longer loaded or no longer still. locked: from a pass
+ * (the registry's lock held, in the loader's context); else the lock is
+ * taken here, and each new object prepared first. Not while the process
+ * exits. */
+void ftrt_modules_scan(const struct ftrt_scan_calls *calls, int locked) __attribute__((visibility("hidden")));
 
 /* What registry.c sets off when its records change, which it calls
  * through these, never by name: the load-time pass's start (init, before

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <time.h>
 
@@ -280,6 +281,20 @@ int ftrt_module_register(struct ftrt_module *m)
  * ends: the record stays as it is, loaded until the end, and nothing is
  * unmapped.
  */
+/* md's object was unloaded: what its pass built goes. The lock is held. */
+static void unload(struct ftrt_mod *md)
+{
+	md->live = 0;
+	md->unload = up.stamp ? up.stamp() : 0;
+	if (!md->unload)
+		md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
+	ftrt_arch_release(md->owner);
+	if (up.gone)
+		up.gone(md->owner);
+	if (up.changed)
+		up.changed();
+}
+
 void ftrt_module_unregister(struct ftrt_module *m)
 {
 	if (!m || !m->handle)
@@ -287,18 +302,93 @@ void ftrt_module_unregister(struct ftrt_module *m)
 	ftrt_in_runtime++;
 	pthread_mutex_lock(&lock);
 	struct ftrt_mod *md = m->handle <= (uintptr_t)nmods ? &mods[m->handle - 1] : NULL;
-	if (md && md->desc == m && md->live && !exiting) {
-		md->live = 0;
-		md->unload = up.stamp ? up.stamp() : 0;
-		if (!md->unload)
-			md->unload = 1; /* unloaded before any trace: not "loaded until the end" */
-		ftrt_arch_release(md->owner);
-		if (up.gone)
-			up.gone(md->owner);
-		if (up.changed)
-			up.changed();
-	}
+	if (md && md->desc == m && md->live && !exiting)
+		unload(md);
 	m->handle = 0;
 	pthread_mutex_unlock(&lock);
 	ftrt_in_runtime--;
+}
+
+const struct ftrt_module ftrt_module_plain = { .size = sizeof(struct ftrt_module), .version = FTRT_MODULE_VERSION };
+
+/* What a scan finds: which records' objects are still loaded, and the
+ * objects to serve that have no record (an address inside each: its
+ * first segment's start; and its name, as the loader has it), added once
+ * the walk is over (a pass looks objects up itself, which the loader's
+ * list held by the walk forbids doing from inside it). */
+#define SCAN_NEW 64
+struct scan {
+	const struct ftrt_scan_calls *calls;
+	unsigned char seen[FTRT_MOD_MAX];
+	uintptr_t fresh[SCAN_NEW];
+	char *name[SCAN_NEW];
+	int nfresh;
+};
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct scan *sc = data;
+	uintptr_t first = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			first = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			break;
+		}
+	if (!first)
+		return 0;
+	for (int i = 0; i < nmods; i++)
+		if (mods[i].live && mods[i].bias == info->dlpi_addr && first >= mods[i].lo && first < mods[i].hi) {
+			/* A plain record whose object was unloaded and another (or
+			 * the same) loaded at its place has lost its hooks: the
+			 * object is new. (Its memory is read here, while the walk
+			 * holds the loader's list, which a dlclose must change
+			 * before it unmaps anything.) */
+			if (mods[i].desc == &ftrt_module_plain && !sc->calls->still(mods[i].owner))
+				break;
+			sc->seen[i] = 1;
+			return 0;
+		}
+	if (sc->nfresh < SCAN_NEW && sc->calls->want(info)) {
+		sc->name[sc->nfresh] = strdup(info->dlpi_name ? info->dlpi_name : "");
+		sc->fresh[sc->nfresh++] = first;
+	}
+	return 0;
+}
+
+void ftrt_modules_scan(const struct ftrt_scan_calls *calls, int locked)
+{
+	struct scan *sc = mmap(NULL, sizeof *sc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sc == MAP_FAILED)
+		return;
+	sc->calls = calls;
+	if (!locked)
+		pthread_mutex_lock(&lock);
+	if (!exiting) {
+		dl_iterate_phdr(scan_object, sc);
+		for (int i = 0; i < nmods; i++)
+			if (mods[i].live && mods[i].desc == &ftrt_module_plain && !sc->seen[i])
+				unload(&mods[i]);
+	}
+	if (!locked)
+		pthread_mutex_unlock(&lock);
+	for (int i = 0; i < sc->nfresh; i++) {
+		if (!sc->name[i])
+			continue;
+		if (locked) {
+			add(&ftrt_module_plain, sc->fresh[i], 0);
+		} else if (calls->prepare(sc->fresh[i], sc->name[i])) {
+			pthread_mutex_lock(&lock);
+			/* Unless another scan served it meanwhile. */
+			int known = 0;
+			for (int k = 0; k < nmods && !known; k++)
+				known = mods[k].live && sc->fresh[i] >= mods[k].lo && sc->fresh[i] < mods[k].hi;
+			if (!known && !exiting)
+				add(&ftrt_module_plain, sc->fresh[i], 0);
+			pthread_mutex_unlock(&lock);
+			calls->done();
+		}
+		free(sc->name[i]);
+	}
+	munmap(sc, sizeof *sc);
 }

@@ -45,8 +45,10 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -76,6 +78,11 @@ static struct region {
 	int owner;
 	void *base;
 	size_t len;
+	/* One slot the pass redirected, and the stub it points at: while
+	 * the slot still holds it, the module was not loaded again at its
+	 * place (ftrt_libcalls_still). */
+	uintptr_t *probe;
+	uintptr_t probe_stub;
 } regions[REGIONS];
 
 void ftrt_libcalls_release(int owner)
@@ -91,7 +98,36 @@ static void remember(int owner, void *base, size_t len)
 {
 	for (int i = 0; i < REGIONS; i++)
 		if (!regions[i].base) {
-			regions[i] = (struct region){ owner, base, len };
+			regions[i] = (struct region){ owner, base, len, NULL, 0 };
+			return;
+		}
+}
+
+/* Whether a is in a stub page: a slot redirected already. */
+static int in_stubs(uintptr_t a)
+{
+	for (int i = 0; i < REGIONS; i++)
+		if (regions[i].base && a >= (uintptr_t)regions[i].base && a < (uintptr_t)regions[i].base + regions[i].len)
+			return 1;
+	return 0;
+}
+
+int ftrt_libcalls_still(int owner)
+{
+	for (int i = 0; i < REGIONS; i++)
+		if (regions[i].owner == owner && regions[i].probe &&
+		    __atomic_load_n(regions[i].probe, __ATOMIC_RELAXED) != regions[i].probe_stub)
+			return 0;
+	return 1;
+}
+
+/* The first slot redirected for owner, as its probe. */
+static void set_probe(int owner, uintptr_t *slot, uintptr_t stub)
+{
+	for (int i = 0; i < REGIONS; i++)
+		if (regions[i].owner == owner && regions[i].base && !regions[i].probe) {
+			regions[i].probe = slot;
+			regions[i].probe_stub = stub;
 			return;
 		}
 }
@@ -131,7 +167,11 @@ static int stubs_seal(int owner)
 int ftrt_libcall_wanted(void)
 {
 	const char *v = ftrt_env(ENV_LIBCALL);
-	return v && strcmp(v, "1") == 0;
+	if (!v)
+		return 0;
+	if (strcmp(v, "1") == 0)
+		return LIBCALL_ON;
+	return strcmp(v, "nest") == 0 ? LIBCALL_NEST : 0;
 }
 
 /* FNV-1a of a name. */
@@ -189,19 +229,43 @@ static int left_alone(const char *name)
 /* Functions whose return is never hooked, their calls recorded as plain
  * calls (a function_graph trace shows them without a duration): those
  * that return twice or switch stacks (vfork, clone, the setjmp and
- * context families), and those that walk the stack (backtrace, the
- * unwinder's _Unwind_*), which would meet a hook of their own. */
+ * context families), those that walk the stack (backtrace, the
+ * unwinder's _Unwind_*), which would meet a hook of their own, and the
+ * loader's that take their caller from their return address (dlopen's
+ * and dlmopen's search path and namespace, dlsym's and dlvsym's
+ * RTLD_NEXT), which a hook would make the runtime. */
 static int plain_call(const char *name)
 {
 	static const char *const names[] = {
-		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "getcontext",
-		"makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
+		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "dlmopen", "dlopen",
+		"dlsym", "dlvsym", "getcontext", "makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp",
+		"swapcontext", "vfork",
 	};
 	static uint64_t seen[64];
 	static int made;
 	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
 		return 1;
 	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
+}
+
+/* The loader's functions (slot's loader field): 1 those after which the
+ * loaded objects are scanned again, 2 those whose call does that scan
+ * once one of the first has returned on its thread (FTRACE_LIBCALL=nest:
+ * tracers/libcall.c). Their arguments are integers and pointers alone:
+ * the scan, which may use the vector registers, clobbers no argument. */
+static int loader_call(const char *name)
+{
+	if (name[0] != 'd' || name[1] != 'l')
+		return 0;
+	static const char *const after[] = { "dlclose", "dlmopen", "dlopen" };
+	static const char *const then[] = { "dladdr", "dladdr1", "dlerror", "dlinfo", "dlsym", "dlvsym" };
+	for (size_t i = 0; i < sizeof after / sizeof after[0]; i++)
+		if (strcmp(name, after[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof then / sizeof then[0]; i++)
+		if (strcmp(name, then[i]) == 0)
+			return 2;
+	return 0;
 }
 
 /* A module's dynamic section's facts, and its RELRO range. */
@@ -356,7 +420,7 @@ static int in_traced_module(uintptr_t a)
 
 /* A new slot of the table, its stub made in the module's stub pages.
  * The stub's address, or 0. */
-static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
+static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain, int loader)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
 		return 0;
@@ -375,10 +439,31 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
 	s->target = target;
 	s->skip = in_traced_module(target);
 	s->plain = plain;
+	s->loader = loader;
 	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
 	stubs_used++;
 	ftrt_arch_libstub(at, idx);
 	return (uintptr_t)at;
+}
+
+/* The functions of a module's lazy slots, looked up before the
+ * registry's lock is taken when a module is served outside a pass
+ * (ftrt_libcalls_rescan: the loader's lookups take the loader's lock,
+ * which a thread running a constructor holds while it waits for the
+ * registry's): the pass then takes them from here, and looks nothing up
+ * itself. One module at a time, under rescan_lock. */
+static struct early {
+	uintptr_t slot, target;
+} *early;
+static size_t nearly, early_cap;
+static __thread int early_on __attribute__((tls_model("initial-exec"))); /* this thread's pass takes lazy slots' functions from early alone */
+
+static uintptr_t early_target(uintptr_t slot)
+{
+	for (size_t i = 0; i < nearly; i++)
+		if (early[i].slot == slot)
+			return early[i].target;
+	return 0;
 }
 
 /* The slots to redirect, gathered before any is written: their stubs'
@@ -426,14 +511,17 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
-		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi)
-			target = resolve(md, name, version_of(d, si)); /* lazy, not bound yet */
+		if (in_stubs(target))
+			continue; /* redirected already (a module served twice) */
+		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi) /* lazy, not bound yet */
+			target = early_on ? early_target((uintptr_t)slot) : resolve(md, name, version_of(d, si));
 		if (!target) {
 			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name));
+		int loader = ftrt_libcall_wanted() == LIBCALL_NEST ? loader_call(name) : 0;
+		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name) || loader == 1, loader);
 		if (!stub) {
 			st->failed++;
 			continue;
@@ -535,9 +623,151 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 		else
 			st.hooked += (uint64_t)relro;
 	}
+	for (size_t i = 0; i < n; i++)
+		if (__atomic_load_n(p[i].slot, __ATOMIC_RELAXED) == p[i].stub) {
+			set_probe(md->owner, p[i].slot, p[i].stub);
+			break;
+		}
 	munmap(p, cap * sizeof *p);
 	md->libcalls = st;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ftrt_env(ENV_DEBUG))
 		report(md, &st, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec));
+}
+
+/* Where the loaded object holding an address lies, as a module record
+ * says it (bias, extent), for find_dyn. */
+struct locate {
+	uintptr_t inside;
+	struct ftrt_mod *md;
+};
+
+static int locate_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct locate *l = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if (l->inside < lo || l->inside >= hi)
+		return 0;
+	l->md->bias = info->dlpi_addr;
+	l->md->lo = lo;
+	l->md->hi = hi;
+	return 1;
+}
+
+/* An undefined symbol of the module stub's (module/): the object has
+ * sites, and registers itself. */
+static int calls_register(const struct dyn *d, const ElfW(Rela) *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t si = ELF64_R_SYM(r[i].r_info);
+		if (si && d->symtab[si].st_name && strcmp(d->strtab + d->symtab[si].st_name, FTRT_SYM_MODULE_REGISTER) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int ftrt_libcalls_plain(const struct dl_phdr_info *info)
+{
+	/* The program (its record is the first), the loader, the vDSO. */
+	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == getauxval(AT_BASE))
+		return 0;
+	struct ftrt_mod tmp = { 0 };
+	struct locate l = { 0, &tmp };
+	for (int i = 0; i < info->dlpi_phnum && !l.inside; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			l.inside = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	if (!l.inside || l.inside == getauxval(AT_SYSINFO_EHDR) || !locate_object((struct dl_phdr_info *)info, sizeof *info, &l))
+		return 0;
+	struct dyn d = { 0 };
+	struct find f = { &tmp, &d, 0 };
+	find_dyn((struct dl_phdr_info *)info, sizeof *info, &f);
+	if (!f.found || !d.symtab || !d.strtab)
+		return 0;
+	if (calls_register(&d, d.jmprel, d.njmprel) || calls_register(&d, d.rela, d.nrela))
+		return 0;
+	return count_slots(&d, d.jmprel, d.njmprel) + count_slots(&d, d.rela, d.nrela) > 0;
+}
+
+/* A rescan's preparation of the object at inside, named name: held
+ * loaded (a dlopen of it that loads nothing) while it is served, and its
+ * lazy slots' functions looked up (early). 0: it is gone. */
+static void *pin;
+
+static int prepare(uintptr_t inside, const char *name)
+{
+	pin = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!pin)
+		return 0;
+	struct ftrt_mod tmp = { 0 };
+	struct locate l = { inside, &tmp };
+	struct dyn d = { 0 };
+	struct find f = { &tmp, &d, 0 };
+	nearly = 0;
+	early_on = 1;
+	tmp.path = name;
+	if (dl_iterate_phdr(locate_object, &l))
+		dl_iterate_phdr(find_dyn, &f);
+	if (f.found && d.symtab && d.strtab) {
+		size_t n = count_slots(&d, d.jmprel, d.njmprel);
+		if (n > early_cap) {
+			if (early)
+				munmap(early, early_cap * sizeof *early);
+			early = mmap(NULL, n * sizeof *early, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			early_cap = early == MAP_FAILED ? 0 : n;
+			if (early == MAP_FAILED)
+				early = NULL;
+		}
+		for (size_t i = 0; i < d.njmprel && nearly < early_cap; i++) {
+			const ElfW(Sym) *sym;
+			if (!libcall_slot(&d, &d.jmprel[i], &sym) || (uint32_t)ELF64_R_TYPE(d.jmprel[i].r_info) != FTRT_R_JUMP_SLOT)
+				continue;
+			const char *sname = d.strtab + sym->st_name;
+			uintptr_t *slot = (uintptr_t *)(tmp.bias + d.jmprel[i].r_offset);
+			uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
+			if (target < tmp.lo || target >= tmp.hi || left_alone(sname) || !(ftrt_pick(sname) & PICK_TRACE))
+				continue;
+			early[nearly].slot = (uintptr_t)slot;
+			early[nearly].target = resolve(&tmp, sname, version_of(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
+			nearly++;
+		}
+	}
+	return 1;
+}
+
+static void done(void)
+{
+	early_on = 0;
+	nearly = 0;
+	if (pin)
+		dlclose(pin);
+	pin = NULL;
+}
+
+static const struct ftrt_scan_calls scan_calls = { ftrt_libcalls_plain, ftrt_libcalls_still, prepare, done };
+
+/* One rescan at a time; one that finds another running leaves its work
+ * to the next call that asks (a thread waiting here could hold the
+ * loader's lock the running one waits for). */
+static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ftrt_libcalls_rescan(void)
+{
+	if (pthread_mutex_trylock(&rescan_lock) != 0)
+		return;
+	ftrt_modules_scan(&scan_calls, 0);
+	pthread_mutex_unlock(&rescan_lock);
+}
+
+void ftrt_libcalls_scan_locked(void)
+{
+	ftrt_modules_scan(&scan_calls, 1);
 }

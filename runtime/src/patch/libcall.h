@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+struct dl_phdr_info; /* <link.h>'s, with _GNU_SOURCE */
+
 struct ftrt_mod;
 
 /* One redirected slot: its address (what a trace names the call by) and
@@ -24,6 +26,11 @@ struct ftrt_libslot {
 	 * (the function returns twice, switches stacks or walks the
 	 * stack: patch/libcall.c's plain_call). */
 	int plain;
+	/* 1: dlopen, dlmopen or dlclose, after which the loaded objects
+	 * are scanned again (FTRACE_LIBCALL=nest); 2: another of the
+	 * loader's functions, whose call does that scan when one of the
+	 * first kind has returned on its thread (tracers/libcall.c). */
+	int loader;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so
@@ -38,8 +45,25 @@ static inline const struct ftrt_libslot *ftrt_libslot(uint32_t idx)
 	return &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
 }
 
-/* Whether FTRACE_LIBCALL asks for library calls. */
+/* What FTRACE_LIBCALL asks for: 0 nothing, LIBCALL_ON the calls of the
+ * modules with sites ("1"), LIBCALL_NEST those of every loaded module
+ * ("nest": libraries' calls of one another too). */
+#define LIBCALL_ON 1
+#define LIBCALL_NEST 2
 int ftrt_libcall_wanted(void) __attribute__((visibility("hidden")));
+/* Whether the loaded object info is one to serve for its library calls
+ * alone (FTRACE_LIBCALL=nest): a shared object without sites, not the
+ * loader or the vDSO (registry.c's scan asks). */
+int ftrt_libcalls_plain(const struct dl_phdr_info *info) __attribute__((visibility("hidden")));
+/* Whether the module owner's redirected slots are still as it left them
+ * (its object not unloaded and loaded again at its place). */
+int ftrt_libcalls_still(int owner) __attribute__((visibility("hidden")));
+/* The loaded objects scanned again (after a dlopen or dlclose returned):
+ * those without sites served, those gone forgotten. */
+void ftrt_libcalls_rescan(void) __attribute__((visibility("hidden")));
+/* The same from a pass (the program's: FTRACE_LIBCALL=nest), the
+ * registry's lock held, in the loader's context. */
+void ftrt_libcalls_scan_locked(void) __attribute__((visibility("hidden")));
 /* Redirect md's slots of the functions the filter chooses (its pass,
  * once its sites are done); its counts into md->libcalls. */
 void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")));

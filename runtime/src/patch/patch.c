@@ -313,6 +313,11 @@ void ftrt_pass(struct ftrt_mod *md)
 	unsigned char *want = NULL;
 	if (n == 0) {
 		no_table(md);
+		/* A shared object without sites, served for its library calls
+		 * alone (FTRACE_LIBCALL=nest: registry.c's scan). */
+		int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+		if (mod == &ftrt_module_plain && (mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && ftrt_libcall_wanted() == LIBCALL_NEST)
+			ftrt_libcalls_hook(md);
 		goto out;
 	}
 	ftrt_libcalls_module(md); /* its functions record their own calls */

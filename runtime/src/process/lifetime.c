@@ -66,6 +66,7 @@
 
 #include "core/clock.h"
 #include "core/ftrt.h"
+#include "patch/libcall.h"
 #include "patch/patch.h"
 #include "process.h"
 #include "record/tracer.h"
@@ -121,6 +122,12 @@ static void pass(struct ftrt_mod *md)
 {
 	ftrt_pass(md);
 	ftrt_live_added(md);
+	/* FTRACE_LIBCALL=nest: the objects without sites loaded with the
+	 * program, or with a shared object with sites, served too (their
+	 * library calls hooked: patch/libcall.c). */
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+	if (md->desc != &ftrt_module_plain && (mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && ftrt_libcall_wanted() == LIBCALL_NEST)
+		ftrt_libcalls_scan_locked();
 }
 
 /* A module was unloaded: what the live part and the subtree filters

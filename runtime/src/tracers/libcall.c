@@ -19,6 +19,37 @@
 #include "patch/libcall.h"
 #include "record/tracer.h"
 
+/* FTRACE_LIBCALL=nest: the stack pointer this thread's last dlopen,
+ * dlmopen or dlclose returns with, until the loaded objects are scanned
+ * again (0: none pending). */
+static __thread uintptr_t loaded_sp __attribute__((tls_model("initial-exec")));
+
+/*
+ * A call of one of the loader's functions (patch/libcall.c's
+ * loader_call). Objects a dlopen loads without sites are served, and
+ * those a dlclose unloaded forgotten, by a scan of the loaded objects
+ * once it has returned: at the thread's next call of the loader's
+ * functions (a dlsym of the object's functions, most often) made from
+ * where it was made or above (its stack pointer at return no lower, and
+ * within a megabyte: a signal handler on an alternate stack does not
+ * scan), never inside it (a constructor's call), where the loader's work
+ * is half done. The scan takes locks and calls the C library, as the
+ * program's own call of dlsym does here; it uses no argument register
+ * the loader's functions take (integers and pointers alone).
+ */
+static void loader_call(const struct ftrt_libslot *s, uintptr_t sp)
+{
+	uintptr_t p = loaded_sp;
+	if (p && sp >= p && sp - p < (1u << 20)) {
+		loaded_sp = 0;
+		ftrt_in_runtime++;
+		ftrt_libcalls_rescan();
+		ftrt_in_runtime--;
+	}
+	if (s->loader == 1)
+		loaded_sp = sp;
+}
+
 uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
 {
 	const struct ftrt_libslot *s = ftrt_libslot(idx);
@@ -28,6 +59,8 @@ uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
 	struct tbuf *b = ftrt_tb;
 	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || __atomic_load_n(&s->skip, __ATOMIC_RELAXED))
 		return s->target;
+	if (s->loader)
+		loader_call(s, sp);
 	if (s->plain)
 		ftrt_entry_plain(s->ip, parent_slot, sp);
 	else
