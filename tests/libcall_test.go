@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -108,6 +109,30 @@ func TestLibCalls(t *testing.T) {
 				}
 				if counts, _ := reportCounts(t, out); !maps.Equal(counts, map[string]int{"malloc": 3, "free": 3, "cmp": cmps}) {
 					t.Errorf("FTRACE_FILTER=malloc,fre?,cmp: report %v, want malloc and free 3 times and cmp %d", counts, cmps)
+				}
+				// The subtree filters (-F, -N) name library functions
+				// as the program's: only qsort and the comparator it
+				// calls; everything but them and printf.
+				for _, c := range []struct {
+					env  string
+					want map[string]int
+				}{
+					{"FTRACE_GRAPH_FUNCS=qsort", map[string]int{"qsort": 1, "cmp": cmps}},
+					{"FTRACE_GRAPH_NOTRACE=qsort,printf", map[string]int{"main": 1, "work": 1, "strlen": 5, "getpid": 2, "malloc": 3, "free": 3}},
+				} {
+					if b.name != "lazy" && b.name != "fno-plt" {
+						break
+					}
+					out := filepath.Join(dir, "subtree")
+					os.RemoveAll(out)
+					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function_graph", "FTRACE_LIBCALL=1", c.env, "FTRACE_OUT=" + out}, tg.on(prog)...); err != nil || code != 0 {
+						t.Fatalf("%s: exit %d, %v\n%s", c.env, code, err, errOut)
+					}
+					counts, _ := reportCounts(t, out)
+					delete(counts, "__getauxval") // arm64's libgcc, as above
+					if !maps.Equal(counts, c.want) {
+						t.Errorf("%s: report %v, want %v", c.env, counts, c.want)
+					}
 				}
 				// ftpatch record: on by default, off with --no-libcall
 				// (x86-64: record runs the program itself, and this host

@@ -59,6 +59,7 @@
 #include "libcall.h"
 #include "pass.h"
 #include "patch.h"
+#include "subtree.h"
 
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
 static uint32_t nslots; /* slots in the table */
@@ -471,6 +472,7 @@ static uintptr_t early_target(uintptr_t slot)
 struct pending {
 	uintptr_t *slot;
 	uintptr_t stub;
+	unsigned char mark; /* its function's subtree mark (subtree.c), or 0 */
 };
 
 /* Whether relocation r of d fills a slot the module calls another's
@@ -507,7 +509,8 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		size_t si = ELF64_R_SYM(r[i].r_info);
 		const char *name = d->strtab + sym->st_name;
 		st->slots++;
-		if (left_alone(name) || !(ftrt_pick(name) & PICK_TRACE))
+		int pick = left_alone(name) ? 0 : ftrt_pick(name);
+		if (!(pick & PICK_TRACE))
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -528,8 +531,44 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		}
 		out[*nout].slot = slot;
 		out[*nout].stub = stub;
+		out[*nout].mark = (unsigned char)(pick & (MARK_CHOSEN | MARK_NOTRACE));
 		(*nout)++;
 	}
+}
+
+static int by_slot(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct pending *)a)->slot, y = (uintptr_t)((const struct pending *)b)->slot;
+	return x < y ? -1 : x > y;
+}
+
+/* The subtree filters' marks of md's slots (FTRACE_GRAPH_FUNCS and
+ * FTRACE_GRAPH_NOTRACE name library functions as the program's), for
+ * the tracer to find by a call's slot as by a site (subtree.c), made
+ * before any slot points at its stub. */
+static void publish_marks(const struct ftrt_mod *md, struct pending *p, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += p[i].mark != 0;
+	if (!k)
+		return;
+	size_t bytes = k * (sizeof(uintptr_t) + 1) + sizeof(struct pending) * n;
+	unsigned char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	struct pending *sorted = (struct pending *)m;
+	uintptr_t *ips = (uintptr_t *)(m + sizeof(struct pending) * n);
+	unsigned char *marks = (unsigned char *)(ips + k);
+	memcpy(sorted, p, sizeof *p * n);
+	qsort(sorted, n, sizeof *sorted, by_slot);
+	for (size_t i = 0, j = 0; i < n; i++)
+		if (sorted[i].mark) {
+			ips[j] = (uintptr_t)sorted[i].slot;
+			marks[j++] = sorted[i].mark;
+		}
+	ftrt_subtree_add_slots(md->owner, md->lo, md->hi, ips, marks, k);
+	munmap(m, bytes);
 }
 
 void ftrt_libcalls_module(const struct ftrt_mod *md)
@@ -588,6 +627,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 		st.failed += n;
 		n = 0;
 	}
+	publish_marks(md, p, n);
 	/* Slots outside RELRO: an atomic store each. Those in it, read-only
 	 * since the loader relocated them: their span as it is with the
 	 * stubs in place, written at once through the code writer (no other

@@ -77,6 +77,10 @@ static struct {
 	_Atomic(struct marked *) t;
 } tables[FTRT_MOD_MAX];
 static _Atomic int ntables; /* tables[0, ntables) may have been published */
+/* Each module's marked library-call slots (patch/libcall.c: a slot's
+ * address is what a library call is recorded under), in the same
+ * layout, looked up when its sites' table has not the address. */
+static _Atomic(struct marked *) slot_tables[FTRT_MOD_MAX];
 
 int ftrt_subtree_add(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *s, const unsigned char *want,
 		     const unsigned char *marks, size_t m)
@@ -120,6 +124,25 @@ void ftrt_subtree_release(int owner)
 	struct marked *t = atomic_exchange_explicit(&tables[owner - 1].t, NULL, memory_order_acq_rel);
 	if (t)
 		munmap(t, t->bytes);
+	t = atomic_exchange_explicit(&slot_tables[owner - 1], NULL, memory_order_acq_rel);
+	if (t)
+		munmap(t, t->bytes);
+}
+
+/* ip's mark in t, or 0. */
+static int find_mark(const struct marked *t, uintptr_t ip)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->ip[mid] < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < t->n && t->ip[lo] == ip)
+		return ((const unsigned char *)(t->ip + t->n))[lo];
+	return 0;
 }
 
 int ftrt_subtree_lookup(uintptr_t ip)
@@ -127,20 +150,42 @@ int ftrt_subtree_lookup(uintptr_t ip)
 	int n = atomic_load_explicit(&ntables, memory_order_acquire);
 	for (int k = 0; k < n; k++) {
 		struct marked *t = atomic_load_explicit(&tables[k].t, memory_order_acquire);
-		if (!t || ip < atomic_load_explicit(&tables[k].lo, memory_order_relaxed) ||
+		struct marked *st = atomic_load_explicit(&slot_tables[k], memory_order_acquire);
+		if ((!t && !st) || ip < atomic_load_explicit(&tables[k].lo, memory_order_relaxed) ||
 		    ip >= atomic_load_explicit(&tables[k].hi, memory_order_relaxed))
 			continue;
-		size_t lo = 0, hi = t->n;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (t->ip[mid] < ip)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < t->n && t->ip[lo] == ip)
-			return ((const unsigned char *)(t->ip + t->n))[lo];
-		return 0;
+		int mark = t ? find_mark(t, ip) : 0;
+		return mark ? mark : st ? find_mark(st, ip) : 0;
 	}
+	return 0;
+}
+
+int ftrt_subtree_add_slots(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *ips, const unsigned char *marks, size_t n)
+{
+	if (owner < 1 || owner > FTRT_MOD_MAX || n == 0)
+		return owner < 1 || owner > FTRT_MOD_MAX ? -1 : 0;
+	size_t bytes = sizeof(struct marked) + n * (sizeof(uintptr_t) + 1);
+	struct marked *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	t->n = n;
+	t->bytes = bytes;
+	unsigned char *mk = (unsigned char *)(t->ip + n);
+	for (size_t i = 0; i < n; i++) {
+		t->ip[i] = ips[i];
+		mk[i] = marks[i];
+		uintptr_t bit = (ips[i] >> 4) % SUBTREE_BITS;
+		__atomic_fetch_or(&ftrt_subtree_maybe[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
+	}
+	mprotect(t, bytes, PROT_READ);
+	int k = owner - 1;
+	atomic_store_explicit(&tables[k].lo, lo, memory_order_relaxed);
+	atomic_store_explicit(&tables[k].hi, hi, memory_order_relaxed);
+	struct marked *was = atomic_exchange_explicit(&slot_tables[k], t, memory_order_acq_rel);
+	if (was)
+		munmap(was, was->bytes); /* a module's pass runs once: never */
+	int have = atomic_load_explicit(&ntables, memory_order_relaxed);
+	while (have < owner && !atomic_compare_exchange_weak_explicit(&ntables, &have, owner, memory_order_release, memory_order_relaxed))
+		;
 	return 0;
 }

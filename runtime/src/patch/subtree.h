@@ -26,6 +26,10 @@ extern uint64_t ftrt_subtree_maybe[SUBTREE_BITS / 64] __attribute__((visibility(
 int ftrt_subtree_add(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *s, const unsigned char *want,
 		     const unsigned char *marks, size_t m) __attribute__((visibility("hidden")));
 /* The module `owner` is unloaded: its table goes. */
+/* The marks of module owner's library-call slots (n addresses, sorted,
+ * each with its mark): looked up as its sites' are. */
+int ftrt_subtree_add_slots(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *ips, const unsigned char *marks, size_t n)
+	__attribute__((visibility("hidden")));
 void ftrt_subtree_release(int owner) __attribute__((visibility("hidden")));
 /* The mark of the site ip: a search of the tables. */
 int ftrt_subtree_lookup(uintptr_t ip) __attribute__((visibility("hidden")));
