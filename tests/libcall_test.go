@@ -583,3 +583,50 @@ func TestNestLibCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveLibCalls: the live API chooses library functions by name as it
+// chooses the program's (progs/livelib.c): a slot made traced by
+// ftrace_enable_functions records the calls made after, one made
+// untraced by ftrace_disable_functions records none, and a lazy slot
+// not bound yet is made traced with the function it would be bound to;
+// each call says it changed one slot. Output and exit status are
+// untraced's; both tracers; x86-64 lazy and -z now with RELRO (a slot
+// in a read-only page), arm64 under qemu.
+func TestLiveLibCalls(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tg    target
+		name  string
+		flags string
+		link  []string
+	}{
+		{x86GCC, "lazy", "-O2 -pg -mfentry", nil},
+		{x86GCC, "now-relro", "-O2 -pg -mfentry", []string{"-Wl,-z,now,-z,relro"}},
+		{a64GCC, "lazy", "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", nil},
+	} {
+		t.Run(c.tg.arch+"/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, c.tg, dir, c.flags+apiFlags(t, c.tg), true, "livelib.c")
+			prog := linkRecordedOn(t, c.tg, dir, objs, append([]string{picLink(true)}, c.link...)...)
+			want := "calls made: 11\n"
+			for _, tracer := range []string{"function", "function_graph"} {
+				out := filepath.Join(dir, tracer)
+				got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_FILTER=main", "FTRACE_OUT=" + out}, c.tg.on(prog)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, tracer, got, code, want, 0)
+				if w := "enable getppid 1\ndisable getp* 1\nenable getpid 1\n"; stderr != w {
+					t.Errorf("%s: live calls said\n%s\nwant\n%s", tracer, stderr, w)
+				}
+				counts, _ := reportCounts(t, out)
+				delete(counts, "__getauxval") // arm64's libgcc (TestLibCalls)
+				if w := map[string]int{"main": 1, "getppid": 3, "getpid": 2}; !maps.Equal(counts, w) {
+					t.Errorf("%s: report %v, want %v", tracer, counts, w)
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,10 @@ struct ftrt_libslot {
 	 * loader's functions, whose call does that scan when one of the
 	 * first kind has returned on its thread (tracers/libcall.c). */
 	int loader;
+	/* Its stub: while the slot holds it, the slot is this entry's (a
+	 * slot made traced, untraced and traced again live has an entry
+	 * for each time). */
+	uintptr_t stub;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so

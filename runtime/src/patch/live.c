@@ -170,9 +170,6 @@ static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
 	return resite(l, i);
 }
 
-/* How a filter changes the sites it chooses (and the others). */
-enum { OP_SET, OP_ENABLE, OP_DISABLE };
-
 /* Build the batch of op with list over module l. */
 static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
 {
@@ -328,6 +325,9 @@ void ftrt_live_added(const struct ftrt_mod *md)
 {
 	if ((!nflog && !ftrt_ops_registered()) || !md->live || md->owner < 1)
 		return;
+	/* Its library calls, as the calls since the last set chose them. */
+	for (size_t k = 0; k < nflog; k++)
+		ftrt_libcalls_live_module(md, flog[k].op, flog[k].list);
 	struct live_mod *l = &ftrt_live_mods[md->owner - 1];
 	if (ready() != 0 || (l->md != md && ftrt_live_index(md, l) != 0) || !l->n)
 		return;
@@ -391,6 +391,7 @@ int ftrt_live_filter(int op, const char *list)
 {
 	if (!list)
 		list = "";
+	ftrt_libcalls_live_prepare(op, list);
 	ftrt_modules_lock();
 	size_t changed = 0;
 	int err = ready();
@@ -403,11 +404,20 @@ int ftrt_live_filter(int op, const char *list)
 			err = plan(&ftrt_live_mods[i], op, list, &changed);
 	if (!err)
 		err = apply();
+	if (!err) {
+		/* The library calls the list chooses (FTRACE_LIBCALL on). */
+		int slots = ftrt_libcalls_live(op, list);
+		if (slots < 0)
+			err = slots;
+		else
+			changed += (size_t)slots;
+	}
 	if (!err)
 		log_op(op, list);
 	nbatch = 0;
 	delta = 0;
 	ftrt_modules_release();
+	ftrt_libcalls_live_finish();
 	return err ? err : (int)(changed > INT32_MAX ? INT32_MAX : changed);
 }
 

@@ -50,6 +50,22 @@ int ftrt_live_resite(int owner) HIDDEN;
 struct ftrt_globs;
 int ftrt_live_chooses(const char *list, const struct ftrt_globs *g, const char *name, int cxx) HIDDEN;
 
+/* How a live filter call changes what it chooses (and the rest): set
+ * (chosen on, the rest off), enable, disable. */
+enum { OP_SET, OP_ENABLE, OP_DISABLE };
+
+/* libcall.c, for the live filters (FTRACE_LIBCALL on): the library-call
+ * slots of every loaded module whose function list chooses, made traced
+ * or not as op says; the slots changed, or -errno. prepare, before the
+ * registry's lock is taken, looks up the functions of the lazy slots it
+ * will make traced (the loader's lookups take the loader's lock);
+ * finish, after, forgets them. added: op replayed on a module just
+ * loaded (ftrt_live_added), with the lock held. */
+void ftrt_libcalls_live_prepare(int op, const char *list) HIDDEN;
+int ftrt_libcalls_live(int op, const char *list) HIDDEN;
+int ftrt_libcalls_live_module(const struct ftrt_mod *md, int op, const char *list) HIDDEN;
+void ftrt_libcalls_live_finish(void) HIDDEN;
+
 /* live.c: the API's work (api.c), each 0 or more, or -errno with
  * ftrt_live_why saying why. The filters return the sites changed. */
 int ftrt_live_set(const char *globs) HIDDEN;
