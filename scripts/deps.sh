@@ -4,11 +4,13 @@
 # architectures (gcc, clang, lld and the arm64 cross compiler), qemu-user
 # to run the arm64 programs, cmake (the compiler wrapper's tests),
 # rsvg-convert (the flame graph's pixel tests), pkg-config (a program
-# built with the ftrt.pc make install installs), and autoconf, automake
-# and libtool (a libtool project's wrapper scripts); a deb-src entry for the
-# source packages the Lua and wrapper tests build. With `bench`, also
-# what `make bench` compares against: the kernel's recordmcount
-# (linux-kbuild-6.1), uftrace, and LLVM XRay's runtime.
+# built with the ftrt.pc make install installs), autoconf, automake
+# and libtool (a libtool project's wrapper scripts), and uftrace (whose
+# record of the Lua interpreter's library calls the Lua test compares
+# with ftpatch's); a deb-src entry for the source packages the Lua and
+# wrapper tests build. With `bench`, also what `make bench` compares
+# against: the kernel's recordmcount (linux-kbuild-6.1) and LLVM XRay's
+# runtime (uftrace, already there).
 #
 # It runs `apt-get update` once, and only when it installs something.
 # Entries it adds to apt's sources (deb-src; bookworm-backports, whose
@@ -53,6 +55,7 @@ declare -A pkg=(
 	[autoreconf]=autoconf
 	[automake]=automake
 	[libtoolize]=libtool
+	[uftrace]=uftrace
 )
 
 # package -> why the tests need it (the one line printed before installing)
@@ -77,7 +80,7 @@ declare -A why=(
 	[automake]="builds the libtool test project"
 	[libtool]="the libtool test project's wrapper scripts"
 	[linux-kbuild-6.1]="the kernel's recordmcount, for make bench"
-	[uftrace]="uftrace, for make bench"
+	[uftrace]="the library calls the Lua test compares with ftpatch's (and make bench)"
 	[libclang-rt-14-dev]="LLVM XRay's runtime, for make bench"
 )
 
@@ -88,7 +91,6 @@ done
 [ -e "$root/usr/aarch64-linux-gnu/lib/libc.so.6" ] || missing+=(libc6-dev-arm64-cross)
 if [ "${1:-}" = bench ]; then
 	[ -x "$root/usr/lib/linux-kbuild-6.1/scripts/recordmcount" ] || missing+=(linux-kbuild-6.1)
-	command -v uftrace >/dev/null 2>&1 || missing+=(uftrace)
 	compgen -G "$root/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.xray-x86_64.a" >/dev/null || missing+=(libclang-rt-14-dev)
 fi
 

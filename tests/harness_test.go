@@ -110,6 +110,7 @@ var packages = map[string]string{
 	"autoreconf":                "autoconf",
 	"automake":                  "automake",
 	"libtoolize":                "libtool",
+	"uftrace":                   "uftrace",
 }
 
 // need fails the test when a tool is missing, naming the package.

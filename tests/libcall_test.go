@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -399,11 +400,15 @@ func decodeStubARM64(t *testing.T, at uint64, code []byte, word uint64) string {
 
 // TestLibCallExceptions: C++ exceptions thrown from a library function
 // (libstdc++'s __throw_out_of_range_fmt, under vector::at) through a
-// hooked call, caught two frames up, and a throw of the program's own:
-// output and exit status untraced's under both tracers; under
-// function_graph the throwing call and pick are unwound inside mid,
-// three times; the runtime's own lookups (the unwinder's hooks' dlsym)
-// are not the program's calls.
+// hooked call, caught two frames up; the same through a frame whose
+// cleanup goes on unwinding, caught, thrown on with __cxa_rethrow and
+// caught above; and a throw of the program's own (__cxa_throw): output
+// and exit status untraced's under both tracers, exact counts; under
+// function_graph exactly the calls the exceptions left are unwound,
+// each in its caller; the runtime's own lookups (the unwinder's hooks'
+// dlsym) are not the program's calls. (_Unwind_Resume, which the
+// cleanup calls, is the runtime's own hook, defined in the program: not
+// a library call.)
 func TestLibCallExceptions(t *testing.T) {
 	t.Parallel()
 	for _, tg := range []target{x86GXX, x86ClangXX, a64GXX} {
@@ -414,24 +419,28 @@ func TestLibCallExceptions(t *testing.T) {
 			objs := buildSrc(t, tg, dir, "-O2 "+preferred[tg.arch], true, "libcallex.cc")
 			prog := linkRecordedOn(t, tg, dir, objs, "-pie")
 			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
-			if err != nil || wantOut != "r=1\n" {
+			if err != nil || wantOut != "r=-1\n" {
 				t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
 			}
 			for _, tracer := range []string{"function", "function_graph"} {
 				out := runLibcalls(t, tg, dir, tracer, tracer, wantOut, wantCode, prog)
 				tr, syms := readTrace(t, out)
 				counts, _ := tracedCalls(t, tr, syms, tracer)
-				if counts["dlsym"] != 0 || counts["mid"] != 3 || counts["pick"] != 3 {
-					t.Errorf("%s: report %v; want mid and pick 3 times, and no dlsym (the runtime's)", tracer, counts)
+				want := map[string]int{"dlsym": 0, "mid": 3, "pick": 4, "guard": 1, "again": 1, "outer": 1, "__cxa_rethrow": 1, "__cxa_throw": 1}
+				for f, n := range want {
+					if counts[f] != n {
+						t.Errorf("%s: %d calls of %s, want %d (dlsym is the runtime's)\n%v", tracer, counts[f], f, n, counts)
+					}
 				}
 				if tracer != "function_graph" {
 					continue
 				}
 				_, threads := graphOf(t, out)
 				checkNesting(t, threads)
-				unwound := unwoundIn(threads)["pick > std::__throw_out_of_range_fmt(char const*, ...)"]
-				if unwound != 3 {
-					t.Errorf("function_graph: %d calls of __throw_out_of_range_fmt unwound in pick, want 3", unwound)
+				thrower := "std::__throw_out_of_range_fmt(char const*, ...)"
+				if u, want := unwoundIn(threads), map[string]int{"pick > " + thrower: 4, "mid > pick": 3, "guard > pick": 1, "again > guard": 1,
+					"again > __cxa_rethrow": 1, "outer > again": 1, "main > __cxa_throw": 1}; !maps.Equal(u, want) {
+					t.Errorf("function_graph: unwound %v, want %v", u, want)
 				}
 			}
 		})
@@ -440,13 +449,20 @@ func TestLibCallExceptions(t *testing.T) {
 
 // TestLibCallNoReturn: library calls that do not return normally
 // (progs/libcallnr.c): a longjmp out of a callback qsort called, a
-// thread's pthread_exit from a nested call, exit from a nested call,
-// and vfork then exec. Output and exit status are untraced's under both
-// tracers; the calls that never return are traced (longjmp, pthread_exit,
-// exit), those that return twice (setjmp, vfork) as plain calls whose
-// returns are not hooked; under function_graph every call lies
-// within its caller, and qsort and the comparator's last call are left
-// unwound by the jump.
+// thread's pthread_exit from a nested call, exit, _exit and abort from
+// nested calls, vfork then exec, a siglongjmp out of a signal handler
+// entered inside a library call, fork (both processes going on), the
+// exec and posix_spawn families, makecontext, swapcontext and
+// setcontext between two stacks, a thread's start, a signal handler
+// entered while sigsuspend waits, and a plugin loaded with dlopen
+// (with sites, and without), called, closed, loaded and called again.
+// Output and exit status (or killing signal) are untraced's under both
+// tracers, and each case's calls have exact counts over every process
+// it became; the calls that never return are traced (longjmp,
+// siglongjmp, pthread_exit, exit, abort), those that return twice or
+// switch stacks (setjmp, vfork, the context family) as plain calls
+// whose returns are not hooked; under function_graph every call lies
+// within its caller, and where each case's calls lie is checked.
 func TestLibCallNoReturn(t *testing.T) {
 	t.Parallel()
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC} {
@@ -454,38 +470,56 @@ func TestLibCallNoReturn(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
 			dir := t.TempDir()
-			prog := traced(t, tg, dir, "-O2 "+preferred[tg.arch], true, "libcallnr.c")
-			for _, c := range []struct {
-				how  string
-				want map[string]int
-			}{
-				{"jump", map[string]int{"_setjmp": 1, "qsort": 1, "cmp": 3, "longjmp": 1}},
-				{"thread", map[string]int{"thread_fn": 1, "leave_thread": 1, "pthread_exit": 1}},
-				{"exit", map[string]int{"quit": 1, "exit": 1}},
-				{"vfork", map[string]int{"vfork": 1, "waitpid": 1}},
-			} {
-				wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, c.how)...)
-				if err != nil {
-					t.Fatal(err)
+			flags := "-O2 " + preferred[tg.arch]
+			prog := traced(t, tg, dir, flags, true, "libcallnr.c")
+			plugs := libcallPlugins(t, tg, dir, flags)
+			for _, c := range libcallNoReturn {
+				if q := c.qemu; q != nil && len(tg.exec) != 0 {
+					c.want, c.never, c.unwound, c.calls = q.want, q.never, q.unwound, q.calls
 				}
+				args := []string{c.how}
+				if c.plugin != "" {
+					args = append(args, plugs[c.plugin])
+				}
+				wantOut, _, wantWs := waitRun(t, dir, nil, tg.on(prog, args...)...)
 				for _, tracer := range []string{"function", "function_graph"} {
-					out := runLibcalls(t, tg, dir, c.how+"-"+tracer, tracer, wantOut, wantCode, prog, c.how)
+					name := c.name() + "-" + tracer
+					out := filepath.Join(dir, name)
+					got, errOut, ws := waitRun(t, dir, append([]string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, c.env...), tg.on(prog, args...)...)
+					if got != wantOut || describe(ws) != describe(wantWs) {
+						t.Errorf("%s: %s, output\n%s\nwant %s, output\n%s\nstderr:\n%s", name, describe(ws), got, describe(wantWs), wantOut, errOut)
+						continue
+					}
 					tr, syms := readTrace(t, out)
 					counts, _ := tracedCalls(t, tr, syms, tracer)
+					pids := map[int]bool{}
+					for _, st := range tr.Streams {
+						pids[st.Pid] = true
+					}
+					if len(pids) != max(c.procs, 1) {
+						t.Errorf("%s: %d processes in the trace, want %d", name, len(pids), max(c.procs, 1))
+					}
 					for f, n := range c.want {
 						if counts[f] != n {
-							t.Errorf("%s %s: %d calls of %s, want %d (%v)", c.how, tracer, counts[f], f, n, counts)
+							t.Errorf("%s: %d calls of %s, want %d (%v)", name, counts[f], f, n, counts)
+						}
+					}
+					for _, f := range c.never {
+						if counts[f] != 0 {
+							t.Errorf("%s: %d calls of %s, want none (%v)", name, counts[f], f, counts)
 						}
 					}
 					if tracer != "function_graph" {
 						continue
 					}
-					_, threads := graphOf(t, out)
+					threads := model.Graph(tr, syms)
 					checkNesting(t, threads)
-					if c.how == "jump" {
-						unwound := unwoundIn(threads)
-						if unwound["main > qsort"] != 1 || unwound["qsort > cmp"] != 1 {
-							t.Errorf("jump: unwound %v, want qsort and the comparator's last call", unwound)
+					if u := unwoundIn(threads); !maps.Equal(u, c.unwound) {
+						t.Errorf("%s: unwound %v, want %v", name, u, c.unwound)
+					}
+					if c.calls != nil {
+						if got := callsIn(threads, slices.Collect(maps.Keys(c.calls))); !maps.Equal(got, c.calls) {
+							t.Errorf("%s: calls %v, want %v", name, got, c.calls)
 						}
 					}
 				}
@@ -629,4 +663,130 @@ func TestLiveLibCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// libcallNoReturn are TestLibCallNoReturn's cases: progs/libcallnr.c's
+// first argument, the plugin its second names ("sites" or "plain":
+// libcallPlugins), the calls each function must have in all and
+// (function_graph) those unwound by "CALLER > FUNCTION", and the calls
+// of some callers by "CALLER > FUNCTION" (callsIn).
+var libcallNoReturn = []libcallCase{
+	{how: "jump", want: map[string]int{"_setjmp": 1, "qsort": 1, "cmp": 3, "longjmp": 1},
+		unwound: map[string]int{"main > qsort": 1, "qsort > cmp": 1, "cmp > longjmp": 1}},
+	{how: "thread", want: map[string]int{"thread_fn": 1, "leave_thread": 1, "pthread_exit": 1},
+		unwound: map[string]int{" > thread_fn": 1, "thread_fn > leave_thread": 1, "leave_thread > pthread_exit": 1}},
+	{how: "exit", want: map[string]int{"quit": 1, "exit": 1},
+		calls: map[string]int{"quit > printf": 1, "quit > fflush": 1, "quit > exit": 1}},
+	// The program's execl is the runtime's wrapper's (process/exec.c),
+	// which calls the C library's execv: that call is the one traced, in
+	// the buffer the child shares with its parent. qemu-user runs vfork
+	// as fork: then the child's call goes with its image, as exec's.
+	{how: "vfork", want: map[string]int{"vfork": 1, "waitpid": 1, "execv": 1},
+		unwound: map[string]int{"main > execv": 1},
+		qemu:    &libcallCase{want: map[string]int{"vfork": 1, "waitpid": 1, "execv": 0}}},
+	// _exit is the runtime's own (process/exit.c), defined in the
+	// program: not a library call.
+	{how: "_exit", want: map[string]int{"quit_now": 1},
+		calls: map[string]int{"quit_now > printf": 1, "quit_now > fflush": 1}},
+	// Killed by SIGABRT: the flight recorder writes out what a stream
+	// buffer would lose.
+	{how: "abort", env: []string{"FTRACE_BUFFER=ring:1m"}, want: map[string]int{"give_up": 1, "abort": 1},
+		calls: map[string]int{"give_up > printf": 1, "give_up > fflush": 1, "give_up > abort": 1}},
+	{how: "siglong", want: map[string]int{"__sigsetjmp": 1, "raise_in": 1, "raise": 1, "on_usr1": 1, "getpid": 1, "siglongjmp": 1},
+		unwound: map[string]int{"main > raise_in": 1, "raise_in > raise": 1, "raise > on_usr1": 1, "on_usr1 > siglongjmp": 1},
+		calls:   map[string]int{"raise_in > raise": 1, "raise > on_usr1": 1, "on_usr1 > getpid": 1, "on_usr1 > siglongjmp": 1}},
+	{how: "fork", procs: 2, want: map[string]int{"fork": 1, "child_work": 1, "busy": 2, "strlen": 2, "getpid": 2, "reap": 1, "waitpid": 1, "exit": 1},
+		calls: map[string]int{"child_work > busy": 1, "child_work > printf": 1, "busy > strlen": 2, "busy > getpid": 2,
+			"reap > waitpid": 1, "reap > printf": 1}},
+	// The children exec before they record anything of their own: the
+	// exec functions' calls are made after the runtime's wrapper wrote
+	// the child's buffer out, and go with its image.
+	{how: "exec", want: map[string]int{"fork": 2, "reap": 2, "waitpid": 2}, never: []string{"strncmp", "execve", "execvp"},
+		calls: map[string]int{"reap > waitpid": 2, "reap > printf": 2}},
+	{how: "spawn", want: map[string]int{"posix_spawn": 1, "posix_spawnp": 1, "reap": 2, "waitpid": 2}, never: []string{"strncmp"},
+		calls: map[string]int{"reap > waitpid": 2, "reap > printf": 2}},
+	{how: "context", want: map[string]int{"getcontext": 1, "makecontext": 1, "swapcontext": 7, "setcontext": 1, "co_fn": 1,
+		"busy": 7, "strlen": 7, "getpid": 7}, never: []string{"mmap", "sched_yield"},
+		calls: map[string]int{"co_fn > busy": 3, "co_fn > printf": 3, "co_fn > swapcontext": 3, "co_fn > setcontext": 1,
+			"busy > strlen": 7, "busy > getpid": 7}},
+	{how: "create", want: map[string]int{"pthread_create": 1, "pthread_join": 1, "start_fn": 1, "busy": 1, "strlen": 1, "getpid": 1},
+		calls: map[string]int{"start_fn > busy": 1, "start_fn > printf": 1, "busy > strlen": 1, "busy > getpid": 1}},
+	{how: "alarm", want: map[string]int{"wait_alarm": 1, "sigsuspend": 1, "on_alrm": 1, "busy": 1, "strlen": 1, "getpid": 1},
+		calls: map[string]int{"sigsuspend > on_alrm": 1, "on_alrm > busy": 1, "busy > strlen": 1, "busy > getpid": 1}},
+	// dlsym's functions are called through a pointer, outside any slot:
+	// plug_work is traced by its own site, not as a library call; a
+	// plugin without sites has neither sites nor its slots hooked.
+	{how: "dlopen", plugin: "sites", want: map[string]int{"dlopen": 2, "dlsym": 2, "dlclose": 2, "plug_work": 2, "plug_step": 2,
+		"snprintf": 2, "strlen": 4, "getpid": 2},
+		calls: map[string]int{"plug_work > plug_step": 2, "plug_work > snprintf": 2, "plug_work > strlen": 2,
+			"plug_step > strlen": 2, "plug_step > getpid": 2}},
+	{how: "dlopen", plugin: "plain", want: map[string]int{"dlopen": 2, "dlsym": 2, "dlclose": 2},
+		never: []string{"plug_work", "plug_step", "snprintf", "strlen", "getpid"}},
+}
+
+// A libcallCase is a case of TestLibCallNoReturn.
+type libcallCase struct {
+	how, plugin string
+	env         []string // besides FTRACE, FTRACE_LIBCALL and FTRACE_OUT
+	procs       int      // processes in the trace, when not 1
+	want        map[string]int
+	never       []string
+	unwound     map[string]int
+	calls       map[string]int
+	// qemu, when not nil, has the want, never, unwound and calls of a
+	// run under qemu-user.
+	qemu *libcallCase
+}
+
+// name names the case's runs.
+func (c libcallCase) name() string {
+	if c.plugin == "" {
+		return c.how
+	}
+	return c.how + "-" + c.plugin
+}
+
+// libcallPlugins builds progs/libcallplug.c into two plugins in dir:
+// "sites", with flags' sites and the module stub, and "plain", with
+// neither: their paths by those names.
+func libcallPlugins(t *testing.T, tg target, dir, flags string) map[string]string {
+	t.Helper()
+	sdir, pdir := filepath.Join(dir, "sites"), filepath.Join(dir, "plain")
+	for _, d := range []string{sdir, pdir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sites := linkShared(t, tg, sdir, "libcallplug.so", buildSrc(t, tg, sdir, flags+" -fPIC", true, "libcallplug.c"))
+	plain := filepath.Join(pdir, "libcallplug.so")
+	obj := buildSrc(t, tg, pdir, "-O2 -fPIC", true, "libcallplug.c")
+	run(t, pdir, append(append(append([]string{}, tg.link...), "-shared", "-o", plain), obj...)...)
+	return map[string]string{"sites": sites, "plain": plain}
+}
+
+// callsIn counts, in threads' graphs, the calls made by each caller of
+// keys ("CALLER > FUNCTION"; "" for a thread's first call): the keys'
+// callers' calls of any function, by "CALLER > FUNCTION".
+func callsIn(threads []model.Thread, keys []string) map[string]int {
+	callers := map[string]bool{}
+	for _, k := range keys {
+		c, _, _ := strings.Cut(k, " > ")
+		callers[c] = true
+	}
+	out := map[string]int{}
+	var walk func(n *model.Node, caller string)
+	walk = func(n *model.Node, caller string) {
+		if callers[caller] {
+			out[caller+" > "+n.Func]++
+		}
+		for _, c := range n.Children {
+			walk(c, n.Func)
+		}
+	}
+	for _, th := range threads {
+		for _, n := range th.Roots {
+			walk(n, "")
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -200,5 +202,81 @@ func checkLua(t *testing.T, tg target, plainDir, plain, tracedDir, traced, scrip
 				t.Errorf("ftpatch %s: exit %d, %v\n%s", cmd, code, err, stderr)
 			}
 		}
+	}
+}
+
+// luaSteady are the defines that make the interpreter's calls the same
+// from build to build and run to run: a fixed seed for string hashes
+// (luai_makeseed hashes addresses and the time), and luaS_new's cache
+// of C strings in one slot (it picks the slot by the string's address,
+// so which lookups hit, and which intern the string again, hangs on
+// where each binary's literals lie).
+var luaSteady = []string{"-Dluai_makeseed(L)=0", "-DSTRCACHE_N=1", "-DSTRCACHE_M=1"}
+
+// TestLuaBesideUftrace: the Lua interpreter running tests/lua/basic.lua,
+// built with -pg and recorded by uftrace (its library calls included,
+// as uftrace records them by default), and built as ftpatch builds it
+// and recorded by ftpatch record (library calls on by default): every
+// function uftrace's report shows, library calls included (but its
+// kernel events, linux:*), is in ftpatch's report with the same number
+// of calls. x86-64 (uftrace is an x86-64 package here). Only basic.lua:
+// uftrace 0.13 kills the -pg interpreter with SIGSEGV on the scripts
+// that longjmp (errors.lua, coroutines.lua).
+func TestLuaBesideUftrace(t *testing.T) {
+	t.Parallel()
+	need(t, append(x86GCC.tools, "uftrace")...)
+	src := luaSource(t)
+	script, err := filepath.Abs(filepath.Join("lua", "basic.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgDir, ftDir := t.TempDir(), t.TempDir()
+	pg := buildLua(t, x86GCC, src, pgDir, append([]string{"-pg"}, luaSteady...), false)
+	ft := buildLua(t, x86GCC, src, ftDir, append([]string{"-pg", "-mfentry"}, luaSteady...), true)
+
+	udata := filepath.Join(pgDir, "uftrace.data")
+	uOut, uErr, code, err := runStatus(pgDir, "uftrace", "record", "-d", udata, pg, script)
+	if err != nil || code != 0 {
+		t.Fatalf("uftrace record: exit %d, %v\n%s", code, err, uErr)
+	}
+	fdata := filepath.Join(ftDir, "ftrace.data")
+	fOut, fErr, code, err := runStatus(ftDir, tool("ftpatch"), "record", "-d", fdata, ft, script)
+	if err != nil || code != 0 || fOut != uOut {
+		t.Fatalf("ftpatch record: exit %d, %v, output\n%s\nwant uftrace's\n%s\nstderr:\n%s", code, err, fOut, uOut, fErr)
+	}
+
+	report, _ := run(t, pgDir, "uftrace", "report", "-d", udata, "-f", "call")
+	want := map[string]int{}
+	for _, line := range strings.Split(report, "\n") {
+		// "      CALLS  FUNCTION", under a header and a rule.
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue // the header and its rule
+		}
+		name := strings.Join(f[1:], " ")
+		if strings.HasPrefix(name, "linux:") {
+			continue // the kernel's events (a preemption), not calls
+		}
+		want[name] = n
+	}
+	for _, f := range []string{"main", "luaV_execute", "realloc", "strlen", "memcmp"} {
+		if want[f] == 0 {
+			t.Fatalf("uftrace's report lacks %s (library calls not recorded?):\n%s", f, report)
+		}
+	}
+	got, _ := reportCounts(t, fdata)
+	var wrong []string
+	for f, n := range want {
+		if got[f] != n {
+			wrong = append(wrong, fmt.Sprintf("%s: %d calls, uftrace %d", f, got[f], n))
+		}
+	}
+	slices.Sort(wrong)
+	if len(wrong) != 0 {
+		t.Errorf("%d of uftrace's %d functions differ in ftpatch's report:\n%s", len(wrong), len(want), strings.Join(wrong, "\n"))
 	}
 }

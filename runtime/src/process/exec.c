@@ -23,7 +23,11 @@
  * passes nothing on. The copy is made on the caller's stack, as glibc's
  * execl makes its argv: exec is async-signal-safe and may be called in a
  * child of vfork, whose memory is its parent's (an mmap there would be
- * the parent's too, and stay after the exec).
+ * the parent's too, and stay after the exec). The copy's calls of the C
+ * library (strncmp) are the runtime's, never the program's library
+ * calls (tracers/libcall.c): ftrt_in_runtime is raised for them, and is
+ * back as it was before the exec (a vfork child's thread-local memory
+ * is its parent's).
  *
  * Wrapped at link time: ftpatch flags --libs passes --wrap=execve (and
  * the rest), so the program's references to execve bind to
@@ -62,13 +66,15 @@
  * FTRACE* settings added (env.c).
  */
 #define CHILD_ENV(env, envp)                                   \
+	ftrt_in_runtime++; /* strncmp's, not the program's */  \
 	size_t env##_n = ftrt_child_env_size(envp);             \
 	char *env##_copy[env##_n ? env##_n : 1];                \
 	char *const *env = (envp);                              \
 	if (env##_n) {                                          \
 		ftrt_child_env_fill(env##_copy, envp);          \
 		env = env##_copy;                               \
-	}
+	}                                                       \
+	ftrt_in_runtime--
 
 int __real_execve(const char *path, char *const argv[], char *const envp[]);
 int __real_execv(const char *path, char *const argv[]);

@@ -54,9 +54,17 @@ static atomic_flag lock = ATOMIC_FLAG_INIT;
  * makecontext (arch/x86_64/entry.S). makecontext is not async-signal-safe, so
  * neither is this: it takes a lock and maps memory.
  */
+static void made(const ucontext_t *ucp);
+
 void ftrt_context_made(const void *uc)
 {
-	const ucontext_t *ucp = uc;
+	ftrt_in_runtime++; /* its mmap and sched_yield are the runtime's, not library calls of the program's */
+	made(uc);
+	ftrt_in_runtime--;
+}
+
+static void made(const ucontext_t *ucp)
+{
 	uintptr_t lo = (uintptr_t)ucp->uc_stack.ss_sp, hi = lo + ucp->uc_stack.ss_size;
 	if (ucp->uc_stack.ss_size == 0 || hi < lo)
 		return; /* makecontext will not run it either */

@@ -33,9 +33,12 @@ void return_to_handler(void);
  * (parent_slot), and the stack pointer at the site (sp). function: one
  * record. function_graph: push the call and hijack its return through
  * return_to_handler. graph: 1 function_graph, 0 function, BY_MODE the
- * tracer running (ftrt_mode, read only once the call is to be recorded).
+ * tracer running (ftrt_mode, read only once the call is to be recorded),
+ * PLAIN function_graph's record of a call whose return is not hooked
+ * (ftrt_graph_call: on the shadow stack of the context it runs on, as
+ * the subtree filters say).
  */
-enum { BY_MODE = -1 };
+enum { BY_MODE = -1, PLAIN = 2 };
 static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp, int graph)
 {
 	if (paused())
@@ -51,7 +54,9 @@ static inline __attribute__((always_inline)) void entry(uintptr_t ip, uintptr_t 
 		}
 		graph = mode == FTRT_GRAPH;
 	}
-	if (!graph) {
+	if (graph == PLAIN) {
+		ftrt_graph_call(b, ip, sp, *parent_slot);
+	} else if (!graph) {
 		record_call(b, now(), ip, *parent_slot);
 	} else if (ftrt_graph_push(b, ip, sp, *parent_slot, (uintptr_t)return_to_handler)) {
 		*parent_slot = (uintptr_t)return_to_handler;
@@ -74,8 +79,11 @@ void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp)
 void ftrt_entry_plain(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp)
 {
 	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-	if (mode == FTRT_FUNCTION || mode == FTRT_GRAPH)
-		entry(ip, parent_slot, sp, 0); /* a plain call, whatever the tracer: its return is not hooked */
+	/* A plain call, whatever the tracer: its return is not hooked. */
+	if (mode == FTRT_FUNCTION)
+		entry(ip, parent_slot, sp, 0);
+	else if (mode == FTRT_GRAPH)
+		entry(ip, parent_slot, sp, PLAIN);
 }
 
 #if FTRT_ARCH_FREGS

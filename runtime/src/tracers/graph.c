@@ -107,15 +107,20 @@ int ftrt_graph_push(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret, u
  * says too little of where the return address was saved, or how it was
  * signed: arch/arm64/mcount.c) is recorded as a call, where the subtree
  * filters would have recorded it: not inside a notrace call, and with
- * FTRACE_GRAPH_FUNCS inside a chosen call or at a chosen function.
+ * FTRACE_GRAPH_FUNCS inside a chosen call or at a chosen function. So is
+ * a library call whose return is not hooked (tracers/libcall.c). The
+ * call is in the context its stack is (a coroutine's: context.c), which
+ * a switch record says when it is not the last call's: a coroutine
+ * resumed, whose first call is one of these, is not taken for the one
+ * that ran before.
  */
 void ftrt_graph_call(struct tbuf *b, uintptr_t ip, uintptr_t sp, uintptr_t ret)
 {
 	uint64_t ts = now();
 	int sub = ftrt_subtree;
+	const struct shadow_stack *s = ftrt_stack_at(b, sp, ts, 1);
 	if (__builtin_expect(sub != 0, 0)) {
 		int mark = ftrt_subtree_mark(ip);
-		const struct shadow_stack *s = ftrt_stack_at(b, sp, ts, 1);
 		if (mark == MARK_NOTRACE || s->notrace)
 			return;
 		if ((sub & SUBTREE_FUNCS) && mark != MARK_CHOSEN && !s->chosen)
