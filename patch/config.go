@@ -31,6 +31,15 @@ const FlagNoTable uint32 = abi.ConfigNoTable
 // with FTRACE_CTL=1 (ftpatch enable --ctl).
 const FlagCtl uint32 = abi.ConfigCtl
 
+// FlagLibcall (FTRT_CFG_LIBCALL) says the library functions the record's
+// Libcalls names are traced where the module calls them (ftpatch enable
+// --libcall).
+const FlagLibcall uint32 = abi.ConfigLibcall
+
+// LibcallsMax is the size of the record's libcalls field
+// (FTRT_CFG_LIBCALLS_MAX): a list of at most LibcallsMax-1 bytes.
+const LibcallsMax = abi.LibcallsMax
+
 // configSize is sizeof(struct ftrt_config): the record's size field must
 // say exactly this. A runtime with a larger record is newer than this
 // ftpatch, one with a smaller record older; either way ftpatch would not
@@ -49,7 +58,7 @@ var configMagic = [8]byte([]byte(abi.ConfigMagic))
 // (package abi gives each field's offset):
 //
 //	0  magic[8]   "ftrtcfg1"
-//	8  size       u32, 56
+//	8  size       u32, 1336
 //	12 tracer     u32
 //	16 flags      u32
 //	20 reserved   u32, 0
@@ -58,6 +67,7 @@ var configMagic = [8]byte([]byte(abi.ConfigMagic))
 //	40 list_hash  u64
 //	48 text_hash  u64
 //	56 trace_dir  [256]byte, NUL-padded
+//	312 libcalls  [1024]byte, NUL-padded
 //
 // The zero Config (tracer 0, no flags) is the record as linked: "not
 // patched", the runtime does what the environment says.
@@ -73,6 +83,10 @@ type Config struct {
 	// --trace-dir): an absolute path the runtime checks at start, the
 	// only place a setuid or setgid program traces to; "" for none.
 	TraceDir string
+	// Libcalls are the library functions whose calls the module traces
+	// where it makes them (FlagLibcall), FTRACE_FILTER's syntax: the
+	// names ftpatch enable --libcall chose, separated by commas.
+	Libcalls string
 }
 
 // Patched reports whether ftpatch wrote every site.
@@ -92,6 +106,7 @@ func (c Config) marshal() []byte {
 	le.PutUint64(b[abi.CfgListHashOff:], c.ListHash)
 	le.PutUint64(b[abi.CfgTextHashOff:], c.TextHash)
 	copy(b[abi.CfgTraceDirOff:], c.TraceDir) // checked by CheckTraceDir: shorter than the field, so NUL-terminated
+	copy(b[abi.CfgLibcallsOff:], c.Libcalls) // checked by Plan: shorter than the field
 	return b
 }
 
@@ -107,17 +122,29 @@ func parseConfig(b []byte) (Config, error) {
 	if n := le.Uint32(b[abi.CfgSizeOff:]); n != configSize {
 		return Config{}, fmt.Errorf("%w: record of %d bytes, this ftpatch writes %d: use the ftpatch whose runtime is linked", ErrConfig, n, configSize)
 	}
-	dir := b[abi.CfgTraceDirOff:][:TraceDirMax]
-	end := bytes.IndexByte(dir, 0)
-	if end < 0 || bytes.ContainsFunc(dir[end:], func(r rune) bool { return r != 0 }) {
-		return Config{}, fmt.Errorf("%w: trace_dir is not a NUL-terminated path padded with NULs", ErrConfig)
+	dir, err := padded(b[abi.CfgTraceDirOff:][:TraceDirMax], "trace_dir")
+	if err != nil {
+		return Config{}, err
+	}
+	libcalls, err := padded(b[abi.CfgLibcallsOff:][:LibcallsMax], "libcalls")
+	if err != nil {
+		return Config{}, err
 	}
 	return Config{
 		Tracer: Tracer(le.Uint32(b[abi.CfgTracerOff:])), Flags: le.Uint32(b[abi.CfgFlagsOff:]), Reserved: le.Uint32(b[abi.CfgReservedOff:]),
 		Sites: le.Uint64(b[abi.CfgSitesOff:]), Enabled: le.Uint64(b[abi.CfgEnabledOff:]),
 		ListHash: le.Uint64(b[abi.CfgListHashOff:]), TextHash: le.Uint64(b[abi.CfgTextHashOff:]),
-		TraceDir: string(dir[:end]),
+		TraceDir: dir, Libcalls: libcalls,
 	}, nil
+}
+
+// padded reads a NUL-terminated, NUL-padded text field of the record.
+func padded(f []byte, name string) (string, error) {
+	end := bytes.IndexByte(f, 0)
+	if end < 0 || bytes.ContainsFunc(f[end:], func(r rune) bool { return r != 0 }) {
+		return "", fmt.Errorf("%w: %s is not a NUL-terminated text padded with NULs", ErrConfig, name)
+	}
+	return string(f[:end]), nil
 }
 
 // CheckTraceDir says whether dir can be recorded as a program's trace

@@ -41,6 +41,11 @@ type Request struct {
 	// Ctl (Enable, an executable): the program listens for ftpatch ctl,
 	// as with FTRACE_CTL=1 (FlagCtl). Disable keeps what was recorded.
 	Ctl bool
+	// Libcall (Enable): the list chooses among the library functions the
+	// file calls through its GOT slots too, and those chosen are traced
+	// where it calls them (FlagLibcall, Config.Libcalls). Disable drops
+	// those its list names (every one with no list).
+	Libcall bool
 }
 
 // A Write is one site whose bytes change: from what the file holds at
@@ -129,6 +134,12 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		}
 	}
 	p := &Plan{}
+	// The library functions chosen (Libcall), and the globs that chose
+	// one: not unmatched though they match no site.
+	libs, libMatched, err := b.planLibcalls(r)
+	if err != nil {
+		return nil, err
+	}
 	var chosen []bool
 	var names []string
 	if r.List != nil {
@@ -146,6 +157,7 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		sel := r.List.SelectAlso(names, also)
 		chosen = sel.Chosen
 		p.Funcs = countFuncs(names, chosen)
+		sel.Unmatched = slices.DeleteFunc(sel.Unmatched, func(g funclist.Glob) bool { return libMatched[g] })
 		if len(sel.Unmatched) > 0 {
 			var all []string
 			for _, g := range sel.Unmatched {
@@ -153,11 +165,11 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 				p.Unmatched = append(p.Unmatched, u)
 				all = append(all, u.String())
 			}
-			if sel.Count == 0 {
+			if sel.Count == 0 && len(libs) == 0 {
 				return p, fmt.Errorf("%w: %s", ErrNoMatch, strings.Join(all, "; "))
 			}
 		}
-		if sel.Count == 0 {
+		if sel.Count == 0 && len(libs) == 0 {
 			return p, fmt.Errorf("%w: %s: every function it matches is also excluded", ErrNoMatch, r.Inputs)
 		}
 	}
@@ -223,8 +235,12 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	if (r.Op == Enable && r.Ctl) || (r.Op != Enable && b.Config.Flags&FlagCtl != 0) {
 		c.Flags |= FlagCtl
 	}
+	if len(libs) > 0 {
+		c.Flags |= FlagLibcall
+		c.Libcalls = strings.Join(libs, ",")
+	}
 	switch {
-	case enabled == 0:
+	case enabled == 0 && len(libs) == 0:
 		// Nothing calls the runtime: no tracer to start, no list.
 	case r.Op == Enable:
 		c.Tracer, c.ListHash, c.TraceDir = r.Tracer, r.List.Hash(), r.TraceDir
@@ -238,6 +254,73 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 	p.Config = c
 	p.Unchanged = len(p.Writes) == 0 && c == b.Config
 	return p, nil
+}
+
+// planLibcalls returns the library functions r leaves traced where the
+// file calls them: with Enable and Libcall, those its list chooses among
+// the file's (LibCallNames), with the include globs that chose one; with
+// Disable, the recorded ones its list does not name (none without a
+// list). Too many for the record's field is an error.
+func (b *Binary) planLibcalls(r Request) ([]string, map[funclist.Glob]bool, error) {
+	var libs []string
+	matched := map[funclist.Glob]bool{}
+	switch {
+	case r.Op == Enable && r.Libcall && r.List != nil:
+		names, err := b.LibCallNames()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--libcall: %w", err)
+		}
+		sel := r.List.SelectAlso(names, funclist.Demangled(names))
+		for i, ok := range sel.Chosen {
+			if ok {
+				libs = append(libs, names[i])
+			}
+		}
+		unmatched := map[funclist.Glob]bool{}
+		for _, g := range sel.Unmatched {
+			unmatched[g] = true
+		}
+		for _, g := range r.List.Globs {
+			if !g.Exclude && !unmatched[g] {
+				matched[g] = true
+			}
+		}
+	case r.Op == Disable && r.List != nil && b.Config.Libcalls != "":
+		names := strings.Split(b.Config.Libcalls, ",")
+		sel := r.List.SelectAlso(names, funclist.Demangled(names))
+		for i, ok := range sel.Chosen {
+			if !ok {
+				libs = append(libs, names[i])
+			}
+		}
+	}
+	if n := len(strings.Join(libs, ",")); n >= LibcallsMax {
+		return nil, nil, fmt.Errorf("--libcall: the %d library functions chosen take %d bytes, and the config record holds %d: choose fewer, or trace library calls at run time (FTRACE_LIBCALL, ftpatch record)", len(libs), n, LibcallsMax-1)
+	}
+	return libs, matched, nil
+}
+
+// LibCallNames are the names of the functions the file calls in other
+// modules through its GOT slots (elfx.File.LibCall: what the runtime's
+// library-call hooks redirect), each once, sorted; those whose names
+// hold a glob's or a list's punctuation are left out (a list could not
+// name them alone).
+func (b *Binary) LibCallNames() ([]string, error) {
+	relocs, err := b.File.DynRelocs()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, d := range relocs {
+		if !b.File.LibCall(&d) || seen[d.Sym.Name] || strings.ContainsAny(d.Sym.Name, "*?[]\\,!") {
+			continue
+		}
+		seen[d.Sym.Name] = true
+		names = append(names, d.Sym.Name)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // countFuncs counts the functions chosen: names are the live sites'

@@ -790,3 +790,69 @@ func callsIn(threads []model.Thread, keys []string) map[string]int {
 	}
 	return out
 }
+
+// TestEnableLibCall: ftpatch enable --libcall bakes library calls into a
+// file: its list chooses among the library functions the program calls
+// (progs/libcall.c: strlen and getp?d, getpid) as among its functions, and
+// the file run with no environment traces those calls where it makes
+// them and nothing of the others; FTRACE set when it runs wins (library
+// calls then as FTRACE_LIBCALL says: none); ftpatch disable drops the
+// library functions its list names; without --libcall a library
+// function matches nothing. x86-64 lazy and -z now with RELRO, arm64
+// under qemu.
+func TestEnableLibCall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tg    target
+		name  string
+		flags string
+		link  []string
+	}{
+		{x86GCC, "lazy", "-O2 -pg -mfentry", nil},
+		{x86GCC, "now-relro", "-O2 -pg -mfentry", []string{"-Wl,-z,now,-z,relro"}},
+		{a64GCC, "lazy", "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", nil},
+	} {
+		t.Run(c.tg.arch+"/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, c.tg.tools...)
+			dir := t.TempDir()
+			objs := buildSrc(t, c.tg, dir, c.flags, true, "libcall.c")
+			prog := linkRecordedOn(t, c.tg, dir, objs, append([]string{picLink(true)}, c.link...)...)
+			wantOut, _, wantCode, err := runStatus(dir, c.tg.on(prog)...)
+			if err != nil || wantCode != 0 {
+				t.Fatalf("untraced: exit %d, %v", wantCode, err)
+			}
+			cmps, _ := strconv.Atoi(regexp.MustCompile(`cmp (\d+)`).FindStringSubmatch(wantOut)[1])
+			baked := prog + ".traced"
+			out, _ := run(t, dir, tool("ftpatch"), "enable", "--libcall", "--tracer", "function_graph", "-o", baked, prog, "main", "work", "strlen", "getp?d")
+			if !strings.Contains(out, "calls of 2 library functions traced (getpid, strlen)") {
+				t.Errorf("enable --libcall said %q", out)
+			}
+			runIn := func(name, bin string, env []string, want map[string]int) {
+				t.Helper()
+				sub := filepath.Join(dir, name)
+				if err := os.Mkdir(sub, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				got, errOut, code, err := runStatusEnv(sub, env, c.tg.on(bin)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, name+" (stderr "+errOut+")", got, code, wantOut, wantCode)
+				counts, _ := reportCounts(t, filepath.Join(sub, "ftrace.data"))
+				delete(counts, "__getauxval") // arm64's libgcc (TestLibCalls)
+				if !maps.Equal(counts, want) {
+					t.Errorf("%s: report %v, want %v", name, counts, want)
+				}
+			}
+			runIn("baked", baked, nil, map[string]int{"main": 1, "work": 1, "strlen": 5, "getpid": 2})
+			runIn("env", baked, []string{"FTRACE=function"}, map[string]int{"main": 1, "work": 1, "cmp": cmps})
+			dropped := prog + ".dropped"
+			run(t, dir, tool("ftpatch"), "disable", "-o", dropped, baked, "strlen")
+			runIn("disabled", dropped, nil, map[string]int{"main": 1, "work": 1, "getpid": 2})
+			if _, errOut, code, _ := runStatus(dir, tool("ftpatch"), "enable", "-o", prog+".x", prog, "strlen"); code == 0 || !strings.Contains(errOut, `0 functions matched "strlen"`) {
+				t.Errorf("enable strlen without --libcall: exit %d, %q; want no match", code, errOut)
+			}
+		})
+	}
+}

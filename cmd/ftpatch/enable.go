@@ -120,9 +120,9 @@ cannot be read.`
 func newEnable(stdout, stderr io.Writer) *cobra.Command {
 	var lf listFlags
 	var tracer, out, traceDir string
-	var ctl bool
+	var ctl, libcall bool
 	cmd := &cobra.Command{
-		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [--trace-dir DIR] [--ctl] [-o OUT] BIN [FUNC-GLOB...]",
+		Use:   "enable [--funcs LIST]... [--funcs-from REPORT]... [--tracer TRACER] [--trace-dir DIR] [--ctl] [--libcall] [-o OUT] BIN [FUNC-GLOB...]",
 		Short: "Bake tracing of chosen functions into a linked executable or shared object",
 		Long: `enable patches a linked executable or shared object so that it traces the
 chosen functions with no environment set: their sites become calls into
@@ -173,6 +173,15 @@ DIR.old, private to its owner (0700).
 FTRACE_CTL=1 (FTRACE_CTL=0 when it runs says not to; a secure-execution
 process never listens): its tracing can then be changed while it runs.
 
+--libcall makes the list choose among the functions BIN calls in shared
+libraries too (through its PLT or GOT: printf, malloc...), and records
+those chosen: when it runs, their calls are traced where BIN makes them,
+as with FTRACE_LIBCALL=1 (see ftpatch record). A glob matching only
+library functions is then no warning. The names chosen must fit the
+config record (1023 bytes, commas between): a longer choice is refused.
+ftpatch disable drops the library functions its list names (all of
+them with no list).
+
 ` + writingHelp + `
 
 ` + exitHelp,
@@ -188,6 +197,7 @@ process never listens): its tracing can then be changed while it runs.
   ftpatch report > last.txt && ftpatch enable --funcs-from last.txt -o prog.traced ./prog
 
   ftpatch enable ./prog main 'lex_*'  # globs on the command line
+  ftpatch enable --libcall ./prog main malloc free   # and two library functions
   ftpatch enable --tracer nop ./prog '*' && time ./prog   # the cost of every site called`,
 		Args:                  usageArgs(cobra.MinimumNArgs(1)),
 		DisableFlagsInUseLine: true,
@@ -209,13 +219,14 @@ process never listens): its tracing can then be changed while it runs.
 				return usage(errors.New("enable: name the functions: --funcs LIST, --funcs-from REPORT or FUNC-GLOB arguments"))
 			}
 			return runPatch(stdout, stderr, patch.Options{Path: args[0], Out: out,
-				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs, TraceDir: traceDir, Ctl: ctl}})
+				Request: patch.Request{Op: patch.Enable, Tracer: t, List: list, Inputs: inputs, TraceDir: traceDir, Ctl: ctl, Libcall: libcall}})
 		},
 	}
 	lf.register(cmd)
 	cmd.Flags().StringVar(&tracer, "tracer", patch.TracerFunction.String(), "the `TRACER` enabled sites call: function, function_graph or nop")
 	cmd.Flags().StringVar(&traceDir, "trace-dir", "", "record `DIR`, an absolute path, as where the program traces (the only place a setuid program does)")
 	cmd.Flags().BoolVar(&ctl, "ctl", false, "record that the program listens for ftpatch ctl, as with FTRACE_CTL=1")
+	cmd.Flags().BoolVar(&libcall, "libcall", false, "the list chooses library functions too (printf, malloc...): their calls are traced where BIN makes them, as with FTRACE_LIBCALL=1")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the result to `OUT` (replaced atomically if it exists) and only read BIN")
 	return cmd
 }
@@ -327,7 +338,11 @@ func runPatch(stdout, stderr io.Writer, o patch.Options) error {
 	case c.Enabled > 0:
 		what = fmt.Sprintf("%s in %s calling the %s tracer", count(int(c.Enabled), "site"), count(p.Funcs, "function"), c.Tracer)
 	}
-	if c.Enabled > 0 && c.TraceDir != "" {
+	if c.Flags&patch.FlagLibcall != 0 {
+		libs := strings.Split(c.Libcalls, ",")
+		what += fmt.Sprintf("; calls of %s traced (%s)", count(len(libs), "library function"), names(libs, 5))
+	}
+	if (c.Enabled > 0 || c.Flags&patch.FlagLibcall != 0) && c.TraceDir != "" {
 		what += " into " + c.TraceDir
 	}
 	switch {

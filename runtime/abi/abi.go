@@ -241,12 +241,14 @@ const (
 // fixed size, little-endian, no padding; each field at its Cfg*Off.
 const (
 	ConfigSection  = ".ftrt_config" // FTRT_CFG_SECTION
-	ConfigSize     = 312            // FTRT_CFG_SIZE: sizeof(struct ftrt_config)
+	ConfigSize     = 1336           // FTRT_CFG_SIZE: sizeof(struct ftrt_config)
 	ConfigMagic    = "ftrtcfg1"     // FTRT_CFG_MAGIC: 8 bytes, no NUL
 	TraceDirMax    = 256            // FTRT_CFG_TRACE_DIR_MAX: the trace_dir field's bytes
+	LibcallsMax    = 1024           // FTRT_CFG_LIBCALLS_MAX: the libcalls field's bytes
 	ConfigPatched  = 1              // FTRT_CFG_PATCHED: ftpatch wrote every site
 	ConfigNoTable  = 2              // FTRT_CFG_NOTABLE: the file has no site table
 	ConfigCtl      = 4              // FTRT_CFG_CTL: the program listens for ftpatch ctl (ftpatch enable --ctl)
+	ConfigLibcall  = 8              // FTRT_CFG_LIBCALL: the libcalls field's library functions traced (ftpatch enable --libcall)
 	CfgMagicOff    = 0              // magic[8]
 	CfgSizeOff     = 8              // size, u32
 	CfgTracerOff   = 12             // tracer, u32
@@ -257,6 +259,7 @@ const (
 	CfgListHashOff = 40             // list_hash, u64
 	CfgTextHashOff = 48             // text_hash, u64
 	CfgTraceDirOff = 56             // trace_dir[TraceDirMax]
+	CfgLibcallsOff = 312            // libcalls[LibcallsMax]
 )
 
 // What the load-time pass made of the config record, as MetaKeyConfig

@@ -51,6 +51,7 @@ var cfgFields = []cfgField{
 	{"list_hash", "CfgListHashOff", abi.CfgListHashOff, 8},
 	{"text_hash", "CfgTextHashOff", abi.CfgTextHashOff, 8},
 	{"trace_dir", "CfgTraceDirOff", abi.CfgTraceDirOff, abi.TraceDirMax},
+	{"libcalls", "CfgLibcallsOff", abi.CfgLibcallsOff, abi.LibcallsMax},
 }
 
 func mirrors() []mirror {
@@ -225,10 +226,12 @@ func mirrors() []mirror {
 		{"FTRT_CFG_SIZE", "ConfigSize", abi.ConfigSize},
 		{"sizeof(struct ftrt_config)", "ConfigSize", abi.ConfigSize},
 		{"FTRT_CFG_TRACE_DIR_MAX", "TraceDirMax", abi.TraceDirMax},
+		{"FTRT_CFG_LIBCALLS_MAX", "LibcallsMax", abi.LibcallsMax},
 		{"FTRT_CFG_MAGIC", "ConfigMagic", abi.ConfigMagic},
 		{"FTRT_CFG_PATCHED", "ConfigPatched", abi.ConfigPatched},
 		{"FTRT_CFG_NOTABLE", "ConfigNoTable", abi.ConfigNoTable},
 		{"FTRT_CFG_CTL", "ConfigCtl", abi.ConfigCtl},
+		{"FTRT_CFG_LIBCALL", "ConfigLibcall", abi.ConfigLibcall},
 		{"FTRT_CFG_STATE_NONE", "ConfigStateNone", slices.Index(abi.ConfigStateNames[:], abi.ConfigStateNone)},
 		{"FTRT_CFG_STATE_PATCHED", "ConfigStatePatched", slices.Index(abi.ConfigStateNames[:], abi.ConfigStatePatched)},
 		{"FTRT_CFG_STATE_OVERRIDDEN", "ConfigStateOverridden", slices.Index(abi.ConfigStateNames[:], abi.ConfigStateOverridden)},

@@ -264,11 +264,12 @@
 /*
  * The config record (config.c), in its own section FTRT_CFG_SECTION,
  * which `ftpatch enable` and `ftpatch disable` rewrite in the linked file
- * (Go: package patch). Fixed size, little-endian, no padding: 312 bytes.
+ * (Go: package patch). Fixed size, little-endian, no padding: 1336 bytes.
  */
 #define FTRT_CFG_SECTION ".ftrt_config"
-#define FTRT_CFG_SIZE 312
+#define FTRT_CFG_SIZE 1336
 #define FTRT_CFG_TRACE_DIR_MAX 256
+#define FTRT_CFG_LIBCALLS_MAX 1024
 #define FTRT_CFG_MAGIC { 'f', 't', 'r', 't', 'c', 'f', 'g', '1' }
 /* ftpatch wrote every site: each is a NOP or a call to the trampoline its
  * kind calls, so the load-time pass only checks, and writes nothing. */
@@ -281,6 +282,11 @@
  * FTRACE_CTL=1 (which FTRACE_CTL=0 overrides), never in a secure-execution
  * process. */
 #define FTRT_CFG_CTL 4u
+/* ftpatch enable --libcall: the library functions the record's libcalls
+ * list names are traced where the module calls them (as with
+ * FTRACE_LIBCALL=1 and that list as the filter), when its tracer is
+ * function or function_graph. */
+#define FTRT_CFG_LIBCALL 8u
 
 /* What the load-time pass made of the record (the config field of its struct ftrt_stats), and its
  * name for the trace's metadata (META_KEY_CONFIG). */
@@ -296,7 +302,7 @@ struct ftrt_config {
 	char magic[8];      /* FTRT_CFG_MAGIC: "ftrtcfg1", no NUL */
 	uint32_t size;      /* sizeof(struct ftrt_config): a reader refuses another size */
 	uint32_t tracer;    /* 0: nothing baked in; else FTRT_FUNCTION, FTRT_GRAPH or FTRT_NOP */
-	uint32_t flags;     /* FTRT_CFG_PATCHED, FTRT_CFG_NOTABLE, FTRT_CFG_CTL */
+	uint32_t flags;     /* FTRT_CFG_PATCHED, FTRT_CFG_NOTABLE, FTRT_CFG_CTL, FTRT_CFG_LIBCALL */
 	uint32_t reserved;  /* 0 */
 	uint64_t sites;     /* table entries ftpatch wrote (non-zero, distinct): the pass's own count must agree */
 	uint64_t enabled;   /* of which calls into the runtime */
@@ -308,6 +314,10 @@ struct ftrt_config {
 	 * dir.c re-checks it; elsewhere FTRACE_OUT wins over it. A shared
 	 * object's is empty (its trace is its program's). */
 	char trace_dir[FTRT_CFG_TRACE_DIR_MAX];
+	/* ftpatch enable --libcall: the library functions whose calls the
+	 * module's pass hooks (FTRT_CFG_LIBCALL), FTRACE_FILTER's syntax,
+	 * NUL-padded; "" for none. */
+	char libcalls[FTRT_CFG_LIBCALLS_MAX];
 };
 _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config is FTRT_CFG_SIZE bytes");
 #endif

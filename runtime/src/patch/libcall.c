@@ -493,6 +493,11 @@ static int early_room(size_t n)
 	return 0;
 }
 
+/* The list a file's config record names (ftpatch enable --libcall),
+ * while its module's slots are hooked: it chooses them, not the
+ * environment's filter. */
+static const char *baked;
+
 /* The slots to redirect, gathered before any is written: their stubs'
  * page is made executable once, and only then do slots point at it. */
 struct pending {
@@ -535,7 +540,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		size_t si = ELF64_R_SYM(r[i].r_info);
 		const char *name = d->strtab + sym->st_name;
 		st->slots++;
-		int pick = left_alone(name) ? 0 : ftrt_pick(name);
+		int pick = left_alone(name) ? 0 : baked ? (ftrt_filter_match(baked, name, NULL, NULL) ? PICK_TRACE : 0) : ftrt_pick(name);
 		if (!(pick & PICK_TRACE))
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
@@ -1055,4 +1060,17 @@ void ftrt_libcalls_live_finish(void)
 {
 	nearly = 0;
 	pthread_mutex_unlock(&rescan_lock);
+}
+
+void ftrt_libcalls_hook_baked(struct ftrt_mod *md, const char *list, size_t max)
+{
+	char copy[FTRT_CFG_LIBCALLS_MAX];
+	size_t n = strnlen(list, max < sizeof copy ? max : sizeof copy);
+	if (n == 0 || n >= sizeof copy)
+		return;
+	memcpy(copy, list, n);
+	copy[n] = 0;
+	baked = copy;
+	ftrt_libcalls_hook(md);
+	baked = NULL;
 }

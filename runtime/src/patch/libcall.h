@@ -6,6 +6,7 @@
 #ifndef FTRT_PATCH_LIBCALL_H
 #define FTRT_PATCH_LIBCALL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct dl_phdr_info; /* <link.h>'s, with _GNU_SOURCE */
@@ -71,6 +72,10 @@ void ftrt_libcalls_scan_locked(void) __attribute__((visibility("hidden")));
 /* Redirect md's slots of the functions the filter chooses (its pass,
  * once its sites are done); its counts into md->libcalls. */
 void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")));
+/* ftrt_libcalls_hook of a file pre-patched by ftpatch enable --libcall:
+ * the slots of the functions its record's list (at most max bytes)
+ * names. */
+void ftrt_libcalls_hook_baked(struct ftrt_mod *md, const char *list, size_t max) __attribute__((visibility("hidden")));
 /* The module owner was unloaded: its stub pages go. */
 void ftrt_libcalls_release(int owner) __attribute__((visibility("hidden")));
 /* md, a module with sites, has registered (its pass): the slots already

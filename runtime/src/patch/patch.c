@@ -151,8 +151,11 @@ static void no_table(struct ftrt_mod *md)
 	ftrt_pass_stats->enabled = cfg->enabled; /* as recorded: there is no table to count them from */
 	int tracer = adopt(ftrt_opts.tracer ? ftrt_opts.tracer : (int)cfg->tracer, md->path ? md->path : "the program");
 	ftrt_subtree_setup();
-	if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH)
+	if (tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH) {
 		ftrt_trace_open();
+		if ((cfg->flags & FTRT_CFG_LIBCALL) && !ftrt_opts.env)
+			ftrt_libcalls_hook_baked(md, cfg->libcalls, sizeof cfg->libcalls);
+	}
 }
 
 /* The symbol table could not be read: say so, and what is traced. */
@@ -313,10 +316,12 @@ void ftrt_pass(struct ftrt_mod *md)
 	unsigned char *want = NULL;
 	if (n == 0) {
 		no_table(md);
-		/* A shared object without sites, served for its library calls
-		 * alone (FTRACE_LIBCALL=nest: registry.c's scan). */
-		int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-		if (mod == &ftrt_module_plain && (mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && ftrt_libcall_wanted() == LIBCALL_NEST)
+		/* Its library calls all the same: a module without a table
+		 * (sites found by ftpatch, or none), or a shared object without
+		 * sites served for them alone (FTRACE_LIBCALL=nest: registry.c's
+		 * scan). */
+		int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED), want = ftrt_libcall_wanted();
+		if ((mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && (mod == &ftrt_module_plain ? want == LIBCALL_NEST : want != 0))
 			ftrt_libcalls_hook(md);
 		goto out;
 	}
@@ -389,6 +394,8 @@ void ftrt_pass(struct ftrt_mod *md)
 				if (ftrt_subtree)
 					mark_patched(md, s, m);
 				ftrt_trace_open();
+				if (cfg->flags & FTRT_CFG_LIBCALL)
+					ftrt_libcalls_hook_baked(md, cfg->libcalls, sizeof cfg->libcalls);
 			}
 			goto out;
 		}
