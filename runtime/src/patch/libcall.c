@@ -80,6 +80,14 @@ static struct region {
 
 void ftrt_libcalls_release(int owner)
 {
+	/* Its slots' names were in its string table, which goes with it. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
+		if (s->owner == owner) {
+			__atomic_store_n(&s->capture, 0, __ATOMIC_RELAXED);
+			s->name = NULL;
+		}
+	}
 	for (int i = 0; i < REGIONS; i++)
 		if (regions[i].owner == owner && regions[i].base) {
 			munmap(regions[i].base, regions[i].len);
@@ -356,7 +364,7 @@ static int in_traced_module(uintptr_t a)
 
 /* A new slot of the table, its stub made in the module's stub pages.
  * The stub's address, or 0. */
-static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
+static uintptr_t new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
 		return 0;
@@ -369,12 +377,15 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
 	}
 	if (!stubs || stubs_used == stub_pages * FTRT_LIBSTUBS)
 		return 0;
-	uint32_t idx = nslots++;
+	uint32_t idx = nslots;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
 	s->ip = ip;
 	s->target = target;
+	s->name = name;
+	s->owner = md->owner;
 	s->skip = in_traced_module(target);
 	s->plain = plain;
+	__atomic_store_n(&nslots, idx + 1, __ATOMIC_RELEASE);
 	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
 	stubs_used++;
 	ftrt_arch_libstub(at, idx);
@@ -433,7 +444,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name));
+		uintptr_t stub = new_slot(md, (uintptr_t)slot, target, name, plain_call(name));
 		if (!stub) {
 			st->failed++;
 			continue;
@@ -442,6 +453,17 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		out[*nout].stub = stub;
 		(*nout)++;
 	}
+}
+
+void ftrt_libslot_capture(uint32_t idx, int on)
+{
+	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	__atomic_store_n(&s->capture, on, __ATOMIC_RELAXED);
+}
+
+uint32_t ftrt_libslots_count(void)
+{
+	return __atomic_load_n(&nslots, __ATOMIC_ACQUIRE);
 }
 
 void ftrt_libcalls_module(const struct ftrt_mod *md)
