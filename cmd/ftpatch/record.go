@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"ftpatch/libtool"
 	"ftpatch/outfile"
 	"ftpatch/patch"
+	"ftpatch/protos"
 	"ftpatch/trace"
 )
 
@@ -123,7 +125,8 @@ func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, er
 
 // checkArgs checks every -A and -R spec against the grammar, for the
 // target's architecture, before anything runs; the enums they name
-// (e:NAME) are looked up in the program's DWARF, into enums.
+// (e:NAME) are looked up in the program's DWARF, into enums, else among
+// package protos's sets of names (open_flags, mmap_prot...).
 func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 	var named []string
 	for _, a := range r.args {
@@ -147,9 +150,16 @@ func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 		return usage(fmt.Errorf("--args, --retval: e:%s: %s is not an ELF program whose DWARF names the enum", named[0], t.name))
 	}
 	missing, err := enums.AddNamed(t.code, named)
-	if err != nil {
+	if err != nil && !errors.Is(err, argspec.ErrNoDWARF) {
 		return fmt.Errorf("--args, --retval: enums: %w", err)
 	}
+	if err != nil {
+		missing = named
+	}
+	missing = slices.DeleteFunc(missing, func(name string) bool {
+		set, ok := protos.Set(t.arch, name)
+		return ok && enums.Add(set)
+	})
 	if len(missing) > 0 {
 		return usage(fmt.Errorf("--args, --retval: e:%s: %s's DWARF has no enum of that name", missing[0], t.code))
 	}
@@ -194,6 +204,16 @@ func (r *recordFlags) serveAutoArgs(s *launch.Settings, t *target, enums *argspe
 		return nil, fmt.Errorf("--auto-args: %w", err)
 	}
 	s.ArgsSocket = srv.Path()
+	if s.Libcall {
+		// The C library's functions, from the prototype table, after
+		// -A and -R's entries (the runtime takes the first that
+		// chooses a function); their sets of names where no enum of
+		// the program's has the name already.
+		s.LibArgs, s.LibRetval = protos.Args(), protos.Retval()
+		for _, set := range protos.Sets(t.arch) {
+			enums.Add(set)
+		}
+	}
 	return srv, nil
 }
 
