@@ -101,6 +101,12 @@ static struct specs *env_args, *env_ret;                           /* the enviro
 static struct specs *lib_args, *lib_ret;                           /* FTRACE_LIBARGS's, FTRACE_LIBRETVAL's: library calls' */
 static struct specs *mod_args[FTRT_MOD_MAX], *mod_ret[FTRT_MOD_MAX]; /* each module's, by owner - 1 (the registry's lock) */
 
+/* A library-call slot's entries (NULL: none). */
+struct libentry {
+	uintptr_t ip;
+	const struct arg_entry *args, *ret;
+};
+
 /* Each indexed module's sites' entries, by site as live_mod's (NULL:
  * none): made at the start and when a module is added. */
 struct table {
@@ -108,11 +114,8 @@ struct table {
 	const uintptr_t *site[FTRT_MOD_MAX];
 	size_t n[FTRT_MOD_MAX];
 	const struct arg_entry **args[FTRT_MOD_MAX], **ret[FTRT_MOD_MAX];
-	/* The library-call slots with an entry, by address (lib), and
-	 * theirs (libargs, libret: NULL for none). */
 	size_t nlib;
-	uintptr_t *lib;
-	const struct arg_entry **libargs, **libret;
+	struct libentry *lib; /* the library-call slots with an entry, by address */
 	size_t bytes;
 };
 static struct table *table; /* atomic */
@@ -229,17 +232,29 @@ static const struct arg_entry *specs_find(const struct specs *s, const char *nam
 	return best == SIZE_MAX ? NULL : &s->e[best];
 }
 
+/* The entry of the library-call slot ip in t, or NULL. */
+static const struct libentry *lib_at(const struct table *t, uintptr_t ip)
+{
+	size_t lo = 0, hi = t ? t->nlib : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->lib[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < (t ? t->nlib : 0) && t->lib[lo].ip == ip ? &t->lib[lo] : NULL;
+}
+
 /* The entries of the site ip, or 0. Lock-free: the table and the
  * module's sites stay while the call runs (a grace walk, ops.c). */
 static int entries_at(uintptr_t ip, const struct arg_entry **args, const struct arg_entry **ret)
 {
 	const struct table *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	if (t && t->nlib && ip >= t->lib[0] && ip <= t->lib[t->nlib - 1]) {
-		size_t i = ftrt_lower_bound(t->lib, t->nlib, ip);
-		if (i < t->nlib && t->lib[i] == ip) {
-			*args = t->libargs[i], *ret = t->libret[i];
-			return 1;
-		}
+	const struct libentry *l = lib_at(t, ip);
+	if (l) {
+		*args = l->args, *ret = l->ret;
+		return 1;
 	}
 	for (int o = 0; t && o < FTRT_MOD_MAX; o++) {
 		size_t n = t->n[o];
@@ -271,55 +286,32 @@ static const struct arg_entry *lib_find(const char *name, int ret)
 	return e ? e : specs_find(ret ? lib_ret : lib_args, name);
 }
 
-static const struct table *sorting_t;
 static int by_ip(const void *a, const void *b)
 {
-	uintptr_t x = sorting_t->lib[*(const uint32_t *)a], y = sorting_t->lib[*(const uint32_t *)b];
+	uintptr_t x = ((const struct libentry *)a)->ip, y = ((const struct libentry *)b)->ip;
 	return (x > y) - (x < y);
 }
 
-/* The library-call slots of t with an entry, into t's lib arrays
- * (room for n, the slots there are), sorted by address; each slot's
- * capture flag is set by flag_slots once t is in place. */
-static void build_lib(struct table *t, uint32_t n, const struct arg_entry **m, uint32_t *order)
+/* The first n library-call slots with an entry (their modules loaded),
+ * into t->lib, sorted by address. */
+static void build_lib(struct table *t, uint32_t n)
 {
-	size_t k = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ftrt_libslot *s = ftrt_libslot(i);
-		if (!s->name)
-			continue; /* its module is gone */
-		const struct arg_entry *a = lib_find(s->name, 0), *r = s->plain ? NULL : lib_find(s->name, 1);
-		if (!a && !r)
-			continue;
-		t->lib[k] = s->ip, m[k] = a, m[n + k] = r;
-		order[k] = (uint32_t)k;
-		k++;
+		const struct arg_entry *a = s->name ? lib_find(s->name, 0) : NULL, *r = s->name && !s->plain ? lib_find(s->name, 1) : NULL;
+		if (a || r)
+			t->lib[t->nlib++] = (struct libentry){ s->ip, a, r };
 	}
-	sorting_t = t;
-	qsort(order, k, sizeof *order, by_ip);
-	uintptr_t *ip = (uintptr_t *)(((uintptr_t)(order + n) + 7) & ~(uintptr_t)7); /* scratch: n words after order */
-	for (size_t j = 0; j < k; j++)
-		ip[j] = t->lib[order[j]];
-	for (size_t j = 0; j < k; j++)
-		t->libargs[j] = m[order[j]], t->libret[j] = m[n + order[j]];
-	memcpy(t->lib, ip, k * sizeof *ip);
-	t->nlib = k;
+	qsort(t->lib, t->nlib, sizeof *t->lib, by_ip);
 }
 
-/* Each library-call slot's capture flag, as table t says (NULL: none
- * chosen). With the registry's lock, t in place. */
+/* Each library-call slot's capture flag, as table t (in place) says;
+ * with the registry's lock. */
 static void flag_slots(const struct table *t)
 {
 	uint32_t n = ftrt_libslots_count();
-	for (uint32_t i = 0; i < n; i++) {
-		uintptr_t ip = ftrt_libslot(i)->ip;
-		int on = 0;
-		if (t && t->nlib && ftrt_libslot(i)->name) {
-			size_t j = ftrt_lower_bound(t->lib, t->nlib, ip);
-			on = j < t->nlib && t->lib[j] == ip;
-		}
-		ftrt_libslot_capture(i, on);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		ftrt_libslot_capture(i, ftrt_libslot(i)->name && lib_at(t, ftrt_libslot(i)->ip));
 }
 
 /* A new table over every indexed module and library-call slot; with
@@ -331,22 +323,14 @@ static struct table *build(void)
 		if (ftrt_live_mods[o].md && ftrt_live_mods[o].md->live)
 			sites += ftrt_live_mods[o].n;
 	uint32_t nlib = (lib_args || lib_ret || env_args || env_ret) ? ftrt_libslots_count() : 0;
-	/* The slots' part: lib, libargs and libret, then the scratch of
-	 * build_lib (its entries, both kinds; the order; the addresses). */
-	size_t libbytes = (size_t)nlib * (3 * sizeof(uintptr_t) + 2 * sizeof(void *) + sizeof(uint32_t) + sizeof(uintptr_t));
-	size_t bytes = sizeof(struct table) + 2 * sites * sizeof(struct arg_entry *) + libbytes + 8;
+	size_t bytes = sizeof(struct table) + 2 * sites * sizeof(struct arg_entry *) + nlib * sizeof(struct libentry);
 	struct table *t = live_zalloc(bytes);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
 	const struct arg_entry **m = (const struct arg_entry **)(t + 1);
-	if (nlib) {
-		t->lib = (uintptr_t *)(m + 2 * sites);
-		t->libargs = (const struct arg_entry **)(t->lib + nlib);
-		t->libret = t->libargs + nlib;
-		const struct arg_entry **scratch = t->libret + nlib;
-		build_lib(t, nlib, scratch, (uint32_t *)(scratch + 2 * nlib));
-	}
+	t->lib = (struct libentry *)(m + 2 * sites);
+	build_lib(t, nlib);
 	for (int o = 0; o < FTRT_MOD_MAX; o++) {
 		const struct live_mod *l = &ftrt_live_mods[o];
 		if (!l->md || !l->md->live)
