@@ -767,7 +767,7 @@ func (s *Enums) key(u *godwarf.EnumType) string {
 }
 
 func same(a, b trace.Enum) bool {
-	if a.Size != b.Size || a.Signed != b.Signed || len(a.Values) != len(b.Values) {
+	if a.Size != b.Size || a.Signed != b.Signed || a.Flags != b.Flags || a.Octal != b.Octal || len(a.Values) != len(b.Values) {
 		return false
 	}
 	for i := range a.Values {
@@ -785,6 +785,18 @@ func (s *Enums) List() []trace.Enum {
 		out[i] = s.byKey[k]
 	}
 	return out
+}
+
+// Add adds e under its own name, when no other enum of the set holds
+// it (package protos's sets of names for the C library's functions);
+// false when a different one does.
+func (s *Enums) Add(e trace.Enum) bool {
+	if old, ok := s.byKey[e.Name]; ok {
+		return same(old, e)
+	}
+	s.byKey[e.Name] = e
+	s.keys = append(s.keys, e.Name)
+	return true
 }
 
 // Lookup finds the enum named name in the set; ok false when none is.

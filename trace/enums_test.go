@@ -22,10 +22,10 @@ func TestArgsText(t *testing.T) {
 		dir := t.TempDir()
 		var b strings.Builder
 		WriteEnums(&b, []Enum{
-			{Name: "color", Size: 4, Values: []Enumerator{{"RED", 0}, {"GREEN", 1}, {"BLUE", 2}}},
-			{Name: "perm", Size: 4, Values: []Enumerator{{"R", 1}, {"W", 2}, {"X", 4}}},
-			{Name: "sign", Size: 1, Signed: true, Values: []Enumerator{{"MINUS", -1}, {"PLUS", 1}}},
-			{Name: "evil", Size: 4, Values: []Enumerator{{"CLS\x1b[2J", 1}, {"CLIP\x1b]52;c;eA==\a", 2}, {"C1\u009b", 4}}},
+			{Name: "color", Size: 4, Values: []Enumerator{{"RED", 0, 0}, {"GREEN", 1, 0}, {"BLUE", 2, 0}}},
+			{Name: "perm", Size: 4, Values: []Enumerator{{"R", 1, 0}, {"W", 2, 0}, {"X", 4, 0}}},
+			{Name: "sign", Size: 1, Signed: true, Values: []Enumerator{{"MINUS", -1, 0}, {"PLUS", 1, 0}}},
+			{Name: "evil", Size: 4, Values: []Enumerator{{"CLS\x1b[2J", 1, 0}, {"CLIP\x1b]52;c;eA==\a", 2, 0}, {"C1\u009b", 4, 0}}},
 		})
 		os.WriteFile(filepath.Join(dir, EnumsFile), []byte(b.String()), 0o644)
 		return readEnums(dir)
@@ -84,5 +84,63 @@ func TestArgsText(t *testing.T) {
 	}
 	if _, err := readEnums(t.TempDir()); err != nil {
 		t.Errorf("a trace without an enums file: %v", err)
+	}
+}
+
+// TestFlagSets: a flag set's value reads as its fields' and flags'
+// names OR-ed, lowest bits first (O_RDONLY|O_CLOEXEC), the bits no name
+// covers in hex, or in octal for a mode (0644); a flag of several bits
+// named only when all are set, before those it holds; 0 when nothing
+// names it. The enums file round-trips it, still reads a file of enums
+// alone (traces from before flag sets), and refuses a field value
+// outside its mask, a mask in an enum, and an unknown kind.
+func TestFlagSets(t *testing.T) {
+	sets := []Enum{
+		{Name: "oflags", Size: 4, Flags: true, Values: []Enumerator{
+			{"O_RDONLY", 0, 3}, {"O_WRONLY", 1, 3}, {"O_RDWR", 2, 3},
+			{"O_SYNC", 0o4010000, 0}, {"O_CREAT", 0o100, 0}, {"O_DSYNC", 0o10000, 0}, {"O_CLOEXEC", 0o2000000, 0},
+		}},
+		{Name: "mode", Size: 4, Flags: true, Octal: true, Values: []Enumerator{{"S_ISUID", 0o4000, 0}}},
+		{Name: "prot", Size: 4, Flags: true, Values: []Enumerator{{"PROT_READ", 1, 0}, {"PROT_WRITE", 2, 0}}},
+		{Name: "color", Size: 4, Values: []Enumerator{{"RED", 0, 0}}},
+	}
+	var b strings.Builder
+	if err := WriteEnums(&b, sets); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, EnumsFile), []byte(b.String()), 0o644)
+	enums, err := readEnums(dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	for _, c := range []struct {
+		set  string
+		v    uint64
+		want string
+	}{
+		{"oflags", 0o2000000, "O_RDONLY|O_CLOEXEC"},
+		{"oflags", 0o2000102, "O_RDWR|O_CREAT|O_CLOEXEC"},
+		{"oflags", 0o4010001, "O_WRONLY|O_SYNC"},
+		{"oflags", 0o10000, "O_RDONLY|O_DSYNC"},
+		{"oflags", 0x80000000_00000003 | 0o40000, "0x4003"},
+		{"mode", 0o644, "0644"},
+		{"mode", 0o4755, "S_ISUID|0755"},
+		{"prot", 0, "0"},
+		{"prot", 3, "PROT_READ|PROT_WRITE"},
+		{"prot", 0x13, "PROT_READ|PROT_WRITE|0x10"},
+		{"color", 0, "RED"},
+	} {
+		if got := enums[c.set].Show(c.v); got != c.want {
+			t.Errorf("%s %#x: %q, want %q", c.set, c.v, got, c.want)
+		}
+	}
+	for _, line := range []string{"f 4 x 4/3 A", "f 4 u 1/3 A", "f 4 y 1 A", "f 4 xo 1 A"} {
+		if _, err := parseEnum(line); err == nil {
+			t.Errorf("%q: read", line)
+		}
+	}
+	if e, err := parseEnum("color 4 u 0 RED 1 GREEN"); err != nil || e.Flags || e.Show(1) != "GREEN" {
+		t.Errorf("an enum's line: %+v, %v", e, err)
 	}
 }

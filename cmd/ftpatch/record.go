@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"ftpatch/libtool"
 	"ftpatch/outfile"
 	"ftpatch/patch"
+	"ftpatch/protos"
 	"ftpatch/trace"
 )
 
@@ -70,9 +72,9 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
 	f.BoolVarP(&r.nestLibcall, "nest-libcall", "l", false, "trace the calls shared libraries make into one another too (malloc inside fopen, a plugin's calls), in every loaded module, those dlopen loads included (FTRACE_LIBCALL=nest)")
 	f.BoolVar(&r.noLibcall, "no-libcall", false, "trace the program's own functions alone, not its calls into shared libraries (printf, malloc, read...), which are traced by default where it makes them (FTRACE_LIBCALL=1); --filter chooses among both by name")
-	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument, from 1: the registers, 6 on x86-64, 8 on arm64, then the stack's words), fpargN[/FMT] (the Nth floating-point register, up to 8; f64 unless said), stack+OFF[/FMT] (the stack argument at byte OFF, a multiple of 8: where a long double, a struct or a float past the registers is), *argN/{...} or *stack+OFF/{...} (the struct the pointer there points to), argN+fpargM/{...} (x86-64: a struct in both kinds of registers, each eightbyte from the next of its class), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF), f32 f64 (f = f64), f80 (x86-64's long double), f128 (arm64's long double, __float128), {MEMBERS} (a struct, its members' formats in order: {i32,i32}, nested {i64,{c,c}}; ... last for members not recorded); repeat, or separate entries with ';'")
+	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument, from 1: the registers, 6 on x86-64, 8 on arm64, then the stack's words), fpargN[/FMT] (the Nth floating-point register, up to 8; f64 unless said), stack+OFF[/FMT] (the stack argument at byte OFF, a multiple of 8: where a long double, a struct or a float past the registers is), *argN/{...} or *stack+OFF/{...} (the struct the pointer there points to), argN+fpargM/{...} (x86-64: a struct in both kinds of registers, each eightbyte from the next of its class), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF, or a set of the prototype table of --auto-args: open_flags, mmap_prot, signal...), f32 f64 (f = f64), f80 (x86-64's long double), f128 (arm64's long double, __float128), {MEMBERS} (a struct, its members' formats in order: {i32,i32}, nested {i64,{c,c}}; ... last for members not recorded); repeat, or separate entries with ';'")
 	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said): f32 f64 f128 (f = f64) read the floating-point return register, f80 x86-64's st0, {MEMBERS} a struct in the return registers (16 bytes at most), *{MEMBERS} (x86-64) one returned in memory; repeat, or separate with ';'")
-	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture: in registers, on the stack (long doubles, structs in memory, what follows the registers), structs by their members; a value it cannot place or show (__int128) shows as ?")
+	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture: in registers, on the stack (long doubles, structs in memory, what follows the registers), structs by their members; a value it cannot place or show (__int128) shows as ?; and the program's library calls of common C library functions from ftpatch's prototype table, their flags and enums by name (open(\"f\", O_RDONLY|O_CLOEXEC) = 3), after -A and -R's entries")
 }
 
 // ringSize is --buffer's flight recorder: ring:SIZE, as the runtime
@@ -127,7 +129,8 @@ func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, er
 
 // checkArgs checks every -A and -R spec against the grammar, for the
 // target's architecture, before anything runs; the enums they name
-// (e:NAME) are looked up in the program's DWARF, into enums.
+// (e:NAME) are looked up in the program's DWARF, into enums, else among
+// package protos's sets of names (open_flags, mmap_prot...).
 func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 	var named []string
 	for _, a := range r.args {
@@ -151,9 +154,16 @@ func (r *recordFlags) checkArgs(t *target, enums *argspec.Enums) error {
 		return usage(fmt.Errorf("--args, --retval: e:%s: %s is not an ELF program whose DWARF names the enum", named[0], t.name))
 	}
 	missing, err := enums.AddNamed(t.code, named)
-	if err != nil {
+	if err != nil && !errors.Is(err, argspec.ErrNoDWARF) {
 		return fmt.Errorf("--args, --retval: enums: %w", err)
 	}
+	if err != nil {
+		missing = named
+	}
+	missing = slices.DeleteFunc(missing, func(name string) bool {
+		set, ok := protos.Set(t.arch, name)
+		return ok && enums.Add(set)
+	})
 	if len(missing) > 0 {
 		return usage(fmt.Errorf("--args, --retval: e:%s: %s's DWARF has no enum of that name", missing[0], t.code))
 	}
@@ -198,6 +208,16 @@ func (r *recordFlags) serveAutoArgs(s *launch.Settings, t *target, enums *argspe
 		return nil, fmt.Errorf("--auto-args: %w", err)
 	}
 	s.ArgsSocket = srv.Path()
+	if s.Libcall {
+		// The C library's functions, from the prototype table, after
+		// -A and -R's entries (the runtime takes the first that
+		// chooses a function); their sets of names where no enum of
+		// the program's has the name already.
+		s.LibArgs, s.LibRetval = protos.Args(), protos.Retval()
+		for _, set := range protos.Sets(t.arch) {
+			enums.Add(set)
+		}
+	}
 	return srv, nil
 }
 
@@ -469,7 +489,9 @@ FTRACE (the tracer), FTRACE_OUT (-d), FTRACE_FILTER (--filter),
 FTRACE_DEPTH (-D), FTRACE_THRESH (-t), FTRACE_GRAPH_FUNCS (-F),
 FTRACE_GRAPH_NOTRACE (-N), FTRACE_ARGS (-A), FTRACE_RETVAL (-R) and
 FTRACE_ARGS_SOCKET (--auto-args: a socket of record's own that gives
-each module's items from its DWARF as the module loads). -A and -R are
+each module's items from its DWARF as the module loads), FTRACE_LIBARGS
+and FTRACE_LIBRETVAL (--auto-args: the prototype table's items for
+library calls). -A and -R are
 checked before PROG runs (exit 2 for one the grammar refuses), and the
 enums their items name are written into the trace (enums). The flags win: any of these the environment
 already holds is not passed on (record names them on stderr), so a

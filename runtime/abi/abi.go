@@ -146,6 +146,8 @@ const (
 	EnvBuffer       = "FTRACE_BUFFER"        // ENV_BUFFER: BufferStream (default), BufferRing ":SIZE" (the flight recorder) or BufferWriter
 	EnvArgs         = "FTRACE_ARGS"          // ENV_ARGS: arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c)
 	EnvRetval       = "FTRACE_RETVAL"        // ENV_RETVAL: return values to record: func[/fmt];glob... (function_graph)
+	EnvLibArgs      = "FTRACE_LIBARGS"       // ENV_LIBARGS: FTRACE_ARGS's entries for library calls alone, after its own (record --auto-args's prototype table)
+	EnvLibRetval    = "FTRACE_LIBRETVAL"     // ENV_LIBRETVAL: FTRACE_RETVAL's entries for library calls alone, after its own
 	EnvArgsSocket   = "FTRACE_ARGS_SOCKET"   // ENV_ARGS_SOCKET: a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL
 )
 

@@ -152,6 +152,8 @@ func mirrors() []mirror {
 		{"ENV_BUFFER", "EnvBuffer", abi.EnvBuffer},
 		{"ENV_ARGS", "EnvArgs", abi.EnvArgs},
 		{"ENV_RETVAL", "EnvRetval", abi.EnvRetval},
+		{"ENV_LIBARGS", "EnvLibArgs", abi.EnvLibArgs},
+		{"ENV_LIBRETVAL", "EnvLibRetval", abi.EnvLibRetval},
 		{"ENV_ARGS_SOCKET", "EnvArgsSocket", abi.EnvArgsSocket},
 		{"META_KEY_TRACER", "MetaKeyTracer", abi.MetaKeyTracer},
 		{"META_KEY_EXE", "MetaKeyExe", abi.MetaKeyExe},

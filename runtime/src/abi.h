@@ -172,6 +172,8 @@
 #define ENV_BUFFER "FTRACE_BUFFER" /* BUFFER_STREAM (default), BUFFER_RING ":SIZE" (the flight recorder) or BUFFER_WRITER */
 #define ENV_ARGS "FTRACE_ARGS" /* arguments to record: func@arg1,arg2/s,fparg1;glob@... (capture.c) */
 #define ENV_RETVAL "FTRACE_RETVAL" /* return values to record: func[/fmt];glob... (function_graph) */
+#define ENV_LIBARGS "FTRACE_LIBARGS" /* FTRACE_ARGS's entries for library calls alone, after its own (ftpatch record --auto-args's prototype table: capture.c) */
+#define ENV_LIBRETVAL "FTRACE_LIBRETVAL" /* FTRACE_RETVAL's entries for library calls alone, after its own */
 #define ENV_ARGS_SOCKET "FTRACE_ARGS_SOCKET" /* a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL (capture.c) */
 
 /*

@@ -45,7 +45,7 @@ const char *ftrt_env(const char *name)
 /* The FTRACE* entries of the environment the process started with
  * ("NAME=value", the C library's own strings, which outlive any setenv
  * or unsetenv), for children given an environment of their own. */
-#define SETTINGS_MAX 16
+#define SETTINGS_MAX 24
 static const char *settings[SETTINGS_MAX];
 static int nsettings;
 

@@ -90,6 +90,20 @@ static struct region {
 
 void ftrt_libcalls_release(int owner)
 {
+	/* Its slots' names were its string table's: gone with it. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct ftrt_libslot *e = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
+		if (e->owner == owner)
+			__atomic_store_n(&e->name, NULL, __ATOMIC_RELAXED);
+	}
+	/* Its slots' names were in its string table, which goes with it. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
+		if (s->owner == owner) {
+			__atomic_store_n(&s->capture, 0, __ATOMIC_RELAXED);
+			s->name = NULL;
+		}
+	}
 	for (int i = 0; i < REGIONS; i++)
 		if (regions[i].owner == owner && regions[i].base) {
 			munmap(regions[i].base, regions[i].len);
@@ -423,7 +437,7 @@ static int in_traced_module(uintptr_t a)
 
 /* A new slot of the table, its stub made in the module's stub pages.
  * The stub's address, or 0. */
-static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain, int loader)
+static uintptr_t new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
 		return 0;
@@ -436,17 +450,20 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain, int loader)
 	}
 	if (!stubs || stubs_used == stub_pages * FTRT_LIBSTUBS)
 		return 0;
-	uint32_t idx = nslots++;
+	uint32_t idx = nslots;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
+	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
 	s->ip = ip;
 	s->target = target;
+	s->name = name;
+	s->owner = md->owner;
 	s->skip = in_traced_module(target);
 	s->plain = plain;
 	s->loader = loader;
-	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
+	s->stub = (uintptr_t)at;
+	__atomic_store_n(&nslots, idx + 1, __ATOMIC_RELEASE);
 	stubs_used++;
 	ftrt_arch_libstub(at, idx);
-	s->stub = (uintptr_t)at;
 	return (uintptr_t)at;
 }
 
@@ -555,7 +572,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 			continue;
 		}
 		int loader = ftrt_libcall_wanted() == LIBCALL_NEST ? loader_call(name) : 0;
-		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name) || loader == 1, loader);
+		uintptr_t stub = new_slot(md, (uintptr_t)slot, target, name, plain_call(name) || loader == 1, loader);
 		if (!stub) {
 			st->failed++;
 			continue;
@@ -600,6 +617,17 @@ static void publish_marks(const struct ftrt_mod *md, struct pending *p, size_t n
 		}
 	ftrt_subtree_add_slots(md->owner, md->lo, md->hi, ips, marks, k);
 	munmap(m, bytes);
+}
+
+void ftrt_libslot_capture(uint32_t idx, int on)
+{
+	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	__atomic_store_n(&s->capture, on, __ATOMIC_RELAXED);
+}
+
+uint32_t ftrt_libslots_count(void)
+{
+	return __atomic_load_n(&nslots, __ATOMIC_ACQUIRE);
 }
 
 void ftrt_libcalls_module(const struct ftrt_mod *md)
@@ -959,7 +987,7 @@ static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 					if (!target || np >= want_on)
 						continue;
 					int loader = ftrt_libcall_wanted() == LIBCALL_NEST ? loader_call(name) : 0;
-					uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name) || loader == 1, loader);
+					uintptr_t stub = new_slot(md, (uintptr_t)slot, target, name, plain_call(name) || loader == 1, loader);
 					if (!stub)
 						continue;
 					p[np].slot = slot;

@@ -15,10 +15,17 @@ struct ftrt_mod;
 
 /* One redirected slot: its address (what a trace names the call by) and
  * the function it held, where the stub's call goes on to. Written once,
- * before the slot points at its stub; never changed after. */
+ * before the slot points at its stub; never changed after, but for skip
+ * and capture. */
 struct ftrt_libslot {
 	uintptr_t ip;
 	uintptr_t target;
+	/* The function's name, in the module's dynamic string table (valid
+	 * while owner, the module, is loaded: ftrt_libcalls_release clears
+	 * it), for what chooses by name after the pass (the arguments'
+	 * entries: tracers/capture.c). */
+	const char *name;
+	int owner;
 	/* 1 once the function is known to be in a module with sites of its
 	 * own, which records its calls itself: the slot's calls go straight
 	 * on, never recorded twice (ftrt_libcalls_module). */
@@ -36,6 +43,11 @@ struct ftrt_libslot {
 	 * slot made traced, untraced and traced again live has an entry
 	 * for each time). */
 	uintptr_t stub;
+	/* (atomic) 1 when FTRACE_ARGS or FTRACE_RETVAL has an entry for
+	 * the function: its calls go through the capture too (set by
+	 * tracers/capture.c when it starts and when a module is added;
+	 * 0 for the rest, whose calls cost what they did without it). */
+	int capture;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so
@@ -78,6 +90,12 @@ void ftrt_libcalls_hook(struct ftrt_mod *md) __attribute__((visibility("hidden")
 void ftrt_libcalls_hook_baked(struct ftrt_mod *md, const char *list, size_t max) __attribute__((visibility("hidden")));
 /* The module owner was unloaded: its stub pages go. */
 void ftrt_libcalls_release(int owner) __attribute__((visibility("hidden")));
+/* Slots in the table: each below it is filled (acquire: after the
+ * slot's fields). */
+uint32_t ftrt_libslots_count(void) __attribute__((visibility("hidden")));
+/* Set slot idx's capture flag (tracers/capture.c, with the registry's
+ * lock). */
+void ftrt_libslot_capture(uint32_t idx, int on) __attribute__((visibility("hidden")));
 /* md, a module with sites, has registered (its pass): the slots already
  * redirected whose function is in it are left to its own sites. */
 void ftrt_libcalls_module(const struct ftrt_mod *md) __attribute__((visibility("hidden")));

@@ -46,6 +46,18 @@
  * without a lock. Exact names are found by binary search, so a module's
  * thousands of entries cost a lookup per site, not a glob match each.
  *
+ * Library calls (tracers/libcall.c): a redirected GOT slot's calls are
+ * recorded under the slot's address; FTRACE_ARGS and FTRACE_RETVAL's
+ * entries choose them by the function's name, then FTRACE_LIBARGS and
+ * FTRACE_LIBRETVAL's, which apply to library calls alone (ftpatch
+ * record --auto-args's prototype table of C library functions). The
+ * table keeps the chosen slots sorted by address, and sets each one's
+ * capture flag, so the calls of the others cost what they did: the
+ * entry of one chosen hands it here (ftrt_capture_libcall) with the
+ * registers ftrace_libcall saved, as an ops caller hands a site's call.
+ * A slot whose return is never hooked (patch/libcall.c's plain calls)
+ * gets its arguments only.
+ *
  * Started when the program's initialisers begin (lifetime.c), when a
  * trace is open with the function or function_graph tracer. Calls
  * fgraph.c, ops.c and the live index (liveindex.c: names by site).
@@ -66,6 +78,7 @@
 #include "fgraph.h"
 #include "ftrace.h"
 #include "graph.h"
+#include "patch/libcall.h"
 #include "patch/live.h"
 #include "patch/liveindex.h"
 #include "patch/ops.h"
@@ -85,7 +98,14 @@ struct specs {
 };
 
 static struct specs *env_args, *env_ret;                           /* the environment's */
+static struct specs *lib_args, *lib_ret;                           /* FTRACE_LIBARGS's, FTRACE_LIBRETVAL's: library calls' */
 static struct specs *mod_args[FTRT_MOD_MAX], *mod_ret[FTRT_MOD_MAX]; /* each module's, by owner - 1 (the registry's lock) */
+
+/* A library-call slot's entries (NULL: none). */
+struct libentry {
+	uintptr_t ip;
+	const struct arg_entry *args, *ret;
+};
 
 /* Each indexed module's sites' entries, by site as live_mod's (NULL:
  * none): made at the start and when a module is added. */
@@ -94,6 +114,8 @@ struct table {
 	const uintptr_t *site[FTRT_MOD_MAX];
 	size_t n[FTRT_MOD_MAX];
 	const struct arg_entry **args[FTRT_MOD_MAX], **ret[FTRT_MOD_MAX];
+	size_t nlib;
+	struct libentry *lib; /* the library-call slots with an entry, by address */
 	size_t bytes;
 };
 static struct table *table; /* atomic */
@@ -102,15 +124,17 @@ static int started;
 
 /* An entry the grammar refuses, the kth of its text: its text (escaped,
  * cut), why, and whose it is (a module's path: FTRACE_ARGS_SOCKET's
- * answer about it; NULL: the environment's). */
+ * answer about it; FTRACE_LIBARGS or FTRACE_LIBRETVAL; NULL: the
+ * environment's FTRACE_ARGS or FTRACE_RETVAL). */
 static void refused(int ret, const char *whose, size_t k, const char *p, const char *end, const char *why)
 {
 	struct say s;
+	int lib = whose && (strcmp(whose, ENV_LIBARGS) == 0 || strcmp(whose, ENV_LIBRETVAL) == 0);
 	ftrt_say_begin(&s);
-	ftrt_say_text(&s, ret ? "FTRACE_RETVAL" : "FTRACE_ARGS");
+	ftrt_say_text(&s, lib ? whose : ret ? "FTRACE_RETVAL" : "FTRACE_ARGS");
 	ftrt_say_text(&s, " entry ");
 	ftrt_say_num(&s, k);
-	if (whose) {
+	if (whose && !lib) {
 		ftrt_say_text(&s, " of FTRACE_ARGS_SOCKET's answer about ");
 		ftrt_say_str(&s, whose);
 	}
@@ -208,11 +232,30 @@ static const struct arg_entry *specs_find(const struct specs *s, const char *nam
 	return best == SIZE_MAX ? NULL : &s->e[best];
 }
 
+/* The entry of the library-call slot ip in t, or NULL. */
+static const struct libentry *lib_at(const struct table *t, uintptr_t ip)
+{
+	size_t lo = 0, hi = t ? t->nlib : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->lib[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < (t ? t->nlib : 0) && t->lib[lo].ip == ip ? &t->lib[lo] : NULL;
+}
+
 /* The entries of the site ip, or 0. Lock-free: the table and the
  * module's sites stay while the call runs (a grace walk, ops.c). */
 static int entries_at(uintptr_t ip, const struct arg_entry **args, const struct arg_entry **ret)
 {
 	const struct table *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	const struct libentry *l = lib_at(t, ip);
+	if (l) {
+		*args = l->args, *ret = l->ret;
+		return 1;
+	}
 	for (int o = 0; t && o < FTRT_MOD_MAX; o++) {
 		size_t n = t->n[o];
 		if (!n || ip < t->site[o][0] || ip > t->site[o][n - 1])
@@ -235,19 +278,59 @@ static int chosen(int o, size_t i)
 	return t && i < t->n[o] && (t->args[o][i] || t->ret[o][i]);
 }
 
-/* A new table over every indexed module; with the registry's lock. */
+/* The entries of the library function name: FTRACE_ARGS's (or
+ * FTRACE_RETVAL's, ret), else FTRACE_LIBARGS's (FTRACE_LIBRETVAL's). */
+static const struct arg_entry *lib_find(const char *name, int ret)
+{
+	const struct arg_entry *e = specs_find(ret ? env_ret : env_args, name);
+	return e ? e : specs_find(ret ? lib_ret : lib_args, name);
+}
+
+static int by_ip(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct libentry *)a)->ip, y = ((const struct libentry *)b)->ip;
+	return (x > y) - (x < y);
+}
+
+/* The first n library-call slots with an entry (their modules loaded),
+ * into t->lib, sorted by address. */
+static void build_lib(struct table *t, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ftrt_libslot *s = ftrt_libslot(i);
+		const struct arg_entry *a = s->name ? lib_find(s->name, 0) : NULL, *r = s->name && !s->plain ? lib_find(s->name, 1) : NULL;
+		if (a || r)
+			t->lib[t->nlib++] = (struct libentry){ s->ip, a, r };
+	}
+	qsort(t->lib, t->nlib, sizeof *t->lib, by_ip);
+}
+
+/* Each library-call slot's capture flag, as table t (in place) says;
+ * with the registry's lock. */
+static void flag_slots(const struct table *t)
+{
+	uint32_t n = ftrt_libslots_count();
+	for (uint32_t i = 0; i < n; i++)
+		ftrt_libslot_capture(i, ftrt_libslot(i)->name && lib_at(t, ftrt_libslot(i)->ip));
+}
+
+/* A new table over every indexed module and library-call slot; with
+ * the registry's lock. */
 static struct table *build(void)
 {
 	size_t sites = 0;
 	for (int o = 0; o < FTRT_MOD_MAX; o++)
 		if (ftrt_live_mods[o].md && ftrt_live_mods[o].md->live)
 			sites += ftrt_live_mods[o].n;
-	size_t bytes = sizeof(struct table) + 2 * sites * sizeof(struct arg_entry *);
+	uint32_t nlib = (lib_args || lib_ret || env_args || env_ret) ? ftrt_libslots_count() : 0;
+	size_t bytes = sizeof(struct table) + 2 * sites * sizeof(struct arg_entry *) + nlib * sizeof(struct libentry);
 	struct table *t = live_zalloc(bytes);
 	if (!t)
 		return NULL;
 	t->bytes = bytes;
 	const struct arg_entry **m = (const struct arg_entry **)(t + 1);
+	t->lib = (struct libentry *)(m + 2 * sites);
+	build_lib(t, nlib);
 	for (int o = 0; o < FTRT_MOD_MAX; o++) {
 		const struct live_mod *l = &ftrt_live_mods[o];
 		if (!l->md || !l->md->live)
@@ -419,7 +502,8 @@ static const char *self_path(char *buf, size_t size)
 void ftrt_capture_start(void)
 {
 	const char *args = ftrt_env(ENV_ARGS), *ret = ftrt_env(ENV_RETVAL), *sock = ftrt_env(ENV_ARGS_SOCKET);
-	if ((!args || !*args) && (!ret || !*ret) && (!sock || !*sock))
+	const char *largs = ftrt_env(ENV_LIBARGS), *lret = ftrt_env(ENV_LIBRETVAL);
+	if ((!args || !*args) && (!ret || !*ret) && (!sock || !*sock) && (!largs || !*largs) && (!lret || !*lret))
 		return;
 	if (!ftrt_tracing() || (ftrt_mode != FTRT_FUNCTION && ftrt_mode != FTRT_GRAPH)) {
 		ftrt_say("ftrt: FTRACE_ARGS, FTRACE_RETVAL: need the function or function_graph tracer\n");
@@ -429,6 +513,10 @@ void ftrt_capture_start(void)
 		env_args = specs_make(args, strlen(args), 0, NULL);
 	if (ret && *ret)
 		env_ret = specs_make(ret, strlen(ret), 1, NULL);
+	if (largs && *largs)
+		lib_args = specs_make(largs, strlen(largs), 0, ENV_LIBARGS);
+	if (lret && *lret)
+		lib_ret = specs_make(lret, strlen(lret), 1, ENV_LIBRETVAL);
 	/* The modules loaded so far ask here, those after when they
 	 * register (ftrt_capture_adding). */
 	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
@@ -448,6 +536,7 @@ void ftrt_capture_start(void)
 	if (err >= 0) {
 		ftrt_modules_lock();
 		__atomic_store_n(&table, build(), __ATOMIC_RELEASE);
+		flag_slots(table);
 		ftrt_modules_release();
 		err = ftrt_fgraph_register(&user);
 	}
@@ -478,8 +567,21 @@ void ftrt_capture_added(const struct ftrt_mod *md)
 	}
 	pthread_mutex_unlock(&pending_lock);
 	__atomic_store_n(&table, build(), __ATOMIC_RELEASE);
+	flag_slots(table);
 	ftrt_grace_wait();
 	munmap(old, old->bytes);
 	specs_free(oa);
 	specs_free(or);
+}
+
+void ftrt_capture_libcall(const struct ftrt_libslot *s, struct ftrace_regs *fregs)
+{
+	/* The graph user's entry, once registered: as the ops callers call
+	 * it after the tracer, inside a grace walk (the table stays). */
+	ftrace_func_t f = __atomic_load_n(&user.ops.func, __ATOMIC_ACQUIRE);
+	if (!f)
+		return;
+	struct ftrt_grace *g = ftrt_grace_enter();
+	f(s->ip, 0, &user.ops, fregs);
+	ftrt_grace_exit(g);
 }

@@ -43,13 +43,23 @@ void ftrt_entry_sp(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp) __attribu
 /* ftrt_entry_sp recording a plain call under either tracer, its return
  * never hooked (function_graph shows it without a duration). */
 void ftrt_entry_plain(uintptr_t ip, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
+struct ftrace_regs; /* the architecture's (arch/<isa>/regs.h) */
+struct ftrt_libslot;
 /* A library call's common entry (tracers/<isa>/libcall.S), where its
- * stub goes, and its C part (libcall.c): records the call of the slot
- * idx, whose return address is at parent_slot and whose stack pointer
- * at return is sp, and returns the function to go on to. */
+ * stub goes, and its C part (libcall.c): ftrt_libcall_entry records the
+ * call of the slot idx, whose argument registers (the integer ones and
+ * sp, with x30 as lr on arm64) the assembly saved in fregs, and returns
+ * (in two registers: rax and rdx, x0 and x1) the function to go on to
+ * and, when its arguments or return value are captured, the slot, which
+ * the assembly passes on to ftrt_libcall_capture once it has saved the
+ * vector registers too (and set the ip or pc to the function). */
+struct ftrt_libcall_to {
+	uintptr_t fn;
+	uintptr_t slot; /* 0: no capture */
+};
 void ftrace_libcall(void) __attribute__((visibility("hidden")));
-uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp) __attribute__((visibility("hidden")));
-struct ftrace_regs; /* the architecture's (arch/arm64/regs.h) */
+struct ftrt_libcall_to ftrt_libcall_entry(uint32_t idx, struct ftrace_regs *fregs) __attribute__((visibility("hidden")));
+void ftrt_libcall_capture(struct ftrace_regs *fregs, const struct ftrt_libslot *s) __attribute__((visibility("hidden")));
 /* ftrt_entry for the trampolines that save a struct ftrace_regs
  * (FTRT_ARCH_FREGS: arm64's ftrace_caller). */
 void ftrt_entry_regs(uintptr_t ip, struct ftrace_regs *fregs);

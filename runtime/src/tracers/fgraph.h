@@ -48,6 +48,11 @@ struct ftrt_module;
 void ftrt_capture_start(void) HIDDEN;
 void ftrt_capture_adding(const struct ftrt_module *m) HIDDEN;
 void ftrt_capture_added(const struct ftrt_mod *md) HIDDEN;
+/* A library call of slot s (its capture flag set) was entered, and
+ * recorded: its arguments, and its return hooked for the return value,
+ * from the registers ftrace_libcall saved (tracers/libcall.c). */
+struct ftrt_libslot;
+void ftrt_capture_libcall(const struct ftrt_libslot *s, struct ftrace_regs *fregs) HIDDEN;
 /* argask.c: ask FTRACE_ARGS_SOCKET about the module at path (its hex
  * build-id, "" for none): its FTRACE_ARGS (alen bytes) and, after a
  * '\n', its FTRACE_RETVAL (rlen bytes), in a buffer to free; NULL when

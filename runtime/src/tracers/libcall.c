@@ -11,11 +11,20 @@
  * the tracer) is not the program's, and goes straight on: so does one
  * a signal handler makes while the tracer runs on its thread, which a
  * site's call would count as dropped.
+ *
+ * The arguments and return value (FTRACE_ARGS, FTRACE_RETVAL) of a
+ * slot whose function has an entry (its capture flag, set by
+ * capture.c): the entry asks for them, and the assembly, having saved
+ * the vector registers too, calls ftrt_libcall_capture, which hands
+ * the call to the capture as an ops caller hands a site's (capture.c's
+ * ftrt_capture_libcall). A slot without one costs one load and test.
  */
 #include <stdint.h>
 
+#include "arch/arch.h"
 #include "core/ftrt.h"
 #include "entry.h"
+#include "fgraph.h"
 #include "patch/libcall.h"
 #include "record/tracer.h"
 
@@ -50,20 +59,44 @@ static void loader_call(const struct ftrt_libslot *s, uintptr_t sp)
 		loaded_sp = sp;
 }
 
-uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
+/* Where the call's return address is kept while the function runs, and
+ * its stack pointer once it returns, in the frame ftrace_libcall saved
+ * (x86-64: the return address is on the stack at fregs->sp; arm64:
+ * x30, saved in fregs->lr, and sp as at the entry). */
+static inline uintptr_t *return_slot(struct ftrace_regs *f, uintptr_t *sp)
+{
+#if defined(__aarch64__)
+	*sp = f->sp;
+	return (uintptr_t *)&f->lr;
+#else
+	*sp = f->sp + 8;
+	return (uintptr_t *)f->sp;
+#endif
+}
+
+struct ftrt_libcall_to ftrt_libcall_entry(uint32_t idx, struct ftrace_regs *fregs)
 {
 	const struct ftrt_libslot *s = ftrt_libslot(idx);
+	struct ftrt_libcall_to to = { s->target, 0 };
 	/* The tracer itself running on this thread (ftrt_tb busy): a call
 	 * of the runtime's own, as are those of its start, end and threads;
 	 * a function in a module with sites records its own calls. */
 	struct tbuf *b = ftrt_tb;
 	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || __atomic_load_n(&s->skip, __ATOMIC_RELAXED))
-		return s->target;
+		return to;
+	uintptr_t sp, *parent_slot = return_slot(fregs, &sp);
 	if (s->loader)
 		loader_call(s, sp);
 	if (s->plain)
 		ftrt_entry_plain(s->ip, parent_slot, sp);
 	else
 		ftrt_entry_sp(s->ip, parent_slot, sp);
-	return s->target;
+	if (__builtin_expect(__atomic_load_n(&s->capture, __ATOMIC_RELAXED), 0))
+		to.slot = (uintptr_t)s;
+	return to;
+}
+
+void ftrt_libcall_capture(struct ftrace_regs *fregs, const struct ftrt_libslot *s)
+{
+	ftrt_capture_libcall(s, fregs);
 }
