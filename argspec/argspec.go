@@ -26,11 +26,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 
+	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/infile"
 	"ftpatch/runtime/abi"
@@ -112,6 +114,70 @@ func Read(file string, globs []string, enums *Enums) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
 	}
+	return readFuncs(file, d, ef.Arch, enums, func(e *dwarf.Entry, lo uint64, dn, ln string) (string, bool) {
+		name, ok := funcAt(lo, dn, ln)
+		return name, ok && lo != 0
+	})
+}
+
+// ReadLibrary returns the functions of the shared object at file whose
+// names are among names (the functions a traced program calls in it),
+// from the DWARF of file itself or, where its distribution installs it
+// apart, of its debug file found by build-id
+// (/usr/lib/debug/.build-id/NN/REST.debug): the definitions it exports
+// (DW_AT_external), in name order; their enums are added to enums.
+// ErrNoDWARF when neither has DWARF.
+func ReadLibrary(file string, names []string, enums *Enums) (*Module, error) {
+	m, err := infile.Map(file)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	ef, err := elfx.Parse(file, m.Data)
+	if err != nil {
+		return nil, err
+	}
+	var d *dwarf.Data
+	if f, err := elf.NewFile(bytes.NewReader(m.Data)); err == nil {
+		d, _ = f.DWARF()
+	}
+	if d == nil {
+		id, err := BuildID(file)
+		if err != nil || len(id) < 3 {
+			return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
+		}
+		dbg := filepath.Join(debugRoot, ".build-id", id[:2], id[2:]+".debug")
+		f, err := elf.Open(dbg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
+		}
+		defer f.Close()
+		if d, err = f.DWARF(); err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", file, dbg, ErrNoDWARF)
+		}
+	}
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	return readFuncs(file, d, ef.Arch, enums, func(e *dwarf.Entry, lo uint64, dn, ln string) (string, bool) {
+		if ext, _ := e.Val(dwarf.AttrExternal).(bool); !ext || lo == 0 {
+			return "", false
+		}
+		if want[ln] {
+			return ln, true
+		}
+		return dn, want[dn]
+	})
+}
+
+// debugRoot is where a distribution installs debug files apart.
+var debugRoot = "/usr/lib/debug"
+
+// readFuncs reads the subprograms of d that choose names (by the
+// entry, its low_pc, its name and its linkage name), each under that
+// name; two of one name with different parameters are Ambiguous.
+func readFuncs(file string, d *dwarf.Data, a arch.Arch, enums *Enums, choose func(e *dwarf.Entry, lo uint64, dn, ln string) (string, bool)) (*Module, error) {
 	found := map[string][]Func{}
 	cache := map[dwarf.Offset]godwarf.Type{}
 	r := d.Reader()
@@ -129,12 +195,12 @@ func Read(file string, globs []string, enums *Enums) (*Module, error) {
 		lo, _ := e.Val(dwarf.AttrLowpc).(uint64)
 		dn, _ := e.Val(dwarf.AttrName).(string)
 		ln, _ := e.Val(dwarf.AttrLinkageName).(string)
-		name, ok := funcAt(lo, dn, ln)
-		if !ok || lo == 0 || dn == "" && ln == "" {
+		name, ok := choose(e, lo, dn, ln)
+		if !ok || dn == "" && ln == "" {
 			r.SkipChildren()
 			continue
 		}
-		fn, err := function(d, r, e, name, cache, newPlacer(ef.Arch, enums))
+		fn, err := function(d, r, e, name, cache, newPlacer(a, enums))
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading its DWARF: %w", file, err)
 		}

@@ -3,7 +3,9 @@ package elfx
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"ftpatch/arch"
 	"ftpatch/isa"
@@ -87,6 +89,29 @@ func (f *File) LibCall(d *DynReloc) bool {
 	}
 	t := d.Sym.Type()
 	return d.Type == r.JumpSlot || (d.Type == r.GlobDat && (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC))
+}
+
+// LibCallNames are the names of the functions the file calls in other
+// modules through its GOT slots (LibCall: what the runtime's library-call
+// hooks redirect), each once, sorted; those whose names hold a glob's or
+// a function list's punctuation are left out (a list could not name
+// them alone).
+func (f *File) LibCallNames() ([]string, error) {
+	relocs, err := f.DynRelocs()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, d := range relocs {
+		if !f.LibCall(&d) || seen[d.Sym.Name] || strings.ContainsAny(d.Sym.Name, "*?[]\\,!") {
+			continue
+		}
+		seen[d.Sym.Name] = true
+		names = append(names, d.Sym.Name)
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // DynRelocs collects the symbolic dynamic relocations of every SHF_ALLOC

@@ -300,28 +300,9 @@ func (b *Binary) planLibcalls(r Request) ([]string, map[funclist.Glob]bool, erro
 	return libs, matched, nil
 }
 
-// LibCallNames are the names of the functions the file calls in other
-// modules through its GOT slots (elfx.File.LibCall: what the runtime's
-// library-call hooks redirect), each once, sorted; those whose names
-// hold a glob's or a list's punctuation are left out (a list could not
-// name them alone).
-func (b *Binary) LibCallNames() ([]string, error) {
-	relocs, err := b.File.DynRelocs()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var names []string
-	for _, d := range relocs {
-		if !b.File.LibCall(&d) || seen[d.Sym.Name] || strings.ContainsAny(d.Sym.Name, "*?[]\\,!") {
-			continue
-		}
-		seen[d.Sym.Name] = true
-		names = append(names, d.Sym.Name)
-	}
-	slices.Sort(names)
-	return names, nil
-}
+// LibCallNames are the library functions the file calls through its GOT
+// slots (elfx.File.LibCallNames).
+func (b *Binary) LibCallNames() ([]string, error) { return b.File.LibCallNames() }
 
 // countFuncs counts the functions chosen: names are the live sites'
 // functions in address order, so a function's sites are adjacent, and two

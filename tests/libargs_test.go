@@ -130,3 +130,47 @@ func TestLibCallArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestLibCallArgsDWARF: ftpatch record --auto-args types a library
+// function the prototype table does not know from the library's own
+// DWARF (progs/libdw.c, built with -g, without sites): dw_scale(3,
+// "abc") = 9 and dw_ratio(7, 2) = 3.5 in the replay, where without
+// the DWARF (the library stripped) they show no arguments. x86-64 (record
+// runs the program), gcc and clang.
+func TestLibCallArgsDWARF(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			lib := filepath.Join(dir, "libdw.so")
+			run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-g", "-fPIC", "-shared", "-o", lib, progPath(t, "libdw.c"))...)
+			objs := buildSrc(t, tg, dir, preferred[tg.arch], true, "libdwmain.c")
+			prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-L"+dir, "-Wl,-rpath,"+dir, "-Wl,--no-as-needed", "-ldw")
+			for _, c := range []struct {
+				name  string
+				strip bool
+				want  []string
+			}{
+				{"dwarf", false, []string{`dw_scale(3, "abc") = 9;`, `dw_ratio(7, 2) = 3.5;`}},
+				{"stripped", true, []string{`dw_scale();`, `dw_ratio();`}},
+			} {
+				if c.strip {
+					run(t, dir, "strip", "--strip-debug", lib)
+				}
+				tdir := filepath.Join(dir, c.name)
+				out, stderr, code, err := runStatus(dir, tool("ftpatch"), "record", "--auto-args", "--filter", "main,dw_*", "-d", tdir, prog)
+				if err != nil || code != 0 || out != "9 3.50\n" {
+					t.Fatalf("record: exit %d, %v, output %q\n%s", code, err, out, stderr)
+				}
+				replay, _ := run(t, dir, tool("ftpatch"), "replay", tdir)
+				for _, w := range c.want {
+					if !strings.Contains(replay, w) {
+						t.Errorf("%s: no %q in\n%s", c.name, w, replay)
+					}
+				}
+			}
+		})
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"ftpatch/elfx"
 	"ftpatch/infile"
 	"ftpatch/launch"
+	"ftpatch/ldso"
 	"ftpatch/libtool"
 	"ftpatch/outfile"
 	"ftpatch/patch"
@@ -217,8 +218,62 @@ func (r *recordFlags) serveAutoArgs(s *launch.Settings, t *target, enums *argspe
 		for _, set := range protos.Sets(t.arch) {
 			enums.Add(set)
 		}
+		// The other library functions the program calls, from the
+		// DWARF of the libraries it loads where installed (the
+		// table's own come first).
+		a, r := libraryArgs(t.code, enums)
+		s.LibArgs, s.LibRetval = joinEntries(s.LibArgs, a), joinEntries(s.LibRetval, r)
 	}
 	return srv, nil
+}
+
+// libraryArgs are FTRACE_ARGS's and FTRACE_RETVAL's entries for the
+// library functions the program at prog calls that package protos's
+// table has not, typed from the DWARF of the libraries it loads at start
+// (their own, or their debug files by build-id), the first library
+// defining a function giving it; "" for none. Libraries without DWARF
+// give nothing.
+func libraryArgs(prog string, enums *argspec.Enums) (args, retval string) {
+	f, err := elfx.Open(prog)
+	if err != nil {
+		return "", ""
+	}
+	names, err := f.LibCallNames()
+	if err != nil {
+		return "", ""
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { _, ok := protos.Lookup(n); return ok })
+	objs, err := ldso.All(prog, programEnv(prog))
+	if len(names) == 0 || err != nil {
+		return "", ""
+	}
+	var funcs []argspec.Func
+	for _, o := range objs {
+		if o.Path == "" || len(names) == 0 {
+			continue
+		}
+		m, err := argspec.ReadLibrary(o.Path, names, enums)
+		if err != nil {
+			continue
+		}
+		for _, fn := range m.Funcs {
+			funcs = append(funcs, fn)
+			names = slices.DeleteFunc(names, func(n string) bool { return n == fn.Name })
+		}
+	}
+	return argspec.Settings(funcs)
+}
+
+// joinEntries joins two lists of FTRACE_ARGS (or FTRACE_RETVAL)
+// entries, a's first.
+func joinEntries(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ";" + b
 }
 
 // writeEnums writes the enums the run's items named into its trace
