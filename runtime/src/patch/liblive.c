@@ -167,11 +167,25 @@ static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 	return changed;
 }
 
+/* This thread holds ftrt_lib_rescan_lock for a live call (prepare to
+ * finish). */
+static __thread int held __attribute__((tls_model("initial-exec")));
+
+void ftrt_libcalls_after_fork(void)
+{
+	pthread_mutex_init(&ftrt_lib_rescan_lock, NULL);
+	held = 0;
+	ftrt_lib_nearly = 0;
+}
+
 void ftrt_libcalls_live_prepare(int op, const char *list)
 {
+	if (!ftrt_libcall_wanted())
+		return;
 	pthread_mutex_lock(&ftrt_lib_rescan_lock);
+	held = 1;
 	ftrt_lib_nearly = 0;
-	if (!ftrt_libcall_wanted() || op == OP_DISABLE)
+	if (op == OP_DISABLE)
 		return;
 	live_begin(list);
 	/* The objects first (the loader's lookups cannot be made from the
@@ -246,6 +260,9 @@ int ftrt_libcalls_live_module(const struct ftrt_mod *md, int op, const char *lis
 
 void ftrt_libcalls_live_finish(void)
 {
+	if (!held)
+		return;
 	ftrt_lib_nearly = 0;
+	held = 0;
 	pthread_mutex_unlock(&ftrt_lib_rescan_lock);
 }

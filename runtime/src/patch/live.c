@@ -216,6 +216,7 @@ static void after_fork(void)
 	ftrt_modules_after_fork();
 	ftrt_arch_poke_after_fork();
 	ftrt_grace_after_fork();
+	ftrt_libcalls_after_fork();
 	nbatch = 0;
 	delta = 0;
 }

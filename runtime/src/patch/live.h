@@ -65,6 +65,9 @@ void ftrt_libcalls_live_prepare(int op, const char *list) HIDDEN;
 int ftrt_libcalls_live(int op, const char *list) HIDDEN;
 int ftrt_libcalls_live_module(const struct ftrt_mod *md, int op, const char *list) HIDDEN;
 void ftrt_libcalls_live_finish(void) HIDDEN;
+/* In a child after fork: the lock prepare takes, which a thread of the
+ * parent may have held, free (libscan.c's rescans take it too). */
+void ftrt_libcalls_after_fork(void) HIDDEN;
 
 /* live.c: the API's work (api.c), each 0 or more, or -errno with
  * ftrt_live_why saying why. The filters return the sites changed. */

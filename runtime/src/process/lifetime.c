@@ -116,17 +116,31 @@ void ftrt_init(void)
 	ftrt_register_self(&self);
 }
 
+/* Whether the tracer is function or function_graph: library calls are
+ * hooked then. */
+static int tracing_mode(void)
+{
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
+	return mode == FTRT_FUNCTION || mode == FTRT_GRAPH;
+}
+
 /* A module's load-time pass, then what live calls chose before it was
  * loaded. */
 static void pass(struct ftrt_mod *md)
 {
-	ftrt_pass(md);
-	ftrt_live_added(md);
 	/* FTRACE_LIBCALL=nest: the objects without sites loaded with the
 	 * program, or with a shared object with sites, served too (their
-	 * library calls hooked: patch/libcall.c). */
-	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-	if (md->desc != &ftrt_module_plain && (mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && ftrt_libcall_wanted() == LIBCALL_NEST)
+	 * library calls hooked: patch/libscan.c), after the program's pass,
+	 * which chooses the tracer; before a shared object's, so that those
+	 * unloaded since the last scan are forgotten before anything of
+	 * the new one's reads the records (the arguments' capture reads
+	 * every slot's name). */
+	int nest = md->desc != &ftrt_module_plain && ftrt_libcall_wanted() == LIBCALL_NEST;
+	if (nest && md->owner != 1 && tracing_mode())
+		ftrt_libcalls_scan_locked();
+	ftrt_pass(md);
+	ftrt_live_added(md);
+	if (nest && md->owner == 1 && tracing_mode())
 		ftrt_libcalls_scan_locked();
 }
 
