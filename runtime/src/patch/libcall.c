@@ -43,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 #include <elf.h>
 #include <link.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "arch/layout.h"
 #include "arch/libstub.h"
 #include "arch/poke.h"
 #include "core/ftrt.h"
@@ -58,15 +60,22 @@
 #include "pass.h"
 #include "patch.h"
 
+_Static_assert(offsetof(struct ftrt_libslot, ip) == LS_IP && offsetof(struct ftrt_libslot, target) == LS_TARGET &&
+		       offsetof(struct ftrt_libslot, skip) == LS_SKIP && offsetof(struct ftrt_libslot, general) == LS_SKIP + 4,
+	       "arch/layout.h: struct ftrt_libslot");
+
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
 static uint32_t nslots; /* slots in the table */
 
 /* The stub pages of the module being passed: one mapping of as many
- * pages as its slots could need, each page's last word the common
- * entry's address, filled in order; made only executable at once, its
- * unused pages unmapped, before any slot points at a stub. */
+ * pages as its slots could need, each page's last words the addresses
+ * its stubs go through, filled in order, each stub in a cell of
+ * stub_size bytes (per_page a page); made readable and executable at
+ * once, its unused pages unmapped, before any slot points at a stub.
+ * Under function_graph, on an ISA with graph stubs (x86-64), a cell
+ * holds one, or an ordinary stub for a slot that may not have it. */
 static unsigned char *stubs;
-static size_t stub_pages, stubs_used;
+static size_t stub_pages, stubs_used, stub_size, per_page;
 
 /* Each module's stub pages, by its owner number: unmapped when it is
  * unloaded (ftrt_libcalls_release), as nothing may run its code then,
@@ -96,9 +105,17 @@ static void remember(int owner, void *base, size_t len)
 		}
 }
 
-static int stubs_reserve(size_t n)
+static int stubs_reserve(size_t n, int graph)
 {
-	stub_pages = (n + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	stub_size = FTRT_LIBSTUB_SIZE;
+#ifdef FTRT_LIBGRAPH_SIZE
+	if (graph)
+		stub_size = FTRT_LIBGRAPH_SIZE;
+#else
+	(void)graph;
+#endif
+	per_page = FTRT_LIBSTUBS_OF(stub_size);
+	stub_pages = (n + per_page - 1) / per_page;
 	stubs_used = 0;
 	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
@@ -108,7 +125,7 @@ static int stubs_reserve(size_t n)
 	stubs = m;
 	uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
 	for (size_t i = 0; i < stub_pages; i++)
-		memcpy(stubs + (i + 1) * FTRT_LIBSTUB_PAGE - 8, &entry, 8);
+		ftrt_arch_libpage(stubs + i * FTRT_LIBSTUB_PAGE, entry);
 	return 0;
 }
 
@@ -117,7 +134,7 @@ static int stubs_reserve(size_t n)
  * used). */
 static int stubs_seal(int owner)
 {
-	size_t used = (stubs_used + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	size_t used = (stubs_used + per_page - 1) / per_page;
 	if (used < stub_pages)
 		munmap(stubs + used * FTRT_LIBSTUB_PAGE, (stub_pages - used) * FTRT_LIBSTUB_PAGE);
 	int err = used && mprotect(stubs, used * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 ? -1 : 0;
@@ -354,8 +371,9 @@ static int in_traced_module(uintptr_t a)
 	return 0;
 }
 
-/* A new slot of the table, its stub made in the module's stub pages.
- * The stub's address, or 0. */
+/* A new slot of the table, its stub made in the module's stub pages:
+ * in a graph pass, a graph stub unless its calls are plain ones. The
+ * stub's address, or 0. */
 static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
@@ -367,17 +385,19 @@ static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
 			return 0;
 		*chunk = m;
 	}
-	if (!stubs || stubs_used == stub_pages * FTRT_LIBSTUBS)
+	if (!stubs || stubs_used == stub_pages * per_page)
 		return 0;
 	uint32_t idx = nslots++;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
 	s->ip = ip;
 	s->target = target;
 	s->skip = in_traced_module(target);
+	s->general = 0;
 	s->plain = plain;
-	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
+	unsigned char *at = stubs + stubs_used / per_page * FTRT_LIBSTUB_PAGE + stubs_used % per_page * stub_size;
 	stubs_used++;
-	ftrt_arch_libstub(at, idx);
+	if (stub_size == FTRT_LIBSTUB_SIZE || plain || ftrt_arch_libgraph(at, idx, (uintptr_t)s, target) != 0)
+		ftrt_arch_libstub(at, stub_size, idx);
 	return (uintptr_t)at;
 }
 
@@ -488,7 +508,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	struct pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
 		return;
-	if (stubs_reserve(cap) != 0) {
+	if (stubs_reserve(cap, ftrt_mode == FTRT_GRAPH) != 0) {
 		munmap(p, cap * sizeof *p);
 		return;
 	}

@@ -12,7 +12,9 @@ struct ftrt_mod;
 
 /* One redirected slot: its address (what a trace names the call by) and
  * the function it held, where the stub's call goes on to. Written once,
- * before the slot points at its stub; never changed after. */
+ * before the slot points at its stub; never changed after, but for
+ * skip and general, which only ever go from 0 to 1. arch/layout.h's
+ * LS_* say where each lies, for x86-64's ftrace_libgraph_enter. */
 struct ftrt_libslot {
 	uintptr_t ip;
 	uintptr_t target;
@@ -20,9 +22,16 @@ struct ftrt_libslot {
 	 * own, which records its calls itself: the slot's calls go straight
 	 * on, never recorded twice (ftrt_libcalls_module). */
 	int skip;
+	/* 1: every call takes the C entry (tracers/libcall.c), never a
+	 * graph stub's fast path, which only pushes and pops the call: set
+	 * for a slot whose calls need more, before the slot points at its
+	 * stub or (an atomic store) while it runs. With skip, read by the
+	 * fast path as one word. */
+	int general;
 	/* 1: its return is never hooked, the call recorded as a plain one
 	 * (the function returns twice, switches stacks or walks the
-	 * stack: patch/libcall.c's plain_call). */
+	 * stack: patch/libcall.c's plain_call). Such a slot never has a
+	 * graph stub. */
 	int plain;
 };
 
