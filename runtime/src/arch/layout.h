@@ -38,7 +38,7 @@
  * reads it. */
 #define LS_IP 0     /* uintptr_t ip: the slot's address, what the call is recorded under */
 #define LS_TARGET 8 /* uintptr_t target: the function */
-#define LS_SKIP 16  /* int skip, then int general at 20: both 0 (one 8-byte word) for the fast path */
+#define LS_SKIP 16  /* int skip, then unsigned char general and plain: all 0 (one 8-byte word, padding 0) for the fast path */
 
 /* A shadow entry's mark: what the subtree filters made of its call
  * (subtree.c). 0: an ordinary call. */

@@ -50,6 +50,11 @@ int ftrt_text_flush(void) HIDDEN;
  * for a span no other thread writes (read-only data, RELRO): 0, or
  * -errno. */
 int ftrt_text_write(uintptr_t addr, const void *buf, size_t len) HIDDEN;
+/* ftrt_text_write's write alone, through what ftrt_text_open opened and
+ * checked, for a run of writes after one ftrt_text_open that returned 0
+ * with no program code run since (the program cannot have closed the
+ * descriptor meanwhile): 0, or -errno. */
+int ftrt_text_write_opened(uintptr_t addr, const void *buf, size_t len) HIDDEN;
 /* Queue and write every site's new bytes whole (ftrt_text_queue,
  * ftrt_text_flush): 0, or the first -errno. */
 int ftrt_text_put_new(const struct ftrt_poke *p, size_t n) HIDDEN;

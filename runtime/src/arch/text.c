@@ -163,6 +163,11 @@ int ftrt_text_write(uintptr_t addr, const void *buf, size_t len)
 {
 	if (ftrt_text_open() != 0)
 		return -EBADF;
+	return ftrt_text_write_opened(addr, buf, len);
+}
+
+int ftrt_text_write_opened(uintptr_t addr, const void *buf, size_t len)
+{
 	if (ftrt_put(mem.fd, buf, len, addr) == len)
 		return 0;
 	why = "/proc/self/mem refuses writes (a kernel booted with proc_mem.force_override=never?)";

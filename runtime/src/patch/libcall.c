@@ -61,21 +61,50 @@
 #include "patch.h"
 
 _Static_assert(offsetof(struct ftrt_libslot, ip) == LS_IP && offsetof(struct ftrt_libslot, target) == LS_TARGET &&
-		       offsetof(struct ftrt_libslot, skip) == LS_SKIP && offsetof(struct ftrt_libslot, general) == LS_SKIP + 4,
+		       offsetof(struct ftrt_libslot, skip) == LS_SKIP && offsetof(struct ftrt_libslot, general) == LS_SKIP + 4 &&
+		       offsetof(struct ftrt_libslot, plain) == LS_SKIP + 5 && sizeof(struct ftrt_libslot) == LS_SKIP + 8,
 	       "arch/layout.h: struct ftrt_libslot");
 
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
 static uint32_t nslots; /* slots in the table */
 
 /* The stub pages of the module being passed: one mapping of as many
- * pages as its slots could need, each page's last words the addresses
- * its stubs go through, filled in order, each stub in a cell of
- * stub_size bytes (per_page a page); made readable and executable at
- * once, its unused pages unmapped, before any slot points at a stub.
+ * pages as its slots could need, filled in order, each stub in a cell
+ * of stub_size bytes (per_page a page), each page's last words (the
+ * addresses its stubs go through) written as it is begun: only the
+ * pages used are ever touched. Made readable and executable at once,
+ * its unused pages unmapped, before any slot points at a stub.
  * Under function_graph, on an ISA with graph stubs (x86-64), a cell
  * holds one, or an ordinary stub for a slot that may not have it. */
 static unsigned char *stubs;
 static size_t stub_pages, stubs_used, stub_size, per_page;
+
+/* A walk over the stubs of the pages at base, in order: at, the next
+ * one, left the cells after it in its page (no division per stub). */
+struct cursor {
+	unsigned char *at;
+	size_t left;
+};
+
+static struct cursor cursor_at(unsigned char *base)
+{
+	return (struct cursor){ base, per_page };
+}
+
+/* The cursor's stub; the cursor moved on to the next one. */
+static unsigned char *cursor_next(struct cursor *c)
+{
+	unsigned char *at = c->at;
+	if (--c->left) {
+		c->at += stub_size;
+	} else {
+		c->at = (unsigned char *)((uintptr_t)at & ~(uintptr_t)(FTRT_LIBSTUB_PAGE - 1)) + FTRT_LIBSTUB_PAGE;
+		c->left = per_page;
+	}
+	return at;
+}
+
+static struct cursor fill; /* the next stub to make */
 
 /* Each module's stub pages, by its owner number: unmapped when it is
  * unloaded (ftrt_libcalls_release), as nothing may run its code then,
@@ -117,17 +146,16 @@ static int stubs_reserve(size_t n, int graph)
 	per_page = FTRT_LIBSTUBS_OF(stub_size);
 	stub_pages = (n + per_page - 1) / per_page;
 	stubs_used = 0;
-	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		stubs = NULL;
 		return -1;
 	}
 	stubs = m;
-	uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
-	for (size_t i = 0; i < stub_pages; i++)
-		ftrt_arch_libpage(stubs + i * FTRT_LIBSTUB_PAGE, entry);
+	fill = cursor_at(stubs);
 	return 0;
 }
+
 
 /* The pages used made only executable, the rest unmapped, and those
  * kept remembered for owner's unload: 0, or -1 (the stubs are not to be
@@ -151,28 +179,37 @@ int ftrt_libcall_wanted(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-/* FNV-1a of a name. */
+/* A name's hash for one_of's sets: its length and its first, second
+ * and last bytes, mixed. Cheaper than hashing every byte (a multiply's
+ * latency each), which the pass paid twice a slot, and as good at
+ * telling a slot's name from the few in the lists below; a name that
+ * shares one is told apart by the binary search. */
 static uint32_t name_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	size_t n = 0;
+	while (s[n])
+		n++;
+	if (!n)
+		return 0;
+	uint32_t h = (uint32_t)n * 0x9e3779b1u ^ (uint32_t)(unsigned char)s[0] << 16 ^ (uint32_t)(unsigned char)s[1] << 8 ^
+		     (unsigned char)s[n - 1];
+	return h ^ h >> 13;
 }
 
-/* Whether name is one of names[0, n), sorted in strcmp's order: a
- * 4096-bit set of their hashes (seen, made once: the pass runs under the
- * registry's lock) rules most names out before a binary search. */
-static int one_of(const char *name, const char *const *names, size_t n, uint64_t seen[64], int *made)
+/* Whether name, whose name_hash is h, is one of names[0, n), sorted in
+ * strcmp's order: a 4096-bit set of their hashes (seen, made once: the
+ * pass runs under the registry's lock) rules most names out before a
+ * binary search. */
+static int one_of(const char *name, uint32_t h, const char *const *names, size_t n, uint64_t seen[64], int *made)
 {
 	if (!*made) {
 		for (size_t i = 0; i < n; i++) {
-			uint32_t h = name_hash(names[i]) % 4096;
-			seen[h / 64] |= 1ull << (h % 64);
+			uint32_t k = name_hash(names[i]) % 4096;
+			seen[k / 64] |= 1ull << (k % 64);
 		}
 		*made = 1;
 	}
-	uint32_t h = name_hash(name) % 4096;
+	h %= 4096;
 	if (!(seen[h / 64] >> (h % 64) & 1))
 		return 0;
 	size_t lo = 0, hi = n;
@@ -192,7 +229,7 @@ static int one_of(const char *name, const char *const *names, size_t n, uint64_t
 /* Functions whose slots are left alone (above): the C++ runtime's catch
  * hooks, the start-up's and the exit's, and __tls_get_addr, which
  * compiled code calls for every access to another module's TLS. */
-static int left_alone(const char *name)
+static int left_alone(const char *name, uint32_t h)
 {
 	static const char *const names[] = {
 		"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main",
@@ -200,7 +237,7 @@ static int left_alone(const char *name)
 	};
 	static uint64_t seen[64];
 	static int made;
-	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
+	return one_of(name, h, names, sizeof names / sizeof names[0], seen, &made);
 }
 
 /* Functions whose return is never hooked, their calls recorded as plain
@@ -208,7 +245,7 @@ static int left_alone(const char *name)
  * that return twice or switch stacks (vfork, clone, the setjmp and
  * context families), and those that walk the stack (backtrace, the
  * unwinder's _Unwind_*), which would meet a hook of their own. */
-static int plain_call(const char *name)
+static int plain_call(const char *name, uint32_t h)
 {
 	static const char *const names[] = {
 		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "getcontext",
@@ -218,7 +255,7 @@ static int plain_call(const char *name)
 	static int made;
 	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
 		return 1;
-	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
+	return one_of(name, h, names, sizeof names / sizeof names[0], seen, &made);
 }
 
 /* A module's dynamic section's facts, and its RELRO range. */
@@ -359,54 +396,63 @@ static uintptr_t resolve(const struct ftrt_mod *md, const char *name, const char
 	return (uintptr_t)f;
 }
 
-/* The module that holds a, when it has sites (registered): its
- * functions record their own calls. */
+/* The code of the modules with sites (registered), whose functions
+ * record their own calls: gathered once a pass, as every slot asks. */
+static struct span {
+	uintptr_t lo, hi;
+} traced[FTRT_MOD_MAX];
+static int ntraced;
+
+static void traced_gather(void)
+{
+	ntraced = 0;
+	for (int i = 0; ftrt_module_at(i) && ntraced < FTRT_MOD_MAX; i++) {
+		const struct ftrt_mod *m = ftrt_module_at(i);
+		if (m->live && m->desc && m->desc->start != m->desc->stop)
+			traced[ntraced++] = (struct span){ m->lo, m->hi };
+	}
+}
+
 static int in_traced_module(uintptr_t a)
 {
-	for (int i = 0; ftrt_module_at(i); i++) {
-		const struct ftrt_mod *m = ftrt_module_at(i);
-		if (m->live && m->desc && m->desc->start != m->desc->stop && a >= m->lo && a < m->hi)
+	for (int i = 0; i < ntraced; i++)
+		if (a >= traced[i].lo && a < traced[i].hi)
 			return 1;
-	}
 	return 0;
 }
 
 /* A new slot of the table, its stub made in the module's stub pages:
- * in a graph pass, a graph stub unless its calls are plain ones. The
- * stub's address, or 0. */
-static uintptr_t new_slot(uintptr_t ip, uintptr_t target, int plain)
+ * in a graph pass, a graph stub unless its calls are plain ones. 0, or
+ * -1 (no room). The table's chunks and the stub pages are touched only
+ * as far as they are filled. */
+static int new_slot(uintptr_t ip, uintptr_t target, int plain)
 {
 	if (nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
-		return 0;
+		return -1;
 	struct ftrt_libslot **chunk = &ftrt_libslots[nslots / FTRT_LIBSLOT_CHUNK];
 	if (!*chunk) {
-		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
-			return 0;
+			return -1;
 		*chunk = m;
 	}
 	if (!stubs || stubs_used == stub_pages * per_page)
-		return 0;
+		return -1;
 	uint32_t idx = nslots++;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
 	s->ip = ip;
 	s->target = target;
 	s->skip = in_traced_module(target);
 	s->general = 0;
-	s->plain = plain;
-	unsigned char *at = stubs + stubs_used / per_page * FTRT_LIBSTUB_PAGE + stubs_used % per_page * stub_size;
+	s->plain = (unsigned char)plain;
+	if (fill.left == per_page)
+		ftrt_arch_libpage(fill.at, (uintptr_t)ftrt_patch_up.libcall_entry); /* a page begun */
+	unsigned char *at = cursor_next(&fill);
 	stubs_used++;
 	if (stub_size == FTRT_LIBSTUB_SIZE || plain || ftrt_arch_libgraph(at, idx, (uintptr_t)s, target) != 0)
 		ftrt_arch_libstub(at, stub_size, idx);
-	return (uintptr_t)at;
+	return 0;
 }
-
-/* The slots to redirect, gathered before any is written: their stubs'
- * page is made executable once, and only then do slots point at it. */
-struct pending {
-	uintptr_t *slot;
-	uintptr_t stub;
-};
 
 /* Whether relocation r of d fills a slot the module calls another's
  * function through (elfx.File.LibCall's rule); its symbol into *sym. */
@@ -422,27 +468,36 @@ static int libcall_slot(const struct dyn *d, const ElfW(Rela) *r, const ElfW(Sym
 	return s->st_shndx == SHN_UNDEF && s->st_name != 0 && (type == FTRT_R_JUMP_SLOT || t == STT_FUNC || t == STT_GNU_IFUNC);
 }
 
-static size_t count_slots(const struct dyn *d, const ElfW(Rela) *r, size_t n)
-{
-	size_t k = 0;
-	const ElfW(Sym) *sym;
-	for (size_t i = 0; i < n; i++)
-		k += (size_t)libcall_slot(d, &r[i], &sym);
-	return k;
-}
+/* How far ahead hook_table asks for a relocation's symbol, and for its
+ * name (half as far: the symbol has come by then). */
+#define AHEAD 64
 
-static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const ElfW(Rela) *r, size_t n, struct pending *out, size_t *nout,
-		       size_t cap, struct ftrt_libcall_stats *st)
+/* The slots of r[0, n) that the filter chooses, each a new slot of the
+ * table with its stub, as long as there is room. Each slot's symbol and
+ * name are read from the module's dynamic symbol table and its strings,
+ * in the order of the relocations, not theirs: a cache miss each, most
+ * of the pass's time when waited for one after the other; so they are
+ * asked for ahead (the symbol AHEAD relocations on, the name AHEAD / 2),
+ * and their misses overlap. */
+static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_libcall_stats *st)
 {
-	for (size_t i = 0; i < n && *nout < cap; i++) {
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			__builtin_prefetch(&d->symtab[ELF64_R_SYM(r[i + AHEAD].r_info)]);
+		if (i + AHEAD / 2 < n) {
+			size_t k = ELF64_R_SYM(r[i + AHEAD / 2].r_info);
+			if (k)
+				__builtin_prefetch(d->strtab + d->symtab[k].st_name);
+		}
 		const ElfW(Sym) *sym;
 		if (!libcall_slot(d, &r[i], &sym))
 			continue;
 		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
 		size_t si = ELF64_R_SYM(r[i].r_info);
 		const char *name = d->strtab + sym->st_name;
+		uint32_t h = name_hash(name);
 		st->slots++;
-		if (left_alone(name) || !(ftrt_pick(name) & PICK_TRACE))
+		if (left_alone(name, h) || !(ftrt_pick(name) & PICK_TRACE))
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -453,14 +508,8 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		uintptr_t stub = new_slot((uintptr_t)slot, target, plain_call(name));
-		if (!stub) {
+		if (new_slot((uintptr_t)slot, target, plain_call(name, h)) != 0)
 			st->failed++;
-			continue;
-		}
-		out[*nout].slot = slot;
-		out[*nout].stub = stub;
-		(*nout)++;
 	}
 }
 
@@ -493,6 +542,51 @@ static void report(const struct ftrt_mod *md, const struct ftrt_libcall_stats *s
 	ftrt_say_end(&s);
 }
 
+/*
+ * Write the slots of the table's entries [first, last) that lie in
+ * [lo, hi), md's RELRO range (read-only since the loader relocated
+ * it), each pointing at its stub, the k-th from first the k-th at base,
+ * through the code writer (no other thread writes read-only data
+ * meanwhile): a window of the range at a time, as it is with the stubs
+ * in place, copied into a buffer on the stack. The entries come in
+ * their relocations' order, mostly rising: a window holds the run of
+ * slots after the one that began it, and a slot outside it begins the
+ * next one. The slots written (fewer than asked when a write failed).
+ */
+static size_t relro_write(uint32_t first, uint32_t last, unsigned char *base, uintptr_t lo, uintptr_t hi)
+{
+	unsigned char buf[4096];
+	uintptr_t w_lo = 0, w_hi = 0; /* the window: none open */
+	size_t n = 0, in = 0;
+	if (ftrt_text_open() != 0)
+		return 0; /* once for every window: no program code runs meanwhile */
+	struct cursor c = cursor_at(base);
+	unsigned char *stub = cursor_next(&c);
+	for (uint32_t i = first; i < last;) {
+		uintptr_t a = ftrt_libslot(i)->ip;
+		if (a < lo || a + 8 > hi) {
+			i++, stub = cursor_next(&c); /* written with an atomic store */
+			continue;
+		}
+		if (a >= w_lo && a + 8 <= w_hi) {
+			memcpy(buf + (a - w_lo), &stub, 8);
+			in++, i++, stub = cursor_next(&c);
+			continue;
+		}
+		/* Outside the window: it is written whole, and the next one
+		 * begins at this slot. */
+		if (w_hi > w_lo && ftrt_text_write_opened(w_lo, buf, w_hi - w_lo) != 0)
+			return n;
+		n += in, in = 0;
+		w_lo = a;
+		w_hi = hi - a < sizeof buf ? hi : a + sizeof buf;
+		memcpy(buf, (const void *)w_lo, w_hi - w_lo);
+	}
+	if (w_hi > w_lo && ftrt_text_write_opened(w_lo, buf, w_hi - w_lo) != 0)
+		return n;
+	return n + in;
+}
+
 void ftrt_libcalls_hook(struct ftrt_mod *md)
 {
 	struct timespec t0, t1;
@@ -502,60 +596,48 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	dl_iterate_phdr(find_dyn, &f);
 	if (!f.found || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
 		return;
-	size_t cap = count_slots(&d, d.jmprel, d.njmprel) + count_slots(&d, d.rela, d.nrela), n = 0;
-	if (!cap)
+	/* At most a slot a relocation: room for their stubs reserved, only
+	 * the pages used ever touched (reading the relocations twice, to
+	 * count them first, cost more than an unused reservation). */
+	size_t cap = d.njmprel + d.nrela;
+	if (!cap || stubs_reserve(cap, ftrt_mode == FTRT_GRAPH) != 0)
 		return;
-	struct pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
-		return;
-	if (stubs_reserve(cap, ftrt_mode == FTRT_GRAPH) != 0) {
-		munmap(p, cap * sizeof *p);
-		return;
-	}
+	traced_gather();
 	struct ftrt_libcall_stats st = { 0 };
-	hook_table(md, &d, d.jmprel, d.njmprel, p, &n, cap, &st);
-	hook_table(md, &d, d.rela, d.nrela, p, &n, cap, &st);
-	/* Only executable from here on, before any slot points at a stub. */
+	/* The slots to redirect: the table's entries from first on, each
+	 * with its stub, the k-th from first the k-th of the pages at base;
+	 * all gathered before any slot is written, so that their pages are
+	 * made executable once, and only then does a slot point at them. */
+	uint32_t first = nslots;
+	unsigned char *base = stubs;
+	hook_table(md, &d, d.jmprel, d.njmprel, &st);
+	hook_table(md, &d, d.rela, d.nrela, &st);
+	uint32_t last = nslots;
+	/* Readable and executable from here on, before any slot points at a
+	 * stub. */
 	if (stubs_seal(md->owner) != 0) {
-		st.failed += n;
-		n = 0;
+		st.failed += last - first;
+		last = first;
 	}
-	/* Slots outside RELRO: an atomic store each. Those in it, read-only
-	 * since the loader relocated them: their span as it is with the
-	 * stubs in place, written at once through the code writer (no other
-	 * thread writes read-only data meanwhile). */
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	/* Slots outside RELRO: an atomic store each; those in it, through
+	 * the code writer (relro_write). */
 	size_t relro = 0;
-	for (size_t i = 0; i < n; i++) {
-		uintptr_t a = (uintptr_t)p[i].slot;
+	struct cursor c = cursor_at(base);
+	for (uint32_t i = first; i < last; i++) {
+		uintptr_t a = ftrt_libslot(i)->ip;
+		unsigned char *stub = cursor_next(&c);
 		if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
-			lo = a < lo ? a : lo;
-			hi = a + 8 > hi ? a + 8 : hi;
 			relro++;
 		} else {
-			__atomic_store_n(p[i].slot, p[i].stub, __ATOMIC_RELEASE);
+			__atomic_store_n((uintptr_t *)a, (uintptr_t)stub, __ATOMIC_RELEASE);
 			st.hooked++;
 		}
 	}
 	if (relro) {
-		unsigned char *span = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		int err = span == MAP_FAILED;
-		if (!err) {
-			memcpy(span, (const void *)lo, hi - lo);
-			for (size_t i = 0; i < n; i++) {
-				uintptr_t a = (uintptr_t)p[i].slot;
-				if (a >= d.relro_lo && a + 8 <= d.relro_hi)
-					memcpy(span + (a - lo), &p[i].stub, 8);
-			}
-			err = ftrt_text_write(lo, span, hi - lo) != 0;
-			munmap(span, hi - lo);
-		}
-		if (err)
-			st.failed += (uint64_t)relro;
-		else
-			st.hooked += (uint64_t)relro;
+		size_t n = relro_write(first, last, base, d.relro_lo, d.relro_hi);
+		st.hooked += (uint64_t)n;
+		st.failed += (uint64_t)(relro - n);
 	}
-	munmap(p, cap * sizeof *p);
 	md->libcalls = st;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ftrt_env(ENV_DEBUG))

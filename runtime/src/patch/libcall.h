@@ -25,14 +25,15 @@ struct ftrt_libslot {
 	/* 1: every call takes the C entry (tracers/libcall.c), never a
 	 * graph stub's fast path, which only pushes and pops the call: set
 	 * for a slot whose calls need more, before the slot points at its
-	 * stub or (an atomic store) while it runs. With skip, read by the
-	 * fast path as one word. */
-	int general;
+	 * stub or (an atomic store) while it runs. With skip and plain,
+	 * and the padding after them (0: the table's chunks are mapped
+	 * zeroed), read by the fast path as one word. */
+	unsigned char general;
 	/* 1: its return is never hooked, the call recorded as a plain one
 	 * (the function returns twice, switches stacks or walks the
 	 * stack: patch/libcall.c's plain_call). Such a slot never has a
 	 * graph stub. */
-	int plain;
+	unsigned char plain;
 };
 
 /* The table: chunks made as slots are added, never moved or freed, so
