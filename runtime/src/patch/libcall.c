@@ -25,9 +25,9 @@
  * Functions that return twice or switch stacks (vfork, clone, the
  * setjmp and context families), and those that walk the stack
  * (backtrace, the unwinder's), whose return a hook would break, are
- * recorded as plain calls, their returns never hooked (plain_call);
+ * recorded as plain calls, their returns never hooked (plain_names);
  * those the C++ runtime and the start-up rely on are left alone
- * (left_alone). Functions that never return (exit, abort, longjmp,
+ * (alone_names). Functions that never return (exit, abort, longjmp,
  * pthread_exit, __cxa_throw) are traced as any: their calls are left
  * open, then unwound or running at the end, as a traced function's
  * that never returns.
@@ -179,7 +179,7 @@ int ftrt_libcall_wanted(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-/* A name's hash for one_of's sets: its length and its first, second
+/* A name's hash for listed's set: its length and its first, second
  * and last bytes, mixed. Cheaper than hashing every byte (a multiply's
  * latency each), which the pass paid twice a slot, and as good at
  * telling a slot's name from the few in the lists below; a name that
@@ -196,22 +196,9 @@ static uint32_t name_hash(const char *s)
 	return h ^ h >> 13;
 }
 
-/* Whether name, whose name_hash is h, is one of names[0, n), sorted in
- * strcmp's order: a 4096-bit set of their hashes (seen, made once: the
- * pass runs under the registry's lock) rules most names out before a
- * binary search. */
-static int one_of(const char *name, uint32_t h, const char *const *names, size_t n, uint64_t seen[64], int *made)
+/* Whether name is one of names[0, n), sorted in strcmp's order. */
+static int one_of(const char *name, const char *const *names, size_t n)
 {
-	if (!*made) {
-		for (size_t i = 0; i < n; i++) {
-			uint32_t k = name_hash(names[i]) % 4096;
-			seen[k / 64] |= 1ull << (k % 64);
-		}
-		*made = 1;
-	}
-	h %= 4096;
-	if (!(seen[h / 64] >> (h % 64) & 1))
-		return 0;
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -229,33 +216,46 @@ static int one_of(const char *name, uint32_t h, const char *const *names, size_t
 /* Functions whose slots are left alone (above): the C++ runtime's catch
  * hooks, the start-up's and the exit's, and __tls_get_addr, which
  * compiled code calls for every access to another module's TLS. */
-static int left_alone(const char *name, uint32_t h)
-{
-	static const char *const names[] = {
-		"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main",
-		"__tls_get_addr",
-	};
-	static uint64_t seen[64];
-	static int made;
-	return one_of(name, h, names, sizeof names / sizeof names[0], seen, &made);
-}
+static const char *const alone_names[] = {
+	"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main", "__tls_get_addr",
+};
 
 /* Functions whose return is never hooked, their calls recorded as plain
  * calls (a function_graph trace shows them without a duration): those
  * that return twice or switch stacks (vfork, clone, the setjmp and
  * context families), and those that walk the stack (backtrace, the
  * unwinder's _Unwind_*), which would meet a hook of their own. */
-static int plain_call(const char *name, uint32_t h)
+static const char *const plain_names[] = {
+	"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "getcontext",
+	"makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
+};
+
+#define N(a) (sizeof a / sizeof a[0])
+enum { LISTED_NOT, LISTED_ALONE, LISTED_PLAIN };
+
+/* Which list name is in (LISTED_*): a 4096-bit set of both lists'
+ * hashes (made once: the pass runs under the registry's lock) rules
+ * most names out with one test, before the binary searches. */
+static int listed(const char *name)
 {
-	static const char *const names[] = {
-		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "getcontext",
-		"makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "swapcontext", "vfork",
-	};
 	static uint64_t seen[64];
 	static int made;
-	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
-		return 1;
-	return one_of(name, h, names, sizeof names / sizeof names[0], seen, &made);
+	if (!made) {
+		for (size_t i = 0; i < N(alone_names) + N(plain_names); i++) {
+			const char *n = i < N(alone_names) ? alone_names[i] : plain_names[i - N(alone_names)];
+			uint32_t k = name_hash(n) % 4096;
+			seen[k / 64] |= 1ull << (k % 64);
+		}
+		made = 1;
+	}
+	if (name[0] == '_' && name[1] == 'U' && strncmp(name, "_Unwind_", 8) == 0)
+		return LISTED_PLAIN;
+	uint32_t h = name_hash(name) % 4096;
+	if (!(seen[h / 64] >> (h % 64) & 1))
+		return LISTED_NOT;
+	if (one_of(name, alone_names, N(alone_names)))
+		return LISTED_ALONE;
+	return one_of(name, plain_names, N(plain_names)) ? LISTED_PLAIN : LISTED_NOT;
 }
 
 /* A module's dynamic section's facts, and its RELRO range. */
@@ -495,9 +495,9 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
 		size_t si = ELF64_R_SYM(r[i].r_info);
 		const char *name = d->strtab + sym->st_name;
-		uint32_t h = name_hash(name);
+		int list = listed(name);
 		st->slots++;
-		if (left_alone(name, h) || !(ftrt_pick(name) & PICK_TRACE))
+		if (list == LISTED_ALONE || !(ftrt_pick(name) & PICK_TRACE))
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -508,7 +508,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		if (new_slot((uintptr_t)slot, target, plain_call(name, h)) != 0)
+		if (new_slot((uintptr_t)slot, target, list == LISTED_PLAIN) != 0)
 			st->failed++;
 	}
 }
