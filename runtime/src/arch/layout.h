@@ -36,9 +36,10 @@
 /* struct ftrt_libslot (patch/libcall.h, which checks these): a
  * redirected GOT slot, as x86-64's graph stubs' ftrace_libgraph_enter
  * reads it. */
-#define LS_IP 0     /* uintptr_t ip: the slot's address, what the call is recorded under */
+#define LS_IP 0     /* uintptr_t ip: the slot's address | its flags (LIBSLOT_*: 0 for the fast path) */
+#define LS_FLAGS 7  /* the flags' bits of ip */
 #define LS_TARGET 8 /* uintptr_t target: the function */
-#define LS_SKIP 16  /* int skip, then unsigned char general and plain: all 0 (one 8-byte word, padding 0) for the fast path */
+#define LS_SIZE 16
 
 /* A shadow entry's mark: what the subtree filters made of its call
  * (subtree.c). 0: an ordinary call. */

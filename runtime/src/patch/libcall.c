@@ -61,8 +61,7 @@
 #include "patch.h"
 
 _Static_assert(offsetof(struct ftrt_libslot, ip) == LS_IP && offsetof(struct ftrt_libslot, target) == LS_TARGET &&
-		       offsetof(struct ftrt_libslot, skip) == LS_SKIP && offsetof(struct ftrt_libslot, general) == LS_SKIP + 4 &&
-		       offsetof(struct ftrt_libslot, plain) == LS_SKIP + 5 && sizeof(struct ftrt_libslot) == LS_SKIP + 8,
+		       sizeof(struct ftrt_libslot) == LS_SIZE && LIBSLOT_FLAGS == LS_FLAGS,
 	       "arch/layout.h: struct ftrt_libslot");
 
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
@@ -440,11 +439,8 @@ static int new_slot(uintptr_t ip, uintptr_t target, int plain)
 		return -1;
 	uint32_t idx = nslots++;
 	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
-	s->ip = ip;
+	s->ip = ip | (in_traced_module(target) ? LIBSLOT_SKIP : 0) | (plain ? LIBSLOT_PLAIN : 0);
 	s->target = target;
-	s->skip = in_traced_module(target);
-	s->general = 0;
-	s->plain = (unsigned char)plain;
 	if (fill.left == per_page)
 		ftrt_arch_libpage(fill.at, (uintptr_t)ftrt_patch_up.libcall_entry); /* a page begun */
 	unsigned char *at = cursor_next(&fill);
@@ -518,7 +514,7 @@ void ftrt_libcalls_module(const struct ftrt_mod *md)
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
 		if (s->target >= md->lo && s->target < md->hi)
-			__atomic_store_n(&s->skip, 1, __ATOMIC_RELAXED);
+			ftrt_libslot_set(s, LIBSLOT_SKIP);
 	}
 }
 
@@ -563,7 +559,7 @@ static size_t relro_write(uint32_t first, uint32_t last, unsigned char *base, ui
 	struct cursor c = cursor_at(base);
 	unsigned char *stub = cursor_next(&c);
 	for (uint32_t i = first; i < last;) {
-		uintptr_t a = ftrt_libslot(i)->ip;
+		uintptr_t a = ftrt_libslot_ip(ftrt_libslot(i));
 		if (a < lo || a + 8 > hi) {
 			i++, stub = cursor_next(&c); /* written with an atomic store */
 			continue;
@@ -624,7 +620,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	size_t relro = 0;
 	struct cursor c = cursor_at(base);
 	for (uint32_t i = first; i < last; i++) {
-		uintptr_t a = ftrt_libslot(i)->ip;
+		uintptr_t a = ftrt_libslot_ip(ftrt_libslot(i));
 		unsigned char *stub = cursor_next(&c);
 		if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
 			relro++;

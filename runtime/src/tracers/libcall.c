@@ -26,11 +26,12 @@ uintptr_t ftrt_libcall_entry(uint32_t idx, uintptr_t *parent_slot, uintptr_t sp)
 	 * of the runtime's own, as are those of its start, end and threads;
 	 * a function in a module with sites records its own calls. */
 	struct tbuf *b = ftrt_tb;
-	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || __atomic_load_n(&s->skip, __ATOMIC_RELAXED))
+	unsigned flags = ftrt_libslot_flags(s);
+	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || (flags & LIBSLOT_SKIP))
 		return s->target;
-	if (s->plain)
-		ftrt_entry_plain(s->ip, parent_slot, sp);
+	if (flags & LIBSLOT_PLAIN)
+		ftrt_entry_plain(ftrt_libslot_ip(s), parent_slot, sp);
 	else
-		ftrt_entry_sp(s->ip, parent_slot, sp);
+		ftrt_entry_sp(ftrt_libslot_ip(s), parent_slot, sp);
 	return s->target;
 }

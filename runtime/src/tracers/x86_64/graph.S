@@ -314,8 +314,8 @@ ftrace_graph_enter:
  * the common entry (ftrace_libcall, tracers/libcall.c), which does
  * everything as for an ordinary stub: the fast path not on (no trace,
  * another tracer or clock, FTRACE_THRESH, paused); the subtree filters
- * on; the slot's skip or general set (its function records its own
- * calls, or its calls need the C entry: one word, LS_SKIP); a call the
+ * on; the slot's flags (its function records its own calls, or its
+ * calls need the C entry: LIBSLOT_* in LS_IP's low bits); a call the
  * runtime makes itself (ftrt_in_runtime: its start, end and threads;
  * ftrt_thread_busy: a thread's buffer being made or torn down); and
  * whatever GRAPH_PUSH leaves (no buffer yet, busy: a signal handler's
@@ -341,15 +341,16 @@ ftrace_libgraph_enter:
 	je	.Llib_out			/* ZF=1: C does it */
 	cmpl	$0, ftrt_subtree(%rip)
 	jne	.Llib_c				/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
-	cmpq	$0, LS_SKIP(%r11)
-	jne	.Llib_c				/* skip or general: C (which goes straight on, or does more) */
+	testb	$LS_FLAGS, LS_IP(%r11)
+	jnz	.Llib_c				/* skip, general or plain: C (which goes straight on, or does more) */
 	SAVE_SCRATCH
 	movq	ftrt_in_runtime@gottpoff(%rip), %rax
 	movl	%fs:(%rax), %eax
 	movq	ftrt_thread_busy@gottpoff(%rip), %rcx
 	orl	%fs:(%rcx), %eax
 	jnz	.Llib_slow			/* the runtime's own call: C lets it go straight on */
-	movq	LS_IP(%r11), %r11		/* the site: the slot's address */
+	movq	LS_IP(%r11), %r11
+	andq	$~LS_FLAGS, %r11		/* the site: the slot's address (a flag set since: C's next time) */
 	GRAPH_PUSH .Llib_slow, .Llib_unbusy, .Llib_unbusy
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
