@@ -39,9 +39,10 @@ struct ftrt_libslot {
 
 /* The table: chunks made as slots are added, never moved or freed, so
  * the entry reads a slot without a lock. A stub's index: chunk, then
- * place in it. */
-#define FTRT_LIBSLOT_CHUNK 4096
-#define FTRT_LIBSLOT_CHUNKS 256
+ * place in it. A chunk is 256 KiB of address space, its pages faulted
+ * in as they are filled: one mapping for most programs' slots. */
+#define FTRT_LIBSLOT_CHUNK 16384
+#define FTRT_LIBSLOT_CHUNKS 64
 extern struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS] __attribute__((visibility("hidden")));
 
 static inline const struct ftrt_libslot *ftrt_libslot(uint32_t idx)

@@ -22,7 +22,8 @@ void ftrt_arch_libstub(unsigned char *at, size_t size, uint32_t idx)
 		0, 0, 0,                               /* udf #0: never run */
 	};
 	memcpy(at, w, sizeof w);
-	memset(at + sizeof w, 0, size - sizeof w); /* udf #0 */
+	if (size > sizeof w)
+		memset(at + sizeof w, 0, size - sizeof w); /* udf #0 */
 }
 
 void ftrt_arch_libpage(unsigned char *page, uintptr_t entry)

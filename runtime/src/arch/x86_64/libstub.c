@@ -37,7 +37,8 @@ void ftrt_arch_libstub(unsigned char *at, size_t size, uint32_t idx)
 	memcpy(b + 6, &idx, 4);
 	put_rel(b + 12, page + FTRT_LIBPAGE_ENTRY, (uintptr_t)at + FTRT_LIBSTUB_SIZE);
 	memcpy(at, b, sizeof b);
-	memset(at + sizeof b, 0xcc, size - sizeof b); /* int3 */
+	if (size > sizeof b)
+		memset(at + sizeof b, 0xcc, size - sizeof b); /* int3 (a libc call: not for every stub) */
 }
 
 void ftrt_arch_libpage(unsigned char *page, uintptr_t entry)
