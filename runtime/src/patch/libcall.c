@@ -17,10 +17,11 @@
  * The function: what the slot holds when it is already bound (-z now,
  * GLOB_DAT, a lazy slot called before); a lazy slot not yet bound holds
  * its PLT stub's way into the resolver, so the function is looked up
- * here as the loader would, by name and version, in the global scope
+ * as the loader would, by name and version, in the global scope
  * (dlvsym, dlsym: an IFUNC's resolver runs as the loader's would), else
- * in the module's own. A slot whose function is not found is left as
- * the loader left it.
+ * in the module's own (libdyn.c, which reads the module's dynamic
+ * section). A slot whose function is not found is left as the loader
+ * left it.
  *
  * Functions that return twice or switch stacks (vfork, clone, the
  * setjmp and context families), and those that walk the stack
@@ -42,7 +43,6 @@
  * Start-up code (the module's pass): libc is used freely.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stddef.h>
 #include <elf.h>
 #include <link.h>
@@ -57,6 +57,7 @@
 #include "core/ftrt.h"
 #include "core/say.h"
 #include "libcall.h"
+#include "libdyn.h"
 #include "pass.h"
 #include "patch.h"
 
@@ -257,144 +258,6 @@ static int listed(const char *name)
 	return one_of(name, plain_names, N(plain_names)) ? LISTED_PLAIN : LISTED_NOT;
 }
 
-/* A module's dynamic section's facts, and its RELRO range. */
-struct dyn {
-	const ElfW(Rela) *jmprel, *rela;
-	size_t njmprel, nrela;
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	const ElfW(Half) *versym;
-	const ElfW(Verneed) *verneed;
-	size_t nverneed;
-	uintptr_t relro_lo, relro_hi;
-};
-
-struct find {
-	const struct ftrt_mod *md;
-	struct dyn *d;
-	int found;
-};
-
-/* A pointer of the dynamic section: the loader relocates them in place
- * (glibc), or leaves them file addresses (others). */
-static uintptr_t dptr(const struct ftrt_mod *md, uintptr_t v)
-{
-	return v >= md->lo && v < md->hi ? v : v + md->bias;
-}
-
-static int find_dyn(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct find *f = arg;
-	const struct ftrt_mod *md = f->md;
-	if (info->dlpi_addr != md->bias)
-		return 0;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	int inside = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && s >= md->lo && s < md->hi)
-			inside = 1;
-		else if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)s;
-		else if (ph->p_type == PT_GNU_RELRO)
-			relro_lo = s, relro_hi = s + ph->p_memsz;
-	}
-	if (!inside || !dyn)
-		return 0; /* another object at the same bias (the vDSO's is its own) */
-	struct dyn *d = f->d;
-	d->relro_lo = relro_lo;
-	d->relro_hi = relro_hi;
-	size_t pltrelsz = 0, relasz = 0;
-	int pltrela = 1;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
-		uintptr_t v = dyn->d_un.d_ptr;
-		switch (dyn->d_tag) {
-		case DT_JMPREL:
-			d->jmprel = (const ElfW(Rela) *)dptr(md, v);
-			break;
-		case DT_PLTRELSZ:
-			pltrelsz = dyn->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			pltrela = dyn->d_un.d_val == DT_RELA;
-			break;
-		case DT_RELA:
-			d->rela = (const ElfW(Rela) *)dptr(md, v);
-			break;
-		case DT_RELASZ:
-			relasz = dyn->d_un.d_val;
-			break;
-		case DT_SYMTAB:
-			d->symtab = (const ElfW(Sym) *)dptr(md, v);
-			break;
-		case DT_STRTAB:
-			d->strtab = (const char *)dptr(md, v);
-			break;
-		case DT_VERSYM:
-			d->versym = (const ElfW(Half) *)dptr(md, v);
-			break;
-		case DT_VERNEED:
-			d->verneed = (const ElfW(Verneed) *)dptr(md, v);
-			break;
-		case DT_VERNEEDNUM:
-			d->nverneed = dyn->d_un.d_val;
-			break;
-		}
-	}
-	if (!pltrela)
-		d->jmprel = NULL; /* REL: not an ELF64 psABI's */
-	d->njmprel = d->jmprel ? pltrelsz / sizeof(ElfW(Rela)) : 0;
-	d->nrela = d->rela ? relasz / sizeof(ElfW(Rela)) : 0;
-	f->found = 1;
-	return 1;
-}
-
-/* The version the module asks of symbol i (its verneed's name), or
- * NULL: none, or the base. */
-static const char *version_of(const struct dyn *d, size_t i)
-{
-	if (!d->versym || !d->verneed)
-		return NULL;
-	ElfW(Half) want = d->versym[i] & 0x7fff;
-	if (want <= 1)
-		return NULL;
-	const ElfW(Verneed) *vn = d->verneed;
-	for (size_t k = 0; k < d->nverneed; k++) {
-		const ElfW(Vernaux) *a = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
-		for (unsigned j = 0; j < vn->vn_cnt; j++) {
-			if (a->vna_other == want)
-				return d->strtab + a->vna_name;
-			a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
-		}
-		if (!vn->vn_next)
-			break;
-		vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
-	}
-	return NULL;
-}
-
-/* The function a lazy slot of md will be bound to: as the loader looks
- * it up, the global scope first, then the module's own. */
-static uintptr_t resolve(const struct ftrt_mod *md, const char *name, const char *version)
-{
-	void *f = version ? dlvsym(RTLD_DEFAULT, name, version) : NULL;
-	if (!f)
-		f = dlsym(RTLD_DEFAULT, name);
-	if (!f && md->path) {
-		void *h = dlopen(md->path, RTLD_LAZY | RTLD_NOLOAD);
-		if (h) {
-			f = version ? dlvsym(h, name, version) : NULL;
-			if (!f)
-				f = dlsym(h, name);
-			dlclose(h);
-		}
-	}
-	return (uintptr_t)f;
-}
-
 /* The code of the modules with sites (registered), whose functions
  * record their own calls: gathered once a pass, as every slot asks. */
 static struct span {
@@ -452,7 +315,7 @@ static int new_slot(uintptr_t ip, uintptr_t target, int plain)
 
 /* Whether relocation r of d fills a slot the module calls another's
  * function through (elfx.File.LibCall's rule); its symbol into *sym. */
-static int libcall_slot(const struct dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
+static int libcall_slot(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
 {
 	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
 	size_t si = ELF64_R_SYM(r->r_info);
@@ -475,7 +338,7 @@ static int libcall_slot(const struct dyn *d, const ElfW(Rela) *r, const ElfW(Sym
  * of the pass's time when waited for one after the other; so they are
  * asked for ahead (the symbol AHEAD relocations on, the name AHEAD / 2),
  * and their misses overlap. */
-static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_libcall_stats *st)
+static void hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_libcall_stats *st)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (i + AHEAD < n)
@@ -498,7 +361,7 @@ static void hook_table(const struct ftrt_mod *md, const struct dyn *d, const Elf
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
 		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi)
-			target = resolve(md, name, version_of(d, si)); /* lazy, not bound yet */
+			target = ftrt_dyn_resolve(md, name, ftrt_dyn_version(d, si)); /* lazy, not bound yet */
 		if (!target) {
 			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
@@ -587,10 +450,8 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	struct dyn d = { 0 };
-	struct find f = { md, &d, 0 };
-	dl_iterate_phdr(find_dyn, &f);
-	if (!f.found || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
+	struct ftrt_dyn d = { 0 };
+	if (ftrt_dyn_read(md, &d) != 0 || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
 		return;
 	/* At most a slot a relocation: room for their stubs reserved, only
 	 * the pages used ever touched (reading the relocations twice, to
