@@ -417,7 +417,7 @@ static size_t relro_write(uint32_t first, uint32_t last, unsigned char *base, ui
 	unsigned char buf[4096];
 	uintptr_t w_lo = 0, w_hi = 0; /* the window: none open */
 	size_t n = 0, in = 0;
-	if (ftrt_text_open() != 0)
+	if (ftrt_text_open_data() != 0)
 		return 0; /* once for every window: no program code runs meanwhile */
 	struct cursor c = cursor_at(base);
 	unsigned char *stub = cursor_next(&c);
