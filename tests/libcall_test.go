@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"ftpatch/internal/sitetest"
 	"ftpatch/isa/x86"
 	"ftpatch/model"
+	"ftpatch/runtime/abi"
 	"ftpatch/symbols"
 )
 
@@ -269,65 +271,174 @@ func checkLibcallGraph(t *testing.T, dir string, cmps int) {
 
 // TestLibCallStub: the stub a redirected GOT slot points at (through
 // &getpid, which a PIE takes from the slot) decodes with x/arch to what
-// arch/libstub.h draws, and the page's last word, which the stub jumps
-// through, holds ftrace_libcall's address: on x86-64 endbr64; mov $idx,
-// %r11d; jmp *word(%rip); on arm64 (under qemu) bti c; movz and movk of
-// w17 (x/arch shows movz as mov); ldr x16 from the word; br x16.
+// arch/libstub.h draws, and the words at the end of its page, which the
+// stub jumps through, hold the entry points: under function, on x86-64
+// endbr64; mov $idx, %r11d; jmp *word(%rip), the page's last word
+// ftrace_libcall; on arm64 (under qemu) bti c; movz and movk of w17
+// (x/arch shows movz as mov); ldr x16 from the word; br x16. Under
+// function_graph, x86-64's graph stub (decodeGraphStubX86: a graph
+// trampoline entered from the slot, its function getpid itself); arm64's
+// the same stub as under function.
 func TestLibCallStub(t *testing.T) {
 	t.Parallel()
 	for _, tg := range []target{x86GCC, a64GCC} {
-		t.Run(tg.arch, func(t *testing.T) {
-			t.Parallel()
-			need(t, tg.tools...)
-			dir := t.TempDir()
-			flags := "-O2 -pg -mfentry"
-			if tg.arch == "arm64" {
-				flags = "-O2 " + preferred["arm64"]
-			}
-			objs := buildSrc(t, tg, dir, flags, true, "libcall.c")
-			prog := linkRecordedOn(t, tg, dir, objs, "-pie")
-			out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_LIBCALL=1", "FTRACE_OUT=" + filepath.Join(dir, "t")}, tg.on(prog, "stub")...)
-			if err != nil || code != 0 {
-				t.Fatalf("exit %d, %v\n%s", code, err, errOut)
-			}
-			m := regexp.MustCompile(`stub 0x([0-9a-f]+)((?: [0-9a-f]{2}){32}) entry 0x([0-9a-f]+)`).FindStringSubmatch(out)
-			if m == nil {
-				t.Fatalf("no stub line in %q", out)
-			}
-			at, _ := strconv.ParseUint(m[1], 16, 64)
-			code32, err := hex.DecodeString(strings.ReplaceAll(m[2], " ", ""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			word := at&^4095 + 4088
-			var ops string
-			if tg.arch == "arm64" {
-				ops = decodeStubARM64(t, at, code32, word)
-			} else {
-				ops = decodeStubX86(t, at, code32[:16], word)
-			}
-			if want := map[string]string{"x86_64": "ENDBR64 MOV JMP", "arm64": "BTI MOV MOVK LDR BR"}[tg.arch]; ops != want {
-				t.Errorf("the stub decodes as %q, want %q", ops, want)
-			}
-			// The entry: ftrace_libcall, at the program's load bias (a
-			// page's multiple).
-			entry, _ := strconv.ParseUint(m[3], 16, 64)
-			f, _ := sitetest.Linked(t, prog)
-			_, syms, err := f.Symtab()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sym uint64
-			for _, s := range syms {
-				if s.Name == "ftrace_libcall" {
-					sym = uint64(s.Value)
+		for _, tracer := range []string{"function", "function_graph"} {
+			t.Run(tg.arch+"/"+tracer, func(t *testing.T) {
+				t.Parallel()
+				need(t, tg.tools...)
+				dir := t.TempDir()
+				flags := "-O2 -pg -mfentry"
+				if tg.arch == "arm64" {
+					flags = "-O2 " + preferred["arm64"]
+				}
+				objs := buildSrc(t, tg, dir, flags, true, "libcall.c")
+				prog := linkRecordedOn(t, tg, dir, objs, "-pie")
+				out, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + filepath.Join(dir, "t")}, tg.on(prog, "stub")...)
+				if err != nil || code != 0 {
+					t.Fatalf("exit %d, %v\n%s", code, err, errOut)
+				}
+				m := regexp.MustCompile(`stub 0x([0-9a-f]+)((?: [0-9a-f]{2}){80}) words 0x([0-9a-f]+) 0x([0-9a-f]+) 0x([0-9a-f]+) getpid 0x([0-9a-f]+)`).FindStringSubmatch(out)
+				if m == nil {
+					t.Fatalf("no stub line in %q", out)
+				}
+				at, _ := strconv.ParseUint(m[1], 16, 64)
+				code80, err := hex.DecodeString(strings.ReplaceAll(m[2], " ", ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var words [3]uint64 // at the page's 4072, 4080, 4088
+				for i := range words {
+					words[i], _ = strconv.ParseUint(m[3+i], 16, 64)
+				}
+				getpid, _ := strconv.ParseUint(m[6], 16, 64)
+				page := at &^ 4095
+				// The entry points, at the program's load bias (a page's
+				// multiple) from their symbols in the file.
+				f, _ := sitetest.Linked(t, prog)
+				_, syms, err := f.Symtab()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sym := map[string]uint64{}
+				for _, s := range syms {
+					sym[s.Name] = uint64(s.Value)
+				}
+				bias := words[2] - sym["ftrace_libcall"]
+				if sym["ftrace_libcall"] == 0 || bias%4096 != 0 {
+					t.Errorf("the stub page's entry word is %#x; ftrace_libcall is at %#x in the file", words[2], sym["ftrace_libcall"])
+				}
+				var ops string
+				switch {
+				case tg.arch == "arm64":
+					ops = decodeStubARM64(t, at, code80[:32], page+4088)
+				case tracer == "function_graph":
+					ops = decodeGraphStubX86(t, at, code80, getpid)
+					for i, name := range []string{"ftrace_libgraph_enter", "ftrace_graph_leave"} {
+						if sym[name] == 0 || words[i] != sym[name]+bias {
+							t.Errorf("the stub page's word at %d is %#x; %s is at %#x in the file, the bias %#x", 4072+8*i, words[i], name, sym[name], bias)
+						}
+					}
+				default:
+					ops = decodeStubX86(t, at, code80[:16], page+4088)
+				}
+				want := map[string]string{"x86_64": "ENDBR64 MOV JMP", "arm64": "BTI MOV MOVK LDR BR"}[tg.arch]
+				if tg.arch == "x86_64" && tracer == "function_graph" {
+					want = "ENDBR64 MOV CALL JE ADD CALL JMP MOV JMP JMP INT3 INT3 INT3 INT3 INT3 INT3 INT3 INT3 INT3 INT3 INT3 INT3"
+				}
+				if ops != want {
+					t.Errorf("the stub decodes as %q, want %q", ops, want)
+				}
+			})
+		}
+	}
+}
+
+// decodeGraphStubX86 decodes x86-64's graph stub at at (arch/libstub.h),
+// 64 bytes of code and two words: its instructions' names, and where
+// each goes: the slot's entry read from the word at +64 into r11, the
+// enter and leave through the page's words at 4072 and 4080, the je to
+// the stub's way into the common entry (an ordinary stub's two
+// instructions, through the word at 4088), the function called through
+// an island that jumps through the word at +72, which holds function;
+// the hook (the call's return address) as far past the enter's return
+// address as in a site's graph trampoline (abi.TrampHook -
+// abi.TrampEntered), which ftrace_graph_enter's push relies on.
+func decodeGraphStubX86(t *testing.T, at uint64, code []byte, function uint64) string {
+	t.Helper()
+	page := at &^ 4095
+	if w := binary.LittleEndian.Uint64(code[72:]); w != function {
+		t.Errorf("the graph stub's function word is %#x, want getpid at %#x", w, function)
+	}
+	if w := binary.LittleEndian.Uint64(code[64:]); w == 0 || w&7 != 0 {
+		t.Errorf("the graph stub's slot word is %#x, want a slot's entry in the table", w)
+	}
+	var ops []string
+	var calls, jmps int
+	var entered, hook uint64
+	for off := 0; off < 64; {
+		in, err := x86.Decode(code[off:])
+		if err != nil {
+			t.Fatalf("graph stub at %#x, byte %d: %v (% x)", at, off, err, code)
+		}
+		end := at + uint64(off+in.Len)
+		ripTo := func() uint64 {
+			for _, a := range in.Args {
+				if mem, ok := a.(x86asm.Mem); ok && mem.Base == x86asm.RIP {
+					return end + uint64(mem.Disp)
 				}
 			}
-			if sym == 0 || entry < sym || (entry-sym)%4096 != 0 {
-				t.Errorf("the stub page's entry word is %#x; ftrace_libcall is at %#x in the file", entry, sym)
+			return 0
+		}
+		relTo := func() uint64 {
+			if r, ok := in.Args[0].(x86asm.Rel); ok {
+				return end + uint64(int64(r))
 			}
-		})
+			return 0
+		}
+		op := in.Op.String()
+		check := func(what string, got, want uint64) {
+			if got != want {
+				t.Errorf("the graph stub's %s at +%d (%v) goes to %#x, want %#x", what, off, in, got, want)
+			}
+		}
+		switch {
+		case x86.IsEndbr64(code[off:]):
+			op = "ENDBR64"
+		case code[off] == 0xcc:
+			op = "INT3" // x/arch: INT 3
+		case in.Op == x86asm.MOV && off == 4:
+			if r, ok := in.Args[0].(x86asm.Reg); !ok || r != x86asm.R11 {
+				t.Errorf("the graph stub's first mov writes %v, want r11", in.Args[0])
+			}
+			check("mov", ripTo(), at+64)
+		case in.Op == x86asm.MOV:
+			if r, ok := in.Args[0].(x86asm.Reg); !ok || r != x86asm.R11L {
+				t.Errorf("the graph stub's second mov writes %v, want r11d", in.Args[0])
+			}
+		case in.Op == x86asm.CALL && calls == 0:
+			check("call of the enter", ripTo(), page+4072)
+			entered = end
+			calls++
+		case in.Op == x86asm.CALL:
+			check("call of the function", relTo(), at+46)
+			hook = end
+		case in.Op == x86asm.JE:
+			check("je", relTo(), at+34)
+		case in.Op == x86asm.ADD:
+			if in.String() != "ADD RSP, 0x8" {
+				t.Errorf("the graph stub's add is %v, want add $8, %%rsp", in)
+			}
+		case in.Op == x86asm.JMP && jmps < 3:
+			check("jmp", ripTo(), []uint64{page + 4080, page + 4088, at + 72}[jmps])
+			jmps++
+		}
+		ops = append(ops, op)
+		off += in.Len
 	}
+	if entered == 0 || hook-entered != abi.TrampHook-abi.TrampEntered {
+		t.Errorf("the graph stub's hook is %d bytes past the enter's return address, want %d", hook-entered, abi.TrampHook-abi.TrampEntered)
+	}
+	return strings.Join(ops, " ")
 }
 
 // decodeStubX86 decodes x86-64's stub at at: its instructions' names,

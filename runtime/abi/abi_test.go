@@ -294,6 +294,10 @@ func mirrors() []mirror {
 		{"SUBTREE_BITS", "SubtreeBits", abi.SubtreeBits},
 		{"SHADOW_MAX", "ShadowMax", abi.ShadowMax},
 		{"TBUF_WORDS", "TBufWords", abi.TBufWords},
+		{"LS_IP", "LSIP", abi.LSIP},
+		{"LS_FLAGS", "LSFlags", abi.LSFlags},
+		{"LS_TARGET", "LSTarget", abi.LSTarget},
+		{"LS_SIZE", "LSSize", abi.LSSize},
 	}
 	for _, f := range cfgFields {
 		m = append(m, mirror{"offsetof(struct ftrt_config, " + f.name + ")", f.goName, f.off},

@@ -5,7 +5,9 @@ package abi
 // against its structs). Go reads no buffer; these are mirrored so that the
 // header's check covers every value the runtime's interface files hold,
 // and for the limits a trace shows: ShadowMax nested graphed calls before
-// a thread stops graphing, TBufWords words buffered per thread.
+// a thread stops graphing, TBufWords words buffered per thread. The LS*
+// values are a library call's slot in the runtime's table, as x86-64's
+// graph stubs' fast path reads it.
 const (
 	TBCalls      = 0x00                        // TB_CALLS: uint64_t calls, CALL records written
 	TBEntries    = 0x08                        // TB_ENTRIES: uint64_t entries, ENTRY records written
@@ -36,4 +38,8 @@ const (
 	SubtreeBits  = 32768                       // SUBTREE_BITS: bits of ftrt_subtree_maybe[]
 	ShadowMax    = 1024                        // SHADOW_MAX: graphed calls at once per stack
 	TBufWords    = 192 * 1024                  // TBUF_WORDS: words of records per thread
+	LSIP         = 0                           // LS_IP: a library-call slot's address, its flags in the low bits
+	LSFlags      = 7                           // LS_FLAGS: those bits
+	LSTarget     = 8                           // LS_TARGET: the function the slot held
+	LSSize       = 16                          // LS_SIZE: a slot's bytes in the table
 )

@@ -4,10 +4,14 @@
  * comparator (its calls counted here), malloc and free 3 each, printf
  * once (the counts). work makes them all but printf, which main makes.
  *
- * With "stub", it also prints the bytes at &getpid: through a
- * redirected GOT slot that is the slot's stub (patch/libcall.c), then
- * the word at the end of its page, the common entry's address.
+ * With "stub", it also prints the 80 bytes at &getpid: through a
+ * redirected GOT slot that is the slot's stub (patch/libcall.c; under
+ * function_graph on x86-64, its graph stub), then the three words at
+ * the end of its page (the common entry's address is the last), then
+ * getpid's own address, where the stub goes on to.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +51,10 @@ int main(int argc, char **argv)
 		const unsigned char *b = (const unsigned char *)(uintptr_t)f;
 		const uintptr_t *word = (const uintptr_t *)(((uintptr_t)b & ~(uintptr_t)4095) + 4088);
 		printf("stub %#lx", (unsigned long)(uintptr_t)b);
-		for (int i = 0; i < 32; i++)
+		for (int i = 0; i < 80; i++)
 			printf(" %02x", b[i]);
-		printf(" entry %#lx\n", (unsigned long)*word);
+		printf(" words 0x%lx 0x%lx 0x%lx", (unsigned long)word[-2], (unsigned long)word[-1], (unsigned long)word[0]);
+		printf(" getpid 0x%lx\n", (unsigned long)(uintptr_t)dlsym(RTLD_DEFAULT, "getpid"));
 	}
 	return 0;
 }

@@ -33,6 +33,14 @@
 #define SH_MARK 40
 #define SH_SIZE 48
 
+/* struct ftrt_libslot (patch/libcall.h, which checks these): a
+ * redirected GOT slot, as x86-64's graph stubs' ftrace_libgraph_enter
+ * reads it. */
+#define LS_IP 0     /* uintptr_t ip: the slot's address | its flags (LIBSLOT_*: 0 for the fast path) */
+#define LS_FLAGS 7  /* the flags' bits of ip */
+#define LS_TARGET 8 /* uintptr_t target: the function */
+#define LS_SIZE 16
+
 /* A shadow entry's mark: what the subtree filters made of its call
  * (subtree.c). 0: an ordinary call. */
 #define MARK_CHOSEN 1  /* a call of a function FTRACE_GRAPH_FUNCS chooses: recorded, and so is all it calls */

@@ -40,6 +40,10 @@ struct ftrt_poke {
  * EACCES or EPERM: /proc/self/mem refused). Again after a fork: the
  * child's registration is its own. */
 int ftrt_text_open(void) HIDDEN;
+/* ftrt_text_open for writes of data that no thread runs (RELRO):
+ * /proc/self/mem alone, without the membarrier's registration and the
+ * queue's buffer, which only code needs. 0, or -errno. */
+int ftrt_text_open_data(void) HIDDEN;
 /* Queue a write of len (at most 8) bytes at addr, in address order
  * after the last queued; ftrt_text_flush writes the queued writes: each
  * run of them close together in one write of its span, the bytes
@@ -50,6 +54,11 @@ int ftrt_text_flush(void) HIDDEN;
  * for a span no other thread writes (read-only data, RELRO): 0, or
  * -errno. */
 int ftrt_text_write(uintptr_t addr, const void *buf, size_t len) HIDDEN;
+/* ftrt_text_write's write alone, through what ftrt_text_open (or
+ * ftrt_text_open_data) opened and checked, for a run of writes after one
+ * that returned 0 with no program code run since (the program cannot
+ * have closed the descriptor meanwhile): 0, or -errno. */
+int ftrt_text_write_opened(uintptr_t addr, const void *buf, size_t len) HIDDEN;
 /* Queue and write every site's new bytes whole (ftrt_text_queue,
  * ftrt_text_flush): 0, or the first -errno. */
 int ftrt_text_put_new(const struct ftrt_poke *p, size_t n) HIDDEN;

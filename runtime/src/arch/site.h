@@ -192,7 +192,8 @@ struct ftrt_ops {
  * The tracers' entry points that code the ISA's site code writes must
  * reach and that no module's targets hold: x86-64's per-site graph
  * trampolines call graph_enter and jump to graph_leave
- * (tracers/x86_64/graph.S); arm64's ops trampolines go on to
+ * (tracers/x86_64/graph.S), its library calls' graph stubs
+ * (arch/libstub.h) call libgraph_enter and jump to graph_leave; arm64's ops trampolines go on to
  * ops_regs_caller or ops_regs_mcount_caller (tracers/arm64/ops.S); x86-64's
  * to ops_caller, ops_mcount_caller and ops_chain_caller
  * (tracers/x86_64/ops.S); the tracers' ops records, which arm64's
@@ -200,7 +201,7 @@ struct ftrt_ops {
  * before the program's load-time pass.
  */
 struct ftrt_arch_entries {
-	uintptr_t graph_enter, graph_leave;
+	uintptr_t graph_enter, graph_leave, libgraph_enter;
 	uintptr_t ops_caller, ops_mcount_caller, ops_chain_caller;
 	uintptr_t ops_regs_caller, ops_regs_mcount_caller;
 	/* The tracers' own ops records, by tracer (FTRT_FUNCTION,

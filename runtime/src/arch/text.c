@@ -54,6 +54,25 @@ const char *ftrt_text_why(void)
 	return why;
 }
 
+/* /proc/self/mem opened for pid (a forked child's own) and checked to be
+ * still the runtime's: 0, or -errno. */
+static int mem_open(int pid)
+{
+	/* Opened again in a forked child (the parent's writes the parent),
+	 * and when the program closed it: a number that is not the runtime's
+	 * any more is never written through, nor closed. */
+	if (mem_pid == pid && ftrt_fd_ours(&mem))
+		return 0;
+	ftrt_fd_close(&mem);
+	int err = ftrt_fd_keep(&mem, sys(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0));
+	if (err) {
+		why = "/proc/self/mem cannot be opened for writing (no /proc, or a security module refuses it)";
+		return err;
+	}
+	mem_pid = pid;
+	return 0;
+}
+
 int ftrt_text_open(void)
 {
 	int pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
@@ -73,18 +92,9 @@ int ftrt_text_open(void)
 		}
 		sync_pid = pid;
 	}
-	/* Opened again in a forked child (the parent's writes the parent),
-	 * and when the program closed it: a number that is not the runtime's
-	 * any more is never written through, nor closed. */
-	if (mem_pid == pid && ftrt_fd_ours(&mem))
-		return 0;
-	ftrt_fd_close(&mem);
-	int err = ftrt_fd_keep(&mem, sys(SYS_openat, AT_FDCWD, (long)"/proc/self/mem", O_RDWR | O_CLOEXEC, 0, 0, 0));
-	if (err) {
-		why = "/proc/self/mem cannot be opened for writing (no /proc, or a security module refuses it)";
+	int err = mem_open(pid);
+	if (err)
 		return err;
-	}
-	mem_pid = pid;
 	if (!scratch) {
 		long m = sys(SYS_mmap, 0, SPAN_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (sys_failed(m)) {
@@ -94,6 +104,11 @@ int ftrt_text_open(void)
 		scratch = (unsigned char *)m;
 	}
 	return 0;
+}
+
+int ftrt_text_open_data(void)
+{
+	return mem_open((int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
 }
 
 void ftrt_text_sync(void)
@@ -163,6 +178,11 @@ int ftrt_text_write(uintptr_t addr, const void *buf, size_t len)
 {
 	if (ftrt_text_open() != 0)
 		return -EBADF;
+	return ftrt_text_write_opened(addr, buf, len);
+}
+
+int ftrt_text_write_opened(uintptr_t addr, const void *buf, size_t len)
+{
 	if (ftrt_put(mem.fd, buf, len, addr) == len)
 		return 0;
 	why = "/proc/self/mem refuses writes (a kernel booted with proc_mem.force_override=never?)";

@@ -25,9 +25,9 @@
  * Functions that return twice or switch stacks (vfork, clone, the
  * setjmp and context families), and those that walk the stack
  * (backtrace, the unwinder's), whose return a hook would break, are
- * recorded as plain calls, their returns never hooked (plain_call);
+ * recorded as plain calls, their returns never hooked (libslots.c's plain_names);
  * those the C++ runtime and the start-up rely on are left alone
- * (left_alone). Functions that never return (exit, abort, longjmp,
+ * (libslots.c's alone_names). Functions that never return (exit, abort, longjmp,
  * pthread_exit, __cxa_throw) are traced as any: their calls are left
  * open, then unwound or running at the end, as a traced function's
  * that never returns.
@@ -42,14 +42,10 @@
  * Start-up code (the module's pass): libc is used freely.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -59,7 +55,6 @@
 #include "core/say.h"
 #include "libcall.h"
 #include "libslots.h"
-#include "live.h"
 #include "pass.h"
 #include "patch.h"
 #include "subtree.h"
@@ -74,95 +69,137 @@ int ftrt_libcall_wanted(void)
 	return strcmp(v, "nest") == 0 ? LIBCALL_NEST : 0;
 }
 
-
-
 /* The list a file's config record names (ftpatch enable --libcall),
  * while its module's slots are hooked: it chooses them, not the
  * environment's filter. */
 static const char *baked;
 
+/* What one module's pass decides once for all its slots. */
+struct pass_of {
+	int nest;        /* FTRACE_LIBCALL=nest: the loader's functions marked */
+	int cold;        /* the arguments' capture may ask for names */
+	int again;       /* the module may have been served already: redirected slots skipped */
+	/* The subtree filters' marks (FTRACE_GRAPH_FUNCS, _NOTRACE), by
+	 * slot, made as marked slots are met. */
+	struct mark {
+		uintptr_t ip;
+		unsigned char mark;
+	} *marks;
+	size_t nmarks, capmarks;
+};
 
-static void hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_pending *out, size_t *nout,
-		       size_t cap, struct ftrt_libcall_stats *st)
+/* One more mark: 0, or -1 (no room: the slot is not marked). */
+static int add_mark(struct pass_of *p, uintptr_t ip, unsigned char mark)
 {
-	for (size_t i = 0; i < n && *nout < cap; i++) {
+	if (p->nmarks == p->capmarks) {
+		size_t cap = p->capmarks ? 2 * p->capmarks : 256;
+		struct mark *m = mmap(NULL, cap * sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return -1;
+		if (p->marks) {
+			memcpy(m, p->marks, p->nmarks * sizeof *m);
+			munmap(p->marks, p->capmarks * sizeof *m);
+		}
+		p->marks = m;
+		p->capmarks = cap;
+	}
+	p->marks[p->nmarks++] = (struct mark){ ip, mark };
+	return 0;
+}
+
+/* How far ahead hook_table asks for a relocation's symbol, and for its
+ * name (half as far: the symbol has come by then). */
+#define AHEAD 64
+
+/* The slots of r[0, n) that the filter chooses (or a baked list), each a
+ * new slot of the table with its stub, as long as there is room. Each
+ * slot's symbol and name are read from the module's dynamic symbol table
+ * and its strings, in the order of the relocations, not theirs: a cache
+ * miss each, most of the pass's time when waited for one after the
+ * other; so they are asked for ahead (the symbol AHEAD relocations on,
+ * the name AHEAD / 2), and their misses overlap. */
+static void hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct pass_of *p,
+		       struct ftrt_libcall_stats *st)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			__builtin_prefetch(&d->symtab[ELF64_R_SYM(r[i + AHEAD].r_info)]);
+		if (i + AHEAD / 2 < n) {
+			size_t k = ELF64_R_SYM(r[i + AHEAD / 2].r_info);
+			if (k)
+				__builtin_prefetch(d->strtab + d->symtab[k].st_name);
+		}
 		const ElfW(Sym) *sym;
 		if (!ftrt_lib_slot_of(d, &r[i], &sym))
 			continue;
 		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
 		size_t si = ELF64_R_SYM(r[i].r_info);
 		const char *name = d->strtab + sym->st_name;
+		int list = ftrt_lib_listed(name);
 		st->slots++;
-		int pick = ftrt_lib_left_alone(name) ? 0 : baked ? (ftrt_filter_match(baked, name, NULL, NULL) ? PICK_TRACE : 0) : ftrt_pick(name);
+		if (list == LISTED_ALONE)
+			continue;
+		int pick = baked ? (ftrt_filter_match(baked, name, NULL, NULL) ? PICK_TRACE : 0) : ftrt_pick(name);
 		if (!(pick & PICK_TRACE))
 			continue;
 		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
 		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
-		if (ftrt_lib_in_stubs(target))
-			continue; /* redirected already (a module served twice) */
+		if (p->again && ftrt_lib_in_stubs(target))
+			continue; /* redirected already */
 		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi) /* lazy, not bound yet */
-			target = ftrt_lib_early_on ? ftrt_lib_early_target((uintptr_t)slot, name) : ftrt_lib_resolve(md, name, ftrt_lib_version_of(d, si));
+			target = ftrt_lib_early_on ? ftrt_lib_early_target((uintptr_t)slot, name) : ftrt_dyn_resolve(md, name, ftrt_dyn_version(d, si));
 		if (!target) {
 			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
 				st->unresolved++; /* not found (an undefined weak one is absent by design) */
 			continue;
 		}
-		int loader = ftrt_libcall_wanted() == LIBCALL_NEST ? ftrt_lib_loader_call(name) : 0;
-		uintptr_t stub = ftrt_lib_new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain_call(name) || loader == 1, loader);
-		if (!stub) {
+		int loader = p->nest ? ftrt_lib_loader_call(name) : 0;
+		unsigned char mark = (unsigned char)(pick & (MARK_CHOSEN | MARK_NOTRACE));
+		if (ftrt_lib_new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain(md, name, list), loader, p->cold) != 0)
 			st->failed++;
-			continue;
-		}
-		out[*nout].slot = slot;
-		out[*nout].stub = stub;
-		out[*nout].mark = (unsigned char)(pick & (MARK_CHOSEN | MARK_NOTRACE));
-		(*nout)++;
+		else if (mark && add_mark(p, (uintptr_t)slot, mark) != 0)
+			st->failed++;
 	}
 }
 
-static int by_slot(const void *a, const void *b)
+static int by_ip(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)((const struct ftrt_pending *)a)->slot, y = (uintptr_t)((const struct ftrt_pending *)b)->slot;
+	uintptr_t x = ((const struct mark *)a)->ip, y = ((const struct mark *)b)->ip;
 	return x < y ? -1 : x > y;
 }
 
 /* The subtree filters' marks of md's slots (FTRACE_GRAPH_FUNCS and
  * FTRACE_GRAPH_NOTRACE name library functions as the program's), for
  * the tracer to find by a call's slot as by a site (subtree.c), made
- * before any slot points at its stub. */
-static void publish_marks(const struct ftrt_mod *md, struct ftrt_pending *p, size_t n)
+ * before any slot points at its stub; p's marks then go. */
+static void publish_marks(const struct ftrt_mod *md, struct pass_of *p)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		k += p[i].mark != 0;
-	if (!k)
+	if (!p->nmarks)
 		return;
-	size_t bytes = k * (sizeof(uintptr_t) + 1) + sizeof(struct ftrt_pending) * n;
+	qsort(p->marks, p->nmarks, sizeof *p->marks, by_ip);
+	size_t bytes = p->nmarks * (sizeof(uintptr_t) + 1);
 	unsigned char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return;
-	struct ftrt_pending *sorted = (struct ftrt_pending *)m;
-	uintptr_t *ips = (uintptr_t *)(m + sizeof(struct ftrt_pending) * n);
-	unsigned char *marks = (unsigned char *)(ips + k);
-	memcpy(sorted, p, sizeof *p * n);
-	qsort(sorted, n, sizeof *sorted, by_slot);
-	for (size_t i = 0, j = 0; i < n; i++)
-		if (sorted[i].mark) {
-			ips[j] = (uintptr_t)sorted[i].slot;
-			marks[j++] = sorted[i].mark;
+	if (m != MAP_FAILED) {
+		uintptr_t *ips = (uintptr_t *)m;
+		unsigned char *marks = m + p->nmarks * sizeof(uintptr_t);
+		for (size_t i = 0; i < p->nmarks; i++) {
+			ips[i] = p->marks[i].ip;
+			marks[i] = p->marks[i].mark;
 		}
-	ftrt_subtree_add_slots(md->owner, md->lo, md->hi, ips, marks, k);
-	munmap(m, bytes);
+		ftrt_subtree_add_slots(md->owner, md->lo, md->hi, ips, marks, p->nmarks);
+		munmap(m, bytes);
+	}
+	munmap(p->marks, p->capmarks * sizeof *p->marks);
+	p->marks = NULL;
+	p->nmarks = p->capmarks = 0;
 }
-
-
 
 void ftrt_libcalls_module(const struct ftrt_mod *md)
 {
 	for (uint32_t i = 0; i < ftrt_lib_nslots; i++) {
 		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
 		if (s->target >= md->lo && s->target < md->hi)
-			__atomic_store_n(&s->skip, 1, __ATOMIC_RELAXED);
+			ftrt_libslot_set(s, LIBSLOT_SKIP);
 	}
 }
 
@@ -186,81 +223,121 @@ static void report(const struct ftrt_mod *md, const struct ftrt_libcall_stats *s
 	ftrt_say_end(&s);
 }
 
+/*
+ * Write the slots of the table's entries [first, last) that lie in
+ * [lo, hi), md's RELRO range (read-only since the loader relocated
+ * it), each pointing at its stub, the k-th from first the k-th at base,
+ * through the code writer (no other thread writes read-only data
+ * meanwhile): a window of the range at a time, as it is with the stubs
+ * in place, copied into a buffer on the stack. The entries come in
+ * their relocations' order, mostly rising: a window holds the run of
+ * slots after the one that began it, and a slot outside it begins the
+ * next one. The slots written (fewer than asked when a write failed).
+ */
+static size_t relro_write(uint32_t first, uint32_t last, unsigned char *base, uintptr_t lo, uintptr_t hi)
+{
+	unsigned char buf[4096];
+	uintptr_t w_lo = 0, w_hi = 0; /* the window: none open */
+	size_t n = 0, in = 0;
+	if (ftrt_text_open_data() != 0)
+		return 0; /* once for every window: no program code runs meanwhile */
+	struct ftrt_lib_cursor c = ftrt_lib_cursor_at(base);
+	unsigned char *stub = ftrt_lib_cursor_next(&c);
+	for (uint32_t i = first; i < last;) {
+		uintptr_t a = ftrt_libslot_ip(ftrt_libslot(i));
+		if (a < lo || a + 8 > hi) {
+			i++, stub = ftrt_lib_cursor_next(&c); /* written with an atomic store */
+			continue;
+		}
+		if (a >= w_lo && a + 8 <= w_hi) {
+			memcpy(buf + (a - w_lo), &stub, 8);
+			in++, i++, stub = ftrt_lib_cursor_next(&c);
+			continue;
+		}
+		/* Outside the window: it is written whole, and the next one
+		 * begins at this slot. */
+		if (w_hi > w_lo && ftrt_text_write_opened(w_lo, buf, w_hi - w_lo) != 0)
+			return n;
+		n += in, in = 0;
+		w_lo = a;
+		w_hi = hi - a < sizeof buf ? hi : a + sizeof buf;
+		memcpy(buf, (const void *)w_lo, w_hi - w_lo);
+	}
+	if (w_hi > w_lo && ftrt_text_write_opened(w_lo, buf, w_hi - w_lo) != 0)
+		return n;
+	return n + in;
+}
+
 void ftrt_libcalls_hook(struct ftrt_mod *md)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct ftrt_dyn d = { 0 };
-	struct ftrt_dynfind f = { md, &d, 0 };
-	dl_iterate_phdr(ftrt_lib_find_dyn, &f);
-	if (!f.found || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
+	if (ftrt_dyn_read(md, &d) != 0 || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
 		return;
-	size_t cap = ftrt_lib_count_slots(&d, d.jmprel, d.njmprel) + ftrt_lib_count_slots(&d, d.rela, d.nrela), n = 0;
-	if (!cap)
+	/* At most a slot a relocation: room for their stubs reserved, only
+	 * the pages used ever touched (reading the relocations twice, to
+	 * count them first, cost more than an unused reservation). Live
+	 * changes and nested scans make ordinary stubs (liblive.c). */
+	size_t cap = d.njmprel + d.nrela;
+	if (!cap || ftrt_lib_stubs_reserve(cap, ftrt_mode == FTRT_GRAPH) != 0)
 		return;
-	struct ftrt_pending *p = mmap(NULL, cap * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
-		return;
-	if (ftrt_lib_stubs_reserve(cap) != 0) {
-		munmap(p, cap * sizeof *p);
-		return;
-	}
+	ftrt_lib_traced_gather();
+	struct pass_of p = { .nest = ftrt_libcall_wanted() == LIBCALL_NEST };
+	p.cold = ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
+	p.again = p.nest || baked;
 	struct ftrt_libcall_stats st = { 0 };
-	hook_table(md, &d, d.jmprel, d.njmprel, p, &n, cap, &st);
-	hook_table(md, &d, d.rela, d.nrela, p, &n, cap, &st);
-	/* Only executable from here on, before any slot points at a stub. */
+	/* The slots to redirect: the table's entries from first on, each
+	 * with its stub, the k-th from first the k-th of the pages at base;
+	 * all gathered before any slot is written, so that their pages are
+	 * made executable once, and only then does a slot point at them. */
+	uint32_t first = ftrt_lib_nslots;
+	unsigned char *base = ftrt_lib_stubs_base();
+	hook_table(md, &d, d.jmprel, d.njmprel, &p, &st);
+	hook_table(md, &d, d.rela, d.nrela, &p, &st);
+	uint32_t last = ftrt_lib_nslots;
+	/* Readable and executable from here on, before any slot points at a
+	 * stub. */
 	if (ftrt_lib_stubs_seal(md->owner) != 0) {
-		st.failed += n;
-		n = 0;
+		st.failed += last - first;
+		last = first;
 	}
-	publish_marks(md, p, n);
-	/* Slots outside RELRO: an atomic store each. Those in it, read-only
-	 * since the loader relocated them: their span as it is with the
-	 * stubs in place, written at once through the code writer (no other
-	 * thread writes read-only data meanwhile). */
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	publish_marks(md, &p);
+	/* Slots outside RELRO: an atomic store each; those in it, through
+	 * the code writer (relro_write). */
 	size_t relro = 0;
-	for (size_t i = 0; i < n; i++) {
-		uintptr_t a = (uintptr_t)p[i].slot;
+	struct ftrt_lib_cursor c = ftrt_lib_cursor_at(base);
+	for (uint32_t i = first; i < last; i++) {
+		uintptr_t a = ftrt_libslot_ip(ftrt_libslot(i));
+		unsigned char *stub = ftrt_lib_cursor_next(&c);
 		if (a >= d.relro_lo && a + 8 <= d.relro_hi) {
-			lo = a < lo ? a : lo;
-			hi = a + 8 > hi ? a + 8 : hi;
 			relro++;
 		} else {
-			__atomic_store_n(p[i].slot, p[i].stub, __ATOMIC_RELEASE);
+			__atomic_store_n((uintptr_t *)a, (uintptr_t)stub, __ATOMIC_RELEASE);
 			st.hooked++;
 		}
 	}
 	if (relro) {
-		unsigned char *span = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		int err = span == MAP_FAILED;
-		if (!err) {
-			memcpy(span, (const void *)lo, hi - lo);
-			for (size_t i = 0; i < n; i++) {
-				uintptr_t a = (uintptr_t)p[i].slot;
-				if (a >= d.relro_lo && a + 8 <= d.relro_hi)
-					memcpy(span + (a - lo), &p[i].stub, 8);
-			}
-			err = ftrt_text_write(lo, span, hi - lo) != 0;
-			munmap(span, hi - lo);
-		}
-		if (err)
-			st.failed += (uint64_t)relro;
-		else
-			st.hooked += (uint64_t)relro;
+		size_t n = relro_write(first, last, base, d.relro_lo, d.relro_hi);
+		st.hooked += (uint64_t)n;
+		st.failed += (uint64_t)(relro - n);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (__atomic_load_n(p[i].slot, __ATOMIC_RELAXED) == p[i].stub) {
-			ftrt_lib_set_probe(md->owner, p[i].slot, p[i].stub);
+	/* A slot that holds its stub now: the probe that tells, later, that
+	 * the module was not loaded again at its place (libscan.c). */
+	c = ftrt_lib_cursor_at(base);
+	for (uint32_t i = first; i < last; i++) {
+		uintptr_t *a = (uintptr_t *)ftrt_libslot_ip(ftrt_libslot(i));
+		uintptr_t stub = (uintptr_t)ftrt_lib_cursor_next(&c);
+		if (__atomic_load_n(a, __ATOMIC_RELAXED) == stub) {
+			ftrt_lib_set_probe(md->owner, a, stub);
 			break;
 		}
-	munmap(p, cap * sizeof *p);
+	}
 	md->libcalls = st;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ftrt_env(ENV_DEBUG))
 		report(md, &st, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec));
 }
-
 
 void ftrt_libcalls_hook_baked(struct ftrt_mod *md, const char *list, size_t max)
 {

@@ -24,7 +24,6 @@
 #include "patch.h"
 #include "subtree.h"
 
-
 /*
  * Live (the live filters of live.c: ftrace.h's API, ftpatch ctl): the
  * library-call slots a glob list chooses made traced or not while the
@@ -58,12 +57,14 @@ static void live_begin(const char *list)
 	live_g = ftrt_globs_compile(list, &live_globs) == 0 ? &live_globs : NULL;
 }
 
-/* The table's entry whose stub slot holds, or NULL. */
-static struct ftrt_libslot *entry_of(uintptr_t *slot, uintptr_t stub)
+/* The table's entry of slot, made traced last (each time a slot is made
+ * traced, an entry is added: the latest is the one its stub enters),
+ * or NULL. */
+static struct ftrt_libslot *entry_of(uintptr_t *slot)
 {
 	for (uint32_t i = ftrt_lib_nslots; i-- > 0;) {
 		struct ftrt_libslot *e = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
-		if (e->ip == (uintptr_t)slot && e->stub == stub)
+		if (ftrt_libslot_ip(e) == (uintptr_t)slot)
 			return e;
 	}
 	return NULL;
@@ -86,45 +87,43 @@ static int live_store(const struct ftrt_dyn *d, uintptr_t *slot, uintptr_t v)
 	return 0;
 }
 
-/* op over md's slots: the count changed, or -errno. ftrt_lib_resolve: the lazy
- * slots' functions may be looked up here (a pass, in the loader's
- * context), else only taken from ftrt_lib_early. */
+/* op over md's slots: the count changed, or -errno. may_resolve: the
+ * lazy slots' functions may be looked up here (a pass, in the loader's
+ * context), else only taken from ftrt_lib_early. Ordinary stubs: a
+ * graph stub's fast path is the load-time pass's. */
 static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 {
 	struct ftrt_dyn d = { 0 };
-	struct ftrt_dynfind f = { md, &d, 0 };
-	dl_iterate_phdr(ftrt_lib_find_dyn, &f);
-	if (!f.found || !d.symtab || !d.strtab)
+	if (ftrt_dyn_read(md, &d) != 0 || !d.symtab || !d.strtab)
 		return 0;
-	int changed = 0, err = 0;
+	int changed = 0;
+	int nest = ftrt_libcall_wanted() == LIBCALL_NEST;
+	int cold = ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
 	/* Twice over the relocations: first the slots to make untraced and
 	 * a count of those to make traced, then, their stubs made, those. */
 	size_t want_on = 0;
-	for (int pass = 0; pass < 2 && !err; pass++) {
+	const ElfW(Rela) *tabs[2] = { d.jmprel, d.rela };
+	size_t ns[2] = { d.njmprel, d.nrela };
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t first = ftrt_lib_nslots;
+		unsigned char *base = NULL;
 		if (pass == 1) {
 			if (!want_on)
 				break;
-			if (ftrt_lib_stubs_reserve(want_on) != 0)
+			if (ftrt_lib_stubs_reserve(want_on, 0) != 0)
 				return changed ? changed : -ENOMEM;
+			base = ftrt_lib_stubs_base();
+			ftrt_lib_traced_gather();
 		}
-		const ElfW(Rela) *tabs[2] = { d.jmprel, d.rela };
-		size_t ns[2] = { d.njmprel, d.nrela };
-		struct ftrt_pending *p = NULL;
-		size_t np = 0;
-		if (pass == 1) {
-			p = mmap(NULL, want_on * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (p == MAP_FAILED) {
-				ftrt_lib_stubs_seal(md->owner);
-				return changed ? changed : -ENOMEM;
-			}
-		}
+		size_t made = 0;
 		for (int t = 0; t < 2; t++)
 			for (size_t i = 0; i < ns[t]; i++) {
 				const ElfW(Sym) *sym;
 				if (!ftrt_lib_slot_of(&d, &tabs[t][i], &sym))
 					continue;
 				const char *name = d.strtab + sym->st_name;
-				if (ftrt_lib_left_alone(name))
+				int list = ftrt_lib_listed(name);
+				if (list == LISTED_ALONE)
 					continue;
 				int w = live_want(op, name);
 				if (w < 0)
@@ -133,7 +132,7 @@ static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 				uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
 				int on = ftrt_lib_in_stubs(v);
 				if (pass == 0 && on && !w) {
-					struct ftrt_libslot *e = entry_of(slot, v);
+					struct ftrt_libslot *e = entry_of(slot);
 					if (e && live_store(&d, slot, e->target) == 0)
 						changed++;
 				} else if (!on && w) {
@@ -143,25 +142,25 @@ static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 					}
 					uintptr_t target = v;
 					if ((uint32_t)ELF64_R_TYPE(tabs[t][i].r_info) == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi)
-						target = may_resolve ? ftrt_lib_resolve(md, name, ftrt_lib_version_of(&d, ELF64_R_SYM(tabs[t][i].r_info))) : ftrt_lib_early_target((uintptr_t)slot, name);
-					if (!target || np >= want_on)
+						target = may_resolve ? ftrt_dyn_resolve(md, name, ftrt_dyn_version(&d, ELF64_R_SYM(tabs[t][i].r_info)))
+								     : ftrt_lib_early_target((uintptr_t)slot, name);
+					if (!target || made >= want_on)
 						continue;
-					int loader = ftrt_libcall_wanted() == LIBCALL_NEST ? ftrt_lib_loader_call(name) : 0;
-					uintptr_t stub = ftrt_lib_new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain_call(name) || loader == 1, loader);
-					if (!stub)
-						continue;
-					p[np].slot = slot;
-					p[np].stub = stub;
-					p[np].mark = 0;
-					np++;
+					int loader = nest ? ftrt_lib_loader_call(name) : 0;
+					if (ftrt_lib_new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain(md, name, list), loader, cold) == 0)
+						made++;
 				}
 			}
 		if (pass == 1) {
-			if (ftrt_lib_stubs_seal(md->owner) == 0)
-				for (size_t i = 0; i < np; i++)
-					if (live_store(&d, p[i].slot, p[i].stub) == 0)
-						changed++;
-			munmap(p, want_on * sizeof *p);
+			uint32_t last = ftrt_lib_nslots;
+			if (ftrt_lib_stubs_seal(md->owner) != 0)
+				break;
+			struct ftrt_lib_cursor c = ftrt_lib_cursor_at(base);
+			for (uint32_t i = first; i < last; i++) {
+				uintptr_t *slot = (uintptr_t *)ftrt_libslot_ip(ftrt_libslot(i));
+				if (live_store(&d, slot, (uintptr_t)ftrt_lib_cursor_next(&c)) == 0)
+					changed++;
+			}
 		}
 	}
 	return changed;
@@ -206,9 +205,7 @@ void ftrt_libcalls_live_prepare(int op, const char *list)
 	for (size_t k = 0; k < o->n; k++) {
 		struct ftrt_mod *md = &o->md[k];
 		struct ftrt_dyn d = { 0 };
-		struct ftrt_dynfind f = { md, &d, 0 };
-		dl_iterate_phdr(ftrt_lib_find_dyn, &f);
-		if (f.found && d.symtab && d.strtab && ftrt_lib_early_room(d.njmprel) == 0)
+		if (ftrt_dyn_read(md, &d) == 0 && d.symtab && d.strtab && ftrt_lib_early_room(d.njmprel) == 0)
 			for (size_t i = 0; i < d.njmprel; i++) {
 				const ElfW(Sym) *sym;
 				if (!ftrt_lib_slot_of(&d, &d.jmprel[i], &sym) || (uint32_t)ELF64_R_TYPE(d.jmprel[i].r_info) != FTRT_R_JUMP_SLOT)
@@ -216,10 +213,10 @@ void ftrt_libcalls_live_prepare(int op, const char *list)
 				const char *name = d.strtab + sym->st_name;
 				uintptr_t *slot = (uintptr_t *)(md->bias + d.jmprel[i].r_offset);
 				uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-				if (v < md->lo || v >= md->hi || ftrt_lib_left_alone(name) || live_want(op, name) != 1)
+				if (v < md->lo || v >= md->hi || ftrt_lib_listed(name) == LISTED_ALONE || live_want(op, name) != 1)
 					continue;
 				ftrt_lib_early[ftrt_lib_nearly].slot = (uintptr_t)slot;
-				ftrt_lib_early[ftrt_lib_nearly].target = ftrt_lib_resolve(md, name, ftrt_lib_version_of(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
+				ftrt_lib_early[ftrt_lib_nearly].target = ftrt_dyn_resolve(md, name, ftrt_dyn_version(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
 				ftrt_lib_early[ftrt_lib_nearly].hash = ftrt_lib_name_hash(name);
 				ftrt_lib_nearly++;
 			}

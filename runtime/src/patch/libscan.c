@@ -34,9 +34,8 @@
 #include "patch.h"
 #include "subtree.h"
 
-
 /* Where the loaded object holding an address lies, as a module record
- * says it (bias, extent), for ftrt_lib_find_dyn. */
+ * says it (bias, extent), for ftrt_dyn_read. */
 struct locate {
 	uintptr_t inside;
 	struct ftrt_mod *md;
@@ -88,9 +87,7 @@ int ftrt_libcalls_plain(const struct dl_phdr_info *info)
 	if (!l.inside || l.inside == getauxval(AT_SYSINFO_EHDR) || !locate_object((struct dl_phdr_info *)info, sizeof *info, &l))
 		return 0;
 	struct ftrt_dyn d = { 0 };
-	struct ftrt_dynfind f = { &tmp, &d, 0 };
-	ftrt_lib_find_dyn((struct dl_phdr_info *)info, sizeof *info, &f);
-	if (!f.found || !d.symtab || !d.strtab)
+	if (ftrt_dyn_read(&tmp, &d) != 0 || !d.symtab || !d.strtab)
 		return 0;
 	if (calls_register(&d, d.jmprel, d.njmprel) || calls_register(&d, d.rela, d.nrela))
 		return 0;
@@ -110,13 +107,10 @@ static int prepare(uintptr_t inside, const char *name)
 	struct ftrt_mod tmp = { 0 };
 	struct locate l = { inside, &tmp };
 	struct ftrt_dyn d = { 0 };
-	struct ftrt_dynfind f = { &tmp, &d, 0 };
 	ftrt_lib_nearly = 0;
 	ftrt_lib_early_on = 1;
 	tmp.path = name;
-	if (dl_iterate_phdr(locate_object, &l))
-		dl_iterate_phdr(ftrt_lib_find_dyn, &f);
-	if (f.found && d.symtab && d.strtab) {
+	if (dl_iterate_phdr(locate_object, &l) && ftrt_dyn_read(&tmp, &d) == 0 && d.symtab && d.strtab) {
 		if (ftrt_lib_early_room(ftrt_lib_count_slots(&d, d.jmprel, d.njmprel)) != 0)
 			return 1; /* its lazy slots left as they are */
 		for (size_t i = 0; i < d.njmprel && ftrt_lib_nearly < ftrt_lib_early_cap; i++) {
@@ -126,10 +120,10 @@ static int prepare(uintptr_t inside, const char *name)
 			const char *sname = d.strtab + sym->st_name;
 			uintptr_t *slot = (uintptr_t *)(tmp.bias + d.jmprel[i].r_offset);
 			uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
-			if (target < tmp.lo || target >= tmp.hi || ftrt_lib_left_alone(sname) || !(ftrt_pick(sname) & PICK_TRACE))
+			if (target < tmp.lo || target >= tmp.hi || ftrt_lib_listed(sname) == LISTED_ALONE || !(ftrt_pick(sname) & PICK_TRACE))
 				continue;
 			ftrt_lib_early[ftrt_lib_nearly].slot = (uintptr_t)slot;
-			ftrt_lib_early[ftrt_lib_nearly].target = ftrt_lib_resolve(&tmp, sname, ftrt_lib_version_of(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
+			ftrt_lib_early[ftrt_lib_nearly].target = ftrt_dyn_resolve(&tmp, sname, ftrt_dyn_version(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
 			ftrt_lib_early[ftrt_lib_nearly].hash = ftrt_lib_name_hash(sname);
 			ftrt_lib_nearly++;
 		}

@@ -1,44 +1,65 @@
 /*
  * Library calls (libslots.h says what each part does): the table of
- * redirected slots, their stubs' pages, the functions treated apart, a
- * module's dynamic section, and looking a lazy slot's function up as the
- * loader would. patch/libcall.c says how it all works.
+ * redirected slots and their cold entries, their stubs' pages, and the
+ * functions treated apart. patch/libcall.c says how it all works.
  *
  * Start-up and live code: libc is used freely.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "arch/layout.h"
 #include "arch/libstub.h"
-#include "arch/poke.h"
 #include "core/ftrt.h"
-#include "core/say.h"
 #include "libcall.h"
 #include "libslots.h"
-#include "live.h"
-#include "pass.h"
 #include "patch.h"
-#include "subtree.h"
+
+_Static_assert(offsetof(struct ftrt_libslot, ip) == LS_IP && offsetof(struct ftrt_libslot, target) == LS_TARGET &&
+		       sizeof(struct ftrt_libslot) == LS_SIZE && LIBSLOT_FLAGS == LS_FLAGS,
+	       "arch/layout.h: struct ftrt_libslot");
 
 struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
-struct ftrt_libslot *ftrt_libslots[FTRT_LIBSLOT_CHUNKS];
+struct ftrt_libslot_cold *ftrt_libslots_cold[FTRT_LIBSLOT_CHUNKS];
 uint32_t ftrt_lib_nslots; /* slots in the table */
 
-/* The stub pages of the module being passed: one mapping of as many
- * pages as its slots could need, each page's last word the common
- * entry's address, filled in order; made only executable at once, its
- * unused pages unmapped, before any slot points at a stub. */
+/* The stub pages of the batch being made (a module's pass, a live
+ * change): one mapping of as many pages as its slots could need, filled
+ * in order, each stub in a cell of stub_size bytes (per_page a page),
+ * each page's last words (the addresses its stubs go through) written as
+ * it is begun: only the pages used are ever touched. Made readable and
+ * executable at once, its unused pages unmapped, before any slot points
+ * at a stub. Under function_graph, on an ISA with graph stubs (x86-64),
+ * a cell holds one, or an ordinary stub for a slot that may not have
+ * it. */
 static unsigned char *stubs;
-static size_t stub_pages, stubs_used;
+static size_t stub_pages, stubs_used, stub_size, per_page;
+
+struct ftrt_lib_cursor ftrt_lib_cursor_at(unsigned char *base)
+{
+	return (struct ftrt_lib_cursor){ base, per_page };
+}
+
+/* The cursor's stub; the cursor moved on to the next one (no division
+ * per stub). */
+unsigned char *ftrt_lib_cursor_next(struct ftrt_lib_cursor *c)
+{
+	unsigned char *at = c->at;
+	if (--c->left) {
+		c->at += stub_size;
+	} else {
+		c->at = (unsigned char *)((uintptr_t)at & ~(uintptr_t)(FTRT_LIBSTUB_PAGE - 1)) + FTRT_LIBSTUB_PAGE;
+		c->left = per_page;
+	}
+	return at;
+}
+
+static struct ftrt_lib_cursor fill; /* the next stub to make */
 
 /* Each module's stub pages, by its owner number: unmapped when it is
  * unloaded (ftrt_libcalls_release), as nothing may run its code then,
@@ -59,17 +80,9 @@ void ftrt_libcalls_release(int owner)
 {
 	/* Its slots' names were its string table's: gone with it. */
 	for (uint32_t i = 0; i < ftrt_lib_nslots; i++) {
-		struct ftrt_libslot *e = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
-		if (e->owner == owner)
-			__atomic_store_n(&e->name, NULL, __ATOMIC_RELAXED);
-	}
-	/* Its slots' names were in its string table, which goes with it. */
-	for (uint32_t i = 0; i < ftrt_lib_nslots; i++) {
-		struct ftrt_libslot *s = &ftrt_libslots[i / FTRT_LIBSLOT_CHUNK][i % FTRT_LIBSLOT_CHUNK];
-		if (s->owner == owner) {
-			__atomic_store_n(&s->capture, 0, __ATOMIC_RELAXED);
-			s->name = NULL;
-		}
+		struct ftrt_libslot_cold *c = ftrt_libslot_cold(i);
+		if (c->owner == owner)
+			__atomic_store_n(&c->name, NULL, __ATOMIC_RELAXED);
 	}
 	for (int i = 0; i < REGIONS; i++)
 		if (regions[i].owner == owner && regions[i].base) {
@@ -87,7 +100,6 @@ static void remember(int owner, void *base, size_t len)
 		}
 }
 
-/* Whether a is in a stub page: a slot redirected already. */
 int ftrt_lib_in_stubs(uintptr_t a)
 {
 	for (int i = 0; i < REGIONS; i++)
@@ -105,7 +117,6 @@ int ftrt_libcalls_still(int owner)
 	return 1;
 }
 
-/* The first slot redirected for owner, as its probe. */
 void ftrt_lib_set_probe(int owner, uintptr_t *slot, uintptr_t stub)
 {
 	for (int i = 0; i < REGIONS; i++)
@@ -116,28 +127,36 @@ void ftrt_lib_set_probe(int owner, uintptr_t *slot, uintptr_t stub)
 		}
 }
 
-int ftrt_lib_stubs_reserve(size_t n)
+int ftrt_lib_stubs_reserve(size_t n, int graph)
 {
-	stub_pages = (n + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	stub_size = FTRT_LIBSTUB_SIZE;
+#ifdef FTRT_LIBGRAPH_SIZE
+	if (graph)
+		stub_size = FTRT_LIBGRAPH_SIZE;
+#else
+	(void)graph;
+#endif
+	per_page = FTRT_LIBSTUBS_OF(stub_size);
+	stub_pages = (n + per_page - 1) / per_page;
 	stubs_used = 0;
-	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	void *m = mmap(NULL, stub_pages * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		stubs = NULL;
 		return -1;
 	}
 	stubs = m;
-	uintptr_t entry = (uintptr_t)ftrt_patch_up.libcall_entry;
-	for (size_t i = 0; i < stub_pages; i++)
-		memcpy(stubs + (i + 1) * FTRT_LIBSTUB_PAGE - 8, &entry, 8);
+	fill = ftrt_lib_cursor_at(stubs);
 	return 0;
 }
 
-/* The pages used made only executable, the rest unmapped, and those
- * kept remembered for owner's unload: 0, or -1 (the stubs are not to be
- * used). */
+unsigned char *ftrt_lib_stubs_base(void)
+{
+	return stubs;
+}
+
 int ftrt_lib_stubs_seal(int owner)
 {
-	size_t used = (stubs_used + FTRT_LIBSTUBS - 1) / FTRT_LIBSTUBS;
+	size_t used = (stubs_used + per_page - 1) / per_page;
 	if (used < stub_pages)
 		munmap(stubs + used * FTRT_LIBSTUB_PAGE, (stub_pages - used) * FTRT_LIBSTUB_PAGE);
 	int err = used && mprotect(stubs, used * FTRT_LIBSTUB_PAGE, PROT_READ | PROT_EXEC) != 0 ? -1 : 0;
@@ -148,31 +167,26 @@ int ftrt_lib_stubs_seal(int owner)
 	return err;
 }
 
-
-/* FNV-1a of a name. */
+/* A name's hash for ftrt_lib_listed's set: its length and its first,
+ * second and last bytes, mixed. Cheaper than hashing every byte (a
+ * multiply's latency each), which the pass paid twice a slot, and as
+ * good at telling a slot's name from the few in the lists below; a name
+ * that shares one is told apart by the binary search. */
 uint32_t ftrt_lib_name_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	size_t n = 0;
+	while (s[n])
+		n++;
+	if (!n)
+		return 0;
+	uint32_t h = (uint32_t)n * 0x9e3779b1u ^ (uint32_t)(unsigned char)s[0] << 16 ^ (uint32_t)(unsigned char)s[1] << 8 ^
+		     (unsigned char)s[n - 1];
+	return h ^ h >> 13;
 }
 
-/* Whether name is one of names[0, n), sorted in strcmp's order: a
- * 4096-bit set of their hashes (seen, made once: the pass runs under the
- * registry's lock) rules most names out before a binary search. */
-static int one_of(const char *name, const char *const *names, size_t n, uint64_t seen[64], int *made)
+/* Whether name is one of names[0, n), sorted in strcmp's order. */
+static int one_of(const char *name, const char *const *names, size_t n)
 {
-	if (!*made) {
-		for (size_t i = 0; i < n; i++) {
-			uint32_t h = ftrt_lib_name_hash(names[i]) % 4096;
-			seen[h / 64] |= 1ull << (h % 64);
-		}
-		*made = 1;
-	}
-	uint32_t h = ftrt_lib_name_hash(name) % 4096;
-	if (!(seen[h / 64] >> (h % 64) & 1))
-		return 0;
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -187,19 +201,12 @@ static int one_of(const char *name, const char *const *names, size_t n, uint64_t
 	return 0;
 }
 
-/* Functions whose slots are left alone (above): the C++ runtime's catch
- * hooks, the start-up's and the exit's, and __tls_get_addr, which
- * compiled code calls for every access to another module's TLS. */
-int ftrt_lib_left_alone(const char *name)
-{
-	static const char *const names[] = {
-		"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main",
-		"__tls_get_addr",
-	};
-	static uint64_t seen[64];
-	static int made;
-	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
-}
+/* Functions whose slots are left alone: the C++ runtime's catch hooks,
+ * the start-up's and the exit's, and __tls_get_addr, which compiled code
+ * calls for every access to another module's TLS. */
+static const char *const alone_names[] = {
+	"__cxa_atexit", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_finalize", "__libc_start_main", "__tls_get_addr",
+};
 
 /* Functions whose return is never hooked, their calls recorded as plain
  * calls (a function_graph trace shows them without a duration): those
@@ -209,243 +216,154 @@ int ftrt_lib_left_alone(const char *name)
  * loader's that take their caller from their return address (dlopen's
  * and dlmopen's search path and namespace, dlsym's and dlvsym's
  * RTLD_NEXT), which a hook would make the runtime. */
-int ftrt_lib_plain_call(const char *name)
+static const char *const plain_names[] = {
+	"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "dlmopen", "dlopen",
+	"dlsym", "dlvsym", "getcontext", "makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp",
+	"swapcontext", "vfork",
+};
+
+#define N(a) (sizeof a / sizeof a[0])
+
+/* Which list name is in (LISTED_*): a 4096-bit set of both lists'
+ * hashes (made once: the pass runs under the registry's lock) rules
+ * most names out with one test, before the binary searches. */
+int ftrt_lib_listed(const char *name)
 {
-	static const char *const names[] = {
-		"__clone", "__clone3", "__sigsetjmp", "_setjmp", "backtrace", "clone", "clone3", "dlmopen", "dlopen",
-		"dlsym", "dlvsym", "getcontext", "makecontext", "savectx", "setcontext", "setjmp", "sigsetjmp",
-		"swapcontext", "vfork",
-	};
 	static uint64_t seen[64];
 	static int made;
-	if (name[0] == '_' && strncmp(name, "_Unwind_", 8) == 0)
-		return 1;
-	return one_of(name, names, sizeof names / sizeof names[0], seen, &made);
+	if (!made) {
+		for (size_t i = 0; i < N(alone_names) + N(plain_names); i++) {
+			const char *n = i < N(alone_names) ? alone_names[i] : plain_names[i - N(alone_names)];
+			uint32_t k = ftrt_lib_name_hash(n) % 4096;
+			seen[k / 64] |= 1ull << (k % 64);
+		}
+		made = 1;
+	}
+	if (name[0] == '_' && name[1] == 'U' && strncmp(name, "_Unwind_", 8) == 0)
+		return LISTED_PLAIN;
+	uint32_t h = ftrt_lib_name_hash(name) % 4096;
+	if (!(seen[h / 64] >> (h % 64) & 1))
+		return LISTED_NOT;
+	if (one_of(name, alone_names, N(alone_names)))
+		return LISTED_ALONE;
+	return one_of(name, plain_names, N(plain_names)) ? LISTED_PLAIN : LISTED_NOT;
 }
 
-/* The loader's functions (slot's loader field): 1 those after which the
- * loaded objects are scanned again, 2 those whose call does that scan
- * once one of the first has returned on its thread (FTRACE_LIBCALL=nest:
- * tracers/libcall.c). Their arguments are integers and pointers alone:
- * the scan, which may use the vector registers, clobbers no argument. */
+/* The loader's functions that take their caller from their return
+ * address (plain_names has them): a hook there makes the caller the
+ * runtime, which lies in the program, so the program's own calls of
+ * them keep their returns (and show their values). */
+int ftrt_lib_caller_sensitive(const char *name)
+{
+	static const char *const names[] = { "dlmopen", "dlopen", "dlsym", "dlvsym" };
+	return name[0] == 'd' && name[1] == 'l' && one_of(name, names, N(names));
+}
+
+int ftrt_lib_plain(const struct ftrt_mod *md, const char *name, int list)
+{
+	return list == LISTED_PLAIN && !(md->owner == 1 && ftrt_lib_caller_sensitive(name));
+}
+
+/* The loader's functions (a slot's cold loader field): 1 those after
+ * which the loaded objects are scanned again, 2 those whose call does
+ * that scan once one of the first has returned on its thread
+ * (FTRACE_LIBCALL=nest: tracers/libcall.c). Their arguments are
+ * integers and pointers alone: the scan, which may use the vector
+ * registers, clobbers no argument. */
 int ftrt_lib_loader_call(const char *name)
 {
 	if (name[0] != 'd' || name[1] != 'l')
 		return 0;
 	static const char *const after[] = { "dlclose", "dlmopen", "dlopen" };
 	static const char *const then[] = { "dladdr", "dladdr1", "dlerror", "dlinfo", "dlsym", "dlvsym" };
-	for (size_t i = 0; i < sizeof after / sizeof after[0]; i++)
-		if (strcmp(name, after[i]) == 0)
-			return 1;
-	for (size_t i = 0; i < sizeof then / sizeof then[0]; i++)
-		if (strcmp(name, then[i]) == 0)
-			return 2;
-	return 0;
+	if (one_of(name, after, N(after)))
+		return 1;
+	return one_of(name, then, N(then)) ? 2 : 0;
 }
 
+/* The code of the modules with sites (registered), whose functions
+ * record their own calls: gathered once a pass, as every slot asks. */
+static struct span {
+	uintptr_t lo, hi;
+} traced[FTRT_MOD_MAX];
+static int ntraced;
 
-
-/* A pointer of the dynamic section: the loader relocates them in place
- * (glibc), or leaves them file addresses (others). */
-static uintptr_t dptr(const struct ftrt_mod *md, uintptr_t v)
+void ftrt_lib_traced_gather(void)
 {
-	return v >= md->lo && v < md->hi ? v : v + md->bias;
+	ntraced = 0;
+	for (int i = 0; ftrt_module_at(i) && ntraced < FTRT_MOD_MAX; i++) {
+		const struct ftrt_mod *m = ftrt_module_at(i);
+		if (m->live && m->desc && m->desc->start != m->desc->stop)
+			traced[ntraced++] = (struct span){ m->lo, m->hi };
+	}
 }
 
-int ftrt_lib_find_dyn(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct ftrt_dynfind *f = arg;
-	const struct ftrt_mod *md = f->md;
-	if (info->dlpi_addr != md->bias)
-		return 0;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	int inside = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && s >= md->lo && s < md->hi)
-			inside = 1;
-		else if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)s;
-		else if (ph->p_type == PT_GNU_RELRO)
-			relro_lo = s, relro_hi = s + ph->p_memsz;
-	}
-	if (!inside || !dyn)
-		return 0; /* another object at the same bias (the vDSO's is its own) */
-	struct ftrt_dyn *d = f->d;
-	d->relro_lo = relro_lo;
-	d->relro_hi = relro_hi;
-	size_t pltrelsz = 0, relasz = 0;
-	int pltrela = 1;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
-		uintptr_t v = dyn->d_un.d_ptr;
-		switch (dyn->d_tag) {
-		case DT_JMPREL:
-			d->jmprel = (const ElfW(Rela) *)dptr(md, v);
-			break;
-		case DT_PLTRELSZ:
-			pltrelsz = dyn->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			pltrela = dyn->d_un.d_val == DT_RELA;
-			break;
-		case DT_RELA:
-			d->rela = (const ElfW(Rela) *)dptr(md, v);
-			break;
-		case DT_RELASZ:
-			relasz = dyn->d_un.d_val;
-			break;
-		case DT_SYMTAB:
-			d->symtab = (const ElfW(Sym) *)dptr(md, v);
-			break;
-		case DT_STRTAB:
-			d->strtab = (const char *)dptr(md, v);
-			break;
-		case DT_VERSYM:
-			d->versym = (const ElfW(Half) *)dptr(md, v);
-			break;
-		case DT_VERNEED:
-			d->verneed = (const ElfW(Verneed) *)dptr(md, v);
-			break;
-		case DT_VERNEEDNUM:
-			d->nverneed = dyn->d_un.d_val;
-			break;
-		}
-	}
-	if (!pltrela)
-		d->jmprel = NULL; /* REL: not an ELF64 psABI's */
-	d->njmprel = d->jmprel ? pltrelsz / sizeof(ElfW(Rela)) : 0;
-	d->nrela = d->rela ? relasz / sizeof(ElfW(Rela)) : 0;
-	f->found = 1;
-	return 1;
-}
-
-/* The version the module asks of symbol i (its verneed's name), or
- * NULL: none, or the base. */
-const char *ftrt_lib_version_of(const struct ftrt_dyn *d, size_t i)
-{
-	if (!d->versym || !d->verneed)
-		return NULL;
-	ElfW(Half) want = d->versym[i] & 0x7fff;
-	if (want <= 1)
-		return NULL;
-	const ElfW(Verneed) *vn = d->verneed;
-	for (size_t k = 0; k < d->nverneed; k++) {
-		const ElfW(Vernaux) *a = (const ElfW(Vernaux) *)((const char *)vn + vn->vn_aux);
-		for (unsigned j = 0; j < vn->vn_cnt; j++) {
-			if (a->vna_other == want)
-				return d->strtab + a->vna_name;
-			a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next);
-		}
-		if (!vn->vn_next)
-			break;
-		vn = (const ElfW(Verneed) *)((const char *)vn + vn->vn_next);
-	}
-	return NULL;
-}
-
-/* The function a lazy slot of md will be bound to: as the loader looks
- * it up, the global scope first, then the module's own. */
-uintptr_t ftrt_lib_resolve(const struct ftrt_mod *md, const char *name, const char *version)
-{
-	void *f = version ? dlvsym(RTLD_DEFAULT, name, version) : NULL;
-	if (!f)
-		f = dlsym(RTLD_DEFAULT, name);
-	if (!f && md->path) {
-		void *h = dlopen(md->path, RTLD_LAZY | RTLD_NOLOAD);
-		if (h) {
-			f = version ? dlvsym(h, name, version) : NULL;
-			if (!f)
-				f = dlsym(h, name);
-			dlclose(h);
-		}
-	}
-	return (uintptr_t)f;
-}
-
-/* The module that holds a, when it has sites (registered): its
- * functions record their own calls. */
 static int in_traced_module(uintptr_t a)
 {
-	for (int i = 0; ftrt_module_at(i); i++) {
-		const struct ftrt_mod *m = ftrt_module_at(i);
-		if (m->live && m->desc && m->desc->start != m->desc->stop && a >= m->lo && a < m->hi)
+	for (int i = 0; i < ntraced; i++)
+		if (a >= traced[i].lo && a < traced[i].hi)
 			return 1;
-	}
 	return 0;
 }
 
-/* A new slot of the table, its stub made in the module's stub pages.
- * The stub's address, or 0. */
-uintptr_t ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader)
+/* A chunk of the table, or of its cold entries, made when first
+ * needed: 0, or -1. */
+static int chunk(void **c, size_t size)
 {
-	if (ftrt_lib_nslots >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK)
+	if (*c)
 		return 0;
-	struct ftrt_libslot **chunk = &ftrt_libslots[ftrt_lib_nslots / FTRT_LIBSLOT_CHUNK];
-	if (!*chunk) {
-		void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * sizeof **chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		if (m == MAP_FAILED)
-			return 0;
-		*chunk = m;
-	}
-	if (!stubs || stubs_used == stub_pages * FTRT_LIBSTUBS)
-		return 0;
-	uint32_t idx = ftrt_lib_nslots;
-	struct ftrt_libslot *s = &(*chunk)[idx % FTRT_LIBSLOT_CHUNK];
-	unsigned char *at = stubs + stubs_used / FTRT_LIBSTUBS * FTRT_LIBSTUB_PAGE + stubs_used % FTRT_LIBSTUBS * FTRT_LIBSTUB_SIZE;
-	s->ip = ip;
-	s->target = target;
-	s->name = name;
-	s->owner = md->owner;
-	s->skip = in_traced_module(target);
-	s->plain = plain;
-	s->loader = loader;
-	s->stub = (uintptr_t)at;
-	__atomic_store_n(&ftrt_lib_nslots, idx + 1, __ATOMIC_RELEASE);
-	stubs_used++;
-	ftrt_arch_libstub(at, idx);
-	return (uintptr_t)at;
-}
-
-
-/* The functions of a module's lazy slots, looked up before the
- * registry's lock is taken when a module is served outside a pass
- * (ftrt_libcalls_rescan: the loader's lookups take the loader's lock,
- * which a thread running a constructor holds while it waits for the
- * registry's): the pass then takes them from here, and looks nothing up
- * itself. One module at a time, under ftrt_lib_rescan_lock (libscan.c). */
-struct ftrt_early *ftrt_lib_early;
-size_t ftrt_lib_nearly, ftrt_lib_early_cap;
-__thread int ftrt_lib_early_on;
-
-uintptr_t ftrt_lib_early_target(uintptr_t slot, const char *name)
-{
-	for (size_t i = 0; i < ftrt_lib_nearly; i++)
-		if (ftrt_lib_early[i].slot == slot)
-			return ftrt_lib_early[i].hash == ftrt_lib_name_hash(name) ? ftrt_lib_early[i].target : 0;
-	return 0;
-}
-
-/* Room in ftrt_lib_early for n more. 0, or -1. */
-int ftrt_lib_early_room(size_t n)
-{
-	if (ftrt_lib_nearly + n <= ftrt_lib_early_cap)
-		return 0;
-	size_t cap = ftrt_lib_early_cap ? 2 * ftrt_lib_early_cap : 256;
-	while (cap < ftrt_lib_nearly + n)
-		cap *= 2;
-	struct ftrt_early *e = mmap(NULL, cap * sizeof *e, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (e == MAP_FAILED)
+	void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
 		return -1;
-	if (ftrt_lib_early) {
-		memcpy(e, ftrt_lib_early, ftrt_lib_nearly * sizeof *e);
-		munmap(ftrt_lib_early, ftrt_lib_early_cap * sizeof *ftrt_lib_early);
-	}
-	ftrt_lib_early = e;
-	ftrt_lib_early_cap = cap;
+	*c = m;
 	return 0;
+}
+
+int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
+{
+	uint32_t idx = ftrt_lib_nslots;
+	if (idx >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK || !stubs || stubs_used == stub_pages * per_page)
+		return -1;
+	if (chunk((void **)&ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot)) != 0 ||
+	    chunk((void **)&ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot_cold)) != 0)
+		return -1;
+	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	/* What a cold entry says is for the C entry: a graph stub's calls
+	 * go there (LIBSLOT_GENERAL). */
+	s->ip = ip | (in_traced_module(target) ? LIBSLOT_SKIP : 0) | (plain ? LIBSLOT_PLAIN : 0) | (loader ? LIBSLOT_GENERAL : 0);
+	s->target = target;
+	if (cold || loader) {
+		struct ftrt_libslot_cold *c = ftrt_libslot_cold(idx);
+		c->name = name;
+		c->owner = md->owner;
+		c->loader = (unsigned char)loader;
+	}
+	__atomic_store_n(&ftrt_lib_nslots, idx + 1, __ATOMIC_RELEASE);
+	if (fill.left == per_page)
+		ftrt_arch_libpage(fill.at, (uintptr_t)ftrt_patch_up.libcall_entry); /* a page begun */
+	unsigned char *at = ftrt_lib_cursor_next(&fill);
+	stubs_used++;
+	if (stub_size == FTRT_LIBSTUB_SIZE || plain || loader || ftrt_arch_libgraph(at, idx, (uintptr_t)s, target) != 0)
+		ftrt_arch_libstub(at, stub_size, idx);
+	return 0;
+}
+
+uint32_t ftrt_libslots_count(void)
+{
+	return __atomic_load_n(&ftrt_lib_nslots, __ATOMIC_ACQUIRE);
+}
+
+const char *ftrt_libslot_name(uint32_t idx)
+{
+	return __atomic_load_n(&ftrt_libslot_cold(idx)->name, __ATOMIC_RELAXED);
+}
+
+void ftrt_libslot_capture(uint32_t idx, int on)
+{
+	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	if (on)
+		ftrt_libslot_set(s, LIBSLOT_GENERAL); /* before the flag: a graph stub's call takes the C entry */
+	__atomic_store_n(&ftrt_libslot_cold(idx)->capture, (unsigned char)on, __ATOMIC_RELEASE);
 }
 
 /* Whether relocation r of d fills a slot the module calls another's
@@ -471,13 +389,36 @@ size_t ftrt_lib_count_slots(const struct ftrt_dyn *d, const ElfW(Rela) *r, size_
 	return k;
 }
 
-void ftrt_libslot_capture(uint32_t idx, int on)
+/* The functions of lazy slots looked up early (libslots.h), one module
+ * or one live change at a time, under ftrt_lib_rescan_lock
+ * (libscan.c). */
+struct ftrt_early *ftrt_lib_early;
+size_t ftrt_lib_nearly, ftrt_lib_early_cap;
+__thread int ftrt_lib_early_on;
+
+uintptr_t ftrt_lib_early_target(uintptr_t slot, const char *name)
 {
-	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
-	__atomic_store_n(&s->capture, on, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < ftrt_lib_nearly; i++)
+		if (ftrt_lib_early[i].slot == slot)
+			return ftrt_lib_early[i].hash == ftrt_lib_name_hash(name) ? ftrt_lib_early[i].target : 0;
+	return 0;
 }
 
-uint32_t ftrt_libslots_count(void)
+int ftrt_lib_early_room(size_t n)
 {
-	return __atomic_load_n(&ftrt_lib_nslots, __ATOMIC_ACQUIRE);
+	if (ftrt_lib_nearly + n <= ftrt_lib_early_cap)
+		return 0;
+	size_t cap = ftrt_lib_early_cap ? 2 * ftrt_lib_early_cap : 256;
+	while (cap < ftrt_lib_nearly + n)
+		cap *= 2;
+	struct ftrt_early *e = mmap(NULL, cap * sizeof *e, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e == MAP_FAILED)
+		return -1;
+	if (ftrt_lib_early) {
+		memcpy(e, ftrt_lib_early, ftrt_lib_nearly * sizeof *e);
+		munmap(ftrt_lib_early, ftrt_lib_early_cap * sizeof *ftrt_lib_early);
+	}
+	ftrt_lib_early = e;
+	ftrt_lib_early_cap = cap;
+	return 0;
 }

@@ -4,8 +4,9 @@
  *   libcall.c   the pass over a module's slots (which to redirect, the
  *               writes), FTRACE_LIBCALL, a file's baked list
  *   libslots.c  the table of redirected slots and their stubs' pages,
- *               the functions treated apart, a module's dynamic
- *               section, looking a lazy slot's function up
+ *               the functions treated apart
+ *   libdyn.c    a module's dynamic section; a lazy slot's function
+ *               looked up as the loader would
  *   libscan.c   every loaded object's slots (FTRACE_LIBCALL=nest): the
  *               objects without sites served, at start and after dlopen
  *   liblive.c   slots made traced or untraced while the program runs
@@ -22,39 +23,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libdyn.h"
+
 #define HIDDEN_LIB __attribute__((visibility("hidden")))
 
 struct ftrt_mod;
 
-/* A module's dynamic section's facts, and its RELRO range. */
-struct ftrt_dyn {
-	const ElfW(Rela) *jmprel, *rela;
-	size_t njmprel, nrela;
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	const ElfW(Half) *versym;
-	const ElfW(Verneed) *verneed;
-	size_t nverneed;
-	uintptr_t relro_lo, relro_hi;
-};
-
-/* ftrt_lib_find_dyn's argument: the module looked for, its facts. */
-struct ftrt_dynfind {
-	const struct ftrt_mod *md;
-	struct ftrt_dyn *d;
-	int found;
-};
-
-/* The slots to redirect, gathered before any is written: their stubs'
- * page is made executable once, and only then do slots point at it. */
-struct ftrt_pending {
-	uintptr_t *slot;
-	uintptr_t stub;
-	unsigned char mark; /* its function's subtree mark (subtree.c), or 0 */
-};
-
 /* A lazy slot's function looked up before the registry's lock is taken
- * (libslots.c says when). */
+ * (libscan.c's rescans, liblive.c's changes: the loader's lookups take
+ * the loader's lock, which a thread running a constructor holds while it
+ * waits for the registry's); the pass then takes it from here. */
 struct ftrt_early {
 	uintptr_t slot, target;
 	uint32_t hash; /* of its function's name: a slot of another module loaded at its place since is not it */
@@ -74,34 +52,50 @@ extern pthread_mutex_t ftrt_lib_rescan_lock HIDDEN_LIB;
 
 /* Slots in the table. */
 extern uint32_t ftrt_lib_nslots HIDDEN_LIB;
-/* The stub pages of one module's batch: room for n stubs (0, or -1);
- * then, the stubs made, those used made only executable and kept for
- * owner (0, or -1: not to be used). */
-int ftrt_lib_stubs_reserve(size_t n) HIDDEN_LIB;
+/* The stub pages of one module's batch: room for n stubs, graph stubs
+ * where the ISA has them when graph (0, or -1), the first at
+ * ftrt_lib_stubs_base(); then, the stubs made, those used made only
+ * executable and kept for owner (0, or -1: not to be used). */
+int ftrt_lib_stubs_reserve(size_t n, int graph) HIDDEN_LIB;
+unsigned char *ftrt_lib_stubs_base(void) HIDDEN_LIB;
 int ftrt_lib_stubs_seal(int owner) HIDDEN_LIB;
+/* A walk over a batch's stubs, in the order of their slots' entries: at,
+ * the next one, left the cells after it in its page. */
+struct ftrt_lib_cursor {
+	unsigned char *at;
+	size_t left;
+};
+struct ftrt_lib_cursor ftrt_lib_cursor_at(unsigned char *base) HIDDEN_LIB;
+unsigned char *ftrt_lib_cursor_next(struct ftrt_lib_cursor *c) HIDDEN_LIB;
 /* Whether a is in a stub page: a slot redirected already. */
 int ftrt_lib_in_stubs(uintptr_t a) HIDDEN_LIB;
 /* slot, redirected to stub, as owner's probe (ftrt_libcalls_still). */
 void ftrt_lib_set_probe(int owner, uintptr_t *slot, uintptr_t stub) HIDDEN_LIB;
+/* The spans of the modules with sites, gathered once a pass, for the
+ * slots whose functions record their own calls (LIBSLOT_SKIP). */
+void ftrt_lib_traced_gather(void) HIDDEN_LIB;
 /* A new entry of the table for md's slot at ip, whose function is
- * target, and its stub in the batch's pages: the stub, or 0. */
-uintptr_t ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader) HIDDEN_LIB;
+ * target, and its stub in the batch's pages (a graph stub in a graph
+ * batch, unless plain or loader); name kept in its cold entry when cold
+ * (loader, too): 0, or -1 (no room). */
+int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
+	HIDDEN_LIB;
 
-/* FNV-1a of a name. */
-uint32_t ftrt_lib_name_hash(const char *s) HIDDEN_LIB;
-/* The functions treated apart: left alone; recorded as plain calls; the
- * loader's (1: after which objects are scanned again, 2: whose call
- * scans). */
-int ftrt_lib_left_alone(const char *name) HIDDEN_LIB;
-int ftrt_lib_plain_call(const char *name) HIDDEN_LIB;
+/* The functions treated apart, by name: left alone, recorded as plain
+ * calls (listed), the loader's (1: after which objects are scanned
+ * again, 2: whose call scans). */
+enum { LISTED_NOT, LISTED_ALONE, LISTED_PLAIN };
+int ftrt_lib_listed(const char *name) HIDDEN_LIB;
 int ftrt_lib_loader_call(const char *name) HIDDEN_LIB;
+/* Whether name is one of the loader's functions that take their caller
+ * from their return address (plain, but for the program's own calls). */
+int ftrt_lib_caller_sensitive(const char *name) HIDDEN_LIB;
+/* Whether md's call of name is recorded as a plain call, its list being
+ * list (ftrt_lib_listed's). */
+int ftrt_lib_plain(const struct ftrt_mod *md, const char *name, int list) HIDDEN_LIB;
+/* A name's hash (cheap: its length and a few bytes). */
+uint32_t ftrt_lib_name_hash(const char *s) HIDDEN_LIB;
 
-/* dl_iterate_phdr's callback filling a struct ftrt_dynfind. */
-int ftrt_lib_find_dyn(struct dl_phdr_info *info, size_t size, void *arg) HIDDEN_LIB;
-/* The version the module asks of symbol i, or NULL. */
-const char *ftrt_lib_version_of(const struct ftrt_dyn *d, size_t i) HIDDEN_LIB;
-/* The function a lazy slot of md will be bound to, or 0. */
-uintptr_t ftrt_lib_resolve(const struct ftrt_mod *md, const char *name, const char *version) HIDDEN_LIB;
 /* Whether relocation r of d fills a library-call slot (its symbol into
  * *sym); how many of r[0, n) do. */
 int ftrt_lib_slot_of(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym) HIDDEN_LIB;

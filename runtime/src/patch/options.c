@@ -150,6 +150,10 @@ void ftrt_read_env(void)
  */
 int ftrt_pick(const char *name)
 {
+	/* No filter of any kind: every name, unmarked (asked for every
+	 * function of a pass, and every library-call slot). */
+	if ((!ftrt_opts.filter || !*ftrt_opts.filter) && !ftrt_subtree)
+		return PICK_TRACE;
 	static int cxx = -1;
 	if (cxx < 0)
 		cxx = __cxa_demangle &&
@@ -172,7 +176,8 @@ int ftrt_pick(const char *name)
 		else if (chosen)
 			v |= MARK_CHOSEN;
 	}
-	free(dem);
+	if (dem)
+		free(dem); /* not free(NULL): a call through the program's slot, for every name of a pass */
 	return v;
 }
 

@@ -298,9 +298,11 @@ static void build_lib(struct table *t, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ftrt_libslot *s = ftrt_libslot(i);
-		const struct arg_entry *a = s->name ? lib_find(s->name, 0) : NULL, *r = s->name && !s->plain ? lib_find(s->name, 1) : NULL;
+		const char *name = ftrt_libslot_name(i);
+		const struct arg_entry *a = name ? lib_find(name, 0) : NULL,
+				       *r = name && !(ftrt_libslot_flags(s) & LIBSLOT_PLAIN) ? lib_find(name, 1) : NULL;
 		if (a || r)
-			t->lib[t->nlib++] = (struct libentry){ s->ip, a, r };
+			t->lib[t->nlib++] = (struct libentry){ ftrt_libslot_ip(s), a, r };
 	}
 	qsort(t->lib, t->nlib, sizeof *t->lib, by_ip);
 }
@@ -311,7 +313,7 @@ static void flag_slots(const struct table *t)
 {
 	uint32_t n = ftrt_libslots_count();
 	for (uint32_t i = 0; i < n; i++)
-		ftrt_libslot_capture(i, ftrt_libslot(i)->name && lib_at(t, ftrt_libslot(i)->ip));
+		ftrt_libslot_capture(i, ftrt_libslot_name(i) && lib_at(t, ftrt_libslot_ip(ftrt_libslot(i))));
 }
 
 /* A new table over every indexed module and library-call slot; with
@@ -582,6 +584,6 @@ void ftrt_capture_libcall(const struct ftrt_libslot *s, struct ftrace_regs *freg
 	if (!f)
 		return;
 	struct ftrt_grace *g = ftrt_grace_enter();
-	f(s->ip, 0, &user.ops, fregs);
+	f(ftrt_libslot_ip(s), 0, &user.ops, fregs);
 	ftrt_grace_exit(g);
 }

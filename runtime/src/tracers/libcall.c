@@ -13,8 +13,8 @@
  * site's call would count as dropped.
  *
  * The arguments and return value (FTRACE_ARGS, FTRACE_RETVAL) of a
- * slot whose function has an entry (its capture flag, set by
- * capture.c): the entry asks for them, and the assembly, having saved
+ * slot whose function has an entry (its cold entry's capture flag, set
+ * by capture.c, with LIBSLOT_GENERAL): the entry asks for them, and the assembly, having saved
  * the vector registers too, calls ftrt_libcall_capture, which hands
  * the call to the capture as an ops caller hands a site's (capture.c's
  * ftrt_capture_libcall). A slot without one costs one load and test.
@@ -34,8 +34,8 @@
 static __thread uintptr_t loaded_sp __attribute__((tls_model("initial-exec")));
 
 /*
- * A call of one of the loader's functions (patch/libcall.c's
- * loader_call). Objects a dlopen loads without sites are served, and
+ * A call of one of the loader's functions (patch/libslots.c's
+ * ftrt_lib_loader_call). Objects a dlopen loads without sites are served, and
  * those a dlclose unloaded forgotten, by a scan of the loaded objects
  * once it has returned: at the thread's next call of the loader's
  * functions (a dlsym of the object's functions, most often) made from
@@ -46,7 +46,7 @@ static __thread uintptr_t loaded_sp __attribute__((tls_model("initial-exec")));
  * program's own call of dlsym does here; it uses no argument register
  * the loader's functions take (integers and pointers alone).
  */
-static void loader_call(const struct ftrt_libslot *s, uintptr_t sp)
+static void loader_call(const struct ftrt_libslot_cold *s, uintptr_t sp)
 {
 	uintptr_t p = loaded_sp;
 	if (p && sp >= p && sp - p < (1u << 20)) {
@@ -82,16 +82,20 @@ struct ftrt_libcall_to ftrt_libcall_entry(uint32_t idx, struct ftrace_regs *freg
 	 * of the runtime's own, as are those of its start, end and threads;
 	 * a function in a module with sites records its own calls. */
 	struct tbuf *b = ftrt_tb;
-	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || __atomic_load_n(&s->skip, __ATOMIC_RELAXED))
+	unsigned flags = ftrt_libslot_flags(s);
+	if (ftrt_thread_busy || ftrt_in_runtime || (b && b->busy) || (flags & LIBSLOT_SKIP))
 		return to;
 	uintptr_t sp, *parent_slot = return_slot(fregs, &sp);
-	if (s->loader)
-		loader_call(s, sp);
-	if (s->plain)
-		ftrt_entry_plain(s->ip, parent_slot, sp);
+	/* A slot whose cold entry says more (LIBSLOT_GENERAL): the loader's
+	 * functions, a capture. */
+	const struct ftrt_libslot_cold *c = flags & LIBSLOT_GENERAL ? ftrt_libslot_cold(idx) : NULL;
+	if (c && c->loader)
+		loader_call(c, sp);
+	if (flags & LIBSLOT_PLAIN)
+		ftrt_entry_plain(ftrt_libslot_ip(s), parent_slot, sp);
 	else
-		ftrt_entry_sp(s->ip, parent_slot, sp);
-	if (__builtin_expect(__atomic_load_n(&s->capture, __ATOMIC_RELAXED), 0))
+		ftrt_entry_sp(ftrt_libslot_ip(s), parent_slot, sp);
+	if (c && __builtin_expect(__atomic_load_n(&c->capture, __ATOMIC_ACQUIRE), 0))
 		to.slot = (uintptr_t)s;
 	return to;
 }

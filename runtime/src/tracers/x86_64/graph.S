@@ -4,7 +4,9 @@
  * per-site graph trampolines' entry and return, ftrace_graph_enter and
  * ftrace_graph_leave (the trampolines themselves are built by site.c).
  * The call-site trampolines and the hooks the compiler calls are in
- * entry.S; the pieces both share in fast.h.
+ * entry.S; the pieces both share in fast.h. A library call's graph
+ * stub enters ftrace_libgraph_enter, which shares ftrace_graph_enter's
+ * push (GRAPH_PUSH), and leaves by ftrace_graph_leave.
  */
 #include "abi.h"
 #include "arch/layout.h"
@@ -150,30 +152,27 @@ return_to_handler:
 .if SH_SIZE != 48
 .error "the shadow stack's index below multiplies by 48 (3 << 4): struct shadow changed size"
 .endif
-	.text
-	.globl	ftrace_graph_enter
-	.type	ftrace_graph_enter, @function
-	.p2align 4
-ftrace_graph_enter:
-	.cfi_startproc
-	cmpl	$0, ftrt_fast_graph(%rip)
-	je	.Lenter_c			/* no trace open, or a clock or option C handles */
-	SAVE_SCRATCH
-	cmpl	$0, ftrt_subtree(%rip)
-	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
-.Lenter_take:
+/*
+ * GRAPH_PUSH slow, unbusy, skip: the fast path's push, with r11 = the
+ * site and the frame drawn above (SAVE_SCRATCH done): to \slow (busy
+ * not taken) or \unbusy (busy taken: it must clear it) for anything but
+ * the common case, to \skip (busy taken) inside a notrace call. Falls
+ * through with the call pushed, its entry recorded, its return slot
+ * holding the hook and busy clear.
+ */
+.macro GRAPH_PUSH slow, unbusy, skip
 	movq	%r11, %rax
 	shrq	$REC_SITE_BITS, %rax
-	jnz	.Lenter_slow			/* a site of 2^47 or more: the long form (C) */
-	TAKE_BUF .Lenter_slow, .Lenter_unbusy, 48(%rsp)
+	jnz	\slow				/* a site of 2^47 or more: the long form (C) */
+	TAKE_BUF \slow, \unbusy, 48(%rsp)
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
-	jnz	.Lenter_unbusy
+	jnz	\unbusy
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
-	ja	.Lenter_unbusy			/* no room for the record: C flushes */
+	ja	\unbusy				/* no room for the record: C flushes */
 	movl	TB_DEPTH(%rcx), %eax		/* d */
 	cmpl	ftrt_max_depth(%rip), %eax
-	jae	.Lenter_unbusy			/* FTRACE_DEPTH, or the shadow stack full */
+	jae	\unbusy				/* FTRACE_DEPTH, or the shadow stack full */
 	leaq	(%rax,%rax,2), %rsi
 	shlq	$4, %rsi			/* d * SH_SIZE (48) */
 	leaq	TB_SHADOW(%rcx,%rsi), %rsi	/* &shadow[d] */
@@ -181,17 +180,17 @@ ftrace_graph_enter:
 	jz	1f
 	leaq	48(%rsp), %rax			/* our sp: the function will return with it */
 	cmpq	%rax, SH_SP-SH_SIZE(%rsi)
-	jb	.Lenter_unbusy			/* shadow[d-1]'s frame is below ours: it was left */
+	jb	\unbusy				/* shadow[d-1]'s frame is below ours: it was left */
 	movq	SH_SP-SH_SIZE(%rsi), %rax
 	movq	-8(%rax), %rax			/* shadow[d-1]'s return slot... */
 	cmpq	%rax, SH_HOOK-SH_SIZE(%rsi)
-	jne	.Lenter_unbusy			/* ...no longer holds its hook: it was left */
+	jne	\unbusy				/* ...no longer holds its hook: it was left */
 	cmpl	$0, TB_NOTRACE(%rcx)
-	jne	.Lenter_skip			/* inside a notrace call (0 unless the subtree filters are on) */
+	jne	\skip				/* inside a notrace call (0 unless the subtree filters are on) */
 1:	movq	%rdx, %rax
 	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
 	cmpq	$REC_DELTA_MAX, %rax
-	ja	.Lenter_unbusy			/* 2^15 or more, or the clock went back: C */
+	ja	\unbusy				/* 2^15 or more, or the clock went back: C */
 	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
 	shlq	$REC_SITE_BITS, %rax
 	orq	%r11, %rax
@@ -212,6 +211,21 @@ ftrace_graph_enter:
 	incl	TB_N(%rcx)			/* n += 1, after the word */
 	incq	TB_ENTRIES(%rcx)		/* counted, for the stream's summary */
 	movq	$0, TB_BUSY(%rcx)
+.endm
+
+	.text
+	.globl	ftrace_graph_enter
+	.type	ftrace_graph_enter, @function
+	.p2align 4
+ftrace_graph_enter:
+	.cfi_startproc
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Lenter_c			/* no trace open, or a clock or option C handles */
+	SAVE_SCRATCH
+	cmpl	$0, ftrt_subtree(%rip)
+	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
+.Lenter_take:
+	GRAPH_PUSH .Lenter_slow, .Lenter_unbusy, .Lenter_skip
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
 	ret
@@ -283,6 +297,75 @@ ftrace_graph_enter:
 	ret
 	.cfi_endproc
 	.size	ftrace_graph_enter, .-ftrace_graph_enter
+
+/*
+ * ftrace_libgraph_enter: called from a library call's graph stub
+ * (arch/libstub.h: a graph trampoline entered from a GOT slot), at
+ * stub+11 with r11 = the slot's entry in patch/libcall.c's table
+ * (struct ftrt_libslot: layout.h's LS_*), the frame as at
+ * ftrace_graph_enter's entry (the stub's return address on top, the
+ * caller's return address above it, every argument register live).
+ *
+ * The call is pushed as a graphed site's is (GRAPH_PUSH, the site being
+ * the slot's address, LS_IP), so the function returns into the stub's
+ * hook and leaves through ftrace_graph_leave, every return predicted.
+ * Only the common case is done here, and anything else returns ZF=1
+ * untouched, so that the stub goes on through its ordinary way into
+ * the common entry (ftrace_libcall, tracers/libcall.c), which does
+ * everything as for an ordinary stub: the fast path not on (no trace,
+ * another tracer or clock, FTRACE_THRESH, paused); the subtree filters
+ * on; the slot's flags (its function records its own calls, or its
+ * calls need the C entry: LIBSLOT_* in LS_IP's low bits); a call the
+ * runtime makes itself (ftrt_in_runtime: its start, end and threads;
+ * ftrt_thread_busy: a thread's buffer being made or torn down); and
+ * whatever GRAPH_PUSH leaves (no buffer yet, busy: a signal handler's
+ * call inside the tracer, or the tracer's own; no room, too deep, a call
+ * left by a longjmp, a delta too large). Nothing is changed on those
+ * ways but a timestamp taken and busy set and cleared again, so the C
+ * entry sees the call as if the fast path had not been there.
+ *
+ * Registers: r11 = the slot, then its address (the site); rax and rcx
+ * scratch for the two thread-local flags, saved with rdx and rsi
+ * (SAVE_SCRATCH) as at ftrace_graph_enter, whose frame this is.
+ */
+	.hidden	ftrt_in_runtime
+	.hidden	ftrt_thread_busy
+	.text
+	.globl	ftrace_libgraph_enter
+	.hidden	ftrace_libgraph_enter
+	.type	ftrace_libgraph_enter, @function
+	.p2align 4
+ftrace_libgraph_enter:
+	.cfi_startproc
+	cmpl	$0, ftrt_fast_graph(%rip)
+	je	.Llib_out			/* ZF=1: C does it */
+	cmpl	$0, ftrt_subtree(%rip)
+	jne	.Llib_c				/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
+	testb	$LS_FLAGS, LS_IP(%r11)
+	jnz	.Llib_c				/* skip, general or plain: C (which goes straight on, or does more) */
+	SAVE_SCRATCH
+	movq	ftrt_in_runtime@gottpoff(%rip), %rax
+	movl	%fs:(%rax), %eax
+	movq	ftrt_thread_busy@gottpoff(%rip), %rcx
+	orl	%fs:(%rcx), %eax
+	jnz	.Llib_slow			/* the runtime's own call: C lets it go straight on */
+	movq	LS_IP(%r11), %r11
+	andq	$~LS_FLAGS, %r11		/* the site: the slot's address (a flag set since: C's next time) */
+	GRAPH_PUSH .Llib_slow, .Llib_unbusy, .Llib_unbusy
+	testq	%rsp, %rsp			/* ZF=0: graphed */
+	RESTORE_SCRATCH
+	ret
+	.cfi_adjust_cfa_offset 32
+.Llib_unbusy:
+	movq	$0, TB_BUSY(%rcx)
+.Llib_slow:
+	RESTORE_SCRATCH
+.Llib_c:
+	cmpq	%rsp, %rsp			/* ZF=1: not graphed here */
+.Llib_out:
+	ret
+	.cfi_endproc
+	.size	ftrace_libgraph_enter, .-ftrace_libgraph_enter
 
 /*
  * ftrace_graph_leave: jumped to from tramp+24 when the function has
