@@ -74,97 +74,9 @@ int ftrt_libcall_wanted(void)
  * environment's filter. */
 static const char *baked;
 
-/* What one module's pass decides once for all its slots. */
-struct pass_of {
-	int nest;        /* FTRACE_LIBCALL=nest: the loader's functions marked */
-	int cold;        /* the arguments' capture may ask for names */
-	int again;       /* the module may have been served already: redirected slots skipped */
-	/* The subtree filters' marks (FTRACE_GRAPH_FUNCS, _NOTRACE), by
-	 * slot, made as marked slots are met. */
-	struct mark {
-		uintptr_t ip;
-		unsigned char mark;
-	} *marks;
-	size_t nmarks, capmarks;
-};
-
-/* One more mark: 0, or -1 (no room: the slot is not marked). */
-static int add_mark(struct pass_of *p, uintptr_t ip, unsigned char mark)
-{
-	if (p->nmarks == p->capmarks) {
-		size_t cap = p->capmarks ? 2 * p->capmarks : 256;
-		struct mark *m = mmap(NULL, cap * sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return -1;
-		if (p->marks) {
-			memcpy(m, p->marks, p->nmarks * sizeof *m);
-			munmap(p->marks, p->capmarks * sizeof *m);
-		}
-		p->marks = m;
-		p->capmarks = cap;
-	}
-	p->marks[p->nmarks++] = (struct mark){ ip, mark };
-	return 0;
-}
-
-/* How far ahead hook_table asks for a relocation's symbol, and for its
- * name (half as far: the symbol has come by then). */
-#define AHEAD 64
-
-/* The slots of r[0, n) that the filter chooses (or a baked list), each a
- * new slot of the table with its stub, as long as there is room. Each
- * slot's symbol and name are read from the module's dynamic symbol table
- * and its strings, in the order of the relocations, not theirs: a cache
- * miss each, most of the pass's time when waited for one after the
- * other; so they are asked for ahead (the symbol AHEAD relocations on,
- * the name AHEAD / 2), and their misses overlap. */
-static void hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct pass_of *p,
-		       struct ftrt_libcall_stats *st)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (i + AHEAD < n)
-			__builtin_prefetch(&d->symtab[ELF64_R_SYM(r[i + AHEAD].r_info)]);
-		if (i + AHEAD / 2 < n) {
-			size_t k = ELF64_R_SYM(r[i + AHEAD / 2].r_info);
-			if (k)
-				__builtin_prefetch(d->strtab + d->symtab[k].st_name);
-		}
-		const ElfW(Sym) *sym;
-		if (!ftrt_lib_slot_of(d, &r[i], &sym))
-			continue;
-		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
-		size_t si = ELF64_R_SYM(r[i].r_info);
-		const char *name = d->strtab + sym->st_name;
-		int list = ftrt_lib_listed(name);
-		st->slots++;
-		if (list == LISTED_ALONE)
-			continue;
-		int pick = baked ? (ftrt_filter_match(baked, name, NULL, NULL) ? PICK_TRACE : 0) : ftrt_pick(name);
-		if (!(pick & PICK_TRACE))
-			continue;
-		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
-		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
-		if (p->again && ftrt_lib_in_stubs(target))
-			continue; /* redirected already */
-		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi) /* lazy, not bound yet */
-			target = ftrt_lib_early_on ? ftrt_lib_early_target((uintptr_t)slot, name) : ftrt_dyn_resolve(md, name, ftrt_dyn_version(d, si));
-		if (!target) {
-			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
-				st->unresolved++; /* not found (an undefined weak one is absent by design) */
-			continue;
-		}
-		int loader = p->nest ? ftrt_lib_loader_call(name) : 0;
-		unsigned char mark = (unsigned char)(pick & (MARK_CHOSEN | MARK_NOTRACE));
-		if (ftrt_lib_new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain(md, name, list), loader, p->cold) != 0)
-			st->failed++;
-		else if (mark && add_mark(p, (uintptr_t)slot, mark) != 0)
-			st->failed++;
-	}
-}
-
 static int by_ip(const void *a, const void *b)
 {
-	uintptr_t x = ((const struct mark *)a)->ip, y = ((const struct mark *)b)->ip;
+	uintptr_t x = ((const struct ftrt_lib_mark *)a)->ip, y = ((const struct ftrt_lib_mark *)b)->ip;
 	return x < y ? -1 : x > y;
 }
 
@@ -172,7 +84,7 @@ static int by_ip(const void *a, const void *b)
  * FTRACE_GRAPH_NOTRACE name library functions as the program's), for
  * the tracer to find by a call's slot as by a site (subtree.c), made
  * before any slot points at its stub; p's marks then go. */
-static void publish_marks(const struct ftrt_mod *md, struct pass_of *p)
+static void publish_marks(const struct ftrt_mod *md, struct ftrt_lib_pass *p)
 {
 	if (!p->nmarks)
 		return;
@@ -283,7 +195,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	if (!cap || ftrt_lib_stubs_reserve(cap, ftrt_mode == FTRT_GRAPH) != 0)
 		return;
 	ftrt_lib_traced_gather();
-	struct pass_of p = { .nest = ftrt_libcall_wanted() == LIBCALL_NEST };
+	struct ftrt_lib_pass p = { .baked = baked, .nest = ftrt_libcall_wanted() == LIBCALL_NEST };
 	p.cold = ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
 	p.again = p.nest || baked;
 	struct ftrt_libcall_stats st = { 0 };
@@ -293,8 +205,8 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	 * made executable once, and only then does a slot point at them. */
 	uint32_t first = ftrt_lib_nslots;
 	unsigned char *base = ftrt_lib_stubs_base();
-	hook_table(md, &d, d.jmprel, d.njmprel, &p, &st);
-	hook_table(md, &d, d.rela, d.nrela, &p, &st);
+	ftrt_lib_hook_table(md, &d, d.jmprel, d.njmprel, &p, &st);
+	ftrt_lib_hook_table(md, &d, d.rela, d.nrela, &p, &st);
 	uint32_t last = ftrt_lib_nslots;
 	/* Readable and executable from here on, before any slot points at a
 	 * stub. */

@@ -80,10 +80,12 @@ static inline const struct ftrt_libslot *ftrt_libslot(uint32_t idx)
 	return &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
 }
 
-/* Slot idx's cold entry (all zero where none was written). */
+/* Slot idx's cold entry (all zero where none was written), or NULL
+ * where none of its chunk's slots has one. */
 static inline struct ftrt_libslot_cold *ftrt_libslot_cold(uint32_t idx)
 {
-	return &ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	struct ftrt_libslot_cold *c = __atomic_load_n(&ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK], __ATOMIC_ACQUIRE);
+	return c ? &c[idx % FTRT_LIBSLOT_CHUNK] : NULL;
 }
 
 /* The slot's address. */

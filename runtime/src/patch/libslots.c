@@ -18,6 +18,7 @@
 #include "core/ftrt.h"
 #include "libcall.h"
 #include "libslots.h"
+#include "pass.h"
 #include "patch.h"
 
 _Static_assert(offsetof(struct ftrt_libslot, ip) == LS_IP && offsetof(struct ftrt_libslot, target) == LS_TARGET &&
@@ -81,7 +82,7 @@ void ftrt_libcalls_release(int owner)
 	/* Its slots' names were its string table's: gone with it. */
 	for (uint32_t i = 0; i < ftrt_lib_nslots; i++) {
 		struct ftrt_libslot_cold *c = ftrt_libslot_cold(i);
-		if (c->owner == owner)
+		if (c && c->owner == owner)
 			__atomic_store_n(&c->name, NULL, __ATOMIC_RELAXED);
 	}
 	for (int i = 0; i < REGIONS; i++)
@@ -172,7 +173,7 @@ int ftrt_lib_stubs_seal(int owner)
  * multiply's latency each), which the pass paid twice a slot, and as
  * good at telling a slot's name from the few in the lists below; a name
  * that shares one is told apart by the binary search. */
-uint32_t ftrt_lib_name_hash(const char *s)
+static inline __attribute__((always_inline)) uint32_t name_hash(const char *s)
 {
 	size_t n = 0;
 	while (s[n])
@@ -182,6 +183,11 @@ uint32_t ftrt_lib_name_hash(const char *s)
 	uint32_t h = (uint32_t)n * 0x9e3779b1u ^ (uint32_t)(unsigned char)s[0] << 16 ^ (uint32_t)(unsigned char)s[1] << 8 ^
 		     (unsigned char)s[n - 1];
 	return h ^ h >> 13;
+}
+
+uint32_t ftrt_lib_name_hash(const char *s)
+{
+	return name_hash(s);
 }
 
 /* Whether name is one of names[0, n), sorted in strcmp's order. */
@@ -227,26 +233,31 @@ static const char *const plain_names[] = {
 /* Which list name is in (LISTED_*): a 4096-bit set of both lists'
  * hashes (made once: the pass runs under the registry's lock) rules
  * most names out with one test, before the binary searches. */
-int ftrt_lib_listed(const char *name)
+static inline __attribute__((always_inline)) int listed(const char *name)
 {
 	static uint64_t seen[64];
 	static int made;
 	if (!made) {
 		for (size_t i = 0; i < N(alone_names) + N(plain_names); i++) {
 			const char *n = i < N(alone_names) ? alone_names[i] : plain_names[i - N(alone_names)];
-			uint32_t k = ftrt_lib_name_hash(n) % 4096;
+			uint32_t k = name_hash(n) % 4096;
 			seen[k / 64] |= 1ull << (k % 64);
 		}
 		made = 1;
 	}
 	if (name[0] == '_' && name[1] == 'U' && strncmp(name, "_Unwind_", 8) == 0)
 		return LISTED_PLAIN;
-	uint32_t h = ftrt_lib_name_hash(name) % 4096;
+	uint32_t h = name_hash(name) % 4096;
 	if (!(seen[h / 64] >> (h % 64) & 1))
 		return LISTED_NOT;
 	if (one_of(name, alone_names, N(alone_names)))
 		return LISTED_ALONE;
 	return one_of(name, plain_names, N(plain_names)) ? LISTED_PLAIN : LISTED_NOT;
+}
+
+int ftrt_lib_listed(const char *name)
+{
+	return listed(name);
 }
 
 /* The loader's functions that take their caller from their return
@@ -315,17 +326,17 @@ static int chunk(void **c, size_t size)
 	void *m = mmap(NULL, FTRT_LIBSLOT_CHUNK * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
-	*c = m;
+	__atomic_store_n(c, m, __ATOMIC_RELEASE);
 	return 0;
 }
 
-int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
+static inline __attribute__((always_inline)) int new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
 {
 	uint32_t idx = ftrt_lib_nslots;
 	if (idx >= FTRT_LIBSLOT_CHUNKS * FTRT_LIBSLOT_CHUNK || !stubs || stubs_used == stub_pages * per_page)
 		return -1;
 	if (chunk((void **)&ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot)) != 0 ||
-	    chunk((void **)&ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot_cold)) != 0)
+	    ((cold || loader) && chunk((void **)&ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot_cold)) != 0))
 		return -1;
 	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
 	/* What a cold entry says is for the C entry: a graph stub's calls
@@ -348,6 +359,11 @@ int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target,
 	return 0;
 }
 
+int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
+{
+	return new_slot(md, ip, target, name, plain, loader, cold);
+}
+
 uint32_t ftrt_libslots_count(void)
 {
 	return __atomic_load_n(&ftrt_lib_nslots, __ATOMIC_ACQUIRE);
@@ -355,20 +371,42 @@ uint32_t ftrt_libslots_count(void)
 
 const char *ftrt_libslot_name(uint32_t idx)
 {
-	return __atomic_load_n(&ftrt_libslot_cold(idx)->name, __ATOMIC_RELAXED);
+	const struct ftrt_libslot_cold *c = ftrt_libslot_cold(idx);
+	return c ? __atomic_load_n(&c->name, __ATOMIC_RELAXED) : NULL;
 }
 
 void ftrt_libslot_capture(uint32_t idx, int on)
 {
 	struct ftrt_libslot *s = &ftrt_libslots[idx / FTRT_LIBSLOT_CHUNK][idx % FTRT_LIBSLOT_CHUNK];
+	if (!ftrt_libslot_cold(idx) && (!on || chunk((void **)&ftrt_libslots_cold[idx / FTRT_LIBSLOT_CHUNK], sizeof(struct ftrt_libslot_cold)) != 0))
+		return; /* off and none, or no room: not captured */
 	if (on)
 		ftrt_libslot_set(s, LIBSLOT_GENERAL); /* before the flag: a graph stub's call takes the C entry */
 	__atomic_store_n(&ftrt_libslot_cold(idx)->capture, (unsigned char)on, __ATOMIC_RELEASE);
 }
 
+/* One more mark: 0, or -1 (no room: the slot is not marked). */
+static int add_mark(struct ftrt_lib_pass *p, uintptr_t ip, unsigned char mark)
+{
+	if (p->nmarks == p->capmarks) {
+		size_t cap = p->capmarks ? 2 * p->capmarks : 256;
+		struct ftrt_lib_mark *m = mmap(NULL, cap * sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return -1;
+		if (p->marks) {
+			memcpy(m, p->marks, p->nmarks * sizeof *m);
+			munmap(p->marks, p->capmarks * sizeof *m);
+		}
+		p->marks = m;
+		p->capmarks = cap;
+	}
+	p->marks[p->nmarks++] = (struct ftrt_lib_mark){ ip, mark };
+	return 0;
+}
+
 /* Whether relocation r of d fills a slot the module calls another's
  * function through (elfx.File.LibCall's rule); its symbol into *sym. */
-int ftrt_lib_slot_of(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
+static inline __attribute__((always_inline)) int slot_of(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
 {
 	uint32_t type = (uint32_t)ELF64_R_TYPE(r->r_info);
 	size_t si = ELF64_R_SYM(r->r_info);
@@ -379,6 +417,71 @@ int ftrt_lib_slot_of(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(S
 	*sym = s;
 	return s->st_shndx == SHN_UNDEF && s->st_name != 0 && (type == FTRT_R_JUMP_SLOT || t == STT_FUNC || t == STT_GNU_IFUNC);
 }
+
+int ftrt_lib_slot_of(const struct ftrt_dyn *d, const ElfW(Rela) *r, const ElfW(Sym) **sym)
+{
+	return slot_of(d, r, sym);
+}
+
+/* How far ahead hook_table asks for a relocation's symbol, and for its
+ * name (half as far: the symbol has come by then). */
+#define AHEAD 64
+
+/* The slots of r[0, n) that the filter chooses (or a baked list), each a
+ * new slot of the table with its stub, as long as there is room. Each
+ * slot's symbol and name are read from the module's dynamic symbol table
+ * and its strings, in the order of the relocations, not theirs: a cache
+ * miss each, most of the pass's time when waited for one after the
+ * other; so they are asked for ahead (the symbol AHEAD relocations on,
+ * the name AHEAD / 2), and their misses overlap. */
+void ftrt_lib_hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_lib_pass *p,
+		       struct ftrt_libcall_stats *st)
+{
+	/* p's choices, once: kept in registers over the loop. */
+	const char *const baked = p->baked;
+	const int again = p->again, nest = p->nest, cold = p->cold;
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			__builtin_prefetch(&d->symtab[ELF64_R_SYM(r[i + AHEAD].r_info)]);
+		if (i + AHEAD / 2 < n) {
+			size_t k = ELF64_R_SYM(r[i + AHEAD / 2].r_info);
+			if (k)
+				__builtin_prefetch(d->strtab + d->symtab[k].st_name);
+		}
+		const ElfW(Sym) *sym;
+		if (!slot_of(d, &r[i], &sym))
+			continue;
+		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
+		size_t si = ELF64_R_SYM(r[i].r_info);
+		const char *name = d->strtab + sym->st_name;
+		int list = listed(name);
+		st->slots++;
+		if (list == LISTED_ALONE)
+			continue;
+		int pick = baked ? (ftrt_filter_match(baked, name, NULL, NULL) ? PICK_TRACE : 0) : ftrt_pick(name);
+		if (!(pick & PICK_TRACE))
+			continue;
+		uintptr_t *slot = (uintptr_t *)(md->bias + r[i].r_offset);
+		uintptr_t target = __atomic_load_n(slot, __ATOMIC_RELAXED);
+		if (again && ftrt_lib_in_stubs(target))
+			continue; /* redirected already */
+		if (type == FTRT_R_JUMP_SLOT && target >= md->lo && target < md->hi) /* lazy, not bound yet */
+			target = ftrt_lib_early_on ? ftrt_lib_early_target((uintptr_t)slot, name) : ftrt_dyn_resolve(md, name, ftrt_dyn_version(d, si));
+		if (!target) {
+			if (ELF64_ST_BIND(sym->st_info) != STB_WEAK)
+				st->unresolved++; /* not found (an undefined weak one is absent by design) */
+			continue;
+		}
+		int loader = nest ? ftrt_lib_loader_call(name) : 0;
+		unsigned char mark = (unsigned char)(pick & (MARK_CHOSEN | MARK_NOTRACE));
+		if (new_slot(md, (uintptr_t)slot, target, name, ftrt_lib_plain(md, name, list), loader, cold) != 0)
+			st->failed++;
+		else if (mark && add_mark(p, (uintptr_t)slot, mark) != 0)
+			st->failed++;
+	}
+}
+
+
 
 size_t ftrt_lib_count_slots(const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n)
 {

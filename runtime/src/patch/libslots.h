@@ -28,6 +28,7 @@
 #define HIDDEN_LIB __attribute__((visibility("hidden")))
 
 struct ftrt_mod;
+struct ftrt_libcall_stats;
 
 /* A lazy slot's function looked up before the registry's lock is taken
  * (libscan.c's rescans, liblive.c's changes: the loader's lookups take
@@ -80,6 +81,27 @@ void ftrt_lib_traced_gather(void) HIDDEN_LIB;
  * (loader, too): 0, or -1 (no room). */
 int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target, const char *name, int plain, int loader, int cold)
 	HIDDEN_LIB;
+
+/* What one module's pass decides once for all its slots. */
+struct ftrt_lib_pass {
+	const char *baked; /* a file's baked list (ftpatch enable --libcall) chooses, not the filter */
+	int nest;        /* FTRACE_LIBCALL=nest: the loader's functions marked */
+	int cold;        /* the arguments' capture may ask for names */
+	int again;       /* the module may have been served already: redirected slots skipped */
+	/* The subtree filters' marks (FTRACE_GRAPH_FUNCS, _NOTRACE), by
+	 * slot, made as marked slots are met. */
+	struct ftrt_lib_mark {
+		uintptr_t ip;
+		unsigned char mark;
+	} *marks;
+	size_t nmarks, capmarks;
+};
+/* The slots of md's relocations r[0, n) that the filter (or p's baked
+ * list) chooses, each a new slot of the table with its stub in the
+ * batch's pages, as long as there is room; counted into st, marks into
+ * p (libcall.c's pass). */
+void ftrt_lib_hook_table(const struct ftrt_mod *md, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, struct ftrt_lib_pass *p,
+			 struct ftrt_libcall_stats *st) HIDDEN_LIB;
 
 /* The functions treated apart, by name: left alone, recorded as plain
  * calls (listed), the loader's (1: after which objects are scanned
