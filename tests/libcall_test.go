@@ -729,6 +729,20 @@ func TestNestLibCalls(t *testing.T) {
 	}
 }
 
+// slotBuilds are the builds of TestLiveLibCalls and TestEnableLibCall:
+// x86-64 lazy and -z now with RELRO (a slot in a read-only page), arm64
+// lazy.
+var slotBuilds = []struct {
+	tg    target
+	name  string
+	flags string
+	link  []string
+}{
+	{x86GCC, "lazy", "-O2 -pg -mfentry", nil},
+	{x86GCC, "now-relro", "-O2 -pg -mfentry", []string{"-Wl,-z,now,-z,relro"}},
+	{a64GCC, "lazy", "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", nil},
+}
+
 // TestLiveLibCalls: the live API chooses library functions by name as it
 // chooses the program's (progs/livelib.c): a slot made traced by
 // ftrace_enable_functions records the calls made after, one made
@@ -739,16 +753,7 @@ func TestNestLibCalls(t *testing.T) {
 // in a read-only page), arm64 under qemu.
 func TestLiveLibCalls(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		tg    target
-		name  string
-		flags string
-		link  []string
-	}{
-		{x86GCC, "lazy", "-O2 -pg -mfentry", nil},
-		{x86GCC, "now-relro", "-O2 -pg -mfentry", []string{"-Wl,-z,now,-z,relro"}},
-		{a64GCC, "lazy", "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", nil},
-	} {
+	for _, c := range slotBuilds {
 		t.Run(c.tg.arch+"/"+c.name, func(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
@@ -913,16 +918,7 @@ func callsIn(threads []model.Thread, keys []string) map[string]int {
 // under qemu.
 func TestEnableLibCall(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		tg    target
-		name  string
-		flags string
-		link  []string
-	}{
-		{x86GCC, "lazy", "-O2 -pg -mfentry", nil},
-		{x86GCC, "now-relro", "-O2 -pg -mfentry", []string{"-Wl,-z,now,-z,relro"}},
-		{a64GCC, "lazy", "-O2 -fpatchable-function-entry=4,2 -falign-functions=8", nil},
-	} {
+	for _, c := range slotBuilds {
 		t.Run(c.tg.arch+"/"+c.name, func(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)

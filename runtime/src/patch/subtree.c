@@ -82,6 +82,46 @@ static _Atomic int ntables; /* tables[0, ntables) may have been published */
  * layout, looked up when its sites' table has not the address. */
 static _Atomic(struct marked *) slot_tables[FTRT_MOD_MAX];
 
+/* A table of n marks, writable, its marks at *mk: NULL when none can be
+ * made. */
+static struct marked *table_new(size_t n, unsigned char **mk)
+{
+	size_t bytes = sizeof(struct marked) + n * (sizeof(uintptr_t) + 1);
+	struct marked *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	t->n = n;
+	t->bytes = bytes;
+	*mk = (unsigned char *)(t->ip + n);
+	return t;
+}
+
+/* Mark i of t is ip's: its bit set for the fast paths. */
+static void table_put(struct marked *t, unsigned char *mk, size_t i, uintptr_t ip, unsigned char mark)
+{
+	t->ip[i] = ip;
+	mk[i] = mark;
+	uintptr_t bit = (ip >> 4) % SUBTREE_BITS;
+	__atomic_fetch_or(&ftrt_subtree_maybe[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
+}
+
+/* t, filled, published as module owner's (its extent [lo, hi)) in *at:
+ * read-only from now, and read without a lock; what *at held before
+ * goes (a module's pass runs once: never). */
+static void table_publish(int owner, uintptr_t lo, uintptr_t hi, struct marked *t, _Atomic(struct marked *) *at)
+{
+	mprotect(t, t->bytes, PROT_READ);
+	int k = owner - 1;
+	atomic_store_explicit(&tables[k].lo, lo, memory_order_relaxed);
+	atomic_store_explicit(&tables[k].hi, hi, memory_order_relaxed);
+	struct marked *was = atomic_exchange_explicit(at, t, memory_order_acq_rel);
+	if (was)
+		munmap(was, was->bytes);
+	int have = atomic_load_explicit(&ntables, memory_order_relaxed);
+	while (have < owner && !atomic_compare_exchange_weak_explicit(&ntables, &have, owner, memory_order_release, memory_order_relaxed))
+		;
+}
+
 int ftrt_subtree_add(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *s, const unsigned char *want,
 		     const unsigned char *marks, size_t m)
 {
@@ -92,28 +132,30 @@ int ftrt_subtree_add(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *s, 
 		n += marks[i] && want[i] != WANT_NOP;
 	if (n == 0)
 		return 0;
-	size_t bytes = sizeof(struct marked) + n * (sizeof(uintptr_t) + 1);
-	struct marked *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED)
+	unsigned char *mk;
+	struct marked *t = table_new(n, &mk);
+	if (!t)
 		return -1;
-	t->n = n;
-	t->bytes = bytes;
-	unsigned char *mk = (unsigned char *)(t->ip + n);
 	for (size_t i = 0, j = 0; i < m; i++)
-		if (marks[i] && want[i] != WANT_NOP) {
-			t->ip[j] = s[i];
-			mk[j++] = marks[i];
-			uintptr_t bit = (s[i] >> 4) % SUBTREE_BITS;
-			__atomic_fetch_or(&ftrt_subtree_maybe[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
-		}
-	mprotect(t, bytes, PROT_READ);
-	int k = owner - 1;
-	atomic_store_explicit(&tables[k].lo, lo, memory_order_relaxed);
-	atomic_store_explicit(&tables[k].hi, hi, memory_order_relaxed);
-	atomic_store_explicit(&tables[k].t, t, memory_order_release);
-	int have = atomic_load_explicit(&ntables, memory_order_relaxed);
-	while (have < owner && !atomic_compare_exchange_weak_explicit(&ntables, &have, owner, memory_order_release, memory_order_relaxed))
-		;
+		if (marks[i] && want[i] != WANT_NOP)
+			table_put(t, mk, j++, s[i], marks[i]);
+	table_publish(owner, lo, hi, t, &tables[owner - 1].t);
+	return 0;
+}
+
+int ftrt_subtree_add_slots(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *ips, const unsigned char *marks, size_t n)
+{
+	if (owner < 1 || owner > FTRT_MOD_MAX)
+		return -1;
+	if (n == 0)
+		return 0;
+	unsigned char *mk;
+	struct marked *t = table_new(n, &mk);
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		table_put(t, mk, i, ips[i], marks[i]);
+	table_publish(owner, lo, hi, t, &slot_tables[owner - 1]);
 	return 0;
 }
 
@@ -160,32 +202,3 @@ int ftrt_subtree_lookup(uintptr_t ip)
 	return 0;
 }
 
-int ftrt_subtree_add_slots(int owner, uintptr_t lo, uintptr_t hi, const uintptr_t *ips, const unsigned char *marks, size_t n)
-{
-	if (owner < 1 || owner > FTRT_MOD_MAX || n == 0)
-		return owner < 1 || owner > FTRT_MOD_MAX ? -1 : 0;
-	size_t bytes = sizeof(struct marked) + n * (sizeof(uintptr_t) + 1);
-	struct marked *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED)
-		return -1;
-	t->n = n;
-	t->bytes = bytes;
-	unsigned char *mk = (unsigned char *)(t->ip + n);
-	for (size_t i = 0; i < n; i++) {
-		t->ip[i] = ips[i];
-		mk[i] = marks[i];
-		uintptr_t bit = (ips[i] >> 4) % SUBTREE_BITS;
-		__atomic_fetch_or(&ftrt_subtree_maybe[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
-	}
-	mprotect(t, bytes, PROT_READ);
-	int k = owner - 1;
-	atomic_store_explicit(&tables[k].lo, lo, memory_order_relaxed);
-	atomic_store_explicit(&tables[k].hi, hi, memory_order_relaxed);
-	struct marked *was = atomic_exchange_explicit(&slot_tables[k], t, memory_order_acq_rel);
-	if (was)
-		munmap(was, was->bytes); /* a module's pass runs once: never */
-	int have = atomic_load_explicit(&ntables, memory_order_relaxed);
-	while (have < owner && !atomic_compare_exchange_weak_explicit(&ntables, &have, owner, memory_order_release, memory_order_relaxed))
-		;
-	return 0;
-}
