@@ -42,7 +42,8 @@ func apiFlags(t *testing.T, tg target) string {
 // toggled ones at most as many as were made and some; the handlers'
 // calls are there but for those the trace counts as dropped; and every
 // graphed call is whole: no call open at the end, none left without its
-// return, each within its caller.
+// return, each within its caller. One more run with each tracer on
+// x86-64 traces library calls too: output and exit status as untraced.
 //
 // On arm64 (qemu-user 10, which drops what it translated at the
 // program's ic ivau), one run with each tracer of three builds: a
@@ -80,6 +81,20 @@ func TestLiveStress(t *testing.T) {
 						t.Fatalf("%s run %d: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, i, code, got, wantCode, wantOut, stderr)
 					}
 					checkLive(t, out, tracer, countLine(t, stderr, "made"), countLine(t, stderr, "handler"), countLine(t, stderr, "flipped"))
+				}
+				// With library calls on, each live call changes slots
+				// too: a child forked meanwhile must find the API
+				// working (it once waited forever for a lock of the
+				// loader's the parent's live call held at the fork).
+				if runs > 1 {
+					out := filepath.Join(dir, tracer+"-libcall")
+					got, stderr, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_LIBCALL=1", "FTRACE_OUT=" + out}, c.tg.on(prog)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != wantOut || code != wantCode {
+						t.Fatalf("%s with library calls: exit %d, output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", tracer, code, got, wantCode, wantOut, stderr)
+					}
 				}
 			}
 		})

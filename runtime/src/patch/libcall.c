@@ -187,6 +187,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 	struct ftrt_dyn d = { 0 };
 	if (ftrt_dyn_read(md, &d) != 0 || !d.symtab || !d.strtab || !ftrt_patch_up.libcall_entry)
 		return;
+	ftrt_lib_dyn_keep(md->owner, &d); /* for live changes (liblive.c) */
 	/* At most a slot a relocation: room for their stubs reserved, only
 	 * the pages used ever touched (reading the relocations twice, to
 	 * count them first, cost more than an unused reservation). Live

@@ -94,7 +94,7 @@ static int live_store(const struct ftrt_dyn *d, uintptr_t *slot, uintptr_t v)
 static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 {
 	struct ftrt_dyn d = { 0 };
-	if (ftrt_dyn_read(md, &d) != 0 || !d.symtab || !d.strtab)
+	if (ftrt_lib_dyn_of(md->owner, &d) != 0 || !d.strtab)
 		return 0;
 	int changed = 0;
 	int nest = ftrt_libcall_wanted() == LIBCALL_NEST;
@@ -187,39 +187,58 @@ void ftrt_libcalls_live_prepare(int op, const char *list)
 	if (op == OP_DISABLE)
 		return;
 	live_begin(list);
-	/* The objects first (the loader's lookups cannot be made from the
-	 * walk), then each one's lazy slots of functions the list chooses. */
+	/* The objects first, and their dynamic sections' facts as their
+	 * passes read them, under the registry's lock (the loader's lookups
+	 * cannot be made under it); then each one, held loaded while it is
+	 * read (a dlopen that loads nothing, checked to be the same load),
+	 * its lazy slots of functions the list chooses. */
 	struct objs {
 		size_t n;
-		struct ftrt_mod md[256];
+		struct obj {
+			struct ftrt_mod md;
+			struct ftrt_dyn d;
+		} o[256];
 	} *o = mmap(NULL, sizeof *o, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (o == MAP_FAILED)
 		return;
 	ftrt_modules_lock();
 	for (int i = 0; ftrt_module_at(i) && o->n < 256; i++) {
 		const struct ftrt_mod *m = ftrt_module_at(i);
-		if (m->live)
-			o->md[o->n++] = (struct ftrt_mod){ .bias = m->bias, .lo = m->lo, .hi = m->hi, .path = m->path ? strdup(m->path) : NULL };
+		struct obj *ob = &o->o[o->n];
+		if (m->live && ftrt_lib_dyn_of(m->owner, &ob->d) == 0 && ob->d.strtab) {
+			ob->md = (struct ftrt_mod){ .bias = m->bias, .lo = m->lo, .hi = m->hi, .owner = m->owner, .path = m->path ? strdup(m->path) : NULL };
+			o->n++;
+		}
 	}
 	ftrt_modules_release();
 	for (size_t k = 0; k < o->n; k++) {
-		struct ftrt_mod *md = &o->md[k];
-		struct ftrt_dyn d = { 0 };
-		if (ftrt_dyn_read(md, &d) == 0 && d.symtab && d.strtab && ftrt_lib_early_room(d.njmprel) == 0)
-			for (size_t i = 0; i < d.njmprel; i++) {
+		struct ftrt_mod *md = &o->o[k].md;
+		const struct ftrt_dyn *d = &o->o[k].d;
+		void *pin = NULL;
+		struct link_map *lm = NULL;
+		if (md->path && (!(pin = dlopen(md->path, RTLD_LAZY | RTLD_NOLOAD)) || dlinfo(pin, RTLD_DI_LINKMAP, &lm) != 0 || lm->l_addr != md->bias)) {
+			if (pin)
+				dlclose(pin);
+			free((void *)md->path);
+			continue; /* unloaded meanwhile, or loaded again elsewhere */
+		}
+		if (ftrt_lib_early_room(d->njmprel) == 0)
+			for (size_t i = 0; i < d->njmprel; i++) {
 				const ElfW(Sym) *sym;
-				if (!ftrt_lib_slot_of(&d, &d.jmprel[i], &sym) || (uint32_t)ELF64_R_TYPE(d.jmprel[i].r_info) != FTRT_R_JUMP_SLOT)
+				if (!ftrt_lib_slot_of(d, &d->jmprel[i], &sym) || (uint32_t)ELF64_R_TYPE(d->jmprel[i].r_info) != FTRT_R_JUMP_SLOT)
 					continue;
-				const char *name = d.strtab + sym->st_name;
-				uintptr_t *slot = (uintptr_t *)(md->bias + d.jmprel[i].r_offset);
+				const char *name = d->strtab + sym->st_name;
+				uintptr_t *slot = (uintptr_t *)(md->bias + d->jmprel[i].r_offset);
 				uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
 				if (v < md->lo || v >= md->hi || ftrt_lib_listed(name) == LISTED_ALONE || live_want(op, name) != 1)
 					continue;
 				ftrt_lib_early[ftrt_lib_nearly].slot = (uintptr_t)slot;
-				ftrt_lib_early[ftrt_lib_nearly].target = ftrt_dyn_resolve(md, name, ftrt_dyn_version(&d, ELF64_R_SYM(d.jmprel[i].r_info)));
+				ftrt_lib_early[ftrt_lib_nearly].target = ftrt_dyn_resolve(md, name, ftrt_dyn_version(d, ELF64_R_SYM(d->jmprel[i].r_info)));
 				ftrt_lib_early[ftrt_lib_nearly].hash = ftrt_lib_name_hash(name);
 				ftrt_lib_nearly++;
 			}
+		if (pin)
+			dlclose(pin);
 		free((void *)md->path);
 	}
 	munmap(o, sizeof *o);

@@ -77,8 +77,26 @@ static struct region {
 	uintptr_t probe_stub;
 } regions[REGIONS];
 
+static struct ftrt_dyn dyns[FTRT_MOD_MAX]; /* by owner - 1 (the registry's lock) */
+
+void ftrt_lib_dyn_keep(int owner, const struct ftrt_dyn *d)
+{
+	if (owner >= 1 && owner <= FTRT_MOD_MAX)
+		dyns[owner - 1] = *d;
+}
+
+int ftrt_lib_dyn_of(int owner, struct ftrt_dyn *d)
+{
+	if (owner < 1 || owner > FTRT_MOD_MAX || !dyns[owner - 1].symtab)
+		return -1;
+	*d = dyns[owner - 1];
+	return 0;
+}
+
 void ftrt_libcalls_release(int owner)
 {
+	if (owner >= 1 && owner <= FTRT_MOD_MAX)
+		dyns[owner - 1] = (struct ftrt_dyn){ 0 };
 	/* Its slots' names were its string table's: gone with it. */
 	for (uint32_t i = 0; i < ftrt_lib_nslots; i++) {
 		struct ftrt_libslot_cold *c = ftrt_libslot_cold(i);

@@ -51,6 +51,14 @@ int ftrt_lib_early_room(size_t n) HIDDEN_LIB;
  * holder owns ftrt_lib_early. */
 extern pthread_mutex_t ftrt_lib_rescan_lock HIDDEN_LIB;
 
+/* Each module's dynamic section's facts, as its pass read them, by
+ * owner: what a live change reads instead of walking the loader's list
+ * again (dl_iterate_phdr takes a lock of the loader's that a fork leaves
+ * held in the child when another thread held it). keep at the pass;
+ * of: 0 with *d filled, -1 for a module never read. */
+void ftrt_lib_dyn_keep(int owner, const struct ftrt_dyn *d) HIDDEN_LIB;
+int ftrt_lib_dyn_of(int owner, struct ftrt_dyn *d) HIDDEN_LIB;
+
 /* Slots in the table. */
 extern uint32_t ftrt_lib_nslots HIDDEN_LIB;
 /* The stub pages of one module's batch: room for n stubs, graph stubs
