@@ -71,15 +71,11 @@ type Module struct {
 // traced (the runtime's own functions among them: it is built without
 // sites).
 func Read(file string, globs []string, enums *Enums) (*Module, error) {
-	m, err := infile.Map(file)
+	m, ef, err := mapELF(file)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	ef, err := elfx.Parse(file, m.Data)
-	if err != nil {
-		return nil, err
-	}
 	l, err := sites.FindLinked(ef)
 	if err != nil {
 		return nil, fmt.Errorf("%s: its sites: %w", file, err)
@@ -128,15 +124,11 @@ func Read(file string, globs []string, enums *Enums) (*Module, error) {
 // (DW_AT_external), in name order; their enums are added to enums.
 // ErrNoDWARF when neither has DWARF.
 func ReadLibrary(file string, names []string, enums *Enums) (*Module, error) {
-	m, err := infile.Map(file)
+	m, ef, err := mapELF(file)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	ef, err := elfx.Parse(file, m.Data)
-	if err != nil {
-		return nil, err
-	}
 	var d *dwarf.Data
 	if f, err := elf.NewFile(bytes.NewReader(m.Data)); err == nil {
 		d, _ = f.DWARF()
@@ -169,6 +161,21 @@ func ReadLibrary(file string, names []string, enums *Enums) (*Module, error) {
 		}
 		return dn, want[dn]
 	})
+}
+
+// mapELF maps the ELF file at file and parses it; the caller closes the
+// mapping.
+func mapELF(file string) (*infile.Mapped, *elfx.File, error) {
+	m, err := infile.Map(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	ef, err := elfx.Parse(file, m.Data)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, ef, nil
 }
 
 // debugRoot is where a distribution installs debug files apart.

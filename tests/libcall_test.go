@@ -194,10 +194,16 @@ func checkLibraryRows(t *testing.T, dir string, want map[string]int) {
 // unwoundIn counts the calls of threads left without returning (a
 // longjmp, an exception), by "CALLER > FUNCTION".
 func unwoundIn(threads []model.Thread) map[string]int {
+	return countCalls(threads, func(n *model.Node, caller string) bool { return n.Unwound })
+}
+
+// countCalls counts the calls of threads' graphs that keep chooses, by
+// "CALLER > FUNCTION" ("" for a thread's first call).
+func countCalls(threads []model.Thread, keep func(n *model.Node, caller string) bool) map[string]int {
 	out := map[string]int{}
 	var walk func(n *model.Node, caller string)
 	walk = func(n *model.Node, caller string) {
-		if n.Unwound {
+		if keep(n, caller) {
 			out[caller+" > "+n.Func]++
 		}
 		for _, c := range n.Children {
@@ -708,19 +714,7 @@ func TestNestLibCalls(t *testing.T) {
 				}
 				threads := model.Graph(tr, syms)
 				checkNesting(t, threads)
-				in := map[string]int{}
-				var walk func(n *model.Node, caller string)
-				walk = func(n *model.Node, caller string) {
-					in[caller+" > "+n.Func]++
-					for _, k := range n.Children {
-						walk(k, n.Func)
-					}
-				}
-				for _, th := range threads {
-					for _, n := range th.Roots {
-						walk(n, "")
-					}
-				}
+				in := countCalls(threads, func(*model.Node, string) bool { return true })
 				if in["nest_len > strcspn"] != 2 || in["main > strspn"] != 2 {
 					t.Errorf("%s: calls by caller %v; want libnest.so's strcspn in nest_len, the plugin's strspn in main", name, in)
 				}
@@ -889,22 +883,7 @@ func callsIn(threads []model.Thread, keys []string) map[string]int {
 		c, _, _ := strings.Cut(k, " > ")
 		callers[c] = true
 	}
-	out := map[string]int{}
-	var walk func(n *model.Node, caller string)
-	walk = func(n *model.Node, caller string) {
-		if callers[caller] {
-			out[caller+" > "+n.Func]++
-		}
-		for _, c := range n.Children {
-			walk(c, n.Func)
-		}
-	}
-	for _, th := range threads {
-		for _, n := range th.Roots {
-			walk(n, "")
-		}
-	}
-	return out
+	return countCalls(threads, func(_ *model.Node, caller string) bool { return callers[caller] })
 }
 
 // TestEnableLibCall: ftpatch enable --libcall bakes library calls into a

@@ -69,6 +69,12 @@ int ftrt_libcall_wanted(void)
 	return strcmp(v, "nest") == 0 ? LIBCALL_NEST : 0;
 }
 
+int ftrt_libcalls_on(int want)
+{
+	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED), v = ftrt_libcall_wanted();
+	return (mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && ftrt_patch_up.libcall_entry && (want == LIBCALL_NEST ? v == LIBCALL_NEST : v != 0);
+}
+
 /* The list a file's config record names (ftpatch enable --libcall),
  * while its module's slots are hooked: it chooses them, not the
  * environment's filter. */
@@ -197,7 +203,7 @@ void ftrt_libcalls_hook(struct ftrt_mod *md)
 		return;
 	ftrt_lib_traced_gather();
 	struct ftrt_lib_pass p = { .baked = baked, .nest = ftrt_libcall_wanted() == LIBCALL_NEST };
-	p.cold = ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
+	p.cold = ftrt_lib_names_wanted();
 	p.again = p.nest || baked;
 	struct ftrt_libcall_stats st = { 0 };
 	/* The slots to redirect: the table's entries from first on, each

@@ -112,6 +112,10 @@ static inline void ftrt_libslot_set(struct ftrt_libslot *s, unsigned flags)
 #define LIBCALL_ON 1
 #define LIBCALL_NEST 2
 int ftrt_libcall_wanted(void) __attribute__((visibility("hidden")));
+/* Whether library calls are hooked now: FTRACE_LIBCALL asks for want
+ * (LIBCALL_ON: either), the tracer is function or function_graph, and
+ * the tracers gave their entry. */
+int ftrt_libcalls_on(int want) __attribute__((visibility("hidden")));
 /* Whether the loaded object info is one to serve for its library calls
  * alone (FTRACE_LIBCALL=nest): a shared object without sites, not the
  * loader or the vDSO (registry.c's scan asks). */

@@ -98,7 +98,7 @@ static int live_slots(const struct ftrt_mod *md, int op, int may_resolve)
 		return 0;
 	int changed = 0;
 	int nest = ftrt_libcall_wanted() == LIBCALL_NEST;
-	int cold = ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
+	int cold = ftrt_lib_names_wanted();
 	/* Twice over the relocations: first the slots to make untraced and
 	 * a count of those to make traced, then, their stubs made, those. */
 	size_t want_on = 0;
@@ -246,10 +246,7 @@ void ftrt_libcalls_live_prepare(int op, const char *list)
 
 int ftrt_libcalls_live(int op, const char *list)
 {
-	if (!ftrt_libcall_wanted() || !ftrt_patch_up.libcall_entry)
-		return 0;
-	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-	if (mode != FTRT_FUNCTION && mode != FTRT_GRAPH)
+	if (!ftrt_libcalls_on(LIBCALL_ON))
 		return 0;
 	live_begin(list);
 	int changed = 0;
@@ -267,8 +264,7 @@ int ftrt_libcalls_live(int op, const char *list)
 
 int ftrt_libcalls_live_module(const struct ftrt_mod *md, int op, const char *list)
 {
-	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-	if (!ftrt_libcall_wanted() || !ftrt_patch_up.libcall_entry || (mode != FTRT_FUNCTION && mode != FTRT_GRAPH))
+	if (!ftrt_libcalls_on(LIBCALL_ON))
 		return 0;
 	live_begin(list);
 	return live_slots(md, op, !ftrt_lib_early_on);

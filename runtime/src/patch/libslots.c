@@ -382,6 +382,11 @@ int ftrt_lib_new_slot(const struct ftrt_mod *md, uintptr_t ip, uintptr_t target,
 	return new_slot(md, ip, target, name, plain, loader, cold);
 }
 
+int ftrt_lib_names_wanted(void)
+{
+	return ftrt_env(ENV_ARGS) || ftrt_env(ENV_RETVAL) || ftrt_env(ENV_LIBARGS) || ftrt_env(ENV_LIBRETVAL) || ftrt_env(ENV_ARGS_SOCKET);
+}
+
 uint32_t ftrt_libslots_count(void)
 {
 	return __atomic_load_n(&ftrt_lib_nslots, __ATOMIC_ACQUIRE);

@@ -59,6 +59,11 @@ extern pthread_mutex_t ftrt_lib_rescan_lock HIDDEN_LIB;
 void ftrt_lib_dyn_keep(int owner, const struct ftrt_dyn *d) HIDDEN_LIB;
 int ftrt_lib_dyn_of(int owner, struct ftrt_dyn *d) HIDDEN_LIB;
 
+/* Whether the arguments' capture may ask for slots' names (FTRACE_ARGS,
+ * FTRACE_RETVAL, their library entries, the --auto-args socket): a pass
+ * keeps them in cold entries then. */
+int ftrt_lib_names_wanted(void) HIDDEN_LIB;
+
 /* Slots in the table. */
 extern uint32_t ftrt_lib_nslots HIDDEN_LIB;
 /* The stub pages of one module's batch: room for n stubs, graph stubs

@@ -319,9 +319,8 @@ void ftrt_pass(struct ftrt_mod *md)
 		/* Its library calls all the same: a module without a table
 		 * (sites found by ftpatch, or none), or a shared object without
 		 * sites served for them alone (FTRACE_LIBCALL=nest: registry.c's
-		 * scan). */
-		int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED), want = ftrt_libcall_wanted();
-		if ((mode == FTRT_FUNCTION || mode == FTRT_GRAPH) && (mod == &ftrt_module_plain ? want == LIBCALL_NEST : want != 0))
+		 * scan); not twice (no_table hooks a baked list). */
+		if (!md->libcalls.slots && ftrt_libcalls_on(mod == &ftrt_module_plain ? LIBCALL_NEST : LIBCALL_ON))
 			ftrt_libcalls_hook(md);
 		goto out;
 	}

@@ -116,14 +116,6 @@ void ftrt_init(void)
 	ftrt_register_self(&self);
 }
 
-/* Whether the tracer is function or function_graph: library calls are
- * hooked then. */
-static int tracing_mode(void)
-{
-	int mode = __atomic_load_n(&ftrt_mode, __ATOMIC_RELAXED);
-	return mode == FTRT_FUNCTION || mode == FTRT_GRAPH;
-}
-
 /* A module's load-time pass, then what live calls chose before it was
  * loaded. */
 static void pass(struct ftrt_mod *md)
@@ -135,12 +127,12 @@ static void pass(struct ftrt_mod *md)
 	 * unloaded since the last scan are forgotten before anything of
 	 * the new one's reads the records (the arguments' capture reads
 	 * every slot's name). */
-	int nest = md->desc != &ftrt_module_plain && ftrt_libcall_wanted() == LIBCALL_NEST;
-	if (nest && md->owner != 1 && tracing_mode())
+	int sited = md->desc != &ftrt_module_plain;
+	if (sited && md->owner != 1 && ftrt_libcalls_on(LIBCALL_NEST))
 		ftrt_libcalls_scan_locked();
 	ftrt_pass(md);
 	ftrt_live_added(md);
-	if (nest && md->owner == 1 && tracing_mode())
+	if (sited && md->owner == 1 && ftrt_libcalls_on(LIBCALL_NEST))
 		ftrt_libcalls_scan_locked();
 }
 
