@@ -32,6 +32,22 @@ const (
 	StreamHeader = 16               // STREAM_HEADER: bytes
 )
 
+// A process's scheduler events: one file per process in its trace
+// directory, "<pid>SchedSuffix": a SchedHeader-byte header (SchedMagic,
+// pid: u32 LE, 0: u32 LE), then chunks, each one thread's events from
+// one read of the kernel's ring, in time order: a word tid | count << 32,
+// then count words, each an event: its time (the trace's clock) <<
+// SchedKindBits | its kind.
+const (
+	SchedSuffix   = ".sched"   // SCHED_SUFFIX
+	SchedMagic    = "ftrtsch1" // SCHED_MAGIC: 8 bytes
+	SchedHeader   = 16         // SCHED_HEADER: bytes
+	SchedKindBits = 2          // SCHED_KIND_BITS
+	SchedIn       = 0          // SCHED_IN: the thread ran again
+	SchedSleep    = 1          // SCHED_SLEEP: it left the CPU blocked (it slept: I/O, a lock, a timer, a wait)
+	SchedPreempt  = 2          // SCHED_PREEMPT: it left the CPU runnable (pre-empted, or it yielded)
+)
+
 // Format 4's records (format 3's, and EXT_SUMMARY): little-endian 64-bit
 // words; a record's first word's top two bits (from RecKindShift) are its
 // kind.
@@ -148,6 +164,7 @@ const (
 	EnvRetval       = "FTRACE_RETVAL"        // ENV_RETVAL: return values to record: func[/fmt];glob... (function_graph)
 	EnvLibArgs      = "FTRACE_LIBARGS"       // ENV_LIBARGS: FTRACE_ARGS's entries for library calls alone, after its own (record --auto-args's prototype table)
 	EnvLibRetval    = "FTRACE_LIBRETVAL"     // ENV_LIBRETVAL: FTRACE_RETVAL's entries for library calls alone, after its own
+	EnvSched        = "FTRACE_SCHED"         // ENV_SCHED: 1, the traced threads' context switches recorded; 0 or unset: not
 	EnvArgsSocket   = "FTRACE_ARGS_SOCKET"   // ENV_ARGS_SOCKET: a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL
 )
 
@@ -218,6 +235,12 @@ const (
 	MetaKeyRUOublock         = "ru_oublock"         // META_KEY_RU_OUBLOCK: blocks written
 	MetaKeyRUNvcsw           = "ru_nvcsw"           // META_KEY_RU_NVCSW: voluntary context switches
 	MetaKeyRUNivcsw          = "ru_nivcsw"          // META_KEY_RU_NIVCSW: involuntary context switches
+	MetaKeySched             = "sched"              // META_KEY_SCHED: SchedOn, or SchedRefused
+	MetaKeySchedWhy          = "sched_why"          // META_KEY_SCHED_WHY: why refused, or what stopped them
+	MetaKeySchedSwitches     = "sched_switches"     // META_KEY_SCHED_SWITCHES: times a traced thread left the CPU, recorded
+	MetaKeySchedLost         = "sched_lost"         // META_KEY_SCHED_LOST: scheduler events lost (ring full, file not written)
+	SchedOn                  = "on"                 // SCHED_ON
+	SchedRefused             = "refused"            // SCHED_REFUSED
 )
 
 // How the runtime keeps a thread's records (FTRACE_BUFFER, and the

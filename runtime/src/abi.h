@@ -39,6 +39,23 @@
 #define STREAM_SUFFIX ".trace"
 #define STREAM_MAGIC "ftrtrec4" /* 8 bytes, no NUL: format 4's records */
 #define STREAM_HEADER 16
+/*
+ * A process's scheduler events (record/sched.c): when each of its
+ * traced threads left the CPU and ran again, as the kernel's
+ * context-switch records gave them. One file per process in its trace
+ * directory, "<pid>SCHED_SUFFIX": a SCHED_HEADER-byte header
+ * (SCHED_MAGIC, pid: u32 LE, 0: u32 LE), then chunks, each one thread's
+ * events from one read of the kernel's ring, in time order: a word
+ * tid | count << 32, then count words, each an event: its time (the
+ * trace's clock, as the records') << SCHED_KIND_BITS | its kind.
+ */
+#define SCHED_SUFFIX ".sched"
+#define SCHED_MAGIC "ftrtsch1" /* 8 bytes, no NUL */
+#define SCHED_HEADER 16
+#define SCHED_KIND_BITS 2
+#define SCHED_IN 0      /* the thread ran again */
+#define SCHED_SLEEP 1   /* it left the CPU blocked: it slept (I/O, a lock, a timer, a wait) */
+#define SCHED_PREEMPT 2 /* it left the CPU runnable: pre-empted (or it yielded) */
 
 /*
  * Records (format 4; tracer.h describes them): little-endian 64-bit
@@ -175,6 +192,7 @@
 #define ENV_LIBARGS "FTRACE_LIBARGS" /* FTRACE_ARGS's entries for library calls alone, after its own (ftpatch record --auto-args's prototype table: capture.c) */
 #define ENV_LIBRETVAL "FTRACE_LIBRETVAL" /* FTRACE_RETVAL's entries for library calls alone, after its own */
 #define ENV_ARGS_SOCKET "FTRACE_ARGS_SOCKET" /* a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL (capture.c) */
+#define ENV_SCHED "FTRACE_SCHED" /* 1: the traced threads' context switches recorded (sched.c); 0 or unset: not */
 
 /*
  * The metadata (meta.c's writer): one "key value" line each, in
@@ -248,6 +266,13 @@
 #define META_KEY_RU_OUBLOCK "ru_oublock"  /* blocks written */
 #define META_KEY_RU_NVCSW "ru_nvcsw"      /* voluntary context switches */
 #define META_KEY_RU_NIVCSW "ru_nivcsw"    /* involuntary context switches */
+/* Scheduler events (FTRACE_SCHED=1): */
+#define META_KEY_SCHED "sched"                   /* SCHED_ON, or SCHED_REFUSED: the kernel would not give them */
+#define META_KEY_SCHED_WHY "sched_why"           /* why (SCHED_REFUSED, or what stopped them): the call, the error's name, what to change */
+#define META_KEY_SCHED_SWITCHES "sched_switches" /* the times a traced thread left the CPU, recorded */
+#define META_KEY_SCHED_LOST "sched_lost"         /* scheduler events lost: the kernel's ring was full, or the file could not be written */
+#define SCHED_ON "on"
+#define SCHED_REFUSED "refused"
 #define BUFFER_STREAM "stream" /* full buffers written to the threads' streams by the threads themselves */
 #define BUFFER_RING "ring"     /* the flight recorder: each thread's last records kept in memory */
 #define BUFFER_WRITER "writer" /* full buffers written by a writer thread */
