@@ -30,7 +30,7 @@ func Events(t *trace.Trace, names trace.Naming) []Event {
 		s := &t.Streams[i]
 		err := t.Each(i, func(recs []trace.Record) {
 			for _, r := range recs {
-				if _, sw := r.Context(); sw || (r.Kind() != trace.Call && r.Kind() != trace.Entry) {
+				if !r.IsCall() {
 					continue
 				}
 				out = append(out, Event{
@@ -78,7 +78,7 @@ func ReportCalls(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Count, 
 		n := map[string]int{}
 		err := t.EachRecord(i, func(recs []trace.Record) {
 			for _, r := range recs {
-				if _, sw := r.Context(); sw || (r.Kind() != trace.Call && r.Kind() != trace.Entry) {
+				if !r.IsCall() {
 					continue
 				}
 				fn := nm.FuncAt(r.IP, r.TS)

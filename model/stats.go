@@ -228,7 +228,7 @@ func streamStats(t *trace.Trace, i int, names trace.Namer, f *trace.Filter) (map
 	if t.Meta.Tracer != abi.TracerGraphName {
 		err := t.EachRecord(i, func(recs []trace.Record) {
 			for _, r := range recs {
-				if _, sw := r.Context(); sw || (r.Kind() != trace.Call && r.Kind() != trace.Entry) {
+				if !r.IsCall() {
 					continue
 				}
 				fn := names.FuncAt(r.IP, r.TS)

@@ -140,7 +140,7 @@ func (t *Trace) functionCalls(i int, names Naming, f *Filter, fail func(error)) 
 		stop := false
 		e := t.EachRecord(i, func(recs []Record) {
 			for _, r := range recs {
-				if _, sw := r.Context(); stop || sw || (r.Kind() != Call && r.Kind() != Entry) {
+				if stop || !r.IsCall() {
 					continue
 				}
 				fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)

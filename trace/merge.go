@@ -57,7 +57,7 @@ func (c *cursor) next() (bool, error) {
 	for {
 		for ; c.k < len(c.recs); c.k++ {
 			r := &c.recs[c.k]
-			if _, sw := r.Context(); !sw && (r.Kind() == Call || r.Kind() == Entry) {
+			if r.IsCall() {
 				return true, nil
 			}
 		}

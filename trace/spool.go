@@ -265,7 +265,8 @@ var errSpool = errors.New("the temporary file does not hold what was written to 
 
 // A spooled record: a byte of its kind (bits 0-1) and whether it has
 // Data (bit 2); its time as a delta from the record before it in its
-// context (mod 2^64), its IP, a Call's caller, each a uvarint; its Data,
+// context (mod 2^64), its IP, a Call's caller (a time off the CPU's
+// end), each a uvarint; its Data,
 // a uvarint length and the bytes.
 const spoolData = 1 << 2
 
@@ -278,7 +279,7 @@ func appendSpooled(b []byte, r *Record, ts uint64) []byte {
 	b = append(b, k)
 	b = binary.AppendUvarint(b, r.TS-ts)
 	b = binary.AppendUvarint(b, r.IP)
-	if r.Kind() == Call {
+	if _, off := r.OffCPU(); r.Kind() == Call || off {
 		b = binary.AppendUvarint(b, r.Parent())
 	}
 	if r.Data != "" {
@@ -311,7 +312,7 @@ func readSpooled(b []byte, r *Record, ts uint64) (int, error) {
 	r.TS = ts + uvarint()
 	r.IP = uvarint()
 	r.Info = uint64(k&3) << 62
-	if Kind(k&3) == Call {
+	if _, off := r.OffCPU(); Kind(k&3) == Call || off {
 		r.Info |= uvarint() & (1<<62 - 1)
 	}
 	if k&spoolData != 0 {

@@ -86,6 +86,17 @@ type StreamReader struct {
 	cur  []uint64            // the current context's
 	ctx  uint64
 	done bool
+	// The thread's times off the CPU (nil: none), merged among its
+	// records: the next (when have), the batch of records they go
+	// among (raw[ri:] not handed out yet; rawDone: the stream's end
+	// reached), and the merged batch handed out.
+	sc      *schedCursor
+	next    Record
+	have    bool
+	raw     []Record
+	ri      int
+	rawDone bool
+	merged  []Record
 }
 
 // OpenStream opens stream i of t for reading, chunk bytes at a time
@@ -113,19 +124,80 @@ func (t *Trace) OpenStream(i, chunk int) (*StreamReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &StreamReader{
+	r := &StreamReader{
 		t: t, s: s, f: f, left: s.Size - headerSize, off: headerSize,
 		buf: make([]byte, chunk), dec: dec, recs: make([]Record, min(batchRecords, chunk/8)),
 		open: map[uint64][]uint64{},
-	}, nil
+	}
+	if r.sc, err = t.openSched(s); err == nil && r.sc != nil {
+		r.merged = make([]Record, 0, len(r.recs))
+		err = r.advance()
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // Close closes the stream's file.
-func (r *StreamReader) Close() error { return r.f.Close() }
+func (r *StreamReader) Close() error {
+	r.sc.close()
+	return r.f.Close()
+}
 
-// Next returns the stream's next records, nil at its end. The slice is
-// the reader's own, overwritten by the next call.
+// Next returns the stream's next records, nil at its end, with the
+// thread's times off the CPU among them (OffCPU), each before the first
+// record after it left. The slice is the reader's own, overwritten by
+// the next call.
 func (r *StreamReader) Next() ([]Record, error) {
+	if r.sc == nil {
+		return r.nextRaw()
+	}
+	out := r.merged[:0]
+	for len(out) < cap(out) {
+		if r.ri >= len(r.raw) && !r.rawDone {
+			raw, err := r.nextRaw()
+			if err != nil {
+				return nil, err
+			}
+			r.raw, r.ri, r.rawDone = raw, 0, raw == nil
+			continue
+		}
+		if r.have && (r.ri >= len(r.raw) || r.next.TS < r.raw[r.ri].TS) {
+			out = append(out, r.next)
+			if err := r.advance(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if r.ri >= len(r.raw) {
+			break // both ended
+		}
+		out = append(out, r.raw[r.ri])
+		r.ri++
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// advance reads the thread's next time off the CPU into r.next.
+func (r *StreamReader) advance() error {
+	o, ok, err := r.sc.next()
+	if err != nil {
+		return err
+	}
+	r.have = ok
+	if ok {
+		r.next = OffCPURecord(o)
+	}
+	return nil
+}
+
+// nextRaw returns the stream's next records as its file holds them.
+func (r *StreamReader) nextRaw() ([]Record, error) {
 	for !r.done {
 		n, used, err := r.dec.decode(r.buf[r.lo:r.hi], r.recs)
 		r.lo += used

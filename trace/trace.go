@@ -227,12 +227,22 @@ type Meta struct {
 	// thread of it, not its children) when the trace ended; nil when not
 	// recorded (a program killed, a runtime before format 4).
 	Usage *Usage
+	// Sched says whether the runtime recorded when each traced thread
+	// left the CPU and ran again (FTRACE_SCHED=1): "on", "refused" (the
+	// kernel would not give them: SchedWhy says why), or "" (not asked,
+	// or a runtime before scheduler events). SchedSwitches counts the
+	// times a thread left the CPU, recorded, and SchedLost the events
+	// lost (the kernel's ring was full, the file could not be written);
+	// SchedWhy also says what stopped them, when something did.
+	Sched, SchedWhy          string
+	SchedSwitches, SchedLost uint64
 }
 
 // AddLosses adds o's counts of what the runtime lost or could not
 // graph to m's (dropped calls, calls not graphed and threads that
 // stopped graphing, frames left by longjmp, bytes lost, threads lost,
-// bytes recorded and overwritten): the counts of several processes'
+// bytes recorded and overwritten, scheduler events recorded and lost):
+// the counts of several processes'
 // traces read as one.
 func (m *Meta) AddLosses(o *Meta) {
 	m.Dropped += o.Dropped
@@ -243,6 +253,8 @@ func (m *Meta) AddLosses(o *Meta) {
 	m.LostThreads += o.LostThreads
 	m.RecordedBytes += o.RecordedBytes
 	m.Overwritten += o.Overwritten
+	m.SchedSwitches += o.SchedSwitches
+	m.SchedLost += o.SchedLost
 }
 
 // Libcalls counts GOT slots of the traced modules through which they
@@ -363,7 +375,14 @@ const ContextMark = ctxMark
 // nest among themselves and not with other contexts'. Exits and Unwound
 // records close the innermost open entry of the current context.
 func (r Record) Context() (uint64, bool) {
-	return r.IP &^ ctxMark, r.Kind() == Entry && r.IP&ctxMark != 0
+	return r.IP &^ ctxMark, r.Kind() == Entry && r.IP&(ctxMark|schedMark) == ctxMark
+}
+
+// IsCall says whether the record is a call or a graphed call's entry
+// (Call or Entry), not a context switch nor a time off the CPU.
+func (r Record) IsCall() bool {
+	k := r.Kind()
+	return k == Call || k == Entry && r.IP&ctxMark == 0
 }
 
 // Parent is the caller's return address (Call records).
@@ -396,6 +415,12 @@ type Trace struct {
 	wrapped map[string]bool // streams that begin where the flight recorder's ring wrapped (EXT_WRAPPED)
 
 	enums map[string]*Enum // EnumsFile's, by name; nil without one
+
+	// The scheduler events' files (sched.go): each thread's chunks, the
+	// stream they go with, and the files cut short.
+	sched      map[schedKey]*schedThread
+	schedFirst map[schedKey]string
+	schedCut   []string
 
 	// BytesRead counts the bytes of streams the stream readers have read, for
 	// a progress bar.
@@ -486,6 +511,13 @@ func (t *Trace) Warnings() []error {
 		}
 		add(ErrWrapped, "%d bytes of earlier records overwritten (rings of %d bytes a thread): %s", m.Overwritten, m.RingBytes, where)
 	}
+	if len(t.schedCut) > 0 {
+		add(ErrIncomplete, "%s cut short (the disk was full, or the program or the system died while writing): the times off the CPU after that are missing", fileList(t.schedCut))
+	}
+	if m.SchedLost > 0 {
+		add(ErrLost, "%d scheduler %s lost (the kernel's ring was full before the runtime read it, or the file could not be written): some times off the CPU are missing or merged into the calls' own time",
+			m.SchedLost, plural(m.SchedLost, "event", "events"))
+	}
 	if m.Overflow > 0 || m.Stopped > 0 {
 		add(ErrLost, "%d calls not graphed: %d %s nested calls deeper than the shadow stack holds, and stopped graphing", m.Overflow, m.Stopped,
 			plural(m.Stopped, "thread", "threads"))
@@ -542,9 +574,10 @@ func (t *Trace) Beside() []string {
 	return out
 }
 
-// Open opens the trace directory dir: it reads the metadata and lists
+// Open opens the trace directory dir: it reads the metadata, lists
 // the streams (`*.trace`), whose records a StreamReader reads
-// (OpenStream), in order, in bounded memory. Anything there that is not
+// (OpenStream), in order, in bounded memory, and indexes the scheduler
+// events (`*.sched`), which it hands out among them. Anything there that is not
 // a regular file is an error naming it; a stream shorter than its header
 // is left out (Warnings says so). A trace whose program did not end
 // through exit or _exit is read through once here, to find its last
@@ -589,6 +622,13 @@ func Open(dir string) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	if err := t.readSched(dir, names); err != nil {
+		return nil, err
+	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), abi.StreamSuffix) {
 			continue // meta, and the runtime's temporary files
@@ -606,6 +646,7 @@ func Open(dir string) (*Trace, error) {
 	slices.SortFunc(t.Streams, func(a, b Stream) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Tid, b.Tid), cmp.Compare(a.Name, b.Name))
 	})
+	t.assignSched()
 	if t.Meta.Unended {
 		var last uint64
 		for i := range t.Streams {
@@ -779,6 +820,10 @@ func (m *Meta) set(key, val string) error {
 		m.Buffer = val
 	case abi.MetaKeyComm:
 		m.Comm = val
+	case abi.MetaKeySched:
+		m.Sched = val
+	case abi.MetaKeySchedWhy:
+		m.SchedWhy = val
 	case abi.MetaKeyExitCode:
 		n, err := strconv.ParseUint(val, 10, 8)
 		if err != nil {
@@ -876,6 +921,10 @@ func (m *Meta) count(key string) *uint64 {
 	switch key {
 	case abi.MetaKeyBias:
 		return &m.Bias
+	case abi.MetaKeySchedSwitches:
+		return &m.SchedSwitches
+	case abi.MetaKeySchedLost:
+		return &m.SchedLost
 	case abi.MetaKeyTSCStart:
 		return &m.TSCStart
 	case abi.MetaKeyTSCEnd:

@@ -109,6 +109,17 @@ type DataSink interface {
 	Ret(ret string)
 }
 
+// An OffCPUSink is a Sink told when its thread was off the CPU (the
+// trace's scheduler events): OffCPU comes between the Enter and Close of
+// the calls that were running then, start and end in ns since tracing
+// began, depth the innermost kept call's (0: none was open). A time off
+// the CPU inside a call the filter hides (Hide, Depth) is its kept
+// callers'; one outside every Funcs call is left out.
+type OffCPUSink interface {
+	Sink
+	OffCPU(why OffReason, start, end float64, depth int)
+}
+
 // An EndKind says how a graphed call ended.
 type EndKind uint8
 
@@ -161,6 +172,10 @@ func NewWalker(m *Meta, names Namer, f *Filter, sinks func(ctx uint64) Sink) *Wa
 func (w *Walker) Records(recs []Record) {
 	m := w.m
 	for _, r := range recs {
+		if o, ok := r.OffCPU(); ok {
+			w.offCPU(o)
+			continue
+		}
 		ns := m.Nanos(r.TS)
 		w.last = ns
 		if id, ok := r.Context(); ok {
@@ -197,6 +212,41 @@ func (w *Walker) Records(recs []Record) {
 			w.Pop(Untimed, ns)
 		}
 	}
+}
+
+// offCPU hands a time off the CPU to the current context's sink, when
+// it shows them. One that lasted until the trace ended (In 0) ends
+// there; the thread's last event is then its end.
+func (w *Walker) offCPU(o OffCPU) {
+	m := w.m
+	start := m.Nanos(o.Out)
+	end := start
+	switch {
+	case o.In != 0:
+		end = m.Nanos(o.In)
+	case m.TSCEnd > o.Out:
+		end = m.Nanos(m.TSCEnd)
+	}
+	w.last = max(w.last, end)
+	s, ok := w.cur.(OffCPUSink)
+	if !ok {
+		return
+	}
+	f := w.f
+	depth := 0
+	if n := len(w.stack); n > 0 {
+		fr := &w.stack[n-1]
+		if len(f.Funcs) > 0 && !fr.in {
+			return
+		}
+		depth = fr.depth
+	} else if len(f.Funcs) > 0 {
+		return
+	}
+	if f.Until && start > f.TimeTo || end < f.TimeFrom {
+		return
+	}
+	s.OffCPU(o.Why, start, end, depth)
 }
 
 // data hands a kept innermost call's arguments (ret: its return value)
