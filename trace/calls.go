@@ -11,8 +11,12 @@ import (
 // A CallEvent is one step of a thread's calls as the views read them.
 type CallEvent struct {
 	Kind CallKind
-	Func string  // the call's function (for an end: the call it ends)
+	Func string  // the call's function (for an end: the call it ends); "" for CallOff
 	NS   float64 // ns since tracing started
+	// A CallOff's end (ns since tracing started) and why the thread was
+	// off the CPU.
+	End float64
+	Why OffReason
 }
 
 // A CallKind says what a CallEvent is.
@@ -25,15 +29,17 @@ const (
 	CallUnwound                 // the innermost open call was left without returning (longjmp, exception)
 	CallOpen                    // the innermost open call was still running when the thread's trace ended
 	CallOnly                    // the function tracer's call: no end follows
+	CallOff                     // the thread was off the CPU from NS to End, inside the open calls (scheduler events)
 )
 
 // Ends says whether an event of kind k ends the innermost open call
 // (CallExit, CallUnwound, CallOpen).
 func (k CallKind) Ends() bool { return k == CallExit || k == CallUnwound || k == CallOpen }
 
-var callKindNames = [...]string{CallEnter: "enter", CallExit: "exit", CallUnwound: "unwound", CallOpen: "open", CallOnly: "call"}
+var callKindNames = [...]string{CallEnter: "enter", CallExit: "exit", CallUnwound: "unwound", CallOpen: "open", CallOnly: "call", CallOff: "off-cpu"}
 
-// String names the kind: "enter", "exit", "unwound", "open", "call".
+// String names the kind: "enter", "exit", "unwound", "open", "call",
+// "off-cpu".
 func (k CallKind) String() string {
 	if int(k) < len(callKindNames) {
 		return callKindNames[k]
@@ -144,7 +150,7 @@ func (t *Trace) functionCalls(i int, names Naming, f *Filter, fail func(error)) 
 					continue
 				}
 				fn, ns := nm.FuncAt(r.IP, r.TS), t.Meta.Nanos(r.TS)
-				if f.CallKept(fn, ns) && !yield(CallEvent{CallOnly, fn, ns}) {
+				if f.CallKept(fn, ns) && !yield(CallEvent{Kind: CallOnly, Func: fn, NS: ns}) {
 					stop = true
 				}
 			}
@@ -284,7 +290,7 @@ type yielder struct {
 
 // Enter yields the call's start.
 func (y *yielder) Enter(fn, src string, ns float64, depth int) {
-	y.stop = y.stop || !y.yield(CallEvent{CallEnter, fn, ns})
+	y.stop = y.stop || !y.yield(CallEvent{Kind: CallEnter, Func: fn, NS: ns})
 }
 
 // Close yields the call's end, as the kind of its ending.
@@ -297,5 +303,10 @@ func (y *yielder) Close(how EndKind, fn string, start, ns float64) {
 		k = CallOpen
 	}
 	// Untimed: its exit where it began, a call of no length.
-	y.stop = y.stop || !y.yield(CallEvent{k, fn, ns})
+	y.stop = y.stop || !y.yield(CallEvent{Kind: k, Func: fn, NS: ns})
+}
+
+// OffCPU yields a time off the CPU.
+func (y *yielder) OffCPU(why OffReason, start, end float64, depth int) {
+	y.stop = y.stop || !y.yield(CallEvent{Kind: CallOff, NS: start, End: end, Why: why})
 }
