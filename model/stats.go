@@ -19,29 +19,57 @@ type Stat struct {
 	Min, Max      float64 // ns: the shortest and the longest timed call (0 when none was)
 	Unwound, Open int
 	Untimed       int // calls whose return was not traced (trace.Untimed): in Calls, not in the times
+	// Off and SelfOff are the parts of Total and Self the thread spent
+	// off the CPU (the trace's scheduler events: asleep, or pre-empted),
+	// ns: its calls waited that long, themselves or in their callees
+	// (Off), or themselves (SelfOff). Total - Off ran on the CPU.
+	Off, SelfOff float64
 }
 
 // statSink sums a context's kept calls per function into m.
 type statSink struct {
 	m      map[string]*Stat
 	thresh float64
-	stack  []float64 // per open call: the time of its kept callees
+	stack  []statFrame // the open calls
+}
+
+// A statFrame is an open call's figures so far: the time of its kept
+// callees, and the time off the CPU in it (off) and in it while it was
+// the innermost kept call (selfOff).
+type statFrame struct {
+	inner, off, selfOff float64
 }
 
 // Enter opens a call: its callees' time starts at 0.
 func (a *statSink) Enter(fn, src string, ns float64, depth int) {
-	a.stack = append(a.stack, 0)
+	a.stack = append(a.stack, statFrame{})
+}
+
+// OffCPU adds a time off the CPU to the innermost open call's (none: a
+// time outside every kept call, in no function's figures).
+func (a *statSink) OffCPU(why trace.OffReason, start, end float64, depth int) {
+	if k := len(a.stack) - 1; k >= 0 {
+		a.stack[k].off += end - start
+		a.stack[k].selfOff += end - start
+	}
 }
 
 // Close adds the call to its function's figures, and its time to its
 // caller's callees'.
 func (a *statSink) Close(how trace.EndKind, fn string, start, ns float64) {
 	k := len(a.stack) - 1
-	inner := a.stack[k]
+	fr := a.stack[k]
+	inner := fr.inner
 	a.stack = a.stack[:k]
 	d := ns - start
+	if k > 0 {
+		a.stack[k-1].off += fr.off // within its caller's time, whatever is shown
+	}
 	if a.thresh > 0 && how != trace.Running && d < a.thresh {
-		return // left out, and its callees with it
+		if k > 0 { // left out, and its callees with it: its time is its caller's own
+			a.stack[k-1].selfOff += fr.off
+		}
+		return
 	}
 	s := a.m[fn]
 	if s == nil {
@@ -61,6 +89,8 @@ func (a *statSink) Close(how trace.EndKind, fn string, start, ns float64) {
 	}
 	s.Total += d
 	s.Self += d - inner
+	s.Off += fr.off
+	s.SelfOff += fr.selfOff
 	s.Min, s.Max = min(s.Min, d), max(s.Max, d)
 	switch how {
 	case trace.LeftEarly:
@@ -69,7 +99,7 @@ func (a *statSink) Close(how trace.EndKind, fn string, start, ns float64) {
 		s.Open++
 	}
 	if k > 0 {
-		a.stack[k-1] += d
+		a.stack[k-1].inner += d
 	}
 }
 
@@ -113,6 +143,8 @@ func merge(m map[string]*Stat, o map[string]*Stat) {
 		t.Calls += s.Calls
 		t.Total += s.Total
 		t.Self += s.Self
+		t.Off += s.Off
+		t.SelfOff += s.SelfOff
 		t.Unwound += s.Unwound
 		t.Open += s.Open
 		t.Untimed += s.Untimed
@@ -131,7 +163,9 @@ func ReportGraph(t *trace.Trace, names trace.Naming, f *trace.Filter) ([]Stat, e
 var ErrSortKey = errors.New("unknown sort key")
 
 // SortStats orders a report by "total" (the default), "self", "calls",
-// "avg", "min", "max" or "name".
+// "avg", "min", "max", "name", or, for a trace with scheduler events,
+// "offcpu" (the time off the CPU in each function's calls) or "oncpu"
+// (the rest of their time).
 func SortStats(stats []Stat, by string) error {
 	var key func(s Stat) float64
 	switch by {
@@ -139,6 +173,10 @@ func SortStats(stats []Stat, by string) error {
 		key = func(s Stat) float64 { return s.Total }
 	case "self":
 		key = func(s Stat) float64 { return s.Self }
+	case "offcpu":
+		key = func(s Stat) float64 { return s.Off }
+	case "oncpu":
+		key = func(s Stat) float64 { return s.Total - s.Off }
 	case "calls":
 		key = func(s Stat) float64 { return float64(s.Calls) }
 	case "avg":
@@ -151,7 +189,7 @@ func SortStats(stats []Stat, by string) error {
 		slices.SortFunc(stats, func(a, b Stat) int { return cmp.Compare(a.Func, b.Func) })
 		return nil
 	default:
-		return fmt.Errorf("%w %q (want total, self, calls, avg, min, max or name)", ErrSortKey, by)
+		return fmt.Errorf("%w %q (want total, self, calls, avg, min, max, name, offcpu or oncpu)", ErrSortKey, by)
 	}
 	slices.SortFunc(stats, func(a, b Stat) int { return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(a.Func, b.Func)) })
 	return nil

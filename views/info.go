@@ -113,6 +113,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 		kv("library calls", "%d of %d GOT slots redirected (FTRACE_LIBCALL): their calls traced; %d chosen whose function was not found, %d that could not be written",
 			l.Hooked, l.Slots, l.Unresolved, l.Failed)
 	}
+	schedInfo(kv, m)
 	if m.ModulesForgotten > 0 {
 		kv("modules forgotten", "%d (more loads than the runtime keeps: their functions show as addresses)", m.ModulesForgotten)
 	}
@@ -269,6 +270,27 @@ func usage(kv func(key, format string, args ...any), m *trace.Meta, rec *trace.E
 	kv("page faults", "%d / %d (major / minor)", u.MajorFaults, u.MinorFaults)
 	kv("context switches", "%d / %d (voluntary / involuntary)", u.Voluntary, u.Involuntary)
 	kv("disk iops", "%d / %d (read / write)", u.InBlocks, u.OutBlocks)
+}
+
+// schedInfo writes whether the trace holds the threads' scheduler
+// events (when each left the CPU and ran again), how many, what was lost
+// of them, and, when the kernel refused them or something stopped them,
+// why.
+func schedInfo(kv func(key, format string, args ...any), m *trace.Meta) {
+	const key = "scheduler events"
+	switch m.Sched {
+	case abi.SchedOn:
+		kv(key, "on: %d times a thread left the CPU, recorded; %s lost", m.SchedSwitches, plural(int(m.SchedLost), "event", "events"))
+		if m.SchedWhy != "" {
+			kv(key, "stopped: %s", m.SchedWhy)
+		}
+	case abi.SchedRefused:
+		kv(key, "refused by the kernel (%s): the calls are all there, but not when their threads were off the CPU", or(m.SchedWhy, "it did not say why"))
+	case "":
+		kv(key, "not recorded (ftpatch record records them unless --no-sched; FTRACE_SCHED=1 asks the runtime)")
+	default:
+		kv(key, "%s", m.Sched)
+	}
 }
 
 // or is s, or else when s is empty.

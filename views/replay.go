@@ -130,6 +130,46 @@ func (p *printer) Close(how trace.EndKind, fn string, start, ns float64) {
 	p.w.Write(p.line)
 }
 
+// OffCPU prints a time the thread spent off the CPU, nested in the calls
+// running then, its duration in the DURATION column and in words: "/*
+// off-CPU 12.300 ms: sleeping */", "/* pre-empted 1.100 ms */". The calls
+// around it are opened first (a leaf that waited shows as "f() {", the
+// line, "}"); under a threshold, one shorter than it is left out, as a
+// call would be.
+func (p *printer) OffCPU(why trace.OffReason, start, end float64, depth int) {
+	d := end - start
+	if p.thresh > 0 && d < p.thresh {
+		return
+	}
+	if len(p.header) > 0 {
+		p.w.Write(p.header)
+		p.header = nil
+	}
+	for i := p.printed; i < len(p.stack); i++ {
+		p.open(&p.stack[i])
+	}
+	p.printed = len(p.stack)
+	p.lead(d, depth+1)
+	p.line = appendOffCPU(p.line, why, d)
+	p.line = append(p.line, '\n')
+	p.w.Write(p.line)
+}
+
+// appendOffCPU appends a time off the CPU as replay shows it, a comment:
+// "/* off-CPU 12.300 ms: sleeping */", "/* pre-empted 1.100 ms */".
+func appendOffCPU(b []byte, why trace.OffReason, d float64) []byte {
+	if why == trace.Preempted {
+		b = append(b, "/* pre-empted "...)
+		b = append(b, strings.TrimSpace(dur(d))...)
+		return append(b, " */"...)
+	}
+	b = append(b, "/* off-CPU "...)
+	b = append(b, strings.TrimSpace(dur(d))...)
+	b = append(b, ": "...)
+	b = append(b, why.String()...)
+	return append(b, " */"...)
+}
+
 // open writes a call's opening line.
 func (p *printer) open(fr *pframe) { p.call(-1, fr, " {") }
 

@@ -97,7 +97,7 @@ func reportThreads(w io.Writer, in Input, opt Options) error {
 			return err
 		}
 		markStats(th.Stats, in)
-		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == abi.TracerGraphName); err != nil {
+		if err := WriteStatsTable(w, th.Stats, opt.Avg, t.Meta.Tracer == abi.TracerGraphName, t.HasSched()); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func writeCountsTable(w io.Writer, counts []model.Count) error {
 // avg, the average, shortest and longest call instead of the self time),
 // and the trace's summary.
 func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg bool) error {
-	if err := WriteStatsTable(w, stats, avg, true); err != nil {
+	if err := WriteStatsTable(w, stats, avg, true, t.HasSched()); err != nil {
 		return err
 	}
 	calls := 0
@@ -182,14 +182,18 @@ func WriteStats(w io.Writer, t *trace.Trace, stats []model.Stat, avg bool) error
 
 // WriteStatsTable prints figures per function without the trace's
 // summary: calls, and with times (function_graph) total and self, or
-// with avg the average, shortest and longest call.
-func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times bool) error {
+// with avg the average, shortest and longest call; with offcpu (a trace
+// with scheduler events) the total split into the time on the CPU and
+// the time off it.
+func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times, offcpu bool) error {
 	bw := bufio.NewWriter(w)
 	switch {
 	case !times:
 		fmt.Fprintf(bw, "%8s  %s\n", "CALLS", "FUNCTION")
 	case avg:
 		fmt.Fprintf(bw, "%10s  %10s  %10s  %10s  %8s  %s\n", "TOTAL", "AVG", "MIN", "MAX", "CALLS", "FUNCTION")
+	case offcpu:
+		fmt.Fprintf(bw, "%10s  %10s  %10s  %10s  %8s  %s\n", "TOTAL", "ON-CPU", "OFF-CPU", "SELF", "CALLS", "FUNCTION")
 	default:
 		fmt.Fprintf(bw, "%10s  %10s  %8s  %s\n", "TOTAL", "SELF", "CALLS", "FUNCTION")
 	}
@@ -199,6 +203,8 @@ func WriteStatsTable(w io.Writer, stats []model.Stat, avg, times bool) error {
 			fmt.Fprintf(bw, "%8d  %s\n", s.Calls, s.Func)
 		case avg:
 			fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %s\n", dur(s.Total), dur(s.Total/float64(max(s.Calls, 1))), dur(s.Min), dur(s.Max), s.Calls, s.Func)
+		case offcpu:
+			fmt.Fprintf(bw, "%s  %s  %s  %s  %8d  %s\n", dur(s.Total), dur(max(s.Total-s.Off, 0)), dur(s.Off), dur(s.Self), s.Calls, s.Func)
 		default:
 			fmt.Fprintf(bw, "%s  %s  %8d  %s\n", dur(s.Total), dur(s.Self), s.Calls, s.Func)
 		}

@@ -226,7 +226,11 @@ func reportSession(w io.Writer, ins []Input, opt Options) error {
 			return err
 		}
 		markStats(stats, ins...)
-		if err := WriteStatsTable(w, stats, opt.Avg, true); err != nil {
+		offcpu := false
+		for _, in := range ins {
+			offcpu = offcpu || in.Trace.HasSched()
+		}
+		if err := WriteStatsTable(w, stats, opt.Avg, true, offcpu); err != nil {
 			return err
 		}
 		for _, s := range stats {

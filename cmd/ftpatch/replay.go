@@ -385,6 +385,13 @@ process (a function of a program 300 processes ran is one row), with
 by total (the default), self, calls, avg, min, max or name. The filters
 are replay's (-F, -N, -D, -t, --tid, --time-range).
 
+A trace with scheduler events (ftpatch record's default) splits each
+function's total time into ON-CPU, the time its calls ran, and OFF-CPU,
+the time their threads spent off the CPU inside them (asleep: I/O, a
+lock, a timer; or pre-empted), theirs or their callees': where a slow
+function waited rather than computed. --sort offcpu (or oncpu) orders by
+either.
+
 report DIR --diff BASE compares DIR, the new trace, with BASE, the base
 one (two traces of one program, say before and after a change), as
 uftrace's report --diff does: headed with both names, per function the
@@ -426,7 +433,7 @@ still 0.`,
 		},
 	}
 	exeFlag(cmd, &exe)
-	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph)")
+	cmd.Flags().StringVarP(&sortBy, "sort", "s", "total", "order: total, self, calls, avg, min, max or name (function_graph); offcpu or oncpu (scheduler events)")
 	cmd.Flags().BoolVar(&avg, "avg", false, "average, shortest and longest call per function (function_graph)")
 	cmd.Flags().BoolVar(&threads, "threads", false, "a report per thread")
 	cmd.Flags().BoolVar(&tasks, "tasks", false, "a report per process of a session")

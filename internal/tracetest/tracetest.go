@@ -7,12 +7,14 @@ package tracetest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"ftpatch/runtime/abi"
 	"ftpatch/symbols"
 	"ftpatch/trace"
 )
@@ -78,6 +80,51 @@ func WriteDir(t testing.TB, tracer string, threads map[int][]Step) string {
 		}
 	}
 	return dir
+}
+
+// A SchedEvent is a thread's scheduler event: at TS it left the CPU
+// (Kind abi.SchedSleep or abi.SchedPreempt) or ran again (abi.SchedIn).
+type SchedEvent struct {
+	TS   uint64
+	Kind int
+}
+
+// WriteSched writes the scheduler events of process 1's threads, by
+// tid, into the trace directory dir (as WriteDir made it: 1 tick = 1
+// ns), each thread's in chunks of at most chunk events (0: one), and
+// says so in the metadata (sched on).
+func WriteSched(t testing.TB, dir string, chunk int, threads map[int][]SchedEvent) {
+	t.Helper()
+	le := binary.LittleEndian
+	b := le.AppendUint32(le.AppendUint32([]byte(abi.SchedMagic), 1), 0)
+	switches := 0
+	for tid, evs := range threads {
+		for len(evs) > 0 {
+			n := len(evs)
+			if chunk > 0 {
+				n = min(n, chunk)
+			}
+			b = le.AppendUint64(b, uint64(tid)|uint64(n)<<32)
+			for _, e := range evs[:n] {
+				b = le.AppendUint64(b, e.TS<<abi.SchedKindBits|uint64(e.Kind))
+				if e.Kind != abi.SchedIn {
+					switches++
+				}
+			}
+			evs = evs[n:]
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1"+abi.SchedSuffix), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "meta"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "sched on\nsched_switches %d\n", switches)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // RandomThread makes a thread of n random nested calls of nfuncs
