@@ -60,6 +60,11 @@
 // XRay's patching of one function beside it. `-only live` runs that part
 // alone.
 //
+// And scheduler events (schedBench): what a traced call, a thread's
+// start and end, and a context switch cost with them and without, and
+// the target for programs of many short threads. `-only sched` runs that
+// part alone.
+//
 // And ftrace.h's ops (opsBench): one ops on a function (its own
 // trampoline), two (the list), one on another function, against the
 // untraced build calling the callback itself. `-only ops` runs that part
@@ -337,11 +342,11 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
-	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run), ops (ftrace.h's ops) or libcall (library calls); default all")
+	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run), ops (ftrace.h's ops), libcall (library calls) or sched (scheduler events); default all")
 	against := flag.String("against", "", "a directory holding another build's ftpatch: the function and function_graph cases run with its runtime too, interleaved with this one's, to compare the two in one run")
 	flag.Parse()
-	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" && *only != "libcall" {
-		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live, ops or libcall\n", *only)
+	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" && *only != "libcall" && *only != "sched" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live, ops, libcall or sched\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*work, *bin, *against, *runs, *only); err != nil {
@@ -392,6 +397,8 @@ func run(work, bin, against string, runs int, only string) error {
 		return opsBench(work, bin, libs, runs)
 	case "libcall":
 		return libcallBench(work, bin, libs, runs)
+	case "sched":
+		return schedBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -588,6 +595,9 @@ func run(work, bin, against string, runs int, only string) error {
 			return err
 		}
 		if err := libcallBench(work, bin, libs, runs); err != nil {
+			return err
+		}
+		if err := schedBench(work, bin, libs, runs); err != nil {
 			return err
 		}
 	}
