@@ -52,12 +52,13 @@ type cursor struct {
 	k    int
 }
 
-// next moves to the stream's next call; false at its end.
+// next moves to the stream's next call or time off the CPU; false at
+// its end.
 func (c *cursor) next() (bool, error) {
 	for {
 		for ; c.k < len(c.recs); c.k++ {
 			r := &c.recs[c.k]
-			if r.IsCall() {
+			if _, off := r.OffCPU(); r.IsCall() || off {
 				return true, nil
 			}
 		}
@@ -70,7 +71,8 @@ func (c *cursor) next() (bool, error) {
 }
 
 // MergeCalls calls fn with every call (and graph entry) of the streams
-// the filter keeps, in time order (streams in their order at equal
+// the filter keeps, and every time their threads spent off the CPU
+// (Record.OffCPU), in time order (streams in their order at equal
 // times), reading every stream at once, each a chunk at a time: memory
 // is bounded by the number of threads, not the trace's size.
 func (t *Trace) MergeCalls(f *Filter, fn func(s *Stream, r *Record) error) error {

@@ -130,3 +130,31 @@ func TestInfoOffCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayCallsOffCPU: a function trace's replay shows each time off
+// the CPU as a line of its own, in time order among the calls.
+func TestReplayCallsOffCPU(t *testing.T) {
+	ms := uint64(1e6)
+	dir := tracetest.WriteDir(t, "function", map[int][]step{1: {
+		{K: trace.Call, Fn: "f0", TS: 1 * ms},
+		{K: trace.Call, Fn: "f1", TS: 20 * ms},
+	}})
+	tracetest.WriteSched(t, dir, 0, map[int][]tracetest.SchedEvent{1: {{TS: 2 * ms, Kind: abi.SchedSleep}, {TS: 12 * ms, Kind: abi.SchedIn}, {TS: 21 * ms, Kind: abi.SchedPreempt}}})
+	tr, err := trace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ReplayCalls(&out, tr, tracetest.Names(2), &trace.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `#   TIME(us)      TID  FUNCTION <- CALLER
+    1000.000        1  f0 <- 0x99
+    2000.000        1  /* off-CPU 10.000 ms: sleeping */
+   20000.000        1  f1 <- 0x99
+   21000.000        1  /* pre-empted 979.000 ms */
+`
+	if got := out.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("replay:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -397,8 +397,29 @@ func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 	events := 0
 	var line []byte
 	err := t.MergeCalls(f, func(s *trace.Stream, r *trace.Record) error {
-		fn := nm.FuncAt(r.IP, r.TS)
 		ns := t.Meta.Nanos(r.TS)
+		if o, ok := r.OffCPU(); ok {
+			// The thread left the CPU: a line of its own, how long.
+			end := ns
+			switch {
+			case o.In != 0:
+				end = t.Meta.Nanos(o.In)
+			case t.Meta.TSCEnd > o.Out:
+				end = t.Meta.Nanos(t.Meta.TSCEnd)
+			}
+			if f.Until && ns > f.TimeTo || end < f.TimeFrom || len(f.Funcs) > 0 || f.Threshold > 0 && end-ns < f.Threshold {
+				return nil
+			}
+			line = appendPadded(line[:0], strconv.AppendFloat(nil, ns/1000, 'f', 3, 64), 12)
+			line = append(line, "  "...)
+			line = appendPadded(line, strconv.AppendInt(nil, int64(s.Tid), 10), 7)
+			line = append(line, "  "...)
+			line = appendOffCPU(line, o.Why, end-ns)
+			line = append(line, '\n')
+			_, err := bw.Write(line)
+			return err
+		}
+		fn := nm.FuncAt(r.IP, r.TS)
 		if !f.CallKept(fn, ns) {
 			return nil
 		}

@@ -163,6 +163,19 @@ func sessionSummary(w io.Writer, ins []Input, opt Options) {
 	kv("threads", "%d, %d calls in all", threads, calls)
 	kv("lost", "%d calls dropped, %d bytes not written, %d threads' buffers not written, %d bytes overwritten by rings (every process's)",
 		lost.Dropped, lost.LostBytes, lost.LostThreads, lost.Overwritten)
+	on, refused := 0, 0
+	for _, in := range ins {
+		switch in.Meta.Sched {
+		case abi.SchedOn:
+			on++
+		case abi.SchedRefused:
+			refused++
+		}
+	}
+	if on+refused > 0 {
+		kv("scheduler events", "%d times a thread left the CPU, recorded, %d events lost; in %d process images, refused by the kernel in %d (each image's part says why)",
+			lost.SchedSwitches, lost.SchedLost, on, refused)
+	}
 	waited := waitedFor(ins)
 	for i, in := range ins {
 		m := in.Meta
