@@ -40,13 +40,15 @@ type Kind = trace.CallKind
 
 // The kinds of event. A function_graph trace's thread is a sequence of
 // Enter events each closed, in nesting order, by an Exit, Unwound or
-// Open; a function trace's is Call events.
+// Open, with an Off between them for each time the thread was off the
+// CPU (a trace with scheduler events); a function trace's is Call events.
 const (
 	Enter   = trace.CallEnter   // a graphed call begins
 	Exit    = trace.CallExit    // the innermost open call returned
 	Unwound = trace.CallUnwound // the innermost open call was left without returning (longjmp, exception)
 	Open    = trace.CallOpen    // the innermost open call was still running when the trace ended (NS: the thread's last event)
 	Call    = trace.CallOnly    // function tracer: a call, no exit follows
+	Off     = trace.CallOff     // the thread was off the CPU from NS to End, for Why, inside the open calls
 )
 
 // An Event is one step of a thread: a call beginning or ending.
@@ -163,6 +165,12 @@ var ErrNoGraph = errors.New("a function trace records calls without their nestin
 
 // ErrNoFunc: the function asked for made no call in the trace.
 var ErrNoFunc = errors.New("no call of the function in the trace")
+
+// schedRecorded says whether in's trace recorded its threads' times off
+// the CPU (scheduler events): its metadata says so, or it holds some.
+func schedRecorded(in Input) bool {
+	return in.Meta.Sched == abi.SchedOn || in.Trace != nil && in.Trace.HasSched()
+}
 
 // graphed says whether the trace nests calls (function_graph).
 func graphed(m *trace.Meta) bool { return m.Tracer != abi.TracerFunctionName }
