@@ -3,8 +3,12 @@ package views_test
 import (
 	"bytes"
 	"errors"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 
+	"ftpatch/internal/viewcheck"
 	"ftpatch/trace"
 	"ftpatch/views"
 )
@@ -147,5 +151,150 @@ func TestGraphOffCPU(t *testing.T) {
 			}
 		})
 	}
-	_ = errors.Is
+}
+
+// withoutOff is in without its times off the CPU nor its metadata's
+// word of them: the trace as recorded without scheduler events.
+func withoutOff(in views.Input) views.Input {
+	in.Meta.Sched = ""
+	threads := in.Threads
+	in.Threads = func(yield func(views.Thread) bool) {
+		for th := range threads {
+			events := th.Events
+			th.Events = func(y func(views.Event) bool) {
+				for ev := range events {
+					if ev.Kind != views.Off && !y(ev) {
+						return
+					}
+				}
+			}
+			if !yield(th) {
+				return
+			}
+		}
+	}
+	return in
+}
+
+// TestFoldedOffCPU: a trace with scheduler events weighs its folded
+// stacks by the time on the CPU, or with OffCPU by the time off it, a
+// last frame for why; on and off (within calls) add up to the weights
+// of the same trace without them. The off-CPU graph needs them, and a
+// function_graph trace.
+func TestFoldedOffCPU(t *testing.T) {
+	refused := func() views.Input {
+		in := known()
+		in.Meta.Sched, in.Meta.SchedWhy = "refused", "perf_event_open: Permission denied (perf_event_paranoid 3)"
+		return in
+	}
+	for _, c := range []struct {
+		name string
+		in   func() views.Input
+		opt  views.Options
+		want string
+		err  error
+		msg  string
+	}{
+		{name: "on", in: sleepy, want: "main 400\nmain;a 200\nmain;b 100\nmain;b;leaf 50\nworker 100\n"},
+		{name: "off", in: sleepy, opt: views.Options{OffCPU: true}, want: `[sleeping] 50
+main;[pre-empted] 100
+main;a;[sleeping] 100
+main;b;[sleeping] 50
+worker;[pre-empted] 150
+`},
+		{name: "off/count", in: sleepy, opt: views.Options{OffCPU: true, SampleCount: true}, want: `[sleeping] 1
+main;[pre-empted] 1
+main;a;[sleeping] 1
+main;b;[sleeping] 1
+worker;[pre-empted] 1
+`},
+		{name: "off/per thread", in: sleepy, opt: views.Options{OffCPU: true, PerThread: true}, want: `thread 1;main;[pre-empted] 100
+thread 1;main;a;[sleeping] 100
+thread 1;main;b;[sleeping] 50
+thread 2;[sleeping] 50
+thread 2;worker;[pre-empted] 150
+`},
+		{name: "on/count", in: sleepy, opt: views.Options{SampleCount: true}, want: "main 1\nmain;a 1\nmain;b 1\nmain;b;leaf 1\nworker 1\n"},
+		{name: "all", in: func() views.Input { return withoutOff(sleepy()) }, want: "main 500\nmain;a 300\nmain;b 150\nmain;b;leaf 50\nworker 250\n"},
+		{name: "no sched", in: known, opt: views.Options{OffCPU: true}, err: views.ErrNoSched, msg: "--no-sched"},
+		{name: "refused", in: refused, opt: views.Options{OffCPU: true}, err: views.ErrNoSched, msg: "the kernel refused them: perf_event_open: Permission denied"},
+		{name: "function trace", in: functions, opt: views.Options{OffCPU: true, SampleCount: true}, err: views.ErrNoGraph},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := views.Folded(&out, c.in(), c.opt)
+			if !errors.Is(err, c.err) || err != nil && !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("error %v, want %v saying %q", err, c.err, c.msg)
+			}
+			if out.String() != c.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), c.want)
+			}
+		})
+	}
+}
+
+// TestSVGOffCPU: the off-CPU flame graph's frames are as wide as the
+// time off the CPU under them, each topped by a frame for why in its
+// blue; the on-CPU one has no such frame, and is as wide as the time on
+// the CPU; each says which it is.
+func TestSVGOffCPU(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		opt     views.Options
+		heading string
+		whole   float64
+		frames  map[string][2]float64 // title's name: x and width in ns
+	}{
+		{"off", views.Options{OffCPU: true}, "Off-CPU flame graph of prog", 450, map[string][2]float64{
+			"all": {0, 450}, "[sleeping]": {0, 50}, "main": {50, 250}, "[pre-empted]": {50, 100}, "a": {150, 100}, "b": {250, 50}, "worker": {300, 150},
+		}},
+		{"on", views.Options{}, "On-CPU flame graph of prog", 850, map[string][2]float64{
+			"all": {0, 850}, "main": {0, 750}, "a": {0, 200}, "b": {200, 150}, "leaf": {200, 50}, "worker": {750, 100},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := views.SVG(&out, sleepy(), c.opt); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(out.Bytes(), []byte(c.heading)) {
+				t.Errorf("no heading %q in\n%s", c.heading, out.Bytes())
+			}
+			svg, err := viewcheck.ParseSVG(out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			px := func(ns float64) float64 { return ns * 1180 / c.whole }
+			seen := map[string]bool{}
+			for _, f := range svg.Frames {
+				name, _, _ := strings.Cut(f.Title, ":")
+				want, ok := c.frames[name]
+				reason := strings.HasPrefix(name, "[")
+				blue := f.Fill.B > f.Fill.R
+				if reason != blue {
+					t.Errorf("%s: colour %v", f.Title, f.Fill)
+				}
+				if !ok {
+					if !reason {
+						t.Errorf("frame %q, not one of %v", f.Title, c.frames)
+					}
+					continue
+				}
+				if !seen[name] && (math.Abs(f.X-10-px(want[0])) > 0.01 || math.Abs(f.W-px(want[1])) > 0.01) {
+					t.Errorf("%s: x %.2f width %.2f, want %.2f and %.2f", f.Title, f.X-10, f.W, px(want[0]), px(want[1]))
+				}
+				seen[name] = true
+			}
+			for name := range c.frames {
+				if !seen[name] {
+					t.Errorf("no frame %q", name)
+				}
+			}
+			if c.opt.OffCPU && !slices.ContainsFunc(svg.Frames, func(f viewcheck.Frame) bool {
+				return f.Title == "[pre-empted]: 0.150 us (33.33%) off the CPU, 1 time"
+			}) {
+				t.Errorf("no frame of worker's time pre-empted: %+v", svg.Frames)
+			}
+		})
+	}
 }

@@ -91,6 +91,14 @@ type Options struct {
 	// instead of time: what a function trace, which has no durations,
 	// needs.
 	SampleCount bool
+	// OffCPU weighs folded stacks and flame graph frames by the time
+	// the threads spent off the CPU (asleep, or pre-empted) with each
+	// path on their stack, a leaf frame for the reason above the call
+	// running ("[sleeping]", "[pre-empted]"); with SampleCount, by the
+	// times they left it. Without it, a trace with scheduler events is
+	// weighed by the time on the CPU alone. A trace without them is
+	// ErrNoSched.
+	OffCPU bool
 	// PerThread keeps each thread's stacks apart: a first frame names
 	// the thread ("thread 123", "thread 123 context 2"); Report prints
 	// a table per thread.
@@ -162,6 +170,22 @@ var ErrNoDurations = errors.New("a function trace records calls, not their durat
 // ErrNoGraph: the view needs calls nested in their callers, which only a
 // function_graph trace records.
 var ErrNoGraph = errors.New("a function trace records calls without their nesting: record with FTRACE=function_graph for a call graph")
+
+// ErrNoSched: the view needs the threads' times off the CPU, and the
+// trace did not record them (scheduler events).
+var ErrNoSched = errors.New("the trace has no scheduler events (when its threads left the CPU): ftpatch record records them unless given --no-sched (FTRACE_SCHED=1 under the runtime alone), where the kernel allows it (ftpatch info says why it did not)")
+
+// needSched is ErrNoSched, saying why the kernel refused them where it
+// did, unless in's trace recorded scheduler events.
+func needSched(in Input) error {
+	switch {
+	case schedRecorded(in):
+		return nil
+	case in.Meta.Sched == abi.SchedRefused && in.Meta.SchedWhy != "":
+		return fmt.Errorf("%w; when recording, the kernel refused them: %s", ErrNoSched, escape.Text(in.Meta.SchedWhy))
+	}
+	return ErrNoSched
+}
 
 // ErrNoFunc: the function asked for made no call in the trace.
 var ErrNoFunc = errors.New("no call of the function in the trace")

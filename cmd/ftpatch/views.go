@@ -22,7 +22,7 @@ import (
 // give, is a usage error.
 func writeView(w io.Writer, view string, ins []views.Input, opt views.Options) error {
 	err := views.WriteSession(w, view, ins, opt)
-	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
+	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) || errors.Is(err, views.ErrNoSched) {
 		return usage(err)
 	}
 	return err
@@ -91,13 +91,24 @@ choose the calls, as replay's do):
                  callers as the trace is read: memory is bounded by
                  what is drawn, not by the trace's call paths.
 
+A trace with scheduler events (ftpatch record records when each thread
+left the CPU, unless --no-sched) has its flame graphs weighed by the
+time on the CPU: a call's time asleep or pre-empted is left out. With
+--offcpu they are the off-CPU flame graphs instead: each path weighed by
+the time its threads spent off the CPU with it on their stack (with
+--sample-count, by the times they left it), below a last frame saying
+why, [sleeping] or [pre-empted]; the two add up to the flame graph of
+the same trace without scheduler events. --offcpu on a trace without
+them is a usage error (ftpatch info says why a trace has none).
+
 A function trace has no durations: its flame graphs need
 --sample-count.`,
 		Example: `  ftpatch dump --chrome > trace.json          # then open it in https://ui.perfetto.dev
   ftpatch dump --perfetto build/ftrace.data > trace.pftrace
   ftpatch dump --flame-graph | flamegraph.pl > flame.svg
   ftpatch dump --flame-graph --sample-count > calls.folded   # speedscope reads it too
-  ftpatch dump --svg > flame.svg               # no Perl needed`,
+  ftpatch dump --svg > flame.svg               # no Perl needed
+  ftpatch dump --svg --offcpu > waits.svg      # where the threads waited, and why`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := gf.filter()
@@ -118,6 +129,9 @@ A function trace has no durations: its flame graphs need
 			if n != 1 {
 				return usage(errors.New("give one of --chrome, --perfetto, --flame-graph and --svg (see ftpatch dump --help)"))
 			}
+			if opt.OffCPU && !folded && !svg {
+				return usage(errors.New("--offcpu weighs the flame graphs: give it with --flame-graph or --svg (the timelines show the times off the CPU as they are)"))
+			}
 			if f, ok := stdout.(*os.File); ok && view == "perfetto" && progress.IsTerminal(f) {
 				return usage(errors.New("--perfetto writes binary protobuf: redirect it to a file (> trace.pftrace)"))
 			}
@@ -137,6 +151,7 @@ A function trace has no durations: its flame graphs need
 	f.BoolVar(&svg, "svg", false, "an SVG flame graph")
 	f.BoolVar(&opt.SampleCount, "sample-count", false, "flame graphs: weigh paths by calls, not time")
 	f.BoolVar(&opt.PerThread, "per-thread", false, "flame graphs: keep each thread's paths apart")
+	f.BoolVar(&opt.OffCPU, "offcpu", false, "flame graphs: weigh paths by the time off the CPU (asleep, pre-empted), not on it (a trace with scheduler events)")
 	exeFlag(cmd, &exe)
 	gf.register(cmd, false)
 	return cmd
