@@ -3,6 +3,7 @@ package views_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -294,6 +295,102 @@ func TestSVGOffCPU(t *testing.T) {
 				return f.Title == "[pre-empted]: 0.150 us (33.33%) off the CPU, 1 time"
 			}) {
 				t.Errorf("no frame of worker's time pre-empted: %+v", svg.Frames)
+			}
+		})
+	}
+}
+
+// TestTimelineStates: read back, the Chrome JSON holds each time off
+// the CPU as a "sched" event nested among the calls on its thread, and
+// the Perfetto protobuf a state track below each thread's whose slices
+// say when it ran, slept or was pre-empted; a time off the CPU ends no
+// later than the thread's next event, and the calls are those of the
+// trace.
+func TestTimelineStates(t *testing.T) {
+	// sleepy's threads, and a context asleep in its call, a thread
+	// asleep until the end with its calls open, and one whose time off
+	// the CPU ends (by its clock) after its next event.
+	more := func() views.Input {
+		in := sleepy()
+		threads := in.Threads
+		extra := madeOff(
+			offThread{1, 1, 3, []views.Event{ev(enter, "coro", 300), offEv(trace.Preempted, 310, 320), ev(exit, "coro", 350)}},
+			offThread{1, 3, 0, []views.Event{offEv(trace.Sleeping, 5, 20), ev(enter, "main", 30), ev(enter, "wait", 40), offEv(trace.Sleeping, 50, 1500)}},
+			offThread{1, 4, 0, []views.Event{ev(enter, "main", 0), offEv(trace.Preempted, 10, 130), ev(enter, "f", 120), ev(exit, "f", 140), ev(exit, "main", 150)}},
+		)
+		in.Threads = func(yield func(views.Thread) bool) {
+			for th := range threads {
+				if !yield(th) {
+					return
+				}
+			}
+			for th := range extra.Threads {
+				if !yield(th) {
+					return
+				}
+			}
+		}
+		return in
+	}
+	for _, view := range []struct {
+		name   string
+		write  func(io.Writer, views.Input) error
+		calls  func([]byte) ([]viewcheck.Call, error)
+		states func([]byte) ([]viewcheck.State, error)
+	}{
+		{"chrome", views.Chrome, viewcheck.Chrome, viewcheck.ChromeStates},
+		{"perfetto", views.Perfetto, viewcheck.Perfetto, viewcheck.PerfettoStates},
+	} {
+		t.Run(view.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := view.write(&out, more()); err != nil {
+				t.Fatal(err)
+			}
+			calls, err := view.calls(out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := viewcheck.Diff(viewcheck.Expected(more()), calls); d != "" {
+				t.Errorf("the calls read back differ from the trace's: %s", d)
+			}
+			states, err := view.states(out.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := viewcheck.ExpectedStates(more(), view.name)
+			if d := viewcheck.DiffStates(want, states); d != "" {
+				t.Errorf("the states read back differ from the trace's: %s", d)
+			}
+			// A few of them, by hand: what ExpectedStates says.
+			pre := "pre-empted"
+			if view.name == "perfetto" {
+				pre = "runnable (pre-empted)"
+			}
+			for _, s := range []viewcheck.State{
+				{Pid: 1, Tid: 1, State: "sleeping", Start: 200, End: 300},
+				{Pid: 1, Tid: 1, Context: 3, State: pre, Start: 310, End: 320},
+				{Pid: 1, Tid: 3, State: "sleeping", Start: 50, End: 1500},
+				{Pid: 1, Tid: 4, State: pre, Start: 10, End: 120},
+			} {
+				if !slices.Contains(states, s) {
+					t.Errorf("no state %v in %v", s, states)
+				}
+			}
+			if view.name == "perfetto" {
+				for _, s := range []viewcheck.State{
+					{Pid: 1, Tid: 1, State: "running", Start: 0, End: 200},
+					{Pid: 1, Tid: 1, State: "running", Start: 300, End: 500},
+					{Pid: 1, Tid: 2, State: "running", Start: 250, End: 400},
+					{Pid: 1, Tid: 3, State: "running", Start: 20, End: 50},
+					{Pid: 1, Tid: 4, State: "running", Start: 120, End: 150},
+				} {
+					if !slices.Contains(states, s) {
+						t.Errorf("no state %v in %v", s, states)
+					}
+				}
+				if slices.ContainsFunc(states, func(s viewcheck.State) bool { return s.Context != 0 && s.State == "running" }) {
+					t.Errorf("a context's track says it was running: %v", states)
+				}
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"path/filepath"
 
 	"ftpatch/internal/escape"
@@ -260,11 +261,30 @@ func failed(w *bufio.Writer) error {
 // spans reads a thread's events for a timeline view: begin (when not
 // nil) at each graphed call's start, end at its end, with its start and
 // what ended it ("", "unwound" or "open"), instant at each call of a
-// function trace. It stops early when w has failed.
-func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64)) error {
+// function trace, and off (when not nil) at each time the thread was off
+// the CPU, in time order among the calls: its end no later than the
+// thread's next event (the kernel's clock and the calls' may disagree by
+// a little, and a viewer wants slices that nest). It stops early when w
+// has failed.
+func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64), off func(why trace.OffReason, start, end float64)) error {
 	var st model.Stack
+	var pending Event // the time off the CPU read, not handed to off yet (Kind Off)
+	flush := func(next float64) {
+		if pending.Kind == Off {
+			off(pending.Why, pending.NS, max(min(pending.End, next), pending.NS))
+			pending.Kind = Enter
+		}
+	}
 	n := 0
 	for ev := range model.Closed(th, func() int { return len(st) }) {
+		if ev.Kind == Off {
+			if off != nil {
+				flush(ev.NS)
+				pending = ev
+			}
+			continue
+		}
+		flush(ev.NS)
 		switch {
 		case ev.Kind == Enter:
 			st = append(st, model.Frame{Func: ev.Func, Start: ev.NS})
@@ -291,5 +311,6 @@ func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end fu
 			break
 		}
 	}
+	flush(math.Inf(1))
 	return failed(w)
 }
