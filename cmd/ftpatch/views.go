@@ -67,13 +67,19 @@ choose the calls, as replay's do):
                  {"open":true}. A function trace gives an instant event
                  ("ph":"i") per call. A makecontext context's calls show
                  as a thread of their own, "thread T context N" (tid
-                 N*4194304+T). Open it in https://ui.perfetto.dev (Open
+                 N*4194304+T). Each time a thread was off the CPU (a
+                 trace with scheduler events) is an event of the
+                 category "sched", "sleeping" or "pre-empted", below the
+                 call running. Open it in https://ui.perfetto.dev (Open
                  trace file) or chrome://tracing (Load).
   --perfetto     Perfetto's own protobuf format (TrackEvent): the same
                  timeline, several times smaller than the JSON; a
-                 context's calls are a track below their thread's. Open
-                 it in https://ui.perfetto.dev or with trace_processor.
-                 It is binary: redirect it to a file.
+                 context's calls are a track below their thread's, and
+                 with scheduler events each thread has a state track
+                 ("thread T state": running, sleeping, runnable
+                 (pre-empted)). Open it in https://ui.perfetto.dev or
+                 with trace_processor. It is binary: redirect it to a
+                 file.
   --flame-graph  folded stacks, a line per call path with its frames from
                  the outermost call, ';'-separated, and its weight:
                  "main;eval;parse_expr 130", the ns its calls spent
