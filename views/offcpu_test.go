@@ -395,3 +395,22 @@ func TestTimelineStates(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionOffCPU: a session's processes on one timeline, each moved
+// by its start, have their times off the CPU moved whole, end too.
+func TestSessionOffCPU(t *testing.T) {
+	first := sleepy()
+	second := madeOff(offThread{2, 2, 0, []views.Event{ev(enter, "main", 0), offEv(trace.Sleeping, 10, 40), ev(exit, "main", 50)}})
+	second.Meta.Pid, second.Meta.MonoStart = 2, first.Meta.MonoStart+1000
+	var out bytes.Buffer
+	if err := views.WriteSession(&out, "chrome", []views.Input{first, second}, views.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	states, err := viewcheck.ChromeStates(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (viewcheck.State{Pid: 2, Tid: 2, State: "sleeping", Start: 1010, End: 1040}); !slices.Contains(states, want) {
+		t.Errorf("no state %v in %v", want, states)
+	}
+}
