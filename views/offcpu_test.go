@@ -341,6 +341,17 @@ func TestTimelineStates(t *testing.T) {
 		{"chrome", views.Chrome, viewcheck.Chrome, viewcheck.ChromeStates},
 		{"perfetto", views.Perfetto, viewcheck.Perfetto, viewcheck.PerfettoStates},
 	} {
+		// A function trace's calls come without times off the CPU: no
+		// states, whatever its metadata says.
+		fn := functions()
+		fn.Meta.Sched = "on"
+		var out bytes.Buffer
+		if err := view.write(&out, fn); err != nil {
+			t.Fatal(err)
+		}
+		if states, err := view.states(out.Bytes()); err != nil || len(states) > 0 {
+			t.Errorf("%s: a function trace's states %v (%v), want none", view.name, states, err)
+		}
 		t.Run(view.name, func(t *testing.T) {
 			var out bytes.Buffer
 			if err := view.write(&out, more()); err != nil {

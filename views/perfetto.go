@@ -136,8 +136,8 @@ func Perfetto(w io.Writer, in Input) error {
 		seq, track  uint64
 		states      uint64 // the track of its thread states; 0: none
 	}
-	sched := schedRecorded(in)
-	processes := map[int]uint64{} // pid: its track
+	sched := schedRecorded(in) && graphed(in.Meta) // a function trace's calls come without their times off the CPU
+	processes := map[int]uint64{}                  // pid: its track
 	threads := map[[2]int]uint64{}
 	stateTracks := map[[2]int]uint64{} // a thread's states' track
 	seq := uint64(pbDescriptorSequence)

@@ -106,8 +106,8 @@ func SortStates(states []State) {
 // ExpectedStates is the states of in's threads as the timeline view
 // ("chrome" or "perfetto") should show them: each time off the CPU, up
 // to the thread's next event at most, named for why; and for Perfetto,
-// where the trace recorded scheduler events (its metadata says so, or
-// it holds some), on a thread's own stack (not a context's), "running"
+// where a function_graph trace recorded scheduler events (its metadata
+// says so, or it holds some), on a thread's own stack (not a context's), "running"
 // over each run of
 // its calls' events between two times off the CPU, from the end of the
 // one before (or the run's first event) to the start of the one after
@@ -119,7 +119,7 @@ func ExpectedStates(in views.Input, timeline string) []State {
 	if timeline == "perfetto" {
 		preempted = "runnable (pre-empted)"
 	}
-	sched := in.Meta.Sched == abi.SchedOn || in.Trace != nil && in.Trace.HasSched()
+	sched := (in.Meta.Sched == abi.SchedOn || in.Trace != nil && in.Trace.HasSched()) && in.Meta.Tracer != abi.TracerFunctionName
 	var out []State
 	for th := range in.Threads {
 		add := func(name string, from, to float64) {
