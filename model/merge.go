@@ -17,14 +17,32 @@ type Merging struct {
 	// Calls weighs a path by its calls, not by its own time (Self): with
 	// its callees', its frame's width.
 	Calls bool
+	// CPU is the time weighed: all of it (AllTime), or with each time
+	// off the CPU a leaf of the graph (CallGraphOffCPU), the time on the
+	// CPU alone (OnCPU) or off it alone (OffCPU).
+	CPU CPUTime
 }
+
+// A CPUTime says which of the calls' time a graph weighs.
+type CPUTime uint8
+
+// The times a graph weighs.
+const (
+	AllTime CPUTime = iota // the calls' time, on the CPU or off it: no leaves for the times off it
+	OnCPU                  // their time on the CPU: each time off it a leaf (Path.Why) that weighs nothing
+	OffCPU                 // their time off the CPU: each a leaf weighing it, the calls nothing of their own
+)
 
 // Weight is what n weighs by m's measure, its callees left out: its
 // own time (or calls) and what was merged into it.
-func (m Merging) Weight(n *Path) float64 { return m.own(n.Calls, n.Self) + n.Merged }
+func (m Merging) Weight(n *Path) float64 { return m.own(n.Calls, n.Self, n.Why != 0) + n.Merged }
 
-// own is the weight of calls calls that took self ns of their own.
-func (m Merging) own(calls int, self float64) float64 {
+// own is the weight of calls calls that took self ns of their own;
+// off: they are times off the CPU (a leaf), not calls.
+func (m Merging) own(calls int, self float64, off bool) float64 {
+	if m.CPU == OnCPU && off || m.CPU == OffCPU && !off {
+		return 0
+	}
 	if m.Calls {
 		return float64(calls)
 	}
@@ -60,9 +78,10 @@ func Weigh(n *Path, m Merging) float64 {
 	return n.Total
 }
 
-// CallGraphMerged is CallGraph with the paths lighter than m.Share of
-// the whole merged into their callers, as the threads are read, and
-// each Path's Total its weight by m's measure (Weigh): what it holds is
+// CallGraphMerged is CallGraph (CallGraphOffCPU, unless m.CPU is
+// AllTime) with the paths lighter than m.Share of the whole merged into
+// their callers, as the threads are read, and each Path's Total its
+// weight by m's measure (Weigh): what it holds is
 // bounded by what a drawing shows (about 1/m.Share paths a level, and
 // the calls open at once), not by the distinct paths of the trace.
 //
@@ -80,7 +99,7 @@ func CallGraphMerged(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThrea
 	rm := newMerger(m)
 	tree := func(th trace.ThreadCalls) *Path {
 		t := &Path{}
-		fold(t, th, newMerger(m))
+		fold(t, th, newMerger(m), m.CPU != AllTime)
 		return t
 	}
 	for th, t := range threadTrees(threads, inOrder, tree) {

@@ -41,18 +41,44 @@ func randomCalls(r *rand.Rand, n int) []trace.CallEvent {
 	return evs
 }
 
+// withOffCPU is evs with a time off the CPU, of either reason, after
+// one event in eight: 1 to 50 ns, now and then 1e5.
+func withOffCPU(r *rand.Rand, evs []trace.CallEvent) []trace.CallEvent {
+	var out []trace.CallEvent
+	shift := 0.0
+	for _, ev := range evs {
+		ev.NS += shift
+		out = append(out, ev)
+		if r.IntN(8) == 0 {
+			d := float64(1 + r.IntN(50))
+			if r.IntN(300) == 0 {
+				d = 1e5
+			}
+			why := trace.Sleeping
+			if r.IntN(3) == 0 {
+				why = trace.Preempted
+			}
+			out = append(out, trace.CallEvent{Kind: trace.CallOff, NS: ev.NS, End: ev.NS + d, Why: why})
+			shift += d
+		}
+	}
+	return out
+}
+
 // TestCallGraphMerged: the merged call graph weighs the whole trace as
 // the exact one does; a path it keeps is one of the exact graph's, and
 // weighs no more, and at most twice Share of the whole less, than its
 // calls did (what it lost is its caller's Merged); every path weighing
 // more than that is kept; each path's Total is its weight and its
 // callees'. Without a share it is the exact graph. Per thread, threads
-// built on every core or in order alike.
+// built on every core or in order alike; and weighing the time on the
+// CPU or off it alone, the times off it leaves of the graph.
 func TestCallGraphMerged(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	var threads [][]trace.CallEvent
+	var threads, offThreads [][]trace.CallEvent
 	for range 5 {
 		threads = append(threads, randomCalls(r, 60000))
+		offThreads = append(offThreads, withOffCPU(r, threads[len(threads)-1]))
 	}
 	for _, c := range []struct {
 		name      string
@@ -60,22 +86,32 @@ func TestCallGraphMerged(t *testing.T) {
 		calls     bool
 		inOrder   bool
 		perThread bool
+		cpu       model.CPUTime
 	}{
-		{"exact", 0, false, false, false},
-		{"exact/calls", 0, true, true, false},
-		{"time", 1e-4, false, false, false},
-		{"time/inorder", 1e-3, false, true, false},
-		{"calls", 1e-3, true, false, false},
-		{"time/perthread", 1e-3, false, false, true},
-		{"coarse", 0.05, false, false, false},
+		{"exact", 0, false, false, false, model.AllTime},
+		{"exact/calls", 0, true, true, false, model.AllTime},
+		{"time", 1e-4, false, false, false, model.AllTime},
+		{"time/inorder", 1e-3, false, true, false, model.AllTime},
+		{"calls", 1e-3, true, false, false, model.AllTime},
+		{"time/perthread", 1e-3, false, false, true, model.AllTime},
+		{"coarse", 0.05, false, false, false, model.AllTime},
+		{"exact/oncpu", 0, false, false, false, model.OnCPU},
+		{"exact/offcpu", 0, false, true, false, model.OffCPU},
+		{"oncpu", 1e-3, false, false, false, model.OnCPU},
+		{"offcpu", 1e-3, false, false, true, model.OffCPU},
+		{"offcpu/calls", 1e-3, true, false, false, model.OffCPU},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var name func(trace.ThreadCalls) string
 			if c.perThread {
 				name = func(th trace.ThreadCalls) string { return fmt.Sprintf("thread %d", th.Tid) }
 			}
-			m := model.Merging{Share: c.share, Calls: c.calls}
-			exact := model.CallGraph(threadsOf(threads...), c.inOrder, name)
+			m := model.Merging{Share: c.share, Calls: c.calls, CPU: c.cpu}
+			graph, threads := model.CallGraph, threads
+			if c.cpu != model.AllTime {
+				graph, threads = model.CallGraphOffCPU, offThreads
+			}
+			exact := graph(threadsOf(threads...), c.inOrder, name)
 			whole := model.Weigh(exact, m)
 			got := model.CallGraphMerged(threadsOf(threads...), c.inOrder, name, m)
 			if math.Abs(got.Total-whole) > 1e-9*whole {

@@ -25,6 +25,15 @@ type Path struct {
 	Self    float64 // ns in its calls, callees not included
 	Unwound int     // calls left without returning
 	Open    int     // calls still running when the trace ended
+	// Off is the ns its calls spent off the CPU (the trace's scheduler
+	// events: asleep, or pre-empted), callees included; OffSelf the part
+	// of it not in callees. Both are within Total and Self.
+	Off, OffSelf float64
+	// Why is not 0 for a Path that is no call but the times the thread
+	// was off the CPU for that reason with its parent's path running
+	// (CallGraphOffCPU): a leaf named "[sleeping]" or "[pre-empted]",
+	// its Calls the times, its Total and Self their ns.
+	Why trace.OffReason
 	// Merged is the weight of callee paths merged into this one, too
 	// light to draw (CallGraphMerged): ns, or calls.
 	Merged   float64
@@ -74,6 +83,8 @@ func (n *Path) Add(o *Path) {
 	n.Self += o.Self
 	n.Unwound += o.Unwound
 	n.Open += o.Open
+	n.Off += o.Off
+	n.OffSelf += o.OffSelf
 	n.Merged += o.Merged
 	n.lost += o.lost
 }
@@ -94,8 +105,11 @@ func (n *Path) merge(o *Path, made func(*Path)) {
 		for _, oc := range p.from.Children {
 			k := len(p.into.Children)
 			c := p.into.Child(oc.Func)
-			if made != nil && len(p.into.Children) > k {
-				made(c)
+			if len(p.into.Children) > k {
+				c.Why = oc.Why
+				if made != nil {
+					made(c)
+				}
 			}
 			c.Add(oc)
 			stack = append(stack, pair{c, oc})
@@ -148,9 +162,12 @@ func (n *Path) ByName() []*Path {
 
 // fold adds a thread's calls to the tree below root: each call to the
 // Path of its path, its duration to the Path's total, and to its self
-// time what its callees did not take. With m (not nil) the paths too
-// light to draw are merged into their callers as it goes.
-func fold(root *Path, th trace.ThreadCalls, m *merger) {
+// time what its callees did not take; each time off the CPU to the Off
+// of the calls then running, and with leaves (CallGraphOffCPU) to a leaf
+// of its own below the innermost of them, out of that one's self time.
+// With m (not nil) the paths too light to draw are merged into their
+// callers as it goes.
+func fold(root *Path, th trace.ThreadCalls, m *merger, leaves bool) {
 	child := func(n *Path, fn string) *Path {
 		if m == nil {
 			return n.Child(fn)
@@ -164,6 +181,14 @@ func fold(root *Path, th trace.ThreadCalls, m *merger) {
 		}
 		return st[len(st)-1].Path
 	}
+	weigh := func(calls int, self float64, off bool) {
+		if m != nil {
+			m.add(m.own(calls, self, off))
+			if m.nodes > m.budget {
+				m.merge(root)
+			}
+		}
+	}
 	for ev := range Closed(th, func() int { return len(st) }) {
 		switch {
 		case ev.Kind == trace.CallEnter:
@@ -172,11 +197,25 @@ func fold(root *Path, th trace.ThreadCalls, m *merger) {
 			st = append(st, Frame{Func: ev.Func, Start: ev.NS, Path: c})
 		case ev.Kind == trace.CallOnly:
 			child(parent(), ev.Func).Calls++
-			if m != nil {
-				m.add(m.own(1, 0))
-				if m.nodes > m.budget {
-					m.merge(root)
+			weigh(1, 0, false)
+		case ev.Kind == trace.CallOff:
+			d := max(ev.End-ev.NS, 0)
+			if n := len(st); n > 0 {
+				st[n-1].Off += d
+				st[n-1].OffSelf += d
+				if leaves {
+					st[n-1].Inner += d
 				}
+			}
+			if leaves {
+				c := child(parent(), offLeaf(ev.Why))
+				c.Why = ev.Why
+				c.Calls++
+				c.Total += d
+				c.Self += d
+				c.Off += d
+				c.OffSelf += d
+				weigh(1, d, true)
 			}
 		case ev.Kind.Ends():
 			f, dur, ok := st.Pop(ev.NS)
@@ -189,12 +228,14 @@ func fold(root *Path, th trace.ThreadCalls, m *merger) {
 			n.Total += dur
 			self := max(dur-f.Inner, 0)
 			n.Self += self
-			if m != nil {
-				m.add(m.own(1, self))
-				if m.nodes > m.budget {
-					m.merge(root)
-				}
+			// Within the call, whatever the clocks said.
+			off := min(f.Off, dur)
+			n.Off += off
+			n.OffSelf += min(f.OffSelf, off)
+			if k := len(st); k > 0 {
+				st[k-1].Off += off
 			}
+			weigh(1, self, false)
 			switch ev.Kind {
 			case trace.CallUnwound:
 				n.Unwound++
@@ -205,11 +246,22 @@ func fold(root *Path, th trace.ThreadCalls, m *merger) {
 	}
 }
 
+// offLeaf is the name of the leaf of times off the CPU for why:
+// "[sleeping]", "[pre-empted]", as off-CPU flame graphs name them.
+func offLeaf(why trace.OffReason) string { return "[" + why.String() + "]" }
+
 // threadTree is the call tree of one thread, from its events alone:
 // threads' trees can be built in parallel, one per core, and merged.
 func threadTree(th trace.ThreadCalls) *Path {
 	t := &Path{}
-	fold(t, th, nil)
+	fold(t, th, nil, false)
+	return t
+}
+
+// threadTreeOffCPU is threadTree with the times off the CPU as leaves.
+func threadTreeOffCPU(th trace.ThreadCalls) *Path {
+	t := &Path{}
+	fold(t, th, nil, true)
 	return t
 }
 
@@ -289,8 +341,21 @@ func threadTrees(threads iter.Seq[trace.ThreadCalls], inOrder bool, threadTree f
 // thread each, and merged in their order. Its size is bounded by the
 // number of distinct paths, not of calls.
 func CallGraph(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func(trace.ThreadCalls) string) *Path {
+	return callGraph(threads, inOrder, perThread, threadTree)
+}
+
+// CallGraphOffCPU is CallGraph with each time off the CPU (the trace's
+// scheduler events) a leaf Path (Why) below the path that was running,
+// one per reason, as off-CPU flame graphs draw them: a path's Self is
+// then its time on the CPU alone, and its leaves' its time off it. A
+// trace without scheduler events has no leaves: its CallGraph.
+func CallGraphOffCPU(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func(trace.ThreadCalls) string) *Path {
+	return callGraph(threads, inOrder, perThread, threadTreeOffCPU)
+}
+
+func callGraph(threads iter.Seq[trace.ThreadCalls], inOrder bool, perThread func(trace.ThreadCalls) string, tree func(trace.ThreadCalls) *Path) *Path {
 	root := &Path{}
-	for th, t := range threadTrees(threads, inOrder, threadTree) {
+	for th, t := range threadTrees(threads, inOrder, tree) {
 		into := root
 		if perThread != nil {
 			into = root.Child(perThread(th))
@@ -309,6 +374,9 @@ type Frame struct {
 	Start float64 // ns
 	Inner float64 // ns spent in its callees that returned (or were left)
 	Path  *Path   // its place in a call graph, for those who build one
+	// Off is the ns it spent off the CPU so far, callees' included;
+	// OffSelf those not in callees.
+	Off, OffSelf float64
 }
 
 // A Stack is a thread's open calls, innermost last: what every reader of
@@ -334,13 +402,16 @@ func (s *Stack) Pop(ns float64) (f Frame, dur float64, ok bool) {
 
 // Closed yields a thread's events, and after them an Open for every call
 // still open (open says how many are: one the reader did not close), at
-// the thread's last event: who reads them can then count on each Enter
-// being closed.
+// the thread's last event (a time off the CPU's end, when it was last):
+// who reads them can then count on each Enter being closed.
 func Closed(th trace.ThreadCalls, open func() int) iter.Seq[trace.CallEvent] {
 	return func(yield func(trace.CallEvent) bool) {
 		var last float64
 		for ev := range th.Events {
 			last = ev.NS
+			if ev.Kind == trace.CallOff {
+				last = max(last, ev.End) // a time off the CPU ends at End
+			}
 			if !yield(ev) {
 				return
 			}

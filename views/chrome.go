@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"ftpatch/internal/escape"
 	"ftpatch/ordered"
+	"ftpatch/trace"
 	"io"
 	"math"
 	"strconv"
@@ -94,7 +95,10 @@ func Chrome(w io.Writer, in Input) error {
 				}
 				c.event(c.quote(fn), cat, `"X"`, pid, tid, start, end, args)
 			},
-			func(fn string, ns float64) { c.event(c.quote(fn), cat, `"i","s":"t"`, pid, tid, ns, -1, "") })
+			func(fn string, ns float64) { c.event(c.quote(fn), cat, `"i","s":"t"`, pid, tid, ns, -1, "") },
+			func(why trace.OffReason, start, end float64) {
+				c.event(c.quote(why.String()), c.quote("sched"), `"X"`, pid, tid, start, end, "")
+			})
 	})
 	if err != nil {
 		return err

@@ -32,6 +32,12 @@ import (
 // left without returning, or were still running at the end, says how
 // many ("[2 unwound]", "[1 open]").
 //
+// A trace that recorded its threads' times off the CPU (scheduler
+// events) has a column more, OFF-CPU: the part of each path's total time
+// its threads spent off the CPU (asleep, or pre-empted) while the path
+// was on their stack, callees included; its time on the CPU is the
+// rest. Its backtraces say it too ("off-cpu").
+//
 // With opt.Func, the graph is that of opt.Func: first its backtraces,
 // each distinct path of calls that led to it (outermost first) with how
 // many calls of it came that way and their time, in opt.Sort's order as
@@ -51,12 +57,14 @@ func Graph(w io.Writer, in Input, opt Options) error {
 	root.Calls = 1
 	for _, c := range root.Children {
 		root.Total += c.Total
+		root.Off += c.Off
 	}
+	off := schedRecorded(in) || root.Off > 0
 	bw := bufio.NewWriterSize(w, 64<<10)
 	title := fmt.Sprintf("pid %d", in.Meta.Pid)
 	if opt.Func == "" {
 		fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", root.Func, title)
-		writeGraph(bw, root, order)
+		writeGraph(bw, root, order, off)
 		return bw.Flush()
 	}
 
@@ -97,13 +105,17 @@ func Graph(w io.Writer, in Input, opt Options) error {
 	fmt.Fprintf(bw, "# Function Call Graph for '%s' (%s)\n", opt.Func, title)
 	fmt.Fprintf(bw, "=============== BACKTRACE ===============\n")
 	for i, h := range hits {
-		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s\n", i, h.n.Calls, FormatDuration(h.n.Total))
+		fmt.Fprintf(bw, " backtrace #%d: hit %d, time %s", i, h.n.Calls, FormatDuration(h.n.Total))
+		if off {
+			fmt.Fprintf(bw, ", off-cpu %s", FormatDuration(h.n.Off))
+		}
+		bw.WriteString("\n")
 		for k, fn := range h.path {
 			fmt.Fprintf(bw, "   [%d] %s\n", k, fn)
 		}
 		fmt.Fprintln(bw)
 	}
-	writeGraph(bw, sub, order)
+	writeGraph(bw, sub, order, off)
 	return bw.Flush()
 }
 
@@ -140,10 +152,17 @@ func joinOr(names []string) string {
 // callee, each callee branching off with "+-", a line holding only the
 // columns between two callees; a single callee continues below its
 // caller, unbranched. Callees come in the order order gives
-// (model.PathOrder).
-func writeGraph(w *bufio.Writer, root *model.Path, order func(a, b *model.Path) int) {
+// (model.PathOrder). With off, each path's time off the CPU follows its
+// total, "TIME  OFF-CPU : ".
+func writeGraph(w *bufio.Writer, root *model.Path, order func(a, b *model.Path) int, off bool) {
 	fmt.Fprintf(w, "========== FUNCTION CALL GRAPH ==========\n")
-	fmt.Fprintf(w, "# TOTAL TIME   FUNCTION\n")
+	blank := "             : "
+	if off {
+		fmt.Fprintf(w, "# TOTAL TIME     OFF-CPU   FUNCTION\n")
+		blank = "                         : "
+	} else {
+		fmt.Fprintf(w, "# TOTAL TIME   FUNCTION\n")
+	}
 	// columns[i]: whether the i-th column still has a callee to come.
 	var columns []bool
 	indent := func(branch bool) {
@@ -173,6 +192,10 @@ func writeGraph(w *bufio.Writer, root *model.Path, order func(a, b *model.Path) 
 		depth := len(columns)
 		w.WriteString("  ")
 		w.WriteString(FormatDuration(n.Total))
+		if off {
+			w.WriteString("  ")
+			w.WriteString(FormatDuration(n.Off))
+		}
 		w.WriteString(" : ")
 		indent(branch)
 		fmt.Fprintf(w, "(%d) %s", n.Calls, n.Func)
@@ -195,7 +218,7 @@ func writeGraph(w *bufio.Writer, root *model.Path, order func(a, b *model.Path) 
 		for i, c := range n.Sorted(order) {
 			walk(c, n, i == len(n.Children)-1, fork)
 			if i < len(n.Children)-1 {
-				w.WriteString("             : ")
+				w.WriteString(blank)
 				indent(false)
 				w.WriteString("\n")
 			}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"ftpatch/ordered"
+	"ftpatch/trace"
 )
 
 // Field numbers and values of Perfetto's trace protos, as Perfetto
@@ -74,6 +75,7 @@ const (
 	pbEventAnnotations = 4  // repeated DebugAnnotation debug_annotations
 	pbEventType        = 9  // Type type
 	pbEventNameIID     = 10 // uint64 name_iid
+	pbEventTrackUUID   = 11 // uint64 track_uuid: the event's track, not the sequence's default
 	pbSliceBegin       = 1  // Type TYPE_SLICE_BEGIN
 	pbSliceEnd         = 2  // Type TYPE_SLICE_END
 	pbInstant          = 3  // Type TYPE_INSTANT
@@ -111,6 +113,15 @@ const (
 // clock (BOOTTIME), starting at the trace's start. A slice whose call was
 // left without returning has the debug annotation unwound=true, one
 // still running at the end of the trace open=true.
+//
+// A trace with scheduler events gives each thread track (and each
+// context's) a track below it, "thread 123 state" ("context 2 state"),
+// whose slices say what the thread was doing, from its first event to
+// its last: "running", "sleeping" (it blocked) or "runnable
+// (pre-empted)", as Perfetto's own thread states do; its events go on
+// the thread's sequence (track_uuid), among its calls'. A context's
+// track shows its times off the CPU alone, not "running": a context runs
+// only when its thread switches to it.
 func Perfetto(w io.Writer, in Input) error {
 	m := in.Meta
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -123,9 +134,12 @@ func Perfetto(w io.Writer, in Input) error {
 		th          Thread
 		descriptors []byte // the packets describing its tracks not described before
 		seq, track  uint64
+		states      uint64 // the track of its thread states; 0: none
 	}
-	processes := map[int]uint64{} // pid: its track
+	sched := schedRecorded(in) && graphed(in.Meta) // a function trace's calls come without their times off the CPU
+	processes := map[int]uint64{}                  // pid: its track
 	threads := map[[2]int]uint64{}
+	stateTracks := map[[2]int]uint64{} // a thread's states' track
 	seq := uint64(pbDescriptorSequence)
 	parts := func(yield func(part) bool) {
 		for th := range in.Threads {
@@ -158,19 +172,26 @@ func Perfetto(w io.Writer, in Input) error {
 				td = appendMessage(td, pbDescThread, dd)
 				d.descriptor(td)
 			}
-			track := thread
+			track, name := thread, threadName(Thread{Tid: th.Tid})
 			if th.Context != 0 {
-				track = d.newUUID()
-				var td []byte
-				td = appendVarint(td, pbDescUUID, track)
-				td = appendVarint(td, pbDescParent, thread)
-				td = protowire.AppendTag(td, pbDescName, protowire.BytesType)
-				td = protowire.AppendString(td, "context "+itoa(th.Context))
-				d.descriptor(td)
+				track, name = d.newUUID(), "context "+itoa(th.Context)
+				d.named(track, thread, name)
+			}
+			var states uint64
+			if sched && th.Context == 0 {
+				// One a thread, were its calls in several streams.
+				if states = stateTracks[key]; states == 0 {
+					states = d.newUUID()
+					stateTracks[key] = states
+					d.named(states, track, name+" state")
+				}
+			} else if sched {
+				states = d.newUUID()
+				d.named(states, track, name+" state")
 			}
 			d.w.Flush()
 			seq++
-			p := part{th: th, descriptors: bytes.Clone(desc.Bytes()), seq: seq, track: track}
+			p := part{th: th, descriptors: bytes.Clone(desc.Bytes()), seq: seq, track: track, states: states}
 			desc.Reset()
 			if !yield(p) {
 				return
@@ -202,15 +223,84 @@ func Perfetto(w io.Writer, in Input) error {
 		// events, its names interned on it.
 		p := perfettoWriter{w: out, iids: map[string]uint64{}}
 		p.open(pt.seq, pt.track, m.MonoStart)
-		return spans(pt.th, p.w,
-			func(fn string, ns float64) { p.event(pbSliceBegin, fn, ns, "") },
-			func(_ string, _, ns float64, note string) { p.event(pbSliceEnd, "", ns, note) },
-			func(fn string, ns float64) { p.event(pbInstant, fn, ns, "") })
+		if pt.states == 0 {
+			return spans(pt.th, p.w,
+				func(fn string, ns float64) { p.event(0, pbSliceBegin, fn, ns, "") },
+				func(_ string, _, ns float64, note string) { p.event(0, pbSliceEnd, "", ns, note) },
+				func(fn string, ns float64) { p.event(0, pbInstant, fn, ns, "") },
+				nil)
+		}
+		s := threadStates{p: &p, track: pt.states, running: pt.th.Context == 0}
+		err := spans(pt.th, p.w,
+			func(fn string, ns float64) { s.at(ns); p.event(0, pbSliceBegin, fn, ns, "") },
+			func(_ string, _, ns float64, note string) {
+				if note != "open" { // the thread's last event, not one of its own
+					s.at(ns)
+				}
+				p.event(0, pbSliceEnd, "", ns, note)
+			},
+			func(fn string, ns float64) { s.at(ns); p.event(0, pbInstant, fn, ns, "") },
+			s.off)
+		s.end()
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// threadStates writes a thread's states on its track: "running" from
+// its first event, but for each time off the CPU ("sleeping",
+// "runnable (pre-empted)"), to its last; without running, the times off
+// the CPU alone.
+type threadStates struct {
+	p       *perfettoWriter
+	track   uint64
+	running bool    // write "running" slices
+	started bool    // an event was seen
+	resume  bool    // a time off the CPU ended at last: running resumes with the next event
+	open    bool    // a "running" slice is open
+	last    float64 // ns of the last event seen
+}
+
+// offNames are the states' slices' names for each reason off the CPU.
+var offNames = map[trace.OffReason]string{trace.Sleeping: "sleeping", trace.Preempted: "runnable (pre-empted)"}
+
+// at notes an event of the thread at ns: the thread was running then.
+func (s *threadStates) at(ns float64) {
+	if s.running && !s.open && (!s.started || s.resume) {
+		from := ns
+		if s.resume {
+			from = s.last
+		}
+		s.p.event(s.track, pbSliceBegin, "running", from, "")
+		s.open = true
+	}
+	s.started, s.resume, s.last = true, false, ns
+}
+
+// off writes a time off the CPU, from start to end.
+func (s *threadStates) off(why trace.OffReason, start, end float64) {
+	if s.open {
+		s.p.event(s.track, pbSliceEnd, "", start, "")
+		s.open = false
+	}
+	name := offNames[why]
+	if name == "" {
+		name = why.String()
+	}
+	s.p.event(s.track, pbSliceBegin, name, start, "")
+	s.p.event(s.track, pbSliceEnd, "", end, "")
+	s.started, s.resume, s.last = true, true, end
+}
+
+// end ends the running slice at the thread's last event.
+func (s *threadStates) end() {
+	if s.open {
+		s.p.event(s.track, pbSliceEnd, "", s.last, "")
+		s.open = false
+	}
 }
 
 // A perfettoWriter writes TracePackets.
@@ -249,6 +339,16 @@ func (p *perfettoWriter) descriptor(td []byte) {
 	p.write(b)
 }
 
+// named writes the descriptor of a track named name below parent.
+func (p *perfettoWriter) named(track, parent uint64, name string) {
+	var td []byte
+	td = appendVarint(td, pbDescUUID, track)
+	td = appendVarint(td, pbDescParent, parent)
+	td = protowire.AppendTag(td, pbDescName, protowire.BytesType)
+	td = protowire.AppendString(td, name)
+	p.descriptor(td)
+}
+
 // open begins the sequence seq, whose events are on track, with its
 // incremental clock at base (ns).
 func (p *perfettoWriter) open(seq, track, base uint64) {
@@ -279,10 +379,11 @@ func (p *perfettoWriter) open(seq, track, base uint64) {
 	p.write(b)
 }
 
-// event writes a TrackEvent of type typ at ns since the trace's start;
-// name, when not empty, is its name (interned on this sequence first),
-// and note, when not empty, a debug annotation note=true.
-func (p *perfettoWriter) event(typ uint64, name string, ns float64, note string) {
+// event writes a TrackEvent of type typ at ns since the trace's start,
+// on track (0: the sequence's default); name, when not empty, is its
+// name (interned on this sequence first), and note, when not empty, a
+// debug annotation note=true.
+func (p *perfettoWriter) event(track, typ uint64, name string, ns float64, note string) {
 	ts := p.last
 	if t := p.base + uint64(roundNS(ns)); t > ts {
 		ts = t
@@ -292,6 +393,9 @@ func (p *perfettoWriter) event(typ uint64, name string, ns float64, note string)
 	b = appendVarint(b, pbPacketSequenceID, p.seq)
 	b = appendVarint(b, pbPacketSeqFlags, pbSeqNeedsIncrements)
 	ev := appendVarint(p.inner[:0], pbEventType, typ)
+	if track != 0 {
+		ev = appendVarint(ev, pbEventTrackUUID, track)
+	}
 	if name != "" {
 		iid, ok := p.iids[name]
 		if !ok {

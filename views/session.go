@@ -107,6 +107,9 @@ func chainThreads(ins []Input) iter.Seq[Thread] {
 					th.Events = func(y func(Event) bool) {
 						for ev := range events {
 							ev.NS += shift
+							if ev.Kind == Off {
+								ev.End += shift
+							}
 							if !y(ev) {
 								return
 							}

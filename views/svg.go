@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"ftpatch/model"
+	"ftpatch/trace"
 )
 
 // The flame graph's geometry, in px.
@@ -43,15 +44,26 @@ const (
 // opt.PerThread each has a frame of its own above the bottom one. The
 // tree is walked with stacks of its own: it may be hundreds of
 // thousands of frames deep.
+//
+// In a trace with scheduler events the frames are as wide as the time
+// on the CPU (the time its threads spent off it left out); with
+// opt.OffCPU, as the time off it (asleep, or pre-empted) under each
+// path, the last frame of each saying why ("[sleeping]",
+// "[pre-empted]", in blues), or with opt.SampleCount as the times the
+// threads left the CPU there: the off-CPU flame graph.
 func SVG(w io.Writer, in Input, opt Options) error {
-	if !opt.SampleCount && !graphed(in.Meta) {
-		return ErrNoDurations
+	if err := flameCheck(in, opt); err != nil {
+		return err
 	}
 	var name func(Thread) string
 	if opt.PerThread {
 		name = threadName
 	}
-	m := model.Merging{Share: svgMinWidth / (svgWidth - 2*svgPad), Calls: opt.SampleCount}
+	cpu := model.OnCPU
+	if opt.OffCPU {
+		cpu = model.OffCPU
+	}
+	m := model.Merging{Share: svgMinWidth / (svgWidth - 2*svgPad), Calls: opt.SampleCount, CPU: cpu}
 	root := model.CallGraphMerged(in.Threads, in.Meta.Contexts > 0, name, m)
 	root.Func = "all"
 	whole := root.Total
@@ -64,17 +76,25 @@ func SVG(w io.Writer, in Input, opt Options) error {
 	g.bottom = svgTop + (depth+1)*svgFrame
 
 	unit := "the time of each path's calls, callees included"
-	if opt.SampleCount {
+	kind := "Flame graph"
+	switch {
+	case opt.OffCPU && opt.SampleCount:
+		unit, kind = "the times the threads left the CPU with each path on their stack", "Off-CPU flame graph"
+	case opt.OffCPU:
+		unit, kind = "the time the threads spent off the CPU (asleep, or pre-empted) with each path on their stack", "Off-CPU flame graph"
+	case opt.SampleCount:
 		unit = "the calls made along each path and above it"
+	case schedRecorded(in):
+		unit, kind = "the time on the CPU of each path's calls, callees included", "On-CPU flame graph"
 	}
 	title := fmt.Sprintf("%s: %s", program(in.Meta), in.Meta.Tracer)
 	fmt.Fprintf(g.w, `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
 <svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d">
 <rect x="0" y="0" width="%d" height="%d" fill="%s"/>
-<text x="%d" y="24" font-family="monospace" font-size="17" text-anchor="middle">Flame graph of %s</text>
+<text x="%d" y="24" font-family="monospace" font-size="17" text-anchor="middle">%s of %s</text>
 <text x="%d" y="%d" font-family="monospace" font-size="%d" fill="#555555">width: %s; hover a frame for its details</text>
 <g font-family="monospace" font-size="%d">
-`, svgWidth, height, svgWidth, height, svgWidth, height, svgBack, svgWidth/2, xmlText(title),
+`, svgWidth, height, svgWidth, height, svgWidth, height, svgBack, svgWidth/2, kind, xmlText(title),
 		svgPad, height-8, svgFont, unit, svgFont)
 	g.frames(root)
 	fmt.Fprintf(g.w, "</g>\n</svg>\n")
@@ -154,6 +174,10 @@ func (g *flameGraph) frame(n *model.Path, depth int, x float64) bool {
 	}
 	var what string
 	switch {
+	case n.Why != 0 && g.calls:
+		what = fmt.Sprintf("%s off the CPU (%.2f%%)", plural(int(n.Total), "time", "times"), pct)
+	case n.Why != 0:
+		what = fmt.Sprintf("%s (%.2f%%) off the CPU, %s", strings.TrimSpace(FormatDuration(n.Total)), pct, plural(n.Calls, "time", "times"))
 	case depth == 0 && g.calls:
 		what = plural(int(n.Total), "call", "calls")
 	case depth == 0:
@@ -164,7 +188,7 @@ func (g *flameGraph) frame(n *model.Path, depth int, x float64) bool {
 		what = fmt.Sprintf("%s (%.2f%%), %s", strings.TrimSpace(FormatDuration(n.Total)), pct, plural(n.Calls, "call", "calls"))
 	}
 	fmt.Fprintf(g.w, "<g><title>%s: %s</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>",
-		xmlText(n.Func), what, svgPad+x, y, width, svgFrame-1, frameColour(n.Func))
+		xmlText(n.Func), what, svgPad+x, y, width, svgFrame-1, frameColour(n))
 	if label := clip(n.Func, width); label != "" {
 		fmt.Fprintf(g.w, "<text x=\"%.2f\" y=\"%d\">%s</text>", svgPad+x+3, y+svgFrame-4, xmlText(label))
 	}
@@ -186,12 +210,19 @@ func clip(s string, width float64) string {
 	return string(r[:fit-2]) + ".."
 }
 
-// frameColour is a function's frame colour: warm, as flamegraph.pl's
+// frameColour is a frame's colour: a function's warm, as flamegraph.pl's
 // "hot" palette, chosen by a hash of its name so that a function has the
-// same colour in every graph.
-func frameColour(fn string) string {
+// same colour in every graph; a time off the CPU's blue, as off-CPU
+// flame graphs draw them, a shade for each reason.
+func frameColour(n *model.Path) string {
+	switch n.Why {
+	case trace.Sleeping:
+		return "#5f8fd9"
+	case trace.Preempted:
+		return "#8f7fe0"
+	}
 	h := fnv.New64a()
-	h.Write([]byte(fn))
+	h.Write([]byte(n.Func))
 	v := h.Sum64()
 	r := 205 + int(v%51)
 	gr := 80 + int((v>>16)%151)

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"path/filepath"
 
 	"ftpatch/internal/escape"
@@ -40,13 +41,15 @@ type Kind = trace.CallKind
 
 // The kinds of event. A function_graph trace's thread is a sequence of
 // Enter events each closed, in nesting order, by an Exit, Unwound or
-// Open; a function trace's is Call events.
+// Open, with an Off between them for each time the thread was off the
+// CPU (a trace with scheduler events); a function trace's is Call events.
 const (
 	Enter   = trace.CallEnter   // a graphed call begins
 	Exit    = trace.CallExit    // the innermost open call returned
 	Unwound = trace.CallUnwound // the innermost open call was left without returning (longjmp, exception)
 	Open    = trace.CallOpen    // the innermost open call was still running when the trace ended (NS: the thread's last event)
 	Call    = trace.CallOnly    // function tracer: a call, no exit follows
+	Off     = trace.CallOff     // the thread was off the CPU from NS to End, for Why, inside the open calls
 )
 
 // An Event is one step of a thread: a call beginning or ending.
@@ -89,6 +92,14 @@ type Options struct {
 	// instead of time: what a function trace, which has no durations,
 	// needs.
 	SampleCount bool
+	// OffCPU weighs folded stacks and flame graph frames by the time
+	// the threads spent off the CPU (asleep, or pre-empted) with each
+	// path on their stack, a leaf frame for the reason above the call
+	// running ("[sleeping]", "[pre-empted]"); with SampleCount, by the
+	// times they left it. Without it, a trace with scheduler events is
+	// weighed by the time on the CPU alone. A trace without them is
+	// ErrNoSched.
+	OffCPU bool
 	// PerThread keeps each thread's stacks apart: a first frame names
 	// the thread ("thread 123", "thread 123 context 2"); Report prints
 	// a table per thread.
@@ -161,8 +172,30 @@ var ErrNoDurations = errors.New("a function trace records calls, not their durat
 // function_graph trace records.
 var ErrNoGraph = errors.New("a function trace records calls without their nesting: record with FTRACE=function_graph for a call graph")
 
+// ErrNoSched: the view needs the threads' times off the CPU, and the
+// trace did not record them (scheduler events).
+var ErrNoSched = errors.New("the trace has no scheduler events (when its threads left the CPU): ftpatch record records them unless given --no-sched (FTRACE_SCHED=1 under the runtime alone), where the kernel allows it (ftpatch info says why it did not)")
+
+// needSched is ErrNoSched, saying why the kernel refused them where it
+// did, unless in's trace recorded scheduler events.
+func needSched(in Input) error {
+	switch {
+	case schedRecorded(in):
+		return nil
+	case in.Meta.Sched == abi.SchedRefused && in.Meta.SchedWhy != "":
+		return fmt.Errorf("%w; when recording, the kernel refused them: %s", ErrNoSched, escape.Text(in.Meta.SchedWhy))
+	}
+	return ErrNoSched
+}
+
 // ErrNoFunc: the function asked for made no call in the trace.
 var ErrNoFunc = errors.New("no call of the function in the trace")
+
+// schedRecorded says whether in's trace recorded its threads' times off
+// the CPU (scheduler events): its metadata says so, or it holds some.
+func schedRecorded(in Input) bool {
+	return in.Meta.Sched == abi.SchedOn || in.Trace != nil && in.Trace.HasSched()
+}
 
 // graphed says whether the trace nests calls (function_graph).
 func graphed(m *trace.Meta) bool { return m.Tracer != abi.TracerFunctionName }
@@ -228,11 +261,30 @@ func failed(w *bufio.Writer) error {
 // spans reads a thread's events for a timeline view: begin (when not
 // nil) at each graphed call's start, end at its end, with its start and
 // what ended it ("", "unwound" or "open"), instant at each call of a
-// function trace. It stops early when w has failed.
-func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64)) error {
+// function trace, and off (when not nil) at each time the thread was off
+// the CPU, in time order among the calls: its end no later than the
+// thread's next event (the kernel's clock and the calls' may disagree by
+// a little, and a viewer wants slices that nest). It stops early when w
+// has failed.
+func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end func(fn string, start, ns float64, note string), instant func(fn string, ns float64), off func(why trace.OffReason, start, end float64)) error {
 	var st model.Stack
+	var pending Event // the time off the CPU read, not handed to off yet (Kind Off)
+	flush := func(next float64) {
+		if pending.Kind == Off {
+			off(pending.Why, pending.NS, max(min(pending.End, next), pending.NS))
+			pending.Kind = Enter
+		}
+	}
 	n := 0
 	for ev := range model.Closed(th, func() int { return len(st) }) {
+		if ev.Kind == Off {
+			if off != nil {
+				flush(ev.NS)
+				pending = ev
+			}
+			continue
+		}
+		flush(ev.NS)
 		switch {
 		case ev.Kind == Enter:
 			st = append(st, model.Frame{Func: ev.Func, Start: ev.NS})
@@ -259,5 +311,6 @@ func spans(th Thread, w *bufio.Writer, begin func(fn string, ns float64), end fu
 			break
 		}
 	}
+	flush(math.Inf(1))
 	return failed(w)
 }

@@ -99,17 +99,19 @@ func functions() views.Input {
 
 // TestTimelines: read back, the Chrome JSON and the Perfetto protobuf
 // hold every call of the trace, on its thread, with its times, nesting
-// and how it ended.
+// and how it ended; and its thread states (times off the CPU), none in a
+// trace without scheduler events.
 func TestTimelines(t *testing.T) {
 	for _, view := range []struct {
-		name  string
-		write func(io.Writer, views.Input) error
-		read  func([]byte) ([]viewcheck.Call, error)
-	}{{"chrome", views.Chrome, viewcheck.Chrome}, {"perfetto", views.Perfetto, viewcheck.Perfetto}} {
+		name   string
+		write  func(io.Writer, views.Input) error
+		read   func([]byte) ([]viewcheck.Call, error)
+		states func([]byte) ([]viewcheck.State, error)
+	}{{"chrome", views.Chrome, viewcheck.Chrome, viewcheck.ChromeStates}, {"perfetto", views.Perfetto, viewcheck.Perfetto, viewcheck.PerfettoStates}} {
 		for _, c := range []struct {
 			name string
 			in   func() views.Input
-		}{{"graph", known}, {"function", functions}, {"big", func() views.Input { return generated(3, 2000) }}} {
+		}{{"graph", known}, {"function", functions}, {"big", func() views.Input { return generated(3, 2000) }}, {"sched", sleepy}} {
 			t.Run(view.name+"/"+c.name, func(t *testing.T) {
 				var out bytes.Buffer
 				if err := view.write(&out, c.in()); err != nil {
@@ -121,6 +123,13 @@ func TestTimelines(t *testing.T) {
 				}
 				if d := viewcheck.Diff(viewcheck.Expected(c.in()), got); d != "" {
 					t.Errorf("the calls read back differ from the trace's: %s", d)
+				}
+				states, err := view.states(out.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := viewcheck.DiffStates(viewcheck.ExpectedStates(c.in(), view.name), states); d != "" {
+					t.Errorf("the states read back differ from the trace's: %s", d)
 				}
 			})
 		}

@@ -22,7 +22,7 @@ import (
 // give, is a usage error.
 func writeView(w io.Writer, view string, ins []views.Input, opt views.Options) error {
 	err := views.WriteSession(w, view, ins, opt)
-	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) {
+	if errors.Is(err, views.ErrUnknownView) || errors.Is(err, views.ErrNoDurations) || errors.Is(err, views.ErrNoGraph) || errors.Is(err, views.ErrNoSched) {
 		return usage(err)
 	}
 	return err
@@ -67,13 +67,19 @@ choose the calls, as replay's do):
                  {"open":true}. A function trace gives an instant event
                  ("ph":"i") per call. A makecontext context's calls show
                  as a thread of their own, "thread T context N" (tid
-                 N*4194304+T). Open it in https://ui.perfetto.dev (Open
+                 N*4194304+T). Each time a thread was off the CPU (a
+                 trace with scheduler events) is an event of the
+                 category "sched", "sleeping" or "pre-empted", below the
+                 call running. Open it in https://ui.perfetto.dev (Open
                  trace file) or chrome://tracing (Load).
   --perfetto     Perfetto's own protobuf format (TrackEvent): the same
                  timeline, several times smaller than the JSON; a
-                 context's calls are a track below their thread's. Open
-                 it in https://ui.perfetto.dev or with trace_processor.
-                 It is binary: redirect it to a file.
+                 context's calls are a track below their thread's, and
+                 with scheduler events each thread has a state track
+                 ("thread T state": running, sleeping, runnable
+                 (pre-empted)). Open it in https://ui.perfetto.dev or
+                 with trace_processor. It is binary: redirect it to a
+                 file.
   --flame-graph  folded stacks, a line per call path with its frames from
                  the outermost call, ';'-separated, and its weight:
                  "main;eval;parse_expr 130", the ns its calls spent
@@ -91,13 +97,24 @@ choose the calls, as replay's do):
                  callers as the trace is read: memory is bounded by
                  what is drawn, not by the trace's call paths.
 
+A trace with scheduler events (ftpatch record records when each thread
+left the CPU, unless --no-sched) has its flame graphs weighed by the
+time on the CPU: a call's time asleep or pre-empted is left out. With
+--offcpu they are the off-CPU flame graphs instead: each path weighed by
+the time its threads spent off the CPU with it on their stack (with
+--sample-count, by the times they left it), below a last frame saying
+why, [sleeping] or [pre-empted]; the two add up to the flame graph of
+the same trace without scheduler events. --offcpu on a trace without
+them is a usage error (ftpatch info says why a trace has none).
+
 A function trace has no durations: its flame graphs need
 --sample-count.`,
 		Example: `  ftpatch dump --chrome > trace.json          # then open it in https://ui.perfetto.dev
   ftpatch dump --perfetto build/ftrace.data > trace.pftrace
   ftpatch dump --flame-graph | flamegraph.pl > flame.svg
   ftpatch dump --flame-graph --sample-count > calls.folded   # speedscope reads it too
-  ftpatch dump --svg > flame.svg               # no Perl needed`,
+  ftpatch dump --svg > flame.svg               # no Perl needed
+  ftpatch dump --svg --offcpu > waits.svg      # where the threads waited, and why`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := gf.filter()
@@ -118,6 +135,9 @@ A function trace has no durations: its flame graphs need
 			if n != 1 {
 				return usage(errors.New("give one of --chrome, --perfetto, --flame-graph and --svg (see ftpatch dump --help)"))
 			}
+			if opt.OffCPU && !folded && !svg {
+				return usage(errors.New("--offcpu weighs the flame graphs: give it with --flame-graph or --svg (the timelines show the times off the CPU as they are)"))
+			}
 			if f, ok := stdout.(*os.File); ok && view == "perfetto" && progress.IsTerminal(f) {
 				return usage(errors.New("--perfetto writes binary protobuf: redirect it to a file (> trace.pftrace)"))
 			}
@@ -137,6 +157,7 @@ A function trace has no durations: its flame graphs need
 	f.BoolVar(&svg, "svg", false, "an SVG flame graph")
 	f.BoolVar(&opt.SampleCount, "sample-count", false, "flame graphs: weigh paths by calls, not time")
 	f.BoolVar(&opt.PerThread, "per-thread", false, "flame graphs: keep each thread's paths apart")
+	f.BoolVar(&opt.OffCPU, "offcpu", false, "flame graphs: weigh paths by the time off the CPU (asleep, pre-empted), not on it (a trace with scheduler events)")
 	exeFlag(cmd, &exe)
 	gf.register(cmd, false)
 	return cmd

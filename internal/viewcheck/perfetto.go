@@ -3,6 +3,7 @@ package viewcheck
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -173,6 +174,7 @@ type track struct {
 	pid, tid int
 	process  bool // a process's track
 	thread   bool // a thread's track
+	states   bool // a thread's (or context's) states: named for it, " state"
 }
 
 // A sequence is a packet sequence's state.
@@ -182,6 +184,7 @@ type sequence struct {
 	track   uint64 // the default track
 	names   map[uint64]string
 	open    map[uint64][]*Call // per track: the slices begun and not ended
+	states  map[uint64]*State  // per state track: the state begun and not ended
 	packets int
 }
 
@@ -194,17 +197,38 @@ type sequence struct {
 // before their use (an iid names one name on its sequence, as Perfetto
 // scopes interned data to the sequence's incremental state). Times are
 // ns from the trace clock's reading in the first clock snapshot. Every
-// field must be one the view writes, with its wire type.
+// field must be one the view writes, with its wire type. Slices on a
+// thread's state track (PerfettoStates) are no calls.
 func Perfetto(data []byte) ([]Call, error) {
+	calls, _, err := perfetto(data)
+	return calls, err
+}
+
+// PerfettoStates reads the thread states of a Perfetto trace as the
+// view writes them: slices on a track below a thread's (or a context's)
+// named for it and " state" ("thread 12 state"), named "running",
+// "sleeping" or "runnable (pre-empted)", one after the other (none
+// within another), on the sequence of the thread's calls.
+func PerfettoStates(data []byte) ([]State, error) {
+	_, states, err := perfetto(data)
+	return states, err
+}
+
+// stateNames are the thread states' slices' names.
+var stateNames = []string{"running", "sleeping", "runnable (pre-empted)"}
+
+// perfetto reads a Perfetto trace's calls and thread states.
+func perfetto(data []byte) ([]Call, []State, error) {
 	trace, err := decode(data, "Trace")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tracks := map[uint64]*track{}
 	seqs := map[uint64]*sequence{}
 	var origin uint64
 	haveOrigin := false
 	var calls []*Call
+	var states []*State
 	for i, p := range trace.all("packet") {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("packet %d: %s", i, fmt.Sprintf(format, args...))
@@ -214,7 +238,7 @@ func Perfetto(data []byte) ([]Call, error) {
 		clockID, hasClock := p.num("timestamp_clock_id")
 		flags, hasFlags := p.num("sequence_flags")
 		if seq == 0 {
-			return nil, fail("no trusted_packet_sequence_id")
+			return nil, nil, fail("no trusted_packet_sequence_id")
 		}
 		if p.sub("process_tree") != nil {
 			continue // PerfettoProcesses reads it
@@ -222,13 +246,19 @@ func Perfetto(data []byte) ([]Call, error) {
 		if d := p.sub("track_descriptor"); d != nil {
 			uuid, t, err := readDescriptor(d)
 			if err != nil {
-				return nil, fail("track descriptor: %v", err)
+				return nil, nil, fail("track descriptor: %v", err)
 			}
 			if tracks[uuid] != nil || uuid == 0 {
-				return nil, fail("track %d declared again", uuid)
+				return nil, nil, fail("track %d declared again", uuid)
 			}
 			if t.parent != 0 && tracks[t.parent] == nil {
-				return nil, fail("track %d's parent %d not declared before it", uuid, t.parent)
+				return nil, nil, fail("track %d's parent %d not declared before it", uuid, t.parent)
+			}
+			if parent := tracks[t.parent]; parent != nil && t.name == parent.name+" state" {
+				if _, _, _, err := placeOf(tracks, parent); err != nil {
+					return nil, nil, fail("state track %q: %v", t.name, err)
+				}
+				t.states = true
 			}
 			tracks[uuid] = t
 			continue
@@ -241,43 +271,43 @@ func Perfetto(data []byte) ([]Call, error) {
 		s.packets++
 		if flags&seqIncrementalStateCleared != 0 {
 			if s.packets != 1 {
-				return nil, fail("sequence %d cleared again", seq)
+				return nil, nil, fail("sequence %d cleared again", seq)
 			}
-			s.cleared, s.names, s.open = true, map[uint64]string{}, map[uint64][]*Call{}
+			s.cleared, s.names, s.open, s.states = true, map[uint64]string{}, map[uint64][]*Call{}, map[uint64]*State{}
 			defaults, snapshot := p.sub("trace_packet_defaults"), p.sub("clock_snapshot")
 			if defaults == nil || snapshot == nil || !hasTS || !hasClock || clockID != builtinBoottime {
-				return nil, fail("sequence %d opens without its defaults, clock snapshot and a BOOTTIME timestamp", seq)
+				return nil, nil, fail("sequence %d opens without its defaults, clock snapshot and a BOOTTIME timestamp", seq)
 			}
 			clock, _ := defaults.num("timestamp_clock_id")
 			track, _ := defaults.sub("track_event_defaults").num("track_uuid")
 			if clock < 64 || clock > 127 || tracks[track] == nil {
-				return nil, fail("sequence %d's default clock %d (want one of its own, 64-127), track %d (declared?)", seq, clock, track)
+				return nil, nil, fail("sequence %d's default clock %d (want one of its own, 64-127), track %d (declared?)", seq, clock, track)
 			}
 			inc, boot, err := readSnapshot(snapshot, clock)
 			if err != nil {
-				return nil, fail("clock snapshot: %v", err)
+				return nil, nil, fail("clock snapshot: %v", err)
 			}
 			if !haveOrigin {
 				origin, haveOrigin = boot, true
 			}
 			if boot != origin || inc != boot || ts != boot {
-				return nil, fail("sequence %d's clocks start at %d, %d, %d; the trace's at %d", seq, inc, boot, ts, origin)
+				return nil, nil, fail("sequence %d's clocks start at %d, %d, %d; the trace's at %d", seq, inc, boot, ts, origin)
 			}
 			s.clock, s.track = inc, track
 			continue
 		}
 		if !s.cleared || !hasFlags || flags != seqNeedsIncrementalState || hasClock || !hasTS {
-			return nil, fail("sequence %d: a packet without the incremental state it needs (flags %d)", seq, flags)
+			return nil, nil, fail("sequence %d: a packet without the incremental state it needs (flags %d)", seq, flags)
 		}
 		s.clock += ts
 		for _, in := range p.all("interned_data") {
 			if err := readInterned(in, s.names); err != nil {
-				return nil, fail("interned data: %v", err)
+				return nil, nil, fail("interned data: %v", err)
 			}
 		}
 		ev := p.sub("track_event")
 		if ev == nil {
-			return nil, fail("no track event")
+			return nil, nil, fail("no track event")
 		}
 		typ, _ := ev.num("type")
 		iid, _ := ev.num("name_iid")
@@ -287,21 +317,31 @@ func Perfetto(data []byte) ([]Call, error) {
 		}
 		note, err := readNote(ev)
 		if err != nil {
-			return nil, fail("%v", err)
+			return nil, nil, fail("%v", err)
 		}
 		t := tracks[trackID]
 		if t == nil {
-			return nil, fail("event on track %d, not declared", trackID)
+			return nil, nil, fail("event on track %d, not declared", trackID)
+		}
+		if t.states {
+			st, err := readState(s, trackID, tracks, typ, iid, note, int64(s.clock-origin))
+			if err != nil {
+				return nil, nil, fail("%v", err)
+			}
+			if st != nil {
+				states = append(states, st)
+			}
+			continue
 		}
 		c := &Call{Start: int64(s.clock - origin)}
 		if c.Pid, c.Tid, c.Context, err = placeOf(tracks, t); err != nil {
-			return nil, fail("%v", err)
+			return nil, nil, fail("%v", err)
 		}
 		switch typ {
 		case typeSliceBegin, typeInstant:
 			name, ok := s.names[iid]
 			if !ok {
-				return nil, fail("name iid %d not interned on sequence %d", iid, seq)
+				return nil, nil, fail("name iid %d not interned on sequence %d", iid, seq)
 			}
 			c.Func, c.Depth = name, len(s.open[trackID])
 			if typ == typeInstant {
@@ -313,20 +353,23 @@ func Perfetto(data []byte) ([]Call, error) {
 		case typeSliceEnd:
 			st := s.open[trackID]
 			if len(st) == 0 || iid != 0 {
-				return nil, fail("a slice end with no slice open, or a name")
+				return nil, nil, fail("a slice end with no slice open, or a name")
 			}
 			b := st[len(st)-1]
 			s.open[trackID] = st[:len(st)-1]
 			b.End, b.Note = c.Start, note
 		default:
-			return nil, fail("event type %d", typ)
+			return nil, nil, fail("event type %d", typ)
 		}
 	}
 	for id, s := range seqs {
 		for _, st := range s.open {
 			if len(st) > 0 {
-				return nil, fmt.Errorf("sequence %d: %d slices never end", id, len(st))
+				return nil, nil, fmt.Errorf("sequence %d: %d slices never end", id, len(st))
 			}
+		}
+		for _, st := range s.states {
+			return nil, nil, fmt.Errorf("sequence %d: state %v never ends", id, *st)
 		}
 	}
 	out := make([]Call, 0, len(calls))
@@ -334,7 +377,43 @@ func Perfetto(data []byte) ([]Call, error) {
 		out = append(out, *c)
 	}
 	Sort(out)
-	return out, nil
+	var outStates []State
+	for _, st := range states {
+		outStates = append(outStates, *st)
+	}
+	SortStates(outStates)
+	return out, outStates, nil
+}
+
+// readState reads an event of a state track, at ns: a slice's begin
+// (returned, its end to come), or its end; a state begins only once the
+// one before it has ended.
+func readState(s *sequence, trackID uint64, tracks map[uint64]*track, typ, iid uint64, note string, ns int64) (*State, error) {
+	open := s.states[trackID]
+	switch {
+	case note != "":
+		return nil, fmt.Errorf("a thread state annotated %s", note)
+	case typ == typeSliceBegin:
+		name := s.names[iid]
+		if !slices.Contains(stateNames, name) {
+			return nil, fmt.Errorf("a thread state named %q", name)
+		}
+		if open != nil {
+			return nil, fmt.Errorf("state %q begins within %v", name, *open)
+		}
+		st := &State{State: name, Start: ns}
+		st.Pid, st.Tid, st.Context, _ = placeOf(tracks, tracks[tracks[trackID].parent])
+		s.states[trackID] = st
+		return st, nil
+	case typ == typeSliceEnd:
+		if open == nil || iid != 0 {
+			return nil, errors.New("a thread state's end with no state begun, or a name")
+		}
+		open.End = ns
+		delete(s.states, trackID)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("a thread state's event of type %d", typ)
 }
 
 // placeOf is the thread (and context) a track's events happen on: a

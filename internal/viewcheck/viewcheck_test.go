@@ -19,6 +19,9 @@ func TestChromeRejects(t *testing.T) {
 		{"overlap", `,{"name":"b","ph":"X","ts":1.000,"dur":5.000,"pid":1,"tid":1},{"name":"a","ph":"X","ts":0.500,"dur":2.000,"pid":1,"tid":1}`, "without nesting"},
 		{"unnamed thread", `,{"name":"a","ph":"X","ts":0.500,"dur":2.000,"pid":1,"tid":2}`, "not named"},
 		{"sub-ns", `,{"name":"a","ph":"X","ts":0.5001,"dur":2.000,"pid":1,"tid":1}`, "not µs to the ns"},
+		{"asleep in a call", `,{"name":"sleeping","cat":"sched","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1},{"name":"a","ph":"X","ts":0.500,"dur":2.000,"pid":1,"tid":1}`, ""},
+		{"asleep across a call's end", `,{"name":"sleeping","cat":"sched","ph":"X","ts":1.000,"dur":5.000,"pid":1,"tid":1},{"name":"a","ph":"X","ts":0.500,"dur":2.000,"pid":1,"tid":1}`, "without nesting"},
+		{"off the CPU for no reason", `,{"name":"napping","cat":"sched","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":1}`, "a time off the CPU as"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Chrome([]byte(head + c.events + "]}"))
