@@ -25,6 +25,7 @@ type Settings struct {
 	Ctl          bool          // FTRACE_CTL=1: the program listens for ftpatch ctl
 	Libcall      bool          // FTRACE_LIBCALL=1: calls into shared libraries traced too
 	NestLibcall  bool          // FTRACE_LIBCALL=nest: and those libraries make into one another (implies Libcall)
+	Sched        bool          // FTRACE_SCHED=1: each traced thread's context switches recorded beside its calls
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
@@ -42,7 +43,7 @@ type Settings struct {
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
 	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvSession,
-	abi.EnvLibcall, abi.EnvLibArgs, abi.EnvLibRetval}
+	abi.EnvLibcall, abi.EnvLibArgs, abi.EnvLibRetval, abi.EnvSched}
 
 // vars are the settings as NAME=value, the unset ones left out.
 func (s Settings) vars() []string {
@@ -69,6 +70,9 @@ func (s Settings) vars() []string {
 		add(abi.EnvLibcall, "nest")
 	} else if s.Libcall {
 		add(abi.EnvLibcall, "1")
+	}
+	if s.Sched {
+		add(abi.EnvSched, "1")
 	}
 	if s.Depth > 0 {
 		add(abi.EnvDepth, strconv.Itoa(s.Depth))

@@ -56,6 +56,7 @@ type recordFlags struct {
 	buffer                 string
 	ctl                    bool
 	noLibcall, nestLibcall bool
+	noSched                bool
 	args, retval           []string
 	autoArgs               bool
 }
@@ -73,6 +74,7 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.ctl, "ctl", false, "the program listens for ftpatch ctl while it runs (FTRACE_CTL=1)")
 	f.BoolVarP(&r.nestLibcall, "nest-libcall", "l", false, "trace the calls shared libraries make into one another too (malloc inside fopen, a plugin's calls), in every loaded module, those dlopen loads included (FTRACE_LIBCALL=nest)")
 	f.BoolVar(&r.noLibcall, "no-libcall", false, "trace the program's own functions alone, not its calls into shared libraries (printf, malloc, read...), which are traced by default where it makes them (FTRACE_LIBCALL=1); --filter chooses among both by name")
+	f.BoolVar(&r.noSched, "no-sched", false, "leave out the scheduler events: when each traced thread left its CPU (slept or was pre-empted) and ran again, recorded by default from the kernel's context-switch records (FTRACE_SCHED=1; where the kernel refuses them, tracing goes on without and info says why)")
 	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument, from 1: the registers, 6 on x86-64, 8 on arm64, then the stack's words), fpargN[/FMT] (the Nth floating-point register, up to 8; f64 unless said), stack+OFF[/FMT] (the stack argument at byte OFF, a multiple of 8: where a long double, a struct or a float past the registers is), *argN/{...} or *stack+OFF/{...} (the struct the pointer there points to), argN+fpargM/{...} (x86-64: a struct in both kinds of registers, each eightbyte from the next of its class), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF, or a set of the prototype table of --auto-args: open_flags, mmap_prot, signal...), f32 f64 (f = f64), f80 (x86-64's long double), f128 (arm64's long double, __float128), {MEMBERS} (a struct, its members' formats in order: {i32,i32}, nested {i64,{c,c}}; ... last for members not recorded); repeat, or separate entries with ';'")
 	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said): f32 f64 f128 (f = f64) read the floating-point return register, f80 x86-64's st0, {MEMBERS} a struct in the return registers (16 bytes at most), *{MEMBERS} (x86-64) one returned in memory; repeat, or separate with ';'")
 	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture: in registers, on the stack (long doubles, structs in memory, what follows the registers), structs by their members; a value it cannot place or show (__int128) shows as ?; and the program's library calls of common C library functions from ftpatch's prototype table, their flags and enums by name (open(\"f\", O_RDONLY|O_CLOEXEC) = 3), after -A and -R's entries")
@@ -86,7 +88,8 @@ var ringSize = regexp.MustCompile(`^ring:[1-9][0-9]*[kKmMgG]?$`)
 // pre-patched by ftpatch enable (prepatched) or not.
 func (r *recordFlags) settings(out string, prepatched bool) (launch.Settings, error) {
 	s := launch.Settings{Tracer: r.tracer, Out: out, Filter: r.filter, Depth: r.depth, Threshold: r.threshold,
-		GraphFuncs: r.funcs, GraphNotrace: r.notrace, Buffer: r.buffer, Ctl: r.ctl, Session: launch.SessionID(), Libcall: !r.noLibcall, NestLibcall: r.nestLibcall}
+		GraphFuncs: r.funcs, GraphNotrace: r.notrace, Buffer: r.buffer, Ctl: r.ctl, Session: launch.SessionID(), Libcall: !r.noLibcall, NestLibcall: r.nestLibcall,
+		Sched: !r.noSched}
 	if r.noLibcall && r.nestLibcall {
 		return s, usage(errors.New("--nest-libcall and --no-libcall: choose one"))
 	}

@@ -138,6 +138,7 @@ void ftrt_trace_end(void)
 	}
 	if (held == 1)
 		ftrt_bufs_unlock();
+	ftrt_sched_drain(deadline); /* the last context switches, before the counts are written */
 	if (ftrt_trace_pid != ftrt_creator_pid)
 		return;
 	int mods = ftrt_modules_hold();
@@ -173,6 +174,7 @@ void ftrt_trace_exec(void)
 	    !atomic_load_explicit(&ftrt_recorded_bytes, memory_order_relaxed))
 		return;
 	ftrt_writer_drain(mono_ns() + END_WAIT_NS); /* the exec ends the writer: what it holds first */
+	ftrt_sched_drain(mono_ns() + END_WAIT_NS / 100); /* the exec drops the event and its ring */
 	if (b && ftrt_record_up.take && ftrt_record_up.take(b, (uintptr_t)__builtin_frame_address(0))) {
 		if (!ended()) { /* the end, on another thread, takes it otherwise */
 			ftrt_stream_summary(b, 1); /* the stream's last records, unless the exec fails */

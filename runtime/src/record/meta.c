@@ -432,6 +432,16 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 		meta_line(&o, META_KEY_RING_ASKED, ftrt_ring_asked);
 		meta_line(&o, META_KEY_OVERWRITTEN, atomic_load_explicit(&ftrt_overwritten, memory_order_relaxed));
 	}
+	/* Scheduler events (sched.c): on or refused from the first metadata,
+	 * what was recorded of them in the final one. */
+	if (ftrt_sched_state != SCHED_STATE_OFF) {
+		meta_str(&o, ftrt_sched_state == SCHED_STATE_ON ? META_KEY_SCHED " " SCHED_ON "\n" : META_KEY_SCHED " " SCHED_REFUSED "\n");
+		meta_setting(&o, META_KEY_SCHED_WHY, ftrt_sched_why[0] ? ftrt_sched_why : NULL);
+		if (ended && ftrt_sched_state == SCHED_STATE_ON) {
+			meta_line(&o, META_KEY_SCHED_SWITCHES, atomic_load_explicit(&ftrt_sched_switches, memory_order_relaxed));
+			meta_line(&o, META_KEY_SCHED_LOST, atomic_load_explicit(&ftrt_sched_lost, memory_order_relaxed));
+		}
+	}
 	if (ended && ftrt_end_signal)
 		meta_line(&o, META_KEY_SIGNAL, (uint64_t)ftrt_end_signal);
 	else if (ended && ftrt_exit_code >= 0)

@@ -152,6 +152,7 @@ void ftrt_ring_push(struct tbuf *b)
 	publish(b, 0);
 	b->base += n;
 	sys_sigs_release(&mask);
+	ftrt_sched_check(); /* the scheduler events' ring, if a quarter full */
 }
 
 /* Write len bytes at *off of the stream: whole records within

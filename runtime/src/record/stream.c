@@ -309,6 +309,7 @@ void ftrt_flush(struct tbuf *b)
 	publish(b, 0);
 	b->base += n;
 	sys_sigs_release(&mask);
+	ftrt_sched_check(); /* the scheduler events' ring, if a quarter full */
 }
 
 /* The thread's name, NUL-padded: its own (PR_GET_NAME) when self, else

@@ -86,6 +86,8 @@ struct tbuf *ftrt_tbuf_new(void)
 	sys_sigs_release(&mask);
 	pthread_setspecific(exit_key, b);
 	tb = b;
+	if (b->tid != b->pid)
+		ftrt_sched_reader(); /* a second thread: the scheduler events' reader, once */
 	return b;
 }
 
@@ -197,6 +199,7 @@ struct spawned {
 static void *runtime_thread(void *arg)
 {
 	ftrt_in_runtime = 1;
+	ftrt_sched_own_thread(); /* its context switches are not the program's */
 	return ((struct spawned *)arg)->fn(NULL);
 }
 

@@ -145,6 +145,7 @@ static void fork_child(void)
 	atomic_store_explicit(&ftrt_overwritten, 0, memory_order_relaxed);
 	ftrt_tsc_start = now();
 	ftrt_mono_start = mono_ns();
+	ftrt_sched_fork_child(); /* the child's own event: the parent's ring is not mapped here */
 	__atomic_store_n(&fork_image, FORK_PENDING, __ATOMIC_RELEASE);
 }
 
@@ -253,6 +254,7 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_creator_pid = ftrt_trace_pid = getpid();
 	ftrt_tsc_start = now();
 	ftrt_mono_start = mono_ns();
+	ftrt_sched_start(); /* FTRACE_SCHED=1: the threads' context switches (sched.c) */
 	if (arm_exit)
 		arm_exit();
 	at_quick_exit(ftrt_trace_end);

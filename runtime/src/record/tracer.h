@@ -398,6 +398,30 @@ int ftrt_thread_start(void) HIDDEN;
 void ftrt_after_fork_child(void) HIDDEN;
 int ftrt_spawn(void *(*fn)(void *)) HIDDEN;
 
+/*
+ * Scheduler events (sched.c; FTRACE_SCHED=1): opened at the trace's
+ * start, drained (ftrt_sched_drain, until a deadline; 0: only if no
+ * other thread drains) at the end and before an exec, checked when a
+ * full buffer is written out (ftrt_sched_check), read by a thread of
+ * their own once a second thread makes its buffer (ftrt_sched_reader);
+ * a forked child opens its own (ftrt_sched_fork_child). The runtime's
+ * threads say so (ftrt_sched_own_thread): their switches are not the
+ * program's. The metadata says ftrt_sched_state (off, on, refused),
+ * ftrt_sched_why (why refused, or what stopped them), and the counts.
+ */
+#define SCHED_STATE_OFF 0
+#define SCHED_STATE_ON 1
+#define SCHED_STATE_REFUSED 2
+extern int ftrt_sched_state HIDDEN;
+extern char ftrt_sched_why[256] HIDDEN;
+extern _Atomic uint64_t ftrt_sched_switches HIDDEN, ftrt_sched_lost HIDDEN;
+void ftrt_sched_start(void) HIDDEN;
+void ftrt_sched_drain(uint64_t deadline) HIDDEN;
+void ftrt_sched_check(void) HIDDEN;
+void ftrt_sched_reader(void) HIDDEN;
+void ftrt_sched_own_thread(void) HIDDEN;
+void ftrt_sched_fork_child(void) HIDDEN;
+
 /* Shadow stacks (shadow.c). */
 struct shadow_stack *ftrt_find_stack(struct tbuf *b, uintptr_t sp, uint64_t *id) HIDDEN;
 struct shadow_stack *ftrt_stack_at(struct tbuf *b, uintptr_t sp, uint64_t ts, int rec) HIDDEN;

@@ -190,6 +190,7 @@ void ftrt_writer_handoff(struct tbuf *b)
 	b->base += n;
 	sys_sigs_release(&mask);
 	sys(SYS_futex, (long)&work, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+	ftrt_sched_check(); /* the scheduler events' ring, if a quarter full */
 }
 
 /* Wait (until deadline) for every hand-off to be written: before the
