@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"ftpatch/internal/viewcheck"
 )
 
 // An offLine is a time off the CPU as replay shows it: the calls open
@@ -152,6 +154,34 @@ func TestOffCPU(t *testing.T) {
 					info, _ := run(t, dir, tool("ftpatch"), "info", tdir)
 					if !regexp.MustCompile(`scheduler events: +on: [1-9]\d* times a thread left the CPU`).MatchString(info) {
 						t.Fatalf("info does not say scheduler events were recorded:\n%s", info)
+					}
+					// The timeline, parsed back: the thread's states.
+					pf, _ := run(t, dir, tool("ftpatch"), "dump", "--perfetto", tdir)
+					states, err := viewcheck.PerfettoStates([]byte(pf))
+					if err != nil {
+						t.Fatalf("dump --perfetto: %v", err)
+					}
+					var stateMS = map[string]float64{}
+					for _, st := range states {
+						stateMS[st.State] += float64(st.End-st.Start) / 1e6
+					}
+					switch c.mode {
+					case "sleep", "pipe":
+						if stateMS["sleeping"] < 15 || stateMS["running"] <= 0 {
+							t.Errorf("perfetto's thread states: %v ms; want sleeping (30 ms, 20 ms) and running", stateMS)
+						}
+					case "preempt":
+						if stateMS["runnable (pre-empted)"] < 1 {
+							t.Errorf("perfetto's thread states: %v ms; want runnable (pre-empted)", stateMS)
+						}
+					}
+					if c.mode == "sleep" {
+						// The off-CPU flame graph: nap3's naps, a leaf of
+						// their own under it.
+						folded, _ := run(t, dir, tool("ftpatch"), "dump", "--flame-graph", "--offcpu", tdir)
+						if !regexp.MustCompile(`(?m)^.*;nap3;.*\[sleeping\] (\d+)$`).MatchString(folded) {
+							t.Errorf("dump --flame-graph --offcpu has no [sleeping] stack under nap3:\n%s", folded)
+						}
 					}
 					switch c.mode {
 					case "sleep":

@@ -132,10 +132,10 @@ func callSpan(t *testing.T, tr *trace.Trace, pid, tid int) (uint64, uint64) {
 		}
 		var entry, exit uint64
 		for _, r := range s.Records {
-			switch r.Kind() {
-			case trace.Entry:
+			switch {
+			case r.IsCall():
 				entry = r.TS
-			case trace.Exit:
+			case r.Kind() == trace.Exit:
 				exit = r.TS
 			}
 		}
