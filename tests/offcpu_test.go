@@ -219,6 +219,32 @@ func TestOffCPU(t *testing.T) {
 					}
 				})
 			}
+			t.Run("pingpong", func(t *testing.T) {
+				// Switches by the hundred thousand, both CPUs at once:
+				// none lost to the rings' readers (a ring the threads
+				// shared across CPUs lost half), each thread's times
+				// off the CPU in order whichever CPU it ran on.
+				tdir := filepath.Join(dir, "t-pingpong")
+				out, stderr, code, err := runStatus(dir, tool("ftpatch"), "record", "--no-libcall", "-d", tdir, prog, "pingpong")
+				if err != nil || code != 0 {
+					t.Fatalf("record: exit %d, %v\n%s%s", code, err, out, stderr)
+				}
+				info, _ := run(t, dir, tool("ftpatch"), "info", tdir)
+				m := regexp.MustCompile(`scheduler events: +on: (\d+) times a thread left the CPU, recorded; (\d+) events? lost`).FindStringSubmatch(info)
+				if m == nil {
+					t.Fatalf("info:\n%s", info)
+				}
+				sw, _ := strconv.Atoi(m[1])
+				lost, _ := strconv.Atoi(m[2])
+				if sw < 50000 || lost*20 > sw {
+					t.Errorf("%d switches recorded, %d events lost: want at least 50,000 (a thread waits for the other 50,000 times) and under 5%% lost", sw, lost)
+				}
+				report, _ := run(t, dir, tool("ftpatch"), "report", "--no-pager", tdir)
+				total, on, off, _ := reportRow(t, report, "turn")
+				if math.Abs(total-on-off) > 0.002 || off <= 0 || off > total {
+					t.Errorf("turn in the report: total %.3f = on %.3f + off %.3f?\n%s", total, on, off, report)
+				}
+			})
 			t.Run("no-sched", func(t *testing.T) {
 				tdir := filepath.Join(dir, "t-nosched")
 				out, stderr, code, err := runStatus(dir, tool("ftpatch"), "record", "--no-sched", "-d", tdir, prog, "sleep")

@@ -9,6 +9,10 @@
  *                   priority (SCHED_FIFO where permitted, else a nice
  *                   difference) takes the CPU 5 times for about 3 ms;
  *                   prints which it used
+ *   offcpu pingpong two threads pass a byte back and forth 50,000 times
+ *                   through two pipes, each waiting for the other in
+ *                   turn(): switches by the hundred thousand, on every
+ *                   CPU at once
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -121,6 +125,37 @@ static int preempt(void)
 	return 0;
 }
 
+static int ab[2], ba[2];
+
+__attribute__((noinline)) char turn(int in, int out)
+{
+	char c = 0;
+	if (read(in, &c, 1) != 1 || write(out, &c, 1) != 1)
+		_exit(7);
+	return c;
+}
+
+static void *pong(void *arg)
+{
+	for (int i = 0; i < 50000; i++)
+		turn(ab[0], ba[1]);
+	return arg;
+}
+
+static int pingpong(void)
+{
+	pthread_t t;
+	if (pipe(ab) || pipe(ba) || pthread_create(&t, NULL, pong, NULL))
+		return 8;
+	char c = 'x';
+	for (int i = 0; i < 50000; i++)
+		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+			return 9;
+	pthread_join(t, NULL);
+	printf("pingpong %c\n", c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -141,5 +176,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "preempt"))
 		return preempt();
+	if (!strcmp(argv[1], "pingpong"))
+		return pingpong();
 	return 2;
 }
