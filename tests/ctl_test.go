@@ -164,7 +164,14 @@ const serverStart = time.Minute
 // until it answers ftpatch ctl.
 func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) *server {
 	t.Helper()
-	argv := tg.on(prog)
+	return startServerArgs(t, tg, dir, []string{prog}, xdg, env...)
+}
+
+// startServerArgs is startServer running the command argv (the program
+// and its arguments).
+func startServerArgs(t *testing.T, tg target, dir string, argv []string, xdg string, env ...string) *server {
+	t.Helper()
+	argv = tg.on(argv[0], argv[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "FTRACE_CTL=1", "XDG_RUNTIME_DIR="+xdg), env...)

@@ -2,11 +2,13 @@ package tests
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"ftpatch/internal/viewcheck"
 )
@@ -262,5 +264,39 @@ func TestOffCPU(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestOffCPUFlightRecorder: under the flight recorder (ring:1m) the
+// switches are kept in memory with the calls: a snapshot (ftpatch ctl
+// snapshot) taken while the program waits on its input shows nap3's
+// three naps, and the trace written at the end its six, each in nap3.
+func TestOffCPUFlightRecorder(t *testing.T) {
+	t.Parallel()
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	objs := buildSrc(t, tg, dir, preferred[tg.arch], true, "offcpu.c")
+	prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-pthread")
+	xdg := filepath.Join(dir, "xdg")
+	if err := os.Mkdir(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "trace")
+	srv := startServerArgs(t, tg, dir, []string{prog, "wait"}, xdg, "FTRACE_OUT="+out, "FTRACE=function_graph", "FTRACE_BUFFER=ring:1m", "FTRACE_SCHED=1")
+	time.Sleep(300 * time.Millisecond) // nap3 done, waiting on its input
+	snap := filepath.Join(dir, "snap")
+	if got, err := srv.ctl("snapshot", snap); err != nil {
+		t.Fatalf("ctl snapshot: %v\n%s", err, got)
+	}
+	srv.stop("waited\n", 0)
+	for _, c := range []struct {
+		dir  string
+		naps int
+	}{{snap, 3}, {out, 6}} {
+		replay, _ := run(t, dir, tool("ftpatch"), "replay", "--no-pager", c.dir)
+		if n, ms, each := inCall(replayOffCPU(t, replay), "nap3", "sleeping"); n != c.naps || ms < 9.9*float64(c.naps) {
+			t.Errorf("%s: %d sleeping lines in nap3, %.3f ms (%v); want %d naps of 10 ms\n%s", c.dir, n, ms, each, c.naps, replay)
+		}
 	}
 }

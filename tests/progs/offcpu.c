@@ -9,6 +9,9 @@
  *                   priority (SCHED_FIFO where permitted, else a nice
  *                   difference) takes the CPU 5 times for about 3 ms;
  *                   prints which it used
+ *   offcpu wait     nap3(), then wait_input() reads its standard input to
+ *                   its end (a snapshot of the flight recorder is taken
+ *                   meanwhile), then nap3() again
  *   offcpu pingpong two threads pass a byte back and forth 50,000 times
  *                   through two pipes, each waiting for the other in
  *                   turn(): switches by the hundred thousand, on every
@@ -125,6 +128,13 @@ static int preempt(void)
 	return 0;
 }
 
+__attribute__((noinline)) void wait_input(void)
+{
+	char buf[64];
+	while (read(0, buf, sizeof buf) > 0)
+		;
+}
+
 static int ab[2], ba[2];
 
 __attribute__((noinline)) char turn(int in, int out)
@@ -178,5 +188,12 @@ int main(int argc, char **argv)
 		return preempt();
 	if (!strcmp(argv[1], "pingpong"))
 		return pingpong();
+	if (!strcmp(argv[1], "wait")) {
+		nap3();
+		wait_input();
+		nap3();
+		printf("waited\n");
+		return 0;
+	}
 	return 2;
 }

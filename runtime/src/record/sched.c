@@ -81,9 +81,6 @@ static uint64_t ring_size; /* a ring's data bytes: a power of two */
 static uint64_t pagesz;
 static uint64_t *scratch, scratch_events; /* one drain's events: 2 words each (key, word), then as many out */
 static uint64_t c0, r0;    /* the (counter, RAW) pair taken when the events opened */
-static struct ftrt_fd file = { .fd = -1 }; /* "<pid>.sched", once made */
-static uint64_t file_off;   /* where the next chunk goes */
-static int file_failed;     /* it could not be made or written: no more */
 static _Atomic int lock;    /* the draining thread's tid, 0: none */
 static int reader;          /* the reader thread was spawned (or tried) */
 static _Atomic int own[OWN_MAX], nown; /* the runtime's threads' tids: their switches are not the program's */
@@ -241,7 +238,11 @@ void ftrt_sched_start(void)
 		return;
 	}
 	scratch = (uint64_t *)m;
-	open_events(ncpus, pages);
+	long e = ftrt_ring_slots ? ftrt_sched_out_ring(ftrt_ring_bytes()) : 0;
+	if (e)
+		ftrt_sched_refuse("mmap", e);
+	else
+		open_events(ncpus, pages);
 }
 
 /* The calling thread is one of the runtime's (ftrt_spawn's, or the
@@ -307,51 +308,6 @@ static void sort_pairs(uint64_t *p, uint64_t n)
 		p[2 * end] = k, p[2 * end + 1] = w;
 		sift(p, 0, end);
 	}
-}
-
-/* The file's descriptor, checked (fds.h), made at the first drain with
- * events (its header first), opened again by its name if the program
- * closed it; -1 when none can be. */
-static int file_fd(void)
-{
-	if (file_failed)
-		return -1;
-	if (file.fd >= 0 && ftrt_fd_ours(&file))
-		return file.fd;
-	char name[32];
-	char *p = ftrt_utoa(name, (uint64_t)ev_pid);
-	ftrt_sched_copy(p, SCHED_SUFFIX, sizeof SCHED_SUFFIX);
-	int dir = ftrt_trace_dir();
-	if (dir < 0) {
-		file_failed = 1;
-		return -1;
-	}
-	if (file.fd >= 0) { /* the program closed ours: the very file again */
-		struct ftrt_fd k;
-		if (ftrt_fd_keep(&k, sys(SYS_openat, dir, (long)name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0, 0, 0)) == 0 && k.dev == file.dev &&
-		    k.ino == file.ino) {
-			file = k;
-			return file.fd;
-		}
-		if (k.fd >= 0)
-			ftrt_fd_close(&k);
-		file_failed = 1;
-		return -1;
-	}
-	unsigned char hdr[SCHED_HEADER] = SCHED_MAGIC;
-	uint32_t ids[2] = { (uint32_t)ev_pid, 0 };
-	ftrt_sched_copy(hdr + 8, ids, 8);
-	if (ftrt_fsize_room(0) < SCHED_HEADER || ftrt_fd_keep(&file, ftrt_file_create(dir, name)) != 0 ||
-	    ftrt_put(file.fd, hdr, SCHED_HEADER, 0) != SCHED_HEADER) {
-		if (file.fd >= 0) {
-			sys(SYS_unlinkat, dir, (long)name, 0, 0, 0, 0); /* not a .sched file: no reader must find it */
-			ftrt_fd_close(&file);
-		}
-		file_failed = 1;
-		return -1;
-	}
-	file_off = SCHED_HEADER;
-	return file.fd;
 }
 
 /*
@@ -426,16 +382,12 @@ static void drain_locked(int all)
 		for (uint64_t x = i; x < j; x++)
 			out[w++] = pairs[2 * x + 1];
 	}
-	if (w) {
-		int fd = file_fd();
-		if (fd >= 0 && ftrt_fsize_room(file_off) >= w * 8 && ftrt_put(fd, out, w * 8, file_off) == w * 8) {
-			file_off += w * 8;
-			atomic_fetch_add_explicit(&ftrt_sched_switches, outs, memory_order_relaxed);
-		} else {
-			lost += n;
-			file_failed = 1; /* the file ends with whole chunks */
-		}
-	}
+	if (w && ftrt_sched_out_put(ev_pid, out, w) == 0)
+		atomic_fetch_add_explicit(&ftrt_sched_switches, outs, memory_order_relaxed);
+	else if (w)
+		lost += n;
+	if (all)
+		ftrt_sched_out_end(ev_pid); /* the flight recorder's ring to the file */
 	if (lost)
 		atomic_fetch_add_explicit(&ftrt_sched_lost, lost, memory_order_relaxed);
 }
@@ -571,6 +523,31 @@ void ftrt_sched_reader(void)
 	reader_spawn();
 }
 
+/* A snapshot into the directory dir (the flight recorder's): the
+ * switches its ring holds, as "<pid>.sched". 0, or -errno. */
+int ftrt_sched_snapshot(int dir)
+{
+	if (!cpus || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != ev_pid)
+		return 0;
+	ftrt_sched_drain(0); /* what the kernel's rings hold, older than YOUNG_NS */
+	int me = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0), err = -EBUSY;
+	unsigned long mask;
+	sys_sigs_hold(&mask);
+	for (uint64_t deadline = mono_ns() + END_WAIT_NS;;) {
+		int free = 0;
+		if (atomic_compare_exchange_strong_explicit(&lock, &free, me, memory_order_acquire, memory_order_relaxed)) {
+			err = ftrt_sched_out_snapshot(ev_pid, dir);
+			atomic_store_explicit(&lock, 0, memory_order_release);
+			break;
+		}
+		if (mono_ns() > deadline)
+			break;
+		ftrt_nap();
+	}
+	sys_sigs_release(&mask);
+	return err;
+}
+
 /*
  * In a child after fork: the rings are not mapped here (VM_DONTCOPY), so
  * they are forgotten, not unmapped; the file and the counts are the
@@ -585,11 +562,7 @@ void ftrt_sched_fork_child(void)
 	atomic_store_explicit(&ftrt_sched_switches, 0, memory_order_relaxed);
 	atomic_store_explicit(&ftrt_sched_lost, 0, memory_order_relaxed);
 	reader = 0;
-	if (file.fd >= 0)
-		ftrt_fd_close(&file); /* this process's copy: the parent's stays open */
-	file = FTRT_FD_NONE;
-	file_off = 0;
-	file_failed = 0;
+	ftrt_sched_out_fork();
 	uint64_t pages = ring_size / (pagesz ? pagesz : 4096);
 	int had = cpus;
 	for (int c = 0; c < cpus; c++)

@@ -1,13 +1,15 @@
 /*
  * Between the scheduler events' files (record/sched.c, which opens the
- * event and reads its ring, and record/schedwhy.c, which says why it
- * could not): what the metadata says is tracer.h's (ftrt_sched_state,
- * ftrt_sched_why, the counts).
+ * events and reads their rings; record/schedwhy.c, which says why it
+ * could not; record/schedout.c, where what is read goes): what the
+ * metadata says is tracer.h's (ftrt_sched_state, ftrt_sched_why, the
+ * counts).
  */
 #ifndef FTRT_SCHED_H
 #define FTRT_SCHED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifndef HIDDEN
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -23,5 +25,15 @@ void ftrt_sched_why_add(const char *s) HIDDEN;
  * ftrt_sched_why saying what failed, its error's name and what to
  * change (kernel.perf_event_paranoid, a seccomp filter, a container). */
 void ftrt_sched_refuse(const char *call, long err) HIDDEN;
+
+/* Where the drained events go (schedout.c), with sched.c's lock held:
+ * the file, or the flight recorder's ring (ftrt_sched_out_ring, at the
+ * start: 0 or -errno); the ring to the file at the end, into a
+ * snapshot's directory; nothing of the parent's in a forked child. */
+long ftrt_sched_out_ring(uint64_t thread_ring) HIDDEN;
+int ftrt_sched_out_put(int pid, const uint64_t *chunks, uint64_t w) HIDDEN;
+void ftrt_sched_out_end(int pid) HIDDEN;
+int ftrt_sched_out_snapshot(int pid, int dir) HIDDEN;
+void ftrt_sched_out_fork(void) HIDDEN;
 
 #endif

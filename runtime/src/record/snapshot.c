@@ -104,7 +104,11 @@ int ftrt_snapshot(const char *dir, char *made, size_t size)
 	munmap(words, bytes);
 	if (err) {
 		why = "a thread's stream could not be written (the disk full?)";
-	} else {
+	} else if (ftrt_fd_ours(&fd) && ftrt_sched_snapshot(fd.fd) != 0) { /* the last switches too */
+		err = -EIO;
+		why = "the scheduler events could not be written (the disk full?)";
+	}
+	if (!err) {
 		int mods = ftrt_modules_hold();
 		if (ftrt_fd_ours(&fd))
 			ftrt_meta_write_in(fd.fd, 1, now(), mono_ns(), "meta.tmp", 0);

@@ -421,6 +421,9 @@ void ftrt_sched_check(void) HIDDEN;
 void ftrt_sched_reader(void) HIDDEN;
 void ftrt_sched_own_thread(void) HIDDEN;
 void ftrt_sched_fork_child(void) HIDDEN;
+/* A flight recorder's snapshot into the directory dir: its switches as
+ * "<pid>.sched" there (sched.c). 0, or -errno. */
+int ftrt_sched_snapshot(int dir) HIDDEN;
 
 /* Shadow stacks (shadow.c). */
 struct shadow_stack *ftrt_find_stack(struct tbuf *b, uintptr_t sp, uint64_t *id) HIDDEN;
