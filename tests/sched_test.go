@@ -305,5 +305,10 @@ func checkSchedRefused(t *testing.T, im, why string) {
 	if m[abi.MetaKeySched] != abi.SchedRefused || !strings.HasPrefix(m[abi.MetaKeySchedWhy], why) {
 		t.Errorf("metadata: sched %q, sched_why %q; want refused, %q...", m[abi.MetaKeySched], m[abi.MetaKeySchedWhy], why)
 	}
+	// ftpatch info says so, and why.
+	info, _ := run(t, im, tool("ftpatch"), "info", im)
+	if !strings.Contains(info, "scheduler events:   refused by the kernel ("+why) {
+		t.Errorf("ftpatch info does not say the kernel refused the scheduler events (%s...):\n%s", why, info)
+	}
 	t.Logf("sched_why %s", m[abi.MetaKeySchedWhy])
 }
