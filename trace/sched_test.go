@@ -51,7 +51,9 @@ func TestSchedMerge(t *testing.T) {
 		"7.sched": schedBytes(7,
 			schedChunkBytes(1, schedEv(300, abi.SchedSleep), schedEv(350, abi.SchedIn)),
 			schedChunkBytes(2, schedEv(230, abi.SchedPreempt)),
-			schedChunkBytes(1, schedEv(420, abi.SchedPreempt), schedEv(430, abi.SchedIn), schedEv(600, abi.SchedSleep), schedEv(610, abi.SchedSleep), schedEv(700, abi.SchedIn))),
+			schedChunkBytes(1, schedEv(420, abi.SchedPreempt), schedEv(430, abi.SchedIn), schedEv(600, abi.SchedSleep), schedEv(610, abi.SchedSleep), schedEv(700, abi.SchedIn),
+				// Past the trace's end (1100): ends there; after it: none.
+				schedEv(1050, abi.SchedSleep), schedEv(1150, abi.SchedIn), schedEv(1200, abi.SchedSleep), schedEv(1300, abi.SchedIn))),
 	})
 	tr, err := Read(dir)
 	if err != nil {
@@ -65,7 +67,7 @@ func TestSchedMerge(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%d@%d", r.Kind(), r.TS))
 	}
-	want := []string{"1@200", "1@250", "off 300-350 sleeping", "2@400", "off 420-430 pre-empted", "2@500", "off 610-700 sleeping"}
+	want := []string{"1@200", "1@250", "off 300-350 sleeping", "2@400", "off 420-430 pre-empted", "2@500", "off 610-700 sleeping", "off 1050-0 sleeping"}
 	if !slices.Equal(got, want) {
 		t.Errorf("thread 1's records:\n got %q\nwant %q", got, want)
 	}
@@ -82,7 +84,7 @@ func TestSchedMerge(t *testing.T) {
 	if err := tr.WalkStream(0, fakeNames{}, &Filter{}, func(uint64) Sink { return &s }); err != nil {
 		t.Fatal(err)
 	}
-	wantWalk := []string{"enter 0x1000 1", "enter 0x2000 2", "off sleeping 200-250 depth 2", "close 0x2000", "off pre-empted 320-330 depth 1", "close 0x1000", "off sleeping 510-600 depth 0"}
+	wantWalk := []string{"enter 0x1000 1", "enter 0x2000 2", "off sleeping 200-250 depth 2", "close 0x2000", "off pre-empted 320-330 depth 1", "close 0x1000", "off sleeping 510-600 depth 0", "off sleeping 950-1000 depth 0"}
 	if !slices.Equal(s.got, wantWalk) {
 		t.Errorf("walk:\n got %q\nwant %q", s.got, wantWalk)
 	}
@@ -100,7 +102,7 @@ func TestSchedMerge(t *testing.T) {
 	if err := tr.WalkStream(0, fakeNames{}, &Filter{Hide: []string{"0x2000"}}, func(uint64) Sink { return &s }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"enter 0x1000 1", "off sleeping 200-250 depth 1", "off pre-empted 320-330 depth 1", "close 0x1000", "off sleeping 510-600 depth 0"}; !slices.Equal(s.got, want) {
+	if want := []string{"enter 0x1000 1", "off sleeping 200-250 depth 1", "off pre-empted 320-330 depth 1", "close 0x1000", "off sleeping 510-600 depth 0", "off sleeping 950-1000 depth 0"}; !slices.Equal(s.got, want) {
 		t.Errorf("walk hiding 0x2000: got %q, want %q", s.got, want)
 	}
 	s.got = nil
@@ -120,7 +122,7 @@ func TestSchedBatches(t *testing.T) {
 	for i := range n {
 		evs = append(evs, schedEv(uint64(1000+3*i), abi.SchedSleep), schedEv(uint64(1001+3*i), abi.SchedIn))
 	}
-	dir := writeTrace(t, graphMeta, map[string][]byte{
+	dir := writeTrace(t, strings.Replace(graphMeta, "tsc_end 1100", "tsc_end 1000000", 1), map[string][]byte{
 		"7-1.trace": stream3(7, 1, entryRec(500, 0x1000), exitRec(uint64(1000+3*n))),
 		"7.sched":   schedBytes(7, schedChunkBytes(1, evs[:7]...), schedChunkBytes(1, evs[7:]...)),
 	})

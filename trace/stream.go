@@ -183,11 +183,22 @@ func (r *StreamReader) Next() ([]Record, error) {
 	return out, nil
 }
 
-// advance reads the thread's next time off the CPU into r.next.
+// advance reads the thread's next time off the CPU into r.next. Those
+// after the trace's end (the runtime's own, as it wrote the trace out)
+// are not the program's: left out, and one that lasted past the end
+// ends there (In 0).
 func (r *StreamReader) advance() error {
 	o, ok, err := r.sc.next()
 	if err != nil {
 		return err
+	}
+	if m := &r.t.Meta; ok && !m.Unended && m.TSCEnd > m.TSCStart {
+		switch {
+		case o.Out >= m.TSCEnd:
+			ok = false // and every one after it
+		case o.In > m.TSCEnd:
+			o.In = 0
+		}
 	}
 	r.have = ok
 	if ok {
