@@ -153,8 +153,10 @@ static void open_events(int ncpu, uint64_t pages)
 	cpus = 0;
 	for (int c = 0; c < ncpu && c < CPU_MAX; c++) {
 		long fd = sys(SYS_perf_event_open, (long)&a, 0, c, -1, PERF_FLAG_FD_CLOEXEC, 0);
-		if (fd == -ENODEV || (fd == -EINVAL && got > 0))
-			continue; /* no such CPU (offline, or past the last) */
+		if (fd == -ENODEV)
+			continue; /* a CPU not there (offline) */
+		if (fd == -EINVAL && got > 0)
+			break; /* past the last */
 		const char *call = "perf_event_open";
 		long m = fd;
 		for (; !sys_failed(fd) && pages >= PAGES_MIN; pages /= 2) {
@@ -186,13 +188,14 @@ static void open_events(int ncpu, uint64_t pages)
 
 /* The CPUs the kernel may run the process on: the highest possible
  * CPU's number + 1, from /sys/devices/system/cpu/possible ("0-63",
- * "0,2-5"); 1 when it cannot be read. */
+ * "0,2-5"); CPU_MAX when it cannot be read (open_events stops at the
+ * first the kernel says is past the last). */
 static int possible_cpus(void)
 {
 	char buf[256];
 	long fd = sys(SYS_openat, AT_FDCWD, (long)"/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC, 0, 0, 0);
 	if (sys_failed(fd))
-		return 1;
+		return CPU_MAX;
 	long n = sys(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
 	sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	int top = 0, v = -1;
