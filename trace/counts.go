@@ -139,11 +139,20 @@ func (t *Trace) Counts(err *error) iter.Seq[ThreadCounts] {
 func CountEvents(th ThreadCalls) ThreadCounts {
 	c := ThreadCounts{Pid: th.Pid, Tid: th.Tid, Context: th.Context}
 	seen := false
+	offEnd := -1.0 // the end of the last time off the CPU
 	for ev := range th.Events {
+		if ev.Kind == CallOff {
+			offEnd = ev.End // not a record of the stream's
+			continue
+		}
 		if !seen {
 			c.First, seen = ev.NS, true
 		}
-		c.Last = ev.NS
+		// A call still running when the thread's last time off the CPU
+		// ended is closed there: the stream's last record is earlier.
+		if ev.Kind != CallOpen || ev.NS != offEnd {
+			c.Last = ev.NS
+		}
 		switch ev.Kind {
 		case CallEnter, CallOnly:
 			c.Calls++

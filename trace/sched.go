@@ -295,3 +295,24 @@ func (t *Trace) assignSched() {
 		}
 	}
 }
+
+// OffEnd is when the thread ran again after o, ns since tracing began:
+// the trace's end for one that lasted until then (In 0).
+func (m *Meta) OffEnd(o OffCPU) float64 {
+	switch {
+	case o.In != 0:
+		return m.Nanos(o.In)
+	case m.TSCEnd > o.Out:
+		return m.Nanos(m.TSCEnd)
+	}
+	return m.Nanos(o.Out)
+}
+
+// lastNS is the time of the thread's last event as of r, ns: r's, or a
+// time off the CPU's end.
+func (m *Meta) lastNS(r *Record) float64 {
+	if o, ok := r.OffCPU(); ok {
+		return m.OffEnd(o)
+	}
+	return m.Nanos(r.TS)
+}

@@ -661,6 +661,9 @@ func Open(dir string) (*Trace, error) {
 			err := t.EachRecord(i, func(recs []Record) {
 				for _, r := range recs {
 					last = max(last, r.TS)
+					if o, ok := r.OffCPU(); ok {
+						last = max(last, o.In) // it ran again then
+					}
 				}
 			})
 			if err != nil {

@@ -219,14 +219,7 @@ func (w *Walker) Records(recs []Record) {
 // there; the thread's last event is then its end.
 func (w *Walker) offCPU(o OffCPU) {
 	m := w.m
-	start := m.Nanos(o.Out)
-	end := start
-	switch {
-	case o.In != 0:
-		end = m.Nanos(o.In)
-	case m.TSCEnd > o.Out:
-		end = m.Nanos(m.TSCEnd)
-	}
+	start, end := m.Nanos(o.Out), m.OffEnd(o)
 	w.last = max(w.last, end)
 	s, ok := w.cur.(OffCPUSink)
 	if !ok {
@@ -410,7 +403,7 @@ func (t *Trace) split(i int, names Namer, f *Filter, own Sink) (*split, error) {
 		if cur == nil {
 			w.Records(recs[from:])
 		}
-		sp.last = t.Meta.Nanos(recs[len(recs)-1].TS)
+		sp.last = max(sp.last, t.Meta.lastNS(&recs[len(recs)-1]))
 	})
 	if err == nil {
 		err = sp.spool.done()

@@ -400,13 +400,7 @@ func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 		ns := t.Meta.Nanos(r.TS)
 		if o, ok := r.OffCPU(); ok {
 			// The thread left the CPU: a line of its own, how long.
-			end := ns
-			switch {
-			case o.In != 0:
-				end = t.Meta.Nanos(o.In)
-			case t.Meta.TSCEnd > o.Out:
-				end = t.Meta.Nanos(t.Meta.TSCEnd)
-			}
+			end := t.Meta.OffEnd(o)
 			if f.Until && ns > f.TimeTo || end < f.TimeFrom || len(f.Funcs) > 0 || f.Threshold > 0 && end-ns < f.Threshold {
 				return nil
 			}
