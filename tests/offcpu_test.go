@@ -122,6 +122,14 @@ func reportRow(t *testing.T, out, fn string) (total, on, off, self float64) {
 	return
 }
 
+// offCPUProg builds progs/offcpu.c for tg into dir, its sites the
+// architecture's preferred ones, PIE.
+func offCPUProg(t *testing.T, tg target, dir string) string {
+	t.Helper()
+	objs := buildSrc(t, tg, dir, preferred[tg.arch], true, "offcpu.c")
+	return linkRecordedOn(t, tg, dir, objs, picLink(true), "-pthread")
+}
+
 // TestOffCPU: ftpatch record records when each thread left the CPU and
 // why, by default, and the views show it in the call that waited, with
 // the kernel's times converted to the trace's clock (the cycle counter
@@ -137,8 +145,7 @@ func TestOffCPU(t *testing.T) {
 			t.Parallel()
 			need(t, tg.tools...)
 			dir := t.TempDir()
-			objs := buildSrc(t, tg, dir, preferred[tg.arch], true, "offcpu.c")
-			prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-pthread")
+			prog := offCPUProg(t, tg, dir)
 			for _, c := range []struct{ mode, clock string }{{"sleep", ""}, {"sleep", "mono"}, {"pipe", ""}, {"preempt", ""}} {
 				t.Run(c.mode+"/"+c.clock, func(t *testing.T) {
 					tdir := filepath.Join(dir, "t-"+c.mode+"-"+c.clock)
@@ -276,8 +283,7 @@ func TestOffCPUFlightRecorder(t *testing.T) {
 	tg := x86GCC
 	need(t, tg.tools...)
 	dir := t.TempDir()
-	objs := buildSrc(t, tg, dir, preferred[tg.arch], true, "offcpu.c")
-	prog := linkRecordedOn(t, tg, dir, objs, picLink(true), "-pthread")
+	prog := offCPUProg(t, tg, dir)
 	xdg := filepath.Join(dir, "xdg")
 	if err := os.Mkdir(xdg, 0o700); err != nil {
 		t.Fatal(err)
