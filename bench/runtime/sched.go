@@ -74,7 +74,7 @@ int main(void)
 // schedBench measures scheduler events (FTRACE_SCHED=1): a traced
 // call's cost with them and without (the runtime adds nothing to a
 // call: the kernel writes the events), a thread's start and end (the
-// inherited event the kernel makes and frees), and a context switch
+// copies of the per-CPU events the kernel makes and frees), and a context switch
 // (the two records the kernel writes and the runtime reads), each case
 // beside the same program traced without them, interleaved; and the
 // target: 3,000 short threads pay at most 10% wall time for them.
@@ -128,7 +128,7 @@ func schedBench(work, bin string, libs []byte, runs int) error {
 		fmt.Printf("%-42s %8.1fms %8d KB\n", c.name, med(c)/1e6, c.rss)
 	}
 	fmt.Printf("\na traced call: %+.2f ns with scheduler events (nothing on the call's path: the kernel writes them)\n", (med(callsOn)-med(callsOff))/5e6)
-	fmt.Printf("a thread's start and end: %+.2f us with scheduler events (the kernel's inherited event), against %.2f us a traced thread costs, %.2f us untraced\n",
+	fmt.Printf("a thread's start and end: %+.2f us with scheduler events (the kernel's copies of the per-CPU events), against %.2f us a traced thread costs, %.2f us untraced\n",
 		(med(threadsOn)-med(threadsOff))/3000/1e3, med(threadsOff)/3000/1e3, med(plainThreads)/3000/1e3)
 	if switches > 0 {
 		fmt.Printf("a context switch: %+.0f ns with scheduler events (%d switches recorded in the last run: the kernel's two records, the runtime's reading)\n",
