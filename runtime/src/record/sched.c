@@ -60,8 +60,8 @@
 #include "sched.h"
 #include "tracer.h"
 
-#define PAGES_ALL 64  /* data pages asked for all CPUs' rings together: 256 KiB */
-#define PAGES_MAX 32  /* a CPU's ring's most: 128 KiB, 2,700 switches */
+#define PAGES_ALL 128 /* data pages asked for all CPUs' rings together: 512 KiB */
+#define PAGES_MAX 64  /* a CPU's ring's most: 256 KiB, 5,400 switches */
 #define PAGES_MIN 4   /* the fewest taken: halved down to this under perf_event_mlock_kb */
 #define REC_MIN 24    /* the smallest record read: a SWITCH, header and sample_id */
 #define OWN_MAX 8     /* the runtime's own threads (ftrt_spawn's, and the reader) */
@@ -450,14 +450,14 @@ void ftrt_sched_check(void)
 }
 
 /*
- * The reader thread: looks at the ring's head every interval and drains
- * it when an eighth is full. The interval follows the rate the ring
- * fills at: a quarter of the ring's time to fill at the rate it last
- * filled, between 2 and 20 ms (a burst after a quiet spell finds it at
- * most 20 ms away: 128 KiB hold 5,400 switches). Not a poll of A: the
- * kernel wakes A's pollers (and every event on its ring) at each
- * inheriting thread's exit, which in a program that makes threads by the
- * thousand cost more than the reading (+7% of the run).
+ * The reader thread: looks at the rings' heads every interval and
+ * drains them when one is an eighth full. The interval follows the rate
+ * the fullest fills at: a quarter of its time to fill at the rate it
+ * last filled, between 2 and 20 ms (a burst after a quiet spell finds it
+ * at most 20 ms away: a ring of 256 KiB holds 5,400 switches). Not a
+ * poll of the events: the kernel wakes their pollers at each inheriting
+ * thread's exit, which in a program that makes threads by the thousand
+ * cost more than the reading (+7% of the run).
  *
  * A bare thread (reader_spawn): raw system calls, the clock through the
  * C library's clock_gettime found at start (which touches no thread
