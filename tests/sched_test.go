@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -75,21 +74,14 @@ func readSched(t *testing.T, dir string) (int, map[int][]schedEvent) {
 	return pid, events
 }
 
-// metaKeys are the key value lines of the image dir's metadata.
-func metaKeys(t *testing.T, dir string) map[string]string {
+// metaOf is the image dir's metadata, as package trace reads it.
+func metaOf(t *testing.T, dir string) *trace.Meta {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "meta"))
+	tr, err := trace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		m[k] = v
-	}
-	return m
+	return &tr.Meta
 }
 
 // A sleep is a thread's time off its CPU, blocked: a SchedSleep and the
@@ -181,9 +173,8 @@ func TestSchedSleeps(t *testing.T) {
 	}
 	pid, events := readSched(t, im)
 	checkSleepsIn(t, tr, events, pid, pid, 3)
-	m := metaKeys(t, im)
-	if n, _ := strconv.Atoi(m[abi.MetaKeySchedSwitches]); m[abi.MetaKeySched] != abi.SchedOn || n < 3 {
-		t.Errorf("metadata: sched %q, sched_switches %q; want on, at least 3", m[abi.MetaKeySched], m[abi.MetaKeySchedSwitches])
+	if m := tr.Meta; m.Sched != abi.SchedOn || m.SchedSwitches < 3 {
+		t.Errorf("metadata: sched %q, sched_switches %d; want on, at least 3", m.Sched, m.SchedSwitches)
 	}
 }
 
@@ -222,7 +213,7 @@ func TestSchedFork(t *testing.T) {
 	_, out := runTracedArgv(t, dir, []string{prog, "fork"}, "function_graph", "t", []string{"FTRACE_SCHED=1", "FTRACE_FILTER=naps"}, "slept\n", 0)
 	var child string
 	for _, im := range images(t, out) {
-		if metaKeys(t, im)[abi.MetaKeyForked] == "1" {
+		if metaOf(t, im).Forked {
 			child = im
 		}
 	}
@@ -259,7 +250,7 @@ func TestSchedRecord(t *testing.T) {
 		}
 		im := image(t, out)
 		files, _ := filepath.Glob(filepath.Join(im, "*"+abi.SchedSuffix))
-		if sched := metaKeys(t, im)[abi.MetaKeySched]; (len(files) == 1) != tc.want || (sched == abi.SchedOn) != tc.want {
+		if sched := metaOf(t, im).Sched; (len(files) == 1) != tc.want || (sched == abi.SchedOn) != tc.want {
 			t.Errorf("record %v: files %v, sched %q; want scheduler events %v", tc.flags, files, sched, tc.want)
 		}
 	}
@@ -301,14 +292,14 @@ func checkSchedRefused(t *testing.T, im, why string) {
 	if files, _ := filepath.Glob(filepath.Join(im, "*"+abi.SchedSuffix)); len(files) != 0 {
 		t.Errorf("scheduler events refused, yet %v", files)
 	}
-	m := metaKeys(t, im)
-	if m[abi.MetaKeySched] != abi.SchedRefused || !strings.HasPrefix(m[abi.MetaKeySchedWhy], why) {
-		t.Errorf("metadata: sched %q, sched_why %q; want refused, %q...", m[abi.MetaKeySched], m[abi.MetaKeySchedWhy], why)
+	m := tr.Meta
+	if m.Sched != abi.SchedRefused || !strings.HasPrefix(m.SchedWhy, why) {
+		t.Errorf("metadata: sched %q, sched_why %q; want refused, %q...", m.Sched, m.SchedWhy, why)
 	}
 	// ftpatch info says so, and why.
 	info, _ := run(t, im, tool("ftpatch"), "info", im)
 	if !strings.Contains(info, "scheduler events:   refused by the kernel ("+why) {
 		t.Errorf("ftpatch info does not say the kernel refused the scheduler events (%s...):\n%s", why, info)
 	}
-	t.Logf("sched_why %s", m[abi.MetaKeySchedWhy])
+	t.Logf("sched_why %s", m.SchedWhy)
 }

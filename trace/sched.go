@@ -266,13 +266,6 @@ func (c *schedCursor) next() (o OffCPU, ok bool, err error) {
 	}
 }
 
-// SchedKept says whether the trace holds scheduler events for the
-// thread of stream i.
-func (t *Trace) SchedKept(i int) bool {
-	s := &t.Streams[i]
-	return t.sched[schedKey{s.Pid, s.Tid}] != nil && t.schedFirst[schedKey{s.Pid, s.Tid}] == s.Name
-}
-
 // HasSched says whether the trace recorded scheduler events (its
 // metadata says so, or it holds some).
 func (t *Trace) HasSched() bool {

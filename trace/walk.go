@@ -236,7 +236,7 @@ func (w *Walker) offCPU(o OffCPU) {
 	} else if len(f.Funcs) > 0 {
 		return
 	}
-	if f.Until && start > f.TimeTo || end < f.TimeFrom {
+	if !f.OffKept(start, end) {
 		return
 	}
 	s.OffCPU(o.Why, start, end, depth)
@@ -434,6 +434,14 @@ func (sp *split) close() {
 	if sp != nil {
 		sp.spool.close()
 	}
+}
+
+// OffKept says whether a time off the CPU from start to end (ns) is
+// kept: it overlaps [TimeFrom, TimeTo]. Funcs and Hide are the walk's
+// (the calls around it); Threshold the sink's (a report counts a short
+// wait in the call it lengthened, replay leaves it out as a short call).
+func (f *Filter) OffKept(start, end float64) bool {
+	return !(f.Until && start > f.TimeTo || end < f.TimeFrom)
 }
 
 // CallKept says whether the function tracer's call of fn at ns is

@@ -401,7 +401,7 @@ func ReplayCalls(w io.Writer, t *trace.Trace, names trace.Naming, f *trace.Filte
 		if o, ok := r.OffCPU(); ok {
 			// The thread left the CPU: a line of its own, how long.
 			end := t.Meta.OffEnd(o)
-			if f.Until && ns > f.TimeTo || end < f.TimeFrom || len(f.Funcs) > 0 || f.Threshold > 0 && end-ns < f.Threshold {
+			if len(f.Funcs) > 0 || !f.OffKept(ns, end) || f.Threshold > 0 && end-ns < f.Threshold { // no call around it to be one of Funcs'
 				return nil
 			}
 			line = appendPadded(line[:0], strconv.AppendFloat(nil, ns/1000, 'f', 3, 64), 12)

@@ -442,7 +442,8 @@ static uint64_t fullest(void)
 }
 
 /* A thread wrote out a full buffer: a drain if a ring is a quarter
- * full. */
+ * full. The process first: a child forked without the fork handlers
+ * (a raw fork system call) has none of the rings mapped. */
 void ftrt_sched_check(void)
 {
 	if (cpus && (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) == ev_pid && fullest() > ring_size / 4)
