@@ -78,9 +78,10 @@ func (h How) String() string {
 var (
 	// ErrTooShort: the function ends before the bytes the jump needs.
 	ErrTooShort = errors.New("shorter than the jump")
-	// ErrBranchInto: a branch in the function targets a moved
-	// instruction other than the first, which would land in the middle
-	// of the jump.
+	// ErrBranchInto: a branch in the function targets the moved
+	// instructions (it would land in the middle of the jump) or the
+	// function's first bytes (a loop back to the start would enter the
+	// site again, as a second call).
 	ErrBranchInto = errors.New("a branch in the function targets the moved bytes")
 	// ErrUnmovable: an instruction among those moved cannot run
 	// elsewhere (loop, jrcxz, a branch to a register-relative table, a
