@@ -14,6 +14,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/isa/arm64"
+	"ftpatch/isa/move"
 	"ftpatch/isa/x86"
 	"ftpatch/runtime/abi"
 )
@@ -72,6 +73,25 @@ type ISA struct {
 	CFlags []string
 	// CC is the default C compiler for the ISA.
 	CC []string
+
+	// PlanPrologue plans a prologue site for the function at addr whose
+	// bytes are code[:size] (code may go on with the padding before the
+	// next function: NOP or int3 bytes only, which a short function may
+	// use); read, if not nil, reads n bytes of the file's memory at an
+	// address, for jump tables (nil when it cannot). A refusal wraps one
+	// of package move's reasons. nil: the ISA makes no prologue sites.
+	PlanPrologue func(code []byte, addr uint64, size int, read func(addr uint64, n int) []byte) (move.Plan, error)
+	// Trampoline returns the trampoline of plan p placed at address t:
+	// the disabled site (at offset 0), the moved instructions rewritten
+	// for t, the jump back to p.Resume(). An operand t puts out of reach
+	// is a *nops.RangeError.
+	Trampoline func(p *move.Plan, t uint64) ([]byte, error)
+	// PrologueJump returns the p.Len bytes written at p.Patch: the jump
+	// to the trampoline at t (padded with traps on x86-64).
+	PrologueJump func(p *move.Plan, t uint64) ([]byte, error)
+	// TrampolineMax bounds a trampoline's length, and TrampolineSite is
+	// the length of the site at its start.
+	TrampolineMax, TrampolineSite int
 }
 
 // Relocs are the relocation types of the ISA's psABI that ftpatch reads
