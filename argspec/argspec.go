@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -138,7 +137,7 @@ func ReadLibrary(file string, names []string, enums *Enums) (*Module, error) {
 		if err != nil || len(id) < 3 {
 			return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
 		}
-		dbg := filepath.Join(debugRoot, ".build-id", id[:2], id[2:]+".debug")
+		dbg := elfx.DebugPath(id)
 		f, err := elf.Open(dbg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, ErrNoDWARF)
@@ -177,9 +176,6 @@ func mapELF(file string) (*infile.Mapped, *elfx.File, error) {
 	}
 	return m, ef, nil
 }
-
-// debugRoot is where a distribution installs debug files apart.
-var debugRoot = "/usr/lib/debug"
 
 // readFuncs reads the subprograms of d that choose names (by the
 // entry, its low_pc, its name and its linkage name), each under that

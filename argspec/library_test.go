@@ -2,6 +2,7 @@ package argspec
 
 import (
 	"errors"
+	"ftpatch/elfx"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,7 @@ import (
 
 // TestReadLibrary: a shared object's exported functions are read from
 // its own DWARF, or, once stripped, from its debug file where the
-// distribution puts it (debugRoot/.build-id/NN/REST.debug); only the
+// distribution puts it (elfx.DebugRoot/.build-id/NN/REST.debug); only the
 // names asked for; ErrNoDWARF with neither.
 func TestReadLibrary(t *testing.T) {
 	dir := t.TempDir()
@@ -42,10 +43,10 @@ func TestReadLibrary(t *testing.T) {
 	if err != nil || len(id) < 3 {
 		t.Fatalf("build-id %q, %v", id, err)
 	}
-	was := debugRoot
-	debugRoot = filepath.Join(dir, "debug")
-	defer func() { debugRoot = was }()
-	dbg := filepath.Join(debugRoot, ".build-id", id[:2], id[2:]+".debug")
+	was := elfx.DebugRoot
+	elfx.DebugRoot = filepath.Join(dir, "debug")
+	defer func() { elfx.DebugRoot = was }()
+	dbg := elfx.DebugPath(id)
 	if err := os.MkdirAll(filepath.Dir(dbg), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ package symbols
 import (
 	"cmp"
 	"debug/elf"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -336,7 +334,7 @@ func Load(path string, buildID ...string) (*Table, error) {
 		return nil, err
 	}
 	if len(buildID) > 0 && buildID[0] != "" {
-		got := fileBuildID(f)
+		got := f.BuildID()
 		if got != buildID[0] {
 			return nil, fmt.Errorf("%s: %w: the trace was recorded from build-id %s, this file has %q (rebuilt since? pass the traced binary with --exe)", path, ErrBuildID, buildID[0], got)
 		}
@@ -554,28 +552,3 @@ func formatAddr(addr uint64, lookup func(uint64) (string, uint64, bool)) string 
 	}
 }
 
-// fileBuildID returns the hex GNU build-id of a linked file, or "".
-func fileBuildID(f *elfx.File) string {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		d := f.SectionData(s)
-		for len(d) >= 12 {
-			namesz, descsz, typ := binary.LittleEndian.Uint32(d), binary.LittleEndian.Uint32(d[4:]), binary.LittleEndian.Uint32(d[8:])
-			name := 12 + (uint64(namesz)+3)&^3
-			end := name + (uint64(descsz)+3)&^3
-			if name+uint64(descsz) > uint64(len(d)) {
-				break
-			}
-			if typ == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && string(d[12:15]) == "GNU" {
-				return hex.EncodeToString(d[name : name+uint64(descsz)])
-			}
-			if end > uint64(len(d)) {
-				break
-			}
-			d = d[end:]
-		}
-	}
-	return ""
-}
