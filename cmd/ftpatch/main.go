@@ -18,6 +18,7 @@ import (
 	"ftpatch/internal/escape"
 	"ftpatch/internal/version"
 	"ftpatch/launch"
+	"ftpatch/prologue"
 	"ftpatch/sites"
 )
 
@@ -158,7 +159,7 @@ disable rewrite them, verify checks the result.`,
 }
 
 func newSites(stdout io.Writer) *cobra.Command {
-	var asJSON bool
+	var asJSON, dynamic bool
 	cmd := &cobra.Command{
 		Use:   "sites BIN",
 		Short: "List the patch sites of a linked executable or shared object",
@@ -202,8 +203,28 @@ found_in, ...) and the skipped counts (dead, zero, duplicates).
 
 Exit status: 0 listed, 1 the file is not one with sites to list (not
 ELF, a libtool wrapper script, malformed, stripped, no table and
-nothing to decode), 2 a usage error or a file that cannot be read.`,
+nothing to decode), 2 a usage error or a file that cannot be read.
+
+--dynamic lists every function instead, with the site it can have:
+  ADDRESS   the function's address (load bias 0)
+  SIZE      its size in bytes
+  SITE      compiler (a site the compiler made, as above), prologue (one
+            made from its first instructions: record -P at load, or
+            ftpatch instrument after link), or - (none)
+  FUNCTION  its name
+  DETAIL    the compiler site's kind; the instructions a prologue site
+            moves (and how: pc-relative, branch, conditional rewritten);
+            or why the function is left alone: shorter than the jump, a
+            branch in it targets the moved bytes or its start, an
+            instruction that cannot be moved, a jump table may reach the
+            moved bytes, bytes that do not decode, the entry point
+A last line counts them and the reasons. The functions come from the
+symbol table; in a stripped file, from its debug file (by build-id under
+/usr/lib/debug) or else from .eh_frame (named from .dynsym where an
+exported symbol starts there, sub_ADDRESS otherwise). --json prints one
+JSON object (path, build_id, from, functions, counts, reasons).`,
 		Example: `  ftpatch sites ./prog
+  ftpatch sites --dynamic /usr/bin/sort | tail -1   # how much of it -P can trace
   ftpatch sites ./prog | grep traced         # what runs traced now
   ftpatch sites --json ./prog | jq -r '.sites[] | select(.state == "traced") | .function'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -212,6 +233,16 @@ nothing to decode), 2 a usage error or a file that cannot be read.`,
 			f, err := elfx.Open(args[0])
 			if err != nil {
 				return fileError(wrapperError("sites", args[0], err, false))
+			}
+			if dynamic {
+				t, err := prologue.Find(f)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return prologue.WriteJSON(stdout, t)
+				}
+				return prologue.Write(stdout, t)
 			}
 			l, err := sites.FindLinked(f)
 			if err != nil {
@@ -230,5 +261,6 @@ nothing to decode), 2 a usage error or a file that cannot be read.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
+	cmd.Flags().BoolVar(&dynamic, "dynamic", false, "list every function with the site it can have: the compiler's, one made from its prologue, or none and why")
 	return cmd
 }

@@ -304,6 +304,15 @@ var ConfigStateNames = [...]string{ConfigStateNone, ConfigStatePatched, ConfigSt
 // (FTRT_TABLE_SECTION).
 const TableSection = "__mcount_loc"
 
+// PrologueSection is ftpatch instrument's table of prologue sites
+// (FTRT_PROLOGUE_SECTION): PrologueEntry bytes per function, the site's
+// address and the function's, both the file's (load bias 0), since the
+// file has no relocation for them.
+const (
+	PrologueSection = "__ftrt_prologue"
+	PrologueEntry   = 16
+)
+
 // The runtime's entry points ftpatch looks for in a linked file and
 // names on the link line.
 const (

@@ -255,6 +255,8 @@ func mirrors() []mirror {
 		{"FTRT_CFG_STATE_NAMES", "ConfigStateNames", abi.ConfigStateNames[:]},
 
 		{"FTRT_TABLE_SECTION", "TableSection", abi.TableSection},
+		{"FTRT_PROLOGUE_SECTION", "PrologueSection", abi.PrologueSection},
+		{"FTRT_PROLOGUE_ENTRY", "PrologueEntry", abi.PrologueEntry},
 		{"FTRT_SYM_INIT", "Init", abi.Init},
 		{"FTRT_SYM_PREINIT", "Preinit", abi.Preinit},
 		{"FTRT_SYM_MODULE_INIT", "ModuleInit", abi.ModuleInit},

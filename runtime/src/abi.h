@@ -356,6 +356,19 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 #define FTRT_TABLE_SECTION "__mcount_loc"
 
 /*
+ * ftpatch instrument's table of prologue sites (a section of this name,
+ * SHF_ALLOC, in the loadable segment instrument adds to a linked file):
+ * one entry of FTRT_PROLOGUE_ENTRY bytes per function whose first
+ * instructions it moved into a trampoline, two little-endian words: the
+ * site (the trampoline's first bytes: an ordinary disabled entry site,
+ * x86-64 one 5-byte NOP, arm64 two NOPs) and the function's address.
+ * Both are the file's addresses (load bias 0): the file has no
+ * relocation for them, so a reader adds the module's load bias.
+ */
+#define FTRT_PROLOGUE_SECTION "__ftrt_prologue"
+#define FTRT_PROLOGUE_ENTRY 16
+
+/*
  * The entry points ftpatch looks for in a linked file (patch.Load) and
  * names on the link line (ftpatch flags --libs): the runtime's load-time
  * pass, which only a program linking the runtime defines; the module

@@ -1,0 +1,283 @@
+// Package prologue finds the functions of a linked file and says what
+// site each can have: the compiler's (a -pg, -mfentry or patchable-entry
+// site listed or decoded by package sites), or one made from its
+// prologue (a plan of package move, from the ISA's PlanPrologue), or
+// none, with the reason. `ftpatch sites --dynamic` lists it, `ftpatch
+// instrument` writes it into a copy of the file, and `record -P` hands
+// it to the runtime.
+//
+// Functions come from the file's symbol table, or from its debug file
+// (found by build-id under elfx.DebugRoot) when the file is stripped, or
+// else from .eh_frame's FDEs named through .dynsym where a dynamic
+// symbol starts at the same address.
+package prologue
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"slices"
+
+	"ftpatch/elfx"
+	"ftpatch/funcs"
+	"ftpatch/isa"
+	"ftpatch/isa/move"
+	"ftpatch/sites"
+)
+
+// What a function gets.
+type What uint8
+
+const (
+	None     What = iota // no site: Func.Why says why
+	Compiler             // the compiler made one (Func.Kind)
+	Made                 // one made from its prologue (Func.Plan)
+)
+
+var whatNames = [...]string{"-", "compiler", "prologue"}
+
+func (w What) String() string { return whatNames[w] }
+
+// Where the functions were found.
+const (
+	FromSymtab  = "symbol table"
+	FromDebug   = "debug file"
+	FromEHFrame = ".eh_frame"
+)
+
+// Reasons a function is left alone that no ISA gives.
+var (
+	// ErrEntryPoint: the file's entry point (_start) is jumped to with
+	// the process's arguments where a return address would be.
+	ErrEntryPoint = errors.New("the entry point (no return address on its stack)")
+	// ErrNoISA: the ISA makes no prologue sites.
+	ErrNoISA = errors.New("no prologue sites on this instruction set")
+	// ErrNotCode: the function lies outside the file's executable
+	// segments' contents.
+	ErrNotCode = errors.New("not in an executable segment")
+)
+
+// A Func is one function and the site it can have.
+type Func struct {
+	Name string
+	Addr uint64 // as in the file (load bias 0)
+	Size uint64
+	What What
+	Kind sites.Kind // the compiler's site's kind (What == Compiler)
+	Plan move.Plan  // What == Made
+	Why  error      // What == None: wraps one of move.Reasons or this package's
+}
+
+// A Table is a file's functions, in address order.
+type Table struct {
+	Path    string
+	BuildID string
+	From    string // FromSymtab, FromDebug or FromEHFrame
+	Debug   string // the debug file read, if From == FromDebug
+	Funcs   []Func
+}
+
+// Count returns how many functions got each What.
+func (t *Table) Count() (compiler, made, none int) {
+	for i := range t.Funcs {
+		switch t.Funcs[i].What {
+		case Compiler:
+			compiler++
+		case Made:
+			made++
+		default:
+			none++
+		}
+	}
+	return
+}
+
+// Reasons counts the functions left alone by reason, in move.Reasons'
+// order and then this package's.
+func (t *Table) Reasons() []ReasonCount {
+	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrNotCode, ErrNoISA)
+	counts := make([]int, len(all)+1)
+	for i := range t.Funcs {
+		f := &t.Funcs[i]
+		if f.What != None {
+			continue
+		}
+		k := len(all)
+		for j, r := range all {
+			if errors.Is(f.Why, r) {
+				k = j
+				break
+			}
+		}
+		counts[k]++
+	}
+	var out []ReasonCount
+	for j, n := range counts {
+		if n == 0 {
+			continue
+		}
+		rc := ReasonCount{N: n, Reason: "other"}
+		if j < len(all) {
+			rc.Reason = all[j].Error()
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// A ReasonCount is how many functions one reason left alone.
+type ReasonCount struct {
+	Reason string
+	N      int
+}
+
+// Find lists the functions of the linked file f and what site each can
+// have.
+func Find(f *elfx.File) (*Table, error) {
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return nil, fmt.Errorf("%s: not a linked executable or shared object", f.Path)
+	}
+	t := &Table{Path: f.Path, BuildID: f.BuildID()}
+	fns, err := t.functions(f)
+	if err != nil {
+		return nil, err
+	}
+	compiler := map[uint64]sites.Kind{}
+	if l, err := sites.FindLinked(f); err == nil {
+		for _, s := range l.Sites {
+			compiler[s.Off-s.FuncOff] = s.Kind
+		}
+	} else if !errors.Is(err, sites.ErrNoTable) && !errors.Is(err, sites.ErrStripped) {
+		return nil, fmt.Errorf("%s: its compiler sites: %w", f.Path, err)
+	}
+	is := isa.For(f.Arch)
+	read := func(a uint64, n int) []byte {
+		b, err := f.ReadAt(elfx.Addr(a), uint64(n))
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	for i := range fns {
+		fn := &fns[i]
+		if k, ok := compiler[fn.Addr]; ok {
+			fn.What, fn.Kind = Compiler, k
+			continue
+		}
+		fn.Why = plan(f, is, fn, fns[i+1:], read)
+		if fn.Why == nil {
+			fn.What = Made
+		}
+	}
+	t.Funcs = fns
+	return t, nil
+}
+
+// plan plans fn's prologue site; next are the functions after it, whose
+// start bounds the padding fn may use.
+func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, int) []byte) error {
+	if is.PlanPrologue == nil {
+		return ErrNoISA
+	}
+	if f.Entry != 0 && fn.Addr == uint64(f.Entry) {
+		return ErrEntryPoint
+	}
+	seg := execSegment(f, fn.Addr)
+	if seg == nil || fn.Addr+fn.Size > uint64(seg.Vaddr)+seg.Filesz {
+		return ErrNotCode
+	}
+	end := uint64(seg.Vaddr) + seg.Filesz
+	if len(next) > 0 && next[0].Addr < end && next[0].Addr >= fn.Addr+fn.Size {
+		end = next[0].Addr
+	}
+	end = min(end, fn.Addr+fn.Size+16) // padding beyond 16 bytes is no function's
+	code, err := f.ReadAt(elfx.Addr(fn.Addr), end-fn.Addr)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotCode, err)
+	}
+	p, err := is.PlanPrologue(code, fn.Addr, int(fn.Size), read)
+	if err != nil {
+		return err
+	}
+	fn.Plan = p
+	return nil
+}
+
+// execSegment returns the executable PT_LOAD segment holding a.
+func execSegment(f *elfx.File, a uint64) *elfx.Prog {
+	for i := range f.Progs {
+		p := &f.Progs[i]
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && a >= uint64(p.Vaddr) && a < uint64(p.Vaddr)+p.Filesz {
+			return p
+		}
+	}
+	return nil
+}
+
+// functions lists the file's functions, one per address, sorted, from
+// the best source it has.
+func (t *Table) functions(f *elfx.File) ([]Func, error) {
+	_, syms, err := f.Symtab()
+	if err == nil {
+		t.From = FromSymtab
+		return fromSymbols(syms), nil
+	}
+	if !errors.Is(err, elfx.ErrNoSection) {
+		return nil, err
+	}
+	if p := elfx.DebugPath(t.BuildID); p != "" {
+		if d, derr := elfx.Open(p); derr == nil {
+			if _, dsyms, serr := d.Symtab(); serr == nil {
+				t.From, t.Debug = FromDebug, p
+				return fromSymbols(dsyms), nil
+			}
+		}
+	}
+	t.From = FromEHFrame
+	fdes, err := f.FDERanges()
+	if err != nil {
+		return nil, err
+	}
+	names := map[uint64]string{}
+	if ds := f.Section(".dynsym"); ds != nil {
+		dsyms, err := f.Symbols(ds)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range fromSymbols(dsyms) {
+			names[s.Addr] = s.Name
+		}
+	}
+	var out []Func
+	for _, r := range fdes {
+		if len(out) > 0 && out[len(out)-1].Addr == uint64(r.Start) {
+			continue
+		}
+		name, ok := names[uint64(r.Start)]
+		if !ok {
+			name = fmt.Sprintf("sub_%x", uint64(r.Start))
+		}
+		out = append(out, Func{Name: name, Addr: uint64(r.Start), Size: uint64(r.End - r.Start)})
+	}
+	return out, nil
+}
+
+// fromSymbols picks the function symbols of a table by funcs' rules:
+// one per address (the name funcs.Rank prefers), those of size 0 left
+// out (an assembler's label, no extent to plan in).
+func fromSymbols(syms []elfx.Symbol) []Func {
+	var es []funcs.Entry
+	for i := range syms {
+		s := &syms[i]
+		if !funcs.IsFunc(s) || s.Size == 0 {
+			continue
+		}
+		es = append(es, funcs.Entry{Start: uint64(s.Value), End: uint64(s.Value) + s.Size, ID: int32(i), Rank: funcs.Rank(s.Bind())})
+	}
+	idx := funcs.New(es)
+	out := make([]Func, 0, idx.Len())
+	for _, e := range idx.Entries() {
+		out = append(out, Func{Name: syms[e.ID].Name, Addr: e.Start, Size: e.End - e.Start})
+	}
+	return out
+}
