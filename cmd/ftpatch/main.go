@@ -154,7 +154,7 @@ disable rewrite them, verify checks the result.`,
 		newFlags(stdout, stderr), newRuntime(stdout), newReplay(stdout), newReport(stdout),
 		newDump(stdout), newGraph(stdout), newInfo(stdout),
 		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr),
-		newVersion(stdout))
+		newVersion(stdout), newInstrument(stdout, stderr))
 	return root
 }
 
