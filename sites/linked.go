@@ -65,9 +65,29 @@ func FindLinked(f *elfx.File) (*Linked, error) {
 		return nil, fmt.Errorf("relocatable object: use recordmcount --list")
 	}
 	tab := f.Section(TableName)
+	if pro := f.Section(PrologueName); pro != nil {
+		// A file ftpatch instrument wrote: the compiler's sites, if it
+		// has any, and the trampolines'.
+		var l *Linked
+		var err error
+		if tab != nil {
+			l, err = findTable(f, tab)
+		} else if l, err = findDecodedOrNoTable(f); errors.Is(err, ErrNoTable) {
+			l, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return withPrologues(f, l, pro)
+	}
 	if tab == nil {
 		return findDecodedOrNoTable(f)
 	}
+	return findTable(f, tab)
+}
+
+// findTable is FindLinked for a file with a table, tab.
+func findTable(f *elfx.File, tab *elfx.Section) (*Linked, error) {
 	_, syms, err := f.Symtab()
 	if errors.Is(err, elfx.ErrNoSection) {
 		return nil, fmt.Errorf("%w; %s", ErrStripped, strippedHint)

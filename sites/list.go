@@ -118,9 +118,13 @@ func linkedCells(s *Site, cells *[linkedCols]string) {
 	if s.Literal != 0 {
 		target = strings.TrimSpace(target + " literal=0x" + strconv.FormatUint(s.Literal, 16))
 	}
+	kind := s.Kind.String()
+	if s.Origin == FromPrologue {
+		kind = "prologue" // a trampoline ftpatch instrument made; patchable to enable and disable
+	}
 	// Names are the file's: a symbol or source file may be named with
 	// a terminal's escape sequences.
-	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), escape.Text(fn), s.Kind.String(), strconv.Itoa(s.Len), s.State.Effect(), escape.Text(target), escape.Text(s.Source.String())}
+	*cells = [linkedCols]string{"0x" + strconv.FormatUint(s.Off, 16), escape.Text(fn), kind, strconv.Itoa(s.Len), s.State.Effect(), escape.Text(target), escape.Text(s.Source.String())}
 }
 
 // effect is the state a site is counted under in WriteLinked's closing

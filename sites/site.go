@@ -283,9 +283,12 @@ const (
 	// FromDecode: decoding each function's entry in a linked file that has
 	// no table, the call checked against the symbol table (FindDecoded).
 	FromDecode
+	// FromPrologue: the table of the trampolines ftpatch instrument made
+	// from functions' prologues (PrologueName).
+	FromPrologue
 )
 
-var originNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc", FromDecode: "decode"}
+var originNames = [...]string{0: "unknown", FromReloc: "reloc", FromPatchable: "patchable_function_entries", FromTable: "mcount_loc", FromDecode: "decode", FromPrologue: "prologue"}
 
 func (s Origin) String() string {
 	if int(s) < len(originNames) {

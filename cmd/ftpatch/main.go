@@ -183,7 +183,9 @@ One line per site, in address order:
   KIND      how the compiler made it: fentry (-pg -mfentry: a call at
             entry), mcount (-pg: a call after the prologue), patchable
             (-fpatchable-function-entry: NOPs at entry), callops (arm64
-            =4,2: NOPs at entry and an ops slot before the function)
+            =4,2: NOPs at entry and an ops slot before the function),
+            prologue (at the start of a trampoline ftpatch instrument
+            made from the function's first instructions)
   LEN       the site's length in bytes
   STATE     what the site does when it runs:
               nop     one NOP, or the compiler's NOP padding
