@@ -11,6 +11,12 @@ import (
 // what the unwinder knows of a function's extent.
 type FDERange struct {
 	Start, End Addr
+	// Entry says the frame at Start is the CIE's own (no CFA
+	// instruction before the first advance): a function's entry, where
+	// the return address is where a call leaves it. A range starting
+	// mid-frame is code jumped to, not called: a PLT's stubs, or the
+	// cold part a compiler split from its function.
+	Entry bool
 }
 
 // The DW_EH_PE pointer encodings .eh_frame's entries use (LSB DWARF
@@ -40,7 +46,11 @@ func (f *File) FDERanges() ([]FDERange, error) {
 		return nil, nil
 	}
 	d := f.SectionData(s)
-	cies := map[int]byte{} // a CIE's offset: its FDEs' pointer encoding
+	type cieInfo struct {
+		enc byte // its FDEs' pointer encoding
+		z   bool // its FDEs have augmentation data ('z')
+	}
+	cies := map[int]cieInfo{}
 	var out []FDERange
 	bad := func(off int, format string, args ...any) error {
 		return fmt.Errorf("%s at offset 0x%x: %s", s, off, fmt.Sprintf(format, args...))
@@ -65,14 +75,15 @@ func (f *File) FDERanges() ([]FDERange, error) {
 		id := binary.LittleEndian.Uint32(d[idOff:])
 		body := d[idOff+4 : end]
 		if id == 0 {
-			enc, err := cieEncoding(body)
+			enc, z, err := cieEncoding(body)
 			if err != nil {
 				return nil, bad(off, "CIE: %v", err)
 			}
-			cies[off] = enc
+			cies[off] = cieInfo{enc, z}
 		} else {
 			cie := idOff - int(id)
-			enc, ok := cies[cie]
+			ci, ok := cies[cie]
+			enc := ci.enc
 			if !ok {
 				return nil, bad(off, "FDE names no CIE before it (pointer 0x%x)", id)
 			}
@@ -81,12 +92,20 @@ func (f *File) FDERanges() ([]FDERange, error) {
 			if err != nil {
 				return nil, bad(off, "FDE's start: %v", err)
 			}
-			size, _, err := readEncoded(body[n:], enc&peFormat, 0)
+			size, m, err := readEncoded(body[n:], enc&peFormat, 0)
 			if err != nil {
 				return nil, bad(off, "FDE's range: %v", err)
 			}
+			insns := body[n+m:]
+			if ci.z {
+				l, k := uleb(insns)
+				if k == 0 || uint64(k)+l > uint64(len(insns)) {
+					return nil, bad(off, "FDE's augmentation data runs past its end")
+				}
+				insns = insns[uint64(k)+l:]
+			}
 			if size > 0 && start != 0 {
-				out = append(out, FDERange{Addr(start), Addr(start + size)})
+				out = append(out, FDERange{Addr(start), Addr(start + size), entryFrame(insns)})
 			}
 		}
 		off = end
@@ -110,9 +129,36 @@ func cmpAddr(a, b Addr) int {
 	return 0
 }
 
+// entryFrame reports whether an FDE's call frame instructions leave the
+// CIE's frame as it is at the FDE's start: nothing but DW_CFA_nop
+// before the first advance of the location.
+func entryFrame(insns []byte) bool {
+	for _, op := range insns {
+		switch {
+		case op&0xc0 == 0x40: // DW_CFA_advance_loc
+			return true
+		case op >= 0x01 && op <= 0x04: // set_loc, advance_loc1/2/4
+			return true
+		case op == 0x00: // DW_CFA_nop
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // cieEncoding reads a CIE's body (after its ID) for the encoding of its
-// FDEs' addresses: the 'R' augmentation's, else absolute.
-func cieEncoding(b []byte) (byte, error) {
+// FDEs' addresses (the 'R' augmentation's, else absolute) and whether
+// its FDEs carry augmentation data.
+func cieEncoding(b []byte) (enc byte, z bool, err error) {
+	enc, err = cieEnc(b)
+	return enc, err == nil && cieHasZ(b), err
+}
+
+// cieHasZ reports whether a CIE's augmentation string starts with 'z'.
+func cieHasZ(b []byte) bool { return len(b) > 1 && b[1] == 'z' }
+
+func cieEnc(b []byte) (byte, error) {
 	if len(b) < 1 {
 		return 0, fmt.Errorf("truncated")
 	}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"ftpatch/elfx"
 	"ftpatch/funcs"
@@ -55,6 +56,11 @@ var (
 	// ErrNotCode: the function lies outside the file's executable
 	// segments' contents.
 	ErrNotCode = errors.New("not in an executable segment")
+	// ErrNotEntry: code that is jumped to, not called, so that no
+	// return address is where a call leaves it: the cold part a
+	// compiler split from a function (gcc's name.cold), a PLT stub, an
+	// .eh_frame range starting mid-frame.
+	ErrNotEntry = errors.New("not a function's entry (a split-off cold part or a stub)")
 )
 
 // A Func is one function and the site it can have.
@@ -66,6 +72,8 @@ type Func struct {
 	Kind sites.Kind // the compiler's site's kind (What == Compiler)
 	Plan move.Plan  // What == Made
 	Why  error      // What == None: wraps one of move.Reasons or this package's
+
+	notEntry bool // known not to be an entry (Why: ErrNotEntry)
 }
 
 // A Table is a file's functions, in address order.
@@ -95,7 +103,7 @@ func (t *Table) Count() (compiler, made, none int) {
 // Reasons counts the functions left alone by reason, in move.Reasons'
 // order and then this package's.
 func (t *Table) Reasons() []ReasonCount {
-	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrNotCode, ErrNoISA)
+	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrNotEntry, ErrNotCode, ErrNoISA)
 	counts := make([]int, len(all)+1)
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
@@ -182,6 +190,12 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 	if f.Entry != 0 && fn.Addr == uint64(f.Entry) {
 		return ErrEntryPoint
 	}
+	if fn.notEntry || strings.HasSuffix(fn.Name, ".cold") || strings.Contains(fn.Name, ".cold.") {
+		return ErrNotEntry
+	}
+	if sec := sectionAt(f, fn.Addr); sec != nil && (strings.HasPrefix(sec.Name, ".plt") || sec.Name == ".iplt") {
+		return ErrNotEntry
+	}
 	seg := execSegment(f, fn.Addr)
 	if seg == nil || fn.Addr+fn.Size > uint64(seg.Vaddr)+seg.Filesz {
 		return ErrNotCode
@@ -200,6 +214,16 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 		return err
 	}
 	fn.Plan = p
+	return nil
+}
+
+// sectionAt returns the allocated section holding a, or nil.
+func sectionAt(f *elfx.File, a uint64) *elfx.Section {
+	for _, s := range f.Sections[1:] {
+		if s.Flags&elf.SHF_ALLOC != 0 && a >= uint64(s.Addr) && a < uint64(s.Addr)+s.Size {
+			return s
+		}
+	}
 	return nil
 }
 
@@ -257,7 +281,7 @@ func (t *Table) functions(f *elfx.File) ([]Func, error) {
 		if !ok {
 			name = fmt.Sprintf("sub_%x", uint64(r.Start))
 		}
-		out = append(out, Func{Name: name, Addr: uint64(r.Start), Size: uint64(r.End - r.Start)})
+		out = append(out, Func{Name: name, Addr: uint64(r.Start), Size: uint64(r.End - r.Start), notEntry: !r.Entry})
 	}
 	return out, nil
 }
