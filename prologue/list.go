@@ -72,15 +72,25 @@ func Write(w io.Writer, t *Table) error {
 // found, how many got each site, and the reasons of the rest.
 func Summary(t *Table) string {
 	c, m, n := t.Count()
-	all := len(t.Funcs)
+	stubs := t.NotFunctions()
+	all := len(t.Funcs) - stubs
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d functions (from the %s): %d compiler sites, %d prologue sites, %d without a site (%s with a site)",
-		all, t.From, c, m, n, percent(c+m, all))
-	for i, r := range t.Reasons() {
+	fmt.Fprintf(&b, "%d functions (from the %s", all, t.From)
+	if stubs > 0 {
+		fmt.Fprintf(&b, "; and %d cold parts or stubs, not counted", stubs)
+	}
+	fmt.Fprintf(&b, "): %d compiler sites, %d prologue sites, %d without a site (%s with a site)",
+		c, m, n-stubs, percent(c+m, all))
+	i := 0
+	for _, r := range t.Reasons() {
+		if r.Reason == ErrNotEntry.Error() {
+			continue
+		}
 		sep := ", "
 		if i == 0 {
 			sep = ": "
 		}
+		i++
 		fmt.Fprintf(&b, "%s%d %s", sep, r.N, r.Reason)
 	}
 	return b.String()

@@ -100,6 +100,18 @@ func (t *Table) Count() (compiler, made, none int) {
 	return
 }
 
+// NotFunctions counts the entries that are code jumped to, not
+// functions (ErrNotEntry): a coverage's denominator leaves them out.
+func (t *Table) NotFunctions() int {
+	n := 0
+	for i := range t.Funcs {
+		if t.Funcs[i].What == None && errors.Is(t.Funcs[i].Why, ErrNotEntry) {
+			n++
+		}
+	}
+	return n
+}
+
 // Reasons counts the functions left alone by reason, in move.Reasons'
 // order and then this package's.
 func (t *Table) Reasons() []ReasonCount {
