@@ -46,7 +46,7 @@ var ErrNothing = errors.New("no function to instrument")
 type Stats struct {
 	Made     int // functions instrumented
 	Compiler int // chosen functions left to their compiler site
-	Skipped  int // chosen functions without a site (Table says why)
+	Skipped  int // chosen functions without a site (Table says why), cold parts and stubs not counted
 	Bytes    int // the new segment's size
 }
 
@@ -73,7 +73,9 @@ func Rewrite(f *elfx.File, t *prologue.Table, choose func(*prologue.Func) bool) 
 		case prologue.Compiler:
 			st.Compiler++
 		default:
-			st.Skipped++
+			if !errors.Is(fn.Why, prologue.ErrNotEntry) { // not a function at all
+				st.Skipped++
+			}
 		}
 	}
 	if len(chosen) == 0 {
