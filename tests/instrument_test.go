@@ -1,0 +1,95 @@
+package tests
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// flaglessOpts are the optimisation levels the programs built without
+// tracing flags are instrumented at.
+var flaglessOpts = []string{"-O0", "-O1", "-O2", "-O3", "-Os"}
+
+// hardening is each ISA's control-flow protection: CET's endbr64 at
+// every function's entry, or BTI landing pads and return addresses
+// signed with PAC.
+var hardening = map[string]string{"x86_64": "-fcf-protection", "arm64": "-mbranch-protection=standard"}
+
+// TestInstrumentFlagless: the end-to-end program built with no tracing
+// flag at all (both compilers, every optimisation level, PIE and not,
+// with CET or BTI/PAC), copied by ftpatch instrument with a prologue
+// site in each function, runs as the original does: the same output
+// and exit status; sites --dynamic plans every function but _start, and
+// ftpatch sites lists the copy's trampolines as patchable sites.
+func TestInstrumentFlagless(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
+		for _, opt := range flaglessOpts {
+			for _, v := range []struct {
+				name  string
+				flags []string
+			}{{"pie", []string{"-fPIE", "-pie"}}, {"nopie", []string{"-fno-pie", "-no-pie"}}, {"hardened", []string{"-fPIE", "-pie", hardening[tg.arch]}}} {
+				name := tg.arch + "/" + tg.name + "/" + opt + "/" + v.name
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					need(t, tg.tools...)
+					dir := t.TempDir()
+					prog := filepath.Join(dir, "plain")
+					argv := append(append(append([]string{}, tg.cc...), opt), v.flags...)
+					for _, s := range progSources {
+						argv = append(argv, progPath(t, s))
+					}
+					if tg.name == "clang" && tg.arch == "arm64" {
+						argv = append(argv, "-fuse-ld=lld", "-B", filepath.Join(toolDir, "lld"))
+					}
+					run(t, dir, append(argv, "-o", prog)...)
+					checkInstrumented(t, tg, dir, prog)
+				})
+			}
+		}
+	}
+}
+
+// checkInstrumented instruments prog into prog.i and checks it: it runs
+// as prog does, every function but the entry point has a prologue site,
+// and ftpatch sites lists them.
+func checkInstrumented(t *testing.T, tg target, dir, prog string, args ...string) string {
+	t.Helper()
+	wantOut, wantErr, wantCode, err := runStatus(dir, tg.on(prog, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := run(t, dir, tool("ftpatch"), "sites", "--dynamic", "--json", prog)
+	var cov struct {
+		Funcs []struct {
+			Name   string `json:"function"`
+			Site   string `json:"site"`
+			Detail string `json:"detail"`
+		} `json:"functions"`
+		Made int `json:"prologue"`
+	}
+	if err := json.Unmarshal([]byte(js), &cov); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cov.Funcs {
+		want := "prologue"
+		if f.Name == "_start" {
+			want = "-"
+		}
+		if f.Site != want {
+			t.Errorf("sites --dynamic: %s gets %q (%s), want %q", f.Name, f.Site, f.Detail, want)
+		}
+	}
+	inst := prog + ".i"
+	run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+	out, errOut, code, err := runStatus(dir, tg.on(inst, args...)...)
+	if err != nil || out != wantOut || code != wantCode || errOut != wantErr {
+		t.Errorf("instrumented: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s\nstderr\n%s", code, err, out, errOut, wantCode, wantOut, wantErr)
+	}
+	listed, _ := run(t, dir, tool("ftpatch"), "sites", inst)
+	if n := strings.Count(listed, " prologue "); n != cov.Made || n == 0 {
+		t.Errorf("ftpatch sites lists %d prologue sites in the copy, want %d:\n%s", n, cov.Made, listed)
+	}
+	return inst
+}
