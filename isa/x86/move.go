@@ -225,45 +225,42 @@ func scan(fn []byte, addr, patch, hi uint64, read func(uint64, int) []byte) erro
 	var t tables
 	for pos := 0; pos < len(fn); {
 		pc := addr + uint64(pos)
-		if l := vexLen(fn[pos:]); l != 0 {
-			if l < 0 || pos+l > len(fn) {
-				return fmt.Errorf("%w: a VEX or EVEX instruction at 0x%x (% x) does not end in the function", move.ErrUndecodable, pc, fn[pos:min(pos+8, len(fn))])
-			}
-			// AVX: never a branch; what it writes may be a register a
-			// jump-table read uses, so the tracking forgets them all.
-			t.forget()
-			pos += l
-			continue
-		}
-		in, err := Decode(fn[pos:])
+		s, err := scanStep(fn[pos:])
 		if err != nil {
 			return fmt.Errorf("%w: at 0x%x (+0x%x): %w", move.ErrUndecodable, pc, pos, err)
 		}
-		end := pc + uint64(in.Len)
-		switch in.Op {
-		case x86asm.JMP, x86asm.CALL, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE, x86asm.JCXZ, x86asm.JECXZ, x86asm.JRCXZ, x86asm.XBEGIN,
-			x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE, x86asm.JL,
-			x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JS:
-			if r, ok := in.Args[0].(x86asm.Rel); ok {
-				to := end + uint64(int64(r))
-				if to >= addr && to < hi && !(in.Op == x86asm.CALL && (to == addr || to == patch)) {
-					return fmt.Errorf("%w: %s at 0x%x targets 0x%x", move.ErrBranchInto, insnText(in, fn[pos:], pc), pc, to)
-				}
-			} else if in.Op == x86asm.JMP {
-				if err := t.jump(in, fn[pos:], pc, addr, uint64(len(fn)), hi, read); err != nil {
-					return err
-				}
+		end := pc + uint64(s.n)
+		switch s.kind {
+		case stepRel:
+			to := end + uint64(s.rel)
+			if to >= addr && to < hi && !(s.call && (to == addr || to == patch)) {
+				in, _ := Decode(fn[pos:])
+				return fmt.Errorf("%w: %s at 0x%x targets 0x%x", move.ErrBranchInto, insnText(in, fn[pos:], pc), pc, to)
+			}
+			if s.call {
+				t.set = 0 // the callee may change any register
+			}
+		case stepCall:
+			t.set = 0
+		case stepRIPLea:
+			t.lea[s.reg] = end + uint64(s.rel)
+			t.set |= 1 << s.reg
+		case stepIndJmp:
+			if err := t.jump(fn, pos, addr, hi, read); err != nil {
+				return err
 			}
 		}
-		t.note(in, end)
-		pos += in.Len
+		t.last[t.n%len(t.last)] = int32(pos)
+		t.n++
+		pos += s.n
 	}
 	return nil
 }
 
 // tables follows, through a function's linear decoding, what the jump
-// table reads compilers write need: the last instructions, and which
-// registers hold an address loaded by `lea disp(%rip)`.
+// table reads compilers write need: where the last instructions start,
+// and the address the latest `lea disp(%rip)` into each register
+// loaded (until a call).
 //
 // The forms (gcc and clang, -O0 to -O3):
 //
@@ -276,51 +273,10 @@ func scan(fn []byte, addr, patch, hi uint64, read func(uint64, int) []byte) erro
 //	  [notrack] jmp *tbl(,%rI,8)
 //	  mov tbl(,%rI,8),%rY; [notrack] jmp *%rY      (-O0)
 type tables struct {
-	last [4]x86asm.Inst // the last instructions, last[(n-1)%4] the latest
+	last [4]int32 // the offsets of the last instructions, last[(n-1)%4] the latest
 	n    int
-	lea  [16]uint64 // the address in each register loaded by lea, if leaSet
+	lea  [16]uint64 // the address each register's latest lea loaded, if set
 	set  uint16     // registers whose lea value is known
-}
-
-// forget drops what was known: an instruction the tracking cannot read
-// went by.
-func (t *tables) forget() {
-	t.set = 0
-	t.n = 0
-}
-
-// note records the instruction in, which ends at end.
-func (t *tables) note(in x86asm.Inst, end uint64) {
-	if in.Op == 0 {
-		return // endbr64
-	}
-	t.last[t.n%len(t.last)] = in
-	t.n++
-	switch in.Op {
-	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.BT, x86asm.JMP, x86asm.RET:
-		return // writes no register operand
-	case x86asm.CALL:
-		t.set = 0 // the callee may change any register
-		return
-	}
-	r, ok := in.Args[0].(x86asm.Reg)
-	if !ok {
-		return
-	}
-	f := gpr(r)
-	if f < 0 {
-		return
-	}
-	t.set &^= 1 << f
-	if m, ok := in.Args[1].(x86asm.Mem); ok && in.Op == x86asm.LEA && m.Base == x86asm.RIP && r >= x86asm.RAX {
-		t.lea[f] = end + uint64(disp(m))
-		t.set |= 1 << f
-	}
-	if in.Op == x86asm.XCHG {
-		if r2, ok := in.Args[1].(x86asm.Reg); ok && gpr(r2) >= 0 {
-			t.set &^= 1 << gpr(r2)
-		}
-	}
 }
 
 // gpr returns the number (0 for rax to 15 for r15) of the general
@@ -350,17 +306,22 @@ type table struct {
 	size int
 }
 
-// jump looks at the indirect jump in (bytes b at pc) of the function
-// [addr, addr+size): if it reads a jump table, the table's entries are
+// jump looks at the indirect jump at fn[pos:] of the function fn at
+// addr: if it reads a jump table, the table's entries are
 // read and the function refused if one reaches [addr, hi), or if the
 // table cannot be read. Any other indirect jump (a tail call through a
 // register or a pointer) is let be.
-func (t *tables) jump(in x86asm.Inst, b []byte, pc, addr, size, hi uint64, read func(uint64, int) []byte) error {
-	tab, known, isTable := t.find(in)
+func (t *tables) jump(fn []byte, pos int, addr, hi uint64, read func(uint64, int) []byte) error {
+	pc, size := addr+uint64(pos), uint64(len(fn))
+	in, err := Decode(fn[pos:])
+	if err != nil {
+		return fmt.Errorf("%w: at 0x%x: %w", move.ErrUndecodable, pc, err)
+	}
+	tab, known, isTable := t.find(fn, in)
 	if !isTable {
 		return nil
 	}
-	what := insnText(in, b, pc)
+	what := insnText(in, fn[pos:], pc)
 	if !known {
 		return fmt.Errorf("%w: %s at 0x%x reads a table not located", move.ErrJumpTable, what, pc)
 	}
@@ -397,7 +358,7 @@ func (t *tables) jump(in x86asm.Inst, b []byte, pc, addr, size, hi uint64, read 
 
 // find says whether the indirect jump in reads a jump table, and where
 // the table is when known.
-func (t *tables) find(in x86asm.Inst) (tab table, known, isTable bool) {
+func (t *tables) find(fn []byte, in x86asm.Inst) (tab table, known, isTable bool) {
 	switch a := in.Args[0].(type) {
 	case x86asm.Mem:
 		if nonPIC(a) {
@@ -411,7 +372,10 @@ func (t *tables) find(in x86asm.Inst) (tab table, known, isTable bool) {
 		}
 		// The latest instruction that wrote the jump's register says.
 		for k := 1; k <= len(t.last) && k <= t.n; k++ {
-			w := t.last[(t.n-k)%len(t.last)]
+			w, err := Decode(fn[t.last[(t.n-k)%len(t.last)]:])
+			if err != nil {
+				return table{}, false, true // what wrote the register is unknown
+			}
 			if w.Op == x86asm.CALL {
 				return table{}, false, false
 			}

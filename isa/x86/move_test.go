@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,6 +43,9 @@ func loadImage(path string) (*elfImage, error) {
 	}
 	defer f.Close()
 	syms, err := f.Symbols()
+	if len(syms) == 0 {
+		syms, err = f.DynamicSymbols() // a stripped library: its exports
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -492,4 +496,110 @@ func objdumpLen(t *testing.T, b []byte) (int, bool) {
 	}
 	t.Fatalf("objdump of % x: no instruction at 0 in\n%s", b, out)
 	return 0, false
+}
+
+// TestScanLengthsObjdump decodes every instruction objdump finds in
+// glibc's .text (its AVX2 and EVEX string functions among them) as the
+// function scan does and checks each length against objdump's: a
+// length wrong by one byte would have the scan read the rest of a
+// function out of step. Each instruction fastStep measures is read the
+// same by x/arch (length, branch and its displacement, lea's register).
+func TestScanLengthsObjdump(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	f, err := elf.Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text := f.Section(".text")
+	data, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("objdump", "-d", "-j", ".text", "--no-show-raw-insn", libc).Output()
+	if err != nil {
+		t.Fatalf("objdump -d %s: %v", libc, err)
+	}
+	// Each instruction starts a line "  addr:\tmnemonic ..."; its length
+	// is the distance to the next (within a function).
+	type insn struct {
+		addr uint64
+		bad  bool
+	}
+	var ins []insn
+	for _, l := range strings.Split(string(out), "\n") {
+		if l == "" || l[0] != ' ' {
+			ins = append(ins, insn{}) // a function's label or a blank: a break
+			continue
+		}
+		a, rest, ok := strings.Cut(l, ":\t")
+		if !ok {
+			continue
+		}
+		addr, err := strconv.ParseUint(strings.TrimSpace(a), 16, 64)
+		if err != nil {
+			continue
+		}
+		ins = append(ins, insn{addr, strings.Contains(rest, "(bad)")})
+	}
+	var checked, vexes, undecoded, fast int
+	for i := 0; i+1 < len(ins); i++ {
+		cur, next := ins[i], ins[i+1]
+		if cur.addr == 0 || next.addr == 0 || cur.bad {
+			continue
+		}
+		want := int(next.addr - cur.addr)
+		b := data[cur.addr-text.Addr:]
+		s, err := scanStep(b)
+		if err != nil {
+			undecoded++ // the scan refuses such a function as undecodable
+			continue
+		}
+		if s.n != want {
+			t.Errorf("0x%x: % x: scan takes %d bytes, objdump %d", cur.addr, b[:want], s.n, want)
+		}
+		checked++
+		if s.kind == stepVEX {
+			vexes++
+		}
+		// The fast path reads what x/arch reads.
+		if f, ok := fastStep(b); ok {
+			fast++
+			in, err := Decode(b)
+			if err != nil {
+				t.Errorf("0x%x: % x: fastStep reads %+v, x/arch fails: %v", cur.addr, b[:want], f, err)
+			} else if x := stepOf(in); f != x {
+				t.Errorf("0x%x: % x (%v): fastStep reads %+v, x/arch %+v", cur.addr, b[:want], in, f, x)
+			}
+		}
+	}
+	t.Logf("%s: %d instructions checked, %d of them VEX or EVEX, %d by the fast path, %d not decoded", libc, checked, vexes, fast, undecoded)
+	if vexes < 1000 {
+		t.Errorf("only %d VEX or EVEX instructions in %s: the test checks too little", vexes, libc)
+	}
+	if undecoded > checked/1000 {
+		t.Errorf("%d instructions not decoded of %d", undecoded, checked)
+	}
+}
+
+// BenchmarkPlanPrologue plans every exported function of glibc: ns/op
+// is the time per function, the whole function's decoding included.
+func BenchmarkPlanPrologue(b *testing.B) {
+	img, err := loadImage("/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fns := make([]fixtureFunc, 0, len(img.names))
+	for _, n := range img.names {
+		fns = append(fns, img.funcs[n])
+	}
+	b.ResetTimer()
+	planned := 0
+	for i := 0; i < b.N; i++ {
+		f := fns[i%len(fns)]
+		if _, err := PlanPrologue(f.code, f.addr, f.size, img.read); err == nil {
+			planned++
+		}
+	}
+	b.ReportMetric(float64(planned)/float64(b.N), "planned/op")
 }
