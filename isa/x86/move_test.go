@@ -143,6 +143,7 @@ func TestPlanPrologue(t *testing.T) {
 		"endbr":           {hows: []move.How{C, C, C}},
 		"rip_lea":         {hows: []move.How{R}},
 		"rip_mov":         {hows: []move.How{R}},
+		"rip_back":        {hows: []move.How{R}},
 		"rip_imm":         {hows: []move.How{R}},
 		"rip_imm8":        {hows: []move.How{R}},
 		"rip_jmp":         {hows: []move.How{R}},
@@ -397,7 +398,7 @@ func ripAddr(in x86asm.Inst, pc uint64) uint64 {
 	if !ok {
 		return 0
 	}
-	return pc + uint64(in.Len) + uint64(disp(m))
+	return pc + uint64(in.Len) + uint64(int64(int32(m.Disp))) // x/arch zero-extends a disp32
 }
 
 // TestTrampolineRange: a RIP-relative operand, a branch or the jump back

@@ -48,6 +48,12 @@ FUNC(rip_mov)
 	ret
 END(rip_mov)
 
+/* Planned: a RIP-relative operand naming an address below (a negative displacement). */
+FUNC(rip_back)
+	lea	copy(%rip), %rax	/* 7 */
+	ret
+END(rip_back)
+
 /* Planned: RIP-relative operands followed by an immediate. */
 FUNC(rip_imm)
 	cmpl	$0x12345678, gdata(%rip)	/* 81 3d disp32 imm32: 10 */
