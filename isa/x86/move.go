@@ -238,10 +238,10 @@ func scan(fn []byte, addr, patch, hi uint64, read func(uint64, int) []byte) erro
 				return fmt.Errorf("%w: %s at 0x%x targets 0x%x", move.ErrBranchInto, insnText(in, fn[pos:], pc), pc, to)
 			}
 			if s.call {
-				t.set = 0 // the callee may change any register
+				t.set &= calleeSaved
 			}
 		case stepCall:
-			t.set = 0
+			t.set &= calleeSaved
 		case stepRIPLea:
 			t.lea[s.reg] = end + uint64(s.rel)
 			t.set |= 1 << s.reg
@@ -257,10 +257,15 @@ func scan(fn []byte, addr, patch, hi uint64, read func(uint64, int) []byte) erro
 	return nil
 }
 
+// calleeSaved are the registers a call leaves as they were (SysV
+// psABI): %rbx, %rsp, %rbp, %r12 to %r15, by gpr's numbers. A table's
+// base loaded into one of them before a loop with calls survives them.
+const calleeSaved = 1<<3 | 1<<4 | 1<<5 | 1<<12 | 1<<13 | 1<<14 | 1<<15
+
 // tables follows, through a function's linear decoding, what the jump
 // table reads compilers write need: where the last instructions start,
 // and the address the latest `lea disp(%rip)` into each register
-// loaded (until a call).
+// loaded (until a call, in a register a call may change).
 //
 // The forms (gcc and clang, -O0 to -O3):
 //

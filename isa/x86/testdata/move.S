@@ -321,6 +321,27 @@ FUNC(jt_abs_ok)
 	ret
 END(jt_abs_ok)
 
+/* Planned: a PIC table whose base stays in a callee-saved register
+ * across a call (the lea long before the jump), entries past the moved bytes. */
+FUNC(jt_saved_ok)
+	push	%rbx			/* 1 */
+	push	%rbp			/* 1 */
+	lea	.Lso_tbl(%rip), %rbx	/* 7 */
+	call	callee
+	cmp	$1, %edi
+	ja	.Lso_done
+	mov	%edi, %edi
+	movslq	(%rbx,%rdi,4), %rax
+	add	%rbx, %rax
+	jmp	*%rax
+.Lso_case0:
+	nop
+.Lso_done:
+	pop	%rbp
+	pop	%rbx
+	ret
+END(jt_saved_ok)
+
 /* Planned: an indirect tail call through a register read from memory. */
 FUNC(tail_reg)
 	push	%rbx			/* 1 */
@@ -419,6 +440,8 @@ END(callee)
 	.long	.Lpi_case0-.Lpi_tbl, .Lpi_case1-.Lpi_tbl, .Lpi_done-.Lpi_tbl
 .Lpo_tbl:
 	.long	.Lpo_case0-.Lpo_tbl, .Lpo_case1-.Lpo_tbl, .Lpo_done-.Lpo_tbl
+.Lso_tbl:
+	.long	.Lso_case0-.Lso_tbl, .Lso_done-.Lso_tbl
 .Lo0_tbl:
 	.long	.Lo0_done-.Lo0_tbl, jt_o0_into-.Lo0_tbl
 	.p2align 3
