@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -604,4 +605,93 @@ func BenchmarkPlanPrologue(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(planned)/float64(b.N), "planned/op")
+}
+
+// TestMovedCodeRuns builds testdata/moverun.c (gcc -O0 and -O2, with
+// -fcf-protection, PIE), plans every function of its .text, and has the
+// program map the trampolines and write the jumps into itself
+// (moverun.c says how) before it computes: its output must be the
+// untouched run's, with every planned function patched. Planned
+// functions run their moved code on each call (the trampoline's site is
+// a NOP).
+func TestMovedCodeRuns(t *testing.T) {
+	for _, opt := range []string{"-O0", "-O2"} {
+		t.Run(opt, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := filepath.Join(dir, "moverun")
+			if out, err := exec.Command("gcc", opt, "-fcf-protection", "-fpie", "-pie", "-o", exe, "testdata/moverun.c").CombinedOutput(); err != nil {
+				t.Fatalf("gcc: %v\n%s", err, out)
+			}
+			img, err := loadImage(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := elf.Open(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := f.Section(".text")
+			var end uint64
+			for _, p := range f.Progs {
+				end = max(end, p.Vaddr+p.Memsz)
+			}
+			f.Close()
+			base := (end + 2<<20) &^ (1<<20 - 1) // past the file's segments
+			var plan strings.Builder
+			var lines []string
+			planned := map[string]bool{}
+			tr := base
+			for _, name := range img.names {
+				fn := img.funcs[name]
+				if fn.addr < text.Addr || fn.addr >= text.Addr+text.Size {
+					continue
+				}
+				p, err := PlanPrologue(fn.code, fn.addr, fn.size, img.read)
+				if err != nil {
+					t.Logf("%s: %v", name, err)
+					continue
+				}
+				tb, err := Trampoline(&p, tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, err := PrologueJump(&p, tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines = append(lines, fmt.Sprintf("%x %x %x %x", p.Patch, j, tr, tb))
+				planned[name] = true
+				tr += TrampolineMax
+			}
+			fmt.Fprintf(&plan, "%x %x %x\n", img.funcs["main"].addr, base, (tr-base+4095)&^4095)
+			plan.WriteString(strings.Join(lines, "\n") + "\n")
+			for _, want := range []string{"add", "cond", "useglobal", "callfirst", "fact", "square", "fp", "name", "sw", "loopsum", "tail", "cmp", "callwrap", "retcheck", "main"} {
+				if !planned[want] {
+					t.Errorf("%s not planned", want)
+				}
+			}
+			planFile := filepath.Join(dir, "plan")
+			if err := os.WriteFile(planFile, []byte(plan.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			plain, err := exec.Command(exe).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", exe, err)
+			}
+			cmd := exec.Command(exe, planFile)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			moved, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s with its prologues moved: %v\n%s", exe, err, stderr.String())
+			}
+			if !bytes.Equal(moved, plain) {
+				t.Errorf("output with prologues moved:\n%s\nwant:\n%s", moved, plain)
+			}
+			if want := fmt.Sprintf("patched %d\n", len(lines)); stderr.String() != want {
+				t.Errorf("stderr %q, want %q", stderr.String(), want)
+			}
+			t.Logf("%d functions moved", len(lines))
+		})
+	}
 }
