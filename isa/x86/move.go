@@ -277,6 +277,8 @@ const calleeSaved = 1<<3 | 1<<4 | 1<<5 | 1<<12 | 1<<13 | 1<<14 | 1<<15
 //	non-PIC: entries are 64-bit addresses
 //	  [notrack] jmp *tbl(,%rI,8)
 //	  mov tbl(,%rI,8),%rY; [notrack] jmp *%rY      (-O0)
+//	PIC table of addresses (computed goto), relocated at load
+//	  lea tbl(%rip),%rX; mov (%rX,%rI,8),%rY; jmp *%rY, or jmp *(%rX,%rI,8)
 type tables struct {
 	last [4]int32 // the offsets of the last instructions, last[(n-1)%4] the latest
 	n    int
@@ -366,10 +368,7 @@ func (t *tables) jump(fn []byte, pos int, addr, hi uint64, read func(uint64, int
 func (t *tables) find(fn []byte, in x86asm.Inst) (tab table, known, isTable bool) {
 	switch a := in.Args[0].(type) {
 	case x86asm.Mem:
-		if nonPIC(a) {
-			return table{uint64(disp(a)), 8}, true, true
-		}
-		return table{}, false, false
+		return t.addrTable(a)
 	case x86asm.Reg:
 		f := gpr(a)
 		if f < 0 {
@@ -401,12 +400,31 @@ func (t *tables) find(fn []byte, in x86asm.Inst) (tab table, known, isTable bool
 				}
 				return table{}, false, true
 			case x86asm.MOV:
-				if m, ok := w.Args[1].(x86asm.Mem); ok && nonPIC(m) {
-					return table{uint64(disp(m)), 8}, true, true
+				if m, ok := w.Args[1].(x86asm.Mem); ok {
+					return t.addrTable(m)
 				}
 			}
 			return table{}, false, false
 		}
+	}
+	return table{}, false, false
+}
+
+// addrTable says whether the memory operand m reads an entry of a
+// table of addresses: tbl(,%rI,8) (non-PIC), or (%rB,%rI,8) with %rB
+// loaded by lea (a PIC table of addresses, as GNU C's computed gotos
+// make: `static void *tbl[] = {&&l1, ...}; goto *tbl[i]`).
+// Through a base not known, it is taken for an array of function
+// pointers (an indirect tail call).
+func (t *tables) addrTable(m x86asm.Mem) (table, bool, bool) {
+	if nonPIC(m) {
+		return table{uint64(disp(m)), 8}, true, true
+	}
+	if m.Index == 0 || m.Scale != 8 || m.Segment != 0 {
+		return table{}, false, false
+	}
+	if g := gpr(m.Base); g >= 0 && t.set&(1<<g) != 0 {
+		return table{t.lea[g] + uint64(disp(m)), 8}, true, true
 	}
 	return table{}, false, false
 }

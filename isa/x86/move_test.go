@@ -173,6 +173,7 @@ func TestPlanPrologue(t *testing.T) {
 		"jt_abs_into":     {err: move.ErrJumpTable},
 		"jt_abs_ok":       {hows: []move.How{C, C, C}},
 		"jt_saved_ok":     {hows: []move.How{C, C, R}},
+		"jt_goto_into":    {err: move.ErrJumpTable},
 		"tail_reg":        {hows: []move.How{C, C, C}},
 		"unmov_loop":      {err: move.ErrUnmovable},
 		"unmov_jrcxz":     {err: move.ErrUnmovable},

@@ -342,6 +342,23 @@ FUNC(jt_saved_ok)
 	ret
 END(jt_saved_ok)
 
+/* ErrJumpTable: a table of addresses read through a lea'd base (GNU C's
+ * computed goto in PIC code), an entry at the moved bytes. */
+FUNC(jt_goto_into)
+	push	%rbx			/* 1 */
+.Lgi_top:
+	mov	%edi, %eax		/* 2: entry 0 lands here */
+	and	$1, %eax		/* 3 */
+	dec	%edi
+	js	.Lgi_out
+	lea	.Lgi_tbl(%rip), %rdx
+	mov	(%rdx,%rax,8), %rax
+	jmp	*%rax
+.Lgi_out:
+	pop	%rbx
+	ret
+END(jt_goto_into)
+
 /* Planned: an indirect tail call through a register read from memory. */
 FUNC(tail_reg)
 	push	%rbx			/* 1 */
@@ -447,6 +464,8 @@ END(callee)
 	.p2align 3
 .Lai_tbl:
 	.quad	.Lai_case0, .Lai_done
+.Lgi_tbl:
+	.quad	.Lgi_top, .Lgi_out
 .Lao_tbl:
 	.quad	.Lao_case0, .Lao_case1
 
