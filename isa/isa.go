@@ -151,6 +151,12 @@ var x86ISA = ISA{
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-pg", "-mfentry"},
 	CC:            []string{"cc"},
+
+	PlanPrologue:   x86.PlanPrologue,
+	Trampoline:     x86.Trampoline,
+	PrologueJump:   x86.PrologueJump,
+	TrampolineMax:  x86.TrampolineMax,
+	TrampolineSite: x86.TrampolineSite,
 }
 
 var arm64ISA = ISA{
