@@ -14,6 +14,7 @@ package prologue
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -171,10 +172,25 @@ func Find(f *elfx.File) (*Table, error) {
 		return nil, fmt.Errorf("%s: its compiler sites: %w", f.Path, err)
 	}
 	is := isa.For(f.Arch)
+	// Jump tables are read as the loader leaves them: in a PIE, a
+	// table of addresses is filled by RELATIVE relocations.
+	rel, err := f.Relatives()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
 	read := func(a uint64, n int) []byte {
 		b, err := f.ReadAt(elfx.Addr(a), uint64(n))
 		if err != nil {
 			return nil
+		}
+		if rel.Len() == 0 {
+			return b
+		}
+		b = slices.Clone(b)
+		for w := (a + 7) &^ 7; w+8 <= a+uint64(n); w += 8 {
+			if v, ok := rel.Lookup(elfx.Addr(w)); ok {
+				binary.LittleEndian.PutUint64(b[w-a:], v)
+			}
 		}
 		return b
 	}
