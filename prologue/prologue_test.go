@@ -30,7 +30,7 @@ func build(t *testing.T, dir, name string, args ...string) string {
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("gcc", append(append(args, c, "-o", p))...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", append(args, c, "-o", p)...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return p

@@ -166,6 +166,36 @@ const (
 	EnvLibRetval    = "FTRACE_LIBRETVAL"     // ENV_LIBRETVAL: FTRACE_RETVAL's entries for library calls alone, after its own
 	EnvSched        = "FTRACE_SCHED"         // ENV_SCHED: 1, the traced threads' context switches recorded; 0 or unset: not
 	EnvArgsSocket   = "FTRACE_ARGS_SOCKET"   // ENV_ARGS_SOCKET: a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL
+	// EnvPrologueSocket (ENV_PROLOGUE_SOCKET): a unix socket that gives
+	// each module's prologue plan (ftpatch record -P).
+	EnvPrologueSocket = "FTRACE_PROLOGUE_SOCKET"
+)
+
+// Prologue sites made at load (record -P): the runtime asks the server
+// on EnvPrologueSocket "BUILD-ID PATH\n" (BUILD-ID "-" for none); the
+// server answers PlanHeader bytes (PlanMagic, count: u32, image bytes:
+// u32; 0, 0 for none, and closes); the runtime sends where it mapped the
+// image, less the module's bias (u64, modulo 2^64); the server answers
+// status (PlanOK; PlanFar: out of reach of an operand, try another
+// place; PlanNone: no site after all), 0 (u32s),
+// the image, then count PlanEntry-byte entries in function order:
+// function and patch addresses less the bias (u64s), the site's offset
+// in the image and the patch's length (u32s), the bytes there now and
+// the jump replacing them (PlanPatchMax each, zero-padded). The runtime
+// writes what it made to "<pid>PrologueSuffix": a PrologueHeader-byte
+// header (PrologueMagic, pid: u32, 0: u32), then a pair of u64 per site:
+// its run-time address (what records hold) and its function's.
+const (
+	PlanMagic      = "ftrtpla1"  // PLAN_MAGIC: 8 bytes
+	PlanHeader     = 16          // PLAN_HEADER: bytes
+	PlanOK         = 0           // PLAN_OK
+	PlanFar        = 1           // PLAN_FAR
+	PlanNone       = 2           // PLAN_NONE: no site in the module after all
+	PlanPatchMax   = 24          // PLAN_PATCH_MAX: bytes
+	PlanEntry      = 72          // PLAN_ENTRY: bytes
+	PrologueSuffix = ".prologue" // PROLOGUE_SUFFIX
+	PrologueMagic  = "ftrtpro1"  // PROLOGUE_MAGIC: 8 bytes
+	PrologueHeader = 16          // PROLOGUE_HEADER: bytes
 )
 
 const (

@@ -58,6 +58,46 @@
 #define SCHED_PREEMPT 2 /* it left the CPU runnable: pre-empted (or it yielded) */
 
 /*
+ * Prologue sites made at load (ftpatch record -P). The runtime asks the
+ * server on ENV_PROLOGUE_SOCKET about each module it passes over:
+ *
+ *   runtime: "BUILD-ID PATH\n"  (BUILD-ID "-" for none; PATH the file the
+ *            loader mapped)
+ *   server:  PLAN_HEADER bytes: PLAN_MAGIC, count: u32, image: u32 (the
+ *            trampolines' bytes; 0, 0 when the module gets none, and the
+ *            server closes)
+ *   runtime: the trampolines' address less the module's load bias: u64
+ *            (modulo 2^64), where it has mapped image bytes in reach
+ *   server:  status: u32 (PLAN_OK; PLAN_FAR: the place is out of reach
+ *            of a moved instruction's operand, try another; PLAN_NONE:
+ *            the module gets no site after all), 0: u32, then
+ *            the image, then count PLAN_ENTRY-byte entries, in the
+ *            order of their functions' addresses: the function's address
+ *            less the bias (u64), the patch's (u64), the site's offset in
+ *            the image (u32), the patch's length (u32), the bytes there
+ *            now (PLAN_PATCH_MAX, the rest 0), the jump that replaces
+ *            them (PLAN_PATCH_MAX).
+ *
+ * All words little-endian. The runtime checks each patch's bytes before
+ * it writes its jump, and leaves a function whose bytes differ alone.
+ * It writes what it made, "<pid>PROLOGUE_SUFFIX" in the trace directory:
+ * a PROLOGUE_HEADER-byte header (PROLOGUE_MAGIC, pid: u32, 0: u32), then
+ * a pair of words per site: the site's run-time address (in its
+ * trampoline: what the records hold) and its function's, by which a
+ * reader names it.
+ */
+#define PLAN_MAGIC "ftrtpla1" /* 8 bytes, no NUL */
+#define PLAN_HEADER 16
+#define PLAN_OK 0
+#define PLAN_FAR 1
+#define PLAN_NONE 2
+#define PLAN_PATCH_MAX 24
+#define PLAN_ENTRY 72 /* 8 + 8 + 4 + 4 + 2 * PLAN_PATCH_MAX */
+#define PROLOGUE_SUFFIX ".prologue"
+#define PROLOGUE_MAGIC "ftrtpro1" /* 8 bytes, no NUL */
+#define PROLOGUE_HEADER 16
+
+/*
  * Records (format 4; tracer.h describes them): little-endian 64-bit
  * words. A record's first word's top two bits (from REC_KIND_SHIFT) are
  * its kind; CALL and ENTRY pack the time since the stream's last record
@@ -193,6 +233,7 @@
 #define ENV_LIBRETVAL "FTRACE_LIBRETVAL" /* FTRACE_RETVAL's entries for library calls alone, after its own */
 #define ENV_ARGS_SOCKET "FTRACE_ARGS_SOCKET" /* a unix socket that gives each module's own FTRACE_ARGS and FTRACE_RETVAL (capture.c) */
 #define ENV_SCHED "FTRACE_SCHED" /* 1: the traced threads' context switches recorded (sched.c); 0 or unset: not */
+#define ENV_PROLOGUE_SOCKET "FTRACE_PROLOGUE_SOCKET" /* a unix socket that gives each module's prologue plan (ftpatch record -P: patch/prologue.c) */
 
 /*
  * The metadata (meta.c's writer): one "key value" line each, in
