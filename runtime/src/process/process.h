@@ -31,4 +31,15 @@ void ftrt_trap_fatal(void) __attribute__((visibility("hidden")));
  * the API. */
 void ftrt_trap_start(void) __attribute__((visibility("hidden")));
 
+/* preload.c (the preloaded runtime alone). Describe the module whose
+ * file is path, loaded so that inside is an address in it: its tables
+ * (core/tables.c, into *t) and targets. 0, or -1 when its file cannot be
+ * read (m then has no table). */
+struct ftrt_tables;
+int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
+	__attribute__((visibility("hidden")));
+/* Register every loaded shared object with sites that neither links the
+ * module stub nor is registered yet. */
+void ftrt_preload_scan(void) __attribute__((visibility("hidden")));
+
 #endif
