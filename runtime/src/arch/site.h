@@ -165,12 +165,14 @@ int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo);
 uintptr_t ftrt_arch_area_site(uintptr_t area) __attribute__((visibility("hidden")));
 
 /* The targets[] of a module that no stub describes (the preloaded
- * runtime serves it): the runtime's hooks, which the module's sites
- * call through its PLT or GOT, and its trampolines, reached from code
- * near `near` (x86-64: through jumps in a page the runtime maps within
- * rel32 reach; arm64: directly, or through veneer.c's veneers). 0, or
- * -1 when no page in reach could be had. */
-int ftrt_arch_targets_near(uintptr_t near, uintptr_t targets[FTRT_T_N]) __attribute__((visibility("hidden")));
+ * runtime serves it), given the runtime's own (runtime): its hooks,
+ * which the module's sites call through its PLT or GOT, and its
+ * trampolines, reached from code near `near` (x86-64: through jumps in
+ * a page the runtime maps within rel32 reach; arm64: directly, or
+ * through veneer.c's veneers). 0, or -1 when no page in reach could be
+ * had. */
+int ftrt_arch_targets_near(uintptr_t near, const uintptr_t runtime[FTRT_T_N], uintptr_t targets[FTRT_T_N])
+	__attribute__((visibility("hidden")));
 
 /* Where the segment whose sites are being classified ends (sites.c's
  * walk sets it, with ftrt_walk_seg_lo): a site's call may be followed

@@ -223,10 +223,9 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 	md->live = 1;
 	md->load = up.stamp ? up.stamp() : 0;
 	/* The module's trampolines jump through its slots into ours. */
-	static const uintptr_t runtime[FTRT_T_N] = FTRT_TARGETS;
-	if (!self && m->slots)
+	if (!self && m->slots && nmods > 0 && mods[0].desc)
 		for (int i = 0; i < FTRT_SLOTS; i++)
-			m->slots[i] = runtime[FTRT_T_FIRST_TRAMP + i];
+			m->slots[i] = mods[0].desc->targets[FTRT_T_FIRST_TRAMP + i];
 	if (up.pass)
 		up.pass(md);
 	/* The metadata of a run still going names the module now (and, after

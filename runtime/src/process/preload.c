@@ -112,7 +112,8 @@ int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t ins
 		return -1;
 	if (t->start == t->stop)
 		return 0; /* no sites: nothing to describe */
-	if (ftrt_arch_targets_near(w.text ? w.text : inside, m->targets) != 0) {
+	static const uintptr_t runtime[FTRT_T_N] = FTRT_TARGETS;
+	if (ftrt_arch_targets_near(w.text ? w.text : inside, runtime, m->targets) != 0) {
 		struct say s;
 		ftrt_say_begin(&s);
 		ftrt_say_str(&s, path);

@@ -19,6 +19,8 @@
 #ifndef FTRT_PROCESS_H
 #define FTRT_PROCESS_H
 
+#include <stdint.h>
+
 #include "ftrace.h"
 
 /* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
@@ -35,6 +37,7 @@ void ftrt_trap_start(void) __attribute__((visibility("hidden")));
  * file is path, loaded so that inside is an address in it: its tables
  * (core/tables.c, into *t) and targets. 0, or -1 when its file cannot be
  * read (m then has no table). */
+struct ftrt_module;
 struct ftrt_tables;
 int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
 	__attribute__((visibility("hidden")));

@@ -264,10 +264,11 @@ void ftrt_trap_start(void)
 {
 #ifdef FTRT_PRELOAD
 	/* Preloaded, the API is always there: only ftpatch ctl patches. */
-	if (ftrt_ctl_wanted()) {
+	int api = 0;
 #else
-	if (ftrace_enable_functions || ftrt_ctl_wanted()) {
+	int api = ftrace_enable_functions != NULL;
 #endif
+	if (api || ftrt_ctl_wanted()) {
 		ftrt_trap_armed = 1;
 		ftrt_live_arm();
 	}

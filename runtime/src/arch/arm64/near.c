@@ -14,11 +14,10 @@
 #include "arch/site.h"
 #include "insn.h"
 
-int ftrt_arch_targets_near(uintptr_t near, uintptr_t targets[FTRT_T_N])
+int ftrt_arch_targets_near(uintptr_t near, const uintptr_t runtime[FTRT_T_N], uintptr_t targets[FTRT_T_N])
 {
 	(void)near;
-	static const uintptr_t runtime[FTRT_T_N] = FTRT_TARGETS;
-	memcpy(targets, runtime, sizeof runtime);
+	memcpy(targets, runtime, FTRT_T_N * sizeof *targets);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 
 #include "arch/site.h"
+#include "near.h"
 
 #define PAGES 16
 #define PAGE 4096
@@ -48,7 +49,7 @@ static int reaches(uintptr_t p, uintptr_t a)
 
 /* A new page of jumps near a: asked for above and below it, 64 MiB
  * apart, until the kernel grants one in reach. 0 when none. */
-static uintptr_t page_new(uintptr_t a)
+static uintptr_t page_new(uintptr_t a, const uintptr_t runtime[FTRT_T_N])
 {
 	for (int k = 1; k < 30; k++) {
 		int64_t step = (int64_t)(k / 2 + 1) * (64ll << 20);
@@ -60,7 +61,6 @@ static uintptr_t page_new(uintptr_t a)
 			munmap(m, PAGE);
 			continue;
 		}
-		static const uintptr_t runtime[FTRT_T_N] = FTRT_TARGETS;
 		memset(m, 0xcc, SLOTS); /* int3 between the jumps, never run */
 		for (int i = 0; i < NJUMPS; i++) {
 			unsigned char *j = m + i * JUMP;
@@ -79,7 +79,7 @@ static uintptr_t page_new(uintptr_t a)
 	return 0;
 }
 
-int ftrt_arch_targets_near(uintptr_t near, uintptr_t targets[FTRT_T_N])
+int ftrt_arch_targets_near(uintptr_t near, const uintptr_t runtime[FTRT_T_N], uintptr_t targets[FTRT_T_N])
 {
 	uintptr_t p = 0;
 	for (int i = 0; i < PAGES && pages[i] && !p; i++)
@@ -89,12 +89,12 @@ int ftrt_arch_targets_near(uintptr_t near, uintptr_t targets[FTRT_T_N])
 		int i = 0;
 		while (i < PAGES && pages[i])
 			i++;
-		if (i == PAGES || !(p = page_new(near)))
+		if (i == PAGES || !(p = page_new(near, runtime)))
 			return -1;
 		pages[i] = p;
 	}
-	targets[FTRT_T_FENTRY] = (uintptr_t)__fentry__;
-	targets[FTRT_T_MCOUNT] = (uintptr_t)mcount;
+	targets[FTRT_T_FENTRY] = runtime[FTRT_T_FENTRY];
+	targets[FTRT_T_MCOUNT] = runtime[FTRT_T_MCOUNT];
 	for (int i = 0; i < NJUMPS; i++)
 		targets[FTRT_T_FIRST_TRAMP + i] = p + (uintptr_t)i * JUMP;
 	return 0;
@@ -105,4 +105,30 @@ int ftrt_arch_targets_near(uintptr_t near, uintptr_t targets[FTRT_T_N])
 uintptr_t ftrt_arch_area_site(uintptr_t area)
 {
 	return area;
+}
+
+/*
+ * What the PLT entry at t jumps to: the word in its GOT slot, for a
+ * site whose call goes through the PLT (a program linked without the
+ * runtime, its hook the preloaded runtime's: the loader binds the slot
+ * to it, and the load-time pass binds a lazy one first, patch.c). The
+ * entry's shapes: `ff 25 disp32` (jmp *slot(%rip): .plt, .plt.got),
+ * behind endbr64 and a bnd prefix where the linker put them (.plt.sec).
+ * 0 when t is no PLT entry inside the segment being walked, whose bytes
+ * alone are read.
+ */
+uintptr_t ftrt_x86_plt_target(uintptr_t t)
+{
+	if (t < ftrt_walk_seg_lo || t >= ftrt_walk_seg_hi || ftrt_walk_seg_hi - t < 16)
+		return 0;
+	const unsigned char *p = (const unsigned char *)t;
+	if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) /* endbr64 */
+		p += 4;
+	if (*p == 0xf2) /* bnd */
+		p++;
+	if (p[0] != 0xff || p[1] != 0x25)
+		return 0;
+	int32_t d;
+	memcpy(&d, p + 2, 4);
+	return *(const uintptr_t *)((uintptr_t)p + 6 + (uintptr_t)(intptr_t)d);
 }

@@ -11,6 +11,7 @@
 
 #include "arch/site.h"
 #include "insn.h"
+#include "near.h"
 #include "quick.h"
 
 /* One instruction per size: a thread stopped inside a multi-NOP site
@@ -157,15 +158,13 @@ static inline uintptr_t called(const unsigned char *ip, uint64_t v, int *len)
 	return 0;
 }
 
-static uintptr_t plt_target(uintptr_t t);
-
 int ftrt_arch_entry_call(const unsigned char *ip)
 {
 	int len;
 	uint64_t v = ftrt_quick_load((uintptr_t)ip);
 	uintptr_t t = called(ip, v, &len);
 	if (t && t != ftrt_targets[FTRT_T_FENTRY] && (v & 0xff) != 0xff)
-		t = plt_target(t); /* call __fentry__@plt */
+		t = ftrt_x86_plt_target(t); /* call __fentry__@plt */
 	return t && t == ftrt_targets[FTRT_T_FENTRY];
 }
 
@@ -251,31 +250,6 @@ int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo)
 	return chain_push(ip, len, lo) != 0;
 }
 
-/*
- * What the PLT entry at t jumps to: the word in its GOT slot, for a
- * site whose call goes through the PLT (a program linked without the
- * runtime, its hook the preloaded runtime's: the loader binds the slot
- * to it, and the load-time pass binds a lazy one first, patch.c). The
- * entry's shapes: `ff 25 disp32` (jmp *slot(%rip): .plt, .plt.got),
- * behind endbr64 and a bnd prefix where the linker put them (.plt.sec).
- * 0 when t is no PLT entry inside the segment being walked, whose bytes
- * alone are read.
- */
-static uintptr_t plt_target(uintptr_t t)
-{
-	if (t < ftrt_walk_seg_lo || t >= ftrt_walk_seg_hi || ftrt_walk_seg_hi - t < 16)
-		return 0;
-	const unsigned char *p = (const unsigned char *)t;
-	if (is_endbr64(p))
-		p += 4;
-	if (*p == 0xf2) /* bnd */
-		p++;
-	if (p[0] != 0xff || p[1] != 0x25)
-		return 0;
-	int32_t d;
-	memcpy(&d, p + 2, 4);
-	return *(const uintptr_t *)((uintptr_t)p + 6 + (uintptr_t)(intptr_t)d);
-}
 
 /*
  * The shapes a site takes in a linked program:
@@ -301,7 +275,7 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		if (!target)
 			break; /* 67 or ff, but not a call */
 		if (!is_hook(target) && (v & 0xff) != 0xff)
-			target = plt_target(target); /* call hook@plt */
+			target = ftrt_x86_plt_target(target); /* call hook@plt */
 		return is_hook(target) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
 	}
 	case 0x0f:
