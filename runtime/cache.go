@@ -26,8 +26,9 @@ import (
 //
 //	CACHE/ftpatch/runtime/KEY/libftrt.a
 //	CACHE/ftpatch/runtime/KEY/libftrt-module.a
+//	CACHE/ftpatch/runtime/KEY/libftrt.so       the runtime to preload
 //	CACHE/ftpatch/runtime/KEY/include/ftrace.h
-//	CACHE/ftpatch/runtime/KEY/SHA256SUMS   the three files' digests as built (sha256sum's format)
+//	CACHE/ftpatch/runtime/KEY/SHA256SUMS   the four files' digests as built (sha256sum's format)
 //	CACHE/ftpatch/runtime/.lock            held while an entry is built
 //
 // KEY is the sources' Version, the architecture and a hash of the
@@ -42,7 +43,7 @@ import (
 //     the user's, writable by no one else (a sticky directory such as
 //     /tmp excepted, whose names only their owners may move);
 //   - ftpatch/, ftpatch/runtime/, the entry, its include directory and
-//     its four files are the user's own and writable by no one else
+//     its five files are the user's own and writable by no one else
 //     (outfile.CheckOwned), the files regular and reached without a link;
 //   - each file's SHA-256 digest is the one SHA256SUMS recorded when the
 //     entry was built (the header's is also the one embedded in ftpatch).
@@ -57,7 +58,7 @@ import (
 const lockFile = ".lock"
 
 // entryFiles are the files of a cache entry, as SHA256SUMS names them.
-var entryFiles = []string{LibName, ModuleLibName, "include/" + Header}
+var entryFiles = []string{LibName, ModuleLibName, "include/" + Header, SharedLibName}
 
 // Cached returns the runtime built for o in the cache, building it there
 // on first use, or again when the entry there cannot be trusted; when the
@@ -206,7 +207,7 @@ func verify(entry string) (Lib, error) {
 	if err := checkHeader(filepath.Join(entry, entryFiles[2]), openOwned); err != nil {
 		return Lib{}, err
 	}
-	return Lib{Archive: filepath.Join(entry, LibName), Include: IncludeDir(entry)}, nil
+	return Lib{Archive: filepath.Join(entry, LibName), Include: IncludeDir(entry), Shared: filepath.Join(entry, SharedLibName)}, nil
 }
 
 // openOwned opens the regular file path, not following a link, when it
@@ -344,7 +345,7 @@ func scratch(ctx context.Context, o Options, why string) (Lib, error) {
 		return Lib{}, err
 	}
 	note(o.Notes, "%s; built the runtime into %s for this command alone (point XDG_CACHE_HOME at a directory of yours that no one else can write, in directories they cannot change)", why, dir)
-	return Lib{Archive: filepath.Join(dir, LibName), Include: IncludeDir(dir), Scratch: dir}, nil
+	return Lib{Archive: filepath.Join(dir, LibName), Include: IncludeDir(dir), Shared: filepath.Join(dir, SharedLibName), Scratch: dir}, nil
 }
 
 // note writes one line to w, when there is one.

@@ -20,6 +20,7 @@ import (
 //
 //	lib/ftpatch/ARCH/libftrt.a         the archives, built at install
 //	lib/ftpatch/ARCH/libftrt-module.a
+//	lib/ftpatch/ARCH/libftrt.so        the runtime to preload (SharedLibName)
 //	lib/ftpatch/ARCH/SHA256SUMS        their digests as built (digest.go)
 //	lib/ftpatch/ARCH/version           Version() of the sources they were built from
 //	include/ftpatch/ftrace.h           Header, the same for every architecture
@@ -67,6 +68,10 @@ func PkgConfigName(a arch.Arch, shared bool) string {
 type Lib struct {
 	Archive string
 	Include string
+	// Shared is the runtime built as a shared object, beside the
+	// archive: what `ftpatch record` preloads into a program that has
+	// sites but was linked without the runtime.
+	Shared string
 	// Scratch, when not "", is the private directory Cached built this
 	// runtime into for one use, the cache being untrusted: the caller
 	// removes it once the runtime is linked.
@@ -157,7 +162,7 @@ func flagsArgs(a arch.Arch, shared bool) string {
 
 // installFiles are the files of an installed runtime that its
 // SHA256SUMS lists.
-var installFiles = []string{LibName, ModuleLibName}
+var installFiles = []string{LibName, ModuleLibName, SharedLibName}
 
 // ErrOtherVersion: an installed runtime was built from other sources
 // than this binary's.
@@ -209,7 +214,7 @@ func Installed(prefix string, a arch.Arch) (Lib, error) {
 	if err := checkHeader(filepath.Join(inc, Header), openTrusted); err != nil {
 		return Lib{}, err
 	}
-	return Lib{Archive: filepath.Join(dir, LibName), Include: inc}, nil
+	return Lib{Archive: filepath.Join(dir, LibName), Include: inc, Shared: filepath.Join(dir, SharedLibName)}, nil
 }
 
 // openTrusted opens the regular file path, where its links lead, when it

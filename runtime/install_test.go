@@ -26,6 +26,7 @@ func layout(t *testing.T, prefix string, a arch.Arch, version string) {
 	for p, text := range map[string]string{
 		filepath.Join(dir, LibName):                   "the runtime\n",
 		filepath.Join(dir, ModuleLibName):             "the module stub\n",
+		filepath.Join(dir, SharedLibName):             "the runtime to preload\n",
 		filepath.Join(dir, VersionFile):               version + "\n",
 		filepath.Join(InstallInclude(prefix), Header): string(header),
 	} {
@@ -39,6 +40,7 @@ func layout(t *testing.T, prefix string, a arch.Arch, version string) {
 	sums := map[string][sha256.Size]byte{
 		LibName:       sha256.Sum256([]byte("the runtime\n")),
 		ModuleLibName: sha256.Sum256([]byte("the module stub\n")),
+		SharedLibName: sha256.Sum256([]byte("the runtime to preload\n")),
 	}
 	if err := writeSums(dir, installFiles, sums); err != nil {
 		t.Fatal(err)
@@ -51,7 +53,8 @@ func layout(t *testing.T, prefix string, a arch.Arch, version string) {
 func TestInstalled(t *testing.T) {
 	prefix := t.TempDir()
 	layout(t, prefix, arch.X86_64, Version())
-	want := Lib{Archive: filepath.Join(prefix, "lib/ftpatch/x86_64/libftrt.a"), Include: filepath.Join(prefix, "include/ftpatch")}
+	want := Lib{Archive: filepath.Join(prefix, "lib/ftpatch/x86_64/libftrt.a"), Include: filepath.Join(prefix, "include/ftpatch"),
+		Shared: filepath.Join(prefix, "lib/ftpatch/x86_64/libftrt.so")}
 	if l, err := Installed(prefix, arch.X86_64); err != nil || l != want {
 		t.Errorf("Installed = %+v, %v; want %+v", l, err, want)
 	}
@@ -100,6 +103,7 @@ func TestInstalledDigests(t *testing.T) {
 	}{
 		{"archive changed", func(dir, _ string) error { return appendTo(filepath.Join(dir, LibName), "extra constructor") }, errDigest},
 		{"module stub changed", func(dir, _ string) error { return appendTo(filepath.Join(dir, ModuleLibName), "x") }, errDigest},
+		{"shared runtime changed", func(dir, _ string) error { return appendTo(filepath.Join(dir, SharedLibName), "x") }, errDigest},
 		{"header another's", func(_, inc string) error { return appendTo(filepath.Join(inc, Header), "#define X 1\n") }, errDigest},
 		{"no digests", func(dir, _ string) error { return os.Remove(filepath.Join(dir, sumsFile)) }, fs.ErrNotExist},
 		{"no digest of the stub", func(dir, _ string) error {

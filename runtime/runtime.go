@@ -43,6 +43,15 @@ const LibName = "libftrt.a"
 // constructor that registers its site table with the runtime.
 const ModuleLibName = "libftrt-module.a"
 
+// SharedLibName is the file name of the runtime built as a shared object,
+// for a program linked without it that has sites: `ftpatch record`
+// preloads it (LD_PRELOAD). It is built from the archive's objects, but
+// for the sources that say `#ifdef FTRT_PRELOAD`, compiled again with it
+// defined (the start from a constructor rather than the program's
+// .preinit_array, the interposed functions), and exports only
+// PreloadExports.
+const SharedLibName = "libftrt.so"
+
 // ErrUnsupported: the runtime has no port to the architecture yet.
 var ErrUnsupported = errors.New("runtime not available for this architecture")
 
@@ -50,8 +59,11 @@ var ErrUnsupported = errors.New("runtime not available for this architecture")
 // the archive links into PIEs, fixed-address programs and shared objects
 // alike), never instrumented (no -pg: it must not call its own hooks), and
 // without SIMD registers, which carry the traced program's arguments and
-// return values.
-var cflags = []string{"-O2", "-g", "-fPIC", "-fno-stack-protector", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror"}
+// return values. Its thread-local variables are initial-exec: a fixed
+// offset from the thread pointer, no call of __tls_get_addr on the hot
+// path, in the shared build too (preloaded, it is in the initial set of
+// modules, whose TLS is static).
+var cflags = []string{"-O2", "-g", "-fPIC", "-ftls-model=initial-exec", "-fno-stack-protector", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror"}
 
 // includeFlags are the compiler flags that resolve the runtime's
 // #include lines for its sources laid out under src: a header beside the
@@ -186,16 +198,23 @@ func buildArchives(ctx context.Context, o Options) (map[string][sha256.Size]byte
 		return nil, err
 	}
 	sums := map[string][sha256.Size]byte{}
+	var rtObjs []string
 	for _, lib := range []struct {
 		name string
 		srcs []string
 	}{{ModuleLibName, mod}, {LibName, rt}} {
-		sum, err := archive(ctx, o, work, lib.name, lib.srcs)
+		sum, objs, err := archive(ctx, o, work, lib.name, lib.srcs)
 		if err != nil {
 			return nil, err
 		}
 		sums[lib.name] = sum
+		rtObjs = objs
 	}
+	sum, err := sharedObject(ctx, o, work, rt, rtObjs)
+	if err != nil {
+		return nil, err
+	}
+	sums[SharedLibName] = sum
 	return sums, nil
 }
 
@@ -227,31 +246,144 @@ const headerSource = "src/" + Header
 func IncludeDir(dir string) string { return filepath.Join(dir, "include") }
 
 // archive compiles srcs (laid out under work) and writes the archive
-// Dir/name atomically, returning the SHA-256 digest of what it wrote.
-func archive(ctx context.Context, o Options, work, name string, srcs []string) ([sha256.Size]byte, error) {
+// Dir/name atomically, returning the SHA-256 digest of what it wrote and
+// the objects it holds, by source (in srcs' order; "" for a header).
+func archive(ctx context.Context, o Options, work, name string, srcs []string) ([sha256.Size]byte, []string, error) {
 	var objs []string
-	for _, p := range srcs {
-		if !strings.HasSuffix(p, ".c") && !strings.HasSuffix(p, ".S") {
+	bySrc := make([]string, len(srcs))
+	for i, p := range srcs {
+		if !compiled(p) {
 			continue
 		}
-		obj := filepath.Join(work, strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
-		argv := append(append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), includeFlags(filepath.Join(work, "src"))...), "-c", filepath.Join(work, p), "-o", obj)
-		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
-			return [sha256.Size]byte{}, fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
+		obj, err := compile(ctx, o, work, p, strings.TrimSuffix(name, ".a"))
+		if err != nil {
+			return [sha256.Size]byte{}, nil, err
 		}
 		objs = append(objs, obj)
+		bySrc[i] = obj
 	}
 	lib := filepath.Join(work, name)
 	ar := append([]string{"ar", "rcsD", lib}, objs...)
 	if out, err := exec.CommandContext(ctx, ar[0], ar[1:]...).CombinedOutput(); err != nil {
-		return [sha256.Size]byte{}, fmt.Errorf("archiving %s: %w\n%s", name, err, out)
+		return [sha256.Size]byte{}, nil, fmt.Errorf("archiving %s: %w\n%s", name, err, out)
 	}
 	b, err := os.ReadFile(lib)
 	if err != nil {
+		return [sha256.Size]byte{}, nil, err
+	}
+	return sha256.Sum256(b), bySrc, outfile.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
+}
+
+// compiled says whether the source p is compiled (C or assembly), not
+// included.
+func compiled(p string) bool { return strings.HasSuffix(p, ".c") || strings.HasSuffix(p, ".S") }
+
+// compile compiles the source p (laid out under work) into an object
+// named for it and for what it is built into (tag), with the extra
+// flags, and returns the object's path.
+func compile(ctx context.Context, o Options, work, p, tag string, extra ...string) (string, error) {
+	obj := filepath.Join(work, tag+"_"+strings.ReplaceAll(strings.TrimSuffix(p, filepath.Ext(p)), "/", "_")+".o")
+	argv := append(append(append(append(append(append([]string{}, o.CC...), cflags...), isa.For(o.Arch).RuntimeCFlags...), extra...), includeFlags(filepath.Join(work, "src"))...), "-c", filepath.Join(work, p), "-o", obj)
+	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("compiling the runtime (%s): %w\n%s", strings.Join(argv, " "), err, out)
+	}
+	return obj, nil
+}
+
+// preloadMacro is defined when a source is compiled for the shared
+// object (SharedLibName): the sources that name it are compiled again
+// with it; the others' archive objects are linked as they are (every
+// object is position-independent).
+const preloadMacro = "FTRT_PRELOAD"
+
+// sharedObject links the runtime's sources srcs (laid out under work),
+// whose archive objects are objs (by source), into the shared object
+// Dir/SharedLibName, written atomically, and returns its digest. Its
+// dynamic symbol table holds PreloadExports alone (a version script
+// makes every other symbol local), and it binds every symbol at load
+// (-z now) and keeps its relocated data read-only (-z relro): nothing of
+// it is resolved lazily while a traced call runs.
+func sharedObject(ctx context.Context, o Options, work string, srcs, objs []string) ([sha256.Size]byte, error) {
+	var link []string
+	for i, p := range srcs {
+		if !compiled(p) {
+			continue
+		}
+		b, err := sources.ReadFile(p)
+		if err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		obj := objs[i]
+		if strings.Contains(string(b), preloadMacro) {
+			if obj, err = compile(ctx, o, work, p, "preload", "-D"+preloadMacro); err != nil {
+				return [sha256.Size]byte{}, err
+			}
+		}
+		link = append(link, obj)
+	}
+	script := filepath.Join(work, "libftrt.map")
+	if err := os.WriteFile(script, []byte(versionScript(o.Arch)), 0o644); err != nil {
 		return [sha256.Size]byte{}, err
 	}
-	return sha256.Sum256(b), outfile.WriteFile(filepath.Join(o.Dir, name), 0o644, b)
+	so := filepath.Join(work, SharedLibName)
+	argv := append(append(append(append([]string{}, o.CC...), "-shared", "-o", so, "-Wl,--version-script="+script, "-Wl,-z,now", "-Wl,-z,relro",
+		"-Wl,-z,noexecstack", "-Wl,-soname,"+SharedLibName), link...), "-lpthread", "-ldl")
+	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("linking %s (%s): %w\n%s", SharedLibName, strings.Join(argv, " "), err, out)
+	}
+	b, err := os.ReadFile(so)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), outfile.WriteFile(filepath.Join(o.Dir, SharedLibName), 0o755, b)
 }
+
+// versionScript makes every symbol of the shared runtime of arch a local
+// but PreloadExports(a).
+func versionScript(a arch.Arch) string {
+	var b strings.Builder
+	b.WriteString("{\n  global:\n")
+	for _, s := range PreloadExports(a) {
+		fmt.Fprintf(&b, "    %s;\n", s)
+	}
+	b.WriteString("  local: *;\n};\n")
+	return b.String()
+}
+
+// PreloadExports are the symbols the shared runtime (SharedLibName) of
+// arch a exports, and nothing else: the public API (ftrace.h); the hooks
+// the compiler's sites call (__fentry__, mcount, _mcount), which the
+// loader binds to the runtime's as it comes first in the lookup order;
+// the registration of shared objects that link the module stub; and the
+// C library's functions the static runtime wraps (wrapped), _exit and
+// _Exit, and the unwinder's entry points
+// (src/tracers/unwind.c), each defined by the runtime, which calls the C
+// library's own.
+func PreloadExports(a arch.Arch) []string {
+	hooks := []string{"__fentry__", "mcount"}
+	if a == arch.ARM64 {
+		hooks = []string{"_mcount"}
+	}
+	out := append(slices.Clone(apiExports), hooks...)
+	out = append(out, abi.ModuleRegister, abi.ModuleUnregister, "_exit", "_Exit")
+	out = append(out, wrapped...)
+	return append(out, unwindExports...)
+}
+
+// apiExports are the functions of the public API (src/ftrace.h).
+var apiExports = []string{"ftrace_set_functions", "ftrace_enable_functions", "ftrace_disable_functions", "ftrace_set_tracer",
+	"ftrace_current_tracer", "tracing_off", "tracing_on", "tracing_is_on", "ftrace_snapshot", "ftrace_set_filter",
+	"ftrace_set_notrace", "register_ftrace_function", "unregister_ftrace_function", "register_ftrace_direct",
+	"modify_ftrace_direct", "unregister_ftrace_direct", "ftrace_regs_get_argument", "ftrace_regs_get_fp_argument_bits",
+	"ftrace_regs_get_stack_pointer", "ftrace_regs_get_instruction_pointer", "ftrace_regs_get_return_value",
+	"ftrace_regs_set_return_value", "ftrace_regs_set_instruction_pointer", "ftrace_override_function_with_return",
+	"register_fgraph", "unregister_fgraph", "fgraph_reserve_data", "fgraph_retrieve_data", "fgraph_get_task_var",
+	"register_fprobe", "unregister_fprobe", "ftrace_enabled_sites", "ftrace_error"}
+
+// unwindExports are the unwinder's entry points the runtime interposes
+// (src/tracers/unwind.c, frames.c).
+var unwindExports = []string{"_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow", "_Unwind_ForcedUnwind", "_Unwind_SetIP",
+	"_Unwind_Resume", "_Unwind_Find_FDE", "__cxa_begin_catch"}
 
 // ModulePath is the module stub's archive beside the runtime at lib.
 func ModulePath(lib string) string { return filepath.Join(filepath.Dir(lib), ModuleLibName) }

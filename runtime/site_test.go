@@ -54,6 +54,7 @@ const siteHarness = `#include <stdio.h>
 #include <string.h>
 #include "arch/site.c"
 #include "arch/x86_64/site.c"
+#include "arch/x86_64/near.c"
 
 int main(void)
 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +30,7 @@ import (
 	"ftpatch/outfile"
 	"ftpatch/patch"
 	"ftpatch/protos"
+	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
 )
 
@@ -312,6 +315,9 @@ type target struct {
 	prepatched bool
 	setid      bool      // setuid or setgid: it reads no FTRACE* variable
 	arch       arch.Arch // the ELF's; a script's: this machine's
+	// preload: an ELF program with sites linked without the runtime,
+	// which record traces with the runtime preloaded (LD_PRELOAD).
+	preload bool
 }
 
 // Shell exit statuses for a program that cannot be run.
@@ -377,9 +383,12 @@ func findTarget(args []string) (*target, error) {
 	}
 	switch l {
 	case patch.LinksNothing:
-		// Untraced itself (a shell, make): it runs, and the traced
+		// With sites (compiled with -pg, -mfentry or patchable
+		// entries): traced with the runtime preloaded. Without
+		// (a shell, make): untraced itself, it runs, and the traced
 		// programs it starts record into the session.
-		t.untraced = true
+		t.preload = hasSites(f)
+		t.untraced = !t.preload
 	case patch.LinksModule:
 		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", code)
 	}
@@ -387,13 +396,88 @@ func findTarget(args []string) (*target, error) {
 	return t, nil
 }
 
+// hasSites says whether the linked file f has compiler sites for the
+// runtime: a site table (recordmcount's or -mrecord-mcount's
+// __mcount_loc), patchable entries, or calls of -pg's and -mfentry's
+// hooks (__fentry__, mcount, _mcount) left for the loader to bind.
+func hasSites(f *elfx.File) bool {
+	for _, name := range []string{"__mcount_loc", "__patchable_function_entries"} {
+		if sec := f.Section(name); sec != nil && sec.Size > 0 {
+			return true
+		}
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_DYNSYM {
+			continue
+		}
+		syms, err := f.Symbols(s)
+		if err != nil {
+			return false
+		}
+		for i := range syms {
+			switch syms[i].Name {
+			case "__fentry__", "mcount", "_mcount":
+				if !syms[i].Defined() {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// preloadEnv is env with the runtime's shared object lib first in
+// LD_PRELOAD, before what the caller preloads. A program of another
+// architecture runs under qemu-user (binfmt_misc), whose own loader must
+// not be given another architecture's object: QEMU_SET_ENV gives the
+// variable to the program alone.
+func (t *target) preloadEnv(env []string, lib string) []string {
+	preload := lib
+	out := env[:0:0]
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "LD_PRELOAD="); ok {
+			if v != "" {
+				preload += ":" + v
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	host := arch.X86_64
+	if runtime.GOARCH == "arm64" {
+		host = arch.ARM64
+	}
+	if t.arch != host {
+		if slices.ContainsFunc(out, func(e string) bool { return strings.HasPrefix(e, "QEMU_SET_ENV=") }) {
+			return append(out, "LD_PRELOAD="+preload) // the caller's QEMU_SET_ENV stays; qemu passes the environment on
+		}
+		return append(out, "QEMU_SET_ENV=LD_PRELOAD="+preload)
+	}
+	return append(out, "LD_PRELOAD="+preload)
+}
+
 // run runs the target with the settings, its environment ftpatch's
 // with the settings' variables in place of any the caller had (named
-// on stderr).
+// on stderr), and the runtime preloaded into a program with sites linked
+// without it.
 func (t *target) run(s launch.Settings, stderr io.Writer) (launch.Status, error) {
 	env, dropped := s.Env(os.Environ())
 	if len(dropped) > 0 {
 		fmt.Fprintf(stderr, "ftpatch: note: %s from the environment not passed on: the flags set the FTRACE* variables they own\n", strings.Join(dropped, " "))
+	}
+	if t.preload {
+		if t.setid {
+			fmt.Fprintf(stderr, "ftpatch: note: %s is setuid or setgid and linked without the runtime: the loader preloads nothing into it, so it runs untraced\n", t.name)
+		} else {
+			lib, err := ftrt.Find(context.Background(), ftrt.Options{Arch: t.arch, Notes: stderr}, installPrefix())
+			if err != nil {
+				return launch.Status{}, fmt.Errorf("%s has sites but no runtime linked, and the runtime to preload cannot be had: %w", t.name, err)
+			}
+			if lib.Scratch != "" {
+				defer os.RemoveAll(lib.Scratch)
+			}
+			env = t.preloadEnv(env, lib.Shared)
+		}
 	}
 	st, err := launch.Run(t.path, t.argv, env)
 	if err != nil {

@@ -11,7 +11,7 @@
 #include "site.h"
 
 const uintptr_t *ftrt_targets;
-uintptr_t ftrt_walk_seg_lo;
+uintptr_t ftrt_walk_seg_lo, ftrt_walk_seg_hi;
 struct ftrt_stats *ftrt_pass_stats;
 int ftrt_mode;
 int ftrt_trap_armed;

@@ -158,6 +158,27 @@ int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end);
  * bytes and back to lo at most (the start of its segment). */
 int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo);
 
+/* The site of the patchable area (-fpatchable-function-entry) that
+ * starts at area, a module's __patchable_function_entries word, for a
+ * module with no __mcount_loc to list it (the preloaded runtime's
+ * core/tables.c); 0 when its bytes are no area's. */
+uintptr_t ftrt_arch_area_site(uintptr_t area) __attribute__((visibility("hidden")));
+
+/* The targets[] of a module that no stub describes (the preloaded
+ * runtime serves it), given the runtime's own (runtime): its hooks,
+ * which the module's sites call through its PLT or GOT, and its
+ * trampolines, reached from code near `near` (x86-64: through jumps in
+ * a page the runtime maps within rel32 reach; arm64: directly, or
+ * through veneer.c's veneers). 0, or -1 when no page in reach could be
+ * had. */
+int ftrt_arch_targets_near(uintptr_t near, const uintptr_t runtime[FTRT_T_N], uintptr_t targets[FTRT_T_N])
+	__attribute__((visibility("hidden")));
+
+/* Where the segment whose sites are being classified ends (sites.c's
+ * walk sets it, with ftrt_walk_seg_lo): a site's call may be followed
+ * into a PLT entry that lies inside it. */
+extern uintptr_t ftrt_walk_seg_hi __attribute__((visibility("hidden")));
+
 /* What the load-time pass makes of a site. */
 enum {
 	WANT_NOP,

@@ -56,6 +56,22 @@ void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
  * reach of its code; the trampolines among them jump through slots[],
  * which the runtime fills with its own entry points at registration.
  */
+/*
+ * A loaded module's tables, found from its file (tables.c) by the
+ * preloaded runtime for a module that no linker or stub describes: its
+ * __mcount_loc, or, without one, the sites of its patchable areas
+ * (ftrt_arch_area_site); its __patchable_function_entries; and whether
+ * it links the runtime or the module stub (it has a config record),
+ * and so describes itself.
+ */
+struct ftrt_tables {
+	const uintptr_t *start, *stop, *areas, *areas_end;
+	int linked;
+};
+/* The tables of the file at path, loaded at bias: 0, or -1 when the
+ * file cannot be read as ELF. */
+int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t) __attribute__((visibility("hidden")));
+
 /* A stub and a runtime of different versions do not serve each other:
  * 2 added the chain trampolines (targets[] and slots grew); 3 the
  * patchable areas, and arm64's ftrace_ops_caller. */
@@ -132,7 +148,16 @@ void ftrt_modules_release(void);
 void ftrt_modules_lock(void) __attribute__((visibility("hidden")));
 void ftrt_modules_after_fork(void) __attribute__((visibility("hidden")));
 /* The program's own record (registered by ftrt_init). */
-int ftrt_register_self(const struct ftrt_module *self);
+int ftrt_register_self(const struct ftrt_module *self, uintptr_t inside);
+/* Register a module that no stub describes (the preloaded runtime's:
+ * its tables found by tables.c), which lies at the address inside. 0, or
+ * -1. */
+int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside) __attribute__((visibility("hidden")));
+/* After the program's own registration: serve the registrations that
+ * came before the runtime started (the preloaded runtime's, whose start
+ * comes after the constructors of the shared objects loaded with the
+ * program). */
+void ftrt_modules_start(void) __attribute__((visibility("hidden")));
 /* The process is exiting (lifetime.c): a module unregistered from now on
  * keeps what was built for it, as other threads may still run it. */
 void ftrt_modules_exiting(void) __attribute__((visibility("hidden")));

@@ -235,12 +235,47 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 	return md;
 }
 
-int ftrt_register_self(const struct ftrt_module *self)
+int ftrt_register_self(const struct ftrt_module *self, uintptr_t inside)
 {
 	pthread_mutex_lock(&lock);
-	/* targets[0], its first hook, is an address inside the module. */
-	struct ftrt_mod *md = add(self, (uintptr_t)self->targets[0], 1);
+	struct ftrt_mod *md = add(self, inside, 1);
 	pthread_mutex_unlock(&lock);
+	return md ? 0 : -1;
+}
+
+/*
+ * Registrations that came before the runtime started: the preloaded
+ * runtime (runtime.SharedLibName) starts from its own constructor, which
+ * the loader runs after those of the shared objects loaded with the
+ * program, whose stubs register first. Each waits here, its handle 0,
+ * until the program's pass has run (ftrt_modules_start).
+ */
+static struct ftrt_module *early[FTRT_MOD_MAX];
+static int nearly;
+
+void ftrt_modules_start(void)
+{
+	pthread_mutex_lock(&lock);
+	int n = nearly;
+	nearly = -1; /* from now on, registrations are served at once */
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < n; i++)
+		ftrt_module_register(early[i]);
+}
+
+int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside)
+{
+	if (!m || m->handle)
+		return -1;
+	ftrt_in_runtime++;
+	if (up.adding)
+		up.adding(m);
+	pthread_mutex_lock(&lock);
+	struct ftrt_mod *md = add(m, inside, 0);
+	if (md)
+		m->handle = (uintptr_t)md->owner;
+	pthread_mutex_unlock(&lock);
+	ftrt_in_runtime--;
 	return md ? 0 : -1;
 }
 
@@ -257,9 +292,17 @@ int ftrt_module_register(struct ftrt_module *m)
 {
 	if (!m || m->size < sizeof *m || m->version != FTRT_MODULE_VERSION || m->handle)
 		return -1;
+	if (!up.init) {
+		/* Before the runtime started (preloaded): served once it has. */
+		pthread_mutex_lock(&lock);
+		int queued = nearly >= 0 && nearly < FTRT_MOD_MAX;
+		if (queued)
+			early[nearly++] = m;
+		pthread_mutex_unlock(&lock);
+		return queued ? 0 : -1;
+	}
 	ftrt_in_runtime++;
-	if (up.init)
-		up.init();
+	up.init();
 	if (up.adding)
 		up.adding(m);
 	pthread_mutex_lock(&lock);

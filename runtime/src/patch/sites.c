@@ -388,6 +388,7 @@ void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int chec
 			continue;
 		}
 		ftrt_walk_seg_lo = q.seg.start;
+		ftrt_walk_seg_hi = q.seg.end;
 		if (check_mode)
 			check_segment(s + i, j - i, check_mode);
 		else

@@ -225,3 +225,46 @@ int __wrap_execle(const char *path, const char *arg, ...)
 	ftrt_trace_exec();
 	return __real_execve(path, argv, env);
 }
+
+#ifdef FTRT_PRELOAD
+#include "tracers/entry.h"
+
+/* Preloaded: the C library's exec and spawn functions are these
+ * wrappers (tracers/entry.h), whichever module calls them. */
+FTRT_INTERPOSE(execve);
+FTRT_INTERPOSE(execv);
+FTRT_INTERPOSE(execvp);
+FTRT_INTERPOSE(execvpe);
+FTRT_INTERPOSE(execl);
+FTRT_INTERPOSE(execle);
+FTRT_INTERPOSE(execlp);
+FTRT_INTERPOSE(fexecve);
+FTRT_INTERPOSE(execveat);
+FTRT_INTERPOSE(posix_spawn);
+FTRT_INTERPOSE(posix_spawnp);
+FTRT_REAL(int, execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+FTRT_REAL(int, execv, (const char *path, char *const argv[]), (path, argv))
+FTRT_REAL(int, execvp, (const char *file, char *const argv[]), (file, argv))
+FTRT_REAL(int, execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+FTRT_REAL(int, fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+FTRT_REAL(int, posix_spawn,
+	  (pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr, char *const argv[],
+	   char *const envp[]),
+	  (pid, path, actions, attr, argv, envp))
+FTRT_REAL(int, posix_spawnp,
+	  (pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr, char *const argv[],
+	   char *const envp[]),
+	  (pid, file, actions, attr, argv, envp))
+
+/* execveat: glibc 2.34 and later; the system call where the C library
+ * has none. */
+int __real_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	static void *cache;
+	int (*real)(int, const char *, char *const[], char *const[], int) =
+		(int (*)(int, const char *, char *const[], char *const[], int))ftrt_next("execveat", &cache);
+	if (real)
+		return real(dirfd, path, argv, envp, flags);
+	return (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
+}
+#endif

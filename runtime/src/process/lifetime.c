@@ -66,6 +66,7 @@
 
 #include "core/clock.h"
 #include "core/ftrt.h"
+#include "core/say.h"
 #include "patch/libcall.h"
 #include "patch/patch.h"
 #include "process.h"
@@ -82,6 +83,24 @@ extern const uintptr_t __stop___mcount_loc[] __attribute__((weak, visibility("hi
 extern const uintptr_t __start___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
 extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak, visibility("hidden")));
 
+#ifdef FTRT_PRELOAD
+/*
+ * Preloaded (runtime.SharedLibName, into a program linked without the
+ * runtime): no linker bracketed the program's tables for the runtime,
+ * nor gave it a .preinit_array. The program's module is described at
+ * start (ftrt_init): its tables found from its file (core/tables.c), its
+ * targets the runtime's hooks, which its sites call through its PLT or
+ * GOT, and trampolines within reach of its code (ftrt_arch_targets_near).
+ * The shared objects loaded with it that have sites but no stub are
+ * described alike, each by a record of preloaded[], and so are those a
+ * dlopen loads (process/preload.c).
+ */
+static struct ftrt_module self = {
+	.size = sizeof self,
+	.version = FTRT_MODULE_VERSION,
+	.config = &ftrt_config,
+};
+#else
 /*
  * The program's own module: its table, its config record, and the
  * runtime's hooks and trampolines, which its sites call directly.
@@ -96,6 +115,7 @@ static const struct ftrt_module self = {
 	.config = &ftrt_config,
 	.targets = FTRT_TARGETS,
 };
+#endif
 
 /*
  * Register the program's own module, which runs its load-time pass: from
@@ -113,7 +133,18 @@ void ftrt_init(void)
 		return;
 	done = 1;
 	ftrt_clock_init(); /* before any GOT slot is redirected (patch/libcall.c) */
-	ftrt_register_self(&self);
+#ifdef FTRT_PRELOAD
+	uintptr_t inside = getauxval(AT_ENTRY);
+	struct ftrt_tables t;
+	if (ftrt_preload_describe(&self, "/proc/self/exe", inside, &t) != 0)
+		ftrt_say("ftrt: the program's site tables cannot be read; its sites stay as they are, untraced\n");
+	ftrt_register_self(&self, inside);
+	ftrt_modules_start();
+	ftrt_preload_scan();
+#else
+	/* targets[0], its first hook, is an address inside the program. */
+	ftrt_register_self(&self, self.targets[0]);
+#endif
 }
 
 /* A module's load-time pass, then what live calls chose before it was
@@ -233,6 +264,28 @@ static void end_fini(void)
 	ftrt_in_runtime--;
 }
 
+#ifdef FTRT_PRELOAD
+/*
+ * Preloaded, the runtime starts from its own first initialiser, with
+ * main's arguments: after those of the shared objects loaded with the
+ * program (dependencies first: the loader runs a preloaded object's
+ * close to last), whose stubs' registrations wait for it
+ * (ftrt_modules_start), and before the program's own. The program's
+ * initialisers begin right after (begin), and its threads start then.
+ * Its last finaliser (end_fini) runs from the loader's _dl_fini, after
+ * the program's; end_handler, registered before __libc_start_main
+ * registers _dl_fini, runs after it and ends the trace.
+ */
+static void preload_start(int argc, char **argv, char **envp)
+{
+	ftrt_preinit(argc, argv, envp);
+	begin();
+	threads();
+}
+
+__attribute__((used, section(".init_array.00000"))) static void (*init_entry)(int, char **, char **) = preload_start;
+__attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = end_fini;
+#else
 /* Priority 0: what constructor(0) and destructor(0) would make, without
  * the warning that priorities up to 100 are the implementation's (we
  * are). */
@@ -240,6 +293,7 @@ __attribute__((used, section(".preinit_array"))) static void (*preinit_entry)(in
 __attribute__((used, section(".init_array.00000"))) static void (*init_entry)(void) = begin;
 __attribute__((used, section(".init_array.00001"))) static void (*threads_entry)(void) = threads;
 __attribute__((used, section(".fini_array.00000"))) static void (*fini_entry)(void) = end_fini;
+#endif
 
 extern int on_exit(void (*fn)(int, void *), void *arg);
 

@@ -19,6 +19,8 @@
 #ifndef FTRT_PROCESS_H
 #define FTRT_PROCESS_H
 
+#include <stdint.h>
+
 #include "ftrace.h"
 
 /* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
@@ -30,5 +32,17 @@ void ftrt_trap_fatal(void) __attribute__((visibility("hidden")));
 /* At start, before any thread: arm the wrappers when the program links
  * the API. */
 void ftrt_trap_start(void) __attribute__((visibility("hidden")));
+
+/* preload.c (the preloaded runtime alone). Describe the module whose
+ * file is path, loaded so that inside is an address in it: its tables
+ * (core/tables.c, into *t) and targets. 0, or -1 when its file cannot be
+ * read (m then has no table). */
+struct ftrt_module;
+struct ftrt_tables;
+int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
+	__attribute__((visibility("hidden")));
+/* Register every loaded shared object with sites that neither links the
+ * module stub nor is registered yet. */
+void ftrt_preload_scan(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -262,7 +262,13 @@ void ftrt_trap_fatal(void)
  * before any thread could block it. */
 void ftrt_trap_start(void)
 {
-	if (ftrace_enable_functions || ftrt_ctl_wanted()) {
+#ifdef FTRT_PRELOAD
+	/* Preloaded, the API is always there: only ftpatch ctl patches. */
+	int api = 0;
+#else
+	int api = ftrace_enable_functions != NULL;
+#endif
+	if (api || ftrt_ctl_wanted()) {
 		ftrt_trap_armed = 1;
 		ftrt_live_arm();
 	}
@@ -332,3 +338,18 @@ int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	sigset_t copy;
 	return __real_pthread_sigmask(how, how == SIG_UNBLOCK ? set : unblockable(set, &copy), old);
 }
+
+#ifdef FTRT_PRELOAD
+#include "tracers/entry.h"
+
+/* Preloaded: the C library's functions that set a signal's action or
+ * block signals are these wrappers (tracers/entry.h). */
+FTRT_INTERPOSE(sigaction);
+FTRT_INTERPOSE(signal);
+FTRT_INTERPOSE(sigprocmask);
+FTRT_INTERPOSE(pthread_sigmask);
+FTRT_REAL(int, sigaction, (int sig, const struct sigaction *act, struct sigaction *old), (sig, act, old))
+FTRT_REAL(sighandler_t, signal, (int sig, sighandler_t handler), (sig, handler))
+FTRT_REAL(int, sigprocmask, (int how, const sigset_t *set, sigset_t *old), (how, set, old))
+FTRT_REAL(int, pthread_sigmask, (int how, const sigset_t *set, sigset_t *old), (how, set, old))
+#endif

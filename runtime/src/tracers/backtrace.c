@@ -74,3 +74,9 @@ int __wrap_backtrace(void **buffer, int size)
 			buffer[m++] = walk[i];
 	return m;
 }
+
+#ifdef FTRT_PRELOAD
+/* Preloaded: the C library's backtrace is this wrapper (entry.h). */
+FTRT_INTERPOSE(backtrace);
+FTRT_REAL(int, backtrace, (void **buffer, int size), (buffer, size))
+#endif

@@ -56,9 +56,19 @@ static atomic_flag lock = ATOMIC_FLAG_INIT;
  */
 static void made(const ucontext_t *ucp);
 
+#ifdef FTRT_PRELOAD
+/* The C library's makecontext, which the preloaded runtime's
+ * __real_makecontext branches to (ISA/makecontext.S). */
+void *ftrt_next_makecontext __attribute__((visibility("hidden")));
+#endif
+
 void ftrt_context_made(const void *uc)
 {
 	ftrt_in_runtime++; /* its mmap and sched_yield are the runtime's, not library calls of the program's */
+#ifdef FTRT_PRELOAD
+	static void *cache;
+	ftrt_next_makecontext = ftrt_next("makecontext", &cache);
+#endif
 	made(uc);
 	ftrt_in_runtime--;
 }

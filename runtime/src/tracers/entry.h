@@ -84,6 +84,23 @@ void ftrt_graph_resume(const void *exc, uintptr_t sp);
  * unwind.c); looked up once into *cache: threads that race there store
  * the same value. */
 void *ftrt_next(const char *name, void **cache) __attribute__((visibility("hidden")));
+
+#ifdef FTRT_PRELOAD
+/*
+ * The preloaded runtime (runtime.SharedLibName) has no linker's --wrap:
+ * it defines the C library's function name itself, as an alias of its
+ * wrapper __wrap_name, which the loader binds every module's calls to
+ * (the runtime comes first in the lookup order); and the wrapper's
+ * __real_name calls the C library's, looked up once (ftrt_next).
+ */
+#define FTRT_INTERPOSE(name) __asm__(".globl " #name "\n\t.type " #name ", %function\n\t.set " #name ", __wrap_" #name)
+#define FTRT_REAL(ret, name, params, args)                            \
+	ret __real_##name params                                      \
+	{                                                             \
+		static void *cache;                                   \
+		return ((ret(*) params)ftrt_next(#name, &cache)) args; \
+	}
+#endif
 /* Unwind info for a hook (frames.c): whether hook is one of this thread's
  * graphed calls' hooks, and if so where its shadow stack is, and an area
  * of FTRT_FRAME_INFO bytes of the thread's for the info. */

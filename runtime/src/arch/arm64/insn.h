@@ -70,6 +70,10 @@ static inline uintptr_t arm64_through_veneer(uintptr_t t)
 	return t;
 }
 
+/* What the PLT entry at t branches to through its GOT slot; 0 when t
+ * is none (near.c). */
+uintptr_t ftrt_arm64_plt_target(uintptr_t t) __attribute__((visibility("hidden")));
+
 /* `bl target` at ip, or 0 when target is beyond bl's ±128 MiB (or not a
  * word apart). */
 static inline uint32_t arm64_bl(uintptr_t ip, uintptr_t target)

@@ -100,8 +100,9 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 	if (arm64_is_bl(w0)) {
 		/* directly, or through the linker's veneer from code beyond
 		 * bl's reach of _mcount */
-		if (arm64_through_veneer(arm64_bl_target((uintptr_t)ip, w0)) != ftrt_targets[FTRT_T_MCOUNT])
-			return FTRT_SITE_UNKNOWN;
+		uintptr_t t = arm64_through_veneer(arm64_bl_target((uintptr_t)ip, w0));
+		if (t != ftrt_targets[FTRT_T_MCOUNT] && ftrt_arm64_plt_target(t) != ftrt_targets[FTRT_T_MCOUNT])
+			return FTRT_SITE_UNKNOWN; /* nor `bl _mcount@plt` */
 		*len = 4;
 		return FTRT_SITE_CALL;
 	}

@@ -11,6 +11,7 @@
 
 #include "arch/site.h"
 #include "insn.h"
+#include "near.h"
 #include "quick.h"
 
 /* One instruction per size: a thread stopped inside a multi-NOP site
@@ -160,7 +161,11 @@ static inline uintptr_t called(const unsigned char *ip, uint64_t v, int *len)
 int ftrt_arch_entry_call(const unsigned char *ip)
 {
 	int len;
-	return called(ip, ftrt_quick_load((uintptr_t)ip), &len) == ftrt_targets[FTRT_T_FENTRY];
+	uint64_t v = ftrt_quick_load((uintptr_t)ip);
+	uintptr_t t = called(ip, v, &len);
+	if (t && t != ftrt_targets[FTRT_T_FENTRY] && (v & 0xff) != 0xff)
+		t = ftrt_x86_plt_target(t); /* call __fentry__@plt */
+	return t && t == ftrt_targets[FTRT_T_FENTRY];
 }
 
 /*
@@ -245,6 +250,7 @@ int ftrt_arch_chain(uintptr_t ip, int len, uintptr_t lo)
 	return chain_push(ip, len, lo) != 0;
 }
 
+
 /*
  * The shapes a site takes in a linked program:
  *   e8 rel32          call hook                    (-fno-pie, or relaxed)   5
@@ -268,6 +274,8 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		uintptr_t target = called(ip, v, len);
 		if (!target)
 			break; /* 67 or ff, but not a call */
+		if (!is_hook(target) && (v & 0xff) != 0xff)
+			target = ftrt_x86_plt_target(target); /* call hook@plt */
 		return is_hook(target) ? FTRT_SITE_CALL : FTRT_SITE_UNKNOWN;
 	}
 	case 0x0f:

@@ -30,4 +30,24 @@
 	b	__real_makecontext		/* as if called directly */
 	END	__wrap_makecontext
 
+#ifdef FTRT_PRELOAD
+/*
+ * Preloaded (runtime.SharedLibName), with no linker's --wrap: the C
+ * library's makecontext is the wrapper, whichever module calls it, and
+ * __real_makecontext branches to the C library's through
+ * ftrt_next_makecontext, which ftrt_context_made (context.c) looks up
+ * before the wrapper branches there.
+ */
+	.globl	makecontext
+	.type	makecontext, %function
+	.set	makecontext, __wrap_makecontext
+
+	ENTRY	__real_makecontext
+	.hidden	__real_makecontext
+	adrp	x16, ftrt_next_makecontext
+	ldr	x16, [x16, :lo12:ftrt_next_makecontext]
+	br	x16				/* the C library's, every argument register untouched */
+	END	__real_makecontext
+#endif
+
 	.section .note.GNU-stack, "", %progbits

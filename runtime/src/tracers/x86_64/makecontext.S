@@ -51,4 +51,27 @@ __wrap_makecontext:
 	.cfi_endproc
 	.size	__wrap_makecontext, .-__wrap_makecontext
 
+#ifdef FTRT_PRELOAD
+/*
+ * Preloaded (runtime.SharedLibName), with no linker's --wrap: the C
+ * library's makecontext is the wrapper, whichever module calls it, and
+ * __real_makecontext branches to the C library's through
+ * ftrt_next_makecontext, which ftrt_context_made (context.c) looks up
+ * before the wrapper branches there.
+ */
+	.globl	makecontext
+	.type	makecontext, %function
+	.set	makecontext, __wrap_makecontext
+
+	.globl	__real_makecontext
+	.hidden	__real_makecontext
+	.type	__real_makecontext, @function
+	.p2align 4
+__real_makecontext:
+	.cfi_startproc
+	jmp	*ftrt_next_makecontext(%rip)	/* the C library's, every argument register untouched */
+	.cfi_endproc
+	.size	__real_makecontext, .-__real_makecontext
+#endif
+
 	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,116 @@
+/*
+ * A loaded module's site tables, found from its file: what the
+ * preloaded runtime (runtime.SharedLibName) serves a program, or a
+ * shared object, linked without the runtime or the module stub, in which
+ * no linker defined __start___mcount_loc and no stub hands the tables
+ * over.
+ *
+ * The tables are allocated sections (SHF_ALLOC), so the loader has
+ * mapped them and, in a position-independent file, relocated their
+ * words (recordmcount's table through R_*_RELATIVE, gcc's own read-only
+ * -mrecord-mcount table through text relocations): each lies, ready, at
+ * the module's bias + its section's address. Only their place is read
+ * from the file: its section headers and their names. The file is
+ * opened read-only, close-on-exec, and closed before returning; a
+ * file that is not what the loader mapped (replaced since) at worst
+ * names addresses the pass then finds no site at, and skips.
+ *
+ * Several sections of one name (a link that kept them apart) are copied
+ * into one private array, which the module keeps. Init-time only (the
+ * program's pass, a dlopen): libc is used freely.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ftrt.h"
+
+/* The sections of name among the n headers sh (names in shstr, of
+ * size strsz), as one array: the section's own words in memory, or a
+ * copy of all of them; [*start, *stop) empty when there is none. */
+static void table(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strsz, const char *name, uintptr_t bias,
+		  const uintptr_t **start, const uintptr_t **stop)
+{
+	size_t words = 0, found = 0, first = 0;
+	for (size_t i = 0; i < n; i++)
+		if (sh[i].sh_name < strsz && (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS &&
+		    strncmp(shstr + sh[i].sh_name, name, strsz - sh[i].sh_name) == 0) {
+			if (!found++)
+				first = i;
+			words += sh[i].sh_size / sizeof(uintptr_t);
+		}
+	*start = *stop = NULL;
+	if (!words)
+		return;
+	if (found == 1) {
+		*start = (const uintptr_t *)(bias + sh[first].sh_addr);
+		*stop = *start + words;
+		return;
+	}
+	uintptr_t *c = mmap(NULL, words * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return;
+	size_t k = 0;
+	for (size_t i = first; i < n; i++)
+		if (sh[i].sh_name < strsz && (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS &&
+		    strncmp(shstr + sh[i].sh_name, name, strsz - sh[i].sh_name) == 0) {
+			size_t w = sh[i].sh_size / sizeof(uintptr_t);
+			memcpy(c + k, (const void *)(bias + sh[i].sh_addr), w * sizeof *c);
+			k += w;
+		}
+	*start = c;
+	*stop = c + k;
+}
+
+int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
+{
+	memset(t, 0, sizeof *t);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	void *map = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -1;
+	size_t size = (size_t)st.st_size;
+	const unsigned char *f = map;
+	const Elf64_Ehdr *eh = map;
+	int r = -1;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh->e_shoff > size || (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum)
+		goto out;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+	const Elf64_Shdr *ss = &sh[eh->e_shstrndx];
+	if (ss->sh_offset > size || ss->sh_size > size - ss->sh_offset)
+		goto out;
+	const char *shstr = (const char *)(f + ss->sh_offset);
+	table(sh, eh->e_shnum, shstr, ss->sh_size, "__mcount_loc", bias, &t->start, &t->stop);
+	table(sh, eh->e_shnum, shstr, ss->sh_size, "__patchable_function_entries", bias, &t->areas, &t->areas_end);
+	for (size_t i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_name < ss->sh_size && strncmp(shstr + sh[i].sh_name, FTRT_CFG_SECTION, ss->sh_size - sh[i].sh_name) == 0)
+			t->linked = 1;
+	if (t->start == t->stop && t->areas != t->areas_end) {
+		/* Patchable areas alone (no recordmcount, which lists their
+		 * sites in __mcount_loc): the site of each, as the ISA lays it
+		 * out in its area. */
+		size_t n = (size_t)(t->areas_end - t->areas);
+		uintptr_t *c = mmap(NULL, n * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c != MAP_FAILED) {
+			for (size_t i = 0; i < n; i++)
+				c[i] = t->areas[i] ? ftrt_arch_area_site(t->areas[i]) : 0;
+			t->start = c;
+			t->stop = c + n;
+		}
+	}
+	r = 0;
+out:
+	munmap(map, size);
+	return r;
+}
