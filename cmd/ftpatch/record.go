@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"ftpatch/runtime/abi"
 	"io"
 	"io/fs"
 	"os"
@@ -396,12 +397,13 @@ func findTarget(args []string) (*target, error) {
 	return t, nil
 }
 
-// hasSites says whether the linked file f has compiler sites for the
-// runtime: a site table (recordmcount's or -mrecord-mcount's
-// __mcount_loc), patchable entries, or calls of -pg's and -mfentry's
-// hooks (__fentry__, mcount, _mcount) left for the loader to bind.
+// hasSites says whether the linked file f has sites for the runtime: a
+// site table (recordmcount's or -mrecord-mcount's __mcount_loc),
+// patchable entries, the trampolines ftpatch instrument made, or calls
+// of -pg's and -mfentry's hooks (__fentry__, mcount, _mcount) left for
+// the loader to bind.
 func hasSites(f *elfx.File) bool {
-	for _, name := range []string{"__mcount_loc", "__patchable_function_entries"} {
+	for _, name := range []string{"__mcount_loc", "__patchable_function_entries", abi.PrologueSection} {
 		if sec := f.Section(name); sec != nil && sec.Size > 0 {
 			return true
 		}

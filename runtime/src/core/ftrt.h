@@ -66,6 +66,9 @@ void ftrt_exit_watch(void) __attribute__((visibility("hidden")));
  */
 struct ftrt_tables {
 	const uintptr_t *start, *stop, *areas, *areas_end;
+	/* The sites among start..stop made from functions' prologues
+	 * (ftpatch instrument's FTRT_PROLOGUE_SECTION), sorted. */
+	const uintptr_t *prologues, *prologues_end;
 	int linked;
 };
 /* The tables of the file at path, loaded at bias: 0, or -1 when the
@@ -89,6 +92,14 @@ struct ftrt_module {
 	uintptr_t targets[FTRT_T_N];     /* the module's hooks and trampolines */
 	uintptr_t *slots;                /* FTRT_SLOTS jump slots: filled by the runtime */
 	uintptr_t handle;                /* the runtime's: 0 while not registered */
+	/* Read only when size covers them (a stub never sets them): the
+	 * sites among start..stop made from functions' prologues, sorted
+	 * (ftpatch instrument's table, or record -P's plans). The functions
+	 * were compiled without tracing flags, so the compiler may keep
+	 * values in call-clobbered registers across calls to them (gcc's
+	 * -fipa-ra): every path the runtime takes for such a site preserves
+	 * every register. */
+	const uintptr_t *prologues, *prologues_end;
 };
 
 /*

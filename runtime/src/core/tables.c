@@ -66,6 +66,49 @@ static void table(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strs
 	*stop = c + k;
 }
 
+/*
+ * ftpatch instrument's table of prologue sites (FTRT_PROLOGUE_SECTION):
+ * pairs of file addresses, the site (a trampoline's start: one disabled
+ * entry site, a patchable area of its own) and its function, which the
+ * file has no relocation for: the bias is added here. Each site joins
+ * the compiler's sites and, as the patchable area it is, the areas; the
+ * pass sorts them. The trampoline's local symbol, of its function's
+ * name, names it.
+ */
+static void prologues(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strsz, uintptr_t bias, struct ftrt_tables *t)
+{
+	const Elf64_Shdr *p = NULL;
+	for (size_t i = 0; i < n && !p; i++)
+		if (sh[i].sh_name < strsz && (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS &&
+		    strncmp(shstr + sh[i].sh_name, FTRT_PROLOGUE_SECTION, strsz - sh[i].sh_name) == 0)
+			p = &sh[i];
+	if (!p || p->sh_size < FTRT_PROLOGUE_ENTRY)
+		return;
+	const uint64_t *e = (const uint64_t *)(bias + p->sh_addr); /* site, function; site, function; ... */
+	size_t k = p->sh_size / FTRT_PROLOGUE_ENTRY;
+	size_t ns = (size_t)(t->stop - t->start), na = (size_t)(t->areas_end - t->areas);
+	uintptr_t *c = mmap(NULL, (ns + na + 2 * k) * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return;
+	/* c: the sites (the compiler's, then the trampolines'), then the
+	 * areas (the compiler's, then the trampolines'). */
+	if (ns)
+		memcpy(c, t->start, ns * sizeof *c);
+	for (size_t i = 0; i < k; i++)
+		c[ns + i] = bias + (uintptr_t)e[2 * i];
+	uintptr_t *areas = c + ns + k;
+	if (na)
+		memcpy(areas, t->areas, na * sizeof *c);
+	for (size_t i = 0; i < k; i++)
+		areas[na + i] = bias + (uintptr_t)e[2 * i];
+	t->start = c;
+	t->stop = c + ns + k;
+	t->areas = areas;
+	t->areas_end = areas + na + k;
+	t->prologues = c + ns; /* in function order, as the trampolines are laid out: sorted */
+	t->prologues_end = c + ns + k;
+}
+
 int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
 {
 	memset(t, 0, sizeof *t);
@@ -109,6 +152,7 @@ int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
 			t->stop = c + n;
 		}
 	}
+	prologues(sh, eh->e_shnum, shstr, ss->sh_size, bias, t);
 	r = 0;
 out:
 	munmap(map, size);

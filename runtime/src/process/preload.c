@@ -123,6 +123,7 @@ int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t ins
 	}
 	m->start = t->start, m->stop = t->stop;
 	m->areas = t->areas, m->areas_end = t->areas_end;
+	m->prologues = t->prologues, m->prologues_end = t->prologues_end;
 	bind_hooks(&w, m->targets);
 	return 0;
 }
