@@ -100,6 +100,11 @@ struct ftrt_module {
 	 * -fipa-ra): every path the runtime takes for such a site preserves
 	 * every register. */
 	const uintptr_t *prologues, *prologues_end;
+	/* For sites made at load (record -P: patch/prologue.c), whose
+	 * trampolines no symbol covers: the function of each of prologues,
+	 * by whose symbol the pass names it; NULL when the file's own
+	 * symbols name the trampolines (ftpatch instrument's). */
+	const uintptr_t *prologue_funcs;
 };
 
 /*
