@@ -105,6 +105,9 @@ func (p *program) sym(t *testing.T, name string) elf.Symbol {
 
 func (p *program) plan(s elf.Symbol, read func(uint64, int) []byte) (move.Plan, error) {
 	code := p.read(s.Value, int(s.Size))
+	if code == nil && s.Size == 0 {
+		code = []byte{} // _init, _fini: crti.o's halves, sizeless
+	}
 	if code == nil {
 		return move.Plan{}, fmt.Errorf("%s: not in a section", s.Name)
 	}
@@ -528,5 +531,119 @@ func TestRelocateWords(t *testing.T) {
 		if strings.Join(got, "; ") != strings.Join(c.want, "; ") {
 			t.Errorf("%08x at %#x: %q, want %q", c.w, c.at, got, c.want)
 		}
+	}
+}
+
+// patchAll gives every function of the program at path that a plan
+// accepts a prologue site, its trampoline in the program's tramp_area
+// (every other one more than 1 MiB from its function), writes the result
+// to out and returns how many functions each reason refused ("" counts
+// the planned).
+func patchAll(t *testing.T, path, out string) map[string]int {
+	t.Helper()
+	prog := openProgram(t, path)
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileOff := func(addr uint64, n int) []byte {
+		for _, p := range prog.f.Progs {
+			if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr+uint64(n) <= p.Vaddr+p.Filesz {
+				return img[p.Off+addr-p.Vaddr:][:n]
+			}
+		}
+		t.Fatalf("%#x: not in the file", addr)
+		return nil
+	}
+	var area elf.Symbol
+	syms, _ := prog.f.Symbols()
+	for _, s := range syms {
+		if s.Name == "tramp_area" {
+			area = s
+		}
+	}
+	if area.Size != 0x200000 {
+		t.Fatalf("tramp_area: %+v", area)
+	}
+	counts := map[string]int{}
+	near, far := area.Value, area.Value+area.Size/2+area.Size/4
+	for i, s := range prog.funcs {
+		p, err := prog.plan(s, prog.read)
+		if err != nil {
+			reason := "other: " + err.Error()
+			for _, r := range move.Reasons {
+				if errors.Is(err, r) {
+					reason = r.Error()
+				}
+			}
+			counts[reason]++
+			continue
+		}
+		counts[""]++
+		at := &near
+		if i%2 == 1 {
+			at = &far
+		}
+		code, err := Trampoline(&p, *at)
+		if err != nil {
+			t.Fatalf("%s: trampoline: %v", s.Name, err)
+		}
+		jump, err := PrologueJump(&p, *at)
+		if err != nil {
+			t.Fatalf("%s: jump: %v", s.Name, err)
+		}
+		copy(fileOff(*at, len(code)), code)
+		copy(fileOff(p.Patch, 4), jump)
+		*at += TrampolineMax
+		if near > area.Value+area.Size/2 || far > area.Value+area.Size {
+			t.Fatal("tramp_area full")
+		}
+	}
+	if err := os.WriteFile(out, img, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
+
+// TestPrologueRun patches every function of run.c's program (its own,
+// prologue.S's and the C library's, linked statically) built at each
+// optimisation level, and runs it under qemu-aarch64: the output and
+// exit status must be the unpatched program's.
+func TestPrologueRun(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-aarch64")
+	if err != nil {
+		t.Fatal("qemu-aarch64 is not installed: run `make deps`")
+	}
+	for _, opt := range []string{"-O0", "-O1", "-O2", "-O3"} {
+		t.Run(opt, func(t *testing.T) {
+			orig := buildRun(t, opt)
+			patched := orig + ".patched"
+			counts := patchAll(t, orig, patched)
+			t.Logf("planned %d; refused %v", counts[""], counts)
+			for r := range counts {
+				if strings.HasPrefix(r, "other") {
+					t.Errorf("refused for no known reason: %s", r)
+				}
+			}
+			run := func(path string) (string, int) {
+				var out bytes.Buffer
+				cmd := exec.Command(qemu, path)
+				cmd.Stdout, cmd.Stderr = &out, &out
+				err := cmd.Run()
+				var ee *exec.ExitError
+				if err != nil && !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				return out.String(), cmd.ProcessState.ExitCode()
+			}
+			wantOut, wantCode := run(orig)
+			gotOut, gotCode := run(patched)
+			if gotOut != wantOut || gotCode != wantCode {
+				t.Errorf("patched: exit %d, output\n%s\nwant exit %d, output\n%s", gotCode, gotOut, wantCode, wantOut)
+			}
+			if !strings.Contains(wantOut, "jt_rel: 32 33") || wantCode != 3 {
+				t.Errorf("the program did not run as it should: exit %d\n%s", wantCode, wantOut)
+			}
+		})
 	}
 }
