@@ -47,16 +47,49 @@ var hintNames = map[uint32]string{
 }
 
 // Text returns w's disassembly in GNU syntax (objdump's), naming the
-// pointer-authentication and BTI hints; "" if it does not decode.
+// pointer-authentication and BTI hints and the classes of Unknown; ""
+// if it does not decode.
 func Text(w uint32) string {
 	if s, ok := hintNames[w]; ok {
 		return s
 	}
 	in, err := DecodeWord(w)
 	if err != nil {
+		if c := Unknown(w); c != "" {
+			return fmt.Sprintf(".inst 0x%08x // %s", w, c)
+		}
 		return ""
 	}
 	return arm64asm.GNUSyntax(in)
+}
+
+// unknownClasses are encodings arm64asm does not decode that compilers
+// and the C library emit, as mask, value and name. None is a branch or
+// PC-relative, so a function holding them can be scanned and they can
+// be moved as they are.
+var unknownClasses = [...]struct {
+	mask, val uint32
+	name      string
+}{
+	{0x3f200c00, 0x38200000, "lse atomic"}, // ldadd, ldclr, ldeor, ldset, ld[su]max/min, swp, ldapr (Armv8.1, 8.3)
+	{0x3fa07c00, 0x08a07c00, "lse cas"},    // cas, casa, casl, casal (b, h, w, x)
+	{0xbfa07c00, 0x08207c00, "lse casp"},   // casp and its orderings
+	{0xff200000, 0xd9200000, "mte"},        // ldg, stg, stzg, st2g, stz2g, ldgm, stgm (Armv8.5 memory tagging)
+	{0xffe0f800, 0x9ac01000, "mte"},        // irg, gmi
+	{0xbfc0c000, 0x91800000, "mte"},        // addg, subg
+	{0x1e000000, 0x04000000, "sve"},        // the SVE encoding space (op0 = 0010)
+}
+
+// Unknown names the class of w if it is one of the instructions compilers
+// and libraries use that arm64asm does not decode (LSE atomics, MTE tag
+// accesses, SVE); "" otherwise.
+func Unknown(w uint32) string {
+	for _, c := range unknownClasses {
+		if w&c.mask == c.val {
+			return c.name
+		}
+	}
+	return ""
 }
 
 // A kind sorts a word by what moving it takes.
@@ -187,19 +220,20 @@ func PlanPrologue(code []byte, addr uint64, size int, read func(addr uint64, n i
 	words := make([]uint32, n)
 	for i := range words {
 		words[i] = Word(code, uint64(4*i))
-		if _, err := DecodeWord(words[i]); err != nil {
+		if _, err := DecodeWord(words[i]); err != nil && Unknown(words[i]) == "" {
 			return move.Plan{}, fmt.Errorf("%#x: %08x: %w", addr+uint64(4*i), words[i], move.ErrUndecodable)
 		}
 	}
 	// A direct branch to the function's start or to the moved word: the
 	// first would enter the site again (a loop counted as a call), the
-	// second would land in the middle of the moved code.
+	// second would land in the middle of the moved code. A bl to the
+	// start is a recursive call, which the site counts as it should.
 	for i, v := range words {
 		pc := addr + uint64(4*i)
 		if !isDirectBranch(v) {
 			continue
 		}
-		if t, _ := target(v, pc); t >= addr && t < p.Resume() {
+		if t, _ := target(v, pc); t >= addr && t < p.Resume() && !(kindOf(v) == kBL && t == addr) {
 			return move.Plan{}, fmt.Errorf("%s at %#x to %#x: %w", Text(v), pc, t, move.ErrBranchInto)
 		}
 	}
@@ -580,16 +614,57 @@ func constAt(words []uint32, addr uint64, i int, r uint32, depth int) (uint64, b
 	return 0, false
 }
 
-// bound finds the bounds check of a table's index register r before
-// words[k], `cmp wr, #last` (through movs of r), and returns last.
+// bound finds the bounds check of a table's index register r, used by
+// the load words[k]: `cmp wr, #last` and the conditional branch past
+// the table, and returns last. It looks back from the load, then from
+// every branch to the straight run of code the load ends (compilers put
+// the dispatch out of line, after the check's b.ls).
 func bound(words []uint32, k int, r uint32) (uint64, bool) {
+	if last, ok := boundFrom(words, k, r); ok {
+		return last, true
+	}
+	start := k
+	for start > 0 && !noFallThrough(words[start-1]) {
+		start--
+	}
+	for j, w := range words {
+		if !isDirectBranch(w) || kindOf(w) == kBL {
+			continue
+		}
+		t, _ := target(w, uint64(4*j)) // relative to the function
+		if t >= uint64(4*start) && t <= uint64(4*k) {
+			if last, ok := boundFrom(words, j, r); ok {
+				return last, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// noFallThrough reports whether w never goes on to the next word: b,
+// br, ret (and their pointer-authenticating forms).
+func noFallThrough(w uint32) bool {
+	return kindOf(w) == kB || w&0xfe1f0000 == 0xd61f0000 && w>>21&3 != 1 // br, ret (not blr)
+}
+
+// boundFrom looks back from words[k] for `cmp wr, #last` (or of a
+// register r was copied from, or copied to it after the compare).
+func boundFrom(words []uint32, k int, r uint32) (uint64, bool) {
+	var seen [32]int64 // cmp #imm + 1 of each register, after the current word
 	for j := k - 1; j >= 0 && j >= k-cmpWindow; j-- {
 		w := words[j]
 		switch {
-		case w&cmpImmMask == cmpImm && w>>5&31 == r:
-			return uint64(w>>10&0xfff) << (12 * (w >> 22 & 1)), true
+		case w&cmpImmMask == cmpImm:
+			imm := int64(w>>10&0xfff) << (12 * (w >> 22 & 1))
+			if w>>5&31 == r {
+				return uint64(imm), true
+			}
+			seen[w>>5&31] = imm + 1
 		case w&movRegMask == movReg && w&31 == r:
-			r = w >> 16 & 31
+			r = w >> 16 & 31 // mov wr, ws: ws before it, or its compare after it
+			if seen[r] != 0 {
+				return uint64(seen[r] - 1), true
+			}
 		}
 	}
 	return 0, false

@@ -60,6 +60,18 @@
 
 // Branches.
 
+	func	recurse			// recurse(x0 & 7): 2 * (x0 & 7), by recursion
+	stp	x29, x30, [sp, #-16]!
+	mov	x29, sp
+	and	x0, x0, #7
+	cbz	x0, 1f
+	sub	x0, x0, #1
+	bl	recurse			// a call to the start: the site counts it
+	add	x0, x0, #2
+1:	ldp	x29, x30, [sp], #16
+	ret
+	endfunc	recurse
+
 	func	tail			// tail call: callee(x0) = x0 * 2
 	b	callee
 	endfunc	tail
@@ -157,6 +169,27 @@
 1:	mov	x0, #14
 	ret
 	endfunc	tbz
+
+// Instructions arm64asm does not decode, which compilers and the C
+// library use (outline atomics, SVE string functions): known not to be
+// branches.
+
+	.arch	armv8.2-a+lse+sve
+	func	lse			// x0 + 9, added in memory by ldadd
+	sub	sp, sp, #16		// moved
+	str	x0, [sp]
+	mov	x1, #9
+	mov	x2, sp
+	ldadd	x1, x3, [x2]
+	ldr	x0, [sp]
+	add	sp, sp, #16
+	ret
+	endfunc	lse
+
+	func	sve			// the moved word is SVE: copied (not run: its result is the vector length)
+	cntb	x0
+	ret
+	endfunc	sve
 
 // PC-relative operands.
 
@@ -288,6 +321,35 @@ jt_clang_tab:
 jt_rel_tab:
 	.word	2b - jt_rel_tab, 3b - jt_rel_tab
 
+	func	jt_outline		// x0 in 0..2: 60 + x0; else 0: the dispatch out of line, far from its check
+	stp	x29, x30, [sp, #-16]!	// moved
+	mov	w9, w0			// the index copied before the check of the original
+	cmp	w0, #2
+	b.ls	5f
+	mov	x0, #0
+	ldp	x29, x30, [sp], #16
+	ret
+	.rept	80			// more than the backward search from the load reaches
+	nop
+	.endr
+5:	adrp	x1, jt_outline_tab
+	add	x1, x1, #:lo12:jt_outline_tab
+	ldrb	w1, [x1, w9, uxtw]
+	adr	x2, 2f
+	add	x1, x2, w1, sxtb #2
+	br	x1
+2:	mov	x0, #60
+	b	8f
+3:	mov	x0, #61
+	b	8f
+4:	mov	x0, #62
+8:	ldp	x29, x30, [sp], #16
+	ret
+	endfunc	jt_outline
+	.section .rodata
+jt_outline_tab:
+	.byte	(2b - 2b) / 4, (3b - 2b) / 4, (4b - 2b) / 4
+
 // Refused.
 
 	func	jt_into			// a table entry leads to the moved word
@@ -351,6 +413,13 @@ jt_start_tab:
 	b	into_start
 1:	ret
 	endfunc	into_start
+
+	func	bl_moved		// a call to the moved word, after the bti
+	bti	c
+1:	mov	x0, #1
+	bl	1b
+	ret
+	endfunc	bl_moved
 
 	func	adr_moved		// the moved word's address taken (a computed goto's label)
 	bti	c

@@ -22,19 +22,19 @@ __asm__(".section .text.tramp, \"ax\", %progbits\n"
 	".text\n");
 
 typedef long fn(long);
-extern fn copy, bti_kept, pac, bti_pac, bti_jc, tail, call_w, ret_addr_w, bcond, bal, cbz, cbnz, tbnz, tbz,
-	adr, adrp, ldr_x, ldr_x4, ldr_w, ldrsw, ldr_d, ldr_s, ldr_q, prfm, jt_gcc, jt_clang, jt_rel;
+extern fn copy, bti_kept, pac, bti_pac, bti_jc, tail, call_w, ret_addr_w, recurse, lse, bcond, bal, cbz, cbnz, tbnz, tbz,
+	adr, adrp, ldr_x, ldr_x4, ldr_w, ldrsw, ldr_d, ldr_s, ldr_q, prfm, jt_gcc, jt_clang, jt_rel, jt_outline;
 
 static const struct {
 	const char *name;
 	fn *f;
 } asm_funcs[] = {
 	{"copy", copy}, {"bti_kept", bti_kept}, {"pac", pac}, {"bti_pac", bti_pac}, {"bti_jc", bti_jc},
-	{"tail", tail}, {"call", call_w}, {"ret_addr", ret_addr_w}, {"bcond", bcond}, {"bal", bal},
+	{"tail", tail}, {"recurse", recurse}, {"lse", lse}, {"call", call_w}, {"ret_addr", ret_addr_w}, {"bcond", bcond}, {"bal", bal},
 	{"cbz", cbz}, {"cbnz", cbnz}, {"tbnz", tbnz}, {"tbz", tbz}, {"adr", adr}, {"adrp", adrp},
 	{"ldr_x", ldr_x}, {"ldr_x4", ldr_x4}, {"ldr_w", ldr_w}, {"ldrsw", ldrsw}, {"ldr_d", ldr_d},
 	{"ldr_s", ldr_s}, {"ldr_q", ldr_q}, {"prfm", prfm}, {"jt_gcc", jt_gcc}, {"jt_clang", jt_clang},
-	{"jt_rel", jt_rel},
+	{"jt_rel", jt_rel}, {"jt_outline", jt_outline},
 };
 
 static const long inputs[] = {0, 1, 2, 3, 8, 1L << 40, -1};
