@@ -78,11 +78,12 @@ var unknownClasses = [...]struct {
 	{0xffe0f800, 0x9ac01000, "mte"},        // irg, gmi
 	{0xbfc0c000, 0x91800000, "mte"},        // addg, subg
 	{0x1e000000, 0x04000000, "sve"},        // the SVE encoding space (op0 = 0010)
+	{0xfff80000, 0xd5080000, "sys"},        // sys: dc, ic, at, tlbi by their operation
 }
 
 // Unknown names the class of w if it is one of the instructions compilers
 // and libraries use that arm64asm does not decode (LSE atomics, MTE tag
-// accesses, SVE); "" otherwise.
+// accesses, SVE, cache maintenance); "" otherwise.
 func Unknown(w uint32) string {
 	for _, c := range unknownClasses {
 		if w&c.mask == c.val {
