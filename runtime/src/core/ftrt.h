@@ -137,6 +137,9 @@ struct ftrt_mod {
 /* Module records the runtime keeps (registry.c); past this many loads,
  * records of unloaded modules are reused. */
 #define FTRT_MOD_MAX 256
+/* record -P's functions left alone because their bytes were not the
+ * file's (patch/prologue.c), over the process's life. */
+extern uint64_t ftrt_prologue_changed __attribute__((visibility("hidden")));
 /* Records reused after FTRT_MOD_MAX modules: their names are lost. */
 extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 /* Non-zero while this thread runs the runtime's own work that may call
@@ -249,6 +252,12 @@ int ftrt_symbols_open(const char *path);
 int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
 		      int (*pick)(const char *name), const char **names);
 void ftrt_symbols_close(void);
+/* ftrt_symbols_mark for the sites s[0, m) of module md, whose sites made
+ * at load from prologues (record -P) lie in trampolines no symbol
+ * covers: each is named, and classified, by its function's address
+ * (md's description's prologue_funcs) instead. */
+int ftrt_symbols_mark_mod(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
+			  int (*pick)(const char *name), const char **names);
 /* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
  * of the modules registered so far (options.c): once, when the program's
  * initialisers begin, the shared objects loaded with it registered

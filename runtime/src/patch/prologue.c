@@ -56,9 +56,27 @@
 #define REACH (96ll << 20)
 #endif
 
-uint64_t ftrt_prologue_made, ftrt_prologue_changed;
 
 static int gone; /* the socket failed once: warned, not asked again */
+
+/* The trampolines' mappings, for the walk over a module's sites, which
+ * finds every other site in a segment of the module's (sites.c). Only
+ * added to, at a module's description (one thread), before its pass. */
+#define REGIONS 64
+static struct {
+	uintptr_t lo, hi;
+} regions[REGIONS];
+static int nregions;
+
+int ftrt_prologue_region(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
+{
+	for (int i = 0; i < __atomic_load_n(&nregions, __ATOMIC_ACQUIRE); i++)
+		if (a >= regions[i].lo && a < regions[i].hi) {
+			*lo = regions[i].lo, *hi = regions[i].hi;
+			return 1;
+		}
+	return 0;
+}
 
 static void failed(const char *sock, const char *why, const char *path)
 {
@@ -232,11 +250,13 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 	/* The trampolines, read-only and executable before any jump leads
 	 * there; no thread has run them. */
 	__builtin___clear_cache((char *)a.image, (char *)a.image + a.size);
-	if (mprotect(a.image, a.mapped, PROT_READ | PROT_EXEC) != 0) {
+	if (nregions == REGIONS || mprotect(a.image, a.mapped, PROT_READ | PROT_EXEC) != 0) {
 		munmap(a.image, a.mapped);
 		free(a.entries);
 		return 0;
 	}
+	regions[nregions].lo = (uintptr_t)a.image, regions[nregions].hi = (uintptr_t)a.image + a.mapped;
+	__atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
 	size_t ns = (size_t)(m->stop - m->start), na = (size_t)(m->areas_end - m->areas);
 	uintptr_t *s = words(ns + a.count), *ar = words(na + a.count), *fn = words(a.count);
 	if (!s || !ar || !fn || ftrt_text_open() != 0) {
@@ -270,7 +290,6 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 		fn[k++] = bias + (uintptr_t)func;
 	}
 	free(a.entries);
-	ftrt_prologue_made += k;
 	m->start = s, m->stop = s + ns + k;
 	m->areas = ar, m->areas_end = ar + na + k;
 	m->prologues = s + ns, m->prologues_end = s + ns + k;

@@ -15,9 +15,10 @@
  * 0 when FTRACE_PROLOGUE_SOCKET is not set, or none was. */
 int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *build_id, uintptr_t bias, uintptr_t lo, uintptr_t hi)
 	__attribute__((visibility("hidden")));
-/* The sites made, and the functions left alone as their bytes were
- * not the file's, over the process's life. */
-extern uint64_t ftrt_prologue_made __attribute__((visibility("hidden")));
-extern uint64_t ftrt_prologue_changed __attribute__((visibility("hidden")));
+
+/* Whether a lies in the trampolines' mapping of sites made from
+ * prologues, which no module's segment holds: 1 with its extent in
+ * [*lo, *hi), read-only and executable; 0 otherwise. */
+int ftrt_prologue_region(uintptr_t a, uintptr_t *lo, uintptr_t *hi) __attribute__((visibility("hidden")));
 
 #endif
