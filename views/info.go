@@ -92,7 +92,7 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("sites", "%d in the table: %d traced, %d skipped (unexpected bytes), %d could not be written, %d matched but not traceable yet",
 		m.Sites, m.Enabled, m.Skipped, m.Failed, m.Unsupported)
 	if m.PrologueSites > 0 || m.PrologueChanged > 0 {
-		kv("prologue sites", "%d of the sites made from functions' prologues (record -P at load: %d; or ftpatch instrument); %d functions left alone, their bytes not the file's",
+		kv("prologue sites", "%d sites made from functions' prologues, %d of them at load (record -P), the rest by ftpatch instrument; %d functions left alone (their bytes were not the file's)",
 			m.PrologueSites, len(m.Prologues), m.PrologueChanged)
 	}
 	if m.Literal > 0 || m.Misaligned > 0 {
