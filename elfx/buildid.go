@@ -48,3 +48,47 @@ func DebugPath(id string) string {
 	}
 	return filepath.Join(DebugRoot, ".build-id", id[:2], id[2:]+".debug")
 }
+
+// AArch64BTI reports whether the file is marked for BTI
+// (GNU_PROPERTY_AARCH64_FEATURE_1_AND with its BTI bit, in
+// .note.gnu.property): the loader then maps its code guarded, so that an
+// indirect branch must land on a landing pad (bti, or a paciasp or
+// pacibsp, which are ones too).
+func (f *File) AArch64BTI() bool {
+	const (
+		ntGNUPropertyType0 = 5
+		featureAnd         = 0xc0000000
+		bti                = 1
+	)
+	s := f.Section(".note.gnu.property")
+	if s == nil {
+		return false
+	}
+	d := f.SectionData(s)
+	for len(d) >= 12 {
+		namesz, descsz, typ := le.Uint32(d), le.Uint32(d[4:]), le.Uint32(d[8:])
+		name := 12 + (uint64(namesz)+3)&^3
+		end := name + (uint64(descsz)+7)&^7
+		if name+uint64(descsz) > uint64(len(d)) {
+			return false
+		}
+		if typ == ntGNUPropertyType0 && namesz == 4 && string(d[12:15]) == "GNU" {
+			p := d[name : name+uint64(descsz)]
+			for len(p) >= 8 {
+				pt, sz := le.Uint32(p), le.Uint32(p[4:])
+				if uint64(sz)+8 > uint64(len(p)) {
+					break
+				}
+				if pt == featureAnd && sz >= 4 && le.Uint32(p[8:])&bti != 0 {
+					return true
+				}
+				p = p[min(uint64(len(p)), 8+(uint64(sz)+7)&^7):]
+			}
+		}
+		if end > uint64(len(d)) {
+			return false
+		}
+		d = d[end:]
+	}
+	return false
+}

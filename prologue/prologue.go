@@ -20,9 +20,11 @@ import (
 	"slices"
 	"strings"
 
+	"ftpatch/arch"
 	"ftpatch/elfx"
 	"ftpatch/funcs"
 	"ftpatch/isa"
+	"ftpatch/isa/arm64"
 	"ftpatch/isa/move"
 	"ftpatch/sites"
 )
@@ -57,6 +59,10 @@ var (
 	// ErrNotCode: the function lies outside the file's executable
 	// segments' contents.
 	ErrNotCode = errors.New("not in an executable segment")
+	// ErrLandingPad: an arm64 function whose first instruction is a
+	// paciasp or pacibsp, in a file marked for BTI: indirect calls land
+	// there (it is a landing pad too), and would land on the jump.
+	ErrLandingPad = errors.New("indirect calls land on its paciasp (BTI)")
 	// ErrNotEntry: code that is jumped to, not called, so that no
 	// return address is where a call leaves it: the cold part a
 	// compiler split from a function (gcc's name.cold), a PLT stub, an
@@ -116,7 +122,7 @@ func (t *Table) NotFunctions() int {
 // Reasons counts the functions left alone by reason, in move.Reasons'
 // order and then this package's.
 func (t *Table) Reasons() []ReasonCount {
-	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrNotEntry, ErrNotCode, ErrNoISA)
+	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrLandingPad, ErrNotEntry, ErrNotCode, ErrNoISA)
 	counts := make([]int, len(all)+1)
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
@@ -194,13 +200,14 @@ func Find(f *elfx.File) (*Table, error) {
 		}
 		return b
 	}
+	bti := f.Arch == arch.ARM64 && f.AArch64BTI()
 	for i := range fns {
 		fn := &fns[i]
 		if k, ok := compiler[fn.Addr]; ok {
 			fn.What, fn.Kind = Compiler, k
 			continue
 		}
-		fn.Why = plan(f, is, fn, fns[i+1:], read)
+		fn.Why = plan(f, is, fn, fns[i+1:], read, bti)
 		if fn.Why == nil {
 			fn.What = Made
 		}
@@ -211,7 +218,7 @@ func Find(f *elfx.File) (*Table, error) {
 
 // plan plans fn's prologue site; next are the functions after it, whose
 // start bounds the padding fn may use.
-func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, int) []byte) error {
+func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, int) []byte, bti bool) error {
 	if is.PlanPrologue == nil {
 		return ErrNoISA
 	}
@@ -236,6 +243,11 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 	code, err := f.ReadAt(elfx.Addr(fn.Addr), end-fn.Addr)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotCode, err)
+	}
+	if bti && len(code) >= 4 {
+		if w := binary.LittleEndian.Uint32(code); w == arm64.PACIASP || w == arm64.PACIBSP {
+			return ErrLandingPad
+		}
 	}
 	p, err := is.PlanPrologue(code, fn.Addr, int(fn.Size), read)
 	if err != nil {

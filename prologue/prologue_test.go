@@ -135,3 +135,37 @@ func TestFind(t *testing.T) {
 		t.Errorf("-Os tiny: %+v", fn)
 	}
 }
+
+// TestLandingPad: in an arm64 file marked for BTI, a function that
+// starts with paciasp (clang's form: it is the landing pad) gets no
+// site, since indirect calls would land on the jump; unmarked, it does.
+func TestLandingPad(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "l.c")
+	if err := os.WriteFile(c, []byte("int g(int);\nint f(int x) { return g(x) + 1; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name  string
+		flags []string
+		want  error
+	}{
+		{"bti", []string{"-mbranch-protection=standard"}, prologue.ErrLandingPad},
+		{"pac-ret", []string{"-mbranch-protection=pac-ret"}, nil},
+	} {
+		so := filepath.Join(dir, k.name+".so")
+		argv := append([]string{"--target=aarch64-linux-gnu", "-O2", "-fpic", "-shared", "-nostdlib", "-fuse-ld=lld", "-Wl,--unresolved-symbols=ignore-all", c, "-o", so}, k.flags...)
+		if out, err := exec.Command("clang", argv...).CombinedOutput(); err != nil {
+			t.Fatalf("clang: %v\n%s", err, out)
+		}
+		fn := byName(find(t, so))["f"]
+		switch {
+		case fn == nil:
+			t.Errorf("%s: f not found", k.name)
+		case k.want == nil && fn.What != prologue.Made:
+			t.Errorf("%s: f gets %v (%v), want a prologue site", k.name, fn.What, fn.Why)
+		case k.want != nil && !errors.Is(fn.Why, k.want):
+			t.Errorf("%s: f gets %v (%v), want %v", k.name, fn.What, fn.Why, k.want)
+		}
+	}
+}
