@@ -367,8 +367,9 @@ const (
 )
 
 // findTarget finds the program args[0] as a shell does (PATH, unless the
-// name has a slash) and checks that it links the runtime: a program
-// without it would run untraced and record nothing, so it is refused.
+// name has a slash) and says how it is traced: it links the runtime; or
+// it has sites and gets the runtime preloaded; or it has none, and runs
+// untraced unless -P makes some (servePlans).
 func findTarget(args []string) (*target, error) {
 	if len(args) == 0 {
 		return nil, usage(errors.New("no program to run: ftpatch record [flags] [--] PROG [ARGS...]"))
@@ -696,10 +697,19 @@ any of those traces it as they say, as FTRACE does. A setuid or setgid
 program reads no FTRACE* variable at all (see ftpatch enable
 --trace-dir).
 
-PROG is found as a shell finds it (PATH, unless it has a slash), and
-must link the runtime: a program built without it is refused (exit 1)
-before it runs, as it would record nothing. Build it with ftpatch cc
-(see ftpatch help cc). A libtool wrapper script (what a libtool build
+PROG is found as a shell finds it (PATH, unless it has a slash). A
+program that links the runtime (built with ftpatch cc: see ftpatch help
+cc) traces as it is; one with compiler sites but linked without it, or
+one ftpatch instrument wrote, gets the runtime preloaded (libftrt.so;
+never into a setuid or setgid program, which the loader preloads
+nothing into: record says so). A program built without any tracing flag
+is traced with -P GLOB: sites made at load from the prologues of the
+functions GLOB chooses ('.' or '*' for every one), in it and in the
+shared objects loaded with it (not the C runtime's own: libc, the
+loader, libstdc++...), the runtime preloaded; ftpatch sites --dynamic
+PROG lists which functions get one and why not. Without -P such a
+program runs untraced, and only the traced programs it starts record
+(a shell, make). A libtool wrapper script (what a libtool build
 leaves where the program is expected: a shell script that sets the
 library path and runs .libs/NAME, or .libs/lt-NAME it relinks) is run
 as it is, with a note naming the program it runs: that program is what
