@@ -92,6 +92,11 @@ type ISA struct {
 	// TrampolineMax bounds a trampoline's length, and TrampolineSite is
 	// the length of the site at its start.
 	TrampolineMax, TrampolineSite int
+	// TrampolineFixed says a trampoline's length does not depend on
+	// where it is placed (x86-64: every rewritten operand is a rel32 or
+	// a disp32), so trampolines can be packed before their place is
+	// known; arm64's may (an adr within reach, or adrp and add).
+	TrampolineFixed bool
 }
 
 // Relocs are the relocation types of the ISA's psABI that ftpatch reads
@@ -152,11 +157,12 @@ var x86ISA = ISA{
 	CFlags:        []string{"-pg", "-mfentry"},
 	CC:            []string{"cc"},
 
-	PlanPrologue:   x86.PlanPrologue,
-	Trampoline:     x86.Trampoline,
-	PrologueJump:   x86.PrologueJump,
-	TrampolineMax:  x86.TrampolineMax,
-	TrampolineSite: x86.TrampolineSite,
+	PlanPrologue:    x86.PlanPrologue,
+	Trampoline:      x86.Trampoline,
+	PrologueJump:    x86.PrologueJump,
+	TrampolineMax:   x86.TrampolineMax,
+	TrampolineFixed: true,
+	TrampolineSite:  x86.TrampolineSite,
 }
 
 var arm64ISA = ISA{

@@ -2,6 +2,7 @@ package prologue
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,14 +49,67 @@ type Server struct {
 	plans map[string]*planned // by "build-id path"
 }
 
-// A planned module: its chosen functions' plans, and its ISA.
+// A planned module: its chosen functions' plans, its ISA, the place its
+// trampolines are made for first (canon: just below the module, which
+// the runtime asks for first) and the answers made, by place.
 type planned struct {
 	is    *isa.ISA
 	funcs []*Func
+	offs  []uint64 // each trampoline's offset in the image
+	size  uint64   // the image's
+	canon uint64
+
+	mu      sync.Mutex
+	answers map[uint64][]byte
 }
 
-// stride is the room each trampoline takes in an image.
-func (p *planned) stride() uint64 { return uint64(p.is.TrampolineMax+15) &^ 15 }
+// answersKept bounds the answers a module keeps: the canonical place's,
+// and a few others (the runtime's fallbacks when it is taken).
+const answersKept = 8
+
+// canonical is where a module's trampolines, size bytes, are made for
+// first: just below its lowest segment, 64 KiB apart (for a PIE the
+// space below is free; a fixed-address program at 0x400000 has room
+// below it), or above its highest when below would leave the first
+// 64 KiB the kernel keeps unmapped.
+func canonical(f *elfx.File, size uint64) uint64 {
+	const gap = 64 << 10
+	lo, hi := ^uint64(0), uint64(0)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			lo = min(lo, uint64(p.Vaddr))
+			hi = max(hi, uint64(p.Vaddr)+p.Memsz)
+		}
+	}
+	size = (size + gap - 1) &^ (gap - 1)
+	lo &^= gap - 1
+	if f.Type == elf.ET_DYN || lo >= size+2*gap {
+		return lo - size - gap // modulo 2^64 for a PIE: below its load address
+	}
+	return (hi+gap-1)&^(gap-1) + gap
+}
+
+// layout places the trampolines in the image, 16-byte aligned: packed,
+// each as long as it is, where their length does not depend on their
+// place (isa.ISA.TrampolineFixed); else each in the room the longest
+// takes.
+func (p *planned) layout() error {
+	stride := uint64(p.is.TrampolineMax+15) &^ 15
+	p.offs = make([]uint64, len(p.funcs))
+	for i, fn := range p.funcs {
+		p.offs[i] = p.size
+		if !p.is.TrampolineFixed {
+			p.size += stride
+			continue
+		}
+		b, err := p.is.Trampoline(&fn.Plan, fn.Addr) // any place in reach: the length is the same
+		if err != nil {
+			return fmt.Errorf("%s: %w", fn.Name, err)
+		}
+		p.size += (uint64(len(b)) + 15) &^ 15
+	}
+	return nil
+}
 
 // ServePlans starts a server of the functions list chooses, its notes
 // (a module it cannot plan) written to notes.
@@ -130,7 +184,8 @@ func (s *Server) serve(c io.ReadWriter) {
 		return
 	}
 	binary.LittleEndian.PutUint32(hdr[8:], uint32(len(p.funcs)))
-	binary.LittleEndian.PutUint32(hdr[12:], uint32(uint64(len(p.funcs))*p.stride()))
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(p.size))
+	binary.LittleEndian.PutUint64(hdr[16:], p.canon)
 	if _, err := c.Write(hdr); err != nil {
 		return
 	}
@@ -155,22 +210,49 @@ func (s *Server) serve(c io.ReadWriter) {
 }
 
 // answer is the status, image and entries of p's trampolines made at
-// base (the module's file addresses: the place less the load bias).
+// base (the module's file addresses: the place less the load bias),
+// made once for each place.
 func (p *planned) answer(base uint64) ([]byte, error) {
-	stride := p.stride()
-	out := make([]byte, 8, 8+uint64(len(p.funcs))*(stride+abi.PlanEntry))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.answers[base]; ok {
+		return a, nil
+	}
+	a, err := p.make(base)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.answers) >= answersKept {
+		for k := range p.answers {
+			if k != p.canon {
+				delete(p.answers, k)
+				break
+			}
+		}
+	}
+	p.answers[base] = a
+	return a, nil
+}
+
+// make is answer, made.
+func (p *planned) make(base uint64) ([]byte, error) {
+	out := make([]byte, 8, 8+p.size+uint64(len(p.funcs))*abi.PlanEntry)
 	binary.LittleEndian.PutUint32(out, abi.PlanOK)
-	image := make([]byte, uint64(len(p.funcs))*stride)
+	image := make([]byte, p.size)
 	entries := make([]byte, 0, len(p.funcs)*abi.PlanEntry)
 	for i, fn := range p.funcs {
-		off := uint64(i) * stride
+		off := p.offs[i]
+		room := p.size - off
+		if i+1 < len(p.funcs) {
+			room = p.offs[i+1] - off
+		}
 		t := base + off
 		b, err := p.is.Trampoline(&fn.Plan, t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fn.Name, err)
 		}
-		if uint64(len(b)) > stride {
-			return nil, fmt.Errorf("%s: a trampoline of %d bytes, over the %d its ISA bounds them to", fn.Name, len(b), stride)
+		if uint64(len(b)) > room {
+			return nil, fmt.Errorf("%s: a trampoline of %d bytes at 0x%x, in room for %d", fn.Name, len(b), t, room)
 		}
 		copy(image[off:], b)
 		jump, err := p.is.PrologueJump(&fn.Plan, t)
@@ -265,7 +347,7 @@ func (s *Server) planFile(f *elfx.File) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planned{is: isa.For(f.Arch)}
+	p := &planned{is: isa.For(f.Arch), answers: map[uint64][]byte{}}
 	if p.is.Trampoline == nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, ErrNoISA)
 	}
@@ -277,6 +359,20 @@ func (s *Server) planFile(f *elfx.File) (*planned, error) {
 	for i := range t.Funcs {
 		if sel.Chosen[i] && t.Funcs[i].What == Made {
 			p.funcs = append(p.funcs, &t.Funcs[i])
+		}
+	}
+	if err := p.layout(); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	// The answer for the place the runtime asks for first, made now:
+	// the program waits for none of it.
+	p.canon = canonical(f, p.size)
+	if len(p.funcs) > 0 {
+		if _, err := p.answer(p.canon); err != nil {
+			var far *nops.RangeError
+			if !errors.As(err, &far) {
+				return nil, err
+			}
 		}
 	}
 	return p, nil

@@ -36,6 +36,9 @@ func ask(t *testing.T, srv *prologue.Server, id, path string, base uint64) (n, s
 		t.Fatalf("header % x: %v", hdr, err)
 	}
 	n, size = binary.LittleEndian.Uint32(hdr[8:]), binary.LittleEndian.Uint32(hdr[12:])
+	if base == 0 {
+		base = binary.LittleEndian.Uint64(hdr[16:]) // where the server asks the trampolines be put
+	}
 	if n == 0 {
 		return
 	}
@@ -101,6 +104,11 @@ func TestServe(t *testing.T) {
 		if nop := image[off : off+5]; string(nop) != "\x0f\x1f\x44\x00\x00" {
 			t.Errorf("entry %d: trampoline starts % x, want the site's NOP", i, nop)
 		}
+	}
+	// The place the server proposes: below the file's first segment, its
+	// answer made already.
+	if n, _, status, _, _ := ask(t, srv, f.BuildID(), p, 0); n != 2 || status != abi.PlanOK {
+		t.Errorf("at the place proposed: %d functions, status %d", n, status)
 	}
 	if _, _, status, _, _ := ask(t, srv, f.BuildID(), p, 1<<40); status != abi.PlanFar {
 		t.Errorf("a place 1 TiB away: status %d, want PLAN_FAR", status)

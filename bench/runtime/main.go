@@ -69,6 +69,12 @@
 // trampoline), two (the list), one on another function, against the
 // untraced build calling the callback itself. `-only ops` runs that part
 // alone.
+//
+// And prologue sites (prologueBench): a traced call through a site made
+// at load (record -P) or by ftpatch instrument against a compiler's
+// site, a disabled one against the untouched program, and the load-time
+// pass per function made, with their targets. `-only prologue` runs
+// that part alone.
 package main
 
 import (
@@ -342,11 +348,11 @@ func main() {
 	work := flag.String("dir", "build/bench/runtime", "work directory")
 	bin := flag.String("bin", "bin", "directory holding recordmcount and ftpatch")
 	runs := flag.Int("runs", 7, "runs per case")
-	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run), ops (ftrace.h's ops), libcall (library calls) or sched (scheduler events); default all")
+	only := flag.String("only", "", "run one part: calls (the per-call cases), load (the load-time pass), start (a process's start and end), live (patching while threads run), ops (ftrace.h's ops), libcall (library calls), sched (scheduler events) or prologue (sites made from prologues); default all")
 	against := flag.String("against", "", "a directory holding another build's ftpatch: the function and function_graph cases run with its runtime too, interleaved with this one's, to compare the two in one run")
 	flag.Parse()
-	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" && *only != "libcall" && *only != "sched" {
-		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live, ops, libcall or sched\n", *only)
+	if *only != "" && *only != "calls" && *only != "load" && *only != "start" && *only != "live" && *only != "ops" && *only != "libcall" && *only != "sched" && *only != "prologue" {
+		fmt.Fprintf(os.Stderr, "runtime-bench: -only %q: want calls, load, start, live, ops, libcall, sched or prologue\n", *only)
 		os.Exit(2)
 	}
 	if err := run(*work, *bin, *against, *runs, *only); err != nil {
@@ -399,6 +405,8 @@ func run(work, bin, against string, runs int, only string) error {
 		return libcallBench(work, bin, libs, runs)
 	case "sched":
 		return schedBench(work, bin, libs, runs)
+	case "prologue":
+		return prologueBench(work, bin, libs, runs)
 	}
 	steps := [][]string{
 		{"gcc", "-O2", "leaf.c", "main.c", "-o", "plain"},
@@ -598,6 +606,9 @@ func run(work, bin, against string, runs int, only string) error {
 			return err
 		}
 		if err := schedBench(work, bin, libs, runs); err != nil {
+			return err
+		}
+		if err := prologueBench(work, bin, libs, runs); err != nil {
 			return err
 		}
 	}

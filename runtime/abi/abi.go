@@ -174,7 +174,9 @@ const (
 // Prologue sites made at load (record -P): the runtime asks the server
 // on EnvPrologueSocket "BUILD-ID PATH\n" (BUILD-ID "-" for none); the
 // server answers PlanHeader bytes (PlanMagic, count: u32, image bytes:
-// u32; 0, 0 for none, and closes); the runtime sends where it mapped the
+// u32; 0, 0 for none, and closes; then where to map them first, less the
+// bias: u64, the place its answer is made for already); the runtime
+// sends where it mapped the
 // image, less the module's bias (u64, modulo 2^64); the server answers
 // status (PlanOK; PlanFar: out of reach of an operand, try another
 // place; PlanNone: no site after all), 0 (u32s),
@@ -187,7 +189,7 @@ const (
 // its run-time address (what records hold) and its function's.
 const (
 	PlanMagic      = "ftrtpla1"  // PLAN_MAGIC: 8 bytes
-	PlanHeader     = 16          // PLAN_HEADER: bytes
+	PlanHeader     = 24          // PLAN_HEADER: bytes
 	PlanOK         = 0           // PLAN_OK
 	PlanFar        = 1           // PLAN_FAR
 	PlanNone       = 2           // PLAN_NONE: no site in the module after all

@@ -65,7 +65,9 @@
  *            loader mapped)
  *   server:  PLAN_HEADER bytes: PLAN_MAGIC, count: u32, image: u32 (the
  *            trampolines' bytes; 0, 0 when the module gets none, and the
- *            server closes)
+ *            server closes), then where to map them first: an address
+ *            less the module's load bias (u64, modulo 2^64), for which
+ *            the server has them made already (just below the module)
  *   runtime: the trampolines' address less the module's load bias: u64
  *            (modulo 2^64), where it has mapped image bytes in reach
  *   server:  status: u32 (PLAN_OK; PLAN_FAR: the place is out of reach
@@ -87,7 +89,7 @@
  * reader names it.
  */
 #define PLAN_MAGIC "ftrtpla1" /* 8 bytes, no NUL */
-#define PLAN_HEADER 16
+#define PLAN_HEADER 24
 #define PLAN_OK 0
 #define PLAN_FAR 1
 #define PLAN_NONE 2

@@ -290,7 +290,14 @@ int ftrt_symbols_mark_mod(const struct ftrt_mod *md, const uintptr_t *s, size_t 
 		ks[i].key = lo < k && ps[lo] == s[i] ? pf[lo] : s[i];
 		ks[i].at = i;
 	}
-	qsort(ks, m, sizeof *ks, by_key);
+	/* Mostly sorted already: the trampolines lie together, in their
+	 * functions' order, beside the compiler's sites; sorted only when
+	 * the two interleave. */
+	int sorted = 1;
+	for (size_t i = 1; i < m && sorted; i++)
+		sorted = ks[i - 1].key <= ks[i].key;
+	if (!sorted)
+		qsort(ks, m, sizeof *ks, by_key);
 	for (size_t i = 0; i < m; i++) {
 		keys[i] = ks[i].key;
 		w[i] = want[ks[i].at];

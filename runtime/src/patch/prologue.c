@@ -44,6 +44,10 @@
 #include "core/say.h"
 #include "prologue.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
 #define ASK_TIMEOUT_MS 30000
 #define PAGE 4096
 /* The trampolines lie within this distance of every byte of the
@@ -118,9 +122,15 @@ static int near(uintptr_t p, size_t size, uintptr_t lo, uintptr_t hi)
 
 /* A private anonymous mapping of size bytes near the module's code
  * [lo, hi), writable for now; MAP_FAILED when none is granted in reach.
- * Asked for just above the code, then below it, then further out. */
-static void *map_near(size_t size, uintptr_t lo, uintptr_t hi)
+ * Asked for at first (the place the server made the trampolines for
+ * already), then just above the code, then below it, then further out. */
+static void *map_near(size_t size, uintptr_t first, uintptr_t lo, uintptr_t hi)
 {
+	void *m = mmap((void *)first, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m != MAP_FAILED && (uintptr_t)m == first && near(first, size, lo, hi))
+		return m;
+	if (m != MAP_FAILED)
+		munmap(m, size);
 	for (int k = 0; k < 24; k++) {
 		uintptr_t step = (uintptr_t)(k / 2) * (8u << 20);
 		uintptr_t hint = (k & 1) ? lo - size - step : ((hi + PAGE - 1) & ~(uintptr_t)(PAGE - 1)) + step;
@@ -147,7 +157,8 @@ struct answer {
 	uint32_t count, size;
 	unsigned char *image; /* the trampolines' mapping */
 	size_t mapped;        /* its length */
-	unsigned char *entries;
+	unsigned char *entries; /* mapped, entries_size bytes; MAP_FAILED for none */
+	size_t entries_size;
 };
 
 /* Ask the server about the module at path (build_id "" for none), its
@@ -156,7 +167,7 @@ struct answer {
 static int ask(const char *sock, const char *path, const char *build_id, uintptr_t bias, uintptr_t lo, uintptr_t hi, struct answer *a)
 {
 	memset(a, 0, sizeof *a);
-	a->image = MAP_FAILED;
+	a->image = a->entries = MAP_FAILED;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(sock) >= sizeof sa.sun_path) {
 		failed(sock, "its path is too long", NULL);
@@ -193,14 +204,19 @@ static int ask(const char *sock, const char *path, const char *build_id, uintptr
 		why = "no answer";
 		goto out;
 	}
+	uint64_t canon;
 	memcpy(&a->count, hdr + 8, 4);
 	memcpy(&a->size, hdr + 12, 4);
+	memcpy(&canon, hdr + 16, 8);
 	if (!a->count || !a->size)
 		goto out; /* nothing for this module */
 	a->mapped = ((size_t)a->size + PAGE - 1) & ~(size_t)(PAGE - 1);
-	a->image = map_near(a->mapped, lo, hi);
-	a->entries = malloc((size_t)a->count * PLAN_ENTRY);
-	if (a->image == MAP_FAILED || !a->entries) {
+	a->image = map_near(a->mapped, bias + (uintptr_t)canon, lo, hi);
+	a->entries_size = (size_t)a->count * PLAN_ENTRY;
+	a->entries = mmap(NULL, a->entries_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (a->image != MAP_FAILED)
+		madvise(a->image, a->mapped, MADV_POPULATE_WRITE); /* faulted in at once, not page by page as the answer arrives */
+	if (a->image == MAP_FAILED || a->entries == MAP_FAILED) {
 		struct say s;
 		ftrt_say_begin(&s);
 		ftrt_say_str(&s, path);
@@ -233,8 +249,9 @@ out:
 	if (!a->count) {
 		if (a->image != MAP_FAILED)
 			munmap(a->image, a->mapped);
-		free(a->entries);
-		a->image = MAP_FAILED, a->entries = NULL;
+		if (a->entries != MAP_FAILED)
+			munmap(a->entries, a->entries_size);
+		a->image = a->entries = MAP_FAILED;
 	}
 	return why ? -1 : 0;
 }
@@ -252,7 +269,7 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 	__builtin___clear_cache((char *)a.image, (char *)a.image + a.size);
 	if (nregions == REGIONS || mprotect(a.image, a.mapped, PROT_READ | PROT_EXEC) != 0) {
 		munmap(a.image, a.mapped);
-		free(a.entries);
+		munmap(a.entries, a.entries_size);
 		return 0;
 	}
 	regions[nregions].lo = (uintptr_t)a.image, regions[nregions].hi = (uintptr_t)a.image + a.mapped;
@@ -265,12 +282,13 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 		ftrt_say_str(&sy, path);
 		ftrt_say_text(&sy, ": its prologue sites cannot be written (no memory, or no code writer); none made");
 		ftrt_say_end(&sy);
-		free(a.entries);
+		munmap(a.entries, a.entries_size);
 		return 0; /* the trampolines stay mapped, unreached */
 	}
 	memcpy(s, m->start, ns * sizeof *s);
 	memcpy(ar, m->areas, na * sizeof *ar);
 	size_t k = 0;
+	uintptr_t last = 0;
 	for (uint32_t i = 0; i < a.count; i++) {
 		const unsigned char *e = a.entries + (size_t)i * PLAN_ENTRY;
 		uint64_t func, patch;
@@ -281,15 +299,37 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 		memcpy(&len, e + 20, 4);
 		const unsigned char *orig = e + 24, *jump = e + 24 + PLAN_PATCH_MAX;
 		uintptr_t at = bias + (uintptr_t)patch;
-		if (len == 0 || len > PLAN_PATCH_MAX || off >= a.size || at < lo || at + len > hi || memcmp((const void *)at, orig, len) != 0 ||
-		    ftrt_text_write(at, jump, len) != 0) {
+		if (len == 0 || len > PLAN_PATCH_MAX || off >= a.size || at < lo || at + len > hi || at < last ||
+		    memcmp((const void *)at, orig, len) != 0) {
 			ftrt_prologue_changed++;
 			continue;
 		}
+		/* Queued in address order (the entries come in their
+		 * functions'), 8 bytes a write at most, and written in runs
+		 * of nearby writes below: one write of /proc/self/mem per
+		 * run, not one per function. No thread runs the program's
+		 * code yet. */
+		int err = 0;
+		for (uint32_t done = 0; done < len && !err; done += 8)
+			err = ftrt_text_queue(at + done, jump + done, len - done < 8 ? len - done : 8);
+		if (err) {
+			ftrt_prologue_changed++;
+			continue;
+		}
+		last = at + len;
 		s[ns + k] = ar[na + k] = (uintptr_t)a.image + off;
 		fn[k++] = bias + (uintptr_t)func;
 	}
-	free(a.entries);
+	munmap(a.entries, a.entries_size);
+	if (ftrt_text_flush() != 0) {
+		struct say sy;
+		ftrt_say_begin(&sy);
+		ftrt_say_str(&sy, path);
+		ftrt_say_text(&sy, ": its prologue sites could not be written: ");
+		ftrt_say_text(&sy, ftrt_text_why());
+		ftrt_say_end(&sy);
+		return 0; /* what was written jumps to trampolines whose sites are NOPs: the functions run as before */
+	}
 	m->start = s, m->stop = s + ns + k;
 	m->areas = ar, m->areas_end = ar + na + k;
 	m->prologues = s + ns, m->prologues_end = s + ns + k;
