@@ -29,10 +29,8 @@ import (
 // functions are those the globs choose among the module's (Find's), a
 // function with a compiler site keeping it.
 //
-// The C runtime's own libraries (SystemLibrary) get none: their
-// functions include code no prologue site may be put in (signal
-// returns, the loader's resolvers, vfork, context switches), and
-// library calls trace the program's calls into them.
+// The shared objects of the system's library directories get none
+// (SystemLibrary); the program itself does, wherever it lies.
 //
 // Each module's plans are made once and kept; the trampolines are made
 // for each process at the place it names, one stride apart, so that the
@@ -312,15 +310,22 @@ func (s *Server) Prepare(path string) error {
 	return nil
 }
 
-// SystemLibrary reports whether path names one of the C runtime's own
-// shared objects (the C library and its parts, the loader, libgcc_s,
-// libstdc++, the sanitizers', ftpatch's runtime), which -P leaves alone.
+// SystemLibrary reports whether path names a shared object installed
+// in the system's library directories (/lib, /usr/lib, /lib64,
+// /usr/lib64 and what is under them: the C library and the loader,
+// libstdc++, libcrypto...), or ftpatch's runtime: -P leaves their
+// functions alone (their calls from the program are traced as library
+// calls), but for the program itself wherever it lies. Their code holds
+// what no prologue site may be put in (signal returns, the loader's
+// resolvers, vfork, context switches), and a system library's thousands
+// of functions would be patched in every program that loads it.
 func SystemLibrary(path string) bool {
-	base := filepath.Base(path)
-	for _, p := range []string{"libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libutil.so", "libresolv.so",
-		"libanl.so", "libnsl.so", "libmvec.so", "ld-linux", "ld64.so", "libgcc_s.so", "libstdc++.so", "libasan.so",
-		"libubsan.so", "libtsan.so", "liblsan.so", "libftrt.so"} {
-		if strings.HasPrefix(base, p) {
+	if strings.HasPrefix(filepath.Base(path), "libftrt.so") {
+		return true
+	}
+	clean := filepath.Clean(path)
+	for _, dir := range []string{"/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/", "/lib32/", "/usr/lib32/"} {
+		if strings.HasPrefix(clean, dir) {
 			return true
 		}
 	}
@@ -329,7 +334,7 @@ func SystemLibrary(path string) bool {
 
 func (s *Server) plan(path, id string) (*planned, error) {
 	if SystemLibrary(path) {
-		return &planned{}, nil
+		return &planned{}, nil // the program itself was prepared, under its names
 	}
 	f, err := elfx.Open(path)
 	if err != nil {
