@@ -55,6 +55,7 @@ bench: build
 	$(GO) run ./bench/enable
 	$(GO) run ./bench/trace
 	$(GO) run ./bench/session
+	$(GO) run ./bench/coverage
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -82,6 +82,7 @@ declare -A why=(
 	[linux-kbuild-6.1]="the kernel's recordmcount, for make bench"
 	[uftrace]="the library calls the Lua test compares with ftpatch's (and make bench)"
 	[libclang-rt-14-dev]="LLVM XRay's runtime, for make bench"
+	[tcl]="makes sqlite3's amalgamation, for make bench's coverage of programs built without tracing flags"
 )
 
 missing=()
@@ -92,6 +93,7 @@ done
 if [ "${1:-}" = bench ]; then
 	[ -x "$root/usr/lib/linux-kbuild-6.1/scripts/recordmcount" ] || missing+=(linux-kbuild-6.1)
 	compgen -G "$root/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.xray-x86_64.a" >/dev/null || missing+=(libclang-rt-14-dev)
+	command -v tclsh >/dev/null 2>&1 || missing+=(tcl)
 fi
 
 codename=$(sed -n 's/^VERSION_CODENAME=//p' "$root/etc/os-release" 2>/dev/null | tr -d '"' || true)
