@@ -187,6 +187,15 @@ enum {
 	WANT_CHAIN,   /* at a function's entry after push %r10: found by ftrt_arch_chain when a WANT_ENTRY site is written */
 	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
 	WANT_AUTO,    /* no filter: enable a call of __fentry__, leave the rest WANT_UNKNOWN */
+	/* A WANT_ENTRY site made from a function's prologue (the module's
+	 * prologues list it: ftrt_module_prologue), told when it is written:
+	 * its function was compiled without tracing flags, so its callers
+	 * may keep values in call-clobbered registers across the call (gcc's
+	 * -fipa-ra), and every path the site takes keeps every general
+	 * register (x86-64: its own graph trampolines' entry and return;
+	 * arm64: a site form that leaves x9 alone, and trampolines of its
+	 * own). */
+	WANT_PROLOGUE,
 };
 
 /* The architecture's (arch/x86_64/tramp.c): whether the site at ip calls one
@@ -223,6 +232,9 @@ struct ftrt_ops {
  */
 struct ftrt_arch_entries {
 	uintptr_t graph_enter, graph_leave, libgraph_enter;
+	/* x86-64's per-site graph trampolines of sites made from prologues
+	 * call and jump to these, which keep every general register. */
+	uintptr_t prologue_graph_enter, prologue_graph_leave;
 	uintptr_t ops_caller, ops_mcount_caller, ops_chain_caller;
 	uintptr_t ops_regs_caller, ops_regs_mcount_caller;
 	/* The tracers' own ops records, by tracer (FTRT_FUNCTION,

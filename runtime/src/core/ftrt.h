@@ -101,6 +101,9 @@ struct ftrt_module {
 	 * every register. */
 	const uintptr_t *prologues, *prologues_end;
 };
+/* Whether the site at ip is one m's prologues list (a binary search;
+ * 0 for a description too old or too small to have them). */
+int ftrt_module_prologue(const struct ftrt_module *m, uintptr_t ip) __attribute__((visibility("hidden")));
 
 /*
  * A module the runtime serves (registry.c): the program first, then each

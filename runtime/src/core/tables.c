@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -157,4 +158,19 @@ int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
 out:
 	munmap(map, size);
 	return r;
+}
+
+int ftrt_module_prologue(const struct ftrt_module *m, uintptr_t ip)
+{
+	if (!m || m->size < offsetof(struct ftrt_module, prologues_end) + sizeof m->prologues_end || !m->prologues)
+		return 0;
+	const uintptr_t *lo = m->prologues, *hi = m->prologues_end;
+	while (lo < hi) {
+		const uintptr_t *mid = lo + (hi - lo) / 2;
+		if (*mid < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->prologues_end && *lo == ip;
 }

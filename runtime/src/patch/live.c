@@ -109,11 +109,14 @@ static int cmp_poke(const void *a, const void *b)
 }
 
 /* Where site i of l is, for the call that enables it: at a function's
- * entry, after its prologue, or after a nested function's push %r10. */
+ * entry, after its prologue, after a nested function's push %r10, or
+ * in a trampoline made from a function's prologue. */
 static int site_kind(const struct live_mod *l, size_t i, int len)
 {
 	int want = l->kind[i];
-	if (want == WANT_ENTRY && ftrt_arch_chain(l->site[i], len, l->md->lo))
+	if (want == WANT_ENTRY && ftrt_module_prologue(l->md->desc, l->site[i]))
+		want = WANT_PROLOGUE;
+	else if (want == WANT_ENTRY && ftrt_arch_chain(l->site[i], len, l->md->lo))
 		want = WANT_CHAIN;
 	return want;
 }
@@ -459,7 +462,9 @@ static int untrampoline(void)
 			 * a call of the empty tracer's stub. */
 			struct ftrt_poke p = { .ip = l->site[k], .len = (unsigned char)len };
 			memcpy(p.old, (const void *)p.ip, (size_t)len);
-			int want = l->kind[k] ? l->kind[k] : WANT_ENTRY;
+			int want = l->kind[k] ? site_kind(l, k, len)
+				   : ftrt_module_prologue(l->md->desc, l->site[k]) ? WANT_PROLOGUE
+										: WANT_ENTRY;
 			if (ftrt_arch_live_call(p.ip, len, want, p.new) != 0)
 				continue;
 			err = batch_add(&p);

@@ -307,6 +307,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	struct ftrt_stats counts = { 0 };
 	ftrt_pass_stats = &counts;
 	ftrt_targets = mod->targets;
+	ftrt_pass_module = mod;
 	ftrt_arch_begin(md->owner);
 	ftrt_arch_areas(mod->areas, mod->areas_end);
 	ftrt_read_env();

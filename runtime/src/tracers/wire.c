@@ -38,6 +38,8 @@ void ftrt_tracers_wire(void)
 #if defined(__x86_64__)
 	e->graph_enter = (uintptr_t)ftrace_graph_enter;
 	e->graph_leave = (uintptr_t)ftrace_graph_leave;
+	e->prologue_graph_enter = (uintptr_t)ftrace_prologue_graph_enter;
+	e->prologue_graph_leave = (uintptr_t)ftrace_prologue_graph_leave;
 	e->libgraph_enter = (uintptr_t)ftrace_libgraph_enter;
 	e->ops_caller = (uintptr_t)ftrace_ops_caller;
 	e->ops_mcount_caller = (uintptr_t)ftrace_ops_mcount_caller;
