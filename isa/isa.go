@@ -197,6 +197,12 @@ var arm64ISA = ISA{
 	RuntimeCFlags: []string{"-mgeneral-regs-only"},
 	CFlags:        []string{"-fpatchable-function-entry=4,2", "-falign-functions=8"},
 	CC:            []string{"aarch64-linux-gnu-gcc"},
+
+	PlanPrologue:   arm64.PlanPrologue,
+	Trampoline:     arm64.Trampoline,
+	PrologueJump:   arm64.PrologueJump,
+	TrampolineMax:  arm64.TrampolineMax,
+	TrampolineSite: arm64.TrampolineSite,
 }
 
 // isas is the table: one entry per supported architecture.

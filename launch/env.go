@@ -29,8 +29,11 @@ type Settings struct {
 	Args         string        // FTRACE_ARGS: the arguments to record (func@arg1,arg2/s;...)
 	Retval       string        // FTRACE_RETVAL: the return values to record (func[/fmt];...)
 	ArgsSocket   string        // FTRACE_ARGS_SOCKET: the socket that gives each module's own (ftpatch record --auto-args)
-	LibArgs      string        // FTRACE_LIBARGS: FTRACE_ARGS's entries for library calls alone, after its own (package protos's table)
-	LibRetval    string        // FTRACE_LIBRETVAL: FTRACE_RETVAL's entries for library calls alone, after its own
+	// PrologueSocket is FTRACE_PROLOGUE_SOCKET: the socket that gives
+	// each module's prologue plan (ftpatch record -P).
+	PrologueSocket string
+	LibArgs        string // FTRACE_LIBARGS: FTRACE_ARGS's entries for library calls alone, after its own (package protos's table)
+	LibRetval      string // FTRACE_LIBRETVAL: FTRACE_RETVAL's entries for library calls alone, after its own
 	// Session is FTRACE_SESSION: PID@START of the process a new session
 	// is rooted at (ftpatch record's own, so that the programs it
 	// starts, siblings under an untraced shell, join one session).
@@ -42,7 +45,7 @@ type Settings struct {
 // so a recording is what its command line says, whatever the caller's
 // environment held.
 var Variables = []string{abi.EnvTracer, abi.EnvOut, abi.EnvFilter, abi.EnvDepth, abi.EnvThresh,
-	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvSession,
+	abi.EnvGraphFuncs, abi.EnvGraphNotrace, abi.EnvBuffer, abi.EnvCtl, abi.EnvArgs, abi.EnvRetval, abi.EnvArgsSocket, abi.EnvPrologueSocket, abi.EnvSession,
 	abi.EnvLibcall, abi.EnvLibArgs, abi.EnvLibRetval, abi.EnvSched}
 
 // vars are the settings as NAME=value, the unset ones left out.
@@ -60,6 +63,7 @@ func (s Settings) vars() []string {
 	add(abi.EnvArgs, s.Args)
 	add(abi.EnvRetval, s.Retval)
 	add(abi.EnvArgsSocket, s.ArgsSocket)
+	add(abi.EnvPrologueSocket, s.PrologueSocket)
 	add(abi.EnvLibArgs, s.LibArgs)
 	add(abi.EnvLibRetval, s.LibRetval)
 	add(abi.EnvSession, s.Session)

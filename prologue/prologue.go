@@ -168,7 +168,7 @@ func Find(f *elfx.File) (*Table, error) {
 		for _, s := range l.Sites {
 			compiler[s.Off-s.FuncOff] = s.Kind
 		}
-	} else if !errors.Is(err, sites.ErrNoTable) && !errors.Is(err, sites.ErrStripped) {
+	} else if !errors.Is(err, sites.ErrNoTable) && !errors.Is(err, sites.ErrStripped) && !errors.Is(err, elfx.ErrNoSection) {
 		return nil, fmt.Errorf("%s: its compiler sites: %w", f.Path, err)
 	}
 	is := isa.For(f.Arch)

@@ -28,6 +28,11 @@ import (
 // functions are those the globs choose among the module's (Find's), a
 // function with a compiler site keeping it.
 //
+// The C runtime's own libraries (SystemLibrary) get none: their
+// functions include code no prologue site may be put in (signal
+// returns, the loader's resolvers, vfork, context switches), and
+// library calls trace the program's calls into them.
+//
 // Each module's plans are made once and kept; the trampolines are made
 // for each process at the place it names, one stride apart, so that the
 // image's size is known before the place is.
@@ -225,7 +230,25 @@ func (s *Server) Prepare(path string) error {
 	return nil
 }
 
+// SystemLibrary reports whether path names one of the C runtime's own
+// shared objects (the C library and its parts, the loader, libgcc_s,
+// libstdc++, the sanitizers', ftpatch's runtime), which -P leaves alone.
+func SystemLibrary(path string) bool {
+	base := filepath.Base(path)
+	for _, p := range []string{"libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libutil.so", "libresolv.so",
+		"libanl.so", "libnsl.so", "libmvec.so", "ld-linux", "ld64.so", "libgcc_s.so", "libstdc++.so", "libasan.so",
+		"libubsan.so", "libtsan.so", "liblsan.so", "libftrt.so"} {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) plan(path, id string) (*planned, error) {
+	if SystemLibrary(path) {
+		return &planned{}, nil
+	}
 	f, err := elfx.Open(path)
 	if err != nil {
 		return nil, err

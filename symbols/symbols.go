@@ -44,6 +44,11 @@ type Table struct {
 	mods   []mapping
 	mreach []uint64 // mreach[i]: the greatest hi of mods[0..i]
 
+	// moved are the sites a process's runtime made at load from
+	// prologues (record -P): each named, and placed in its source, as
+	// its function.
+	moved []trace.PrologueSite
+
 	// A process's table names its executable's addresses from exe, the
 	// file's table (shared by every process of that file: Cache), moved
 	// by bias; a file's own table has none, and names from funcs.
@@ -150,7 +155,7 @@ func (c *Cache) LoadProcess(m *trace.Meta, exe string) (*Table, []error, error) 
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	s := &Table{exe: f.t, path: f.t.path, bias: m.Bias}
+	s := &Table{exe: f.t, path: f.t.path, bias: m.Bias, moved: m.Prologues}
 	var warns []error
 	s.MapModules(m.Modules, func(md trace.Module) *Table {
 		f := c.load(md.Path, md.BuildID)
@@ -232,6 +237,9 @@ func (s *Table) module(addr, ts uint64) *mapping {
 // LookupAt is Lookup of a process's address at trace time ts: in the
 // shared object mapped there then, if any.
 func (s *Table) LookupAt(addr, ts uint64) (string, uint64, bool) {
+	if f, ok := trace.MovedTo(s.moved, addr); ok {
+		addr = f
+	}
 	m := s.module(addr, ts)
 	switch {
 	case m == nil:
@@ -249,6 +257,9 @@ func (s *Table) LookupAt(addr, ts uint64) (string, uint64, bool) {
 // table; one that cannot be read is left out, and reported by
 // SourceErrors.
 func (s *Table) SourceAt(addr, ts uint64) string {
+	if f, ok := trace.MovedTo(s.moved, addr); ok {
+		addr = f
+	}
 	file, at := s, addr-s.bias
 	if s.exe != nil {
 		file = s.exe
@@ -551,4 +562,3 @@ func formatAddr(addr uint64, lookup func(uint64) (string, uint64, bool)) string 
 		return fmt.Sprintf("%s+0x%x", name, off)
 	}
 }
-

@@ -159,6 +159,14 @@ type Meta struct {
 	// call other modules' functions through (FTRACE_LIBCALL=1): all
 	// zero when it was not asked to, or from a runtime before it.
 	Libcalls Libcalls
+	// PrologueSites counts the sites made from functions' prologues
+	// (record -P at load, ftpatch instrument), PrologueChanged the
+	// functions record -P left alone because their bytes were not the
+	// file's; Prologues are the sites made at load and their functions
+	// (the process's "<pid>.prologue"), sorted by site: a trampoline no
+	// symbol covers, named as its function.
+	PrologueSites, PrologueChanged uint64
+	Prologues                      []PrologueSite
 	// LostThreads counts threads whose buffered records were not written
 	// (0 from a runtime that does not count them).
 	LostThreads uint64
@@ -629,6 +637,9 @@ func Open(dir string) (*Trace, error) {
 	if err := t.readSched(dir, names); err != nil {
 		return nil, err
 	}
+	if t.Meta.Prologues, err = readPrologues(dir, t.Meta.Pid); err != nil {
+		return nil, err
+	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), abi.StreamSuffix) {
 			continue // meta, and the runtime's temporary files
@@ -960,6 +971,10 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.Libcalls.Unresolved
 	case abi.MetaKeyLibcallFailed:
 		return &m.Libcalls.Failed
+	case abi.MetaKeyPrologueSites:
+		return &m.PrologueSites
+	case abi.MetaKeyPrologueChanged:
+		return &m.PrologueChanged
 	case abi.MetaKeyDropped:
 		return &m.Dropped
 	case abi.MetaKeyOverflow:

@@ -91,6 +91,10 @@ func Info(w io.Writer, in Input, opt Options) error {
 	}
 	kv("sites", "%d in the table: %d traced, %d skipped (unexpected bytes), %d could not be written, %d matched but not traceable yet",
 		m.Sites, m.Enabled, m.Skipped, m.Failed, m.Unsupported)
+	if m.PrologueSites > 0 || m.PrologueChanged > 0 {
+		kv("prologue sites", "%d sites made from functions' prologues, %d of them at load (record -P), the rest by ftpatch instrument; %d functions left alone (their bytes were not the file's)",
+			m.PrologueSites, len(m.Prologues), m.PrologueChanged)
+	}
 	if m.Literal > 0 || m.Misaligned > 0 {
 		kv("literals", "%d traced sites call their function's own ops record through the literal before it; %d have a slot for one that is not 8-byte aligned and take the shared path (build with -falign-functions=8; gcc 14 and later: -fmin-function-alignment=8 for cold functions too)",
 			m.Literal, m.Misaligned)

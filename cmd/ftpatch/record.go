@@ -24,12 +24,14 @@ import (
 	"ftpatch/arch"
 	"ftpatch/argspec"
 	"ftpatch/elfx"
+	"ftpatch/funclist"
 	"ftpatch/infile"
 	"ftpatch/launch"
 	"ftpatch/ldso"
 	"ftpatch/libtool"
 	"ftpatch/outfile"
 	"ftpatch/patch"
+	"ftpatch/prologue"
 	"ftpatch/protos"
 	ftrt "ftpatch/runtime"
 	"ftpatch/trace"
@@ -63,6 +65,7 @@ type recordFlags struct {
 	noSched                bool
 	args, retval           []string
 	autoArgs               bool
+	prologue               []string
 }
 
 func (r *recordFlags) register(cmd *cobra.Command) {
@@ -81,6 +84,7 @@ func (r *recordFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&r.noSched, "no-sched", false, "leave out the scheduler events: when each traced thread left its CPU (slept or was pre-empted) and ran again, recorded by default from the kernel's context-switch records (FTRACE_SCHED=1; where the kernel refuses them, tracing goes on without and info says why)")
 	f.StringArrayVarP(&r.args, "args", "A", nil, "record arguments (FTRACE_ARGS): `FUNC@ITEMS`, FUNC a glob, ITEMS separated by commas: argN[/FMT] (the Nth integer or pointer argument, from 1: the registers, 6 on x86-64, 8 on arm64, then the stack's words), fpargN[/FMT] (the Nth floating-point register, up to 8; f64 unless said), stack+OFF[/FMT] (the stack argument at byte OFF, a multiple of 8: where a long double, a struct or a float past the registers is), *argN/{...} or *stack+OFF/{...} (the struct the pointer there points to), argN+fpargM/{...} (x86-64: a struct in both kinds of registers, each eightbyte from the next of its class), or ? (shown as ?); FMT d (= i64, the default) i8 i16 i32 i64 (signed), u8...u64 (unsigned), x8...x64 (hex; x = x64), p (pointer), s (C string), c (char), b (bool), e:ENUM (by name, from the DWARF, or a set of the prototype table of --auto-args: open_flags, mmap_prot, signal...), f32 f64 (f = f64), f80 (x86-64's long double), f128 (arm64's long double, __float128), {MEMBERS} (a struct, its members' formats in order: {i32,i32}, nested {i64,{c,c}}; ... last for members not recorded); repeat, or separate entries with ';'")
 	f.StringArrayVarP(&r.retval, "retval", "R", nil, "record return values (FTRACE_RETVAL; function_graph): `FUNC[/FMT]`, FMT one of -A's (d unless said): f32 f64 f128 (f = f64) read the floating-point return register, f80 x86-64's st0, {MEMBERS} a struct in the return registers (16 bytes at most), *{MEMBERS} (x86-64) one returned in memory; repeat, or separate with ';'")
+	f.StringArrayVarP(&r.prologue, "patch", "P", nil, "make sites from the prologues of the functions `GLOB` chooses (uftrace's -P; '.' or '*' for all) in the program and the shared objects loaded with it, built without tracing flags: each function's first instructions move into a trampoline, a jump in their place (ftpatch sites --dynamic PROG lists what each function gets); the runtime is preloaded; repeat, or separate globs with commas")
 	f.BoolVar(&r.autoArgs, "auto-args", false, "record the arguments and return values of the functions --filter or -F chooses, typed from the DWARF (-g) of the program and of each shared object it loads (with it, or later with dlopen; for a libtool wrapper script, of the program it runs), placed by the calling convention of the program's architecture: in registers, on the stack (long doubles, structs in memory, what follows the registers), structs by their members; a value it cannot place or show (__int128) shows as ?; and the program's library calls of common C library functions from ftpatch's prototype table, their flags and enums by name (open(\"f\", O_RDONLY|O_CLOEXEC) = 3), after -A and -R's entries")
 }
 
@@ -189,6 +193,41 @@ func enumNames(entries []argspec.Entry) []string {
 		}
 	}
 	return out
+}
+
+// servePlans serves -P to the program: the prologue plans of the
+// functions its globs choose, in each module the runtime describes
+// (prologue.Server); the program's own plans are made first, so that
+// its errors come before it runs. A program linked without the runtime
+// gets it preloaded. The caller closes the server.
+func (r *recordFlags) servePlans(s *launch.Settings, t *target, stderr io.Writer) (*prologue.Server, error) {
+	if t.code == "" {
+		return nil, usage(fmt.Errorf("-P: %s is not an ELF program (a script?)", t.name))
+	}
+	list := &funclist.List{}
+	for _, arg := range r.prologue {
+		for _, g := range strings.Split(arg, ",") {
+			if g == "." { // uftrace's regular expression for every function
+				g = "*"
+			}
+			if err := list.Add(g, fmt.Sprintf("-P %q", arg)); err != nil {
+				return nil, usage(err)
+			}
+		}
+	}
+	srv, err := prologue.ServePlans(list, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Prepare(t.code); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("-P: %w", err)
+	}
+	s.PrologueSocket = srv.Path()
+	if t.untraced && !t.setid {
+		t.preload, t.untraced = true, false
+	}
+	return srv, nil
 }
 
 // serveAutoArgs serves --auto-args to the program: the functions the filters
@@ -574,11 +613,18 @@ func (r *recordFlags) record(t *target, dir string, stderr io.Writer) (launch.St
 	if err == nil && r.autoArgs {
 		srv, err = r.serveAutoArgs(&s, t, enums, stderr)
 	}
+	if srv != nil {
+		defer srv.Close()
+	}
+	var plans *prologue.Server
+	if err == nil && len(r.prologue) > 0 {
+		plans, err = r.servePlans(&s, t, stderr)
+	}
 	if err != nil {
 		return launch.Status{}, s, madeTrace{}, err
 	}
-	if srv != nil {
-		defer srv.Close()
+	if plans != nil {
+		defer plans.Close()
 	}
 	switch {
 	case t.wrapper != nil && t.elf:

@@ -233,6 +233,8 @@ const (
 	MetaKeyLibcallHooked     = "libcall_hooked"     // META_KEY_LIBCALL_HOOKED: of those, redirected
 	MetaKeyLibcallUnresolved = "libcall_unresolved" // META_KEY_LIBCALL_UNRESOLVED: chosen, function not found
 	MetaKeyLibcallFailed     = "libcall_failed"     // META_KEY_LIBCALL_FAILED: chosen, could not be written
+	MetaKeyPrologueSites     = "prologue_sites"     // META_KEY_PROLOGUE_SITES: sites made from functions' prologues (record -P, instrument)
+	MetaKeyPrologueChanged   = "prologue_changed"   // META_KEY_PROLOGUE_CHANGED: record -P's functions left alone, their bytes not the file's
 	MetaKeyDropped           = "dropped"            // META_KEY_DROPPED
 	MetaKeyOverflow          = "overflow"           // META_KEY_OVERFLOW
 	MetaKeyUnwound           = "unwound"            // META_KEY_UNWOUND

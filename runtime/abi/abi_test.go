@@ -200,6 +200,8 @@ func mirrors() []mirror {
 		{"META_KEY_LIBCALL_HOOKED", "MetaKeyLibcallHooked", abi.MetaKeyLibcallHooked},
 		{"META_KEY_LIBCALL_UNRESOLVED", "MetaKeyLibcallUnresolved", abi.MetaKeyLibcallUnresolved},
 		{"META_KEY_LIBCALL_FAILED", "MetaKeyLibcallFailed", abi.MetaKeyLibcallFailed},
+		{"META_KEY_PROLOGUE_SITES", "MetaKeyPrologueSites", abi.MetaKeyPrologueSites},
+		{"META_KEY_PROLOGUE_CHANGED", "MetaKeyPrologueChanged", abi.MetaKeyPrologueChanged},
 		{"META_KEY_DROPPED", "MetaKeyDropped", abi.MetaKeyDropped},
 		{"META_KEY_OVERFLOW", "MetaKeyOverflow", abi.MetaKeyOverflow},
 		{"META_KEY_UNWOUND", "MetaKeyUnwound", abi.MetaKeyUnwound},

@@ -273,6 +273,8 @@
 #define META_KEY_LIBCALL_HOOKED "libcall_hooked"         /* of those, redirected: their calls traced */
 #define META_KEY_LIBCALL_UNRESOLVED "libcall_unresolved" /* chosen, but whose function could not be found */
 #define META_KEY_LIBCALL_FAILED "libcall_failed"         /* chosen, but that could not be written */
+#define META_KEY_PROLOGUE_SITES "prologue_sites"     /* sites made from functions' prologues (record -P, ftpatch instrument) */
+#define META_KEY_PROLOGUE_CHANGED "prologue_changed" /* record -P's functions left alone: their bytes were not the file's */
 #define META_KEY_DROPPED "dropped"
 #define META_KEY_OVERFLOW "overflow"
 #define META_KEY_UNWOUND "unwound"

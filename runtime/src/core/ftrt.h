@@ -100,6 +100,11 @@ struct ftrt_module {
 	 * -fipa-ra): every path the runtime takes for such a site preserves
 	 * every register. */
 	const uintptr_t *prologues, *prologues_end;
+	/* For sites made at load (record -P: patch/prologue.c), whose
+	 * trampolines no symbol covers: the function of each of prologues,
+	 * by whose symbol the pass names it; NULL when the file's own
+	 * symbols name the trampolines (ftpatch instrument's). */
+	const uintptr_t *prologue_funcs;
 };
 /* Whether the site at ip is one m's prologues list (a binary search;
  * 0 for a description too old or too small to have them). */
@@ -135,6 +140,9 @@ struct ftrt_mod {
 /* Module records the runtime keeps (registry.c); past this many loads,
  * records of unloaded modules are reused. */
 #define FTRT_MOD_MAX 256
+/* record -P's functions left alone because their bytes were not the
+ * file's (patch/prologue.c), over the process's life. */
+extern uint64_t ftrt_prologue_changed __attribute__((visibility("hidden")));
 /* Records reused after FTRT_MOD_MAX modules: their names are lost. */
 extern uint64_t ftrt_modules_forgotten __attribute__((visibility("hidden")));
 /* Non-zero while this thread runs the runtime's own work that may call
@@ -247,6 +255,12 @@ int ftrt_symbols_open(const char *path);
 int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
 		      int (*pick)(const char *name), const char **names);
 void ftrt_symbols_close(void);
+/* ftrt_symbols_mark for the sites s[0, m) of module md, whose sites made
+ * at load from prologues (record -P) lie in trampolines no symbol
+ * covers: each is named, and classified, by its function's address
+ * (md's description's prologue_funcs) instead. */
+int ftrt_symbols_mark_mod(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
+			  int (*pick)(const char *name), const char **names);
 /* Say which plain globs of FTRACE_GRAPH_FUNCS named no traced function
  * of the modules registered so far (options.c): once, when the program's
  * initialisers begin, the shared objects loaded with it registered

@@ -87,6 +87,8 @@ void ftrt_modules_release(void)
 	pthread_mutex_unlock(&lock);
 }
 
+uint64_t ftrt_prologue_changed;
+
 /* Where a module lies, found from any address inside it. */
 struct where {
 	uintptr_t addr;

@@ -242,3 +242,69 @@ int ftrt_symbols_mark(uintptr_t bias, const uintptr_t *s, size_t m, unsigned cha
 	munmap(mem, ibytes + bbytes);
 	return 0;
 }
+
+/* A key to sort by, and where it came from. */
+struct keyed {
+	uintptr_t key;
+	size_t at;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+int ftrt_symbols_mark_mod(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
+			  int (*pick)(const char *name), const char **names)
+{
+	const struct ftrt_module *d = md->desc;
+	const uintptr_t *ps = NULL, *pf = NULL;
+	size_t k = 0;
+	if (d && d->size >= offsetof(struct ftrt_module, prologue_funcs) + sizeof d->prologue_funcs && d->prologue_funcs) {
+		ps = d->prologues, pf = d->prologue_funcs;
+		k = (size_t)(d->prologues_end - d->prologues);
+	}
+	if (k == 0 || m == 0)
+		return ftrt_symbols_mark(md->bias, s, m, want, marks, pick, names);
+	/* Each site's key: its function's address for a trampoline's site
+	 * (ps is sorted), else itself; marked in key order, results put
+	 * back in the sites' order. Load-time work: libc's qsort. */
+	size_t bytes = m * (sizeof(struct keyed) + sizeof(uintptr_t) + 2 + sizeof(const char *));
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -1;
+	struct keyed *ks = mem;
+	uintptr_t *keys = (uintptr_t *)(ks + m);
+	const char **nm = (const char **)(keys + m);
+	unsigned char *w = (unsigned char *)(nm + m), *mk = w + m;
+	for (size_t i = 0; i < m; i++) {
+		size_t lo = 0, hi = k;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (ps[mid] < s[i])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		ks[i].key = lo < k && ps[lo] == s[i] ? pf[lo] : s[i];
+		ks[i].at = i;
+	}
+	qsort(ks, m, sizeof *ks, by_key);
+	for (size_t i = 0; i < m; i++) {
+		keys[i] = ks[i].key;
+		w[i] = want[ks[i].at];
+		mk[i] = marks ? marks[ks[i].at] : 0;
+		nm[i] = names ? names[ks[i].at] : NULL;
+	}
+	int r = ftrt_symbols_mark(md->bias, keys, m, w, marks ? mk : NULL, pick, names ? nm : NULL);
+	for (size_t i = 0; i < m; i++) {
+		want[ks[i].at] = w[i];
+		if (marks)
+			marks[ks[i].at] = mk[i];
+		if (names)
+			names[ks[i].at] = nm[i];
+	}
+	munmap(mem, bytes);
+	return r;
+}

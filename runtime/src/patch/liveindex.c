@@ -65,7 +65,7 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	err = -ENOENT;
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		goto out;
-	err = ftrt_symbols_mark(md->bias, s, m, kind, NULL, pick_all, nm) == 0 ? 0 : -ENOMEM;
+	err = ftrt_symbols_mark_mod(md, s, m, kind, NULL, pick_all, nm) == 0 ? 0 : -ENOMEM;
 	size_t pool = 0, named = 0;
 	for (size_t i = 0; i < m && !err; i++)
 		if (nm[i] && kind[i] != WANT_NOP)
@@ -143,7 +143,7 @@ const char *ftrt_live_name_at(const struct live_mod *l, uintptr_t addr)
 	const char *r = NULL;
 	if (!l->md || ftrt_symbols_open(l->md->path ? l->md->path : "/proc/self/exe") != 0)
 		return NULL;
-	if (ftrt_symbols_mark(l->md->bias, s, 1, want, NULL, pick_all, nm) == 0 && nm[0]) {
+	if (ftrt_symbols_mark_mod(l->md, s, 1, want, NULL, pick_all, nm) == 0 && nm[0]) {
 		size_t lo = 0, hi = l->nnamed;
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;

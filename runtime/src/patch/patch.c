@@ -187,7 +187,7 @@ static int by_name(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsi
 		if (marks == MAP_FAILED)
 			return -1;
 	}
-	int r = ftrt_symbols_mark(md->bias, s, m, want, marks, ftrt_pick, NULL);
+	int r = ftrt_symbols_mark_mod(md, s, m, want, marks, ftrt_pick, NULL);
 	if (r == 0 && marks)
 		r = ftrt_subtree_add(md->owner, md->lo, md->hi, s, want, marks, m);
 	if (marks)
@@ -278,7 +278,7 @@ static void settle(const struct ftrt_mod *md, const uintptr_t *s, size_t m, cons
 			s2[j] = s[i], w2[j++] = WANT_UNKNOWN;
 	if (ftrt_symbols_open(md->path ? md->path : "/proc/self/exe") != 0)
 		unreadable(md, ftrt_pass_stats->enabled ? "only its sites that call __fentry__" : "none of it");
-	else if (ftrt_symbols_mark(md->bias, s2, k, w2, NULL, NULL, NULL) != 0)
+	else if (ftrt_symbols_mark_mod(md, s2, k, w2, NULL, NULL, NULL) != 0)
 		ftrt_say("ftrt: no memory for the load-time pass's site index; tracing its sites that call __fentry__ alone\n");
 	ftrt_symbols_close();
 	for (size_t j = 0; j < k; j++)

@@ -19,6 +19,7 @@
 #include "arch/arch.h"
 #include "core/ftrt.h"
 #include "pass.h"
+#include "prologue.h"
 #include "record/stack.h"
 #include "subtree.h"
 
@@ -373,6 +374,11 @@ void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int chec
 	for (size_t i = 0; i < m;) {
 		struct seg_query q = { .addr = s[i] };
 		dl_iterate_phdr(find_segment, &q);
+		if (!q.found && ftrt_prologue_region(s[i], &q.seg.start, &q.seg.end)) {
+			/* A trampoline of a site made at load (prologue.c). */
+			q.seg.prot = PROT_READ | PROT_EXEC;
+			q.found = 1;
+		}
 		if (!q.found || !(q.seg.prot & PROT_EXEC)) {
 			ftrt_pass_stats->skipped++;
 			i++;

@@ -30,6 +30,7 @@
 #include "core/ftrt.h"
 #include "core/say.h"
 #include "patch/libdyn.h"
+#include "patch/prologue.h"
 #include "process.h"
 
 /* Where the loaded object holding an address lies. */
@@ -110,6 +111,23 @@ int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t ins
 	dl_iterate_phdr(find, &w);
 	if (!w.found || ftrt_tables_read(path, w.bias, t) != 0)
 		return -1;
+	/* record -P: sites made from the prologues of the functions it
+	 * chose, beside the compiler's (the server is told the file's own
+	 * name, which /proc/self/exe is not). */
+	struct ftrt_module made = { .start = t->start, .stop = t->stop, .areas = t->areas, .areas_end = t->areas_end,
+				    .prologues = t->prologues, .prologues_end = t->prologues_end };
+	char id[129], *real = NULL;
+	char *named = ftrt_module_identify(inside, id);
+	if (!named && strcmp(path, "/proc/self/exe") == 0)
+		named = real = realpath("/proc/self/exe", NULL);
+	if (ftrt_prologue_make(&made, named ? named : path, id, w.bias, w.lo, w.hi) > 0) {
+		t->start = made.start, t->stop = made.stop, t->areas = made.areas, t->areas_end = made.areas_end;
+		t->prologues = made.prologues, t->prologues_end = made.prologues_end;
+		m->prologue_funcs = made.prologue_funcs;
+	}
+	if (named != path && named != real)
+		free(named);
+	free(real);
 	if (t->start == t->stop)
 		return 0; /* no sites: nothing to describe */
 	static const uintptr_t runtime[FTRT_T_N] = FTRT_TARGETS;

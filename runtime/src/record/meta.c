@@ -416,6 +416,17 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 		meta_line(&o, META_KEY_LIBCALL_UNRESOLVED, lc.unresolved);
 		meta_line(&o, META_KEY_LIBCALL_FAILED, lc.failed);
 	}
+	uint64_t made = 0;
+	for (int i = 0; ftrt_module_at(i); i++) {
+		const struct ftrt_module *d = ftrt_module_at(i)->desc;
+		if (d && d->size >= offsetof(struct ftrt_module, prologues_end) + sizeof d->prologues_end && d->prologues)
+			made += (uint64_t)(d->prologues_end - d->prologues);
+	}
+	if (made || ftrt_prologue_changed) {
+		meta_line(&o, META_KEY_PROLOGUE_SITES, made);
+		meta_line(&o, META_KEY_PROLOGUE_CHANGED, ftrt_prologue_changed);
+		ftrt_prologue_out(dir, (int)ftrt_creator_pid);
+	}
 	meta_line(&o, META_KEY_DROPPED, atomic_load_explicit(&ftrt_dropped, memory_order_relaxed));
 	meta_line(&o, META_KEY_OVERFLOW, atomic_load_explicit(&ftrt_overflow, memory_order_relaxed));
 	meta_line(&o, META_KEY_UNWOUND, atomic_load_explicit(&ftrt_unwound, memory_order_relaxed));

@@ -435,6 +435,10 @@ int ftrt_abandoned(struct tbuf *b, uintptr_t held, uintptr_t sp) HIDDEN;
 void ftrt_meta_reserve(void) HIDDEN;
 void ftrt_meta_write(int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone) HIDDEN;
 void ftrt_meta_write_in(int dir, int ended, uint64_t tsc_end, uint64_t mono_end, const char *tmp, uint64_t gone) HIDDEN;
+/* prologueout.c: "<pid>.prologue" in dir, the sites made at load from
+ * prologues and their functions, for the reader (abi.h); nothing when
+ * none was made. */
+void ftrt_prologue_out(int dir, int pid) HIDDEN;
 
 /* The graph tracer's push (graph.c), for the function tracer's entry,
  * whose -pg mcount sites graph too. */
