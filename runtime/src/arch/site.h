@@ -105,6 +105,13 @@ enum ftrt_site_state {
 /* The module whose sites the pass is over: its targets decide which calls
  * are hooks and which are the runtime's (site.c, patch.c). */
 extern const uintptr_t *ftrt_targets __attribute__((visibility("hidden")));
+/* Its sites made from functions' prologues, sorted (set with
+ * ftrt_targets: core's ftrt_module_use), and whether ip is one of them
+ * (a binary search): such a site's function was compiled without
+ * tracing flags, and every path the runtime takes from it keeps every
+ * general register (WANT_PROLOGUE). */
+extern const uintptr_t *ftrt_prologues, *ftrt_prologues_end __attribute__((visibility("hidden")));
+int ftrt_site_prologue(uintptr_t ip) __attribute__((visibility("hidden")));
 
 /* Where the segment whose sites are being classified begins (sites.c's
  * walk sets it): the architecture may read before a site, but not
@@ -188,7 +195,7 @@ enum {
 	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
 	WANT_AUTO,    /* no filter: enable a call of __fentry__, leave the rest WANT_UNKNOWN */
 	/* A WANT_ENTRY site made from a function's prologue (the module's
-	 * prologues list it: ftrt_module_prologue), told when it is written:
+	 * prologues list it: ftrt_site_prologue), told when it is written:
 	 * its function was compiled without tracing flags, so its callers
 	 * may keep values in call-clobbered registers across the call (gcc's
 	 * -fipa-ra), and every path the site takes keeps every general

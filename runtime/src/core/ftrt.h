@@ -106,9 +106,11 @@ struct ftrt_module {
 	 * symbols name the trampolines (ftpatch instrument's). */
 	const uintptr_t *prologue_funcs;
 };
-/* Whether the site at ip is one m's prologues list (a binary search;
- * 0 for a description too old or too small to have them). */
-int ftrt_module_prologue(const struct ftrt_module *m, uintptr_t ip) __attribute__((visibility("hidden")));
+/* The module whose sites the architecture's site code writes from now
+ * on (its targets, and which of its sites were made from prologues:
+ * arch/site.h's ftrt_targets and ftrt_prologues; none for a description
+ * too old or too small to list them). */
+void ftrt_module_use(const struct ftrt_module *m) __attribute__((visibility("hidden")));
 
 /*
  * A module the runtime serves (registry.c): the program first, then each

@@ -160,17 +160,10 @@ out:
 	return r;
 }
 
-int ftrt_module_prologue(const struct ftrt_module *m, uintptr_t ip)
+void ftrt_module_use(const struct ftrt_module *m)
 {
-	if (!m || m->size < offsetof(struct ftrt_module, prologues_end) + sizeof m->prologues_end || !m->prologues)
-		return 0;
-	const uintptr_t *lo = m->prologues, *hi = m->prologues_end;
-	while (lo < hi) {
-		const uintptr_t *mid = lo + (hi - lo) / 2;
-		if (*mid < ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->prologues_end && *lo == ip;
+	ftrt_targets = m->targets;
+	int has = m->size >= offsetof(struct ftrt_module, prologues_end) + sizeof m->prologues_end && m->prologues;
+	ftrt_prologues = has ? m->prologues : NULL;
+	ftrt_prologues_end = has ? m->prologues_end : NULL;
 }

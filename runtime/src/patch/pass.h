@@ -18,9 +18,6 @@
 extern const char *ftrt_nop_style __attribute__((visibility("hidden")));
 void ftrt_sites_walk(const uintptr_t *s, unsigned char *want, size_t m, int check_mode) __attribute__((visibility("hidden")));
 int ftrt_sites_resolve(unsigned char *want, int a, const unsigned char *ip) __attribute__((visibility("hidden")));
-/* The module whose sites the walk writes (patch.c sets it before its
- * pass): which of them were made from prologues. */
-extern const struct ftrt_module *ftrt_pass_module __attribute__((visibility("hidden")));
 /* What the pass does with a site, once classified. */
 enum {
 	KEEP,      /* a NOP this CPU runs, and no call wanted there: counted, not written */

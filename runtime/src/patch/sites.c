@@ -117,15 +117,14 @@ int ftrt_sites_resolve(unsigned char *want, int a, const unsigned char *ip)
  * every way its want was decided (with the symbol table, or without it,
  * from the call of __fentry__ alone); seg_lo is the start of the site's
  * segment, below which nothing is read. A site the module's prologues
- * list (ftrt_pass_module's: ftpatch instrument's table, record -P's
+ * list (ftrt_site_prologue: ftpatch instrument's table, record -P's
  * plans) is a prologue site, whose every path keeps every register.
  */
-const struct ftrt_module *ftrt_pass_module;
 static int enable_as(int want, uintptr_t ip, int len, uintptr_t seg_lo)
 {
 	if (want != WANT_ENTRY)
 		return want;
-	if (ftrt_module_prologue(ftrt_pass_module, ip))
+	if (ftrt_site_prologue(ip))
 		return WANT_PROLOGUE;
 	return ftrt_arch_chain(ip, len, seg_lo) ? WANT_CHAIN : want;
 }
