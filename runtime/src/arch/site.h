@@ -242,6 +242,9 @@ struct ftrt_arch_entries {
 	/* x86-64's per-site graph trampolines of sites made from prologues
 	 * call and jump to these, which keep every general register. */
 	uintptr_t prologue_graph_enter, prologue_graph_leave;
+	/* arm64's sites made from prologues call these (`mov x17, x30; bl
+	 * ...`), which keep every general register but x16 and x17. */
+	uintptr_t prologue_caller, prologue_stub;
 	uintptr_t ops_caller, ops_mcount_caller, ops_chain_caller;
 	uintptr_t ops_regs_caller, ops_regs_mcount_caller;
 	/* The tracers' own ops records, by tracer (FTRT_FUNCTION,

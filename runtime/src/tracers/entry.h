@@ -27,6 +27,8 @@ void ftrace_ops_caller(void);
 void ftrace_ops_mcount_caller(void);
 void ftrace_ops_chain_caller(void);
 #else
+void ftrace_prologue_caller(void);
+void ftrace_prologue_stub(void);
 void ftrace_ops_regs_caller(void);
 void ftrace_ops_regs_mcount_caller(void);
 #endif

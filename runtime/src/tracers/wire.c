@@ -45,6 +45,8 @@ void ftrt_tracers_wire(void)
 	e->ops_mcount_caller = (uintptr_t)ftrace_ops_mcount_caller;
 	e->ops_chain_caller = (uintptr_t)ftrace_ops_chain_caller;
 #else
+	e->prologue_caller = (uintptr_t)ftrace_prologue_caller;
+	e->prologue_stub = (uintptr_t)ftrace_prologue_stub;
 	e->ops_regs_caller = (uintptr_t)ftrace_ops_regs_caller;
 	e->ops_regs_mcount_caller = (uintptr_t)ftrace_ops_regs_mcount_caller;
 	e->tracer_ops[0] = &ftrt_ops_nop;
