@@ -89,7 +89,9 @@ func TestBuild(t *testing.T) {
 		}
 		rt := append([]string{abi.Init, abi.ModuleRegister, abi.ModuleUnregister}, a.targets...)
 		if a.arch == arch.X86_64 {
-			rt = append(rt, abi.GraphEnter, abi.GraphLeave) // x86-64's per-site graph trampolines
+			rt = append(rt, abi.GraphEnter, abi.GraphLeave, abi.PrologueGraphEnter, abi.PrologueGraphLeave) // x86-64's per-site graph trampolines
+		} else {
+			rt = append(rt, abi.PrologueCaller, abi.PrologueStub) // arm64's prologue sites' entries
 		}
 		for _, c := range []struct {
 			lib  string
@@ -147,6 +149,7 @@ func TestArm64Words(t *testing.T) {
 	}{
 		{"ARM64_NOP", arm64.NOP, "NOP "},
 		{"ARM64_MOV_X9_X30", arm64.MovX9X30, "MOV X9, X30"},
+		{"ARM64_MOV_X17_X30", arm64.MovX17X30, "MOV X17, X30"},
 		{"ARM64_MOV_X0_X30", arm64.MovX0X30, "MOV X0, X30"},
 		{"ARM64_BTI_C", arm64.BTIC, "HINT #0x22"},   // bti c: x/arch prints the hint's number
 		{"ARM64_BTI_JC", arm64.BTIJC, "HINT #0x26"}, // bti jc

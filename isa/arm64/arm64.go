@@ -22,6 +22,13 @@ const (
 	// it keeps the caller's return address in x9, because the `bl` that
 	// follows overwrites x30.
 	MovX9X30 uint32 = 0xaa1e03e9 // mov x9, x30
+	// MovX17X30 is the first slot of an enabled site made from a
+	// function's prologue (the runtime's ftrace_prologue_caller takes
+	// the caller's return address from x17): x9 may hold a value the
+	// function's callers keep across the call, as the function was
+	// compiled without tracing flags (gcc's -fipa-ra); x17 (IP1) never
+	// does, as any call may change it.
+	MovX17X30 uint32 = 0xaa1e03f1 // mov x17, x30
 	// MovX0X30 is what gcc -pg emits before `bl _mcount`, passing
 	// the return address as the first argument; recognised, never written.
 	MovX0X30 uint32 = 0xaa1e03e0 // mov x0, x30

@@ -38,6 +38,7 @@ func TestARM64Constants(t *testing.T) {
 	}{
 		{"NOP", NOP, arm64asm.NOP, "NOP"},
 		{"MovX9X30", MovX9X30, arm64asm.MOV, "MOV X9, X30"},
+		{"MovX17X30", MovX17X30, arm64asm.MOV, "MOV X17, X30"},
 		{"MovX0X30", MovX0X30, arm64asm.MOV, "MOV X0, X30"},
 		// x/arch has no BTI mnemonic: bti c is HINT #34.
 		{"BTIC", BTIC, arm64asm.HINT, "HINT #0x22"},

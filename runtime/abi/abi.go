@@ -358,6 +358,16 @@ const (
 	ModuleSlots      = "ftrt_module_slots"      // FTRT_SYM_MODULE_SLOTS: the stub's jump slots
 	GraphEnter       = "ftrace_graph_enter"     // FTRT_SYM_GRAPH_ENTER: what a per-site trampoline calls
 	GraphLeave       = "ftrace_graph_leave"     // FTRT_SYM_GRAPH_LEAVE: where it jumps on the function's return
+	// PrologueGraphEnter and PrologueGraphLeave (FTRT_SYM_PROLOGUE_GRAPH_*):
+	// what the graph trampoline of an x86-64 site made from a prologue
+	// calls and jumps to, keeping every register.
+	PrologueGraphEnter = "ftrace_prologue_graph_enter"
+	PrologueGraphLeave = "ftrace_prologue_graph_leave"
+	// PrologueCaller and PrologueStub (FTRT_SYM_PROLOGUE_CALLER, _STUB):
+	// what an enabled arm64 site made from a prologue calls, `mov x17,
+	// x30; bl PrologueCaller` (PrologueStub for the empty tracer).
+	PrologueCaller = "ftrace_prologue_caller"
+	PrologueStub   = "ftrace_prologue_stub"
 )
 
 // A Target is one of x86-64's hooks and trampolines, by its index in a

@@ -428,6 +428,14 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 #define FTRT_SYM_MODULE_SLOTS "ftrt_module_slots" /* the stub's jump slots (module/x86_64/entry.S) */
 #define FTRT_SYM_GRAPH_ENTER "ftrace_graph_enter" /* what a per-site trampoline calls... */
 #define FTRT_SYM_GRAPH_LEAVE "ftrace_graph_leave" /* ...and jumps to on the function's return */
+/* What the trampoline of an x86-64 site made from a prologue calls and
+ * jumps to instead (entered past its lea: they keep every register). */
+#define FTRT_SYM_PROLOGUE_GRAPH_ENTER "ftrace_prologue_graph_enter"
+#define FTRT_SYM_PROLOGUE_GRAPH_LEAVE "ftrace_prologue_graph_leave"
+/* What an arm64 site made from a prologue calls, `mov x17, x30; bl ...`:
+ * the tracers' entry, and the empty tracer's. */
+#define FTRT_SYM_PROLOGUE_CALLER "ftrace_prologue_caller"
+#define FTRT_SYM_PROLOGUE_STUB "ftrace_prologue_stub"
 
 /*
  * x86-64's hooks and trampolines, in the order of a module's targets[]

@@ -11,6 +11,22 @@
 #include "site.h"
 
 const uintptr_t *ftrt_targets;
+const uintptr_t *ftrt_prologues, *ftrt_prologues_end;
+
+int ftrt_site_prologue(uintptr_t ip)
+{
+	const uintptr_t *lo = ftrt_prologues, *hi = ftrt_prologues_end;
+	if (!lo)
+		return 0;
+	while (lo < hi) {
+		const uintptr_t *mid = lo + (hi - lo) / 2;
+		if (*mid < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ftrt_prologues_end && *lo == ip;
+}
 uintptr_t ftrt_walk_seg_lo, ftrt_walk_seg_hi;
 struct ftrt_stats *ftrt_pass_stats;
 int ftrt_mode;

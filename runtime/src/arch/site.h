@@ -105,6 +105,13 @@ enum ftrt_site_state {
 /* The module whose sites the pass is over: its targets decide which calls
  * are hooks and which are the runtime's (site.c, patch.c). */
 extern const uintptr_t *ftrt_targets __attribute__((visibility("hidden")));
+/* Its sites made from functions' prologues, sorted (set with
+ * ftrt_targets: core's ftrt_module_use), and whether ip is one of them
+ * (a binary search): such a site's function was compiled without
+ * tracing flags, and every path the runtime takes from it keeps every
+ * general register (WANT_PROLOGUE). */
+extern const uintptr_t *ftrt_prologues, *ftrt_prologues_end __attribute__((visibility("hidden")));
+int ftrt_site_prologue(uintptr_t ip) __attribute__((visibility("hidden")));
 
 /* Where the segment whose sites are being classified begins (sites.c's
  * walk sets it): the architecture may read before a site, but not
@@ -187,6 +194,15 @@ enum {
 	WANT_CHAIN,   /* at a function's entry after push %r10: found by ftrt_arch_chain when a WANT_ENTRY site is written */
 	WANT_UNKNOWN, /* not decided yet: for the symbol table (patch.c's choose) */
 	WANT_AUTO,    /* no filter: enable a call of __fentry__, leave the rest WANT_UNKNOWN */
+	/* A WANT_ENTRY site made from a function's prologue (the module's
+	 * prologues list it: ftrt_site_prologue), told when it is written:
+	 * its function was compiled without tracing flags, so its callers
+	 * may keep values in call-clobbered registers across the call (gcc's
+	 * -fipa-ra), and every path the site takes keeps every general
+	 * register (x86-64: its own graph trampolines' entry and return;
+	 * arm64: a site form that leaves x9 alone, and trampolines of its
+	 * own). */
+	WANT_PROLOGUE,
 };
 
 /* The architecture's (arch/x86_64/tramp.c): whether the site at ip calls one
@@ -223,6 +239,12 @@ struct ftrt_ops {
  */
 struct ftrt_arch_entries {
 	uintptr_t graph_enter, graph_leave, libgraph_enter;
+	/* x86-64's per-site graph trampolines of sites made from prologues
+	 * call and jump to these, which keep every general register. */
+	uintptr_t prologue_graph_enter, prologue_graph_leave;
+	/* arm64's sites made from prologues call these (`mov x17, x30; bl
+	 * ...`), which keep every general register but x16 and x17. */
+	uintptr_t prologue_caller, prologue_stub;
 	uintptr_t ops_caller, ops_mcount_caller, ops_chain_caller;
 	uintptr_t ops_regs_caller, ops_regs_mcount_caller;
 	/* The tracers' own ops records, by tracer (FTRT_FUNCTION,

@@ -106,6 +106,11 @@ struct ftrt_module {
 	 * symbols name the trampolines (ftpatch instrument's). */
 	const uintptr_t *prologue_funcs;
 };
+/* The module whose sites the architecture's site code writes from now
+ * on (its targets, and which of its sites were made from prologues:
+ * arch/site.h's ftrt_targets and ftrt_prologues; none for a description
+ * too old or too small to list them). */
+void ftrt_module_use(const struct ftrt_module *m) __attribute__((visibility("hidden")));
 
 /*
  * A module the runtime serves (registry.c): the program first, then each

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -157,4 +158,12 @@ int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
 out:
 	munmap(map, size);
 	return r;
+}
+
+void ftrt_module_use(const struct ftrt_module *m)
+{
+	ftrt_targets = m->targets;
+	int has = m->size >= offsetof(struct ftrt_module, prologues_end) + sizeof m->prologues_end && m->prologues;
+	ftrt_prologues = has ? m->prologues : NULL;
+	ftrt_prologues_end = has ? m->prologues_end : NULL;
 }

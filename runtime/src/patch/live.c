@@ -109,11 +109,14 @@ static int cmp_poke(const void *a, const void *b)
 }
 
 /* Where site i of l is, for the call that enables it: at a function's
- * entry, after its prologue, or after a nested function's push %r10. */
+ * entry, after its prologue, after a nested function's push %r10, or
+ * in a trampoline made from a function's prologue. */
 static int site_kind(const struct live_mod *l, size_t i, int len)
 {
 	int want = l->kind[i];
-	if (want == WANT_ENTRY && ftrt_arch_chain(l->site[i], len, l->md->lo))
+	if (want == WANT_ENTRY && ftrt_site_prologue(l->site[i]))
+		want = WANT_PROLOGUE;
+	else if (want == WANT_ENTRY && ftrt_arch_chain(l->site[i], len, l->md->lo))
 		want = WANT_CHAIN;
 	return want;
 }
@@ -173,7 +176,7 @@ static int want_site(struct live_mod *l, size_t i, int on, size_t *changed)
 /* Build the batch of op with list over module l. */
 static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
 {
-	ftrt_targets = l->md->desc->targets;
+	ftrt_module_use(l->md->desc);
 	int err = 0;
 	if (op != OP_SET && plain(list)) {
 		size_t lo = 0, hi = l->nnamed;
@@ -351,7 +354,7 @@ void ftrt_live_added(const struct ftrt_mod *md)
 				want[i] = flog[k].op == OP_ENABLE ? 1 : 2;
 		}
 	}
-	ftrt_targets = md->desc->targets;
+	ftrt_module_use(md->desc);
 	size_t changed = 0;
 	int err = 0;
 	for (size_t i = 0; i < l->n && !err; i++)
@@ -378,7 +381,7 @@ int ftrt_live_resite(int owner)
 		struct live_mod *l = &ftrt_live_mods[i];
 		if (!l->md || !l->md->live || (owner && l->md->owner != owner))
 			continue;
-		ftrt_targets = l->md->desc->targets;
+		ftrt_module_use(l->md->desc);
 		for (size_t k = 0; k < l->n && !err; k++)
 			err = resite(l, k);
 	}
@@ -447,7 +450,7 @@ static int untrampoline(void)
 		struct live_mod *l = &ftrt_live_mods[i];
 		if (!l->md || !l->md->live)
 			continue;
-		ftrt_targets = l->md->desc->targets;
+		ftrt_module_use(l->md->desc);
 		for (size_t k = 0; k < l->n && !err; k++) {
 			int len;
 			uintptr_t direct;
@@ -459,7 +462,9 @@ static int untrampoline(void)
 			 * a call of the empty tracer's stub. */
 			struct ftrt_poke p = { .ip = l->site[k], .len = (unsigned char)len };
 			memcpy(p.old, (const void *)p.ip, (size_t)len);
-			int want = l->kind[k] ? l->kind[k] : WANT_ENTRY;
+			int want = l->kind[k] ? site_kind(l, k, len)
+				   : ftrt_site_prologue(l->site[k]) ? WANT_PROLOGUE
+										: WANT_ENTRY;
 			if (ftrt_arch_live_call(p.ip, len, want, p.new) != 0)
 				continue;
 			err = batch_add(&p);

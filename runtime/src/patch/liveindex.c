@@ -89,7 +89,7 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	memcpy(l->kind, kind, m);
 	/* What the tracer has now: every site enabled, as no ops has a
 	 * module not indexed yet. */
-	ftrt_targets = mod->targets;
+	ftrt_module_use(mod);
 	for (size_t i = 0; i < m; i++) {
 		int len;
 		l->traced[i] = ftrt_arch_live_state(s[i], &len) == 1;

@@ -306,7 +306,7 @@ void ftrt_pass(struct ftrt_mod *md)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct ftrt_stats counts = { 0 };
 	ftrt_pass_stats = &counts;
-	ftrt_targets = mod->targets;
+	ftrt_module_use(mod);
 	ftrt_arch_begin(md->owner);
 	ftrt_arch_areas(mod->areas, mod->areas_end);
 	ftrt_read_env();

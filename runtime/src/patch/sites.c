@@ -116,11 +116,17 @@ int ftrt_sites_resolve(unsigned char *want, int a, const unsigned char *ip)
  * site's bytes, here, where every site about to be enabled passes, for
  * every way its want was decided (with the symbol table, or without it,
  * from the call of __fentry__ alone); seg_lo is the start of the site's
- * segment, below which nothing is read.
+ * segment, below which nothing is read. A site the module's prologues
+ * list (ftrt_site_prologue: ftpatch instrument's table, record -P's
+ * plans) is a prologue site, whose every path keeps every register.
  */
 static int enable_as(int want, uintptr_t ip, int len, uintptr_t seg_lo)
 {
-	return want == WANT_ENTRY && ftrt_arch_chain(ip, len, seg_lo) ? WANT_CHAIN : want;
+	if (want != WANT_ENTRY)
+		return want;
+	if (ftrt_site_prologue(ip))
+		return WANT_PROLOGUE;
+	return ftrt_arch_chain(ip, len, seg_lo) ? WANT_CHAIN : want;
 }
 
 /* Count a site the pass leaves as it is: one to write counts failed. */

@@ -61,6 +61,8 @@
  * .fini_array first): nothing is unmapped then, as other threads may
  * still run their code.
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <stddef.h>
 #include <sys/auxv.h>
 
@@ -117,6 +119,43 @@ static const struct ftrt_module self = {
 };
 #endif
 
+#ifndef FTRT_PRELOAD
+/* The program's load bias: the first object dl_iterate_phdr reports. */
+static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uintptr_t *)data = info->dlpi_addr;
+	return 1;
+}
+
+/*
+ * The program's own module as linked (self), or, in a program ftpatch
+ * instrument made from it, the tables of its file (core/tables.c, as
+ * the preloaded runtime reads them): instrument moved functions'
+ * prologues into trampolines, each an entry site of its own listed in
+ * the file's prologue table (FTRT_PROLOGUE_SECTION), which no linker
+ * bracketed. The record then holds the compiler's sites and the
+ * trampolines', the patchable areas likewise, and which sites were
+ * made from prologues, so that the pass keeps every register at them
+ * (their functions were compiled without tracing flags). A file that
+ * cannot be read, or has no such table, leaves self as linked.
+ */
+static const struct ftrt_module *linked_self(void)
+{
+	static struct ftrt_module me;
+	uintptr_t bias = 0;
+	struct ftrt_tables t;
+	dl_iterate_phdr(first_bias, &bias);
+	if (ftrt_tables_read("/proc/self/exe", bias, &t) != 0 || t.prologues == t.prologues_end)
+		return &self;
+	me = self;
+	me.start = t.start, me.stop = t.stop;
+	me.areas = t.areas, me.areas_end = t.areas_end;
+	me.prologues = t.prologues, me.prologues_end = t.prologues_end;
+	return &me;
+}
+#endif
+
 /*
  * Register the program's own module, which runs its load-time pass: from
  * the program's .preinit_array (ftrt_preinit), before any initialiser of
@@ -143,7 +182,7 @@ void ftrt_init(void)
 	ftrt_preload_scan();
 #else
 	/* targets[0], its first hook, is an address inside the program. */
-	ftrt_register_self(&self, self.targets[0]);
+	ftrt_register_self(linked_self(), self.targets[0]);
 #endif
 }
 

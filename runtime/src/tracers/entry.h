@@ -20,11 +20,15 @@ void ftrt_tracers_wire(void) __attribute__((visibility("hidden")));
 #if defined(__x86_64__)
 void ftrace_graph_enter(void);
 void ftrace_graph_leave(void);
+void ftrace_prologue_graph_enter(void);
+void ftrace_prologue_graph_leave(void);
 void ftrace_libgraph_enter(void);
 void ftrace_ops_caller(void);
 void ftrace_ops_mcount_caller(void);
 void ftrace_ops_chain_caller(void);
 #else
+void ftrace_prologue_caller(void);
+void ftrace_prologue_stub(void);
 void ftrace_ops_regs_caller(void);
 void ftrace_ops_regs_mcount_caller(void);
 #endif

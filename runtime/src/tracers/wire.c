@@ -38,11 +38,15 @@ void ftrt_tracers_wire(void)
 #if defined(__x86_64__)
 	e->graph_enter = (uintptr_t)ftrace_graph_enter;
 	e->graph_leave = (uintptr_t)ftrace_graph_leave;
+	e->prologue_graph_enter = (uintptr_t)ftrace_prologue_graph_enter;
+	e->prologue_graph_leave = (uintptr_t)ftrace_prologue_graph_leave;
 	e->libgraph_enter = (uintptr_t)ftrace_libgraph_enter;
 	e->ops_caller = (uintptr_t)ftrace_ops_caller;
 	e->ops_mcount_caller = (uintptr_t)ftrace_ops_mcount_caller;
 	e->ops_chain_caller = (uintptr_t)ftrace_ops_chain_caller;
 #else
+	e->prologue_caller = (uintptr_t)ftrace_prologue_caller;
+	e->prologue_stub = (uintptr_t)ftrace_prologue_stub;
 	e->ops_regs_caller = (uintptr_t)ftrace_ops_regs_caller;
 	e->ops_regs_mcount_caller = (uintptr_t)ftrace_ops_regs_mcount_caller;
 	e->tracer_ops[0] = &ftrt_ops_nop;

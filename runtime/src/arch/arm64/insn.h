@@ -12,6 +12,7 @@
 
 #define ARM64_NOP 0xd503201fu        /* nop (hint #0) */
 #define ARM64_MOV_X9_X30 0xaa1e03e9u /* mov x9, x30 (orr x9, xzr, x30) */
+#define ARM64_MOV_X17_X30 0xaa1e03f1u /* mov x17, x30: a prologue site's first word */
 #define ARM64_MOV_X0_X30 0xaa1e03e0u /* mov x0, x30: what gcc -pg puts before bl _mcount */
 #define ARM64_BTI_C 0xd503245fu      /* bti c (hint #34) */
 #define ARM64_BTI_JC 0xd50324dfu     /* bti jc (hint #38) */

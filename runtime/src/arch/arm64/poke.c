@@ -109,7 +109,7 @@ static uintptr_t bl_target(uintptr_t ip, uintptr_t *at, int *len)
 {
 	uint32_t w0 = arm64_word((const unsigned char *)ip);
 	*at = ip, *len = 4;
-	if (w0 == ARM64_MOV_X9_X30) {
+	if (w0 == ARM64_MOV_X9_X30 || w0 == ARM64_MOV_X17_X30) {
 		*at = ip + 4, *len = 8;
 		w0 = arm64_word((const unsigned char *)ip + 4);
 	}
@@ -168,6 +168,10 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		if (w[0] != ARM64_MOV_X9_X30)
 			return -1; /* `nop; nop`: two words would change */
 		target = t[FTRT_T_CALLER], at = ip + 4, k = 1;
+	} else if (want == WANT_PROLOGUE && len == 8) {
+		if (w[0] != ARM64_MOV_X17_X30)
+			return -1;
+		target = ftrt_arch_entries.prologue_caller, at = ip + 4, k = 1;
 	} else if (want == WANT_MCOUNT) {
 		target = t[FTRT_T_MCALLER], at = ip, k = 0;
 	} else {
@@ -188,7 +192,7 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
 void ftrt_arch_live_off(uintptr_t ip, int len, unsigned char *buf)
 {
 	uint32_t w[2] = { arm64_word((const unsigned char *)ip), len == 8 ? arm64_word((const unsigned char *)ip + 4) : ARM64_NOP };
-	int k = len == 8 && w[0] == ARM64_MOV_X9_X30 ? 1 : 0;
+	int k = len == 8 && (w[0] == ARM64_MOV_X9_X30 || w[0] == ARM64_MOV_X17_X30) ? 1 : 0;
 	w[k] = ARM64_NOP;
 	memcpy(buf, w, (size_t)len);
 }
@@ -202,5 +206,6 @@ int ftrt_arch_live_shared(uintptr_t ip, int len)
 	uintptr_t at;
 	int l;
 	uintptr_t target = bl_target(ip, &at, &l);
-	return target && (target == ftrt_targets[FTRT_T_CALLER] || target == ftrt_targets[FTRT_T_MCALLER]);
+	return target && (target == ftrt_targets[FTRT_T_CALLER] || target == ftrt_targets[FTRT_T_MCALLER] ||
+			  target == ftrt_arch_entries.prologue_caller);
 }

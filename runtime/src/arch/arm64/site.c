@@ -42,13 +42,18 @@
 
 static const uint32_t nops[2] = { ARM64_NOP, ARM64_NOP };
 static const uint32_t area_off[2] = { ARM64_MOV_X9_X30, ARM64_NOP };
+static const uint32_t prologue_off[2] = { ARM64_MOV_X17_X30, ARM64_NOP };
 
 /* A site left disabled: in a traced run or one that may patch itself, a
- * patchable area the compiler listed is `mov x9, x30; nop`; otherwise
- * the site's NOPs. */
+ * patchable area the compiler listed is `mov x9, x30; nop`, and a site
+ * made from a prologue `mov x17, x30; nop` (x9 may hold a value of its
+ * callers', x17 never does: ftrace_prologue_caller); otherwise the
+ * site's NOPs. */
 const unsigned char *ftrt_arch_off(uintptr_t ip, int len)
 {
 	uintptr_t lit;
+	if (len == 8 && (ftrt_mode || ftrt_trap_armed) && ftrt_site_prologue(ip))
+		return (const unsigned char *)prologue_off;
 	if (len == 8 && (ftrt_mode || ftrt_trap_armed) && ftrt_arm64_area(ip, &lit) != AREA_NONE)
 		return (const unsigned char *)area_off;
 	return (const unsigned char *)nops;
@@ -90,6 +95,7 @@ static int after_mov_x0(const unsigned char *ip)
  *                              tells apart by where the site is
  *   mov x9, x30; nop           a patchable area disabled in a traced
  *                              run: NOP, 8
+ *   mov x17, x30; nop          a prologue site disabled so: NOP, 8
  * Our own calls (mov x9, x30; bl ..., or bl ...) are ftrt_arch_tramp_call's.
  */
 enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
@@ -106,8 +112,8 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 		*len = 4;
 		return FTRT_SITE_CALL;
 	}
-	if (w0 == ARM64_MOV_X9_X30 && w1 == ARM64_NOP) {
-		*len = 8; /* a patchable area as the pass leaves it disabled */
+	if ((w0 == ARM64_MOV_X9_X30 || w0 == ARM64_MOV_X17_X30) && w1 == ARM64_NOP) {
+		*len = 8; /* a patchable area, or a prologue site, as the pass leaves it disabled */
 		return FTRT_SITE_NOP;
 	}
 	if (w0 != ARM64_NOP)
@@ -123,6 +129,8 @@ enum ftrt_site_state ftrt_arch_classify(const unsigned char *ip, int *len)
 static uintptr_t caller(int len, int want)
 {
 	const uintptr_t *t = ftrt_targets;
+	if (want == WANT_PROLOGUE && len == 8)
+		return ftrt_mode == FTRT_NOP ? ftrt_arch_entries.prologue_stub : ftrt_arch_entries.prologue_caller;
 	if (want != WANT_ENTRY && want != WANT_MCOUNT)
 		return 0; /* no other place has a site: never written */
 	if (ftrt_mode == FTRT_NOP)
@@ -142,6 +150,9 @@ uintptr_t ftrt_arch_call_target(int len, int want)
  *   mov x9, x30; bl ftrace_ops_caller    a patchable area with a literal,
  *                                        which is written here first
  *   mov x9, x30; bl ftrace_caller        a patchable area (8), at the entry
+ *   mov x17, x30; bl ftrace_prologue_caller   a site made from a prologue
+ *                                        (8): x9 may be its callers'
+ *   mov x17, x30; bl ftrace_prologue_stub     its empty tracer
  *   bl ftrace_mcount_caller              a -pg site (4), after the prologue
  *   bl ftrace_mcount_caller; nop         a -pg site classified with the
  *                                        NOP after it (8): that NOP stays
@@ -157,11 +168,11 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		return -1;
 	/* A patchable area with a literal calls ftrace_ops_caller, once the
 	 * literal points at the tracer's ops record. */
-	int area = target == ftrt_targets[FTRT_T_CALLER] ? ftrt_arm64_area(ip, &lit) : AREA_NONE;
+	int area = want == WANT_ENTRY && target == ftrt_targets[FTRT_T_CALLER] ? ftrt_arm64_area(ip, &lit) : AREA_NONE;
 	if (area == AREA_LITERAL)
 		target = ftrt_targets[FTRT_T_OPS];
 	uint32_t w[2];
-	uintptr_t at = want == WANT_ENTRY ? ip + 4 : ip; /* the bl: the second word of a patchable area */
+	uintptr_t at = want != WANT_MCOUNT ? ip + 4 : ip; /* the bl: the second word of a patchable area */
 	uint32_t bl = ftrt_arm64_bl_to(at, target);
 	if (!bl)
 		return -1;
@@ -176,8 +187,8 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 		ftrt_pass_stats->literal++;
 	else if (ftrt_pass_stats && area == AREA_MISALIGNED)
 		ftrt_pass_stats->misaligned++;
-	if (want == WANT_ENTRY) {
-		w[0] = ARM64_MOV_X9_X30;
+	if (want == WANT_ENTRY || want == WANT_PROLOGUE) {
+		w[0] = want == WANT_PROLOGUE ? ARM64_MOV_X17_X30 : ARM64_MOV_X9_X30;
 		w[1] = bl;
 	} else {
 		w[0] = bl;

@@ -30,13 +30,16 @@ int ftrt_arch_tramp_call(const unsigned char *ip, int *len, int mode)
 	uintptr_t at = (uintptr_t)ip;
 	uint32_t w = w0;
 	*len = 4;
-	if (w0 == ARM64_MOV_X9_X30) {
+	if (w0 == ARM64_MOV_X9_X30 || w0 == ARM64_MOV_X17_X30) {
 		at += 4, w = w1;
 		*len = 8;
 	}
 	if (!arm64_is_bl(w))
 		return 0;
 	uintptr_t target = arm64_through_veneer(arm64_bl_target(at, w)); /* veneer.c's, for code far away */
+	if (w0 == ARM64_MOV_X17_X30) /* a prologue site's */
+		return target == ftrt_arch_entries.prologue_stub ? mode == 0 || mode == FTRT_NOP
+		     : target == ftrt_arch_entries.prologue_caller && mode != FTRT_NOP;
 	if (target == t[FTRT_T_STUB])
 		return mode == 0 || mode == FTRT_NOP;
 	if (mode == FTRT_NOP)

@@ -201,6 +201,14 @@ uintptr_t ftrt_arm64_veneer(uintptr_t from, uintptr_t target)
 		put(at + (uintptr_t)n++ * VENEER, ftrt_targets[t]);
 		has |= ftrt_targets[t] == target;
 	}
+	/* And the runtime's entries of prologue sites, which no module's
+	 * targets hold. */
+	uintptr_t more[2] = { ftrt_arch_entries.prologue_caller, ftrt_arch_entries.prologue_stub };
+	for (int k = 0; k < 2; k++)
+		if (more[k]) {
+			put(at + (uintptr_t)n++ * VENEER, more[k]);
+			has |= more[k] == target;
+		}
 	if (!has)
 		put(at + (uintptr_t)n++ * VENEER, target);
 	__builtin___clear_cache((char *)at, (char *)at + PAGE);

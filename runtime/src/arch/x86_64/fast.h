@@ -67,6 +67,46 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
+/*
+ * SAVE_FULL, RESTORE_FULL: every general register a C call may change
+ * (rax rcx rdx rsi rdi r8-r11), in a frame of FULL_FRAME bytes the
+ * caller made below a function's return (return_to_handler, and
+ * ftrace_prologue_graph_leave, for sites made from prologues, whose
+ * callers may keep values in any of them across the call: see graph.S).
+ * rax and rdx, the return registers, are 32 and 24 bytes below the top
+ * of the frame, where the smaller frame of ftrace_graph_leave keeps
+ * them too (fregs.c's ftrt_arch_fgraph_exit_regs reads them there); its
+ * top word, FULL_SLOT, is the function's old return slot:
+ *
+ *     72 the return slot      48 rax      24 r8
+ *     64 r11                  40 r10      16 rdi
+ *     56 rdx                  32 r9        8 rsi
+ *                                          0 rcx
+ */
+#define FULL_FRAME 80
+#define FULL_SLOT 72
+.macro SAVE_FULL
+	movq	%rcx, 0(%rsp)
+	movq	%rsi, 8(%rsp)
+	movq	%rdi, 16(%rsp)
+	movq	%r8, 24(%rsp)
+	movq	%r9, 32(%rsp)
+	movq	%r10, 40(%rsp)
+	movq	%rax, 48(%rsp)
+	movq	%rdx, 56(%rsp)
+	movq	%r11, 64(%rsp)
+.endm
+.macro RESTORE_FULL
+	movq	0(%rsp), %rcx
+	movq	8(%rsp), %rsi
+	movq	16(%rsp), %rdi
+	movq	24(%rsp), %r8
+	movq	32(%rsp), %r9
+	movq	40(%rsp), %r10
+	movq	48(%rsp), %rax
+	movq	56(%rsp), %rdx
+	movq	64(%rsp), %r11
+.endm
 	.hidden	ftrt_tb
 .macro TBUF_RCX
 	movq	ftrt_tb@gottpoff(%rip), %rcx

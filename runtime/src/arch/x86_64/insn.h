@@ -48,12 +48,14 @@ int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip) __attribute__((visibility("h
  * (written during a load-time pass, sealed at its end) and the ops
  * trampolines (opstramp.c: executable from the start, written through
  * /proc/self/mem). A chunk starts with CHUNK_HEAD bytes of addresses
- * (ftrace_graph_enter, ftrace_graph_leave). A module's chunks are its
+ * (ftrace_graph_enter, ftrace_graph_leave, and the two that the
+ * trampolines of sites made from prologues call and jump to instead,
+ * ftrace_prologue_graph_enter and ftrace_prologue_graph_leave). A module's chunks are its
  * own (owner), unmapped when it is unloaded (ftrt_arch_release).
  */
 #define CHUNK_SIZE (256 * 1024)
 #define CHUNK_MAX 1024
-#define CHUNK_HEAD 16
+#define CHUNK_HEAD 32
 struct ftrt_chunk {
 	unsigned char *base; /* NULL: a free entry */
 	int owner;

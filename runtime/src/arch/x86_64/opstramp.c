@@ -97,8 +97,15 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 	return t;
 }
 
+/* A site made from a prologue (WANT_PROLOGUE) is not given to an ops:
+ * the trampoline loads r11, the caller returns with it changed, and an
+ * ops's callback, built with the full calling convention, may change
+ * any vector register, which the function's callers may keep values in
+ * across the call (gcc's -fipa-ra). Such a site stays as it is. */
 int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *rec, int o, unsigned char *buf)
 {
+	if (want == WANT_PROLOGUE)
+		return -1;
 	uintptr_t t = ops_tramp(ip, want, (uintptr_t)rec, o);
 	if (!t)
 		return -1;
@@ -136,7 +143,7 @@ const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
  * r10 below the return address is the function's, popped after). */
 int ftrt_arch_live_direct(uintptr_t ip, int len, int want, uintptr_t addr, unsigned char *buf)
 {
-	if (want == WANT_MCOUNT || put_call(ip, 5, addr, buf) != 0)
+	if (want == WANT_MCOUNT || want == WANT_PROLOGUE || put_call(ip, 5, addr, buf) != 0)
 		return -1;
 	if (len == 6)
 		buf[5] = 0x90;

@@ -365,7 +365,8 @@ int ftrt_chunk_new(uintptr_t ip, int o)
 			continue;
 		}
 		unsigned char *c = m;
-		uintptr_t fns[2] = { ftrt_arch_entries.graph_enter, ftrt_arch_entries.graph_leave };
+		uintptr_t fns[4] = { ftrt_arch_entries.graph_enter, ftrt_arch_entries.graph_leave,
+				     ftrt_arch_entries.prologue_graph_enter, ftrt_arch_entries.prologue_graph_leave };
 		memcpy(c, fns, sizeof fns);
 		chunks[slot].base = c;
 		chunks[slot].owner = o;
@@ -394,8 +395,13 @@ void ftrt_put32(unsigned char *p, int64_t v)
 }
 
 /* The trampoline of the site at ip (len bytes): its address, or 0 when
- * no chunk in reach could be had. */
-static uintptr_t tramp_new(uintptr_t ip, int len)
+ * no chunk in reach could be had. A site made from a prologue (full)
+ * gets the same layout with the chunk's other two slots, those of
+ * ftrace_prologue_graph_enter and _leave, which keep every register;
+ * it jumps in at TRAMP_CALL_ENTER, past the lea, which would change
+ * r11 and is there to say the site (graph.S's GRAPH_ENTER reads its
+ * disp32). */
+static uintptr_t tramp_new(uintptr_t ip, int len, int full)
 {
 	unsigned char *c = cur >= 0 ? chunks[cur].base : NULL;
 	if (!c || !ftrt_chunk_near((uintptr_t)c, ip) || chunk_used + TRAMP_SIZE > CHUNK_SIZE)
@@ -410,7 +416,7 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	ftrt_put32(t + TRAMP_LEA + 3, (int64_t)(ip - (at + TRAMP_CALL_ENTER)));
 	/* +7  call *enter(%rip) */
 	t[TRAMP_CALL_ENTER] = 0xff, t[TRAMP_CALL_ENTER + 1] = 0x15;
-	ftrt_put32(t + TRAMP_CALL_ENTER + 2, (int64_t)((uintptr_t)c - (at + TRAMP_ENTERED)));
+	ftrt_put32(t + TRAMP_CALL_ENTER + 2, (int64_t)((uintptr_t)c + (full ? 16 : 0) - (at + TRAMP_ENTERED)));
 	/* +13 je +30 */
 	t[TRAMP_ENTERED] = 0x74, t[TRAMP_ENTERED + 1] = TRAMP_SKIP - TRAMP_DROP;
 	/* +15 add $8, %rsp */
@@ -420,7 +426,7 @@ static uintptr_t tramp_new(uintptr_t ip, int len)
 	ftrt_put32(t + TRAMP_CALL_BODY + 1, (int64_t)(body - (at + TRAMP_HOOK)));
 	/* +24 jmp *leave(%rip) */
 	t[TRAMP_HOOK] = 0xff, t[TRAMP_HOOK + 1] = 0x25;
-	ftrt_put32(t + TRAMP_HOOK + 2, (int64_t)((uintptr_t)c + 8 - (at + TRAMP_SKIP)));
+	ftrt_put32(t + TRAMP_HOOK + 2, (int64_t)((uintptr_t)c + (full ? 24 : 8) - (at + TRAMP_SKIP)));
 	/* +30 jmp body */
 	t[TRAMP_SKIP] = 0xe9;
 	ftrt_put32(t + TRAMP_SKIP + 1, (int64_t)(body - (at + TRAMP_PAD)));
@@ -472,11 +478,13 @@ void ftrt_arch_release(int o)
 /* function_graph at an entry: a jump to the site's own trampoline; -1
  * when none could be had. Out of line, so that the common path of
  * ftrt_arch_call saves no registers. */
-static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, unsigned char *buf)
+static __attribute__((noinline)) int graph_jump(uintptr_t ip, int len, int full, unsigned char *buf)
 {
-	uintptr_t t = tramp_new(ip, len);
+	uintptr_t t = tramp_new(ip, len, full);
 	if (!t)
 		return -1;
+	if (full)
+		t += TRAMP_CALL_ENTER; /* past the lea: r11 is kept */
 	/* e9 rel32 90: jmp rel32, and a nop after it that a 6-byte site
 	 * takes and never runs */
 	put_insn(buf, 0x90ull << 40 | 0xe9, 1, (int64_t)(t - (ip + 5)));
@@ -492,6 +500,7 @@ uintptr_t ftrt_arch_caller(int len, int want)
 	int six = len == 6;
 	switch (want) {
 	case WANT_ENTRY:
+	case WANT_PROLOGUE: /* ftrace_caller5/6 keep every general register */
 		return t[six ? FTRT_T_CALLER6 : FTRT_T_CALLER5];
 	case WANT_CHAIN:
 		return t[six ? FTRT_T_CHAIN6 : FTRT_T_CHAIN5];
@@ -503,7 +512,7 @@ uintptr_t ftrt_arch_call_target(int len, int want)
 {
 	if (ftrt_mode == FTRT_NOP)
 		return ftrt_targets[FTRT_T_STUB]; /* the empty tracer: call and return */
-	if (ftrt_mode == FTRT_GRAPH && want == WANT_ENTRY)
+	if (ftrt_mode == FTRT_GRAPH && (want == WANT_ENTRY || want == WANT_PROLOGUE))
 		return 0; /* a jump to the site's own trampoline */
 	return ftrt_arch_caller(len, want);
 }
@@ -522,7 +531,8 @@ uintptr_t ftrt_arch_call_target(int len, int want)
  *   e8/67 e8         call ftrace_stub: the empty tracer
  *   e9 rel32 [90]    function_graph at an entry: jmp to the site's own
  *                    trampoline (the 90 after a 6-byte site's jump is
- *                    never run). Never at a chain site, whose return
+ *                    never run); at a site made from a prologue, to its
+ *                    TRAMP_CALL_ENTER. Never at a chain site, whose return
  *                    address is not on top of the stack there: it calls
  *                    its trampoline, which hijacks the return.
  */
@@ -530,7 +540,7 @@ int ftrt_arch_call(uintptr_t ip, int len, int want, unsigned char *buf)
 {
 	uintptr_t target = ftrt_arch_call_target(len, want);
 	if (!target) {
-		if (graph_jump(ip, len, buf) == 0)
+		if (graph_jump(ip, len, want == WANT_PROLOGUE, buf) == 0)
 			return 0;
 		target = ftrt_arch_caller(len, want); /* no trampoline: graph hijacks the return instead */
 	}
@@ -558,8 +568,9 @@ int ftrt_arch_at_entry(uintptr_t ip, uintptr_t start, uintptr_t end)
 
 /*
  * For the live part (poke.c): the length of the site at ip whose jump
- * goes to t, when t is a graph trampoline of ours (its call of the body
- * says where the site ends); 0 when it is not.
+ * goes to t, when t is a graph trampoline of ours, at its start or, a
+ * prologue site's, at its TRAMP_CALL_ENTER (its call of the body says
+ * where the site ends); 0 when it is not.
  */
 int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip)
 {
@@ -567,6 +578,8 @@ int ftrt_arch_tramp_site(uintptr_t t, uintptr_t ip)
 		uintptr_t base = (uintptr_t)chunks[i].base;
 		if (!base || chunks[i].ops_used || t < base + CHUNK_HEAD || t >= base + CHUNK_SIZE)
 			continue;
+		if ((t - base - CHUNK_HEAD) % TRAMP_SIZE == TRAMP_CALL_ENTER)
+			t -= TRAMP_CALL_ENTER; /* a prologue site's way in */
 		const unsigned char *c = (const unsigned char *)t + TRAMP_CALL_BODY;
 		int32_t rel;
 		if (c[0] != 0xe8)

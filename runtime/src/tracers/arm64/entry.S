@@ -186,6 +186,79 @@
 	END	ftrace_stub
 
 /*
+ * ftrace_prologue_caller: where an enabled site made from a function's
+ * prologue calls (a trampoline's first two words, ftpatch instrument's
+ * or record -P's). Call-site shape:
+ *
+ *     mov  x17, x30                 the caller's return address (the
+ *                                   parent ip), in IP1: a call may
+ *                                   change it anyway (veneers, PLT stubs)
+ *     bl   ftrace_prologue_caller   directly, or through a veneer, which
+ *                                   changes x16 alone (veneer.c)
+ *
+ * The function was compiled without tracing flags, so its callers may
+ * keep values in any call-clobbered register across the call (gcc's
+ * -fipa-ra, when it sees the function leave them alone): x9-x15 and x18
+ * as well as the arguments; x9 is why the site does not use
+ * ftrace_caller's `mov x9, x30`. Every general register but x16 and x17
+ * comes back as it came (the vector registers are never touched: the C
+ * side is built -mgeneral-regs-only). On entry:
+ *     x17  the parent ip
+ *     x30  the return into the trampoline (site + 8)
+ *     sp   the function's at entry (16-byte aligned), nothing pushed
+ *
+ * Frame (PFRAME bytes below the site's sp): ftrace_caller's FRAME (a
+ * frame record at 0, the struct ftrace_regs at REGS: x0-x8, fp, lr =
+ * the parent ip, sp, pc), then x9-x15 and x18 above it:
+ *     FRAME+0   x9, x10      FRAME+32  x13, x14
+ *     FRAME+16  x11, x12     FRAME+48  x15, x18
+ * ftrt_entry_regs(ip, fregs) with ip = x30 - 8; the function goes on at
+ * fregs' pc through x16, with x30 = fregs' lr (the parent ip, or
+ * return_to_handler).
+ */
+#define PFRAME (FRAME + 64)
+	ENTRY	ftrace_prologue_caller
+	stp	x29, x30, [sp, #-PFRAME]!
+	.cfi_def_cfa_offset PFRAME
+	.cfi_offset x29, -PFRAME
+	.cfi_offset x30, -PFRAME + 8
+	SAVE_ARGS				/* x0-x8 at 16-80 */
+	stp	x9, x10, [sp, #FRAME]
+	stp	x11, x12, [sp, #FRAME + 16]
+	stp	x13, x14, [sp, #FRAME + 32]
+	stp	x15, x18, [sp, #FRAME + 48]
+	add	x16, sp, #PFRAME		/* the site's sp */
+	stp	x29, x17, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
+	stp	x16, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
+	mov	x29, sp
+	sub	x0, x30, #8			/* arg 1: ip = the site */
+	add	x1, sp, #REGS			/* arg 2: the ftrace_regs */
+	bl	ftrt_entry_regs			/* ftrt_entry_regs(ip, fregs) */
+	RESTORE_ARGS
+	ldp	x9, x10, [sp, #FRAME]
+	ldp	x11, x12, [sp, #FRAME + 16]
+	ldp	x13, x14, [sp, #FRAME + 32]
+	ldp	x15, x18, [sp, #FRAME + 48]
+	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr: the parent ip, or return_to_handler */
+	ldr	x16, [sp, #REGS + FREGS_PC]	/* where the function goes on */
+	add	sp, sp, #PFRAME
+	.cfi_def_cfa_offset 0
+	ret	x16
+	END	ftrace_prologue_caller
+
+/*
+ * ftrace_prologue_stub: the empty tracer (FTRACE=nop) at a prologue
+ * site: x17 holds the function's own return address, which goes back
+ * into x30; x16 carries the return into the function. Nothing else
+ * changes.
+ */
+	ENTRY	ftrace_prologue_stub
+	mov	x16, x30
+	mov	x30, x17
+	ret	x16
+	END	ftrace_prologue_stub
+
+/*
  * return_to_handler: where a function graphed by ftrt_entry returns to,
  * in place of its caller: ftrace_caller handed it to the function in x30
  * (ftrt_entry wrote it into the slot), so the function saved it, signed
@@ -195,8 +268,19 @@
  * x0-x7 (integers, small structs), x8 (an indirect result's address) and
  * q0-q7 (floating point, HFA/HVA), which the C side never touches.
  *
- * Frame (96 bytes): x29 and x30 at 0 (a frame record), x0-x7 at 16-72,
- * x8 at 80, padding at 88.
+ * Every other general register the C call may change is kept too
+ * (x9-x15, x18), and only x30 changes: a site made from a prologue is
+ * in a function compiled without tracing flags, whose callers may keep
+ * values in any call-clobbered register across the call (gcc's
+ * -fipa-ra); this hook serves every kind of site.
+ *
+ * Frame (RFRAME, 160 bytes; x0-x8 80 bytes below the stack pointer the
+ * function returned with, where fregs.c's ftrt_arch_fgraph_exit_regs
+ * reads them):
+ *     152     padding
+ *     80-144  x0-x8 (x0 at 80)
+ *     16-72   x9-x15, x18 (x9 at 16)
+ *     0       x29, x30 (a frame record)
  * ftrt_graph_exit(sp) records the exit and returns the original return
  * address, which becomes x30 for the ret.
  *
@@ -207,6 +291,7 @@
  * unwind: pthread_exit) so ends at the innermost graphed call, rather
  * than taking the code before for the caller and going round for ever.
  */
+#define RFRAME 160
 	.globl	return_to_handler
 	.type	return_to_handler, %function
 	.p2align 3
@@ -215,15 +300,31 @@
 	nop					/* the word before: see above */
 return_to_handler:
 	hint	#34				/* bti c */
-	stp	x29, x30, [sp, #-96]!
-	.cfi_def_cfa_offset 96
+	stp	x29, x30, [sp, #-RFRAME]!
+	.cfi_def_cfa_offset RFRAME
 	mov	x29, sp
-	SAVE_ARGS				/* x0-x8 at 16-80 */
-	add	x0, sp, #96			/* arg 1: the stack pointer the function returned with */
+	stp	x9, x10, [sp, #16]
+	stp	x11, x12, [sp, #32]
+	stp	x13, x14, [sp, #48]
+	stp	x15, x18, [sp, #64]
+	stp	x0, x1, [sp, #80]
+	stp	x2, x3, [sp, #96]
+	stp	x4, x5, [sp, #112]
+	stp	x6, x7, [sp, #128]
+	str	x8, [sp, #144]
+	add	x0, sp, #RFRAME			/* arg 1: the stack pointer the function returned with */
 	bl	ftrt_graph_exit			/* x0 = the original return address */
 	mov	x30, x0
-	RESTORE_ARGS
-	ldr	x29, [sp], #96
+	ldp	x9, x10, [sp, #16]
+	ldp	x11, x12, [sp, #32]
+	ldp	x13, x14, [sp, #48]
+	ldp	x15, x18, [sp, #64]
+	ldp	x0, x1, [sp, #80]
+	ldp	x2, x3, [sp, #96]
+	ldp	x4, x5, [sp, #112]
+	ldp	x6, x7, [sp, #128]
+	ldr	x8, [sp, #144]
+	ldr	x29, [sp], #RFRAME
 	.cfi_def_cfa_offset 0
 	ret
 	END	return_to_handler

@@ -22,12 +22,32 @@
  * value is live in rax and rdx (integers, small structs), xmm0 and xmm1
  * (floating point) or st0 (long double). The C exit hook is built with
  * -mgeneral-regs-only and touches neither the vector nor the x87
- * registers; rax and rdx are saved here:
+ * registers.
  *
- *     24(%rsp) the function's return slot: still return_to_handler
- *     16(%rsp) padding
- *      8(%rsp) rdx
- *      0(%rsp) rax         <- rsp, 16-byte aligned for the C call
+ * Every general register the C call may change is kept, not only the
+ * return registers: a site made from a prologue (ftpatch instrument,
+ * record -P) is in a function compiled without tracing flags, and its
+ * callers may keep values in call-clobbered registers across the call
+ * (gcc's -fipa-ra, when it sees the function leave them alone). So this
+ * hook, which every kind of site shares, returns with no register but
+ * the flags changed, and without a scratch register: the original
+ * return address goes into the function's old return slot, below the
+ * stack pointer now (the red zone, which a signal frame never
+ * overwrites), and is jumped to through it. The frame (FULL_FRAME, 80
+ * bytes; rax and rdx where ftrt_arch_fgraph_exit_regs reads them, 32
+ * and 24 bytes below the stack pointer the function returned with):
+ *
+ *     72(%rsp) the function's return slot: still return_to_handler,
+ *              then the original return address
+ *     64(%rsp) r11
+ *     56(%rsp) rdx
+ *     48(%rsp) rax
+ *     40(%rsp) r10
+ *     32(%rsp) r9
+ *     24(%rsp) r8
+ *     16(%rsp) rdi
+ *      8(%rsp) rsi
+ *      0(%rsp) rcx         <- rsp, 16-byte aligned for the C call
  *
  * The slot is left as the function's `ret` found it until
  * ftrt_graph_exit has popped the call: a signal handler's traced call in
@@ -35,7 +55,9 @@
  * longjmp left (see ftrace_graph_enter).
  *
  * ftrt_graph_exit(sp) records the exit and returns the original return
- * address, which we jump to (through r11, which no return value uses).
+ * address. The jump through memory is predicted as the jump through a
+ * register was (the return stack is off by one here anyway: the
+ * function's `ret` came here).
  */
 	.text
 	.globl	return_to_handler
@@ -44,16 +66,16 @@
 return_to_handler:
 	.cfi_startproc
 	.cfi_undefined rip			/* the unwinder cannot see past a hijacked return */
-	subq	$32, %rsp
-	movq	%rax, 0(%rsp)
-	movq	%rdx, 8(%rsp)
-	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+	subq	$FULL_FRAME, %rsp
+	.cfi_adjust_cfa_offset FULL_FRAME
+	SAVE_FULL
+	leaq	FULL_FRAME(%rsp), %rdi		/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = ftrt_graph_exit(sp): the original return address */
-	movq	%rax, %r11
-	movq	8(%rsp), %rdx
-	movq	0(%rsp), %rax
-	addq	$32, %rsp
-	jmp	*%r11
+	movq	%rax, FULL_SLOT(%rsp)		/* into the dead return slot */
+	RESTORE_FULL
+	addq	$FULL_FRAME, %rsp
+	.cfi_adjust_cfa_offset -FULL_FRAME
+	jmp	*-8(%rsp)			/* the original return address, from the slot */
 	.cfi_endproc
 	.size	return_to_handler, .-return_to_handler
 
@@ -160,11 +182,11 @@ return_to_handler:
  * through with the call pushed, its entry recorded, its return slot
  * holding the hook and busy clear.
  */
-.macro GRAPH_PUSH slow, unbusy, skip
+.macro GRAPH_PUSH slow, unbusy, skip, o=0
 	movq	%r11, %rax
 	shrq	$REC_SITE_BITS, %rax
 	jnz	\slow				/* a site of 2^47 or more: the long form (C) */
-	TAKE_BUF \slow, \unbusy, 48(%rsp)
+	TAKE_BUF \slow, \unbusy, 48+\o(%rsp)
 	movl	TB_STOPPED(%rcx), %eax
 	orl	TB_SUSPENDED(%rcx), %eax
 	jnz	\unbusy
@@ -178,7 +200,7 @@ return_to_handler:
 	leaq	TB_SHADOW(%rcx,%rsi), %rsi	/* &shadow[d] */
 	testl	%eax, %eax
 	jz	1f
-	leaq	48(%rsp), %rax			/* our sp: the function will return with it */
+	leaq	48+\o(%rsp), %rax			/* our sp: the function will return with it */
 	cmpq	%rax, SH_SP-SH_SIZE(%rsi)
 	jb	\unbusy				/* shadow[d-1]'s frame is below ours: it was left */
 	movq	SH_SP-SH_SIZE(%rsi), %rax
@@ -195,17 +217,17 @@ return_to_handler:
 	shlq	$REC_SITE_BITS, %rax
 	orq	%r11, %rax
 	btsq	$REC_KIND_SHIFT, %rax		/* rax = REC_ENTRY (1) << 62 | delta << 47 | site */
-	movq	40(%rsp), %rdx
+	movq	40+\o(%rsp), %rdx
 	movq	%rdx, SH_RET(%rsi)		/* the caller's return address */
 	movq	%r11, SH_IP(%rsi)		/* the site */
-	leaq	48(%rsp), %rdx
+	leaq	48+\o(%rsp), %rdx
 	movq	%rdx, SH_SP(%rsi)		/* sp at the return */
 	movq	$0, SH_MARK(%rsi)		/* an unmarked call */
-	movq	32(%rsp), %rdx
+	movq	32+\o(%rsp), %rdx
 	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx
 	movq	%rdx, SH_HOOK(%rsi)		/* tramp+24 */
 	incl	TB_DEPTH(%rcx)			/* pushed, once whole */
-	movq	%rdx, 40(%rsp)			/* the return slot holds the hook from now on */
+	movq	%rdx, 40+\o(%rsp)			/* the return slot holds the hook from now on */
 	movl	TB_N(%rcx), %edx		/* n */
 	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
@@ -213,23 +235,63 @@ return_to_handler:
 	movq	$0, TB_BUSY(%rcx)
 .endm
 
+/*
+ * GRAPH_ENTER name, o: ftrace_graph_enter (o 0), and, o 8, its variant
+ * for a site made from a function's prologue, ftrace_prologue_graph_enter.
+ *
+ * A prologue site is in a function compiled without tracing flags
+ * (ftpatch instrument, record -P moved its first instructions into a
+ * trampoline whose first bytes are the site), so its callers may keep
+ * values in call-clobbered registers across the call (gcc's -fipa-ra),
+ * r11 among them: its per-site trampoline is entered at tramp+7, past
+ * the lea, whose bytes, never run, still say the site (site.c). The
+ * variant saves r11 first, finds the site from the lea's disp32 (its
+ * return address is tramp+13: the site is tramp+7 + disp32, and the
+ * disp32 at tramp+3), and puts r11 back before it returns; everything
+ * else is ftrace_graph_enter's, each frame offset 8 bytes up:
+ *
+ *     16(%rsp) the function's return slot: the caller's return address
+ *      8(%rsp) return into the trampoline = tramp+13
+ *      0(%rsp) r11 as the function's caller left it
+ *
+ * The fast path uses rax rcx rdx rsi (saved by SAVE_SCRATCH), the C
+ * path saves the rest (PUSH_ARGS, and 8 bytes of padding for the C
+ * call's alignment, which the saved r11 upset): every general register
+ * comes back as it came but the flags, whose ZF answers the trampoline.
+ */
+.macro GRAPH_ENTER name, o
 	.text
-	.globl	ftrace_graph_enter
-	.type	ftrace_graph_enter, @function
+	.globl	\name
+	.type	\name, @function
 	.p2align 4
-ftrace_graph_enter:
+\name:
 	.cfi_startproc
+.if \o
+	pushq	%r11
+	.cfi_adjust_cfa_offset 8
+	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	movq	16(%rsp), %r11			/* tramp+13 */
+	movslq	TRAMP_LEA+3-TRAMP_ENTERED(%r11), %rax	/* the lea's disp32 */
+	leaq	TRAMP_CALL_ENTER-TRAMP_ENTERED(%r11,%rax), %r11	/* r11 = the site: tramp+7 + disp32 */
+	popq	%rax
+	.cfi_adjust_cfa_offset -8
+.endif
 	cmpl	$0, ftrt_fast_graph(%rip)
-	je	.Lenter_c			/* no trace open, or a clock or option C handles */
+	je	.L\name\()_c			/* no trace open, or a clock or option C handles */
 	SAVE_SCRATCH
 	cmpl	$0, ftrt_subtree(%rip)
-	jne	.Lenter_subtree			/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
-.Lenter_take:
-	GRAPH_PUSH .Lenter_slow, .Lenter_unbusy, .Lenter_skip
+	jne	.L\name\()_subtree		/* FTRACE_GRAPH_FUNCS or FTRACE_GRAPH_NOTRACE set */
+.L\name\()_take:
+	GRAPH_PUSH .L\name\()_slow, .L\name\()_unbusy, .L\name\()_skip, \o
 	testq	%rsp, %rsp			/* ZF=0: graphed */
 	RESTORE_SCRATCH
+.if \o
+	popq	%r11
+	.cfi_adjust_cfa_offset -8
+.endif
 	ret
-	.cfi_adjust_cfa_offset 32
+	.cfi_adjust_cfa_offset 32+\o
 /*
  * The subtree filters' check, before busy (see above): r11 = the site;
  * rax, rcx, rdx, rsi free. The site's bit is (site >> 4) % SUBTREE_BITS
@@ -237,7 +299,7 @@ ftrace_graph_enter:
  * ((site >> 4) >> 6) % (SUBTREE_BITS / 64), and bt takes the bit number
  * mod 64 from rax itself.
  */
-.Lenter_subtree:
+.L\name\()_subtree:
 	movq	%r11, %rax
 	shrq	$4, %rax
 	movl	%eax, %edx
@@ -246,27 +308,31 @@ ftrace_graph_enter:
 	leaq	ftrt_subtree_maybe(%rip), %rsi
 	movq	(%rsi,%rdx,8), %rdx		/* the site's word */
 	btq	%rax, %rdx
-	jc	.Lenter_slow			/* the site may be marked: C looks it up */
+	jc	.L\name\()_slow		/* the site may be marked: C looks it up */
 	testl	$SUBTREE_FUNCS, ftrt_subtree(%rip)
-	jz	.Lenter_take			/* FTRACE_GRAPH_NOTRACE alone: only own.notrace decides, under busy */
+	jz	.L\name\()_take		/* FTRACE_GRAPH_NOTRACE alone: only own.notrace decides, under busy */
 	TBUF_RCX
 	testq	%rcx, %rcx
-	jz	.Lenter_slow			/* the thread's first event */
+	jz	.L\name\()_slow		/* the thread's first event */
 	cmpl	$0, TB_CHOSEN(%rcx)
-	jne	.Lenter_take			/* a chosen call is live (or was left: the checks under busy see it) */
-	jmp	.Lenter_out			/* outside every chosen call: not graphed */
-.Lenter_skip:
+	jne	.L\name\()_take		/* a chosen call is live (or was left: the checks under busy see it) */
+	jmp	.L\name\()_out		/* outside every chosen call: not graphed */
+.L\name\()_skip:
 	movq	$0, TB_BUSY(%rcx)		/* inside a notrace call: not graphed */
-.Lenter_out:
+.L\name\()_out:
 	RESTORE_SCRATCH
+.if \o
+	popq	%r11
+	.cfi_adjust_cfa_offset -8
+.endif
 	cmpq	%rsp, %rsp			/* ZF=1: not graphed */
 	ret
-	.cfi_adjust_cfa_offset 32
-.Lenter_unbusy:
+	.cfi_adjust_cfa_offset 32+\o
+.L\name\()_unbusy:
 	movq	$0, TB_BUSY(%rcx)
-.Lenter_slow:
+.L\name\()_slow:
 	RESTORE_SCRATCH
-.Lenter_c:
+.L\name\()_c:
 /*
  * The C path, with the frame as at ftrace_graph_enter's entry:
  *
@@ -282,21 +348,39 @@ ftrace_graph_enter:
  *      0(%rsp) r10  (static chain)       <- rsp, 16-byte aligned
  *
  * At the function's entry rsp was 8 mod 16; the call made it 0, and eight
- * pushes keep it so for the C call. ftrt_graph_enter(ip, slot, hook)
+ * pushes keep it so for the C call. (ftrace_prologue_graph_enter: the
+ * saved r11 at 72, then 8 bytes of padding below r10, which realign it;
+ * every offset above 16 more.) ftrt_graph_enter(ip, slot, hook)
  * returns 1 when it pushed the call on the shadow stack; the test sets
  * ZF for the trampoline, and the pops leave the flags alone.
  */
 	PUSH_ARGS
+.if \o
+	subq	$8, %rsp			/* 16-byte alignment for the C call */
+	.cfi_adjust_cfa_offset 8
+.endif
 	movq	%r11, %rdi			/* arg 1: the site */
-	leaq	72(%rsp), %rsi			/* arg 2: the function's return slot */
-	movq	64(%rsp), %rdx
+	leaq	72+2*\o(%rsp), %rsi		/* arg 2: the function's return slot */
+	movq	64+2*\o(%rsp), %rdx
 	addq	$TRAMP_HOOK-TRAMP_ENTERED, %rdx	/* arg 3: the hook, tramp+24 */
 	call	ftrt_graph_enter
+.if \o
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+.endif
 	testl	%eax, %eax			/* ZF=1: not graphed */
 	POP_ARGS
+.if \o
+	popq	%r11
+	.cfi_adjust_cfa_offset -8
+.endif
 	ret
 	.cfi_endproc
-	.size	ftrace_graph_enter, .-ftrace_graph_enter
+	.size	\name, .-\name
+.endm
+
+	GRAPH_ENTER ftrace_graph_enter, 0
+	GRAPH_ENTER ftrace_prologue_graph_enter, 8
 
 /*
  * ftrace_libgraph_enter: called from a library call's graph stub
@@ -397,60 +481,91 @@ ftrace_libgraph_enter:
  * any calls a longjmp left) and gives the real return address. Either
  * way the final `ret` goes there, as the caller's call predicted.
  */
+/*
+ * GRAPH_LEAVE name, f: ftrace_graph_leave (f 32: the frame drawn above),
+ * and, f FULL_FRAME, ftrace_prologue_graph_leave, which a prologue
+ * site's trampoline jumps to: it keeps every general register a C call
+ * may change (SAVE_FULL, fast.h), as the function's callers may keep
+ * values in any of them across the call (see GRAPH_ENTER). rax and rdx
+ * are 32 and 24 bytes below the top of either frame, and its top word
+ * is the old return slot; the fast path's scratch (rcx, rsi, rdi) is
+ * saved in the full frame, so it differs in nothing else:
+ *
+ *     72(%rsp) the old return slot: gets the real return address
+ *     64(%rsp) r11          32(%rsp) r9           0(%rsp) rcx
+ *     56(%rsp) rdx          24(%rsp) r8
+ *     48(%rsp) rax          16(%rsp) rdi
+ *     40(%rsp) r10           8(%rsp) rsi     <- rsp, 16-byte aligned
+ */
+.macro GRAPH_LEAVE name, f
 	.text
-	.globl	ftrace_graph_leave
-	.type	ftrace_graph_leave, @function
+	.globl	\name
+	.type	\name, @function
 	.p2align 4
-ftrace_graph_leave:
+\name:
 	.cfi_startproc
 	.cfi_undefined rip			/* the caller's return address is on the shadow stack */
-	subq	$32, %rsp
-	movq	%rax, 0(%rsp)
-	movq	%rdx, 8(%rsp)
+	subq	$\f, %rsp
+	.cfi_adjust_cfa_offset \f
+.if \f == FULL_FRAME
+	SAVE_FULL
+.else
+	movq	%rax, \f-32(%rsp)
+	movq	%rdx, \f-24(%rsp)
+.endif
 	cmpl	$0, ftrt_fast_graph(%rip)
-	je	.Lleave_slow
-	TAKE_BUF .Lleave_slow, .Lleave_unbusy, 32(%rsp)
+	je	.L\name\()_slow
+	TAKE_BUF .L\name\()_slow, .L\name\()_unbusy, \f(%rsp)
 	cmpl	$TBUF_WORDS-1, TB_N(%rcx)
-	ja	.Lleave_unbusy
+	ja	.L\name\()_unbusy
 	movl	TB_DEPTH(%rcx), %eax
 	testl	%eax, %eax
-	jz	.Lleave_unbusy
+	jz	.L\name\()_unbusy
 	leaq	(%rax,%rax,2), %rsi
 	shlq	$4, %rsi			/* d * SH_SIZE (48) */
 	leaq	TB_SHADOW-SH_SIZE(%rcx,%rsi), %rsi	/* &shadow[d-1] */
-	leaq	32(%rsp), %rdi
+	leaq	\f(%rsp), %rdi
 	cmpq	%rdi, SH_SP(%rsi)
-	jne	.Lleave_unbusy			/* not the call on top: a longjmp left some */
+	jne	.L\name\()_unbusy		/* not the call on top: a longjmp left some */
 	cmpq	$0, SH_MARK(%rsi)
-	jne	.Lleave_unbusy			/* a chosen or notrace call: C gives back its count */
+	jne	.L\name\()_unbusy		/* a chosen or notrace call: C gives back its count */
 	movq	%rdx, %rax
 	subq	TB_LAST(%rcx), %rax		/* delta = ts - last (under busy) */
 	movq	%rax, %rdi
 	shrq	$REC_EXIT_BITS, %rdi
-	jnz	.Lleave_unbusy			/* 2^62 or more: the clock went back, C */
+	jnz	.L\name\()_unbusy		/* 2^62 or more: the clock went back, C */
 	movq	%rdx, TB_LAST(%rcx)		/* last = ts */
 	btsq	$REC_KIND_SHIFT+1, %rax		/* rax = REC_EXIT (2) << 62 | delta */
 	movq	SH_RET(%rsi), %rdi
-	movq	%rdi, 24(%rsp)			/* the real return address, where ret finds it */
+	movq	%rdi, \f-8(%rsp)		/* the real return address, where ret finds it */
 	decl	TB_DEPTH(%rcx)
 	movl	TB_N(%rcx), %edx
 	movq	%rax, TB_WORDS(%rcx,%rdx,8)	/* words[n] */
 	incl	TB_N(%rcx)			/* n += 1, after the word */
 	incq	TB_EXITS(%rcx)			/* counted, for the stream's summary */
 	movq	$0, TB_BUSY(%rcx)
-	jmp	.Lleave_done
-.Lleave_unbusy:
+	jmp	.L\name\()_done
+.L\name\()_unbusy:
 	movq	$0, TB_BUSY(%rcx)		/* anything but the common case: C pops the call */
-.Lleave_slow:
-	leaq	32(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
+.L\name\()_slow:
+	leaq	\f(%rsp), %rdi			/* arg 1: the stack pointer the function returned with */
 	call	ftrt_graph_exit			/* rax = the real return address */
-	movq	%rax, 24(%rsp)
-.Lleave_done:
-	movq	8(%rsp), %rdx
-	movq	0(%rsp), %rax
-	addq	$24, %rsp
+	movq	%rax, \f-8(%rsp)
+.L\name\()_done:
+.if \f == FULL_FRAME
+	RESTORE_FULL
+.else
+	movq	\f-24(%rsp), %rdx
+	movq	\f-32(%rsp), %rax
+.endif
+	addq	$\f-8, %rsp
+	.cfi_adjust_cfa_offset -(\f-8)
 	ret
 	.cfi_endproc
-	.size	ftrace_graph_leave, .-ftrace_graph_leave
+	.size	\name, .-\name
+.endm
+
+	GRAPH_LEAVE ftrace_graph_leave, 32
+	GRAPH_LEAVE ftrace_prologue_graph_leave, FULL_FRAME
 
 	.section .note.GNU-stack, "", @progbits

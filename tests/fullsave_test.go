@@ -1,0 +1,226 @@
+package tests
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	ftrt "ftpatch/runtime"
+)
+
+// iparaFuncs are progs/ipara.c's functions, whose calls the traces
+// count.
+var iparaFuncs = []string{"main", "ints", "floats", "leaf", "leaf0", "fleaf"}
+
+// iparaKept is what ints and floats of progs/ipara.c must keep live
+// across their calls of the leaves, in call-clobbered registers, for
+// the test to mean anything: registers the compiler kept there because
+// -fipa-ra saw the leaves leave them alone (checked with objdump).
+var iparaKept = map[string][]string{
+	"x86_64": {"%rcx", "%rdx", "%rsi", "%rdi", "%r8", "%r9", "%r10", "%r11", "%xmm8", "%xmm9"},
+	"arm64":  {"x1", "x2", "x9", "x10", "x11", "x12", "x13", "x14", "x15", "x18"},
+}
+
+// TestPrologueRegisters: a program built without tracing flags (-O2,
+// where gcc's -fipa-ra lets a caller keep values in call-clobbered
+// registers across a call to a function it sees leave them alone),
+// instrumented (ftpatch instrument: a prologue site in each function),
+// runs traced exactly as untraced: the same output and exit status
+// under function and function_graph, every function traced or one
+// alone, with FTRACE_THRESH, FTRACE_GRAPH_FUNCS and FTRACE_GRAPH_NOTRACE,
+// and as the empty tracer. Every path the runtime takes from a prologue
+// site keeps every general register (and never touches a vector one).
+// And each function's calls, counted, are those the same program built
+// with compiler sites counts.
+func TestPrologueRegisters(t *testing.T) {
+	t.Parallel()
+	for _, b := range []struct {
+		tg       target
+		compiler string // the compiler sites' build, whose counts the trace must equal
+	}{{x86GCC, "-O2 -pg -mfentry"}, {x86Clang, "-O2 -pg -mfentry"}, {a64GCC, "-O2 -fpatchable-function-entry=2"}, {a64Clang, "-O2 -fpatchable-function-entry=2"}} {
+		tg := b.tg
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "ipara")
+			argv := append(append([]string{}, tg.cc...), "-O2", progPath(t, "ipara.c"), "-o", prog)
+			if tg.name == "clang" && tg.arch == "arm64" {
+				argv = append(argv, "-fuse-ld=lld", "-B", filepath.Join(toolDir, "lld"))
+			}
+			run(t, dir, argv...)
+			if tg.name == "gcc" {
+				checkKept(t, tg, dir, prog)
+			}
+			inst := prog + ".i"
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+			args := []string{"300", "seen"}
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+			runs := [][]string{
+				{"FTRACE=function"},
+				{"FTRACE=function", "FTRACE_FILTER=leaf"},
+				{"FTRACE=function", "FTRACE_FILTER=fleaf"},
+				{"FTRACE=function_graph"},
+				{"FTRACE=function_graph", "FTRACE_FILTER=leaf"},
+				{"FTRACE=function_graph", "FTRACE_FILTER=leaf0"},
+				{"FTRACE=function_graph", "FTRACE_FILTER=fleaf"},
+				{"FTRACE=function_graph", "FTRACE_THRESH=1000000"},
+				{"FTRACE=function_graph", "FTRACE_GRAPH_FUNCS=ints"},
+				{"FTRACE=function_graph", "FTRACE_GRAPH_NOTRACE=floats"},
+				{"FTRACE=nop"},
+			}
+			for i, env := range runs {
+				td := filepath.Join(dir, "t"+strconv.Itoa(i))
+				out, errOut, code, err := runStatusEnv(dir, preloaded(tg, lib, append(env, "FTRACE_OUT="+td)), tg.on(inst, args...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out != wantOut || code != wantCode {
+					t.Errorf("%s: exit %d, output %q (stderr %q); untraced: exit %d, output %q", strings.Join(env, " "), code, out, errOut, wantCode, wantOut)
+				}
+			}
+			// The calls each function makes, counted from the trace of
+			// every function under function (t0), are the compiler
+			// sites' build's.
+			got := reportCalls(t, dir, filepath.Join(dir, "t0"))
+			cdir := filepath.Join(dir, "compiler")
+			cprog := traced(t, tg, dir, b.compiler, true, "ipara.c")
+			out, _, code, err := runStatusEnv(dir, []string{"FTRACE=function", "FTRACE_OUT=" + cdir}, tg.on(cprog, args...)...)
+			if err != nil || out != wantOut || code != wantCode {
+				t.Fatalf("the compiler sites' build: exit %d (%v), output %q; want %d, %q", code, err, out, wantCode, wantOut)
+			}
+			want := reportCalls(t, dir, cdir)
+			for _, f := range iparaFuncs {
+				if got[f] != want[f] || got[f] == 0 {
+					t.Errorf("%s: %d calls traced from its prologue site, %d from its compiler site", f, got[f], want[f])
+				}
+			}
+		})
+	}
+}
+
+// preloaded is env for a run of a program of tg's with the runtime lib
+// preloaded (through qemu for arm64, whose own loader must not load it).
+func preloaded(tg target, lib string, env []string) []string {
+	if len(tg.exec) > 0 {
+		return append(env, "QEMU_SET_ENV=LD_PRELOAD="+lib)
+	}
+	return append(env, "LD_PRELOAD="+lib)
+}
+
+// reportCalls is each of progs/ipara.c's functions' count of calls in
+// ftpatch report's table of the trace td.
+func reportCalls(t *testing.T, dir, td string) map[string]int {
+	t.Helper()
+	rep, _ := run(t, dir, tool("ftpatch"), "report", td)
+	calls := map[string]int{}
+	for _, line := range strings.Split(rep, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if n, err := strconv.Atoi(f[len(f)-2]); err == nil {
+			calls[f[len(f)-1]] = n
+		}
+	}
+	return calls
+}
+
+// checkKept fails the test unless the callers of progs/ipara.c's leaves
+// (ints and floats, in prog's disassembly) keep a value in each
+// call-clobbered register iparaKept names across a call of a leaf:
+// they write the register, call a leaf, and read it after the call
+// without writing it in between.
+func checkKept(t *testing.T, tg target, dir, prog string) {
+	t.Helper()
+	dis, _ := run(t, dir, tg.objdump, "-d", "--no-show-raw-insn", prog)
+	kept := map[string]bool{}
+	for _, fn := range []string{"ints", "floats"} {
+		_, after, _ := strings.Cut(dis, "<"+fn+">:\n")
+		body, _, _ := strings.Cut(after, "\n\n")
+		written, call := map[string]int{}, -1
+		for i, line := range strings.Split(body, "\n") {
+			_, insn, ok := strings.Cut(line, ":\t") // "  13c1:\tcall   1350 <leaf>"
+			if !ok {
+				continue
+			}
+			op, args, _ := strings.Cut(strings.Join(strings.Fields(insn), " "), " ")
+			if op == "call" || op == "bl" {
+				if strings.Contains(args, "leaf") {
+					call = i
+				}
+				continue
+			}
+			regs := iparaRegs(tg.arch, args)
+			var dst []string
+			switch {
+			case tg.arch == "x86_64" && len(regs) > 0 && (strings.HasPrefix(op, "mov") || strings.HasPrefix(op, "lea") || strings.HasPrefix(op, "cvt")):
+				dst, regs = regs[len(regs)-1:], regs[:len(regs)-1]
+			case tg.arch == "arm64" && strings.HasPrefix(op, "ldp") && len(regs) > 1:
+				dst, regs = regs[:2], regs[2:]
+			case tg.arch == "arm64" && !strings.HasPrefix(op, "st") && !strings.HasPrefix(op, "cmp") && len(regs) > 0:
+				dst, regs = regs[:1], regs[1:]
+			}
+			for _, r := range regs {
+				if w, ok := written[r]; ok && call > w {
+					kept[r] = true
+				}
+			}
+			for _, r := range dst {
+				written[r] = i
+			}
+		}
+	}
+	for _, r := range iparaKept[tg.arch] {
+		if !kept[r] {
+			t.Errorf("no value is kept in %s across a call of a leaf: the program no longer tests that register\n%s", r, dis)
+		}
+	}
+}
+
+// iparaRegs are the registers an instruction's operands name, in
+// order, each by its 64-bit name (x86-64: %ecx and %cl as %rcx, %r8d as
+// %r8; arm64: w1 as x1).
+func iparaRegs(arch, args string) []string {
+	args, _, _ = strings.Cut(args, "//")
+	args, _, _ = strings.Cut(args, "#")
+	var out []string
+	if arch == "arm64" {
+		for _, m := range arm64Reg.FindAllStringSubmatch(args, -1) {
+			out = append(out, "x"+m[1])
+		}
+		return out
+	}
+	for _, r := range x86Reg.FindAllString(args, -1) {
+		if n, ok := x86Names[r]; ok {
+			r = n
+		} else if !strings.HasPrefix(r, "%xmm") {
+			r = strings.TrimRight(r, "dwb") // %r8d, %r10w, %r11b
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// x86Names are the legacy registers' 32-, 16- and 8-bit names, each
+// with its 64-bit one.
+var x86Names = func() map[string]string {
+	m := map[string]string{}
+	for _, r := range [][]string{{"ax", "al"}, {"cx", "cl"}, {"dx", "dl"}, {"bx", "bl"}, {"si", "sil"}, {"di", "dil"}, {"bp", "bpl"}, {"sp", "spl"}} {
+		for _, n := range []string{"%r" + r[0], "%e" + r[0], "%" + r[0], "%" + r[1]} {
+			m[n] = "%r" + r[0]
+		}
+	}
+	return m
+}()
+
+var (
+	x86Reg   = regexp.MustCompile(`%(xmm[0-9]+|r[0-9]+[dwb]?|[re]?[a-z]{2}l?)\b`)
+	arm64Reg = regexp.MustCompile(`\b[xw]([0-9]+)\b`)
+)
