@@ -138,6 +138,12 @@ struct ftrt_mod {
 	int live;           /* registered and not yet unregistered */
 	struct ftrt_stats stats; /* what its pass did */
 	struct ftrt_libcall_stats libcalls; /* what its library-call pass did (patch/libcall.c) */
+	/* Its sites made from prologues and, for those made at load, their
+	 * functions (the description's, copied at registration: a record
+	 * outlives the module, whose description goes with it; the arrays
+	 * are the runtime's, kept for the process's life). */
+	const uintptr_t *prologues, *prologue_funcs;
+	size_t nprologues;
 };
 /* Module records the runtime keeps (registry.c); past this many loads,
  * records of unloaded modules are reused. */

@@ -210,6 +210,11 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 	memset(md, 0, sizeof *md);
 	md->owner = (int)(md - mods) + 1;
 	md->desc = m;
+	if (m->size >= offsetof(struct ftrt_module, prologue_funcs) + sizeof m->prologue_funcs && m->prologues) {
+		md->prologues = m->prologues;
+		md->prologue_funcs = m->prologue_funcs;
+		md->nprologues = (size_t)(m->prologues_end - m->prologues);
+	}
 	struct where w = { .addr = inside, .md = md };
 	dl_iterate_phdr(find_object, &w);
 	if (self && md->path) {

@@ -258,13 +258,8 @@ static int by_key(const void *a, const void *b)
 int ftrt_symbols_mark_mod(const struct ftrt_mod *md, const uintptr_t *s, size_t m, unsigned char *want, unsigned char *marks,
 			  int (*pick)(const char *name), const char **names)
 {
-	const struct ftrt_module *d = md->desc;
-	const uintptr_t *ps = NULL, *pf = NULL;
-	size_t k = 0;
-	if (d && d->size >= offsetof(struct ftrt_module, prologue_funcs) + sizeof d->prologue_funcs && d->prologue_funcs) {
-		ps = d->prologues, pf = d->prologue_funcs;
-		k = (size_t)(d->prologues_end - d->prologues);
-	}
+	const uintptr_t *ps = md->prologues, *pf = md->prologue_funcs;
+	size_t k = pf ? md->nprologues : 0;
 	if (k == 0 || m == 0)
 		return ftrt_symbols_mark(md->bias, s, m, want, marks, pick, names);
 	/* Each site's key: its function's address for a trampoline's site

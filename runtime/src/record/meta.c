@@ -417,11 +417,8 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 		meta_line(&o, META_KEY_LIBCALL_FAILED, lc.failed);
 	}
 	uint64_t made = 0;
-	for (int i = 0; ftrt_module_at(i); i++) {
-		const struct ftrt_module *d = ftrt_module_at(i)->desc;
-		if (d && d->size >= offsetof(struct ftrt_module, prologues_end) + sizeof d->prologues_end && d->prologues)
-			made += (uint64_t)(d->prologues_end - d->prologues);
-	}
+	for (int i = 0; ftrt_module_at(i); i++)
+		made += ftrt_module_at(i)->nprologues;
 	if (made || ftrt_prologue_changed) {
 		meta_line(&o, META_KEY_PROLOGUE_SITES, made);
 		meta_line(&o, META_KEY_PROLOGUE_CHANGED, ftrt_prologue_changed);

@@ -19,11 +19,9 @@
 void ftrt_prologue_out(int dir, int pid)
 {
 	size_t n = 0;
-	for (int i = 0; ftrt_module_at(i); i++) {
-		const struct ftrt_module *d = ftrt_module_at(i)->desc;
-		if (d && d->size >= offsetof(struct ftrt_module, prologue_funcs) + sizeof d->prologue_funcs && d->prologue_funcs)
-			n += (size_t)(d->prologues_end - d->prologues);
-	}
+	for (int i = 0; ftrt_module_at(i); i++)
+		if (ftrt_module_at(i)->prologue_funcs)
+			n += ftrt_module_at(i)->nprologues;
 	if (n == 0)
 		return;
 	char name[32];
@@ -48,13 +46,12 @@ void ftrt_prologue_out(int dir, int pid)
 	uint64_t buf[64];
 	size_t k = 0;
 	for (int i = 0; ok && ftrt_module_at(i); i++) {
-		const struct ftrt_module *d = ftrt_module_at(i)->desc;
-		if (!d || d->size < offsetof(struct ftrt_module, prologue_funcs) + sizeof d->prologue_funcs || !d->prologue_funcs)
+		const struct ftrt_mod *md = ftrt_module_at(i);
+		if (!md->prologue_funcs)
 			continue;
-		size_t m = (size_t)(d->prologues_end - d->prologues);
-		for (size_t j = 0; j < m && ok; j++) {
-			buf[k++] = d->prologues[j];
-			buf[k++] = d->prologue_funcs[j];
+		for (size_t j = 0; j < md->nprologues && ok; j++) {
+			buf[k++] = md->prologues[j];
+			buf[k++] = md->prologue_funcs[j];
 			if (k == 64) {
 				ok = ftrt_put(f.fd, buf, sizeof buf, off) == sizeof buf;
 				off += sizeof buf, k = 0;
