@@ -92,6 +92,14 @@ type ISA struct {
 	// TrampolineMax bounds a trampoline's length, and TrampolineSite is
 	// the length of the site at its start.
 	TrampolineMax, TrampolineSite int
+	// PrologueTramp is the index in Tramps of the entry point an enabled
+	// prologue site calls (nop: the empty tracer's), and PrologueSiteCall
+	// the call that enables one at pc, where its form is not SiteCall's
+	// (arm64: `mov x17, x30; bl`, which keeps x9, a register callers of
+	// a function built without tracing flags may keep values in); nil
+	// where a prologue site is an entry site like any other (x86-64).
+	PrologueTramp    func(nop bool) int
+	PrologueSiteCall func(pc, target uint64) ([]byte, error)
 	// TrampolineFixed says a trampoline's length does not depend on
 	// where it is placed (x86-64: every rewritten operand is a rel32 or
 	// a disp32), so trampolines can be packed before their place is
@@ -190,7 +198,14 @@ var arm64ISA = ISA{
 	Runtime:      true,
 	PostLink:     true,
 	Hooks:        []string{abi.ARM64Mcount},
-	Tramps:       []string{abi.ARM64Caller, abi.ARM64McountCaller, abi.Stub},
+	Tramps:       []string{abi.ARM64Caller, abi.ARM64McountCaller, abi.Stub, abi.PrologueCaller, abi.PrologueStub},
+	PrologueTramp: func(nop bool) int {
+		if nop {
+			return 4
+		}
+		return 3
+	},
+	PrologueSiteCall: arm64.PrologueSiteCall,
 	Tramp: func(entry, chain bool, n int, nop bool) int {
 		switch {
 		case nop:

@@ -18,10 +18,14 @@ import (
 // the tracer (isa.ISA.Tramp).
 type Tramp uint8
 
-// trampFor is the trampoline a site of kind k and length n calls when
-// enabled for tracer tr.
-func (b *Binary) trampFor(k sites.Kind, n uint8, tr Tracer) Tramp {
-	return Tramp(b.isa.Tramp(k.AtEntry(), k == sites.X86Chain, int(n), tr == TracerNop) + 1)
+// trampFor is the trampoline site s calls when enabled for tracer tr:
+// by its kind and length, or, made from a prologue, the ISA's own for
+// those where it has one.
+func (b *Binary) trampFor(s *Slot, tr Tracer) Tramp {
+	if s.Prologue && b.isa.PrologueTramp != nil {
+		return Tramp(b.isa.PrologueTramp(tr == TracerNop) + 1)
+	}
+	return Tramp(b.isa.Tramp(s.Kind.AtEntry(), s.Kind == sites.X86Chain, int(s.Len), tr == TracerNop) + 1)
 }
 
 // trampName names trampoline t.
@@ -48,6 +52,9 @@ type Slot struct {
 	State  sites.State // what it holds now (see slot)
 	Target Tramp       // for StateTraced: which trampoline
 	Hook   Hook        // for StateHook: which hook
+	// Prologue: the site starts a trampoline ftpatch instrument made
+	// from a function's prologue (sites.FromPrologue).
+	Prologue bool
 }
 
 // A Hook is one of the compiler's entry hooks, which the runtime defines:
@@ -172,6 +179,9 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 	}
 	for i, n := range in.Tramps {
 		a, ok := found[n]
+		if !ok && (n == abi.PrologueCaller || n == abi.PrologueStub) {
+			continue // needed only by prologue sites, which say so if they are enabled (plan.go)
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: the linked runtime has no %s, which enabled sites call: relink with this ftpatch's: cc ... $(ftpatch flags --libs)", ErrNoRuntime, n)
 		}
@@ -233,7 +243,7 @@ func Load(f *elfx.File, progress func(done, total int)) (*Binary, error) {
 // through a GOT slot); anything else is StateDirect, which patching
 // never overwrites, nor StateUnknown.
 func (b *Binary) slot(s *sites.Site) Slot {
-	sl := Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind, State: s.State}
+	sl := Slot{Addr: s.Off, Len: uint8(s.Len), Func: s.Func, Kind: s.Kind, State: s.State, Prologue: s.Origin == sites.FromPrologue}
 	switch {
 	case s.State == sites.StateNop || s.State == sites.StateNops:
 	case s.State.IsCall():

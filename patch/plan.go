@@ -201,7 +201,10 @@ func (b *Binary) Plan(r Request) (*Plan, error) {
 		}
 		var target uint64
 		if call {
-			target = b.tramps[b.trampFor(s.Kind, s.Len, tracer)-1]
+			tr := b.trampFor(s, tracer)
+			if target = b.tramps[tr-1]; target == 0 {
+				return nil, fmt.Errorf("%s: the site made from its prologue calls %s, which what is linked (the module stub?) does not define: trace it with the runtime preloaded (ftpatch record)", s.Func, b.trampName(tr))
+			}
 		}
 		want, err := b.want(s, target)
 		if errors.Is(err, nops.ErrRange) && call {
@@ -347,6 +350,9 @@ func (b *Binary) want(s *Slot, target uint64) ([]byte, error) {
 	i := isa.For(b.File.Arch)
 	if target == 0 {
 		return i.SiteNop(int(s.Len))
+	}
+	if s.Prologue && i.PrologueSiteCall != nil {
+		return i.PrologueSiteCall(s.Addr, target)
 	}
 	return i.SiteCall(s.Addr, target, int(s.Len))
 }

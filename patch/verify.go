@@ -74,7 +74,7 @@ func (b *Binary) Verify() *Report {
 		case c.Patched() && s.State == sites.StateTraced && s.Dead():
 			add(s, "calls %s, but it lies in no live function: ftpatch leaves such entries NOPs", b.trampName(s.Target))
 		case c.Patched() && s.State == sites.StateTraced:
-			if want := b.trampFor(s.Kind, s.Len, c.Tracer); s.Target != want {
+			if want := b.trampFor(s, c.Tracer); s.Target != want {
 				add(s, "calls %s; a %d-byte %s site traced by %s calls %s", b.trampName(s.Target), s.Len, s.Kind, c.Tracer, b.trampName(want))
 			}
 		case c.Patched():

@@ -173,6 +173,19 @@ func SiteCall(site, target uint64, n int) ([]byte, error) {
 	return nil, fmt.Errorf("site 0x%x: %d bytes, want 4 or 8", site, n)
 }
 
+// PrologueSiteCall returns the 8 bytes that enable a site made from a
+// function's prologue (at a trampoline's start, site): `mov x17, x30;
+// bl target`, x17 keeping the caller's return address, so that x9, which
+// callers of a function built without tracing flags may keep a value in
+// across the call, is left alone (x17, IP1, is any call's to clobber).
+func PrologueSiteCall(site, target uint64) ([]byte, error) {
+	w, err := BL(site+4, target)
+	if err != nil {
+		return nil, err
+	}
+	return Bytes(MovX17X30, w), nil
+}
+
 // SiteNop returns what disables an n-byte site: one NOP word for a -pg
 // site (4 bytes), two for a patchable entry (8), one per instruction.
 func SiteNop(n int) ([]byte, error) {
