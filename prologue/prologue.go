@@ -63,6 +63,9 @@ var (
 	// paciasp or pacibsp, in a file marked for BTI: indirect calls land
 	// there (it is a landing pad too), and would land on the jump.
 	ErrLandingPad = errors.New("indirect calls land on its paciasp (BTI)")
+	// ErrRuntime: a function of ftpatch's runtime, linked into the file:
+	// the tracer's own code, never traced.
+	ErrRuntime = errors.New("ftpatch's runtime")
 	// ErrNotEntry: code that is jumped to, not called, so that no
 	// return address is where a call leaves it: the cold part a
 	// compiler split from a function (gcc's name.cold), a PLT stub, an
@@ -122,7 +125,7 @@ func (t *Table) NotFunctions() int {
 // Reasons counts the functions left alone by reason, in move.Reasons'
 // order and then this package's.
 func (t *Table) Reasons() []ReasonCount {
-	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrLandingPad, ErrNotEntry, ErrNotCode, ErrNoISA)
+	all := append(slices.Clone(move.Reasons), ErrEntryPoint, ErrLandingPad, ErrRuntime, ErrNotEntry, ErrNotCode, ErrNoISA)
 	counts := make([]int, len(all)+1)
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
@@ -201,10 +204,18 @@ func Find(f *elfx.File) (*Table, error) {
 		return b
 	}
 	bti := f.Arch == arch.ARM64 && f.AArch64BTI()
+	var rt map[uint64]bool
+	if _, syms, err := f.Symtab(); err == nil {
+		rt = runtimeFuncs(syms)
+	}
 	for i := range fns {
 		fn := &fns[i]
 		if k, ok := compiler[fn.Addr]; ok {
 			fn.What, fn.Kind = Compiler, k
+			continue
+		}
+		if rt[fn.Addr] {
+			fn.Why = ErrRuntime
 			continue
 		}
 		fn.Why = plan(f, is, fn, fns[i+1:], read, bti)
@@ -255,6 +266,50 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 	}
 	fn.Plan = p
 	return nil
+}
+
+// runtimeName says whether a symbol's name is one of ftpatch's
+// runtime's (or module stub's): its exported functions and data, its
+// entry points, hooks and return handler, the functions it wraps.
+func runtimeName(n string) bool {
+	return strings.HasPrefix(n, "ftrt_") || strings.HasPrefix(n, "ftrace_") || strings.HasPrefix(n, "__wrap_") ||
+		n == "return_to_handler" || n == "__fentry__" || n == "mcount" || n == "_mcount"
+}
+
+// runtimeFuncs are the addresses of the functions of ftpatch's runtime
+// linked into a file (or of its module stub), from its symbol table:
+// those its names give away, and the static functions of its source
+// files, which are the local symbols that follow an STT_FILE symbol up
+// to the next, in a run that names one of the runtime's symbols.
+func runtimeFuncs(syms []elfx.Symbol) map[uint64]bool {
+	out := map[uint64]bool{}
+	runStart, runtime := 0, false
+	flush := func(end int) {
+		if runtime {
+			for i := runStart; i < end; i++ {
+				if funcs.IsFunc(&syms[i]) {
+					out[uint64(syms[i].Value)] = true
+				}
+			}
+		}
+	}
+	for i := range syms {
+		s := &syms[i]
+		if s.Type() == elf.STT_FILE || s.Bind() != elf.STB_LOCAL {
+			if s.Bind() != elf.STB_LOCAL || s.Type() == elf.STT_FILE {
+				flush(i)
+				runStart, runtime = i, false
+			}
+		}
+		if runtimeName(s.Name) {
+			runtime = true
+			if funcs.IsFunc(s) {
+				out[uint64(s.Value)] = true
+			}
+		}
+	}
+	flush(len(syms))
+	return out
 }
 
 // sectionAt returns the allocated section holding a, or nil.

@@ -66,7 +66,9 @@ func (k Kind) hookKind() Kind {
 // after a nested function's push %r10; ftrace_stub (FTRACE=nop) from any
 // site; on arm64, ftrace_caller from a patchable area's second word,
 // ftrace_ops_caller from one with a pre-function literal, and
-// ftrace_mcount_caller from a -pg site (runtime/src/tracers/arm64/entry.S).
+// ftrace_mcount_caller from a -pg site (runtime/src/tracers/arm64/entry.S),
+// ftrace_prologue_caller and ftrace_prologue_stub from a site made from a
+// prologue.
 var (
 	x86Trampolines = map[string]callee{
 		abi.Caller5:       {X86Fentry, 5, true},
@@ -82,6 +84,10 @@ var (
 		abi.ARM64McountCaller: {ARM64Mcount, 4, true},
 		abi.ARM64OpsCaller:    {ARM64CallOps, 4, true},
 		abi.Stub:              {KindUnknown, 4, true},
+		// A site made from a prologue (ftpatch instrument): `mov x17,
+		// x30; bl` these, as the runtime writes it.
+		abi.PrologueCaller: {ARM64Patchable, 4, true},
+		abi.PrologueStub:   {ARM64Patchable, 4, true},
 	}
 )
 

@@ -46,6 +46,17 @@ func withPrologues(f *elfx.File, l *Linked, pro *elfx.Section) (*Linked, error) 
 	for i := 0; i < len(d); i += abi.PrologueEntry {
 		areas[binary.LittleEndian.Uint64(d[i:])] = true
 	}
+	// A trampoline's site is a NOP at a function symbol's start, which
+	// the decoding of a file without a table (one that links the
+	// runtime, and so defines the hooks) takes for a disabled entry
+	// site: it is listed once, as the prologue site it is.
+	kept := l.Sites[:0]
+	for _, st := range l.Sites {
+		if !areas[st.Off] {
+			kept = append(kept, st)
+		}
+	}
+	l.Sites = kept
 	for i := 0; i < len(d); i += abi.PrologueEntry {
 		a := binary.LittleEndian.Uint64(d[i:])
 		fun, ok := l.funcs.containing(0, a)

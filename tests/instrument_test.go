@@ -149,3 +149,51 @@ func TestInstrumentLua(t *testing.T) {
 		})
 	}
 }
+
+// TestInstrumentEnable: a program built without tracing flags but linked
+// with the runtime, instrumented, is an ordinary file with sites:
+// ftpatch enable bakes tracing of chosen functions into it (on arm64 in
+// the prologue sites' own form), the program then traces them with no
+// variable set and prints as it did, verify finds it as enable wrote it,
+// and disable takes it back to NOPs.
+func TestInstrumentEnable(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			var objs []string
+			for _, s := range progSources {
+				obj := filepath.Join(dir, strings.TrimSuffix(s, ".c")+".o")
+				run(t, dir, append(append([]string{}, tg.cc...), "-O2", "-fPIE", "-c", progPath(t, s), "-o", obj)...)
+				objs = append(objs, obj)
+			}
+			prog := linkLib(t, dir, tg.link, runtimeArchiveFor(t, tg.arch), objs, "-pie")
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst := prog + ".i"
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+			run(t, dir, tool("ftpatch"), "enable", "--tracer", "function", inst, "helper", "scale")
+			run(t, dir, tool("ftpatch"), "verify", inst)
+			listed, _ := run(t, dir, tool("ftpatch"), "sites", inst)
+			if n := strings.Count(listed, " traced "); n != 2 {
+				t.Errorf("ftpatch sites lists %d traced sites, want helper's and scale's:\n%s", n, listed)
+			}
+			out, errOut, code, err := runStatus(dir, tg.on(inst)...)
+			if err != nil || out != wantOut || code != wantCode {
+				t.Fatalf("enabled: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s", code, err, out, errOut, wantCode, wantOut)
+			}
+			got := callsByName(t, filepath.Join(dir, "ftrace.data")) // the program's directory: it runs there
+			if got["helper"] == 0 || got["scale"] == 0 || len(got) != 2 {
+				t.Errorf("the baked-in trace's calls: %v, want helper's and scale's alone", got)
+			}
+			run(t, dir, tool("ftpatch"), "disable", inst)
+			if listed, _ := run(t, dir, tool("ftpatch"), "sites", inst); strings.Contains(listed, " traced ") {
+				t.Errorf("disabled, ftpatch sites still lists traced sites:\n%s", listed)
+			}
+		})
+	}
+}
