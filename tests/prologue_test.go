@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"ftpatch/funclist"
+	"ftpatch/prologue"
+	ftrt "ftpatch/runtime"
+	"ftpatch/runtime/abi"
 	"ftpatch/trace"
 )
 
@@ -34,8 +39,9 @@ func callsByName(t *testing.T, dir string) map[string]int {
 	return out
 }
 
-// refused are the functions sites --dynamic gives no site in prog.
-func refused(t *testing.T, dir, prog string) map[string]bool {
+// withSite are the functions of a file with the site sites --dynamic
+// says they have: "compiler", "prologue", or "-" for none.
+func withSite(t *testing.T, dir, prog, site string) map[string]bool {
 	t.Helper()
 	js, _ := run(t, dir, tool("ftpatch"), "sites", "--dynamic", "--json", prog)
 	var cov struct {
@@ -49,7 +55,7 @@ func refused(t *testing.T, dir, prog string) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, f := range cov.Funcs {
-		if f.Site == "-" {
+		if f.Site == site {
 			out[f.Name] = true
 		}
 	}
@@ -61,35 +67,64 @@ func refused(t *testing.T, dir, prog string) map[string]bool {
 // -P .) and after link (ftpatch instrument, the runtime preloaded),
 // prints and exits as untraced, and records each function as often as
 // the same sources built with compiler sites (-pg -mfentry, the runtime
-// linked) do: every function but those too short for a site. gcc's
-// builds under the function tracer, clang's (which keeps no value in a
-// call-clobbered register across a call) under function_graph too.
+// linked; arm64's preferred entry sites) do: every function but those
+// too short for a site; under both tracers, on both ISAs (arm64 under
+// qemu).
 func TestPrologueTrace(t *testing.T) {
 	t.Parallel()
-	for _, tg := range []target{x86GCC, x86Clang} {
+	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
 		for _, pie := range []bool{true, false} {
-			t.Run(tg.name+"/"+picFlag(pie), func(t *testing.T) {
+			t.Run(tg.arch+"/"+tg.name+"/"+picFlag(pie), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
 				plain, wantOut, wantCode := plainRun(t, tg, pie, "bfd")
 				prog := filepath.Join(dir, "plain")
 				sharedProgram(t, plain, prog)
-				compiled := traced(t, tg, dir, "-pg -mfentry", pie, progSources...)
+				compiled := traced(t, tg, dir, preferred[tg.arch], pie, progSources...)
 				inst := filepath.Join(dir, "plain.i")
 				run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
-				skip := refused(t, dir, prog)
-				tracers := []string{"function"}
-				if tg.name == "clang" {
-					tracers = append(tracers, "function_graph")
+				skip := withSite(t, dir, prog, "-")
+				sources := withSite(t, dir, compiled, "compiler")
+				// x86-64 through ftpatch record; arm64 under qemu (no
+				// binfmt_misc here to run it through record), with the
+				// runtime preloaded and -P's server started here.
+				lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+				var plans *prologue.Server
+				if len(tg.exec) > 0 {
+					all := &funclist.List{}
+					all.Add("*", "test")
+					var err error
+					if plans, err = prologue.ServePlans(all, io.Discard); err != nil {
+						t.Fatal(err)
+					}
+					defer plans.Close()
+					if err := plans.Prepare(prog); err != nil {
+						t.Fatal(err)
+					}
 				}
-				for _, tracer := range tracers {
+				for _, tracer := range []string{"function", "function_graph"} {
 					rec := func(name string, argv ...string) map[string]int {
 						out := filepath.Join(dir, name+"-"+tracer)
-						cmd := append([]string{tool("ftpatch"), "record", "--tracer", tracer, "--no-libcall", "--no-sched", "-d", out}, argv...)
-						got, errOut, code, err := runStatus(dir, cmd...)
+						var cmd []string
+						var env []string
+						switch {
+						case plans == nil:
+							cmd = append([]string{tool("ftpatch"), "record", "--tracer", tracer, "--no-libcall", "--no-sched", "-d", out}, argv...)
+						default:
+							env = []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out, "FTRACE_SCHED=0"}
+							if argv[0] == "-P" {
+								env = append(env, abi.EnvPrologueSocket+"="+plans.Path())
+								argv = argv[2:]
+							}
+							if argv[0] != compiled {
+								env = preloaded(tg, lib, env)
+							}
+							cmd = tg.on(argv[0])
+						}
+						got, errOut, code, err := runStatusEnv(dir, env, cmd...)
 						if err != nil || got != wantOut || code != wantCode {
-							t.Fatalf("%s: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s", strings.Join(cmd, " "), code, err, got, errOut, wantCode, wantOut)
+							t.Fatalf("%s %s: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s", strings.Join(env, " "), strings.Join(cmd, " "), code, err, got, errOut, wantCode, wantOut)
 						}
 						return callsByName(t, out)
 					}
@@ -104,6 +139,14 @@ func TestPrologueTrace(t *testing.T) {
 						argv []string
 					}{{"load", []string{"-P", ".", prog}}, {"instrumented", []string{inst}}} {
 						got := rec(c.name, c.argv...)
+						// The C library's start files' functions
+						// (call_weak_fn...) have prologue sites too,
+						// and no compiler's: compared are the sources'.
+						for name := range got {
+							if !sources[name] {
+								delete(got, name)
+							}
+						}
 						if !maps.Equal(got, want) {
 							t.Errorf("%s, %s: calls\n%v\nwant (the compiler's sites)\n%v", c.name, tracer, sorted(got), sorted(want))
 						}
