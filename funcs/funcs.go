@@ -10,6 +10,8 @@ package funcs
 import (
 	"cmp"
 	"debug/elf"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -173,4 +175,92 @@ func (c *Cursor) Containing(a uint64) (Entry, bool) {
 		c.last = i
 	}
 	return c.x.containingFrom(i, a)
+}
+
+// Where a file's function symbols came from (FileSymbols).
+const (
+	FromSymtab  = "symbol table"
+	FromDebug   = "debug file"
+	FromEHFrame = ".eh_frame"
+)
+
+// FileSymbols returns the symbols that name f's functions: its symbol
+// table; in a stripped file, its debug file's (found by build-id under
+// elfx.DebugRoot, whose addresses are the file's); or else one made for
+// each of .eh_frame's ranges, named as a .dynsym function starting there
+// is, sub_ADDRESS otherwise (sub_ADDRESS.cold for a range that starts
+// mid-frame: code a function jumps to, a split-off cold part or a stub),
+// with the .dynsym functions no range covers. from says which, and debug
+// names the debug file read. What the runtime, the tools and the reader
+// name a function by is one rule: IsFunc and Rank over these.
+func FileSymbols(f *elfx.File) (syms []elfx.Symbol, from, debug string, err error) {
+	_, syms, err = f.Symtab()
+	if err == nil {
+		return syms, FromSymtab, "", nil
+	}
+	if !errors.Is(err, elfx.ErrNoSection) {
+		return nil, "", "", err
+	}
+	if p := elfx.DebugPath(f.BuildID()); p != "" {
+		if d, derr := elfx.Open(p); derr == nil {
+			if _, dsyms, serr := d.Symtab(); serr == nil {
+				return dsyms, FromDebug, p, nil
+			}
+		}
+	}
+	fdes, err := f.FDERanges()
+	if err != nil {
+		return nil, "", "", err
+	}
+	var dyn []elfx.Symbol
+	if ds := f.Section(".dynsym"); ds != nil {
+		if dyn, err = f.Symbols(ds); err != nil {
+			return nil, "", "", err
+		}
+	}
+	named := map[uint64]*elfx.Symbol{}
+	syms = []elfx.Symbol{{}} // index 0: the null symbol, as a table has
+	for i := range dyn {
+		if IsFunc(&dyn[i]) {
+			named[uint64(dyn[i].Value)] = &dyn[i]
+		}
+	}
+	covered := map[uint64]bool{}
+	for _, r := range fdes {
+		a := uint64(r.Start)
+		if covered[a] {
+			continue
+		}
+		covered[a] = true
+		s := elfx.Symbol{Index: len(syms), Value: r.Start, Size: uint64(r.End - r.Start), Info: byte(elf.ST_INFO(elf.STB_LOCAL, elf.STT_FUNC))}
+		if d, ok := named[a]; ok && r.Entry {
+			s.Name, s.Info = d.Name, d.Info
+		} else if r.Entry {
+			s.Name = fmt.Sprintf("sub_%x", a)
+		} else {
+			s.Name = fmt.Sprintf("sub_%x.cold", a)
+		}
+		s.Shndx = sectionOf(f, a)
+		syms = append(syms, s)
+	}
+	for i := range dyn { // in the table's order: deterministic
+		if d := &dyn[i]; IsFunc(d) && !covered[uint64(d.Value)] {
+			covered[uint64(d.Value)] = true
+			s := *d
+			s.Index = len(syms)
+			syms = append(syms, s)
+		}
+	}
+	return syms, FromEHFrame, "", nil
+}
+
+// sectionOf is the index of the allocated section holding a, or
+// SHN_ABS when none does.
+func sectionOf(f *elfx.File, a uint64) uint32 {
+	for _, s := range f.Sections[1:] {
+		if s.Flags&elf.SHF_ALLOC != 0 && a >= uint64(s.Addr) && a < uint64(s.Addr)+s.Size {
+			return uint32(s.Index)
+		}
+	}
+	return uint32(elf.SHN_ABS)
 }

@@ -42,11 +42,11 @@ var whatNames = [...]string{"-", "compiler", "prologue"}
 
 func (w What) String() string { return whatNames[w] }
 
-// Where the functions were found.
+// Where the functions were found (funcs.FileSymbols).
 const (
-	FromSymtab  = "symbol table"
-	FromDebug   = "debug file"
-	FromEHFrame = ".eh_frame"
+	FromSymtab  = funcs.FromSymtab
+	FromDebug   = funcs.FromDebug
+	FromEHFrame = funcs.FromEHFrame
 )
 
 // Reasons a function is left alone that no ISA gives.
@@ -83,7 +83,6 @@ type Func struct {
 	Plan move.Plan  // What == Made
 	Why  error      // What == None: wraps one of move.Reasons or this package's
 
-	notEntry bool // known not to be an entry (Why: ErrNotEntry)
 }
 
 // A Table is a file's functions, in address order.
@@ -236,7 +235,7 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 	if f.Entry != 0 && fn.Addr == uint64(f.Entry) {
 		return ErrEntryPoint
 	}
-	if fn.notEntry || strings.HasSuffix(fn.Name, ".cold") || strings.Contains(fn.Name, ".cold.") {
+	if strings.HasSuffix(fn.Name, ".cold") || strings.Contains(fn.Name, ".cold.") {
 		return ErrNotEntry
 	}
 	if sec := sectionAt(f, fn.Addr); sec != nil && (strings.HasPrefix(sec.Name, ".plt") || sec.Name == ".iplt") {
@@ -334,51 +333,14 @@ func execSegment(f *elfx.File, a uint64) *elfx.Prog {
 }
 
 // functions lists the file's functions, one per address, sorted, from
-// the best source it has.
+// the best source it has (funcs.FileSymbols).
 func (t *Table) functions(f *elfx.File) ([]Func, error) {
-	_, syms, err := f.Symtab()
-	if err == nil {
-		t.From = FromSymtab
-		return fromSymbols(syms), nil
-	}
-	if !errors.Is(err, elfx.ErrNoSection) {
-		return nil, err
-	}
-	if p := elfx.DebugPath(t.BuildID); p != "" {
-		if d, derr := elfx.Open(p); derr == nil {
-			if _, dsyms, serr := d.Symtab(); serr == nil {
-				t.From, t.Debug = FromDebug, p
-				return fromSymbols(dsyms), nil
-			}
-		}
-	}
-	t.From = FromEHFrame
-	fdes, err := f.FDERanges()
+	syms, from, debug, err := funcs.FileSymbols(f)
 	if err != nil {
 		return nil, err
 	}
-	names := map[uint64]string{}
-	if ds := f.Section(".dynsym"); ds != nil {
-		dsyms, err := f.Symbols(ds)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range fromSymbols(dsyms) {
-			names[s.Addr] = s.Name
-		}
-	}
-	var out []Func
-	for _, r := range fdes {
-		if len(out) > 0 && out[len(out)-1].Addr == uint64(r.Start) {
-			continue
-		}
-		name, ok := names[uint64(r.Start)]
-		if !ok {
-			name = fmt.Sprintf("sub_%x", uint64(r.Start))
-		}
-		out = append(out, Func{Name: name, Addr: uint64(r.Start), Size: uint64(r.End - r.Start), notEntry: !r.Entry})
-	}
-	return out, nil
+	t.From, t.Debug = from, debug
+	return fromSymbols(syms), nil
 }
 
 // fromSymbols picks the function symbols of a table by funcs' rules:

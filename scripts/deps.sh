@@ -56,6 +56,7 @@ declare -A pkg=(
 	[automake]=automake
 	[libtoolize]=libtool
 	[uftrace]=uftrace
+	[sqlite3]=sqlite3
 )
 
 # package -> why the tests need it (the one line printed before installing)
@@ -81,6 +82,7 @@ declare -A why=(
 	[libtool]="the libtool test project's wrapper scripts"
 	[linux-kbuild-6.1]="the kernel's recordmcount, for make bench"
 	[uftrace]="the library calls the Lua test compares with ftpatch's (and make bench)"
+	[sqlite3]="a program nobody built for tracing, traced through sites made from its prologues"
 	[libclang-rt-14-dev]="LLVM XRay's runtime, for make bench"
 	[tcl]="makes sqlite3's amalgamation, for make bench's coverage of programs built without tracing flags"
 )

@@ -350,15 +350,11 @@ func Load(path string, buildID ...string) (*Table, error) {
 			return nil, fmt.Errorf("%s: %w: the trace was recorded from build-id %s, this file has %q (rebuilt since? pass the traced binary with --exe)", path, ErrBuildID, buildID[0], got)
 		}
 	}
-	_, syms, err := f.Symtab()
-	if errors.Is(err, elfx.ErrNoSection) && sharedObject(path) {
-		// A stripped library (the C library, as distributions ship
-		// it): its exported functions are named from its dynamic
-		// symbols, and its GOT slots from its relocations as below.
-		if dyn := f.Section(".dynsym"); dyn != nil {
-			syms, err = f.Symbols(dyn)
-		}
-	}
+	// A stripped file (a distribution's program or library): its debug
+	// file's symbols, or its exported functions and .eh_frame's ranges
+	// (funcs.FileSymbols); a library's GOT slots from its relocations
+	// as below.
+	syms, _, _, err := funcs.FileSymbols(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: symbols are needed to name functions", path, err)
 	}
@@ -401,28 +397,6 @@ func Load(path string, buildID ...string) (*Table, error) {
 	}
 	s.funcs = funcs.New(es)
 	return s, nil
-}
-
-// sharedObject says whether the file at path is a shared library: a
-// position-independent file that is not a PIE executable (DF_1_PIE). The
-// C library has a program interpreter too: it runs, to print its
-// version.
-func sharedObject(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if f.Type != elf.ET_DYN {
-		return false
-	}
-	flags, _ := f.DynValue(elf.DT_FLAGS_1)
-	for _, v := range flags {
-		if elf.DynFlag1(v)&elf.DF_1_PIE != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // importLibraries are the file's dynamic symbols (index i is the table's

@@ -111,6 +111,7 @@ var packages = map[string]string{
 	"automake":                  "automake",
 	"libtoolize":                "libtool",
 	"uftrace":                   "uftrace",
+	"sqlite3":                   "sqlite3",
 }
 
 // need fails the test when a tool is missing, naming the package.

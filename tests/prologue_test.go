@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -171,4 +172,72 @@ func sorted(m map[string]int) []string {
 		out = append(out, k+"="+strconv.Itoa(m[k]))
 	}
 	return out
+}
+
+// TestDebianBinaries: programs nobody built for ftpatch, Debian's own
+// binaries as installed (stripped: their functions come from .eh_frame,
+// named from .dynsym where exported), traced with -P . under
+// function_graph and instrumented (the copy run untraced, and traced),
+// print and exit as they do untraced; the traces hold calls of their own
+// functions, named.
+func TestDebianBinaries(t *testing.T) {
+	t.Parallel()
+	need(t, "sqlite3")
+	dir := t.TempDir()
+	nums := filepath.Join(dir, "nums.txt")
+	var b strings.Builder
+	for i := range 500 {
+		b.WriteString(strconv.Itoa((i*7919)%1009) + "\n")
+	}
+	if err := os.WriteFile(nums, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sql := filepath.Join(dir, "q.sql")
+	if err := os.WriteFile(sql, []byte("create table t(a, b);\ninsert into t values (1, 'x'), (2, 'y'), (3, 'x');\nselect b, sum(a) from t group by b order by b;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		argv []string
+	}{
+		{"sort", []string{"/usr/bin/sort", "-n", nums}},
+		{"ls", []string{"/usr/bin/ls", "-la", "/usr/share/doc/coreutils"}},
+		{"sha256sum", []string{"/usr/bin/sha256sum", nums, sql}},
+		{"sqlite3", []string{"/usr/bin/sqlite3", "-init", sql, ":memory:", ".quit"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			wantOut, wantErr, wantCode, err := runStatus(dir, c.argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst := filepath.Join(dir, c.name+".i")
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, c.argv[0])
+			for _, k := range []struct {
+				what string
+				argv []string
+			}{
+				{"instrumented, untraced", append([]string{inst}, c.argv[1:]...)},
+				{"-P .", append([]string{tool("ftpatch"), "record", "-P", ".", "--no-sched", "-d", filepath.Join(dir, c.name+"-load"), "--"}, c.argv...)},
+				{"instrumented, traced", append([]string{tool("ftpatch"), "record", "--no-sched", "-d", filepath.Join(dir, c.name+"-inst"), "--", inst}, c.argv[1:]...)},
+			} {
+				out, errOut, code, err := runStatus(dir, k.argv...)
+				if err != nil || out != wantOut || code != wantCode {
+					t.Errorf("%s: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s\nstderr\n%s", k.what, code, err, out, errOut, wantCode, wantOut, wantErr)
+				}
+			}
+			for _, td := range []string{c.name + "-load", c.name + "-inst"} {
+				calls := callsByName(t, filepath.Join(dir, td))
+				own := 0 // the program's own functions', named from .eh_frame (its exported ones are few)
+				for name := range calls {
+					if strings.HasPrefix(name, "sub_") {
+						own++
+					}
+				}
+				if own < 5 {
+					t.Errorf("%s: %d of the program's own functions called, want 5 at least: %v", td, own, sorted(calls))
+				}
+			}
+		})
+	}
 }

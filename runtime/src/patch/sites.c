@@ -100,7 +100,10 @@ int ftrt_sites_resolve(unsigned char *want, int a, const unsigned char *ip)
 {
 	if (*want != WANT_AUTO || a < WRITE)
 		return a;
-	if (a != WRITE_NOP && ftrt_arch_entry_call(ip)) {
+	/* A trampoline's site made from a prologue is at its function's
+	 * entry by construction: no symbol table is needed to say so (a
+	 * stripped program's are traced). */
+	if ((a != WRITE_NOP && ftrt_arch_entry_call(ip)) || ftrt_site_prologue((uintptr_t)ip)) {
 		*want = WANT_ENTRY;
 		return a;
 	}
