@@ -410,7 +410,7 @@ func (tg target) on(prog string, args ...string) []string {
 // script execs qemu, which runs prog). Natively, on.
 func (tg target) onSelf(t *testing.T, prog string, args ...string) []string {
 	t.Helper()
-	if len(tg.exec) == 0 {
+	if tg.native() {
 		return tg.on(prog, args...)
 	}
 	script := prog + ".run"

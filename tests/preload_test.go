@@ -84,3 +84,85 @@ func TestPreloadExports(t *testing.T) {
 		}
 	}
 }
+
+// A runtimeMode is how a traced program of the tests gets the runtime:
+// linked in (ftpatch flags --libs), or preloaded, the program linked
+// without it and run with the runtime's shared object
+// (ftrt.SharedLibName) in LD_PRELOAD, as ftpatch record runs such a
+// program.
+type runtimeMode string
+
+const (
+	linkedMode    runtimeMode = "linked"
+	preloadedMode runtimeMode = "preloaded"
+)
+
+// runtimeModes are both ways, for the tests that run in each.
+var runtimeModes = []runtimeMode{linkedMode, preloadedMode}
+
+// preloadedLib is the runtime's shared object for tg's architecture,
+// built beside its archive once a run.
+func preloadedLib(t *testing.T, tg target) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+}
+
+// runner is the target that runs tg's programs traced as mode says: tg
+// itself for a program linked with the runtime; for one preloaded, tg
+// with the runtime's shared object in LD_PRELOAD of what it runs:
+// natively through env(1), under qemu given to the guest alone (-E: the
+// host's loader, which loads qemu, must not be given another
+// architecture's object). Its programs' children inherit the variable.
+// Only traced programs are run on it: an untraced reference runs on tg.
+func (tg target) runner(t *testing.T, mode runtimeMode) target {
+	t.Helper()
+	if mode == linkedMode {
+		return tg
+	}
+	lib := preloadedLib(t, tg)
+	if tg.native() {
+		tg.exec = []string{"env", "LD_PRELOAD=" + lib}
+	} else {
+		tg.exec = append(append([]string{}, tg.exec...), "-E", "LD_PRELOAD="+lib)
+	}
+	return tg
+}
+
+// native says whether tg's programs run on this machine without an
+// emulator (the tests run on x86-64).
+func (tg target) native() bool { return tg.arch == "x86_64" }
+
+// linkAs runs recordmcount on objs and links them into dir/prog with
+// tg's driver and flags, with the runtime (linkRecordedOn) or, preloaded,
+// without; it returns the program and the target to run it on traced
+// (runner).
+func linkAs(t *testing.T, tg target, dir string, mode runtimeMode, objs []string, flags ...string) (string, target) {
+	t.Helper()
+	if mode == linkedMode {
+		return linkRecordedOn(t, tg, dir, objs, flags...), tg
+	}
+	run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
+	prog := filepath.Join(dir, "prog")
+	run(t, dir, append(append(append(append([]string{}, tg.link...), "-o", prog), flags...), objs...)...)
+	return prog, tg.runner(t, mode)
+}
+
+// tracedAs is traced with the runtime as mode says: it returns the
+// program and the target to run it on traced.
+func tracedAs(t *testing.T, tg target, dir, flags string, pie bool, mode runtimeMode, srcs ...string) (string, target) {
+	t.Helper()
+	return linkAs(t, tg, dir, mode, buildSrc(t, tg, dir, flags, pie, srcs...), picLink(pie), "-pthread")
+}
+
+// forModes runs test with each of tgs and each runtime mode, as a
+// parallel subtest named [arch/]compiler/mode.
+func forModes(t *testing.T, tgs []target, test func(t *testing.T, tg target, rt runtimeMode)) {
+	forCompilers(t, tgs, func(t *testing.T, tg target) {
+		for _, rt := range runtimeModes {
+			t.Run(string(rt), func(t *testing.T) {
+				t.Parallel()
+				test(t, tg, rt)
+			})
+		}
+	})
+}
