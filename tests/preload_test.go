@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -165,4 +166,52 @@ func forModes(t *testing.T, tgs []target, test func(t *testing.T, tg target, rt 
 			})
 		}
 	})
+}
+
+// TestPreloadSetuid: ftpatch record, run by an unprivileged user, of a
+// setuid-root program with sites linked without the runtime (which the
+// loader preloads nothing into) says so in one line, and the program
+// runs untraced, as without record: the same output, a secure run, no
+// trace. Run by root, the same program is no secure run, and record
+// traces it with the runtime preloaded.
+func TestPreloadSetuid(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	need(t, "setpriv")
+	tg, build := gccTest(t)
+	base := traversable(t)
+	bin := filepath.Join(base, "bin")
+	mkdirOwned(t, bin, 0o755, 0)
+	home := filepath.Join(base, "home") // the user's own directory, the cwd
+	mkdirOwned(t, home, 0o755, nobody)
+	built, _ := tracedAs(t, tg, build, "-O2 -pg -mfentry", true, preloadedMode, "exits.c")
+	prog, ftpatch := filepath.Join(bin, "prog"), filepath.Join(bin, "ftpatch")
+	copyFile(t, built, prog, 0o755)
+	copyFile(t, tool("ftpatch"), ftpatch, 0o755)
+	setuidRoot(t, prog)
+	untraced, _, code := asNobody(t, home, nil, prog, "rights")
+	if code != 0 || !strings.HasSuffix(untraced, "\neuid 0 secure 1\n") {
+		t.Fatalf("untraced as nobody: exit %d, output %q; want a secure run's euid 0 secure 1 at the end", code, untraced)
+	}
+	trace := filepath.Join(home, "trace")
+	out, stderr, code := asNobody(t, home, nil, ftpatch, "record", "-d", trace, "--", prog, "rights")
+	if out != untraced || code != 0 {
+		t.Errorf("under record: exit %d, output %q; want exit 0, %q", code, out, untraced)
+	}
+	note := "ftpatch: note: " + prog + " is setuid or setgid and linked without the runtime: the loader preloads nothing into it, so it runs untraced\n"
+	if stderr != note {
+		t.Errorf("record's stderr:\n%s\nwant the one line\n%s", stderr, note)
+	}
+	if _, err := os.Stat(trace); !os.IsNotExist(err) {
+		t.Errorf("%s: %v; want no trace", trace, err)
+	}
+	// Root runs it as any program: preloaded, traced.
+	rootTrace := filepath.Join(build, "root-trace")
+	out, stderr, code, err := runStatus(build, ftpatch, "record", "--tracer", "function", "-d", rootTrace, "--", prog, "rights")
+	if err != nil || code != 0 || !strings.HasSuffix(out, "\neuid 0 secure 0\n") || strings.Contains(stderr, "note:") {
+		t.Fatalf("as root under record: exit %d, %v, output %q\n%s", code, err, out, stderr)
+	}
+	if counts, _ := reportCounts(t, rootTrace); counts["main"] != 1 {
+		t.Errorf("as root: report %v; want main's call", counts)
+	}
 }
