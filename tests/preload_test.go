@@ -19,6 +19,7 @@ import (
 // and its report (every function's calls, and the sites traced) is the
 // same sources' linked with the runtime.
 func TestPreload(t *testing.T) {
+	t.Parallel()
 	for _, flags := range []string{"-pg -mfentry", "-pg", "-fpatchable-function-entry=5"} {
 		for _, pie := range []bool{true, false} {
 			t.Run(slug(flags)+"/"+picFlag(pie), func(t *testing.T) {
@@ -56,33 +57,49 @@ func TestPreload(t *testing.T) {
 	}
 }
 
-// TestPreloadExports: the preloaded runtime exports the runtime's API,
-// the hooks and the functions it interposes, and nothing else.
+// TestPreloadExports: the preloaded runtime of each architecture
+// exports the runtime's API, the hooks and the functions it interposes,
+// and nothing else (its version script makes the rest local: without
+// it, the runtime's own functions are exported).
 func TestPreloadExports(t *testing.T) {
-	need(t, "readelf")
-	so := filepath.Join(filepath.Dir(runtimeArchive(t)), ftrt.SharedLibName)
-	out, err := exec.Command("readelf", "--dyn-syms", "-W", so).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := ftrt.PreloadExports(arch.X86_64)
-	var defined []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		// Num: Value Size Type Bind Vis Ndx Name
-		if len(f) < 8 || f[1] == "Value" || f[6] == "UND" || f[4] == "LOCAL" || !strings.HasSuffix(f[0], ":") {
-			continue
-		}
-		name, _, _ := strings.Cut(f[7], "@")
-		defined = append(defined, name)
-		if !slices.Contains(allowed, name) {
-			t.Errorf("%s exports %s, which is none of the API, the hooks and the interposed functions", so, name)
-		}
-	}
-	for _, must := range []string{"__fentry__", "mcount", "execve", "sigaction", "makecontext", "backtrace", "ftrt_module_register", "_exit"} {
-		if !slices.Contains(defined, must) {
-			t.Errorf("%s does not export %s", so, must)
-		}
+	t.Parallel()
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch, func(t *testing.T) {
+			t.Parallel()
+			need(t, "readelf")
+			so := preloadedLib(t, tg)
+			out, err := exec.Command("readelf", "--dyn-syms", "-W", so).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := arch.Parse(tg.arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed := ftrt.PreloadExports(a)
+			var defined []string
+			for _, line := range strings.Split(string(out), "\n") {
+				f := strings.Fields(line)
+				// Num: Value Size Type Bind Vis Ndx Name
+				if len(f) < 8 || f[1] == "Value" || f[6] == "UND" || f[4] == "LOCAL" || !strings.HasSuffix(f[0], ":") {
+					continue
+				}
+				name, _, _ := strings.Cut(f[7], "@")
+				defined = append(defined, name)
+				if !slices.Contains(allowed, name) {
+					t.Errorf("%s exports %s, which is none of the API, the hooks and the interposed functions", so, name)
+				}
+			}
+			must := []string{"__fentry__", "mcount"}
+			if tg.arch == "arm64" {
+				must = []string{"_mcount"}
+			}
+			for _, m := range append(must, "execve", "sigaction", "makecontext", "backtrace", "_Unwind_RaiseException", "ftrt_module_register", "_exit") {
+				if !slices.Contains(defined, m) {
+					t.Errorf("%s does not export %s", so, m)
+				}
+			}
+		})
 	}
 }
 
@@ -213,5 +230,56 @@ func TestPreloadSetuid(t *testing.T) {
 	}
 	if counts, _ := reportCounts(t, rootTrace); counts["main"] != 1 {
 		t.Errorf("as root: report %v; want main's call", counts)
+	}
+}
+
+// TestPreloadNoTable: a program compiled with -pg or -pg -mfentry whose
+// objects recordmcount never saw (nor gcc's -mrecord-mcount), linked
+// without the runtime, calls its hook but has no table of its sites,
+// from which alone the runtime finds them: ftpatch record says so in one
+// line, naming the ways to a table (and -P), and the program runs as
+// untraced, none of its functions traced. With -mrecord-mcount, the
+// line is not there and its functions are traced.
+func TestPreloadNoTable(t *testing.T) {
+	t.Parallel()
+	for _, flags := range []string{"-pg -mfentry", "-pg", "-pg -mfentry -mrecord-mcount"} {
+		t.Run(slug(flags), func(t *testing.T) {
+			t.Parallel()
+			tg, dir := gccTest(t)
+			objs := buildSrc(t, tg, dir, "-O2 "+flags, true, progSources...)
+			prog := filepath.Join(dir, "prog")
+			run(t, dir, append([]string{"gcc", "-o", prog, "-pie"}, objs...)...)
+			wantOut, _, wantCode, err := runStatus(dir, prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			td := filepath.Join(dir, "trace")
+			out, stderr, code, err := runStatus(dir, tool("ftpatch"), "record", "--tracer", "function", "-d", td, "--", prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, "record", out, code, wantOut, wantCode)
+			hook := "__fentry__"
+			if !strings.Contains(flags, "-mfentry") {
+				hook = "mcount"
+			}
+			note := "ftpatch: note: " + prog + " calls " + hook + " but has no table of its sites, which the runtime finds them from: none of its functions is traced; run recordmcount on its objects before linking, or compile with -mrecord-mcount (gcc), or record it with -P . (sites made from its functions' prologues)\n"
+			counts := map[string]int{}
+			if _, err := os.Stat(td); err == nil {
+				counts, _ = reportCounts(t, td)
+			}
+			if strings.Contains(flags, "-mrecord-mcount") {
+				if strings.Contains(stderr, "no table") || counts["main"] != 1 {
+					t.Errorf("with -mrecord-mcount's table: report %v, record's stderr\n%s\nwant main traced, no note", counts, stderr)
+				}
+				return
+			}
+			if strings.Count(stderr, note) != 1 || !strings.HasPrefix(stderr, note) {
+				t.Errorf("record's stderr:\n%s\nwant it to begin with the one line\n%s", stderr, note)
+			}
+			if len(counts) != 0 {
+				t.Errorf("report %v; want no call traced", counts)
+			}
+		})
 	}
 }

@@ -358,6 +358,11 @@ type target struct {
 	// preload: an ELF program with sites linked without the runtime,
 	// which record traces with the runtime preloaded (LD_PRELOAD).
 	preload bool
+	// untabled names the hook an ELF program's -pg or -mfentry sites
+	// call when it has no table of them (no recordmcount, no
+	// -mrecord-mcount): the runtime, which finds sites only from a
+	// table, finds none there.
+	untabled string
 }
 
 // Shell exit statuses for a program that cannot be run.
@@ -430,11 +435,30 @@ func findTarget(args []string) (*target, error) {
 		// programs it starts record into the session.
 		t.preload = hasSites(f)
 		t.untraced = !t.preload
+		if t.preload && !hasTable(f) {
+			t.untabled = hookCalled(f)
+		}
 	case patch.LinksModule:
 		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", code)
 	}
 	t.prepatched = cfg.Patched()
 	return t, nil
+}
+
+// siteTables are the sections that hold a linked file's sites for the
+// runtime: recordmcount's or -mrecord-mcount's table, patchable entries,
+// the trampolines ftpatch instrument made.
+var siteTables = []string{"__mcount_loc", "__patchable_function_entries", abi.PrologueSection}
+
+// hasTable says whether f has a table of sites (siteTables) the runtime
+// reads.
+func hasTable(f *elfx.File) bool {
+	for _, name := range siteTables {
+		if sec := f.Section(name); sec != nil && sec.Size > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // secureExec says whether the program fi runs in secure execution when
@@ -458,29 +482,31 @@ func secureExec(fi fs.FileInfo) bool {
 // of -pg's and -mfentry's hooks (__fentry__, mcount, _mcount) left for
 // the loader to bind.
 func hasSites(f *elfx.File) bool {
-	for _, name := range []string{"__mcount_loc", "__patchable_function_entries", abi.PrologueSection} {
-		if sec := f.Section(name); sec != nil && sec.Size > 0 {
-			return true
-		}
-	}
+	return hasTable(f) || hookCalled(f) != ""
+}
+
+// hookCalled is the name of the hook of -pg's or -mfentry's sites
+// (__fentry__, mcount, _mcount) that f calls, left for the loader to
+// bind; "" for none.
+func hookCalled(f *elfx.File) string {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_DYNSYM {
 			continue
 		}
 		syms, err := f.Symbols(s)
 		if err != nil {
-			return false
+			return ""
 		}
 		for i := range syms {
 			switch syms[i].Name {
 			case "__fentry__", "mcount", "_mcount":
 				if !syms[i].Defined() {
-					return true
+					return syms[i].Name
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // preloadEnv is env with the runtime's shared object lib first in
@@ -521,6 +547,9 @@ func (t *target) run(s launch.Settings, stderr io.Writer) (launch.Status, error)
 	env, dropped := s.Env(os.Environ())
 	if len(dropped) > 0 {
 		fmt.Fprintf(stderr, "ftpatch: note: %s from the environment not passed on: the flags set the FTRACE* variables they own\n", strings.Join(dropped, " "))
+	}
+	if t.untabled != "" && s.PrologueSocket == "" {
+		fmt.Fprintf(stderr, "ftpatch: note: %s calls %s but has no table of its sites, which the runtime finds them from: none of its functions is traced; run recordmcount on its objects before linking, or compile with -mrecord-mcount (gcc), or record it with -P . (sites made from its functions' prologues)\n", t.name, t.untabled)
 	}
 	if t.preload {
 		if t.setid {
