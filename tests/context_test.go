@@ -2,12 +2,10 @@ package tests
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"ftpatch/model"
-	ftrt "ftpatch/runtime"
 	"ftpatch/symbols"
 	"ftpatch/trace"
 )
@@ -35,7 +33,8 @@ func shape(n *model.Node) string {
 // stack, one's function takes eight arguments, two of them on its stack)
 // keep their output and exit status under both tracers, every site kind
 // of x86-64 and of arm64 (under qemu),
-// both compilers, PIE or not and linked statically; every call is in the
+// both compilers, PIE or not and linked statically, and with the runtime
+// preloaded (makecontext interposed); every call is in the
 // trace, and function_graph graphs each context's calls as they nest on
 // its own stack: the thread's own stack holds main, schedule and make,
 // each worker's context the worker with its four steps, none unwound or
@@ -47,6 +46,7 @@ func TestContexts(t *testing.T) {
 		flags  string
 		pie    bool
 		static bool
+		rt     runtimeMode
 	}
 	var builds []build
 	for _, tg := range []target{x86GCC, x86Clang, a64GCC, a64Clang} {
@@ -55,12 +55,19 @@ func TestContexts(t *testing.T) {
 			sets = flagSets[tg.arch]
 		}
 		for i, flags := range sets {
-			builds = append(builds, build{tg, flags, i%2 == 0, false})
+			builds = append(builds, build{tg, flags, i%2 == 0, false, linkedMode})
 		}
 	}
-	builds = append(builds, build{x86GCC, "-pg -mfentry", false, true})
+	builds = append(builds, build{x86GCC, "-pg -mfentry", false, true, linkedMode},
+		// Preloaded (makecontext interposed): hooks called through the
+		// GOT, the PLT, and patchable entries.
+		build{x86GCC, "-pg -mfentry", true, false, preloadedMode},
+		build{x86Clang, "-pg", false, false, preloadedMode},
+		build{x86GCC, "-fpatchable-function-entry=5", true, false, preloadedMode},
+		build{a64GCC, "-fpatchable-function-entry=4,2 -falign-functions=8", true, false, preloadedMode},
+		build{a64Clang, "-pg", true, false, preloadedMode})
 	for _, b := range builds {
-		name := fmt.Sprintf("%s/%s/%s/%s", b.tg.arch, b.tg.name, slug(b.flags), picFlag(b.pie))
+		name := fmt.Sprintf("%s/%s/%s/%s/%s", b.tg.arch, b.tg.name, slug(b.flags), picFlag(b.pie), b.rt)
 		if b.static {
 			name += "/static"
 		}
@@ -70,15 +77,13 @@ func TestContexts(t *testing.T) {
 			dir := t.TempDir()
 			wantOut, wantCode := untraced(t, b.tg, dir, "contexts.c")
 			objs := buildSrc(t, b.tg, dir, "-O2 "+b.flags, b.pie, "contexts.c")
-			run(t, dir, append([]string{tool("recordmcount")}, objs...)...)
-			prog := filepath.Join(dir, "prog")
-			argv := append(append([]string{}, b.tg.link...), "-o", prog, picLink(b.pie))
+			flags := []string{picLink(b.pie)}
 			if b.static {
-				argv = append(argv, "-static")
+				flags = append(flags, "-static")
 			}
-			run(t, dir, append(argv, append(objs, ftrt.LinkFlags(runtimeArchiveFor(t, b.tg.arch))...)...)...)
+			prog, runOn := linkAs(t, b.tg, dir, b.rt, objs, flags...)
 			for _, tracer := range []string{"function", "function_graph"} {
-				stderr, out := runTracedOn(t, b.tg, dir, prog, tracer, wantOut, wantCode)
+				stderr, out := runTracedOn(t, runOn, dir, prog, tracer, wantOut, wantCode)
 				made := countLine(t, stderr, "made")
 				tr, syms := readTrace(t, out)
 				if tracer == "function" {

@@ -65,34 +65,25 @@ func tally(events []model.Event) map[string]int {
 	return n
 }
 
-// exitsBuilds builds progs/exits.c traced, with flags, into a new
-// directory (dir), and untraced into another (the untraced build made
-// once per test run, and linked).
-func exitsBuilds(t *testing.T, tg target, flags string) (dir, prog, plain string) {
+// exitsBuilds builds progs/exits.c traced, with flags and the runtime as
+// mode says, into a new directory (dir), and untraced into another (the
+// untraced build made once per test run, and linked); runOn is the
+// target to run prog on (runner).
+func exitsBuilds(t *testing.T, tg target, flags string, mode runtimeMode) (dir, prog, plain string, runOn target) {
 	t.Helper()
 	dir, plainDir := t.TempDir(), t.TempDir()
-	prog = traced(t, tg, dir, flags, true, "exits.c")
+	prog, runOn = tracedAs(t, tg, dir, flags, true, mode, "exits.c")
 	built := once(t, sharedKey("exits.c untraced", tg.id()), func(dir string) string {
 		plain, _ := link(t, tg, dir, "plain", buildSrc(t, tg, dir, "-O2", true, "exits.c"), true, "bfd", false)
 		return plain
 	})
 	plain = filepath.Join(plainDir, "plain")
 	sharedProgram(t, built, plain)
-	return dir, prog, plain
+	return dir, prog, plain, runOn
 }
 
 var countsLine = regexp.MustCompile(`counts: main=(\d+) spin=(\d+) spin=(\d+)`)
 
-// TestExitWays: a traced program that ends other than through exit
-// (progs/exits.c) keeps its output and exit status under both tracers,
-// and its trace holds what it recorded: _exit flushes every buffer and
-// writes the final metadata, in the main thread, in a forked child (which
-// writes its own stream only), and from a signal handler while other
-// threads run (their buffers flushed whole, the interrupted thread's up to
-// its last whole record, nothing twice); a vfork child's _exit and
-// posix_spawn's leave the parent's buffers alone; a program killed by
-// SIGKILL leaves a trace replay and report read, warning once. On x86-64
-// and on arm64 (under qemu).
 // workedThousand checks the trace of a run that called work(1000) and
 // ended without exit: every call is there, and the run ended.
 func workedThousand(t *testing.T, out, _ string) {
@@ -111,13 +102,19 @@ func workedThousand(t *testing.T, out, _ string) {
 	}
 }
 
+// TestExitWays: a traced program that ends other than through exit
+// (progs/exits.c) keeps its output and exit status under both tracers,
+// and its trace holds what it recorded: _exit flushes every buffer and
+// writes the final metadata, in the main thread, in a forked child (which
+// writes its own stream only), and from a signal handler while other
+// threads run (their buffers flushed whole, the interrupted thread's up to
+// its last whole record, nothing twice); a vfork child's _exit and
+// posix_spawn's leave the parent's buffers alone; a program killed by
+// SIGKILL leaves a trace replay and report read, warning once. On x86-64
+// and on arm64 (under qemu), the runtime linked and preloaded.
 func TestExitWays(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		how   string
-		code  int // the untraced run's exit status; -1: killed
-		check func(t *testing.T, out, stderr string)
-	}{
+	cases := []exitCase{
 		{"_exit", 5, workedThousand},
 		{"quick_exit", 4, workedThousand},
 		{"fork", 0, func(t *testing.T, out, _ string) {
@@ -222,41 +219,71 @@ func TestExitWays(t *testing.T) {
 			}
 		}},
 	}
-	sites := map[string][]string{
-		"x86_64": {"-pg -mfentry", "-fpatchable-function-entry=5"},
-		"arm64":  {"-fpatchable-function-entry=2", "-pg -mbranch-protection=standard"},
+	// Preloaded: the sites that call a hook through the PLT or the GOT
+	// (x86-64 PIE -mfentry's call *__fentry__@GOTPCREL, arm64 -pg's bl
+	// _mcount), one per architecture.
+	sites := map[runtimeMode]map[string][]string{
+		linkedMode: {
+			"x86_64": {"-pg -mfentry", "-fpatchable-function-entry=5"},
+			"arm64":  {"-fpatchable-function-entry=2", "-pg -mbranch-protection=standard"},
+		},
+		preloadedMode: {
+			"x86_64": {"-pg -mfentry"},
+			"arm64":  {"-pg -mbranch-protection=standard"},
+		},
 	}
-	forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites, func(t *testing.T, tg target, flags string) {
-		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+flags)
+	for _, mode := range runtimeModes {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			forSites(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, sites[mode], func(t *testing.T, tg target, flags string) {
+				testExitWays(t, tg, flags, mode, cases)
+			})
+		})
+	}
+}
+
+// An exitCase is a way of TestExitWays's to end progs/exits.c.
+type exitCase struct {
+	how   string
+	code  int // the untraced run's exit status; -1: killed
+	check func(t *testing.T, out, stderr string)
+}
+
+// testExitWays runs TestExitWays's cases on progs/exits.c built by tg
+// with flags, the runtime as mode says.
+func testExitWays(t *testing.T, tg target, flags string, mode runtimeMode, cases []exitCase) {
+	dir, prog, plain, runOn := exitsBuilds(t, tg, "-O2 "+flags, mode)
+	if mode == linkedMode {
 		// The program's _exit is the runtime's, exported for shared
-		// objects to bind to.
+		// objects to bind to (preloaded, the runtime's shared object
+		// exports it: TestPreloadExports).
 		syms, _ := run(t, dir, "readelf", "-W", "--dyn-syms", prog)
 		if !regexp.MustCompile(`FUNC +WEAK +DEFAULT +[0-9]+ _exit\n`).MatchString(syms) {
 			t.Errorf("the program exports no _exit of its own:\n%s", syms)
 		}
-		for _, c := range cases {
-			t.Run(c.how, func(t *testing.T) {
-				// The same for every site flag: run once.
-				r := once(t, sharedKey("exits.c untraced run", tg.id(), c.how), func(string) ran {
-					out, _, code, err := runStatus(filepath.Dir(plain), tg.on(plain, c.how)...)
-					return ran{out, code, err}
-				})
-				wantOut, wantCode, err := r.out, r.code, r.err
-				if err != nil || wantCode != c.code {
-					t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
-				}
-				for _, mode := range []string{"function", "function_graph"} {
-					out := filepath.Join(dir, c.how+"-"+mode)
-					got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.on(prog, c.how)...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					checkSame(t, mode, got, code, wantOut, wantCode)
-					t.Run(mode, func(t *testing.T) { c.check(t, out, errOut) })
-				}
+	}
+	for _, c := range cases {
+		t.Run(c.how, func(t *testing.T) {
+			// The same for every site flag and mode: run once.
+			r := once(t, sharedKey("exits.c untraced run", tg.id(), c.how), func(string) ran {
+				out, _, code, err := runStatus(filepath.Dir(plain), tg.on(plain, c.how)...)
+				return ran{out, code, err}
 			})
-		}
-	})
+			wantOut, wantCode, err := r.out, r.code, r.err
+			if err != nil || wantCode != c.code {
+				t.Fatalf("untraced: exit %d, %v, want exit %d", wantCode, err, c.code)
+			}
+			for _, tracer := range []string{"function", "function_graph"} {
+				out := filepath.Join(dir, c.how+"-"+tracer)
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + tracer, "FTRACE_OUT=" + out}, runOn.on(prog, c.how)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, tracer, got, code, wantOut, wantCode)
+				t.Run(tracer, func(t *testing.T) { c.check(t, out, errOut) })
+			}
+		})
+	}
 }
 
 // TestExecChild: a traced program whose forked child execs a traced
@@ -270,8 +297,8 @@ func TestExitWays(t *testing.T) {
 // qemu again: onSelf).
 func TestExecChild(t *testing.T) {
 	t.Parallel()
-	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
+	forModes(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target, rt runtimeMode) {
+		dir, prog, plain, runOn := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch], rt)
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "exec")...)
 		if err != nil || wantCode != 0 || !strings.HasPrefix(wantOut, "child worked") {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
@@ -286,7 +313,7 @@ func TestExecChild(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(out, "keep"), []byte("mine"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, tg.onSelf(t, prog, "exec")...)
+				got, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + out}, runOn.onSelf(t, prog, "exec")...)
 				if err != nil || code != 0 || got != wantOut {
 					t.Fatalf("exit %d, %v, output %q; want exit 0, output %q\n%s", code, err, got, wantOut, errOut)
 				}
@@ -325,7 +352,7 @@ func TestExecChild(t *testing.T) {
 				// directory: made, then moved aside beside it.
 				slash := filepath.Join(dir, "slash-"+mode)
 				for i := 0; i < 2; i++ {
-					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, tg.onSelf(t, prog, "exec-child")...); err != nil || code != 0 {
+					if _, errOut, code, err := runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + slash + "/"}, runOn.onSelf(t, prog, "exec-child")...); err != nil || code != 0 {
 						t.Fatalf("FTRACE_OUT=%s/: exit %d, %v\n%s", slash, code, err, errOut)
 					}
 				}
@@ -346,7 +373,7 @@ func TestExecChild(t *testing.T) {
 				// counted.
 				for _, how := range []string{"exec-self", "exec-thread"} {
 					self := filepath.Join(dir, how+"-"+mode)
-					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, tg.onSelf(t, prog, how)...)
+					got, errOut, code, err = runStatusEnv(dir, []string{"FTRACE=" + mode, "FTRACE_OUT=" + self}, runOn.onSelf(t, prog, how)...)
 					if err != nil || code != 0 || !strings.HasPrefix(got, "child worked") {
 						t.Fatalf("%s: exit %d, %v, output %q\n%s", how, code, err, got, errOut)
 					}
@@ -397,8 +424,8 @@ func TestExecChild(t *testing.T) {
 // nothing on.
 func TestSpawnChild(t *testing.T) {
 	t.Parallel()
-	forCompilers(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target) {
-		dir, prog, plain := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch])
+	forModes(t, []target{x86GCC, x86Clang, a64GCC, a64Clang}, func(t *testing.T, tg target, rt runtimeMode) {
+		dir, prog, plain, runOn := exitsBuilds(t, tg, "-O2 "+preferred[tg.arch], rt)
 		wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), tg.onSelf(t, plain, "spawn")...)
 		if err != nil || wantCode != 0 || strings.Count(wantOut, "child worked") != 5 {
 			t.Fatalf("untraced: exit %d, %v, output %q", wantCode, err, wantOut)
@@ -409,7 +436,7 @@ func TestSpawnChild(t *testing.T) {
 			if !inherit {
 				env = append(env, "FTRACE_INHERIT=0")
 			}
-			got, errOut, code := runNoFtrace(t, dir, env, tg.onSelf(t, prog, "spawn")...)
+			got, errOut, code := runNoFtrace(t, dir, env, runOn.onSelf(t, prog, "spawn")...)
 			if got != wantOut || code != 0 {
 				t.Fatalf("inherit %v: exit %d, output\n%s\nwant exit 0, output\n%s\n%s", inherit, code, got, wantOut, errOut)
 			}

@@ -441,13 +441,22 @@ func TestOptimized(t *testing.T) {
 // says: -pie, or -static (objects not position-independent).
 func exceptionsProg(t *testing.T, tg target, dir, opt, link string) string {
 	t.Helper()
+	prog, _ := exceptionsAs(t, tg, dir, opt, link, linkedMode)
+	return prog
+}
+
+// exceptionsAs is exceptionsProg with the runtime as rt says; it returns
+// the program and the target to run it on traced.
+func exceptionsAs(t *testing.T, tg target, dir, opt, link string, rt runtimeMode) (string, target) {
+	t.Helper()
 	objs := buildSrc(t, tg, dir, opt+" "+preferred[tg.arch], link != "-static", "exceptions.cc")
-	return linkRecordedOn(t, tg, dir, objs, link)
+	return linkAs(t, tg, dir, rt, objs, link)
 }
 
 // TestExceptions: C++ exceptions thrown through graphed frames (caught
 // higher up, rethrown, with destructors running traced code while the
-// stack unwinds) behave exactly as untraced under both tracers; the graph
+// stack unwinds) behave exactly as untraced under both tracers, the
+// runtime linked and preloaded (the unwinder's entry points interposed); the graph
 // records the unwound calls and keeps tracing the frames that survive.
 func TestExceptions(t *testing.T) {
 	t.Parallel()
@@ -456,19 +465,22 @@ func TestExceptions(t *testing.T) {
 		if tg.arch != "x86_64" {
 			prefix = tg.arch + "/"
 		}
-		for _, opt := range []string{"-O0", "-O2"} {
-			t.Run(prefix+tg.name+"/"+opt, func(t *testing.T) {
+		for _, b := range []struct {
+			opt string
+			rt  runtimeMode
+		}{{"-O0", linkedMode}, {"-O2", linkedMode}, {"-O2", preloadedMode}} {
+			t.Run(prefix+tg.name+"/"+b.opt+"/"+string(b.rt), func(t *testing.T) {
 				t.Parallel()
 				need(t, tg.tools...)
 				dir := t.TempDir()
-				prog := exceptionsProg(t, tg, dir, opt, "-pie")
+				prog, runOn := exceptionsAs(t, tg, dir, b.opt, "-pie", b.rt)
 				wantOut, wantErr, wantCode, err := runStatus(dir, tg.on(prog)...)
 				if err != nil || wantCode != 0 || !strings.Contains(wantOut, "nested caught bottom") {
 					t.Fatalf("untraced: exit %d, %v\n%s%s", wantCode, err, wantOut, wantErr)
 				}
 				graph := filepath.Join(dir, "graph")
 				for _, c := range []struct{ mode, out string }{{"function", filepath.Join(dir, "fn")}, {"function_graph", graph}} {
-					got, gotErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, tg.on(prog)...)
+					got, gotErr, code, err := runStatusEnv(dir, []string{"FTRACE=" + c.mode, "FTRACE_OUT=" + c.out}, runOn.on(prog)...)
 					if err != nil || got != wantOut || code != wantCode {
 						t.Errorf("%s: exit %d, %v, output\n%s\nstderr\n%s\nwant\n%s", c.mode, code, err, got, gotErr, wantOut)
 					}

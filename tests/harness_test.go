@@ -411,7 +411,7 @@ func (tg target) on(prog string, args ...string) []string {
 // script execs qemu, which runs prog). Natively, on.
 func (tg target) onSelf(t *testing.T, prog string, args ...string) []string {
 	t.Helper()
-	if len(tg.exec) == 0 {
+	if tg.native() {
 		return tg.on(prog, args...)
 	}
 	script := prog + ".run"
@@ -556,14 +556,23 @@ type ccBuild struct {
 // a parallel subtest named compiler/flags, with the untraced program's
 // output and exit status, which every traced run must match.
 func forProgram(t *testing.T, src string, builds []ccBuild, test func(t *testing.T, tg target, dir, prog, wantOut string, wantCode int)) {
+	forProgramAs(t, src, builds, linkedMode, func(t *testing.T, tg, _ target, dir, prog, wantOut string, wantCode int) {
+		test(t, tg, dir, prog, wantOut, wantCode)
+	})
+}
+
+// forProgramAs is forProgram with the runtime as rt says: test is given
+// the target to run prog on traced (runOn: tg, or tg preloading the
+// runtime) besides tg, which runs the untraced build (dir/plain).
+func forProgramAs(t *testing.T, src string, builds []ccBuild, rt runtimeMode, test func(t *testing.T, tg, runOn target, dir, prog, wantOut string, wantCode int)) {
 	for _, c := range builds {
 		t.Run(c.tg.arch+"/"+c.tg.name+"/"+slug(c.flags), func(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			dir := t.TempDir()
 			wantOut, wantCode := untraced(t, c.tg, dir, src, defines(c.flags)...)
-			prog := traced(t, c.tg, dir, c.flags, true, src)
-			test(t, c.tg, dir, prog, wantOut, wantCode)
+			prog, runOn := tracedAs(t, c.tg, dir, c.flags, true, rt, src)
+			test(t, c.tg, runOn, dir, prog, wantOut, wantCode)
 		})
 	}
 }

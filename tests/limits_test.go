@@ -69,7 +69,7 @@ func TestBytesPerCall(t *testing.T) {
 func exitsTraced(t *testing.T, how string, check func(t *testing.T, out string)) {
 	t.Helper()
 	need(t, x86GCC.tools...)
-	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
+	dir, prog, plain, _ := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry", linkedMode)
 	wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, how)
 	if err != nil || wantCode != 0 {
 		t.Fatalf("untraced: exit %d, %v", wantCode, err)
@@ -117,7 +117,7 @@ func TestFileSizeLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 200 * 1024
 	need(t, append([]string{"prlimit"}, x86GCC.tools...)...)
-	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
+	dir, prog, plain, _ := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry", linkedMode)
 	limited := []string{"prlimit", "--fsize=" + strconv.Itoa(limit), "--"}
 	wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), append(limited, plain, "many")...)
 	if err != nil || wantCode != 0 {
@@ -172,7 +172,7 @@ func TestStreamAfterLoss(t *testing.T) {
 func TestDiskFullKeepsMeta(t *testing.T) {
 	t.Parallel()
 	need(t, x86GCC.tools...)
-	dir, prog, plain := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry")
+	dir, prog, plain, _ := exitsBuilds(t, x86GCC, "-O2 -pg -mfentry", linkedMode)
 	wantOut, _, wantCode, err := runStatus(filepath.Dir(plain), plain, "many")
 	if err != nil || wantCode != 0 {
 		t.Fatalf("untraced: exit %d, %v", wantCode, err)

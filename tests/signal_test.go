@@ -43,7 +43,8 @@ const a64Stress = " -DFORK_EVERY=1000000 -DSTACK=4194304 -DALTSTACK=1048576 -DPE
 // stack above the thread's (progs/sigstress.c); threads are created and
 // exit, and threads fork children that make traced calls. Twenty runs
 // over every x86-64 site kind, both compilers, a pre-patched program and
-// both tracers, and sixteen over arm64's (under qemu: settings below): each run's output and exit status are the untraced
+// both tracers, and sixteen over arm64's (under qemu: settings below),
+// and twelve with the runtime preloaded: each run's output and exit status are the untraced
 // program's, every call of the loops is in the trace, the handlers' calls
 // are there but for those the trace counts as dropped (a handler that
 // interrupted the tracer), no call is taken for one a longjmp left (there
@@ -57,17 +58,18 @@ func TestSignalStress(t *testing.T) {
 		tracer string
 		enable bool   // pre-patched by ftpatch enable, run with no FTRACE
 		buffer string // FTRACE_BUFFER: writer (a thread of the runtime's writes), or ring:SIZE (the flight recorder); "": stream
+		rt     runtimeMode
 	}{
-		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, ""},
-		{x86GCC, "-O2 -pg", false, "function_graph", false, ""},
-		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false, ""},
-		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true, ""},
-		{x86Clang, "-O2 -pg -mfentry", false, "function", false, ""},
+		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, "", linkedMode},
+		{x86GCC, "-O2 -pg", false, "function_graph", false, "", linkedMode},
+		{x86Clang, "-O0 -fpatchable-function-entry=5", true, "function_graph", false, "", linkedMode},
+		{x86GCC, "-O2 -pg -mfentry -fcf-protection", true, "function_graph", true, "", linkedMode},
+		{x86Clang, "-O2 -pg -mfentry", false, "function", false, "", linkedMode},
 		// The writer thread, and the flight recorder with a ring no
 		// thread fills: every record kept, written at each thread's
 		// exit (forked children's too) and at the end.
-		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, "writer"},
-		{x86GCC, "-O2 -pg -mfentry", true, "function", false, "ring:256m"},
+		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, "writer", linkedMode},
+		{x86GCC, "-O2 -pg -mfentry", true, "function", false, "ring:256m", linkedMode},
 		// arm64, under qemu-user: 10,000 signals a second per thread,
 		// no fork (qemu-user crashes now and then forking a
 		// multi-threaded program that takes signals, untraced too), and
@@ -76,10 +78,14 @@ func TestSignalStress(t *testing.T) {
 		// its handlers slow, so they nest deeper (at 64 KiB, nested
 		// handlers on the alternate stack overran it into the thread's
 		// TLS below it).
-		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false, ""},
-		{a64Clang, "-O2 -pg -mbranch-protection=standard" + a64Stress, true, "function_graph", false, ""},
-		{a64GCC, "-O0 -fpatchable-function-entry=2 -mbranch-protection=standard" + a64Stress, false, "function", false, ""},
-		{a64GCC, "-O2 -pg" + a64Stress, true, "function_graph", true, ""},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false, "", linkedMode},
+		{a64Clang, "-O2 -pg -mbranch-protection=standard" + a64Stress, true, "function_graph", false, "", linkedMode},
+		{a64GCC, "-O0 -fpatchable-function-entry=2 -mbranch-protection=standard" + a64Stress, false, "function", false, "", linkedMode},
+		{a64GCC, "-O2 -pg" + a64Stress, true, "function_graph", true, "", linkedMode},
+		// Preloaded: the program's sigaction interposed.
+		{x86GCC, "-O2 -pg -mfentry", true, "function_graph", false, "", preloadedMode},
+		{x86Clang, "-O2 -pg", false, "function", false, "", preloadedMode},
+		{a64GCC, "-O2 -fpatchable-function-entry=4,2 -falign-functions=8" + a64Stress, true, "function_graph", false, "", preloadedMode},
 	}
 	const runs = 4 // each: twenty in all
 	for _, c := range cases {
@@ -90,12 +96,13 @@ func TestSignalStress(t *testing.T) {
 		if c.buffer != "" {
 			name += "/" + c.buffer
 		}
+		name += "/" + string(c.rt)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			need(t, c.tg.tools...)
 			plainDir, dir := t.TempDir(), t.TempDir()
 			wantOut, wantCode := untraced(t, c.tg, plainDir, "sigstress.c", defines(c.flags)...)
-			prog := traced(t, c.tg, dir, c.flags, c.pie, "sigstress.c")
+			prog, runOn := tracedAs(t, c.tg, dir, c.flags, c.pie, c.rt, "sigstress.c")
 			var env []string
 			if c.enable {
 				run(t, dir, tool("ftpatch"), "enable", "--tracer", c.tracer, prog, "*")
@@ -107,7 +114,7 @@ func TestSignalStress(t *testing.T) {
 			}
 			for i := range runs {
 				out := filepath.Join(dir, fmt.Sprintf("run%d", i))
-				got, stderr, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), c.tg.on(prog)...)
+				got, stderr, code, err := runStatusEnv(dir, append(env, "FTRACE_OUT="+out), runOn.on(prog)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -203,6 +210,7 @@ func checkStress(t *testing.T, dir, tracer string, made, handler map[string]int)
 // many land inside the tracer, whose frames the jump then leaves. The
 // program's output and exit status are the untraced one's under both
 // tracers and every site kind (x86-64's, and arm64's under qemu), and
+// with the runtime preloaded, and
 // tracing goes on after each jump: the
 // loop's calls are all in the trace (a jump may cut a call after its
 // entry was traced, before its body counted it: at most one a jump), and
@@ -221,31 +229,42 @@ func TestSignalJumpOut(t *testing.T) {
 		builds = append(builds, ccBuild{a64GCC, slower + "-O2 " + flags})
 	}
 	builds = append(builds, ccBuild{a64Clang, slower + "-O2 -fpatchable-function-entry=2 -mbranch-protection=standard"})
-	forProgram(t, "jumpout.c", builds, func(t *testing.T, tg target, dir, prog, wantOut string, wantCode int) {
-		for _, tracer := range []string{"function", "function_graph"} {
-			stderr, out := runTracedOn(t, tg, dir, prog, tracer, wantOut, wantCode)
-			made := countLine(t, stderr, "made")
-			// qemu-user now and then delivers a timer's signals late,
-			// and a run ends with few jumps: that one is run again.
-			for try := 0; tg.arch != "x86_64" && made["jumps"] < 50 && try < 3; try++ {
-				stderr, out = runTracedArgv(t, dir, tg.on(prog), tracer, fmt.Sprintf("%s-%d", tracer, try), nil, wantOut, wantCode)
-				made = countLine(t, stderr, "made")
-			}
-			tr, syms := readTrace(t, out)
-			traced, _ := tracedCalls(t, tr, syms, tracer)
-			jumps := made["jumps"]
-			if jumps < 50 {
-				t.Errorf("%s: %d jumps: too few to test anything", tracer, jumps)
-			}
-			for _, f := range []string{"mid", "leaf"} {
-				if traced[f] < made[f] || traced[f] > made[f]+jumps {
-					t.Errorf("%s: %s traced %d times; the program began %d calls and jumped %d times", tracer, f, traced[f], made[f], jumps)
-				}
-			}
-			// The handler's calls: on_alarm itself and hwork, one each a jump.
-			if n := uint64(traced["on_alarm"] + traced["hwork"]); n+tr.Meta.Dropped != uint64(2*jumps) {
-				t.Errorf("%s: the handlers' calls: %d traced and %d dropped; they made %d", tracer, n, tr.Meta.Dropped, 2*jumps)
+	// Preloaded: a build each of x86-64 and arm64.
+	preloaded := []ccBuild{{x86GCC, "-O2 -pg -mfentry"}, {a64GCC, slower + "-O2 -pg -mbranch-protection=standard"}}
+	for rt, builds := range map[runtimeMode][]ccBuild{linkedMode: builds, preloadedMode: preloaded} {
+		t.Run(string(rt), func(t *testing.T) {
+			t.Parallel()
+			forProgramAs(t, "jumpout.c", builds, rt, testSignalJumpOut)
+		})
+	}
+}
+
+// testSignalJumpOut is TestSignalJumpOut on one build of progs/jumpout.c,
+// prog, run traced on runOn.
+func testSignalJumpOut(t *testing.T, tg, runOn target, dir, prog, wantOut string, wantCode int) {
+	for _, tracer := range []string{"function", "function_graph"} {
+		stderr, out := runTracedOn(t, runOn, dir, prog, tracer, wantOut, wantCode)
+		made := countLine(t, stderr, "made")
+		// qemu-user now and then delivers a timer's signals late,
+		// and a run ends with few jumps: that one is run again.
+		for try := 0; tg.arch != "x86_64" && made["jumps"] < 50 && try < 3; try++ {
+			stderr, out = runTracedArgv(t, dir, runOn.on(prog), tracer, fmt.Sprintf("%s-%d", tracer, try), nil, wantOut, wantCode)
+			made = countLine(t, stderr, "made")
+		}
+		tr, syms := readTrace(t, out)
+		traced, _ := tracedCalls(t, tr, syms, tracer)
+		jumps := made["jumps"]
+		if jumps < 50 {
+			t.Errorf("%s: %d jumps: too few to test anything", tracer, jumps)
+		}
+		for _, f := range []string{"mid", "leaf"} {
+			if traced[f] < made[f] || traced[f] > made[f]+jumps {
+				t.Errorf("%s: %s traced %d times; the program began %d calls and jumped %d times", tracer, f, traced[f], made[f], jumps)
 			}
 		}
-	})
+		// The handler's calls: on_alarm itself and hwork, one each a jump.
+		if n := uint64(traced["on_alarm"] + traced["hwork"]); n+tr.Meta.Dropped != uint64(2*jumps) {
+			t.Errorf("%s: the handlers' calls: %d traced and %d dropped; they made %d", tracer, n, tr.Meta.Dropped, 2*jumps)
+		}
+	}
 }

@@ -46,7 +46,7 @@ var unwindFilters = []string{
 // TestUnwinding: progs/unwind.cc throws through traced frames in every
 // shape it knows (see there), built by both compilers at -O0 and -O2,
 // with every x86-64 site kind, PIE and not, and every arm64 one (PIE,
-// under qemu). Under function_graph, with
+// under qemu), and with the runtime preloaded. Under function_graph, with
 // every function chosen and with unwindFilters, and, in the builds whose
 // sites differ in their hooks (a trampoline per site at -pg -mfentry,
 // return_to_handler at -pg), with each function alone and each left out,
@@ -86,6 +86,15 @@ func TestUnwinding(t *testing.T) {
 							checkUnwinding(t, tg, dir, prog, wantOut, wantCode, each)
 						})
 					}
+				}
+				// Preloaded (the unwinder's entry points interposed):
+				// the architecture's preferred sites, at -O2.
+				if opt == "-O2" {
+					t.Run(slug(preferred[tg.arch])+"/-fPIE/preloaded", func(t *testing.T) {
+						dir := t.TempDir()
+						prog, runOn := tracedAs(t, tg, dir, opt+" "+preferred[tg.arch], true, preloadedMode, "unwind.cc")
+						checkUnwinding(t, runOn, dir, prog, wantOut, wantCode, false)
+					})
 				}
 			})
 		}

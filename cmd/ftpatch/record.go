@@ -353,11 +353,16 @@ type target struct {
 	code       string
 	wrapper    *libtool.Wrapper // path is libtool's wrapper script for code
 	prepatched bool
-	setid      bool      // setuid or setgid: it reads no FTRACE* variable
+	setid      bool      // setuid or setgid to another user or group: it runs in secure execution (secureExec)
 	arch       arch.Arch // the ELF's; a script's: this machine's
 	// preload: an ELF program with sites linked without the runtime,
 	// which record traces with the runtime preloaded (LD_PRELOAD).
 	preload bool
+	// untabled names the hook an ELF program's -pg or -mfentry sites
+	// call when it has no table of them (no recordmcount, no
+	// -mrecord-mcount): the runtime, which finds sites only from a
+	// table, finds none there.
+	untabled string
 }
 
 // Shell exit statuses for a program that cannot be run.
@@ -388,7 +393,7 @@ func findTarget(args []string) (*target, error) {
 	}
 	t.path = path
 	if fi, err := os.Stat(path); err == nil {
-		t.setid = fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0
+		t.setid = secureExec(fi)
 	}
 	code := path
 	m, err := infile.Map(path)
@@ -430,11 +435,45 @@ func findTarget(args []string) (*target, error) {
 		// programs it starts record into the session.
 		t.preload = hasSites(f)
 		t.untraced = !t.preload
+		if t.preload && !hasTable(f) {
+			t.untabled = hookCalled(f)
+		}
 	case patch.LinksModule:
 		return nil, fmt.Errorf("%s: a shared object (it links the module stub): record the program that loads it", code)
 	}
 	t.prepatched = cfg.Patched()
 	return t, nil
+}
+
+// siteTables are the sections that hold a linked file's sites for the
+// runtime: recordmcount's or -mrecord-mcount's table, patchable entries,
+// the trampolines ftpatch instrument made.
+var siteTables = []string{"__mcount_loc", "__patchable_function_entries", abi.PrologueSection}
+
+// hasTable says whether f has a table of sites (siteTables) the runtime
+// reads.
+func hasTable(f *elfx.File) bool {
+	for _, name := range siteTables {
+		if sec := f.Section(name); sec != nil && sec.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// secureExec says whether the program fi runs in secure execution when
+// this process runs it: setuid to another user than this one, or setgid
+// to another group. The kernel then sets AT_SECURE (as it does for file
+// capabilities, which are not looked at): the runtime reads no FTRACE*
+// variable, and the loader ignores LD_PRELOAD. A setuid-root program run
+// by root runs as any other.
+func secureExec(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0
+	}
+	return fi.Mode()&fs.ModeSetuid != 0 && int(st.Uid) != os.Getuid() ||
+		fi.Mode()&fs.ModeSetgid != 0 && int(st.Gid) != os.Getgid()
 }
 
 // hasSites says whether the linked file f has sites for the runtime: a
@@ -443,29 +482,31 @@ func findTarget(args []string) (*target, error) {
 // of -pg's and -mfentry's hooks (__fentry__, mcount, _mcount) left for
 // the loader to bind.
 func hasSites(f *elfx.File) bool {
-	for _, name := range []string{"__mcount_loc", "__patchable_function_entries", abi.PrologueSection} {
-		if sec := f.Section(name); sec != nil && sec.Size > 0 {
-			return true
-		}
-	}
+	return hasTable(f) || hookCalled(f) != ""
+}
+
+// hookCalled is the name of the hook of -pg's or -mfentry's sites
+// (__fentry__, mcount, _mcount) that f calls, left for the loader to
+// bind; "" for none.
+func hookCalled(f *elfx.File) string {
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_DYNSYM {
 			continue
 		}
 		syms, err := f.Symbols(s)
 		if err != nil {
-			return false
+			return ""
 		}
 		for i := range syms {
 			switch syms[i].Name {
 			case "__fentry__", "mcount", "_mcount":
 				if !syms[i].Defined() {
-					return true
+					return syms[i].Name
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // preloadEnv is env with the runtime's shared object lib first in
@@ -506,6 +547,9 @@ func (t *target) run(s launch.Settings, stderr io.Writer) (launch.Status, error)
 	env, dropped := s.Env(os.Environ())
 	if len(dropped) > 0 {
 		fmt.Fprintf(stderr, "ftpatch: note: %s from the environment not passed on: the flags set the FTRACE* variables they own\n", strings.Join(dropped, " "))
+	}
+	if t.untabled != "" && s.PrologueSocket == "" {
+		fmt.Fprintf(stderr, "ftpatch: note: %s calls %s but has no table of its sites, which the runtime finds them from: none of its functions is traced; run recordmcount on its objects before linking, or compile with -mrecord-mcount (gcc), or record it with -P . (sites made from its functions' prologues)\n", t.name, t.untabled)
 	}
 	if t.preload {
 		if t.setid {
@@ -591,6 +635,8 @@ func (t *target) ended(stderr io.Writer, st launch.Status, s launch.Settings, td
 		fmt.Fprintf(stderr, "ftpatch: %sthe trace is in %s%s: read it with `ftpatch replay %s` or `ftpatch report %s`\n", how, td.path, aside, q, q)
 	case s.Tracer == "nop":
 		fmt.Fprintf(stderr, "ftpatch: %sthe nop tracer writes no trace\n", how)
+	case t.setid && t.preload:
+		// The note before the run said it runs untraced.
 	case t.setid:
 		fmt.Fprintf(stderr, "ftpatch: %sno trace in %s: a setuid or setgid program reads no FTRACE* variable and traces only where `ftpatch enable --trace-dir` recorded\n", how, s.Out)
 	case !t.elf:
@@ -694,15 +740,16 @@ A program pre-patched by ftpatch enable traces with the tracer and the
 functions its record holds when no --tracer, -F, -N or -t is given
 (--filter alone then chooses among its sites with the recorded tracer);
 any of those traces it as they say, as FTRACE does. A setuid or setgid
-program reads no FTRACE* variable at all (see ftpatch enable
---trace-dir).
+program run by another user or group reads no FTRACE* variable at all
+(see ftpatch enable --trace-dir).
 
 PROG is found as a shell finds it (PATH, unless it has a slash). A
 program that links the runtime (built with ftpatch cc: see ftpatch help
 cc) traces as it is; one with compiler sites but linked without it, or
 one ftpatch instrument wrote, gets the runtime preloaded (libftrt.so;
-never into a setuid or setgid program, which the loader preloads
-nothing into: record says so). A program built without any tracing flag
+never into a setuid or setgid program run by another user or group,
+which the loader preloads nothing into: record says so in one line, and
+it runs untraced). A program built without any tracing flag
 is traced with -P GLOB: sites made at load from the prologues of the
 functions GLOB chooses ('.' or '*' for every one), in it and in the
 shared objects loaded with it from outside the system's library

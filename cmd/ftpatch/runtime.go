@@ -140,10 +140,12 @@ func newRuntime(stdout io.Writer) *cobra.Command {
 		Use:   "build [-o DIR]",
 		Short: "Build libftrt.a (and the module stub, libftrt-module.a) with the system C compiler",
 		Long: `build compiles the runtime's C and assembly sources, which are embedded in
-the ftpatch binary, with the system C compiler, and writes DIR/libftrt.a
-and DIR/libftrt-module.a, the stub a shared object with sites links
-(atomically). Link them with the flags ftpatch flags --libs (--shared)
-prints.`,
+the ftpatch binary, with the system C compiler, and writes DIR/libftrt.a,
+DIR/libftrt-module.a, the stub a shared object with sites links, and
+DIR/libftrt.so, the runtime to preload into a program with sites linked
+without it (atomically). Link the first two with the flags ftpatch flags
+--libs (--shared) prints; ftpatch record preloads the third
+(LD_PRELOAD=DIR/libftrt.so does it by hand).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := bf.options()

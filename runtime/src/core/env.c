@@ -19,6 +19,13 @@
  * posix_spawnp: exec.c), so that such a child is traced as a child that
  * inherits the environment is; FTRACE_INHERIT=0 says not to. Nothing is
  * passed on from a secure-execution process.
+ *
+ * Preloaded (FTRT_PRELOAD), the child needs the runtime too: its
+ * program, linked without it, is traced only with the runtime's shared
+ * object preloaded. So the LD_PRELOAD entry this process started with
+ * goes with the settings, to a child whose environment has no LD_PRELOAD
+ * of its own (one that has keeps it: the program chose what its child
+ * preloads, and that child runs untraced unless it names the runtime).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -48,6 +55,10 @@ const char *ftrt_env(const char *name)
 #define SETTINGS_MAX 24
 static const char *settings[SETTINGS_MAX];
 static int nsettings;
+#define PRELOAD_VAR "LD_PRELOAD="
+/* Preloaded, the process's LD_PRELOAD entry, which names the runtime;
+ * NULL when there are no settings to pass on, or linked. */
+static const char *preload;
 
 extern char **environ;
 
@@ -63,12 +74,29 @@ void ftrt_env_capture(void)
 	for (char **e = environ; *e && nsettings < SETTINGS_MAX; e++)
 		if (strncmp(*e, ENV_PREFIX, sizeof ENV_PREFIX - 1) == 0 && strchr(*e, '='))
 			settings[nsettings++] = *e;
+#ifdef FTRT_PRELOAD
+	for (char **e = environ; *e && nsettings; e++)
+		if (strncmp(*e, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0)
+			preload = *e;
+#endif
 }
 
 /* A child's environment bigger than this is left as the program made it:
  * its copy is made on the stack, which an exec in a child of vfork may
  * use (it shares its parent's memory: an mmap would be the parent's). */
 #define CHILD_ENV_MAX 1024
+
+/* Whether the child's environment envp needs the process's LD_PRELOAD
+ * entry: preloaded, and envp has none. */
+static int needs_preload(char *const envp[])
+{
+	if (!preload)
+		return 0;
+	for (size_t n = 0; envp && envp[n]; n++)
+		if (strncmp(envp[n], PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0)
+			return 0;
+	return 1;
+}
 
 size_t ftrt_child_env_size(char *const envp[])
 {
@@ -81,15 +109,18 @@ size_t ftrt_child_env_size(char *const envp[])
 		if (n >= CHILD_ENV_MAX)
 			return 0;
 	}
-	return n + (size_t)nsettings + 1;
+	return n + (size_t)nsettings + (size_t)needs_preload(envp) + 1;
 }
 
 void ftrt_child_env_fill(char **out, char *const envp[])
 {
 	size_t n = 0;
+	int add = needs_preload(envp);
 	for (; envp && envp[n]; n++)
 		out[n] = envp[n];
 	for (int i = 0; i < nsettings; i++)
 		out[n++] = (char *)settings[i];
+	if (add)
+		out[n++] = (char *)preload;
 	out[n] = NULL;
 }

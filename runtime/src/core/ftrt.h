@@ -322,7 +322,8 @@ int ftrt_tracing(void);
  * variable the runtime reads, through ftrt_env, which gives NULL there.
  * ftrt_env_capture notes the settings the process started with (at its
  * first pass); a child given an environment of its own with no FTRACE*
- * variable gets them (exec.c): ftrt_child_env_size says how many
+ * variable gets them (exec.c), and preloaded the LD_PRELOAD entry that
+ * loads the runtime: ftrt_child_env_size says how many
  * pointers its copy needs (0: leave it as it is), ftrt_child_env_fill
  * makes it. Async-signal-safe, both.
  */

@@ -94,8 +94,8 @@ extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak
  * targets the runtime's hooks, which its sites call through its PLT or
  * GOT, and trampolines within reach of its code (ftrt_arch_targets_near).
  * The shared objects loaded with it that have sites but no stub are
- * described alike, each by a record of preloaded[], and so are those a
- * dlopen loads (process/preload.c).
+ * described alike, each by a record of preloaded[] (process/preload.c);
+ * one a dlopen loads later is served only if it links the module stub.
  */
 static struct ftrt_module self = {
 	.size = sizeof self,
