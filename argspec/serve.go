@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
+
+	"ftpatch/internal/asksock"
 )
 
 // A Server answers the runtime on FTRACE_ARGS_SOCKET (`ftpatch record
@@ -34,74 +34,45 @@ type Server struct {
 	enums *Enums
 	notes io.Writer
 
-	ln  net.Listener
-	dir string
-	wg  sync.WaitGroup
+	sock *asksock.Server
 
 	mu      sync.Mutex // guards what follows, and enums
 	answers map[string]string
 }
 
-// ioTimeout bounds a connection: a peer that neither asks nor reads is
-// dropped.
-const ioTimeout = 30 * time.Second
-
 // Serve starts a server of the functions globs choose (as Read's),
 // their enums kept in enums, its notes written to notes.
 func Serve(globs []string, enums *Enums, notes io.Writer) (*Server, error) {
-	dir, err := os.MkdirTemp("", "ftpatch-args-")
+	s := &Server{globs: globs, enums: enums, notes: notes, answers: map[string]string{}}
+	sock, err := asksock.Listen("ftpatch-args-", "args.sock", s.serve)
 	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("unix", filepath.Join(dir, "args.sock"))
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("--auto-args: %w", err)
 	}
-	s := &Server{globs: globs, enums: enums, notes: notes, ln: ln, dir: dir, answers: map[string]string{}}
-	s.wg.Add(1)
-	go s.loop()
+	s.sock = sock
 	return s, nil
 }
 
 // Path is the socket's, for FTRACE_ARGS_SOCKET.
-func (s *Server) Path() string { return s.ln.Addr().String() }
+func (s *Server) Path() string { return s.sock.Path() }
 
 // Close stops the server, waits for the answers under way and removes
 // its directory.
-func (s *Server) Close() error {
-	err := s.ln.Close()
-	s.wg.Wait()
-	os.RemoveAll(s.dir)
-	return err
-}
+func (s *Server) Close() error { return s.sock.Close() }
 
-func (s *Server) loop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(ioTimeout))
-			line, err := bufio.NewReader(io.LimitReader(c, 8<<10)).ReadString('\n')
-			if err != nil {
-				return
-			}
-			id, path, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-			if !ok {
-				return
-			}
-			if id == "-" {
-				id = ""
-			}
-			io.WriteString(c, s.Answer(path, id))
-		}()
+// serve answers one question on c.
+func (s *Server) serve(c net.Conn) {
+	line, err := bufio.NewReader(io.LimitReader(c, 8<<10)).ReadString('\n')
+	if err != nil {
+		return
 	}
+	id, path, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	if !ok {
+		return
+	}
+	if id == "-" {
+		id = ""
+	}
+	io.WriteString(c, s.Answer(path, id))
 }
 
 // Answer is the answer about the module at path, whose build-id the

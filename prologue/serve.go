@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"ftpatch/elfx"
 	"ftpatch/funclist"
+	"ftpatch/internal/asksock"
 	"ftpatch/isa"
 	"ftpatch/nops"
 	"ftpatch/runtime/abi"
@@ -38,10 +37,7 @@ import (
 type Server struct {
 	list  *funclist.List
 	notes io.Writer
-
-	ln  net.Listener
-	dir string
-	wg  sync.WaitGroup
+	sock  *asksock.Server
 
 	mu    sync.Mutex
 	plans map[string]*planned // by "build-id path"
@@ -112,53 +108,21 @@ func (p *planned) layout() error {
 // ServePlans starts a server of the functions list chooses, its notes
 // (a module it cannot plan) written to notes.
 func ServePlans(list *funclist.List, notes io.Writer) (*Server, error) {
-	dir, err := os.MkdirTemp("", "ftpatch-prologue-")
+	s := &Server{list: list, notes: notes, plans: map[string]*planned{}}
+	sock, err := asksock.Listen("ftpatch-prologue-", "plan.sock", func(c net.Conn) { s.serve(c) })
 	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("unix", filepath.Join(dir, "plan.sock"))
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("-P: %w", err)
 	}
-	s := &Server{list: list, notes: notes, ln: ln, dir: dir, plans: map[string]*planned{}}
-	s.wg.Add(1)
-	go s.loop()
+	s.sock = sock
 	return s, nil
 }
 
 // Path is the socket's, for FTRACE_PROLOGUE_SOCKET.
-func (s *Server) Path() string { return s.ln.Addr().String() }
+func (s *Server) Path() string { return s.sock.Path() }
 
 // Close stops the server, waits for the answers under way and removes
 // its directory.
-func (s *Server) Close() error {
-	err := s.ln.Close()
-	s.wg.Wait()
-	os.RemoveAll(s.dir)
-	return err
-}
-
-// ioTimeout bounds a connection: a peer that neither asks nor reads is
-// dropped.
-const ioTimeout = 30 * time.Second
-
-func (s *Server) loop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(ioTimeout))
-			s.serve(c)
-		}()
-	}
-}
+func (s *Server) Close() error { return s.sock.Close() }
 
 // serve answers one module's question on c.
 func (s *Server) serve(c io.ReadWriter) {
