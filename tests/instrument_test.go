@@ -246,6 +246,20 @@ func TestInstrumentEnable(t *testing.T) {
 			if listed, _ := run(t, dir, tool("ftpatch"), "sites", inst); strings.Contains(listed, " traced ") {
 				t.Errorf("disabled, ftpatch sites still lists traced sites:\n%s", listed)
 			}
+			if len(tg.exec) > 0 {
+				return // record runs arm64 programs through binfmt_misc, which this machine may lack
+			}
+			// The program itself, which links the runtime, traced with
+			// sites made at load (-P): the linked runtime asks for them
+			// as the preloaded one does.
+			td := filepath.Join(dir, "load")
+			out, errOut, code, err = runStatus(dir, tool("ftpatch"), "record", "-P", "helper,scale", "--tracer", "function", "--no-libcall", "--no-sched", "-d", td, prog)
+			if err != nil || out != wantOut || code != wantCode {
+				t.Fatalf("record -P: exit %d (%v), output\n%s\nstderr\n%s\nwant exit %d, output\n%s", code, err, out, errOut, wantCode, wantOut)
+			}
+			if got := callsByName(t, td); got["helper"] == 0 || got["scale"] == 0 || len(got) != 2 {
+				t.Errorf("record -P helper,scale of a program linking the runtime: calls %v, want helper's and scale's alone", got)
+			}
 		})
 	}
 }

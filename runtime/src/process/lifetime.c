@@ -64,6 +64,7 @@
 #define _GNU_SOURCE
 #include <link.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/auxv.h>
 
 #include "core/clock.h"
@@ -71,6 +72,7 @@
 #include "core/say.h"
 #include "patch/libcall.h"
 #include "patch/patch.h"
+#include "patch/prologue.h"
 #include "process.h"
 #include "record/tracer.h"
 #include "tracers/tracers.h"
@@ -120,11 +122,26 @@ static const struct ftrt_module self = {
 #endif
 
 #ifndef FTRT_PRELOAD
-/* The program's load bias: the first object dl_iterate_phdr reports. */
-static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
+/* The program: the first object dl_iterate_phdr reports, its load bias
+ * and its segments' extent. */
+struct first {
+	uintptr_t bias, lo, hi;
+};
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
-	*(uintptr_t *)data = info->dlpi_addr;
+	struct first *f = data;
+	f->bias = info->dlpi_addr;
+	f->lo = UINTPTR_MAX;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		f->lo = a < f->lo ? a : f->lo;
+		f->hi = a + ph->p_memsz > f->hi ? a + ph->p_memsz : f->hi;
+	}
 	return 1;
 }
 
@@ -137,22 +154,35 @@ static int first_bias(struct dl_phdr_info *info, size_t size, void *data)
  * bracketed. The record then holds the compiler's sites and the
  * trampolines', the patchable areas likewise, and which sites were
  * made from prologues, so that the pass keeps every register at them
- * (their functions were compiled without tracing flags). A file that
- * cannot be read, or has no such table, leaves self as linked.
+ * (their functions were compiled without tracing flags). With record
+ * -P, the sites made at load from the prologues it chose are added
+ * (patch/prologue.c), as the preloaded runtime adds them. A file that
+ * cannot be read, or has neither, leaves self as linked.
  */
 static const struct ftrt_module *linked_self(void)
 {
 	static struct ftrt_module me;
-	uintptr_t bias = 0;
+	struct first f = { 0 };
 	struct ftrt_tables t;
-	dl_iterate_phdr(first_bias, &bias);
-	if (ftrt_tables_read("/proc/self/exe", bias, 0, &t) != 0 || t.prologues == t.prologues_end)
-		return &self;
+	dl_iterate_phdr(first_object, &f);
 	me = self;
-	me.start = t.start, me.stop = t.stop;
-	me.areas = t.areas, me.areas_end = t.areas_end;
-	me.prologues = t.prologues, me.prologues_end = t.prologues_end;
-	return &me;
+	int changed = 0;
+	if (ftrt_tables_read("/proc/self/exe", f.bias, 0, &t) == 0 && t.prologues != t.prologues_end) {
+		me.start = t.start, me.stop = t.stop;
+		me.areas = t.areas, me.areas_end = t.areas_end;
+		me.prologues = t.prologues, me.prologues_end = t.prologues_end;
+		changed = 1;
+	}
+	if (ftrt_env(ENV_PROLOGUE_SOCKET) && f.hi > f.lo) {
+		char id[129];
+		char *named = ftrt_module_identify(f.lo, id);
+		char *real = realpath("/proc/self/exe", NULL);
+		if (ftrt_prologue_make(&me, real ? real : "/proc/self/exe", id, f.bias, f.lo, f.hi) > 0)
+			changed = 1;
+		free(named);
+		free(real);
+	}
+	return changed ? &me : &self;
 }
 #endif
 
