@@ -47,10 +47,56 @@
  * ftrace_regs_caller with ORIG_RAX set). Flags are not live: the test
  * of r11 may change them.
  */
+/*
+ * ftrace_ops_prologue_caller: the same for a site made from a function's
+ * prologue (ftpatch instrument, record -P). The function was compiled
+ * without tracing flags, so its callers may keep values in any
+ * call-clobbered register across the call (gcc's -fipa-ra, when it sees
+ * the function leave them alone): r11, xmm8-15, the upper halves of the
+ * ymm and zmm registers, zmm16-31 and k0-7 as well as the arguments.
+ * Its trampoline (opstramp.c) saves r11 before it loads the record:
+ *
+ *     +0   41 53           push %r11
+ *     +2   49 bb imm64     movabs $record, %r11
+ *     +12  e9 rel32        jmp ftrace_ops_prologue_caller, in reach
+ *          (ff 25 00000006 jmp *6(%rip), through +24, beyond it)
+ *     +24  .quad           the caller
+ *
+ * and the caller keeps the whole vector state the callback may change
+ * (fregs.c's ftrt_xsave_mask: xsave, or fxsave without it) in an area
+ * of ftrt_xsave_size bytes, 64-byte aligned, above the ftrace_regs;
+ * rbx, saved, holds its address across the call. On entry r11 is the
+ * record and
+ *
+ *     0(%rsp)   r11 as the function's caller left it
+ *     8(%rsp)   the return into the function (site + 5)
+ *     16(%rsp)  the parent ip
+ *
+ * Frame, from rbp:
+ *
+ *     24(%rbp)  the parent ip (fregs->sp points here)
+ *     16(%rbp)  the return into the function: fregs->ip goes back here
+ *     8(%rbp)   r11 (the trampoline's push)
+ *     0(%rbp)   the function's rbp
+ *     -8(%rbp)  rbx
+ *     -16(%rbp) rax on the way in; fregs->direct on the way out
+ *     ...       the vector state, 64-byte aligned, at rbx
+ *     (%rsp)    struct ftrace_regs, ending at rbx
+ *
+ * On the way out every register comes back (r11 from its slot, the
+ * vector state by xrstor, then xmm0-7 from the ftrace_regs, which a
+ * callback may change); a direct trampoline is jumped to through its
+ * slot, 32 bytes below the stack pointer then (the red zone, which a
+ * signal frame never overwrites), with no register changed but the
+ * flags, as if the site had called it.
+ */
 #include "arch/opslayout.h"
 #include "arch/x86_64/regs.h"
 
-.macro OPS_CALLER name, kind
+	.hidden	ftrt_xsave_mask
+	.hidden	ftrt_xsave_size
+
+.macro OPS_CALLER name, kind, full=0
 	.text
 	.globl	\name
 	.hidden	\name
@@ -58,13 +104,28 @@
 	.p2align 4
 \name:
 	.cfi_startproc
+.if \full
+	.cfi_adjust_cfa_offset 8		/* the trampoline's push of r11 */
+.endif
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
 	.cfi_rel_offset rbp, 0
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register rbp
+.if \full
+	pushq	%rbx
+	.cfi_rel_offset rbx, -8
+	pushq	%rax
+	movl	ftrt_xsave_size(%rip), %eax
+	movq	%rsp, %rbx
+	subq	%rax, %rbx
+	andq	$-64, %rbx			/* rbx = the vector state's area */
+	leaq	-FREGS_SIZE(%rbx), %rsp		/* the ftrace_regs below it, 16-byte aligned */
+	movq	-16(%rbp), %rax
+.else
 	subq	$FREGS_SIZE, %rsp
 	andq	$-16, %rsp
+.endif
 	movq	%rdi, FREGS_DI(%rsp)
 	movq	%rsi, FREGS_SI(%rsp)
 	movq	%rdx, FREGS_DX(%rsp)
@@ -81,9 +142,29 @@
 	movaps	%xmm5, FREGS_XMM+5*16(%rsp)
 	movaps	%xmm6, FREGS_XMM+6*16(%rsp)
 	movaps	%xmm7, FREGS_XMM+7*16(%rsp)
+.if \full
+	movl	ftrt_xsave_mask(%rip), %eax
+	testl	%eax, %eax
+	jz	6f
+	xorl	%edx, %edx			/* edx:eax = the components saved */
+	movq	%rdx, 512(%rbx)			/* the XSAVE header: zeros (xsave sets */
+	movq	%rdx, 512+8(%rbx)		/* XSTATE_BV's bits of the mask alone) */
+	movq	%rdx, 512+16(%rbx)
+	movq	%rdx, 512+24(%rbx)
+	movq	%rdx, 512+32(%rbx)
+	movq	%rdx, 512+40(%rbx)
+	movq	%rdx, 512+48(%rbx)
+	movq	%rdx, 512+56(%rbx)
+	xsave64	(%rbx)
+	jmp	7f
+6:	fxsave64 (%rbx)
+7:
+.endif
 	movq	0(%rbp), %rax			/* the function's rbp */
 	movq	%rax, FREGS_BP(%rsp)
-.if \kind == FREGS_ENTRY
+.if \full
+	leaq	24(%rbp), %rsi			/* the return slot: above r11 and the return into the function */
+.elseif \kind == FREGS_ENTRY
 	leaq	16(%rbp), %rsi			/* the return slot: just above the return into the function */
 .elseif \kind == FREGS_CHAIN
 	leaq	24(%rbp), %rsi			/* above it and the saved r10 */
@@ -91,7 +172,7 @@
 	leaq	8(%rax), %rsi			/* 8(function's rbp) */
 .endif
 	movq	%rsi, FREGS_SP(%rsp)
-	movq	8(%rbp), %rdi
+	movq	8+8*\full(%rbp), %rdi
 	movq	%rdi, FREGS_IP(%rsp)
 	movl	$\kind, FREGS_KIND(%rsp)
 	movq	$0, FREGS_DIRECT(%rsp)
@@ -129,7 +210,17 @@
 3:	movq	%r11, %rdx			/* arg 3: the record */
 	call	*(%r11)				/* record->func(ip, parent_ip, record, fregs) */
 5:	movq	FREGS_IP(%rsp), %rax		/* where the function goes on */
-	movq	%rax, 8(%rbp)
+	movq	%rax, 8+8*\full(%rbp)
+.if \full
+	movl	ftrt_xsave_mask(%rip), %eax
+	testl	%eax, %eax
+	jz	6f
+	xorl	%edx, %edx
+	xrstor64 (%rbx)				/* the vector state as the function got it... */
+	jmp	7f
+6:	fxrstor64 (%rbx)
+7:
+.endif
 	movaps	FREGS_XMM+0*16(%rsp), %xmm0
 	movaps	FREGS_XMM+1*16(%rsp), %xmm1
 	movaps	FREGS_XMM+2*16(%rsp), %xmm2
@@ -145,6 +236,22 @@
 	movq	FREGS_R8(%rsp), %r8
 	movq	FREGS_R9(%rsp), %r9
 	movq	FREGS_R10(%rsp), %r10
+.if \full
+	movq	FREGS_DIRECT(%rsp), %rax	/* a direct trampoline, or 0... */
+	movq	%rax, -16(%rbp)			/* ...in its slot */
+	movq	FREGS_AX(%rsp), %rax
+	movq	-8(%rbp), %rbx
+	.cfi_restore rbx
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa rsp, 16
+	popq	%r11
+	.cfi_def_cfa rsp, 8
+	cmpq	$0, -32(%rsp)			/* the slot, in the red zone now */
+	jne	1f
+	ret					/* into the function (or where fregs->ip said) */
+1:	jmp	*-32(%rsp)			/* the direct trampoline, as if the site had called it */
+.else
 	movq	FREGS_DIRECT(%rsp), %r11	/* a direct trampoline, or 0 */
 	movq	FREGS_AX(%rsp), %rax
 	movq	%rbp, %rsp
@@ -154,6 +261,7 @@
 	jnz	1f
 	ret					/* into the function (or where fregs->ip said) */
 1:	jmp	*%r11				/* the direct trampoline, as if the site had called it */
+.endif
 	.cfi_endproc
 	.size	\name, .-\name
 .endm
@@ -161,5 +269,6 @@
 	OPS_CALLER ftrace_ops_caller, FREGS_ENTRY
 	OPS_CALLER ftrace_ops_mcount_caller, FREGS_MCOUNT
 	OPS_CALLER ftrace_ops_chain_caller, FREGS_CHAIN
+	OPS_CALLER ftrace_ops_prologue_caller, FREGS_ENTRY, 1
 
 	.section .note.GNU-stack, "", @progbits
