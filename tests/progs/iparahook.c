@@ -39,7 +39,9 @@ long ipara_direct_hits;
 
 /* Changes every call-clobbered register but the stack pointer's. */
 void ipara_clobber(void);
-/* The direct trampoline. */
+/* The direct trampoline: a symbol of no type, which ftpatch instrument
+ * takes for no function (a site made in it would change x17 on arm64,
+ * where it finds the caller's return address). */
 void ipara_direct(void);
 
 #if defined(__x86_64__)
@@ -53,8 +55,8 @@ __asm__(".text\n.globl ipara_clobber\n.type ipara_clobber,@function\nipara_clobb
 	" movaps %xmm0, %xmm13\n movaps %xmm0, %xmm14\n movaps %xmm0, %xmm15\n ret\n"
 	".size ipara_clobber, .-ipara_clobber\n"
 	/* As the site's call: every register kept but the flags. */
-	".globl ipara_direct\n.type ipara_direct,@function\nipara_direct:\n"
-	" lock incq ipara_direct_hits(%rip)\n ret\n.size ipara_direct, .-ipara_direct\n");
+	".globl ipara_direct\nipara_direct:\n"
+	" lock incq ipara_direct_hits(%rip)\n ret\n");
 #elif defined(__aarch64__)
 #define CLOBBER_X(n) " mov x" #n ", x0\n"
 #define CLOBBER_V(n) " mov v" #n ".16b, v0.16b\n"
@@ -73,10 +75,10 @@ __asm__(".text\n.globl ipara_clobber\n.type ipara_clobber,%function\n.p2align 2\
 	".size ipara_clobber, .-ipara_clobber\n"
 	/* As a prologue site's bl: x30 the return into the function, x17
 	 * the caller's return address; x16 and x17 alone may change. */
-	".globl ipara_direct\n.type ipara_direct,%function\n.p2align 2\nipara_direct:\n"
+	".globl ipara_direct\n.p2align 2\nipara_direct:\n"
 	" hint #34\n stp x0, x1, [sp, #-16]!\n adrp x0, ipara_direct_hits\n add x0, x0, :lo12:ipara_direct_hits\n"
 	" ldr x1, [x0]\n add x1, x1, #1\n str x1, [x0]\n ldp x0, x1, [sp], #16\n"
-	" mov x16, x30\n mov x30, x17\n ret x16\n.size ipara_direct, .-ipara_direct\n");
+	" mov x16, x30\n mov x30, x17\n ret x16\n");
 #endif
 
 static void cb(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op, struct ftrace_regs *fregs)
