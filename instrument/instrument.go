@@ -16,6 +16,7 @@
 package instrument
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -39,6 +40,15 @@ const trampAlign = 16
 // original instead.
 var ErrInstrumented = errors.New("already instrumented (it has a " + abi.PrologueSection + " table)")
 
+// ErrPacked: the file's code is unpacked at run time (UPX and its
+// like leave no section headers, and their "UPX!" mark): what runs is
+// not in the file to instrument.
+var ErrPacked = errors.New("packed: its code is unpacked when it runs (instrument the unpacked file: upx -d)")
+
+// ErrSigned: the file carries a signature over its bytes (a kernel
+// module's appended one), which any rewrite breaks.
+var ErrSigned = errors.New("signed: a signature is appended to it, which a rewrite would break")
+
 // ErrNothing: no chosen function can have a prologue site.
 var ErrNothing = errors.New("no function to instrument")
 
@@ -54,8 +64,8 @@ type Stats struct {
 // every function of t for which choose says yes (nil: every function).
 func Rewrite(f *elfx.File, t *prologue.Table, choose func(*prologue.Func) bool) ([]byte, Stats, error) {
 	var st Stats
-	if f.Section(abi.PrologueSection) != nil {
-		return nil, st, fmt.Errorf("%s: %w", f.Path, ErrInstrumented)
+	if err := Check(f); err != nil {
+		return nil, st, err
 	}
 	is := isa.For(f.Arch)
 	if is.Trampoline == nil {
@@ -131,6 +141,23 @@ func Rewrite(f *elfx.File, t *prologue.Table, choose func(*prologue.Func) bool) 
 	st.Made = len(chosen)
 	st.Bytes = int(x.Size())
 	return out, st, nil
+}
+
+// Check says why f cannot be instrumented: it is instrumented already
+// (ErrInstrumented), packed (ErrPacked) or signed (ErrSigned); nil when
+// none of these.
+func Check(f *elfx.File) error {
+	switch {
+	case f.Section(abi.PrologueSection) != nil:
+		return fmt.Errorf("%s: %w", f.Path, ErrInstrumented)
+	case len(f.Sections) <= 1 && bytes.Contains(f.Data[:min(len(f.Data), 4096)], []byte("UPX!")):
+		return fmt.Errorf("%s: %w", f.Path, ErrPacked)
+	case len(f.Sections) <= 1:
+		return fmt.Errorf("%s: %w (it has no section headers)", f.Path, ErrPacked)
+	case bytes.HasSuffix(f.Data, []byte("~Module signature appended~\n")):
+		return fmt.Errorf("%s: %w", f.Path, ErrSigned)
+	}
+	return nil
 }
 
 // checkOrig checks that the bytes a plan moves are still those it was

@@ -89,3 +89,39 @@ func TestRewrite(t *testing.T) {
 		t.Errorf("instrumented twice: %v", err)
 	}
 }
+
+// TestCheck: a packed file (no section headers: UPX's) and a signed one
+// (a kernel module's signature appended) are refused, each with its
+// reason.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "p.c")
+	p := filepath.Join(dir, "p")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-O2", c, "-o", p).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := append([]byte(nil), data...)
+	copy(packed[0x3c:], []byte{0, 0, 0, 0}) // e_shnum, e_shstrndx: no section headers
+	copy(packed[0x100:], "UPX!")
+	signed := append(append([]byte(nil), data...), "~Module signature appended~\n"...)
+	for _, k := range []struct {
+		name string
+		data []byte
+		want error
+	}{{"packed", packed, instrument.ErrPacked}, {"signed", signed, instrument.ErrSigned}, {"plain", data, nil}} {
+		f, err := elfx.Parse(k.name, k.data)
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if err := instrument.Check(f); !errors.Is(err, k.want) || (k.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", k.name, err, k.want)
+		}
+	}
+}

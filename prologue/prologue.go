@@ -268,11 +268,13 @@ func plan(f *elfx.File, is *isa.ISA, fn *Func, next []Func, read func(uint64, in
 }
 
 // runtimeName says whether a symbol's name is one of ftpatch's
-// runtime's (or module stub's): its exported functions and data, its
-// entry points, hooks and return handler, the functions it wraps.
+// runtime's (or module stub's): its functions and data are named ftrt_*
+// or ftrace_*, its return handler return_to_handler. (Its hooks and the
+// functions it wraps, __wrap_*, are not told by their names: the C
+// library has an mcount of its own, and arm64's start file a local
+// __wrap_main.)
 func runtimeName(n string) bool {
-	return strings.HasPrefix(n, "ftrt_") || strings.HasPrefix(n, "ftrace_") || strings.HasPrefix(n, "__wrap_") ||
-		n == "return_to_handler" || n == "__fentry__" || n == "mcount" || n == "_mcount"
+	return strings.HasPrefix(n, "ftrt_") || strings.HasPrefix(n, "ftrace_") || n == "return_to_handler"
 }
 
 // runtimeFuncs are the addresses of the functions of ftpatch's runtime
@@ -308,6 +310,15 @@ func runtimeFuncs(syms []elfx.Symbol) map[uint64]bool {
 		}
 	}
 	flush(len(syms))
+	if len(out) > 0 {
+		// The file links the runtime: its hooks and the functions it
+		// wraps are its too.
+		for i := range syms {
+			if n := syms[i].Name; funcs.IsFunc(&syms[i]) && (n == "__fentry__" || n == "mcount" || n == "_mcount" || strings.HasPrefix(n, "__wrap_")) {
+				out[uint64(syms[i].Value)] = true
+			}
+		}
+	}
 	return out
 }
 

@@ -234,10 +234,10 @@ func (p *planned) answer(base uint64) ([]byte, error) {
 
 // make is answer, made.
 func (p *planned) make(base uint64) ([]byte, error) {
-	out := make([]byte, 8, 8+p.size+uint64(len(p.funcs))*abi.PlanEntry)
+	out := make([]byte, 8, 8+p.size+uint64(len(p.funcs))*(abi.PlanEntryHead+16))
 	binary.LittleEndian.PutUint32(out, abi.PlanOK)
 	image := make([]byte, p.size)
-	entries := make([]byte, 0, len(p.funcs)*abi.PlanEntry)
+	entries := make([]byte, 0, len(p.funcs)*(abi.PlanEntryHead+16))
 	for i, fn := range p.funcs {
 		off := p.offs[i]
 		room := p.size - off
@@ -257,15 +257,20 @@ func (p *planned) make(base uint64) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fn.Name, err)
 		}
-		e := make([]byte, abi.PlanEntry)
+		n := fn.Plan.Len
+		if n > abi.PlanPatchMax || len(jump) != n || len(fn.Plan.Orig) != n {
+			return nil, fmt.Errorf("%s: a patch of %d bytes (jump %d, original %d), over the %d the protocol carries", fn.Name, n, len(jump), len(fn.Plan.Orig), abi.PlanPatchMax)
+		}
+		e := make([]byte, (abi.PlanEntryHead+2*n+7)&^7)
 		binary.LittleEndian.PutUint64(e[0:], fn.Addr)
 		binary.LittleEndian.PutUint64(e[8:], fn.Plan.Patch)
 		binary.LittleEndian.PutUint32(e[16:], uint32(off))
-		binary.LittleEndian.PutUint32(e[20:], uint32(fn.Plan.Len))
-		copy(e[24:24+abi.PlanPatchMax], fn.Plan.Orig)
-		copy(e[24+abi.PlanPatchMax:], jump)
+		binary.LittleEndian.PutUint32(e[20:], uint32(n))
+		copy(e[abi.PlanEntryHead:], fn.Plan.Orig)
+		copy(e[abi.PlanEntryHead+n:], jump)
 		entries = append(entries, e...)
 	}
+	binary.LittleEndian.PutUint32(out[4:], uint32(len(entries)))
 	return append(append(out, image...), entries...), nil
 }
 

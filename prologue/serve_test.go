@@ -52,7 +52,7 @@ func ask(t *testing.T, srv *prologue.Server, id, path string, base uint64) (n, s
 		return
 	}
 	image = make([]byte, size)
-	entries = make([]byte, int(n)*abi.PlanEntry)
+	entries = make([]byte, binary.LittleEndian.Uint32(st[4:]))
 	if _, err := io.ReadFull(c, image); err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +89,12 @@ func TestServe(t *testing.T) {
 	if n != 2 || status != abi.PlanOK || uint32(len(image)) != size {
 		t.Fatalf("%d functions, status %d, image %d of %d bytes", n, status, len(image), size)
 	}
-	for i := 0; i < int(n); i++ {
-		e := entries[i*abi.PlanEntry:]
+	for i, at := 0, 0; i < int(n); i++ {
+		e := entries[at:]
 		fn, patch := binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint64(e[8:])
 		off, l := binary.LittleEndian.Uint32(e[16:]), binary.LittleEndian.Uint32(e[20:])
-		orig, jump := e[24:24+l], e[24+abi.PlanPatchMax:24+abi.PlanPatchMax+l]
+		orig, jump := e[abi.PlanEntryHead:abi.PlanEntryHead+l], e[abi.PlanEntryHead+l:abi.PlanEntryHead+2*l]
+		at += (abi.PlanEntryHead + 2*int(l) + 7) &^ 7
 		if want, _ := f.ReadAt(elfx.Addr(patch), uint64(l)); !bytes.Equal(orig, want) || patch != fn+4 {
 			t.Errorf("entry %d: patch 0x%x (function 0x%x) holds % x, answered % x", i, patch, fn, want, orig)
 		}

@@ -24,7 +24,7 @@ var tools = []string{
 	"gcc", "g++", "as", "make", "cmake", "xz", "readelf", "objdump",
 	"clang", "clang++", "ld.lld", "llvm-readelf",
 	"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "aarch64-linux-gnu-objdump",
-	"qemu-aarch64", "rsvg-convert", "pkg-config", "autoreconf", "automake", "libtoolize", "uftrace",
+	"qemu-aarch64", "rsvg-convert", "pkg-config", "autoreconf", "automake", "libtoolize", "uftrace", "sqlite3",
 }
 
 // The commands deps.sh itself runs, linked into the test's PATH from the
@@ -196,12 +196,13 @@ func TestDepsBench(t *testing.T) {
 		t.Fatalf("deps.sh bench failed:\n%s", out)
 	}
 	got := installed(calls)
-	for _, p := range []string{"linux-kbuild-6.1", "libclang-rt-14-dev"} {
+	bench := []string{"linux-kbuild-6.1", "libclang-rt-14-dev", "tcl"}
+	for _, p := range bench {
 		if _, ok := got[p]; !ok {
 			t.Errorf("deps.sh bench did not ask for %s; calls:\n%s", p, strings.Join(calls, "\n"))
 		}
 	}
-	if len(got) != 2 {
+	if len(got) != len(bench) {
 		t.Errorf("deps.sh bench asked for more than the bench tools: %v", got)
 	}
 }

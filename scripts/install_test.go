@@ -17,7 +17,7 @@ var installFiles = []string{
 	"bin/ftpatch", "bin/recordmcount",
 	"include/ftpatch/ftrace.h",
 	"lib/ftpatch/install-manifest",
-	"lib/ftpatch/x86_64/libftrt.a", "lib/ftpatch/x86_64/libftrt-module.a", "lib/ftpatch/x86_64/SHA256SUMS", "lib/ftpatch/x86_64/version",
+	"lib/ftpatch/x86_64/libftrt.a", "lib/ftpatch/x86_64/libftrt.so", "lib/ftpatch/x86_64/libftrt-module.a", "lib/ftpatch/x86_64/SHA256SUMS", "lib/ftpatch/x86_64/version",
 	"lib/pkgconfig/ftrt.pc", "lib/pkgconfig/ftrt-module.pc",
 	"share/bash-completion/completions/ftpatch",
 	"share/zsh/site-functions/_ftpatch",
@@ -25,7 +25,7 @@ var installFiles = []string{
 }
 
 var installFilesArm64 = []string{
-	"lib/ftpatch/arm64/libftrt.a", "lib/ftpatch/arm64/libftrt-module.a", "lib/ftpatch/arm64/SHA256SUMS", "lib/ftpatch/arm64/version",
+	"lib/ftpatch/arm64/libftrt.a", "lib/ftpatch/arm64/libftrt.so", "lib/ftpatch/arm64/libftrt-module.a", "lib/ftpatch/arm64/SHA256SUMS", "lib/ftpatch/arm64/version",
 	"lib/pkgconfig/ftrt-arm64.pc", "lib/pkgconfig/ftrt-module-arm64.pc",
 }
 

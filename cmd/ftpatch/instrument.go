@@ -42,7 +42,9 @@ left alone: ftpatch sites --dynamic BIN says which and why. A last line
 counts them.
 
 Exit status: 0 written, 1 BIN cannot be instrumented (not ELF, already
-instrumented, no function that can have a site, no room for a segment),
+instrumented, packed (UPX leaves no section headers: instrument the
+unpacked file), signed (a signature appended, which a rewrite breaks), no
+function that can have a site, no room for a segment),
 2 a usage error or a file that cannot be read or written.`,
 		Example: `  ftpatch instrument -o sort.traced /usr/bin/sort
   ftpatch record -- ./sort.traced -n numbers.txt
@@ -67,6 +69,9 @@ instrumented, no function that can have a site, no room for a segment),
 			f, err := elfx.Open(o.In)
 			if err != nil {
 				return fileError(wrapperError("instrument", args[0], err, false))
+			}
+			if err := instrument.Check(f); err != nil {
+				return err
 			}
 			t, err := prologue.Find(f)
 			if err != nil {

@@ -179,11 +179,12 @@ const (
 // sends where it mapped the
 // image, less the module's bias (u64, modulo 2^64); the server answers
 // status (PlanOK; PlanFar: out of reach of an operand, try another
-// place; PlanNone: no site after all), 0 (u32s),
-// the image, then count PlanEntry-byte entries in function order:
-// function and patch addresses less the bias (u64s), the site's offset
-// in the image and the patch's length (u32s), the bytes there now and
-// the jump replacing them (PlanPatchMax each, zero-padded). The runtime
+// place; PlanNone: no site after all) and the entries' bytes (u32s),
+// the image, then count entries in function order, each a
+// PlanEntryHead-byte head: function and patch addresses less the bias
+// (u64s), the site's offset in the image and the patch's length, len,
+// at most PlanPatchMax (u32s); then the len bytes there now and the len
+// bytes of the jump replacing them, zero-padded to a multiple of 8. The runtime
 // writes what it made to "<pid>PrologueSuffix": a PrologueHeader-byte
 // header (PrologueMagic, pid: u32, 0: u32), then a pair of u64 per site:
 // its run-time address (what records hold) and its function's.
@@ -194,7 +195,7 @@ const (
 	PlanFar        = 1           // PLAN_FAR
 	PlanNone       = 2           // PLAN_NONE: no site in the module after all
 	PlanPatchMax   = 24          // PLAN_PATCH_MAX: bytes
-	PlanEntry      = 72          // PLAN_ENTRY: bytes
+	PlanEntryHead  = 24          // PLAN_ENTRY_HEAD: bytes
 	PrologueSuffix = ".prologue" // PROLOGUE_SUFFIX
 	PrologueMagic  = "ftrtpro1"  // PROLOGUE_MAGIC: 8 bytes
 	PrologueHeader = 16          // PROLOGUE_HEADER: bytes

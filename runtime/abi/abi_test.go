@@ -170,7 +170,7 @@ func mirrors() []mirror {
 		{"PLAN_FAR", "PlanFar", abi.PlanFar},
 		{"PLAN_NONE", "PlanNone", abi.PlanNone},
 		{"PLAN_PATCH_MAX", "PlanPatchMax", abi.PlanPatchMax},
-		{"PLAN_ENTRY", "PlanEntry", abi.PlanEntry},
+		{"PLAN_ENTRY_HEAD", "PlanEntryHead", abi.PlanEntryHead},
 		{"PROLOGUE_SUFFIX", "PrologueSuffix", abi.PrologueSuffix},
 		{"PROLOGUE_MAGIC", "PrologueMagic", abi.PrologueMagic},
 		{"PROLOGUE_HEADER", "PrologueHeader", abi.PrologueHeader},

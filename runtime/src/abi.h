@@ -72,13 +72,14 @@
  *            (modulo 2^64), where it has mapped image bytes in reach
  *   server:  status: u32 (PLAN_OK; PLAN_FAR: the place is out of reach
  *            of a moved instruction's operand, try another; PLAN_NONE:
- *            the module gets no site after all), 0: u32, then
- *            the image, then count PLAN_ENTRY-byte entries, in the
- *            order of their functions' addresses: the function's address
- *            less the bias (u64), the patch's (u64), the site's offset in
- *            the image (u32), the patch's length (u32), the bytes there
- *            now (PLAN_PATCH_MAX, the rest 0), the jump that replaces
- *            them (PLAN_PATCH_MAX).
+ *            the module gets no site after all), the entries' bytes: u32,
+ *            then the image, then count entries, in the order of their
+ *            functions' addresses, each a PLAN_ENTRY_HEAD-byte head: the
+ *            function's address less the bias (u64), the patch's (u64),
+ *            the site's offset in the image (u32), the patch's length,
+ *            len (u32, at most PLAN_PATCH_MAX); then the len bytes there
+ *            now and the len bytes of the jump that replaces them,
+ *            zero-padded to a multiple of 8.
  *
  * All words little-endian. The runtime checks each patch's bytes before
  * it writes its jump, and leaves a function whose bytes differ alone.
@@ -94,7 +95,7 @@
 #define PLAN_FAR 1
 #define PLAN_NONE 2
 #define PLAN_PATCH_MAX 24
-#define PLAN_ENTRY 72 /* 8 + 8 + 4 + 4 + 2 * PLAN_PATCH_MAX */
+#define PLAN_ENTRY_HEAD 24 /* 8 + 8 + 4 + 4 */
 #define PROLOGUE_SUFFIX ".prologue"
 #define PROLOGUE_MAGIC "ftrtpro1" /* 8 bytes, no NUL */
 #define PROLOGUE_HEADER 16

@@ -72,8 +72,10 @@ struct ftrt_tables {
 	int linked;
 };
 /* The tables of the file at path, loaded at bias: 0, or -1 when the
- * file cannot be read as ELF. */
-int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t) __attribute__((visibility("hidden")));
+ * file cannot be read as ELF. unrelocated: the loader has mapped the
+ * file but not relocated it yet (a dlopen's object, described between
+ * the two): the tables are copies, relocated here. */
+int ftrt_tables_read(const char *path, uintptr_t bias, int unrelocated, struct ftrt_tables *t) __attribute__((visibility("hidden")));
 
 /* A stub and a runtime of different versions do not serve each other:
  * 2 added the chain trampolines (targets[] and slots grew); 3 the
@@ -144,6 +146,11 @@ struct ftrt_mod {
 	 * are the runtime's, kept for the process's life). */
 	const uintptr_t *prologues, *prologue_funcs;
 	size_t nprologues;
+	/* Described by the preloaded runtime when a dlopen mapped it, before
+	 * the loader relocated it (process/loader.c): its GOT slots are not
+	 * yet what the loader will make them, so its library calls are not
+	 * hooked. */
+	int unrelocated;
 };
 /* Module records the runtime keeps (registry.c); past this many loads,
  * records of unloaded modules are reused. */
@@ -180,9 +187,10 @@ void ftrt_modules_after_fork(void) __attribute__((visibility("hidden")));
 /* The program's own record (registered by ftrt_init). */
 int ftrt_register_self(const struct ftrt_module *self, uintptr_t inside);
 /* Register a module that no stub describes (the preloaded runtime's:
- * its tables found by tables.c), which lies at the address inside. 0, or
- * -1. */
-int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside) __attribute__((visibility("hidden")));
+ * its tables found by tables.c), which lies at the address inside;
+ * unrelocated: mapped by a dlopen, not yet relocated (ftrt_mod's
+ * unrelocated). 0, or -1. */
+int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside, int unrelocated) __attribute__((visibility("hidden")));
 /* After the program's own registration: serve the registrations that
  * came before the runtime started (the preloaded runtime's, whose start
  * comes after the constructors of the shared objects loaded with the

@@ -202,7 +202,7 @@ void ftrt_modules_exiting(void)
 
 /* Fill in a record for the module m (path, bias, extent, build-id), run
  * its pass. The lock is held. */
-static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int self)
+static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int self, int unrelocated)
 {
 	struct ftrt_mod *md = record();
 	if (!md)
@@ -228,6 +228,7 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 		md->path = self ? NULL : strdup("?");
 	}
 	md->live = 1;
+	md->unrelocated = unrelocated;
 	md->load = up.stamp ? up.stamp() : 0;
 	/* The module's trampolines jump through its slots into ours. */
 	if (!self && m->slots && nmods > 0 && mods[0].desc)
@@ -245,7 +246,7 @@ static struct ftrt_mod *add(const struct ftrt_module *m, uintptr_t inside, int s
 int ftrt_register_self(const struct ftrt_module *self, uintptr_t inside)
 {
 	pthread_mutex_lock(&lock);
-	struct ftrt_mod *md = add(self, inside, 1);
+	struct ftrt_mod *md = add(self, inside, 1, 0);
 	pthread_mutex_unlock(&lock);
 	return md ? 0 : -1;
 }
@@ -270,7 +271,7 @@ void ftrt_modules_start(void)
 		ftrt_module_register(early[i]);
 }
 
-int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside)
+int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside, int unrelocated)
 {
 	if (!m || m->handle)
 		return -1;
@@ -278,7 +279,7 @@ int ftrt_module_register_at(struct ftrt_module *m, uintptr_t inside)
 	if (up.adding)
 		up.adding(m);
 	pthread_mutex_lock(&lock);
-	struct ftrt_mod *md = add(m, inside, 0);
+	struct ftrt_mod *md = add(m, inside, 0, unrelocated);
 	if (md)
 		m->handle = (uintptr_t)md->owner;
 	pthread_mutex_unlock(&lock);
@@ -313,7 +314,7 @@ int ftrt_module_register(struct ftrt_module *m)
 	if (up.adding)
 		up.adding(m);
 	pthread_mutex_lock(&lock);
-	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[0], 0);
+	struct ftrt_mod *md = add(m, (uintptr_t)m->targets[0], 0, 0);
 	if (md)
 		m->handle = (uintptr_t)md->owner;
 	pthread_mutex_unlock(&lock);
@@ -426,7 +427,7 @@ void ftrt_modules_scan(const struct ftrt_scan_calls *calls, int locked)
 		if (!sc->name[i])
 			continue;
 		if (locked) {
-			add(&ftrt_module_plain, sc->fresh[i], 0);
+			add(&ftrt_module_plain, sc->fresh[i], 0, 0);
 		} else if (calls->prepare(sc->fresh[i], sc->name[i])) {
 			pthread_mutex_lock(&lock);
 			/* Unless another scan served it meanwhile. */
@@ -434,7 +435,7 @@ void ftrt_modules_scan(const struct ftrt_scan_calls *calls, int locked)
 			for (int k = 0; k < nmods && !known; k++)
 				known = mods[k].live && sc->fresh[i] >= mods[k].lo && sc->fresh[i] < mods[k].hi;
 			if (!known && !exiting)
-				add(&ftrt_module_plain, sc->fresh[i], 0);
+				add(&ftrt_module_plain, sc->fresh[i], 0, 0);
 			pthread_mutex_unlock(&lock);
 			calls->done();
 		}

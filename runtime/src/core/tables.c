@@ -18,6 +18,17 @@
  * Several sections of one name (a link that kept them apart) are copied
  * into one private array, which the module keeps. Init-time only (the
  * program's pass, a dlopen): libc is used freely.
+ *
+ * A shared object a dlopen loads is described before the loader has
+ * relocated it (process/loader.c: the loader tells its debugger of the
+ * new objects between mapping and relocating them): its tables' words
+ * are still what the file holds (x86-64's GNU ld leaves each relative
+ * relocation's addend there, arm64's leaves 0). Then each table is a
+ * private copy, relocated here as the loader will relocate the words
+ * in place: the file's R_*_RELATIVE relocations (its allocated SHT_RELA
+ * sections: the value is the bias plus the addend) and its SHT_RELR
+ * bitmaps (the bias plus the word in place), the only kinds a linker
+ * makes for a table of the file's own addresses.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -30,13 +41,72 @@
 
 #include "ftrt.h"
 
-/* The sections of name among the n headers sh (names in shstr, of
+#if defined(__x86_64__)
+#define R_RELATIVE R_X86_64_RELATIVE
+#else
+#define R_RELATIVE R_AARCH64_RELATIVE
+#endif
+#ifndef SHT_RELR
+#define SHT_RELR 19
+#endif
+
+/* The file (mapped, size bytes) and its section headers, for the
+ * relocation of a table's copy. */
+struct file {
+	const unsigned char *f;
+	size_t size;
+	const Elf64_Shdr *sh;
+	size_t n;
+};
+
+/* Relocate c, a copy of the n words the file has at address addr, as
+ * the loader relocates them in place at bias (see the top). */
+static void relocate(const struct file *fl, uintptr_t bias, uintptr_t addr, uintptr_t *c, size_t n)
+{
+	uintptr_t end = addr + n * sizeof *c;
+	for (size_t i = 0; i < fl->n; i++) {
+		const Elf64_Shdr *s = &fl->sh[i];
+		if (!(s->sh_flags & SHF_ALLOC) || s->sh_offset > fl->size || s->sh_size > fl->size - s->sh_offset)
+			continue;
+		if (s->sh_type == SHT_RELA && s->sh_entsize == sizeof(Elf64_Rela)) {
+			const Elf64_Rela *r = (const Elf64_Rela *)(fl->f + s->sh_offset);
+			for (size_t k = 0; k < s->sh_size / sizeof *r; k++)
+				if (ELF64_R_TYPE(r[k].r_info) == R_RELATIVE && r[k].r_offset >= addr && r[k].r_offset < end &&
+				    (r[k].r_offset - addr) % sizeof *c == 0)
+					c[(r[k].r_offset - addr) / sizeof *c] = bias + (uintptr_t)r[k].r_addend;
+		} else if (s->sh_type == SHT_RELR && s->sh_entsize == sizeof(uint64_t)) {
+			/* An address (even), then bitmaps (odd): bit k of one
+			 * stands for the word k - 1 words past where the last left
+			 * off; each bitmap covers 63 words. */
+			const uint64_t *w = (const uint64_t *)(fl->f + s->sh_offset);
+			uintptr_t at = 0;
+			for (size_t k = 0; k < s->sh_size / sizeof *w; k++) {
+				uint64_t v = w[k];
+				if (!(v & 1)) {
+					if (v >= addr && v < end && (v - addr) % sizeof *c == 0)
+						c[(v - addr) / sizeof *c] += bias;
+					at = (uintptr_t)v + sizeof *c;
+					continue;
+				}
+				for (uintptr_t a = at; (v >>= 1) != 0; a += sizeof *c)
+					if ((v & 1) && a >= addr && a < end && (a - addr) % sizeof *c == 0)
+						c[(a - addr) / sizeof *c] += bias;
+				at += 63 * sizeof *c;
+			}
+		}
+	}
+}
+
+/* The sections of name among the file's headers (names in shstr, of
  * size strsz), as one array: the section's own words in memory, or a
- * copy of all of them; [*start, *stop) empty when there is none. */
-static void table(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strsz, const char *name, uintptr_t bias,
+ * copy of all of them (several sections, or words the loader has not
+ * relocated yet: unrelocated); [*start, *stop) empty when there is
+ * none. */
+static void table(const struct file *fl, const char *shstr, size_t strsz, const char *name, uintptr_t bias, int unrelocated,
 		  const uintptr_t **start, const uintptr_t **stop)
 {
-	size_t words = 0, found = 0, first = 0;
+	const Elf64_Shdr *sh = fl->sh;
+	size_t n = fl->n, words = 0, found = 0, first = 0;
 	for (size_t i = 0; i < n; i++)
 		if (sh[i].sh_name < strsz && (sh[i].sh_flags & SHF_ALLOC) && sh[i].sh_type == SHT_PROGBITS &&
 		    strncmp(shstr + sh[i].sh_name, name, strsz - sh[i].sh_name) == 0) {
@@ -47,7 +117,7 @@ static void table(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strs
 	*start = *stop = NULL;
 	if (!words)
 		return;
-	if (found == 1) {
+	if (found == 1 && !unrelocated) {
 		*start = (const uintptr_t *)(bias + sh[first].sh_addr);
 		*stop = *start + words;
 		return;
@@ -61,6 +131,8 @@ static void table(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t strs
 		    strncmp(shstr + sh[i].sh_name, name, strsz - sh[i].sh_name) == 0) {
 			size_t w = sh[i].sh_size / sizeof(uintptr_t);
 			memcpy(c + k, (const void *)(bias + sh[i].sh_addr), w * sizeof *c);
+			if (unrelocated)
+				relocate(fl, bias, (uintptr_t)sh[i].sh_addr, c + k, w);
 			k += w;
 		}
 	*start = c;
@@ -110,7 +182,7 @@ static void prologues(const Elf64_Shdr *sh, size_t n, const char *shstr, size_t 
 	t->prologues_end = c + ns + k;
 }
 
-int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
+int ftrt_tables_read(const char *path, uintptr_t bias, int unrelocated, struct ftrt_tables *t)
 {
 	memset(t, 0, sizeof *t);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -135,8 +207,9 @@ int ftrt_tables_read(const char *path, uintptr_t bias, struct ftrt_tables *t)
 	if (ss->sh_offset > size || ss->sh_size > size - ss->sh_offset)
 		goto out;
 	const char *shstr = (const char *)(f + ss->sh_offset);
-	table(sh, eh->e_shnum, shstr, ss->sh_size, "__mcount_loc", bias, &t->start, &t->stop);
-	table(sh, eh->e_shnum, shstr, ss->sh_size, "__patchable_function_entries", bias, &t->areas, &t->areas_end);
+	const struct file fl = { f, size, sh, eh->e_shnum };
+	table(&fl, shstr, ss->sh_size, "__mcount_loc", bias, unrelocated, &t->start, &t->stop);
+	table(&fl, shstr, ss->sh_size, "__patchable_function_entries", bias, unrelocated, &t->areas, &t->areas_end);
 	for (size_t i = 0; i < eh->e_shnum; i++)
 		if (sh[i].sh_name < ss->sh_size && strncmp(shstr + sh[i].sh_name, FTRT_CFG_SECTION, ss->sh_size - sh[i].sh_name) == 0)
 			t->linked = 1;

@@ -320,7 +320,7 @@ void ftrt_pass(struct ftrt_mod *md)
 		 * (sites found by ftpatch, or none), or a shared object without
 		 * sites served for them alone (FTRACE_LIBCALL=nest: registry.c's
 		 * scan); not twice (no_table hooks a baked list). */
-		if (!md->libcalls.slots && ftrt_libcalls_on(mod == &ftrt_module_plain ? LIBCALL_NEST : LIBCALL_ON))
+		if (!md->libcalls.slots && !md->unrelocated && ftrt_libcalls_on(mod == &ftrt_module_plain ? LIBCALL_NEST : LIBCALL_ON))
 			ftrt_libcalls_hook(md);
 		goto out;
 	}
@@ -393,7 +393,7 @@ void ftrt_pass(struct ftrt_mod *md)
 				if (ftrt_subtree)
 					mark_patched(md, s, m);
 				ftrt_trace_open();
-				if (cfg->flags & FTRT_CFG_LIBCALL)
+				if ((cfg->flags & FTRT_CFG_LIBCALL) && !md->unrelocated)
 					ftrt_libcalls_hook_baked(md, cfg->libcalls, sizeof cfg->libcalls);
 			}
 			goto out;
@@ -422,7 +422,9 @@ void ftrt_pass(struct ftrt_mod *md)
 	if (deferred)
 		settle(md, s, m, want);
 	ftrt_arch_seal();
-	if ((tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH) && ftrt_libcall_wanted())
+	/* Not the slots of a module not relocated yet (ftrt_mod's
+	 * unrelocated): the loader would write over them. */
+	if ((tracer == FTRT_FUNCTION || tracer == FTRT_GRAPH) && ftrt_libcall_wanted() && !md->unrelocated)
 		ftrt_libcalls_hook(md);
 out:
 	ftrt_arch_areas(NULL, NULL);

@@ -212,11 +212,9 @@ static int ask(const char *sock, const char *path, const char *build_id, uintptr
 		goto out; /* nothing for this module */
 	a->mapped = ((size_t)a->size + PAGE - 1) & ~(size_t)(PAGE - 1);
 	a->image = map_near(a->mapped, bias + (uintptr_t)canon, lo, hi);
-	a->entries_size = (size_t)a->count * PLAN_ENTRY;
-	a->entries = mmap(NULL, a->entries_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (a->image != MAP_FAILED)
 		madvise(a->image, a->mapped, MADV_POPULATE_WRITE); /* faulted in at once, not page by page as the answer arrives */
-	if (a->image == MAP_FAILED || a->entries == MAP_FAILED) {
+	if (a->image == MAP_FAILED) {
 		struct say s;
 		ftrt_say_begin(&s);
 		ftrt_say_str(&s, path);
@@ -232,12 +230,20 @@ static int ask(const char *sock, const char *path, const char *build_id, uintptr
 		why = "no answer";
 		goto out;
 	}
+	uint32_t ebytes;
 	memcpy(&status, st, 4);
+	memcpy(&ebytes, st + 4, 4);
 	if (status != PLAN_OK) {
 		a->count = 0; /* out of reach, or the server could not make them: said there */
 		goto out;
 	}
-	if (xfer(fd, a->image, a->size, 0) != 0 || xfer(fd, a->entries, (size_t)a->count * PLAN_ENTRY, 0) != 0)
+	a->entries_size = ebytes ? ebytes : 1;
+	a->entries = mmap(NULL, a->entries_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (a->entries == MAP_FAILED) {
+		why = "no memory";
+		goto out;
+	}
+	if (xfer(fd, a->image, a->size, 0) != 0 || xfer(fd, a->entries, ebytes, 0) != 0)
 		why = "an answer cut short";
 out:
 	free(q);
@@ -289,15 +295,21 @@ int ftrt_prologue_make(struct ftrt_module *m, const char *path, const char *buil
 	memcpy(ar, m->areas, na * sizeof *ar);
 	size_t k = 0;
 	uintptr_t last = 0;
+	size_t pos = 0;
 	for (uint32_t i = 0; i < a.count; i++) {
-		const unsigned char *e = a.entries + (size_t)i * PLAN_ENTRY;
+		if (pos + PLAN_ENTRY_HEAD > a.entries_size)
+			break; /* cut short: the rest are left alone */
+		const unsigned char *e = a.entries + pos;
 		uint64_t func, patch;
 		uint32_t off, len;
 		memcpy(&func, e, 8);
 		memcpy(&patch, e + 8, 8);
 		memcpy(&off, e + 16, 4);
 		memcpy(&len, e + 20, 4);
-		const unsigned char *orig = e + 24, *jump = e + 24 + PLAN_PATCH_MAX;
+		if (len > PLAN_PATCH_MAX || pos + ((PLAN_ENTRY_HEAD + 2 * (size_t)len + 7) & ~(size_t)7) > a.entries_size)
+			break;
+		pos += (PLAN_ENTRY_HEAD + 2 * (size_t)len + 7) & ~(size_t)7;
+		const unsigned char *orig = e + PLAN_ENTRY_HEAD, *jump = e + PLAN_ENTRY_HEAD + len;
 		uintptr_t at = bias + (uintptr_t)patch;
 		if (len == 0 || len > PLAN_PATCH_MAX || off >= a.size || at < lo || at + len > hi || at < last ||
 		    memcmp((const void *)at, orig, len) != 0) {

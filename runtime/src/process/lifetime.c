@@ -94,8 +94,8 @@ extern const uintptr_t __stop___patchable_function_entries[] __attribute__((weak
  * targets the runtime's hooks, which its sites call through its PLT or
  * GOT, and trampolines within reach of its code (ftrt_arch_targets_near).
  * The shared objects loaded with it that have sites but no stub are
- * described alike, each by a record of preloaded[] (process/preload.c);
- * one a dlopen loads later is served only if it links the module stub.
+ * described alike, each by a record of preloaded[] (process/preload.c),
+ * and so are those a dlopen loads later (process/loader.c).
  */
 static struct ftrt_module self = {
 	.size = sizeof self,
@@ -146,7 +146,7 @@ static const struct ftrt_module *linked_self(void)
 	uintptr_t bias = 0;
 	struct ftrt_tables t;
 	dl_iterate_phdr(first_bias, &bias);
-	if (ftrt_tables_read("/proc/self/exe", bias, &t) != 0 || t.prologues == t.prologues_end)
+	if (ftrt_tables_read("/proc/self/exe", bias, 0, &t) != 0 || t.prologues == t.prologues_end)
 		return &self;
 	me = self;
 	me.start = t.start, me.stop = t.stop;
@@ -180,6 +180,7 @@ void ftrt_init(void)
 	ftrt_register_self(&self, inside);
 	ftrt_modules_start();
 	ftrt_preload_scan();
+	ftrt_loader_watch(); /* and those a dlopen loads later (loader.c) */
 #else
 	/* targets[0], its first hook, is an address inside the program. */
 	ftrt_register_self(linked_self(), self.targets[0]);
@@ -198,7 +199,9 @@ static void pass(struct ftrt_mod *md)
 	 * the new one's reads the records (the arguments' capture reads
 	 * every slot's name). */
 	int sited = md->desc != &ftrt_module_plain;
-	if (sited && md->owner != 1 && ftrt_libcalls_on(LIBCALL_NEST))
+	/* Not while a dlopen's objects are mapped but not relocated
+	 * (md->unrelocated): their slots are not yet the loader's. */
+	if (sited && md->owner != 1 && !md->unrelocated && ftrt_libcalls_on(LIBCALL_NEST))
 		ftrt_libcalls_scan_locked();
 	ftrt_pass(md);
 	ftrt_live_added(md);

@@ -15,7 +15,19 @@
  * bound here, to what the loader would bind it to (checked with dlsym),
  * as the loader would at the first call.
  *
- * Start-up code: libc is used freely.
+ * A shared object a dlopen loads later is described alike when the
+ * loader tells its debugger of it (loader.c: mapped, not yet relocated,
+ * its constructors not yet run), so its sites are ready before any of
+ * its code runs. Its tables are then relocated copies (core/tables.c);
+ * the GOT slots through which its sites call the hooks still hold what
+ * the file has, so for its pass each holds the hook the loader will bind
+ * it to (checked with dlsym), and gets back what it held after, for the
+ * loader to relocate as it would have: the pass leaves no site calling
+ * through a slot (a site is a NOP, or calls the runtime's trampoline
+ * directly). At the change that unloads it (a dlclose), its record is
+ * unregistered, as a stub's destructor would.
+ *
+ * Start-up code, or the loader's (under its lock): libc is used freely.
  */
 #ifdef FTRT_PRELOAD
 #define _GNU_SOURCE
@@ -105,12 +117,82 @@ static void bind_hooks(const struct where *w, const uintptr_t *targets)
 	}
 }
 
-int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
+/* The GOT slots of a module not relocated yet through which its sites
+ * call the hooks, and what they held (hold_hooks, release_hooks). */
+#define HELD 16
+struct held {
+	uintptr_t *slot[HELD];
+	uintptr_t was[HELD];
+	int n;
+};
+
+#if defined(__x86_64__)
+#define R_GLOB_DAT R_X86_64_GLOB_DAT
+#define R_ABS64 R_X86_64_64
+#else
+#define R_GLOB_DAT R_AARCH64_GLOB_DAT
+#define R_ABS64 R_AARCH64_ABS64
+#endif
+
+/* Each slot of a hook (a PLT's, a GOT's, an absolute word) in the n
+ * relocations r of the module d describes at w: made to hold the hook
+ * the loader will bind it to, what it held kept in h. */
+static void hold_slots(const struct where *w, const struct ftrt_dyn *d, const ElfW(Rela) *r, size_t n, const uintptr_t *targets,
+		       struct held *h)
+{
+	for (size_t i = 0; i < n && h->n < HELD; i++) {
+		size_t si = ELF64_R_SYM(r[i].r_info);
+		uint32_t type = (uint32_t)ELF64_R_TYPE(r[i].r_info);
+		if (!si || (type != FTRT_R_JUMP_SLOT && type != R_GLOB_DAT && type != R_ABS64))
+			continue;
+		const char *name = d->strtab + d->symtab[si].st_name;
+		for (size_t k = 0; k < sizeof hooks / sizeof hooks[0] && h->n < HELD; k++) {
+			uintptr_t hook = targets[hooks[k].target];
+			if (strcmp(name, hooks[k].name) != 0 || (uintptr_t)dlsym(RTLD_DEFAULT, name) != hook)
+				continue;
+			uintptr_t *slot = (uintptr_t *)(w->bias + r[i].r_offset);
+			if ((uintptr_t)slot < w->lo || (uintptr_t)slot + sizeof *slot > w->hi)
+				continue;
+			h->slot[h->n] = slot;
+			h->was[h->n++] = *slot;
+			*slot = hook;
+		}
+	}
+}
+
+static void hold_hooks(const struct where *w, const uintptr_t *targets, struct held *h)
+{
+	h->n = 0;
+	struct ftrt_mod tmp;
+	memset(&tmp, 0, sizeof tmp);
+	tmp.bias = w->bias, tmp.lo = w->lo, tmp.hi = w->hi;
+	struct ftrt_dyn d;
+	memset(&d, 0, sizeof d);
+	if (ftrt_dyn_read(&tmp, &d) != 0 || !d.symtab || !d.strtab)
+		return;
+	hold_slots(w, &d, d.jmprel, d.njmprel, targets, h);
+	hold_slots(w, &d, d.rela, d.nrela, targets, h);
+}
+
+/* What hold_hooks changed, back as the file has it, for the loader. */
+static void release_hooks(struct held *h)
+{
+	for (int i = 0; i < h->n; i++)
+		*h->slot[i] = h->was[i];
+	h->n = 0;
+}
+
+/* ftrt_preload_describe's work; unrelocated: a dlopen's object, mapped
+ * and not relocated yet (tables.c relocates its tables' copies, and no
+ * slot is bound here). */
+static int describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t, int unrelocated)
 {
 	struct where w = { .inside = inside };
 	dl_iterate_phdr(find, &w);
-	if (!w.found || ftrt_tables_read(path, w.bias, t) != 0)
+	if (!w.found || ftrt_tables_read(path, w.bias, unrelocated, t) != 0)
 		return -1;
+	if (t->linked && strcmp(path, "/proc/self/exe") != 0)
+		return 0; /* a shared object with the module stub describes itself */
 	/* record -P: sites made from the prologues of the functions it
 	 * chose, beside the compiler's (the server is told the file's own
 	 * name, which /proc/self/exe is not). */
@@ -142,17 +224,48 @@ int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t ins
 	m->start = t->start, m->stop = t->stop;
 	m->areas = t->areas, m->areas_end = t->areas_end;
 	m->prologues = t->prologues, m->prologues_end = t->prologues_end;
-	bind_hooks(&w, m->targets);
+	if (!unrelocated)
+		bind_hooks(&w, m->targets);
 	return 0;
 }
 
-/* The shared objects loaded with the program that may be served: an
- * address in each (its first executable segment's start) and its name,
- * gathered while the loader's list is held, served after. */
+int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
+{
+	return describe(m, path, inside, t, 0);
+}
+
+/*
+ * The loaded objects the scans have looked at, served or not, so that a
+ * scan at a change of the loader's list (loader.c) looks at the new ones
+ * alone: each by its bias and its program headers' address (another
+ * object loaded where an unloaded one was is told apart by the scan
+ * that saw the first one gone), with the description it is served by
+ * (NULL: not served; it registers itself, has no sites, or is no
+ * shared object of ours to serve). Changed only by a scan: at start, or
+ * under the loader's lock.
+ */
+#define SEEN 512
+static struct seen {
+	uintptr_t bias;
+	const void *phdr;
+	struct ftrt_module *m;
+} seen[SEEN];
+static int nseen;
+
+/* The descriptions of the shared objects served: each kept while its
+ * object is loaded (its record's arrays, for the process's life). */
+static struct ftrt_module preloaded[FTRT_MOD_MAX];
+
+/* One scan's findings: which seen objects are still loaded, and the new
+ * ones (an address in each: its first executable segment's start; and
+ * its name), gathered while the loader's list is held, served after. */
 #define CANDIDATES 256
 struct candidates {
-	uintptr_t inside[CANDIDATES];
+	unsigned char present[SEEN];
+	uintptr_t inside[CANDIDATES], bias[CANDIDATES];
+	const void *phdr[CANDIDATES];
 	char *name[CANDIDATES];
+	int want[CANDIDATES];
 	int n;
 };
 
@@ -160,8 +273,17 @@ static int gather(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct candidates *c = arg;
+	for (int i = 0; i < nseen; i++)
+		if (seen[i].bias == info->dlpi_addr && seen[i].phdr == info->dlpi_phdr) {
+			c->present[i] = 1;
+			return 0;
+		}
+	if (c->n == CANDIDATES)
+		return 0;
+	int k = c->n++;
+	c->bias[k] = info->dlpi_addr, c->phdr[k] = info->dlpi_phdr, c->want[k] = 0, c->name[k] = NULL;
 	/* The program (described already), the loader, the vDSO. */
-	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == getauxval(AT_BASE) || c->n == CANDIDATES)
+	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == getauxval(AT_BASE))
 		return 0;
 	uintptr_t text = 0, lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -177,34 +299,78 @@ static int gather(struct dl_phdr_info *info, size_t size, void *arg)
 	uintptr_t self = (uintptr_t)ftrt_preload_scan; /* the runtime's own object */
 	if (!text || lo == getauxval(AT_SYSINFO_EHDR) || (self >= lo && self < hi) || ftrt_module_text_holds(text, text))
 		return 0;
-	c->name[c->n] = strdup(info->dlpi_name);
-	c->inside[c->n++] = text;
+	c->name[k] = strdup(info->dlpi_name);
+	c->inside[k] = text;
+	c->want[k] = c->name[k] != NULL;
 	return 0;
 }
 
-/* The descriptions of the shared objects served: kept for their life. */
-static struct ftrt_module preloaded[FTRT_MOD_MAX];
+/* Serve the object at inside, named name, with a free description:
+ * the description, or NULL (not ours to serve: it registers itself, or
+ * has no sites). */
+static struct ftrt_module *serve(const char *name, uintptr_t inside, int unrelocated)
+{
+	struct ftrt_module *m = NULL;
+	for (int k = 0; k < FTRT_MOD_MAX && !m; k++)
+		if (!preloaded[k].version)
+			m = &preloaded[k];
+	if (!m)
+		return NULL;
+	m->size = sizeof *m;
+	m->version = FTRT_MODULE_VERSION;
+	m->config = &ftrt_config;
+	struct ftrt_tables t;
+	if (describe(m, name, inside, &t, unrelocated) != 0 || t.linked || m->start == m->stop) {
+		memset(m, 0, sizeof *m);
+		return NULL;
+	}
+	struct where w = { .inside = inside };
+	struct held h = { .n = 0 };
+	if (unrelocated && dl_iterate_phdr(find, &w))
+		hold_hooks(&w, m->targets, &h);
+	int r = ftrt_module_register_at(m, inside, unrelocated);
+	release_hooks(&h);
+	if (r != 0) {
+		memset(m, 0, sizeof *m);
+		return NULL;
+	}
+	return m;
+}
+
+/* A scan: the objects gone since the last unregistered (their
+ * descriptions free again), the new ones served. */
+static void scan(int unrelocated)
+{
+	static struct candidates c; /* one scan at a time: at start, or under the loader's lock */
+	memset(&c, 0, sizeof c);
+	dl_iterate_phdr(gather, &c);
+	int kept = 0;
+	for (int i = 0; i < nseen; i++) {
+		if (!c.present[i]) {
+			if (seen[i].m) {
+				ftrt_module_unregister(seen[i].m);
+				memset(seen[i].m, 0, sizeof *seen[i].m);
+			}
+			continue;
+		}
+		seen[kept++] = seen[i];
+	}
+	nseen = kept;
+	for (int i = 0; i < c.n; i++) {
+		struct ftrt_module *m = c.want[i] ? serve(c.name[i], c.inside[i], unrelocated) : NULL;
+		if (nseen < SEEN)
+			seen[nseen++] = (struct seen){ c.bias[i], c.phdr[i], m };
+		free(c.name[i]);
+	}
+}
 
 void ftrt_preload_scan(void)
 {
-	static struct candidates c; /* start-up: one thread */
-	c.n = 0;
-	dl_iterate_phdr(gather, &c);
-	for (int i = 0; i < c.n; i++) {
-		struct ftrt_module *m = NULL;
-		for (int k = 0; k < FTRT_MOD_MAX && !m; k++)
-			if (!preloaded[k].version)
-				m = &preloaded[k];
-		struct ftrt_tables t;
-		if (m && c.name[i]) {
-			m->size = sizeof *m;
-			m->version = FTRT_MODULE_VERSION;
-			m->config = &ftrt_config;
-			if (ftrt_preload_describe(m, c.name[i], c.inside[i], &t) != 0 || t.linked || m->start == m->stop ||
-			    ftrt_module_register_at(m, c.inside[i]) != 0)
-				memset(m, 0, sizeof *m); /* not ours to serve: it registers itself, or has no sites */
-		}
-		free(c.name[i]);
-	}
+	scan(0);
+}
+
+void ftrt_preload_rescan(void)
+{
+	scan(1);
 }
 #endif

@@ -42,7 +42,15 @@ struct ftrt_tables;
 int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
 	__attribute__((visibility("hidden")));
 /* Register every loaded shared object with sites that neither links the
- * module stub nor is registered yet. */
+ * module stub nor is registered yet (at start). */
 void ftrt_preload_scan(void) __attribute__((visibility("hidden")));
+/* The loader's list changed (a dlopen mapped objects it has not
+ * relocated yet, or a dlclose unmapped some; loader.c, under the
+ * loader's lock): unregister the served objects gone, serve the new
+ * ones. */
+void ftrt_preload_rescan(void) __attribute__((visibility("hidden")));
+/* loader.c (the preloaded runtime alone): at start, have the loader's
+ * changes to its list of objects call ftrt_preload_rescan. */
+void ftrt_loader_watch(void) __attribute__((visibility("hidden")));
 
 #endif
