@@ -103,8 +103,9 @@ int ftrace_snapshot(const char *dir, char *made, size_t size);
  * for the function: x86-64 keeps xmm0-7 whole, not the upper halves of
  * ymm and zmm registers; arm64 keeps q0-q7 (not the SVE state). At a
  * site made from a function's prologue every register is kept: x86-64
- * r11 and the vector state (x87, SSE, AVX, AVX-512: xsave), arm64
- * x9-x15, x18 and q0-q31.
+ * r11 and xmm0-15, ymm0-15 or zmm0-31 and k0-7 (as the CPU has them)
+ * and mxcsr, arm64 x9-x15, x18 and q0-q31; so are they around a graph
+ * user's return callbacks after such a function.
  *
  * A callback is never called back for its own function (the kernel's
  * are notrace; a program's usually have a site); functions it calls are

@@ -100,27 +100,31 @@ int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2]) HIDDEN;
  * real return address ret, and the floating-point ones from fp, what
  * ftrt_arch_fp_save saved. */
 void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *fregs, uintptr_t sp, uintptr_t ret, const unsigned char *fp) HIDDEN;
-/* Save and restore the floating-point and vector state around the
- * program's retfuncs, whole: a return value may be in it, and a site
- * made from a prologue is in a function whose callers may keep values
- * in any vector register across the call (gcc's -fipa-ra). x86-64: the
- * XSAVE components x87, SSE, AVX and AVX-512 the system enables
- * (ftrt_xsave_mask; fxsave's x87 and SSE where there is no XSAVE), in
- * XSAVE's standard form, whose first 512 bytes are fxsave's; arm64:
- * q0-q31, fpsr and fpcr. buf of FTRT_ARCH_FP_SAVE bytes, 64-byte
- * aligned. Saved before anything else at a return: the C library's
- * memset and memcpy, which the compiler may call, use them. */
+/* Save and restore the floating-point and vector state a return value
+ * may be in (x86-64: fxsave's 512 bytes, x87 and SSE; arm64: q0-q7 and
+ * fpsr), around the program's retfuncs; full (the call was at a site
+ * made from a prologue, ftrt_arch_fregs_prologue), every vector
+ * register a retfunc may change besides, as the function's callers may
+ * keep values in any of them across the call (gcc's -fipa-ra): x86-64
+ * the rest of ymm0-15, zmm0-31 and k0-7 as the CPU has them
+ * (arch/x86_64/vecsave.h), arm64 q8-q31 and fpcr. buf of
+ * FTRT_ARCH_FP_SAVE bytes, 64-byte aligned. Saved before anything else
+ * at a return: the C library's memset and memcpy, which the compiler
+ * may call, use them. */
 #if defined(__x86_64__)
-#define FTRT_ARCH_FP_SAVE 2688 /* the standard form's end with AVX-512's Hi16_ZMM, the last component saved */
+#define FTRT_ARCH_FP_SAVE (512 + 2176) /* fxsave's, then vecsave.h's VS_SIZE */
 #else
 #define FTRT_ARCH_FP_SAVE 528
 #endif
-void ftrt_arch_fp_save(unsigned char *buf) HIDDEN;
-void ftrt_arch_fp_restore(const unsigned char *buf) HIDDEN;
+void ftrt_arch_fp_save(unsigned char *buf, int full) HIDDEN;
+void ftrt_arch_fp_restore(const unsigned char *buf, int full) HIDDEN;
+/* Whether fregs were saved at a site made from a prologue (its ops
+ * caller keeps every register). */
+int ftrt_arch_fregs_prologue(const struct ftrace_regs *fregs) HIDDEN;
 #if defined(__x86_64__)
-/* Chooses what x86-64 saves of the vector state (fregs.c's
- * ftrt_xsave_mask and ftrt_xsave_size): at start (ftrt_tracers_wire). */
-void ftrt_arch_xsave_init(void) HIDDEN;
+/* Chooses what x86-64 keeps of the vector state at a site made from a
+ * prologue (fregs.c's ftrt_vec_kind): at start (ftrt_tracers_wire). */
+void ftrt_arch_vec_init(void) HIDDEN;
 #endif
 
 #endif

@@ -37,7 +37,7 @@ void ftrt_tracers_wire(void)
 {
 	struct ftrt_arch_entries *e = &ftrt_arch_entries;
 #if defined(__x86_64__)
-	ftrt_arch_xsave_init();
+	ftrt_arch_vec_init();
 	e->graph_enter = (uintptr_t)ftrace_graph_enter;
 	e->graph_leave = (uintptr_t)ftrace_graph_leave;
 	e->prologue_graph_enter = (uintptr_t)ftrace_prologue_graph_enter;

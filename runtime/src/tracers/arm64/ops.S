@@ -46,14 +46,17 @@
 .endm
 
 /*
- * The rest of the ftrace_regs (kind; direct: none yet), then the
+ * The rest of the ftrace_regs (kind; direct: none yet; prologue: full),
+ * then the
  * record's handler, handler(ip, parent_ip, record, fregs): ip the site,
  * x30 - back (its length); x9 the parent ip, x11 the record. Back from
  * it, the argument and vector registers are the ftrace_regs'.
  */
-.macro CALL_HANDLER kind, back
+.macro CALL_HANDLER kind, back, full=0
 	mov	x10, #\kind
 	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none */
+	mov	x10, #\full
+	str	x10, [sp, #REGS + FREGS_PROLOGUE]	/* 1: a site made from a prologue */
 	mov	x29, sp
 	sub	x0, x30, #\back			/* arg 1: ip = the site */
 	mov	x1, x9				/* arg 2: the parent ip */
@@ -212,7 +215,7 @@
 	stp	x29, x17, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
 	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
 	mov	x9, x17				/* the parent ip, where CALL_HANDLER takes it */
-	CALL_HANDLER FREGS_ENTRY, 8
+	CALL_HANDLER FREGS_ENTRY, 8, 1
 	ldp	q8, q9, [sp, #FRAME + 64]
 	ldp	q10, q11, [sp, #FRAME + 64 + 32]
 	ldp	q12, q13, [sp, #FRAME + 64 + 64]

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "arch/x86_64/regs.h"
+#include "arch/x86_64/vecsave.h"
 #include "core/ftrt.h"
 #include "ftrace.h"
 #include "patch/live.h"
@@ -148,59 +149,56 @@ int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2])
 }
 
 /*
- * The vector state kept around a program's callbacks (ops.S's prologue
- * caller, and the graph users' returns below): XSAVE's components x87
- * (bit 0), SSE (1: xmm0-15, mxcsr), AVX (2: the upper halves of
- * ymm0-15) and AVX-512 (5-7: k0-7, the upper halves of zmm0-15,
- * zmm16-31), those of them the system enables (XCR0); not the others
- * (MPX, PKRU, AMX's tiles: no callback changes them as a side effect).
- * ftrt_xsave_mask 0: no XSAVE, fxsave (512 bytes, x87 and SSE).
- * ftrt_xsave_size: the bytes the standard form needs for the mask (the
- * end of its last component), at least fxsave's 512; the XSAVE header
- * (64 bytes at 512) must hold zeros before an xsave, which sets only
- * the mask's bits of XSTATE_BV: XRSTOR faults on anything else there. Read by ops.S; set once, by
- * ftrt_arch_xsave_init, before any site is enabled.
+ * What of the vector state the prologue sites' code keeps (ops.S's
+ * VEC_SAVE, arch/x86_64/vecsave.h): VEC_SSE, VEC_AVX, VEC_AVX512 or
+ * VEC_AVX512_F, by what the CPU has (CPUID) and the system enables
+ * (XCR0: AVX's ymm state, bits 1-2; AVX-512's opmask and zmm state,
+ * bits 5-7, besides). Set once, by ftrt_arch_vec_init, before any site
+ * is enabled; read by ops.S at each call.
  */
-uint32_t ftrt_xsave_mask HIDDEN;
-uint32_t ftrt_xsave_size HIDDEN = 512;
+uint32_t ftrt_vec_kind HIDDEN;
 
-#define XSAVE_KEPT 0xe7u /* x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM */
+#define XCR0_AVX 0x6u
+#define XCR0_AVX512 0xe6u
 
-void ftrt_arch_xsave_init(void)
+void ftrt_arch_vec_init(void)
 {
 	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
 		return;
 	uint32_t lo, hi;
 	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	uint32_t mask = lo & XSAVE_KEPT, size = 512 + 64;
-	for (unsigned i = 2; i < 8; i++)
-		if (mask >> i & 1) {
-			__cpuid_count(0xd, i, a, b, c, d); /* eax: the component's size; ebx: its offset */
-			if (a + b > size)
-				size = a + b;
-		}
-	if (size > FTRT_ARCH_FP_SAVE)
-		return; /* a layout this build does not know: fxsave */
-	ftrt_xsave_size = size;
-	ftrt_xsave_mask = mask;
-}
-
-/* x87 (a long double result in st0) and the vector registers. */
-void ftrt_arch_fp_save(unsigned char *buf)
-{
-	if (!ftrt_xsave_mask) {
-		__asm__ volatile("fxsave64 %0" : "=m"(*(unsigned char(*)[512])buf));
+	if ((lo & XCR0_AVX) != XCR0_AVX)
 		return;
-	}
-	__builtin_memset(buf + 512, 0, 64); /* the header */
-	__asm__ volatile("xsave64 %0" : "+m"(*(unsigned char(*)[FTRT_ARCH_FP_SAVE])buf) : "a"(ftrt_xsave_mask), "d"(0));
+	ftrt_vec_kind = VEC_AVX;
+	if ((lo & XCR0_AVX512) != XCR0_AVX512 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX512F))
+		return;
+	ftrt_vec_kind = b & bit_AVX512BW ? VEC_AVX512 : VEC_AVX512_F;
 }
 
-void ftrt_arch_fp_restore(const unsigned char *buf)
+_Static_assert(FTRT_ARCH_FP_SAVE == 512 + VS_SIZE && VS_SIZE % 64 == 0, "fgraph.h's FTRT_ARCH_FP_SAVE: fxsave's and vecsave.h's");
+
+void ftrt_vec_save(unsigned char *area) HIDDEN;
+void ftrt_vec_restore(const unsigned char *area) HIDDEN;
+
+/* x87 (a long double result in st0) and the SSE registers (fxsave);
+ * after a site made from a prologue the rest a callback may change
+ * (vecsave.h), into the area after fxsave's 512 bytes. */
+void ftrt_arch_fp_save(unsigned char *buf, int full)
 {
-	if (!ftrt_xsave_mask)
-		__asm__ volatile("fxrstor64 %0" : : "m"(*(const unsigned char(*)[512])buf));
-	else
-		__asm__ volatile("xrstor64 %0" : : "m"(*(const unsigned char(*)[FTRT_ARCH_FP_SAVE])buf), "a"(ftrt_xsave_mask), "d"(0));
+	__asm__ volatile("fxsave64 %0" : "=m"(*(unsigned char(*)[512])buf));
+	if (full)
+		ftrt_vec_save(buf + 512);
+}
+
+void ftrt_arch_fp_restore(const unsigned char *buf, int full)
+{
+	__asm__ volatile("fxrstor64 %0" : : "m"(*(const unsigned char(*)[512])buf));
+	if (full)
+		ftrt_vec_restore(buf + 512);
+}
+
+int ftrt_arch_fregs_prologue(const struct ftrace_regs *f)
+{
+	return f->prologue != 0;
 }

@@ -62,11 +62,11 @@
  *          (ff 25 00000006 jmp *6(%rip), through +24, beyond it)
  *     +24  .quad           the caller
  *
- * and the caller keeps the whole vector state the callback may change
- * (fregs.c's ftrt_xsave_mask: xsave, or fxsave without it) in an area
- * of ftrt_xsave_size bytes, 64-byte aligned, above the ftrace_regs;
- * rbx, saved, holds its address across the call. On entry r11 is the
- * record and
+ * and the caller keeps the vector state a callback may change
+ * (arch/x86_64/vecsave.h: xmm0-15, or ymm0-15, or zmm0-31 and k0-7, as
+ * the CPU has them, and mxcsr) in an area of VS_SIZE bytes, 64-byte
+ * aligned, above the ftrace_regs; rbx, saved, holds its address across
+ * the call. On entry r11 is the record and
  *
  *     0(%rsp)   r11 as the function's caller left it
  *     8(%rsp)   the return into the function (site + 5)
@@ -79,12 +79,12 @@
  *     8(%rbp)   r11 (the trampoline's push)
  *     0(%rbp)   the function's rbp
  *     -8(%rbp)  rbx
- *     -16(%rbp) rax on the way in; fregs->direct on the way out
+ *     -16(%rbp) fregs->direct on the way out
  *     ...       the vector state, 64-byte aligned, at rbx
  *     (%rsp)    struct ftrace_regs, ending at rbx
  *
  * On the way out every register comes back (r11 from its slot, the
- * vector state by xrstor, then xmm0-7 from the ftrace_regs, which a
+ * vector state from the area, its xmm0-7 from the ftrace_regs, which a
  * callback may change); a direct trampoline is jumped to through its
  * slot, 32 bytes below the stack pointer then (the red zone, which a
  * signal frame never overwrites), with no register changed but the
@@ -92,9 +92,103 @@
  */
 #include "arch/opslayout.h"
 #include "arch/x86_64/regs.h"
+#include "arch/x86_64/vecsave.h"
 
-	.hidden	ftrt_xsave_mask
-	.hidden	ftrt_xsave_size
+	.hidden	ftrt_vec_kind
+
+/*
+ * VEC_SAVE base, regs: the vector state into the area at \base
+ * (vecsave.h), by ftrt_vec_kind; eax and the flags change. regs 1: the
+ * ops caller's, whose xmm0-7 go into the ftrace_regs (after this, as
+ * legacy SSE stores, the upper halves clean by then), so that with SSE
+ * alone xmm8-15 are saved here; regs 0 (ftrt_vec_save, after an fxsave
+ * of xmm0-15): nothing with SSE alone.
+ */
+.macro VEC_SAVE base, regs
+	movl	ftrt_vec_kind(%rip), %eax
+	cmpl	$VEC_AVX, %eax
+	jae	81f
+.if \regs
+	.irp	n, 8, 9, 10, 11, 12, 13, 14, 15
+	movaps	%xmm\n, \n*64(\base)
+	.endr
+.endif
+	jmp	89f
+81:	jne	82f
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+	vmovdqa	%ymm\n, \n*64(\base)
+	.endr
+	jmp	88f
+82:	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+	vmovdqa64 %zmm\n, \n*64(\base)
+	.endr
+	.irp	n, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	vmovdqa64 %zmm\n, \n*64(\base)
+	.endr
+	cmpl	$VEC_AVX512_F, %eax
+	je	83f
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	kmovq	%k\n, VS_K+\n*8(\base)
+	.endr
+	jmp	88f
+83:	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	kmovw	%k\n, VS_K+\n*8(\base)
+	.endr
+88:	vzeroupper				/* a callback's SSE code pays no transition */
+89:
+.endm
+
+/*
+ * VEC_RESTORE base, regs: the vector state back from the area at \base;
+ * eax and the flags change. regs 1: xmm0-7 from the ftrace_regs at rsp
+ * (a callback may change them): with AVX copied into the area's slots
+ * first, so that every register is loaded whole by VEX code (a legacy
+ * SSE load into a register whose upper half is live costs a transition
+ * or a merge).
+ */
+.macro VEC_RESTORE base, regs
+	movl	ftrt_vec_kind(%rip), %eax
+	cmpl	$VEC_AVX, %eax
+	jae	81f
+.if \regs
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	movaps	FREGS_XMM+\n*16(%rsp), %xmm\n
+	.endr
+	.irp	n, 8, 9, 10, 11, 12, 13, 14, 15
+	movaps	\n*64(\base), %xmm\n
+	.endr
+.endif
+	jmp	89f
+81:
+.if \regs
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	vmovdqa	FREGS_XMM+\n*16(%rsp), %xmm\n
+	vmovdqa	%xmm\n, \n*64(\base)
+	.endr
+.endif
+	cmpl	$VEC_AVX, %eax
+	jne	82f
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+	vmovdqa	\n*64(\base), %ymm\n
+	.endr
+	jmp	89f
+82:	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+	vmovdqa64 \n*64(\base), %zmm\n
+	.endr
+	.irp	n, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+	vmovdqa64 \n*64(\base), %zmm\n
+	.endr
+	cmpl	$VEC_AVX512_F, %eax
+	je	83f
+	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	kmovq	VS_K+\n*8(\base), %k\n
+	.endr
+	jmp	89f
+83:	.irp	n, 0, 1, 2, 3, 4, 5, 6, 7
+	kmovw	VS_K+\n*8(\base), %k\n
+	.endr
+89:
+.endm
 
 .macro OPS_CALLER name, kind, full=0
 	.text
@@ -115,13 +209,9 @@
 .if \full
 	pushq	%rbx
 	.cfi_rel_offset rbx, -8
-	pushq	%rax
-	movl	ftrt_xsave_size(%rip), %eax
-	movq	%rsp, %rbx
-	subq	%rax, %rbx
+	leaq	-16-VS_SIZE(%rbp), %rbx		/* below rbx's slot and the direct's */
 	andq	$-64, %rbx			/* rbx = the vector state's area */
 	leaq	-FREGS_SIZE(%rbx), %rsp		/* the ftrace_regs below it, 16-byte aligned */
-	movq	-16(%rbp), %rax
 .else
 	subq	$FREGS_SIZE, %rsp
 	andq	$-16, %rsp
@@ -134,6 +224,10 @@
 	movq	%r9, FREGS_R9(%rsp)
 	movq	%rax, FREGS_AX(%rsp)
 	movq	%r10, FREGS_R10(%rsp)
+.if \full
+	VEC_SAVE %rbx, 1
+	stmxcsr	VS_MXCSR(%rbx)
+.endif
 	movaps	%xmm0, FREGS_XMM+0*16(%rsp)
 	movaps	%xmm1, FREGS_XMM+1*16(%rsp)
 	movaps	%xmm2, FREGS_XMM+2*16(%rsp)
@@ -142,24 +236,6 @@
 	movaps	%xmm5, FREGS_XMM+5*16(%rsp)
 	movaps	%xmm6, FREGS_XMM+6*16(%rsp)
 	movaps	%xmm7, FREGS_XMM+7*16(%rsp)
-.if \full
-	movl	ftrt_xsave_mask(%rip), %eax
-	testl	%eax, %eax
-	jz	6f
-	xorl	%edx, %edx			/* edx:eax = the components saved */
-	movq	%rdx, 512(%rbx)			/* the XSAVE header: zeros (xsave sets */
-	movq	%rdx, 512+8(%rbx)		/* XSTATE_BV's bits of the mask alone) */
-	movq	%rdx, 512+16(%rbx)
-	movq	%rdx, 512+24(%rbx)
-	movq	%rdx, 512+32(%rbx)
-	movq	%rdx, 512+40(%rbx)
-	movq	%rdx, 512+48(%rbx)
-	movq	%rdx, 512+56(%rbx)
-	xsave64	(%rbx)
-	jmp	7f
-6:	fxsave64 (%rbx)
-7:
-.endif
 	movq	0(%rbp), %rax			/* the function's rbp */
 	movq	%rax, FREGS_BP(%rsp)
 .if \full
@@ -175,6 +251,7 @@
 	movq	8+8*\full(%rbp), %rdi
 	movq	%rdi, FREGS_IP(%rsp)
 	movl	$\kind, FREGS_KIND(%rsp)
+	movl	$\full, FREGS_PROLOGUE(%rsp)
 	movq	$0, FREGS_DIRECT(%rsp)
 	subq	$5, %rdi			/* arg 1: ip = the site */
 	movq	(%rsi), %rsi			/* arg 2: the parent ip */
@@ -212,15 +289,9 @@
 5:	movq	FREGS_IP(%rsp), %rax		/* where the function goes on */
 	movq	%rax, 8+8*\full(%rbp)
 .if \full
-	movl	ftrt_xsave_mask(%rip), %eax
-	testl	%eax, %eax
-	jz	6f
-	xorl	%edx, %edx
-	xrstor64 (%rbx)				/* the vector state as the function got it... */
-	jmp	7f
-6:	fxrstor64 (%rbx)
-7:
-.endif
+	ldmxcsr	VS_MXCSR(%rbx)
+	VEC_RESTORE %rbx, 1			/* the vector state as the function got it, but xmm0-7's */
+.else
 	movaps	FREGS_XMM+0*16(%rsp), %xmm0
 	movaps	FREGS_XMM+1*16(%rsp), %xmm1
 	movaps	FREGS_XMM+2*16(%rsp), %xmm2
@@ -229,6 +300,7 @@
 	movaps	FREGS_XMM+5*16(%rsp), %xmm5
 	movaps	FREGS_XMM+6*16(%rsp), %xmm6
 	movaps	FREGS_XMM+7*16(%rsp), %xmm7
+.endif
 	movq	FREGS_DI(%rsp), %rdi
 	movq	FREGS_SI(%rsp), %rsi
 	movq	FREGS_DX(%rsp), %rdx
@@ -270,5 +342,36 @@
 	OPS_CALLER ftrace_ops_mcount_caller, FREGS_MCOUNT
 	OPS_CALLER ftrace_ops_chain_caller, FREGS_CHAIN
 	OPS_CALLER ftrace_ops_prologue_caller, FREGS_ENTRY, 1
+
+/*
+ * ftrt_vec_save(area), ftrt_vec_restore(area): VEC_SAVE and VEC_RESTORE
+ * for C (fregs.c's ftrt_arch_fp_save, at a graph user's return from a
+ * function at a site made from a prologue), after its fxsave and its
+ * fxrstor of xmm0-15 and the x87 state: rdi the area, 64-byte aligned;
+ * rax and the flags change, and nothing else but the vector registers
+ * the restore puts back.
+ */
+	.text
+	.globl	ftrt_vec_save
+	.hidden	ftrt_vec_save
+	.type	ftrt_vec_save, @function
+	.p2align 4
+ftrt_vec_save:
+	.cfi_startproc
+	VEC_SAVE %rdi, 0
+	ret
+	.cfi_endproc
+	.size	ftrt_vec_save, .-ftrt_vec_save
+
+	.globl	ftrt_vec_restore
+	.hidden	ftrt_vec_restore
+	.type	ftrt_vec_restore, @function
+	.p2align 4
+ftrt_vec_restore:
+	.cfi_startproc
+	VEC_RESTORE %rdi, 0
+	ret
+	.cfi_endproc
+	.size	ftrt_vec_restore, .-ftrt_vec_restore
 
 	.section .note.GNU-stack, "", @progbits
