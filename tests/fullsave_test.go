@@ -290,3 +290,58 @@ func TestPrologueHooks(t *testing.T) {
 		})
 	}
 }
+
+// TestPrologueVectors: every vector register a caller holds across a
+// call survives callbacks that change them all, at a site made from a
+// prologue: progs/veckeep.c's vk_call loads each with a pattern of its
+// own (x86-64: xmm0-15, or ymm0-15 with AVX, or zmm0-31 and k0-7 with
+// AVX-512, as the CPU running the test has them, and mxcsr; arm64:
+// q0-q31), calls vk_leaf, and compares, 100 times; vk_leaf hooked by one
+// ops, two, and a graph user (whose return callback changes them too),
+// with no tracer, function and function_graph. The output ("kept") and
+// exit status are the untraced program's, and every callback ran.
+func TestPrologueVectors(t *testing.T) {
+	t.Parallel()
+	hooks := map[string]string{
+		"ops":    "veckeep: 100 entries 0 returns",
+		"ops2":   "veckeep: 200 entries 0 returns",
+		"fgraph": "veckeep: 100 entries 100 returns",
+	}
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "veckeep")
+			argv := append(append([]string{}, tg.cc...), "-O2")
+			argv = append(argv, strings.Fields(apiFlags(t, tg))...)
+			run(t, dir, append(argv, progPath(t, "veckeep.c"), "-o", prog)...)
+			inst := prog + ".i"
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantOut != "kept\n" || wantCode != 0 {
+				t.Fatalf("untraced: exit %d, output %q; want 0, \"kept\"", wantCode, wantOut)
+			}
+			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+			for _, hook := range []string{"ops", "ops2", "fgraph"} {
+				for i, tracer := range [][]string{{}, {"FTRACE=function"}, {"FTRACE=function_graph"}} {
+					env := append([]string{"VK_HOOK=" + hook, "FTRACE_OUT=" + filepath.Join(dir, hook+strconv.Itoa(i))}, tracer...)
+					if len(tracer) == 0 && tg.arch == "arm64" {
+						env = append(env, "FTRACE_CTL=1")
+					}
+					out, errOut, code, err := runStatusEnv(dir, preloaded(tg, lib, env), tg.on(inst)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if out != wantOut || code != wantCode || !strings.Contains(errOut, hooks[hook]+"\n") {
+						t.Errorf("%s: exit %d, output %q, stderr %q; want exit %d, output %q, and %q",
+							strings.Join(env, " "), code, out, errOut, wantCode, wantOut, hooks[hook])
+					}
+				}
+			}
+		})
+	}
+}
