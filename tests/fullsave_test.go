@@ -299,7 +299,10 @@ func TestPrologueHooks(t *testing.T) {
 // q0-q31), calls vk_leaf, and compares, 100 times; vk_leaf hooked by one
 // ops, two, and a graph user (whose return callback changes them too),
 // with no tracer, function and function_graph. The output ("kept") and
-// exit status are the untraced program's, and every callback ran.
+// exit status are the untraced program's, and every callback ran. The
+// x86-64 program runs natively (the vector state this machine has) and
+// under qemu-x86_64 as a CPU with SSE alone (Nehalem) and with AVX but
+// not AVX-512 (Haswell), so each of the runtime's ways is taken.
 func TestPrologueVectors(t *testing.T) {
 	t.Parallel()
 	hooks := map[string]string{
@@ -326,19 +329,30 @@ func TestPrologueVectors(t *testing.T) {
 				t.Fatalf("untraced: exit %d, output %q; want 0, \"kept\"", wantCode, wantOut)
 			}
 			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
-			for _, hook := range []string{"ops", "ops2", "fgraph"} {
-				for i, tracer := range [][]string{{}, {"FTRACE=function"}, {"FTRACE=function_graph"}} {
-					env := append([]string{"VK_HOOK=" + hook, "FTRACE_OUT=" + filepath.Join(dir, hook+strconv.Itoa(i))}, tracer...)
-					if len(tracer) == 0 && tg.arch == "arm64" {
-						env = append(env, "FTRACE_CTL=1")
-					}
-					out, errOut, code, err := runStatusEnv(dir, preloaded(tg, lib, env), tg.on(inst)...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if out != wantOut || code != wantCode || !strings.Contains(errOut, hooks[hook]+"\n") {
-						t.Errorf("%s: exit %d, output %q, stderr %q; want exit %d, output %q, and %q",
-							strings.Join(env, " "), code, out, errOut, wantCode, wantOut, hooks[hook])
+			ways := []target{tg}
+			if tg.arch == "x86_64" {
+				need(t, "qemu-x86_64")
+				for _, cpu := range []string{"Nehalem", "Haswell-noTSX"} {
+					q := tg
+					q.exec = []string{"qemu-x86_64", "-cpu", cpu}
+					ways = append(ways, q)
+				}
+			}
+			for _, way := range ways {
+				for _, hook := range []string{"ops", "ops2", "fgraph"} {
+					for i, tracer := range [][]string{{}, {"FTRACE=function"}, {"FTRACE=function_graph"}} {
+						env := append([]string{"VK_HOOK=" + hook, "FTRACE_OUT=" + filepath.Join(dir, hook+strconv.Itoa(i))}, tracer...)
+						if len(tracer) == 0 && tg.arch == "arm64" {
+							env = append(env, "FTRACE_CTL=1")
+						}
+						out, errOut, code, err := runStatusEnv(dir, preloaded(way, lib, env), way.on(inst)...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if out != wantOut || code != wantCode || !strings.Contains(errOut, hooks[hook]+"\n") {
+							t.Errorf("%s %s: exit %d, output %q, stderr %q; want exit %d, output %q, and %q",
+								strings.Join(way.exec, " "), strings.Join(env, " "), code, out, errOut, wantCode, wantOut, hooks[hook])
+						}
 					}
 				}
 			}
