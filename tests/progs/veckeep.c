@@ -18,7 +18,16 @@
  * The output is "kept" when every register came back, else the names of
  * those that did not; the counts of callbacks go to stderr at exit
  * ("veckeep: E entries R returns").
+ *
+ * `veckeep dump` registers one ops on vk_leaf and prints what the
+ * runtime wrote, for a test to decode: "lib" and the preloaded
+ * runtime's load address, "site" and the site's address and its 16
+ * bytes (the first of the trampoline vk_leaf's jump goes to, ftpatch
+ * instrument's), "tramp" and the address and 32 bytes of the ops
+ * trampoline the site calls.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,8 +193,61 @@ static void hook(void)
 	}
 }
 
-int main(void)
+static void dump_at(const char *what, const unsigned char *p, int n)
 {
+	printf("%s %lx", what, (unsigned long)p);
+	for (int i = 0; i < n; i++)
+		printf("%s%02x", i ? "" : " ", p[i]);
+	printf("\n");
+}
+
+static int dump(void)
+{
+	static struct ftrace_ops a = { .func = cb };
+	Dl_info info;
+	if (!register_ftrace_function || !dladdr((void *)register_ftrace_function, &info))
+		fail("finding the runtime");
+	if (ftrace_set_filter(&a, "vk_leaf", 1) < 0 || register_ftrace_function(&a))
+		fail("register_ftrace_function");
+	printf("lib %lx\n", (unsigned long)info.dli_fbase);
+	const unsigned char *f = (const unsigned char *)vk_leaf, *site = NULL, *tramp = NULL;
+	int rel;
+#if defined(__x86_64__)
+	if (f[0] == 0xf3 && f[1] == 0x0f && f[2] == 0x1e && f[3] == 0xfa)
+		f += 4; /* endbr64 */
+	if (f[0] == 0xe9) {
+		memcpy(&rel, f + 1, 4);
+		site = f + 5 + rel;
+		if (site[0] == 0xe8) {
+			memcpy(&rel, site + 1, 4);
+			tramp = site + 5 + rel;
+		}
+	}
+#elif defined(__aarch64__)
+	unsigned w;
+	memcpy(&w, f, 4);
+	if (w == 0xd503245fu) /* bti c */
+		memcpy(&w, f += 4, 4);
+	if ((w & 0xfc000000u) == 0x14000000u) { /* b */
+		site = f + ((long)(int)(w << 6) >> 4);
+		memcpy(&w, site + 4, 4); /* after mov x17, x30 */
+		if ((w & 0xfc000000u) == 0x94000000u) /* bl */
+			tramp = site + 4 + ((long)(int)(w << 6) >> 4);
+	}
+#endif
+	if (!site || !tramp) {
+		dump_at("function", f, 16);
+		return 1;
+	}
+	dump_at("site", site, 16);
+	dump_at("tramp", tramp, 32);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "dump"))
+		return dump();
 	static struct vregs in, out;
 	static const char *const names[4] = { "xmm", "ymm", "zmm", "q" };
 	unsigned regs = 16, width = 16;
