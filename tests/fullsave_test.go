@@ -224,3 +224,138 @@ var (
 	x86Reg   = regexp.MustCompile(`%(xmm[0-9]+|r[0-9]+[dwb]?|[re]?[a-z]{2}l?)\b`)
 	arm64Reg = regexp.MustCompile(`\b[xw]([0-9]+)\b`)
 )
+
+// TestPrologueHooks: ftrace.h's ops (one, and two through the module's
+// list), graph users, fprobe and direct calls (a direct trampoline the
+// site calls, and one the list branches to after a callback) on sites
+// made from prologues: progs/ipara.c built without tracing flags and
+// without the runtime (progs/iparahook.c reaches the API through weak
+// references the preloaded runtime resolves), instrumented, its leaves
+// hooked with callbacks that change every call-clobbered register,
+// integer and vector (x86-64: rax rcx rdx rsi rdi r8-r11, xmm0-15;
+// arm64: x0-x18, v0-v7 and v16-v31 whole, v8-v15's upper halves). The
+// output and exit status are the untraced program's, with no tracer
+// and under function and function_graph, and every callback ran as
+// often as the leaves were called: the runtime kept, around each, the
+// values ipara.c's callers keep in those registers across the calls
+// (gcc's -fipa-ra, checked in the disassembly). arm64 runs without a
+// tracer with FTRACE_CTL=1: a preloaded runtime leaves an arm64 site
+// `nop; nop` (one word short of a call) unless it may patch itself.
+func TestPrologueHooks(t *testing.T) {
+	t.Parallel()
+	// The counts progs/iparahook.c prints for ipara.c's 300 rounds: 2700
+	// calls of the leaves (4 of leaf, 2 of leaf0, 3 of fleaf a round).
+	hooks := map[string]string{
+		"ops":        "hooks: 2700 entries 0 returns 0 direct",
+		"ops2":       "hooks: 5400 entries 0 returns 0 direct",
+		"fgraph":     "hooks: 2700 entries 2700 returns 0 direct",
+		"fprobe":     "hooks: 2700 entries 2700 returns 0 direct",
+		"direct":     "hooks: 2700 entries 0 returns 2700 direct",
+		"directonly": "hooks: 0 entries 0 returns 2700 direct",
+	}
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "ipara")
+			argv := append(append([]string{}, tg.cc...), "-O2")
+			argv = append(argv, strings.Fields(apiFlags(t, tg))...)
+			run(t, dir, append(argv, progPath(t, "ipara.c"), progPath(t, "iparahook.c"), "-o", prog)...)
+			checkKept(t, tg, dir, prog)
+			inst := prog + ".i"
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+			args := []string{"300", "seen"}
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+			for _, hook := range []string{"ops", "ops2", "fgraph", "fprobe", "direct", "directonly"} {
+				for i, tracer := range [][]string{{}, {"FTRACE=function"}, {"FTRACE=function_graph"}} {
+					env := append([]string{"IPARA_HOOK=" + hook, "FTRACE_OUT=" + filepath.Join(dir, hook+strconv.Itoa(i))}, tracer...)
+					if len(tracer) == 0 && tg.arch == "arm64" {
+						env = append(env, "FTRACE_CTL=1")
+					}
+					out, errOut, code, err := runStatusEnv(dir, preloaded(tg, lib, env), tg.on(inst, args...)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if out != wantOut || code != wantCode || !strings.Contains(errOut, hooks[hook]+"\n") {
+						t.Errorf("%s: exit %d, output %q, stderr %q; want exit %d, output %q (untraced), and %q",
+							strings.Join(env, " "), code, out, errOut, wantCode, wantOut, hooks[hook])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPrologueVectors: every vector register a caller holds across a
+// call survives callbacks that change them all, at a site made from a
+// prologue: progs/veckeep.c's vk_call loads each with a pattern of its
+// own (x86-64: xmm0-15, or ymm0-15 with AVX, or zmm0-31 and k0-7 with
+// AVX-512, as the CPU running the test has them, and mxcsr; arm64:
+// q0-q31), calls vk_leaf, and compares, 100 times; vk_leaf hooked by one
+// ops, two, and a graph user (whose return callback changes them too),
+// with no tracer, function and function_graph. The output ("kept") and
+// exit status are the untraced program's, and every callback ran. The
+// x86-64 program runs natively (the vector state this machine has) and
+// under qemu-x86_64 as a CPU with SSE alone (Nehalem) and with AVX but
+// not AVX-512 (Haswell), so each of the runtime's ways is taken.
+func TestPrologueVectors(t *testing.T) {
+	t.Parallel()
+	hooks := map[string]string{
+		"ops":    "veckeep: 100 entries 0 returns",
+		"ops2":   "veckeep: 200 entries 0 returns",
+		"fgraph": "veckeep: 100 entries 100 returns",
+	}
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch+"/"+tg.name, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "veckeep")
+			argv := append(append([]string{}, tg.cc...), "-O2")
+			argv = append(argv, strings.Fields(apiFlags(t, tg))...)
+			run(t, dir, append(argv, progPath(t, "veckeep.c"), "-o", prog)...)
+			inst := prog + ".i"
+			run(t, dir, tool("ftpatch"), "instrument", "-o", inst, prog)
+			wantOut, _, wantCode, err := runStatus(dir, tg.on(prog)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantOut != "kept\n" || wantCode != 0 {
+				t.Fatalf("untraced: exit %d, output %q; want 0, \"kept\"", wantCode, wantOut)
+			}
+			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+			ways := []target{tg}
+			if tg.arch == "x86_64" {
+				need(t, "qemu-x86_64")
+				for _, cpu := range []string{"Nehalem", "Haswell-noTSX"} {
+					q := tg
+					q.exec = []string{"qemu-x86_64", "-cpu", cpu}
+					ways = append(ways, q)
+				}
+			}
+			for _, way := range ways {
+				for _, hook := range []string{"ops", "ops2", "fgraph"} {
+					for i, tracer := range [][]string{{}, {"FTRACE=function"}, {"FTRACE=function_graph"}} {
+						env := append([]string{"VK_HOOK=" + hook, "FTRACE_OUT=" + filepath.Join(dir, hook+strconv.Itoa(i))}, tracer...)
+						if len(tracer) == 0 && tg.arch == "arm64" {
+							env = append(env, "FTRACE_CTL=1")
+						}
+						out, errOut, code, err := runStatusEnv(dir, preloaded(way, lib, env), way.on(inst)...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if out != wantOut || code != wantCode || !strings.Contains(errOut, hooks[hook]+"\n") {
+							t.Errorf("%s %s: exit %d, output %q, stderr %q; want exit %d, output %q, and %q",
+								strings.Join(way.exec, " "), strings.Join(env, " "), code, out, errOut, wantCode, wantOut, hooks[hook])
+						}
+					}
+				}
+			}
+		})
+	}
+}

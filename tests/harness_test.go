@@ -103,6 +103,7 @@ var packages = map[string]string{
 	"aarch64-linux-gnu-gcc":     "gcc-aarch64-linux-gnu",
 	"aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
 	"qemu-aarch64":              "qemu-user",
+	"qemu-x86_64":               "qemu-user",
 	"prlimit":                   "util-linux",
 	"make":                      "make",
 	"cmake":                     "cmake",

@@ -16,6 +16,7 @@ import (
 
 	"ftpatch/internal/golden"
 	"ftpatch/internal/sitetest"
+	ftrt "ftpatch/runtime"
 )
 
 // TestOps: ftrace.h's ops, modelled on the kernel's ftrace self-tests
@@ -229,6 +230,143 @@ func TestOpsBytesARM64(t *testing.T) {
 	}
 	if c := binary.LittleEndian.Uint64(tb[24:]); c != addr["ftrace_ops_regs_caller"]+bias {
 		t.Errorf("trampoline caller %#x, want ftrace_ops_regs_caller at %#x", c, addr["ftrace_ops_regs_caller"]+bias)
+	}
+}
+
+// TestOpsBytesPrologue: what registering one ops writes at a site made
+// from a prologue (progs/veckeep.c built without tracing flags,
+// instrumented, the runtime preloaded; its dump), decoded with x/arch.
+// x86-64: the site (the first bytes of ftpatch instrument's trampoline)
+// calls a trampoline of the prologue form, `push %r11; movabs $record,
+// %r11; jmp ftrace_ops_prologue_caller` (jmp rel32 in reach, else jmp
+// *6(%rip) through the slot at +24, which holds the caller either way),
+// int3 padding; arm64: the site's `mov x17, x30; bl` goes to `str x11,
+// [sp, #-16]!; ldr x11, .+12; ldr x16, .+16; br x16`, the record and
+// the caller the words at +16 and +24. The record is the runtime's
+// first (ops.c's recs), the caller ftrace_ops_prologue_caller, both in
+// the preloaded libftrt.so.
+func TestOpsBytesPrologue(t *testing.T) {
+	t.Parallel()
+	for _, tg := range []target{x86GCC, a64GCC} {
+		t.Run(tg.arch, func(t *testing.T) {
+			t.Parallel()
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			prog := filepath.Join(dir, "veckeep")
+			argv := append(append([]string{}, tg.cc...), "-O2")
+			argv = append(argv, strings.Fields(apiFlags(t, tg))...)
+			run(t, dir, append(argv, progPath(t, "veckeep.c"), "-o", prog)...)
+			run(t, dir, tool("ftpatch"), "instrument", "-o", prog+".i", prog)
+			lib := filepath.Join(filepath.Dir(runtimeArchiveFor(t, tg.arch)), ftrt.SharedLibName)
+			var env []string
+			if tg.arch == "arm64" {
+				env = []string{"FTRACE_CTL=1"} // a preloaded runtime patches arm64 code only so
+			}
+			out, stderr, code, err := runStatusEnv(dir, preloaded(tg, lib, env), tg.on(prog+".i", "dump")...)
+			if err != nil || code != 0 {
+				t.Fatalf("exit %d, %v\n%s%s", code, err, out, stderr)
+			}
+			lines := map[string][]string{}
+			for l := range strings.Lines(out) {
+				if f := strings.Fields(l); len(f) >= 2 {
+					lines[f[0]] = f[1:]
+				}
+			}
+			word := func(name string, n int) (uint64, []byte) {
+				f := lines[name]
+				if len(f) != n {
+					t.Fatalf("dump: no %q line of %d fields:\n%s", name, n, out)
+				}
+				a, err := strconv.ParseUint(f[0], 16, 64)
+				var b []byte
+				if err == nil && n > 1 {
+					b, err = hex.DecodeString(f[1])
+				}
+				if err != nil {
+					t.Fatalf("dump line %q: %v", f, err)
+				}
+				return a, b
+			}
+			base, _ := word("lib", 1)
+			site, sb := word("site", 2)
+			tramp, tb := word("tramp", 2)
+			syms := sitetest.Symbols(t, sitetest.Open(t, lib))
+			rec, caller := base+syms["recs"], base+syms["ftrace_ops_prologue_caller"]
+			if syms["recs"] == 0 || syms["ftrace_ops_prologue_caller"] == 0 {
+				t.Fatalf("%s: no recs or ftrace_ops_prologue_caller in its symbols", lib)
+			}
+			if tg.arch == "x86_64" {
+				opsBytesPrologueX86(t, site, sb, tramp, tb, rec, caller)
+			} else {
+				opsBytesPrologueARM64(t, site, sb, tramp, tb, rec, caller)
+			}
+		})
+	}
+}
+
+func opsBytesPrologueX86(t *testing.T, site uint64, sb []byte, tramp uint64, tb []byte, rec, caller uint64) {
+	call, err := x86asm.Decode(sb, 64)
+	if rel, ok := call.Args[0].(x86asm.Rel); err != nil || call.Op != x86asm.CALL || call.Len != 5 || !ok || site+5+uint64(int64(rel)) != tramp {
+		t.Errorf("site: %v (%x), want a 5-byte call of the trampoline at %#x", call, sb[:5], tramp)
+	}
+	push, err := x86asm.Decode(tb, 64)
+	if err != nil || push.Op != x86asm.PUSH || push.Args[0] != x86asm.R11 || push.Len != 2 {
+		t.Errorf("trampoline +0: %v (%x), want push %%r11", push, tb[:2])
+	}
+	mov, err := x86asm.Decode(tb[2:], 64)
+	imm, ok := mov.Args[1].(x86asm.Imm)
+	if err != nil || mov.Op != x86asm.MOV || mov.Args[0] != x86asm.R11 || mov.Len != 10 || !ok || uint64(imm) != rec {
+		t.Errorf("trampoline +2: %v, want movabs $%#x (recs), %%r11", mov, rec)
+	}
+	jmp, err := x86asm.Decode(tb[12:], 64)
+	end := 12 + jmp.Len
+	switch a := jmp.Args[0].(type) {
+	case x86asm.Rel:
+		if err != nil || jmp.Op != x86asm.JMP || jmp.Len != 5 || tramp+17+uint64(int64(a)) != caller {
+			t.Errorf("trampoline +12: %v, want jmp ftrace_ops_prologue_caller at %#x", jmp, caller)
+		}
+	case x86asm.Mem:
+		if err != nil || jmp.Op != x86asm.JMP || jmp.Len != 6 || a.Base != x86asm.RIP || a.Index != 0 || 18+a.Disp != 24 {
+			t.Errorf("trampoline +12: %v, want jmp *6(%%rip), through the slot at +24", jmp)
+		}
+	default:
+		t.Errorf("trampoline +12: %v (%x), want a jmp", jmp, tb[12:18])
+	}
+	for k := end; k < 24; k++ {
+		if in, err := x86asm.Decode(tb[k:], 64); err != nil || in.Op != x86asm.INT || in.Len != 1 {
+			t.Errorf("trampoline +%d: %v, want int3", k, in)
+		}
+	}
+	if slot := binary.LittleEndian.Uint64(tb[24:]); slot != caller {
+		t.Errorf("trampoline slot %#x, want ftrace_ops_prologue_caller at %#x", slot, caller)
+	}
+}
+
+func opsBytesPrologueARM64(t *testing.T, site uint64, sb []byte, tramp uint64, tb []byte, rec, caller uint64) {
+	if mov, err := arm64asm.Decode(sb); err != nil || arm64asm.GNUSyntax(mov) != "mov x17, x30" {
+		t.Errorf("site +0: %v (%x), want mov x17, x30", mov, sb[:4])
+	}
+	bl, err := arm64asm.Decode(sb[4:])
+	if rel, ok := bl.Args[0].(arm64asm.PCRel); err != nil || bl.Op != arm64asm.BL || !ok || site+4+uint64(int64(rel)) != tramp {
+		t.Errorf("site +4: %v, want bl to the trampoline at %#x", bl, tramp)
+	}
+	want := []string{"str x11, [sp,#-16]!", "ldr x11, ", "ldr x16, ", "br x16"}
+	for i, w := range want {
+		in, err := arm64asm.Decode(tb[4*i:])
+		if got := arm64asm.GNUSyntax(in); err != nil || !strings.HasPrefix(got, w) {
+			t.Errorf("trampoline +%d: %q, want %q", 4*i, got, w)
+		}
+		if i == 1 || i == 2 {
+			if lit, ok := in.Args[1].(arm64asm.PCRel); !ok || int64(lit) != int64(16+8*(i-1)-4*i) {
+				t.Errorf("trampoline +%d: %v, want a literal at +%d", 4*i, in, 16+8*(i-1))
+			}
+		}
+	}
+	if r := binary.LittleEndian.Uint64(tb[16:]); r != rec {
+		t.Errorf("trampoline record %#x, want recs at %#x", r, rec)
+	}
+	if c := binary.LittleEndian.Uint64(tb[24:]); c != caller {
+		t.Errorf("trampoline caller %#x, want ftrace_ops_prologue_caller at %#x", c, caller)
 	}
 }
 

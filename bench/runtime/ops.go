@@ -125,6 +125,21 @@ func opsBench(work, bin string, libs []byte, runs int) error {
 		{filepath.Join(bin, "recordmcount"), "opsmain.o", "opsleaf.o"},
 		append([]string{"gcc", "opsmain.o", "opsleaf.o", "opscb.o", "-o", "ops"}, strings.Fields(string(libs))...),
 	}
+	// The same program built without tracing flags (the header's
+	// directory alone), its sites made from the functions' prologues by
+	// ftpatch instrument: what ops cost at a prologue site.
+	var incs []string
+	for _, f := range strings.Fields(cflags) {
+		if strings.HasPrefix(f, "-I") {
+			incs = append(incs, f)
+		}
+	}
+	steps = append(steps,
+		append(append([]string{"gcc", "-O2"}, incs...), "-c", "opsmain.c", "-o", "opsmain-pro.o"),
+		[]string{"gcc", "-O2", "-c", "opsleaf.c", "-o", "opsleaf-pro.o"},
+		append([]string{"gcc", "opsmain-pro.o", "opsleaf-pro.o", "opscb.o", "-o", "ops-pro"}, strings.Fields(string(libs))...),
+		[]string{filepath.Join(bin, "ftpatch"), "instrument", "-o", "ops-pro.i", "ops-pro"},
+	)
 	if err := measure.Steps(work, steps...); err != nil {
 		return err
 	}
@@ -141,6 +156,10 @@ func opsBench(work, bin string, libs []byte, runs int) error {
 		{name: "one ops on leaf (its trampoline)", argv: []string{"ops", "one"}},
 		{name: "two ops on leaf (the list)", argv: []string{"ops", "two"}},
 		{name: "a direct trampoline on leaf", argv: []string{"ops", "direct"}},
+		{name: "prologue site: NOP'd, no ops", argv: []string{"ops-pro.i", "none"}},
+		{name: "prologue site: one ops on leaf", argv: []string{"ops-pro.i", "one"}},
+		{name: "prologue site: two ops on leaf", argv: []string{"ops-pro.i", "two"}},
+		{name: "prologue site: a direct trampoline", argv: []string{"ops-pro.i", "direct"}},
 	}
 	for range runs {
 		for _, c := range cases {
@@ -182,5 +201,7 @@ func opsBench(work, bin string, libs []byte, runs int) error {
 		verdict = "MISSED"
 	}
 	fmt.Printf("target: a direct trampoline (one that returns) at most 2 ns beyond the untraced leaf: %.2f ns: %s\n", dt, verdict)
+	fmt.Printf("prologue sites against compiler sites (every register and the vector state kept): one ops %+.2f ns, two %+.2f ns, a direct trampoline %+.2f ns\n",
+		m["ops-pro.i one"]-m["ops one"], m["ops-pro.i two"]-m["ops two"], m["ops-pro.i direct"]-m["ops direct"])
 	return nil
 }

@@ -101,7 +101,11 @@ int ftrace_snapshot(const char *dir, char *made, size_t size);
  * may clobber under the C calling convention (the argument registers,
  * the vector registers that carry floating-point arguments) are kept
  * for the function: x86-64 keeps xmm0-7 whole, not the upper halves of
- * ymm and zmm registers; arm64 keeps q0-q7 (not the SVE state).
+ * ymm and zmm registers; arm64 keeps q0-q7 (not the SVE state). At a
+ * site made from a function's prologue every register is kept: x86-64
+ * r11 and xmm0-15, ymm0-15 or zmm0-31 and k0-7 (as the CPU has them)
+ * and mxcsr, arm64 x9-x15, x18 and q0-q31; so are they around a graph
+ * user's return callbacks after such a function.
  *
  * A callback is never called back for its own function (the kernel's
  * are notrace; a program's usually have a site); functions it calls are
@@ -186,7 +190,14 @@ int unregister_ftrace_function(struct ftrace_ops *ops);
  * and that nothing else wants calls it directly; else the ops list (or
  * the ops's trampoline) calls the tracer and the callbacks, then
  * branches to addr. Only at entry sites: not at -pg sites after the
- * prologue. One direct trampoline per function: EBUSY when another
+ * prologue. At a site made from a function's prologue (ftpatch
+ * instrument, record -P) the function was built without tracing flags,
+ * so its callers may keep values in any register a call may change
+ * (gcc's -fipa-ra): there the trampoline keeps every register but the
+ * flags (x86-64: r11 and the vector registers too), or but x16 and x17
+ * (arm64, where it is entered with x17, not x9, the caller's return
+ * address, after `mov x17, x30`: return with `mov x16, x30; mov x30,
+ * x17; ret x16`); and it must have no site of its own made so. One direct trampoline per function: EBUSY when another
  * registered one chooses a function this one does. ops->func may be
  * NULL, or a callback called before the trampoline.
  *

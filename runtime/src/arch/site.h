@@ -247,6 +247,9 @@ struct ftrt_arch_entries {
 	uintptr_t prologue_caller, prologue_stub;
 	uintptr_t ops_caller, ops_mcount_caller, ops_chain_caller;
 	uintptr_t ops_regs_caller, ops_regs_mcount_caller;
+	/* A site made from a prologue's ops caller, which keeps every
+	 * register and the vector state (both ISAs). */
+	uintptr_t ops_prologue_caller;
 	/* The tracers' own ops records, by tracer (FTRT_FUNCTION,
 	 * FTRT_GRAPH; [0]: the empty one): what arm64's literals point at. */
 	const struct ftrt_ops *tracer_ops[FTRT_NOP + 1];

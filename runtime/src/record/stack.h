@@ -20,14 +20,17 @@
  * call pushed for graph users alone (fgraph.c), of which no record is
  * written; MARK_INHERITED, a call a forked child's thread inherited from
  * its parent's (thread.c), whose entry is in the parent's stream and so
- * whose end is recorded in neither; above them the users that want the
+ * whose end is recorded in neither; MARK_PROLOGUE, a call at a site
+ * made from a prologue, whose users' returns keep every vector register
+ * (fgraph.c); above them the users that want the
  * call's return (a bit for each of users 1-16), the users' epoch when it
  * was pushed (a user registered since did not ask for it), and where the
  * users' data for the call begins in the thread's (struct tbuf's
  * fgdata).
  */
-#define MARK_KIND 0x7fu
+#define MARK_KIND 0x3fu
 #define MARK_UNRECORDED 3
+#define MARK_PROLOGUE 0x40u
 #define MARK_INHERITED 0x80u
 #define MARK_USERS_SHIFT 8
 #define MARK_USERS_MASK 0xffffu

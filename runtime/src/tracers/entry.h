@@ -32,6 +32,7 @@ void ftrace_prologue_stub(void);
 void ftrace_ops_regs_caller(void);
 void ftrace_ops_regs_mcount_caller(void);
 #endif
+void ftrace_ops_prologue_caller(void);
 
 /* The tracer, from a list of ops that has it (patch/ops.c, through
  * ftrt_patch_up): the function at ip, with its registers as the ops

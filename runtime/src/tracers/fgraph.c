@@ -119,6 +119,8 @@ static void entry(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *
 		return;
 	}
 	uintptr_t bit = (uintptr_t)1 << (MARK_USERS_SHIFT + idx - 1);
+	if (ftrt_arch_fregs_prologue(fregs))
+		bit |= MARK_PROLOGUE; /* its return keeps every vector register */
 	if (same) {
 		uintptr_t m = top->mark;
 		if (!(m >> MARK_USERS_SHIFT))
@@ -151,8 +153,9 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 	/* First: the C library's memset or memcpy, which the compiler may
 	 * call for what follows, use the vector registers a result is in. */
 	unsigned char fp[FTRT_ARCH_FP_SAVE] __attribute__((aligned(64)));
-	ftrt_arch_fp_save(fp);
 	uintptr_t m = sh->mark;
+	int full = (m & MARK_PROLOGUE) != 0;
+	ftrt_arch_fp_save(fp, full);
 	unsigned bits = (unsigned)(m >> MARK_USERS_SHIFT) & MARK_USERS_MASK;
 	uint16_t at = (uint16_t)(m >> MARK_EPOCH_SHIFT & MARK_EPOCH_MASK);
 	struct ftrace_regs fregs;
@@ -181,7 +184,7 @@ void ftrt_fgraph_return(struct tbuf *b, const struct shadow *sh, uintptr_t sp)
 	}
 	cur_ret = was, cur_ret_b = was_b, cur_ret_fp = was_fp;
 	ftrt_grace_exit(g);
-	ftrt_arch_fp_restore(fp); /* the result as the function left it, whatever retfunc did */
+	ftrt_arch_fp_restore(fp, full); /* the result as the function left it, whatever retfunc did */
 }
 
 void *fgraph_reserve_data(int idx, int size)

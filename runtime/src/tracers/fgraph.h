@@ -101,12 +101,30 @@ int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2]) HIDDEN;
  * ftrt_arch_fp_save saved. */
 void ftrt_arch_fgraph_exit_regs(struct ftrace_regs *fregs, uintptr_t sp, uintptr_t ret, const unsigned char *fp) HIDDEN;
 /* Save and restore the floating-point and vector state a return value
- * may be in (x86-64: fxsave's 512 bytes, x87 and SSE; arm64: q0-q7),
- * around the program's retfuncs; buf of FTRT_ARCH_FP_SAVE bytes,
- * 64-byte aligned. Saved before anything else at a return: the C
- * library's memset and memcpy, which the compiler may call, use them. */
-#define FTRT_ARCH_FP_SAVE 512
-void ftrt_arch_fp_save(unsigned char *buf) HIDDEN;
-void ftrt_arch_fp_restore(const unsigned char *buf) HIDDEN;
+ * may be in (x86-64: fxsave's 512 bytes, x87 and SSE; arm64: q0-q7 and
+ * fpsr), around the program's retfuncs; full (the call was at a site
+ * made from a prologue, ftrt_arch_fregs_prologue), every vector
+ * register a retfunc may change besides, as the function's callers may
+ * keep values in any of them across the call (gcc's -fipa-ra): x86-64
+ * the rest of ymm0-15, zmm0-31 and k0-7 as the CPU has them
+ * (arch/x86_64/vecsave.h), arm64 q8-q31 and fpcr. buf of
+ * FTRT_ARCH_FP_SAVE bytes, 64-byte aligned. Saved before anything else
+ * at a return: the C library's memset and memcpy, which the compiler
+ * may call, use them. */
+#if defined(__x86_64__)
+#define FTRT_ARCH_FP_SAVE (512 + 2176) /* fxsave's, then vecsave.h's VS_SIZE */
+#else
+#define FTRT_ARCH_FP_SAVE 528
+#endif
+void ftrt_arch_fp_save(unsigned char *buf, int full) HIDDEN;
+void ftrt_arch_fp_restore(const unsigned char *buf, int full) HIDDEN;
+/* Whether fregs were saved at a site made from a prologue (its ops
+ * caller keeps every register). */
+int ftrt_arch_fregs_prologue(const struct ftrace_regs *fregs) HIDDEN;
+#if defined(__x86_64__)
+/* Chooses what x86-64 keeps of the vector state at a site made from a
+ * prologue (fregs.c's ftrt_vec_kind): at start (ftrt_tracers_wire). */
+void ftrt_arch_vec_init(void) HIDDEN;
+#endif
 
 #endif

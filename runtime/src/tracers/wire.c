@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "arch/site.h"
+#include "fgraph.h"
 #include "graph.h"
 #include "record/encode.h"
 #include "take.h"
@@ -36,6 +37,7 @@ void ftrt_tracers_wire(void)
 {
 	struct ftrt_arch_entries *e = &ftrt_arch_entries;
 #if defined(__x86_64__)
+	ftrt_arch_vec_init();
 	e->graph_enter = (uintptr_t)ftrace_graph_enter;
 	e->graph_leave = (uintptr_t)ftrace_graph_leave;
 	e->prologue_graph_enter = (uintptr_t)ftrace_prologue_graph_enter;
@@ -44,11 +46,13 @@ void ftrt_tracers_wire(void)
 	e->ops_caller = (uintptr_t)ftrace_ops_caller;
 	e->ops_mcount_caller = (uintptr_t)ftrace_ops_mcount_caller;
 	e->ops_chain_caller = (uintptr_t)ftrace_ops_chain_caller;
+	e->ops_prologue_caller = (uintptr_t)ftrace_ops_prologue_caller;
 #else
 	e->prologue_caller = (uintptr_t)ftrace_prologue_caller;
 	e->prologue_stub = (uintptr_t)ftrace_prologue_stub;
 	e->ops_regs_caller = (uintptr_t)ftrace_ops_regs_caller;
 	e->ops_regs_mcount_caller = (uintptr_t)ftrace_ops_regs_mcount_caller;
+	e->ops_prologue_caller = (uintptr_t)ftrace_ops_prologue_caller;
 	e->tracer_ops[0] = &ftrt_ops_nop;
 	e->tracer_ops[FTRT_FUNCTION] = &ftrt_ops_function;
 	e->tracer_ops[FTRT_GRAPH] = &ftrt_ops_graph;

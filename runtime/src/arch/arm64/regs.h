@@ -22,6 +22,9 @@
  *          ops caller branches there on its way out, with x30 the
  *          return into the function and x9 the parent ip, as the
  *          site's bl would have entered it
+ *   prologue  1 at a site made from a prologue (ftpatch instrument,
+ *          record -P), whose ops caller keeps every register: a graph
+ *          user's return from it keeps them too (fgraph.c)
  *   q      q0-q7: the floating-point arguments, saved by the ops
  *          callers alone (the tracer's C never touches them)
  *
@@ -42,6 +45,7 @@
 #define FREGS_BASE 104 /* the part the tracer's trampolines save (entry.S), to pc */
 #define FREGS_KIND 104
 #define FREGS_DIRECT 112
+#define FREGS_PROLOGUE 120
 #define FREGS_Q 128
 #define FREGS_SIZE 256
 
@@ -59,7 +63,7 @@ struct ftrace_regs {
 	uint64_t sp;
 	uint64_t pc;
 	uint64_t kind;
-	uint64_t direct, pad;
+	uint64_t direct, prologue;
 	uint64_t q[8][2];
 };
 _Static_assert(offsetof(struct ftrace_regs, x) == FREGS_X0, "FREGS_X0");
@@ -68,6 +72,7 @@ _Static_assert(offsetof(struct ftrace_regs, lr) == FREGS_LR, "FREGS_LR");
 _Static_assert(offsetof(struct ftrace_regs, sp) == FREGS_SP, "FREGS_SP");
 _Static_assert(offsetof(struct ftrace_regs, pc) == FREGS_PC, "FREGS_PC");
 _Static_assert(offsetof(struct ftrace_regs, kind) == FREGS_KIND && offsetof(struct ftrace_regs, direct) == FREGS_DIRECT &&
+		       offsetof(struct ftrace_regs, prologue) == FREGS_PROLOGUE &&
 		       offsetof(struct ftrace_regs, q) == FREGS_Q,
 	       "FREGS_Q");
 _Static_assert(sizeof(struct ftrace_regs) == FREGS_SIZE && FREGS_SIZE % 16 == 0, "FREGS_SIZE");

@@ -23,12 +23,30 @@
 #define OPS_JMP 10   /* e9 rel32: jmp caller, in reach; else ff 25 00000000: jmp *0(%rip) */
 #define OPS_SLOT 16  /* .quad the ops caller */
 #define OPS_PAD 24   /* int3 */
+/* A site made from a prologue's (ops.S's ftrace_ops_prologue_caller):
+ * r11 pushed first, so every offset after it moves 2 bytes, and the
+ * slot 8. */
+#define OPS_PUSH_R11 0x5341 /* 41 53: push %r11 */
+#define OPS_FULL_SHIFT 2
+#define OPS_FULL_SLOT 24
 
 static uintptr_t ops_caller(int want)
 {
 	return want == WANT_MCOUNT ? ftrt_arch_entries.ops_mcount_caller
 	     : want == WANT_CHAIN ? ftrt_arch_entries.ops_chain_caller
-				  : ftrt_arch_entries.ops_caller;
+	     : want == WANT_PROLOGUE ? ftrt_arch_entries.ops_prologue_caller
+				     : ftrt_arch_entries.ops_caller;
+}
+
+/* The record and the caller of the ops trampoline at t (one of either
+ * form). */
+static void ops_tramp_read(uintptr_t t, uintptr_t *rec, uintptr_t *caller)
+{
+	uint16_t first;
+	memcpy(&first, (const void *)t, sizeof first);
+	int full = first == OPS_PUSH_R11;
+	memcpy(rec, (const void *)(t + OPS_MOVABS + 2 + (full ? OPS_FULL_SHIFT : 0)), sizeof *rec);
+	memcpy(caller, (const void *)(t + (full ? OPS_FULL_SLOT : OPS_SLOT)), sizeof *caller);
 }
 
 /* The record an ops trampoline at t loads, when t is one; else 0. */
@@ -39,8 +57,8 @@ static uintptr_t ops_tramp_rec(uintptr_t t)
 		if (!base || !chunks[i].ops_used || t < base + CHUNK_HEAD || t >= base + chunks[i].ops_used ||
 		    (t - base - CHUNK_HEAD) % OPS_TRAMP)
 			continue;
-		uintptr_t rec;
-		memcpy(&rec, (const void *)(t + OPS_MOVABS + 2), sizeof rec);
+		uintptr_t rec, caller;
+		ops_tramp_read(t, &rec, &caller);
 		return rec;
 	}
 	return 0;
@@ -59,8 +77,7 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 		uintptr_t base = (uintptr_t)chunks[i].base;
 		for (uintptr_t t = base + CHUNK_HEAD; t < base + chunks[i].ops_used; t += OPS_TRAMP) {
 			uintptr_t r, k;
-			memcpy(&r, (const void *)(t + OPS_MOVABS + 2), sizeof r);
-			memcpy(&k, (const void *)(t + OPS_SLOT), sizeof k);
+			ops_tramp_read(t, &r, &k);
 			if (r == rec && k == caller)
 				return t;
 		}
@@ -77,17 +94,22 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 	uintptr_t t = (uintptr_t)chunks[c].base + chunks[c].ops_used;
 	unsigned char b[OPS_TRAMP];
 	memset(b, 0xcc, sizeof b);
-	b[OPS_MOVABS] = 0x49, b[OPS_MOVABS + 1] = 0xbb;
-	memcpy(b + OPS_MOVABS + 2, &rec, 8);
-	int64_t rel = (int64_t)(caller - (t + OPS_JMP + 5));
-	if (rel == (int32_t)rel) { /* the runtime near the module (its own code): no load */
-		b[OPS_JMP] = 0xe9;
-		ftrt_put32(b + OPS_JMP + 1, rel);
-	} else {
-		b[OPS_JMP] = 0xff, b[OPS_JMP + 1] = 0x25;
-		ftrt_put32(b + OPS_JMP + 2, OPS_SLOT - (OPS_JMP + 6));
+	int full = want == WANT_PROLOGUE, at = 0, slot = OPS_SLOT;
+	if (full) { /* push %r11: the function's callers may keep a value there */
+		b[0] = OPS_PUSH_R11 & 0xff, b[1] = OPS_PUSH_R11 >> 8;
+		at = OPS_FULL_SHIFT, slot = OPS_FULL_SLOT;
 	}
-	memcpy(b + OPS_SLOT, &caller, 8); /* read by the jmp, or by ops_tramp's search alone */
+	b[at + OPS_MOVABS] = 0x49, b[at + OPS_MOVABS + 1] = 0xbb;
+	memcpy(b + at + OPS_MOVABS + 2, &rec, 8);
+	int64_t rel = (int64_t)(caller - (t + (uintptr_t)at + OPS_JMP + 5));
+	if (rel == (int32_t)rel) { /* the runtime near the module (its own code): no load */
+		b[at + OPS_JMP] = 0xe9;
+		ftrt_put32(b + at + OPS_JMP + 1, rel);
+	} else {
+		b[at + OPS_JMP] = 0xff, b[at + OPS_JMP + 1] = 0x25;
+		ftrt_put32(b + at + OPS_JMP + 2, slot - (at + OPS_JMP + 6));
+	}
+	memcpy(b + slot, &caller, 8); /* read by the jmp, or by ops_tramp's search alone */
 	int err = 0;
 	for (int k = 0; k < OPS_TRAMP && !err; k += 8)
 		err = ftrt_text_queue(t + (uintptr_t)k, b + k, 8);
@@ -97,15 +119,12 @@ static uintptr_t ops_tramp(uintptr_t ip, int want, uintptr_t rec, int o)
 	return t;
 }
 
-/* A site made from a prologue (WANT_PROLOGUE) is not given to an ops:
- * the trampoline loads r11, the caller returns with it changed, and an
- * ops's callback, built with the full calling convention, may change
- * any vector register, which the function's callers may keep values in
- * across the call (gcc's -fipa-ra). Such a site stays as it is. */
+/* A site made from a prologue (WANT_PROLOGUE) calls a trampoline of
+ * the other form, whose caller keeps every register: the function's
+ * callers may keep values in any of them across the call (gcc's
+ * -fipa-ra). */
 int ftrt_arch_live_ops(uintptr_t ip, int len, int want, const struct ftrt_ops *rec, int o, unsigned char *buf)
 {
-	if (want == WANT_PROLOGUE)
-		return -1;
 	uintptr_t t = ops_tramp(ip, want, (uintptr_t)rec, o);
 	if (!t)
 		return -1;
@@ -140,10 +159,12 @@ const struct ftrt_ops *ftrt_arch_live_ops_rec(uintptr_t ip, int len)
 
 /* A direct trampoline is entered as the site's call: only where the
  * function's stack is as at its entry, or a chain site's (the saved
- * r10 below the return address is the function's, popped after). */
+ * r10 below the return address is the function's, popped after). At a
+ * site made from a prologue too, where the trampoline must keep every
+ * register but the flags (ftrace.h says so). */
 int ftrt_arch_live_direct(uintptr_t ip, int len, int want, uintptr_t addr, unsigned char *buf)
 {
-	if (want == WANT_MCOUNT || want == WANT_PROLOGUE || put_call(ip, 5, addr, buf) != 0)
+	if (want == WANT_MCOUNT || put_call(ip, 5, addr, buf) != 0)
 		return -1;
 	if (len == 6)
 		buf[5] = 0x90;

@@ -17,6 +17,10 @@
  *   kind               the site's: FREGS_ENTRY (ip may change),
  *                      FREGS_MCOUNT (after the prologue), FREGS_CHAIN
  *                      (after a nested function's push %r10)
+ *   prologue           1 at a site made from a prologue (ftpatch
+ *                      instrument, record -P), whose ops caller keeps
+ *                      every register: a graph user's return from it
+ *                      keeps them too (fgraph.c)
  *   direct             0, or a direct trampoline (ops.c's handlers set
  *                      it): the ops caller jumps there on its way out,
  *                      with every register and the stack as the site's
@@ -42,6 +46,7 @@
 #define FREGS_SP 72
 #define FREGS_IP 80
 #define FREGS_KIND 88
+#define FREGS_PROLOGUE 92
 #define FREGS_DIRECT 96
 #define FREGS_GRACE 104 /* the ops caller's own: the thread's grace slot (inline path) */
 #define FREGS_XMM 112
@@ -58,7 +63,7 @@
 struct ftrace_regs {
 	uint64_t di, si, dx, cx, r8, r9;
 	uint64_t ax, r10, bp, sp, ip;
-	uint32_t kind, pad;
+	uint32_t kind, prologue;
 	uint64_t direct, grace;
 	uint64_t xmm[8][2];
 };
@@ -66,6 +71,7 @@ _Static_assert(offsetof(struct ftrace_regs, di) == FREGS_DI && offsetof(struct f
 		       offsetof(struct ftrace_regs, ax) == FREGS_AX && offsetof(struct ftrace_regs, r10) == FREGS_R10 &&
 		       offsetof(struct ftrace_regs, bp) == FREGS_BP && offsetof(struct ftrace_regs, sp) == FREGS_SP &&
 		       offsetof(struct ftrace_regs, ip) == FREGS_IP && offsetof(struct ftrace_regs, kind) == FREGS_KIND &&
+		       offsetof(struct ftrace_regs, prologue) == FREGS_PROLOGUE &&
 		       offsetof(struct ftrace_regs, direct) == FREGS_DIRECT && offsetof(struct ftrace_regs, grace) == FREGS_GRACE &&
 		       offsetof(struct ftrace_regs, xmm) == FREGS_XMM && sizeof(struct ftrace_regs) == FREGS_SIZE &&
 		       FREGS_SIZE % 16 == 0 && FREGS_XMM % 16 == 0,

@@ -147,21 +147,47 @@ int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2])
 	return -1;
 }
 
-/* q0-q7 (a floating-point or HFA result), and fpsr. */
-void ftrt_arch_fp_save(unsigned char *buf)
+/* q0-q7 (a floating-point or HFA result) and fpsr; full (a site made
+ * from a prologue), q8-q31 and fpcr besides, which the function's
+ * callers may keep values in (gcc's -fipa-ra) and a retfunc change. */
+void ftrt_arch_fp_save(unsigned char *buf, int full)
 {
 	__asm__ volatile("stp q0, q1, [%0]\n\tstp q2, q3, [%0, #32]\n\tstp q4, q5, [%0, #64]\n\tstp q6, q7, [%0, #96]\n\t"
-			 "mrs x9, fpsr\n\tstr x9, [%0, #128]"
+			 "mrs x9, fpsr\n\tstr x9, [%0, #512]"
+			 :
+			 : "r"(buf)
+			 : "x9", "memory");
+	if (!full)
+		return;
+	__asm__ volatile("stp q8, q9, [%0, #128]\n\tstp q10, q11, [%0, #160]\n\tstp q12, q13, [%0, #192]\n\t"
+			 "stp q14, q15, [%0, #224]\n\tstp q16, q17, [%0, #256]\n\tstp q18, q19, [%0, #288]\n\t"
+			 "stp q20, q21, [%0, #320]\n\tstp q22, q23, [%0, #352]\n\tstp q24, q25, [%0, #384]\n\t"
+			 "stp q26, q27, [%0, #416]\n\tstp q28, q29, [%0, #448]\n\tstp q30, q31, [%0, #480]\n\t"
+			 "mrs x9, fpcr\n\tstr x9, [%0, #520]"
 			 :
 			 : "r"(buf)
 			 : "x9", "memory");
 }
 
-void ftrt_arch_fp_restore(const unsigned char *buf)
+void ftrt_arch_fp_restore(const unsigned char *buf, int full)
 {
+	if (full)
+		__asm__ volatile("ldp q8, q9, [%0, #128]\n\tldp q10, q11, [%0, #160]\n\tldp q12, q13, [%0, #192]\n\t"
+				 "ldp q14, q15, [%0, #224]\n\tldp q16, q17, [%0, #256]\n\tldp q18, q19, [%0, #288]\n\t"
+				 "ldp q20, q21, [%0, #320]\n\tldp q22, q23, [%0, #352]\n\tldp q24, q25, [%0, #384]\n\t"
+				 "ldp q26, q27, [%0, #416]\n\tldp q28, q29, [%0, #448]\n\tldp q30, q31, [%0, #480]\n\t"
+				 "ldr x9, [%0, #520]\n\tmsr fpcr, x9"
+				 :
+				 : "r"(buf)
+				 : "x9", "memory");
 	__asm__ volatile("ldp q0, q1, [%0]\n\tldp q2, q3, [%0, #32]\n\tldp q4, q5, [%0, #64]\n\tldp q6, q7, [%0, #96]\n\t"
-			 "ldr x9, [%0, #128]\n\tmsr fpsr, x9"
+			 "ldr x9, [%0, #512]\n\tmsr fpsr, x9"
 			 :
 			 : "r"(buf)
 			 : "x9", "memory");
+}
+
+int ftrt_arch_fregs_prologue(const struct ftrace_regs *f)
+{
+	return f->prologue != 0;
 }

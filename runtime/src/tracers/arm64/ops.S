@@ -46,14 +46,17 @@
 .endm
 
 /*
- * The rest of the ftrace_regs (kind; direct: none yet), then the
+ * The rest of the ftrace_regs (kind; direct: none yet; prologue: full),
+ * then the
  * record's handler, handler(ip, parent_ip, record, fregs): ip the site,
  * x30 - back (its length); x9 the parent ip, x11 the record. Back from
  * it, the argument and vector registers are the ftrace_regs'.
  */
-.macro CALL_HANDLER kind, back
+.macro CALL_HANDLER kind, back, full=0
 	mov	x10, #\kind
 	stp	x10, xzr, [sp, #REGS + FREGS_KIND]	/* kind; direct: none */
+	mov	x10, #\full
+	str	x10, [sp, #REGS + FREGS_PROLOGUE]	/* 1: a site made from a prologue */
 	mov	x29, sp
 	sub	x0, x30, #\back			/* arg 1: ip = the site */
 	mov	x1, x9				/* arg 2: the parent ip */
@@ -143,6 +146,107 @@
 	.cfi_def_cfa_offset 0
 	ret
 	END	ftrace_ops_regs_mcount_caller
+
+/*
+ * ftrace_ops_prologue_caller: a site made from a function's prologue
+ * (ftpatch instrument, record -P), `mov x17, x30; bl` to a trampoline of
+ * the other form (opstramp.c):
+ *
+ *     str  x11, [sp, #-16]!   the function's callers may keep a value there
+ *     ldr  x11, .+12          the record
+ *     ldr  x16, .+16          this caller
+ *     br   x16
+ *
+ * The function was compiled without tracing flags, so its callers may
+ * keep values in any call-clobbered register across the call (gcc's
+ * -fipa-ra, when it sees the function leave them alone): x9-x15 and x18
+ * as well as the arguments, and v16-v31 and the upper halves of v8-v15,
+ * which a callback built with the full calling convention may change.
+ * All of them come back as they came; x16 and x17 alone change (a
+ * veneer may change them anyway). On entry:
+ *     x11  the record; the function's x11 at 0(sp)
+ *     x17  the parent ip
+ *     x30  the return into the trampoline (site + 8)
+ *     sp   the function's at entry, less 16
+ *
+ * Frame (PFRAME bytes below the trampoline's push, a frame record at its
+ * bottom): the ftrace_regs at REGS as the other callers' (lr = x17),
+ * then
+ *     FRAME+0    x9, x10       FRAME+32  x13, x14
+ *     FRAME+16   x11, x12      FRAME+48  x15, x18   (x11 the record's)
+ *     FRAME+64   q8-q31, 384 bytes
+ *     PFRAME     the function's x11 (the trampoline's push)
+ * On the way out x0-x8 and q0-q7 are the ftrace_regs', x29 its fp, x30
+ * its lr, the function goes on at its pc through x16, and x11 comes from
+ * the trampoline's slot. A direct trampoline is entered as the site's bl
+ * would have entered it: x30 the return into the function, x17 the
+ * parent ip (lr: the tracer of a list may have hooked it), x16 itself.
+ */
+#define PFRAME (FRAME + 64 + 384)
+.if PFRAME % 16 || FRAME + 64 + 368 > 1008
+.error "the prologue ops caller's frame: 16-byte aligned, q31 in stp's reach"
+.endif
+	ENTRY	ftrace_ops_prologue_caller
+	.cfi_def_cfa_offset 16			/* the trampoline's push of x11 */
+	sub	sp, sp, #PFRAME
+	.cfi_def_cfa_offset PFRAME + 16
+	stp	x29, x30, [sp]
+	.cfi_offset x29, -PFRAME - 16
+	.cfi_offset x30, -PFRAME - 8
+	SAVE_ARGS				/* x0-x8 at 16-80 */
+	SAVE_Q
+	stp	x9, x10, [sp, #FRAME]
+	stp	x11, x12, [sp, #FRAME + 16]
+	stp	x13, x14, [sp, #FRAME + 32]
+	stp	x15, x18, [sp, #FRAME + 48]
+	stp	q8, q9, [sp, #FRAME + 64]
+	stp	q10, q11, [sp, #FRAME + 64 + 32]
+	stp	q12, q13, [sp, #FRAME + 64 + 64]
+	stp	q14, q15, [sp, #FRAME + 64 + 96]
+	stp	q16, q17, [sp, #FRAME + 64 + 128]
+	stp	q18, q19, [sp, #FRAME + 64 + 160]
+	stp	q20, q21, [sp, #FRAME + 64 + 192]
+	stp	q22, q23, [sp, #FRAME + 64 + 224]
+	stp	q24, q25, [sp, #FRAME + 64 + 256]
+	stp	q26, q27, [sp, #FRAME + 64 + 288]
+	stp	q28, q29, [sp, #FRAME + 64 + 320]
+	stp	q30, q31, [sp, #FRAME + 64 + 352]
+	add	x10, sp, #PFRAME + 16		/* the site's sp */
+	stp	x29, x17, [sp, #REGS + FREGS_FP]	/* fp, lr: the parent ip */
+	stp	x10, x30, [sp, #REGS + FREGS_SP]	/* sp, pc: the return into the function */
+	mov	x9, x17				/* the parent ip, where CALL_HANDLER takes it */
+	CALL_HANDLER FREGS_ENTRY, 8, 1
+	ldp	q8, q9, [sp, #FRAME + 64]
+	ldp	q10, q11, [sp, #FRAME + 64 + 32]
+	ldp	q12, q13, [sp, #FRAME + 64 + 64]
+	ldp	q14, q15, [sp, #FRAME + 64 + 96]
+	ldp	q16, q17, [sp, #FRAME + 64 + 128]
+	ldp	q18, q19, [sp, #FRAME + 64 + 160]
+	ldp	q20, q21, [sp, #FRAME + 64 + 192]
+	ldp	q22, q23, [sp, #FRAME + 64 + 224]
+	ldp	q24, q25, [sp, #FRAME + 64 + 256]
+	ldp	q26, q27, [sp, #FRAME + 64 + 288]
+	ldp	q28, q29, [sp, #FRAME + 64 + 320]
+	ldp	q30, q31, [sp, #FRAME + 64 + 352]
+	ldp	x9, x10, [sp, #FRAME]
+	ldr	x12, [sp, #FRAME + 24]
+	ldp	x13, x14, [sp, #FRAME + 32]
+	ldp	x15, x18, [sp, #FRAME + 48]
+	ldr	x11, [sp, #PFRAME]		/* the function's x11 */
+	ldr	x16, [sp, #REGS + FREGS_DIRECT]	/* a direct trampoline, or 0 */
+	cbnz	x16, 1f
+	ldp	x29, x30, [sp, #REGS + FREGS_FP]	/* fp; lr */
+	ldr	x16, [sp, #REGS + FREGS_PC]	/* where the function goes on */
+	add	sp, sp, #PFRAME + 16
+	.cfi_def_cfa_offset 0
+	ret	x16
+	.cfi_def_cfa_offset PFRAME + 16
+1:	ldp	x29, x17, [sp, #REGS + FREGS_FP]
+	ldr	x30, [sp, #REGS + FREGS_PC]
+	add	sp, sp, #PFRAME + 16
+	.cfi_def_cfa_offset 0
+	br	x16
+	END	ftrace_ops_prologue_caller
 
 /*
  * ftrt_ops_return: where a function made to return at once goes on

@@ -3,9 +3,11 @@
  * and the tracer's call from a list of ops (ops.c). Async-signal-safe:
  * they run in callbacks.
  */
+#include <cpuid.h>
 #include <stdint.h>
 
 #include "arch/x86_64/regs.h"
+#include "arch/x86_64/vecsave.h"
 #include "core/ftrt.h"
 #include "ftrace.h"
 #include "patch/live.h"
@@ -146,13 +148,57 @@ int ftrt_arch_ret_x87(const unsigned char *fp, uint64_t out[2])
 	return 0;
 }
 
-/* fxsave: x87 (a long double result in st0) and the SSE registers. */
-void ftrt_arch_fp_save(unsigned char *buf)
+/*
+ * What of the vector state the prologue sites' code keeps (ops.S's
+ * VEC_SAVE, arch/x86_64/vecsave.h): VEC_SSE, VEC_AVX, VEC_AVX512 or
+ * VEC_AVX512_F, by what the CPU has (CPUID) and the system enables
+ * (XCR0: AVX's ymm state, bits 1-2; AVX-512's opmask and zmm state,
+ * bits 5-7, besides). Set once, by ftrt_arch_vec_init, before any site
+ * is enabled; read by ops.S at each call.
+ */
+uint32_t ftrt_vec_kind HIDDEN;
+
+#define XCR0_AVX 0x6u
+#define XCR0_AVX512 0xe6u
+
+void ftrt_arch_vec_init(void)
 {
-	__asm__ volatile("fxsave64 %0" : "=m"(*(unsigned char(*)[512])buf));
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+		return;
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	if ((lo & XCR0_AVX) != XCR0_AVX)
+		return;
+	ftrt_vec_kind = VEC_AVX;
+	if ((lo & XCR0_AVX512) != XCR0_AVX512 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX512F))
+		return;
+	ftrt_vec_kind = b & bit_AVX512BW ? VEC_AVX512 : VEC_AVX512_F;
 }
 
-void ftrt_arch_fp_restore(const unsigned char *buf)
+_Static_assert(FTRT_ARCH_FP_SAVE == 512 + VS_SIZE && VS_SIZE % 64 == 0, "fgraph.h's FTRT_ARCH_FP_SAVE: fxsave's and vecsave.h's");
+
+void ftrt_vec_save(unsigned char *area) HIDDEN;
+void ftrt_vec_restore(const unsigned char *area) HIDDEN;
+
+/* x87 (a long double result in st0) and the SSE registers (fxsave);
+ * after a site made from a prologue the rest a callback may change
+ * (vecsave.h), into the area after fxsave's 512 bytes. */
+void ftrt_arch_fp_save(unsigned char *buf, int full)
+{
+	__asm__ volatile("fxsave64 %0" : "=m"(*(unsigned char(*)[512])buf));
+	if (full)
+		ftrt_vec_save(buf + 512);
+}
+
+void ftrt_arch_fp_restore(const unsigned char *buf, int full)
 {
 	__asm__ volatile("fxrstor64 %0" : : "m"(*(const unsigned char(*)[512])buf));
+	if (full)
+		ftrt_vec_restore(buf + 512);
+}
+
+int ftrt_arch_fregs_prologue(const struct ftrace_regs *f)
+{
+	return f->prologue != 0;
 }
