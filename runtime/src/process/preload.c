@@ -52,21 +52,29 @@ struct where {
 	int found;
 };
 
-static int find(struct dl_phdr_info *info, size_t size, void *arg)
+/* A loaded object's segments' extent [*lo, *hi) and the start of its
+ * first executable segment (*text, 0 for none), at run time. */
+static void extent(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi, uintptr_t *text)
 {
-	(void)size;
-	struct where *w = arg;
-	uintptr_t lo = UINTPTR_MAX, hi = 0, text = 0;
+	*lo = UINTPTR_MAX, *hi = 0, *text = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		lo = a < lo ? a : lo;
-		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-		if ((ph->p_flags & PF_X) && !text)
-			text = a;
+		*lo = a < *lo ? a : *lo;
+		*hi = a + ph->p_memsz > *hi ? a + ph->p_memsz : *hi;
+		if ((ph->p_flags & PF_X) && !*text)
+			*text = a;
 	}
+}
+
+static int find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct where *w = arg;
+	uintptr_t lo, hi, text;
+	extent(info, &lo, &hi, &text);
 	if (w->inside < lo || w->inside >= hi)
 		return 0;
 	w->bias = info->dlpi_addr, w->lo = lo, w->hi = hi, w->text = text;
@@ -285,17 +293,8 @@ static int gather(struct dl_phdr_info *info, size_t size, void *arg)
 	/* The program (described already), the loader, the vDSO. */
 	if (!info->dlpi_name || !info->dlpi_name[0] || info->dlpi_addr == getauxval(AT_BASE))
 		return 0;
-	uintptr_t text = 0, lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		lo = a < lo ? a : lo;
-		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-		if ((ph->p_flags & PF_X) && !text)
-			text = a;
-	}
+	uintptr_t text, lo, hi;
+	extent(info, &lo, &hi, &text);
 	uintptr_t self = (uintptr_t)ftrt_preload_scan; /* the runtime's own object */
 	if (!text || lo == getauxval(AT_SYSINFO_EHDR) || (self >= lo && self < hi) || ftrt_module_text_holds(text, text))
 		return 0;
