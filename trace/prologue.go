@@ -1,11 +1,12 @@
 package trace
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,25 +39,37 @@ func MovedTo(ps []PrologueSite, addr uint64) (uint64, bool) {
 	return ps[i].Func, true
 }
 
-// readPrologues reads "<pid>.prologue" of dir (abi.PrologueSuffix): nil
-// when there is none; an error naming it when it is not what the
-// runtime writes.
+// readPrologues reads "<pid>.prologue" of dir (abi.PrologueSuffix),
+// streamed, as openFile opens trace files (no symbolic link, a regular
+// file): nil when there is none; an error naming it when it is not what
+// the runtime writes. Its sites are kept, 16 bytes each: what the
+// symbols of the trampolines they stand for would take.
 func readPrologues(dir string, pid int) ([]PrologueSite, error) {
 	path := filepath.Join(dir, strconv.Itoa(pid)+abi.PrologueSuffix)
-	b, err := os.ReadFile(path)
+	f, size, err := openFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < abi.PrologueHeader || string(b[:8]) != abi.PrologueMagic || (len(b)-abi.PrologueHeader)%16 != 0 {
-		return nil, fmt.Errorf("%s: %w: not a file of prologue sites (%d bytes)", path, ErrFormat, len(b))
+	defer f.Close()
+	if size < abi.PrologueHeader || (size-abi.PrologueHeader)%16 != 0 {
+		return nil, fmt.Errorf("%s: %w: not a file of prologue sites (%d bytes)", path, ErrFormat, size)
 	}
-	b = b[abi.PrologueHeader:]
-	out := make([]PrologueSite, 0, len(b)/16)
-	for i := 0; i < len(b); i += 16 {
-		out = append(out, PrologueSite{binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])})
+	br := bufio.NewReaderSize(f, 64<<10)
+	var hdr [abi.PrologueHeader]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil || string(hdr[:8]) != abi.PrologueMagic {
+		return nil, fmt.Errorf("%s: %w: not a file of prologue sites", path, ErrFormat)
+	}
+	n := (size - abi.PrologueHeader) / 16
+	out := make([]PrologueSite, 0, n)
+	var pair [16]byte
+	for range n {
+		if _, err := io.ReadFull(br, pair[:]); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, PrologueSite{binary.LittleEndian.Uint64(pair[:]), binary.LittleEndian.Uint64(pair[8:])})
 	}
 	slices.SortFunc(out, func(a, b PrologueSite) int {
 		switch {
