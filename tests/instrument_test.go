@@ -125,10 +125,7 @@ func checkInstrumented(t *testing.T, tg target, dir, prog string, strict bool, r
 func TestInstrumentLua(t *testing.T) {
 	t.Parallel()
 	src := luaSource(t)
-	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no Lua scripts: %v", err)
-	}
+	scripts := luaScripts(t)
 	for _, b := range []struct {
 		tg    target
 		flags []string

@@ -112,6 +112,16 @@ func buildLua(t *testing.T, tg target, src, dir string, flags []string, traced b
 	return lua
 }
 
+// luaScripts are the Lua test scripts (tests/lua/*.lua).
+func luaScripts(t *testing.T) []string {
+	t.Helper()
+	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no Lua scripts: %v", err)
+	}
+	return scripts
+}
+
 // TestLua: a real program, Lua 5.4, built with every function
 // instrumented and run under function_graph, prints the same as the
 // untraced build for scripts that compute, raise and catch errors (which
@@ -122,10 +132,7 @@ func buildLua(t *testing.T, tg target, src, dir string, flags []string, traced b
 func TestLua(t *testing.T) {
 	t.Parallel()
 	src := luaSource(t)
-	scripts, err := filepath.Glob(filepath.Join("lua", "*.lua"))
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no Lua scripts: %v", err)
-	}
+	scripts := luaScripts(t)
 	for _, b := range []struct {
 		tg    target
 		flags []string
