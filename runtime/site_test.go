@@ -155,3 +155,71 @@ func TestSiteLeadMatchesNops(t *testing.T) {
 		t.Errorf("only %d chain and %d entry sites among %d cases", chains, entries, len(vecs))
 	}
 }
+
+// prologueListHarness asks site.c's ftrt_site_prologue about every
+// address of two sorted lists (a module's prologue sites; another's
+// after it, as the pass moves from module to module), in ascending
+// order as the walk asks, twice each as the walk does, then in a
+// scrambled order as ftpatch ctl's server may, and checks each answer
+// against a linear search: its cursor must never change an answer.
+const prologueListHarness = `#include <stdio.h>
+#include <stdlib.h>
+#include "arch/site.c"
+
+static int linear(const uintptr_t *lo, const uintptr_t *hi, uintptr_t ip)
+{
+	for (; lo < hi; lo++)
+		if (*lo == ip)
+			return 1;
+	return 0;
+}
+
+static int check(const uintptr_t *list, int n, uintptr_t ip)
+{
+	ftrt_prologues = list, ftrt_prologues_end = list + n;
+	int got = ftrt_site_prologue(ip), want = linear(list, list + n, ip);
+	if (got != want) {
+		printf("list of %d, ip %#lx: %d, want %d\n", n, (unsigned long)ip, got, want);
+		return 1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	static uintptr_t a[5000], b[7];
+	uintptr_t v = 0x1000;
+	srand(1);
+	for (int i = 0; i < 5000; i++)
+		a[i] = v += 1 + rand() % (i % 3 == 0 ? 3 : 200); /* close runs and gaps */
+	for (int i = 0; i < 7; i++)
+		b[i] = 0x1000 + 16 * (uintptr_t)i * i;
+	int bad = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const uintptr_t *l = pass ? b : a;
+		int n = pass ? 7 : 5000;
+		for (uintptr_t ip = 0xff0; ip <= l[n - 1] + 8; ip++)
+			bad += check(l, n, ip) + check(l, n, ip);
+	}
+	for (int i = 0; i < 200000; i++) {
+		uintptr_t ip = 0xff0 + (uintptr_t)rand() % (a[4999] - 0xfd0);
+		bad += i % 5 ? check(a, 5000, ip) : check(b, 7, ip);
+	}
+	ftrt_prologues = ftrt_prologues_end = NULL;
+	if (ftrt_site_prologue(a[0]))
+		printf("no list, and an answer\n"), bad++;
+	printf("%d wrong\n", bad);
+	return bad != 0;
+}
+`
+
+// TestSitePrologueCursor checks that ftrt_site_prologue, which the
+// load-time pass asks twice about every site, answers as a search of the
+// whole list would, in every order it may be asked.
+func TestSitePrologueCursor(t *testing.T) {
+	bin := buildHarness(t, prologueListHarness)
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "0 wrong" {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
