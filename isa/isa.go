@@ -100,6 +100,9 @@ type ISA struct {
 	// where a prologue site is an entry site like any other (x86-64).
 	PrologueTramp    func(nop bool) int
 	PrologueSiteCall func(pc, target uint64) ([]byte, error)
+	// Disasm returns the instruction at the start of b, at pc, as
+	// objdump prints it: a moved instruction listed (move.Plan.Bytes).
+	Disasm func(b []byte, pc uint64) string
 	// TrampolineFixed says a trampoline's length does not depend on
 	// where it is placed (x86-64: every rewritten operand is a rel32 or
 	// a disp32), so trampolines can be packed before their place is
@@ -166,6 +169,7 @@ var x86ISA = ISA{
 	CC:            []string{"cc"},
 
 	PlanPrologue:    x86.PlanPrologue,
+	Disasm:          x86.Disasm,
 	Trampoline:      x86.Trampoline,
 	PrologueJump:    x86.PrologueJump,
 	TrampolineMax:   x86.TrampolineMax,
@@ -206,6 +210,12 @@ var arm64ISA = ISA{
 		return 3
 	},
 	PrologueSiteCall: arm64.PrologueSiteCall,
+	Disasm: func(b []byte, _ uint64) string {
+		if len(b) < 4 {
+			return fmt.Sprintf(".byte % x", b)
+		}
+		return arm64.Text(arm64.Word(b, 0))
+	},
 	Tramp: func(entry, chain bool, n int, nop bool) int {
 		switch {
 		case nop:

@@ -28,7 +28,7 @@ func Write(w io.Writer, t *Table) error {
 		cells[1] = fmt.Sprint(f.Size)
 		cells[2] = f.What.String()
 		cells[3] = escape.Text(f.Name)
-		cells[4] = Detail(f)
+		cells[4] = t.Detail(f)
 	}
 	measure := func() {
 		for i, c := range cells[:cols-1] {
@@ -103,8 +103,9 @@ func percent(a, b int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
 }
 
-// Detail says of one function what its site is, or why it has none.
-func Detail(f *Func) string {
+// Detail says of one function of t what its site is, or why it has
+// none.
+func (t *Table) Detail(f *Func) string {
 	switch f.What {
 	case Compiler:
 		return f.Kind.String()
@@ -114,7 +115,9 @@ func Detail(f *Func) string {
 			if i > 0 {
 				b.WriteString("; ")
 			}
-			b.WriteString(in.Text)
+			if t.ISA != nil && t.ISA.Disasm != nil {
+				b.WriteString(t.ISA.Disasm(f.Plan.Bytes(i)))
+			}
 			if in.How != 0 {
 				fmt.Fprintf(&b, " (%s)", in.How)
 			}
@@ -153,7 +156,7 @@ func WriteJSON(w io.Writer, t *Table) error {
 	}{Path: t.Path, BuildID: t.BuildID, From: t.From, Funcs: make([]jsonFunc, 0, len(t.Funcs)), Compiler: c, Made: m, None: n, Reasons: map[string]int{}}
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
-		j := jsonFunc{Addr: fmt.Sprintf("0x%x", f.Addr), Name: f.Name, Size: f.Size, Site: f.What.String(), Detail: Detail(f)}
+		j := jsonFunc{Addr: fmt.Sprintf("0x%x", f.Addr), Name: f.Name, Size: f.Size, Site: f.What.String(), Detail: t.Detail(f)}
 		if f.What == Made {
 			j.Patch, j.Len = fmt.Sprintf("0x%x", f.Plan.Patch), f.Plan.Len
 		}

@@ -17,8 +17,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"ftpatch/arch"
 	"ftpatch/elfx"
@@ -92,6 +94,9 @@ type Table struct {
 	From    string // FromSymtab, FromDebug or FromEHFrame
 	Debug   string // the debug file read, if From == FromDebug
 	Funcs   []Func
+	// ISA is the file's instruction set, which disassembles a plan's
+	// moved instructions for a listing (Detail).
+	ISA *isa.ISA
 }
 
 // Count returns how many functions got each What.
@@ -207,22 +212,36 @@ func Find(f *elfx.File) (*Table, error) {
 	if _, syms, err := f.Symtab(); err == nil {
 		rt = runtimeFuncs(syms)
 	}
-	for i := range fns {
+	// Each function is planned from the file's bytes alone, which
+	// nothing writes: the functions are shared among the processors in
+	// contiguous parts (a plan decodes the whole function; 10,000 of
+	// them take tens of milliseconds on one processor).
+	one := func(i int) {
 		fn := &fns[i]
 		if k, ok := compiler[fn.Addr]; ok {
 			fn.What, fn.Kind = Compiler, k
-			continue
+			return
 		}
 		if rt[fn.Addr] {
 			fn.Why = ErrRuntime
-			continue
+			return
 		}
 		fn.Why = plan(f, is, fn, fns[i+1:], read, bti)
 		if fn.Why == nil {
 			fn.What = Made
 		}
 	}
-	t.Funcs = fns
+	parts := min(runtime.GOMAXPROCS(0), (len(fns)+255)/256)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() {
+			for i := k * len(fns) / parts; i < (k+1)*len(fns)/parts; i++ {
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	t.Funcs, t.ISA = fns, is
 	return t, nil
 }
 

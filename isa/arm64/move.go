@@ -251,7 +251,7 @@ func PlanPrologue(code []byte, addr uint64, size int, read func(addr uint64, n i
 		return move.Plan{}, err
 	}
 	p.Orig = append([]byte(nil), code[off:off+4]...)
-	p.Insns = []move.Insn{{Off: 0, Len: 4, How: kindOf(w).how(), Text: text}}
+	p.Insns = []move.Insn{{Off: 0, Len: 4, How: kindOf(w).how()}}
 	return p, nil
 }
 

@@ -214,8 +214,9 @@ func TestPlanPrologue(t *testing.T) {
 			if p.Func != s.Value || p.Patch != patch || p.Len != 4 || !bytes.Equal(p.Orig, prog.read(patch, 4)) || len(p.Insns) != 1 {
 				t.Fatalf("plan %+v, want func %#x patch %#x len 4, orig % x", p, s.Value, patch, prog.read(patch, 4))
 			}
-			if in := p.Insns[0]; in.Off != 0 || in.Len != 4 || in.How != c.how || !strings.HasPrefix(in.Text, c.text) {
-				t.Errorf("moved %+v, want %v %q...", in, c.how, c.text)
+			b, _ := p.Bytes(0)
+			if in := p.Insns[0]; in.Off != 0 || in.Len != 4 || in.How != c.how || !strings.HasPrefix(Text(Word(b, 0)), c.text) {
+				t.Errorf("moved %+v (%s), want %v %q...", in, Text(Word(b, 0)), c.how, c.text)
 			}
 			_, err = prog.plan(s, nil)
 			if c.noRead != nil && !errors.Is(err, c.noRead) || c.noRead == nil && err != nil {

@@ -46,10 +46,18 @@ func (p *Plan) Resume() uint64 { return p.Patch + uint64(p.Len) }
 
 // An Insn is one moved instruction.
 type Insn struct {
-	Off  int    // its offset from Patch
-	Len  int    // its length in bytes
-	How  How    // what moving it takes
-	Text string // its disassembly, for listings and messages
+	Off int // its offset from Patch: its bytes are the plan's Orig[Off:Off+Len]
+	Len int // its length in bytes
+	How How // what moving it takes
+}
+
+// Bytes returns the i-th moved instruction's original bytes and
+// address, for a disassembly (the ISA's Disasm) when one is listed:
+// a plan is made for every function before a program starts, and
+// listed rarely, so no plan carries text.
+func (p *Plan) Bytes(i int) ([]byte, uint64) {
+	in := p.Insns[i]
+	return p.Orig[in.Off : in.Off+in.Len], p.Patch + uint64(in.Off)
 }
 
 // How says what moving an instruction takes.

@@ -73,7 +73,7 @@ func PlanPrologue(code []byte, addr uint64, size int, read func(addr uint64, n i
 		if err != nil {
 			return move.Plan{}, err
 		}
-		insns[n] = move.Insn{Off: pos - start, Len: in.Len, How: how, Text: insnText(in, fn[pos:], pc)}
+		insns[n] = move.Insn{Off: pos - start, Len: in.Len, How: how}
 		n++
 		pos += in.Len
 	}
@@ -207,6 +207,16 @@ func padding(b []byte) int {
 		n += k
 	}
 	return n
+}
+
+// Disasm returns the instruction at the start of b, at pc, in GNU
+// syntax as objdump prints it; its bytes in hex if it does not decode.
+func Disasm(b []byte, pc uint64) string {
+	in, err := Decode(b)
+	if err != nil {
+		return fmt.Sprintf(".byte % x", b)
+	}
+	return insnText(in, b, pc)
 }
 
 // insnText is an instruction's disassembly, in GNU syntax as objdump
@@ -556,7 +566,7 @@ func Trampoline(p *move.Plan, t uint64) ([]byte, error) {
 		var err error
 		out, err = relocate(out, b, pc, t, mi, p.Resume())
 		if err != nil {
-			return nil, fmt.Errorf("moving %s at 0x%x: %w", mi.Text, pc, err)
+			return nil, fmt.Errorf("moving %s at 0x%x: %w", Disasm(b, pc), pc, err)
 		}
 	}
 	j, err := Jmp(t+uint64(len(out)), p.Resume())
