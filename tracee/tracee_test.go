@@ -1,0 +1,329 @@
+package tracee
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// held is a running testdata/held.c: its process, its stdin and
+// stdout, and the thread the test calls on.
+type held struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	vector int
+	// reader and sleeper are held in their system calls, read and
+	// nanosleep, or about to make them again.
+	reader, sleeper int
+}
+
+func startHeld(t *testing.T, flags ...string) *held {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "held")
+	args := append([]string{"-O2", "-pthread", "-Wall", "-Werror", "-o", bin, "testdata/held.c"}, flags...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	cmd := exec.Command(bin)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	h := &held{cmd: cmd, in: in, out: bufio.NewReader(stdout)}
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("held: %v", err)
+	}
+	if _, err := fmt.Sscanf(line, "ready %d %d %d", &h.vector, &h.reader, &h.sleeper); err != nil {
+		t.Fatalf("held said %q", line)
+	}
+	return h
+}
+
+// finish lets the program end and returns what it printed.
+func (h *held) finish(t *testing.T) string {
+	t.Helper()
+	io.WriteString(h.in, "end\n")
+	rest, err := io.ReadAll(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("held: %v\n%s", err, rest)
+	}
+	return string(rest)
+}
+
+// looks is what of a process a hold and its release must leave as they
+// were: its code (every executable mapping's bytes), its mappings, its
+// descriptors, and each thread's signal mask, ignored and caught
+// signals.
+type looks struct {
+	code     map[string][]byte
+	maps     []Mapping
+	fds      map[string]string
+	sigState map[string]string
+}
+
+func look(t *testing.T, pid int) looks {
+	t.Helper()
+	l := looks{code: map[string][]byte{}, fds: map[string]string{}, sigState: map[string]string{}}
+	maps, err := Maps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.maps = maps
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	for _, m := range maps {
+		if !strings.Contains(m.Perm, "x") || m.Path == "[vsyscall]" {
+			continue
+		}
+		b := make([]byte, m.End-m.Start)
+		if _, err := mem.ReadAt(b, int64(m.Start)); err != nil {
+			t.Fatalf("reading %s at %#x: %v", m.Path, m.Start, err)
+		}
+		l.code[fmt.Sprintf("%#x %s", m.Start, m.Path)] = b
+	}
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		l.fds[e.Name()], _ = os.Readlink(filepath.Join(fdDir, e.Name()))
+	}
+	list, err := tids(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range list {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"SigBlk:", "SigIgn:", "SigCgt:"} {
+				if strings.HasPrefix(line, k) {
+					keep = append(keep, line)
+				}
+			}
+		}
+		l.sigState[strconv.Itoa(tid)] = strings.Join(keep, "; ")
+	}
+	return l
+}
+
+func (l looks) check(t *testing.T, now looks) {
+	t.Helper()
+	for k, b := range l.code {
+		if !slices.Equal(b, now.code[k]) {
+			t.Errorf("code of %s changed", k)
+		}
+	}
+	if !reflect.DeepEqual(l.maps, now.maps) {
+		t.Errorf("mappings changed:\n%v\nnow\n%v", l.maps, now.maps)
+	}
+	if !reflect.DeepEqual(l.fds, now.fds) {
+		t.Errorf("descriptors changed: %v, now %v", l.fds, now.fds)
+	}
+	if !reflect.DeepEqual(l.sigState, now.sigState) {
+		t.Errorf("signal state changed: %v, now %v", l.sigState, now.sigState)
+	}
+}
+
+// signalsTaken waits until process pid has no signal pending.
+func signalsTaken(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		pending := false
+		list, _ := tids(pid)
+		for _, tid := range list {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+			for _, line := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok && (k == "SigPnd" || k == "ShdPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					pending = true
+				}
+			}
+		}
+		if !pending {
+			return
+		}
+	}
+	t.Fatalf("process %d: a signal still pending after 5 s", pid)
+}
+
+// TestHoldCallRelease holds the 9-thread program 50 times in a row; each
+// time a SIGUSR1 arrives while it is held, and a thread whose vector
+// registers hold values, or one blocked in read or nanosleep, makes two
+// calls (the others held, then running). The program must find nothing changed: its read and its
+// sleeps not interrupted, its registers kept, each signal taken once,
+// the calls made; its code, mappings, descriptors and signal state as
+// before.
+func TestHoldCallRelease(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Fatalf("calls are made on x86-64 only (GOARCH %s)", runtime.GOARCH)
+	}
+	for _, flags := range [][]string{{"-fPIE", "-pie"}, {"-fno-PIE", "-no-pie"}} {
+		t.Run(strings.Join(flags, ""), func(t *testing.T) {
+			h := startHeld(t, flags...)
+			pid := h.cmd.Process.Pid
+			probe, path, err := Lookup(pid, "probe", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Base(path) != "held" {
+				t.Fatalf("probe found in %s", path)
+			}
+			before := look(t, pid)
+			var most time.Duration
+			const rounds = 50
+			for i := range rounds {
+				p, err := Seize(pid)
+				if err != nil {
+					t.Fatalf("round %d: %v", i, err)
+				}
+				if n := len(p.Threads()); n != 9 {
+					t.Errorf("round %d: %d threads held, want 9", i, n)
+				}
+				unix.Kill(pid, unix.SIGUSR1)
+				on := []int{h.vector, h.reader, h.sleeper}[i%3]
+				for _, o := range []CallOptions{{}, {OthersRun: true}} {
+					ret, err := p.Call(on, probe, o, Word(40), Str("ab"))
+					if err != nil || ret != 42 {
+						t.Errorf("round %d: probe(40, \"ab\") with %+v: %d, %v; want 42", i, o, ret, err)
+					}
+				}
+				d, err := p.Release()
+				if err != nil {
+					t.Fatalf("round %d: release: %v", i, err)
+				}
+				most = max(most, d)
+				signalsTaken(t, pid)
+			}
+			t.Logf("held at most %v a round (two calls)", most)
+			look(t, pid).check(t, before)
+			got := h.finish(t)
+			want := "read ok\nsleep ok\nvectors ok\n" + strings.Repeat("work ok\n", 5) + fmt.Sprintf("usr1 %d\nprobes %d\n", rounds, 2*rounds)
+			if got != want {
+				t.Errorf("the program printed\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestSeizeRefused: a process traced already (by this test) cannot be
+// held twice; the error says who traces it.
+func TestSeizeRefused(t *testing.T) {
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	p, err := Seize(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Seize(pid)
+	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), "traces it already") {
+		t.Errorf("second hold: %v, want ErrPermission saying it is traced already", err)
+	}
+	if _, err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Seize(1 << 30); !errors.Is(err, ErrExited) {
+		t.Errorf("no such process: %v, want ErrExited", err)
+	}
+	if got := h.finish(t); !strings.HasPrefix(got, "read ok\nsleep ok\nvectors ok\n") {
+		t.Errorf("the program printed\n%s", got)
+	}
+}
+
+// TestDlopen loads a shared object into the running program through a
+// held thread, calls a function of it, and refuses a file that is not
+// one with dlerror's words; the program runs on unchanged, its
+// mappings only added to by the object loaded.
+func TestDlopen(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), "libinject.so")
+	if out, err := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-o", lib, "testdata/inject.c").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	before := look(t, pid)
+	p, err := Seize(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Dlopen(h.vector, filepath.Join(t.TempDir(), "missing.so"))
+	if err == nil || !strings.Contains(err.Error(), "No such file") {
+		t.Errorf("a missing object: %v, want dlerror's words", err)
+	}
+	if _, err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	look(t, pid).check(t, before)
+
+	p, err = Seize(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hd, err := p.Dlopen(h.vector, lib); err != nil || hd == 0 {
+		t.Fatalf("dlopen: %#x, %v", hd, err)
+	}
+	fn, path, err := Lookup(pid, "injected_answer", nil)
+	if err != nil || path != lib {
+		t.Fatalf("injected_answer: %v (in %s)", err, path)
+	}
+	if v, err := p.Call(h.vector, fn, CallOptions{}); err != nil || v != 4242 {
+		t.Errorf("injected_answer(): %d, %v", v, err)
+	}
+	if _, err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	now := look(t, pid)
+	var added []Mapping
+	for _, m := range now.maps {
+		if !slices.Contains(before.maps, m) {
+			added = append(added, m)
+		}
+	}
+	for _, m := range added {
+		if m.Path != lib {
+			t.Errorf("a mapping not the object's: %+v", m)
+		}
+	}
+	if len(added) == 0 {
+		t.Errorf("no mapping of %s", lib)
+	}
+	before.maps = now.maps
+	before.check(t, now)
+	got := h.finish(t)
+	if want := "read ok\nsleep ok\nvectors ok\n" + strings.Repeat("work ok\n", 5) + "usr1 0\nprobes 0\n"; got != want {
+		t.Errorf("the program printed\n%s\nwant\n%s", got, want)
+	}
+}
