@@ -30,6 +30,21 @@ func Str(s string) Arg { return Arg{bytes: append([]byte(s), 0)} }
 // before is not undone.
 var ErrCallTimeout = errors.New("the call did not return in time")
 
+// ErrCallFault: the called function faulted (SIGSEGV, SIGBUS, SIGILL,
+// SIGFPE, SIGTRAP in the calling thread). The signal is not delivered:
+// the thread's registers are put back, as if the call had not been
+// made; what the function did before the fault stays done.
+var ErrCallFault = errors.New("the call faulted")
+
+// fault says whether sig is one an instruction raises.
+func fault(sig unix.Signal) bool {
+	switch sig {
+	case unix.SIGSEGV, unix.SIGBUS, unix.SIGILL, unix.SIGFPE, unix.SIGTRAP:
+		return true
+	}
+	return false
+}
+
 // ErrNoCall: the thread cannot be given a call (not held, or unknown).
 var ErrNoCall = errors.New("the thread cannot make the call")
 
@@ -175,15 +190,24 @@ func (p *Process) run(t *Thread, o CallOptions) (uint64, error) {
 				resume(tid, 0)
 			case ev != 0:
 				resume(tid, 0) // an interrupt left from the hold, a new thread's first stop
-			case tid == t.Tid && ws.StopSignal() == unix.SIGSEGV:
+			case tid == t.Tid && fault(ws.StopSignal()):
 				r, err := getRegs(tid)
-				if err == nil && r.pc() == 0 {
-					ret, done = r.ret(), true
-					t.inSignal = true // the detach may deliver t.Sig from here
-					delete(running, tid)
+				done = true
+				t.inSignal = true // the detach may deliver t.Sig from here
+				delete(running, tid)
+				if err == nil && r.pc() == 0 && ws.StopSignal() == unix.SIGSEGV {
+					ret = r.ret()
 					break
 				}
-				resume(tid, ws.StopSignal()) // the function's own fault: the program's to handle
+				// The function's own fault, which the program never
+				// sees: it would most likely end it. The thread's
+				// registers are put back, the call undone as far as
+				// the registers go.
+				pc := uint64(0)
+				if r != nil {
+					pc = r.pc()
+				}
+				callErr = fmt.Errorf("thread %d: %w: %v at %#x", t.Tid, ErrCallFault, ws.StopSignal(), pc)
 			default:
 				resume(tid, ws.StopSignal()) // a signal: delivered as it would have been
 			}

@@ -310,7 +310,19 @@ func (p *Process) Release() (time.Duration, error) {
 
 func (p *Process) releaseAll() error {
 	var errs []error
-	for tid, t := range p.threads {
+	// The leader last: a dying one's end is told its tracer only once
+	// the other threads' are taken.
+	order := make([]int, 0, len(p.threads))
+	for tid := range p.threads {
+		if tid != p.Pid {
+			order = append(order, tid)
+		}
+	}
+	if p.threads[p.Pid] != nil {
+		order = append(order, p.Pid)
+	}
+	for _, tid := range order {
+		t := p.threads[tid]
 		sig := 0
 		if t.Sig != 0 && t.inSignal {
 			// Detached from a signal-delivery-stop, the thread gets
@@ -318,7 +330,18 @@ func (p *Process) releaseAll() error {
 			setSiginfo(tid, &t.info)
 			sig = int(t.Sig)
 		}
-		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0); e != 0 && e != unix.ESRCH {
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
+		if e == unix.ESRCH {
+			// Not stopped, though held: the thread is dying (the
+			// process exits, or was killed), and waits for its tracer
+			// to take its end before the process's parent can. The
+			// leader's end, taken by a tracer that is not the process's
+			// parent, goes on to the parent; taken by its parent, it
+			// would be the parent's no more: left for the parent.
+			if tid != p.Pid || p.parent() != os.Getpid() {
+				reap(tid)
+			}
+		} else if e != 0 {
 			errs = append(errs, fmt.Errorf("thread %d: %w", tid, e))
 		}
 		if t.Sig != 0 && !t.inSignal {
@@ -331,6 +354,36 @@ func (p *Process) releaseAll() error {
 		delete(p.threads, tid)
 	}
 	return errors.Join(errs...)
+}
+
+// parent returns the process's parent's pid (0 if unknown): the fourth
+// field of /proc/PID/stat, after the command's name in parentheses.
+func (p *Process) parent() int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// reap takes a dying thread's end, waiting a second at most.
+func reap(tid int) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil)
+		if err != nil && err != unix.EINTR || got == tid && (ws.Exited() || ws.Signaled()) {
+			return
+		}
+	}
 }
 
 // getSiginfo and setSiginfo read and write the siginfo of the signal a

@@ -33,12 +33,20 @@ type held struct {
 
 func startHeld(t *testing.T, flags ...string) *held {
 	t.Helper()
+	return startHeldBy(t, nil, flags...)
+}
+
+// startHeldBy starts held.c's program as the argument of wrap (a
+// shell, which is then its parent), or directly if wrap is nil.
+func startHeldBy(t *testing.T, wrap []string, flags ...string) *held {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "held")
 	args := append([]string{"-O2", "-pthread", "-Wall", "-Werror", "-o", bin, "testdata/held.c"}, flags...)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", args, err, out)
 	}
-	cmd := exec.Command(bin)
+	argv := append(slices.Clone(wrap), bin)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +332,96 @@ func TestDlopen(t *testing.T) {
 	before.check(t, now)
 	got := h.finish(t)
 	if want := "read ok\nsleep ok\nvectors ok\n" + strings.Repeat("work ok\n", 5) + "usr1 0\nprobes 0\n"; got != want {
+		t.Errorf("the program printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestExitWhileHeld: a process killed while held, or one whose call
+// ends it, is reported as gone (ErrExited), and letting it go after
+// does not fail or hang.
+func TestExitWhileHeld(t *testing.T) {
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	p, err := Seize(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, _, err := Lookup(pid, "_exit", libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call(h.vector, exit, CallOptions{}, Word(7)); !errors.Is(err, ErrExited) {
+		t.Errorf("a call of _exit(7): %v, want ErrExited", err)
+	}
+	if _, err := p.Release(); err != nil {
+		t.Errorf("release after the exit: %v", err)
+	}
+	if err := h.cmd.Wait(); err == nil || h.cmd.ProcessState.ExitCode() != 7 {
+		t.Errorf("the program ended with %v, want exit status 7", err)
+	}
+
+	// Its parent a shell: the end, taken by the tracer, goes on to it.
+	h = startHeldBy(t, []string{"sh", "-c", `"$0"; echo "status $?"`})
+	shell := h.cmd.Process.Pid
+	var kids string
+	for deadline := time.Now().Add(5 * time.Second); kids == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", shell, shell))
+		kids = strings.TrimSpace(string(b))
+	}
+	pid, err = strconv.Atoi(kids)
+	if err != nil {
+		t.Fatalf("the shell's children: %q", kids)
+	}
+	if p, err = Seize(pid); err != nil {
+		t.Fatal(err)
+	}
+	if exit, _, err = Lookup(pid, "_exit", libc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call(h.vector, exit, CallOptions{}, Word(7)); !errors.Is(err, ErrExited) {
+		t.Errorf("a call of _exit(7): %v, want ErrExited", err)
+	}
+	p.Release()
+	if out, _ := io.ReadAll(h.out); string(out) != "status 7\n" {
+		t.Errorf("the shell printed %q, want the status 7", out)
+	}
+
+	h = startHeld(t)
+	pid = h.cmd.Process.Pid
+	if p, err = Seize(pid); err != nil {
+		t.Fatal(err)
+	}
+	h.cmd.Process.Kill()
+	if _, err := p.Call(h.vector, exit, CallOptions{}, Word(7)); err == nil {
+		t.Errorf("a call in a killed process succeeded")
+	}
+	p.Release()
+	if _, err := Seize(pid); err == nil {
+		t.Errorf("a killed process held")
+	}
+}
+
+// TestCallFault: a call of an address that faults is an error
+// (ErrCallFault), and the program, which never sees the fault, runs on
+// unchanged.
+func TestCallFault(t *testing.T) {
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	before := look(t, pid)
+	p, err := Seize(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range []int{h.vector, h.reader} {
+		if _, err := p.Call(tid, 8, CallOptions{}); !errors.Is(err, ErrCallFault) {
+			t.Errorf("a call of address 8 on thread %d: %v, want ErrCallFault", tid, err)
+		}
+	}
+	if _, err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	look(t, pid).check(t, before)
+	if got, want := h.finish(t), "read ok\nsleep ok\nvectors ok\n"+strings.Repeat("work ok\n", 5)+"usr1 0\nprobes 0\n"; got != want {
 		t.Errorf("the program printed\n%s\nwant\n%s", got, want)
 	}
 }
