@@ -78,3 +78,23 @@ func setState(tid int, s *state) error {
 	}
 	return setRegs(tid, &s.regs)
 }
+
+// syscall returns the system call the thread was stopped in, and
+// whether it was in one: orig_rax holds its number, and rax the
+// -ERESTART* (-512 to -516) it returns to be restarted at the release.
+func (r *regs) syscall() (int, bool) {
+	ret := int64(r.Rax)
+	return int(r.Orig_rax), int64(r.Orig_rax) >= 0 && ret <= -512 && ret >= -516
+}
+
+// waits are the system calls that wait for input, a child, a signal or
+// time, in which a thread holds none of the C library's locks (futex is
+// not one: a lock's wait).
+var waits = map[int]bool{
+	unix.SYS_READ: true, unix.SYS_READV: true, unix.SYS_NANOSLEEP: true, unix.SYS_CLOCK_NANOSLEEP: true,
+	unix.SYS_POLL: true, unix.SYS_PPOLL: true, unix.SYS_SELECT: true, unix.SYS_PSELECT6: true,
+	unix.SYS_EPOLL_WAIT: true, unix.SYS_EPOLL_PWAIT: true, unix.SYS_EPOLL_PWAIT2: true,
+	unix.SYS_ACCEPT: true, unix.SYS_ACCEPT4: true, unix.SYS_RECVFROM: true, unix.SYS_RECVMSG: true,
+	unix.SYS_WAIT4: true, unix.SYS_WAITID: true, unix.SYS_PAUSE: true, unix.SYS_RT_SIGSUSPEND: true,
+	unix.SYS_RT_SIGTIMEDWAIT: true,
+}

@@ -14,6 +14,10 @@ func (r *regs) sp() uint64  { return 0 }
 func (r *regs) pc() uint64  { return 0 }
 func (r *regs) ret() uint64 { return 0 }
 
+func (r *regs) syscall() (int, bool) { return 0, false }
+
+var waits = map[int]bool{}
+
 type state struct{ regs }
 
 func (s *state) callRegs(fn, sp uint64, args []uint64) *regs { return &s.regs }

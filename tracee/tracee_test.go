@@ -162,8 +162,13 @@ func (l looks) check(t *testing.T, now looks) {
 	if !reflect.DeepEqual(l.fds, now.fds) {
 		t.Errorf("descriptors changed: %v, now %v", l.fds, now.fds)
 	}
-	if !reflect.DeepEqual(l.sigState, now.sigState) {
-		t.Errorf("signal state changed: %v, now %v", l.sigState, now.sigState)
+	for tid, st := range l.sigState {
+		if now.sigState[tid] != st {
+			t.Errorf("thread %s's signal state changed: %s, now %s", tid, st, now.sigState[tid])
+		}
+	}
+	if len(l.sigState) != len(now.sigState) {
+		t.Errorf("threads changed: %d, now %d", len(l.sigState), len(now.sigState))
 	}
 }
 
@@ -300,7 +305,11 @@ func TestDlopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hd, err := p.Dlopen(h.vector, lib); err != nil || hd == 0 {
+	on, err := p.SafeThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hd, err := p.Dlopen(on, lib); err != nil || hd == 0 {
 		t.Fatalf("dlopen: %#x, %v", hd, err)
 	}
 	fn, path, err := Lookup(pid, "injected_answer", nil)
@@ -424,4 +433,45 @@ func TestCallFault(t *testing.T) {
 	if got, want := h.finish(t), "read ok\nsleep ok\nvectors ok\n"+strings.Repeat("work ok\n", 5)+"usr1 0\nprobes 0\n"; got != want {
 		t.Errorf("the program printed\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestSafeThread: the thread chosen for a call that takes the C
+// library's locks is stopped outside the C library and the loader, or
+// waiting in a system call that holds no lock; a process whose every
+// thread is in the C library's code is let run until one is not.
+func TestSafeThread(t *testing.T) {
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	for i := range 20 {
+		p, err := Seize(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tid, err := p.SafeThread()
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		var why string
+		p.do(func() {
+			r, err := getRegs(tid)
+			if err != nil {
+				why = err.Error()
+				return
+			}
+			maps, _ := Maps(pid)
+			nr, in := r.syscall()
+			for _, m := range maps {
+				if r.pc() >= m.Start && r.pc() < m.End && libraryCode(m.Path) && !(in && waits[nr]) {
+					why = fmt.Sprintf("thread %d stopped in %s at %#x (system call %d: %v)", tid, m.Path, r.pc(), nr, in)
+				}
+			}
+		})
+		if why != "" {
+			t.Errorf("round %d: %s", i, why)
+		}
+		if _, err := p.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.finish(t)
 }

@@ -29,6 +29,9 @@ static volatile int usr1;
 static int pipefd[2];
 static const char *results[8];
 static volatile long reader_tid, sleeper_tid;
+/* Threads that have begun: a thread starts with every signal blocked
+ * (pthread_create's) until its start routine runs. */
+static int begun;
 
 /* What the test calls: counts, and returns a + strlen(s) (whose vector
  * code clobbers the caller's xmm registers, which the call must put
@@ -53,6 +56,7 @@ static void *reader(void *arg)
 {
 	(void)arg;
 	reader_tid = syscall(SYS_gettid);
+	__atomic_fetch_add(&begun, 1, __ATOMIC_RELEASE);
 	char buf[16];
 	ssize_t n = read(pipefd[0], buf, sizeof buf);
 	results[0] = n == 6 && memcmp(buf, "hello\n", 6) == 0 ? "read ok" : n < 0 && errno == EINTR ? "read EINTR" : "read wrong";
@@ -69,6 +73,7 @@ static void *sleeper(void *arg)
 	sigemptyset(&usr1set);
 	sigaddset(&usr1set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &usr1set, NULL);
+	__atomic_fetch_add(&begun, 1, __ATOMIC_RELEASE);
 	int bad = 0;
 	while (!stop) {
 		struct timespec a, b, d = { 0, 200 * 1000000 };
@@ -87,7 +92,7 @@ static void *sleeper(void *arg)
 static void *vectors(void *arg)
 {
 	(void)arg;
-	while (!reader_tid || !sleeper_tid)
+	while (__atomic_load_n(&begun, __ATOMIC_ACQUIRE) < 7)
 		usleep(1000);
 	printf("ready %ld %ld %ld\n", (long)syscall(SYS_gettid), reader_tid, sleeper_tid);
 	fflush(stdout);
@@ -107,7 +112,7 @@ static void *vectors(void *arg)
 static void *vectors(void *arg)
 {
 	(void)arg;
-	while (!reader_tid || !sleeper_tid)
+	while (__atomic_load_n(&begun, __ATOMIC_ACQUIRE) < 7)
 		usleep(1000);
 	printf("ready %ld %ld %ld\n", (long)syscall(SYS_gettid), reader_tid, sleeper_tid);
 	fflush(stdout);
@@ -126,6 +131,7 @@ __attribute__((noinline)) static long work(long x)
 static void *worker(void *arg)
 {
 	long i = (long)arg, s = 0, n = 0;
+	__atomic_fetch_add(&begun, 1, __ATOMIC_RELEASE);
 	while (!stop)
 		s += work(s + n++);
 	results[i] = n > 0 && s != -1 ? "work ok" : "work wrong";
