@@ -260,7 +260,7 @@ func TestCtlSnapshot(t *testing.T) {
 // TestCtlBaked: a program ftpatch enable --ctl recorded listens with
 // nothing set, tracing what the record enables (gamma_) and what ctl
 // enables then (alpha); ftpatch verify takes the record; FTRACE_CTL=0
-// says not to listen.
+// says not to listen, and not to be attached to for it either.
 func TestCtlBaked(t *testing.T) {
 	t.Parallel()
 	dir, prog, xdg, wantOut, wantCode := ctlSetup(t)
@@ -295,8 +295,11 @@ func TestCtlBaked(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if o, err := exec.Command(tool("ftpatch"), "ctl", fmt.Sprint(cmd.Process.Pid), "status").CombinedOutput(); err == nil || !strings.Contains(string(o), "not listening") {
-		t.Errorf("ctl of a process run with FTRACE_CTL=0: %v\n%s; want not listening", err, o)
+	if o, err := exec.Command(tool("ftpatch"), "ctl", fmt.Sprint(cmd.Process.Pid), "status").CombinedOutput(); err == nil || !strings.Contains(string(o), "not listening") || !strings.Contains(string(o), "started with FTRACE_CTL=0") {
+		t.Errorf("ctl of a process run with FTRACE_CTL=0: %v\n%s; want not listening, and its attach refused for FTRACE_CTL=0", err, o)
+	}
+	if tp := tracerPid(t, fmt.Sprint(cmd.Process.Pid)); tp != "0" {
+		t.Errorf("the process refused is traced by %s", tp)
 	}
 	stdin.Close()
 	cmd.Wait()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,21 +10,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/attach"
 	"ftpatch/control"
 )
 
 func newCtl(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR]",
-		Short: "Control the tracing of a running process started with FTRACE_CTL=1",
+		Short: "Control the tracing of a running process that has ftpatch's runtime",
 		Long: `ctl asks a running process to change its tracing, while its threads go on
-running. The process must have been started with FTRACE_CTL=1: it then
-listens on a socket in the abstract namespace (no file), named
-ftpatch-PID- and 16 random hex digits, and answers only its own user or
-root. ctl finds the socket among those the process holds (/proc/PID),
-never from the process's environment, and sends nothing unless the
-socket's listener is the process itself (SO_PEERCRED); what the process
-answers is printed with its control characters escaped. A process busy
+running. The process must have ftpatch's runtime, linked or preloaded
+(libftrt.so). Started with FTRACE_CTL=1, it listens on a socket in the
+abstract namespace (no file), named ftpatch-PID- and 16 random hex
+digits, and answers only its own user or root. Started without, it is
+asked to listen on first use: ctl holds it a moment through ptrace (the
+kernel's rules on who may trace whom apply: kernel.yama.ptrace_scope,
+CAP_SYS_PTRACE), makes one of its threads, stopped where the C library
+holds no lock, start the runtime's control server, and lets it go as it
+was; the server stays, as FTRACE_CTL=1 would have started it.
+
+ctl finds the socket among those the process holds (/proc/PID), never
+from the process's environment, and sends nothing unless the socket's
+listener is the process itself (SO_PEERCRED); what the process answers
+is printed with its control characters escaped. A process busy
 with other requests is asked again, for 60 seconds at most. Without
 FTRACE it starts with every site a NOP; the first enable opens its trace
 (FTRACE_OUT, else ./ftrace.data in its directory) with the tracer chosen
@@ -44,10 +53,11 @@ FTRACE it starts with every site a NOP; the first enable opens its trace
                   holds now as a whole trace into DIR (by default
                   snapshot-N inside the trace's directory); tracing goes on
 
-Exit status: 0 done, 1 the process refused (the reason is printed) or is
-not listening, 2 a usage error.`,
+Exit status: 0 done, 1 the process refused (the reason is printed), has
+no runtime or cannot be attached to, 2 a usage error.`,
 		Example: `  FTRACE_CTL=1 ./server &
   ftpatch ctl $! enable 'handle_*' '!handle_ping'
+  ftpatch ctl $(pidof server-started-without) status
   ftpatch ctl $! status
   ftpatch ctl $! disable '*'
   FTRACE_CTL=1 FTRACE=function_graph FTRACE_BUFFER=ring:64m ./server &
@@ -63,6 +73,14 @@ not listening, 2 a usage error.`,
 				return usage(err)
 			}
 			reply, err := control.Do(pid, req)
+			if errors.Is(err, control.ErrNotListening) {
+				// Started without FTRACE_CTL: its runtime is asked to
+				// listen, through ptrace.
+				if _, aerr := attach.Control(pid); aerr != nil {
+					return fmt.Errorf("%w; and attaching to it: %w", err, aerr)
+				}
+				reply, err = control.Do(pid, req)
+			}
 			if err != nil {
 				return err
 			}

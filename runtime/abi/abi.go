@@ -348,6 +348,13 @@ const (
 	PrologueEntry   = 16
 )
 
+// AttachSection holds, in a program that links the runtime and in
+// libftrt.so, one word: the address of the runtime's attach entry
+// (FTRT_ATTACH_SECTION), which a thread of a process ftpatch did not
+// start calls through ptrace, `long ftrt_attach(void)`, to start the
+// control server.
+const AttachSection = "__ftrt_attach"
+
 // The runtime's entry points ftpatch looks for in a linked file and
 // names on the link line.
 const (

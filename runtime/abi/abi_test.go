@@ -270,6 +270,7 @@ func mirrors() []mirror {
 		{"FTRT_TABLE_SECTION", "TableSection", abi.TableSection},
 		{"FTRT_PROLOGUE_SECTION", "PrologueSection", abi.PrologueSection},
 		{"FTRT_PROLOGUE_ENTRY", "PrologueEntry", abi.PrologueEntry},
+		{"FTRT_ATTACH_SECTION", "AttachSection", abi.AttachSection},
 		{"FTRT_SYM_INIT", "Init", abi.Init},
 		{"FTRT_SYM_PREINIT", "Preinit", abi.Preinit},
 		{"FTRT_SYM_MODULE_INIT", "ModuleInit", abi.ModuleInit},

@@ -415,6 +415,19 @@ _Static_assert(sizeof(struct ftrt_config) == FTRT_CFG_SIZE, "struct ftrt_config 
 #define FTRT_PROLOGUE_ENTRY 16
 
 /*
+ * Where ftpatch finds the runtime in a process it did not start
+ * (ftpatch ctl PID on a process started without FTRACE_CTL): a section
+ * of this name, allocated, in the program that links the runtime and in
+ * the preloadable libftrt.so, holding one word, the address of the
+ * runtime's attach entry (process/ctl.c's ftrt_attach), relocated by the
+ * loader. ftpatch reads the word from the process's memory, at the
+ * section's address plus the object's load bias, and makes a thread of
+ * the process call it through ptrace: long ftrt_attach(void), 0 or
+ * -errno. The section's name is kept by strip, unlike a symbol.
+ */
+#define FTRT_ATTACH_SECTION "__ftrt_attach"
+
+/*
  * The entry points ftpatch looks for in a linked file (patch.Load) and
  * names on the link line (ftpatch flags --libs): the runtime's load-time
  * pass, which only a program linking the runtime defines; the module

@@ -7,7 +7,8 @@
  * Only when asked at start: FTRACE_CTL=1 in the environment, or the
  * program's config record (ftpatch enable --ctl) unless FTRACE_CTL=0,
  * read once when the program's initialisers begin (lifetime.c), never in
- * a secure-execution process; otherwise no thread and no socket.
+ * a secure-execution process; otherwise no thread and no socket, until
+ * ftpatch attaches to the process and asks (ftrt_attach, below).
  *
  * Where: a socket in the abstract namespace, named "ftpatch-PID-RANDOM"
  * and a NUL, RANDOM 16 hex digits from the kernel's random source. No
@@ -346,20 +347,63 @@ static void after_fork(void)
 		ftrt_fd_close(&conns[i].k);
 }
 
-void ftrt_ctl_start(void)
+/* The server started: its connections' slots mapped, its socket made,
+ * its thread running. 0, or -errno. Once: a later call finds it
+ * started (conns), and answers 0 if it listens. */
+static int start(void)
 {
-	if (!ftrt_ctl_wanted() || conns)
-		return;
+	if (conns)
+		return listener.fd >= 0 ? 0 : -ENOTCONN;
 	struct conn *c = mmap(NULL, CONN_MAX * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c == MAP_FAILED)
-		return;
+		return -ENOMEM;
 	for (int i = 0; i < CONN_MAX; i++)
 		c[i].k = FTRT_FD_NONE;
 	conns = c;
-	if (listen_make() != 0) {
-		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
-		return;
-	}
-	if (pthread_atfork(NULL, NULL, after_fork) != 0 || ftrt_spawn(serve) != 0)
+	if (listen_make() != 0)
+		return errno ? -errno : -EMFILE;
+	int err = pthread_atfork(NULL, NULL, after_fork);
+	if (!err)
+		err = ftrt_spawn(serve);
+	if (err) {
 		ftrt_fd_close(&listener);
+		return -err;
+	}
+	return 0;
 }
+
+void ftrt_ctl_start(void)
+{
+	if (ftrt_ctl_wanted() && start() != 0)
+		ftrt_say("ftrt: FTRACE_CTL: the control socket cannot be made; not listening\n");
+}
+
+/*
+ * The attach entry: `ftpatch ctl PID` on a process started without
+ * FTRACE_CTL stops the process through ptrace and makes one of its
+ * threads call this (abi.h's FTRT_ATTACH_SECTION says where it is), a
+ * thread it chose stopped where the C library holds no lock of its own
+ * (pthread_create below takes them), the others running meanwhile. The
+ * server starts as FTRACE_CTL would have started it; a process that
+ * listens already answers 0, one started with FTRACE_CTL=0 refuses
+ * (-ECANCELED). In a secure-execution process too: only a
+ * tracer the kernel let trace it (its own user, with the same
+ * credentials, or one with CAP_SYS_PTRACE) gets here, and the server
+ * answers only the process's user or root. Returns 0, or -errno.
+ */
+long ftrt_attach(void)
+{
+	/* FTRACE_CTL=0: whoever started the process said no control; said
+	 * back as ECANCELED, which no socket call returns. */
+	const char *no = ftrt_env(ENV_CTL);
+	if (no && no[0] == '0' && !no[1])
+		return -ECANCELED;
+	ftrt_in_runtime++; /* the runtime's own calls of the C library: never library calls of the program's */
+	int r = start();
+	ftrt_in_runtime--;
+	return r;
+}
+
+/* The word FTRT_ATTACH_SECTION holds: ftrt_attach's address, relocated
+ * by the loader; retained by a link that drops unreferenced sections. */
+__attribute__((section(FTRT_ATTACH_SECTION), used, retain)) static long (*const attach_entry)(void) = ftrt_attach;

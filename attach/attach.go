@@ -1,0 +1,160 @@
+// Package attach reaches ftpatch's runtime in a process ftpatch did not
+// start: it finds the runtime among the objects the process has mapped
+// (the program that links it, or libftrt.so preloaded), and asks it,
+// through a thread held with ptrace (package tracee), to start its
+// control server, which `ftpatch ctl` then talks to as if the process had
+// been started with FTRACE_CTL=1.
+//
+// What it leaves in the process: the control server's thread, which
+// blocks every signal and runs nothing traced, its socket (in the
+// abstract namespace: no file), and the pages of its connections' slots,
+// as FTRACE_CTL=1 would have; nothing else. A failure at any step lets
+// the process go as it was, its threads' registers and signals
+// included, with the error.
+package attach
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"ftpatch/control"
+	"ftpatch/elfx"
+	"ftpatch/runtime/abi"
+	"ftpatch/tracee"
+)
+
+// ErrNoRuntime: the process has no ftpatch runtime, linked or preloaded.
+var ErrNoRuntime = errors.New("no ftpatch runtime in the process (linked or preloaded)")
+
+// ErrRefused: the runtime refused to start its control server.
+var ErrRefused = errors.New("the runtime refuses ftpatch ctl")
+
+// Entry returns the address of the runtime's attach entry in process
+// pid, read from the word the section abi.AttachSection holds in the
+// object that has it (the program, or libftrt.so), and that object's
+// path.
+func Entry(pid int) (uint64, string, error) {
+	maps, err := tracee.Maps(pid)
+	if err != nil {
+		return 0, "", err
+	}
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	seen := map[string]bool{}
+	for _, m := range maps {
+		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] {
+			continue
+		}
+		seen[m.Path] = true
+		// The file the process mapped, even if its path now names
+		// another.
+		f, err := elfx.Open(filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
+		if err != nil {
+			if f, err = elfx.Open(m.Path); err != nil {
+				continue
+			}
+		}
+		var word uint64
+		found := false
+		for _, s := range f.Sections {
+			if s.Name == abi.AttachSection && s.Flags&elf.SHF_ALLOC != 0 && s.Size >= 8 {
+				word, found = uint64(s.Addr), true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		low := ^uint64(0)
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Off == 0 {
+				low = uint64(p.Vaddr) &^ (uint64(os.Getpagesize()) - 1)
+				break
+			}
+		}
+		if low == ^uint64(0) {
+			continue
+		}
+		mem, err := os.Open(filepath.Join(proc, "mem"))
+		if err != nil {
+			return 0, "", fmt.Errorf("process %d: %w", pid, err)
+		}
+		var b [8]byte
+		_, err = mem.ReadAt(b[:], int64(m.Start-low+word))
+		mem.Close()
+		if err != nil {
+			return 0, "", fmt.Errorf("process %d: reading the runtime's attach entry in %s: %w", pid, m.Path, err)
+		}
+		entry := binary.LittleEndian.Uint64(b[:])
+		if entry == 0 {
+			return 0, "", fmt.Errorf("process %d: %s: the runtime's attach entry is not relocated yet", pid, m.Path)
+		}
+		return entry, m.Path, nil
+	}
+	return 0, "", fmt.Errorf("process %d: %w", pid, ErrNoRuntime)
+}
+
+// Control makes process pid listen for ftpatch ctl, if it does not
+// already: it holds the process, makes a thread stopped where the C
+// library holds no lock call the runtime's attach entry (the others
+// running meanwhile), lets it go, and waits for the socket to appear.
+// It returns how long the process was held.
+func Control(pid int) (time.Duration, error) {
+	if listening(pid) {
+		return 0, nil
+	}
+	entry, path, err := Entry(pid)
+	if err != nil {
+		return 0, err
+	}
+	p, err := tracee.Seize(pid)
+	if err != nil {
+		return 0, err
+	}
+	tid, err := p.SafeThread()
+	var ret uint64
+	if err == nil {
+		ret, err = p.Call(tid, entry, tracee.CallOptions{OthersRun: true})
+	}
+	held, rerr := p.Release()
+	if err = errors.Join(err, rerr); err != nil {
+		return held, fmt.Errorf("starting the control server of process %d (%s): %w", pid, path, err)
+	}
+	if r := int64(ret); r == -int64(syscall.ECANCELED) {
+		return held, fmt.Errorf("process %d: %w: it was started with %s=0, which says it is not to be controlled", pid, ErrRefused, abi.EnvCtl)
+	} else if r < 0 {
+		return held, fmt.Errorf("process %d (%s): the control server cannot start: %w", pid, path, syscallErr(-r))
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if listening(pid) {
+			return held, nil
+		}
+	}
+	return held, fmt.Errorf("process %d: %w: its control server started and no socket appeared in 5 s", pid, control.ErrNotListening)
+}
+
+// listening says whether process pid listens for ftpatch ctl: a socket
+// named as its control socket is, whose listener is the process.
+func listening(pid int) bool {
+	names, err := control.Names(pid)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if c, err := control.Dial(pid, n, time.Now().Add(time.Second)); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// syscallErr is the errno the runtime returned, negated back.
+func syscallErr(e int64) error { return syscall.Errno(e) }

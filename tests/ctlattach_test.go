@@ -1,0 +1,87 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCtlAttach: ftpatch ctl on a process started without FTRACE_CTL
+// (the common production case) attaches to it through ptrace and asks
+// its runtime to listen: linked, linked and stripped (the runtime is
+// found by its section, not a symbol), and preloaded. The first status
+// says no trace; an enable opens one, which holds the calls; the
+// process is traced by no one afterwards, and its output and exit
+// status are the untraced program's. On x86-64: under qemu-user, the
+// threads ptrace holds are the emulator's, not the program's.
+func TestCtlAttach(t *testing.T) {
+	t.Parallel()
+	c := ccBuild{x86GCC, "-O2 -pg -mfentry"}
+	for _, mode := range []string{"linked", "stripped", "preloaded"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			tg := c.tg
+			need(t, append(tg.tools, "strip")...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+			objs := buildSrc(t, tg, dir, c.flags, true, "ctlserve.c")
+			rm := linkedMode
+			if mode == "preloaded" {
+				rm = preloadedMode
+			}
+			prog, on := linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
+			if mode == "stripped" {
+				run(t, dir, "strip", prog)
+			}
+			xdg := filepath.Join(dir, "xdg")
+			if err := os.Mkdir(xdg, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "trace")
+			srv := startServer(t, on, dir, prog, xdg, "FTRACE_CTL=", "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
+			status, err := srv.ctl("status")
+			if err != nil || !strings.Contains(status, "tracing none") {
+				t.Fatalf("status: %v\n%s; want no trace yet", err, status)
+			}
+			if tp := tracerPid(t, srv.pid); tp != "0" {
+				t.Errorf("process %s traced by %s after the attach", srv.pid, tp)
+			}
+			// A stripped program's functions have no names for a live
+			// enable's glob to choose (the live path names sites by the
+			// symbol table): its attach alone is checked.
+			if mode == "stripped" {
+				srv.stop(wantOut, wantCode)
+				return
+			}
+			for _, args := range [][]string{{"enable", "alpha"}, {"status"}} {
+				if got, err := srv.ctl(args...); err != nil {
+					t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, got)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			srv.stop(wantOut, wantCode)
+			tr, syms := readTrace(t, out)
+			calls, _ := tracedCalls(t, tr, syms, "function_graph")
+			if calls["alpha"] == 0 || len(calls) != 1 {
+				t.Errorf("traced %v; want alpha alone", calls)
+			}
+		})
+	}
+}
+
+// tracerPid is the TracerPid line's value of process pid's status.
+func tracerPid(t *testing.T, pid string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
