@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,25 +43,10 @@ var ErrRefused = errors.New("the runtime refuses ftpatch ctl")
 // object that has it (the program, or libftrt.so), and that object's
 // path.
 func Entry(pid int) (uint64, string, error) {
-	maps, err := tracee.Maps(pid)
-	if err != nil {
-		return 0, "", err
-	}
-	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	seen := map[string]bool{}
-	for _, m := range maps {
-		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] {
-			continue
-		}
-		seen[m.Path] = true
-		// The file the process mapped, even if its path now names
-		// another.
-		f, err := elfx.Open(filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
-		if err != nil {
-			if f, err = elfx.Open(m.Path); err != nil {
-				continue
-			}
-		}
+	var entry uint64
+	var path string
+	var rerr error
+	err := objects(pid, func(f *elfx.File, m tracee.Mapping) bool {
 		var word uint64
 		found := false
 		for _, s := range f.Sections {
@@ -70,7 +56,7 @@ func Entry(pid int) (uint64, string, error) {
 			}
 		}
 		if !found {
-			continue
+			return true
 		}
 		low := ^uint64(0)
 		for _, p := range f.Progs {
@@ -80,25 +66,111 @@ func Entry(pid int) (uint64, string, error) {
 			}
 		}
 		if low == ^uint64(0) {
+			return true
+		}
+		path = m.Path
+		mem, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "mem"))
+		if err != nil {
+			rerr = fmt.Errorf("process %d: %w", pid, err)
+			return false
+		}
+		defer mem.Close()
+		var b [8]byte
+		if _, err := mem.ReadAt(b[:], int64(m.Start-low+word)); err != nil {
+			rerr = fmt.Errorf("process %d: reading the runtime's attach entry in %s: %w", pid, m.Path, err)
+			return false
+		}
+		if entry = binary.LittleEndian.Uint64(b[:]); entry == 0 {
+			rerr = fmt.Errorf("process %d: %s: the runtime's attach entry is not relocated yet", pid, m.Path)
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		return 0, "", err
+	case rerr != nil:
+		return 0, "", rerr
+	case path == "":
+		return 0, "", fmt.Errorf("process %d: %w", pid, ErrNoRuntime)
+	}
+	return entry, path, nil
+}
+
+// ErrNoSites: the process has no runtime, and nothing a runtime loaded
+// into it could trace: no object it has mapped has a site table.
+var ErrNoSites = errors.New("no ftpatch runtime, and no sites to trace: built without tracing flags")
+
+// siteSections are the sections that list sites: the compiler's
+// (recordmcount's or gcc's __mcount_loc, -fpatchable-function-entry's)
+// and ftpatch instrument's.
+var siteSections = []string{abi.TableSection, "__patchable_function_entries", abi.PrologueSection}
+
+// Sited says whether one of the objects process pid has mapped lists
+// sites, which the runtime, loaded into it, would trace.
+func Sited(pid int) (bool, error) {
+	found := false
+	err := objects(pid, func(f *elfx.File, m tracee.Mapping) bool {
+		for _, sec := range f.Sections {
+			if slices.Contains(siteSections, sec.Name) && sec.Size > 0 {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found, err
+}
+
+// objects calls each with every ELF file process pid has mapped (read
+// through /proc/PID/map_files: the file mapped, even if its path now
+// names another) and its first mapping, until each returns false.
+func objects(pid int, each func(f *elfx.File, m tracee.Mapping) bool) error {
+	maps, err := tracee.Maps(pid)
+	if err != nil {
+		return err
+	}
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	seen := map[string]bool{}
+	for _, m := range maps {
+		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] {
 			continue
 		}
-		mem, err := os.Open(filepath.Join(proc, "mem"))
+		seen[m.Path] = true
+		f, err := elfx.Open(filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
 		if err != nil {
-			return 0, "", fmt.Errorf("process %d: %w", pid, err)
+			if f, err = elfx.Open(m.Path); err != nil {
+				continue
+			}
 		}
-		var b [8]byte
-		_, err = mem.ReadAt(b[:], int64(m.Start-low+word))
-		mem.Close()
-		if err != nil {
-			return 0, "", fmt.Errorf("process %d: reading the runtime's attach entry in %s: %w", pid, m.Path, err)
+		if !each(f, m) {
+			return nil
 		}
-		entry := binary.LittleEndian.Uint64(b[:])
-		if entry == 0 {
-			return 0, "", fmt.Errorf("process %d: %s: the runtime's attach entry is not relocated yet", pid, m.Path)
-		}
-		return entry, m.Path, nil
 	}
-	return 0, "", fmt.Errorf("process %d: %w", pid, ErrNoRuntime)
+	return nil
+}
+
+// Inject loads the runtime's shared object lib (libftrt.so, of the
+// process's architecture) into process pid, which has no runtime: a
+// thread stopped where the C library holds no lock calls dlopen, the
+// others running meanwhile. The runtime's initialiser then runs there as
+// it does preloaded: it finds the sites of the program and of its shared
+// objects, leaves them as they are (no FTRACE in the process's
+// environment), and waits to be asked (Control). It returns how long the
+// process was held.
+func Inject(pid int, lib string) (time.Duration, error) {
+	p, err := tracee.Seize(pid)
+	if err != nil {
+		return 0, err
+	}
+	tid, err := p.SafeThread()
+	if err == nil {
+		_, err = p.Dlopen(tid, lib)
+	}
+	held, rerr := p.Release()
+	if err = errors.Join(err, rerr); err != nil {
+		return held, fmt.Errorf("loading the runtime into process %d: %w", pid, err)
+	}
+	return held, nil
 }
 
 // Control makes process pid listen for ftpatch ctl, if it does not

@@ -18,6 +18,9 @@ func TestNoRuntime(t *testing.T) {
 	if !errors.Is(err, ErrNoRuntime) || held != 0 {
 		t.Errorf("Control of sleep: held %v, %v; want ErrNoRuntime, not held", held, err)
 	}
+	if sited, err := Sited(cmd.Process.Pid); sited || err != nil {
+		t.Errorf("Sited(sleep): %v, %v; want no sites", sited, err)
+	}
 	if _, _, err := Entry(1 << 30); err == nil {
 		t.Errorf("Entry of no process: no error")
 	}

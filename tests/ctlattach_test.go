@@ -11,7 +11,9 @@ import (
 // TestCtlAttach: ftpatch ctl on a process started without FTRACE_CTL
 // (the common production case) attaches to it through ptrace and asks
 // its runtime to listen: linked, linked and stripped (the runtime is
-// found by its section, not a symbol), and preloaded. The first status
+// found by its section, not a symbol), preloaded, and injected (a -pg
+// program linked without the runtime and run plainly: the runtime's
+// shared object is loaded into it through dlopen first). The first status
 // says no trace; an enable opens one, which holds the calls; the
 // process is traced by no one afterwards, and its output and exit
 // status are the untraced program's. On x86-64: under qemu-user, the
@@ -19,7 +21,7 @@ import (
 func TestCtlAttach(t *testing.T) {
 	t.Parallel()
 	c := ccBuild{x86GCC, "-O2 -pg -mfentry"}
-	for _, mode := range []string{"linked", "stripped", "preloaded"} {
+	for _, mode := range []string{"linked", "stripped", "preloaded", "injected"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			tg := c.tg
@@ -28,10 +30,13 @@ func TestCtlAttach(t *testing.T) {
 			wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
 			objs := buildSrc(t, tg, dir, c.flags, true, "ctlserve.c")
 			rm := linkedMode
-			if mode == "preloaded" {
+			if mode == "preloaded" || mode == "injected" {
 				rm = preloadedMode
 			}
 			prog, on := linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
+			if mode == "injected" {
+				on = tg // run as it is: the runtime is loaded at the attach
+			}
 			if mode == "stripped" {
 				run(t, dir, "strip", prog)
 			}

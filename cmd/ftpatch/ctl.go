@@ -1,20 +1,24 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"ftpatch/arch"
 	"ftpatch/attach"
 	"ftpatch/control"
+	ftrt "ftpatch/runtime"
 )
 
-func newCtl(stdout io.Writer) *cobra.Command {
+func newCtl(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR]",
 		Short: "Control the tracing of a running process that has ftpatch's runtime",
@@ -27,7 +31,10 @@ asked to listen on first use: ctl holds it a moment through ptrace (the
 kernel's rules on who may trace whom apply: kernel.yama.ptrace_scope,
 CAP_SYS_PTRACE), makes one of its threads, stopped where the C library
 holds no lock, start the runtime's control server, and lets it go as it
-was; the server stays, as FTRACE_CTL=1 would have started it.
+was; the server stays, as FTRACE_CTL=1 would have started it. A
+process with sites (-pg, -mfentry, patchable entries) but linked without
+the runtime gets the runtime's shared object loaded first (dlopen, made
+by a thread held likewise), as ftpatch record would have preloaded it.
 
 ctl finds the socket among those the process holds (/proc/PID), never
 from the process's environment, and sends nothing unless the socket's
@@ -75,8 +82,9 @@ no runtime or cannot be attached to, 2 a usage error.`,
 			reply, err := control.Do(pid, req)
 			if errors.Is(err, control.ErrNotListening) {
 				// Started without FTRACE_CTL: its runtime is asked to
-				// listen, through ptrace.
-				if _, aerr := attach.Control(pid); aerr != nil {
+				// listen, through ptrace; loaded first into a process
+				// with sites and no runtime.
+				if aerr := attachCtl(pid, stderr); aerr != nil {
 					return fmt.Errorf("%w; and attaching to it: %w", err, aerr)
 				}
 				reply, err = control.Do(pid, req)
@@ -129,4 +137,35 @@ func request(verb string, args []string) (string, error) {
 		return "snapshot " + abs, nil
 	}
 	return "", fmt.Errorf("ctl: unknown request %q: want status, enable, disable, tracer, on, off or snapshot", verb)
+}
+
+// attachCtl makes process pid listen for ftpatch ctl: its runtime asked
+// through ptrace (attach.Control), or, in a process with sites and no
+// runtime, the runtime's shared object loaded into it first
+// (attach.Inject), as record would have preloaded it.
+func attachCtl(pid int, stderr io.Writer) error {
+	_, err := attach.Control(pid)
+	if !errors.Is(err, attach.ErrNoRuntime) {
+		return err
+	}
+	sited, serr := attach.Sited(pid)
+	if serr != nil {
+		return serr
+	}
+	if !sited {
+		return fmt.Errorf("process %d: %w (making sites from its functions' prologues in a running process is not done yet)", pid, attach.ErrNoSites)
+	}
+	lib, err := ftrt.Find(context.Background(), ftrt.Options{Arch: arch.Default, Notes: stderr}, installPrefix())
+	if err != nil {
+		return fmt.Errorf("process %d has sites and no runtime, and the runtime to load cannot be had: %w", pid, err)
+	}
+	if lib.Scratch != "" {
+		// Mapped once loaded: the file may go.
+		defer os.RemoveAll(lib.Scratch)
+	}
+	if _, err := attach.Inject(pid, lib.Shared); err != nil {
+		return err
+	}
+	_, err = attach.Control(pid)
+	return err
 }

@@ -153,7 +153,7 @@ disable rewrite them, verify checks the result.`,
 	root.AddCommand(newSites(stdout), newEnable(stdout, stderr), newDisable(stdout, stderr), newVerify(stdout),
 		newFlags(stdout, stderr), newRuntime(stdout), newReplay(stdout), newReport(stdout),
 		newDump(stdout), newGraph(stdout), newInfo(stdout),
-		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout), newCC("cc", stderr), newCC("c++", stderr),
+		newRecord(stderr), newLive(stdout, stderr), newCtl(stdout, stderr), newCC("cc", stderr), newCC("c++", stderr),
 		newVersion(stdout), newInstrument(stdout, stderr))
 	return root
 }
