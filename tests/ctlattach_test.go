@@ -1,8 +1,11 @@
 package tests
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +92,81 @@ func tracerPid(t *testing.T, pid string) string {
 		}
 	}
 	return ""
+}
+
+// TestCtlAttachRefused: a process whose sandbox refuses socket() (a
+// seccomp filter returning EACCES) cannot listen: ftpatch ctl says why,
+// and leaves the process as it was (traced by no one, its mappings and
+// descriptors as before, its output the untraced program's).
+func TestCtlAttachRefused(t *testing.T) {
+	t.Parallel()
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	prog, _ := linkAs(t, tg, dir, linkedMode, objs, picLink(true), "-pthread")
+	nosocket := compiled(t, "nosocket", []string{"gcc", "-O2", progPath(t, "nosocket.c")})
+	cmd := exec.Command(nosocket, prog)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FTRACE_CTL=", "FTRACE=", "FTRACE_OUT="+filepath.Join(dir, "trace"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := fmt.Sprint(cmd.Process.Pid)
+	// Started: its image is the program's, not the launcher's.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == prog {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the program did not start")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	maps := func() string {
+		b, err := os.ReadFile("/proc/" + pid + "/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	fds := func() []string {
+		ents, err := os.ReadDir("/proc/" + pid + "/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			l, _ := os.Readlink("/proc/" + pid + "/fd/" + e.Name())
+			out = append(out, e.Name()+" "+l)
+		}
+		return out
+	}
+	mapsBefore, fdsBefore := maps(), fds()
+	o, err := exec.Command(tool("ftpatch"), "ctl", pid, "status").CombinedOutput()
+	if err == nil || !strings.Contains(string(o), "the control server cannot start: permission denied") {
+		t.Errorf("ctl of a process that may not make a socket: %v\n%s; want its server refused, permission denied", err, o)
+	}
+	if tp := tracerPid(t, pid); tp != "0" {
+		t.Errorf("traced by %s after the refused attach", tp)
+	}
+	if now := maps(); now != mapsBefore {
+		t.Errorf("mappings changed by the refused attach:\n%s\nnow\n%s", mapsBefore, now)
+	}
+	if now := fds(); !slices.Equal(now, fdsBefore) {
+		t.Errorf("descriptors changed by the refused attach: %v, now %v", fdsBefore, now)
+	}
+	stdin.Close()
+	cmd.Wait()
+	if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {
+		t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", cmd.ProcessState.ExitCode(), stdout.String(), wantCode, wantOut)
+	}
 }

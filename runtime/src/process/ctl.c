@@ -180,7 +180,7 @@ static void random_hex(char *p)
 }
 
 /* The listening socket, made under a new name (another if a name is
- * taken), into listener: 0, or -1. */
+ * taken), into listener: 0, or -errno. */
 static int listen_make(void)
 {
 	for (int tries = 0; tries < 8; tries++) {
@@ -191,18 +191,19 @@ static int listen_make(void)
 		 * name that has none, which a native client would not find). */
 		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n + 16 + 1);
 		struct ftrt_fd k;
-		if (ftrt_fd_keep(&k, sys(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0, 0)) != 0)
-			return -1;
+		int r = ftrt_fd_keep(&k, sys(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0, 0));
+		if (r != 0)
+			return r;
 		if (bind(k.fd, (struct sockaddr *)&a, len) == 0 && listen(k.fd, 64) == 0) {
 			listener = k;
 			return 0;
 		}
-		int taken = errno == EADDRINUSE;
+		int err = errno;
 		ftrt_fd_close(&k);
-		if (!taken)
-			return -1;
+		if (err != EADDRINUSE)
+			return -err;
 	}
-	return -1;
+	return -EADDRINUSE;
 }
 
 /* Send msg on k, as much as goes by the deadline, and close k (each use
@@ -347,25 +348,34 @@ static void after_fork(void)
 		ftrt_fd_close(&conns[i].k);
 }
 
-/* The server started: its connections' slots mapped, its socket made,
- * its thread running. 0, or -errno. Once: a later call finds it
- * started (conns), and answers 0 if it listens. */
+/* The server started: its socket made, its connections' slots mapped,
+ * its thread running. 0, or -errno, with nothing of it left (no socket,
+ * no mapping: an attach that fails leaves the process as it was; only
+ * pthread_atfork's registration, a handler with nothing to close, stays
+ * when the thread cannot start). Once: a later call finds it started
+ * (conns), and answers 0. */
 static int start(void)
 {
 	if (conns)
-		return listener.fd >= 0 ? 0 : -ENOTCONN;
+		return 0;
+	int r = listen_make();
+	if (r != 0)
+		return r;
 	struct conn *c = mmap(NULL, CONN_MAX * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
+	if (c == MAP_FAILED) {
+		ftrt_fd_close(&listener);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < CONN_MAX; i++)
 		c[i].k = FTRT_FD_NONE;
-	conns = c;
-	if (listen_make() != 0)
-		return errno ? -errno : -EMFILE;
 	int err = pthread_atfork(NULL, NULL, after_fork);
-	if (!err)
+	if (!err) {
+		conns = c;
 		err = ftrt_spawn(serve);
+	}
 	if (err) {
+		conns = NULL;
+		munmap(c, CONN_MAX * sizeof *c);
 		ftrt_fd_close(&listener);
 		return -err;
 	}
