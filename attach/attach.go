@@ -155,8 +155,8 @@ func objects(pid int, each func(f *elfx.File, m tracee.Mapping) bool) error {
 // others running meanwhile. The runtime's initialiser then runs there as
 // it does preloaded: it finds the sites of the program and of its shared
 // objects, leaves them as they are (no FTRACE in the process's
-// environment), and waits to be asked (Control). It returns how long the
-// process was held.
+// environment), and waits to be asked (Control). It returns the longest
+// time the process was stopped whole (its threads run during the dlopen).
 func Inject(pid int, lib string) (time.Duration, error) {
 	p, err := tracee.Seize(pid)
 	if err != nil {
@@ -164,20 +164,20 @@ func Inject(pid int, lib string) (time.Duration, error) {
 	}
 	tid, err := p.SafeThread()
 	if err == nil {
-		_, err = p.Dlopen(tid, lib)
+		_, err = p.Dlopen(tid, lib, true)
 	}
-	held, rerr := p.Release()
+	_, rerr := p.Release()
 	if err = errors.Join(err, rerr); err != nil {
-		return held, fmt.Errorf("loading the runtime into process %d: %w", pid, err)
+		return p.Pause, fmt.Errorf("loading the runtime into process %d: %w", pid, err)
 	}
-	return held, nil
+	return p.Pause, nil
 }
 
 // Control makes process pid listen for ftpatch ctl, if it does not
 // already: it holds the process, makes a thread stopped where the C
 // library holds no lock call the runtime's attach entry (the others
 // running meanwhile), lets it go, and waits for the socket to appear.
-// It returns how long the process was held.
+// It returns the longest time the process was stopped whole.
 func Control(pid int) (time.Duration, error) {
 	if listening(pid) {
 		return 0, nil
@@ -193,9 +193,10 @@ func Control(pid int) (time.Duration, error) {
 	tid, err := p.SafeThread()
 	var ret uint64
 	if err == nil {
-		ret, err = p.Call(tid, entry, tracee.CallOptions{OthersRun: true})
+		ret, err = p.Call(tid, entry, tracee.CallOptions{OthersRun: true, Last: true})
 	}
-	held, rerr := p.Release()
+	_, rerr := p.Release()
+	held := p.Pause
 	if err = errors.Join(err, rerr); err != nil {
 		return held, fmt.Errorf("starting the control server of process %d (%s): %w", pid, path, err)
 	}

@@ -57,6 +57,13 @@ type CallOptions struct {
 	OthersRun bool
 	// Timeout bounds the call (10 s if 0).
 	Timeout time.Duration
+	// Last says the call is the last before Release (with OthersRun):
+	// the others, running, are not held again only to be let go; the
+	// tracer's end lets them go as they run (the kernel detaches a
+	// tracer's tracees when its thread exits). The calling thread is
+	// held until Release, which must come next (or calls on that thread
+	// alone).
+	Last bool
 }
 
 // Call makes held thread tid call the function at fn with args (at most
@@ -137,6 +144,7 @@ func (p *Process) run(t *Thread, o CallOptions) (uint64, error) {
 	}
 	running := map[int]bool{t.Tid: true}
 	if o.OthersRun {
+		p.pauseEnds()
 		for tid, u := range p.threads {
 			if tid == t.Tid {
 				continue
@@ -222,6 +230,15 @@ func (p *Process) run(t *Thread, o CallOptions) (uint64, error) {
 			}
 		}
 	}
+	if o.Last && o.OthersRun {
+		// Let go as they run, by the tracer's end (Release).
+		for tid := range running {
+			if tid != t.Tid {
+				delete(p.threads, tid)
+			}
+		}
+		return ret, callErr
+	}
 	// Hold again every thread still running.
 	for tid := range running {
 		if err := unix.PtraceInterrupt(tid); err != nil {
@@ -233,6 +250,9 @@ func (p *Process) run(t *Thread, o CallOptions) (uint64, error) {
 		if err := p.waitStopped(tid); err != nil {
 			return 0, errors.Join(callErr, err)
 		}
+	}
+	if o.OthersRun {
+		p.paused = time.Now() // held again, all of them
 	}
 	return ret, callErr
 }

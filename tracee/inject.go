@@ -22,14 +22,15 @@ func libc(path string) bool {
 
 // Dlopen makes held thread tid load the shared object at path
 // (RTLD_NOW) and returns its handle; the other threads run meanwhile
-// (the loader's lock, malloc's). A refusal is an error with dlerror's
-// words; the object is then not loaded.
-func (p *Process) Dlopen(tid int, path string) (uint64, error) {
+// (the loader's lock, malloc's), and are held again after unless last
+// says Release comes next (CallOptions.Last). A refusal is an error with
+// dlerror's words; the object is then not loaded.
+func (p *Process) Dlopen(tid int, path string, last bool) (uint64, error) {
 	dlopen, _, err := Lookup(p.Pid, "dlopen", libc)
 	if err != nil {
 		return 0, fmt.Errorf("loading %s: %w", path, err)
 	}
-	h, err := p.Call(tid, dlopen, CallOptions{OthersRun: true}, Str(path), Word(rtldNow))
+	h, err := p.Call(tid, dlopen, CallOptions{OthersRun: true, Last: last}, Str(path), Word(rtldNow))
 	if err != nil {
 		return 0, fmt.Errorf("loading %s: %w", path, err)
 	}

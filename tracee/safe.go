@@ -90,6 +90,8 @@ func (p *Process) order() []int {
 // breathe lets every held thread run for d, then holds them again; a
 // signal that arrives meanwhile waits for the release, as while held.
 func (p *Process) breathe(d time.Duration) error {
+	p.pauseEnds()
+	defer func() { p.paused = time.Now() }()
 	for tid, t := range p.threads {
 		sig := unix.Signal(0)
 		if t.inSignal {

@@ -82,6 +82,19 @@ type Process struct {
 	// Held is when the first thread was stopped: how long the process
 	// was held is the time from it to Release's return.
 	Held time.Time
+	// Pause is the longest time every thread was held at once (a call
+	// with OthersRun lets them run between two pauses), known once the
+	// process is released; paused is when the current pause began.
+	Pause  time.Duration
+	paused time.Time
+}
+
+// pauseEnds ends the current pause (the threads run, or are released).
+func (p *Process) pauseEnds() {
+	if !p.paused.IsZero() {
+		p.Pause = max(p.Pause, time.Since(p.paused))
+		p.paused = time.Time{}
+	}
 }
 
 // options are the ptrace options every thread is seized with: new
@@ -180,6 +193,7 @@ func (p *Process) seizeAll() error {
 			}
 			if p.Held.IsZero() {
 				p.Held = time.Now()
+				p.paused = p.Held
 			}
 			p.threads[tid] = &Thread{Tid: tid}
 			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
@@ -294,7 +308,8 @@ func (p *Process) Thread(tid int) *Thread {
 }
 
 // Release lets every thread go, each with the signal it stopped for,
-// and ends the Process. It returns how long the process was held: from
+// and ends the Process (its tracer thread, whose end lets go any thread
+// still traced: those a Last call left running). It returns how long the process was held: from
 // the first thread's stop to the last one's release, as the tracer
 // thread saw them.
 func (p *Process) Release() (time.Duration, error) {
@@ -303,6 +318,7 @@ func (p *Process) Release() (time.Duration, error) {
 	p.do(func() {
 		err = p.releaseAll()
 		held = time.Since(p.Held)
+		p.pauseEnds()
 	})
 	p.stop()
 	return held, err

@@ -138,7 +138,7 @@ func look(t *testing.T, pid int) looks {
 		}
 		var keep []string
 		for _, line := range strings.Split(string(b), "\n") {
-			for _, k := range []string{"SigBlk:", "SigIgn:", "SigCgt:"} {
+			for _, k := range []string{"SigBlk:", "SigIgn:", "SigCgt:", "TracerPid:"} {
 				if strings.HasPrefix(line, k) {
 					keep = append(keep, line)
 				}
@@ -238,6 +238,9 @@ func TestHoldCallRelease(t *testing.T) {
 				if err != nil {
 					t.Fatalf("round %d: release: %v", i, err)
 				}
+				if p.Pause <= 0 || p.Pause > d {
+					t.Errorf("round %d: longest pause %v, held %v", i, p.Pause, d)
+				}
 				most = max(most, d)
 				signalsTaken(t, pid)
 			}
@@ -292,7 +295,7 @@ func TestDlopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Dlopen(h.vector, filepath.Join(t.TempDir(), "missing.so"))
+	_, err = p.Dlopen(h.vector, filepath.Join(t.TempDir(), "missing.so"), false)
 	if err == nil || !strings.Contains(err.Error(), "No such file") {
 		t.Errorf("a missing object: %v, want dlerror's words", err)
 	}
@@ -309,14 +312,16 @@ func TestDlopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hd, err := p.Dlopen(on, lib); err != nil || hd == 0 {
+	if hd, err := p.Dlopen(on, lib, true); err != nil || hd == 0 {
 		t.Fatalf("dlopen: %#x, %v", hd, err)
 	}
 	fn, path, err := Lookup(pid, "injected_answer", nil)
 	if err != nil || path != lib {
 		t.Fatalf("injected_answer: %v (in %s)", err, path)
 	}
-	if v, err := p.Call(h.vector, fn, CallOptions{}); err != nil || v != 4242 {
+	// The others run since the dlopen (last): the calling thread, held
+	// still, makes the call.
+	if v, err := p.Call(on, fn, CallOptions{}); err != nil || v != 4242 {
 		t.Errorf("injected_answer(): %d, %v", v, err)
 	}
 	if _, err := p.Release(); err != nil {
