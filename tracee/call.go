@@ -58,11 +58,10 @@ type CallOptions struct {
 	// Timeout bounds the call (10 s if 0).
 	Timeout time.Duration
 	// Last says the call is the last before Release (with OthersRun):
-	// the others, running, are not held again only to be let go; the
-	// tracer's end lets them go as they run (the kernel detaches a
-	// tracer's tracees when its thread exits). The calling thread is
-	// held until Release, which must come next (or calls on that thread
-	// alone).
+	// the others, running, are not held again all at once only to be
+	// let go: each is stopped and let go at once while the rest run.
+	// The calling thread is held until Release, which must come next
+	// (or calls on that thread alone).
 	Last bool
 }
 
@@ -231,10 +230,21 @@ func (p *Process) run(t *Thread, o CallOptions) (uint64, error) {
 		}
 	}
 	if o.Last && o.OthersRun {
-		// Let go as they run, by the tracer's end (Release).
+		// Let go as they run: each stopped and let go at once, the
+		// others running meanwhile (no pause of the whole process).
+		var stopping []int
 		for tid := range running {
-			if tid != t.Tid {
-				delete(p.threads, tid)
+			if tid != t.Tid && unix.PtraceInterrupt(tid) == nil {
+				stopping = append(stopping, tid)
+			}
+		}
+		for _, tid := range stopping {
+			err := p.waitStopped(tid)
+			if err == nil {
+				err = p.detach(tid)
+			}
+			if err != nil {
+				return ret, errors.Join(callErr, err)
 			}
 		}
 		return ret, callErr

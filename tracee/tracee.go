@@ -308,8 +308,7 @@ func (p *Process) Thread(tid int) *Thread {
 }
 
 // Release lets every thread go, each with the signal it stopped for,
-// and ends the Process (its tracer thread, whose end lets go any thread
-// still traced: those a Last call left running). It returns how long the process was held: from
+// and ends the Process. It returns how long the process was held: from
 // the first thread's stop to the last one's release, as the tracer
 // thread saw them.
 func (p *Process) Release() (time.Duration, error) {
@@ -338,36 +337,9 @@ func (p *Process) releaseAll() error {
 		order = append(order, p.Pid)
 	}
 	for _, tid := range order {
-		t := p.threads[tid]
-		sig := 0
-		if t.Sig != 0 && t.inSignal {
-			// Detached from a signal-delivery-stop, the thread gets
-			// the signal given, with the siginfo set here: its own.
-			setSiginfo(tid, &t.info)
-			sig = int(t.Sig)
+		if err := p.detach(tid); err != nil {
+			errs = append(errs, err)
 		}
-		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
-		if e == unix.ESRCH {
-			// Not stopped, though held: the thread is dying (the
-			// process exits, or was killed), and waits for its tracer
-			// to take its end before the process's parent can. The
-			// leader's end, taken by a tracer that is not the process's
-			// parent, goes on to the parent; taken by its parent, it
-			// would be the parent's no more: left for the parent.
-			if tid != p.Pid || p.parent() != os.Getpid() {
-				reap(tid)
-			}
-		} else if e != 0 {
-			errs = append(errs, fmt.Errorf("thread %d: %w", tid, e))
-		}
-		if t.Sig != 0 && !t.inSignal {
-			// Stopped since at an event, where a detach gives no
-			// signal: sent again, to the thread it was meant for.
-			if err := unix.Tgkill(p.Pid, tid, t.Sig); err != nil && err != unix.ESRCH {
-				errs = append(errs, fmt.Errorf("thread %d: giving back %v: %w", tid, t.Sig, err))
-			}
-		}
-		delete(p.threads, tid)
 	}
 	return errors.Join(errs...)
 }
@@ -389,6 +361,46 @@ func (p *Process) parent() int {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
+}
+
+// detach lets held thread tid go, with the signal it stopped for, and
+// forgets it.
+func (p *Process) detach(tid int) error {
+	t := p.threads[tid]
+	delete(p.threads, tid)
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	sig := 0
+	if t.Sig != 0 && t.inSignal {
+		// Detached from a signal-delivery-stop, the thread gets the
+		// signal given, with the siginfo set here: its own.
+		setSiginfo(tid, &t.info)
+		sig = int(t.Sig)
+	}
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
+	if e == unix.ESRCH {
+		// Not stopped, though held: the thread is dying (the process
+		// exits, or was killed), and waits for its tracer to take its
+		// end before the process's parent can. The leader's end, taken
+		// by a tracer that is not the process's parent, goes on to the
+		// parent; taken by its parent, it would be the parent's no
+		// more: left for the parent.
+		if tid != p.Pid || p.parent() != os.Getpid() {
+			reap(tid)
+		}
+	} else if e != 0 {
+		errs = append(errs, fmt.Errorf("thread %d: %w", tid, e))
+	}
+	if t.Sig != 0 && !t.inSignal {
+		// Stopped since at an event, where a detach gives no signal:
+		// sent again, to the thread it was meant for.
+		if err := unix.Tgkill(p.Pid, tid, t.Sig); err != nil && err != unix.ESRCH {
+			errs = append(errs, fmt.Errorf("thread %d: giving back %v: %w", tid, t.Sig, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // reap takes a dying thread's end, waiting a second at most.

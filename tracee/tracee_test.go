@@ -327,6 +327,12 @@ func TestDlopen(t *testing.T) {
 	if _, err := p.Release(); err != nil {
 		t.Fatal(err)
 	}
+	// The others, let go as they ran by the tracer thread's end, are
+	// no one's tracees once Release returns: held again at once.
+	if p, err = Seize(pid); err != nil {
+		t.Fatalf("held again after a last call: %v", err)
+	}
+	p.Release()
 	now := look(t, pid)
 	var added []Mapping
 	for _, m := range now.maps {

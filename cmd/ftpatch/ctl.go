@@ -20,7 +20,7 @@ import (
 
 func newCtl(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR]",
+		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR] | out DIR | end",
 		Short: "Control the tracing of a running process that has ftpatch's runtime",
 		Long: `ctl asks a running process to change its tracing, while its threads go on
 running. The process must have ftpatch's runtime, linked or preloaded
@@ -59,6 +59,10 @@ FTRACE it starts with every site a NOP; the first enable opens its trace
   snapshot [DIR]  write what the flight recorder (FTRACE_BUFFER=ring:SIZE)
                   holds now as a whole trace into DIR (by default
                   snapshot-N inside the trace's directory); tracing goes on
+  out DIR         where the trace opens at the first enable, for a process
+                  that has none yet (before FTRACE_OUT)
+  end             every site back to its NOP and the trace ended: the
+                  process records no more (ftpatch record -p's end)
 
 Exit status: 0 done, 1 the process refused (the reason is printed), has
 no runtime or cannot be attached to, 2 a usage error.`,
@@ -103,7 +107,7 @@ no runtime or cannot be attached to, 2 a usage error.`,
 // own working directory).
 func request(verb string, args []string) (string, error) {
 	switch verb {
-	case "status", "on", "off":
+	case "status", "on", "off", "end":
 		if len(args) != 0 {
 			return "", fmt.Errorf("ctl %s takes no argument", verb)
 		}
@@ -123,6 +127,15 @@ func request(verb string, args []string) (string, error) {
 			return "", fmt.Errorf("ctl tracer: name one tracer: function, function_graph or nop")
 		}
 		return "tracer " + args[0], nil
+	case "out":
+		if len(args) != 1 {
+			return "", fmt.Errorf("ctl out: name one directory")
+		}
+		abs, err := filepath.Abs(args[0])
+		if err != nil || strings.ContainsAny(abs, "\n") {
+			return "", fmt.Errorf("ctl out: %q: not a directory name", args[0])
+		}
+		return "out " + abs, nil
 	case "snapshot":
 		if len(args) > 1 {
 			return "", fmt.Errorf("ctl snapshot: at most one directory")
@@ -136,7 +149,7 @@ func request(verb string, args []string) (string, error) {
 		}
 		return "snapshot " + abs, nil
 	}
-	return "", fmt.Errorf("ctl: unknown request %q: want status, enable, disable, tracer, on, off or snapshot", verb)
+	return "", fmt.Errorf("ctl: unknown request %q: want status, enable, disable, tracer, on, off, snapshot, out or end", verb)
 }
 
 // attachCtl makes process pid listen for ftpatch ctl: its runtime asked

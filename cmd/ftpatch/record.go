@@ -791,8 +791,10 @@ found; 126: not executable; 2: a usage error; 1: PROG refused.`
 func newRecord(stderr io.Writer) *cobra.Command {
 	var rf recordFlags
 	var dir string
+	var pid int
+	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "record [flags] [--] PROG [ARGS...]",
+		Use:   "record [flags] [--] PROG [ARGS...] | record -p PID [flags]",
 		Short: "Run a program with tracing on (the FTRACE* variables set from flags)",
 		Long: `record runs PROG with ARGS, traced: it sets the runtime's FTRACE*
 variables from its flags, runs PROG, and when PROG ends prints on stderr,
@@ -813,15 +815,33 @@ trace nor removed: a finished run's is moved aside to DIR.old (or
 DIR.old.N) and record says so; one a running process is still writing is
 left alone, and this run's trace goes to DIR.PID beside it, which record
 names.
-
+` + recordPidHelp + `
 ` + recordEnv,
 		Example: `  ftpatch record ./prog input.txt            # function_graph into ./ftrace.data
   ftpatch record -F 'parse_*' -D 3 -- ./prog  # only parse_* calls and theirs, 3 deep
   ftpatch record -N 'log_*' -t 1us ./prog     # nothing under log_*, no call under 1us
   ftpatch record --tracer function --filter 'hash_*,!hash_mix' -d t1 ./prog
-  ftpatch replay t1`,
-		Args: usageArgs(needProgram),
+  ftpatch replay t1
+  ftpatch record -p $(pidof server) --filter 'handle_*' --duration 10s -d t2`,
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if pid != 0 {
+				if len(args) > 0 {
+					return errors.New("-p PID records a running process: no program to run too")
+				}
+				return nil
+			}
+			if duration != 0 {
+				return errors.New("--duration is -p's")
+			}
+			return needProgram(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pid != 0 {
+				if pid < 0 {
+					return usage(fmt.Errorf("-p %d: not a process id", pid))
+				}
+				return rf.recordPid(pid, dir, duration, stderr)
+			}
 			t, err := findTarget(args)
 			if err != nil {
 				return err
@@ -836,6 +856,8 @@ names.
 	}
 	rf.register(cmd)
 	cmd.Flags().StringVarP(&dir, "dir", "d", "ftrace.data", "the trace directory `DIR` (FTRACE_OUT)")
+	cmd.Flags().IntVarP(&pid, "pid", "p", 0, "record the running process `PID` (attached to through ptrace) rather than run a program")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "with -p: stop recording after `DURATION` (10s, 1m) rather than at ^C")
 	return cmd
 }
 

@@ -275,6 +275,10 @@ static int apply(void)
 /* Open the trace for the first enable of a process started untraced. */
 static int open_trace(void)
 {
+	if (__atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED)) {
+		last_why = "the trace has ended (ftpatch record -p, or the process exits): a process records one trace";
+		return -ESHUTDOWN;
+	}
 	if (ftrt_tracing() || ftrt_mode == FTRT_NOP)
 		return 0;
 	if (!ftrt_mode)
@@ -530,6 +534,45 @@ void ftrt_live_pause(int pause)
 	} else if (__atomic_exchange_n(&ftrt_paused, 0, __ATOMIC_SEQ_CST) && ftrt_tracing()) {
 		ftrt_trace_go();
 	}
+}
+
+int ftrt_live_out(const char *dir)
+{
+	if (!dir || dir[0] != '/') {
+		last_why = "the trace directory is an absolute path";
+		return -EINVAL;
+	}
+	if (__atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED)) {
+		last_why = "the process's trace has ended: a process records one trace in its life";
+		return -EBUSY;
+	}
+	if (ftrt_tracing()) {
+		last_why = "the process has a trace open already";
+		return -EBUSY;
+	}
+	size_t n = strlen(dir);
+	if (n >= sizeof ftrt_trace_out_given) {
+		last_why = "the trace directory's path is too long";
+		return -ENAMETOOLONG;
+	}
+	memcpy(ftrt_trace_out_given, dir, n + 1);
+	return 0;
+}
+
+int ftrt_live_end(void)
+{
+	if (!ftrt_tracing()) {
+		last_why = "no trace is open";
+		return -ENOENT;
+	}
+	/* Every site back to its NOP first, so that no thread enters the
+	 * tracer for the trace that is ending; calls under way return
+	 * through the return handler, which the runtime keeps. */
+	int r = ftrt_live_disable("*");
+	if (r < 0)
+		return r;
+	ftrt_trace_end();
+	return r;
 }
 
 size_t ftrt_live_enabled(void)

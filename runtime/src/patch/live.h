@@ -79,6 +79,12 @@ const char *ftrt_live_tracer_name(void) HIDDEN;
 void ftrt_live_pause(int pause) HIDDEN;
 size_t ftrt_live_enabled(void) HIDDEN;
 const char *ftrt_live_why(void) HIDDEN;
+/* ftpatch record -p, through ctl.c: where the trace opens (dir, an
+ * absolute path; before the first enable), and its end, every site
+ * disabled first (the sites disabled), after which the process records
+ * no more. */
+int ftrt_live_out(const char *dir) HIDDEN;
+int ftrt_live_end(void) HIDDEN;
 
 /* ctl.c: listen for ftpatch ctl when FTRACE_CTL=1 (lifetime.c, when the
  * program's initialisers begin). */

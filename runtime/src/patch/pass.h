@@ -8,6 +8,7 @@
 #ifndef FTRT_PASS_H
 #define FTRT_PASS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,5 +59,9 @@ const char *ftrt_recorded_dir(void) __attribute__((visibility("hidden")));
  * -1 when it cannot be (said on stderr). The load-time pass's, and the
  * first live enable's (live.c). */
 int ftrt_trace_open(void) __attribute__((visibility("hidden")));
+/* The trace directory ftpatch record -p gave (live.c's ftrt_live_out),
+ * an absolute path, which ftrt_trace_open takes before FTRACE_OUT; ""
+ * for none. */
+extern char ftrt_trace_out_given[PATH_MAX] __attribute__((visibility("hidden")));
 
 #endif

@@ -54,18 +54,27 @@ static int cmp_addr(const void *a, const void *b)
 
 /*
  * The trace directory, made once, by the first module that traces, with
- * the tracer options read then: FTRACE_OUT, else the location the
- * program's record names, else ./ftrace.data. A secure-execution process
+ * the tracer options read then: the directory ftpatch record -p gave,
+ * else FTRACE_OUT, else the location the program's record names, else
+ * ./ftrace.data. A secure-execution process
  * (setuid...) reads no FTRACE_OUT, and traces only into the recorded
  * location, which dir.c re-checks; with none, it writes nothing, and
  * says nothing (its stderr is another user's).
  */
+char ftrt_trace_out_given[PATH_MAX];
+
 int ftrt_trace_open(void)
 {
 	if (!ftrt_opts.trace) {
 		const char *out = ftrt_env(ENV_OUT), *rec = ftrt_recorded_dir(), *why = "";
 		const char *dir = out && *out ? out : rec ? rec : "ftrace.data";
-		if (ftrt_secure() && !rec)
+		/* Given by ftpatch record -p through the control socket, whose
+		 * peer is the process's user or root (ctl.c), and which only a
+		 * tracer the kernel let trace the process started. */
+		const char *given = ftrt_trace_out_given[0] ? ftrt_trace_out_given : NULL;
+		if (given)
+			dir = given;
+		if (ftrt_secure() && !rec && !given)
 			ftrt_opts.trace = -1;
 		else
 			ftrt_opts.trace = ftrt_trace_start(dir, dir == rec, &why) == 0 ? 1 : -1;

@@ -42,8 +42,11 @@
  *
  * The protocol: one request line, one reply, then the connection
  * closes. Requests: status, enable GLOB..., disable GLOB..., tracer
- * NAME, on, off, snapshot [DIR]. Replies: "ok" and what was done, or
- * "error: " and why; status replies with "key value" lines after "ok".
+ * NAME, on, off, snapshot [DIR], out DIR (where the trace opens, before
+ * the first enable), end (every site disabled, the trace ended: the
+ * process records no more; ftpatch record -p's detach). Replies: "ok"
+ * and what was done, or "error: " and why; status replies with "key
+ * value" lines after "ok".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -145,6 +148,22 @@ static void handle(char *req, char *out, size_t size)
 		reply(out, size, "ok tracing %s\n", cmd);
 		return;
 	}
+	if (strcmp(cmd, "out") == 0) {
+		r = ftrt_live_out(arg);
+		if (r < 0)
+			reply(out, size, "error: out: %s (%s)\n", strerror(-r), ftrt_live_why());
+		else
+			reply(out, size, "ok trace directory %s\n", arg);
+		return;
+	}
+	if (strcmp(cmd, "end") == 0) {
+		r = ftrt_live_end();
+		if (r < 0)
+			reply(out, size, "error: end: %s (%s)\n", strerror(-r), ftrt_live_why());
+		else
+			reply(out, size, "ok %d sites disabled, trace ended\n", r);
+		return;
+	}
 	if (strcmp(cmd, "snapshot") == 0) {
 		char made[PATH_MAX];
 		r = ftrt_snapshot(arg, made, sizeof made);
@@ -154,7 +173,7 @@ static void handle(char *req, char *out, size_t size)
 			reply(out, size, "ok snapshot %s\n", made);
 		return;
 	}
-	reply(out, size, "error: unknown request %.64s: want status, enable, disable, tracer, on, off or snapshot\n", cmd);
+	reply(out, size, "error: unknown request %.64s: want status, enable, disable, tracer, on, off, snapshot, out or end\n", cmd);
 }
 
 /* 16 random hex digits at p, for the socket's name: getrandom's, else

@@ -1,0 +1,86 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRecordPid: ftpatch record -p on a running process started without
+// any FTRACE variable, linked with the runtime and given it at the
+// attach (a -pg program linked without it, run plainly): 1 s of tracing
+// (--duration), --filter alpha; the trace holds alpha's calls alone,
+// made in that second; the process is no one's tracee afterwards, runs
+// on, and ends with the untraced program's output and status; a second
+// record -p is refused (a process records one trace).
+func TestRecordPid(t *testing.T) {
+	t.Parallel()
+	c := ccBuild{x86GCC, "-O2 -pg -mfentry"}
+	for _, mode := range []string{"linked", "injected"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			tg := c.tg
+			need(t, tg.tools...)
+			dir := t.TempDir()
+			wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
+			objs := buildSrc(t, tg, dir, c.flags, true, "ctlserve.c")
+			rm := linkedMode
+			if mode == "injected" {
+				rm = preloadedMode
+			}
+			prog, _ := linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
+			cmd := exec.Command(prog)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "FTRACE_CTL=", "FTRACE=", "FTRACE_OUT=", "FTRACE_FILTER=")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			pid := cmd.Process.Pid
+			time.Sleep(200 * time.Millisecond)
+			out := filepath.Join(dir, "trace")
+			t0 := time.Now()
+			_, errOut := run(t, dir, tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "--filter", "alpha", "--duration", "1s", "-d", out)
+			took := time.Since(t0)
+			if !strings.Contains(errOut, "the trace is in "+out) {
+				t.Errorf("record -p said:\n%s", errOut)
+			}
+			// Not more than a bound: it may build the runtime to load first.
+			if took < time.Second {
+				t.Errorf("record -p --duration 1s took %v", took)
+			}
+			if tp := tracerPid(t, strconv.Itoa(pid)); tp != "0" {
+				t.Errorf("traced by %s after record -p", tp)
+			}
+			o, err := exec.Command(tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "-d", filepath.Join(dir, "again")).CombinedOutput()
+			if err == nil || !strings.Contains(string(o), "one trace in its life") {
+				t.Errorf("a second record -p: %v\n%s; want refused, one trace", err, o)
+			}
+			tr, syms := readTrace(t, out)
+			calls, _ := tracedCalls(t, tr, syms, "function_graph")
+			if calls["alpha"] == 0 || len(calls) != 1 {
+				t.Errorf("traced %v; want alpha alone", calls)
+			}
+			// The calls were made while it recorded: a second or a
+			// little more, not the process's whole life.
+			if d := time.Duration(tr.Meta.MonoEnd - tr.Meta.MonoStart); d < 900*time.Millisecond || d > took+time.Second {
+				t.Errorf("the trace spans %v; record -p ran %v", d, took)
+			}
+			stdin.Close()
+			cmd.Wait()
+			if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {
+				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", cmd.ProcessState.ExitCode(), stdout.String(), wantCode, wantOut)
+			}
+		})
+	}
+}
