@@ -76,6 +76,13 @@ func TestRecordPid(t *testing.T) {
 			if d := time.Duration(tr.Meta.MonoEnd - tr.Meta.MonoStart); d < 900*time.Millisecond || d > took+time.Second {
 				t.Errorf("the trace spans %v; record -p ran %v", d, took)
 			}
+			if tr.Meta.Detached != 1 {
+				t.Errorf("metadata: detached %d; want 1", tr.Meta.Detached)
+			}
+			info, _ := run(t, dir, tool("ftpatch"), "info", out)
+			if !strings.Contains(info, "ended:              by ftpatch record -p") || !strings.Contains(info, "the process ran on after its trace ended") {
+				t.Errorf("ftpatch info does not say record -p ended the trace:\n%s", info)
+			}
 			stdin.Close()
 			cmd.Wait()
 			if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {

@@ -213,6 +213,9 @@ type Meta struct {
 	// flight recorder's rings written as the program died of it; 0 when
 	// it ended otherwise.
 	Signal uint64
+	// Detached is 1 when ftpatch record -p ended the trace (ctl end):
+	// every site disabled, every buffer written, and the process ran on.
+	Detached uint64
 	// Exited says the runtime saw the status the program ended with, what
 	// it passed to exit or _exit or main returned: ExitCode, its low 8
 	// bits (what the parent's wait sees). False for a program killed, one
@@ -1003,6 +1006,8 @@ func (m *Meta) count(key string) *uint64 {
 		return &m.Overwritten
 	case abi.MetaKeySignal:
 		return &m.Signal
+	case abi.MetaKeyDetached:
+		return &m.Detached
 	}
 	return nil
 }

@@ -65,6 +65,8 @@ func Info(w io.Writer, in Input, opt Options) error {
 	kv("duration", "%s", strings.TrimSpace(FormatDuration(m.Nanos(m.TSCEnd))))
 	if m.Unended {
 		kv("ended", "no: the program did not end through exit or _exit (killed by a signal?); the trace ends at its last event")
+	} else if m.Detached != 0 {
+		kv("ended", "by ftpatch record -p (ctl end): every site disabled, every thread's buffered records written; the process ran on")
 	} else if m.Signal != 0 {
 		kv("ended", "by signal %d (%v), whose handler wrote every thread's ring: the program then died of it", m.Signal, syscall.Signal(m.Signal))
 	} else {
@@ -234,6 +236,9 @@ func notRecorded(m *trace.Meta) string {
 		return "not recorded: the program was killed, and not run by ftpatch record"
 	case m.Format != abi.MetaFormat:
 		return fmt.Sprintf("not recorded: a runtime before trace format 4 (this is %s), and not run by ftpatch record", or(m.Format, "of no format"))
+	}
+	if m.Detached != 0 {
+		return "none: the process ran on after its trace ended (ftpatch record -p)"
 	}
 	return "not recorded: tracing ended without the program's end (it exec'd another, or ended through quick_exit; or this is a snapshot)"
 }

@@ -259,6 +259,7 @@ const (
 	MetaKeyRingAsked         = "ring_asked_bytes"   // META_KEY_RING_ASKED: what FTRACE_BUFFER asked for a thread's ring
 	MetaKeyOverwritten       = "overwritten_bytes"  // META_KEY_OVERWRITTEN: records the rings overwrote
 	MetaKeySignal            = "signal"             // META_KEY_SIGNAL: the fatal signal whose handler ended the trace
+	MetaKeyDetached          = "detached"           // META_KEY_DETACHED: 1 when ftpatch record -p ended the trace (ctl end) and the process ran on
 	MetaKeyExitCode          = "exit_code"          // META_KEY_EXIT_CODE: what the program passed to exit or _exit (its low 8 bits)
 	MetaKeyComm              = "comm"               // META_KEY_COMM: the process's name (/proc/self/comm)
 	MetaKeyRUUtime           = "ru_utime_us"        // META_KEY_RU_UTIME: getrusage(RUSAGE_SELF) at the end: user CPU time, µs

@@ -223,6 +223,7 @@ func mirrors() []mirror {
 		{"META_KEY_RING_ASKED", "MetaKeyRingAsked", abi.MetaKeyRingAsked},
 		{"META_KEY_OVERWRITTEN", "MetaKeyOverwritten", abi.MetaKeyOverwritten},
 		{"META_KEY_SIGNAL", "MetaKeySignal", abi.MetaKeySignal},
+		{"META_KEY_DETACHED", "MetaKeyDetached", abi.MetaKeyDetached},
 		{"META_KEY_EXIT_CODE", "MetaKeyExitCode", abi.MetaKeyExitCode},
 		{"META_KEY_COMM", "MetaKeyComm", abi.MetaKeyComm},
 		{"META_KEY_RU_UTIME", "MetaKeyRUUtime", abi.MetaKeyRUUtime},

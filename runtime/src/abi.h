@@ -299,6 +299,7 @@
 #define META_KEY_RING_ASKED "ring_asked_bytes"  /* what FTRACE_BUFFER asked for it (ring_bytes: rounded up to a segment, at most 96 GiB) */
 #define META_KEY_OVERWRITTEN "overwritten_bytes" /* records the rings overwrote: not in the trace */
 #define META_KEY_SIGNAL "signal"                /* the fatal signal whose handler ended the trace (ring) */
+#define META_KEY_DETACHED "detached"            /* 1: ftpatch record -p ended the trace (ctl end), and the process ran on */
 #define META_KEY_EXIT_CODE "exit_code"          /* what the program passed to exit or _exit, or main returned (its low 8 bits) */
 #define META_KEY_COMM "comm"                    /* the process's name (/proc/self/comm) when the metadata was written */
 /* getrusage(RUSAGE_SELF) at the trace's end (the process alone, every

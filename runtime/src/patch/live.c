@@ -571,6 +571,7 @@ int ftrt_live_end(void)
 	int r = ftrt_live_disable("*");
 	if (r < 0)
 		return r;
+	ftrt_end_detached = 1;
 	ftrt_trace_end();
 	return r;
 }

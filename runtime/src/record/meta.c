@@ -450,7 +450,9 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 			meta_line(&o, META_KEY_SCHED_LOST, atomic_load_explicit(&ftrt_sched_lost, memory_order_relaxed));
 		}
 	}
-	if (ended && ftrt_end_signal)
+	if (ended && ftrt_end_detached)
+		meta_line(&o, META_KEY_DETACHED, 1);
+	else if (ended && ftrt_end_signal)
 		meta_line(&o, META_KEY_SIGNAL, (uint64_t)ftrt_end_signal);
 	else if (ended && ftrt_exit_code >= 0)
 		meta_line(&o, META_KEY_EXIT_CODE, (uint64_t)ftrt_exit_code);

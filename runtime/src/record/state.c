@@ -34,6 +34,7 @@ _Atomic uint64_t ftrt_recorded_bytes; /* records flushed: written, or counted in
 _Atomic uint64_t ftrt_lost_threads; /* threads whose buffers the end could not write */
 _Atomic int ftrt_nbufs;            /* buffers in ftrt_bufs */
 int ftrt_trace_fd = -1;
+int ftrt_end_detached;
 int ftrt_creator_pid;  /* made the directory: writes meta */
 int ftrt_trace_pid;    /* owns the buffers in ftrt_bufs: creator_pid, or a forked child's pid */
 int ftrt_membarrier_state; /* MEMBARRIER_CMD_PRIVATE_EXPEDITED: 0 not registered yet, 1 registered, -1 refused */
