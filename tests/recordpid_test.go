@@ -88,6 +88,11 @@ func TestRecordPid(t *testing.T) {
 			if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {
 				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", cmd.ProcessState.ExitCode(), stdout.String(), wantCode, wantOut)
 			}
+			// The process's own end, later, left the ended trace alone.
+			after, _ := readTrace(t, out)
+			if after.Meta.Detached != 1 || after.Meta.MonoEnd != tr.Meta.MonoEnd {
+				t.Errorf("after the process's exit: detached %d, end %d; want 1, %d (the trace as record -p ended it)", after.Meta.Detached, after.Meta.MonoEnd, tr.Meta.MonoEnd)
+			}
 		})
 	}
 }

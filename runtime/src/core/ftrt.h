@@ -314,8 +314,10 @@ void ftrt_trace_end(void) __attribute__((visibility("hidden")));
 /* The fatal signal whose handler ends the trace (trap.c: the flight
  * recorder's rings written as the program dies), for the metadata. */
 extern int ftrt_end_signal __attribute__((visibility("hidden")));
-/* ftpatch record -p ended the trace (live.c's ftrt_live_end): the final
- * metadata says so (META_KEY_DETACHED); the process runs on. */
+/* ftpatch record -p ended the trace (live.c's ftrt_live_end): 1 while
+ * it ends it, the final metadata saying so (META_KEY_DETACHED); 2 once
+ * ended, after which no end (the process's exit, an exec) writes again.
+ * The process runs on. */
 extern int ftrt_end_detached __attribute__((visibility("hidden")));
 /* The process is ending with status, what exit or _exit was given
  * (lifetime.c's exit handler, exit.c's _exit): its low 8 bits, what the

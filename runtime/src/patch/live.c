@@ -573,6 +573,7 @@ int ftrt_live_end(void)
 		return r;
 	ftrt_end_detached = 1;
 	ftrt_trace_end();
+	__atomic_store_n(&ftrt_end_detached, 2, __ATOMIC_RELEASE); /* ended for good: no later end writes over it */
 	return r;
 }
 

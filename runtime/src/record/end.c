@@ -88,7 +88,9 @@ static int settled(struct tbuf *b, uint64_t deadline)
  */
 void ftrt_trace_end(void)
 {
-	if (ftrt_trace_fd < 0)
+	/* Ended by ftpatch record -p already (ftrt_live_end): that end is
+	 * the trace's, the process's own later one (exit) leaves it so. */
+	if (ftrt_trace_fd < 0 || ftrt_end_detached > 1)
 		return;
 	/* A child made by vfork (or a raw clone) shares the parent's memory,
 	 * or has a copy made without after_fork_child: the buffers in the list
@@ -163,7 +165,7 @@ void ftrt_trace_end(void)
  */
 void ftrt_trace_exec(void)
 {
-	if (ftrt_trace_fd < 0 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != ftrt_trace_pid)
+	if (ftrt_trace_fd < 0 || ftrt_end_detached > 1 || (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != ftrt_trace_pid)
 		return;
 	struct tbuf *b = tb;
 	/* A child forked without an image yet (trace.c) that recorded
