@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,26 +24,10 @@ import (
 // threads ptrace holds are the emulator's, not the program's.
 func TestCtlAttach(t *testing.T) {
 	t.Parallel()
-	c := ccBuild{x86GCC, "-O2 -pg -mfentry"}
 	for _, mode := range []string{"linked", "stripped", "preloaded", "injected"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			tg := c.tg
-			need(t, append(tg.tools, "strip")...)
-			dir := t.TempDir()
-			wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-			objs := buildSrc(t, tg, dir, c.flags, true, "ctlserve.c")
-			rm := linkedMode
-			if mode == "preloaded" || mode == "injected" {
-				rm = preloadedMode
-			}
-			prog, on := linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
-			if mode == "injected" {
-				on = tg // run as it is: the runtime is loaded at the attach
-			}
-			if mode == "stripped" {
-				run(t, dir, "strip", prog)
-			}
+			dir, prog, on, wantOut, wantCode := attachProg(t, mode)
 			xdg := filepath.Join(dir, "xdg")
 			if err := os.Mkdir(xdg, 0o700); err != nil {
 				t.Fatal(err)
@@ -79,6 +64,68 @@ func TestCtlAttach(t *testing.T) {
 	}
 }
 
+// attachProg builds progs/ctlserve.c for the attach tests: untraced (its
+// output and status), and traced with -pg -mfentry, linked with the
+// runtime (linked, stripped: the symbol table gone) or without it
+// (preloaded, injected); it returns the directory, the program, the
+// target to run it on (preloaded: with LD_PRELOAD) and the untraced
+// output and status.
+func attachProg(t *testing.T, mode string) (dir, prog string, on target, wantOut string, wantCode int) {
+	t.Helper()
+	tg := x86GCC
+	need(t, append(tg.tools, "strip")...)
+	dir = t.TempDir()
+	wantOut, wantCode = untraced(t, tg, dir, "ctlserve.c")
+	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
+	rm := linkedMode
+	if mode == "preloaded" || mode == "injected" {
+		rm = preloadedMode
+	}
+	prog, on = linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
+	switch mode {
+	case "stripped":
+		run(t, dir, "strip", prog)
+	case "injected":
+		on = tg // run as it is: the runtime is loaded at the attach
+	}
+	return dir, prog, on, wantOut, wantCode
+}
+
+// plainProc is a program started as a production process is: no FTRACE
+// variable, its stdin a pipe (closing it ends ctlserve.c).
+type plainProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout strings.Builder
+}
+
+func startPlain(t *testing.T, dir string, argv ...string) *plainProc {
+	t.Helper()
+	r := &plainProc{cmd: exec.Command(argv[0], argv[1:]...)}
+	r.cmd.Dir = dir
+	r.cmd.Env = append(os.Environ(), "FTRACE_CTL=", "FTRACE=", "FTRACE_OUT=", "FTRACE_FILTER=")
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stdout = &r.stdout
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait() })
+	return r
+}
+
+// end closes its stdin, and checks it ended as the untraced program did.
+func (r *plainProc) end(t *testing.T, wantOut string, wantCode int) {
+	t.Helper()
+	r.stdin.Close()
+	r.cmd.Wait()
+	if r.stdout.String() != wantOut || r.cmd.ProcessState.ExitCode() != wantCode {
+		t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", r.cmd.ProcessState.ExitCode(), r.stdout.String(), wantCode, wantOut)
+	}
+}
+
 // tracerPid is the TracerPid line's value of process pid's status.
 func tracerPid(t *testing.T, pid string) string {
 	t.Helper()
@@ -100,27 +147,10 @@ func tracerPid(t *testing.T, pid string) string {
 // descriptors as before, its output the untraced program's).
 func TestCtlAttachRefused(t *testing.T) {
 	t.Parallel()
-	tg := x86GCC
-	need(t, tg.tools...)
-	dir := t.TempDir()
-	wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-	objs := buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "ctlserve.c")
-	prog, _ := linkAs(t, tg, dir, linkedMode, objs, picLink(true), "-pthread")
-	nosocket := compiled(t, "nosocket", []string{"gcc", "-O2", progPath(t, "nosocket.c")})
-	cmd := exec.Command(nosocket, prog)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FTRACE_CTL=", "FTRACE=", "FTRACE_OUT="+filepath.Join(dir, "trace"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	pid := fmt.Sprint(cmd.Process.Pid)
+	dir, prog, _, wantOut, wantCode := attachProg(t, "linked")
+	deny := compiled(t, "deny", []string{"gcc", "-O2", progPath(t, "deny.c")})
+	r := startPlain(t, dir, deny, "socket", prog)
+	pid := fmt.Sprint(r.cmd.Process.Pid)
 	// Started: its image is the program's, not the launcher's.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if exe, _ := os.Readlink("/proc/" + pid + "/exe"); exe == prog {
@@ -164,9 +194,5 @@ func TestCtlAttachRefused(t *testing.T) {
 	if now := fds(); !slices.Equal(now, fdsBefore) {
 		t.Errorf("descriptors changed by the refused attach: %v, now %v", fdsBefore, now)
 	}
-	stdin.Close()
-	cmd.Wait()
-	if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {
-		t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", cmd.ProcessState.ExitCode(), stdout.String(), wantCode, wantOut)
-	}
+	r.end(t, wantOut, wantCode)
 }

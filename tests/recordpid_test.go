@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,34 +18,12 @@ import (
 // record -p is refused (a process records one trace).
 func TestRecordPid(t *testing.T) {
 	t.Parallel()
-	c := ccBuild{x86GCC, "-O2 -pg -mfentry"}
 	for _, mode := range []string{"linked", "injected"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			tg := c.tg
-			need(t, tg.tools...)
-			dir := t.TempDir()
-			wantOut, wantCode := untraced(t, tg, dir, "ctlserve.c")
-			objs := buildSrc(t, tg, dir, c.flags, true, "ctlserve.c")
-			rm := linkedMode
-			if mode == "injected" {
-				rm = preloadedMode
-			}
-			prog, _ := linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
-			cmd := exec.Command(prog)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "FTRACE_CTL=", "FTRACE=", "FTRACE_OUT=", "FTRACE_FILTER=")
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stdout strings.Builder
-			cmd.Stdout = &stdout
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			pid := cmd.Process.Pid
+			dir, prog, _, wantOut, wantCode := attachProg(t, mode)
+			r := startPlain(t, dir, prog)
+			pid := r.cmd.Process.Pid
 			time.Sleep(200 * time.Millisecond)
 			out := filepath.Join(dir, "trace")
 			t0 := time.Now()
@@ -83,11 +60,7 @@ func TestRecordPid(t *testing.T) {
 			if !strings.Contains(info, "ended:              by ftpatch record -p") || !strings.Contains(info, "the process ran on after its trace ended") {
 				t.Errorf("ftpatch info does not say record -p ended the trace:\n%s", info)
 			}
-			stdin.Close()
-			cmd.Wait()
-			if stdout.String() != wantOut || cmd.ProcessState.ExitCode() != wantCode {
-				t.Errorf("exit %d, output\n%s\nwant exit %d, output\n%s", cmd.ProcessState.ExitCode(), stdout.String(), wantCode, wantOut)
-			}
+			r.end(t, wantOut, wantCode)
 			// The process's own end, later, left the ended trace alone.
 			after, _ := readTrace(t, out)
 			if after.Meta.Detached != 1 || after.Meta.MonoEnd != tr.Meta.MonoEnd {

@@ -266,8 +266,8 @@ func TestSchedRefused(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		prog := schedProg(t, x86GCC, dir)
-		noperf := compiled(t, "noperf", []string{"gcc", "-O2", progPath(t, "noperf.c")})
-		_, out := runTracedArgv(t, dir, []string{noperf, prog}, "function_graph", "t", []string{"FTRACE_SCHED=1", "FTRACE_FILTER=naps"}, "slept\n", 0)
+		deny := compiled(t, "deny", []string{"gcc", "-O2", progPath(t, "deny.c")})
+		_, out := runTracedArgv(t, dir, []string{deny, "perf_event_open", prog}, "function_graph", "t", []string{"FTRACE_SCHED=1", "FTRACE_FILTER=naps"}, "slept\n", 0)
 		checkSchedRefused(t, image(t, out), "perf_event_open: EACCES")
 	})
 	t.Run("qemu", func(t *testing.T) {
