@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,11 @@ type server struct {
 	stop func(wantOut string, wantCode int)   // end it, and check it ended as the untraced program
 }
 
+// attachFirst, among startServer's variables, is not one: it says the
+// first ftpatch ctl attaches to the process (started without
+// FTRACE_CTL), where the others wait for it to listen (--no-attach).
+const attachFirst = "attach first"
+
 // serverStart bounds the wait for a started program to answer ftpatch
 // ctl. Only a program that never answers waits that long; qemu-user
 // starting the arm64 build on a loaded machine takes seconds.
@@ -171,6 +177,8 @@ func startServer(t *testing.T, tg target, dir, prog, xdg string, env ...string) 
 // and its arguments).
 func startServerArgs(t *testing.T, tg target, dir string, argv []string, xdg string, env ...string) *server {
 	t.Helper()
+	attachOK := slices.Contains(env, attachFirst)
+	env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return e == attachFirst })
 	argv = tg.on(argv[0], argv[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -204,8 +212,16 @@ func startServerArgs(t *testing.T, tg target, dir string, argv []string, xdg str
 			t.Fatalf("exit %d (%v), output\n%s\nwant exit %d, output\n%s\nstderr:\n%s", code, err, stdout.String(), wantCode, wantOut, stderr.String())
 		}
 	}
+	// Until it listens: asked without attaching, which would stop a
+	// process that listens a moment later anyway (started with
+	// FTRACE_CTL=1), and show in its scheduler events; a test that
+	// means the attach says so (attachFirst).
 	for deadline := time.Now().Add(serverStart); ; time.Sleep(20 * time.Millisecond) {
-		if _, err = s.ctl("status"); err == nil {
+		probe := []string{"--no-attach", "status"}
+		if attachOK {
+			probe = probe[1:]
+		}
+		if _, err = s.ctl(probe...); err == nil {
 			return s
 		}
 		if time.Now().After(deadline) {

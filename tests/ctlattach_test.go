@@ -33,7 +33,7 @@ func TestCtlAttach(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "trace")
-			srv := startServer(t, on, dir, prog, xdg, "FTRACE_CTL=", "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
+			srv := startServer(t, on, dir, prog, xdg, attachFirst, "FTRACE_CTL=", "FTRACE_OUT="+out, "FTRACE=", "FTRACE_FILTER=")
 			status, err := srv.ctl("status")
 			if err != nil || !strings.Contains(status, "tracing none") {
 				t.Fatalf("status: %v\n%s; want no trace yet", err, status)

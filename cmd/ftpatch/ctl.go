@@ -19,7 +19,8 @@ import (
 )
 
 func newCtl(stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var noAttach bool
+	cmd := &cobra.Command{
 		Use:   "ctl PID status | enable GLOB... | disable GLOB... | tracer NAME | on | off | snapshot [DIR] | out DIR | end",
 		Short: "Control the tracing of a running process that has ftpatch's runtime",
 		Long: `ctl asks a running process to change its tracing, while its threads go on
@@ -31,7 +32,8 @@ asked to listen on first use: ctl holds it a moment through ptrace (the
 kernel's rules on who may trace whom apply: kernel.yama.ptrace_scope,
 CAP_SYS_PTRACE), makes one of its threads, stopped where the C library
 holds no lock, start the runtime's control server, and lets it go as it
-was; the server stays, as FTRACE_CTL=1 would have started it. A
+was; the server stays, as FTRACE_CTL=1 would have started it
+(--no-attach: never; a process that does not listen is an error). A
 process with sites (-pg, -mfentry, patchable entries) but linked without
 the runtime gets the runtime's shared object loaded first (dlopen, made
 by a thread held likewise), as ftpatch record would have preloaded it.
@@ -84,7 +86,7 @@ no runtime or cannot be attached to, 2 a usage error.`,
 				return usage(err)
 			}
 			reply, err := control.Do(pid, req)
-			if errors.Is(err, control.ErrNotListening) {
+			if errors.Is(err, control.ErrNotListening) && !noAttach {
 				// Started without FTRACE_CTL: its runtime is asked to
 				// listen, through ptrace; loaded first into a process
 				// with sites and no runtime.
@@ -100,6 +102,8 @@ no runtime or cannot be attached to, 2 a usage error.`,
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&noAttach, "no-attach", false, "never attach: a process that does not listen (yet: one started with FTRACE_CTL=1 listens once its initialisers begin) is an error, and is not stopped")
+	return cmd
 }
 
 // request is the protocol's line for the command verb with args,
