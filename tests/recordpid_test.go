@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,7 @@ func TestRecordPid(t *testing.T) {
 			pid := r.cmd.Process.Pid
 			time.Sleep(200 * time.Millisecond)
 			out := filepath.Join(dir, "trace")
+			fdsBefore := fdLinks(t, pid)
 			t0 := time.Now()
 			_, errOut := run(t, dir, tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "--filter", "alpha", "--duration", "1s", "-d", out)
 			took := time.Since(t0)
@@ -38,6 +40,16 @@ func TestRecordPid(t *testing.T) {
 			}
 			if tp := tracerPid(t, strconv.Itoa(pid)); tp != "0" {
 				t.Errorf("traced by %s after record -p", tp)
+			}
+			// Its descriptors as before: the trace's closed; only the
+			// control server's socket added (as FTRACE_CTL=1's).
+			for fd, link := range fdLinks(t, pid) {
+				if was, ok := fdsBefore[fd]; ok && was == link {
+					continue
+				}
+				if !strings.HasPrefix(link, "socket:[") {
+					t.Errorf("descriptor %s -> %s after record -p; before: %q", fd, link, fdsBefore[fd])
+				}
 			}
 			o, err := exec.Command(tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "-d", filepath.Join(dir, "again")).CombinedOutput()
 			if err == nil || !strings.Contains(string(o), "one trace in its life") {
@@ -68,4 +80,19 @@ func TestRecordPid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fdLinks is what each of process pid's descriptors is open on.
+func fdLinks(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{}
+	for _, e := range ents {
+		links[e.Name()], _ = os.Readlink(filepath.Join(dir, e.Name()))
+	}
+	return links
 }

@@ -44,6 +44,11 @@ int ftrt_text_open(void) HIDDEN;
  * /proc/self/mem alone, without the membarrier's registration and the
  * queue's buffer, which only code needs. 0, or -errno. */
 int ftrt_text_open_data(void) HIDDEN;
+/* Close what ftrt_text_open opened (if still the runtime's): ftpatch
+ * record -p's end, so that the process holds no descriptor it did not
+ * hold before; the next write opens it again. Under the lock the
+ * writers hold (the module registry's). */
+void ftrt_text_close(void) HIDDEN;
 /* Queue a write of len (at most 8) bytes at addr, in address order
  * after the last queued; ftrt_text_flush writes the queued writes: each
  * run of them close together in one write of its span, the bytes

@@ -73,6 +73,12 @@ static int mem_open(int pid)
 	return 0;
 }
 
+void ftrt_text_close(void)
+{
+	ftrt_fd_close(&mem);
+	mem_pid = 0;
+}
+
 int ftrt_text_open(void)
 {
 	int pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);

@@ -311,6 +311,10 @@ void ftrt_trace_meta_update(void) __attribute__((visibility("hidden")));
  * that made the trace, write the final metadata. From exit (atexit) and
  * _exit (exit.c); async-signal-safe. Nothing when no trace is open. */
 void ftrt_trace_end(void) __attribute__((visibility("hidden")));
+/* After ftpatch record -p ended the trace (ftrt_trace_end, then this):
+ * its descriptors closed, each thread's stream and the directory (its
+ * lock let go with it), those still the runtime's alone (trace.c). */
+void ftrt_trace_close(void) __attribute__((visibility("hidden")));
 /* The fatal signal whose handler ends the trace (trap.c: the flight
  * recorder's rings written as the program dies), for the metadata. */
 extern int ftrt_end_signal __attribute__((visibility("hidden")));
@@ -366,6 +370,9 @@ long ftrt_file_create(int dir, const char *name) __attribute__((visibility("hidd
  * made is (1, then one more at each exec). */
 int ftrt_session_open(const char *path, int recorded, const char **why) __attribute__((visibility("hidden")));
 long ftrt_session_image(int forked) __attribute__((visibility("hidden")));
+/* The session's directory let go (its descriptor, and the shared lock
+ * that says the session is in use): ftpatch record -p's end. */
+void ftrt_session_close(void) __attribute__((visibility("hidden")));
 extern unsigned ftrt_image_no __attribute__((visibility("hidden")));
 /* The image's parent process when it was made. */
 extern int ftrt_image_ppid __attribute__((visibility("hidden")));

@@ -574,6 +574,10 @@ int ftrt_live_end(void)
 	ftrt_end_detached = 1;
 	ftrt_trace_end();
 	__atomic_store_n(&ftrt_end_detached, 2, __ATOMIC_RELEASE); /* ended for good: no later end writes over it */
+	ftrt_trace_close(); /* and its descriptors closed: the process holds what it held before */
+	ftrt_modules_lock(); /* the writers' lock: none writes code through it meanwhile */
+	ftrt_text_close();
+	ftrt_modules_release();
 	return r;
 }
 

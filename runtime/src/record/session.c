@@ -380,6 +380,11 @@ long ftrt_session_image(int forked)
 	return -EEXIST;
 }
 
+void ftrt_session_close(void)
+{
+	ftrt_fd_close(&root);
+}
+
 int ftrt_session_open(const char *path, int recorded, const char **why)
 {
 	if (ftrt_fd_keep(&root, ftrt_dir_make_session(path, recorded, why)) != 0)

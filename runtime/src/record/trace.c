@@ -277,3 +277,30 @@ void ftrt_trace_go(void)
 		__atomic_store_n(&ftrt_fast_graph, 0, __ATOMIC_SEQ_CST);
 	}
 }
+
+/*
+ * After ftpatch record -p ended the trace (patch/live.c's ftrt_live_end,
+ * once ftrt_trace_end has written everything): the trace's descriptors
+ * closed, so that the process holds none it did not hold before the
+ * attach. Each thread's stream (b->fd FD_LOST then: no flush writes, no
+ * thread exit closes it again), the process's directory and the
+ * session's, whose locks go with them (the trace is finished: dir.c). Each only while it is still the
+ * runtime's (its device and inode): a number the program closed and
+ * reused is left alone. The list of buffers taken as the end takes it;
+ * one not had by the deadline leaves the streams open.
+ */
+void ftrt_trace_close(void)
+{
+	int held = ftrt_bufs_take((int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0), mono_ns() + END_WAIT_NS);
+	for (struct tbuf *b = held ? ftrt_bufs : NULL; b; b = b->next) {
+		int fd = __atomic_exchange_n(&b->fd, FD_LOST, __ATOMIC_ACQ_REL);
+		if (fd >= 0)
+			ftrt_stream_close(b, fd);
+	}
+	if (held == 1)
+		ftrt_bufs_unlock();
+	int fd = __atomic_exchange_n(&ftrt_trace_fd, -1, __ATOMIC_ACQ_REL);
+	if (fd >= 0 && ftrt_fd_same(fd, dir_dev, dir_ino))
+		sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	ftrt_session_close();
+}
