@@ -15,16 +15,18 @@ import (
 // TestCtlAttach: ftpatch ctl on a process started without FTRACE_CTL
 // (the common production case) attaches to it through ptrace and asks
 // its runtime to listen: linked, linked and stripped (the runtime is
-// found by its section, not a symbol), preloaded, and injected (a -pg
+// found by its section, not a symbol), preloaded, injected (a -pg
 // program linked without the runtime and run plainly: the runtime's
-// shared object is loaded into it through dlopen first). The first status
+// shared object is loaded into it through dlopen first), and static
+// (the call made on a thread waiting in read: its C library is its own
+// code). The first status
 // says no trace; an enable opens one, which holds the calls; the
 // process is traced by no one afterwards, and its output and exit
 // status are the untraced program's. On x86-64: under qemu-user, the
 // threads ptrace holds are the emulator's, not the program's.
 func TestCtlAttach(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"linked", "stripped", "preloaded", "injected"} {
+	for _, mode := range []string{"linked", "stripped", "preloaded", "injected", "static"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			dir, prog, on, wantOut, wantCode := attachProg(t, mode)
@@ -66,8 +68,8 @@ func TestCtlAttach(t *testing.T) {
 
 // attachProg builds progs/ctlserve.c for the attach tests: untraced (its
 // output and status), and traced with -pg -mfentry, linked with the
-// runtime (linked, stripped: the symbol table gone) or without it
-// (preloaded, injected); it returns the directory, the program, the
+// runtime (linked, stripped: the symbol table gone; static) or without
+// it (preloaded, injected); it returns the directory, the program, the
 // target to run it on (preloaded: with LD_PRELOAD) and the untraced
 // output and status.
 func attachProg(t *testing.T, mode string) (dir, prog string, on target, wantOut string, wantCode int) {
@@ -81,7 +83,11 @@ func attachProg(t *testing.T, mode string) (dir, prog string, on target, wantOut
 	if mode == "preloaded" || mode == "injected" {
 		rm = preloadedMode
 	}
-	prog, on = linkAs(t, tg, dir, rm, objs, picLink(true), "-pthread")
+	link := picLink(true)
+	if mode == "static" {
+		link = "-static"
+	}
+	prog, on = linkAs(t, tg, dir, rm, objs, link, "-pthread")
 	switch mode {
 	case "stripped":
 		run(t, dir, "strip", prog)

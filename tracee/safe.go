@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,8 @@ func libraryCode(path string) bool {
 // waiting on a lock the thread itself holds: one stopped outside the C
 // library and the loader, which hold their locks only while their own
 // code runs, else one blocked in a system call that waits for input, a
-// child, a signal or time (never futex: a lock's wait). The leader
+// child, a signal or time (never futex: a lock's wait); in a static
+// program, whose C library is its own code, only the latter. The leader
 // first, whose allocations are in the main heap (another thread's first
 // may map an arena of its own). When none is, the process runs a
 // millisecond and is held again, up to 100 times.
@@ -49,7 +51,14 @@ func (p *Process) safeThread() (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		// A static program has the C library inside it, where no
+		// mapping tells its code from the program's: only a thread
+		// waiting in a system call is taken there.
+		static := !slices.ContainsFunc(maps, func(m Mapping) bool { return libraryCode(m.Path) })
 		inLibrary := func(pc uint64) bool {
+			if static {
+				return true
+			}
 			for _, m := range maps {
 				if pc >= m.Start && pc < m.End {
 					return libraryCode(m.Path)

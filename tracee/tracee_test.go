@@ -451,7 +451,15 @@ func TestCallFault(t *testing.T) {
 // waiting in a system call that holds no lock; a process whose every
 // thread is in the C library's code is let run until one is not.
 func TestSafeThread(t *testing.T) {
-	h := startHeld(t)
+	t.Run("dynamic", func(t *testing.T) { testSafeThread(t, nil) })
+	t.Run("static", func(t *testing.T) { testSafeThread(t, []string{"-static"}) })
+}
+
+// testSafeThread: in a static program (flags -static), whose C library
+// is its own code, the thread chosen is one waiting in a system call.
+func testSafeThread(t *testing.T, flags []string) {
+	static := len(flags) > 0
+	h := startHeld(t, flags...)
 	pid := h.cmd.Process.Pid
 	for i := range 20 {
 		p, err := Seize(pid)
@@ -471,6 +479,9 @@ func TestSafeThread(t *testing.T) {
 			}
 			maps, _ := Maps(pid)
 			nr, in := r.syscall()
+			if static && !(in && waits[nr]) {
+				why = fmt.Sprintf("thread %d of a static program not waiting in a system call (%d: %v) at %#x", tid, nr, in, r.pc())
+			}
 			for _, m := range maps {
 				if r.pc() >= m.Start && r.pc() < m.End && libraryCode(m.Path) && !(in && waits[nr]) {
 					why = fmt.Sprintf("thread %d stopped in %s at %#x (system call %d: %v)", tid, m.Path, r.pc(), nr, in)
