@@ -96,3 +96,26 @@ func fdLinks(t *testing.T, pid int) map[string]string {
 	}
 	return links
 }
+
+// TestLivePid: ftpatch live -p records a running process into a
+// temporary directory, replays it (alpha's calls, beta inside), and
+// removes the directory; the process runs on and ends as untraced.
+func TestLivePid(t *testing.T) {
+	t.Parallel()
+	dir, prog, _, wantOut, wantCode := attachProg(t, "linked")
+	r := startPlain(t, dir, prog)
+	time.Sleep(200 * time.Millisecond)
+	out, errOut := run(t, dir, tool("ftpatch"), "live", "-p", strconv.Itoa(r.cmd.Process.Pid), "--filter", "alpha,beta", "--duration", "200ms")
+	if !strings.Contains(out, "| alpha() {") || !strings.Contains(out, "beta();") {
+		t.Errorf("live -p replayed:\n%.2000s", out)
+	}
+	_, tmp, ok := strings.Cut(errOut, " into ")
+	tmp, _, _ = strings.Cut(tmp, " until ")
+	if !ok || tmp == "" {
+		t.Fatalf("live -p said:\n%s", errOut)
+	}
+	if _, err := os.Stat(filepath.Dir(tmp)); !os.IsNotExist(err) {
+		t.Errorf("live -p left %s: %v", filepath.Dir(tmp), err)
+	}
+	r.end(t, wantOut, wantCode)
+}

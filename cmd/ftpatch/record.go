@@ -23,6 +23,7 @@ import (
 
 	"ftpatch/arch"
 	"ftpatch/argspec"
+	"ftpatch/control"
 	"ftpatch/elfx"
 	"ftpatch/funclist"
 	"ftpatch/infile"
@@ -840,7 +841,7 @@ names.
 				if pid < 0 {
 					return usage(fmt.Errorf("-p %d: not a process id", pid))
 				}
-				return rf.recordPid(pid, dir, duration, stderr)
+				return rf.recordPid(pid, dir, duration, true, stderr)
 			}
 			t, err := findTarget(args)
 			if err != nil {
@@ -864,13 +865,18 @@ names.
 func newLive(stdout, stderr io.Writer) *cobra.Command {
 	var rf recordFlags
 	var keep bool
+	var pid int
+	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "live [flags] [--] PROG [ARGS...]",
+		Use:   "live [flags] [--] PROG [ARGS...] | live -p PID [flags]",
 		Short: "Record a program into a temporary directory, then replay its trace",
 		Long: `live records PROG as ftpatch record does, into a temporary directory,
 then prints the trace as ftpatch replay does (after PROG's own output, on
 standard output), and removes the directory, unless --keep, which keeps
-it and names it on stderr. Its flags are record's (but -d).
+it and names it on stderr. Its flags are record's (but -d). With -p PID
+it records a running process as record -p does (--duration, or until
+^C, SIGTERM or its end), into a temporary directory the process's user
+can write, then replays it.
 
 A replay cut short by its reader (ftpatch live ... | head) ends quietly;
 ^C or SIGTERM during the replay removes the directory (unless --keep)
@@ -881,9 +887,24 @@ A replay that fails is reported on stderr; the exit status is then 1 if
 PROG's was 0.`,
 		Example: `  ftpatch live ./prog input.txt
   ftpatch live -F main -D 2 -- ./prog | less
-  ftpatch live --keep --tracer function ./prog`,
-		Args: usageArgs(needProgram),
+  ftpatch live --keep --tracer function ./prog
+  ftpatch live -p $(pidof server) --filter 'handle_*' --duration 2s`,
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if pid != 0 {
+				if len(args) > 0 {
+					return errors.New("-p PID records a running process: no program to run too")
+				}
+				return nil
+			}
+			if duration != 0 {
+				return errors.New("--duration is -p's")
+			}
+			return needProgram(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pid != 0 {
+				return livePid(&rf, pid, duration, keep, stdout, stderr)
+			}
 			t, err := findTarget(args)
 			if err != nil {
 				return err // refused before a directory is made
@@ -923,7 +944,51 @@ PROG's was 0.`,
 	}
 	rf.register(cmd)
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the trace directory, and name it on stderr")
+	cmd.Flags().IntVarP(&pid, "pid", "p", 0, "record the running process `PID` (attached to through ptrace) rather than run a program")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "with -p: stop recording after `DURATION` (10s, 1m) rather than at ^C")
 	return cmd
+}
+
+// livePid is live -p: process pid recorded as record -p does into a
+// temporary directory, replayed, and the directory removed unless keep.
+// The directory is made traversable and given to the process's user,
+// who makes the trace in it (the process writes its own trace).
+func livePid(rf *recordFlags, pid int, duration time.Duration, keep bool, stdout, stderr io.Writer) error {
+	if pid < 0 {
+		return usage(fmt.Errorf("-p %d: not a process id", pid))
+	}
+	parent, err := os.MkdirTemp("", "ftpatch-live-")
+	if err != nil {
+		return err
+	}
+	cleanup := func() {
+		if !keep {
+			os.RemoveAll(parent)
+		}
+	}
+	defer cleanup()
+	var st syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d", pid), &st); err != nil {
+		return fmt.Errorf("live -p %d: %w", pid, control.ErrNoProcess)
+	}
+	if int(st.Uid) != os.Getuid() {
+		if err := os.Chown(parent, int(st.Uid), int(st.Gid)); err != nil {
+			return fmt.Errorf("live -p %d: giving the process's user the temporary directory: %w", pid, err)
+		}
+	}
+	path := filepath.Join(parent, "trace")
+	if err := rf.recordPid(pid, path, duration, false, stderr); err != nil {
+		return err
+	}
+	err = replayLive(stdout, stderr, path, cleanup)
+	if keep {
+		fmt.Fprintf(stderr, "ftpatch: the trace is kept in %s\n", path)
+	}
+	if err != nil && !errors.Is(err, syscall.EPIPE) {
+		fmt.Fprintf(stderr, "ftpatch: replay: %v\n", err)
+		return &exitError{code: exitProblem, err: errReported}
+	}
+	return nil
 }
 
 // errReported is an error already printed on stderr.

@@ -53,8 +53,9 @@ func (r *recordFlags) pidRefused() []string {
 }
 
 // recordPid records running process pid into dir, as -p says, for
-// duration (0: until ^C, SIGTERM or the process's end).
-func (r *recordFlags) recordPid(pid int, dir string, duration time.Duration, stderr io.Writer) error {
+// duration (0: until ^C, SIGTERM or the process's end); told, it says
+// where the trace is when it ends (record's; live replays it instead).
+func (r *recordFlags) recordPid(pid int, dir string, duration time.Duration, told bool, stderr io.Writer) error {
 	if bad := r.pidRefused(); len(bad) > 0 {
 		return usage(fmt.Errorf("record -p: %s: read by the runtime at a program's start, which a running process is past", strings.Join(bad, ", ")))
 	}
@@ -136,6 +137,9 @@ wait:
 		if _, err := control.Do(pid, "end"); err != nil && alive(pid) {
 			return fmt.Errorf("record -p %d: ending its trace: %w", pid, err)
 		}
+	}
+	if !told {
+		return nil
 	}
 	q := shellQuote(abs)
 	how := ""
