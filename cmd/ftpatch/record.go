@@ -824,18 +824,7 @@ names.
   ftpatch record --tracer function --filter 'hash_*,!hash_mix' -d t1 ./prog
   ftpatch replay t1
   ftpatch record -p $(pidof server) --filter 'handle_*' --duration 10s -d t2`,
-		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
-			if pid != 0 {
-				if len(args) > 0 {
-					return errors.New("-p PID records a running process: no program to run too")
-				}
-				return nil
-			}
-			if duration != 0 {
-				return errors.New("--duration is -p's")
-			}
-			return needProgram(cmd, args)
-		}),
+		Args: usageArgs(programOrPid(&pid, &duration)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if pid != 0 {
 				if pid < 0 {
@@ -860,6 +849,23 @@ names.
 	cmd.Flags().IntVarP(&pid, "pid", "p", 0, "record the running process `PID` (attached to through ptrace) rather than run a program")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "with -p: stop recording after `DURATION` (10s, 1m) rather than at ^C")
 	return cmd
+}
+
+// programOrPid checks record's and live's arguments: a program to run,
+// or with -p PID none (and --duration with -p alone).
+func programOrPid(pid *int, duration *time.Duration) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if *pid != 0 {
+			if len(args) > 0 {
+				return errors.New("-p PID records a running process: no program to run too")
+			}
+			return nil
+		}
+		if *duration != 0 {
+			return errors.New("--duration is -p's")
+		}
+		return needProgram(cmd, args)
+	}
 }
 
 func newLive(stdout, stderr io.Writer) *cobra.Command {
@@ -889,18 +895,7 @@ PROG's was 0.`,
   ftpatch live -F main -D 2 -- ./prog | less
   ftpatch live --keep --tracer function ./prog
   ftpatch live -p $(pidof server) --filter 'handle_*' --duration 2s`,
-		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
-			if pid != 0 {
-				if len(args) > 0 {
-					return errors.New("-p PID records a running process: no program to run too")
-				}
-				return nil
-			}
-			if duration != 0 {
-				return errors.New("--duration is -p's")
-			}
-			return needProgram(cmd, args)
-		}),
+		Args: usageArgs(programOrPid(&pid, &duration)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if pid != 0 {
 				return livePid(&rf, pid, duration, keep, stdout, stderr)
