@@ -52,6 +52,10 @@ var ErrExited = errors.New("the process exited")
 // (its message names the rule that refused).
 var ErrPermission = errors.New("the kernel refuses to let ftpatch trace the process")
 
+// ErrStopped: the process is stopped (SIGSTOP, SIGTSTP, ^Z): holding it
+// would resume it, since a thread held is let run to make a call.
+var ErrStopped = errors.New("the process is stopped (SIGSTOP or ^Z): continue it first (kill -CONT)")
+
 // ErrUnsupported: what was asked is not done on this architecture.
 var ErrUnsupported = errors.New("not supported on this architecture")
 
@@ -87,6 +91,9 @@ type Process struct {
 	// process is released; paused is when the current pause began.
 	Pause  time.Duration
 	paused time.Time
+	// grouped says a thread reported a group-stop while being held: the
+	// process was stopped meanwhile (SIGSTOP), and is let go stopped.
+	grouped bool
 }
 
 // pauseEnds ends the current pause (the threads run, or are released).
@@ -106,6 +113,15 @@ const options = unix.PTRACE_O_TRACECLONE
 // already held are let go as they were, and the error says why
 // (ErrPermission with the rule, ErrExited).
 func Seize(pid int) (*Process, error) {
+	if procState(pid) == 'T' {
+		return nil, fmt.Errorf("process %d: %w", pid, ErrStopped)
+	}
+	return seize(pid)
+}
+
+// seize is Seize without its first look at the process's state: one
+// stopped since is told by its threads' group-stops.
+func seize(pid int) (*Process, error) {
 	p := &Process{Pid: pid, threads: map[int]*Thread{}, ops: make(chan func()), done: make(chan struct{}), chld: make(chan os.Signal, 1)}
 	signal.Notify(p.chld, unix.SIGCHLD)
 	go p.serve()
@@ -210,6 +226,9 @@ func (p *Process) seizeAll() error {
 			if len(p.threads) == 0 {
 				return fmt.Errorf("process %d: %w", p.Pid, ErrExited)
 			}
+			if p.grouped {
+				return fmt.Errorf("process %d: %w", p.Pid, ErrStopped)
+			}
 			return nil
 		}
 	}
@@ -266,9 +285,14 @@ func (p *Process) waitStopped(tid int) error {
 			}
 			return nil
 		case ev != 0:
-			// The interrupt's stop, a group-stop, another event's.
+			// The interrupt's stop, a group-stop, another event's. A
+			// group-stop's signal is the one that stopped the process
+			// (the interrupt's is SIGTRAP).
 			if t != nil {
 				t.inSignal = false
+			}
+			if ev == unix.PTRACE_EVENT_STOP && ws.StopSignal() != unix.SIGTRAP {
+				p.grouped = true
 			}
 			return nil
 		default:
@@ -342,6 +366,20 @@ func (p *Process) releaseAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// procState is the process's state letter in /proc/PID/stat (R, S, D, T,
+// t, Z...), 0 if it cannot be read.
+func procState(pid int) byte {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || len(b) < i+3 {
+		return 0
+	}
+	return b[i+2]
 }
 
 // parent returns the process's parent's pid (0 if unknown): the fourth

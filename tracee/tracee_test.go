@@ -497,3 +497,41 @@ func testSafeThread(t *testing.T, flags []string) {
 	}
 	h.finish(t)
 }
+
+// TestSeizeStopped: a stopped process (SIGSTOP) is not held, since a
+// call would resume it; it stays stopped, and runs on when continued.
+func TestSeizeStopped(t *testing.T) {
+	h := startHeld(t)
+	pid := h.cmd.Process.Pid
+	unix.Kill(pid, unix.SIGSTOP)
+	for deadline := time.Now().Add(5 * time.Second); procState(pid) != 'T'; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the process did not stop: state %c", procState(pid))
+		}
+	}
+	if p, err := Seize(pid); !errors.Is(err, ErrStopped) {
+		t.Errorf("a stopped process: %v, want ErrStopped", err)
+		if p != nil {
+			p.Release()
+		}
+	}
+	if s := procState(pid); s != 'T' {
+		t.Errorf("state %c after the refusal, want T (stopped still)", s)
+	}
+	// Stopped between that look and the seizing: told by the threads'
+	// group-stops, and let go stopped.
+	if p, err := seize(pid); !errors.Is(err, ErrStopped) {
+		t.Errorf("a process stopped while seized: %v, want ErrStopped", err)
+		if p != nil {
+			p.Release()
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	if s := procState(pid); s != 'T' {
+		t.Errorf("state %c after the group-stop's refusal, want T (stopped still)", s)
+	}
+	unix.Kill(pid, unix.SIGCONT)
+	if got := h.finish(t); !strings.HasPrefix(got, "read ok\nsleep ok\nvectors ok\n") {
+		t.Errorf("the program printed\n%s", got)
+	}
+}
