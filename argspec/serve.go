@@ -1,7 +1,6 @@
 package argspec
 
 import (
-	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -61,16 +60,9 @@ func (s *Server) Close() error { return s.sock.Close() }
 
 // serve answers one question on c.
 func (s *Server) serve(c net.Conn) {
-	line, err := bufio.NewReader(io.LimitReader(c, 8<<10)).ReadString('\n')
-	if err != nil {
-		return
-	}
-	id, path, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	id, path, ok := asksock.Question(asksock.Reader(c))
 	if !ok {
 		return
-	}
-	if id == "-" {
-		id = ""
 	}
 	io.WriteString(c, s.Answer(path, id))
 }

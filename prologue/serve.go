@@ -1,7 +1,6 @@
 package prologue
 
 import (
-	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -126,17 +125,10 @@ func (s *Server) Close() error { return s.sock.Close() }
 
 // serve answers one module's question on c.
 func (s *Server) serve(c io.ReadWriter) {
-	r := bufio.NewReader(io.LimitReader(c, 8<<10))
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return
-	}
-	id, path, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	r := asksock.Reader(c)
+	id, path, ok := asksock.Question(r)
 	if !ok {
 		return
-	}
-	if id == "-" {
-		id = ""
 	}
 	p := s.Plans(path, id)
 	hdr := make([]byte, abi.PlanHeader)

@@ -6,9 +6,12 @@
 package asksock
 
 import (
+	"bufio"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -68,4 +71,27 @@ func (s *Server) loop(serve func(net.Conn)) {
 			serve(c)
 		}()
 	}
+}
+
+// Reader is what a connection c is read through: buffered, 8 KiB at
+// most in all (the question, and what a protocol reads after it).
+func Reader(c io.Reader) *bufio.Reader { return bufio.NewReader(io.LimitReader(c, 8<<10)) }
+
+// Question reads the question a runtime asks first on r (Reader's):
+// "BUILD-ID PATH" and a newline, BUILD-ID "-" for a module with none
+// (returned as ""). ok is false for anything else, which is not
+// answered.
+func Question(r *bufio.Reader) (id, path string, ok bool) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", "", false
+	}
+	id, path, ok = strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	if !ok {
+		return "", "", false
+	}
+	if id == "-" {
+		id = ""
+	}
+	return id, path, ok
 }
