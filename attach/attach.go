@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -46,29 +45,14 @@ func Entry(pid int) (uint64, string, error) {
 	var entry uint64
 	var path string
 	var rerr error
-	err := objects(pid, func(f *elfx.File, m tracee.Mapping) bool {
-		var word uint64
-		found := false
-		for _, s := range f.Sections {
-			if s.Name == abi.AttachSection && s.Flags&elf.SHF_ALLOC != 0 && s.Size >= 8 {
-				word, found = uint64(s.Addr), true
-				break
-			}
-		}
-		if !found {
+	err := tracee.Objects(pid, func(f *elfx.File, p string, bias uint64) bool {
+		i := slices.IndexFunc(f.Sections, func(s *elfx.Section) bool {
+			return s.Name == abi.AttachSection && s.Flags&elf.SHF_ALLOC != 0 && s.Size >= 8
+		})
+		if i < 0 {
 			return true
 		}
-		low := ^uint64(0)
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_LOAD && p.Off == 0 {
-				low = uint64(p.Vaddr) &^ (uint64(os.Getpagesize()) - 1)
-				break
-			}
-		}
-		if low == ^uint64(0) {
-			return true
-		}
-		path = m.Path
+		path = p
 		mem, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "mem"))
 		if err != nil {
 			rerr = fmt.Errorf("process %d: %w", pid, err)
@@ -76,12 +60,12 @@ func Entry(pid int) (uint64, string, error) {
 		}
 		defer mem.Close()
 		var b [8]byte
-		if _, err := mem.ReadAt(b[:], int64(m.Start-low+word)); err != nil {
-			rerr = fmt.Errorf("process %d: reading the runtime's attach entry in %s: %w", pid, m.Path, err)
+		if _, err := mem.ReadAt(b[:], int64(bias+uint64(f.Sections[i].Addr))); err != nil {
+			rerr = fmt.Errorf("process %d: reading the runtime's attach entry in %s: %w", pid, p, err)
 			return false
 		}
 		if entry = binary.LittleEndian.Uint64(b[:]); entry == 0 {
-			rerr = fmt.Errorf("process %d: %s: the runtime's attach entry is not relocated yet", pid, m.Path)
+			rerr = fmt.Errorf("process %d: %s: the runtime's attach entry is not relocated yet", pid, p)
 		}
 		return false
 	})
@@ -109,44 +93,13 @@ var siteSections = []string{abi.TableSection, "__patchable_function_entries", ab
 // sites, which the runtime, loaded into it, would trace.
 func Sited(pid int) (bool, error) {
 	found := false
-	err := objects(pid, func(f *elfx.File, m tracee.Mapping) bool {
-		for _, sec := range f.Sections {
-			if slices.Contains(siteSections, sec.Name) && sec.Size > 0 {
-				found = true
-				return false
-			}
-		}
-		return true
+	err := tracee.Objects(pid, func(f *elfx.File, _ string, _ uint64) bool {
+		found = slices.ContainsFunc(f.Sections, func(s *elfx.Section) bool {
+			return slices.Contains(siteSections, s.Name) && s.Size > 0
+		})
+		return !found
 	})
 	return found, err
-}
-
-// objects calls each with every ELF file process pid has mapped (read
-// through /proc/PID/map_files: the file mapped, even if its path now
-// names another) and its first mapping, until each returns false.
-func objects(pid int, each func(f *elfx.File, m tracee.Mapping) bool) error {
-	maps, err := tracee.Maps(pid)
-	if err != nil {
-		return err
-	}
-	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	seen := map[string]bool{}
-	for _, m := range maps {
-		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] {
-			continue
-		}
-		seen[m.Path] = true
-		f, err := elfx.Open(filepath.Join(proc, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
-		if err != nil {
-			if f, err = elfx.Open(m.Path); err != nil {
-				continue
-			}
-		}
-		if !each(f, m) {
-			return nil
-		}
-	}
-	return nil
 }
 
 // Inject loads the runtime's shared object lib (libftrt.so, of the
@@ -203,7 +156,7 @@ func Control(pid int) (time.Duration, error) {
 	if r := int64(ret); r == -int64(syscall.ECANCELED) {
 		return held, fmt.Errorf("process %d: %w: it was started with %s=0, which says it is not to be controlled", pid, ErrRefused, abi.EnvCtl)
 	} else if r < 0 {
-		return held, fmt.Errorf("process %d (%s): the control server cannot start: %w", pid, path, syscallErr(-r))
+		return held, fmt.Errorf("process %d (%s): the control server cannot start: %w", pid, path, syscall.Errno(-r))
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if listening(pid) {
@@ -228,6 +181,3 @@ func listening(pid int) bool {
 	}
 	return false
 }
-
-// syscallErr is the errno the runtime returned, negated back.
-func syscallErr(e int64) error { return syscall.Errno(e) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,47 +53,65 @@ func Maps(pid int) ([]Mapping, error) {
 	return out, sc.Err()
 }
 
+// Objects calls each with every ELF file process pid has mapped, its
+// path and its load bias (what the process's addresses add to the
+// file's), until each returns false. Each file is read through
+// /proc/PID/map_files, which is the file the process mapped even if its
+// path now names another (else through its path).
+func Objects(pid int, each func(f *elfx.File, path string, bias uint64) bool) error {
+	maps, err := Maps(pid)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range maps {
+		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] {
+			continue
+		}
+		seen[m.Path] = true
+		f, err := elfx.Open(filepath.Join("/proc", strconv.Itoa(pid), "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
+		if err != nil {
+			if f, err = elfx.Open(m.Path); err != nil {
+				continue
+			}
+		}
+		// The mapping at offset 0 is the first PT_LOAD's, page-aligned.
+		i := slices.IndexFunc(f.Progs, func(p elfx.Prog) bool { return p.Type == elf.PT_LOAD && p.Off == 0 })
+		if i < 0 {
+			continue
+		}
+		low := uint64(f.Progs[i].Vaddr) &^ (uint64(os.Getpagesize()) - 1)
+		if !each(f, m.Path, m.Start-low) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // Lookup finds function name in the first object mapped into process
 // pid that defines it (its dynamic symbols, then its symbol table) among
 // those whose path match accepts (nil: all), and returns its address in
 // the process and the object's path.
 func Lookup(pid int, name string, match func(path string) bool) (uint64, string, error) {
-	maps, err := Maps(pid)
+	var addr uint64
+	var from string
+	err := Objects(pid, func(f *elfx.File, path string, bias uint64) bool {
+		if match != nil && !match(path) {
+			return true
+		}
+		v, ok := defined(f, name)
+		if ok {
+			addr, from = bias+v, path
+		}
+		return !ok
+	})
 	if err != nil {
 		return 0, "", err
 	}
-	seen := map[string]bool{}
-	for _, m := range maps {
-		if m.Offset != 0 || !strings.HasPrefix(m.Path, "/") || seen[m.Path] || match != nil && !match(m.Path) {
-			continue
-		}
-		seen[m.Path] = true
-		// Read through the process's own view of the file, which is
-		// the file it mapped even if the path now names another.
-		f, err := elfx.Open(filepath.Join("/proc", strconv.Itoa(pid), "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)))
-		if err != nil {
-			f, err = elfx.Open(m.Path)
-			if err != nil {
-				continue
-			}
-		}
-		v, ok := defined(f, name)
-		if !ok {
-			continue
-		}
-		low := ^uint64(0)
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_LOAD && p.Off == 0 {
-				low = uint64(p.Vaddr) &^ (uint64(os.Getpagesize()) - 1)
-				break
-			}
-		}
-		if low == ^uint64(0) {
-			continue
-		}
-		return m.Start - low + v, m.Path, nil
+	if from == "" {
+		return 0, "", fmt.Errorf("process %d: no mapped object defines %s", pid, name)
 	}
-	return 0, "", fmt.Errorf("process %d: no mapped object defines %s", pid, name)
+	return addr, from, nil
 }
 
 // defined returns the value of function name in f.
