@@ -64,7 +64,9 @@ FTRACE it starts with every site a NOP; the first enable opens its trace
   out DIR         where the trace opens at the first enable, for a process
                   that has none yet (before FTRACE_OUT)
   end             every site back to its NOP and the trace ended: the
-                  process records no more (ftpatch record -p's end)
+                  process records no more until it is given another
+                  directory (out DIR) and an enable (ftpatch record -p's
+                  end, and another record -p's start)
 
 Exit status: 0 done, 1 the process refused (the reason is printed), has
 no runtime or cannot be attached to, 2 a usage error.`,

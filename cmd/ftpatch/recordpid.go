@@ -27,7 +27,8 @@ to it through ptrace as ftpatch ctl does, asks it to trace into -d DIR
 and lets it run; at ^C, SIGTERM, --duration or the process's exit, every
 site goes back to its NOP and the trace ends. The process runs on as
 before, the runtime's control server still listening (ftpatch ctl).
-A process records one trace in its life: a second -p is refused. The
+A second -p while one records the process is refused; once that one
+has ended, another -p records it again, into its own directory. The
 flags the runtime reads only at a program's start (-F, -N, -D, -t, -A,
 -R, --auto-args, -P, --buffer, -l) are refused with -p; library calls
 and scheduler events are not recorded.

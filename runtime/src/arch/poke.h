@@ -98,9 +98,11 @@ int ftrt_arch_trap(const siginfo_t *si, void *uc, int (*is_site)(uintptr_t ip)) 
 int ftrt_arch_live_state(uintptr_t ip, int *len) HIDDEN;
 /* The bytes that enable the site at ip of len bytes, at a function's
  * entry or after its prologue (want), into buf: a call of the module's
- * caller trampoline, which serves every tracer (ftrt_targets). 0, or -1
- * out of reach. */
-int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf) HIDDEN;
+ * caller trampoline, which serves every tracer (ftrt_targets); whole: an
+ * instruction as long as the site, which returns past all of it (x86-64:
+ * else a 6-byte site is a 5-byte call and a NOP). 0, or -1 out of
+ * reach. */
+int ftrt_arch_live_call(uintptr_t ip, int len, int want, int whole, unsigned char *buf) HIDDEN;
 
 /* The bytes that disable the enabled site at ip of len bytes, into buf
  * (x86-64: the load-time pass's NOP; arm64: its bl a NOP, an area's

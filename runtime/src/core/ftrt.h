@@ -315,13 +315,22 @@ void ftrt_trace_end(void) __attribute__((visibility("hidden")));
  * its descriptors closed, each thread's stream and the directory (its
  * lock let go with it), those still the runtime's alone (trace.c). */
 void ftrt_trace_close(void) __attribute__((visibility("hidden")));
+/* After such an end (ftrt_end_detached 2), before the next trace opens
+ * (ftpatch record -p again): every thread's buffer emptied for a new
+ * stream, the counts zeroed; the end's flags (ftrt_ending,
+ * ftrt_end_detached) are left up until the new trace is open
+ * (ftrt_trace_start lowers them). 0; -EBUSY when a thread is still
+ * inside the tracer (its buffer held past the end's wait): nothing
+ * changed (end.c). */
+int ftrt_trace_again(void) __attribute__((visibility("hidden")));
 /* The fatal signal whose handler ends the trace (trap.c: the flight
  * recorder's rings written as the program dies), for the metadata. */
 extern int ftrt_end_signal __attribute__((visibility("hidden")));
 /* ftpatch record -p ended the trace (live.c's ftrt_live_end): 1 while
  * it ends it, the final metadata saying so (META_KEY_DETACHED); 2 once
- * ended, after which no end (the process's exit, an exec) writes again.
- * The process runs on. */
+ * ended, after which no end (the process's exit, an exec) writes again,
+ * until another trace opens (ftrt_trace_again, then ftrt_trace_start:
+ * 0). The process runs on. */
 extern int ftrt_end_detached __attribute__((visibility("hidden")));
 /* The process is ending with status, what exit or _exit was given
  * (lifetime.c's exit handler, exit.c's _exit): its low 8 bits, what the

@@ -148,7 +148,7 @@ static int resite(struct live_mod *l, size_t i)
 	} else if (l->traced[i]) {
 		/* Any of the tracer's forms, not an ops's. */
 		if ((st == 1 && !ftrt_arch_live_ops_rec(ip, len) && !ftrt_arch_direct_known(ftrt_arch_live_target(ip, len))) ||
-		    ftrt_arch_live_call(ip, len, site_kind(l, i, len), p.new) != 0)
+		    ftrt_arch_live_call(ip, len, site_kind(l, i, len), ftrt_live_whole, p.new) != 0)
 			return 0;
 	} else {
 		if (st == 0)
@@ -206,10 +206,17 @@ static int plan(struct live_mod *l, int op, const char *list, size_t *changed)
 }
 
 static const char *last_why = "";
+int ftrt_live_whole;
 
 const char *ftrt_live_why(void)
 {
 	return last_why;
+}
+
+int ftrt_live_fail(int err, const char *why)
+{
+	last_why = why;
+	return err;
 }
 
 /* In a child after fork: the lock the parent's thread may have held,
@@ -270,25 +277,6 @@ static int apply(void)
 	nbatch = 0;
 	delta = 0;
 	return err;
-}
-
-/* Open the trace for the first enable of a process started untraced. */
-static int open_trace(void)
-{
-	if (__atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED)) {
-		last_why = "the trace has ended (ftpatch record -p, or the process exits): a process records one trace";
-		return -ESHUTDOWN;
-	}
-	if (ftrt_tracing() || ftrt_mode == FTRT_NOP)
-		return 0;
-	if (!ftrt_mode)
-		ftrt_mode = want_tracer == FTRT_GRAPH && !ftrt_graph_safe() ? FTRT_FUNCTION : want_tracer;
-	if (ftrt_trace_open() != 0) {
-		last_why = "the trace directory cannot be made";
-		return -EACCES;
-	}
-	ftrt_trace_meta_update();
-	return 0;
 }
 
 /*
@@ -406,7 +394,7 @@ int ftrt_live_filter(int op, const char *list)
 	if (!err)
 		err = ftrt_live_index_all();
 	if (!err && op != OP_DISABLE)
-		err = open_trace();
+		err = ftrt_live_open_trace(want_tracer);
 	for (int i = 0; i < FTRT_MOD_MAX && !err; i++)
 		if (ftrt_live_mods[i].md && ftrt_live_mods[i].md->live)
 			err = plan(&ftrt_live_mods[i], op, list, &changed);
@@ -444,6 +432,40 @@ int ftrt_live_disable(const char *list)
 	return ftrt_live_filter(OP_DISABLE, list);
 }
 
+int ftrt_live_restore(void)
+{
+	ftrt_modules_lock();
+	int err = ready();
+	for (int i = 0; i < FTRT_MOD_MAX && !err; i++) {
+		struct live_mod *l = &ftrt_live_mods[i];
+		if (!l->md || !l->md->live)
+			continue;
+		for (size_t j = 0; j < l->n && !err; j++) {
+			int len, n = l->orig_len[j];
+			uintptr_t ip = l->site[j];
+			/* Only where the disabled site is as long as it was: a
+			 * shorter one (a 6-byte site an ops made a 5-byte call and a
+			 * NOP) may have a thread still in the tracer that returns
+			 * into its last byte. */
+			if (!n || ftrt_arch_live_state(ip, &len) != 0 || len != n || memcmp((const void *)ip, l->orig[j], (size_t)n) == 0)
+				continue;
+			struct ftrt_poke p = { .ip = ip, .len = (unsigned char)n };
+			memcpy(p.old, (const void *)ip, (size_t)n);
+			memcpy(p.new, l->orig[j], (size_t)n);
+			err = batch_add(&p);
+		}
+	}
+	if (!err)
+		err = apply();
+	nbatch = 0;
+	delta = 0;
+	int trap = err ? 0 : ftrt_patch_up.trap_release ? ftrt_patch_up.trap_release() : 0;
+	ftrt_modules_release();
+	if (!err && trap)
+		err = ftrt_live_fail(trap, "a thread has a SIGTRAP pending: the runtime's handler stays SIGTRAP's");
+	return err;
+}
+
 /* Before a change of tracer: the enabled sites whose tracer is not the
  * process-wide one (ftrt_arch_live_shared) moved to the module's caller,
  * which serves every tracer. */
@@ -469,7 +491,7 @@ static int untrampoline(void)
 			int want = l->kind[k] ? site_kind(l, k, len)
 				   : ftrt_site_prologue(l->site[k]) ? WANT_PROLOGUE
 										: WANT_ENTRY;
-			if (ftrt_arch_live_call(p.ip, len, want, p.new) != 0)
+			if (ftrt_arch_live_call(p.ip, len, want, ftrt_live_whole, p.new) != 0)
 				continue;
 			err = batch_add(&p);
 		}
@@ -504,7 +526,7 @@ int ftrt_live_tracer(const char *name)
 		if (!err) {
 			if (ftrt_mode == FTRT_NOP && t != FTRT_NOP && !ftrt_tracing()) {
 				ftrt_mode = t;
-				err = open_trace();
+				err = ftrt_live_open_trace(want_tracer);
 			}
 			__atomic_store_n(&ftrt_mode, t, __ATOMIC_RELAXED);
 			if (ftrt_tracing() && !ftrt_paused)
@@ -534,51 +556,6 @@ void ftrt_live_pause(int pause)
 	} else if (__atomic_exchange_n(&ftrt_paused, 0, __ATOMIC_SEQ_CST) && ftrt_tracing()) {
 		ftrt_trace_go();
 	}
-}
-
-int ftrt_live_out(const char *dir)
-{
-	if (!dir || dir[0] != '/') {
-		last_why = "the trace directory is an absolute path";
-		return -EINVAL;
-	}
-	if (__atomic_load_n(&ftrt_ending, __ATOMIC_RELAXED)) {
-		last_why = "the process's trace has ended: a process records one trace in its life";
-		return -EBUSY;
-	}
-	if (ftrt_tracing()) {
-		last_why = "the process has a trace open already";
-		return -EBUSY;
-	}
-	size_t n = strlen(dir);
-	if (n >= sizeof ftrt_trace_out_given) {
-		last_why = "the trace directory's path is too long";
-		return -ENAMETOOLONG;
-	}
-	memcpy(ftrt_trace_out_given, dir, n + 1);
-	return 0;
-}
-
-int ftrt_live_end(void)
-{
-	if (!ftrt_tracing()) {
-		last_why = "no trace is open";
-		return -ENOENT;
-	}
-	/* Every site back to its NOP first, so that no thread enters the
-	 * tracer for the trace that is ending; calls under way return
-	 * through the return handler, which the runtime keeps. */
-	int r = ftrt_live_disable("*");
-	if (r < 0)
-		return r;
-	ftrt_end_detached = 1;
-	ftrt_trace_end();
-	__atomic_store_n(&ftrt_end_detached, 2, __ATOMIC_RELEASE); /* ended for good: no later end writes over it */
-	ftrt_trace_close(); /* and its descriptors closed: the process holds what it held before */
-	ftrt_modules_lock(); /* the writers' lock: none writes code through it meanwhile */
-	ftrt_text_close();
-	ftrt_modules_release();
-	return r;
 }
 
 size_t ftrt_live_enabled(void)

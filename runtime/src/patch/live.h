@@ -79,12 +79,31 @@ const char *ftrt_live_tracer_name(void) HIDDEN;
 void ftrt_live_pause(int pause) HIDDEN;
 size_t ftrt_live_enabled(void) HIDDEN;
 const char *ftrt_live_why(void) HIDDEN;
-/* ftpatch record -p, through ctl.c: where the trace opens (dir, an
- * absolute path; before the first enable), and its end, every site
- * disabled first (the sites disabled), after which the process records
- * no more. */
+/* live.c: set when ftpatch attached to the process (ctl.c's
+ * ftrt_attach): every site changed live from then on keeps its length
+ * (ftrt_arch_live_call's whole), so that a detach can give it back the
+ * bytes it had (ftrt_live_restore) with no thread returning into them. */
+extern int ftrt_live_whole HIDDEN;
+/* live.c: why is what ftrt_live_why says next; returns err. */
+int ftrt_live_fail(int err, const char *why) HIDDEN;
+
+/* liveout.c. ftpatch record -p, through ctl.c: where the next trace
+ * opens (dir, an absolute path; before the enable that opens it), and
+ * its end, every site disabled first (the sites disabled), after which
+ * the process records nothing until another record -p gives a
+ * directory again. For live.c: the trace opened at an enable when none
+ * is, with tracer (the one asked for) when none is chosen yet; 0 or
+ * -errno. */
 int ftrt_live_out(const char *dir) HIDDEN;
 int ftrt_live_end(void) HIDDEN;
+/* live.c, for ftrt_live_end, every site disabled: each site that was
+ * disabled when first indexed given back the very bytes it had then (a
+ * call of __fentry__ through the GOT, a NOP of the compiler's or of
+ * recordmcount's), where a live disable leaves its own (the compare,
+ * poke.c); then SIGTRAP's action the program's again (trap.c). 0, or
+ * -errno with ftrt_live_why saying why. */
+int ftrt_live_restore(void) HIDDEN;
+int ftrt_live_open_trace(int tracer) HIDDEN;
 
 /* ctl.c: listen for ftpatch ctl when FTRACE_CTL=1 (lifetime.c, when the
  * program's initialisers begin). */

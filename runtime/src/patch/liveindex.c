@@ -70,7 +70,7 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	for (size_t i = 0; i < m && !err; i++)
 		if (nm[i] && kind[i] != WANT_NOP)
 			pool += strlen(nm[i]) + 1, named++;
-	size_t bytes = m * (sizeof(uintptr_t) + 2 + 2 * sizeof(uint32_t)) + pool;
+	size_t bytes = m * (sizeof(uintptr_t) + 2 * sizeof(uint32_t) + 2 + 1 + 8) + pool;
 	char *mem = err ? NULL : live_zalloc(bytes);
 	if (!mem) {
 		ftrt_symbols_close();
@@ -84,15 +84,23 @@ int ftrt_live_index(const struct ftrt_mod *md, struct live_mod *l)
 	l->byname = l->name + m;
 	l->kind = (unsigned char *)(l->byname + m);
 	l->traced = l->kind + m;
-	l->names = (char *)(l->traced + m);
+	l->orig_len = l->traced + m;
+	l->orig = (unsigned char (*)[8])(l->orig_len + m);
+	l->names = (char *)(l->orig + m);
 	memcpy(l->site, s, m * sizeof *s);
 	memcpy(l->kind, kind, m);
 	/* What the tracer has now: every site enabled, as no ops has a
 	 * module not indexed yet. */
 	ftrt_module_use(mod);
 	for (size_t i = 0; i < m; i++) {
-		int len;
-		l->traced[i] = ftrt_arch_live_state(s[i], &len) == 1;
+		int len, st = ftrt_arch_live_state(s[i], &len);
+		l->traced[i] = st == 1;
+		/* As the process has it before any live change: a detach
+		 * (ftpatch record -p's end) leaves it so again. */
+		if (st == 0 && len > 0 && len <= (int)sizeof l->orig[i]) {
+			l->orig_len[i] = (unsigned char)len;
+			memcpy(l->orig[i], (const void *)s[i], (size_t)len);
+		}
 	}
 	size_t off = 0, j = 0;
 	for (size_t i = 0; i < m; i++) {

@@ -18,6 +18,8 @@ struct live_mod {
 	uintptr_t *site;           /* sorted, unique */
 	unsigned char *kind;       /* WANT_ENTRY, WANT_MCOUNT; WANT_NOP: in no named function */
 	unsigned char *traced;     /* the tracer wants the site (ops may want it besides, ops.c) */
+	unsigned char *orig_len;   /* the site disabled when indexed: its bytes' length then (else 0) */
+	unsigned char (*orig)[8];  /* and those bytes: what an end of ftpatch record -p puts back (live.c) */
 	uint32_t *name;            /* offset of the site's function's name in names; NONAME: none */
 	uint32_t *byname;          /* the named sites' indices, by name */
 	size_t nnamed;

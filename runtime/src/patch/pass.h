@@ -63,5 +63,12 @@ int ftrt_trace_open(void) __attribute__((visibility("hidden")));
  * an absolute path, which ftrt_trace_open takes before FTRACE_OUT; ""
  * for none. */
 extern char ftrt_trace_out_given[PATH_MAX] __attribute__((visibility("hidden")));
+/* The runtime was loaded into a process already running (ftpatch's
+ * attach: process/preload.c says so before the first pass): its threads
+ * run the sites while the passes look at them, so no pass writes a
+ * byte; every change is the live part's (live.c), through the protocol
+ * that writes code while threads run (arch/poke.h), and ftpatch record
+ * -p's end gives each site back the bytes it had. */
+extern int ftrt_pass_late __attribute__((visibility("hidden")));
 
 #endif

@@ -62,6 +62,7 @@ static int cmp_addr(const void *a, const void *b)
  * says nothing (its stderr is another user's).
  */
 char ftrt_trace_out_given[PATH_MAX];
+int ftrt_pass_late;
 
 int ftrt_trace_open(void)
 {
@@ -379,6 +380,11 @@ void ftrt_pass(struct ftrt_mod *md)
 	 * count the sites this table holds; one that does not was written
 	 * for another table (the file changed after ftpatch), and is ignored.
 	 */
+	/* Loaded late (pass.h): count what the sites hold, write nothing. */
+	if (ftrt_pass_late) {
+		ftrt_sites_walk(s, NULL, m, -1);
+		goto out;
+	}
 	const struct ftrt_config *cfg = ftrt_config_check(mod->config);
 	if (cfg && (cfg->flags & FTRT_CFG_PATCHED)) {
 		if (cfg->sites != m || cfg->tracer > FTRT_NOP) {

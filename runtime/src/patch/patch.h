@@ -32,8 +32,8 @@
 /*
  * What the layers above give the patch layer, which it calls through
  * these, never by name (lifetime.c wires them, before the program's
- * pass): the SIGTRAP handler's installation before a live batch
- * (process/trap.c); the tracer as one of a site's list of ops, with the
+ * pass): the SIGTRAP handler's installation before a live batch, and its
+ * release after ftpatch record -p's end (process/trap.c); the tracer as one of a site's list of ops, with the
  * registers the ops caller saved (tracers/<isa>/fregs.c); a module's
  * pass done, before the ops get its functions (tracers/capture.c's
  * table, which its chooser reads); whether a throw reaches the tracers'
@@ -44,6 +44,7 @@ struct ftrace_regs;
 struct ftrt_mod;
 struct ftrt_patch_calls {
 	int (*trap_install)(void);
+	int (*trap_release)(void);
 	void (*tracer)(uintptr_t ip, struct ftrace_regs *fregs);
 	void (*added)(const struct ftrt_mod *md);
 	int (*unwind_hooked)(void);

@@ -343,8 +343,9 @@ static void patch_segment(const uintptr_t *sites, unsigned char *want, size_t n,
 }
 
 /*
- * The pass over a pre-patched file: read each site of sites[0..n) (all
- * inside one executable segment) and count what it holds. A site must be
+ * The pass over a pre-patched file, or of a runtime loaded late
+ * (pass.h): read each site of sites[0..n) (all inside one executable
+ * segment) and count what it holds. A site must be
  * one NOP, or a call to the trampoline of the recorded tracer (`mode`);
  * anything else is counted skipped. Nothing is written, whatever is
  * found: the file is what ftpatch made it, and ftpatch verify, not the
@@ -355,7 +356,10 @@ static void check_segment(const uintptr_t *sites, size_t n, int mode)
 	for (size_t i = 0; i < n; i++) {
 		const unsigned char *ip = (const unsigned char *)sites[i];
 		int len;
-		if (ftrt_arch_classify(ip, &len) == FTRT_SITE_NOP)
+		enum ftrt_site_state st = ftrt_arch_classify(ip, &len);
+		/* Loaded late, a compiler's call of a hook is as disabled as a
+		 * NOP: it calls what the program was linked to (pass.h). */
+		if (st == FTRT_SITE_NOP || (ftrt_pass_late && st == FTRT_SITE_CALL))
 			ftrt_pass_stats->nops++;
 		else if (mode > 0 && ftrt_arch_tramp_call(ip, &len, mode))
 			ftrt_pass_stats->enabled++;

@@ -427,6 +427,9 @@ long ftrt_attach(void)
 	const char *no = ftrt_env(ENV_CTL);
 	if (no && no[0] == '0' && !no[1])
 		return -ECANCELED;
+	/* Changes from now on keep each site's length: a detach gives the
+	 * sites back their bytes (patch/live.h). */
+	__atomic_store_n(&ftrt_live_whole, 1, __ATOMIC_RELAXED);
 	ftrt_in_runtime++; /* the runtime's own calls of the C library: never library calls of the program's */
 	int r = start();
 	ftrt_in_runtime--;

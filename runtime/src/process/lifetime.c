@@ -71,6 +71,7 @@
 #include "core/ftrt.h"
 #include "core/say.h"
 #include "patch/libcall.h"
+#include "patch/pass.h"
 #include "patch/patch.h"
 #include "patch/prologue.h"
 #include "process.h"
@@ -203,6 +204,7 @@ void ftrt_init(void)
 	done = 1;
 	ftrt_clock_init(); /* before any GOT slot is redirected (patch/libcall.c) */
 #ifdef FTRT_PRELOAD
+	ftrt_pass_late = ftrt_preload_late();
 	uintptr_t inside = getauxval(AT_ENTRY);
 	struct ftrt_tables t;
 	if (ftrt_preload_describe(&self, "/proc/self/exe", inside, &t) != 0)
@@ -273,6 +275,7 @@ void ftrt_preinit(int argc, char **argv, char **envp)
 	};
 	static const struct ftrt_patch_calls patch = {
 		.trap_install = ftrt_trap_install,
+		.trap_release = ftrt_trap_release,
 		.tracer = ftrt_arch_ops_tracer,
 		.added = ftrt_capture_added,
 		.unwind_hooked = ftrt_unwind_hooked, /* weak: NULL without C++ catches */

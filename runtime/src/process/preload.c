@@ -33,10 +33,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "arch/libstub.h"
 #include "core/ftrt.h"
@@ -95,6 +97,45 @@ static const struct {
 	{ "_mcount", FTRT_T_MCOUNT },
 #endif
 };
+
+/* Whether list (LD_PRELOAD's syntax: paths split at spaces or colons;
+ * /etc/ld.so.preload's: at whitespace) names a file called base. */
+static int lists(const char *list, const char *base)
+{
+	size_t n = strlen(base);
+	for (const char *p = list; p && *p;) {
+		size_t k = strcspn(p, " :\t\n");
+		const char *slash = memrchr(p, '/', k), *name = slash ? slash + 1 : p;
+		if ((size_t)(p + k - name) == n && memcmp(name, base, n) == 0)
+			return 1;
+		p += k;
+		p += strspn(p, " :\t\n");
+	}
+	return 0;
+}
+
+int ftrt_preload_late(void)
+{
+	Dl_info self;
+	if (!dladdr((void *)ftrt_preload_late, &self) || !self.dli_fname)
+		return 0;
+	const char *base = strrchr(self.dli_fname, '/');
+	base = base ? base + 1 : self.dli_fname;
+	/* The loader's own reading of LD_PRELOAD: in a secure-execution
+	 * process too, where it preloads from the system's directories. */
+	if (lists(getenv("LD_PRELOAD"), base))
+		return 0;
+	char buf[4096];
+	int fd = open("/etc/ld.so.preload", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		if (lists(buf, base))
+			return 0;
+	}
+	return 1;
+}
 
 /* Bind the module's lazy PLT slots of the hooks (those still pointing
  * into the module, at its PLT's lazy path) to the runtime's, when the

@@ -26,6 +26,12 @@
 /* trap.c. Take SIGTRAP (once): the program's action, as it was, is kept
  * and run for every trap that is not the runtime's. 0, or -errno. */
 int ftrt_trap_install(void) __attribute__((visibility("hidden")));
+/* After ftpatch record -p's end, every site back as it was (no int3 of
+ * the runtime's left in code): SIGTRAP's action the program's again,
+ * unless the runtime holds it from the start (the program links the API
+ * or listens) or a thread has a SIGTRAP still pending. 0 given back (or
+ * nothing to give), -EBUSY kept. */
+int ftrt_trap_release(void) __attribute__((visibility("hidden")));
 /* Take the signals a fault raises, and SIGABRT (the flight recorder,
  * at the trace's start): a death of one writes the rings first. */
 void ftrt_trap_fatal(void) __attribute__((visibility("hidden")));
@@ -41,6 +47,12 @@ struct ftrt_module;
 struct ftrt_tables;
 int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t inside, struct ftrt_tables *t)
 	__attribute__((visibility("hidden")));
+/* Whether this runtime was loaded into the process after its start (a
+ * dlopen: ftpatch's attach), not with it: its file is named in neither
+ * of the lists the loader preloads at a start (LD_PRELOAD,
+ * /etc/ld.so.preload). No program lists it as needed: it is only ever
+ * preloaded or loaded so. */
+int ftrt_preload_late(void) __attribute__((visibility("hidden")));
 /* Register every loaded shared object with sites that neither links the
  * module stub nor is registered yet (at start). */
 void ftrt_preload_scan(void) __attribute__((visibility("hidden")));

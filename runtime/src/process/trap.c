@@ -54,8 +54,12 @@
  * written and the process killed, as the default action would.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -63,6 +67,10 @@
 #include "record/tracer.h"
 
 int ftrt_end_signal;
+
+/* SIGTRAP is the runtime's from the start (ftrt_trap_start): never
+ * given back (ftrt_trap_release). */
+static int armed_at_start;
 
 int __real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 sighandler_t __real_signal(int sig, sighandler_t handler);
@@ -197,7 +205,10 @@ static void die(int sig, const siginfo_t *si)
  */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (sig == SIGTRAP && sigs[sig].front && ftrt_arch_trap(si, uc, ftrt_live_is_site))
+	/* Whether the front is still in or not: a trap taken on a site's
+	 * int3 before ftrt_trap_release let the front go is delivered to
+	 * this handler all the same, and runs the site again. */
+	if (sig == SIGTRAP && ftrt_arch_trap(si, uc, ftrt_live_is_site))
 		return;
 	struct sigaction a;
 	prog_load(sig, &a);
@@ -248,6 +259,46 @@ int ftrt_trap_install(void)
 	return err;
 }
 
+/* Whether a thread of the process has a SIGTRAP pending (its own or
+ * the process's, /proc/self/task/N/status's SigPnd and ShdPnd), or
+ * whether that cannot be read. */
+static int trap_pending(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 1;
+	int pending = 0;
+	for (struct dirent *e; !pending && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[sizeof "/proc/self/task//status" + sizeof e->d_name], buf[2048];
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* the thread ended */
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		for (const char *k = buf; (k = strstr(k, "Pnd:")) != NULL; k += 4)
+			pending |= (strtoull(k + 4, NULL, 16) >> (SIGTRAP - 1)) & 1;
+	}
+	closedir(d);
+	return pending;
+}
+
+int ftrt_trap_release(void)
+{
+	if (!__atomic_load_n(&sigs[SIGTRAP].front, __ATOMIC_ACQUIRE) || armed_at_start)
+		return 0;
+	if (trap_pending())
+		return -EBUSY;
+	struct sigaction p;
+	prog_load(SIGTRAP, &p);
+	__atomic_store_n(&sigs[SIGTRAP].front, 0, __ATOMIC_RELEASE);
+	ftrt_trap_armed = 0;
+	return __real_sigaction(SIGTRAP, &p, NULL) == 0 ? 0 : -errno;
+}
+
 void ftrt_trap_fatal(void)
 {
 	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
@@ -269,7 +320,7 @@ void ftrt_trap_start(void)
 	int api = ftrace_enable_functions != NULL;
 #endif
 	if (api || ftrt_ctl_wanted()) {
-		ftrt_trap_armed = 1;
+		ftrt_trap_armed = armed_at_start = 1;
 		ftrt_live_arm();
 	}
 }

@@ -149,6 +149,32 @@ void ftrt_trace_end(void)
 		ftrt_modules_release();
 }
 
+int ftrt_trace_again(void)
+{
+	if (__atomic_load_n(&ftrt_end_detached, __ATOMIC_ACQUIRE) < 2)
+		return -EINVAL;
+	uint64_t deadline = mono_ns() + END_WAIT_NS;
+	if (ftrt_bufs_take((int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0), deadline) != 1)
+		return -EBUSY; /* a thread making or ending its buffer (or this one's handler) */
+	/* The end raised ftrt_ending long ago, and every thread has passed a
+	 * barrier since (the end's membarrier): none takes its buffer from
+	 * here on but to pop a returning call off its shadow stack. One that
+	 * took it before the end and has not let it go (a handler stopped
+	 * inside the tracer) is waited for, then refused. */
+	int ok = 1;
+	for (struct tbuf *b = ftrt_bufs; b && ok; b = b->next)
+		ok = settled(b, deadline);
+	if (ok)
+		for (struct tbuf *b = ftrt_bufs; b; b = b->next)
+			ftrt_tbuf_restart(b);
+	ftrt_bufs_unlock();
+	if (!ok)
+		return -EBUSY;
+	barrier_all(); /* each thread's next look at its buffer sees it emptied */
+	ftrt_trace_zero_counts();
+	return 0;
+}
+
 /*
  * Before an exec (exec.c): write this thread's buffer out, as the exec
  * would discard it; in the process that made the trace, also the final

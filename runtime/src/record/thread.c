@@ -133,7 +133,39 @@ static void ftrt_thread_exit(void *p)
  * destructor). -1 when no key is left. */
 int ftrt_thread_start(void)
 {
-	return pthread_key_create(&exit_key, ftrt_thread_exit) != 0 ? -1 : 0;
+	static int made; /* once: a second trace (ftpatch record -p again) keeps the key */
+	if (!made && pthread_key_create(&exit_key, ftrt_thread_exit) != 0)
+		return -1;
+	made = 1;
+	return 0;
+}
+
+/*
+ * Buffer b made ready for a new stream (a forked child's, or a second
+ * trace's: end.c's ftrt_trace_again), its records so far dropped as if
+ * flushed: base goes on counting past them, so no shadow entry of
+ * before takes a new record for its own (FTRACE_THRESH); the new stream
+ * starts with a TIME. The calls running now have their entries in the
+ * old stream: their ends are recorded in neither (MARK_INHERITED).
+ * Contexts' calls, on shadow stacks of their own, are not followed so:
+ * a process that made any leaves its new counts to be read from the
+ * records. Its thread records nothing meanwhile (alone in a child; the
+ * trace ending, and b seen not busy, for a second trace).
+ */
+void ftrt_tbuf_restart(struct tbuf *b)
+{
+	b->base += b->n;
+	b->n = 0;
+	b->last = 0;
+	b->fd = FD_NONE;
+	b->pending = 0;
+	ftrt_ring_forget(b);
+	b->calls = b->entries = b->exits = b->unwound = 0;
+	b->first = 0;
+	b->summed = b->base;
+	b->uncounted = atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed) != 0;
+	for (uint32_t i = 0; i < b->own.depth; i++)
+		b->own.e[i].mark |= MARK_INHERITED;
 }
 
 /* In a child after fork: the parent's records are the parent's to write,
@@ -160,30 +192,9 @@ void ftrt_after_fork_child(void)
 	ftrt_trace_pid = (int)sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (keep) {
 		keep->next = NULL;
-		/* The parent's records are dropped as if flushed: base goes on
-		 * counting past them, so no shadow entry of the parent's takes
-		 * a record of the child's for its own (FTRACE_THRESH); and the
-		 * child's stream starts with a TIME. */
-		keep->base += keep->n;
-		keep->n = 0;
-		keep->last = 0;
-		keep->fd = FD_NONE;
-		keep->pending = 0;
-		ftrt_ring_forget(keep);
+		ftrt_tbuf_restart(keep); /* the parent's records are the parent's */
 		keep->pid = ftrt_trace_pid;
 		keep->tid = (int)sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
-		/* The child's stream's summary counts its own records. The
-		 * calls running at the fork have their entries in the parent's
-		 * stream: their ends are recorded in neither (MARK_INHERITED).
-		 * Contexts' calls, on shadow stacks of their own, are not
-		 * followed so: a child of a process that made any leaves its
-		 * counts to be read from the records. */
-		keep->calls = keep->entries = keep->exits = keep->unwound = 0;
-		keep->first = 0;
-		keep->summed = keep->base;
-		keep->uncounted = atomic_load_explicit(&ftrt_ctx_made, memory_order_relaxed) != 0;
-		for (uint32_t i = 0; i < keep->own.depth; i++)
-			keep->own.e[i].mark |= MARK_INHERITED;
 	}
 }
 

@@ -125,6 +125,18 @@ void ftrt_trace_path(char *buf, size_t size)
 		snprintf(buf, size, "%s", fd >= 0 ? dir_path : "");
 }
 
+void ftrt_trace_zero_counts(void)
+{
+	atomic_store_explicit(&ftrt_dropped, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_overflow, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_unwound, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_stopped, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_lost_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_recorded_bytes, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_lost_threads, 0, memory_order_relaxed);
+	atomic_store_explicit(&ftrt_overwritten, 0, memory_order_relaxed);
+}
+
 /* In a child after fork: the buffers made its own (thread.c), its counts
  * zeroed, its image pending. Raw system calls and no allocation: a fork
  * may be a signal handler's. */
@@ -135,14 +147,7 @@ static void fork_child(void)
 		return;
 	parent_creator = ftrt_creator_pid;
 	ftrt_creator_pid = ftrt_trace_pid;
-	atomic_store_explicit(&ftrt_dropped, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_overflow, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_unwound, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_stopped, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_lost_bytes, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_recorded_bytes, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_lost_threads, 0, memory_order_relaxed);
-	atomic_store_explicit(&ftrt_overwritten, 0, memory_order_relaxed);
+	ftrt_trace_zero_counts();
 	ftrt_tsc_start = now();
 	ftrt_mono_start = mono_ns();
 	ftrt_sched_fork_child(); /* the child's own event: the parent's ring is not mapped here */
@@ -231,7 +236,11 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	remember_path(d.fd, dir);
 	ftrt_trace_fd = d.fd;
 	ftrt_meta_reserve();
-	pthread_atfork(NULL, NULL, fork_child);
+	/* Registered once in the process's life: a second trace (ftpatch
+	 * record -p again, after end.c's ftrt_trace_again) has them. */
+	static int armed;
+	if (!armed)
+		pthread_atfork(NULL, NULL, fork_child);
 	const char *buf = ftrt_env(ENV_BUFFER);
 	uint64_t asked = 0;
 	uint32_t slots = buf && strncmp(buf, BUFFER_RING ":", sizeof BUFFER_RING) == 0 ? ftrt_ring_parse(buf + sizeof BUFFER_RING, &asked) : 0;
@@ -240,8 +249,10 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 		ftrt_ring_asked = asked;
 		if (asked > ftrt_ring_bytes())
 			ring_capped(asked);
-		if (arm_fatal)
+		static int fatal_armed;
+		if (arm_fatal && !fatal_armed)
 			arm_fatal(); /* the rings written out when the program dies of a fault */
+		fatal_armed = 1;
 	} else if (buf && strcmp(buf, BUFFER_WRITER) == 0) {
 		ftrt_writer = 1; /* started when the program's initialisers begin (lifetime.c) */
 	} else if (buf && *buf && strcmp(buf, BUFFER_STREAM) != 0) {
@@ -255,9 +266,16 @@ int ftrt_trace_start(const char *dir, int recorded, const char **why)
 	ftrt_tsc_start = now();
 	ftrt_mono_start = mono_ns();
 	ftrt_sched_start(); /* FTRACE_SCHED=1: the threads' context switches (sched.c) */
-	if (arm_exit)
-		arm_exit();
-	at_quick_exit(ftrt_trace_end);
+	if (!armed) {
+		if (arm_exit)
+			arm_exit();
+		at_quick_exit(ftrt_trace_end);
+	}
+	armed = 1;
+	/* A second trace: its threads record again (ftrt_trace_again left the
+	 * end's flag up until the trace was open to write into). */
+	__atomic_store_n(&ftrt_end_detached, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ftrt_ending, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 

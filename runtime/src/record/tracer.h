@@ -238,6 +238,9 @@ int ftrt_trace_fork_pending(void) HIDDEN;
 /* Where the trace directory is now, into buf (size bytes): "" when no
  * trace is open. */
 void ftrt_trace_path(char *buf, size_t size) HIDDEN;
+/* The counts the metadata reports set to 0: a forked child's, a second
+ * trace's (trace.c). */
+void ftrt_trace_zero_counts(void) HIDDEN;
 extern int ftrt_exit_code HIDDEN; /* end.c's: ftrt_trace_status */
 extern int ftrt_fast_function HIDDEN, ftrt_fast_graph HIDDEN, ftrt_ending HIDDEN;
 extern int ftrt_graph_slow HIDDEN, ftrt_graph_off HIDDEN;
@@ -395,6 +398,7 @@ void ftrt_bufs_unlock(void) HIDDEN;
 int ftrt_bufs_take(int me, uint64_t deadline) HIDDEN;
 struct tbuf *ftrt_tbuf_new(void) HIDDEN;
 int ftrt_thread_start(void) HIDDEN;
+void ftrt_tbuf_restart(struct tbuf *b) HIDDEN;
 void ftrt_after_fork_child(void) HIDDEN;
 int ftrt_spawn(void *(*fn)(void *)) HIDDEN;
 

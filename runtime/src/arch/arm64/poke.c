@@ -158,8 +158,9 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
 /* The words that enable the site: the shared trampoline's bl in place
  * of the NOP the site's call goes in (ftrt_arch_call's forms, without
  * the literal), only when no other word changes. */
-int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
+int ftrt_arch_live_call(uintptr_t ip, int len, int want, int whole, unsigned char *buf)
 {
+	(void)whole; /* every arm64 site is one word */
 	const uintptr_t *t = ftrt_targets;
 	uint32_t w[2] = { arm64_word((const unsigned char *)ip), len == 8 ? arm64_word((const unsigned char *)ip + 4) : ARM64_NOP };
 	uintptr_t target, at;

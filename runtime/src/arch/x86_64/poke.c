@@ -176,8 +176,8 @@ static int32_t rel32(const unsigned char *p)
 /* Go on as if the site at ip, len bytes, held the instruction n: the
  * forms live.c writes (arch/x86_64/site.c), e8 rel32 and 67 e8 rel32 (calls,
  * returning past themselves: to the site's end, or to the NOP that ends
- * a 6-byte site called by e8), e9 rel32 (a jump), else a NOP (the whole
- * site). */
+ * a 6-byte site called by e8), ff 15 disp32 (a call through the GOT, put
+ * back at a detach), e9 rel32 (a jump), else a NOP (the whole site). */
 static void emulate(greg_t *g, uintptr_t ip, int len, const unsigned char *n)
 {
 	uintptr_t end = ip + (uintptr_t)len;
@@ -187,6 +187,14 @@ static void emulate(greg_t *g, uintptr_t ip, int len, const unsigned char *n)
 		g[REG_RSP] -= 8;
 		*(uintptr_t *)g[REG_RSP] = ret; /* below the stack pointer at an entry: free */
 		g[REG_RIP] = (greg_t)target;
+	} else if (n[0] == 0xff && n[1] == 0x15) {
+		/* call *disp32(%rip): PIE -mfentry's call of __fentry__
+		 * through the GOT, a site as a process had it before ftpatch
+		 * record -p (live.c's ftrt_live_restore puts it back). */
+		uintptr_t ret = ip + 6;
+		g[REG_RSP] -= 8;
+		*(uintptr_t *)g[REG_RSP] = ret;
+		g[REG_RIP] = (greg_t)*(const uintptr_t *)(ret + (uintptr_t)(intptr_t)rel32(n + 2));
 	} else if (n[0] == 0xe9) {
 		g[REG_RIP] = (greg_t)(ip + 5 + (uintptr_t)(intptr_t)rel32(n + 1));
 	} else {
@@ -239,15 +247,20 @@ int ftrt_arch_trap(const siginfo_t *si, void *ctx, int (*is_site)(uintptr_t ip))
 /*
  * What a site holds (live.h): enabled (a call of one of the module's
  * trampolines, or function_graph's jump to a trampoline of its own),
- * disabled (a NOP, or gcc's five 90s; or the compare a live disable
- * leaves), or anything else.
+ * disabled (a NOP, or gcc's five 90s; the compare a live disable
+ * leaves; or the compiler's call of a hook, below), or anything else.
  */
 int ftrt_arch_live_state(uintptr_t ip, int *len)
 {
 	const unsigned char *p = (const unsigned char *)ip;
 	int l = 0;
 	enum ftrt_site_state st = ftrt_arch_classify(p, &l);
-	if (st == FTRT_SITE_NOP || st == FTRT_SITE_NOPS) {
+	/* A compiler's call of a hook counts as disabled too: the load-time
+	 * pass of a runtime loaded into a running process writes nothing
+	 * (patch/pass.h's ftrt_pass_late), and its sites call the hook as
+	 * the program was linked to (the C library's __fentry__, which
+	 * records nothing) until a live change. */
+	if (st == FTRT_SITE_NOP || st == FTRT_SITE_NOPS || st == FTRT_SITE_CALL) {
 		*len = l;
 		return 0;
 	}
@@ -273,16 +286,23 @@ int ftrt_arch_live_state(uintptr_t ip, int *len)
  * A site enabled live calls its module's caller for where it is (at the
  * entry, after the prologue, after push %r10), which serves every
  * tracer: no trampoline is built while threads run. A 6-byte site (gcc's
- * `addr32 call __fentry__` in a PIE) becomes a 5-byte call of the
- * caller for 5-byte sites (it returns to site + 5, the site's address
- * to the tracer either way) and a NOP: then the site is a 5-byte site to
- * every change after this one, which the compare form (live_off) makes
- * a change of its first byte alone, one sync, where `67 e8` and `67 3d`
- * differ in the second byte too.
+ * `addr32 call __fentry__` in a PIE, PIE -mfentry's `call
+ * *__fentry__@GOTPCREL`, or the NOP recordmcount wrote over either)
+ * becomes a 5-byte call of the caller for 5-byte sites (it returns to
+ * site + 5, the site's address to the tracer either way) and a NOP: then
+ * the site is a 5-byte site to every change after this one, which the
+ * compare form (live_off) makes a change of its first byte alone, one
+ * sync, where `67 e8` and `67 3d` differ in the second byte too. But
+ * whole (a process ftpatch attached to, whose detach gives each site
+ * back its bytes: patch/live.c's ftrt_live_restore): `67 e8`, a call of
+ * the caller for 6-byte sites, which returns past the whole site, so a
+ * thread still inside the tracer when the site's bytes are given back
+ * returns past every byte written; each change then takes the
+ * protocol's three syncs.
  */
-int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
+int ftrt_arch_live_call(uintptr_t ip, int len, int want, int whole, unsigned char *buf)
 {
-	if (len == 6) {
+	if (len == 6 && !whole) {
 		if (put_call(ip, 5, ftrt_arch_caller(5, want), buf) != 0)
 			return -1;
 		buf[5] = 0x90; /* nop */
@@ -297,8 +317,8 @@ int ftrt_arch_live_call(uintptr_t ip, int len, int want, unsigned char *buf)
  * (cmp $imm32, %eax; 67 3d: the prefix changes nothing without a memory
  * operand): the opcode alone changes, both ways. For e8, the first
  * byte, so the protocol's step 2 writes nothing and needs no sync; a
- * 67 e8 site is enabled again as e8 and a NOP (ftrt_arch_live_call),
- * and is such a site from then on. The compare only sets flags,
+ * 67 e8 site is enabled again as e8 and a NOP (ftrt_arch_live_call, but
+ * whole), and is such a site from then on. The compare only sets flags,
  * which no site's code needs: at a function's entry and in place of a
  * call of mcount they hold nothing the calling convention keeps (the
  * direction flag, which it does, is left alone). Anything else (a jump
