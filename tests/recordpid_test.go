@@ -75,8 +75,14 @@ func TestRecordPid(t *testing.T) {
 			if tr.Meta.Detached != 1 {
 				t.Errorf("metadata: detached %d; want 1", tr.Meta.Detached)
 			}
+			// What record -p enabled (alpha's site), though its end
+			// disabled it.
+			if tr.Meta.Enabled != 1 {
+				t.Errorf("metadata: %d sites traced; want 1, alpha's", tr.Meta.Enabled)
+			}
 			info, _ := run(t, dir, tool("ftpatch"), "info", out)
-			if !strings.Contains(info, "ended:              by ftpatch record -p") || !strings.Contains(info, "the process ran on after its trace ended") {
+			if !strings.Contains(info, "ended:              by ftpatch record -p") || !strings.Contains(info, "the process ran on after its trace ended") ||
+				!strings.Contains(info, "sites chosen while the process ran, by ftpatch record -p") {
 				t.Errorf("ftpatch info does not say record -p ended the trace:\n%s", info)
 			}
 			r.end(t, wantOut, wantCode)

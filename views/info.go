@@ -82,7 +82,11 @@ func Info(w io.Writer, in Input, opt Options) error {
 	case abi.ConfigStateMismatch:
 		kv("config", "mismatch (a config record that did not match the site table: ignored)")
 	case abi.ConfigStateNone:
-		kv("config", "none (sites chosen at start by FTRACE and FTRACE_FILTER)")
+		if m.Detached != 0 {
+			kv("config", "none (sites chosen while the process ran, by ftpatch record -p)")
+		} else {
+			kv("config", "none (sites chosen at start by FTRACE and FTRACE_FILTER)")
+		}
 	default:
 		kv("config", "%s", or(m.Config, "not recorded (a runtime older than config records)"))
 	}

@@ -78,6 +78,7 @@ static long delta;
 /* ... and by every batch applied: the metadata's count of enabled sites
  * is the load-time passes' and this (meta.c). */
 long ftrt_live_enabled_delta;
+long ftrt_live_enabled_peak;
 
 /* The batch being built, sorted by address (modules are disjoint and
  * visited in address order within each). */
@@ -272,8 +273,8 @@ static int apply(void)
 	int err = ftrt_arch_poke(batch, nbatch);
 	if (err)
 		last_why = ftrt_text_why();
-	else
-		__atomic_fetch_add(&ftrt_live_enabled_delta, delta, __ATOMIC_RELAXED);
+	else if (__atomic_add_fetch(&ftrt_live_enabled_delta, delta, __ATOMIC_RELAXED) > ftrt_live_enabled_peak)
+		ftrt_live_enabled_peak = ftrt_live_enabled_delta; /* under the registry's lock, as every apply */
 	nbatch = 0;
 	delta = 0;
 	return err;

@@ -38,6 +38,7 @@ int ftrt_live_open_trace(int tracer)
 	out_fresh = 0;
 	if (!ftrt_mode)
 		ftrt_mode = tracer == FTRT_GRAPH && !ftrt_graph_safe() ? FTRT_FUNCTION : tracer;
+	ftrt_live_enabled_peak = ftrt_live_enabled_delta; /* the new trace's own */
 	if (ftrt_trace_open() != 0)
 		return ftrt_live_fail(-EACCES, "the trace directory cannot be made");
 	ftrt_trace_meta_update();

@@ -398,7 +398,9 @@ static void write_meta(int dir, int own, int ended, uint64_t tsc_end, uint64_t m
 		sum.misaligned += st->misaligned;
 	}
 	meta_line(&o, META_KEY_SITES, sum.entries);
-	long live = __atomic_load_n(&ftrt_live_enabled_delta, __ATOMIC_RELAXED); /* changed since, by ftrace.h's API */
+	/* Changed since, by ftrace.h's API; at the end of ftpatch record -p,
+	 * which disabled every site first, what it had enabled. */
+	long live = __atomic_load_n(ftrt_end_detached ? &ftrt_live_enabled_peak : &ftrt_live_enabled_delta, __ATOMIC_RELAXED);
 	meta_line(&o, META_KEY_ENABLED, (long)sum.enabled + live > 0 ? (uint64_t)((long)sum.enabled + live) : 0);
 	meta_line(&o, META_KEY_SKIPPED, sum.skipped);
 	meta_line(&o, META_KEY_FAILED, sum.failed);

@@ -322,6 +322,9 @@ void ftrt_stream_summary(struct tbuf *b, int self) HIDDEN;
 
 /* Sites the live API enabled less those it disabled (live.c). */
 extern long ftrt_live_enabled_delta HIDDEN;
+/* The most ftrt_live_enabled_delta was since the trace opened: what a
+ * trace ftpatch record -p ended (every site disabled first) traced. */
+extern long ftrt_live_enabled_peak HIDDEN;
 
 /* snapshot.c: a snapshot of the flight recorder into dir (NULL or "":
  * snapshot-N in the trace's directory), the directory made into made
