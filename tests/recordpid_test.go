@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ftpatch/trace"
 )
 
 // TestRecordPid: ftpatch record -p on a running process started without
@@ -129,6 +133,59 @@ func TestLivePid(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(tmp)); !os.IsNotExist(err) {
 		t.Errorf("live -p left %s: %v", filepath.Dir(tmp), err)
+	}
+	r.end(t, wantOut, wantCode)
+}
+
+// TestRecordPidForks: the children a process forks while record -p
+// records it record on in images of their own, each with its copy of
+// the runtime; record -p's end ends theirs too (attached to as ftpatch
+// ctl does), so that nothing in the trace changes once record -p has
+// returned, and those it ended say so (detached). Their exit statuses
+// are as untraced (the parent checks them).
+func TestRecordPidForks(t *testing.T) {
+	t.Parallel()
+	tg := x86GCC
+	need(t, tg.tools...)
+	dir := t.TempDir()
+	wantOut, wantCode := untraced(t, tg, dir, "attachfork.c")
+	prog, _ := linkAs(t, tg, dir, linkedMode, buildSrc(t, tg, dir, "-O2 -pg -mfentry", true, "attachfork.c"), picLink(true), "-pthread")
+	r := startPlain(t, dir, prog)
+	time.Sleep(300 * time.Millisecond)
+	out := filepath.Join(dir, "trace")
+	_, errOut := run(t, dir, tool("ftpatch"), "record", "-p", strconv.Itoa(r.cmd.Process.Pid), "--duration", "700ms", "-d", out)
+	if !strings.Contains(errOut, "forked meanwhile") {
+		t.Errorf("record -p ended no child's trace:\n%s", errOut)
+	}
+	files := func() map[string]int64 {
+		m := map[string]int64{}
+		filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					m[p] = fi.Size()
+				}
+			}
+			return nil
+		})
+		return m
+	}
+	at := files()
+	// The children alive at the end live 300 ms at most: by now each
+	// has exited, which, its trace not ended, would write its stream.
+	time.Sleep(600 * time.Millisecond)
+	if now := files(); !maps.Equal(at, now) {
+		t.Errorf("the trace changed after record -p returned:\nthen %v\nnow  %v", at, now)
+	}
+	s, err := trace.OpenSession(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ended uint64
+	for _, p := range s.Procs[1:] {
+		ended += p.Meta.Detached
+	}
+	if len(s.Procs) < 2 || ended == 0 {
+		t.Errorf("%d images, %d of them ended by record -p; want children's, some ended so", len(s.Procs), ended)
 	}
 	r.end(t, wantOut, wantCode)
 }

@@ -371,34 +371,17 @@ func (p *Process) releaseAll() error {
 // procState is the process's state letter in /proc/PID/stat (R, S, D, T,
 // t, Z...), 0 if it cannot be read.
 func procState(pid int) byte {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	st, err := ReadStat(pid)
 	if err != nil {
 		return 0
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || len(b) < i+3 {
-		return 0
-	}
-	return b[i+2]
+	return st.State
 }
 
-// parent returns the process's parent's pid (0 if unknown): the fourth
-// field of /proc/PID/stat, after the command's name in parentheses.
+// parent returns the process's parent's pid (0 if unknown).
 func (p *Process) parent() int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.Pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	st, _ := ReadStat(p.Pid)
+	return st.PPid
 }
 
 // detach lets held thread tid go, with the signal it stopped for, and

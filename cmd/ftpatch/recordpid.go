@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"ftpatch/attach"
 	"ftpatch/control"
+	"ftpatch/tracee"
 )
 
 // recordPidHelp is what record's help says of -p.
@@ -25,8 +28,10 @@ to it through ptrace as ftpatch ctl does, asks it to trace into -d DIR
 (which must not exist; the process makes it, as its own user) with
 --tracer's tracer and the functions --filter chooses (all by default),
 and lets it run; at ^C, SIGTERM, --duration or the process's exit, every
-site goes back to its NOP and the trace ends. The process runs on as
-before, the runtime's control server still listening (ftpatch ctl).
+site goes back to the bytes it had and the trace ends; so do the traces
+of the processes it forked meanwhile (each attached to likewise). The
+process runs on as before, the runtime's control server still listening
+(ftpatch ctl).
 A second -p while one records the process is refused; once that one
 has ended, another -p records it again, into its own directory. The
 flags the runtime reads only at a program's start (-F, -N, -D, -t, -A,
@@ -87,6 +92,7 @@ func (r *recordFlags) recordPid(pid int, dir string, duration time.Duration, tol
 		}
 	}
 	name := processName(pid)
+	before, _ := tracee.Descendants(pid)
 	if err := attachCtl(pid, stderr); err != nil {
 		if !errors.Is(err, control.ErrNoProcess) {
 			err = fmt.Errorf("record -p %d: %w", pid, err)
@@ -139,6 +145,9 @@ wait:
 			return fmt.Errorf("record -p %d: ending its trace: %w", pid, err)
 		}
 	}
+	if n := endForked(pid, before); n > 0 {
+		fmt.Fprintf(stderr, "ftpatch: ended the traces of %d processes %d forked meanwhile\n", n, pid)
+	}
 	if !told {
 		return nil
 	}
@@ -153,12 +162,42 @@ wait:
 
 // alive says whether process pid still runs (not a zombie).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+	st, err := tracee.ReadStat(pid)
+	return err == nil && st.Alive()
+}
+
+// forkedSince lists process pid's descendants that run now and are not
+// among before (by pid and start time): those it forked while record -p
+// recorded it.
+func forkedSince(pid int, before []tracee.Stat) []tracee.Stat {
+	now, _ := tracee.Descendants(pid)
+	var made []tracee.Stat
+	for _, d := range now {
+		if d.Alive() && !slices.ContainsFunc(before, func(b tracee.Stat) bool { return b.Pid == d.Pid && b.Start == d.Start }) {
+			made = append(made, d)
+		}
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && len(b) > i+2 && b[i+2] != 'Z' && b[i+2] != 'X'
+	return made
+}
+
+// endForked ends the traces of the processes pid forked while record -p
+// recorded it (before: its descendants then), which record on in their
+// own images of the session, each with its copy of the runtime, after
+// pid's own end: each is attached to as ftpatch ctl does, and its trace
+// ended. One that exec'd a program without the runtime, that exits
+// meanwhile, or whose trace has ended, is left as it is. It returns
+// how many were ended.
+func endForked(pid int, before []tracee.Stat) int {
+	n := 0
+	for _, d := range forkedSince(pid, before) {
+		if _, err := attach.Control(d.Pid); err != nil {
+			continue
+		}
+		if _, err := control.Do(d.Pid, "end"); err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // processName is process pid's command name, for messages.

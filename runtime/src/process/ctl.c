@@ -359,22 +359,28 @@ static void *serve(void *arg)
 /* In a child after fork: the socket and the connections are the
  * parent's, whose thread serves them; the child has no server, and
  * holds no copy that would keep the socket's name once the parent has
- * ended. */
+ * ended. Its own may start later (ftpatch record -p ends the trace of a
+ * child forked while it recorded through it: ftrt_attach). */
 static void after_fork(void)
 {
 	ftrt_fd_close(&listener);
+	if (!conns)
+		return;
 	for (int i = 0; i < CONN_MAX; i++)
 		ftrt_fd_close(&conns[i].k);
+	munmap(conns, CONN_MAX * sizeof *conns);
+	conns = NULL;
 }
 
 /* The server started: its socket made, its connections' slots mapped,
  * its thread running. 0, or -errno, with nothing of it left (no socket,
  * no mapping: an attach that fails leaves the process as it was; only
  * pthread_atfork's registration, a handler with nothing to close, stays
- * when the thread cannot start). Once: a later call finds it started
- * (conns), and answers 0. */
+ * when the thread cannot start). Once in a process: a later call finds
+ * it started (conns), and answers 0; a forked child's starts anew. */
 static int start(void)
 {
+	static int registered; /* after_fork, once in the process's life */
 	if (conns)
 		return 0;
 	int r = listen_make();
@@ -387,7 +393,8 @@ static int start(void)
 	}
 	for (int i = 0; i < CONN_MAX; i++)
 		c[i].k = FTRT_FD_NONE;
-	int err = pthread_atfork(NULL, NULL, after_fork);
+	int err = registered ? 0 : pthread_atfork(NULL, NULL, after_fork);
+	registered = !err;
 	if (!err) {
 		conns = c;
 		err = ftrt_spawn(serve);
