@@ -234,8 +234,11 @@ func TestAttach(t *testing.T) {
 // TestAttachRounds: ftpatch record -p 50 times in a row on one process
 // (its runtime linked), under load (its six busy threads and its twin's,
 // twelve on the machine's processors) and with real-time signals
-// arriving: each round's trace is one record -p ended, and holds
-// alpha's calls alone (read whole in five of them); a
+// arriving, function_graph and function in turn, alpha and nap traced:
+// nap's 250 ms sleep is under way at nearly every end and start, so its
+// return in one trace finds its shadow entry from the trace before.
+// Each round's trace is one record -p ended, and holds alpha's and
+// nap's calls alone, its records whole (read in six of them); a
 // record -p made while another records the process is refused, naming
 // why; the process ends as its never-attached twin does.
 func TestAttachRounds(t *testing.T) {
@@ -248,11 +251,14 @@ func TestAttachRounds(t *testing.T) {
 	go func() { rtSignals([]int{pid, twin.cmd.Process.Pid}, 60); close(done) }()
 	for i := range 50 {
 		out := filepath.Join(dir, fmt.Sprintf("r%d", i))
-		d := "30ms"
+		d, tracer := "30ms", "function_graph"
 		if i == 7 {
 			d = "3s" // long enough for another to be refused meanwhile
 		}
-		rec := exec.Command(tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "--filter", "alpha", "--duration", d, "-d", out)
+		if i%3 == 0 {
+			tracer = "function"
+		}
+		rec := exec.Command(tool("ftpatch"), "record", "-p", strconv.Itoa(pid), "--tracer", tracer, "--filter", "alpha,nap", "--duration", d, "-d", out)
 		var recOut bytes.Buffer
 		rec.Stderr = &recOut
 		if err := rec.Start(); err != nil {
@@ -281,10 +287,11 @@ func TestAttachRounds(t *testing.T) {
 		if tr.Meta.Detached != 1 || len(tr.Streams) == 0 || tr.Streams[0].Size <= 16 {
 			t.Errorf("round %d: detached %d, %d streams; want a trace record -p ended, with records", i, tr.Meta.Detached, len(tr.Streams))
 		}
-		if i%10 == 7 || i == 49 {
+		if i%10 == 7 || i == 48 || i == 49 {
 			tr, syms := readTrace(t, out)
-			if calls, _ := tracedCalls(t, tr, syms, "function_graph"); calls["alpha"] == 0 || len(calls) != 1 {
-				t.Errorf("round %d traced %v; want alpha alone", i, calls)
+			calls, _ := tracedCalls(t, tr, syms, tracer)
+			if calls["alpha"] == 0 || len(calls) != 1+min(calls["nap"], 1) {
+				t.Errorf("round %d (%s) traced %v; want alpha, and nap", i, tracer, calls)
 			}
 		}
 	}

@@ -2,7 +2,8 @@
  * A process for ftpatch record -p to attach to, as the attach issue
  * describes one: eight threads, six calling traced functions (alpha,
  * which calls beta, and gamma_) in a loop, one blocked in read on a
- * pipe, one sleeping 20 ms at a time in nanosleep; the main thread reads
+ * pipe, one sleeping 250 ms at a time in nanosleep (inside nap, a traced
+ * function: a traced call is under way nearly always); the main thread reads
  * stdin until end of file. Each checks that what it did went on as if no
  * one had come: the read returns the bytes written to the pipe at the
  * end, never EINTR; each sleep lasts its whole time. A real-time signal
@@ -36,6 +37,17 @@ static volatile long sink;
 NOINLINE long beta(long x) { return x * 3 + 1; }
 NOINLINE long alpha(long x) { return beta(x) ^ 9; }
 NOINLINE long gamma_(long x) { return x + 11; }
+
+/* One sleep, whole: 0, or 1 if it ended early or with an error. */
+NOINLINE int nap(void)
+{
+	struct timespec a, b, d = { 0, 250 * 1000000 };
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int r = nanosleep(&d, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	long us = (b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
+	return r != 0 || us < 250000;
+}
 
 static void on_rt(int sig)
 {
@@ -79,14 +91,8 @@ static void *sleeper(void *arg)
 	sigaddset(&set, SIGRTMIN);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	int bad = 0;
-	while (!done) {
-		struct timespec a, b, d = { 0, 20 * 1000000 };
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		int r = nanosleep(&d, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		long us = (b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
-		bad += r != 0 || us < 20000;
-	}
+	while (!done)
+		bad += nap();
 	sleep_said = bad ? "sleep EINTR or short" : "sleep ok";
 	return NULL;
 }
