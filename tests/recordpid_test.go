@@ -170,8 +170,7 @@ func TestRecordPidForks(t *testing.T) {
 		return m
 	}
 	at := files()
-	// The children alive at the end live 300 ms at most: by now each
-	// has exited, which, its trace not ended, would write its stream.
+	// The children run on, calling alpha: a trace not ended would grow.
 	time.Sleep(600 * time.Millisecond)
 	if now := files(); !maps.Equal(at, now) {
 		t.Errorf("the trace changed after record -p returned:\nthen %v\nnow  %v", at, now)

@@ -1,12 +1,14 @@
 /*
- * A process that forks while ftpatch record -p records it: a thread forks
- * a child every 100 ms until main reads end of file on its stdin; each
- * child calls alpha (which calls beta) in a loop for 300 ms, then exits
- * with status 0 through exit. The parent reaps them all and prints
- * "children ok" when every one exited 0, else how many did not; it
- * exits 0.
+ * A process that forks while ftpatch record -p records it: for its first
+ * 1.5 s a thread forks a child every 100 ms; each child calls alpha
+ * (which calls beta) in a loop until its parent ends (the pipe's write
+ * end, which only the parent keeps, closes), then exits with status 0
+ * through exit. main reads stdin until end of file, then closes the
+ * pipe and reaps every child: it prints "children ok" when every one
+ * exited 0, else how many did not, and exits 0.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,64 +17,55 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
+#define CHILDREN 15
 
-static volatile int done;
 static volatile long sink;
-static int bad, made;
+static int pipefd[2];
 
 NOINLINE long beta(long x) { return x * 3 + 1; }
 NOINLINE long alpha(long x) { return beta(x) ^ 9; }
 
-static long ms_since(const struct timespec *a)
-{
-	struct timespec b;
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
-}
-
 static void child(void)
 {
-	struct timespec a;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (long k = 0; ms_since(&a) < 300; k++)
+	close(pipefd[1]);
+	for (long k = 0;; k++) {
 		sink += alpha(k);
-	exit(0);
+		struct pollfd p = { pipefd[0], POLLIN, 0 };
+		if ((k & 1023) == 0 && poll(&p, 1, 0) > 0)
+			exit(0); /* end of file: the parent has closed its end */
+	}
 }
 
 static void *forker(void *arg)
 {
 	(void)arg;
-	while (!done) {
-		pid_t p = fork();
-		if (p == 0)
+	for (int i = 0; i < CHILDREN; i++) {
+		if (fork() == 0)
 			child();
-		if (p > 0)
-			made++;
 		struct timespec d = { 0, 100 * 1000000 };
 		nanosleep(&d, NULL);
-		int st;
-		while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-			bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	}
-	int st;
-	while (waitpid(-1, &st, 0) > 0)
-		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	return NULL;
 }
 
 int main(void)
 {
+	if (pipe(pipefd))
+		return 1;
 	pthread_t t;
 	pthread_create(&t, NULL, forker, NULL);
 	char buf[64];
 	while (read(0, buf, sizeof buf) > 0)
 		;
-	done = 1;
 	pthread_join(t, NULL);
+	close(pipefd[1]);
+	int st, bad = 0, n = 0;
+	while (wait(&st) > 0)
+		n++, bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 	if (bad)
 		printf("%d of the children failed\n", bad);
 	else
 		printf("children ok\n");
-	fprintf(stderr, "forked %d\n", made);
+	fprintf(stderr, "forked %d\n", n);
 	return 0;
 }
