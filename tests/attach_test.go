@@ -231,22 +231,37 @@ func TestAttach(t *testing.T) {
 	}
 }
 
-// TestAttachRounds: ftpatch record -p 50 times in a row on one process
-// (its runtime linked), under load (its six busy threads and its twin's,
-// twelve on the machine's processors) and with real-time signals
-// arriving, function_graph and function in turn, alpha and nap traced:
-// nap's 250 ms sleep is under way at nearly every end and start, so its
-// return in one trace finds its shadow entry from the trace before.
-// Each round's trace is one record -p ended, and holds alpha's and
-// nap's calls alone, its records whole (read in six of them); a
-// record -p made while another records the process is refused, naming
+// TestAttachRounds: ftpatch record -p 50 times in a row on one process,
+// its runtime linked, or its sites calling the C library's __fentry__
+// and the runtime loaded at the first attach; under load (its six busy
+// threads and its twin's, twelve on the machine's processors), with
+// real-time signals arriving, function_graph and function in turn,
+// alpha and nap traced: nap's 250 ms sleep is under way at nearly every
+// end and start, so its return in one trace finds its shadow entry from
+// the trace before. Each round's trace is one record -p ended, and holds
+// alpha's and nap's calls alone, its records whole (read in six of
+// them); after the last, the code, mappings, descriptors and signals are
+// as the first left them (each detach gives every site back its bytes);
+// a record -p made while another records the process is refused, naming
 // why; the process ends as its never-attached twin does.
 func TestAttachRounds(t *testing.T) {
 	t.Parallel()
-	dir, prog := attachedProg(t, "linked")
+	for _, kind := range []string{"linked", "sited"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			attachRounds(t, kind)
+		})
+	}
+}
+
+// attachRounds is TestAttachRounds on a process built as kind says
+// (attachedProg).
+func attachRounds(t *testing.T, kind string) {
+	dir, prog := attachedProg(t, kind)
 	twin, p := startPlain(t, dir, prog), startPlain(t, dir, prog)
 	pid := p.cmd.Process.Pid
 	time.Sleep(300 * time.Millisecond) // its handler set: a real-time signal's default ends it
+	var before procState
 	done := make(chan struct{})
 	go func() { rtSignals([]int{pid, twin.cmd.Process.Pid}, 60); close(done) }()
 	for i := range 50 {
@@ -281,6 +296,9 @@ func TestAttachRounds(t *testing.T) {
 		if err := rec.Wait(); err != nil {
 			t.Fatalf("round %d: record -p: %v\n%s", i, err, recOut.String())
 		}
+		if i == 0 {
+			before = readProcState(t, pid)
+		}
 		// Each round's trace ended by record -p, with a stream; every
 		// record read in some (reading all takes a second a round).
 		tr := openForks(t, out)
@@ -296,6 +314,11 @@ func TestAttachRounds(t *testing.T) {
 		}
 	}
 	<-done
+	// 49 attaches and detaches since the first: the code, mappings,
+	// descriptors and signals as the first left them.
+	for _, d := range before.sameAs(readProcState(t, pid)) {
+		t.Error(d)
+	}
 	twin.stdin.Close()
 	twin.cmd.Wait()
 	p.end(t, twin.stdout.String(), twin.cmd.ProcessState.ExitCode())
