@@ -904,14 +904,9 @@ PROG's was 0.`,
 			if err != nil {
 				return err // refused before a directory is made
 			}
-			parent, err := os.MkdirTemp("", "ftpatch-live-")
+			parent, cleanup, err := liveTemp(keep)
 			if err != nil {
 				return err
-			}
-			cleanup := func() {
-				if !keep {
-					os.RemoveAll(parent)
-				}
 			}
 			st, s, td, err := rf.record(t, filepath.Join(parent, "trace"), stderr)
 			if err != nil {
@@ -944,6 +939,20 @@ PROG's was 0.`,
 	return cmd
 }
 
+// liveTemp makes live's temporary directory, and the cleanup that
+// removes it unless keep.
+func liveTemp(keep bool) (string, func(), error) {
+	parent, err := os.MkdirTemp("", "ftpatch-live-")
+	if err != nil {
+		return "", nil, err
+	}
+	return parent, func() {
+		if !keep {
+			os.RemoveAll(parent)
+		}
+	}, nil
+}
+
 // livePid is live -p: process pid recorded as record -p does into a
 // temporary directory, replayed, and the directory removed unless keep.
 // The directory is made traversable and given to the process's user,
@@ -952,14 +961,9 @@ func livePid(rf *recordFlags, pid int, duration time.Duration, keep bool, stdout
 	if pid < 0 {
 		return usage(fmt.Errorf("-p %d: not a process id", pid))
 	}
-	parent, err := os.MkdirTemp("", "ftpatch-live-")
+	parent, cleanup, err := liveTemp(keep)
 	if err != nil {
 		return err
-	}
-	cleanup := func() {
-		if !keep {
-			os.RemoveAll(parent)
-		}
 	}
 	defer cleanup()
 	var st syscall.Stat_t

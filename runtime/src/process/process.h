@@ -49,8 +49,8 @@ int ftrt_preload_describe(struct ftrt_module *m, const char *path, uintptr_t ins
 	__attribute__((visibility("hidden")));
 /* Whether this runtime was loaded into the process after its start (a
  * dlopen: ftpatch's attach), not with it: its file is named in neither
- * of the lists the loader preloads at a start (LD_PRELOAD,
- * /etc/ld.so.preload). No program lists it as needed: it is only ever
+ * of the lists the loader preloads at a start (LD_PRELOAD, read only
+ * outside secure execution; /etc/ld.so.preload). No program lists it as needed: it is only ever
  * preloaded or loaded so. */
 int ftrt_preload_late(void) __attribute__((visibility("hidden")));
 /* Register every loaded shared object with sites that neither links the
